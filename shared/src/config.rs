@@ -1,0 +1,407 @@
+//! Board configuration: parsed from TOML (embedded default or `STANDINGS_CONFIG`) and
+//! validated once at start, with errors that name the offending field.
+
+use std::collections::{BTreeMap, HashSet};
+
+use chrono_tz::Tz;
+use serde::Deserialize;
+
+use crate::ids;
+use crate::period::PeriodKind;
+
+/// The configuration shipped with the project (SPEC §2).
+pub const DEFAULT_CONFIG: &str = include_str!("../boards.toml");
+
+/// Upper bound for a single rule's points; keeps every sum far inside the composite range.
+pub const MAX_RULE_POINTS: i64 = 100_000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read board configuration {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("board configuration is not valid TOML: {0}")]
+    Syntax(String),
+    #[error("board configuration: {field}: {problem}")]
+    Invalid { field: String, problem: String },
+}
+
+fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid { field: field.into(), problem: problem.into() }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BoardKind {
+    Cumulative,
+    Decaying,
+}
+
+/// Which earlier award makes an event a repeat that earns nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scope {
+    UserTargetDay,
+    UserTarget,
+    Target,
+    None,
+}
+
+impl Scope {
+    pub fn needs_target(self) -> bool {
+        !matches!(self, Scope::None)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub action: String,
+    pub points: i64,
+    #[serde(default)]
+    pub reversible: bool,
+    pub scope: Scope,
+    #[serde(default)]
+    pub daily_cap: Option<i64>,
+    /// When set, the event itself carries `points` in `1..=max_points`; `points` above is
+    /// then only the default used when the event omits it.
+    #[serde(default)]
+    pub max_points: Option<i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SignIn {
+    pub points: i64,
+    /// `[consecutive_days, bonus]` pairs.
+    #[serde(default)]
+    pub streak_bonuses: Vec<(u32, i64)>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Weights {
+    Linear,
+    Exponential,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Decay {
+    /// Hourly buckets merged with weights falling with age (seed 004, sliding window).
+    Window {
+        window_hours: u32,
+        weights: Weights,
+        #[serde(default)]
+        linear_step: Option<f64>,
+        #[serde(default)]
+        half_life_hours: Option<f64>,
+        #[serde(default = "default_synthesized_ttl")]
+        synthesized_ttl_secs: u64,
+    },
+    /// One key whose scores are multiplied by `factor` every `every_minutes` (seed 004, scaling).
+    Scale { factor: f64, every_minutes: u32 },
+}
+
+fn default_synthesized_ttl() -> u64 {
+    300
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawBoard {
+    name: String,
+    kind: BoardKind,
+    timezone: String,
+    #[serde(default)]
+    periods: Vec<PeriodKind>,
+    top: u32,
+    #[serde(default)]
+    archive: bool,
+    #[serde(default)]
+    rules: Vec<Rule>,
+    #[serde(default)]
+    sign_in: Option<SignIn>,
+    #[serde(default)]
+    decay: Option<Decay>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    boards: Vec<RawBoard>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Board {
+    pub name: String,
+    pub kind: BoardKind,
+    pub timezone: Tz,
+    pub periods: Vec<PeriodKind>,
+    pub top: u32,
+    pub archive: bool,
+    pub rules: BTreeMap<String, Rule>,
+    pub sign_in: Option<SignIn>,
+    pub decay: Option<Decay>,
+}
+
+impl Board {
+    pub fn rule(&self, action: &str) -> Option<&Rule> {
+        self.rules.get(action)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    boards: Vec<Board>,
+}
+
+impl Config {
+    /// The embedded default, or the file named by `STANDINGS_CONFIG`.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        match std::env::var("STANDINGS_CONFIG") {
+            Ok(path) if !path.is_empty() => {
+                let text = std::fs::read_to_string(&path)
+                    .map_err(|source| ConfigError::Read { path, source })?;
+                Self::parse(&text)
+            }
+            _ => Self::parse(DEFAULT_CONFIG),
+        }
+    }
+
+    pub fn default_boards() -> Self {
+        Self::parse(DEFAULT_CONFIG).expect("the embedded board configuration is valid")
+    }
+
+    pub fn parse(text: &str) -> Result<Self, ConfigError> {
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Syntax(e.to_string()))?;
+        let mut names = HashSet::new();
+        let mut boards = Vec::with_capacity(raw.boards.len());
+        for (i, raw_board) in raw.boards.into_iter().enumerate() {
+            let board = validate_board(&format!("boards[{i}]"), raw_board)?;
+            if !names.insert(board.name.clone()) {
+                return Err(invalid(format!("boards[{i}].name"), format!("duplicate board {:?}", board.name)));
+            }
+            boards.push(board);
+        }
+        if boards.is_empty() {
+            return Err(invalid("boards", "at least one board is required"));
+        }
+        Ok(Self { boards })
+    }
+
+    pub fn boards(&self) -> &[Board] {
+        &self.boards
+    }
+
+    pub fn board(&self, name: &str) -> Option<&Board> {
+        self.boards.iter().find(|b| b.name == name)
+    }
+
+    /// Every board that scores `action`, in configuration order (the event fan-out).
+    pub fn boards_for_action<'a>(&'a self, action: &str) -> impl Iterator<Item = (&'a Board, &'a Rule)> {
+        self.boards.iter().filter_map(move |b| b.rule(action).map(|r| (b, r)))
+    }
+}
+
+fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigError> {
+    if ids::validate_board_name(&raw.name).is_err() {
+        return Err(invalid(format!("{at}.name"), "must be 1-32 characters of a-z, 0-9 and '-'"));
+    }
+    let timezone: Tz = raw
+        .timezone
+        .parse()
+        .map_err(|_| invalid(format!("{at}.timezone"), format!("unknown IANA timezone {:?}", raw.timezone)))?;
+    if raw.top == 0 || raw.top > 1000 {
+        return Err(invalid(format!("{at}.top"), "must be between 1 and 1000"));
+    }
+    let mut seen = HashSet::new();
+    for (j, period) in raw.periods.iter().enumerate() {
+        if !seen.insert(*period) {
+            return Err(invalid(format!("{at}.periods[{j}]"), "listed twice"));
+        }
+    }
+    match raw.kind {
+        BoardKind::Cumulative => {
+            if raw.periods.is_empty() {
+                return Err(invalid(format!("{at}.periods"), "a cumulative board needs at least one period"));
+            }
+            if raw.decay.is_some() {
+                return Err(invalid(format!("{at}.decay"), "only decaying boards decay"));
+            }
+        }
+        BoardKind::Decaying => {
+            let Some(decay) = &raw.decay else {
+                return Err(invalid(format!("{at}.decay"), "a decaying board needs a decay section"));
+            };
+            validate_decay(&format!("{at}.decay"), decay)?;
+            if !raw.periods.is_empty() || !raw.rules.is_empty() || raw.archive {
+                return Err(invalid(
+                    format!("{at}.kind"),
+                    "a decaying board takes heat, not rules, periods or archiving",
+                ));
+            }
+        }
+    }
+    if raw.archive && !raw.periods.contains(&PeriodKind::Season) {
+        return Err(invalid(format!("{at}.archive"), "only boards with a season period can be archived"));
+    }
+    let mut rules = BTreeMap::new();
+    for (j, rule) in raw.rules.into_iter().enumerate() {
+        validate_rule(&format!("{at}.rules[{j}]"), &rule)?;
+        if rules.insert(rule.action.clone(), rule).is_some() {
+            return Err(invalid(format!("{at}.rules[{j}].action"), "duplicate action on this board"));
+        }
+    }
+    if let Some(sign_in) = &raw.sign_in {
+        if !(1..=MAX_RULE_POINTS).contains(&sign_in.points) {
+            return Err(invalid(format!("{at}.sign_in.points"), format!("must be 1..={MAX_RULE_POINTS}")));
+        }
+        for (j, (days, bonus)) in sign_in.streak_bonuses.iter().enumerate() {
+            if *days == 0 || !(1..=MAX_RULE_POINTS).contains(bonus) {
+                return Err(invalid(
+                    format!("{at}.sign_in.streak_bonuses[{j}]"),
+                    "needs a streak of at least 1 day and a bonus within range",
+                ));
+            }
+        }
+    }
+    Ok(Board {
+        name: raw.name,
+        kind: raw.kind,
+        timezone,
+        periods: raw.periods,
+        top: raw.top,
+        archive: raw.archive,
+        rules,
+        sign_in: raw.sign_in,
+        decay: raw.decay,
+    })
+}
+
+fn validate_rule(at: &str, rule: &Rule) -> Result<(), ConfigError> {
+    if ids::validate_action(&rule.action).is_err() {
+        return Err(invalid(format!("{at}.action"), "must be 1-32 characters of a-z, 0-9 and '_'"));
+    }
+    if !(1..=MAX_RULE_POINTS).contains(&rule.points) {
+        return Err(invalid(format!("{at}.points"), format!("must be 1..={MAX_RULE_POINTS}")));
+    }
+    if let Some(max) = rule.max_points {
+        if !(rule.points..=MAX_RULE_POINTS).contains(&max) {
+            return Err(invalid(format!("{at}.max_points"), "must be at least points and within range"));
+        }
+    }
+    if let Some(cap) = rule.daily_cap {
+        if cap < 1 {
+            return Err(invalid(format!("{at}.daily_cap"), "must be positive"));
+        }
+    }
+    if rule.reversible && rule.scope != Scope::UserTargetDay {
+        return Err(invalid(
+            format!("{at}.reversible"),
+            "only user_target_day rules can be reversed (a take-back needs that day's ledger)",
+        ));
+    }
+    Ok(())
+}
+
+fn validate_decay(at: &str, decay: &Decay) -> Result<(), ConfigError> {
+    match decay {
+        Decay::Window { window_hours, weights, linear_step, half_life_hours, synthesized_ttl_secs } => {
+            if !(1..=168).contains(window_hours) {
+                return Err(invalid(format!("{at}.window_hours"), "must be 1..=168"));
+            }
+            if *synthesized_ttl_secs < 60 {
+                return Err(invalid(format!("{at}.synthesized_ttl_secs"), "must be at least 60"));
+            }
+            match weights {
+                Weights::Linear => {
+                    let step = linear_step.ok_or_else(|| invalid(format!("{at}.linear_step"), "required for linear weights"))?;
+                    if !(step > 0.0 && step * f64::from(*window_hours - 1) < 1.0) {
+                        return Err(invalid(format!("{at}.linear_step"), "must keep every weight in the window above 0"));
+                    }
+                }
+                Weights::Exponential => {
+                    let half_life = half_life_hours
+                        .ok_or_else(|| invalid(format!("{at}.half_life_hours"), "required for exponential weights"))?;
+                    if !(half_life > 0.0 && half_life.is_finite()) {
+                        return Err(invalid(format!("{at}.half_life_hours"), "must be positive"));
+                    }
+                }
+            }
+        }
+        Decay::Scale { factor, every_minutes } => {
+            if !(*factor > 0.0 && *factor < 1.0) {
+                return Err(invalid(format!("{at}.factor"), "must be between 0 and 1"));
+            }
+            if *every_minutes == 0 {
+                return Err(invalid(format!("{at}.every_minutes"), "must be positive"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_has_the_four_spec_boards() {
+        let config = Config::default_boards();
+        let names: Vec<_> = config.boards().iter().map(|b| b.name.as_str()).collect();
+        assert_eq!(names, ["activity", "invites", "points", "hot-videos"]);
+        let activity = config.board("activity").unwrap();
+        assert_eq!(activity.periods, [PeriodKind::Day, PeriodKind::Month]);
+        assert_eq!(activity.timezone, chrono_tz::Asia::Shanghai);
+        assert_eq!(activity.top, 30);
+        assert_eq!(activity.rule("comment").unwrap().points, 3);
+        assert!(activity.rule("praise").unwrap().reversible);
+        assert!(!activity.rule("publish").unwrap().reversible);
+        assert_eq!(config.board("points").unwrap().rule("learning").unwrap().daily_cap, Some(50));
+        assert!(config.board("points").unwrap().archive);
+        assert_eq!(config.board("invites").unwrap().rule("invite").unwrap().scope, Scope::Target);
+    }
+
+    fn problem_field(text: &str) -> String {
+        match Config::parse(text).unwrap_err() {
+            ConfigError::Invalid { field, .. } => field,
+            other => panic!("expected a field error, got {other}"),
+        }
+    }
+
+    const BOARD: &str = r#"
+        [[boards]]
+        name = "b"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["day"]
+        top = 10
+    "#;
+
+    #[test]
+    fn errors_name_the_bad_field() {
+        assert_eq!(problem_field(&BOARD.replace("\"UTC\"", "\"Mars/Olympus\"")), "boards[0].timezone");
+        assert_eq!(problem_field(&BOARD.replace("\"b\"", "\"B{x}\"")), "boards[0].name");
+        assert_eq!(problem_field(&BOARD.replace("top = 10", "top = 0")), "boards[0].top");
+        assert_eq!(
+            problem_field(&format!("{BOARD}\nrules = [{{ action = \"a\", points = 0, scope = \"none\" }}]")),
+            "boards[0].rules[0].points"
+        );
+        assert_eq!(
+            problem_field(&format!(
+                "{BOARD}\nrules = [{{ action = \"a\", points = 1, scope = \"none\", reversible = true }}]"
+            )),
+            "boards[0].rules[0].reversible"
+        );
+        assert_eq!(problem_field(&format!("{BOARD}{BOARD}")), "boards[1].name");
+        assert_eq!(problem_field(&BOARD.replace("periods = [\"day\"]", "periods = []")), "boards[0].periods");
+    }
+
+    #[test]
+    fn unknown_keys_are_syntax_errors() {
+        assert!(matches!(
+            Config::parse(&format!("{BOARD}\ncolour = \"red\"")),
+            Err(ConfigError::Syntax(message)) if message.contains("colour")
+        ));
+    }
+}

@@ -1,0 +1,124 @@
+//! Every Redis key Standings uses is built here.
+//!
+//! Layout: `<prefix>:v1:{<tag>}:<kind>:…`. The first `{…}` of a key is its Redis Cluster hash
+//! tag: the board name for everything a board's scripts touch (so one script's keys share a
+//! slot), the user id for per-user data read outside scripts (profiles). `prefix` lets tenants
+//! and tests share one Redis; it is validated to contain no braces. Ids reaching this module
+//! have already passed `ids`' allow-lists.
+
+use crate::period::Period;
+
+const VERSION: &str = "v1";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    prefix: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("key prefix must be 1-64 characters of letters, digits and - _ . :")]
+pub struct BadPrefix;
+
+impl Keys {
+    pub fn new(prefix: &str) -> Result<Self, BadPrefix> {
+        let ok = !prefix.is_empty()
+            && prefix.len() <= 64
+            && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
+        if ok { Ok(Self { prefix: prefix.to_owned() }) } else { Err(BadPrefix) }
+    }
+
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    pub fn board(&self, board: &str) -> BoardKeys {
+        BoardKeys { base: format!("{}:{VERSION}:{{{board}}}", self.prefix) }
+    }
+
+    pub fn profile(&self, user_id: &str) -> String {
+        format!("{}:{VERSION}:{{u:{user_id}}}:profile", self.prefix)
+    }
+
+    /// Pattern matching every key under this prefix (for tests and operators).
+    pub fn all_pattern(&self) -> String {
+        format!("{}:{VERSION}:*", self.prefix)
+    }
+}
+
+/// Keys of one board; all share the board's hash slot.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BoardKeys {
+    base: String,
+}
+
+impl BoardKeys {
+    /// The sorted set of one period.
+    pub fn period(&self, period: &Period) -> String {
+        format!("{}:z:{}:{}", self.base, period.kind.as_str(), period.id)
+    }
+
+    /// Dedupe marker of one event on this board: payload fingerprint and the first reply.
+    pub fn event(&self, event_id: &str) -> String {
+        format!("{}:evt:{event_id}", self.base)
+    }
+
+    /// What a user was given on one local day (seed 001's ledger), and the day's cap counters.
+    pub fn day_ledger(&self, user_id: &str, day_id: &str) -> String {
+        format!("{}:ledger:{user_id}:{day_id}", self.base)
+    }
+
+    /// What a user was given once and for all (e.g. per article published).
+    pub fn lifetime_ledger(&self, user_id: &str) -> String {
+        format!("{}:once:{user_id}", self.base)
+    }
+
+    /// Targets that have counted once on the whole board (e.g. invitees).
+    pub fn target_ledger(&self) -> String {
+        format!("{}:targets", self.base)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::period::PeriodKind;
+    use chrono::NaiveDate;
+
+    /// Redis Cluster's hash tag rule: the first `{…}` with something inside.
+    fn hash_tag(key: &str) -> &str {
+        let open = key.find('{').unwrap();
+        let close = open + key[open..].find('}').unwrap();
+        &key[open + 1..close]
+    }
+
+    #[test]
+    fn every_board_key_carries_the_board_tag_first() {
+        let board = Keys::new("st").unwrap().board("activity");
+        let day = Period::on_date(PeriodKind::Day, NaiveDate::from_ymd_opt(2026, 11, 22).unwrap(), chrono_tz::UTC);
+        let keys = [
+            board.period(&day),
+            board.event("e-1"),
+            board.day_ledger("u1", "2026-11-22"),
+            board.lifetime_ledger("u1"),
+            board.target_ledger(),
+        ];
+        for key in &keys {
+            assert_eq!(hash_tag(key), "activity", "{key}");
+            assert!(key.starts_with("st:v1:{activity}:"));
+        }
+        assert_eq!(keys[0], "st:v1:{activity}:z:day:2026-11-22");
+    }
+
+    #[test]
+    fn profiles_are_tagged_by_user() {
+        let keys = Keys::new("st").unwrap();
+        assert_eq!(keys.profile("u1"), "st:v1:{u:u1}:profile");
+    }
+
+    #[test]
+    fn prefixes_cannot_move_the_hash_tag() {
+        assert!(Keys::new("a{b}").is_err());
+        assert!(Keys::new("").is_err());
+        assert!(Keys::new("tenant-1:test").is_ok());
+    }
+}

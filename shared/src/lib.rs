@@ -1,0 +1,34 @@
+//! Standings: leaderboards on Redis sorted sets, for AWS Lambda.
+//!
+//! Pure logic (`config`, `ids`, `period`, `scoring`, `tiebreak`) takes time as an argument and
+//! never touches the network; `keys` builds every Redis key; `scripts` wraps each Lua script;
+//! `store` owns the connection; `ingestion` and `profiles` are the services the functions call;
+//! `http` maps every error to a status code.
+
+pub mod config;
+pub mod http;
+pub mod ids;
+pub mod ingestion;
+pub mod keys;
+pub mod period;
+pub mod profiles;
+pub mod scoring;
+pub mod scripts;
+pub mod store;
+pub mod telemetry;
+pub mod tiebreak;
+
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+
+/// The current time, injectable so tests can stand on a period boundary.
+pub type Clock = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+pub fn system_clock() -> Clock {
+    Arc::new(Utc::now)
+}
+
+/// `STANDINGS_KEY_PREFIX` (default `st`): separates tenants or test runs sharing one Redis.
+pub fn key_prefix_from_env() -> String {
+    std::env::var("STANDINGS_KEY_PREFIX").ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "st".to_owned())
+}

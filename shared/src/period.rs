@@ -1,0 +1,194 @@
+//! Periods: which day / month / season an instant belongs to in a board's timezone, when
+//! that period ends, and how long its keys live. Pure: every function takes the time.
+
+use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
+use chrono_tz::Tz;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PeriodKind {
+    Day,
+    Month,
+    /// A calendar month that is archived when it ends (seed 003).
+    Season,
+    /// All time: never resets, never expires.
+    All,
+}
+
+impl PeriodKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeriodKind::Day => "day",
+            PeriodKind::Month => "month",
+            PeriodKind::Season => "season",
+            PeriodKind::All => "all",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        [PeriodKind::Day, PeriodKind::Month, PeriodKind::Season, PeriodKind::All].into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// How long a period's board outlives the period's end (SPEC §3 TTLs).
+    /// `None`: no expiry.
+    fn retention(self) -> Option<Duration> {
+        match self {
+            // ~31 days of history for day boards, as seed 001 keeps.
+            PeriodKind::Day => Some(Duration::days(30)),
+            // Seed 001 keeps month boards for a year.
+            PeriodKind::Month => Some(Duration::days(365)),
+            // Archived seasons are deleted by the archive job once verified; the expiry is only a
+            // backstop far beyond the archive schedule and its retries.
+            PeriodKind::Season => Some(Duration::days(90)),
+            PeriodKind::All => None,
+        }
+    }
+}
+
+/// One concrete period of a board, e.g. the day 2026-11-22 in Asia/Shanghai.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Period {
+    pub kind: PeriodKind,
+    /// `2026-11-22` (day), `2026-11` (month, season), `all`.
+    pub id: String,
+    pub start: Option<DateTime<Tz>>,
+    /// First instant of the next period (`None` for all-time).
+    pub end: Option<DateTime<Tz>>,
+}
+
+impl Period {
+    pub fn containing(kind: PeriodKind, at: DateTime<Utc>, tz: Tz) -> Self {
+        let local = at.with_timezone(&tz);
+        let (start, end, id) = match kind {
+            PeriodKind::Day => {
+                let day = local.date_naive();
+                (day, day + Duration::days(1), day.format("%Y-%m-%d").to_string())
+            }
+            PeriodKind::Month | PeriodKind::Season => {
+                let first = first_of_month(local.year(), local.month());
+                (first, next_month(first), first.format("%Y-%m").to_string())
+            }
+            PeriodKind::All => return Self { kind, id: "all".into(), start: None, end: None },
+        };
+        Self { kind, id, start: Some(local_midnight(start, tz)), end: Some(local_midnight(end, tz)) }
+    }
+
+    /// The period named by a date in the board's timezone (the `at=` query parameter).
+    pub fn on_date(kind: PeriodKind, date: NaiveDate, tz: Tz) -> Self {
+        Self::containing(kind, local_midnight(date, tz).with_timezone(&Utc), tz)
+    }
+
+    /// Unix time at which this period's keys expire, if they do.
+    pub fn expires_at(&self) -> Option<i64> {
+        Some((self.end? + self.kind.retention()?).timestamp())
+    }
+}
+
+fn first_of_month(year: i32, month: u32) -> NaiveDate {
+    NaiveDate::from_ymd_opt(year, month, 1).expect("day 1 exists in every month")
+}
+
+fn next_month(first: NaiveDate) -> NaiveDate {
+    if first.month() == 12 { first_of_month(first.year() + 1, 1) } else { first_of_month(first.year(), first.month() + 1) }
+}
+
+/// The first instant of `date` in `tz` (a DST gap at midnight moves it to the first valid time).
+fn local_midnight(date: NaiveDate, tz: Tz) -> DateTime<Tz> {
+    let mut time = date.and_hms_opt(0, 0, 0).expect("midnight exists");
+    loop {
+        if let Some(t) = tz.from_local_datetime(&time).earliest() {
+            return t;
+        }
+        time += Duration::minutes(15);
+    }
+}
+
+/// Why an event's time is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum EventTimeError {
+    #[error("occurred_at is older than the {0}-second grace window")]
+    TooLate(i64),
+    #[error("occurred_at is more than {0} seconds in the future")]
+    InFuture(i64),
+}
+
+/// Accepted lateness and clock skew for `occurred_at`.
+#[derive(Debug, Clone, Copy)]
+pub struct EventWindow {
+    pub grace: Duration,
+    pub max_future: Duration,
+}
+
+impl Default for EventWindow {
+    fn default() -> Self {
+        Self { grace: Duration::minutes(15), max_future: Duration::minutes(1) }
+    }
+}
+
+impl EventWindow {
+    pub fn check(&self, occurred_at: DateTime<Utc>, now: DateTime<Utc>) -> Result<(), EventTimeError> {
+        if occurred_at < now - self.grace {
+            return Err(EventTimeError::TooLate(self.grace.num_seconds()));
+        }
+        if occurred_at > now + self.max_future {
+            return Err(EventTimeError::InFuture(self.max_future.num_seconds()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono_tz::{America::Sao_Paulo, Asia::Kolkata, Asia::Shanghai};
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn a_second_either_side_of_shanghai_midnight_is_two_days() {
+        let before = Period::containing(PeriodKind::Day, utc("2026-11-22T23:59:59+08:00"), Shanghai);
+        let after = Period::containing(PeriodKind::Day, utc("2026-11-23T00:00:01+08:00"), Shanghai);
+        assert_eq!(before.id, "2026-11-22");
+        assert_eq!(after.id, "2026-11-23");
+        assert_eq!(before.end, after.start);
+        assert_eq!(before.end.unwrap().to_rfc3339(), "2026-11-23T00:00:00+08:00");
+    }
+
+    #[test]
+    fn months_roll_over_at_local_midnight_including_year_end() {
+        let last = Period::containing(PeriodKind::Month, utc("2026-12-31T16:00:00Z"), Shanghai);
+        assert_eq!(last.id, "2027-01", "16:00Z is already Jan 1st in Shanghai");
+        let dec = Period::containing(PeriodKind::Season, utc("2026-12-31T15:59:59Z"), Shanghai);
+        assert_eq!(dec.id, "2026-12");
+        assert_eq!(dec.end.unwrap().to_rfc3339(), "2027-01-01T00:00:00+08:00");
+        let feb = Period::containing(PeriodKind::Month, utc("2028-02-29T12:00:00Z"), Kolkata);
+        assert_eq!(feb.end.unwrap().to_rfc3339(), "2028-03-01T00:00:00+05:30");
+    }
+
+    #[test]
+    fn a_midnight_lost_to_dst_starts_the_day_at_the_first_valid_time() {
+        // Brazil skipped 2018-11-04 00:00-01:00.
+        let day = Period::on_date(PeriodKind::Day, NaiveDate::from_ymd_opt(2018, 11, 4).unwrap(), Sao_Paulo);
+        assert_eq!(day.start.unwrap().to_rfc3339(), "2018-11-04T01:00:00-02:00");
+    }
+
+    #[test]
+    fn expiry_follows_period_end_plus_retention() {
+        let day = Period::containing(PeriodKind::Day, utc("2026-11-22T10:00:00Z"), Shanghai);
+        assert_eq!(day.expires_at(), Some(utc("2026-12-23T00:00:00+08:00").timestamp()));
+        assert_eq!(Period::containing(PeriodKind::All, utc("2026-11-22T10:00:00Z"), Shanghai).expires_at(), None);
+    }
+
+    #[test]
+    fn the_event_window_refuses_late_and_future_events() {
+        let now = utc("2026-11-22T10:00:00Z");
+        let window = EventWindow::default();
+        assert_eq!(window.check(now - Duration::minutes(15), now), Ok(()));
+        assert_eq!(window.check(now - Duration::minutes(15) - Duration::seconds(1), now), Err(EventTimeError::TooLate(900)));
+        assert_eq!(window.check(now + Duration::minutes(1), now), Ok(()));
+        assert_eq!(window.check(now + Duration::seconds(61), now), Err(EventTimeError::InFuture(60)));
+    }
+}

@@ -1,0 +1,73 @@
+//! Display data lives beside the boards, never in them (seed 004: members are stable ids;
+//! a nickname change must not create a second member).
+
+use redis::AsyncCommands;
+use serde::{Deserialize, Serialize};
+
+use crate::keys::Keys;
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nickname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub avatar_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct ProfileError {
+    pub field: &'static str,
+    pub problem: &'static str,
+}
+
+impl Profile {
+    pub fn validate(&self) -> Result<(), ProfileError> {
+        let text = |field, value: &Option<String>, max: usize| match value {
+            Some(v) if v.chars().count() > max => Err(ProfileError { field, problem: "too long" }),
+            Some(v) if v.chars().any(char::is_control) => Err(ProfileError { field, problem: "contains control characters" }),
+            _ => Ok(()),
+        };
+        text("nickname", &self.nickname, 64)?;
+        text("title", &self.title, 64)?;
+        text("avatar_url", &self.avatar_url, 512)?;
+        if let Some(url) = &self.avatar_url {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(ProfileError { field: "avatar_url", problem: "must be an http(s) URL" });
+            }
+        }
+        Ok(())
+    }
+
+    fn fields(&self) -> Vec<(&'static str, &str)> {
+        [("nickname", &self.nickname), ("avatar_url", &self.avatar_url), ("title", &self.title)]
+            .into_iter()
+            .filter_map(|(name, value)| value.as_deref().map(|v| (name, v)))
+            .collect()
+    }
+}
+
+/// Replaces a user's profile atomically (MULTI: DEL + HSET on one key).
+pub async fn put_profile(store: &Store, keys: &Keys, user_id: &str, profile: &Profile) -> Result<(), StoreError> {
+    let key = keys.profile(user_id);
+    let fields = profile.fields();
+    let mut pipe = redis::pipe();
+    pipe.atomic().del(&key).ignore();
+    if !fields.is_empty() {
+        pipe.hset_multiple(&key, &fields).ignore();
+    }
+    let mut conn = store.connection().await?;
+    let () = pipe.query_async(&mut conn).await?;
+    Ok(())
+}
+
+pub async fn get_profile(store: &Store, keys: &Keys, user_id: &str) -> Result<Profile, StoreError> {
+    let mut conn = store.connection().await?;
+    let fields: std::collections::HashMap<String, String> = conn.hgetall(keys.profile(user_id)).await?;
+    let get = |name: &str| fields.get(name).cloned();
+    Ok(Profile { nickname: get("nickname"), avatar_url: get("avatar_url"), title: get("title") })
+}

@@ -1,0 +1,288 @@
+//! Scoring: what one event means for each board it feeds. Pure; time is passed in.
+//!
+//! The plan says how many points, which ledger remembers the award (the rule's idempotency
+//! scope), which cap applies, which periods the event lands in (by `occurred_at` in the
+//! board's timezone) and the tie-break time. The store applies a plan atomically.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::config::{Board, Config, Rule, Scope};
+use crate::ids::{self, IdError};
+use crate::period::{EventTimeError, EventWindow, Period, PeriodKind};
+use crate::tiebreak::{self, RangeError};
+
+/// A scored event as the API receives it (`POST /v1/events`), before validation.
+/// `occurred_at` is RFC 3339 with any offset; unknown fields are refused (typos such as
+/// `occured_at` would otherwise be silently ignored).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    pub event_id: String,
+    pub user_id: String,
+    pub action: String,
+    #[serde(default)]
+    pub target: Option<String>,
+    #[serde(default = "active_by_default")]
+    pub active: bool,
+    #[serde(default)]
+    pub occurred_at: Option<DateTime<Utc>>,
+    #[serde(default)]
+    pub points: Option<i64>,
+}
+
+fn active_by_default() -> bool {
+    true
+}
+
+/// Why an event is refused before anything is written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(transparent)]
+    InvalidId(#[from] IdError),
+    #[error("no board scores the action {0:?}")]
+    UnknownAction(String),
+    #[error("action {0:?} needs a target")]
+    MissingTarget(String),
+    #[error("action {0:?} cannot be taken back (active:false)")]
+    NotReversible(String),
+    #[error("action {0:?} has fixed points; do not send points")]
+    PointsNotAllowed(String),
+    #[error("points for {action:?} must be 1..={max}")]
+    PointsOutOfRange { action: String, max: i64 },
+    #[error(transparent)]
+    EventTime(#[from] EventTimeError),
+    #[error(transparent)]
+    OutOfRange(#[from] RangeError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Give,
+    TakeBack,
+}
+
+/// Which ledger remembers an award, by the rule's scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ledger {
+    Day,
+    Lifetime,
+    Target,
+    /// Nothing is remembered beyond the event id.
+    None,
+}
+
+/// One board's share of an event.
+#[derive(Debug, Clone)]
+pub struct BoardPlan<'a> {
+    pub board: &'a Board,
+    pub rule: &'a Rule,
+    pub mode: Mode,
+    pub points: i64,
+    pub ledger: Ledger,
+    /// Field in the ledger, e.g. `praise|article-7`; empty when `ledger` is `None`.
+    pub ledger_field: String,
+    /// Cap counter field in the day ledger and its limit.
+    pub cap: Option<(String, i64)>,
+    /// The local day the event happened on (ledgers and caps are per day).
+    pub day: Period,
+    pub periods: Vec<Period>,
+    pub time_part: i64,
+}
+
+/// Everything one event does, validated.
+#[derive(Debug, Clone)]
+pub struct EventPlan<'a> {
+    pub fingerprint: String,
+    pub boards: Vec<BoardPlan<'a>>,
+}
+
+impl Event {
+    /// A digest of everything the client said about the event. A retry may omit
+    /// `occurred_at` and get the server's clock, so what is hashed is what was sent.
+    pub fn fingerprint(&self) -> String {
+        let canonical = serde_json::to_vec(self).expect("an event always serializes");
+        let digest = Sha256::digest(&canonical);
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    fn validate_ids(&self) -> Result<(), IdError> {
+        ids::validate_id("event_id", &self.event_id)?;
+        ids::validate_id("user_id", &self.user_id)?;
+        ids::validate_action(&self.action)?;
+        self.target.as_deref().map(ids::validate_target).transpose()?;
+        Ok(())
+    }
+}
+
+pub fn plan_event<'a>(
+    config: &'a Config,
+    event: &Event,
+    now: DateTime<Utc>,
+    window: &EventWindow,
+) -> Result<EventPlan<'a>, Refusal> {
+    event.validate_ids().map_err(|e| match e {
+        // An action that is not even well-formed cannot be one any board scores.
+        IdError::Forbidden { field: "action", .. } | IdError::TooLong { field: "action", .. } => {
+            Refusal::UnknownAction(event.action.clone())
+        }
+        other => Refusal::InvalidId(other),
+    })?;
+    let occurred_at = event.occurred_at.unwrap_or(now);
+    window.check(occurred_at, now)?;
+    let time_part = tiebreak::time_part(occurred_at)?;
+    let boards = config
+        .boards_for_action(&event.action)
+        .map(|(board, rule)| plan_board(board, rule, event, occurred_at, time_part))
+        .collect::<Result<Vec<_>, _>>()?;
+    if boards.is_empty() {
+        return Err(Refusal::UnknownAction(event.action.clone()));
+    }
+    Ok(EventPlan { fingerprint: event.fingerprint(), boards })
+}
+
+fn plan_board<'a>(
+    board: &'a Board,
+    rule: &'a Rule,
+    event: &Event,
+    occurred_at: DateTime<Utc>,
+    time_part: i64,
+) -> Result<BoardPlan<'a>, Refusal> {
+    let mode = if event.active { Mode::Give } else { Mode::TakeBack };
+    if mode == Mode::TakeBack && !rule.reversible {
+        return Err(Refusal::NotReversible(rule.action.clone()));
+    }
+    let points = match (event.points, rule.max_points) {
+        (None, _) => rule.points,
+        (Some(_), None) => return Err(Refusal::PointsNotAllowed(rule.action.clone())),
+        (Some(p), Some(max)) if (1..=max).contains(&p) => p,
+        (Some(_), Some(max)) => return Err(Refusal::PointsOutOfRange { action: rule.action.clone(), max }),
+    };
+    let ledger_field = match (rule.scope.needs_target(), event.target.as_deref()) {
+        (false, _) => String::new(),
+        (true, Some(target)) => format!("{}|{target}", rule.action),
+        (true, None) => return Err(Refusal::MissingTarget(rule.action.clone())),
+    };
+    let ledger = match rule.scope {
+        Scope::UserTargetDay => Ledger::Day,
+        Scope::UserTarget => Ledger::Lifetime,
+        Scope::Target => Ledger::Target,
+        Scope::None => Ledger::None,
+    };
+    Ok(BoardPlan {
+        board,
+        rule,
+        mode,
+        points,
+        ledger,
+        ledger_field,
+        cap: rule.daily_cap.map(|cap| (format!("cap|{}", rule.action), cap)),
+        day: Period::containing(PeriodKind::Day, occurred_at, board.timezone),
+        periods: board.periods.iter().map(|&kind| Period::containing(kind, occurred_at, board.timezone)).collect(),
+        time_part,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    fn now() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-22T10:00:00Z").unwrap().with_timezone(&Utc)
+    }
+
+    fn event(action: &str, target: Option<&str>) -> Event {
+        Event {
+            event_id: "e1".into(),
+            user_id: "u1".into(),
+            action: action.into(),
+            target: target.map(Into::into),
+            active: true,
+            occurred_at: None,
+            points: None,
+        }
+    }
+
+    fn plan(e: &Event) -> Result<EventPlan<'static>, Refusal> {
+        static CONFIG: std::sync::LazyLock<Config> = std::sync::LazyLock::new(Config::default_boards);
+        plan_event(&CONFIG, e, now(), &EventWindow::default())
+    }
+
+    #[test]
+    fn a_praise_is_two_points_once_per_article_per_day_on_day_and_month() {
+        let p = plan(&event("praise", Some("article-7"))).unwrap();
+        let [b] = p.boards.as_slice() else { panic!("one board") };
+        assert_eq!((b.board.name.as_str(), b.points, b.mode, b.ledger), ("activity", 2, Mode::Give, Ledger::Day));
+        assert_eq!(b.ledger_field, "praise|article-7");
+        assert_eq!(b.day.id, "2026-11-22");
+        let ids: Vec<_> = b.periods.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["2026-11-22", "2026-11"]);
+    }
+
+    #[test]
+    fn scopes_pick_their_ledger_and_caps_their_counter() {
+        assert_eq!(plan(&event("publish", Some("a1"))).unwrap().boards[0].ledger, Ledger::Lifetime);
+        assert_eq!(plan(&event("invite", Some("bob"))).unwrap().boards[0].ledger, Ledger::Target);
+        let learning = plan(&event("learning", None)).unwrap();
+        assert_eq!(learning.boards[0].ledger, Ledger::None);
+        assert_eq!(learning.boards[0].cap, Some(("cap|learning".into(), 50)));
+    }
+
+    #[test]
+    fn refusals_have_their_own_reasons() {
+        assert_eq!(plan(&event("teleport", None)).unwrap_err(), Refusal::UnknownAction("teleport".into()));
+        assert_eq!(plan(&event("praise", None)).unwrap_err(), Refusal::MissingTarget("praise".into()));
+        let mut e = event("publish", Some("a1"));
+        e.active = false;
+        assert_eq!(plan(&e).unwrap_err(), Refusal::NotReversible("publish".into()));
+        let mut e = event("praise", Some("a1"));
+        e.points = Some(5);
+        assert_eq!(plan(&e).unwrap_err(), Refusal::PointsNotAllowed("praise".into()));
+        let mut e = event("praise", Some("a1"));
+        e.occurred_at = Some(now() - Duration::minutes(16));
+        assert_eq!(plan(&e).unwrap_err(), Refusal::EventTime(EventTimeError::TooLate(900)));
+        e.occurred_at = Some(now() + Duration::minutes(2));
+        assert_eq!(plan(&e).unwrap_err(), Refusal::EventTime(EventTimeError::InFuture(60)));
+        let mut e = event("praise", Some("a1"));
+        e.user_id = "u{1}".into();
+        assert!(matches!(plan(&e).unwrap_err(), Refusal::InvalidId(IdError::Forbidden { field: "user_id", .. })));
+    }
+
+    #[test]
+    fn variable_points_stay_within_the_rule() {
+        let config = Config::parse(
+            r#"[[boards]]
+               name = "game"
+               kind = "cumulative"
+               timezone = "UTC"
+               periods = ["all"]
+               top = 10
+               rules = [{ action = "win", points = 1, max_points = 500, scope = "none" }]"#,
+        )
+        .unwrap();
+        let mut e = event("win", None);
+        e.points = Some(500);
+        assert_eq!(plan_event(&config, &e, now(), &EventWindow::default()).unwrap().boards[0].points, 500);
+        for bad in [0, -1, 501] {
+            e.points = Some(bad);
+            assert_eq!(
+                plan_event(&config, &e, now(), &EventWindow::default()).unwrap_err(),
+                Refusal::PointsOutOfRange { action: "win".into(), max: 500 }
+            );
+        }
+    }
+
+    #[test]
+    fn the_fingerprint_covers_the_payload_not_the_clock() {
+        let a = event("praise", Some("a1"));
+        let mut b = a.clone();
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        b.target = Some("a2".into());
+        assert_ne!(a.fingerprint(), b.fingerprint());
+        let mut c = a.clone();
+        c.active = false;
+        assert_ne!(a.fingerprint(), c.fingerprint());
+    }
+}

@@ -1,0 +1,124 @@
+#!lua
+--[[
+apply_event.lua: apply one scored event to one board, exactly once, in one round trip.
+
+The `#!lua` shebang makes Redis 7 refuse the whole script up front when it is out of
+memory, instead of failing half-way through its writes.
+
+KEYS[1]    event marker: string "<fingerprint>\n<reply JSON>", kept ARGV[9] seconds
+KEYS[2]    idempotency ledger (hash, field -> points given): the user's day ledger, the
+           user's lifetime ledger or the board's target ledger, by the rule's scope
+KEYS[3]    the user's day ledger (holds the day's cap counters; may equal KEYS[2])
+KEYS[4..]  one sorted set per period of the board, scored with the tie-break composite
+           points * 2^31 + time part (see tiebreak.rs)
+
+ARGV[1]    payload fingerprint of the event
+ARGV[2]    member (user id)
+ARGV[3]    "give" or "take"
+ARGV[4]    points a give awards (positive integer)
+ARGV[5]    ledger field in KEYS[2], "" when the rule records nothing
+ARGV[6]    cap counter field in KEYS[3], "" when the rule has no daily cap
+ARGV[7]    the daily cap in points
+ARGV[8]    time part of the composite for this event (earlier events: larger)
+ARGV[9]    marker TTL in seconds
+ARGV[10]   EXPIREAT for KEYS[2], "0" for none
+ARGV[11]   EXPIREAT for KEYS[3], "0" for none
+ARGV[12..] for each period board, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+
+Reply: a two-element array {status, body}
+  {"new", json}          applied now (or counted as nothing); json is also stored in the marker
+  {"duplicate", json}    this event id was seen with this payload; json is the first reply
+  {"conflict", ""}       this event id was seen with another payload; nothing written
+  {"out_of_range", ""}   a score would leave the composite's range; nothing written
+json: {"applied":bool,"delta":n,"reason":s?,"capped":n,
+       "periods":[{"period":s,"period_id":s,"score":n,"rank":n?}]}
+]]
+
+local SPAN = 2147483648      -- 2^31, tiebreak::TIME_SPAN
+local MAX_POINTS = 4194303   -- 2^22 - 1, tiebreak::MAX_POINTS
+
+local marker = redis.call('GET', KEYS[1])
+if marker then
+  local sep = string.find(marker, '\n', 1, true)
+  if string.sub(marker, 1, sep - 1) == ARGV[1] then
+    return {'duplicate', string.sub(marker, sep + 1)}
+  end
+  return {'conflict', ''}
+end
+
+local member = ARGV[2]
+local give = ARGV[3] == 'give'
+local ledger_field = ARGV[5]
+local cap_field = ARGV[6]
+local tie = tonumber(ARGV[8])
+local boards = #KEYS - 3
+
+-- TTLs are set once, on a key that exists without one, and never refreshed.
+local function expire_once(key, at)
+  if at ~= '0' and redis.call('TTL', key) == -1 then
+    redis.call('EXPIREAT', key, at)
+  end
+end
+
+local delta, capped, reason = 0, 0, nil
+if give then
+  if ledger_field ~= '' and redis.call('HEXISTS', KEYS[2], ledger_field) == 1 then
+    reason = 'already_counted'
+  else
+    delta = tonumber(ARGV[4])
+    if cap_field ~= '' then
+      local room = math.max(tonumber(ARGV[7]) - tonumber(redis.call('HGET', KEYS[3], cap_field) or '0'), 0)
+      if room < delta then
+        capped = delta - room
+        delta = room
+        if delta == 0 then reason = 'daily_cap' end
+      end
+    end
+  end
+else
+  local given = ledger_field ~= '' and redis.call('HGET', KEYS[2], ledger_field)
+  if given then delta = -tonumber(given) else reason = 'nothing_to_take_back' end
+end
+
+-- Every check happens before the first write: a refused event leaves no trace.
+local points = {}
+for i = 1, boards do
+  local composite = redis.call('ZSCORE', KEYS[3 + i], member)
+  points[i] = composite and math.floor(tonumber(composite) / SPAN) or 0
+  if points[i] + delta > MAX_POINTS then return {'out_of_range', ''} end
+  -- Never below zero: a take-back cannot remove more than the board still holds.
+  points[i] = math.max(points[i] + delta, 0)
+end
+
+if delta ~= 0 then
+  if give then
+    if ledger_field ~= '' then redis.call('HSET', KEYS[2], ledger_field, delta) end
+  else
+    redis.call('HDEL', KEYS[2], ledger_field)
+  end
+  if cap_field ~= '' then redis.call('HINCRBY', KEYS[3], cap_field, delta) end
+  expire_once(KEYS[2], ARGV[10])
+  expire_once(KEYS[3], ARGV[11])
+  for i = 1, boards do
+    local key = KEYS[3 + i]
+    if points[i] > 0 then
+      redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + tie), member)
+      expire_once(key, ARGV[12 + 3 * (i - 1) + 2])
+    else
+      redis.call('ZREM', key, member)
+    end
+  end
+end
+
+local periods = {}
+for i = 1, boards do
+  local base = 12 + 3 * (i - 1)
+  local entry = {period = ARGV[base], period_id = ARGV[base + 1], score = points[i]}
+  local rank = redis.call('ZREVRANK', KEYS[3 + i], member)
+  if rank then entry.rank = rank + 1 end
+  periods[i] = entry
+end
+
+local reply = cjson.encode({applied = delta ~= 0, delta = delta, reason = reason, capped = capped, periods = periods})
+redis.call('SET', KEYS[1], ARGV[1] .. '\n' .. reply, 'EX', ARGV[9])
+return {'new', reply}

@@ -1,0 +1,183 @@
+//! The Redis connection: standalone (`ConnectionManager`, reconnecting) or cluster
+//! (`cluster_async`), plain or TLS, built once per container and shared by every request.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::{ClusterClient, ClusterClientBuilder};
+use redis::cluster_async::ClusterConnection;
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
+use tokio::sync::OnceCell;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("redis: {0}")]
+    Redis(#[from] RedisError),
+    #[error("unexpected reply from redis: {0}")]
+    Protocol(String),
+    #[error("redis configuration: {0}")]
+    Config(String),
+}
+
+/// How to reach Redis; read from the environment (SPEC §7).
+#[derive(Clone)]
+pub struct RedisSettings {
+    /// One URL for standalone; the seed nodes for cluster.
+    pub urls: Vec<String>,
+    pub cluster: bool,
+    /// PEM bundle of the CA that signed the server certificate (`rediss://` only).
+    pub ca_cert: Option<Vec<u8>>,
+    /// Serve reads from replicas (cluster only). Off by default: reads go to the primary so a
+    /// read right after an acknowledged write sees it.
+    pub read_from_replicas: bool,
+    pub connect_timeout: Duration,
+    pub response_timeout: Duration,
+}
+
+// The URL may carry a password: never print it.
+impl std::fmt::Debug for RedisSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisSettings")
+            .field("nodes", &self.urls.len())
+            .field("cluster", &self.cluster)
+            .field("tls_ca", &self.ca_cert.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedisSettings {
+    pub fn from_env() -> Result<Self, StoreError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let url = var("REDIS_URL").unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
+        let cluster_var = var("REDIS_CLUSTER").unwrap_or_default();
+        let (urls, cluster) = match cluster_var.as_str() {
+            "" | "false" | "0" => (vec![url], false),
+            "true" | "1" => (vec![url], true),
+            list => (list.split(',').map(|s| s.trim().to_owned()).collect(), true),
+        };
+        let ca_cert = var("REDIS_CA_CERT")
+            .map(|path| std::fs::read(&path).map_err(|e| StoreError::Config(format!("REDIS_CA_CERT {path}: {e}"))))
+            .transpose()?;
+        let millis = |name: &str, default: u64| -> Result<Duration, StoreError> {
+            var(name)
+                .map(|v| v.parse().map_err(|_| StoreError::Config(format!("{name} must be milliseconds"))))
+                .transpose()
+                .map(|ms| Duration::from_millis(ms.unwrap_or(default)))
+        };
+        Ok(Self {
+            urls,
+            cluster,
+            ca_cert,
+            read_from_replicas: var("REDIS_READ_FROM_REPLICAS").as_deref() == Some("true"),
+            connect_timeout: millis("REDIS_CONNECT_TIMEOUT_MS", 2_000)?,
+            response_timeout: millis("REDIS_RESPONSE_TIMEOUT_MS", 2_000)?,
+        })
+    }
+
+    pub fn standalone(url: &str) -> Self {
+        Self {
+            urls: vec![url.to_owned()],
+            cluster: false,
+            ca_cert: None,
+            read_from_replicas: false,
+            connect_timeout: Duration::from_secs(2),
+            response_timeout: Duration::from_secs(2),
+        }
+    }
+
+    fn certificates(&self) -> Option<redis::TlsCertificates> {
+        self.ca_cert.clone().map(|root_cert| redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) })
+    }
+}
+
+enum Backend {
+    Standalone(ConnectionManager),
+    Cluster { client: ClusterClient, connection: OnceCell<ClusterConnection> },
+}
+
+/// A handle to Redis; cheap to clone, one per container.
+#[derive(Clone)]
+pub struct Store {
+    backend: Arc<Backend>,
+}
+
+impl Store {
+    /// Builds the client without waiting for Redis: a container starts even while the store is
+    /// down, and answers 503 until it is back.
+    pub fn connect(settings: &RedisSettings) -> Result<Self, StoreError> {
+        let backend = if settings.cluster {
+            let mut builder = ClusterClientBuilder::new(settings.urls.clone())
+                .connection_timeout(settings.connect_timeout)
+                .response_timeout(settings.response_timeout);
+            if let Some(certs) = settings.certificates() {
+                builder = builder.certs(certs);
+            }
+            if settings.read_from_replicas {
+                builder = builder.read_routing_strategy(redis::cluster_read_routing::RandomReplicaStrategy);
+            }
+            Backend::Cluster { client: builder.build()?, connection: OnceCell::new() }
+        } else {
+            let url = settings.urls.first().ok_or_else(|| StoreError::Config("REDIS_URL is empty".into()))?;
+            let client = match settings.certificates() {
+                Some(certs) => redis::Client::build_with_tls(url.as_str(), certs)?,
+                None => redis::Client::open(url.as_str())?,
+            };
+            let config = ConnectionManagerConfig::new()
+                .set_connection_timeout(Some(settings.connect_timeout))
+                .set_response_timeout(Some(settings.response_timeout))
+                .set_number_of_retries(2)
+                .set_max_delay(Duration::from_millis(500));
+            Backend::Standalone(ConnectionManager::new_lazy_with_config(client, config)?)
+        };
+        Ok(Self { backend: Arc::new(backend) })
+    }
+
+    pub fn from_env() -> Result<Self, StoreError> {
+        Self::connect(&RedisSettings::from_env()?)
+    }
+
+    pub fn is_cluster(&self) -> bool {
+        matches!(*self.backend, Backend::Cluster { .. })
+    }
+
+    /// A connection handle; all handles share one multiplexed connection (per node), so
+    /// concurrent calls are pipelined.
+    pub async fn connection(&self) -> Result<Connection, StoreError> {
+        Ok(match &*self.backend {
+            Backend::Standalone(manager) => Connection::Standalone(manager.clone()),
+            Backend::Cluster { client, connection } => {
+                Connection::Cluster(connection.get_or_try_init(|| client.get_async_connection()).await?.clone())
+            }
+        })
+    }
+}
+
+#[derive(Clone)]
+pub enum Connection {
+    Standalone(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl ConnectionLike for Connection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Connection::Standalone(c) => c.req_packed_command(cmd),
+            Connection::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Connection::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Connection::Standalone(c) => c.get_db(),
+            Connection::Cluster(c) => c.get_db(),
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The exact "first to reach the score ranks higher" composite.
+//!
+//! A board stores `points * 2^31 + (2^31 - 1 - (reached_at - EPOCH))` as the sorted-set
+//! score. Both parts are integers and the sum stays below 2^53, so a double (Redis scores,
+//! Lua numbers) holds it exactly: higher points always win, and for equal points the earlier
+//! `reached_at` (whole seconds) has the larger composite. Members that reach the same points in
+//! the same second are ordered by Redis itself (reverse byte order of the member id).
+//!
+//! Bounds (documented in the README):
+//! - points: `0..=MAX_POINTS` (4,194,303)
+//! - reached_at: `EPOCH..=EPOCH + 2^31 - 1`, i.e. 2020-01-01T00:00:00Z ..= 2088-01-19T03:14:07Z
+//!
+//! Anything outside is refused with `out_of_range`, never rounded. The Lua scripts use the same
+//! constants (`TIME_SPAN` below); a unit test checks the script text against them.
+
+use chrono::{DateTime, Utc};
+
+/// 2020-01-01T00:00:00Z.
+pub const EPOCH_SECS: i64 = 1_577_836_800;
+/// Number of distinct seconds the time part can hold (2^31).
+pub const TIME_SPAN: i64 = 1 << 31;
+pub const MAX_POINTS: i64 = (1 << 22) - 1;
+pub const LAST_SECS: i64 = EPOCH_SECS + TIME_SPAN - 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    #[error("points must be within 0..={MAX_POINTS}")]
+    Points,
+    #[error("time must be between 2020-01-01T00:00:00Z and 2088-01-19T03:14:07Z")]
+    Time,
+}
+
+/// The time part for a score reached at `at`: larger for earlier times.
+pub fn time_part(at: DateTime<Utc>) -> Result<i64, RangeError> {
+    let secs = at.timestamp();
+    if !(EPOCH_SECS..=LAST_SECS).contains(&secs) {
+        return Err(RangeError::Time);
+    }
+    Ok(TIME_SPAN - 1 - (secs - EPOCH_SECS))
+}
+
+pub fn encode(points: i64, reached_at: DateTime<Utc>) -> Result<f64, RangeError> {
+    if !(0..=MAX_POINTS).contains(&points) {
+        return Err(RangeError::Points);
+    }
+    let composite = points * TIME_SPAN + time_part(reached_at)?;
+    // Exact: composite < 2^53.
+    Ok(composite as f64)
+}
+
+/// Whole points of a stored composite (what the API returns).
+pub fn points_of(composite: f64) -> i64 {
+    (composite / TIME_SPAN as f64).floor() as i64
+}
+
+pub fn decode(composite: f64) -> Result<(i64, DateTime<Utc>), RangeError> {
+    if !(composite.is_finite() && composite >= 0.0 && composite < (1u64 << 53) as f64 && composite.fract() == 0.0) {
+        return Err(RangeError::Points);
+    }
+    let composite = composite as i64;
+    let points = composite / TIME_SPAN;
+    let secs = EPOCH_SECS + (TIME_SPAN - 1 - composite % TIME_SPAN);
+    let reached_at = DateTime::from_timestamp(secs, 0).ok_or(RangeError::Time)?;
+    Ok((points, reached_at))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(secs, 0).unwrap()
+    }
+
+    #[test]
+    fn the_top_of_the_range_is_exactly_representable() {
+        let max = encode(MAX_POINTS, at(EPOCH_SECS)).unwrap();
+        assert_eq!(max, ((1u64 << 53) - 1) as f64);
+        assert_eq!(decode(max).unwrap(), (MAX_POINTS, at(EPOCH_SECS)));
+        // One second apart at the top of the range still orders, and still round-trips.
+        let earlier = encode(MAX_POINTS, at(LAST_SECS - 1)).unwrap();
+        let later = encode(MAX_POINTS, at(LAST_SECS)).unwrap();
+        assert!(earlier > later);
+        assert_eq!(earlier - later, 1.0);
+    }
+
+    #[test]
+    fn out_of_range_is_refused_not_rounded() {
+        assert_eq!(encode(MAX_POINTS + 1, at(EPOCH_SECS)), Err(RangeError::Points));
+        assert_eq!(encode(-1, at(EPOCH_SECS)), Err(RangeError::Points));
+        assert_eq!(encode(0, at(EPOCH_SECS - 1)), Err(RangeError::Time));
+        assert_eq!(encode(0, at(LAST_SECS + 1)), Err(RangeError::Time));
+        assert_eq!(decode(f64::NAN), Err(RangeError::Points));
+        assert_eq!(decode(0.5), Err(RangeError::Points));
+        assert_eq!(decode((1u64 << 53) as f64), Err(RangeError::Points));
+    }
+
+    #[test]
+    fn the_seed_formula_loses_what_this_keeps() {
+        // Seed 002's `score + 1 - ts/1e13` cannot tell two milliseconds apart at large scores.
+        let seed = |score: f64, ms: f64| score + 1.0 - ms / 1e13;
+        assert_eq!(seed(4_000_000.0, 1_708_746_590_000.0), seed(4_000_000.0, 1_708_746_590_001.0));
+        let a = encode(4_000_000, at(1_708_746_590)).unwrap();
+        let b = encode(4_000_000, at(1_708_746_591)).unwrap();
+        assert!(a > b);
+    }
+
+    fn points() -> impl Strategy<Value = i64> {
+        prop_oneof![0..=MAX_POINTS, Just(0), Just(MAX_POINTS), (MAX_POINTS - 10)..=MAX_POINTS]
+    }
+
+    fn secs() -> impl Strategy<Value = i64> {
+        prop_oneof![EPOCH_SECS..=LAST_SECS, Just(EPOCH_SECS), Just(LAST_SECS), (LAST_SECS - 10)..=LAST_SECS]
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips_over_the_whole_range(p in points(), s in secs()) {
+            let composite = encode(p, at(s)).unwrap();
+            prop_assert_eq!(decode(composite).unwrap(), (p, at(s)));
+            prop_assert_eq!(points_of(composite), p);
+        }
+
+        #[test]
+        fn orders_by_points_then_earliest(p1 in points(), s1 in secs(), p2 in points(), s2 in secs()) {
+            let c1 = encode(p1, at(s1)).unwrap();
+            let c2 = encode(p2, at(s2)).unwrap();
+            let expected = p1.cmp(&p2).then(s2.cmp(&s1));
+            prop_assert_eq!(c1.partial_cmp(&c2).unwrap(), expected);
+        }
+    }
+}
