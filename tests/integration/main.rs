@@ -1,1 +1,9 @@
+//! One integration binary (faster to link, one place to read). Every module talks to the real
+//! redis-server started by scripts/test.sh; each test has its own key prefix.
 
+mod batch;
+mod exactly_once;
+mod lambda_watch;
+mod malformed;
+mod rules;
+mod time_and_ties;

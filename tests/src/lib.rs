@@ -1,1 +1,151 @@
+//! Test harness: a `spawn_app`-style helper that wires the real router to the real Redis
+//! started by `scripts/test.sh` (`REDIS_URL`), with a key prefix of its own per test so tests
+//! run in parallel on one server, and an injectable clock.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
+use axum::Router;
+use chrono::{DateTime, Utc};
+use http_body_util::BodyExt;
+use lambda_http::request::RequestContext;
+use serde_json::{json, Value};
+use standings::config::Config;
+use standings::http::{AuthMode, WRITE_SCOPE};
+use standings::keys::Keys;
+use standings::store::{RedisSettings, Store};
+use tower::ServiceExt;
+
+/// The Redis every integration test talks to.
+pub fn redis_url() -> String {
+    std::env::var("REDIS_URL").expect("REDIS_URL is not set: run the suite with scripts/test.sh, which starts redis-server")
+}
+
+/// A prefix no other test (or earlier run) uses.
+pub fn unique_prefix() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+    format!("t{}-{}-{}", std::process::id(), nanos % 1_000_000_000, COUNTER.fetch_add(1, Ordering::Relaxed))
+}
+
+pub fn at(rfc3339: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(rfc3339).expect("valid RFC 3339").with_timezone(&Utc)
+}
+
+pub struct TestApp {
+    pub router: Router,
+    pub keys: Keys,
+    pub store: Store,
+    pub redis: redis::aio::MultiplexedConnection,
+    now: Arc<Mutex<DateTime<Utc>>>,
+}
+
+/// Scopes a request carries, as API Gateway's JWT authorizer would pass them.
+#[derive(Clone, Copy)]
+pub enum Caller<'a> {
+    Anonymous,
+    Scopes(&'a [&'a str]),
+}
+
+pub const WRITER: Caller<'static> = Caller::Scopes(&[WRITE_SCOPE]);
+
+pub async fn spawn_ingest() -> TestApp {
+    spawn_ingest_with(Config::default_boards()).await
+}
+
+pub async fn spawn_ingest_with(config: Config) -> TestApp {
+    let keys = Keys::new(&unique_prefix()).unwrap();
+    let store = Store::connect(&RedisSettings::standalone(&redis_url())).unwrap();
+    let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
+    let clock_now = now.clone();
+    let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
+    let app = ingest::App::new(Arc::new(config), keys.clone(), store.clone(), clock, AuthMode::Jwt);
+    let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    TestApp { router: ingest::router(Arc::new(app)), keys, store, redis, now }
+}
+
+/// The `requestContext` API Gateway (HTTP API, payload v2) attaches after its JWT authorizer.
+pub fn request_context(caller: Caller<'_>) -> Option<RequestContext> {
+    let Caller::Scopes(scopes) = caller else { return None };
+    let context = json!({
+        "routeKey": "$default", "accountId": "123456789012", "stage": "$default", "requestId": "r",
+        "apiId": "api", "domainName": "example.com", "domainPrefix": "example", "time": "", "timeEpoch": 0,
+        "http": {"method": "POST", "path": "/", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"},
+        "authorizer": {"jwt": {"claims": {"sub": "tester", "scope": scopes.join(" ")}, "scopes": null}},
+    });
+    Some(serde_json::from_value(context).expect("a valid API Gateway v2 request context"))
+}
+
+impl TestApp {
+    pub fn set_now(&self, now: DateTime<Utc>) {
+        *self.now.lock().unwrap() = now;
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        *self.now.lock().unwrap()
+    }
+
+    pub async fn call(&self, method: Method, path: &str, body: impl Into<Body>, caller: Caller<'_>) -> (StatusCode, Value) {
+        let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+        if let Some(context) = request_context(caller) {
+            request = request.extension(context);
+        }
+        let response = self.router.clone().oneshot(request.body(body.into()).unwrap()).await.unwrap();
+        let status = response.status();
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
+        (status, value)
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
+        self.call(Method::POST, path, body.to_string(), WRITER).await
+    }
+
+    pub async fn event(&self, body: Value) -> (StatusCode, Value) {
+        self.post("/v1/events", &body).await
+    }
+
+    /// Whole points of `user` on `board`'s period sorted set, straight from Redis.
+    pub async fn points(&self, board: &str, period: standings::period::Period, user: &str) -> Option<i64> {
+        let key = self.keys.board(board).period(&period);
+        let composite: Option<f64> = redis::cmd("ZSCORE").arg(key).arg(user).query_async(&mut self.redis.clone()).await.unwrap();
+        composite.map(standings::tiebreak::points_of)
+    }
+
+    /// Every key this test wrote.
+    pub async fn written_keys(&self) -> Vec<String> {
+        let mut conn = self.redis.clone();
+        let mut keys: Vec<String> = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(self.keys.all_pattern())
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            keys.extend(batch);
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        keys.sort();
+        keys
+    }
+}
+
+pub fn day(board_tz_date: &str) -> standings::period::Period {
+    let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
+    standings::period::Period::on_date(standings::period::PeriodKind::Day, date, chrono_tz::Asia::Shanghai)
+}
+
+pub fn month(board_tz_date: &str) -> standings::period::Period {
+    let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
+    standings::period::Period::on_date(standings::period::PeriodKind::Month, date, chrono_tz::Asia::Shanghai)
+}

@@ -1,0 +1,53 @@
+# Shared by the scripts in this folder: install what is missing, start and stop local
+# services on loopback. Source it; do not run it.
+
+sudo_if_needed() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+# Installs redis-server and cargo-lambda when they are missing (fresh Debian machine).
+ensure_deps() {
+  if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+    sudo_if_needed apt-get update -qq
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null
+  fi
+  if ! command -v cargo >/dev/null; then
+    echo "cargo is required: https://rustup.rs" >&2
+    exit 1
+  fi
+  if ! cargo lambda --version >/dev/null 2>&1; then
+    python3 -m pip install --quiet cargo-lambda
+  fi
+}
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_redis DIR: a throwaway redis-server on a free loopback port; sets REDIS_PORT.
+start_redis() {
+  local dir=$1
+  REDIS_PORT=$(free_port)
+  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+    --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
+  for _ in $(seq 1 100); do
+    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "redis-server did not start; see $dir/redis.log" >&2
+  return 1
+}
+
+stop_pidfile() {
+  [ -f "$1" ] && kill "$(cat "$1")" 2>/dev/null || true
+}
+
+# wait_http URL SECONDS: until URL answers at all.
+wait_http() {
+  for _ in $(seq 1 "$(( $2 * 10 ))"); do
+    curl -s -o /dev/null "$1" && return 0
+    sleep 0.1
+  done
+  echo "$1 did not answer within $2 s" >&2
+  return 1
+}

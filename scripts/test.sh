@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: unit, property and integration tests against a real
+# redis-server, and the functions through `cargo lambda watch`, all started here on loopback
+# and stopped on exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/lib.sh
+ensure_deps
+
+run=$(mktemp -d)
+cleanup() {
+  [ -n "${watch_pid:-}" ] && kill -- "-$watch_pid" 2>/dev/null
+  stop_pidfile "$run/redis.pid"
+  rm -rf "$run"
+}
+trap cleanup EXIT
+
+start_redis "$run"
+export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+
+cargo build --workspace --all-targets --locked
+
+# cargo lambda watch serves every function at /lambda-url/<package>/...
+watch_port=$(free_port)
+STANDINGS_AUTH=off STANDINGS_KEY_PREFIX="watch-$$" \
+  setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$watch_port" --ignore-changes \
+  >"$run/watch.log" 2>&1 &
+watch_pid=$!
+wait_http "http://127.0.0.1:$watch_port/" 120 || { cat "$run/watch.log"; exit 1; }
+export STANDINGS_WATCH_URL="http://127.0.0.1:$watch_port"
+
+cargo test --workspace --locked "$@" || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }

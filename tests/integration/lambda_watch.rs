@@ -1,0 +1,28 @@
+//! The ingest function served by `cargo lambda watch` (started by scripts/test.sh), over
+//! real HTTP, with the path API Gateway would map: `/lambda-url/ingest/v1/events`.
+
+use serde_json::{json, Value};
+
+fn watch_url() -> String {
+    std::env::var("STANDINGS_WATCH_URL").expect("STANDINGS_WATCH_URL is not set: scripts/test.sh starts cargo lambda watch")
+}
+
+#[tokio::test]
+async fn the_happy_path_and_an_error_through_cargo_lambda_watch() {
+    let client = reqwest::Client::new();
+    let url = format!("{}/lambda-url/ingest/v1/events", watch_url());
+    let event_id = standings_tests::unique_prefix();
+    let event = json!({"event_id": event_id, "user_id": event_id, "action": "comment", "target": "a1"});
+    let response = client.post(&url).json(&event).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let receipt: Value = response.json().await.unwrap();
+    assert_eq!(receipt["event_id"], event_id.as_str());
+    assert_eq!(receipt["results"][0]["board"], "activity");
+    assert_eq!(receipt["results"][0]["applied"], true);
+    assert_eq!(receipt["results"][0]["delta"], 3);
+
+    let response = client.post(&url).header("content-type", "application/json").body("{not json").send().await.unwrap();
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "malformed");
+}
