@@ -26,3 +26,29 @@ async fn the_happy_path_and_an_error_through_cargo_lambda_watch() {
     let error: Value = response.json().await.unwrap();
     assert_eq!(error["error"]["code"], "malformed");
 }
+
+/// `cargo lambda invoke` with the API Gateway v2 fixtures kept in the repo.
+fn invoke(fixture: &str) -> Value {
+    let port = watch_url().rsplit(':').next().unwrap().to_owned();
+    let path = format!("{}/../functions/ingest/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
+    let output = std::process::Command::new("cargo")
+        .args(["lambda", "invoke", "--invoke-address", "127.0.0.1", "--invoke-port", &port, "--data-file", &path, "ingest"])
+        .output()
+        .expect("cargo lambda is installed");
+    assert!(output.status.success(), "cargo lambda invoke failed: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("the function answers an API Gateway v2 response")
+}
+
+#[tokio::test]
+async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
+    let ok = invoke("post-event.json");
+    assert_eq!(ok["statusCode"], 200, "{ok}");
+    let receipt: Value = serde_json::from_str(ok["body"].as_str().unwrap()).unwrap();
+    assert_eq!(receipt["event_id"], "fixture-event-1");
+    assert_eq!(receipt["results"][0]["board"], "activity");
+
+    let bad = invoke("post-event-malformed.json");
+    assert_eq!(bad["statusCode"], 400, "{bad}");
+    let error: Value = serde_json::from_str(bad["body"].as_str().unwrap()).unwrap();
+    assert_eq!(error["error"]["code"], "malformed");
+}

@@ -6,4 +6,5 @@ mod exactly_once;
 mod lambda_watch;
 mod malformed;
 mod rules;
+mod store_down;
 mod time_and_ties;

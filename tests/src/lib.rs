@@ -56,8 +56,14 @@ pub async fn spawn_ingest() -> TestApp {
 }
 
 pub async fn spawn_ingest_with(config: Config) -> TestApp {
+    spawn_ingest_on(config, &redis_url()).await
+}
+
+/// An app whose store is at `store_url` (e.g. a port nothing listens on); assertions still
+/// read the suite's Redis.
+pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
     let keys = Keys::new(&unique_prefix()).unwrap();
-    let store = Store::connect(&RedisSettings::standalone(&redis_url())).unwrap();
+    let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let clock_now = now.clone();
     let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
@@ -88,15 +94,26 @@ impl TestApp {
     }
 
     pub async fn call(&self, method: Method, path: &str, body: impl Into<Body>, caller: Caller<'_>) -> (StatusCode, Value) {
+        let (status, _, value) = self.call_with_headers(method, path, body, caller).await;
+        (status, value)
+    }
+
+    pub async fn call_with_headers(
+        &self,
+        method: Method,
+        path: &str,
+        body: impl Into<Body>,
+        caller: Caller<'_>,
+    ) -> (StatusCode, axum::http::HeaderMap, Value) {
         let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
         if let Some(context) = request_context(caller) {
             request = request.extension(context);
         }
         let response = self.router.clone().oneshot(request.body(body.into()).unwrap()).await.unwrap();
-        let status = response.status();
+        let (status, headers) = (response.status(), response.headers().clone());
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
-        (status, value)
+        (status, headers, value)
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
