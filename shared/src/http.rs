@@ -157,6 +157,11 @@ pub async fn unknown_route() -> ApiError {
     ApiError::not_found("no such route")
 }
 
+/// Answer for a known path with a method it does not take.
+pub async fn method_not_allowed() -> ApiError {
+    ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
+}
+
 /// How write and admin routes are authorized (`STANDINGS_AUTH`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthMode {

@@ -8,7 +8,7 @@ use axum::routing::{post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use standings::config::Config;
-use standings::http::{require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody, MAX_BODY_BYTES};
+use standings::http::{method_not_allowed, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody, MAX_BODY_BYTES};
 use standings::ids;
 use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::keys::Keys;
@@ -49,10 +49,6 @@ pub fn router(app: Arc<App>) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
-}
-
-async fn method_not_allowed() -> ApiError {
-    ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
 }
 
 async fn post_event(State(app): State<Arc<App>>, JsonBody(event): JsonBody<Event>) -> Result<Json<EventReceipt>, ApiError> {
