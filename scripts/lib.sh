@@ -38,8 +38,13 @@ start_redis() {
   return 1
 }
 
+# stop_pidfile FILE: stops that process and waits until it is gone.
 stop_pidfile() {
-  [ -f "$1" ] && kill "$(cat "$1")" 2>/dev/null || true
+  [ -f "$1" ] || return 0
+  local pid
+  pid=$(cat "$1")
+  kill "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 }
 
 # wait_http URL SECONDS: until URL answers at all.

@@ -9,9 +9,12 @@ ensure_deps
 
 run=$(mktemp -d)
 cleanup() {
-  [ -n "${watch_pid:-}" ] && kill -- "-$watch_pid" 2>/dev/null
+  if [ -n "${watch_pid:-}" ]; then
+    kill -- "-$watch_pid" 2>/dev/null
+    wait "$watch_pid" 2>/dev/null
+  fi
   stop_pidfile "$run/redis.pid"
-  rm -rf "$run"
+  rm -rf "$run" || true
 }
 trap cleanup EXIT
 

@@ -114,6 +114,8 @@ impl From<IngestError> for ApiError {
             IngestError::Refused(refusal) => refusal.into(),
             IngestError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
             IngestError::ScoreOutOfRange(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "out_of_range", error.to_string()),
+            IngestError::Banned(..) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "user_banned", error.to_string()),
+            IngestError::PeriodClosed { .. } => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "period_closed", error.to_string()),
             IngestError::Store(store) => store.into(),
         }
     }

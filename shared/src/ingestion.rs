@@ -26,6 +26,10 @@ pub enum IngestError {
     Conflict(String),
     #[error("the new score on board {0:?} would exceed the supported range")]
     ScoreOutOfRange(String),
+    #[error("user {0:?} is banned from board {1:?}")]
+    Banned(String, String),
+    #[error("period {period_id} of board {board:?} is closed for archiving")]
+    PeriodClosed { board: String, period_id: String },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -113,6 +117,10 @@ impl Ingestor {
                 ApplyReply::Duplicate(outcome) => outcome,
                 ApplyReply::Conflict => return Err(IngestError::Conflict(event.event_id.clone())),
                 ApplyReply::OutOfRange => return Err(IngestError::ScoreOutOfRange(board_plan.board.name.clone())),
+                ApplyReply::Banned => return Err(IngestError::Banned(event.user_id.clone(), board_plan.board.name.clone())),
+                ApplyReply::PeriodClosed(period_id) => {
+                    return Err(IngestError::PeriodClosed { board: board_plan.board.name.clone(), period_id });
+                }
             };
             results.push(BoardResult { board: board_plan.board.name.clone(), outcome });
         }

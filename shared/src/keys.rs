@@ -72,6 +72,11 @@ impl BoardKeys {
         format!("{}:once:{user_id}", self.base)
     }
 
+    /// Refusals checked by every write: banned users, periods frozen for archiving.
+    pub fn guard(&self) -> String {
+        format!("{}:guard", self.base)
+    }
+
     /// Targets that have counted once on the whole board (e.g. invitees).
     pub fn target_ledger(&self) -> String {
         format!("{}:targets", self.base)
@@ -101,6 +106,7 @@ mod tests {
             board.day_ledger("u1", "2026-11-22"),
             board.lifetime_ledger("u1"),
             board.target_ledger(),
+            board.guard(),
         ];
         for key in &keys {
             assert_eq!(hash_tag(key), "activity", "{key}");

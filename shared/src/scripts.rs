@@ -48,6 +48,9 @@ pub enum ApplyReply {
     Duplicate(BoardOutcome),
     Conflict,
     OutOfRange,
+    Banned,
+    /// The period (id) is frozen for archiving.
+    PeriodClosed(String),
 }
 
 /// Applies one board's share of an event: dedupe, ledger, cap, every period board, TTLs and
@@ -70,7 +73,7 @@ pub async fn apply_event(
     let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
 
     let mut invocation = APPLY_EVENT.key(keys.event(event_id));
-    invocation.key(ledger).key(day_ledger);
+    invocation.key(ledger).key(day_ledger).key(keys.guard());
     for period in &plan.periods {
         invocation.key(keys.period(period));
     }
@@ -99,6 +102,8 @@ pub async fn apply_event(
         "duplicate" => Ok(ApplyReply::Duplicate(outcome()?)),
         "conflict" => Ok(ApplyReply::Conflict),
         "out_of_range" => Ok(ApplyReply::OutOfRange),
+        "banned" => Ok(ApplyReply::Banned),
+        "period_closed" => Ok(ApplyReply::PeriodClosed(body)),
         other => Err(StoreError::Protocol(format!("apply_event status {other:?}"))),
     }
 }

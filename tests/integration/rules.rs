@@ -156,3 +156,18 @@ async fn profiles_are_replaced_and_validated() {
     let (status, _) = app.call(axum::http::Method::PUT, "/v1/users/u1/profile", "{}", Caller::Anonymous).await;
     assert_eq!(status, 401);
 }
+
+#[tokio::test]
+async fn the_board_guard_refuses_banned_users_and_closed_periods_without_writing() {
+    let app = spawn_ingest().await;
+    let guard = app.keys.board("activity").guard();
+    let () = redis::cmd("HSET").arg(&guard).arg("ban|cheater").arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+    let (status, body) = app.event(json!({"event_id": "b1", "user_id": "cheater", "action": "comment", "target": "a"})).await;
+    assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("user_banned")));
+
+    let () = redis::cmd("HSET").arg(&guard).arg("closed|month:2026-11").arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+    let (status, body) = app.event(json!({"event_id": "c1", "user_id": "u1", "action": "comment", "target": "a"})).await;
+    assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("period_closed")));
+    assert!(body["error"]["message"].as_str().unwrap().contains("2026-11"));
+    assert_eq!(app.written_keys().await, vec![guard], "only the guard itself exists");
+}

@@ -9,7 +9,9 @@ KEYS[1]    event marker: string "<fingerprint>\n<reply JSON>", kept ARGV[9] seco
 KEYS[2]    idempotency ledger (hash, field -> points given): the user's day ledger, the
            user's lifetime ledger or the board's target ledger, by the rule's scope
 KEYS[3]    the user's day ledger (holds the day's cap counters; may equal KEYS[2])
-KEYS[4..]  one sorted set per period of the board, scored with the tie-break composite
+KEYS[4]    the board's guard (hash): "ban|<user>" for banned users, "closed|<kind>:<id>" for
+           periods frozen for archiving
+KEYS[5..]  one sorted set per period of the board, scored with the tie-break composite
            points * 2^31 + time part (see tiebreak.rs)
 
 ARGV[1]    payload fingerprint of the event
@@ -30,6 +32,8 @@ Reply: a two-element array {status, body}
   {"duplicate", json}    this event id was seen with this payload; json is the first reply
   {"conflict", ""}       this event id was seen with another payload; nothing written
   {"out_of_range", ""}   a score would leave the composite's range; nothing written
+  {"banned", ""}         the user is banned from this board; nothing written
+  {"period_closed", id}  a period the event lands in is frozen (archived); nothing written
 json: {"applied":bool,"delta":n,"reason":s?,"capped":n,
        "periods":[{"period":s,"period_id":s,"score":n,"rank":n?}]}
 ]]
@@ -51,7 +55,20 @@ local give = ARGV[3] == 'give'
 local ledger_field = ARGV[5]
 local cap_field = ARGV[6]
 local tie = tonumber(ARGV[8])
-local boards = #KEYS - 3
+local FIRST_BOARD = 5
+local boards = #KEYS - FIRST_BOARD + 1
+
+-- Refusals that depend on the board's state, checked with one read.
+local guard_fields = {'ban|' .. member}
+for i = 1, boards do
+  local base = 12 + 3 * (i - 1)
+  guard_fields[i + 1] = 'closed|' .. ARGV[base] .. ':' .. ARGV[base + 1]
+end
+local guards = redis.call('HMGET', KEYS[4], unpack(guard_fields))
+if guards[1] then return {'banned', ''} end
+for i = 1, boards do
+  if guards[i + 1] then return {'period_closed', ARGV[12 + 3 * (i - 1) + 1]} end
+end
 
 -- TTLs are set once, on a key that exists without one, and never refreshed.
 local function expire_once(key, at)
@@ -83,7 +100,7 @@ end
 -- Every check happens before the first write: a refused event leaves no trace.
 local points = {}
 for i = 1, boards do
-  local composite = redis.call('ZSCORE', KEYS[3 + i], member)
+  local composite = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)
   points[i] = composite and math.floor(tonumber(composite) / SPAN) or 0
   if points[i] + delta > MAX_POINTS then return {'out_of_range', ''} end
   -- Never below zero: a take-back cannot remove more than the board still holds.
@@ -100,7 +117,7 @@ if delta ~= 0 then
   expire_once(KEYS[2], ARGV[10])
   expire_once(KEYS[3], ARGV[11])
   for i = 1, boards do
-    local key = KEYS[3 + i]
+    local key = KEYS[FIRST_BOARD - 1 + i]
     if points[i] > 0 then
       redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + tie), member)
       expire_once(key, ARGV[12 + 3 * (i - 1) + 2])
@@ -114,7 +131,7 @@ local periods = {}
 for i = 1, boards do
   local base = 12 + 3 * (i - 1)
   local entry = {period = ARGV[base], period_id = ARGV[base + 1], score = points[i]}
-  local rank = redis.call('ZREVRANK', KEYS[3 + i], member)
+  local rank = redis.call('ZREVRANK', KEYS[FIRST_BOARD - 1 + i], member)
   if rank then entry.rank = rank + 1 end
   periods[i] = entry
 end
