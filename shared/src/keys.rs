@@ -81,6 +81,22 @@ impl BoardKeys {
     pub fn target_ledger(&self) -> String {
         format!("{}:targets", self.base)
     }
+
+    /// A user's sign-ins in one month (`2026-11`): one bit per day, then the streak carried in
+    /// from the previous month (seed 003's bitmap).
+    pub fn sign_ins(&self, user_id: &str, month_id: &str) -> String {
+        format!("{}:signin:{user_id}:{month_id}", self.base)
+    }
+
+    /// Sliding-window log of a user's recent events of one rate-limited action.
+    pub fn rate_log(&self, user_id: &str, action: &str) -> String {
+        format!("{}:rate:{user_id}:{action}", self.base)
+    }
+
+    /// The board's audit log of admin actions (bans, corrections), newest first.
+    pub fn audit(&self) -> String {
+        format!("{}:audit", self.base)
+    }
 }
 
 #[cfg(test)]
@@ -107,6 +123,9 @@ mod tests {
             board.lifetime_ledger("u1"),
             board.target_ledger(),
             board.guard(),
+            board.sign_ins("u1", "2026-11"),
+            board.rate_log("u1", "learning"),
+            board.audit(),
         ];
         for key in &keys {
             assert_eq!(hash_tag(key), "activity", "{key}");

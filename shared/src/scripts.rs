@@ -8,8 +8,11 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::keys::BoardKeys;
-use crate::scoring::{BoardPlan, Ledger, Mode};
+use crate::scoring::{BoardPlan, Ledger, Mode, RateWindow};
 use crate::store::{Connection, StoreError};
+
+pub mod moderation;
+pub mod sign_in;
 
 static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
 
@@ -51,6 +54,8 @@ pub enum ApplyReply {
     Banned,
     /// The period (id) is frozen for archiving.
     PeriodClosed(String),
+    /// The rule's rate limit is used up; a slot frees in this many seconds.
+    RateLimited(u64),
 }
 
 /// Applies one board's share of an event: dedupe, ledger, cap, every period board, TTLs and
@@ -73,7 +78,7 @@ pub async fn apply_event(
     let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
 
     let mut invocation = APPLY_EVENT.key(keys.event(event_id));
-    invocation.key(ledger).key(day_ledger).key(keys.guard());
+    invocation.key(ledger).key(day_ledger).key(keys.guard()).key(keys.rate_log(member, &plan.rule.action));
     for period in &plan.periods {
         invocation.key(keys.period(period));
     }
@@ -95,6 +100,8 @@ pub async fn apply_event(
     for period in &plan.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }
+    let rate = plan.rate_limit.unwrap_or(RateWindow { max: 0, window_ms: 0, now_ms: 0 });
+    invocation.arg(rate.max).arg(rate.window_ms).arg(rate.now_ms);
     let (status, body): (String, String) = invocation.invoke_async(conn).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("apply_event: {e}")));
     match status.as_str() {
@@ -104,6 +111,10 @@ pub async fn apply_event(
         "out_of_range" => Ok(ApplyReply::OutOfRange),
         "banned" => Ok(ApplyReply::Banned),
         "period_closed" => Ok(ApplyReply::PeriodClosed(body)),
+        "rate_limited" => body
+            .parse()
+            .map(ApplyReply::RateLimited)
+            .map_err(|_| StoreError::Protocol(format!("apply_event: retry-after {body:?}"))),
         other => Err(StoreError::Protocol(format!("apply_event status {other:?}"))),
     }
 }
@@ -114,9 +125,17 @@ mod tests {
 
     #[test]
     fn the_script_uses_the_same_composite_constants_as_rust() {
-        let script = include_str!("scripts/apply_event.lua");
-        assert!(script.contains(&format!("local SPAN = {TIME_SPAN} ")));
-        assert!(script.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
-        assert!(script.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
+        let scoring = [
+            include_str!("scripts/apply_event.lua"),
+            include_str!("scripts/sign_in.lua"),
+            include_str!("scripts/correct_score.lua"),
+        ];
+        for script in scoring {
+            assert!(script.contains(&format!("local SPAN = {TIME_SPAN} ")));
+            assert!(script.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
+        }
+        for script in scoring.into_iter().chain([include_str!("scripts/ban.lua")]) {
+            assert!(script.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
+        }
     }
 }

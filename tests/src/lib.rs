@@ -13,7 +13,7 @@ use http_body_util::BodyExt;
 use lambda_http::request::RequestContext;
 use serde_json::{json, Value};
 use standings::config::Config;
-use standings::http::{AuthMode, WRITE_SCOPE};
+use standings::http::{AuthMode, ADMIN_SCOPE, WRITE_SCOPE};
 use standings::keys::Keys;
 use standings::store::{RedisSettings, Store};
 use tower::ServiceExt;
@@ -36,6 +36,8 @@ pub fn at(rfc3339: &str) -> DateTime<Utc> {
 
 pub struct TestApp {
     pub router: Router,
+    /// The query function over the same store, keys and clock.
+    pub query: Router,
     pub keys: Keys,
     pub store: Store,
     pub redis: redis::aio::MultiplexedConnection,
@@ -50,6 +52,8 @@ pub enum Caller<'a> {
 }
 
 pub const WRITER: Caller<'static> = Caller::Scopes(&[WRITE_SCOPE]);
+/// An admin; its token's `sub` is `tester` (see `request_context`).
+pub const ADMIN: Caller<'static> = Caller::Scopes(&[ADMIN_SCOPE]);
 
 pub async fn spawn_ingest() -> TestApp {
     spawn_ingest_with(Config::default_boards()).await
@@ -67,9 +71,11 @@ pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let clock_now = now.clone();
     let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
-    let app = ingest::App::new(Arc::new(config), keys.clone(), store.clone(), clock, AuthMode::Jwt);
+    let config = Arc::new(config);
+    let app = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt);
+    let query = query::App::new(config, keys.clone(), store.clone(), clock);
     let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
-    TestApp { router: ingest::router(Arc::new(app)), keys, store, redis, now }
+    TestApp { router: ingest::router(Arc::new(app)), query: query::router(Arc::new(query)), keys, store, redis, now }
 }
 
 /// The `requestContext` API Gateway (HTTP API, payload v2) attaches after its JWT authorizer.
@@ -105,15 +111,13 @@ impl TestApp {
         body: impl Into<Body>,
         caller: Caller<'_>,
     ) -> (StatusCode, axum::http::HeaderMap, Value) {
-        let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
-        if let Some(context) = request_context(caller) {
-            request = request.extension(context);
-        }
-        let response = self.router.clone().oneshot(request.body(body.into()).unwrap()).await.unwrap();
-        let (status, headers) = (response.status(), response.headers().clone());
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
-        (status, headers, value)
+        send(&self.router, method, path, body.into(), caller).await
+    }
+
+    /// `GET path` on the query function (read routes are open).
+    pub async fn get_query(&self, path: &str) -> (StatusCode, Value) {
+        let (status, _, value) = send(&self.query, Method::GET, path, Body::empty(), Caller::Anonymous).await;
+        (status, value)
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
@@ -157,12 +161,31 @@ impl TestApp {
     }
 }
 
-pub fn day(board_tz_date: &str) -> standings::period::Period {
+async fn send(router: &Router, method: Method, path: &str, body: Body, caller: Caller<'_>) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+    if let Some(context) = request_context(caller) {
+        request = request.extension(context);
+    }
+    let response = router.clone().oneshot(request.body(body).unwrap()).await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
+    (status, headers, value)
+}
+
+fn period_on(kind: standings::period::PeriodKind, board_tz_date: &str) -> standings::period::Period {
     let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Day, date, chrono_tz::Asia::Shanghai)
+    standings::period::Period::on_date(kind, date, chrono_tz::Asia::Shanghai)
+}
+
+pub fn day(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Day, board_tz_date)
 }
 
 pub fn month(board_tz_date: &str) -> standings::period::Period {
-    let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Month, date, chrono_tz::Asia::Shanghai)
+    period_on(standings::period::PeriodKind::Month, board_tz_date)
+}
+
+pub fn season(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Season, board_tz_date)
 }

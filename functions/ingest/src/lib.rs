@@ -1,5 +1,8 @@
 //! The `ingest` function: the write side of the HTTP API (SPEC §4).
 
+mod admin;
+mod sign_ins;
+
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -12,14 +15,18 @@ use standings::http::{method_not_allowed, require_write, unknown_route, ApiError
 use standings::ids;
 use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::keys::Keys;
+use standings::moderation::Moderation;
 use standings::profiles::{self, Profile};
 use standings::scoring::Event;
+use standings::sign_ins::SignIns;
 use standings::store::Store;
 use standings::Clock;
 
 /// Everything a request needs, built once per container.
 pub struct App {
     pub ingestor: Ingestor,
+    pub sign_ins: SignIns,
+    pub moderation: Moderation,
     pub store: Store,
     pub keys: Keys,
     pub clock: Clock,
@@ -28,7 +35,15 @@ pub struct App {
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode) -> Self {
-        Self { ingestor: Ingestor::new(config, keys.clone(), store.clone()), store, keys, clock, auth }
+        Self {
+            ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
+            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
+            moderation: Moderation::new(config, keys.clone(), store.clone()),
+            store,
+            keys,
+            clock,
+            auth,
+        }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -44,7 +59,9 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/events", post(post_event))
         .route("/v1/events:batch", post(post_batch))
         .route("/v1/users/{user_id}/profile", put(put_profile))
+        .route("/v1/sign-ins", post(sign_ins::post_sign_in))
         .route_layer(from_fn_with_state(app.auth, require_write))
+        .merge(admin::routes(&app))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -68,13 +85,19 @@ struct BatchReceipt {
     results: Vec<BatchItem>,
 }
 
-/// One event's answer in a batch: its receipt, or its own error with the status a single
-/// `POST /v1/events` would have had.
+/// One event's answer in a batch: its receipt, or its own error with the status (and
+/// `retry_after` seconds, for 429 and 503) a single `POST /v1/events` would have had.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum BatchItem {
     Recorded(EventReceipt),
-    Failed { event_id: String, status: u16, error: ErrorDetail },
+    Failed {
+        event_id: String,
+        status: u16,
+        error: ErrorDetail,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_after: Option<u64>,
+    },
 }
 
 async fn post_batch(
@@ -93,7 +116,8 @@ async fn post_batch(
             Ok(receipt) => BatchItem::Recorded(receipt),
             Err(error) => {
                 let error = ApiError::from(error);
-                BatchItem::Failed { event_id: event.event_id.clone(), status: error.status.as_u16(), error: error.detail() }
+                let (status, retry_after) = (error.status.as_u16(), error.retry_after);
+                BatchItem::Failed { event_id: event.event_id.clone(), status, retry_after, error: error.detail() }
             }
         })
         .collect();

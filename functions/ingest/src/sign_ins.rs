@@ -1,0 +1,19 @@
+//! `POST /v1/sign-ins` (write scope).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use standings::http::{ApiError, JsonBody};
+use standings::sign_ins::{SignInReceipt, SignInRequest};
+
+use crate::App;
+
+pub async fn post_sign_in(
+    State(app): State<Arc<App>>,
+    JsonBody(request): JsonBody<SignInRequest>,
+) -> Result<Json<SignInReceipt>, ApiError> {
+    let receipt = app.sign_ins.record(&request, (app.clock)()).await?;
+    tracing::info!(event_id = %receipt.event_id, duplicate = receipt.duplicate, date = %receipt.date, "sign-in recorded");
+    Ok(Json(receipt))
+}
