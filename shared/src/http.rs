@@ -18,6 +18,7 @@ use crate::ingestion::{BatchRefusal, IngestError};
 use crate::moderation::ModerationError;
 use crate::profiles::ProfileError;
 use crate::scoring::Refusal;
+use crate::scripts::GuardRefusal;
 use crate::sign_ins::SignInError;
 use crate::store::StoreError;
 
@@ -131,6 +132,16 @@ impl From<IngestError> for ApiError {
     }
 }
 
+impl From<&GuardRefusal> for ApiError {
+    fn from(refusal: &GuardRefusal) -> Self {
+        let code = match refusal {
+            GuardRefusal::Banned { .. } => "user_banned",
+            GuardRefusal::PeriodClosed { .. } => "period_closed",
+        };
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, refusal.to_string())
+    }
+}
+
 impl From<SignInError> for ApiError {
     fn from(error: SignInError) -> Self {
         let (status, code) = match &error {
@@ -141,8 +152,7 @@ impl From<SignInError> for ApiError {
             SignInError::TooLate { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "too_late"),
             SignInError::OutOfRange(_) | SignInError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
             SignInError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
-            SignInError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
-            SignInError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
+            SignInError::Guard(refusal) => return refusal.into(),
             SignInError::Store(store) => return Self::unavailable(store),
         };
         Self::new(status, code, error.to_string())
@@ -158,8 +168,7 @@ impl From<ModerationError> for ApiError {
             ModerationError::DeltaOutOfRange | ModerationError::Time(_) | ModerationError::ScoreOutOfRange(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
             }
-            ModerationError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
-            ModerationError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
+            ModerationError::Guard(refusal) => return refusal.into(),
             ModerationError::Store(store) => return Self::unavailable(store),
         };
         Self::new(status, code, error.to_string())

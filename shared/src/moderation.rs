@@ -14,7 +14,7 @@ use crate::ids::{self, IdError};
 use crate::keys::Keys;
 use crate::period::{EventWindow, Period};
 use crate::scripts::moderation::{self as script, AuditRecord, Ban, CorrectionReply, ScoreCorrection};
-use crate::scripts::PeriodStanding;
+use crate::scripts::{GuardRefusal, PeriodStanding};
 use crate::store::{Store, StoreError};
 use crate::tiebreak::{self, RangeError, MAX_POINTS};
 
@@ -44,10 +44,8 @@ pub enum ModerationError {
     Time(#[from] RangeError),
     #[error("the correction would take the score on board {0:?} below 0 or past {MAX_POINTS}")]
     ScoreOutOfRange(String),
-    #[error("user {0:?} is banned from board {1:?}")]
-    Banned(String, String),
-    #[error("period {period_id} of board {board:?} is closed for archiving")]
-    PeriodClosed { board: String, period_id: String },
+    #[error(transparent)]
+    Guard(#[from] GuardRefusal),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -256,10 +254,8 @@ impl Moderation {
         let audit = AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN };
         let periods = match script::correct_score(&mut conn, &keys, &correction, audit).await? {
             CorrectionReply::Corrected(periods) => periods,
-            CorrectionReply::Banned => return Err(ModerationError::Banned(user_id.to_owned(), board.name.clone())),
-            CorrectionReply::PeriodClosed(period_id) => {
-                return Err(ModerationError::PeriodClosed { board: board.name.clone(), period_id });
-            }
+            CorrectionReply::Banned => Err(GuardRefusal::Banned { user_id: user_id.to_owned(), board: board.name.clone() })?,
+            CorrectionReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id })?,
             CorrectionReply::OutOfRange => return Err(ModerationError::ScoreOutOfRange(board.name.clone())),
         };
         Ok(CorrectionReceipt { board: board.name.clone(), user_id: user_id.to_owned(), delta: request.delta, periods })

@@ -257,16 +257,7 @@ mod tests {
 
     #[test]
     fn rate_limits_run_on_the_server_clock() {
-        let config = Config::parse(
-            r#"[[boards]]
-               name = "game"
-               kind = "cumulative"
-               timezone = "UTC"
-               periods = ["all"]
-               top = 10
-               rules = [{ action = "win", points = 1, scope = "none", rate_limit = { max = 3, per_secs = 60 } }]"#,
-        )
-        .unwrap();
+        let config = game("rate_limit = { max = 3, per_secs = 60 }");
         let mut e = event("win", None);
         e.occurred_at = Some(now() - Duration::minutes(10));
         let plan = plan_event(&config, &e, now(), &EventWindow::default()).unwrap();
@@ -296,18 +287,17 @@ mod tests {
         assert!(matches!(plan(&e).unwrap_err(), Refusal::InvalidId(IdError::Forbidden { field: "user_id", .. })));
     }
 
+    /// One all-time board, `game`, scoring `win` by `rule` (the rest of a TOML inline table).
+    fn game(rule: &str) -> Config {
+        Config::parse(&format!(
+            "[[boards]]\nname = \"game\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = [{{ action = \"win\", points = 1, scope = \"none\", {rule} }}]"
+        ))
+        .unwrap()
+    }
+
     #[test]
     fn variable_points_stay_within_the_rule() {
-        let config = Config::parse(
-            r#"[[boards]]
-               name = "game"
-               kind = "cumulative"
-               timezone = "UTC"
-               periods = ["all"]
-               top = 10
-               rules = [{ action = "win", points = 1, max_points = 500, scope = "none" }]"#,
-        )
-        .unwrap();
+        let config = game("max_points = 500");
         let mut e = event("win", None);
         e.points = Some(500);
         assert_eq!(plan_event(&config, &e, now(), &EventWindow::default()).unwrap().boards[0].points, 500);

@@ -16,6 +16,14 @@ pub mod sign_in;
 
 static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
 
+/// Helpers (and the `#!lua` shebang) shared by the scripts built with `with_prelude`.
+const PRELUDE: &str = include_str!("scripts/prelude.lua");
+
+/// A script whose text is `prelude.lua` followed by `body` (Redis runs one script text).
+fn with_prelude(body: &str) -> Script {
+    Script::new(&[PRELUDE, body].concat())
+}
+
 /// How long an event id is remembered per board.
 pub const EVENT_MARKER_TTL_SECS: u64 = 48 * 3600;
 /// Day ledgers outlive their day by this much (~31 days of history, seed 001).
@@ -43,6 +51,15 @@ pub struct BoardOutcome {
     #[serde(default)]
     pub capped: i64,
     pub periods: Vec<PeriodStanding>,
+}
+
+/// Why a board's guard refused a write (its `ban|<user>` and `closed|<kind>:<id>` fields).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuardRefusal {
+    #[error("user {user_id:?} is banned from board {board:?}")]
+    Banned { user_id: String, board: String },
+    #[error("period {period_id} of board {board:?} is closed for archiving")]
+    PeriodClosed { board: String, period_id: String },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -125,17 +142,15 @@ mod tests {
 
     #[test]
     fn the_script_uses_the_same_composite_constants_as_rust() {
-        let scoring = [
-            include_str!("scripts/apply_event.lua"),
-            include_str!("scripts/sign_in.lua"),
-            include_str!("scripts/correct_score.lua"),
-        ];
-        for script in scoring {
+        for script in [include_str!("scripts/apply_event.lua"), super::PRELUDE] {
             assert!(script.contains(&format!("local SPAN = {TIME_SPAN} ")));
             assert!(script.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
         }
-        for script in scoring.into_iter().chain([include_str!("scripts/ban.lua")]) {
+        for script in [include_str!("scripts/apply_event.lua"), super::PRELUDE, include_str!("scripts/ban.lua")] {
             assert!(script.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
+        }
+        for body in [include_str!("scripts/sign_in.lua"), include_str!("scripts/correct_score.lua")] {
+            assert!(!body.starts_with("#!"), "the prelude brings the shebang; a second one would be a syntax error");
         }
     }
 }

@@ -14,6 +14,7 @@ use crate::keys::Keys;
 use crate::period::{EventWindow, Period, PeriodKind};
 use crate::scoring::payload_fingerprint;
 use crate::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
+use crate::scripts::GuardRefusal;
 use crate::store::{Store, StoreError};
 use crate::tiebreak::{self, RangeError};
 
@@ -55,10 +56,8 @@ pub enum SignInError {
     ScoreOutOfRange(String),
     #[error("event {0:?} was already recorded with a different payload")]
     Conflict(String),
-    #[error("user {0:?} is banned from board {1:?}")]
-    Banned(String, String),
-    #[error("period {period_id} of board {board:?} is closed for archiving")]
-    PeriodClosed { board: String, period_id: String },
+    #[error(transparent)]
+    Guard(#[from] GuardRefusal),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -246,8 +245,8 @@ impl SignIns {
             SignInReply::New(outcome) => (false, outcome),
             SignInReply::Duplicate(outcome) => (true, outcome),
             SignInReply::Conflict => return Err(SignInError::Conflict(request.event_id.clone())),
-            SignInReply::Banned => return Err(SignInError::Banned(request.user_id.clone(), board.clone())),
-            SignInReply::PeriodClosed(period_id) => return Err(SignInError::PeriodClosed { board: board.clone(), period_id }),
+            SignInReply::Banned => Err(GuardRefusal::Banned { user_id: request.user_id.clone(), board: board.clone() })?,
+            SignInReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.clone(), period_id })?,
             SignInReply::OutOfRange => return Err(SignInError::ScoreOutOfRange(board.clone())),
         };
         Ok(SignInReceipt { event_id: request.event_id.clone(), duplicate, date: plan.date, outcome })

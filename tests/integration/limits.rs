@@ -8,7 +8,7 @@ use chrono::Duration;
 use serde_json::{json, Value};
 use standings::config::Config;
 use standings::period::{Period, PeriodKind};
-use standings_tests::{at, season, spawn_ingest, spawn_ingest_with, TestApp, WRITER};
+use standings_tests::{arena, at, season, spawn_ingest, spawn_ingest_with, TestApp, WRITER};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_learning_events_give_exactly_the_daily_cap() {
@@ -40,16 +40,7 @@ async fn fifty_concurrent_learning_events_give_exactly_the_daily_cap() {
 
 /// A board whose `win` rule allows 3 events per user per minute.
 fn limited_board() -> Config {
-    Config::parse(
-        r#"[[boards]]
-           name = "arena"
-           kind = "cumulative"
-           timezone = "UTC"
-           periods = ["all"]
-           top = 10
-           rules = [{ action = "win", points = 1, scope = "none", rate_limit = { max = 3, per_secs = 60 } }]"#,
-    )
-    .unwrap()
+    arena(r#"[{ action = "win", points = 1, scope = "none", rate_limit = { max = 3, per_secs = 60 } }]"#)
 }
 
 async fn arena_points(app: &TestApp, user: &str) -> Option<i64> {

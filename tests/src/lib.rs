@@ -55,6 +55,14 @@ pub const WRITER: Caller<'static> = Caller::Scopes(&[WRITE_SCOPE]);
 /// An admin; its token's `sub` is `tester` (see `request_context`).
 pub const ADMIN: Caller<'static> = Caller::Scopes(&[ADMIN_SCOPE]);
 
+/// A configuration of one board, `arena`: all-time, UTC, top 10, with `rules` (a TOML array).
+pub fn arena(rules: &str) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"arena\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = {rules}"
+    ))
+    .expect("a valid arena configuration")
+}
+
 pub async fn spawn_ingest() -> TestApp {
     spawn_ingest_with(Config::default_boards()).await
 }

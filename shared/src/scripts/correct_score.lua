@@ -1,7 +1,7 @@
-#!lua
 --[[
-correct_score.lua: an admin's correction of one user's score on every current period of one
-board, with its audit entry, atomically. All checks happen before the first write.
+correct_score.lua (loaded after prelude.lua): an admin's correction of one user's score on
+every current period of one board, with its audit entry, atomically. All checks happen before
+the first write.
 
 KEYS[1]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see apply_event.lua)
 KEYS[2]    the board's audit log (list, newest first)
@@ -21,33 +21,18 @@ Reply: a two-element array {status, body}
   {"out_of_range", ""}   a score would go below 0 or past the composite's range; nothing written
 ]]
 
-local SPAN = 2147483648      -- 2^31, tiebreak::TIME_SPAN
-local MAX_POINTS = 4194303   -- 2^22 - 1, tiebreak::MAX_POINTS
-
 local member = ARGV[1]
 local delta = tonumber(ARGV[2])
 local tie = tonumber(ARGV[3])
-local FIRST_BOARD = 3
+local FIRST_BOARD, PERIOD_ARGS = 3, 6
 local boards = #KEYS - FIRST_BOARD + 1
 
-local function period_arg(i, field)
-  return ARGV[6 + 3 * (i - 1) + field]
-end
-
-local guard_fields = {'ban|' .. member}
-for i = 1, boards do
-  guard_fields[i + 1] = 'closed|' .. period_arg(i, 0) .. ':' .. period_arg(i, 1)
-end
-local guards = redis.call('HMGET', KEYS[1], unpack(guard_fields))
-if guards[1] then return {'banned', ''} end
-for i = 1, boards do
-  if guards[i + 1] then return {'period_closed', period_arg(i, 1)} end
-end
+local refusal = guard_refusal(KEYS[1], member, boards, PERIOD_ARGS)
+if refusal then return refusal end
 
 local points = {}
 for i = 1, boards do
-  local composite = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)
-  points[i] = (composite and math.floor(tonumber(composite) / SPAN) or 0) + delta
+  points[i] = points_of(redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)) + delta
   if points[i] < 0 or points[i] > MAX_POINTS then return {'out_of_range', ''} end
 end
 
@@ -56,14 +41,11 @@ for i = 1, boards do
   local key = KEYS[FIRST_BOARD - 1 + i]
   if points[i] > 0 then
     redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + tie), member)
-    -- TTLs are set once, on a key that exists without one, and never refreshed.
-    if period_arg(i, 2) ~= '0' and redis.call('TTL', key) == -1 then
-      redis.call('EXPIREAT', key, period_arg(i, 2))
-    end
+    expire_once(key, period_arg(PERIOD_ARGS, i, 2))
   else
     redis.call('ZREM', key, member)
   end
-  local entry = {period = period_arg(i, 0), period_id = period_arg(i, 1), score = points[i]}
+  local entry = {period = period_arg(PERIOD_ARGS, i, 0), period_id = period_arg(PERIOD_ARGS, i, 1), score = points[i]}
   local rank = redis.call('ZREVRANK', key, member)
   if rank then entry.rank = rank + 1 end
   periods[i] = entry

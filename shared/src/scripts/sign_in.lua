@@ -1,7 +1,7 @@
-#!lua
 --[[
-sign_in.lua: sign a user in for one day, exactly once, in one round trip (seed 003): the day's
-bit, the consecutive-day streak, and the sign-in points plus any streak bonus on the board.
+sign_in.lua (loaded after prelude.lua): sign a user in for one day, exactly once, in one round
+trip (seed 003): the day's bit, the consecutive-day streak, and the sign-in points plus any
+streak bonus on the board.
 
 Bitmap layout (one key per user per month): bit d-1 is day d; the u32 at bit 32 is the streak
 that ended on the previous month's last day, written when day 1 is signed. A streak read with
@@ -44,40 +44,20 @@ Reply: a two-element array {status, body}
 json: {"already_signed":bool,"streak":n,"days_this_month":n,"points_awarded":n}
 ]]
 
-local SPAN = 2147483648      -- 2^31, tiebreak::TIME_SPAN
-local MAX_POINTS = 4194303   -- 2^22 - 1, tiebreak::MAX_POINTS
-local CARRY = 32             -- bit offset of the streak carried in from the previous month
+local CARRY = 32   -- bit offset of the streak carried in from the previous month
 
-local marker = redis.call('GET', KEYS[1])
-if marker then
-  local sep = string.find(marker, '\n', 1, true)
-  if string.sub(marker, 1, sep - 1) == ARGV[1] then
-    return {'duplicate', string.sub(marker, sep + 1)}
-  end
-  return {'conflict', ''}
-end
+local seen = replay(KEYS[1], ARGV[1])
+if seen then return seen end
 
 local member = ARGV[2]
 local day, previous_month_days, next_day = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local tie = tonumber(ARGV[8])
-local FIRST_BOARD = 6
+local FIRST_BOARD, PERIOD_ARGS = 6, 11
 local period_keys = #KEYS - FIRST_BOARD + 1
 local per_day = period_keys / 2
 
-local function period_arg(i, field)
-  return ARGV[11 + 3 * (i - 1) + field]
-end
-
--- Refusals that depend on the board's state, checked with one read.
-local guard_fields = {'ban|' .. member}
-for i = 1, period_keys do
-  guard_fields[i + 1] = 'closed|' .. period_arg(i, 0) .. ':' .. period_arg(i, 1)
-end
-local guards = redis.call('HMGET', KEYS[5], unpack(guard_fields))
-if guards[1] then return {'banned', ''} end
-for i = 1, period_keys do
-  if guards[i + 1] then return {'period_closed', period_arg(i, 1)} end
-end
+local refusal = guard_refusal(KEYS[5], member, period_keys, PERIOD_ARGS)
+if refusal then return refusal end
 
 -- Consecutive signed days ending on day `through` of the month in `key`, continued into
 -- earlier months by the carry when the run reaches day 1 (0 when `through` is not signed).
@@ -130,7 +110,7 @@ local order, add = {}, {}
 local function credit(i, points)
   local key = KEYS[FIRST_BOARD - 1 + i]
   if not add[key] then
-    add[key] = {points = 0, expire_at = period_arg(i, 2)}
+    add[key] = {points = 0, expire_at = period_arg(PERIOD_ARGS, i, 2)}
     order[#order + 1] = key
   end
   add[key].points = add[key].points + points
@@ -138,16 +118,8 @@ end
 for i = 1, per_day do credit(i, awarded) end
 for i = per_day + 1, period_keys do credit(i, next_bonus) end
 for _, key in ipairs(order) do
-  local composite = redis.call('ZSCORE', key, member)
-  add[key].total = (composite and math.floor(tonumber(composite) / SPAN) or 0) + add[key].points
+  add[key].total = points_of(redis.call('ZSCORE', key, member)) + add[key].points
   if add[key].total > MAX_POINTS then return {'out_of_range', ''} end
-end
-
--- TTLs are set once, on a key that exists without one, and never refreshed.
-local function expire_once(key, at)
-  if at ~= '0' and redis.call('TTL', key) == -1 then
-    redis.call('EXPIREAT', key, at)
-  end
 end
 
 redis.call('SETBIT', KEYS[2], day - 1, 1)
