@@ -154,6 +154,19 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// Query parameters whose every failure (unknown names, wrong types) is an `ApiError`.
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::try_from_uri(&parts.uri)
+            .map(|axum::extract::Query(params)| QueryParams(params))
+            .map_err(|e| ApiError::malformed(format!("invalid query string: {}", e.body_text())))
+    }
+}
+
 /// Answer for any path no route matches.
 pub async fn unknown_route() -> ApiError {
     ApiError::not_found("no such route")

@@ -12,6 +12,7 @@ pub mod ingestion;
 pub mod keys;
 pub mod period;
 pub mod profiles;
+pub mod reads;
 pub mod scoring;
 pub mod scripts;
 pub mod store;

@@ -12,6 +12,7 @@ use crate::scoring::{BoardPlan, Ledger, Mode};
 use crate::store::{Connection, StoreError};
 
 static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
+static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_board.lua")));
 
 /// How long an event id is remembered per board.
 pub const EVENT_MARKER_TTL_SECS: u64 = 48 * 3600;
@@ -108,15 +109,66 @@ pub async fn apply_event(
     }
 }
 
+/// Which part of a board `read_board` returns.
+#[derive(Debug, Clone, Copy)]
+pub enum Window<'a> {
+    /// `limit` entries from the 0-based `offset`.
+    Page { offset: u64, limit: u64 },
+    /// The member and `around` entries on each side, shifted to stay full at either end.
+    Around { member: &'a str, around: u64 },
+}
+
+/// One entry as stored: member, composite score, members with strictly more points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawEntry {
+    pub member: String,
+    pub composite: f64,
+    pub above: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawWindow {
+    pub total: u64,
+    /// 0-based position of the member (around reads only).
+    pub position: Option<u64>,
+    /// Members with strictly fewer points than the member (around reads only).
+    pub below: Option<u64>,
+    /// First entry's 0-based position.
+    pub start: u64,
+    pub entries: Vec<RawEntry>,
+}
+
+/// Reads a window of one board and the counts behind competition ranks and percentiles, in
+/// one round trip, from one consistent snapshot.
+pub async fn read_board(conn: &mut Connection, board_key: &str, window: Window<'_>) -> Result<RawWindow, StoreError> {
+    let mut invocation = READ_BOARD.key(board_key);
+    match window {
+        Window::Page { offset, limit } => invocation.arg("page").arg(offset).arg(limit),
+        Window::Around { member, around } => invocation.arg("member").arg(member).arg(around),
+    };
+    let (total, rank, below, start, entries): (u64, i64, i64, u64, Vec<(String, f64, u64)>) =
+        invocation.invoke_async(conn).await?;
+    Ok(RawWindow {
+        total,
+        position: u64::try_from(rank).ok(),
+        below: u64::try_from(below).ok(),
+        start,
+        entries: entries.into_iter().map(|(member, composite, above)| RawEntry { member, composite, above }).collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use crate::tiebreak::{MAX_POINTS, TIME_SPAN};
 
     #[test]
-    fn the_script_uses_the_same_composite_constants_as_rust() {
-        let script = include_str!("scripts/apply_event.lua");
-        assert!(script.contains(&format!("local SPAN = {TIME_SPAN} ")));
-        assert!(script.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
-        assert!(script.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
+    fn the_scripts_use_the_same_composite_constants_as_rust() {
+        let apply = include_str!("scripts/apply_event.lua");
+        assert!(apply.contains(&format!("local SPAN = {TIME_SPAN} ")));
+        assert!(apply.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
+        assert!(apply.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
+        let read = include_str!("scripts/read_board.lua");
+        assert!(read.contains(&format!("local SPAN = {TIME_SPAN} ")));
+        assert!(read.starts_with("#!lua flags=no-writes\n"));
     }
 }

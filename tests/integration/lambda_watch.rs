@@ -52,3 +52,30 @@ async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
     let error: Value = serde_json::from_str(bad["body"].as_str().unwrap()).unwrap();
     assert_eq!(error["error"]["code"], "malformed");
 }
+
+#[tokio::test]
+async fn top_my_rank_and_an_error_through_cargo_lambda_watch() {
+    let client = reqwest::Client::new();
+    let base = format!("{}/lambda-url", watch_url());
+    let user = standings_tests::unique_prefix();
+    for (i, target) in ["x", "y"].iter().enumerate() {
+        let event = json!({"event_id": format!("{user}-{i}"), "user_id": user, "action": "invite", "target": format!("{user}-{target}")});
+        let response = client.post(format!("{base}/ingest/v1/events")).json(&event).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let response = client.get(format!("{base}/query/v1/boards/invites/top?limit=1000")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "public, max-age=5");
+    let top: Value = response.json().await.unwrap();
+    let mine = top["entries"].as_array().unwrap().iter().find(|e| e["user_id"] == user.as_str()).expect("listed");
+    assert_eq!((mine["score"].as_i64(), mine["invite_count"].as_i64()), (Some(200), Some(2)));
+
+    let me: Value = client.get(format!("{base}/query/v1/boards/invites/users/{user}")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(me["rank"], mine["rank"]);
+    assert_eq!(me["score"], 200);
+
+    let response = client.get(format!("{base}/query/v1/boards/nope/top")).send().await.unwrap();
+    assert_eq!(response.status(), 404);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "unknown_board");
+}

@@ -5,6 +5,7 @@ mod batch;
 mod exactly_once;
 mod lambda_watch;
 mod malformed;
+mod query;
 mod rules;
 mod store_down;
 mod time_and_ties;

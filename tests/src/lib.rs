@@ -34,8 +34,10 @@ pub fn at(rfc3339: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(rfc3339).expect("valid RFC 3339").with_timezone(&Utc)
 }
 
+/// The write (`ingest`) and read (`query`) functions over one Redis prefix and one clock.
 pub struct TestApp {
     pub router: Router,
+    pub query: Router,
     pub keys: Keys,
     pub store: Store,
     pub redis: redis::aio::MultiplexedConnection,
@@ -67,9 +69,11 @@ pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let clock_now = now.clone();
     let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
-    let app = ingest::App::new(Arc::new(config), keys.clone(), store.clone(), clock, AuthMode::Jwt);
+    let config = Arc::new(config);
+    let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt);
+    let query = query::App::new(config, keys.clone(), store.clone(), clock);
     let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
-    TestApp { router: ingest::router(Arc::new(app)), keys, store, redis, now }
+    TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now }
 }
 
 /// The `requestContext` API Gateway (HTTP API, payload v2) attaches after its JWT authorizer.
@@ -82,6 +86,18 @@ pub fn request_context(caller: Caller<'_>) -> Option<RequestContext> {
         "authorizer": {"jwt": {"claims": {"sub": "tester", "scope": scopes.join(" ")}, "scopes": null}},
     });
     Some(serde_json::from_value(context).expect("a valid API Gateway v2 request context"))
+}
+
+async fn send(router: &Router, method: Method, path: &str, body: Body, caller: Caller<'_>) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+    if let Some(context) = request_context(caller) {
+        request = request.extension(context);
+    }
+    let response = router.clone().oneshot(request.body(body).unwrap()).await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
+    (status, headers, value)
 }
 
 impl TestApp {
@@ -105,15 +121,17 @@ impl TestApp {
         body: impl Into<Body>,
         caller: Caller<'_>,
     ) -> (StatusCode, axum::http::HeaderMap, Value) {
-        let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
-        if let Some(context) = request_context(caller) {
-            request = request.extension(context);
-        }
-        let response = self.router.clone().oneshot(request.body(body.into()).unwrap()).await.unwrap();
-        let (status, headers) = (response.status(), response.headers().clone());
-        let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
-        (status, headers, value)
+        send(&self.router, method, path, body.into(), caller).await
+    }
+
+    /// A read through the `query` function.
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let (status, _, value) = self.get_with_headers(path).await;
+        (status, value)
+    }
+
+    pub async fn get_with_headers(&self, path: &str) -> (StatusCode, axum::http::HeaderMap, Value) {
+        send(&self.query, Method::GET, path, Body::empty(), Caller::Anonymous).await
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {

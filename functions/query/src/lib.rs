@@ -1,11 +1,15 @@
 //! The `query` function: the read side of the HTTP API (SPEC §4). Read routes are open.
 
+pub mod boards;
+
 use std::sync::Arc;
 
+use axum::routing::get;
 use axum::Router;
 use standings::config::Config;
 use standings::http::{method_not_allowed, unknown_route};
 use standings::keys::Keys;
+use standings::reads::Reader;
 use standings::store::Store;
 use standings::Clock;
 
@@ -14,12 +18,13 @@ pub struct App {
     pub config: Arc<Config>,
     pub keys: Keys,
     pub store: Store,
+    pub reader: Reader,
     pub clock: Clock,
 }
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock) -> Self {
-        Self { config, keys, store, clock }
+        Self { config, reader: Reader::new(keys.clone(), store.clone()), keys, store, clock }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -30,5 +35,10 @@ impl App {
 }
 
 pub fn router(app: Arc<App>) -> Router {
-    Router::new().fallback(unknown_route).method_not_allowed_fallback(method_not_allowed).with_state(app)
+    Router::new()
+        .route("/v1/boards/{board}/top", get(boards::top))
+        .route("/v1/boards/{board}/users/{user_id}", get(boards::user))
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(app)
 }
