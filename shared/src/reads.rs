@@ -9,7 +9,7 @@ use crate::config::Board;
 use crate::keys::Keys;
 use crate::period::Period;
 use crate::profiles::{self, Profile};
-use crate::scripts::{self, RawWindow, Window};
+use crate::scripts::{self, MemberPlace, RawWindow, Window};
 use crate::store::{Store, StoreError};
 use crate::tiebreak;
 
@@ -63,6 +63,44 @@ pub struct MemberStanding {
     pub around: Vec<Standing>,
 }
 
+/// A listed member ("my friends"): global rank beside the rank among the list itself.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ListedStanding {
+    /// Rank on the whole board; `None` when the member has no points on it.
+    pub rank: Option<u64>,
+    /// Rank among the listed members that are on the board (1..n), in the same rank mode.
+    pub relative_rank: Option<u64>,
+    pub user_id: String,
+    pub score: i64,
+    pub profile: Option<Profile>,
+    #[serde(flatten)]
+    pub counts: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Listing {
+    pub total: u64,
+    pub entries: Vec<ListedStanding>,
+}
+
+/// Orders a list of members by their places on the board (absent ones last, in request order)
+/// and ranks them among themselves. Pure: unit-tested without Redis.
+pub fn order_listing<'a>(
+    members: &[&'a str],
+    places: Vec<Option<MemberPlace>>,
+    mode: RankMode,
+) -> Vec<(&'a str, Option<MemberPlace>, Option<u64>)> {
+    let (mut ranked, missing): (Vec<_>, Vec<_>) = members.iter().copied().zip(places).partition(|(_, place)| place.is_some());
+    ranked.sort_by_key(|(_, place)| place.as_ref().map(|p| p.position));
+    let points: Vec<i64> = ranked.iter().map(|(_, place)| place.as_ref().map_or(0, |p| tiebreak::points_of(p.composite))).collect();
+    let relative = points.iter().enumerate().map(|(index, own)| match mode {
+        RankMode::Unique => index as u64 + 1,
+        RankMode::Competition => points.iter().filter(|p| *p > own).count() as u64 + 1,
+    });
+    let ranked: Vec<_> = ranked.into_iter().zip(relative).map(|((member, place), relative)| (member, place, Some(relative))).collect();
+    ranked.into_iter().chain(missing.into_iter().map(|(member, _)| (member, None, None))).collect()
+}
+
 /// Percentage of the board strictly below a member, rounded to two decimals. A board of one
 /// has nobody below: 0.
 pub fn percentile(below: u64, total: u64) -> f64 {
@@ -79,6 +117,10 @@ pub fn count_field(board: &Board) -> Option<(String, i64)> {
         [rule] if rule.max_points.is_none() => Some((format!("{}_count", rule.action), rule.points)),
         _ => None,
     }
+}
+
+fn counts(board: &Board, score: i64) -> BTreeMap<String, i64> {
+    count_field(board).into_iter().map(|(name, points)| (name, score / points)).collect()
 }
 
 #[derive(Clone)]
@@ -119,6 +161,46 @@ impl Reader {
         })
     }
 
+    /// The standing of each listed member (duplicates counted once), in board order.
+    pub async fn members(
+        &self,
+        board: &Board,
+        period: &Period,
+        user_ids: &[&str],
+        mode: RankMode,
+        include_missing: bool,
+    ) -> Result<Listing, StoreError> {
+        let mut seen = std::collections::HashSet::new();
+        let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
+        let mut conn = self.store.connection().await?;
+        let key = self.keys.board(&board.name).period(period);
+        let (total, places) = scripts::read_members(&mut conn, &key, &distinct).await?;
+        let ordered: Vec<_> = order_listing(&distinct, places, mode)
+            .into_iter()
+            .filter(|(_, place, _)| include_missing || place.is_some())
+            .collect();
+        let members: Vec<&str> = ordered.iter().map(|(member, ..)| *member).collect();
+        let mut profiles = profiles::get_many(&self.store, &self.keys, &members).await?.into_iter();
+        let entries = ordered
+            .into_iter()
+            .map(|(member, place, relative_rank)| {
+                let score = place.as_ref().map_or(0, |p| tiebreak::points_of(p.composite));
+                ListedStanding {
+                    rank: place.map(|p| match mode {
+                        RankMode::Unique => p.position + 1,
+                        RankMode::Competition => p.above + 1,
+                    }),
+                    relative_rank,
+                    user_id: member.to_owned(),
+                    score,
+                    profile: profiles.next().flatten(),
+                    counts: counts(board, score),
+                }
+            })
+            .collect();
+        Ok(Listing { total, entries })
+    }
+
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>) -> Result<RawWindow, StoreError> {
         let mut conn = self.store.connection().await?;
         scripts::read_board(&mut conn, &self.keys.board(&board.name).period(period), window).await
@@ -127,7 +209,6 @@ impl Reader {
     async fn standings(&self, board: &Board, raw: RawWindow, mode: RankMode) -> Result<Vec<Standing>, StoreError> {
         let members: Vec<&str> = raw.entries.iter().map(|e| e.member.as_str()).collect();
         let mut profiles = profiles::get_many(&self.store, &self.keys, &members).await?.into_iter();
-        let count = count_field(board);
         Ok(raw
             .entries
             .iter()
@@ -142,7 +223,7 @@ impl Reader {
                     user_id: entry.member.clone(),
                     score,
                     profile: profiles.next().flatten(),
-                    counts: count.iter().map(|(name, points)| (name.clone(), score / points)).collect(),
+                    counts: counts(board, score),
                 }
             })
             .collect())
@@ -167,6 +248,26 @@ mod tests {
         let config = Config::default_boards();
         assert_eq!(count_field(config.board("invites").unwrap()), Some(("invite_count".into(), 100)));
         assert_eq!(count_field(config.board("activity").unwrap()), None);
+    }
+
+    fn place(position: u64, points: i64, above: u64) -> Option<MemberPlace> {
+        let composite = (points * tiebreak::TIME_SPAN + position as i64) as f64;
+        Some(MemberPlace { position, composite, above })
+    }
+
+    #[test]
+    fn a_listing_is_in_board_order_with_the_absent_last() {
+        let members = ["c", "gone", "a", "b", "also-gone"];
+        let places = vec![place(9, 5, 8), None, place(1, 20, 1), place(4, 20, 1), None];
+        let unique = order_listing(&members, places.clone(), RankMode::Unique);
+        let summary: Vec<_> = unique.iter().map(|(m, p, r)| (*m, p.as_ref().map(|p| p.position), *r)).collect();
+        assert_eq!(
+            summary,
+            [("a", Some(1), Some(1)), ("b", Some(4), Some(2)), ("c", Some(9), Some(3)), ("gone", None, None), ("also-gone", None, None)]
+        );
+        let competition = order_listing(&members, places, RankMode::Competition);
+        let relative: Vec<_> = competition.iter().map(|(_, _, r)| *r).collect();
+        assert_eq!(relative, [Some(1), Some(1), Some(3), None, None]);
     }
 
     #[test]

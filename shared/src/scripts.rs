@@ -13,6 +13,7 @@ use crate::store::{Connection, StoreError};
 
 static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
 static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_board.lua")));
+static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_members.lua")));
 
 /// How long an event id is remembered per board.
 pub const EVENT_MARKER_TTL_SECS: u64 = 48 * 3600;
@@ -157,6 +158,38 @@ pub async fn read_board(conn: &mut Connection, board_key: &str, window: Window<'
     })
 }
 
+/// A listed member's place on the board, `None` when absent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberPlace {
+    /// 0-based unique rank.
+    pub position: u64,
+    pub composite: f64,
+    /// Members with strictly more points.
+    pub above: u64,
+}
+
+/// The places of `members` (distinct) on one board, in their order, with the board's size.
+pub async fn read_members(
+    conn: &mut Connection,
+    board_key: &str,
+    members: &[&str],
+) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
+    let mut invocation = READ_MEMBERS.key(board_key);
+    for member in members {
+        invocation.arg(*member);
+    }
+    let (total, places): (u64, Vec<(i64, String, i64)>) = invocation.invoke_async(conn).await?;
+    let places = places
+        .into_iter()
+        .map(|(rank, composite, above)| {
+            let position = u64::try_from(rank).ok()?;
+            let composite = composite.parse().ok()?;
+            Some(MemberPlace { position, composite, above: u64::try_from(above).ok()? })
+        })
+        .collect();
+    Ok((total, places))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::tiebreak::{MAX_POINTS, TIME_SPAN};
@@ -170,5 +203,8 @@ mod tests {
         let read = include_str!("scripts/read_board.lua");
         assert!(read.contains(&format!("local SPAN = {TIME_SPAN} ")));
         assert!(read.starts_with("#!lua flags=no-writes\n"));
+        let members = include_str!("scripts/read_members.lua");
+        assert!(members.contains(&format!("local SPAN = {TIME_SPAN} ")));
+        assert!(members.starts_with("#!lua flags=no-writes\n"));
     }
 }

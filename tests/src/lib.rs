@@ -124,6 +124,12 @@ impl TestApp {
         send(&self.router, method, path, body.into(), caller).await
     }
 
+    /// Any call to the `query` function (read routes are open).
+    pub async fn call_query(&self, method: Method, path: &str, body: impl Into<Body>) -> (StatusCode, Value) {
+        let (status, _, value) = send(&self.query, method, path, body.into(), Caller::Anonymous).await;
+        (status, value)
+    }
+
     /// A read through the `query` function.
     pub async fn get(&self, path: &str) -> (StatusCode, Value) {
         let (status, _, value) = self.get_with_headers(path).await;

@@ -9,10 +9,10 @@ use axum::Json;
 use chrono::NaiveDate;
 use serde::{Deserialize, Serialize};
 use standings::config::{Board, BoardKind};
-use standings::http::{ApiError, QueryParams};
+use standings::http::{ApiError, JsonBody, QueryParams};
 use standings::ids;
-use standings::period::{Period, PeriodKind};
-use standings::reads::{RankMode, Standing};
+use standings::period::{Period, PeriodInfo, PeriodKind};
+use standings::reads::{ListedStanding, RankMode, Standing};
 
 use crate::App;
 
@@ -47,8 +47,8 @@ pub struct UserParams {
 #[derive(Serialize)]
 struct TopResponse {
     board: String,
-    period: &'static str,
-    period_id: String,
+    #[serde(flatten)]
+    period: PeriodInfo,
     total: u64,
     entries: Vec<Standing>,
 }
@@ -56,8 +56,8 @@ struct TopResponse {
 #[derive(Serialize)]
 struct UserResponse {
     board: String,
-    period: &'static str,
-    period_id: String,
+    #[serde(flatten)]
+    period: PeriodInfo,
     user_id: String,
     rank: Option<u64>,
     score: i64,
@@ -130,8 +130,7 @@ pub async fn top(
     let page = app.reader.page(board, &period, offset, limit, mode).await?;
     let body = TopResponse {
         board: board.name.clone(),
-        period: period.kind.as_str(),
-        period_id: period.id,
+        period: period.info(),
         total: page.total,
         entries: page.entries,
     };
@@ -151,8 +150,7 @@ pub async fn user(
     let standing = app.reader.around(board, &period, &user_id, around, mode).await?;
     let body = UserResponse {
         board: board.name.clone(),
-        period: period.kind.as_str(),
-        period_id: period.id,
+        period: period.info(),
         user_id,
         rank: standing.rank,
         score: standing.score,
@@ -160,5 +158,56 @@ pub async fn user(
         total: standing.total,
         around: standing.around,
     };
+    Ok(with_cache(LIVE_USER_CACHE, Json(body)))
+}
+
+/// Most members one `POST /v1/boards/{board}/ranks` may list.
+pub const MAX_LISTED: usize = 500;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RanksRequest {
+    user_ids: Vec<String>,
+    period: Option<String>,
+    at: Option<String>,
+    rank_mode: Option<String>,
+    #[serde(default = "listed_by_default")]
+    include_missing: bool,
+}
+
+fn listed_by_default() -> bool {
+    true
+}
+
+#[derive(Serialize)]
+struct RanksResponse {
+    board: String,
+    #[serde(flatten)]
+    period: PeriodInfo,
+    total: u64,
+    entries: Vec<ListedStanding>,
+}
+
+/// `POST /v1/boards/{board}/ranks`: read-only, a POST because the list can be long.
+pub async fn ranks(
+    State(app): State<Arc<App>>,
+    Path(board): Path<String>,
+    JsonBody(request): JsonBody<RanksRequest>,
+) -> Result<Response, ApiError> {
+    let board = live_board(&app, &board)?;
+    if request.user_ids.len() > MAX_LISTED {
+        return Err(ApiError::too_large(format!("at most {MAX_LISTED} user_ids")));
+    }
+    if request.user_ids.is_empty() {
+        return Err(bad_request("malformed", "user_ids must list at least one user"));
+    }
+    for (index, user_id) in request.user_ids.iter().enumerate() {
+        ids::validate_id("user_id", user_id).map_err(|e| bad_request("invalid_id", format!("user_ids[{index}]: {e}")))?;
+    }
+    let period = resolve_period(&app, board, request.period.as_deref(), request.at.as_deref())?;
+    let mode = rank_mode(request.rank_mode.as_deref())?;
+    let user_ids: Vec<&str> = request.user_ids.iter().map(String::as_str).collect();
+    let listing = app.reader.members(board, &period, &user_ids, mode, request.include_missing).await?;
+    let body = RanksResponse { board: board.name.clone(), period: period.info(), total: listing.total, entries: listing.entries };
     Ok(with_cache(LIVE_USER_CACHE, Json(body)))
 }

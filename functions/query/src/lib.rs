@@ -1,13 +1,15 @@
 //! The `query` function: the read side of the HTTP API (SPEC §4). Read routes are open.
 
 pub mod boards;
+pub mod catalog;
 
 use std::sync::Arc;
 
-use axum::routing::get;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
 use axum::Router;
 use standings::config::Config;
-use standings::http::{method_not_allowed, unknown_route};
+use standings::http::{method_not_allowed, unknown_route, MAX_BODY_BYTES};
 use standings::keys::Keys;
 use standings::reads::Reader;
 use standings::store::Store;
@@ -38,7 +40,10 @@ pub fn router(app: Arc<App>) -> Router {
     Router::new()
         .route("/v1/boards/{board}/top", get(boards::top))
         .route("/v1/boards/{board}/users/{user_id}", get(boards::user))
+        .route("/v1/boards/{board}/ranks", post(boards::ranks))
+        .route("/v1/boards", get(catalog::list))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(app)
 }
