@@ -6,10 +6,12 @@
 //! `http` maps every error to a status code.
 
 pub mod config;
+pub mod health;
 pub mod http;
 pub mod ids;
 pub mod ingestion;
 pub mod keys;
+pub mod metrics;
 pub mod period;
 pub mod profiles;
 pub mod reads;

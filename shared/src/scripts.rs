@@ -15,6 +15,11 @@ static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!
 static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_board.lua")));
 static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_members.lua")));
 
+/// SHA1 of every script (for `SCRIPT EXISTS`).
+pub fn hashes() -> Vec<&'static str> {
+    [&APPLY_EVENT, &READ_BOARD, &READ_MEMBERS].into_iter().map(|script| script.get_hash()).collect()
+}
+
 /// How long an event id is remembered per board.
 pub const EVENT_MARKER_TTL_SECS: u64 = 48 * 3600;
 /// Day ledgers outlive their day by this much (~31 days of history, seed 001).

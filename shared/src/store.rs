@@ -19,6 +19,8 @@ pub enum StoreError {
     Protocol(String),
     #[error("redis configuration: {0}")]
     Config(String),
+    #[error("redis did not answer within {0:?}")]
+    Timeout(Duration),
 }
 
 /// How to reach Redis; read from the environment (SPEC §7).

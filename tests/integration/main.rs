@@ -4,9 +4,11 @@
 mod batch;
 mod exactly_once;
 mod friends;
+mod health;
 mod lambda_watch;
 mod malformed;
 mod query;
 mod rules;
+mod runtime_api;
 mod store_down;
 mod time_and_ties;

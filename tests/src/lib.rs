@@ -70,7 +70,8 @@ pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
     let clock_now = now.clone();
     let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
     let config = Arc::new(config);
-    let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt);
+    let metrics = standings::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
+    let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
     let query = query::App::new(config, keys.clone(), store.clone(), clock);
     let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now }

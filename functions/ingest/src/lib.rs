@@ -1,21 +1,26 @@
 //! The `ingest` function: the write side of the HTTP API (SPEC §4).
 
+pub mod observe;
+
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::middleware::from_fn_with_state;
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::routing::{post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use standings::config::Config;
-use standings::http::{method_not_allowed, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody, MAX_BODY_BYTES};
+use standings::http::{method_not_allowed, request_span, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody, MAX_BODY_BYTES};
 use standings::ids;
 use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::keys::Keys;
+use standings::metrics::{Metrics, Unit};
 use standings::profiles::{self, Profile};
 use standings::scoring::Event;
 use standings::store::Store;
 use standings::Clock;
+
+use crate::observe::Tally;
 
 /// Everything a request needs, built once per container.
 pub struct App {
@@ -24,18 +29,28 @@ pub struct App {
     pub keys: Keys,
     pub clock: Clock,
     pub auth: AuthMode,
+    pub metrics: Metrics,
 }
 
 impl App {
-    pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode) -> Self {
-        Self { ingestor: Ingestor::new(config, keys.clone(), store.clone()), store, keys, clock, auth }
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode, metrics: Metrics) -> Self {
+        Self { ingestor: Ingestor::new(config, keys.clone(), store.clone()), store, keys, clock, auth, metrics }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
         let keys = Keys::new(&standings::key_prefix_from_env())?;
         let store = Store::from_env()?;
-        Ok(Self::new(config, keys, store, standings::system_clock(), AuthMode::from_env()?))
+        Ok(Self::new(config, keys, store, standings::system_clock(), AuthMode::from_env()?, Metrics::stdout("ingest")))
+    }
+
+    /// Times the store work of one request for the `RedisLatency` metric.
+    async fn timed<T>(&self, route: &str, work: impl std::future::Future<Output = T>) -> T {
+        let started = std::time::Instant::now();
+        let result = work.await;
+        let millis = started.elapsed().as_secs_f64() * 1000.0;
+        self.metrics.put("RedisLatency", Unit::Milliseconds, millis, &[("Route", route)]);
+        result
     }
 }
 
@@ -45,6 +60,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/events:batch", post(post_batch))
         .route("/v1/users/{user_id}/profile", put(put_profile))
         .route_layer(from_fn_with_state(app.auth, require_write))
+        .route_layer(from_fn(request_span))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -52,9 +68,12 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 async fn post_event(State(app): State<Arc<App>>, JsonBody(event): JsonBody<Event>) -> Result<Json<EventReceipt>, ApiError> {
-    let receipt = app.ingestor.record(&event, (app.clock)()).await?;
-    tracing::info!(event_id = %receipt.event_id, duplicate = receipt.duplicate, "event recorded");
-    Ok(Json(receipt))
+    tracing::Span::current().record("event_id", event.event_id.as_str());
+    let result = app.timed("/v1/events", app.ingestor.record(&event, (app.clock)())).await;
+    let mut tally = Tally::default();
+    tally.record(&event.event_id, &result);
+    tally.flush(&app.metrics);
+    Ok(Json(result?))
 }
 
 #[derive(Deserialize)]
@@ -84,7 +103,12 @@ async fn post_batch(
     if batch.events.len() > MAX_BATCH {
         return Err(ApiError::too_large(format!("a batch holds at most {MAX_BATCH} events")));
     }
-    let outcomes = app.ingestor.record_batch(&batch.events, (app.clock)()).await?;
+    let outcomes = app.timed("/v1/events:batch", app.ingestor.record_batch(&batch.events, (app.clock)())).await?;
+    let mut tally = Tally::default();
+    for (event, outcome) in batch.events.iter().zip(&outcomes) {
+        tally.record(&event.event_id, outcome);
+    }
+    tally.flush(&app.metrics);
     let results: Vec<_> = batch
         .events
         .iter()

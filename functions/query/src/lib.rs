@@ -2,14 +2,16 @@
 
 pub mod boards;
 pub mod catalog;
+pub mod health;
 
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
+use axum::middleware::from_fn;
 use axum::routing::{get, post};
 use axum::Router;
 use standings::config::Config;
-use standings::http::{method_not_allowed, unknown_route, MAX_BODY_BYTES};
+use standings::http::{method_not_allowed, request_span, unknown_route, MAX_BODY_BYTES};
 use standings::keys::Keys;
 use standings::reads::Reader;
 use standings::store::Store;
@@ -42,6 +44,8 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/boards/{board}/users/{user_id}", get(boards::user))
         .route("/v1/boards/{board}/ranks", post(boards::ranks))
         .route("/v1/boards", get(catalog::list))
+        .route("/v1/health", get(health::check))
+        .route_layer(from_fn(request_span))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
