@@ -1,7 +1,8 @@
 //! HTTP glue shared by the API functions: the one place where errors become status codes,
 //! JSON bodies with our error shape, and scope checks on API Gateway's JWT claims.
 
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, Query, Request, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -11,7 +12,9 @@ use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::hot::HotError;
 use crate::ingestion::{BatchRefusal, IngestError};
+use crate::period::EventTimeError;
 use crate::profiles::ProfileError;
 use crate::scoring::Refusal;
 use crate::store::StoreError;
@@ -90,14 +93,35 @@ impl From<Refusal> for ApiError {
             Refusal::NotReversible(_) => "not_reversible",
             Refusal::PointsNotAllowed(_) => "points_not_allowed",
             Refusal::PointsOutOfRange { .. } | Refusal::OutOfRange(_) => "out_of_range",
-            Refusal::EventTime(crate::period::EventTimeError::TooLate(_)) => "too_late",
-            Refusal::EventTime(crate::period::EventTimeError::InFuture(_)) => "in_future",
+            Refusal::EventTime(time) => event_time_code(time),
         };
         let status = match &refusal {
             Refusal::InvalidId(_) | Refusal::MissingTarget(_) => StatusCode::BAD_REQUEST,
             _ => StatusCode::UNPROCESSABLE_ENTITY,
         };
         Self::new(status, code, refusal.to_string())
+    }
+}
+
+fn event_time_code(error: &EventTimeError) -> &'static str {
+    match error {
+        EventTimeError::TooLate(_) => "too_late",
+        EventTimeError::InFuture(_) => "in_future",
+    }
+}
+
+impl From<HotError> for ApiError {
+    fn from(error: HotError) -> Self {
+        let unprocessable = |code| Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, error.to_string());
+        match &error {
+            HotError::UnknownBoard(_) => Self::not_found(error.to_string()),
+            HotError::InvalidId(_) => Self::new(StatusCode::BAD_REQUEST, "invalid_id", error.to_string()),
+            HotError::LimitOutOfRange => Self::malformed(error.to_string()),
+            HotError::DeltaOutOfRange(_) => unprocessable("out_of_range"),
+            HotError::EventTime(time) => unprocessable(event_time_code(time)),
+            HotError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
+            HotError::Store(store) => Self::unavailable(store),
+        }
     }
 }
 
@@ -149,6 +173,21 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
         serde_json::from_slice(&bytes)
             .map(JsonBody)
             .map_err(|e| ApiError::malformed(format!("invalid JSON body: {e}")))
+    }
+}
+
+/// Query parameters whose every failure (unknown names, wrong types) is an `ApiError`, never
+/// axum's plain-text rejection.
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        Query::from_request_parts(parts, state)
+            .await
+            .map(|Query(params)| QueryParams(params))
+            .map_err(|rejection| ApiError::malformed(rejection.body_text()))
     }
 }
 

@@ -1,5 +1,7 @@
 //! The `ingest` function: the write side of the HTTP API (SPEC §4).
 
+mod hot;
+
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
@@ -8,6 +10,7 @@ use axum::routing::{post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use standings::config::Config;
+use standings::hot::HotBoards;
 use standings::http::{method_not_allowed, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody, MAX_BODY_BYTES};
 use standings::ids;
 use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
@@ -20,6 +23,7 @@ use standings::Clock;
 /// Everything a request needs, built once per container.
 pub struct App {
     pub ingestor: Ingestor,
+    pub hot: HotBoards,
     pub store: Store,
     pub keys: Keys,
     pub clock: Clock,
@@ -28,7 +32,14 @@ pub struct App {
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode) -> Self {
-        Self { ingestor: Ingestor::new(config, keys.clone(), store.clone()), store, keys, clock, auth }
+        Self {
+            ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
+            hot: HotBoards::new(config, keys.clone(), store.clone()),
+            store,
+            keys,
+            clock,
+            auth,
+        }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -44,6 +55,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/events", post(post_event))
         .route("/v1/events:batch", post(post_batch))
         .route("/v1/users/{user_id}/profile", put(put_profile))
+        .route("/v1/hot/{board}/items/{item_id}", post(hot::post_heat))
         .route_layer(from_fn_with_state(app.auth, require_write))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)

@@ -1,7 +1,10 @@
 //! The `query` function: the read side of the HTTP API (SPEC §4). Read routes are open.
 
+mod hot;
+
 use std::sync::Arc;
 
+use axum::routing::get;
 use axum::Router;
 use standings::config::Config;
 use standings::http::{method_not_allowed, unknown_route};
@@ -30,5 +33,9 @@ impl App {
 }
 
 pub fn router(app: Arc<App>) -> Router {
-    Router::new().fallback(unknown_route).method_not_allowed_fallback(method_not_allowed).with_state(app)
+    Router::new()
+        .route("/v1/hot/{board}", get(hot::get_hot))
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .with_state(app)
 }
