@@ -3,6 +3,7 @@
 
 mod batch;
 mod exactly_once;
+mod hot;
 mod lambda_watch;
 mod malformed;
 mod rules;

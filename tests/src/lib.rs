@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
+use aws_lambda_events::eventbridge::EventBridgeEvent;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
@@ -40,6 +41,7 @@ pub struct TestApp {
     pub store: Store,
     pub redis: redis::aio::MultiplexedConnection,
     now: Arc<Mutex<DateTime<Utc>>>,
+    config: Arc<Config>,
 }
 
 /// Scopes a request carries, as API Gateway's JWT authorizer would pass them.
@@ -65,11 +67,25 @@ pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
     let keys = Keys::new(&unique_prefix()).unwrap();
     let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
-    let clock_now = now.clone();
-    let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
-    let app = ingest::App::new(Arc::new(config), keys.clone(), store.clone(), clock, AuthMode::Jwt);
+    let config = Arc::new(config);
+    let clock = clock_of(&now);
+    let app = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock, AuthMode::Jwt);
     let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
-    TestApp { router: ingest::router(Arc::new(app)), keys, store, redis, now }
+    TestApp { router: ingest::router(Arc::new(app)), keys, store, redis, now, config }
+}
+
+fn clock_of(now: &Arc<Mutex<DateTime<Utc>>>) -> standings::Clock {
+    let now = now.clone();
+    Arc::new(move || *now.lock().unwrap())
+}
+
+/// The EventBridge schedule's event for the minute of `at`.
+pub fn scheduled_event(at: DateTime<Utc>) -> EventBridgeEvent {
+    let mut event = EventBridgeEvent::default();
+    event.detail_type = "Scheduled Event".into();
+    event.source = "aws.events".into();
+    event.time = Some(at);
+    event
 }
 
 /// The `requestContext` API Gateway (HTTP API, payload v2) attaches after its JWT authorizer.
@@ -85,6 +101,25 @@ pub fn request_context(caller: Caller<'_>) -> Option<RequestContext> {
 }
 
 impl TestApp {
+    /// The `query` function on this app's key prefix, store, configuration and clock: it reads
+    /// what this app wrote.
+    pub fn query(&self) -> TestApp {
+        let app = query::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now));
+        TestApp {
+            router: query::router(Arc::new(app)),
+            keys: self.keys.clone(),
+            store: self.store.clone(),
+            redis: self.redis.clone(),
+            now: self.now.clone(),
+            config: self.config.clone(),
+        }
+    }
+
+    /// The `hotness` function on this app's key prefix, store, configuration and clock.
+    pub fn hotness(&self) -> hotness::App {
+        hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now))
+    }
+
     pub fn set_now(&self, now: DateTime<Utc>) {
         *self.now.lock().unwrap() = now;
     }
@@ -114,6 +149,10 @@ impl TestApp {
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
         let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
         (status, headers, value)
+    }
+
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        self.call(Method::GET, path, Body::empty(), Caller::Anonymous).await
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
