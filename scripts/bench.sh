@@ -8,14 +8,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_deps
 
-run=$(mktemp -d)
-cleanup() {
-  stop_pidfile "$run/redis.pid"
-  rm -rf "$run"
-}
-trap cleanup EXIT
-
 cargo build --profile bench-tool -p standings-bench --locked
+prepare_run_dir
 start_redis "$run"
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 

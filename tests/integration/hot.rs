@@ -38,6 +38,14 @@ async fn spawn_hot() -> TestApp {
     spawn_hot_with(Config::default_boards()).await
 }
 
+/// A configuration with one decaying board; `decay` is its TOML inline table.
+fn decaying_board(name: &str, timezone: &str, decay: &str) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = {name:?}\nkind = \"decaying\"\ntimezone = {timezone:?}\ntop = 10\ndecay = {decay}\n"
+    ))
+    .unwrap()
+}
+
 async fn heat(app: &TestApp, item: &str, body: Value) -> (u16, Value) {
     heat_on(app, BOARD, item, body).await
 }
@@ -159,16 +167,8 @@ async fn twenty_four_buckets_weigh_each_hour_by_its_age() {
 
 #[tokio::test]
 async fn exponential_weights_halve_every_half_life() {
-    let config = Config::parse(
-        r#"[[boards]]
-           name = "hot-exp"
-           kind = "decaying"
-           timezone = "Asia/Kolkata"
-           top = 10
-           decay = { mode = "window", window_hours = 24, weights = "exponential", half_life_hours = 6 }"#,
-    )
-    .unwrap();
-    let app = spawn_hot_with(config).await;
+    let decay = r#"{ mode = "window", window_hours = 24, weights = "exponential", half_life_hours = 6 }"#;
+    let app = spawn_hot_with(decaying_board("hot-exp", "Asia/Kolkata", decay)).await;
     let end = t("10:45:00+05:30");
     for (age, delta) in [(0, 64), (6, 64), (12, 64)] {
         heat_at(&app, "hot-exp", end - Duration::hours(age), "x", delta).await;
@@ -305,16 +305,8 @@ async fn a_read_that_finds_no_board_synthesizes_it_once() {
 
 #[tokio::test]
 async fn a_scale_board_multiplies_once_per_period_and_drops_what_decayed_away() {
-    let config = Config::parse(
-        r#"[[boards]]
-           name = "hot-scaled"
-           kind = "decaying"
-           timezone = "UTC"
-           top = 10
-           decay = { mode = "scale", factor = 0.5, every_minutes = 60 }"#,
-    )
-    .unwrap();
-    let app = spawn_hot_with(config).await;
+    let decay = r#"{ mode = "scale", factor = 0.5, every_minutes = 60 }"#;
+    let app = spawn_hot_with(decaying_board("hot-scaled", "UTC", decay)).await;
     app.set_now(t("09:59:00Z"));
     let (status, receipt) = heat_on(&app, "hot-scaled", "a", json!({"delta": 1000})).await;
     assert_eq!(status, 200, "{receipt}");
