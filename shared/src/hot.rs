@@ -191,14 +191,14 @@ impl HotBoards {
     pub async fn decay_all(&self, at: DateTime<Utc>) -> Vec<Result<DecayRun, DecayFailure>> {
         let boards = self.config.boards().iter().filter_map(|board| board.decay.as_ref().map(|decay| (board, DecayPlan::from(decay))));
         join_all(boards.map(|(board, plan)| async move {
-            self.decay(board, plan, at).await.map_err(|source| DecayFailure { board: board.name.clone(), source })
+            self.decay_board(board, plan, at).await.map_err(|source| DecayFailure { board: board.name.clone(), source })
         }))
         .await
     }
 
     /// Synthesizes a window board for the minute of `at`, or scales a scale board for the
     /// period containing `at`, unless that was already done.
-    async fn decay(&self, board: &Board, plan: DecayPlan, at: DateTime<Utc>) -> Result<DecayRun, StoreError> {
+    async fn decay_board(&self, board: &Board, plan: DecayPlan, at: DateTime<Utc>) -> Result<DecayRun, StoreError> {
         let started = Instant::now();
         let keys = self.keys.board(&board.name);
         let mut conn = self.store.connection().await?;
@@ -240,7 +240,7 @@ impl HotBoards {
         let mut conn = self.store.connection().await?;
         let mut view = read_board(&mut conn, &keys, limit).await?;
         if view.entries.is_empty() && matches!(plan, DecayPlan::Window { .. }) {
-            let run = self.decay(board, plan, now).await?;
+            let run = self.decay_board(board, plan, now).await?;
             tracing::info!(board = %board.name, synthesized = !run.skipped, members = run.members, "read found no synthesized board");
             if !run.skipped {
                 view = read_board(&mut conn, &keys, limit).await?;
