@@ -47,6 +47,13 @@ stop_pidfile() {
   while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
 }
 
+# prepare_run_dir: sets $run, a scratch directory for this script's servers; on exit the
+# redis-server started there is stopped and the directory removed.
+prepare_run_dir() {
+  run=$(mktemp -d)
+  trap 'stop_pidfile "$run/redis.pid"; rm -rf "$run"' EXIT
+}
+
 # wait_http URL SECONDS: until URL answers at all.
 wait_http() {
   for _ in $(seq 1 "$(( $2 * 10 ))"); do

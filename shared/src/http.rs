@@ -11,7 +11,9 @@ use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::hot::HotError;
 use crate::ingestion::{BatchRefusal, IngestError};
+use crate::period::EventTimeError;
 use crate::profiles::ProfileError;
 use crate::scoring::Refusal;
 use crate::store::StoreError;
@@ -83,7 +85,6 @@ impl IntoResponse for ApiError {
 
 /// Status and code of a refused event: the one table mapping refusals to HTTP.
 pub fn refusal_status(refusal: &Refusal) -> (StatusCode, &'static str) {
-    use crate::period::EventTimeError;
     match refusal {
         Refusal::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
         Refusal::MissingTarget(_) => (StatusCode::BAD_REQUEST, "malformed"),
@@ -91,8 +92,7 @@ pub fn refusal_status(refusal: &Refusal) -> (StatusCode, &'static str) {
         Refusal::NotReversible(_) => (StatusCode::UNPROCESSABLE_ENTITY, "not_reversible"),
         Refusal::PointsNotAllowed(_) => (StatusCode::UNPROCESSABLE_ENTITY, "points_not_allowed"),
         Refusal::PointsOutOfRange { .. } | Refusal::OutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
-        Refusal::EventTime(EventTimeError::TooLate(_)) => (StatusCode::UNPROCESSABLE_ENTITY, "too_late"),
-        Refusal::EventTime(EventTimeError::InFuture(_)) => (StatusCode::UNPROCESSABLE_ENTITY, "in_future"),
+        Refusal::EventTime(time) => (StatusCode::UNPROCESSABLE_ENTITY, event_time_code(time)),
     }
 }
 
@@ -112,6 +112,28 @@ impl From<Refusal> for ApiError {
     fn from(refusal: Refusal) -> Self {
         let (status, code) = refusal_status(&refusal);
         Self::new(status, code, refusal.to_string())
+    }
+}
+
+fn event_time_code(error: &EventTimeError) -> &'static str {
+    match error {
+        EventTimeError::TooLate(_) => "too_late",
+        EventTimeError::InFuture(_) => "in_future",
+    }
+}
+
+impl From<HotError> for ApiError {
+    fn from(error: HotError) -> Self {
+        let unprocessable = |code| Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, error.to_string());
+        match &error {
+            HotError::UnknownBoard(_) => Self::new(StatusCode::NOT_FOUND, "unknown_board", error.to_string()),
+            HotError::InvalidId(_) => Self::new(StatusCode::BAD_REQUEST, "invalid_id", error.to_string()),
+            HotError::LimitOutOfRange => Self::new(StatusCode::BAD_REQUEST, "out_of_range", error.to_string()),
+            HotError::DeltaOutOfRange(_) => unprocessable("out_of_range"),
+            HotError::EventTime(time) => unprocessable(event_time_code(time)),
+            HotError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
+            HotError::Store(store) => Self::unavailable(store),
+        }
     }
 }
 

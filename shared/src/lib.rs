@@ -1,12 +1,14 @@
 //! Standings: leaderboards on Redis sorted sets, for AWS Lambda.
 //!
-//! Pure logic (`config`, `ids`, `period`, `scoring`, `tiebreak`) takes time as an argument and
-//! never touches the network; `keys` builds every Redis key; `scripts` wraps each Lua script;
-//! `store` owns the connection; `ingestion` and `profiles` are the services the functions call;
-//! `http` maps every error to a status code.
+//! Pure logic (`config`, `decay`, `ids`, `period`, `scoring`, `tiebreak`) takes time as an
+//! argument and never touches the network; `keys` builds every Redis key; `scripts` wraps each
+//! Lua script; `store` owns the connection; `ingestion`, `hot` and `profiles` are the services
+//! the functions call; `http` maps every error to a status code.
 
 pub mod config;
+pub mod decay;
 pub mod health;
+pub mod hot;
 pub mod http;
 pub mod ids;
 pub mod ingestion;

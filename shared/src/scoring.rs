@@ -102,9 +102,7 @@ impl Event {
     /// A digest of everything the client said about the event. A retry may omit
     /// `occurred_at` and get the server's clock, so what is hashed is what was sent.
     pub fn fingerprint(&self) -> String {
-        let canonical = serde_json::to_vec(self).expect("an event always serializes");
-        let digest = Sha256::digest(&canonical);
-        digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+        fingerprint(self)
     }
 
     fn validate_ids(&self) -> Result<(), IdError> {
@@ -114,6 +112,13 @@ impl Event {
         self.target.as_deref().map(ids::validate_target).transpose()?;
         Ok(())
     }
+}
+
+/// A digest of a payload, stored in its event marker to tell a retry from a conflict.
+pub fn fingerprint(payload: &impl Serialize) -> String {
+    let canonical = serde_json::to_vec(payload).expect("payloads always serialize");
+    let digest = Sha256::digest(&canonical);
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 pub fn plan_event<'a>(

@@ -2,6 +2,8 @@
 //! process and called with EVALSHA; after `SCRIPT FLUSH` or a failover to a node that never
 //! saw it, redis-rs answers NOSCRIPT by loading it and retrying, so callers never notice.
 
+pub mod hot;
+
 use std::sync::LazyLock;
 
 use redis::Script;

@@ -5,6 +5,7 @@ mod batch;
 mod exactly_once;
 mod friends;
 mod health;
+mod hot;
 mod lambda_watch;
 mod malformed;
 mod query;

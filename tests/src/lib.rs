@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
+use aws_lambda_events::eventbridge::EventBridgeEvent;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
@@ -42,6 +43,7 @@ pub struct TestApp {
     pub store: Store,
     pub redis: redis::aio::MultiplexedConnection,
     now: Arc<Mutex<DateTime<Utc>>>,
+    config: Arc<Config>,
 }
 
 /// Scopes a request carries, as API Gateway's JWT authorizer would pass them.
@@ -67,14 +69,27 @@ pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
     let keys = Keys::new(&unique_prefix()).unwrap();
     let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
-    let clock_now = now.clone();
-    let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
     let config = Arc::new(config);
+    let clock = clock_of(&now);
     let metrics = standings::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
     let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
-    let query = query::App::new(config, keys.clone(), store.clone(), clock);
+    let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
     let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
-    TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now }
+    TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now, config }
+}
+
+fn clock_of(now: &Arc<Mutex<DateTime<Utc>>>) -> standings::Clock {
+    let now = now.clone();
+    Arc::new(move || *now.lock().unwrap())
+}
+
+/// The EventBridge schedule's event for the minute of `at`.
+pub fn scheduled_event(at: DateTime<Utc>) -> EventBridgeEvent {
+    let mut event = EventBridgeEvent::default();
+    event.detail_type = "Scheduled Event".into();
+    event.source = "aws.events".into();
+    event.time = Some(at);
+    event
 }
 
 /// The `requestContext` API Gateway (HTTP API, payload v2) attaches after its JWT authorizer.
@@ -102,6 +117,11 @@ async fn send(router: &Router, method: Method, path: &str, body: Body, caller: C
 }
 
 impl TestApp {
+    /// The `hotness` function on this app's key prefix, store, configuration and clock.
+    pub fn hotness(&self) -> hotness::App {
+        hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now))
+    }
+
     pub fn set_now(&self, now: DateTime<Utc>) {
         *self.now.lock().unwrap() = now;
     }

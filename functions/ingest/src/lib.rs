@@ -1,5 +1,6 @@
 //! The `ingest` function: the write side of the HTTP API (SPEC §4).
 
+mod hot;
 pub mod observe;
 
 use std::sync::Arc;
@@ -10,6 +11,7 @@ use axum::routing::{post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use standings::config::Config;
+use standings::hot::HotBoards;
 use standings::http::{method_not_allowed, request_span, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody, MAX_BODY_BYTES};
 use standings::ids;
 use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
@@ -25,6 +27,7 @@ use crate::observe::Tally;
 /// Everything a request needs, built once per container.
 pub struct App {
     pub ingestor: Ingestor,
+    pub hot: HotBoards,
     pub store: Store,
     pub keys: Keys,
     pub clock: Clock,
@@ -34,7 +37,15 @@ pub struct App {
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode, metrics: Metrics) -> Self {
-        Self { ingestor: Ingestor::new(config, keys.clone(), store.clone()), store, keys, clock, auth, metrics }
+        Self {
+            ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
+            hot: HotBoards::new(config, keys.clone(), store.clone()),
+            store,
+            keys,
+            clock,
+            auth,
+            metrics,
+        }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -59,6 +70,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/events", post(post_event))
         .route("/v1/events:batch", post(post_batch))
         .route("/v1/users/{user_id}/profile", put(put_profile))
+        .route("/v1/hot/{board}/items/{item_id}", post(hot::post_heat))
         .route_layer(from_fn_with_state(app.auth, require_write))
         .route_layer(from_fn(request_span))
         .fallback(unknown_route)

@@ -3,6 +3,7 @@
 pub mod boards;
 pub mod catalog;
 pub mod health;
+mod hot;
 
 use std::sync::Arc;
 
@@ -44,6 +45,7 @@ pub fn router(app: Arc<App>) -> Router {
         .route("/v1/boards/{board}/users/{user_id}", get(boards::user))
         .route("/v1/boards/{board}/ranks", post(boards::ranks))
         .route("/v1/boards", get(catalog::list))
+        .route("/v1/hot/{board}", get(hot::get_hot))
         .route("/v1/health", get(health::check))
         .route_layer(from_fn(request_span))
         .fallback(unknown_route)
