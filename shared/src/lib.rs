@@ -13,6 +13,7 @@ pub mod keys;
 pub mod period;
 pub mod profiles;
 pub mod reads;
+pub mod routing;
 pub mod scoring;
 pub mod scripts;
 pub mod store;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
 use axum::middleware::from_fn_with_state;
-use axum::routing::{post, put};
+use axum::http::Method;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use standings::config::Config;
@@ -13,6 +13,7 @@ use standings::ids;
 use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::keys::Keys;
 use standings::profiles::{self, Profile};
+use standings::routing::Routes;
 use standings::scoring::Event;
 use standings::store::Store;
 use standings::Clock;
@@ -39,11 +40,18 @@ impl App {
     }
 }
 
+/// Every route of this function: the router is built from this list, and the OpenAPI test
+/// compares it with the document.
+pub fn routes() -> Routes<Arc<App>> {
+    Routes::new()
+        .route(Method::POST, "/v1/events", post_event)
+        .route(Method::POST, "/v1/events:batch", post_batch)
+        .route(Method::PUT, "/v1/users/{user_id}/profile", put_profile)
+}
+
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/v1/events", post(post_event))
-        .route("/v1/events:batch", post(post_batch))
-        .route("/v1/users/{user_id}/profile", put(put_profile))
+    routes()
+        .into_router()
         .route_layer(from_fn_with_state(app.auth, require_write))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
