@@ -129,6 +129,8 @@ function selectBoard(name, period) {
   const board = state.boards.find((b) => b.name === name && b.kind === 'cumulative') ||
     state.boards.find((b) => b.kind === 'cumulative');
   state.board = board;
+  $('boards-panel').hidden = !board;
+  if (!board) return; // a configuration of hot boards only
   const kinds = board.periods.map((p) => p.period);
   state.period = kinds.includes(period) ? period : kinds[0];
   for (const tab of $('board-tabs').children) tab.setAttribute('aria-pressed', String(tab.dataset.board === board.name));
@@ -178,6 +180,7 @@ function tickCountdown() {
 
 async function refreshTop() {
   const board = state.board;
+  if (!board) return;
   const seq = ++state.seq.top;
   const page = await getJson(`/v1/boards/${enc(board.name)}/top${query({ period: state.period, at: state.at, limit: board.top })}`);
   if (seq !== state.seq.top) return; // the selection changed while this was in flight
@@ -193,7 +196,7 @@ async function refreshTop() {
 // ---- A player's standing, around-me and past seasons
 
 async function refreshUser() {
-  if (!state.user) return;
+  if (!state.user || !state.board) return;
   const seq = ++state.seq.user;
   const path = `/v1/boards/${enc(state.board.name)}/users/${enc(state.user)}${query({ period: state.period, at: state.at, around: 3 })}`;
   let standing;
