@@ -20,7 +20,8 @@ ensure_deps() {
   fi
 }
 
-# The OpenAPI test validates the document with openapi-spec-validator (pip).
+# The OpenAPI tests: openapi-spec-validator (pip) validates the document; its jsonschema and
+# referencing check real answers against it (tests/openapi/conforms.py).
 ensure_test_deps() {
   if ! python3 -c 'import openapi_spec_validator' 2>/dev/null; then
     python3 -m pip install --quiet openapi-spec-validator

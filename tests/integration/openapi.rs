@@ -5,11 +5,14 @@
 
 use std::collections::BTreeSet;
 
-use axum::http::Method;
-use serde_json::Value;
-use standings_tests::spawn_ingest;
+use axum::http::{Method, StatusCode};
+use serde_json::{json, Value};
+use standings::config::Config;
+use standings_tests::{spawn_ingest, spawn_ingest_on, Caller, WRITER};
 
 type Operation = (String, String);
+
+const DOCUMENT_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../functions/query/src/openapi.json");
 
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
@@ -84,9 +87,8 @@ fn the_document_names_the_scope_each_route_needs() {
 /// structure, `$ref`s that resolve, every path parameter declared.
 #[test]
 fn the_document_is_valid_openapi_3_1() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../functions/query/src/openapi.json");
     let output = std::process::Command::new("python3")
-        .args(["-m", "openapi_spec_validator", path])
+        .args(["-m", "openapi_spec_validator", DOCUMENT_PATH])
         .output()
         .expect("python3 runs");
     assert!(
@@ -106,4 +108,73 @@ async fn query_serves_the_document_with_a_cache_header() {
     assert_eq!(headers["content-type"], "application/json");
     assert_eq!(headers["cache-control"], "public, max-age=300");
     assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), document());
+}
+
+/// One recorded answer: the operation as the document names it, and what came back.
+fn sample(method: &str, template: &str, (status, body): (StatusCode, Value)) -> Value {
+    json!({"method": method, "path": template, "status": status.as_u16(), "body": body})
+}
+
+/// Real answers of both routers, success and error, checked against the document's schemas
+/// by tests/openapi/conforms.py (JSON Schema 2020-12): the schemas cannot drift either.
+#[tokio::test]
+async fn real_answers_match_the_documented_schemas() {
+    let app = spawn_ingest().await;
+    let event = |id: &str, user: &str, action: &str, target: &str| json!({"event_id": id, "user_id": user, "action": action, "target": target});
+    let first = event("e1", "u1", "comment", "a1");
+    let mut samples = vec![
+        sample("post", "/v1/events", app.event(first.clone()).await),
+        sample("post", "/v1/events", app.event(first.clone()).await),
+        sample("post", "/v1/events", app.event(event("e1", "u1", "praise", "a1")).await),
+        sample("post", "/v1/events", app.event(event("e2", "u1", "dance", "a1")).await),
+        sample("post", "/v1/events", app.call(Method::POST, "/v1/events", "{", WRITER).await),
+        sample("post", "/v1/events", app.call(Method::POST, "/v1/events", first.to_string(), Caller::Anonymous).await),
+        sample("post", "/v1/events", app.call(Method::POST, "/v1/events", first.to_string(), Caller::Scopes(&["other"])).await),
+        sample("post", "/v1/events", app.event(event("e3", "u2", "praise", "a1")).await),
+        sample("post", "/v1/events", app.event(event("e4", "u3", "invite", "u3-friend")).await),
+    ];
+    let batch = json!({"events": [event("b1", "u2", "comment", "a2"), event("e1", "u1", "follow", "a1")]});
+    samples.push(sample("post", "/v1/events:batch", app.post("/v1/events:batch", &batch).await));
+    let too_many: Vec<Value> = (0..501).map(|i| event(&format!("x{i}"), "u9", "comment", "a")).collect();
+    samples.push(sample("post", "/v1/events:batch", app.post("/v1/events:batch", &json!({"events": too_many})).await));
+    let profile = json!({"nickname": "One", "avatar_url": "https://example.com/1.png", "title": "Champion"});
+    samples.push(sample("put", "/v1/users/{user_id}/profile", app.call(Method::PUT, "/v1/users/u1/profile", profile.to_string(), WRITER).await));
+    let bad_profile = json!({"avatar_url": "ftp://example.com/1.png"}).to_string();
+    samples.push(sample("put", "/v1/users/{user_id}/profile", app.call(Method::PUT, "/v1/users/u1/profile", bad_profile, WRITER).await));
+
+    for path in ["/v1/boards/activity/top", "/v1/boards/invites/top", "/v1/boards/nope/top", "/v1/boards/activity/top?limit=0"] {
+        samples.push(sample("get", "/v1/boards/{board}/top", app.get(path).await));
+    }
+    for path in ["/v1/boards/activity/users/u1?around=2", "/v1/boards/activity/users/nobody", "/v1/boards/activity/users/u1?period=week"] {
+        samples.push(sample("get", "/v1/boards/{board}/users/{user_id}", app.get(path).await));
+    }
+    let ranks = json!({"user_ids": ["u1", "u2", "nobody"]}).to_string();
+    samples.push(sample("post", "/v1/boards/{board}/ranks", app.call_query(Method::POST, "/v1/boards/activity/ranks", ranks).await));
+    let too_many = json!({"user_ids": (0..501).map(|i| format!("u{i}")).collect::<Vec<_>>()}).to_string();
+    samples.push(sample("post", "/v1/boards/{board}/ranks", app.call_query(Method::POST, "/v1/boards/activity/ranks", too_many).await));
+    samples.push(sample("get", "/v1/boards", app.get("/v1/boards").await));
+    samples.push(sample("get", "/assets/{file}", app.get("/assets/nope").await));
+
+    let down = spawn_ingest_on(Config::default_boards(), "redis://127.0.0.1:1").await;
+    samples.push(sample("post", "/v1/events", down.event(event("e5", "u1", "comment", "a1")).await));
+    samples.push(sample("get", "/v1/boards/{board}/top", down.get("/v1/boards/activity/top").await));
+
+    let statuses: BTreeSet<u64> = samples.iter().map(|s| s["status"].as_u64().unwrap()).collect();
+    assert_eq!(statuses, BTreeSet::from([200, 400, 401, 403, 404, 409, 413, 422, 503]), "every documented status is exercised");
+
+    let file = std::env::temp_dir().join(format!("standings-openapi-samples-{}.json", standings_tests::unique_prefix()));
+    std::fs::write(&file, serde_json::to_vec(&samples).unwrap()).unwrap();
+    let output = std::process::Command::new("python3")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/conforms.py"))
+        .arg(DOCUMENT_PATH)
+        .arg(&file)
+        .output()
+        .expect("python3 runs");
+    std::fs::remove_file(&file).unwrap();
+    assert!(
+        output.status.success(),
+        "answers that do not match the document:\n{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
 }
