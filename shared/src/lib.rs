@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod period;
 pub mod profiles;
 pub mod reads;
+pub mod routing;
 pub mod scoring;
 pub mod scripts;
 pub mod store;

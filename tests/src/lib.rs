@@ -161,6 +161,15 @@ impl TestApp {
         send(&self.query, Method::GET, path, Body::empty(), Caller::Anonymous).await
     }
 
+    /// A request to the `query` function whose answer need not be JSON (the page, its assets).
+    pub async fn fetch_query(&self, method: Method, path: &str) -> (StatusCode, axum::http::HeaderMap, String) {
+        let request = Request::builder().method(method).uri(path).body(Body::empty()).unwrap();
+        let response = self.query.clone().oneshot(request).await.unwrap();
+        let (status, headers) = (response.status(), response.headers().clone());
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, headers, String::from_utf8(bytes.to_vec()).expect("a text body"))
+    }
+
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
         self.call(Method::POST, path, body.to_string(), WRITER).await
     }

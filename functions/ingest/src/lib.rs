@@ -6,8 +6,8 @@ pub mod observe;
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::http::Method;
 use axum::middleware::{from_fn, from_fn_with_state};
-use axum::routing::{post, put};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use standings::config::Config;
@@ -18,6 +18,7 @@ use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::keys::Keys;
 use standings::metrics::{Metrics, Unit};
 use standings::profiles::{self, Profile};
+use standings::routing::Routes;
 use standings::scoring::Event;
 use standings::store::Store;
 use standings::Clock;
@@ -65,12 +66,19 @@ impl App {
     }
 }
 
+/// Every route of this function: the router is built from this list, and the OpenAPI test
+/// compares it with the document.
+pub fn routes() -> Routes<Arc<App>> {
+    Routes::new()
+        .route(Method::POST, "/v1/events", post_event)
+        .route(Method::POST, "/v1/events:batch", post_batch)
+        .route(Method::PUT, "/v1/users/{user_id}/profile", put_profile)
+        .route(Method::POST, "/v1/hot/{board}/items/{item_id}", hot::post_heat)
+}
+
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/v1/events", post(post_event))
-        .route("/v1/events:batch", post(post_batch))
-        .route("/v1/users/{user_id}/profile", put(put_profile))
-        .route("/v1/hot/{board}/items/{item_id}", post(hot::post_heat))
+    routes()
+        .into_router()
         .route_layer(from_fn_with_state(app.auth, require_write))
         .route_layer(from_fn(request_span))
         .fallback(unknown_route)

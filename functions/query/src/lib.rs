@@ -4,17 +4,19 @@ pub mod boards;
 pub mod catalog;
 pub mod health;
 mod hot;
+pub mod web;
 
 use std::sync::Arc;
 
 use axum::extract::DefaultBodyLimit;
+use axum::http::Method;
 use axum::middleware::from_fn;
-use axum::routing::{get, post};
 use axum::Router;
 use standings::config::Config;
 use standings::http::{method_not_allowed, request_span, unknown_route, MAX_BODY_BYTES};
 use standings::keys::Keys;
 use standings::reads::Reader;
+use standings::routing::Routes;
 use standings::store::Store;
 use standings::Clock;
 
@@ -39,14 +41,24 @@ impl App {
     }
 }
 
+/// Every route of this function: the router is built from this list, and the OpenAPI test
+/// compares it with the document.
+pub fn routes() -> Routes<Arc<App>> {
+    Routes::new()
+        .route(Method::GET, "/v1/boards/{board}/top", boards::top)
+        .route(Method::GET, "/v1/boards/{board}/users/{user_id}", boards::user)
+        .route(Method::POST, "/v1/boards/{board}/ranks", boards::ranks)
+        .route(Method::GET, "/v1/boards", catalog::list)
+        .route(Method::GET, "/v1/hot/{board}", hot::get_hot)
+        .route(Method::GET, "/v1/health", health::check)
+        .route(Method::GET, "/v1/openapi.json", web::openapi)
+        .route(Method::GET, "/", web::page)
+        .route(Method::GET, "/assets/{file}", web::asset)
+}
+
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/v1/boards/{board}/top", get(boards::top))
-        .route("/v1/boards/{board}/users/{user_id}", get(boards::user))
-        .route("/v1/boards/{board}/ranks", post(boards::ranks))
-        .route("/v1/boards", get(catalog::list))
-        .route("/v1/hot/{board}", get(hot::get_hot))
-        .route("/v1/health", get(health::check))
+    routes()
+        .into_router()
         .route_layer(from_fn(request_span))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
