@@ -14,8 +14,10 @@ use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::hot::HotError;
 use crate::ingestion::{BatchRefusal, IngestError};
 use crate::moderation::ModerationError;
+use crate::period::EventTimeError;
 use crate::profiles::ProfileError;
 use crate::scoring::Refusal;
 use crate::scripts::GuardRefusal;
@@ -89,23 +91,58 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Status and code of a refused event: the one table mapping refusals to HTTP.
+pub fn refusal_status(refusal: &Refusal) -> (StatusCode, &'static str) {
+    match refusal {
+        Refusal::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+        Refusal::MissingTarget(_) => (StatusCode::BAD_REQUEST, "malformed"),
+        Refusal::UnknownAction(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_action"),
+        Refusal::NotReversible(_) => (StatusCode::UNPROCESSABLE_ENTITY, "not_reversible"),
+        Refusal::PointsNotAllowed(_) => (StatusCode::UNPROCESSABLE_ENTITY, "points_not_allowed"),
+        Refusal::PointsOutOfRange { .. } | Refusal::OutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
+        Refusal::EventTime(time) => (StatusCode::UNPROCESSABLE_ENTITY, event_time_code(time)),
+    }
+}
+
+/// Status and code of a failed event.
+pub fn ingest_status(error: &IngestError) -> (StatusCode, &'static str) {
+    match error {
+        IngestError::Refused(refusal) => refusal_status(refusal),
+        IngestError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
+        IngestError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
+        IngestError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
+        IngestError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
+        IngestError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+        IngestError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+    }
+}
+
 impl From<Refusal> for ApiError {
     fn from(refusal: Refusal) -> Self {
-        let code = match &refusal {
-            Refusal::InvalidId(_) => "invalid_id",
-            Refusal::MissingTarget(_) => "malformed",
-            Refusal::UnknownAction(_) => "unknown_action",
-            Refusal::NotReversible(_) => "not_reversible",
-            Refusal::PointsNotAllowed(_) => "points_not_allowed",
-            Refusal::PointsOutOfRange { .. } | Refusal::OutOfRange(_) => "out_of_range",
-            Refusal::EventTime(crate::period::EventTimeError::TooLate(_)) => "too_late",
-            Refusal::EventTime(crate::period::EventTimeError::InFuture(_)) => "in_future",
-        };
-        let status = match &refusal {
-            Refusal::InvalidId(_) | Refusal::MissingTarget(_) => StatusCode::BAD_REQUEST,
-            _ => StatusCode::UNPROCESSABLE_ENTITY,
-        };
+        let (status, code) = refusal_status(&refusal);
         Self::new(status, code, refusal.to_string())
+    }
+}
+
+fn event_time_code(error: &EventTimeError) -> &'static str {
+    match error {
+        EventTimeError::TooLate(_) => "too_late",
+        EventTimeError::InFuture(_) => "in_future",
+    }
+}
+
+impl From<HotError> for ApiError {
+    fn from(error: HotError) -> Self {
+        let unprocessable = |code| Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, error.to_string());
+        match &error {
+            HotError::UnknownBoard(_) => Self::new(StatusCode::NOT_FOUND, "unknown_board", error.to_string()),
+            HotError::InvalidId(_) => Self::new(StatusCode::BAD_REQUEST, "invalid_id", error.to_string()),
+            HotError::LimitOutOfRange => Self::new(StatusCode::BAD_REQUEST, "out_of_range", error.to_string()),
+            HotError::DeltaOutOfRange(_) => unprocessable("out_of_range"),
+            HotError::EventTime(time) => unprocessable(event_time_code(time)),
+            HotError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
+            HotError::Store(store) => Self::unavailable(store),
+        }
     }
 }
 
@@ -119,15 +156,15 @@ impl From<BatchRefusal> for ApiError {
 impl From<IngestError> for ApiError {
     fn from(error: IngestError) -> Self {
         match error {
-            IngestError::Refused(refusal) => refusal.into(),
-            IngestError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
-            IngestError::ScoreOutOfRange(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "out_of_range", error.to_string()),
-            IngestError::Banned(..) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "user_banned", error.to_string()),
-            IngestError::PeriodClosed { .. } => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "period_closed", error.to_string()),
-            IngestError::RateLimited { retry_after_secs, .. } => {
-                Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", error.to_string()).with_retry_after(retry_after_secs)
-            }
             IngestError::Store(store) => store.into(),
+            other => {
+                let (status, code) = ingest_status(&other);
+                let error = Self::new(status, code, other.to_string());
+                match other {
+                    IngestError::RateLimited { retry_after_secs, .. } => error.with_retry_after(retry_after_secs),
+                    _ => error,
+                }
+            }
         }
     }
 }
@@ -162,9 +199,10 @@ impl From<SignInError> for ApiError {
 impl From<ModerationError> for ApiError {
     fn from(error: ModerationError) -> Self {
         let (status, code) = match &error {
-            ModerationError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "not_found"),
+            ModerationError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "unknown_board"),
             ModerationError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
-            ModerationError::BadReason | ModerationError::BadLimit => (StatusCode::BAD_REQUEST, "malformed"),
+            ModerationError::BadReason => (StatusCode::BAD_REQUEST, "malformed"),
+            ModerationError::BadLimit => (StatusCode::BAD_REQUEST, "out_of_range"),
             ModerationError::DeltaOutOfRange | ModerationError::Time(_) | ModerationError::ScoreOutOfRange(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
             }
@@ -206,6 +244,45 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
             .map(JsonBody)
             .map_err(|e| ApiError::malformed(format!("invalid JSON body: {e}")))
     }
+}
+
+/// Query parameters whose every failure (unknown names, wrong types) is an `ApiError`.
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::try_from_uri(&parts.uri)
+            .map(|axum::extract::Query(params)| QueryParams(params))
+            .map_err(|e| ApiError::malformed(format!("invalid query string: {}", e.body_text())))
+    }
+}
+
+/// One span per request, under the runtime's per-invocation span (which carries the Lambda
+/// request id): route, method, board, and the event id when a handler records it. Ends with
+/// one access line (status, latency). Applied with `route_layer`, after routing.
+pub async fn request_span(request: Request, next: Next) -> Response {
+    use axum::extract::{FromRequestParts, MatchedPath, RawPathParams};
+    let (mut parts, body) = request.into_parts();
+    let route = parts.extensions.get::<MatchedPath>().map_or("", |p| p.as_str()).to_owned();
+    let board = RawPathParams::from_request_parts(&mut parts, &())
+        .await
+        .ok()
+        .and_then(|params| params.iter().find(|(name, _)| *name == "board").map(|(_, value)| value.to_owned()));
+    let request = Request::from_parts(parts, body);
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        route = %route,
+        board = board.as_deref().unwrap_or(""),
+        event_id = tracing::field::Empty,
+    );
+    let started = std::time::Instant::now();
+    let response = tracing::Instrument::instrument(next.run(request), span.clone()).await;
+    let status = response.status().as_u16();
+    span.in_scope(|| tracing::info!(status, millis = started.elapsed().as_millis() as u64, "request"));
+    response
 }
 
 /// Answer for any path no route matches.
@@ -293,4 +370,20 @@ pub async fn require_write(State(auth): State<AuthMode>, request: Request, next:
 pub async fn require_admin(State(auth): State<AuthMode>, request: Request, next: Next) -> Result<Response, ApiError> {
     auth.authorize(&request, ADMIN_SCOPE)?;
     Ok(next.run(request).await)
+}
+
+/// Serves an API function's router on Lambda: concurrently when `AWS_LAMBDA_MAX_CONCURRENCY`
+/// is above 1 (one instance, many requests, one shared Redis connection), one invocation at a
+/// time otherwise. The response is converted to the runtime's body type before it leaves the
+/// handler, because concurrent mode needs responses that are `Sync`.
+pub async fn run_on_lambda(router: axum::Router) -> Result<(), lambda_http::Error> {
+    use tower::ServiceExt;
+    lambda_http::run_concurrent(lambda_http::service_fn(move |request: lambda_http::Request| {
+        let router = router.clone();
+        async move {
+            let response = router.oneshot(request).await?;
+            Ok::<_, std::convert::Infallible>(lambda_http::IntoResponse::into_response(response).await)
+        }
+    }))
+    .await
 }

@@ -61,7 +61,8 @@ pub enum AuditKind {
 /// One admin action, as kept in a board's audit log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEntry {
-    pub time: DateTime<Utc>,
+    pub at: DateTime<Utc>,
+    pub board: String,
     pub kind: AuditKind,
     pub user_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -74,9 +75,10 @@ pub struct AuditEntry {
 }
 
 impl AuditEntry {
-    fn new(kind: AuditKind, user_id: &str, actor: Option<&str>, now: DateTime<Utc>) -> Self {
+    fn new(board: &str, kind: AuditKind, user_id: &str, actor: Option<&str>, now: DateTime<Utc>) -> Self {
         Self {
-            time: now,
+            at: now,
+            board: board.to_owned(),
             kind,
             user_id: user_id.to_owned(),
             delta: None,
@@ -129,11 +131,11 @@ pub struct BanReceipt {
     pub removed: Vec<RemovedFrom>,
 }
 
+/// A correction's audit entry, and the user's standing on each current period after it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CorrectionReceipt {
-    pub board: String,
-    pub user_id: String,
-    pub delta: i64,
+    #[serde(flatten)]
+    pub entry: AuditEntry,
     pub periods: Vec<PeriodStanding>,
 }
 
@@ -203,16 +205,16 @@ impl Moderation {
     async fn set_ban(&self, user_id: &str, banned: bool, actor: Option<&str>, now: DateTime<Utc>) -> Result<BanReceipt, ModerationError> {
         ids::validate_id("user_id", user_id)?;
         let kind = if banned { AuditKind::Ban } else { AuditKind::Unban };
-        let entry = AuditEntry::new(kind, user_id, actor, now).json();
         let conn = self.store.connection().await?;
         let boards: Vec<(&Board, Vec<Period>)> = self
             .user_boards()
             .map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() }))
             .collect();
         let replies = join_all(boards.iter().map(|(board, live)| {
-            let (mut conn, keys, entry) = (conn.clone(), self.keys.board(&board.name), entry.as_str());
+            let (mut conn, keys) = (conn.clone(), self.keys.board(&board.name));
+            let entry = AuditEntry::new(&board.name, kind, user_id, actor, now).json();
             let action = if banned { Ban::Ban { live } } else { Ban::Unban };
-            async move { script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry, keep: AUDIT_LOG_LEN }).await }
+            async move { script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN }).await }
         }))
         .await;
         let mut removed = Vec::new();
@@ -246,19 +248,19 @@ impl Moderation {
         let entry = AuditEntry {
             delta: Some(request.delta),
             reason: Some(request.reason.clone()),
-            ..AuditEntry::new(AuditKind::Correction, user_id, actor, now)
-        }
-        .json();
+            ..AuditEntry::new(&board.name, AuditKind::Correction, user_id, actor, now)
+        };
+        let entry_json = entry.json();
         let mut conn = self.store.connection().await?;
         let keys = self.keys.board(&board.name);
-        let audit = AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN };
+        let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
         let periods = match script::correct_score(&mut conn, &keys, &correction, audit).await? {
             CorrectionReply::Corrected(periods) => periods,
             CorrectionReply::Banned => Err(GuardRefusal::Banned { user_id: user_id.to_owned(), board: board.name.clone() })?,
             CorrectionReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id })?,
             CorrectionReply::OutOfRange => return Err(ModerationError::ScoreOutOfRange(board.name.clone())),
         };
-        Ok(CorrectionReceipt { board: board.name.clone(), user_id: user_id.to_owned(), delta: request.delta, periods })
+        Ok(CorrectionReceipt { entry, periods })
     }
 
     /// The newest `limit` entries of a board's audit log (default 50, at most 1,000).

@@ -114,7 +114,7 @@ impl Event {
     /// A digest of everything the client said about the event. A retry may omit
     /// `occurred_at` and get the server's clock, so what is hashed is what was sent.
     pub fn fingerprint(&self) -> String {
-        payload_fingerprint(self)
+        fingerprint(self)
     }
 
     fn validate_ids(&self) -> Result<(), IdError> {
@@ -126,10 +126,9 @@ impl Event {
     }
 }
 
-/// A digest of a request's canonical JSON, stored in its event marker to tell a retry from
-/// another payload under the same id.
-pub fn payload_fingerprint(payload: &impl Serialize) -> String {
-    let canonical = serde_json::to_vec(payload).expect("a request always serializes");
+/// A digest of a payload, stored in its event marker to tell a retry from a conflict.
+pub fn fingerprint(payload: &impl Serialize) -> String {
+    let canonical = serde_json::to_vec(payload).expect("payloads always serialize");
     let digest = Sha256::digest(&canonical);
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }

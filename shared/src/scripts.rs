@@ -2,6 +2,8 @@
 //! process and called with EVALSHA; after `SCRIPT FLUSH` or a failover to a node that never
 //! saw it, redis-rs answers NOSCRIPT by loading it and retrying, so callers never notice.
 
+pub mod hot;
+
 use std::sync::LazyLock;
 
 use redis::Script;
@@ -15,6 +17,13 @@ pub mod moderation;
 pub mod sign_in;
 
 static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
+static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_board.lua")));
+static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_members.lua")));
+
+/// SHA1 of every script (for `SCRIPT EXISTS`).
+pub fn hashes() -> Vec<&'static str> {
+    [&APPLY_EVENT, &READ_BOARD, &READ_MEMBERS].into_iter().map(|script| script.get_hash()).collect()
+}
 
 /// Helpers (and the `#!lua` shebang) shared by the scripts built with `with_prelude`.
 const PRELUDE: &str = include_str!("scripts/prelude.lua");
@@ -136,18 +145,107 @@ pub async fn apply_event(
     }
 }
 
+/// Which part of a board `read_board` returns.
+#[derive(Debug, Clone, Copy)]
+pub enum Window<'a> {
+    /// `limit` entries from the 0-based `offset`.
+    Page { offset: u64, limit: u64 },
+    /// The member and `around` entries on each side, shifted to stay full at either end.
+    Around { member: &'a str, around: u64 },
+}
+
+/// One entry as stored: member, composite score, members with strictly more points.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawEntry {
+    pub member: String,
+    pub composite: f64,
+    pub above: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RawWindow {
+    pub total: u64,
+    /// 0-based position of the member (around reads only).
+    pub position: Option<u64>,
+    /// Members with strictly fewer points than the member (around reads only).
+    pub below: Option<u64>,
+    /// First entry's 0-based position.
+    pub start: u64,
+    pub entries: Vec<RawEntry>,
+}
+
+/// Reads a window of one board and the counts behind competition ranks and percentiles, in
+/// one round trip, from one consistent snapshot.
+pub async fn read_board(conn: &mut Connection, board_key: &str, window: Window<'_>) -> Result<RawWindow, StoreError> {
+    let mut invocation = READ_BOARD.key(board_key);
+    match window {
+        Window::Page { offset, limit } => invocation.arg("page").arg(offset).arg(limit),
+        Window::Around { member, around } => invocation.arg("member").arg(member).arg(around),
+    };
+    let (total, rank, below, start, entries): (u64, i64, i64, u64, Vec<(String, f64, u64)>) =
+        invocation.invoke_async(conn).await?;
+    Ok(RawWindow {
+        total,
+        position: u64::try_from(rank).ok(),
+        below: u64::try_from(below).ok(),
+        start,
+        entries: entries.into_iter().map(|(member, composite, above)| RawEntry { member, composite, above }).collect(),
+    })
+}
+
+/// A listed member's place on the board, `None` when absent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemberPlace {
+    /// 0-based unique rank.
+    pub position: u64,
+    pub composite: f64,
+    /// Members with strictly more points.
+    pub above: u64,
+}
+
+/// The places of `members` (distinct) on one board, in their order, with the board's size.
+pub async fn read_members(
+    conn: &mut Connection,
+    board_key: &str,
+    members: &[&str],
+) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
+    let mut invocation = READ_MEMBERS.key(board_key);
+    for member in members {
+        invocation.arg(*member);
+    }
+    let (total, places): (u64, Vec<(i64, String, i64)>) = invocation.invoke_async(conn).await?;
+    let places = places
+        .into_iter()
+        .map(|(rank, composite, above)| {
+            let position = u64::try_from(rank).ok()?;
+            let composite = composite.parse().ok()?;
+            Some(MemberPlace { position, composite, above: u64::try_from(above).ok()? })
+        })
+        .collect();
+    Ok((total, places))
+}
+
 #[cfg(test)]
 mod tests {
     use crate::tiebreak::{MAX_POINTS, TIME_SPAN};
 
     #[test]
-    fn the_script_uses_the_same_composite_constants_as_rust() {
-        for script in [include_str!("scripts/apply_event.lua"), super::PRELUDE] {
-            assert!(script.contains(&format!("local SPAN = {TIME_SPAN} ")));
-            assert!(script.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
-        }
-        for script in [include_str!("scripts/apply_event.lua"), super::PRELUDE, include_str!("scripts/ban.lua")] {
-            assert!(script.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
+    fn the_scripts_use_the_same_composite_constants_as_rust() {
+        let apply = include_str!("scripts/apply_event.lua");
+        assert!(apply.contains(&format!("local SPAN = {TIME_SPAN} ")));
+        assert!(apply.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
+        assert!(apply.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
+        let read = include_str!("scripts/read_board.lua");
+        assert!(read.contains(&format!("local SPAN = {TIME_SPAN} ")));
+        assert!(read.starts_with("#!lua flags=no-writes\n"));
+        let members = include_str!("scripts/read_members.lua");
+        assert!(members.contains(&format!("local SPAN = {TIME_SPAN} ")));
+        assert!(members.starts_with("#!lua flags=no-writes\n"));
+        let prelude = super::PRELUDE;
+        assert!(prelude.contains(&format!("local SPAN = {TIME_SPAN} ")));
+        assert!(prelude.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
+        for script in [prelude, include_str!("scripts/ban.lua")] {
+            assert!(script.starts_with("#!lua\n"));
         }
         for body in [include_str!("scripts/sign_in.lua"), include_str!("scripts/correct_score.lua")] {
             assert!(!body.starts_with("#!"), "the prelude brings the shebang; a second one would be a syntax error");

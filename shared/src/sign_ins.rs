@@ -12,7 +12,7 @@ use crate::config::{Board, Config, SignIn};
 use crate::ids::{self, IdError};
 use crate::keys::Keys;
 use crate::period::{EventWindow, Period, PeriodKind};
-use crate::scoring::payload_fingerprint;
+use crate::scoring::fingerprint;
 use crate::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
 use crate::scripts::GuardRefusal;
 use crate::store::{Store, StoreError};
@@ -115,7 +115,7 @@ pub fn plan_sign_in<'a>(
         sign_in,
         event_id: request.event_id.clone(),
         user_id: request.user_id.clone(),
-        fingerprint: payload_fingerprint(request),
+        fingerprint: fingerprint(request),
         date,
         periods: periods_of(date),
         next_day_periods: periods_of(next_day),

@@ -115,10 +115,9 @@ async fn a_correction_shows_in_the_score_and_in_the_audit_log() {
     let (status, corrected) = admin(&app, Method::POST, path, json!({"delta": 5, "reason": "missed praise"})).await;
     assert_eq!(status, 200, "{corrected}");
     assert_eq!(
-        corrected,
-        json!({"board": "activity", "user_id": "u1", "delta": 5, "periods": [
-            {"period": "day", "period_id": "2026-11-22", "score": 8, "rank": 1},
-            {"period": "month", "period_id": "2026-11", "score": 8, "rank": 1}]})
+        corrected["periods"],
+        json!([{"period": "day", "period_id": "2026-11-22", "score": 8, "rank": 1},
+               {"period": "month", "period_id": "2026-11", "score": 8, "rank": 1}])
     );
     assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(8));
     assert_eq!(app.points("activity", month("2026-11-22"), "u1").await, Some(8));
@@ -138,8 +137,8 @@ async fn a_correction_shows_in_the_score_and_in_the_audit_log() {
         assert_eq!((got, reply["error"]["code"].as_str()), (status, Some(code)), "{body}");
     }
     for (path, status, code) in [
-        ("/v1/admin/boards/nope/users/u1/corrections", 404, "not_found"),
-        ("/v1/admin/boards/hot-videos/users/u1/corrections", 404, "not_found"),
+        ("/v1/admin/boards/nope/users/u1/corrections", 404, "unknown_board"),
+        ("/v1/admin/boards/hot-videos/users/u1/corrections", 404, "unknown_board"),
         ("/v1/admin/boards/activity/users/u%20x/corrections", 400, "invalid_id"),
     ] {
         let (got, reply) = admin(&app, Method::POST, path, json!({"delta": 1, "reason": "r"})).await;
@@ -154,9 +153,15 @@ async fn a_correction_shows_in_the_score_and_in_the_audit_log() {
     let entries = audit["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 2);
     let mut newest = entries[0].clone();
-    let time = newest.as_object_mut().unwrap().remove("time").unwrap();
-    assert_eq!(standings_tests::at(time.as_str().unwrap()), app.now());
-    assert_eq!(newest, json!({"kind": "correction", "user_id": "u1", "delta": -8, "reason": "fraud", "actor": "tester"}));
+    let at = newest.as_object_mut().unwrap().remove("at").unwrap();
+    assert_eq!(standings_tests::at(at.as_str().unwrap()), app.now());
+    assert_eq!(
+        newest,
+        json!({"board": "activity", "kind": "correction", "user_id": "u1", "delta": -8, "reason": "fraud", "actor": "tester"})
+    );
+    let mut answered = to_zero.clone();
+    answered.as_object_mut().unwrap().remove("periods");
+    assert_eq!(answered, entries[0], "the correction answers with its audit entry");
     assert_eq!((&entries[1]["delta"], &entries[1]["reason"]), (&json!(5), &json!("missed praise")));
     let (_, newest) = admin(&app, Method::GET, "/v1/admin/audit?board=activity&limit=1", json!({})).await;
     assert_eq!(newest["entries"].as_array().unwrap().len(), 1);
@@ -172,14 +177,14 @@ async fn a_correction_shows_in_the_score_and_in_the_audit_log() {
 async fn the_audit_log_keeps_the_newest_ten_thousand_entries() {
     let app = spawn_ingest().await;
     let log = app.keys.board("activity").audit();
-    let old = json!({"time": "2026-11-01T00:00:00Z", "kind": "ban", "user_id": "old", "actor": null}).to_string();
+    let old = json!({"at": "2026-11-01T00:00:00Z", "board": "activity", "kind": "ban", "user_id": "old", "actor": null}).to_string();
     let () = redis::cmd("LPUSH").arg(&log).arg(vec![old; 10_000]).query_async(&mut app.redis.clone()).await.unwrap();
     admin(&app, Method::POST, "/v1/admin/boards/activity/users/u1/corrections", json!({"delta": 1, "reason": "r"})).await;
     let len: usize = redis::cmd("LLEN").arg(&log).query_async(&mut app.redis.clone()).await.unwrap();
     assert_eq!(len, 10_000);
     let (_, audit) = admin(&app, Method::GET, "/v1/admin/audit?board=activity&limit=2", json!({})).await;
     assert_eq!((&audit["entries"][0]["user_id"], &audit["entries"][1]["user_id"]), (&json!("u1"), &json!("old")));
-    for (query, code) in [("?board=activity&limit=0", "malformed"), ("?board=activity&limit=1001", "malformed"), ("", "malformed"), ("?board=nope", "not_found")] {
+    for (query, code) in [("?board=activity&limit=0", "out_of_range"), ("?board=activity&limit=1001", "out_of_range"), ("", "malformed"), ("?board=nope", "unknown_board")] {
         let (_, reply) = admin(&app, Method::GET, &format!("/v1/admin/audit{query}"), json!({})).await;
         assert_eq!(reply["error"]["code"], code, "{query}");
     }

@@ -4,10 +4,17 @@
 mod admin;
 mod batch;
 mod exactly_once;
+mod friends;
+mod health;
+mod hot;
 mod lambda_watch;
 mod limits;
 mod malformed;
+mod openapi;
+mod query;
 mod rules;
+mod runtime_api;
 mod sign_ins;
 mod store_down;
 mod time_and_ties;
+mod web_page;

@@ -55,7 +55,7 @@ async fn seventy_days_in_a_row_give_bonuses_on_exactly_days_7_14_and_28_across_t
     for (month, points) in &season_points {
         assert_eq!(app.points("points", season(&format!("{month}-01")), "u1").await, Some(*points), "season {month}");
     }
-    let (status, january) = app.get_query("/v1/users/u1/sign-ins?month=2027-01").await;
+    let (status, january) = app.get("/v1/users/u1/sign-ins?month=2027-01").await;
     assert_eq!(status, 200, "{january}");
     assert_eq!(january, json!({"user_id": "u1", "month": "2027-01", "days": (1..=9).collect::<Vec<_>>(), "streak": 70}));
 }
@@ -77,16 +77,16 @@ async fn a_streak_crosses_the_month_end_and_a_missed_day_resets_it() {
     assert_eq!(app.points("points", season("2026-11-01"), "u1").await, Some(4));
     assert_eq!(app.points("points", season("2026-12-01"), "u1").await, Some(3 + 10 + 1));
 
-    let (_, december) = app.get_query("/v1/users/u1/sign-ins?month=2026-12").await;
+    let (_, december) = app.get("/v1/users/u1/sign-ins?month=2026-12").await;
     assert_eq!((&december["days"], &december["streak"]), (&json!([1, 2, 3, 5]), &json!(1)));
-    let (_, november) = app.get_query("/v1/users/u1/sign-ins?month=2026-11").await;
+    let (_, november) = app.get("/v1/users/u1/sign-ins?month=2026-11").await;
     assert_eq!((&november["days"], &november["streak"]), (&json!([27, 28, 29, 30]), &json!(4)), "as of the month's last day");
     // The next morning, before signing in, yesterday's streak is still alive; a day later it is gone.
     app.set_now(at("2026-12-06T08:00:00+08:00"));
-    assert_eq!(app.get_query("/v1/users/u1/sign-ins").await.1["streak"], 1, "the current month by default");
+    assert_eq!(app.get("/v1/users/u1/sign-ins").await.1["streak"], 1, "the current month by default");
     app.set_now(at("2026-12-07T08:00:00+08:00"));
-    assert_eq!(app.get_query("/v1/users/u1/sign-ins?month=2026-12").await.1["streak"], 0);
-    assert_eq!(app.get_query("/v1/users/nobody/sign-ins?month=2026-12").await.1, json!({"user_id": "nobody", "month": "2026-12", "days": [], "streak": 0}));
+    assert_eq!(app.get("/v1/users/u1/sign-ins?month=2026-12").await.1["streak"], 0);
+    assert_eq!(app.get("/v1/users/nobody/sign-ins?month=2026-12").await.1, json!({"user_id": "nobody", "month": "2026-12", "days": [], "streak": 0}));
 }
 
 #[tokio::test]
@@ -182,7 +182,7 @@ async fn a_late_sign_in_for_yesterday_completes_today_s_streak_and_its_bonus() {
     assert_eq!(yesterday["points_awarded"], 1 + 10, "its point, and today's seven-day bonus");
     assert_eq!(app.points("points", season("2026-11-01"), "u1").await, Some(6), "November: six sign-ins");
     assert_eq!(app.points("points", season("2026-12-01"), "u1").await, Some(1 + 10), "December: today's point and bonus");
-    let (_, calendar) = app.get_query("/v1/users/u1/sign-ins?month=2026-12").await;
+    let (_, calendar) = app.get("/v1/users/u1/sign-ins?month=2026-12").await;
     assert_eq!((&calendar["days"], &calendar["streak"]), (&json!([1]), &json!(7)));
     // The streak carries on from there.
     let next = sign_in_on(&app, "u1", date("2026-12-02")).await;
@@ -198,7 +198,7 @@ async fn the_calendar_refuses_bad_input() {
         ("/v1/users/u1/sign-ins?mnth=2026-11", 400, "malformed"),
         ("/v1/users/u%7B1%7D/sign-ins", 400, "invalid_id"),
     ] {
-        let (got, body) = app.get_query(path).await;
+        let (got, body) = app.get(path).await;
         assert_eq!((got.as_u16(), body["error"]["code"].as_str()), (status, Some(code)), "{path}: {body}");
     }
 }

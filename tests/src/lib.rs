@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
+use aws_lambda_events::eventbridge::EventBridgeEvent;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
@@ -34,14 +35,15 @@ pub fn at(rfc3339: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(rfc3339).expect("valid RFC 3339").with_timezone(&Utc)
 }
 
+/// The write (`ingest`) and read (`query`) functions over one Redis prefix and one clock.
 pub struct TestApp {
     pub router: Router,
-    /// The query function over the same store, keys and clock.
     pub query: Router,
     pub keys: Keys,
     pub store: Store,
     pub redis: redis::aio::MultiplexedConnection,
     now: Arc<Mutex<DateTime<Utc>>>,
+    config: Arc<Config>,
 }
 
 /// Scopes a request carries, as API Gateway's JWT authorizer would pass them.
@@ -77,13 +79,27 @@ pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
     let keys = Keys::new(&unique_prefix()).unwrap();
     let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
-    let clock_now = now.clone();
-    let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
     let config = Arc::new(config);
-    let app = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt);
-    let query = query::App::new(config, keys.clone(), store.clone(), clock);
+    let clock = clock_of(&now);
+    let metrics = standings::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
+    let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
+    let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
     let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
-    TestApp { router: ingest::router(Arc::new(app)), query: query::router(Arc::new(query)), keys, store, redis, now }
+    TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now, config }
+}
+
+fn clock_of(now: &Arc<Mutex<DateTime<Utc>>>) -> standings::Clock {
+    let now = now.clone();
+    Arc::new(move || *now.lock().unwrap())
+}
+
+/// The EventBridge schedule's event for the minute of `at`.
+pub fn scheduled_event(at: DateTime<Utc>) -> EventBridgeEvent {
+    let mut event = EventBridgeEvent::default();
+    event.detail_type = "Scheduled Event".into();
+    event.source = "aws.events".into();
+    event.time = Some(at);
+    event
 }
 
 /// The `requestContext` API Gateway (HTTP API, payload v2) attaches after its JWT authorizer.
@@ -98,7 +114,24 @@ pub fn request_context(caller: Caller<'_>) -> Option<RequestContext> {
     Some(serde_json::from_value(context).expect("a valid API Gateway v2 request context"))
 }
 
+async fn send(router: &Router, method: Method, path: &str, body: Body, caller: Caller<'_>) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+    if let Some(context) = request_context(caller) {
+        request = request.extension(context);
+    }
+    let response = router.clone().oneshot(request.body(body).unwrap()).await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
+    (status, headers, value)
+}
+
 impl TestApp {
+    /// The `hotness` function on this app's key prefix, store, configuration and clock.
+    pub fn hotness(&self) -> hotness::App {
+        hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now))
+    }
+
     pub fn set_now(&self, now: DateTime<Utc>) {
         *self.now.lock().unwrap() = now;
     }
@@ -122,10 +155,29 @@ impl TestApp {
         send(&self.router, method, path, body.into(), caller).await
     }
 
-    /// `GET path` on the query function (read routes are open).
-    pub async fn get_query(&self, path: &str) -> (StatusCode, Value) {
-        let (status, _, value) = send(&self.query, Method::GET, path, Body::empty(), Caller::Anonymous).await;
+    /// Any call to the `query` function (read routes are open).
+    pub async fn call_query(&self, method: Method, path: &str, body: impl Into<Body>) -> (StatusCode, Value) {
+        let (status, _, value) = send(&self.query, method, path, body.into(), Caller::Anonymous).await;
         (status, value)
+    }
+
+    /// A read through the `query` function.
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let (status, _, value) = self.get_with_headers(path).await;
+        (status, value)
+    }
+
+    pub async fn get_with_headers(&self, path: &str) -> (StatusCode, axum::http::HeaderMap, Value) {
+        send(&self.query, Method::GET, path, Body::empty(), Caller::Anonymous).await
+    }
+
+    /// A request to the `query` function whose answer need not be JSON (the page, its assets).
+    pub async fn fetch_query(&self, method: Method, path: &str) -> (StatusCode, axum::http::HeaderMap, String) {
+        let request = Request::builder().method(method).uri(path).body(Body::empty()).unwrap();
+        let response = self.query.clone().oneshot(request).await.unwrap();
+        let (status, headers) = (response.status(), response.headers().clone());
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        (status, headers, String::from_utf8(bytes.to_vec()).expect("a text body"))
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
@@ -167,18 +219,6 @@ impl TestApp {
         keys.sort();
         keys
     }
-}
-
-async fn send(router: &Router, method: Method, path: &str, body: Body, caller: Caller<'_>) -> (StatusCode, axum::http::HeaderMap, Value) {
-    let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
-    if let Some(context) = request_context(caller) {
-        request = request.extension(context);
-    }
-    let response = router.clone().oneshot(request.body(body).unwrap()).await.unwrap();
-    let (status, headers) = (response.status(), response.headers().clone());
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
-    (status, headers, value)
 }
 
 fn period_on(kind: standings::period::PeriodKind, board_tz_date: &str) -> standings::period::Period {

@@ -1,33 +1,35 @@
-//! Admin routes (scope `standings/admin`): bans and audited score corrections.
+//! Admin routes (scope `standings/admin`, applied by `router`): bans and audited score
+//! corrections.
 
 use std::sync::Arc;
 
-use axum::extract::{Path, Query, State};
-use axum::middleware::from_fn_with_state;
-use axum::routing::{get, post};
-use axum::{Json, Router};
+use axum::extract::{Path, State};
+use axum::http::Method;
+use axum::Json;
 use serde::Deserialize;
-use standings::http::{require_admin, ApiError, JsonBody, Subject};
+use standings::http::{ApiError, JsonBody, QueryParams, Subject};
 use standings::moderation::{AuditPage, BanReceipt, CorrectionReceipt, CorrectionRequest};
+use standings::routing::Routes;
 
 use crate::App;
 
-pub fn routes(app: &App) -> Router<Arc<App>> {
-    Router::new()
-        .route("/v1/admin/users/{user_id}/ban", post(ban).delete(unban))
-        .route("/v1/admin/boards/{board}/users/{user_id}/corrections", post(correct))
-        .route("/v1/admin/audit", get(audit))
-        .route_layer(from_fn_with_state(app.auth, require_admin))
+/// Routes that need the `standings/admin` scope.
+pub fn routes() -> Routes<Arc<App>> {
+    Routes::new()
+        .route(Method::POST, "/v1/admin/users/{user_id}/ban", ban)
+        .route(Method::DELETE, "/v1/admin/users/{user_id}/ban", unban)
+        .route(Method::POST, "/v1/admin/boards/{board}/users/{user_id}/corrections", correct)
+        .route(Method::GET, "/v1/admin/audit", audit)
 }
 
 async fn ban(State(app): State<Arc<App>>, Path(user_id): Path<String>, Subject(actor): Subject) -> Result<Json<BanReceipt>, ApiError> {
-    let receipt = app.moderation.ban(&user_id, actor.as_deref(), (app.clock)()).await?;
+    let receipt = app.timed("/v1/admin/users/{user_id}/ban", app.moderation.ban(&user_id, actor.as_deref(), (app.clock)())).await?;
     tracing::warn!(user_id = %user_id, actor = ?actor, removed = receipt.removed.len(), "user banned");
     Ok(Json(receipt))
 }
 
 async fn unban(State(app): State<Arc<App>>, Path(user_id): Path<String>, Subject(actor): Subject) -> Result<Json<BanReceipt>, ApiError> {
-    let receipt = app.moderation.unban(&user_id, actor.as_deref(), (app.clock)()).await?;
+    let receipt = app.timed("/v1/admin/users/{user_id}/ban", app.moderation.unban(&user_id, actor.as_deref(), (app.clock)())).await?;
     tracing::warn!(user_id = %user_id, actor = ?actor, "user unbanned");
     Ok(Json(receipt))
 }
@@ -38,7 +40,8 @@ async fn correct(
     Subject(actor): Subject,
     JsonBody(request): JsonBody<CorrectionRequest>,
 ) -> Result<Json<CorrectionReceipt>, ApiError> {
-    let receipt = app.moderation.correct(&board, &user_id, &request, actor.as_deref(), (app.clock)()).await?;
+    let correction = app.moderation.correct(&board, &user_id, &request, actor.as_deref(), (app.clock)());
+    let receipt = app.timed("/v1/admin/boards/{board}/users/{user_id}/corrections", correction).await?;
     tracing::warn!(board = %board, user_id = %user_id, delta = request.delta, actor = ?actor, "score corrected");
     Ok(Json(receipt))
 }
@@ -51,7 +54,6 @@ struct AuditQuery {
     limit: Option<usize>,
 }
 
-async fn audit(State(app): State<Arc<App>>, query: Result<Query<AuditQuery>, axum::extract::rejection::QueryRejection>) -> Result<Json<AuditPage>, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::malformed(format!("invalid query: {}", e.body_text())))?;
-    Ok(Json(app.moderation.audit(&query.board, query.limit).await?))
+async fn audit(State(app): State<Arc<App>>, QueryParams(query): QueryParams<AuditQuery>) -> Result<Json<AuditPage>, ApiError> {
+    Ok(Json(app.timed("/v1/admin/audit", app.moderation.audit(&query.board, query.limit)).await?))
 }

@@ -2,12 +2,11 @@
 
 use std::sync::Arc;
 
-use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
-use standings::http::ApiError;
-use standings::sign_ins::{Calendar, SignIns};
+use standings::http::{ApiError, QueryParams};
+use standings::sign_ins::Calendar;
 
 use crate::App;
 
@@ -21,9 +20,7 @@ pub struct MonthQuery {
 pub async fn get_sign_ins(
     State(app): State<Arc<App>>,
     Path(user_id): Path<String>,
-    query: Result<Query<MonthQuery>, QueryRejection>,
+    QueryParams(query): QueryParams<MonthQuery>,
 ) -> Result<Json<Calendar>, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::malformed(format!("invalid query: {}", e.body_text())))?;
-    let sign_ins = SignIns::new(app.config.clone(), app.keys.clone(), app.store.clone());
-    Ok(Json(sign_ins.calendar(&user_id, query.month.as_deref(), (app.clock)()).await?))
+    Ok(Json(app.sign_ins.calendar(&user_id, query.month.as_deref(), (app.clock)()).await?))
 }
