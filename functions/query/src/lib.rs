@@ -13,6 +13,7 @@ use axum::http::Method;
 use axum::middleware::from_fn;
 use axum::Router;
 use standings::config::Config;
+use standings::hot::HotBoards;
 use standings::http::{method_not_allowed, request_span, unknown_route, MAX_BODY_BYTES};
 use standings::keys::Keys;
 use standings::reads::Reader;
@@ -26,12 +27,20 @@ pub struct App {
     pub keys: Keys,
     pub store: Store,
     pub reader: Reader,
+    pub hot: HotBoards,
     pub clock: Clock,
 }
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock) -> Self {
-        Self { config, reader: Reader::new(keys.clone(), store.clone()), keys, store, clock }
+        Self {
+            reader: Reader::new(keys.clone(), store.clone()),
+            hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
+            config,
+            keys,
+            store,
+            clock,
+        }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
