@@ -14,6 +14,7 @@ use axum::http::Method;
 use axum::middleware::from_fn;
 use axum::Router;
 use standings::config::Config;
+use standings::hot::HotBoards;
 use standings::http::{method_not_allowed, request_span, unknown_route, MAX_BODY_BYTES};
 use standings::keys::Keys;
 use standings::reads::Reader;
@@ -28,6 +29,7 @@ pub struct App {
     pub keys: Keys,
     pub store: Store,
     pub reader: Reader,
+    pub hot: HotBoards,
     pub sign_ins: SignIns,
     pub clock: Clock,
 }
@@ -36,6 +38,7 @@ impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock) -> Self {
         Self {
             reader: Reader::new(keys.clone(), store.clone()),
+            hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
             sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
             config,
             keys,
