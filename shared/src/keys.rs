@@ -84,6 +84,22 @@ impl BoardKeys {
         format!("{}:targets", self.base)
     }
 
+    /// A user's sign-ins in one month (`2026-11`): one bit per day, then the streak carried in
+    /// from the previous month (seed 003's bitmap).
+    pub fn sign_ins(&self, user_id: &str, month_id: &str) -> String {
+        format!("{}:signin:{user_id}:{month_id}", self.base)
+    }
+
+    /// Sliding-window log of a user's recent events of one rate-limited action.
+    pub fn rate_log(&self, user_id: &str, action: &str) -> String {
+        format!("{}:rate:{user_id}:{action}", self.base)
+    }
+
+    /// The board's audit log of admin actions (bans, corrections), newest first.
+    pub fn audit(&self) -> String {
+        format!("{}:audit", self.base)
+    }
+
     /// Heat of one hourly bucket of a window board, named by the bucket's start in UTC.
     pub fn hot_bucket(&self, start: DateTime<Utc>) -> String {
         format!("{}:hot:h:{}", self.base, start.format("%Y-%m-%dT%H:%MZ"))
@@ -133,6 +149,9 @@ mod tests {
             board.hot_board(),
             board.hot_board_next(),
             board.hot_meta(),
+            board.sign_ins("u1", "2026-11"),
+            board.rate_log("u1", "learning"),
+            board.audit(),
         ];
         for key in &keys {
             assert_eq!(hash_tag(key), "activity", "{key}");

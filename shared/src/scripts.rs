@@ -10,8 +10,11 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::keys::BoardKeys;
-use crate::scoring::{BoardPlan, Ledger, Mode};
+use crate::scoring::{BoardPlan, Ledger, Mode, RateWindow};
 use crate::store::{Connection, StoreError};
+
+pub mod moderation;
+pub mod sign_in;
 
 static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
 static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_board.lua")));
@@ -20,6 +23,14 @@ static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
     [&APPLY_EVENT, &READ_BOARD, &READ_MEMBERS].into_iter().map(|script| script.get_hash()).collect()
+}
+
+/// Helpers (and the `#!lua` shebang) shared by the scripts built with `with_prelude`.
+const PRELUDE: &str = include_str!("scripts/prelude.lua");
+
+/// A script whose text is `prelude.lua` followed by `body` (Redis runs one script text).
+fn with_prelude(body: &str) -> Script {
+    Script::new(&[PRELUDE, body].concat())
 }
 
 /// How long an event id is remembered per board.
@@ -51,6 +62,15 @@ pub struct BoardOutcome {
     pub periods: Vec<PeriodStanding>,
 }
 
+/// Why a board's guard refused a write (its `ban|<user>` and `closed|<kind>:<id>` fields).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuardRefusal {
+    #[error("user {user_id:?} is banned from board {board:?}")]
+    Banned { user_id: String, board: String },
+    #[error("period {period_id} of board {board:?} is closed for archiving")]
+    PeriodClosed { board: String, period_id: String },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApplyReply {
     New(BoardOutcome),
@@ -60,6 +80,8 @@ pub enum ApplyReply {
     Banned,
     /// The period (id) is frozen for archiving.
     PeriodClosed(String),
+    /// The rule's rate limit is used up; a slot frees in this many seconds.
+    RateLimited(u64),
 }
 
 /// Applies one board's share of an event: dedupe, ledger, cap, every period board, TTLs and
@@ -82,7 +104,7 @@ pub async fn apply_event(
     let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
 
     let mut invocation = APPLY_EVENT.key(keys.event(event_id));
-    invocation.key(ledger).key(day_ledger).key(keys.guard());
+    invocation.key(ledger).key(day_ledger).key(keys.guard()).key(keys.rate_log(member, &plan.rule.action));
     for period in &plan.periods {
         invocation.key(keys.period(period));
     }
@@ -104,6 +126,8 @@ pub async fn apply_event(
     for period in &plan.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }
+    let rate = plan.rate_limit.unwrap_or(RateWindow { max: 0, window_ms: 0, now_ms: 0 });
+    invocation.arg(rate.max).arg(rate.window_ms).arg(rate.now_ms);
     let (status, body): (String, String) = invocation.invoke_async(conn).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("apply_event: {e}")));
     match status.as_str() {
@@ -113,6 +137,10 @@ pub async fn apply_event(
         "out_of_range" => Ok(ApplyReply::OutOfRange),
         "banned" => Ok(ApplyReply::Banned),
         "period_closed" => Ok(ApplyReply::PeriodClosed(body)),
+        "rate_limited" => body
+            .parse()
+            .map(ApplyReply::RateLimited)
+            .map_err(|_| StoreError::Protocol(format!("apply_event: retry-after {body:?}"))),
         other => Err(StoreError::Protocol(format!("apply_event status {other:?}"))),
     }
 }
@@ -213,5 +241,14 @@ mod tests {
         let members = include_str!("scripts/read_members.lua");
         assert!(members.contains(&format!("local SPAN = {TIME_SPAN} ")));
         assert!(members.starts_with("#!lua flags=no-writes\n"));
+        let prelude = super::PRELUDE;
+        assert!(prelude.contains(&format!("local SPAN = {TIME_SPAN} ")));
+        assert!(prelude.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
+        for script in [prelude, include_str!("scripts/ban.lua")] {
+            assert!(script.starts_with("#!lua\n"));
+        }
+        for body in [include_str!("scripts/sign_in.lua"), include_str!("scripts/correct_score.lua")] {
+            assert!(!body.starts_with("#!"), "the prelude brings the shebang; a second one would be a syntax error");
+        }
     }
 }

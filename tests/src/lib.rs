@@ -14,7 +14,7 @@ use http_body_util::BodyExt;
 use lambda_http::request::RequestContext;
 use serde_json::{json, Value};
 use standings::config::Config;
-use standings::http::{AuthMode, WRITE_SCOPE};
+use standings::http::{AuthMode, ADMIN_SCOPE, WRITE_SCOPE};
 use standings::keys::Keys;
 use standings::store::{RedisSettings, Store};
 use tower::ServiceExt;
@@ -54,6 +54,16 @@ pub enum Caller<'a> {
 }
 
 pub const WRITER: Caller<'static> = Caller::Scopes(&[WRITE_SCOPE]);
+/// An admin; its token's `sub` is `tester` (see `request_context`).
+pub const ADMIN: Caller<'static> = Caller::Scopes(&[ADMIN_SCOPE]);
+
+/// A configuration of one board, `arena`: all-time, UTC, top 10, with `rules` (a TOML array).
+pub fn arena(rules: &str) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"arena\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = {rules}"
+    ))
+    .expect("a valid arena configuration")
+}
 
 pub async fn spawn_ingest() -> TestApp {
     spawn_ingest_with(Config::default_boards()).await
@@ -211,12 +221,19 @@ impl TestApp {
     }
 }
 
-pub fn day(board_tz_date: &str) -> standings::period::Period {
+fn period_on(kind: standings::period::PeriodKind, board_tz_date: &str) -> standings::period::Period {
     let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Day, date, chrono_tz::Asia::Shanghai)
+    standings::period::Period::on_date(kind, date, chrono_tz::Asia::Shanghai)
+}
+
+pub fn day(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Day, board_tz_date)
 }
 
 pub fn month(board_tz_date: &str) -> standings::period::Period {
-    let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Month, date, chrono_tz::Asia::Shanghai)
+    period_on(standings::period::PeriodKind::Month, board_tz_date)
+}
+
+pub fn season(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Season, board_tz_date)
 }

@@ -4,6 +4,7 @@ pub mod boards;
 pub mod catalog;
 pub mod health;
 mod hot;
+mod sign_ins;
 pub mod web;
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use standings::http::{method_not_allowed, request_span, unknown_route, MAX_BODY_
 use standings::keys::Keys;
 use standings::reads::Reader;
 use standings::routing::Routes;
+use standings::sign_ins::SignIns;
 use standings::store::Store;
 use standings::Clock;
 
@@ -28,6 +30,7 @@ pub struct App {
     pub store: Store,
     pub reader: Reader,
     pub hot: HotBoards,
+    pub sign_ins: SignIns,
     pub clock: Clock,
 }
 
@@ -36,6 +39,7 @@ impl App {
         Self {
             reader: Reader::new(keys.clone(), store.clone()),
             hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
+            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
             config,
             keys,
             store,
@@ -59,6 +63,7 @@ pub fn routes() -> Routes<Arc<App>> {
         .route(Method::POST, "/v1/boards/{board}/ranks", boards::ranks)
         .route(Method::GET, "/v1/boards", catalog::list)
         .route(Method::GET, "/v1/hot/{board}", hot::get_hot)
+        .route(Method::GET, "/v1/users/{user_id}/sign-ins", sign_ins::get_sign_ins)
         .route(Method::GET, "/v1/health", health::check)
         .route(Method::GET, "/v1/openapi.json", web::openapi)
         .route(Method::GET, "/", web::page)
