@@ -22,7 +22,20 @@ static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
-    [&APPLY_EVENT, &READ_BOARD, &READ_MEMBERS].into_iter().map(|script| script.get_hash()).collect()
+    [
+        &APPLY_EVENT,
+        &READ_BOARD,
+        &READ_MEMBERS,
+        &hot::ADD_HEAT,
+        &hot::SYNTHESIZE,
+        &hot::SCALE,
+        &sign_in::SIGN_IN,
+        &moderation::BAN,
+        &moderation::CORRECT_SCORE,
+    ]
+    .into_iter()
+    .map(|script| script.get_hash())
+    .collect()
 }
 
 /// Helpers (and the `#!lua` shebang) shared by the scripts built with `with_prelude`.
@@ -228,6 +241,16 @@ pub async fn read_members(
 #[cfg(test)]
 mod tests {
     use crate::tiebreak::{MAX_POINTS, TIME_SPAN};
+
+    #[test]
+    fn every_script_file_is_listed_for_the_health_check() {
+        let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/scripts"))
+            .unwrap()
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".lua") && name != "prelude.lua")
+            .count();
+        assert_eq!(super::hashes().len(), files, "prelude.lua is a fragment; every other file is a script");
+    }
 
     #[test]
     fn the_scripts_use_the_same_composite_constants_as_rust() {

@@ -9,8 +9,8 @@ use crate::keys::BoardKeys;
 use crate::period::Period;
 use crate::store::{Connection, StoreError};
 
-static BAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ban.lua")));
-static CORRECT_SCORE: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("correct_score.lua")));
+pub(super) static BAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ban.lua")));
+pub(super) static CORRECT_SCORE: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("correct_score.lua")));
 
 /// An audit log entry (JSON) and how many entries the log keeps.
 #[derive(Debug, Clone, Copy)]

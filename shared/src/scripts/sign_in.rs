@@ -11,7 +11,7 @@ use crate::keys::BoardKeys;
 use crate::sign_ins::{days_in_month, first_of_month, month_id, SignInPlan};
 use crate::store::{Connection, StoreError};
 
-static SIGN_IN: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("sign_in.lua")));
+pub(super) static SIGN_IN: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("sign_in.lua")));
 
 /// What a sign-in did. Stored verbatim in the event marker so a duplicate gets the first answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
