@@ -13,6 +13,7 @@ mod openapi;
 mod query;
 mod rules;
 mod runtime_api;
+mod startup_check;
 mod store_down;
 mod template;
 mod time_and_ties;
