@@ -70,7 +70,7 @@ fire_hotness() {
   local minute
   minute=$(date -u +%Y-%m-%dT%H:%M:00Z)
   sed "s/\"time\": \"[^\"]*\"/\"time\": \"$minute\"/" functions/hotness/fixtures/scheduled-event.json |
-    curl -sS --fail-with-body -X POST "$base/2015-03-31/functions/hotness/invocations" --data-binary @-
+    curl -sS --fail-with-body --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/hotness/invocations" --data-binary @-
 }
 
 if ! python3 scripts/demo.py "$base"; then
@@ -83,7 +83,7 @@ echo "hotness: $first_run"
 if $smoke; then
   python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert [b["board"] for b in run["boards"]] == ["hot-videos"], run' "$first_run"
   for path in / /v1/openapi.json /v1/health; do
-    curl -sS --fail -o /dev/null "$base$path"
+    curl -sS --fail-with-body --retry 2 --retry-all-errors -o /dev/null "$base$path" || { echo "GET $path failed" >&2; tail -n 50 "$watch_log"; exit 1; }
   done
   echo "run-local smoke: demo loaded and checked, hotness ran, page served"
   exit 0
