@@ -3,8 +3,10 @@
 //! Pure logic (`config`, `ids`, `period`, `scoring`, `tiebreak`) takes time as an argument and
 //! never touches the network; `keys` builds every Redis key; `scripts` wraps each Lua script;
 //! `store` owns the connection; `ingestion` and `profiles` are the services the functions call;
-//! `http` maps every error to a status code.
+//! `http` maps every error to a status code; `archiving` (Redis) and `season_table` (DynamoDB,
+//! cargo feature `dynamodb`) are the two sides of season archives.
 
+pub mod archiving;
 pub mod config;
 pub mod http;
 pub mod ids;
@@ -14,6 +16,8 @@ pub mod period;
 pub mod profiles;
 pub mod scoring;
 pub mod scripts;
+#[cfg(feature = "dynamodb")]
+pub mod season_table;
 pub mod store;
 pub mod telemetry;
 pub mod tiebreak;
