@@ -5,7 +5,8 @@ sudo_if_needed() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# Installs redis-server and cargo-lambda when they are missing (fresh Debian machine).
+# Installs redis-server, cargo-lambda and moto_server (a local DynamoDB) when they are missing
+# (fresh Debian machine).
 ensure_deps() {
   if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
     sudo_if_needed apt-get update -qq
@@ -17,6 +18,9 @@ ensure_deps() {
   fi
   if ! cargo lambda --version >/dev/null 2>&1; then
     python3 -m pip install --quiet cargo-lambda
+  fi
+  if ! command -v moto_server >/dev/null; then
+    python3 -m pip install --quiet 'moto[server]'
   fi
 }
 
@@ -36,6 +40,18 @@ start_redis() {
   done
   echo "redis-server did not start; see $dir/redis.log" >&2
   return 1
+}
+
+# start_moto DIR: a throwaway moto_server (an in-memory DynamoDB) on a free loopback port, and
+# the AWS SDK pointed at it with dummy credentials; sets MOTO_PORT, writes DIR/moto.pid.
+start_moto() {
+  local dir=$1
+  MOTO_PORT=$(free_port)
+  moto_server -H 127.0.0.1 -p "$MOTO_PORT" >"$dir/moto.log" 2>&1 &
+  echo $! >"$dir/moto.pid"
+  wait_http "http://127.0.0.1:$MOTO_PORT/moto-api/" 60 || { cat "$dir/moto.log" >&2; return 1; }
+  export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$MOTO_PORT"
+  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 }
 
 # stop_pidfile FILE: stops that process and waits until it is gone.

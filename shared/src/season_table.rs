@@ -46,6 +46,8 @@ pub const GSI1_SK: &str = "gsi1sk";
 /// Ranks are zero-padded so that string order is rank order.
 const RANK_DIGITS: usize = 10;
 const STATUS_SK: &str = "STATUS";
+/// The attributes an [`ArchivedEntry`] is read from (`rank` and `total` are reserved words).
+const ENTRY_PROJECTION: &str = "board, season, #rank, user_id, points, reached_at, #total";
 
 /// A key schema: the table's own, or a global secondary index's.
 struct KeySchema {
@@ -251,10 +253,16 @@ impl SeasonTable {
         Ok(Self::connect(name).await)
     }
 
+    /// A client with up to 5 attempts per request, each cut off after 5 seconds.
     pub async fn connect(name: impl Into<String>) -> Self {
+        Self::connect_with_attempt_timeout(name, Duration::from_secs(5)).await
+    }
+
+    /// As [`connect`](Self::connect), for slower endpoints (local emulators).
+    pub async fn connect_with_attempt_timeout(name: impl Into<String>, attempt_timeout: Duration) -> Self {
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .retry_config(RetryConfig::standard().with_max_attempts(5))
-            .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(Duration::from_secs(5)).build())
+            .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(attempt_timeout).build())
             .load()
             .await;
         Self::new(Client::new(&sdk), name)
@@ -445,6 +453,10 @@ impl SeasonTable {
             .query()
             .table_name(&self.name)
             .key_condition_expression("pk = :pk AND sk BETWEEN :first AND :last")
+            // Only what an entry holds; the keys would be most of each item's bytes.
+            .projection_expression(ENTRY_PROJECTION)
+            .expression_attribute_names("#rank", "rank")
+            .expression_attribute_names("#total", "total")
             .expression_attribute_values(":pk", s(season_pk(board, season)))
             .expression_attribute_values(":first", s(rank_sk(first)))
             .expression_attribute_values(":last", s(rank_sk(last)))
@@ -517,7 +529,13 @@ mod tests {
         let item = entry_item("points", "2026-10", 25_001, &standing);
         assert_eq!(get_s(&item, PK).unwrap(), "SEASON#points#2026-10");
         assert_eq!(get_s(&item, GSI1_PK).unwrap(), "USER#user:7@x");
-        let entry = parse_entry(&item).unwrap();
+        // What a Query projecting ENTRY_PROJECTION returns is enough to read the entry back.
+        let projected: Item = ENTRY_PROJECTION
+            .split(", ")
+            .map(|name| name.trim_start_matches('#'))
+            .map(|name| (name.to_owned(), item[name].clone()))
+            .collect();
+        let entry = parse_entry(&projected).unwrap();
         assert_eq!(
             (entry.rank, entry.user_id.as_str(), entry.points, entry.reached_at, entry.total),
             (7, "user:7@x", 4_194_303, standing.reached_at, 25_001)

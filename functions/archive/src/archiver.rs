@@ -33,7 +33,8 @@ pub struct Settings {
     /// How long after a season's end it is frozen. Longer than the event window's lateness, so
     /// no event that could still count is refused with `period_closed`.
     pub grace: Duration,
-    /// No page (nor the final verification) starts closer than this to the deadline.
+    /// No page (nor the final verification) starts closer than this to the deadline — or than
+    /// a quarter of the time the invocation had, when that is less (short local invocations).
     pub deadline_margin: Duration,
     /// BatchWriteItem calls in flight at once within a page.
     pub concurrency: usize,
@@ -80,7 +81,7 @@ pub enum ArchiveError {
     NotArchived(String),
     #[error("season {0:?} is not a month such as 2026-10")]
     InvalidSeason(String),
-    #[error("season {season} of board {board:?} has not ended; it can be archived from {ready_at}")]
+    #[error("season {season} of board {board:?} has not ended; it can be archived from {}", .ready_at.to_rfc3339())]
     SeasonNotEnded { board: String, season: String, ready_at: DateTime<Utc> },
     #[error("shard_index must be below shard_total, and shard_total within 1..={MAX_SHARDS}")]
     InvalidShard,
@@ -160,6 +161,11 @@ struct Progress {
     batch_calls: AtomicU64,
 }
 
+/// How close to `deadline` work stops, for an invocation that has `remaining` time left.
+pub fn stopping_margin(configured: Duration, remaining: Duration) -> Duration {
+    configured.min(remaining / 4).max(Duration::zero())
+}
+
 /// The season being archived by one invocation.
 struct Job<'a> {
     board: &'a str,
@@ -167,6 +173,8 @@ struct Job<'a> {
     shard: Shard,
     keys: BoardKeys,
     progress: Progress,
+    /// No work starts once the clock is past this.
+    stop_at: DateTime<Utc>,
 }
 
 impl Job<'_> {
@@ -202,10 +210,6 @@ impl<S: ArchiveSink> Archiver<S> {
         Self { config, keys, store, table, sink, clock, settings }
     }
 
-    pub fn settings(&self) -> &Settings {
-        &self.settings
-    }
-
     /// The scheduled run: for every archived board, the last season that ended at least
     /// `grace` ago, in one shard. Stops at the first season left in progress (the deadline).
     pub async fn archive_due(&self, deadline: DateTime<Utc>) -> Result<Vec<SeasonReport>, ArchiveError> {
@@ -234,7 +238,9 @@ impl<S: ArchiveSink> Archiver<S> {
             return Err(ArchiveError::InvalidShard);
         }
         let period = archiving::season_named(season, config.timezone).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
-        let job = Job { board, season: period, shard, keys: self.keys.board(board), progress: Progress::default() };
+        let now = (self.clock)();
+        let stop_at = deadline - stopping_margin(self.settings.deadline_margin, deadline - now);
+        let job = Job { board, season: period, shard, keys: self.keys.board(board), progress: Progress::default(), stop_at };
         let mut conn = self.store.connection().await?;
 
         if let Some(done) = self.table.completed(board, season).await? {
@@ -244,7 +250,7 @@ impl<S: ArchiveSink> Archiver<S> {
             return Ok(job.report(Status::AlreadyComplete, done.total, None));
         }
         let ready_at = job.season.end.expect("a season ends").with_timezone(&Utc) + self.settings.grace;
-        if (self.clock)() < ready_at {
+        if now < ready_at {
             return Err(ArchiveError::SeasonNotEnded { board: board.to_owned(), season: season.to_owned(), ready_at });
         }
 
@@ -261,7 +267,7 @@ impl<S: ArchiveSink> Archiver<S> {
         let first_rank = u64::from(shard.index) * PAGE_SIZE + 1;
         let mut next_rank = self.table.checkpoint(board, season, shard).await?.unwrap_or(first_rank);
         while next_rank <= total {
-            if self.deadline_near(deadline) {
+            if self.out_of_time(&job) {
                 return Ok(job.report(Status::InProgress, total, Some(next_rank)));
             }
             let page = archiving::frozen_page(&mut conn, &job.keys, &job.season, next_rank - 1, PAGE_SIZE).await?;
@@ -276,7 +282,7 @@ impl<S: ArchiveSink> Archiver<S> {
         if !(0..shard.total).all(|index| checkpoints.get(&index).is_some_and(|&next| next > total)) {
             return Ok(job.report(Status::ShardDone, total, None));
         }
-        if self.deadline_near(deadline) {
+        if self.out_of_time(&job) {
             return Ok(job.report(Status::InProgress, total, None));
         }
         self.verify(&job, &mut conn, total).await?;
@@ -286,8 +292,8 @@ impl<S: ArchiveSink> Archiver<S> {
         Ok(job.report(Status::Complete, total, None))
     }
 
-    fn deadline_near(&self, deadline: DateTime<Utc>) -> bool {
-        (self.clock)() + self.settings.deadline_margin >= deadline
+    fn out_of_time(&self, job: &Job<'_>) -> bool {
+        (self.clock)() >= job.stop_at
     }
 
     /// Every rank is an item keyed by that rank, so DynamoDB holding exactly as many entries as
@@ -361,6 +367,14 @@ mod tests {
     fn the_freeze_waits_out_every_event_ingest_could_still_accept() {
         let window = EventWindow::default();
         assert!(Settings::default().grace > window.grace + window.max_future);
+    }
+
+    #[test]
+    fn the_margin_shrinks_for_short_invocations() {
+        let configured = Duration::seconds(30);
+        assert_eq!(stopping_margin(configured, Duration::minutes(15)), configured);
+        assert_eq!(stopping_margin(configured, Duration::seconds(40)), Duration::seconds(10));
+        assert_eq!(stopping_margin(configured, Duration::seconds(-1)), Duration::zero(), "past the deadline: stop at once");
     }
 
     #[test]

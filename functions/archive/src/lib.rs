@@ -16,7 +16,7 @@ use standings::keys::Keys;
 use standings::season_table::{ArchiveSink, SeasonTable, Shard};
 use standings::store::Store;
 
-pub use archiver::{ArchiveError, Archiver, SeasonReport, Settings, Status};
+pub use archiver::{ArchiveError, Archiver, Backoff, SeasonReport, Settings, Status};
 
 /// One season (one shard of it), named by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -106,8 +106,19 @@ impl App {
 
     /// One invocation, stopping before the Lambda deadline.
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<ArchiveResponse, ArchiveError> {
-        run(&self.archiver, event.payload, DateTime::<Utc>::from(event.context.deadline())).await
+        run(&self.archiver, event.payload, invocation_deadline(event.context.deadline, Utc::now())).await
     }
+}
+
+/// The invocation's deadline (milliseconds since the epoch, from the runtime API). Lambda's is
+/// always ahead when an invocation starts; local emulators send none, or one long past
+/// (`cargo lambda watch`), and the job then gets Lambda's longest timeout, 15 minutes.
+pub fn invocation_deadline(deadline_ms: u64, now: DateTime<Utc>) -> DateTime<Utc> {
+    i64::try_from(deadline_ms)
+        .ok()
+        .and_then(DateTime::from_timestamp_millis)
+        .filter(|&deadline| deadline > now)
+        .unwrap_or(now + chrono::Duration::minutes(15))
 }
 
 #[cfg(test)]
@@ -126,6 +137,15 @@ mod tests {
         assert!(missing.to_string().contains("missing field `season`"), "{missing}");
         let unknown = ArchiveRequest::try_from(serde_json::json!({"board": "points", "season": "2026-10", "shard": 1})).unwrap_err();
         assert!(unknown.to_string().contains("unknown field `shard`"), "{unknown}");
+    }
+
+    #[test]
+    fn the_deadline_is_the_runtime_s_or_lambda_s_longest_timeout_without_one() {
+        let now: DateTime<Utc> = "2026-11-01T01:00:00Z".parse().unwrap();
+        let deadline = now + chrono::Duration::seconds(900);
+        assert_eq!(invocation_deadline(deadline.timestamp_millis() as u64, now), deadline);
+        assert_eq!(invocation_deadline(0, now), now + chrono::Duration::minutes(15));
+        assert_eq!(invocation_deadline(523_137_958, now), now + chrono::Duration::minutes(15), "an emulator's deadline in 1970");
     }
 
     #[test]
