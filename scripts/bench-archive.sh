@@ -7,15 +7,9 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_deps
 
-run=$(mktemp -d)
-cleanup() {
-  stop_pidfile "$run/redis.pid"
-  stop_pidfile "$run/moto.pid"
-  rm -rf "$run" || true
-}
-trap cleanup EXIT
-
+cargo build --profile bench-tool -p archive --example bench_archive --locked
+prepare_run_dir
 start_redis "$run"
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 start_moto "$run"
-cargo run --release --locked -q -p archive --example bench_archive -- "${1:-20000}"
+cargo run --quiet --profile bench-tool -p archive --example bench_archive --locked -- "${1:-20000}"

@@ -24,6 +24,31 @@ ensure_deps() {
   fi
 }
 
+# The OpenAPI tests: openapi-spec-validator (pip) validates the document; its jsonschema and
+# referencing check real answers against it (tests/openapi/conforms.py).
+ensure_test_deps() {
+  if ! python3 -c 'import openapi_spec_validator' 2>/dev/null; then
+    python3 -m pip install --quiet openapi-spec-validator
+  fi
+}
+
+# The browser tests: Debian's chromium and playwright-core (npm, pinned by
+# tests/browser/package-lock.json; it drives /usr/bin/chromium and downloads no browser).
+ensure_browser_deps() {
+  if [ ! -x /usr/bin/chromium ]; then
+    sudo_if_needed apt-get update -qq
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+  if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null; then
+    echo "the browser tests need Node.js 20 or newer (node and npm on PATH)" >&2
+    exit 1
+  fi
+  # `npm ls` fails when what is installed does not match package.json (missing or other version).
+  if ! npm ls --prefix tests/browser >/dev/null 2>&1; then
+    npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error
+  fi
+}
+
 free_port() {
   python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
@@ -61,6 +86,13 @@ stop_pidfile() {
   pid=$(cat "$1")
   kill "$pid" 2>/dev/null || return 0
   while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+}
+
+# prepare_run_dir: sets $run, a scratch directory for this script's servers; on exit the
+# redis-server and moto_server started there are stopped and the directory removed.
+prepare_run_dir() {
+  run=$(mktemp -d)
+  trap 'stop_pidfile "$run/redis.pid"; stop_pidfile "$run/moto.pid"; rm -rf "$run"' EXIT
 }
 
 # wait_http URL SECONDS: until URL answers at all.

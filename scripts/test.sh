@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit, property and integration tests against a real
-# redis-server and a real moto_server (DynamoDB), and the functions through
-# `cargo lambda watch`, all started here on loopback and stopped on exit.
+# redis-server and a real moto_server (DynamoDB), the functions through `cargo lambda watch`,
+# and (without test filters) the page in headless Chromium, all started here on loopback and
+# stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_deps
+ensure_test_deps
 
 run=$(mktemp -d)
 cleanup() {
@@ -38,3 +40,10 @@ wait_http "http://127.0.0.1:$watch_port/" 120 || { cat "$run/watch.log"; exit 1;
 export STANDINGS_WATCH_URL="http://127.0.0.1:$watch_port"
 
 cargo test --workspace --locked "$@" || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }
+
+# The live page in headless Chromium, against the same cargo lambda watch (a filtered run skips it).
+if [ $# -eq 0 ]; then
+  ensure_browser_deps
+  STANDINGS_SCREENSHOT_DIR="${CARGO_TARGET_DIR:-$PWD/target}/browser" node --test tests/browser/*.test.mjs \
+    || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }
+fi

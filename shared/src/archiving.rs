@@ -14,7 +14,7 @@ use crate::period::{Period, PeriodKind};
 use crate::store::{Connection, StoreError};
 use crate::tiebreak;
 
-static FREEZE_SEASON: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/freeze_season.lua")));
+pub(crate) static FREEZE_SEASON: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/freeze_season.lua")));
 
 /// The season named `id` (`YYYY-MM`, as its period id reads) in `tz`, if `id` names one.
 pub fn season_named(id: &str, tz: Tz) -> Option<Period> {

@@ -1,7 +1,8 @@
 //! Display data lives beside the boards, never in them (seed 004: members are stable ids;
 //! a nickname change must not create a second member).
 
-use redis::AsyncCommands;
+use std::collections::HashMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::keys::Keys;
@@ -43,6 +44,14 @@ impl Profile {
         Ok(())
     }
 
+    fn from_fields(mut fields: HashMap<String, String>) -> Option<Self> {
+        (!fields.is_empty()).then(|| Self {
+            nickname: fields.remove("nickname"),
+            avatar_url: fields.remove("avatar_url"),
+            title: fields.remove("title"),
+        })
+    }
+
     fn fields(&self) -> Vec<(&'static str, &str)> {
         [("nickname", &self.nickname), ("avatar_url", &self.avatar_url), ("title", &self.title)]
             .into_iter()
@@ -65,9 +74,21 @@ pub async fn put_profile(store: &Store, keys: &Keys, user_id: &str, profile: &Pr
     Ok(())
 }
 
-pub async fn get_profile(store: &Store, keys: &Keys, user_id: &str) -> Result<Profile, StoreError> {
+pub async fn get_profile(store: &Store, keys: &Keys, user_id: &str) -> Result<Option<Profile>, StoreError> {
+    Ok(get_many(store, keys, &[user_id]).await?.pop().flatten())
+}
+
+/// Profiles of many users in one pipelined round trip (split per node on a cluster, where
+/// the hashes live in other slots). A user without a profile gets `None`.
+pub async fn get_many(store: &Store, keys: &Keys, user_ids: &[&str]) -> Result<Vec<Option<Profile>>, StoreError> {
+    if user_ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for user_id in user_ids {
+        pipe.hgetall(keys.profile(user_id));
+    }
     let mut conn = store.connection().await?;
-    let fields: std::collections::HashMap<String, String> = conn.hgetall(keys.profile(user_id)).await?;
-    let get = |name: &str| fields.get(name).cloned();
-    Ok(Profile { nickname: get("nickname"), avatar_url: get("avatar_url"), title: get("title") })
+    let hashes: Vec<HashMap<String, String>> = pipe.query_async(&mut conn).await?;
+    Ok(hashes.into_iter().map(Profile::from_fields).collect())
 }

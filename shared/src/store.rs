@@ -1,6 +1,7 @@
 //! The Redis connection: standalone (`ConnectionManager`, reconnecting) or cluster
 //! (`cluster_async`), plain or TLS, built once per container and shared by every request.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ pub enum StoreError {
     Protocol(String),
     #[error("redis configuration: {0}")]
     Config(String),
+    #[error("redis did not answer within {0:?}")]
+    Timeout(Duration),
 }
 
 /// How to reach Redis; read from the environment (SPEC §7).
@@ -100,6 +103,7 @@ enum Backend {
 #[derive(Clone)]
 pub struct Store {
     backend: Arc<Backend>,
+    round_trips: Arc<AtomicU64>,
 }
 
 impl Store {
@@ -130,7 +134,7 @@ impl Store {
                 .set_max_delay(Duration::from_millis(500));
             Backend::Standalone(ConnectionManager::new_lazy_with_config(client, config)?)
         };
-        Ok(Self { backend: Arc::new(backend) })
+        Ok(Self { backend: Arc::new(backend), round_trips: Arc::default() })
     }
 
     pub fn from_env() -> Result<Self, StoreError> {
@@ -144,40 +148,55 @@ impl Store {
     /// A connection handle; all handles share one multiplexed connection (per node), so
     /// concurrent calls are pipelined.
     pub async fn connection(&self) -> Result<Connection, StoreError> {
-        Ok(match &*self.backend {
-            Backend::Standalone(manager) => Connection::Standalone(manager.clone()),
+        let link = match &*self.backend {
+            Backend::Standalone(manager) => Link::Standalone(manager.clone()),
             Backend::Cluster { client, connection } => {
-                Connection::Cluster(connection.get_or_try_init(|| client.get_async_connection()).await?.clone())
+                Link::Cluster(connection.get_or_try_init(|| client.get_async_connection()).await?.clone())
             }
-        })
+        };
+        Ok(Connection { link, round_trips: self.round_trips.clone() })
+    }
+
+    /// Requests sent to Redis so far by this store (a pipeline or a script call is one; a
+    /// cluster pipeline spanning several nodes is also counted once).
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
     }
 }
 
 #[derive(Clone)]
-pub enum Connection {
+enum Link {
     Standalone(ConnectionManager),
     Cluster(ClusterConnection),
 }
 
+#[derive(Clone)]
+pub struct Connection {
+    link: Link,
+    round_trips: Arc<AtomicU64>,
+}
+
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Connection::Standalone(c) => c.req_packed_command(cmd),
-            Connection::Cluster(c) => c.req_packed_command(cmd),
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        match &mut self.link {
+            Link::Standalone(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
         }
     }
 
     fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Connection::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
-            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        match &mut self.link {
+            Link::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
-        match self {
-            Connection::Standalone(c) => c.get_db(),
-            Connection::Cluster(c) => c.get_db(),
+        match &self.link {
+            Link::Standalone(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
         }
     }
 }

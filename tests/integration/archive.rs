@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use standings::archiving::Standing;
 use standings::season_table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError};
 use standings::Clock;
-use standings_tests::{at, season_members, ArchiveHarness, Caller};
+use standings_tests::{at, season_members, ArchiveHarness};
 
 const SEASON: &str = "2026-10";
 
@@ -240,18 +240,18 @@ async fn two_shards_at_once_leave_no_gap_nor_duplicate_and_a_rerun_writes_nothin
 async fn a_season_is_complete_and_served_only_when_every_shard_is_done() {
     let harness = ArchiveHarness::new().await;
     let live = seeded(&harness, 2_500).await;
-    let query = harness.query().await;
+    let app = harness.app().await;
     let archiver = harness.archiver(harness.table.clone());
 
     let first = archiver.archive_season("points", SEASON, Shard { index: 1, total: 2 }, far()).await.unwrap();
     assert_eq!((first.status, first.items_written), (Status::ShardDone, 1_000));
-    let (status, body) = query.call(Method::GET, "/v1/boards/points/seasons/2026-10/top", "", Caller::Anonymous).await;
+    let (status, body) = app.get("/v1/boards/points/seasons/2026-10/top").await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (404, Some("season_not_archived")));
     assert!(frozen_exists(&harness).await, "kept until the season is verified");
 
     let second = archiver.archive_season("points", SEASON, Shard { index: 0, total: 2 }, far()).await.unwrap();
     assert_eq!((second.status, second.items_written), (Status::Complete, 1_500));
-    let (status, body) = query.call(Method::GET, "/v1/boards/points/seasons/2026-10/top", "", Caller::Anonymous).await;
+    let (status, body) = app.get("/v1/boards/points/seasons/2026-10/top").await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["total"], 2_500);
     assert_archived_exactly(&harness, &live).await;
@@ -285,7 +285,7 @@ async fn a_count_that_does_not_match_keeps_the_frozen_board_and_the_season_incom
 #[tokio::test]
 async fn events_for_an_archived_season_are_refused_with_period_closed() {
     let harness = ArchiveHarness::new().await;
-    let ingest = harness.ingest().await;
+    let ingest = harness.app().await;
     ingest.set_now(at("2026-10-31T23:50:00+08:00"));
     let (status, body) = ingest.event(json!({"event_id": "before", "user_id": "ann", "action": "learning"})).await;
     assert_eq!(status, 200, "{body}");
@@ -365,27 +365,27 @@ async fn archived_seasons_are_served_with_the_live_shapes_and_cached() {
         archiver.archive_season("points", season, Shard::WHOLE, far()).await.unwrap();
     }
     let (top_user, ..) = &october[0];
-    let ingest = harness.ingest().await;
+    let app = harness.app().await;
     let profile = json!({"nickname": "Top"});
-    let (status, _) = ingest.call(Method::PUT, &format!("/v1/users/{top_user}/profile"), profile.to_string(), standings_tests::WRITER).await;
+    let (status, _) = app.call(Method::PUT, &format!("/v1/users/{top_user}/profile"), profile.to_string(), standings_tests::WRITER).await;
     assert_eq!(status, 200);
-    let query = harness.query().await;
     let get = |path: String| {
-        let query = &query;
-        async move { query.call_with_headers(Method::GET, &path, "", Caller::Anonymous).await }
+        let app = &app;
+        async move { app.get_with_headers(&path).await }
     };
 
     let (status, headers, top) = get("/v1/boards/points/seasons/2026-10/top".into()).await;
     assert_eq!(status, 200, "{top}");
     assert_eq!(headers["cache-control"], "public, max-age=86400");
     assert_eq!((&top["board"], &top["period"], &top["period_id"], &top["total"]), (&json!("points"), &json!("season"), &json!(SEASON), &json!(40)));
+    assert_eq!((&top["period_start"], &top["next_reset"]), (&json!("2026-10-01T00:00:00+08:00"), &json!("2026-11-01T00:00:00+08:00")));
     let entries = top["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 30, "the default limit");
     for (i, (entry, (user, points, _))) in entries.iter().zip(&october).enumerate() {
         assert_eq!((entry["rank"].as_u64(), entry["user_id"].as_str(), entry["score"].as_i64()), (Some(i as u64 + 1), Some(user.as_str()), Some(*points)));
     }
     assert_eq!(entries[0]["profile"], profile);
-    assert_eq!(entries[1]["profile"], json!({}));
+    assert_eq!(entries[1]["profile"], Value::Null, "no profile");
 
     let (_, _, tail) = get("/v1/boards/points/seasons/2026-10/top?limit=10&offset=35".into()).await;
     let ranks: Vec<_> = tail["entries"].as_array().unwrap().iter().map(|e| e["rank"].as_u64().unwrap()).collect();
@@ -395,7 +395,7 @@ async fn archived_seasons_are_served_with_the_live_shapes_and_cached() {
 
     let (status, headers, mine) = get(format!("/v1/boards/points/seasons/2026-10/users/{top_user}")).await;
     assert_eq!((status.as_u16(), headers["cache-control"].to_str().unwrap()), (200, "public, max-age=86400"));
-    assert_eq!((&mine["rank"], &mine["score"], &mine["percentile"]), (&json!(1), &json!(october[0].1), &json!(97.5)));
+    assert_eq!((&mine["rank"], &mine["score"], &mine["percentile"], &mine["total"]), (&json!(1), &json!(october[0].1), &json!(97.5), &json!(40)));
     let around: Vec<_> = mine["around"].as_array().unwrap().iter().map(|e| e["rank"].as_u64().unwrap()).collect();
     assert_eq!(around, (1..=11).collect::<Vec<_>>(), "a full window, shifted at the top");
     let (user_20, points_20, _) = &october[19];
@@ -408,7 +408,7 @@ async fn archived_seasons_are_served_with_the_live_shapes_and_cached() {
 
     let (status, headers, history) = get(format!("/v1/users/{top_user}/seasons")).await;
     assert_eq!((status.as_u16(), headers["cache-control"].to_str().unwrap()), (200, "public, max-age=3600"));
-    let seasons: Vec<_> = history["seasons"].as_array().unwrap().iter().map(|s| s["period_id"].as_str().unwrap()).collect();
+    let seasons: Vec<_> = history["seasons"].as_array().unwrap().iter().map(|s| s["season"].as_str().unwrap()).collect();
     assert_eq!(seasons, ["2026-10", "2026-09"], "newest first");
     assert_eq!((&history["seasons"][0]["rank"], &history["seasons"][0]["total"]), (&json!(1), &json!(40)));
     let (_, _, filtered) = get(format!("/v1/users/{top_user}/seasons?board=points")).await;
@@ -417,14 +417,16 @@ async fn archived_seasons_are_served_with_the_live_shapes_and_cached() {
     let errors = [
         ("/v1/boards/points/seasons/2026-08/top", 404, "season_not_archived"),
         ("/v1/boards/points/seasons/2026-08/users/u1", 404, "season_not_archived"),
-        ("/v1/boards/no-such-board/seasons/2026-10/top", 404, "not_found"),
-        ("/v1/boards/activity/seasons/2026-10/top", 404, "not_found"),
+        ("/v1/boards/no-such-board/seasons/2026-10/top", 404, "unknown_board"),
+        ("/v1/boards/activity/seasons/2026-10/top", 404, "unknown_board"),
         ("/v1/boards/points/seasons/2026-13/top", 400, "malformed"),
-        ("/v1/boards/points/seasons/2026-10/top?limit=0", 400, "malformed"),
-        ("/v1/boards/points/seasons/2026-10/top?limit=1001", 400, "malformed"),
+        ("/v1/boards/points/seasons/2026-10/top?limit=0", 400, "out_of_range"),
+        ("/v1/boards/points/seasons/2026-10/top?limit=1001", 400, "out_of_range"),
         ("/v1/boards/points/seasons/2026-10/top?limit=ten", 400, "malformed"),
+        ("/v1/boards/points/seasons/2026-10/top?period=day", 400, "malformed"),
+        ("/v1/boards/points/seasons/2026-10/users/u1?around=51", 400, "out_of_range"),
         ("/v1/boards/points/seasons/2026-10/users/a%7Bb%7D", 400, "invalid_id"),
-        ("/v1/users/u1/seasons?board=activity", 404, "not_found"),
+        ("/v1/users/u1/seasons?board=activity", 404, "unknown_board"),
     ];
     for (path, status, code) in errors {
         let (actual, headers, body) = get(path.into()).await;

@@ -1,6 +1,6 @@
-//! The functions served by `cargo lambda watch` (started by scripts/test.sh), over real HTTP
-//! with the paths API Gateway would map (`/lambda-url/ingest/v1/events`), and invoked with the
-//! fixtures kept in the repo through `cargo lambda invoke`.
+//! The functions served by `cargo lambda watch` (started by scripts/test.sh): ingest over real
+//! HTTP, with the path API Gateway would map (`/lambda-url/ingest/v1/events`), and every
+//! function through `cargo lambda invoke` with the event fixtures kept in the repo.
 
 use serde_json::{json, Value};
 use standings::keys::Keys;
@@ -30,30 +30,33 @@ async fn the_happy_path_and_an_error_through_cargo_lambda_watch() {
     assert_eq!(error["error"]["code"], "malformed");
 }
 
-/// `cargo lambda invoke <function>` with a fixture kept in `functions/<function>/fixtures/`:
-/// the function's result, or what `cargo lambda invoke` printed for its error result.
-fn invoke(function: &str, fixture: &str) -> Result<Value, String> {
+/// `cargo lambda invoke` of `function` with one of the event fixtures kept beside it in the
+/// repo (`functions/<function>/fixtures/`).
+fn cargo_lambda_invoke(function: &str, fixture: &str) -> std::process::Output {
     let port = watch_url().rsplit(':').next().unwrap().to_owned();
     let path = format!("{}/../functions/{function}/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
-    let output = std::process::Command::new("cargo")
+    std::process::Command::new("cargo")
         .args(["lambda", "invoke", "--invoke-address", "127.0.0.1", "--invoke-port", &port, "--data-file", &path, function])
         .output()
-        .expect("cargo lambda is installed");
-    if !output.status.success() {
-        return Err(String::from_utf8_lossy(&output.stderr).into_owned());
-    }
-    Ok(serde_json::from_slice(&output.stdout).expect("the function answers JSON"))
+        .expect("cargo lambda is installed")
+}
+
+/// The function's JSON answer to a fixture.
+fn invoke(function: &str, fixture: &str) -> Value {
+    let output = cargo_lambda_invoke(function, fixture);
+    assert!(output.status.success(), "cargo lambda invoke failed: {}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("the function answers JSON")
 }
 
 #[tokio::test]
 async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
-    let ok = invoke("ingest", "post-event.json").unwrap();
+    let ok = invoke("ingest", "post-event.json");
     assert_eq!(ok["statusCode"], 200, "{ok}");
     let receipt: Value = serde_json::from_str(ok["body"].as_str().unwrap()).unwrap();
     assert_eq!(receipt["event_id"], "fixture-event-1");
     assert_eq!(receipt["results"][0]["board"], "activity");
 
-    let bad = invoke("ingest", "post-event-malformed.json").unwrap();
+    let bad = invoke("ingest", "post-event-malformed.json");
     assert_eq!(bad["statusCode"], 400, "{bad}");
     let error: Value = serde_json::from_str(bad["body"].as_str().unwrap()).unwrap();
     assert_eq!(error["error"]["code"], "malformed");
@@ -69,14 +72,15 @@ async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over
     let members = season_members(3, &season);
     seed_board(&Keys::new(&prefix).unwrap().board("points").period(&season), &members).await;
 
-    let done = invoke("archive", "manual-event.json").unwrap();
+    let done = invoke("archive", "manual-event.json");
     let report = &done["results"][0];
     assert_eq!((&report["board"], &report["season"], &report["status"]), (&json!("points"), &json!("2026-01"), &json!("complete")), "{done}");
     assert_eq!((&report["total"], &report["items_written"]), (&json!(3), &json!(3)));
-    let again = invoke("archive", "manual-event.json").unwrap();
+    let again = invoke("archive", "manual-event.json");
     assert_eq!((&again["results"][0]["status"], &again["results"][0]["items_written"]), (&json!("already_complete"), &json!(0)));
-    let error = invoke("archive", "unknown-board-event.json").unwrap_err();
-    assert!(error.contains("unknown_board") && error.contains("no-such-board"), "{error}");
+    let failed = cargo_lambda_invoke("archive", "unknown-board-event.json");
+    let error = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success() && error.contains("unknown_board") && error.contains("no-such-board"), "{error}");
 
     let response = reqwest::get(format!("{}/lambda-url/query/v1/boards/points/seasons/2026-01/top", watch_url())).await.unwrap();
     assert_eq!(response.status(), 200);
@@ -86,4 +90,45 @@ async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over
     let mut expected = members.clone();
     expected.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then(b.0.cmp(&a.0)));
     assert_eq!(users, expected.iter().map(|m| m.0.as_str()).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn top_my_rank_and_an_error_through_cargo_lambda_watch() {
+    let client = reqwest::Client::new();
+    let base = format!("{}/lambda-url", watch_url());
+    let user = standings_tests::unique_prefix();
+    for (i, target) in ["x", "y"].iter().enumerate() {
+        let event = json!({"event_id": format!("{user}-{i}"), "user_id": user, "action": "invite", "target": format!("{user}-{target}")});
+        let response = client.post(format!("{base}/ingest/v1/events")).json(&event).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let response = client.get(format!("{base}/query/v1/boards/invites/top?limit=1000")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "public, max-age=5");
+    let top: Value = response.json().await.unwrap();
+    let mine = top["entries"].as_array().unwrap().iter().find(|e| e["user_id"] == user.as_str()).expect("listed");
+    assert_eq!((mine["score"].as_i64(), mine["invite_count"].as_i64()), (Some(200), Some(2)));
+
+    let me: Value = client.get(format!("{base}/query/v1/boards/invites/users/{user}")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(me["rank"], mine["rank"]);
+    assert_eq!(me["score"], 200);
+
+    let response = client.get(format!("{base}/query/v1/boards/nope/top")).send().await.unwrap();
+    assert_eq!(response.status(), 404);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "unknown_board");
+}
+
+/// The EventBridge schedule's event, as `cargo lambda invoke hotness --data-file` sends it.
+#[tokio::test]
+async fn the_scheduled_event_fixture_runs_hotness_once_per_minute() {
+    let first = invoke("hotness", "scheduled-event.json");
+    assert_eq!(first["minute"], "2026-11-22T02:00:00Z", "{first}");
+    let boards = first["boards"].as_array().unwrap();
+    assert_eq!(boards.len(), 1, "{first}");
+    assert_eq!((&boards[0]["board"], &boards[0]["skipped"]), (&json!("hot-videos"), &json!(false)));
+    assert!(boards[0]["members"].is_u64() && boards[0]["elapsed_ms"].is_u64(), "{first}");
+
+    let again = invoke("hotness", "scheduled-event.json");
+    assert_eq!(again["boards"][0]["skipped"], true, "a second delivery of the same minute does nothing: {again}");
 }

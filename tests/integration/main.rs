@@ -2,11 +2,21 @@
 //! redis-server (and, for archives, the moto_server) started by scripts/test.sh; each test has
 //! its own key prefix.
 
+mod admin;
 mod archive;
 mod batch;
 mod exactly_once;
+mod friends;
+mod health;
+mod hot;
 mod lambda_watch;
+mod limits;
 mod malformed;
+mod openapi;
+mod query;
 mod rules;
+mod runtime_api;
+mod sign_ins;
 mod store_down;
 mod time_and_ties;
+mod web_page;

@@ -4,7 +4,7 @@ use serde_json::json;
 use standings::config::Config;
 use standings::period::{Period, PeriodKind};
 use standings::tiebreak::{self, MAX_POINTS};
-use standings_tests::{at, day, spawn_ingest, spawn_ingest_with};
+use standings_tests::{arena, at, day, spawn_ingest, spawn_ingest_with};
 
 #[tokio::test]
 async fn events_either_side_of_shanghai_midnight_land_on_different_days() {
@@ -39,16 +39,7 @@ async fn late_and_future_events_are_refused_with_their_own_codes() {
 
 /// A board that can reach the top of the composite's range quickly.
 fn big_board() -> Config {
-    Config::parse(
-        r#"[[boards]]
-           name = "arena"
-           kind = "cumulative"
-           timezone = "UTC"
-           periods = ["all"]
-           top = 10
-           rules = [{ action = "win", points = 1, max_points = 100000, scope = "none" }]"#,
-    )
-    .unwrap()
+    arena(r#"[{ action = "win", points = 1, max_points = 100000, scope = "none" }]"#)
 }
 
 #[tokio::test]

@@ -10,13 +10,14 @@ use std::time::Duration;
 use archive::{Archiver, Backoff, Settings};
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
+use aws_lambda_events::eventbridge::EventBridgeEvent;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
 use lambda_http::request::RequestContext;
 use serde_json::{json, Value};
 use standings::config::Config;
-use standings::http::{AuthMode, WRITE_SCOPE};
+use standings::http::{AuthMode, ADMIN_SCOPE, WRITE_SCOPE};
 use standings::keys::Keys;
 use standings::period::Period;
 use standings::season_table::{ArchiveSink, ArchivedEntry, SeasonTable};
@@ -40,12 +41,15 @@ pub fn at(rfc3339: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(rfc3339).expect("valid RFC 3339").with_timezone(&Utc)
 }
 
+/// The write (`ingest`) and read (`query`) functions over one Redis prefix and one clock.
 pub struct TestApp {
     pub router: Router,
+    pub query: Router,
     pub keys: Keys,
     pub store: Store,
     pub redis: redis::aio::MultiplexedConnection,
     now: Arc<Mutex<DateTime<Utc>>>,
+    config: Arc<Config>,
 }
 
 /// Scopes a request carries, as API Gateway's JWT authorizer would pass them.
@@ -56,6 +60,16 @@ pub enum Caller<'a> {
 }
 
 pub const WRITER: Caller<'static> = Caller::Scopes(&[WRITE_SCOPE]);
+/// An admin; its token's `sub` is `tester` (see `request_context`).
+pub const ADMIN: Caller<'static> = Caller::Scopes(&[ADMIN_SCOPE]);
+
+/// A configuration of one board, `arena`: all-time, UTC, top 10, with `rules` (a TOML array).
+pub fn arena(rules: &str) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"arena\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = {rules}"
+    ))
+    .expect("a valid arena configuration")
+}
 
 pub async fn spawn_ingest() -> TestApp {
     spawn_ingest_with(Config::default_boards()).await
@@ -68,22 +82,38 @@ pub async fn spawn_ingest_with(config: Config) -> TestApp {
 /// An app whose store is at `store_url` (e.g. a port nothing listens on); assertions still
 /// read the suite's Redis.
 pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
-    spawn_ingest_keyed(config, Keys::new(&unique_prefix()).unwrap(), store_url).await
+    spawn_ingest_keyed(config, Keys::new(&unique_prefix()).unwrap(), store_url, None).await
 }
 
-async fn spawn_ingest_keyed(config: Config, keys: Keys, store_url: &str) -> TestApp {
+/// The app on given keys; its `query` function reads archived seasons from `archive`, if any.
+async fn spawn_ingest_keyed(config: Config, keys: Keys, store_url: &str, archive: Option<SeasonTable>) -> TestApp {
     let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
-    let (now, clock) = settable_clock(at("2026-11-22T10:00:00+08:00"));
-    let app = ingest::App::new(Arc::new(config), keys.clone(), store.clone(), clock, AuthMode::Jwt);
+    let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
+    let config = Arc::new(config);
+    let clock = clock_of(&now);
+    let metrics = standings::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
+    let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
+    let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
+    let query = match archive {
+        Some(table) => query.with_archive(table),
+        None => query,
+    };
     let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
-    TestApp { router: ingest::router(Arc::new(app)), keys, store, redis, now }
+    TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now, config }
 }
 
-/// A clock tests set by hand, and the handle that sets it.
-fn settable_clock(start: DateTime<Utc>) -> (Arc<Mutex<DateTime<Utc>>>, standings::Clock) {
-    let now = Arc::new(Mutex::new(start));
-    let clock_now = now.clone();
-    (now, Arc::new(move || *clock_now.lock().unwrap()))
+fn clock_of(now: &Arc<Mutex<DateTime<Utc>>>) -> standings::Clock {
+    let now = now.clone();
+    Arc::new(move || *now.lock().unwrap())
+}
+
+/// The EventBridge schedule's event for the minute of `at`.
+pub fn scheduled_event(at: DateTime<Utc>) -> EventBridgeEvent {
+    let mut event = EventBridgeEvent::default();
+    event.detail_type = "Scheduled Event".into();
+    event.source = "aws.events".into();
+    event.time = Some(at);
+    event
 }
 
 /// The `requestContext` API Gateway (HTTP API, payload v2) attaches after its JWT authorizer.
@@ -98,7 +128,24 @@ pub fn request_context(caller: Caller<'_>) -> Option<RequestContext> {
     Some(serde_json::from_value(context).expect("a valid API Gateway v2 request context"))
 }
 
+async fn send(router: &Router, method: Method, path: &str, body: Body, caller: Caller<'_>) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+    if let Some(context) = request_context(caller) {
+        request = request.extension(context);
+    }
+    let response = router.clone().oneshot(request.body(body).unwrap()).await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
+    (status, headers, value)
+}
+
 impl TestApp {
+    /// The `hotness` function on this app's key prefix, store, configuration and clock.
+    pub fn hotness(&self) -> hotness::App {
+        hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now))
+    }
+
     pub fn set_now(&self, now: DateTime<Utc>) {
         *self.now.lock().unwrap() = now;
     }
@@ -119,15 +166,32 @@ impl TestApp {
         body: impl Into<Body>,
         caller: Caller<'_>,
     ) -> (StatusCode, axum::http::HeaderMap, Value) {
-        let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
-        if let Some(context) = request_context(caller) {
-            request = request.extension(context);
-        }
-        let response = self.router.clone().oneshot(request.body(body.into()).unwrap()).await.unwrap();
+        send(&self.router, method, path, body.into(), caller).await
+    }
+
+    /// Any call to the `query` function (read routes are open).
+    pub async fn call_query(&self, method: Method, path: &str, body: impl Into<Body>) -> (StatusCode, Value) {
+        let (status, _, value) = send(&self.query, method, path, body.into(), Caller::Anonymous).await;
+        (status, value)
+    }
+
+    /// A read through the `query` function.
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let (status, _, value) = self.get_with_headers(path).await;
+        (status, value)
+    }
+
+    pub async fn get_with_headers(&self, path: &str) -> (StatusCode, axum::http::HeaderMap, Value) {
+        send(&self.query, Method::GET, path, Body::empty(), Caller::Anonymous).await
+    }
+
+    /// A request to the `query` function whose answer need not be JSON (the page, its assets).
+    pub async fn fetch_query(&self, method: Method, path: &str) -> (StatusCode, axum::http::HeaderMap, String) {
+        let request = Request::builder().method(method).uri(path).body(Body::empty()).unwrap();
+        let response = self.query.clone().oneshot(request).await.unwrap();
         let (status, headers) = (response.status(), response.headers().clone());
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
-        (status, headers, value)
+        (status, headers, String::from_utf8(bytes.to_vec()).expect("a text body"))
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
@@ -171,14 +235,21 @@ impl TestApp {
     }
 }
 
-pub fn day(board_tz_date: &str) -> standings::period::Period {
+fn period_on(kind: standings::period::PeriodKind, board_tz_date: &str) -> standings::period::Period {
     let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Day, date, chrono_tz::Asia::Shanghai)
+    standings::period::Period::on_date(kind, date, chrono_tz::Asia::Shanghai)
+}
+
+pub fn day(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Day, board_tz_date)
 }
 
 pub fn month(board_tz_date: &str) -> standings::period::Period {
-    let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Month, date, chrono_tz::Asia::Shanghai)
+    period_on(standings::period::PeriodKind::Month, board_tz_date)
+}
+
+pub fn season(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Season, board_tz_date)
 }
 
 /// A season table of the test's own on the suite's moto_server, created from the one definition
@@ -230,21 +301,18 @@ pub struct ArchiveHarness {
     pub table: SeasonTable,
     pub redis: redis::aio::MultiplexedConnection,
     now: Arc<Mutex<DateTime<Utc>>>,
-    clock: standings::Clock,
 }
 
 impl ArchiveHarness {
     /// The archive job's clock starts past October 2026's end plus grace (Asia/Shanghai).
     pub async fn new() -> Self {
-        let (now, clock) = settable_clock(at("2026-11-01T01:00:00+08:00"));
         Self {
             config: Arc::new(Config::default_boards()),
             keys: Keys::new(&unique_prefix()).unwrap(),
             store: Store::connect(&RedisSettings::standalone(&redis_url())).unwrap(),
             table: unique_season_table().await,
             redis: redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap(),
-            now,
-            clock,
+            now: Arc::new(Mutex::new(at("2026-11-01T01:00:00+08:00"))),
         }
     }
 
@@ -260,7 +328,7 @@ impl ArchiveHarness {
 
     /// The archive job writing through `sink` (the table itself, or a wrapper around it).
     pub fn archiver<S: ArchiveSink>(&self, sink: S) -> Archiver<S> {
-        self.archiver_with_clock(sink, self.clock.clone())
+        self.archiver_with_clock(sink, clock_of(&self.now))
     }
 
     pub fn archiver_with_clock<S: ArchiveSink>(&self, sink: S, clock: standings::Clock) -> Archiver<S> {
@@ -296,16 +364,8 @@ impl ArchiveHarness {
         self.table.ranks("points", season, 1, 9_999_999_999).await.unwrap()
     }
 
-    /// The ingest app on this harness's keys (its own clock).
-    pub async fn ingest(&self) -> TestApp {
-        spawn_ingest_keyed(Config::default_boards(), self.keys.clone(), &redis_url()).await
-    }
-
-    /// The query app on this harness's keys and table.
-    pub async fn query(&self) -> TestApp {
-        let (now, clock) = settable_clock(at("2026-11-22T10:00:00+08:00"));
-        let app = query::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock).with_archive(self.table.clone());
-        let redis = self.redis.clone();
-        TestApp { router: query::router(Arc::new(app)), keys: self.keys.clone(), store: self.store.clone(), redis, now }
+    /// The ingest and query functions (with its own clock) on this harness's keys and table.
+    pub async fn app(&self) -> TestApp {
+        spawn_ingest_keyed(Config::default_boards(), self.keys.clone(), &redis_url(), Some(self.table.clone())).await
     }
 }

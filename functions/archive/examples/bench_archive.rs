@@ -1,6 +1,6 @@
 //! The archive benchmark (`bench/src/archive.rs`) as a standalone program:
 //! `./scripts/bench-archive.sh [members]` (starts redis-server and moto_server), or with
-//! `REDIS_URL` and `AWS_ENDPOINT_URL_DYNAMODB` set: `cargo run --release -p archive --example
+//! `REDIS_URL` and `AWS_ENDPOINT_URL_DYNAMODB` set: `cargo run --profile bench-tool -p archive --example
 //! bench_archive -- [members]`. Prints a line per side and the whole result as JSON.
 
 #[path = "../../../bench/src/archive.rs"]
