@@ -5,7 +5,8 @@ sudo_if_needed() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# Installs redis-server and cargo-lambda when they are missing (fresh Debian machine).
+# Installs redis-server, cargo-lambda and moto_server (a local DynamoDB) when they are missing
+# (fresh Debian machine).
 ensure_deps() {
   if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
     sudo_if_needed apt-get update -qq
@@ -18,6 +19,7 @@ ensure_deps() {
   if ! cargo lambda --version >/dev/null 2>&1; then
     python3 -m pip install --quiet cargo-lambda
   fi
+  ensure_moto
 }
 
 # The OpenAPI tests: openapi-spec-validator (pip) validates the document; its jsonschema and
@@ -45,21 +47,12 @@ lint_templates() {
     sam validate --lint --template infra/template.yaml
 }
 
-# moto_server, the DynamoDB emulator run-local.sh starts for the season table.
+# moto_server, the DynamoDB emulator for the season table (tests and run-local.sh), with the
+# boto3 and PyYAML that scripts/local_table.py uses.
 ensure_moto() {
-  if ! python3 -c 'import moto.server, boto3, yaml' 2>/dev/null; then
+  if ! command -v moto_server >/dev/null || ! python3 -c 'import moto.server, boto3, yaml' 2>/dev/null; then
     python3 -m pip install --quiet 'moto[server]'
   fi
-}
-
-# start_moto DIR: a throwaway moto_server on a free loopback port; sets MOTO_PORT. Stopped by
-# stop_pidfile "DIR/moto.pid".
-start_moto() {
-  local dir=$1
-  MOTO_PORT=$(free_port)
-  moto_server -H 127.0.0.1 -p "$MOTO_PORT" >"$dir/moto.log" 2>&1 &
-  echo $! >"$dir/moto.pid"
-  wait_http "http://127.0.0.1:$MOTO_PORT/moto-api/" 30 || { cat "$dir/moto.log" >&2; return 1; }
 }
 
 # The browser tests: Debian's chromium and playwright-core (npm, pinned by
@@ -97,6 +90,18 @@ start_redis() {
   return 1
 }
 
+# start_moto DIR: a throwaway moto_server (an in-memory DynamoDB) on a free loopback port, and
+# the AWS SDK pointed at it with dummy credentials; sets MOTO_PORT, writes DIR/moto.pid.
+start_moto() {
+  local dir=$1
+  MOTO_PORT=$(free_port)
+  moto_server -H 127.0.0.1 -p "$MOTO_PORT" >"$dir/moto.log" 2>&1 &
+  echo $! >"$dir/moto.pid"
+  wait_http "http://127.0.0.1:$MOTO_PORT/moto-api/" 60 || { cat "$dir/moto.log" >&2; return 1; }
+  export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$MOTO_PORT"
+  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+}
+
 # stop_pidfile FILE: stops that process and waits until it is gone.
 stop_pidfile() {
   [ -f "$1" ] || return 0
@@ -107,10 +112,10 @@ stop_pidfile() {
 }
 
 # prepare_run_dir: sets $run, a scratch directory for this script's servers; on exit the
-# redis-server started there is stopped and the directory removed.
+# redis-server and moto_server started there are stopped and the directory removed.
 prepare_run_dir() {
   run=$(mktemp -d)
-  trap 'stop_pidfile "$run/redis.pid"; rm -rf "$run"' EXIT
+  trap 'stop_pidfile "$run/redis.pid"; stop_pidfile "$run/moto.pid"; rm -rf "$run"' EXIT
 }
 
 # wait_http URL SECONDS: until URL answers at all.

@@ -23,7 +23,6 @@ case "${1:-}" in
 esac
 
 ensure_deps
-ensure_moto
 
 run=$(mktemp -d)
 cleanup() {
@@ -34,6 +33,7 @@ cleanup() {
   fi
   stop_pidfile "$run/moto.pid"
   stop_pidfile "$run/redis.pid"
+  stop_pidfile "$run/moto.pid"
   rm -rf "$run" || true
 }
 trap cleanup EXIT
@@ -109,6 +109,9 @@ Hot videos:      curl -s '$base/v1/hot/hot-videos'   (hotness runs every minute)
 Post an event:   curl -s -X POST $base/v1/events -H 'content-type: application/json' \\
                    -d '{"event_id":"e1","user_id":"alice","action":"comment","target":"article-1"}'
 OpenAPI:         $base/v1/openapi.json
+Archive a finished season, then read it:
+                 cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port $port archive --data-ascii '{"board":"points","season":"2026-10"}'
+                 curl -s '$base/v1/boards/points/seasons/2026-10/top'
 Ctrl-C stops everything.
 MSG
 wait "$watch_pid"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: the SAM template's linters, unit, property and integration tests
-# against a real redis-server, the functions through `cargo lambda watch`, and (without test
-# filters) the page in headless Chromium and a smoke run of scripts/run-local.sh, all started
-# here on loopback and stopped on exit.
+# against a real redis-server and a real moto_server (DynamoDB), the functions through
+# `cargo lambda watch`, and (without test filters) the page in headless Chromium and a smoke run
+# of scripts/run-local.sh, all started here on loopback and stopped on exit.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -18,18 +18,23 @@ cleanup() {
     wait "$watch_pid" 2>/dev/null
   fi
   stop_pidfile "$run/redis.pid"
+  stop_pidfile "$run/moto.pid"
   rm -rf "$run" || true
 }
 trap cleanup EXIT
 
 start_redis "$run"
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+start_moto "$run"
 
 cargo build --workspace --all-targets --locked
 
-# cargo lambda watch serves every function at /lambda-url/<package>/...
+# cargo lambda watch serves every function at /lambda-url/<package>/..., with its own key prefix
+# and season table (created here, as the template does in AWS); the tests are told both.
+export STANDINGS_WATCH_KEY_PREFIX="watch-$$" STANDINGS_WATCH_TABLE="watch-$$"
+STANDINGS_TABLE="$STANDINGS_WATCH_TABLE" cargo run -q --locked -p archive --example create_table
 watch_port=$(free_port)
-STANDINGS_AUTH=off STANDINGS_KEY_PREFIX="watch-$$" \
+STANDINGS_AUTH=off STANDINGS_KEY_PREFIX="$STANDINGS_WATCH_KEY_PREFIX" STANDINGS_TABLE="$STANDINGS_WATCH_TABLE" \
   setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$watch_port" --ignore-changes \
   >"$run/watch.log" 2>&1 &
 watch_pid=$!

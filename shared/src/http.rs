@@ -219,6 +219,13 @@ impl From<StoreError> for ApiError {
     }
 }
 
+#[cfg(feature = "dynamodb")]
+impl From<crate::season_table::TableError> for ApiError {
+    fn from(error: crate::season_table::TableError) -> Self {
+        Self::unavailable(&error)
+    }
+}
+
 impl From<ProfileError> for ApiError {
     fn from(error: ProfileError) -> Self {
         Self::new(StatusCode::BAD_REQUEST, "malformed", error.to_string())

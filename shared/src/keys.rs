@@ -59,6 +59,12 @@ impl BoardKeys {
         format!("{}:z:{}:{}", self.base, period.kind.as_str(), period.id)
     }
 
+    /// A period's sorted set once frozen for archiving: renamed from `period` and never written
+    /// again (the guard refuses every event for a closed period).
+    pub fn frozen(&self, period: &Period) -> String {
+        format!("{}:frozen:{}:{}", self.base, period.kind.as_str(), period.id)
+    }
+
     /// Dedupe marker of one event on this board: payload fingerprint and the first reply.
     pub fn event(&self, event_id: &str) -> String {
         format!("{}:evt:{event_id}", self.base)
@@ -152,6 +158,7 @@ mod tests {
             board.sign_ins("u1", "2026-11"),
             board.rate_log("u1", "learning"),
             board.audit(),
+            board.frozen(&day),
         ];
         for key in &keys {
             assert_eq!(hash_tag(key), "activity", "{key}");

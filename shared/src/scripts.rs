@@ -32,6 +32,7 @@ pub fn hashes() -> Vec<&'static str> {
         &sign_in::SIGN_IN,
         &moderation::BAN,
         &moderation::CORRECT_SCORE,
+        &crate::archiving::FREEZE_SEASON,
     ]
     .into_iter()
     .map(|script| script.get_hash())

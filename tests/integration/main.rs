@@ -1,7 +1,9 @@
 //! One integration binary (faster to link, one place to read). Every module talks to the real
-//! redis-server started by scripts/test.sh; each test has its own key prefix.
+//! redis-server (and, for archives, the moto_server) started by scripts/test.sh; each test has
+//! its own key prefix.
 
 mod admin;
+mod archive;
 mod batch;
 mod exactly_once;
 mod friends;

@@ -1,10 +1,13 @@
 //! Test harness: a `spawn_app`-style helper that wires the real router to the real Redis
 //! started by `scripts/test.sh` (`REDIS_URL`), with a key prefix of its own per test so tests
-//! run in parallel on one server, and an injectable clock.
+//! run in parallel on one server, and an injectable clock. Archive tests also get a DynamoDB
+//! table of their own on the real moto_server the script starts (`ArchiveHarness`).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use archive::{Archiver, Backoff, Settings};
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -16,7 +19,10 @@ use serde_json::{json, Value};
 use standings::config::Config;
 use standings::http::{AuthMode, ADMIN_SCOPE, WRITE_SCOPE};
 use standings::keys::Keys;
+use standings::period::Period;
+use standings::season_table::{ArchiveSink, ArchivedEntry, SeasonTable};
 use standings::store::{RedisSettings, Store};
+use standings::tiebreak;
 use tower::ServiceExt;
 
 /// The Redis every integration test talks to.
@@ -76,7 +82,11 @@ pub async fn spawn_ingest_with(config: Config) -> TestApp {
 /// An app whose store is at `store_url` (e.g. a port nothing listens on); assertions still
 /// read the suite's Redis.
 pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
-    let keys = Keys::new(&unique_prefix()).unwrap();
+    spawn_ingest_keyed(config, Keys::new(&unique_prefix()).unwrap(), store_url, None).await
+}
+
+/// The app on given keys; its `query` function reads archived seasons from `archive`, if any.
+async fn spawn_ingest_keyed(config: Config, keys: Keys, store_url: &str, archive: Option<SeasonTable>) -> TestApp {
     let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let config = Arc::new(config);
@@ -84,6 +94,10 @@ pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
     let metrics = standings::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
     let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
     let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
+    let query = match archive {
+        Some(table) => query.with_archive(table),
+        None => query,
+    };
     let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now, config }
 }
@@ -241,4 +255,122 @@ pub fn month(board_tz_date: &str) -> standings::period::Period {
 
 pub fn season(board_tz_date: &str) -> standings::period::Period {
     period_on(standings::period::PeriodKind::Season, board_tz_date)
+}
+
+/// A season table of the test's own on the suite's moto_server, created from the one definition
+/// in `standings::season_table`.
+pub async fn unique_season_table() -> SeasonTable {
+    std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+        .expect("AWS_ENDPOINT_URL_DYNAMODB is not set: run the suite with scripts/test.sh, which starts moto_server");
+    // moto answers large pages far slower than DynamoDB: give each attempt a minute.
+    let table = SeasonTable::connect_with_attempt_timeout(format!("seasons-{}", unique_prefix()), Duration::from_secs(60)).await;
+    table.create_if_missing().await.unwrap();
+    table
+}
+
+/// A member as ingest leaves it on a season board: whole points, and when they were reached.
+pub type Member = (String, i64, DateTime<Utc>);
+
+/// `n` members spread over `season`, with many equal points and groups of three that reached
+/// the same points in the same second, so every tie-break rule is exercised.
+pub fn season_members(n: u64, season: &Period) -> Vec<Member> {
+    let start = season.start.unwrap().with_timezone(&Utc);
+    (0..n)
+        .map(|i| {
+            let points = 1 + (i / 6 * 7_919 % 3_000) as i64;
+            let reached_at = start + chrono::Duration::seconds((i / 3 * 7_907 % (25 * 86_400)) as i64);
+            (format!("u{i:06}"), points, reached_at)
+        })
+        .collect()
+}
+
+/// Puts `members` on the sorted set `key`, scored as ingest scores them.
+pub async fn seed_board(key: &str, members: &[Member]) {
+    let mut conn = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    for chunk in members.chunks(1000) {
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(key);
+        for (user, points, reached_at) in chunk {
+            zadd.arg(tiebreak::encode(*points, *reached_at).unwrap()).arg(user);
+        }
+        let _: u64 = zadd.query_async(&mut conn).await.unwrap();
+    }
+}
+
+/// Redis keys and a DynamoDB table of the test's own, the archive job with an injectable clock,
+/// and the ingest and query apps on the same keys and table.
+pub struct ArchiveHarness {
+    pub config: Arc<Config>,
+    pub keys: Keys,
+    pub store: Store,
+    pub table: SeasonTable,
+    pub redis: redis::aio::MultiplexedConnection,
+    now: Arc<Mutex<DateTime<Utc>>>,
+}
+
+impl ArchiveHarness {
+    /// The archive job's clock starts past October 2026's end plus grace (Asia/Shanghai).
+    pub async fn new() -> Self {
+        Self {
+            config: Arc::new(Config::default_boards()),
+            keys: Keys::new(&unique_prefix()).unwrap(),
+            store: Store::connect(&RedisSettings::standalone(&redis_url())).unwrap(),
+            table: unique_season_table().await,
+            redis: redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap(),
+            now: Arc::new(Mutex::new(at("2026-11-01T01:00:00+08:00"))),
+        }
+    }
+
+    pub fn set_now(&self, now: DateTime<Utc>) {
+        *self.now.lock().unwrap() = now;
+    }
+
+    /// The job's settings, with millisecond backoff so retries stay quick.
+    pub fn settings() -> Settings {
+        let backoff = Backoff { base: Duration::from_millis(1), cap: Duration::from_millis(20), max_attempts: 10 };
+        Settings { backoff, ..Settings::default() }
+    }
+
+    /// The archive job writing through `sink` (the table itself, or a wrapper around it).
+    pub fn archiver<S: ArchiveSink>(&self, sink: S) -> Archiver<S> {
+        self.archiver_with_clock(sink, clock_of(&self.now))
+    }
+
+    pub fn archiver_with_clock<S: ArchiveSink>(&self, sink: S, clock: standings::Clock) -> Archiver<S> {
+        let (config, keys, store, table) = (self.config.clone(), self.keys.clone(), self.store.clone(), self.table.clone());
+        Archiver::new(config, keys, store, table, sink, clock, Self::settings())
+    }
+
+    /// A season of the `points` board (Asia/Shanghai).
+    pub fn season(id: &str) -> Period {
+        standings::archiving::season_named(id, chrono_tz::Asia::Shanghai).unwrap()
+    }
+
+    /// Puts `members` on the live `points` board of `season`.
+    pub async fn seed(&self, season: &str, members: &[Member]) {
+        seed_board(&self.keys.board("points").period(&Self::season(season)), members).await;
+    }
+
+    /// A board in rank order, straight from Redis: the oracle archived seasons are held to.
+    pub async fn board_in_rank_order(&self, key: &str) -> Vec<Member> {
+        let members: Vec<(String, f64)> =
+            redis::cmd("ZREVRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES").query_async(&mut self.redis.clone()).await.unwrap();
+        members
+            .into_iter()
+            .map(|(user, composite)| {
+                let (points, reached_at) = tiebreak::decode(composite).unwrap();
+                (user, points, reached_at)
+            })
+            .collect()
+    }
+
+    /// Every archived entry of a `points` season, in rank order (one Query over all ranks).
+    pub async fn archived(&self, season: &str) -> Vec<ArchivedEntry> {
+        self.table.ranks("points", season, 1, 9_999_999_999).await.unwrap()
+    }
+
+    /// The ingest and query functions (with its own clock) on this harness's keys and table.
+    pub async fn app(&self) -> TestApp {
+        spawn_ingest_keyed(Config::default_boards(), self.keys.clone(), &redis_url(), Some(self.table.clone())).await
+    }
 }
