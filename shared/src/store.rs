@@ -94,6 +94,17 @@ impl RedisSettings {
     }
 }
 
+/// rustls needs a process-wide crypto provider; redis-rs does not pick one, and a `rediss://`
+/// connection panics without it. `ring` is installed explicitly so that another crate enabling
+/// `aws-lc-rs` in the same binary cannot leave the choice ambiguous.
+fn install_tls_provider() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        // Err means another provider was installed first, which serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 enum Backend {
     Standalone(ConnectionManager),
     Cluster { client: ClusterClient, connection: OnceCell<ClusterConnection> },
@@ -110,6 +121,7 @@ impl Store {
     /// Builds the client without waiting for Redis: a container starts even while the store is
     /// down, and answers 503 until it is back.
     pub fn connect(settings: &RedisSettings) -> Result<Self, StoreError> {
+        install_tls_provider();
         let backend = if settings.cluster {
             let mut builder = ClusterClientBuilder::new(settings.urls.clone())
                 .connection_timeout(settings.connect_timeout)
