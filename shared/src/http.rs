@@ -121,6 +121,10 @@ impl From<IngestError> for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
+        if error.is_out_of_memory() {
+            tracing::error!(error = %error, "store out of memory");
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", "the leaderboard store is full; nothing was written; retry later");
+        }
         Self::unavailable(&error)
     }
 }

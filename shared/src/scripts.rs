@@ -1,6 +1,7 @@
 //! Typed wrappers around the Lua scripts in `scripts/`. Each script is hashed once per
-//! process and called with EVALSHA; after `SCRIPT FLUSH` or a failover to a node that never
-//! saw it, redis-rs answers NOSCRIPT by loading it and retrying, so callers never notice.
+//! process and called with EVALSHA through `Connection::run_script`; after `SCRIPT FLUSH` or a
+//! failover to a node that never saw it, NOSCRIPT is answered by loading it and retrying, so
+//! callers never notice.
 
 use std::sync::LazyLock;
 
@@ -9,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::keys::BoardKeys;
 use crate::scoring::{BoardPlan, Ledger, Mode};
-use crate::store::{Connection, StoreError};
+use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
 
 static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
 
@@ -51,7 +52,7 @@ pub enum ApplyReply {
 }
 
 /// Applies one board's share of an event: dedupe, ledger, cap, every period board, TTLs and
-/// the new ranks, atomically, in one round trip.
+/// the new ranks, atomically, in one round trip (with `wait` for replicas in the same one).
 pub async fn apply_event(
     conn: &mut Connection,
     keys: &BoardKeys,
@@ -59,6 +60,7 @@ pub async fn apply_event(
     event_id: &str,
     member: &str,
     fingerprint: &str,
+    wait: ReplicaWait,
 ) -> Result<ApplyReply, StoreError> {
     let day_ledger = keys.day_ledger(member, &plan.day.id);
     let day_ledger_expiry = plan.day.end.map_or(0, |end| end.timestamp() + LEDGER_RETENTION_SECS);
@@ -69,8 +71,8 @@ pub async fn apply_event(
     };
     let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
 
-    let mut invocation = APPLY_EVENT.key(keys.event(event_id));
-    invocation.key(ledger).key(day_ledger);
+    let mut invocation = ScriptCall::new(&APPLY_EVENT);
+    invocation.key(keys.event(event_id)).key(ledger).key(day_ledger);
     for period in &plan.periods {
         invocation.key(keys.period(period));
     }
@@ -92,7 +94,7 @@ pub async fn apply_event(
     for period in &plan.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }
-    let (status, body): (String, String) = invocation.invoke_async(conn).await?;
+    let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("apply_event: {e}")));
     match status.as_str() {
         "new" => Ok(ApplyReply::New(outcome()?)),

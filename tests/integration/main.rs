@@ -1,10 +1,16 @@
 //! One integration binary (faster to link, one place to read). Every module talks to the real
-//! redis-server started by scripts/test.sh; each test has its own key prefix.
+//! redis-server started by scripts/test.sh; each test has its own key prefix. scripts/test.sh
+//! runs the binary twice: against a standalone server, then against a 6-node cluster
+//! (`REDIS_CLUSTER=true`), skipping in that second pass the modules that bring servers of
+//! their own (`faults`, `tls`) or use the standalone `cargo lambda watch` (`lambda_watch`).
 
 mod batch;
+mod cluster_slots;
 mod exactly_once;
+mod faults;
 mod lambda_watch;
 mod malformed;
 mod rules;
 mod store_down;
 mod time_and_ties;
+mod tls;

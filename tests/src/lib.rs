@@ -1,6 +1,10 @@
 //! Test harness: a `spawn_app`-style helper that wires the real router to the real Redis
-//! started by `scripts/test.sh` (`REDIS_URL`), with a key prefix of its own per test so tests
-//! run in parallel on one server, and an injectable clock.
+//! started by `scripts/test.sh`, with a key prefix of its own per test so tests run in
+//! parallel on one server, and an injectable clock.
+//!
+//! The suite reaches Redis exactly as the functions do, through `REDIS_URL` / `REDIS_CLUSTER`
+//! (`RedisSettings::from_env`): scripts/test.sh runs it once against a standalone server and
+//! once against a 6-node cluster. The harness's own assertion connection is cluster-aware too.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -15,12 +19,24 @@ use serde_json::{json, Value};
 use standings::config::Config;
 use standings::http::{AuthMode, WRITE_SCOPE};
 use standings::keys::Keys;
-use standings::store::{RedisSettings, Store};
+use standings::store::{Connection, RedisSettings, Store};
 use tower::ServiceExt;
+
+pub mod cluster;
+pub mod load;
+pub mod proxy;
+pub mod servers;
 
 /// The Redis every integration test talks to.
 pub fn redis_url() -> String {
     std::env::var("REDIS_URL").expect("REDIS_URL is not set: run the suite with scripts/test.sh, which starts redis-server")
+}
+
+/// The suite's Redis as the functions would read it from the environment (standalone or
+/// cluster, plain or TLS).
+pub fn redis_settings() -> RedisSettings {
+    redis_url();
+    RedisSettings::from_env().expect("the suite's REDIS_* variables are valid")
 }
 
 /// A prefix no other test (or earlier run) uses.
@@ -38,7 +54,8 @@ pub struct TestApp {
     pub router: Router,
     pub keys: Keys,
     pub store: Store,
-    pub redis: redis::aio::MultiplexedConnection,
+    /// The assertion connection (standalone or cluster, like the app's).
+    pub redis: Connection,
     now: Arc<Mutex<DateTime<Utc>>>,
 }
 
@@ -56,19 +73,30 @@ pub async fn spawn_ingest() -> TestApp {
 }
 
 pub async fn spawn_ingest_with(config: Config) -> TestApp {
-    spawn_ingest_on(config, &redis_url()).await
+    spawn_ingest_at(config, &redis_settings()).await
 }
 
 /// An app whose store is at `store_url` (e.g. a port nothing listens on); assertions still
 /// read the suite's Redis.
 pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
-    let keys = Keys::new(&unique_prefix()).unwrap();
     let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
+    spawn_ingest_with_stores(config, store, Store::connect(&redis_settings()).unwrap()).await
+}
+
+/// An app, and assertions, on the Redis `settings` describe (a server a test started itself).
+pub async fn spawn_ingest_at(config: Config, settings: &RedisSettings) -> TestApp {
+    let store = Store::connect(settings).unwrap();
+    spawn_ingest_with_stores(config, store.clone(), store).await
+}
+
+/// An app on `store`, with assertions on `assertions`.
+pub async fn spawn_ingest_with_stores(config: Config, store: Store, assertions: Store) -> TestApp {
+    let keys = Keys::new(&unique_prefix()).unwrap();
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let clock_now = now.clone();
     let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
     let app = ingest::App::new(Arc::new(config), keys.clone(), store.clone(), clock, AuthMode::Jwt);
-    let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let redis = assertions.connection().await.expect("the assertion connection reaches Redis");
     TestApp { router: ingest::router(Arc::new(app)), keys, store, redis, now }
 }
 
@@ -131,27 +159,9 @@ impl TestApp {
         composite.map(standings::tiebreak::points_of)
     }
 
-    /// Every key this test wrote.
+    /// Every key this test wrote (on every primary, in cluster mode).
     pub async fn written_keys(&self) -> Vec<String> {
-        let mut conn = self.redis.clone();
-        let mut keys: Vec<String> = Vec::new();
-        let mut cursor = 0u64;
-        loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(self.keys.all_pattern())
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            keys.extend(batch);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+        let mut keys = cluster::scan_all(&self.redis, &self.keys.all_pattern()).await;
         keys.sort();
         keys
     }
