@@ -12,6 +12,9 @@ use crate::keys::BoardKeys;
 use crate::scoring::{BoardPlan, Ledger, Mode};
 use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
 
+#[cfg(test)]
+mod key_check;
+
 static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
 
 /// How long an event id is remembered per board.
