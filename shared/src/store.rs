@@ -314,3 +314,41 @@ impl ConnectionLike for Connection {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<RedisSettings, StoreError> {
+        RedisSettings::from_vars(|name| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()))
+    }
+
+    #[test]
+    fn defaults_and_cluster_seed_lists() {
+        let defaults = settings(&[]).unwrap();
+        assert_eq!(defaults.urls, ["redis://127.0.0.1:6379"]);
+        assert!(!defaults.cluster && !defaults.uses_tls());
+        assert_eq!(defaults.replica_wait, ReplicaWait::NONE);
+        let seeds = settings(&[("REDIS_CLUSTER", "rediss://a:1, rediss://b:2")]).unwrap();
+        assert_eq!(seeds.urls, ["rediss://a:1", "rediss://b:2"]);
+        assert!(seeds.cluster && seeds.uses_tls());
+        assert!(settings(&[("REDIS_URL", "redis://x:1"), ("REDIS_CLUSTER", "true")]).unwrap().cluster);
+    }
+
+    #[test]
+    fn replica_waits_are_read_and_bounded() {
+        let wait = settings(&[("REDIS_WAIT_REPLICAS", "1"), ("REDIS_WAIT_TIMEOUT_MS", "250")]).unwrap().replica_wait;
+        assert_eq!(wait, ReplicaWait { replicas: 1, timeout: Duration::from_millis(250) });
+        assert_eq!(wait.with_replicas(Some(0)).replicas, 0, "a board can opt out");
+        assert_eq!(wait.with_replicas(None), wait);
+        for bad in [("REDIS_WAIT_TIMEOUT_MS", "0"), ("REDIS_WAIT_TIMEOUT_MS", "2000"), ("REDIS_WAIT_REPLICAS", "one")] {
+            assert!(matches!(settings(&[bad]), Err(StoreError::Config(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_unreadable_ca_file_names_the_variable() {
+        let Err(StoreError::Config(message)) = settings(&[("REDIS_CA_CERT", "/nonexistent/ca.pem")]) else { panic!("refused") };
+        assert!(message.starts_with("REDIS_CA_CERT /nonexistent/ca.pem"), "{message}");
+    }
+}

@@ -8,6 +8,7 @@ mod batch;
 mod cluster_slots;
 mod exactly_once;
 mod faults;
+mod fuzz;
 mod lambda_watch;
 mod malformed;
 mod rules;

@@ -307,10 +307,7 @@ impl Script {
             let callers: Vec<Script> =
                 others.iter().filter(|source| source.contains(&format!("{function}("))).map(|source| Script::new("", source, &[])).collect();
             for index in 0..params.len() {
-                let keys = !callers.is_empty()
-                    && callers.iter().all(|caller| {
-                        caller.calls_of(function).iter().all(|args| args.get(index).is_some_and(|&(a, b)| caller.is_key(a, b)))
-                    });
+                let keys = !callers.is_empty() && callers.iter().all(|caller| caller.passes_keys(function, index, &caller.key_names));
                 verdicts.insert((function.clone(), index), keys);
             }
         }
@@ -343,10 +340,7 @@ impl Script {
             Source::Expr(a, b) => self.is_key_given(*a, *b, names),
             Source::Param(function, index) => match self.external_params.get(&(function.clone(), *index)) {
                 Some(&keys) => keys,
-                None => {
-                    let calls = self.calls_of(function);
-                    !calls.is_empty() && calls.iter().all(|args| args.get(*index).is_some_and(|&(a, b)| self.is_key_given(a, b, names)))
-                }
+                None => self.passes_keys(function, *index, names),
             },
             Source::ElementOf(table) => self.all_keys(table, names),
             Source::Unknown => false,
@@ -515,6 +509,12 @@ impl Script {
         let open = at + 1;
         let spans = name_of(t.get(at)) == Some("unpack") && is_sym(t.get(open), "(") && closing(t, open) == to - 1;
         if spans { name_of(t.get(open + 1)) } else { None }
+    }
+
+    /// `function` is called, and every call passes a key as argument `index`.
+    fn passes_keys(&self, function: &str, index: usize, names: &HashSet<String>) -> bool {
+        let calls = self.calls_of(function);
+        !calls.is_empty() && calls.iter().all(|args| args.get(index).is_some_and(|&(a, b)| self.is_key_given(a, b, names)))
     }
 
     /// Argument ranges of every call `function(…)` (not its definition).

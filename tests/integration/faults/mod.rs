@@ -5,3 +5,4 @@ mod aof_kill;
 mod dropped_connection;
 mod failover;
 mod out_of_memory;
+mod replica_wait;
