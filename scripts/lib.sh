@@ -24,11 +24,19 @@ free_port() {
   free_ports 1
 }
 
-# free_ports N: N distinct loopback ports nothing listens on (all held open while chosen).
+# free_ports N: N distinct loopback ports nothing listens on (all held open while chosen),
+# below the kernel's ephemeral range so no outgoing connection takes one before its server.
 free_ports() {
-  python3 -c 'import socket, sys
-held = [socket.socket() for _ in range(int(sys.argv[1]))]
-for s in held: s.bind(("127.0.0.1", 0))
+  python3 -c 'import random, socket, sys
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+held = []
+while len(held) < int(sys.argv[1]):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(10000, low)))
+        held.append(s)
+    except OSError:
+        s.close()
 print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
 }
 

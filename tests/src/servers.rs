@@ -14,9 +14,18 @@ use standings::store::RedisSettings;
 
 use crate::cluster::{parse_cluster_nodes, ClusterNode};
 
-/// A loopback port nothing listens on right now.
+/// A loopback port nothing listens on right now, below the kernel's ephemeral range so that
+/// no outgoing connection takes it before the server binds it.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let ephemeral_start: u16 = range.split_whitespace().next().and_then(|p| p.parse().ok()).unwrap_or(32768);
+    loop {
+        let random = std::hash::BuildHasher::hash_one(&std::collections::hash_map::RandomState::new(), crate::unique_prefix());
+        let port = 10_000 + (random % u64::from(ephemeral_start - 10_000)) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// Polls `check` every 20 ms until it yields a value; panics with `what` after `timeout`.
@@ -33,6 +42,8 @@ pub async fn eventually<T, F: std::future::Future<Output = Option<T>>>(what: &st
 
 pub struct RedisServer {
     pub port: u16,
+    /// The cluster bus port of a cluster node.
+    bus_port: Option<u16>,
     dir: PathBuf,
     args: Vec<String>,
     child: Option<Child>,
@@ -42,14 +53,31 @@ impl RedisServer {
     /// Starts a server without persistence (unless `args` ask for it) and waits until it
     /// answers PING.
     pub async fn start(args: &[&str]) -> Self {
+        Self::start_with(args, false).await
+    }
+
+    /// A cluster node (`args` enable cluster mode): it gets a bus port of its own too.
+    pub async fn start_cluster_node(args: &[&str]) -> Self {
+        Self::start_with(args, true).await
+    }
+
+    async fn start_with(args: &[&str], cluster_bus: bool) -> Self {
         let base = std::env::var_os("STANDINGS_TEST_TMP").map_or_else(std::env::temp_dir, PathBuf::from);
-        let dir = base.join(format!("redis-{}", crate::unique_prefix()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let args = args.iter().map(|a| a.to_string()).collect();
-        let mut server = Self { port: free_port(), dir, args, child: None };
-        server.spawn();
-        server.wait_ready().await;
-        server
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        // Another process may bind a port between its choice and the server's start: try anew.
+        for attempt in 1.. {
+            let dir = base.join(format!("redis-{}", crate::unique_prefix()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let bus_port = cluster_bus.then(free_port);
+            let mut server = Self { port: free_port(), bus_port, dir, args: args.clone(), child: None };
+            server.spawn();
+            match server.wait_ready().await {
+                Ok(()) => return server,
+                Err(log) if attempt < 3 && log.contains("Address already in use") => continue,
+                Err(log) => panic!("redis-server exited:\n{log}"),
+            }
+        }
+        unreachable!()
     }
 
     pub fn url(&self) -> String {
@@ -61,6 +89,7 @@ impl RedisServer {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
             .args(["--dir", &path(""), "--logfile", &path("redis.log"), "--pidfile", &path("redis.pid")])
+            .args(self.bus_port.iter().flat_map(|port| ["--cluster-port".to_owned(), port.to_string()]))
             .args(&self.args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -86,7 +115,9 @@ impl RedisServer {
     pub async fn restart(&mut self) {
         self.kill();
         self.spawn();
-        self.wait_ready().await;
+        if let Err(log) = self.wait_ready().await {
+            panic!("redis-server did not come back:\n{log}");
+        }
     }
 
     pub async fn connection(&self) -> redis::RedisResult<MultiplexedConnection> {
@@ -98,23 +129,25 @@ impl RedisServer {
         cmd.query_async(&mut self.connection().await?).await
     }
 
-    /// Until PING answers PONG (not LOADING while an AOF is replayed).
-    async fn wait_ready(&mut self) {
+    /// Until PING answers PONG (not LOADING while an AOF is replayed); the log if the server
+    /// exits instead.
+    async fn wait_ready(&mut self) -> Result<(), String> {
         let log = self.dir.join("redis.log");
         let what = format!("redis-server on port {} (log: {})", self.port, log.display());
         let url = self.url();
         let child = self.child.as_mut().unwrap();
         eventually(&what, Duration::from_secs(20), || {
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!("redis-server exited ({status}):\n{}", std::fs::read_to_string(&log).unwrap_or_default());
-            }
+            let exited = child.try_wait().unwrap().map(|status| format!("({status}) {}", std::fs::read_to_string(&log).unwrap_or_default()));
             let url = url.clone();
             async move {
+                if exited.is_some() {
+                    return exited.map(Err);
+                }
                 let mut conn = redis::Client::open(url).ok()?.get_multiplexed_async_connection().await.ok()?;
-                redis::cmd("PING").query_async::<String>(&mut conn).await.ok().filter(|pong| pong == "PONG")
+                redis::cmd("PING").query_async::<String>(&mut conn).await.ok().filter(|pong| pong == "PONG").map(|_| Ok(()))
             }
         })
-        .await;
+        .await
     }
 }
 
@@ -126,33 +159,22 @@ impl Drop for RedisServer {
 }
 
 /// A Redis Cluster a test owns: `primaries` primaries with one replica each, made with
-/// `redis-cli --cluster create`, with a short node timeout so a failover takes seconds.
+/// `redis-cli --cluster create`, with a short node timeout (`NODE_TIMEOUT_MS`).
 pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
 }
 
-/// How long a primary may be unreachable before the cluster fails it over.
-pub const NODE_TIMEOUT_MS: u64 = 1000;
+/// How long a primary may be unreachable before the cluster fails it over: short, so a
+/// failover takes seconds, but not so short that a busy 2-core machine fails over by itself.
+pub const NODE_TIMEOUT_MS: u64 = 2000;
 
 impl RedisCluster {
     /// Returns once every node sees the cluster ok with every slot covered, and every replica
     /// is in sync with its primary.
     pub async fn start(primaries: usize) -> Self {
         let timeout = NODE_TIMEOUT_MS.to_string();
-        let nodes = join_all((0..primaries * 2).map(|_| {
-            let bus_port = free_port().to_string();
-            let timeout = timeout.clone();
-            async move {
-                RedisServer::start(&[
-                    "--cluster-enabled", "yes",
-                    "--cluster-config-file", "nodes.conf",
-                    "--cluster-node-timeout", &timeout,
-                    "--cluster-port", &bus_port,
-                ])
-                .await
-            }
-        }))
-        .await;
+        let args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", &timeout];
+        let nodes = join_all((0..primaries * 2).map(|_| RedisServer::start_cluster_node(&args))).await;
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
         let created = tokio::process::Command::new("redis-cli")
             .arg("--cluster")

@@ -1,5 +1,5 @@
 //! A cluster primary is killed (SIGKILL) during a load on the board it serves. Each test
-//! builds a 6-node cluster of its own (`servers::RedisCluster`, node timeout 1 s) so it may
+//! builds a 6-node cluster of its own (`servers::RedisCluster`, node timeout 2 s) so it may
 //! break it. After the failover — a replica promoted, as every live node's `CLUSTER NODES`
 //! agrees — ingestion resumes.
 //!
@@ -49,9 +49,10 @@ struct Failover {
 /// then checks what survived against the scores.
 async fn kill_the_boards_primary_during_load(cluster: &mut RedisCluster, app: Arc<TestApp>, restart_killed_node: bool) -> Failover {
     let slot: u16 = cluster.nodes[0].query(redis::cmd("CLUSTER").arg("KEYSLOT").arg("{activity}")).await.unwrap();
-    let primary = cluster.primary_of(slot).await.expect("a healthy cluster");
     let load = Load::start(app.clone(), load::comments(TASKS, EVENTS_PER_TASK, USERS));
     load.wait_for_acknowledged(TASKS * EVENTS_PER_TASK / 4).await;
+    // The slot's primary now (a starved machine may already have failed it over once).
+    let primary = eventually("the board's primary", Duration::from_secs(30), || cluster.primary_of(slot)).await;
     cluster.node(primary).kill();
     let killed_at = Instant::now();
     eventually("a replica promoted for the board's slot", Duration::from_secs(30), || async {
@@ -109,29 +110,45 @@ async fn after_a_primary_dies_ingestion_resumes_and_lost_acknowledged_writes_are
     let mut cluster = RedisCluster::start(3).await;
     let app = Arc::new(spawn_ingest_at(Config::default_boards(), &cluster.settings()).await);
     let failover = kill_the_boards_primary_during_load(&mut cluster, app, false).await;
+    // Not asserted: how much is lost depends on how far the replica lagged (see README).
     report("failover without WAIT", &failover);
-    // What is lost is bounded by what the primary acknowledged in its last moment.
-    assert!(failover.lost.len() < TASKS * 2, "{} lost", failover.lost.len());
 }
 
-/// Mean latency of `count` sequential events.
-async fn mean_latency(app: &TestApp, tag: &str, count: usize) -> Duration {
+/// Events per second over `clients` concurrent clients sending 200 events in all (503s
+/// retried, as a client would), and the mean time per event.
+async fn rate(app: &Arc<TestApp>, tag: &str, clients: usize) -> (f64, Duration) {
+    let per_client = 200 / clients;
     let started = Instant::now();
-    for i in 0..count {
-        let event = json!({"event_id": format!("{tag}-{i}"), "user_id": tag, "action": "comment", "target": format!("{tag}-{i}")});
-        let (status, body) = app.event(event).await;
-        assert_eq!(status, 200, "{body}");
+    let tasks: Vec<_> = (0..clients)
+        .map(|c| {
+            let (app, tag) = (app.clone(), format!("{tag}-{clients}-{c}"));
+            tokio::spawn(async move {
+                for i in 0..per_client {
+                    load::deliver(&app, json!({"event_id": format!("{tag}-{i}"), "user_id": tag, "action": "comment", "target": format!("x{i}")})).await;
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
     }
-    started.elapsed() / count as u32
+    let elapsed = started.elapsed();
+    let events = clients * per_client;
+    (events as f64 / elapsed.as_secs_f64(), elapsed * clients as u32 / events as u32)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn with_wait_replicas_no_acknowledged_write_is_lost() {
     let mut cluster = RedisCluster::start(3).await;
     let waiting = Arc::new(spawn_ingest_at(Config::parse(WAITING_BOARD).unwrap(), &cluster.settings()).await);
-    let plain = spawn_ingest_at(Config::default_boards(), &cluster.settings()).await;
-    let (with_wait, without) = (mean_latency(&waiting, "wait", 200).await, mean_latency(&plain, "plain", 200).await);
-    println!("latency per event on loopback: {without:?} without WAIT, {with_wait:?} with WAIT 1");
+    let plain = Arc::new(spawn_ingest_at(Config::default_boards(), &cluster.settings()).await);
+    for clients in [1, 8] {
+        let ((plain_rate, plain_time), (wait_rate, wait_time)) = (rate(&plain, "plain", clients).await, rate(&waiting, "wait", clients).await);
+        println!(
+            "{clients} client(s) on loopback: {plain_rate:.0} events/s, {plain_time:?} each without WAIT; \
+             {wait_rate:.0} events/s, {wait_time:?} each with WAIT 1"
+        );
+    }
 
     let failover = kill_the_boards_primary_during_load(&mut cluster, waiting, true).await;
     report("failover with WAIT 1", &failover);
