@@ -19,23 +19,13 @@ use standings_tests::cluster::scan_all;
 use standings_tests::load::{self, Delivery, Load};
 use standings_tests::servers::{eventually, RedisCluster};
 use standings_tests::{day, spawn_ingest_at, TestApp};
+
+use super::WAITING_BOARD;
 use tokio::time::Instant;
 
 const TASKS: usize = 8;
 const EVENTS_PER_TASK: usize = 150;
 const USERS: usize = 20;
-
-/// The default `activity` board's comment rule, waiting for one replica on every write.
-const WAITING_BOARD: &str = r#"
-[[boards]]
-name = "activity"
-kind = "cumulative"
-timezone = "Asia/Shanghai"
-periods = ["day", "month"]
-top = 30
-wait_replicas = 1
-rules = [{ action = "comment", points = 3, scope = "user_target_day", reversible = true }]
-"#;
 
 struct Failover {
     deliveries: Vec<Delivery>,

@@ -6,3 +6,15 @@ mod dropped_connection;
 mod failover;
 mod out_of_memory;
 mod replica_wait;
+
+/// The default `activity` board's comment rule, waiting for one replica on every write.
+const WAITING_BOARD: &str = r#"
+[[boards]]
+name = "activity"
+kind = "cumulative"
+timezone = "Asia/Shanghai"
+periods = ["day", "month"]
+top = 30
+wait_replicas = 1
+rules = [{ action = "comment", points = 3, scope = "user_target_day", reversible = true }]
+"#;

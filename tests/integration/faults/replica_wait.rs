@@ -8,16 +8,7 @@ use standings::store::RedisSettings;
 use standings_tests::servers::RedisServer;
 use standings_tests::{day, spawn_ingest_at};
 
-const WAITING_BOARD: &str = r#"
-[[boards]]
-name = "activity"
-kind = "cumulative"
-timezone = "Asia/Shanghai"
-periods = ["day"]
-top = 30
-wait_replicas = 1
-rules = [{ action = "comment", points = 3, scope = "user_target_day" }]
-"#;
+use super::WAITING_BOARD;
 
 #[tokio::test]
 async fn a_write_no_replica_acknowledges_is_a_503_until_one_has_it() {
