@@ -11,13 +11,7 @@ cd "$(dirname "$0")/.."
 ensure_deps
 minutes=${1:-10}
 
-run=$(mktemp -d)
-cleanup() {
-  stop_redis_under "$run"
-  rm -rf "$run"
-}
-trap cleanup EXIT
-
-start_redis "$run/standalone"
+prepare_run_dir
+start_redis "$run"
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT" STANDINGS_FUZZ_SECONDS=$((minutes * 60)) \
   cargo test --locked -p standings-tests --test integration fuzz:: -- --nocapture

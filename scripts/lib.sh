@@ -20,6 +20,31 @@ ensure_deps() {
   fi
 }
 
+# The OpenAPI tests: openapi-spec-validator (pip) validates the document; its jsonschema and
+# referencing check real answers against it (tests/openapi/conforms.py).
+ensure_test_deps() {
+  if ! python3 -c 'import openapi_spec_validator' 2>/dev/null; then
+    python3 -m pip install --quiet openapi-spec-validator
+  fi
+}
+
+# The browser tests: Debian's chromium and playwright-core (npm, pinned by
+# tests/browser/package-lock.json; it drives /usr/bin/chromium and downloads no browser).
+ensure_browser_deps() {
+  if [ ! -x /usr/bin/chromium ]; then
+    sudo_if_needed apt-get update -qq
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+  fi
+  if ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)' 2>/dev/null; then
+    echo "the browser tests need Node.js 20 or newer (node and npm on PATH)" >&2
+    exit 1
+  fi
+  # `npm ls` fails when what is installed does not match package.json (missing or other version).
+  if ! npm ls --prefix tests/browser >/dev/null 2>&1; then
+    npm ci --prefix tests/browser --no-audit --no-fund --loglevel=error
+  fi
+}
+
 free_port() {
   free_ports 1
 }
@@ -157,6 +182,13 @@ stop_redis_under() {
   while IFS= read -r pidfile; do
     stop_pidfile "$pidfile"
   done < <(find "$1" -name redis.pid 2>/dev/null)
+}
+
+# prepare_run_dir: sets $run, a scratch directory for this script's servers; on exit every
+# redis-server started under it is stopped and the directory removed.
+prepare_run_dir() {
+  run=$(mktemp -d)
+  trap 'stop_redis_under "$run"; rm -rf "$run"' EXIT
 }
 
 # wait_http URL SECONDS: until URL answers at all.

@@ -10,7 +10,7 @@ ensure_deps
 run=$(mktemp -d)
 cleanup() {
   stop_pidfile "$run/redis.pid"
-  rm -rf "$run"
+  rm -rf "$run" || true
 }
 trap cleanup EXIT
 

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: unit, property and integration tests against real Redis — a
-# standalone redis-server, a 6-node Redis Cluster and a TLS-only server with an ACL user — and
-# the functions through `cargo lambda watch`, all started here on loopback and stopped on exit.
-# Extra arguments go to both `cargo test` runs (e.g. a test name filter).
+# standalone redis-server, a 6-node Redis Cluster and a TLS-only server with an ACL user — the
+# functions through `cargo lambda watch`, and (without test filters) the page in headless
+# Chromium, all started here on loopback and stopped on exit. Extra arguments go to both
+# `cargo test` runs (e.g. a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_deps
+ensure_test_deps
 
 run=$(mktemp -d)
 # Servers the fault tests start for themselves live here too, so they are stopped on exit
 # even if a test process dies before it can stop them.
 export STANDINGS_TEST_TMP="$run"
 cleanup() {
-  [ -n "${watch_pid:-}" ] && kill -- "-$watch_pid" 2>/dev/null
+  if [ -n "${watch_pid:-}" ]; then
+    kill -- "-$watch_pid" 2>/dev/null
+    wait "$watch_pid" 2>/dev/null
+  fi
   stop_redis_under "$run"
-  rm -rf "$run"
+  rm -rf "$run" || true
 }
 trap cleanup EXIT
 
@@ -39,6 +44,13 @@ wait_http "http://127.0.0.1:$watch_port/" 120 || { cat "$run/watch.log"; exit 1;
 export STANDINGS_WATCH_URL="http://127.0.0.1:$watch_port"
 
 cargo test --workspace --locked "$@" || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }
+
+# The live page in headless Chromium, against the same cargo lambda watch (a filtered run skips it).
+if [ $# -eq 0 ]; then
+  ensure_browser_deps
+  STANDINGS_SCREENSHOT_DIR="${CARGO_TARGET_DIR:-$PWD/target}/browser" node --test tests/browser/*.test.mjs \
+    || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }
+fi
 
 # The same integration suite again, against the cluster. Modules that bring servers of their
 # own (faults, tls) or drive the standalone `cargo lambda watch` ran in the first pass.

@@ -1,19 +1,27 @@
 //! HTTP glue shared by the API functions: the one place where errors become status codes,
 //! JSON bodies with our error shape, and scope checks on API Gateway's JWT claims.
 
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::Extensions;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
+use lambda_http::aws_lambda_events::apigw::ApiGatewayRequestAuthorizerJwtDescription;
 use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
+use crate::hot::HotError;
 use crate::ingestion::{BatchRefusal, IngestError};
+use crate::moderation::ModerationError;
+use crate::period::EventTimeError;
 use crate::profiles::ProfileError;
 use crate::scoring::Refusal;
+use crate::scripts::GuardRefusal;
+use crate::sign_ins::SignInError;
 use crate::store::StoreError;
 
 /// Largest request body accepted by the API functions.
@@ -29,17 +37,23 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
-/// `{"error":{"code","message"}}` with its status.
+/// `{"error":{"code","message"}}` with its status, and a `Retry-After` header when set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// Seconds the client should wait before retrying (503, 429).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into() }
+        Self { status, code, message: message.into(), retry_after: None }
+    }
+
+    pub fn with_retry_after(self, seconds: u64) -> Self {
+        Self { retry_after: Some(seconds), ..self }
     }
 
     pub fn malformed(message: impl Into<String>) -> Self {
@@ -58,21 +72,17 @@ impl ApiError {
     pub fn unavailable(cause: &dyn std::error::Error) -> Self {
         tracing::error!(error = %cause, "store unavailable");
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", "the leaderboard store is unavailable; retry shortly")
+            .with_retry_after(1)
     }
 
     pub fn detail(self) -> ErrorDetail {
         ErrorDetail { code: self.code, message: self.message }
     }
-
-    /// Seconds a client should wait before retrying, when the status calls for it.
-    fn retry_after(&self) -> Option<u32> {
-        (self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(1)
-    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, retry_after) = (self.status, self.retry_after());
+        let (status, retry_after) = (self.status, self.retry_after);
         let mut response = (status, Json(json!({"error": self.detail()}))).into_response();
         if let Some(seconds) = retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
@@ -81,23 +91,58 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Status and code of a refused event: the one table mapping refusals to HTTP.
+pub fn refusal_status(refusal: &Refusal) -> (StatusCode, &'static str) {
+    match refusal {
+        Refusal::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+        Refusal::MissingTarget(_) => (StatusCode::BAD_REQUEST, "malformed"),
+        Refusal::UnknownAction(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_action"),
+        Refusal::NotReversible(_) => (StatusCode::UNPROCESSABLE_ENTITY, "not_reversible"),
+        Refusal::PointsNotAllowed(_) => (StatusCode::UNPROCESSABLE_ENTITY, "points_not_allowed"),
+        Refusal::PointsOutOfRange { .. } | Refusal::OutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
+        Refusal::EventTime(time) => (StatusCode::UNPROCESSABLE_ENTITY, event_time_code(time)),
+    }
+}
+
+/// Status and code of a failed event.
+pub fn ingest_status(error: &IngestError) -> (StatusCode, &'static str) {
+    match error {
+        IngestError::Refused(refusal) => refusal_status(refusal),
+        IngestError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
+        IngestError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
+        IngestError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
+        IngestError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
+        IngestError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+        IngestError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
+    }
+}
+
 impl From<Refusal> for ApiError {
     fn from(refusal: Refusal) -> Self {
-        let code = match &refusal {
-            Refusal::InvalidId(_) => "invalid_id",
-            Refusal::MissingTarget(_) => "malformed",
-            Refusal::UnknownAction(_) => "unknown_action",
-            Refusal::NotReversible(_) => "not_reversible",
-            Refusal::PointsNotAllowed(_) => "points_not_allowed",
-            Refusal::PointsOutOfRange { .. } | Refusal::OutOfRange(_) => "out_of_range",
-            Refusal::EventTime(crate::period::EventTimeError::TooLate(_)) => "too_late",
-            Refusal::EventTime(crate::period::EventTimeError::InFuture(_)) => "in_future",
-        };
-        let status = match &refusal {
-            Refusal::InvalidId(_) | Refusal::MissingTarget(_) => StatusCode::BAD_REQUEST,
-            _ => StatusCode::UNPROCESSABLE_ENTITY,
-        };
+        let (status, code) = refusal_status(&refusal);
         Self::new(status, code, refusal.to_string())
+    }
+}
+
+fn event_time_code(error: &EventTimeError) -> &'static str {
+    match error {
+        EventTimeError::TooLate(_) => "too_late",
+        EventTimeError::InFuture(_) => "in_future",
+    }
+}
+
+impl From<HotError> for ApiError {
+    fn from(error: HotError) -> Self {
+        let unprocessable = |code| Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, error.to_string());
+        match &error {
+            HotError::UnknownBoard(_) => Self::new(StatusCode::NOT_FOUND, "unknown_board", error.to_string()),
+            HotError::InvalidId(_) => Self::new(StatusCode::BAD_REQUEST, "invalid_id", error.to_string()),
+            HotError::LimitOutOfRange => Self::new(StatusCode::BAD_REQUEST, "out_of_range", error.to_string()),
+            HotError::DeltaOutOfRange(_) => unprocessable("out_of_range"),
+            HotError::EventTime(time) => unprocessable(event_time_code(time)),
+            HotError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
+            HotError::Store(store) => Self::unavailable(store),
+        }
     }
 }
 
@@ -111,11 +156,60 @@ impl From<BatchRefusal> for ApiError {
 impl From<IngestError> for ApiError {
     fn from(error: IngestError) -> Self {
         match error {
-            IngestError::Refused(refusal) => refusal.into(),
-            IngestError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
-            IngestError::ScoreOutOfRange(_) => Self::new(StatusCode::UNPROCESSABLE_ENTITY, "out_of_range", error.to_string()),
             IngestError::Store(store) => store.into(),
+            other => {
+                let (status, code) = ingest_status(&other);
+                let error = Self::new(status, code, other.to_string());
+                match other {
+                    IngestError::RateLimited { retry_after_secs, .. } => error.with_retry_after(retry_after_secs),
+                    _ => error,
+                }
+            }
         }
+    }
+}
+
+impl From<&GuardRefusal> for ApiError {
+    fn from(refusal: &GuardRefusal) -> Self {
+        let code = match refusal {
+            GuardRefusal::Banned { .. } => "user_banned",
+            GuardRefusal::PeriodClosed { .. } => "period_closed",
+        };
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, refusal.to_string())
+    }
+}
+
+impl From<SignInError> for ApiError {
+    fn from(error: SignInError) -> Self {
+        let (status, code) = match &error {
+            SignInError::NotConfigured => (StatusCode::NOT_FOUND, "not_found"),
+            SignInError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+            SignInError::BadMonth(_) => (StatusCode::BAD_REQUEST, "malformed"),
+            SignInError::InFuture { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "in_future"),
+            SignInError::TooLate { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "too_late"),
+            SignInError::OutOfRange(_) | SignInError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
+            SignInError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
+            SignInError::Guard(refusal) => return refusal.into(),
+            SignInError::Store(store) => return Self::unavailable(store),
+        };
+        Self::new(status, code, error.to_string())
+    }
+}
+
+impl From<ModerationError> for ApiError {
+    fn from(error: ModerationError) -> Self {
+        let (status, code) = match &error {
+            ModerationError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "unknown_board"),
+            ModerationError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+            ModerationError::BadReason => (StatusCode::BAD_REQUEST, "malformed"),
+            ModerationError::BadLimit => (StatusCode::BAD_REQUEST, "out_of_range"),
+            ModerationError::DeltaOutOfRange | ModerationError::Time(_) | ModerationError::ScoreOutOfRange(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
+            }
+            ModerationError::Guard(refusal) => return refusal.into(),
+            ModerationError::Store(store) => return Self::unavailable(store),
+        };
+        Self::new(status, code, error.to_string())
     }
 }
 
@@ -123,7 +217,9 @@ impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         if error.is_out_of_memory() {
             tracing::error!(error = %error, "store out of memory");
-            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", "the leaderboard store is full; nothing was written; retry later");
+            // Memory is freed by expiring keys or by an operator, not within a second.
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", "the leaderboard store is full; nothing was written; retry later")
+                .with_retry_after(5);
         }
         Self::unavailable(&error)
     }
@@ -156,6 +252,45 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
     }
 }
 
+/// Query parameters whose every failure (unknown names, wrong types) is an `ApiError`.
+pub struct QueryParams<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S> for QueryParams<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _: &S) -> Result<Self, Self::Rejection> {
+        axum::extract::Query::try_from_uri(&parts.uri)
+            .map(|axum::extract::Query(params)| QueryParams(params))
+            .map_err(|e| ApiError::malformed(format!("invalid query string: {}", e.body_text())))
+    }
+}
+
+/// One span per request, under the runtime's per-invocation span (which carries the Lambda
+/// request id): route, method, board, and the event id when a handler records it. Ends with
+/// one access line (status, latency). Applied with `route_layer`, after routing.
+pub async fn request_span(request: Request, next: Next) -> Response {
+    use axum::extract::{FromRequestParts, MatchedPath, RawPathParams};
+    let (mut parts, body) = request.into_parts();
+    let route = parts.extensions.get::<MatchedPath>().map_or("", |p| p.as_str()).to_owned();
+    let board = RawPathParams::from_request_parts(&mut parts, &())
+        .await
+        .ok()
+        .and_then(|params| params.iter().find(|(name, _)| *name == "board").map(|(_, value)| value.to_owned()));
+    let request = Request::from_parts(parts, body);
+    let span = tracing::info_span!(
+        "request",
+        method = %request.method(),
+        route = %route,
+        board = board.as_deref().unwrap_or(""),
+        event_id = tracing::field::Empty,
+    );
+    let started = std::time::Instant::now();
+    let response = tracing::Instrument::instrument(next.run(request), span.clone()).await;
+    let status = response.status().as_u16();
+    span.in_scope(|| tracing::info!(status, millis = started.elapsed().as_millis() as u64, "request"));
+    response
+}
+
 /// Answer for any path no route matches.
 pub async fn unknown_route() -> ApiError {
     ApiError::not_found("no such route")
@@ -164,6 +299,14 @@ pub async fn unknown_route() -> ApiError {
 /// Answer for a known path with a method it does not take.
 pub async fn method_not_allowed() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
+}
+
+/// The JWT API Gateway's authorizer validated for this request, if any.
+fn jwt_of(extensions: &Extensions) -> Option<&ApiGatewayRequestAuthorizerJwtDescription> {
+    match extensions.get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.authorizer.as_ref().and_then(|a| a.jwt.as_ref()),
+        _ => None,
+    }
 }
 
 /// How write and admin routes are authorized (`STANDINGS_AUTH`).
@@ -192,11 +335,7 @@ impl AuthMode {
         if self == Self::Off {
             return Ok(());
         }
-        let jwt = match request.extensions().get::<RequestContext>() {
-            Some(RequestContext::ApiGatewayV2(context)) => context.authorizer.as_ref().and_then(|a| a.jwt.as_ref()),
-            _ => None,
-        };
-        let Some(jwt) = jwt else {
+        let Some(jwt) = jwt_of(request.extensions()) else {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthenticated", "this route needs a bearer token"));
         };
         let from_claims = jwt.claims.get("scope").or_else(|| jwt.claims.get("scp"));
@@ -215,6 +354,18 @@ impl AuthMode {
     }
 }
 
+/// The caller's identity (the JWT `sub` claim API Gateway passes), recorded as the actor of
+/// admin actions; `None` without a token (e.g. `STANDINGS_AUTH=off`).
+pub struct Subject(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Subject {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(jwt_of(&parts.extensions).and_then(|jwt| jwt.claims.get("sub").cloned())))
+    }
+}
+
 /// Middleware for write routes.
 pub async fn require_write(State(auth): State<AuthMode>, request: Request, next: Next) -> Result<Response, ApiError> {
     auth.authorize(&request, WRITE_SCOPE)?;
@@ -225,4 +376,20 @@ pub async fn require_write(State(auth): State<AuthMode>, request: Request, next:
 pub async fn require_admin(State(auth): State<AuthMode>, request: Request, next: Next) -> Result<Response, ApiError> {
     auth.authorize(&request, ADMIN_SCOPE)?;
     Ok(next.run(request).await)
+}
+
+/// Serves an API function's router on Lambda: concurrently when `AWS_LAMBDA_MAX_CONCURRENCY`
+/// is above 1 (one instance, many requests, one shared Redis connection), one invocation at a
+/// time otherwise. The response is converted to the runtime's body type before it leaves the
+/// handler, because concurrent mode needs responses that are `Sync`.
+pub async fn run_on_lambda(router: axum::Router) -> Result<(), lambda_http::Error> {
+    use tower::ServiceExt;
+    lambda_http::run_concurrent(lambda_http::service_fn(move |request: lambda_http::Request| {
+        let router = router.clone();
+        async move {
+            let response = router.oneshot(request).await?;
+            Ok::<_, std::convert::Infallible>(lambda_http::IntoResponse::into_response(response).await)
+        }
+    }))
+    .await
 }

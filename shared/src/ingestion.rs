@@ -26,6 +26,12 @@ pub enum IngestError {
     Conflict(String),
     #[error("the new score on board {0:?} would exceed the supported range")]
     ScoreOutOfRange(String),
+    #[error("user {0:?} is banned from board {1:?}")]
+    Banned(String, String),
+    #[error("period {period_id} of board {board:?} is closed for archiving")]
+    PeriodClosed { board: String, period_id: String },
+    #[error("too many {action:?} events for this user on board {board:?}; retry in {retry_after_secs} s")]
+    RateLimited { board: String, action: String, retry_after_secs: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -114,6 +120,17 @@ impl Ingestor {
                 ApplyReply::Duplicate(outcome) => outcome,
                 ApplyReply::Conflict => return Err(IngestError::Conflict(event.event_id.clone())),
                 ApplyReply::OutOfRange => return Err(IngestError::ScoreOutOfRange(board_plan.board.name.clone())),
+                ApplyReply::Banned => return Err(IngestError::Banned(event.user_id.clone(), board_plan.board.name.clone())),
+                ApplyReply::PeriodClosed(period_id) => {
+                    return Err(IngestError::PeriodClosed { board: board_plan.board.name.clone(), period_id });
+                }
+                ApplyReply::RateLimited(retry_after_secs) => {
+                    return Err(IngestError::RateLimited {
+                        board: board_plan.board.name.clone(),
+                        action: board_plan.rule.action.clone(),
+                        retry_after_secs,
+                    });
+                }
             };
             results.push(BoardResult { board: board_plan.board.name.clone(), outcome });
         }

@@ -6,6 +6,8 @@
 //! and tests share one Redis; it is validated to contain no braces. Ids reaching this module
 //! have already passed `ids`' allow-lists.
 
+use chrono::{DateTime, Utc};
+
 use crate::period::Period;
 
 const VERSION: &str = "v1";
@@ -72,9 +74,50 @@ impl BoardKeys {
         format!("{}:once:{user_id}", self.base)
     }
 
+    /// Refusals checked by every write: banned users, periods frozen for archiving.
+    pub fn guard(&self) -> String {
+        format!("{}:guard", self.base)
+    }
+
     /// Targets that have counted once on the whole board (e.g. invitees).
     pub fn target_ledger(&self) -> String {
         format!("{}:targets", self.base)
+    }
+
+    /// A user's sign-ins in one month (`2026-11`): one bit per day, then the streak carried in
+    /// from the previous month (seed 003's bitmap).
+    pub fn sign_ins(&self, user_id: &str, month_id: &str) -> String {
+        format!("{}:signin:{user_id}:{month_id}", self.base)
+    }
+
+    /// Sliding-window log of a user's recent events of one rate-limited action.
+    pub fn rate_log(&self, user_id: &str, action: &str) -> String {
+        format!("{}:rate:{user_id}:{action}", self.base)
+    }
+
+    /// The board's audit log of admin actions (bans, corrections), newest first.
+    pub fn audit(&self) -> String {
+        format!("{}:audit", self.base)
+    }
+
+    /// Heat of one hourly bucket of a window board, named by the bucket's start in UTC.
+    pub fn hot_bucket(&self, start: DateTime<Utc>) -> String {
+        format!("{}:hot:h:{}", self.base, start.format("%Y-%m-%dT%H:%MZ"))
+    }
+
+    /// The board readers see: the synthesized window, or a scale board's only key.
+    pub fn hot_board(&self) -> String {
+        format!("{}:hot:board", self.base)
+    }
+
+    /// Where synthesis builds the next board before swapping it in.
+    pub fn hot_board_next(&self) -> String {
+        format!("{}:hot:next", self.base)
+    }
+
+    /// Hash beside the hot board: when it was last synthesized or scaled, and its size then.
+    pub fn hot_meta(&self) -> String {
+        format!("{}:hot:meta", self.base)
     }
 }
 
@@ -101,12 +144,21 @@ mod tests {
             board.day_ledger("u1", "2026-11-22"),
             board.lifetime_ledger("u1"),
             board.target_ledger(),
+            board.guard(),
+            board.hot_bucket(chrono::DateTime::from_timestamp(1_795_312_800, 0).unwrap()),
+            board.hot_board(),
+            board.hot_board_next(),
+            board.hot_meta(),
+            board.sign_ins("u1", "2026-11"),
+            board.rate_log("u1", "learning"),
+            board.audit(),
         ];
         for key in &keys {
             assert_eq!(hash_tag(key), "activity", "{key}");
             assert!(key.starts_with("st:v1:{activity}:"));
         }
         assert_eq!(keys[0], "st:v1:{activity}:z:day:2026-11-22");
+        assert_eq!(keys[6], "st:v1:{activity}:hot:h:2026-11-22T02:00Z");
     }
 
     #[test]

@@ -1,19 +1,27 @@
 //! Standings: leaderboards on Redis sorted sets, for AWS Lambda.
 //!
-//! Pure logic (`config`, `ids`, `period`, `scoring`, `tiebreak`) takes time as an argument and
-//! never touches the network; `keys` builds every Redis key; `scripts` wraps each Lua script;
-//! `store` owns the connection; `ingestion` and `profiles` are the services the functions call;
-//! `http` maps every error to a status code.
+//! Pure logic (`config`, `decay`, `ids`, `period`, `scoring`, `tiebreak`) takes time as an
+//! argument and never touches the network; `keys` builds every Redis key; `scripts` wraps each
+//! Lua script; `store` owns the connection; `ingestion`, `hot`, `sign_ins`, `moderation` and
+//! `profiles` are the services the functions call; `http` maps every error to a status code.
 
 pub mod config;
+pub mod decay;
+pub mod health;
+pub mod hot;
 pub mod http;
 pub mod ids;
 pub mod ingestion;
 pub mod keys;
+pub mod metrics;
+pub mod moderation;
 pub mod period;
 pub mod profiles;
+pub mod reads;
+pub mod routing;
 pub mod scoring;
 pub mod scripts;
+pub mod sign_ins;
 pub mod store;
 pub mod telemetry;
 pub mod tiebreak;

@@ -46,6 +46,15 @@ impl PeriodKind {
     }
 }
 
+/// A period as the API reports it: ISO-8601 times with the board's offset; `null` for all-time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PeriodInfo {
+    pub period: &'static str,
+    pub period_id: String,
+    pub period_start: Option<String>,
+    pub next_reset: Option<String>,
+}
+
 /// One concrete period of a board, e.g. the day 2026-11-22 in Asia/Shanghai.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Period {
@@ -77,6 +86,16 @@ impl Period {
     /// The period named by a date in the board's timezone (the `at=` query parameter).
     pub fn on_date(kind: PeriodKind, date: NaiveDate, tz: Tz) -> Self {
         Self::containing(kind, local_midnight(date, tz).with_timezone(&Utc), tz)
+    }
+
+    /// What clients show about the period: its id, when it started and when it resets.
+    pub fn info(&self) -> PeriodInfo {
+        PeriodInfo {
+            period: self.kind.as_str(),
+            period_id: self.id.clone(),
+            period_start: self.start.map(|t| t.to_rfc3339()),
+            next_reset: self.end.map(|t| t.to_rfc3339()),
+        }
     }
 
     /// Unix time at which this period's keys expire, if they do.
@@ -173,6 +192,16 @@ mod tests {
         // Brazil skipped 2018-11-04 00:00-01:00.
         let day = Period::on_date(PeriodKind::Day, NaiveDate::from_ymd_opt(2018, 11, 4).unwrap(), Sao_Paulo);
         assert_eq!(day.start.unwrap().to_rfc3339(), "2018-11-04T01:00:00-02:00");
+    }
+
+    #[test]
+    fn resets_are_reported_with_the_boards_offset() {
+        let leap = Period::containing(PeriodKind::Day, utc("2028-02-28T20:00:00Z"), Kolkata).info();
+        assert_eq!(leap.period_id, "2028-02-29", "20:00Z is 01:30 the next day in Kolkata");
+        assert_eq!(leap.period_start.as_deref(), Some("2028-02-29T00:00:00+05:30"));
+        assert_eq!(leap.next_reset.as_deref(), Some("2028-03-01T00:00:00+05:30"));
+        let all = Period::containing(PeriodKind::All, utc("2028-02-28T20:00:00Z"), Kolkata).info();
+        assert_eq!((all.period_id.as_str(), all.period_start, all.next_reset), ("all", None, None));
     }
 
     #[test]

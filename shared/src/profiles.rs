@@ -1,7 +1,10 @@
 //! Display data lives beside the boards, never in them (seed 004: members are stable ids;
 //! a nickname change must not create a second member).
 
-use redis::AsyncCommands;
+use std::collections::HashMap;
+
+use futures::future::try_join_all;
+use redis::cluster_routing::Slot;
 use serde::{Deserialize, Serialize};
 
 use crate::keys::Keys;
@@ -43,6 +46,14 @@ impl Profile {
         Ok(())
     }
 
+    fn from_fields(mut fields: HashMap<String, String>) -> Option<Self> {
+        (!fields.is_empty()).then(|| Self {
+            nickname: fields.remove("nickname"),
+            avatar_url: fields.remove("avatar_url"),
+            title: fields.remove("title"),
+        })
+    }
+
     fn fields(&self) -> Vec<(&'static str, &str)> {
         [("nickname", &self.nickname), ("avatar_url", &self.avatar_url), ("title", &self.title)]
             .into_iter()
@@ -65,9 +76,35 @@ pub async fn put_profile(store: &Store, keys: &Keys, user_id: &str, profile: &Pr
     Ok(())
 }
 
-pub async fn get_profile(store: &Store, keys: &Keys, user_id: &str) -> Result<Profile, StoreError> {
-    let mut conn = store.connection().await?;
-    let fields: std::collections::HashMap<String, String> = conn.hgetall(keys.profile(user_id)).await?;
-    let get = |name: &str| fields.get(name).cloned();
-    Ok(Profile { nickname: get("nickname"), avatar_url: get("avatar_url"), title: get("title") })
+pub async fn get_profile(store: &Store, keys: &Keys, user_id: &str) -> Result<Option<Profile>, StoreError> {
+    Ok(get_many(store, keys, &[user_id]).await?.pop().flatten())
+}
+
+/// Profiles of many users in one pipelined round trip. On a cluster each user's profile is in
+/// a slot of its own and a pipeline may only address one slot, so there is one pipeline per
+/// slot, all sent at once (multiplexed on the per-node connections). A user without a profile
+/// gets `None`.
+pub async fn get_many(store: &Store, keys: &Keys, user_ids: &[&str]) -> Result<Vec<Option<Profile>>, StoreError> {
+    let profile_keys: Vec<String> = user_ids.iter().map(|user_id| keys.profile(user_id)).collect();
+    let mut groups: HashMap<Option<Slot>, Vec<usize>> = HashMap::new();
+    for (index, key) in profile_keys.iter().enumerate() {
+        groups.entry(store.is_cluster().then(|| Slot::for_key(key))).or_default().push(index);
+    }
+    let conn = store.connection().await?;
+    let replies = try_join_all(groups.values().map(|indices| {
+        let mut pipe = redis::pipe();
+        for &index in indices {
+            pipe.hgetall(&profile_keys[index]);
+        }
+        let mut conn = conn.clone();
+        async move { pipe.query_async::<Vec<HashMap<String, String>>>(&mut conn).await }
+    }))
+    .await?;
+    let mut profiles = vec![None; user_ids.len()];
+    for (indices, hashes) in groups.values().zip(replies) {
+        for (&index, fields) in indices.iter().zip(hashes) {
+            profiles[index] = Profile::from_fields(fields);
+        }
+    }
+    Ok(profiles)
 }

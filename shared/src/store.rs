@@ -1,6 +1,7 @@
 //! The Redis connection: standalone (`ConnectionManager`, reconnecting) or cluster
 //! (`cluster_async`), plain or TLS, built once per container and shared by every request.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ pub enum StoreError {
     Protocol(String),
     #[error("redis configuration: {0}")]
     Config(String),
+    #[error("redis did not answer within {0:?}")]
+    Timeout(Duration),
     #[error("only {acknowledged} of {wanted} replicas acknowledged the write in time")]
     NotReplicated { wanted: u32, acknowledged: u32 },
 }
@@ -165,6 +168,7 @@ enum Backend {
 #[derive(Clone)]
 pub struct Store {
     backend: Arc<Backend>,
+    round_trips: Arc<AtomicU64>,
     replica_wait: ReplicaWait,
 }
 
@@ -199,7 +203,7 @@ impl Store {
                 .set_max_delay(Duration::from_millis(500));
             Backend::Standalone(ConnectionManager::new_lazy_with_config(client, config)?)
         };
-        Ok(Self { backend: Arc::new(backend), replica_wait: settings.replica_wait })
+        Ok(Self { backend: Arc::new(backend), round_trips: Arc::default(), replica_wait: settings.replica_wait })
     }
 
     pub fn from_env() -> Result<Self, StoreError> {
@@ -218,19 +222,32 @@ impl Store {
     /// A connection handle; all handles share one multiplexed connection (per node), so
     /// concurrent calls are pipelined.
     pub async fn connection(&self) -> Result<Connection, StoreError> {
-        Ok(match &*self.backend {
-            Backend::Standalone(manager) => Connection::Standalone(manager.clone()),
+        let link = match &*self.backend {
+            Backend::Standalone(manager) => Link::Standalone(manager.clone()),
             Backend::Cluster { client, connection } => {
-                Connection::Cluster(connection.get_or_try_init(|| client.get_async_connection()).await?.clone())
+                Link::Cluster(connection.get_or_try_init(|| client.get_async_connection()).await?.clone())
             }
-        })
+        };
+        Ok(Connection { link, round_trips: self.round_trips.clone() })
+    }
+
+    /// Requests sent to Redis so far by this store (a pipeline or a script call is one; a
+    /// cluster pipeline spanning several nodes is also counted once).
+    pub fn round_trips(&self) -> u64 {
+        self.round_trips.load(Ordering::Relaxed)
     }
 }
 
 #[derive(Clone)]
-pub enum Connection {
+enum Link {
     Standalone(ConnectionManager),
     Cluster(ClusterConnection),
+}
+
+#[derive(Clone)]
+pub struct Connection {
+    link: Link,
+    round_trips: Arc<AtomicU64>,
 }
 
 /// One call of a Lua script: the script, its KEYS and its ARGV, run with
@@ -264,6 +281,15 @@ impl<'a> ScriptCall<'a> {
 }
 
 impl Connection {
+    /// The cluster connection, to address one node (e.g. SCAN on every primary); `None`
+    /// standalone.
+    pub fn cluster(&self) -> Option<&ClusterConnection> {
+        match &self.link {
+            Link::Cluster(cluster) => Some(cluster),
+            Link::Standalone(_) => None,
+        }
+    }
+
     /// Runs a script with EVALSHA; NOSCRIPT (after `SCRIPT FLUSH`, or on a node that never saw
     /// it) is answered by loading the script and running it again. With `wait.replicas > 0`
     /// the script is followed by `WAIT` in the same pipeline, on the same connection (so it
@@ -294,23 +320,25 @@ impl Connection {
 
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Connection::Standalone(c) => c.req_packed_command(cmd),
-            Connection::Cluster(c) => c.req_packed_command(cmd),
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        match &mut self.link {
+            Link::Standalone(c) => c.req_packed_command(cmd),
+            Link::Cluster(c) => c.req_packed_command(cmd),
         }
     }
 
     fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Connection::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
-            Connection::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        match &mut self.link {
+            Link::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
 
     fn get_db(&self) -> i64 {
-        match self {
-            Connection::Standalone(c) => c.get_db(),
-            Connection::Cluster(c) => c.get_db(),
+        match &self.link {
+            Link::Standalone(c) => c.get_db(),
+            Link::Cluster(c) => c.get_db(),
         }
     }
 }

@@ -7,7 +7,7 @@ pub fn init() {
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
     let result = if in_lambda {
-        builder.json().with_current_span(false).without_time().try_init()
+        builder.json().flatten_event(true).with_current_span(false).try_init()
     } else {
         builder.try_init()
     };

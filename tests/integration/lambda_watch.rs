@@ -1,5 +1,6 @@
-//! The ingest function served by `cargo lambda watch` (started by scripts/test.sh), over
-//! real HTTP, with the path API Gateway would map: `/lambda-url/ingest/v1/events`.
+//! The functions served by `cargo lambda watch` (started by scripts/test.sh): ingest over real
+//! HTTP, with the path API Gateway would map (`/lambda-url/ingest/v1/events`), and every
+//! function through `cargo lambda invoke` with the event fixtures kept in the repo.
 
 use serde_json::{json, Value};
 
@@ -27,28 +28,70 @@ async fn the_happy_path_and_an_error_through_cargo_lambda_watch() {
     assert_eq!(error["error"]["code"], "malformed");
 }
 
-/// `cargo lambda invoke` with the API Gateway v2 fixtures kept in the repo.
-fn invoke(fixture: &str) -> Value {
+/// `cargo lambda invoke` of `function` with one of the event fixtures kept beside it in the
+/// repo (`functions/<function>/fixtures/`); the function's JSON answer.
+fn invoke(function: &str, fixture: &str) -> Value {
     let port = watch_url().rsplit(':').next().unwrap().to_owned();
-    let path = format!("{}/../functions/ingest/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../functions/{function}/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
     let output = std::process::Command::new("cargo")
-        .args(["lambda", "invoke", "--invoke-address", "127.0.0.1", "--invoke-port", &port, "--data-file", &path, "ingest"])
+        .args(["lambda", "invoke", "--invoke-address", "127.0.0.1", "--invoke-port", &port, "--data-file", &path, function])
         .output()
         .expect("cargo lambda is installed");
     assert!(output.status.success(), "cargo lambda invoke failed: {}", String::from_utf8_lossy(&output.stderr));
-    serde_json::from_slice(&output.stdout).expect("the function answers an API Gateway v2 response")
+    serde_json::from_slice(&output.stdout).expect("the function answers JSON")
 }
 
 #[tokio::test]
 async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
-    let ok = invoke("post-event.json");
+    let ok = invoke("ingest", "post-event.json");
     assert_eq!(ok["statusCode"], 200, "{ok}");
     let receipt: Value = serde_json::from_str(ok["body"].as_str().unwrap()).unwrap();
     assert_eq!(receipt["event_id"], "fixture-event-1");
     assert_eq!(receipt["results"][0]["board"], "activity");
 
-    let bad = invoke("post-event-malformed.json");
+    let bad = invoke("ingest", "post-event-malformed.json");
     assert_eq!(bad["statusCode"], 400, "{bad}");
     let error: Value = serde_json::from_str(bad["body"].as_str().unwrap()).unwrap();
     assert_eq!(error["error"]["code"], "malformed");
+}
+
+#[tokio::test]
+async fn top_my_rank_and_an_error_through_cargo_lambda_watch() {
+    let client = reqwest::Client::new();
+    let base = format!("{}/lambda-url", watch_url());
+    let user = standings_tests::unique_prefix();
+    for (i, target) in ["x", "y"].iter().enumerate() {
+        let event = json!({"event_id": format!("{user}-{i}"), "user_id": user, "action": "invite", "target": format!("{user}-{target}")});
+        let response = client.post(format!("{base}/ingest/v1/events")).json(&event).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+    }
+    let response = client.get(format!("{base}/query/v1/boards/invites/top?limit=1000")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "public, max-age=5");
+    let top: Value = response.json().await.unwrap();
+    let mine = top["entries"].as_array().unwrap().iter().find(|e| e["user_id"] == user.as_str()).expect("listed");
+    assert_eq!((mine["score"].as_i64(), mine["invite_count"].as_i64()), (Some(200), Some(2)));
+
+    let me: Value = client.get(format!("{base}/query/v1/boards/invites/users/{user}")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(me["rank"], mine["rank"]);
+    assert_eq!(me["score"], 200);
+
+    let response = client.get(format!("{base}/query/v1/boards/nope/top")).send().await.unwrap();
+    assert_eq!(response.status(), 404);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["error"]["code"], "unknown_board");
+}
+
+/// The EventBridge schedule's event, as `cargo lambda invoke hotness --data-file` sends it.
+#[tokio::test]
+async fn the_scheduled_event_fixture_runs_hotness_once_per_minute() {
+    let first = invoke("hotness", "scheduled-event.json");
+    assert_eq!(first["minute"], "2026-11-22T02:00:00Z", "{first}");
+    let boards = first["boards"].as_array().unwrap();
+    assert_eq!(boards.len(), 1, "{first}");
+    assert_eq!((&boards[0]["board"], &boards[0]["skipped"]), (&json!("hot-videos"), &json!(false)));
+    assert!(boards[0]["members"].is_u64() && boards[0]["elapsed_ms"].is_u64(), "{first}");
+
+    let again = invoke("hotness", "scheduled-event.json");
+    assert_eq!(again["boards"][0]["skipped"], true, "a second delivery of the same minute does nothing: {again}");
 }

@@ -4,14 +4,24 @@
 //! (`REDIS_CLUSTER=true`), skipping in that second pass the modules that bring servers of
 //! their own (`faults`, `tls`) or use the standalone `cargo lambda watch` (`lambda_watch`).
 
+mod admin;
 mod batch;
 mod cluster_slots;
 mod exactly_once;
 mod faults;
+mod friends;
 mod fuzz;
+mod health;
+mod hot;
 mod lambda_watch;
+mod limits;
 mod malformed;
+mod openapi;
+mod query;
 mod rules;
+mod runtime_api;
+mod sign_ins;
 mod store_down;
 mod time_and_ties;
 mod tls;
+mod web_page;

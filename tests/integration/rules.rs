@@ -144,15 +144,30 @@ async fn profiles_are_replaced_and_validated() {
     let profile = json!({"nickname": "PlayerOne", "avatar_url": "https://cdn.example.com/a.png"});
     let (status, body) = app.call(axum::http::Method::PUT, "/v1/users/u1/profile", profile.to_string(), WRITER).await;
     assert_eq!((status.as_u16(), &body), (200, &profile));
-    let stored = standings::profiles::get_profile(&app.store, &app.keys, "u1").await.unwrap();
+    let stored = standings::profiles::get_profile(&app.store, &app.keys, "u1").await.unwrap().unwrap();
     assert_eq!(stored.nickname.as_deref(), Some("PlayerOne"));
     let replaced = json!({"nickname": "P1"});
     app.call(axum::http::Method::PUT, "/v1/users/u1/profile", replaced.to_string(), WRITER).await;
-    let stored = standings::profiles::get_profile(&app.store, &app.keys, "u1").await.unwrap();
+    let stored = standings::profiles::get_profile(&app.store, &app.keys, "u1").await.unwrap().unwrap();
     assert_eq!((stored.nickname.as_deref(), stored.avatar_url), (Some("P1"), None));
     let (status, body) =
         app.call(axum::http::Method::PUT, "/v1/users/u1/profile", r#"{"avatar_url":"javascript:alert(1)"}"#, WRITER).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (400, Some("malformed")));
     let (status, _) = app.call(axum::http::Method::PUT, "/v1/users/u1/profile", "{}", Caller::Anonymous).await;
     assert_eq!(status, 401);
+}
+
+#[tokio::test]
+async fn the_board_guard_refuses_banned_users_and_closed_periods_without_writing() {
+    let app = spawn_ingest().await;
+    let guard = app.keys.board("activity").guard();
+    let () = redis::cmd("HSET").arg(&guard).arg("ban|cheater").arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+    let (status, body) = app.event(json!({"event_id": "b1", "user_id": "cheater", "action": "comment", "target": "a"})).await;
+    assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("user_banned")));
+
+    let () = redis::cmd("HSET").arg(&guard).arg("closed|month:2026-11").arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+    let (status, body) = app.event(json!({"event_id": "c1", "user_id": "u1", "action": "comment", "target": "a"})).await;
+    assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("period_closed")));
+    assert!(body["error"]["message"].as_str().unwrap().contains("2026-11"));
+    assert_eq!(app.written_keys().await, vec![guard], "only the guard itself exists");
 }

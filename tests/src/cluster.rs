@@ -64,13 +64,24 @@ pub fn parse_cluster_nodes(text: &str) -> Vec<ClusterNode> {
 
 /// Runs `cmd` on one node of a cluster, or on the standalone server.
 async fn query_node<T: FromRedisValue>(conn: &Connection, node: Option<&ClusterNode>, cmd: Cmd) -> T {
-    match (conn, node) {
-        (Connection::Cluster(cluster), Some(node)) => {
+    match (conn.cluster(), node) {
+        (Some(cluster), Some(node)) => {
             let routing = SingleNodeRoutingInfo::ByAddress { host: node.host.clone(), port: node.port };
             let value = cluster.clone().route_command(cmd, RoutingInfo::SingleNode(routing)).await.unwrap();
             T::from_redis_value(value).unwrap()
         }
         _ => cmd.query_async(&mut conn.clone()).await.unwrap(),
+    }
+}
+
+/// `INFO <section>` of one node (the standalone server, or any node of a cluster, where a
+/// plain INFO would answer for every primary at once).
+pub async fn info(conn: &Connection, section: &str) -> String {
+    let mut info = redis::cmd("INFO");
+    info.arg(section);
+    match conn.cluster() {
+        Some(cluster) => String::from_redis_value(cluster.clone().route_command(info, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)).await.unwrap()).unwrap(),
+        None => info.query_async(&mut conn.clone()).await.unwrap(),
     }
 }
 
@@ -82,11 +93,9 @@ pub async fn cluster_nodes(conn: &Connection) -> Vec<ClusterNode> {
 
 /// Every key matching `pattern`: SCAN on the standalone server, or on every live primary.
 pub async fn scan_all(conn: &Connection, pattern: &str) -> Vec<String> {
-    let nodes = match conn {
-        Connection::Standalone(_) => vec![None],
-        Connection::Cluster(_) => {
-            cluster_nodes(conn).await.into_iter().filter(|n| n.is_primary() && !n.is_failing()).map(Some).collect()
-        }
+    let nodes = match conn.cluster() {
+        None => vec![None],
+        Some(_) => cluster_nodes(conn).await.into_iter().filter(|n| n.is_primary() && !n.is_failing()).map(Some).collect(),
     };
     let mut keys = Vec::new();
     for node in &nodes {

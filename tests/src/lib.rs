@@ -11,13 +11,14 @@ use std::sync::{Arc, Mutex};
 
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
+use aws_lambda_events::eventbridge::EventBridgeEvent;
 use axum::Router;
 use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
 use lambda_http::request::RequestContext;
 use serde_json::{json, Value};
 use standings::config::Config;
-use standings::http::{AuthMode, WRITE_SCOPE};
+use standings::http::{AuthMode, ADMIN_SCOPE, WRITE_SCOPE};
 use standings::keys::Keys;
 use standings::store::{Connection, RedisSettings, Store};
 use tower::ServiceExt;
@@ -50,13 +51,16 @@ pub fn at(rfc3339: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(rfc3339).expect("valid RFC 3339").with_timezone(&Utc)
 }
 
+/// The write (`ingest`) and read (`query`) functions over one Redis prefix and one clock.
 pub struct TestApp {
     pub router: Router,
+    pub query: Router,
     pub keys: Keys,
     pub store: Store,
     /// The assertion connection (standalone or cluster, like the app's).
     pub redis: Connection,
     now: Arc<Mutex<DateTime<Utc>>>,
+    config: Arc<Config>,
 }
 
 /// Scopes a request carries, as API Gateway's JWT authorizer would pass them.
@@ -67,6 +71,16 @@ pub enum Caller<'a> {
 }
 
 pub const WRITER: Caller<'static> = Caller::Scopes(&[WRITE_SCOPE]);
+/// An admin; its token's `sub` is `tester` (see `request_context`).
+pub const ADMIN: Caller<'static> = Caller::Scopes(&[ADMIN_SCOPE]);
+
+/// A configuration of one board, `arena`: all-time, UTC, top 10, with `rules` (a TOML array).
+pub fn arena(rules: &str) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"arena\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = {rules}"
+    ))
+    .expect("a valid arena configuration")
+}
 
 pub async fn spawn_ingest() -> TestApp {
     spawn_ingest_with(Config::default_boards()).await
@@ -84,20 +98,36 @@ pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
 }
 
 /// An app, and assertions, on the Redis `settings` describe (a server a test started itself).
+/// Assertions use a store of their own, so they never count as the app's round trips.
 pub async fn spawn_ingest_at(config: Config, settings: &RedisSettings) -> TestApp {
-    let store = Store::connect(settings).unwrap();
-    spawn_ingest_with_stores(config, store.clone(), store).await
+    spawn_ingest_with_stores(config, Store::connect(settings).unwrap(), Store::connect(settings).unwrap()).await
 }
 
 /// An app on `store`, with assertions on `assertions`.
 pub async fn spawn_ingest_with_stores(config: Config, store: Store, assertions: Store) -> TestApp {
     let keys = Keys::new(&unique_prefix()).unwrap();
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
-    let clock_now = now.clone();
-    let clock: standings::Clock = Arc::new(move || *clock_now.lock().unwrap());
-    let app = ingest::App::new(Arc::new(config), keys.clone(), store.clone(), clock, AuthMode::Jwt);
+    let config = Arc::new(config);
+    let clock = clock_of(&now);
+    let metrics = standings::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
+    let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
+    let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
     let redis = assertions.connection().await.expect("the assertion connection reaches Redis");
-    TestApp { router: ingest::router(Arc::new(app)), keys, store, redis, now }
+    TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now, config }
+}
+
+fn clock_of(now: &Arc<Mutex<DateTime<Utc>>>) -> standings::Clock {
+    let now = now.clone();
+    Arc::new(move || *now.lock().unwrap())
+}
+
+/// The EventBridge schedule's event for the minute of `at`.
+pub fn scheduled_event(at: DateTime<Utc>) -> EventBridgeEvent {
+    let mut event = EventBridgeEvent::default();
+    event.detail_type = "Scheduled Event".into();
+    event.source = "aws.events".into();
+    event.time = Some(at);
+    event
 }
 
 /// The `requestContext` API Gateway (HTTP API, payload v2) attaches after its JWT authorizer.
@@ -112,7 +142,24 @@ pub fn request_context(caller: Caller<'_>) -> Option<RequestContext> {
     Some(serde_json::from_value(context).expect("a valid API Gateway v2 request context"))
 }
 
+async fn send(router: &Router, method: Method, path: &str, body: Body, caller: Caller<'_>) -> (StatusCode, axum::http::HeaderMap, Value) {
+    let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
+    if let Some(context) = request_context(caller) {
+        request = request.extension(context);
+    }
+    let response = router.clone().oneshot(request.body(body).unwrap()).await.unwrap();
+    let (status, headers) = (response.status(), response.headers().clone());
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
+    (status, headers, value)
+}
+
 impl TestApp {
+    /// The `hotness` function on this app's key prefix, store, configuration and clock.
+    pub fn hotness(&self) -> hotness::App {
+        hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now))
+    }
+
     pub fn set_now(&self, now: DateTime<Utc>) {
         *self.now.lock().unwrap() = now;
     }
@@ -133,15 +180,32 @@ impl TestApp {
         body: impl Into<Body>,
         caller: Caller<'_>,
     ) -> (StatusCode, axum::http::HeaderMap, Value) {
-        let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
-        if let Some(context) = request_context(caller) {
-            request = request.extension(context);
-        }
-        let response = self.router.clone().oneshot(request.body(body.into()).unwrap()).await.unwrap();
+        send(&self.router, method, path, body.into(), caller).await
+    }
+
+    /// Any call to the `query` function (read routes are open).
+    pub async fn call_query(&self, method: Method, path: &str, body: impl Into<Body>) -> (StatusCode, Value) {
+        let (status, _, value) = send(&self.query, method, path, body.into(), Caller::Anonymous).await;
+        (status, value)
+    }
+
+    /// A read through the `query` function.
+    pub async fn get(&self, path: &str) -> (StatusCode, Value) {
+        let (status, _, value) = self.get_with_headers(path).await;
+        (status, value)
+    }
+
+    pub async fn get_with_headers(&self, path: &str) -> (StatusCode, axum::http::HeaderMap, Value) {
+        send(&self.query, Method::GET, path, Body::empty(), Caller::Anonymous).await
+    }
+
+    /// A request to the `query` function whose answer need not be JSON (the page, its assets).
+    pub async fn fetch_query(&self, method: Method, path: &str) -> (StatusCode, axum::http::HeaderMap, String) {
+        let request = Request::builder().method(method).uri(path).body(Body::empty()).unwrap();
+        let response = self.query.clone().oneshot(request).await.unwrap();
         let (status, headers) = (response.status(), response.headers().clone());
         let bytes = response.into_body().collect().await.unwrap().to_bytes();
-        let value = serde_json::from_slice(&bytes).unwrap_or_else(|_| panic!("non-JSON body: {:?}", String::from_utf8_lossy(&bytes)));
-        (status, headers, value)
+        (status, headers, String::from_utf8(bytes.to_vec()).expect("a text body"))
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> (StatusCode, Value) {
@@ -159,6 +223,14 @@ impl TestApp {
         composite.map(standings::tiebreak::points_of)
     }
 
+    /// Requests one profile read for `user_ids` makes: one pipeline standalone; on a cluster one
+    /// per slot holding a profile, all sent at once (see `profiles::get_many`).
+    pub fn profile_requests<'a>(&self, user_ids: impl IntoIterator<Item = &'a str>) -> u64 {
+        let slots: std::collections::HashSet<_> =
+            user_ids.into_iter().map(|user| redis::cluster_routing::Slot::for_key(self.keys.profile(user))).collect();
+        if self.store.is_cluster() { slots.len() as u64 } else { u64::from(!slots.is_empty()) }
+    }
+
     /// Every key this test wrote (on every primary, in cluster mode).
     pub async fn written_keys(&self) -> Vec<String> {
         let mut keys = cluster::scan_all(&self.redis, &self.keys.all_pattern()).await;
@@ -167,12 +239,19 @@ impl TestApp {
     }
 }
 
-pub fn day(board_tz_date: &str) -> standings::period::Period {
+fn period_on(kind: standings::period::PeriodKind, board_tz_date: &str) -> standings::period::Period {
     let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Day, date, chrono_tz::Asia::Shanghai)
+    standings::period::Period::on_date(kind, date, chrono_tz::Asia::Shanghai)
+}
+
+pub fn day(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Day, board_tz_date)
 }
 
 pub fn month(board_tz_date: &str) -> standings::period::Period {
-    let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Month, date, chrono_tz::Asia::Shanghai)
+    period_on(standings::period::PeriodKind::Month, board_tz_date)
+}
+
+pub fn season(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Season, board_tz_date)
 }

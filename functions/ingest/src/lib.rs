@@ -1,50 +1,105 @@
 //! The `ingest` function: the write side of the HTTP API (SPEC §4).
 
+mod admin;
+mod hot;
+pub mod observe;
+mod sign_ins;
+
 use std::sync::Arc;
 
 use axum::extract::{DefaultBodyLimit, Path, State};
-use axum::middleware::from_fn_with_state;
-use axum::routing::{post, put};
+use axum::http::Method;
+use axum::middleware::{from_fn, from_fn_with_state};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use standings::config::Config;
-use standings::http::{method_not_allowed, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody, MAX_BODY_BYTES};
+use standings::hot::HotBoards;
+use standings::http::{
+    method_not_allowed, request_span, require_admin, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody,
+    MAX_BODY_BYTES,
+};
 use standings::ids;
 use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::keys::Keys;
+use standings::metrics::{Metrics, Unit};
+use standings::moderation::Moderation;
 use standings::profiles::{self, Profile};
+use standings::routing::Routes;
 use standings::scoring::Event;
+use standings::sign_ins::SignIns;
 use standings::store::Store;
 use standings::Clock;
+
+use crate::observe::Tally;
 
 /// Everything a request needs, built once per container.
 pub struct App {
     pub ingestor: Ingestor,
+    pub hot: HotBoards,
+    pub sign_ins: SignIns,
+    pub moderation: Moderation,
     pub store: Store,
     pub keys: Keys,
     pub clock: Clock,
     pub auth: AuthMode,
+    pub metrics: Metrics,
 }
 
 impl App {
-    pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode) -> Self {
-        Self { ingestor: Ingestor::new(config, keys.clone(), store.clone()), store, keys, clock, auth }
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode, metrics: Metrics) -> Self {
+        Self {
+            ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
+            hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
+            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
+            moderation: Moderation::new(config, keys.clone(), store.clone()),
+            store,
+            keys,
+            clock,
+            auth,
+            metrics,
+        }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
         let keys = Keys::new(&standings::key_prefix_from_env())?;
         let store = Store::from_env()?;
-        Ok(Self::new(config, keys, store, standings::system_clock(), AuthMode::from_env()?))
+        Ok(Self::new(config, keys, store, standings::system_clock(), AuthMode::from_env()?, Metrics::stdout("ingest")))
+    }
+
+    /// Times the store work of one request for the `RedisLatency` metric.
+    async fn timed<T>(&self, route: &str, work: impl std::future::Future<Output = T>) -> T {
+        let started = std::time::Instant::now();
+        let result = work.await;
+        let millis = started.elapsed().as_secs_f64() * 1000.0;
+        self.metrics.put("RedisLatency", Unit::Milliseconds, millis, &[("Route", route)]);
+        result
     }
 }
 
+/// Every route of this function: the router is built from these lists, and the OpenAPI test
+/// compares them with the document.
+pub fn routes() -> Routes<Arc<App>> {
+    write_routes().merge(admin::routes())
+}
+
+/// Routes that need the `standings/write` scope.
+fn write_routes() -> Routes<Arc<App>> {
+    Routes::new()
+        .route(Method::POST, "/v1/events", post_event)
+        .route(Method::POST, "/v1/events:batch", post_batch)
+        .route(Method::PUT, "/v1/users/{user_id}/profile", put_profile)
+        .route(Method::POST, "/v1/hot/{board}/items/{item_id}", hot::post_heat)
+        .route(Method::POST, "/v1/sign-ins", sign_ins::post_sign_in)
+}
+
 pub fn router(app: Arc<App>) -> Router {
-    Router::new()
-        .route("/v1/events", post(post_event))
-        .route("/v1/events:batch", post(post_batch))
-        .route("/v1/users/{user_id}/profile", put(put_profile))
+    let admin = admin::routes().into_router().route_layer(from_fn_with_state(app.auth, require_admin));
+    write_routes()
+        .into_router()
         .route_layer(from_fn_with_state(app.auth, require_write))
+        .merge(admin)
+        .route_layer(from_fn(request_span))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
@@ -52,9 +107,12 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 async fn post_event(State(app): State<Arc<App>>, JsonBody(event): JsonBody<Event>) -> Result<Json<EventReceipt>, ApiError> {
-    let receipt = app.ingestor.record(&event, (app.clock)()).await?;
-    tracing::info!(event_id = %receipt.event_id, duplicate = receipt.duplicate, "event recorded");
-    Ok(Json(receipt))
+    tracing::Span::current().record("event_id", event.event_id.as_str());
+    let result = app.timed("/v1/events", app.ingestor.record(&event, (app.clock)())).await;
+    let mut tally = Tally::default();
+    tally.record(&event.event_id, &result);
+    tally.flush(&app.metrics);
+    Ok(Json(result?))
 }
 
 #[derive(Deserialize)]
@@ -68,13 +126,19 @@ struct BatchReceipt {
     results: Vec<BatchItem>,
 }
 
-/// One event's answer in a batch: its receipt, or its own error with the status a single
-/// `POST /v1/events` would have had.
+/// One event's answer in a batch: its receipt, or its own error with the status (and
+/// `retry_after` seconds, for 429 and 503) a single `POST /v1/events` would have had.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum BatchItem {
     Recorded(EventReceipt),
-    Failed { event_id: String, status: u16, error: ErrorDetail },
+    Failed {
+        event_id: String,
+        status: u16,
+        error: ErrorDetail,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_after: Option<u64>,
+    },
 }
 
 async fn post_batch(
@@ -84,7 +148,12 @@ async fn post_batch(
     if batch.events.len() > MAX_BATCH {
         return Err(ApiError::too_large(format!("a batch holds at most {MAX_BATCH} events")));
     }
-    let outcomes = app.ingestor.record_batch(&batch.events, (app.clock)()).await?;
+    let outcomes = app.timed("/v1/events:batch", app.ingestor.record_batch(&batch.events, (app.clock)())).await?;
+    let mut tally = Tally::default();
+    for (event, outcome) in batch.events.iter().zip(&outcomes) {
+        tally.record(&event.event_id, outcome);
+    }
+    tally.flush(&app.metrics);
     let results: Vec<_> = batch
         .events
         .iter()
@@ -93,7 +162,8 @@ async fn post_batch(
             Ok(receipt) => BatchItem::Recorded(receipt),
             Err(error) => {
                 let error = ApiError::from(error);
-                BatchItem::Failed { event_id: event.event_id.clone(), status: error.status.as_u16(), error: error.detail() }
+                let (status, retry_after) = (error.status.as_u16(), error.retry_after);
+                BatchItem::Failed { event_id: event.event_id.clone(), status, retry_after, error: error.detail() }
             }
         })
         .collect();

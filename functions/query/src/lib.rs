@@ -1,11 +1,25 @@
 //! The `query` function: the read side of the HTTP API (SPEC §4). Read routes are open.
 
+pub mod boards;
+pub mod catalog;
+pub mod health;
+mod hot;
+mod sign_ins;
+pub mod web;
+
 use std::sync::Arc;
 
+use axum::extract::DefaultBodyLimit;
+use axum::http::Method;
+use axum::middleware::from_fn;
 use axum::Router;
 use standings::config::Config;
-use standings::http::{method_not_allowed, unknown_route};
+use standings::hot::HotBoards;
+use standings::http::{method_not_allowed, request_span, unknown_route, MAX_BODY_BYTES};
 use standings::keys::Keys;
+use standings::reads::Reader;
+use standings::routing::Routes;
+use standings::sign_ins::SignIns;
 use standings::store::Store;
 use standings::Clock;
 
@@ -14,12 +28,23 @@ pub struct App {
     pub config: Arc<Config>,
     pub keys: Keys,
     pub store: Store,
+    pub reader: Reader,
+    pub hot: HotBoards,
+    pub sign_ins: SignIns,
     pub clock: Clock,
 }
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock) -> Self {
-        Self { config, keys, store, clock }
+        Self {
+            reader: Reader::new(keys.clone(), store.clone()),
+            hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
+            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
+            config,
+            keys,
+            store,
+            clock,
+        }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -29,6 +54,28 @@ impl App {
     }
 }
 
+/// Every route of this function: the router is built from this list, and the OpenAPI test
+/// compares it with the document.
+pub fn routes() -> Routes<Arc<App>> {
+    Routes::new()
+        .route(Method::GET, "/v1/boards/{board}/top", boards::top)
+        .route(Method::GET, "/v1/boards/{board}/users/{user_id}", boards::user)
+        .route(Method::POST, "/v1/boards/{board}/ranks", boards::ranks)
+        .route(Method::GET, "/v1/boards", catalog::list)
+        .route(Method::GET, "/v1/hot/{board}", hot::get_hot)
+        .route(Method::GET, "/v1/users/{user_id}/sign-ins", sign_ins::get_sign_ins)
+        .route(Method::GET, "/v1/health", health::check)
+        .route(Method::GET, "/v1/openapi.json", web::openapi)
+        .route(Method::GET, "/", web::page)
+        .route(Method::GET, "/assets/{file}", web::asset)
+}
+
 pub fn router(app: Arc<App>) -> Router {
-    Router::new().fallback(unknown_route).method_not_allowed_fallback(method_not_allowed).with_state(app)
+    routes()
+        .into_router()
+        .route_layer(from_fn(request_span))
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(app)
 }

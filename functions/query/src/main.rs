@@ -4,5 +4,6 @@ use std::sync::Arc;
 async fn main() -> Result<(), lambda_http::Error> {
     standings::telemetry::init();
     let app = query::App::from_env()?;
-    lambda_http::run(query::router(Arc::new(app))).await
+    standings::health::warn_if_evicting(&app.store).await;
+    standings::http::run_on_lambda(query::router(Arc::new(app))).await
 }

@@ -7,7 +7,8 @@ mod failover;
 mod out_of_memory;
 mod replica_wait;
 
-/// The default `activity` board's comment rule, waiting for one replica on every write.
+/// The default `activity` board's comment rule, and sign-ins, waiting for one replica on
+/// every write.
 const WAITING_BOARD: &str = r#"
 [[boards]]
 name = "activity"
@@ -17,4 +18,5 @@ periods = ["day", "month"]
 top = 30
 wait_replicas = 1
 rules = [{ action = "comment", points = 3, scope = "user_target_day", reversible = true }]
+sign_in = { points = 1 }
 "#;

@@ -50,7 +50,7 @@ async fn a_full_store_is_a_503_and_writes_nothing() {
     for event in &refused {
         let (status, headers, body) = app.call_with_headers(axum::http::Method::POST, "/v1/events", event.to_string(), standings_tests::WRITER).await;
         assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_full")), "{body}");
-        assert_eq!(headers.get("retry-after").map(|v| v.to_str().unwrap()), Some("1"));
+        assert_eq!(headers.get("retry-after").map(|v| v.to_str().unwrap()), Some("5"));
         assert!(!body.to_string().contains("OOM"), "the body does not carry Redis's message: {body}");
     }
     assert_eq!(snapshot(&app).await, before, "no key changed");

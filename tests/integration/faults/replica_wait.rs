@@ -1,6 +1,6 @@
-//! A board with `wait_replicas = 1` on a primary that has no replica: the write is applied on
-//! the primary but not acknowledged, so the client gets a 503 and retries with the same event
-//! id; once a replica has synced, the retry answers `duplicate: true`. Applied once.
+//! A board with `wait_replicas = 1` on a primary that has no replica: an event or a sign-in is
+//! applied on the primary but not acknowledged, so the client gets a 503 and retries with the
+//! same event id; once a replica has synced, the retry answers `duplicate: true`. Applied once.
 
 use serde_json::json;
 use standings::config::Config;
@@ -23,9 +23,12 @@ async fn a_write_no_replica_acknowledges_is_a_503_until_one_has_it() {
     let app = spawn_ingest_at(Config::parse(WAITING_BOARD).unwrap(), &settings).await;
     let event = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"});
 
-    let (status, body) = app.event(event.clone()).await;
-    assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_unavailable")), "{body}");
-    assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(3), "applied on the primary");
+    let sign_in = json!({"event_id": "s1", "user_id": "u1"});
+    for (path, body) in [("/v1/events", &event), ("/v1/sign-ins", &sign_in)] {
+        let (status, reply) = app.post(path, body).await;
+        assert_eq!((status.as_u16(), reply["error"]["code"].as_str()), (503, Some("store_unavailable")), "{path}: {reply}");
+    }
+    assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(3 + 1), "both applied on the primary");
 
     let port = primary.port.to_string();
     let _replica = RedisServer::start(&["--replicaof", "127.0.0.1", &port]).await;
@@ -35,5 +38,7 @@ async fn a_write_no_replica_acknowledges_is_a_503_until_one_has_it() {
     .await;
     assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
     assert_eq!(retry["results"][0]["delta"], 3);
-    assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(3), "applied once");
+    let (status, signed) = app.post("/v1/sign-ins", &sign_in).await;
+    assert_eq!((status.as_u16(), &signed["duplicate"], &signed["points_awarded"]), (200, &json!(true), &json!(1)), "{signed}");
+    assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(3 + 1), "each applied once");
 }

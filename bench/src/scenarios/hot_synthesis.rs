@@ -1,0 +1,119 @@
+//! Synthesis of a 24-hour window board (issue 4): `synthesize_hot.lua` — guard, weighted union
+//! into the scratch key, RENAME, TTL, meta — against a bare `ZUNIONSTORE` of the same buckets
+//! with the same weights, on the same data in the same run.
+//!
+//! Every bucket holds the same 100,000 items (the union has 100,000 members) with heat
+//! 1..=1000. Both methods write the board key, so each replaces a 100,000-item board, as the
+//! minute's run does in production. They alternate order every repetition; one untimed run of
+//! each first loads the script and warms the caches.
+
+use chrono::{DateTime, Duration, Utc};
+use redis::AsyncCommands;
+use standings::decay::{minute_of, window_buckets, Curve};
+use standings::keys::BoardKeys;
+use standings::scripts::hot::{synthesize, Synthesis};
+use standings::store::Connection;
+
+use crate::harness::{time, Bench, BenchError, Measurement, Report};
+
+const BUCKETS: u32 = 24;
+const ITEMS: u64 = 100_000;
+/// Members per ZADD while loading, and ZADDs per pipeline round trip.
+const ZADD_CHUNK: u64 = 1_000;
+const ZADDS_PER_ROUND_TRIP: u64 = 50;
+
+pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
+    let keys = bench.keys.board("hot-videos");
+    let mut conn = bench.connection().await?;
+    let first_minute = minute_of(Utc::now());
+    let buckets: Vec<(String, f64)> = window_buckets(first_minute, chrono_tz::Asia::Shanghai, BUCKETS)
+        .into_iter()
+        .zip(Curve::Linear { step: 0.04 }.weights(BUCKETS))
+        .map(|(start, weight)| (keys.hot_bucket(start), weight))
+        .collect();
+    load(&mut conn, &buckets).await?;
+
+    let mut script = Measurement::new("`synthesize_hot.lua` (EVALSHA)");
+    let mut raw = Measurement::new("raw `ZUNIONSTORE … WEIGHTS …`");
+    synthesize_once(&mut conn, &keys, &buckets, first_minute).await?;
+    zunionstore_once(&mut conn, &keys, &buckets).await?;
+    for repetition in 0..bench.repetitions {
+        let minute = first_minute + Duration::minutes(repetition as i64 + 1);
+        if repetition % 2 == 0 {
+            script.samples.push(synthesize_once(&mut conn, &keys, &buckets, minute).await?);
+            raw.samples.push(zunionstore_once(&mut conn, &keys, &buckets).await?);
+        } else {
+            raw.samples.push(zunionstore_once(&mut conn, &keys, &buckets).await?);
+            script.samples.push(synthesize_once(&mut conn, &keys, &buckets, minute).await?);
+        }
+    }
+
+    let mut written: Vec<String> = buckets.into_iter().map(|(key, _)| key).collect();
+    written.extend([keys.hot_board(), keys.hot_meta()]);
+    let () = conn.del(written).await?;
+
+    let ratio = script.median().as_secs_f64() / raw.median().as_secs_f64();
+    Ok(Report {
+        title: format!("hot-synthesis: {BUCKETS} buckets × {ITEMS} items, linear weights"),
+        notes: vec![format!("script / raw ZUNIONSTORE (medians): **{ratio:.3}**")],
+        measurements: vec![script, raw],
+    })
+}
+
+/// Every bucket gets every item, with deterministic heat 1..=1000.
+async fn load(conn: &mut Connection, buckets: &[(String, f64)]) -> Result<(), BenchError> {
+    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut heat = move || {
+        // xorshift64: deterministic and dependency-free.
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % 1000 + 1
+    };
+    let round_trip = ZADD_CHUNK * ZADDS_PER_ROUND_TRIP;
+    for (key, _) in buckets {
+        for first_item in (0..ITEMS).step_by(round_trip as usize) {
+            let mut pipe = redis::pipe();
+            for chunk_start in (first_item..ITEMS.min(first_item + round_trip)).step_by(ZADD_CHUNK as usize) {
+                let members: Vec<(u64, String)> = (chunk_start..ITEMS.min(chunk_start + ZADD_CHUNK))
+                    .map(|item| (heat(), format!("item-{item:06}")))
+                    .collect();
+                pipe.zadd_multiple(key, &members).ignore();
+            }
+            let () = pipe.query_async(conn).await?;
+        }
+    }
+    Ok(())
+}
+
+async fn synthesize_once(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    buckets: &[(String, f64)],
+    minute: DateTime<Utc>,
+) -> Result<std::time::Duration, BenchError> {
+    let synthesis =
+        Synthesis { minute, buckets: buckets.to_vec(), board_ttl_secs: 300, meta_ttl_secs: (u64::from(BUCKETS) + 1) * 3600 };
+    let (elapsed, reply) = time(synthesize(conn, keys, &synthesis)).await?;
+    if !reply.ran || reply.members != ITEMS {
+        return Err(format!("synthesis did not build the board: {reply:?}").into());
+    }
+    Ok(elapsed)
+}
+
+async fn zunionstore_once(conn: &mut Connection, keys: &BoardKeys, buckets: &[(String, f64)]) -> Result<std::time::Duration, BenchError> {
+    let mut union = redis::cmd("ZUNIONSTORE");
+    union.arg(keys.hot_board()).arg(buckets.len());
+    for (key, _) in buckets {
+        union.arg(key);
+    }
+    union.arg("WEIGHTS");
+    for (_, weight) in buckets {
+        union.arg(weight);
+    }
+    let (elapsed, members): (_, u64) = time(union.query_async(conn)).await?;
+    if members != ITEMS {
+        return Err(format!("ZUNIONSTORE stored {members} members").into());
+    }
+    Ok(elapsed)
+}

@@ -1,0 +1,80 @@
+//! The `hotness` function (SPEC §5): an EventBridge schedule invokes it every minute, and it
+//! decays every decaying board for the event's minute — synthesizing window boards from their
+//! hourly buckets, scaling scale boards when their period starts. Duplicate or late deliveries
+//! of a minute do nothing (see `synthesize_hot.lua`).
+
+use std::sync::Arc;
+
+use aws_lambda_events::eventbridge::EventBridgeEvent;
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+use standings::config::Config;
+use standings::decay;
+use standings::hot::{DecayFailure, DecayRun, HotBoards};
+use standings::keys::Keys;
+use standings::store::Store;
+use standings::Clock;
+
+/// How far a scheduled time may run ahead of this function's clock. A run keys the boards'
+/// guard by its minute, so a run far in the future would block every real one until then.
+const MAX_AHEAD: Duration = Duration::minutes(1);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("the scheduled time {0} is more than {MAX_AHEAD} ahead of the clock; refusing to run")]
+    InFuture(DateTime<Utc>),
+    #[error("{} board(s) failed: {}", .0.len(), .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Boards(Vec<DecayFailure>),
+}
+
+/// What one invocation did: the minute it ran for and every decaying board's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RunSummary {
+    pub minute: DateTime<Utc>,
+    pub boards: Vec<DecayRun>,
+}
+
+/// Everything an invocation needs, built once per container.
+pub struct App {
+    pub hot: HotBoards,
+    pub clock: Clock,
+}
+
+impl App {
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock) -> Self {
+        Self { hot: HotBoards::new(config, keys, store), clock }
+    }
+
+    pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let config = Arc::new(Config::from_env()?);
+        let keys = Keys::new(&standings::key_prefix_from_env())?;
+        Ok(Self::new(config, keys, Store::from_env()?, standings::system_clock()))
+    }
+
+    /// Runs the schedule's minute: the event's `time`, or the clock's when it has none (a
+    /// manual invocation). Every board is attempted; if any fails, the invocation fails so
+    /// Lambda retries it, and the retry skips the boards already done.
+    pub async fn run(&self, event: EventBridgeEvent) -> Result<RunSummary, RunError> {
+        let now = (self.clock)();
+        let at = event.time.unwrap_or(now);
+        if at > now + MAX_AHEAD {
+            return Err(RunError::InFuture(at));
+        }
+        let minute = decay::minute_of(at);
+        let mut boards = Vec::new();
+        let mut failures = Vec::new();
+        for outcome in self.hot.decay_all(minute).await {
+            match outcome {
+                Ok(run) => {
+                    tracing::info!(board = %run.board, members = run.members, elapsed_ms = run.elapsed_ms, skipped = run.skipped, "decayed");
+                    boards.push(run);
+                }
+                Err(failure) => {
+                    tracing::error!(error = %failure, "decay failed");
+                    failures.push(failure);
+                }
+            }
+        }
+        if failures.is_empty() { Ok(RunSummary { minute, boards }) } else { Err(RunError::Boards(failures)) }
+    }
+}

@@ -1,0 +1,13 @@
+use aws_lambda_events::eventbridge::EventBridgeEvent;
+use lambda_runtime::{service_fn, LambdaEvent};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    standings::telemetry::init();
+    let app = hotness::App::from_env()?;
+    let app = &app;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<EventBridgeEvent>| async move {
+        app.run(event.payload).await.map_err(lambda_runtime::Error::from)
+    }))
+    .await
+}

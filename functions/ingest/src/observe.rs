@@ -1,0 +1,50 @@
+//! What the on-call engineer sees for each event: one log line with its outcome (applied,
+//! duplicate, refused with its code) and EMF counters per board and outcome.
+
+use std::collections::BTreeMap;
+
+use standings::http::ingest_status;
+use standings::ingestion::{EventReceipt, IngestError};
+use standings::metrics::{Metrics, Unit};
+
+/// Counts outcomes over one request (a batch holds up to 500 events) so each distinct
+/// (board, outcome, code) becomes one metric line, not one per event.
+#[derive(Default)]
+pub struct Tally {
+    counts: BTreeMap<(String, &'static str, &'static str), u32>,
+}
+
+impl Tally {
+    /// Logs the event's outcome and counts it.
+    pub fn record(&mut self, event_id: &str, result: &Result<EventReceipt, IngestError>) {
+        match result {
+            Ok(receipt) => {
+                let outcome = if receipt.duplicate { "duplicate" } else { "applied" };
+                let boards: Vec<&str> = receipt.results.iter().map(|r| r.board.as_str()).collect();
+                let points: Vec<i64> = receipt.results.iter().map(|r| r.outcome.delta).collect();
+                tracing::info!(target: "standings::events", event_id, outcome, ?boards, ?points, "event");
+                for board in boards {
+                    *self.counts.entry((board.to_owned(), outcome, "")).or_default() += 1;
+                }
+            }
+            Err(error) => {
+                let (_, code) = ingest_status(error);
+                tracing::info!(target: "standings::events", event_id, outcome = "refused", code, %error, "event");
+                *self.counts.entry((String::new(), "refused", code)).or_default() += 1;
+            }
+        }
+    }
+
+    pub fn flush(self, metrics: &Metrics) {
+        for ((board, outcome, code), count) in self.counts {
+            let mut dimensions = vec![("Outcome", outcome)];
+            if !board.is_empty() {
+                dimensions.push(("Board", board.as_str()));
+            }
+            if !code.is_empty() {
+                dimensions.push(("Code", code));
+            }
+            metrics.put("Events", Unit::Count, f64::from(count), &dimensions);
+        }
+    }
+}

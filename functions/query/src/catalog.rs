@@ -1,0 +1,54 @@
+//! `GET /v1/boards`: what a client needs to render a board picker and explain scoring.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use serde::Serialize;
+use standings::config::{Board, BoardKind, Decay, Rule, SignIn};
+use standings::period::{Period, PeriodInfo};
+
+use crate::boards::with_cache;
+use crate::App;
+
+#[derive(Serialize)]
+struct BoardSummary<'a> {
+    name: &'a str,
+    kind: BoardKind,
+    timezone: &'static str,
+    top: u32,
+    archive: bool,
+    /// The current period of each kind, with its start and next reset.
+    periods: Vec<PeriodInfo>,
+    rules: Vec<&'a Rule>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sign_in: Option<&'a SignIn>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decay: Option<&'a Decay>,
+}
+
+#[derive(Serialize)]
+struct Catalog<'a> {
+    boards: Vec<BoardSummary<'a>>,
+}
+
+fn summary<'a>(board: &'a Board, now: chrono::DateTime<chrono::Utc>) -> BoardSummary<'a> {
+    BoardSummary {
+        name: &board.name,
+        kind: board.kind,
+        timezone: board.timezone.name(),
+        top: board.top,
+        archive: board.archive,
+        periods: board.periods.iter().map(|&kind| Period::containing(kind, now, board.timezone).info()).collect(),
+        rules: board.rules.values().collect(),
+        sign_in: board.sign_in.as_ref(),
+        decay: board.decay.as_ref(),
+    }
+}
+
+pub async fn list(State(app): State<Arc<App>>) -> axum::response::Response {
+    let now = (app.clock)();
+    let catalog = Catalog { boards: app.config.boards().iter().map(|board| summary(board, now)).collect() };
+    // Resets move the periods on; a minute of caching keeps them accurate enough.
+    with_cache("public, max-age=60", Json(catalog))
+}

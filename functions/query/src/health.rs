@@ -1,0 +1,22 @@
+//! `GET /v1/health`: a cheap probe of the store for load balancers and on-call engineers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::response::Response;
+use axum::Json;
+use serde_json::json;
+use standings::health;
+use standings::http::ApiError;
+
+use crate::boards::with_cache;
+use crate::App;
+
+/// Short enough that a health check fails fast when the store hangs.
+const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+
+pub async fn check(State(app): State<Arc<App>>) -> Result<Response, ApiError> {
+    let store = health::check(&app.store, PROBE_TIMEOUT).await?;
+    Ok(with_cache("no-store", Json(json!({"status": "ok", "store": store}))))
+}

@@ -1,0 +1,278 @@
+//! The read path: pages of a board, a member with the entries around them, ranks in either
+//! mode and percentiles, with profiles joined in at most one more round trip.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::config::Board;
+use crate::keys::Keys;
+use crate::period::Period;
+use crate::profiles::{self, Profile};
+use crate::scripts::{self, MemberPlace, RawWindow, Window};
+use crate::store::{Store, StoreError};
+use crate::tiebreak;
+
+/// How equal points rank.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RankMode {
+    /// Every member has their own rank; equal points are ordered by who reached them first.
+    #[default]
+    Unique,
+    /// Equal points share a rank and the next rank skips (1, 1, 3).
+    Competition,
+}
+
+impl RankMode {
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "unique" => Some(Self::Unique),
+            "competition" => Some(Self::Competition),
+            _ => None,
+        }
+    }
+}
+
+/// One row of a leaderboard as the API returns it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Standing {
+    pub rank: u64,
+    pub user_id: String,
+    /// Whole points, never the composite.
+    pub score: i64,
+    pub profile: Option<Profile>,
+    /// Per-board counters derived from the score, e.g. `invite_count`.
+    #[serde(flatten)]
+    pub counts: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Page {
+    pub total: u64,
+    pub entries: Vec<Standing>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MemberStanding {
+    pub total: u64,
+    /// `None` when the user has no points on this board.
+    pub rank: Option<u64>,
+    pub score: i64,
+    /// Share of members with strictly fewer points, in percent (two decimals).
+    pub percentile: Option<f64>,
+    pub around: Vec<Standing>,
+}
+
+/// A listed member ("my friends"): global rank beside the rank among the list itself.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ListedStanding {
+    /// Rank on the whole board; `None` when the member has no points on it.
+    pub rank: Option<u64>,
+    /// Rank among the listed members that are on the board (1..n), in the same rank mode.
+    pub relative_rank: Option<u64>,
+    pub user_id: String,
+    pub score: i64,
+    pub profile: Option<Profile>,
+    #[serde(flatten)]
+    pub counts: BTreeMap<String, i64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Listing {
+    pub total: u64,
+    pub entries: Vec<ListedStanding>,
+}
+
+/// Orders a list of members by their places on the board (absent ones last, in request order)
+/// and ranks them among themselves. Pure: unit-tested without Redis.
+pub fn order_listing<'a>(
+    members: &[&'a str],
+    places: Vec<Option<MemberPlace>>,
+    mode: RankMode,
+) -> Vec<(&'a str, Option<MemberPlace>, Option<u64>)> {
+    let (mut ranked, missing): (Vec<_>, Vec<_>) = members.iter().copied().zip(places).partition(|(_, place)| place.is_some());
+    ranked.sort_by_key(|(_, place)| place.as_ref().map(|p| p.position));
+    let points: Vec<i64> = ranked.iter().map(|(_, place)| place.as_ref().map_or(0, |p| tiebreak::points_of(p.composite))).collect();
+    let relative = points.iter().enumerate().map(|(index, own)| match mode {
+        RankMode::Unique => index as u64 + 1,
+        RankMode::Competition => points.iter().filter(|p| *p > own).count() as u64 + 1,
+    });
+    let ranked: Vec<_> = ranked.into_iter().zip(relative).map(|((member, place), relative)| (member, place, Some(relative))).collect();
+    ranked.into_iter().chain(missing.into_iter().map(|(member, _)| (member, None, None))).collect()
+}
+
+/// Percentage of the board strictly below a member, rounded to two decimals. A board of one
+/// has nobody below: 0.
+pub fn percentile(below: u64, total: u64) -> f64 {
+    if total == 0 {
+        return 0.0;
+    }
+    (below as f64 * 10_000.0 / total as f64).round() / 100.0
+}
+
+/// A board with a single fixed-points rule also reports how many times it was earned, as
+/// `<action>_count` (seed 002's `invite_count` = points / 100).
+pub fn count_field(board: &Board) -> Option<(String, i64)> {
+    match board.rules.values().collect::<Vec<_>>().as_slice() {
+        [rule] if rule.max_points.is_none() => Some((format!("{}_count", rule.action), rule.points)),
+        _ => None,
+    }
+}
+
+fn counts(board: &Board, score: i64) -> BTreeMap<String, i64> {
+    count_field(board).into_iter().map(|(name, points)| (name, score / points)).collect()
+}
+
+#[derive(Clone)]
+pub struct Reader {
+    keys: Keys,
+    store: Store,
+}
+
+impl Reader {
+    pub fn new(keys: Keys, store: Store) -> Self {
+        Self { keys, store }
+    }
+
+    pub async fn page(&self, board: &Board, period: &Period, offset: u64, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
+        let raw = self.read(board, period, Window::Page { offset, limit }).await?;
+        let total = raw.total;
+        Ok(Page { total, entries: self.standings(board, raw, mode).await? })
+    }
+
+    pub async fn around(
+        &self,
+        board: &Board,
+        period: &Period,
+        user_id: &str,
+        around: u64,
+        mode: RankMode,
+    ) -> Result<MemberStanding, StoreError> {
+        let raw = self.read(board, period, Window::Around { member: user_id, around }).await?;
+        let (total, below) = (raw.total, raw.below);
+        let entries = self.standings(board, raw, mode).await?;
+        let own = entries.iter().find(|e| e.user_id == user_id);
+        Ok(MemberStanding {
+            total,
+            rank: own.map(|e| e.rank),
+            score: own.map_or(0, |e| e.score),
+            percentile: below.map(|b| percentile(b, total)),
+            around: entries,
+        })
+    }
+
+    /// The standing of each listed member (duplicates counted once), in board order.
+    pub async fn members(
+        &self,
+        board: &Board,
+        period: &Period,
+        user_ids: &[&str],
+        mode: RankMode,
+        include_missing: bool,
+    ) -> Result<Listing, StoreError> {
+        let mut seen = std::collections::HashSet::new();
+        let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
+        let mut conn = self.store.connection().await?;
+        let key = self.keys.board(&board.name).period(period);
+        let (total, places) = scripts::read_members(&mut conn, &key, &distinct).await?;
+        let ordered: Vec<_> = order_listing(&distinct, places, mode)
+            .into_iter()
+            .filter(|(_, place, _)| include_missing || place.is_some())
+            .collect();
+        let members: Vec<&str> = ordered.iter().map(|(member, ..)| *member).collect();
+        let mut profiles = profiles::get_many(&self.store, &self.keys, &members).await?.into_iter();
+        let entries = ordered
+            .into_iter()
+            .map(|(member, place, relative_rank)| {
+                let score = place.as_ref().map_or(0, |p| tiebreak::points_of(p.composite));
+                ListedStanding {
+                    rank: place.map(|p| match mode {
+                        RankMode::Unique => p.position + 1,
+                        RankMode::Competition => p.above + 1,
+                    }),
+                    relative_rank,
+                    user_id: member.to_owned(),
+                    score,
+                    profile: profiles.next().flatten(),
+                    counts: counts(board, score),
+                }
+            })
+            .collect();
+        Ok(Listing { total, entries })
+    }
+
+    async fn read(&self, board: &Board, period: &Period, window: Window<'_>) -> Result<RawWindow, StoreError> {
+        let mut conn = self.store.connection().await?;
+        scripts::read_board(&mut conn, &self.keys.board(&board.name).period(period), window).await
+    }
+
+    async fn standings(&self, board: &Board, raw: RawWindow, mode: RankMode) -> Result<Vec<Standing>, StoreError> {
+        let members: Vec<&str> = raw.entries.iter().map(|e| e.member.as_str()).collect();
+        let mut profiles = profiles::get_many(&self.store, &self.keys, &members).await?.into_iter();
+        Ok(raw
+            .entries
+            .iter()
+            .zip(raw.start..)
+            .map(|(entry, position)| {
+                let score = tiebreak::points_of(entry.composite);
+                Standing {
+                    rank: match mode {
+                        RankMode::Unique => position + 1,
+                        RankMode::Competition => entry.above + 1,
+                    },
+                    user_id: entry.member.clone(),
+                    score,
+                    profile: profiles.next().flatten(),
+                    counts: counts(board, score),
+                }
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    #[test]
+    fn percentile_is_the_share_strictly_below() {
+        assert_eq!(percentile(0, 1), 0.0);
+        assert_eq!(percentile(9, 10), 90.0);
+        assert_eq!(percentile(1, 3), 33.33);
+        assert_eq!(percentile(0, 0), 0.0);
+    }
+
+    #[test]
+    fn only_single_rule_boards_report_a_count() {
+        let config = Config::default_boards();
+        assert_eq!(count_field(config.board("invites").unwrap()), Some(("invite_count".into(), 100)));
+        assert_eq!(count_field(config.board("activity").unwrap()), None);
+    }
+
+    fn place(position: u64, points: i64, above: u64) -> Option<MemberPlace> {
+        let composite = (points * tiebreak::TIME_SPAN + position as i64) as f64;
+        Some(MemberPlace { position, composite, above })
+    }
+
+    #[test]
+    fn a_listing_is_in_board_order_with_the_absent_last() {
+        let members = ["c", "gone", "a", "b", "also-gone"];
+        let places = vec![place(9, 5, 8), None, place(1, 20, 1), place(4, 20, 1), None];
+        let unique = order_listing(&members, places.clone(), RankMode::Unique);
+        let summary: Vec<_> = unique.iter().map(|(m, p, r)| (*m, p.as_ref().map(|p| p.position), *r)).collect();
+        assert_eq!(
+            summary,
+            [("a", Some(1), Some(1)), ("b", Some(4), Some(2)), ("c", Some(9), Some(3)), ("gone", None, None), ("also-gone", None, None)]
+        );
+        let competition = order_listing(&members, places, RankMode::Competition);
+        let relative: Vec<_> = competition.iter().map(|(_, _, r)| *r).collect();
+        assert_eq!(relative, [Some(1), Some(1), Some(3), None, None]);
+    }
+
+    #[test]
+    fn rank_modes_parse() {
+        assert_eq!(RankMode::parse("competition"), Some(RankMode::Competition));
+        assert_eq!(RankMode::parse("dense"), None);
+    }
+}

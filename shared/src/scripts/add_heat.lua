@@ -1,0 +1,45 @@
+#!lua
+--[[
+add_heat.lua: add heat to one item of a decaying board, at most once per event id, in one
+round trip.
+
+KEYS[1]  where heat goes: the current hour's bucket (window boards) or the board itself
+         (scale boards); a sorted set, item -> heat
+KEYS[2]  only when the event has an id: its marker, a string
+         "<fingerprint>\n<bucket>\n<heat>" kept ARGV[6] seconds
+
+ARGV[1]  item id
+ARGV[2]  delta (positive integer)
+ARGV[3]  EXPIREAT for KEYS[1], "0" for none
+ARGV[4]  the bucket's start as the API shows it ("" for scale boards)
+ARGV[5]  payload fingerprint (with an event id)
+ARGV[6]  marker TTL in seconds (with an event id)
+
+Reply: {status, bucket, heat}
+  {"new", bucket, heat}        applied now; heat is the item's heat in KEYS[1] afterwards
+  {"duplicate", bucket, heat}  this event id was seen with this payload: the first answer
+  {"conflict", "", ""}         this event id was seen with another payload; nothing written
+]]
+
+local marker = KEYS[2]
+if marker then
+  local seen = redis.call('GET', marker)
+  if seen then
+    local first_break = string.find(seen, '\n', 1, true)
+    if string.sub(seen, 1, first_break - 1) ~= ARGV[5] then
+      return {'conflict', '', ''}
+    end
+    local second_break = string.find(seen, '\n', first_break + 1, true)
+    return {'duplicate', string.sub(seen, first_break + 1, second_break - 1), string.sub(seen, second_break + 1)}
+  end
+end
+
+local heat = redis.call('ZINCRBY', KEYS[1], ARGV[2], ARGV[1])
+-- Set once, on the bucket's first heat: the expiry is absolute and never refreshed.
+if ARGV[3] ~= '0' and redis.call('TTL', KEYS[1]) == -1 then
+  redis.call('EXPIREAT', KEYS[1], ARGV[3])
+end
+if marker then
+  redis.call('SET', marker, ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. heat, 'EX', ARGV[6])
+end
+return {'new', ARGV[4], heat}

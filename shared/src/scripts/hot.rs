@@ -1,0 +1,120 @@
+//! Typed wrappers around the hot-board scripts: `add_heat.lua`, `synthesize_hot.lua` and
+//! `scale_hot.lua`.
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, Utc};
+use redis::Script;
+
+use super::EVENT_MARKER_TTL_SECS;
+use crate::keys::BoardKeys;
+use crate::store::{Connection, StoreError};
+
+pub(super) static ADD_HEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("add_heat.lua")));
+pub(super) static SYNTHESIZE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("synthesize_hot.lua")));
+pub(super) static SCALE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scale_hot.lua")));
+
+/// Where a heat event goes and how it is remembered.
+#[derive(Debug, Clone)]
+pub struct HeatWrite<'a> {
+    /// The bucket's key (window boards) or the board's (scale boards).
+    pub key: String,
+    /// EXPIREAT of `key`, set once; `None` for keys that never expire.
+    pub expires_at: Option<i64>,
+    /// The bucket's start as the API shows it; empty for scale boards.
+    pub bucket_label: String,
+    pub item_id: &'a str,
+    pub delta: i64,
+    /// `(event_id, fingerprint)` when the client asked for exactly-once.
+    pub dedupe: Option<(&'a str, &'a str)>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum HeatReply {
+    /// `bucket_label` and the item's heat after the write (for a duplicate: the first answer).
+    Applied { bucket_label: String, heat: f64, duplicate: bool },
+    Conflict,
+}
+
+pub async fn add_heat(conn: &mut Connection, keys: &BoardKeys, write: &HeatWrite<'_>) -> Result<HeatReply, StoreError> {
+    let mut invocation = ADD_HEAT.key(&write.key);
+    invocation.arg(write.item_id).arg(write.delta).arg(write.expires_at.unwrap_or(0)).arg(&write.bucket_label);
+    if let Some((event_id, fingerprint)) = write.dedupe {
+        invocation.key(keys.event(event_id)).arg(fingerprint).arg(EVENT_MARKER_TTL_SECS);
+    }
+    let (status, bucket_label, heat): (String, String, String) = invocation.invoke_async(conn).await?;
+    let duplicate = match status.as_str() {
+        "new" => false,
+        "duplicate" => true,
+        "conflict" => return Ok(HeatReply::Conflict),
+        other => return Err(StoreError::Protocol(format!("add_heat status {other:?}"))),
+    };
+    let heat = heat.parse().map_err(|_| StoreError::Protocol(format!("add_heat heat {heat:?}")))?;
+    Ok(HeatReply::Applied { bucket_label, heat, duplicate })
+}
+
+/// What one decay run did to a board.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecayReply {
+    /// False when the minute (or scale period) had already been done: nothing changed.
+    pub ran: bool,
+    /// Items on the board afterwards.
+    pub members: u64,
+}
+
+fn decay_reply(script: &str, done: &str, (status, members): (String, u64)) -> Result<DecayReply, StoreError> {
+    match status.as_str() {
+        "duplicate" | "stale" => Ok(DecayReply { ran: false, members }),
+        s if s == done => Ok(DecayReply { ran: true, members }),
+        other => Err(StoreError::Protocol(format!("{script} status {other:?}"))),
+    }
+}
+
+/// A window board's synthesis for one minute.
+#[derive(Debug, Clone)]
+pub struct Synthesis {
+    pub minute: DateTime<Utc>,
+    /// `(bucket key, weight)`, newest first.
+    pub buckets: Vec<(String, f64)>,
+    pub board_ttl_secs: u64,
+    pub meta_ttl_secs: u64,
+}
+
+pub async fn synthesize(conn: &mut Connection, keys: &BoardKeys, synthesis: &Synthesis) -> Result<DecayReply, StoreError> {
+    let mut invocation = SYNTHESIZE.key(keys.hot_board());
+    invocation.key(keys.hot_board_next()).key(keys.hot_meta());
+    invocation.arg(synthesis.minute.timestamp()).arg(synthesis.board_ttl_secs).arg(synthesis.meta_ttl_secs);
+    for (bucket, weight) in &synthesis.buckets {
+        invocation.key(bucket).arg(weight);
+    }
+    decay_reply("synthesize_hot", "synthesized", invocation.invoke_async(conn).await?)
+}
+
+/// A scale board's decay for the scale period starting at `period`.
+pub async fn scale(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    period: DateTime<Utc>,
+    factor: f64,
+    prune_below: f64,
+) -> Result<DecayReply, StoreError> {
+    let reply = SCALE
+        .key(keys.hot_board())
+        .key(keys.hot_meta())
+        .arg(period.timestamp())
+        .arg(factor)
+        .arg(prune_below)
+        .invoke_async(conn)
+        .await?;
+    decay_reply("scale_hot", "scaled", reply)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_script_starts_with_the_redis_7_shebang() {
+        for script in [include_str!("add_heat.lua"), include_str!("synthesize_hot.lua"), include_str!("scale_hot.lua")] {
+            assert!(script.starts_with("#!lua\n"));
+        }
+    }
+}

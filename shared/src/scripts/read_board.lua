@@ -1,0 +1,59 @@
+#!lua flags=no-writes
+--[[
+read_board.lua: one consistent read of a board in one round trip: its size, a window of
+entries, and for every entry how many members have strictly more points (competition rank).
+Read-only (`no-writes`): allowed on replicas and while the server is out of memory.
+
+KEYS[1]  the board's sorted set (composite scores, see tiebreak.rs)
+
+ARGV[1]  "page" or "member"
+ARGV[2]  page: 0-based offset          member: the member id
+ARGV[3]  page: limit                   member: entries on each side ("around")
+
+Reply: {total, rank, below, start, entries}
+  total    ZCARD
+  rank     member mode: the member's 0-based rank (highest first), -1 when absent; page mode: -1
+  below    member mode: members with strictly fewer points than the member; otherwise -1
+  start    0-based rank of the first entry
+  entries  {member, composite, above} for each entry of the window, highest first, where
+           `above` counts members with strictly more points. In member mode the window has
+           2 * around + 1 entries around the member, shifted (not clipped) at either end.
+]]
+
+local SPAN = 2147483648      -- 2^31, tiebreak::TIME_SPAN
+local key = KEYS[1]
+local total = redis.call('ZCARD', key)
+
+local function points_of(composite)
+  return math.floor(tonumber(composite) / SPAN)
+end
+
+local start, stop, rank, below = 0, -1, -1, -1
+if ARGV[1] == 'page' then
+  start = tonumber(ARGV[2])
+  stop = start + tonumber(ARGV[3]) - 1
+else
+  local found = redis.call('ZREVRANK', key, ARGV[2])
+  if found then
+    rank = found
+    local width = 2 * tonumber(ARGV[3]) + 1
+    start = math.max(0, math.min(rank - tonumber(ARGV[3]), total - width))
+    stop = start + width - 1
+    local points = points_of(redis.call('ZSCORE', key, ARGV[2]))
+    below = redis.call('ZCOUNT', key, '-inf', '(' .. string.format('%.0f', points * SPAN))
+  end
+end
+
+local entries = {}
+if start < total and stop >= start then
+  local range = redis.call('ZREVRANGE', key, start, stop, 'WITHSCORES')
+  local above_points = {}
+  for i = 1, #range, 2 do
+    local points = points_of(range[i + 1])
+    if not above_points[points] then
+      above_points[points] = redis.call('ZCOUNT', key, string.format('%.0f', (points + 1) * SPAN), '+inf')
+    end
+    entries[#entries + 1] = {range[i], range[i + 1], above_points[points]}
+  end
+end
+return {total, rank, below, start, entries}

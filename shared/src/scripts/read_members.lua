@@ -1,0 +1,33 @@
+#!lua flags=no-writes
+--[[
+read_members.lua: the standing of a given list of members on one board ("my friends"), in
+one round trip, from one consistent snapshot. Read-only.
+
+KEYS[1]  the board's sorted set (composite scores, see tiebreak.rs)
+
+ARGV[1..] member ids (distinct)
+
+Reply: {total, standings}
+  total      ZCARD
+  standings  one {rank, composite, above} per ARGV member, in ARGV order: rank is the 0-based
+             rank (highest first) or -1 when absent (then composite is "" and above is -1);
+             above counts members with strictly more points (competition rank).
+]]
+
+local SPAN = 2147483648      -- 2^31, tiebreak::TIME_SPAN
+local key = KEYS[1]
+local above_points = {}
+local standings = {}
+for i = 1, #ARGV do
+  local composite = redis.call('ZSCORE', key, ARGV[i])
+  if composite then
+    local points = math.floor(tonumber(composite) / SPAN)
+    if not above_points[points] then
+      above_points[points] = redis.call('ZCOUNT', key, string.format('%.0f', (points + 1) * SPAN), '+inf')
+    end
+    standings[i] = {redis.call('ZREVRANK', key, ARGV[i]), composite, above_points[points]}
+  else
+    standings[i] = {-1, '', -1}
+  end
+end
+return {redis.call('ZCARD', key), standings}

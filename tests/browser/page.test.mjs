@@ -1,0 +1,208 @@
+// The live page in headless Chromium against the functions served by `cargo lambda watch`
+// (scripts/test.sh starts it with auth off and sets STANDINGS_WATCH_URL). The test posts its
+// own data with unique user ids, then reads the page the way a person would and compares what
+// it shows with what the API answers. Every wait polls for a condition; nothing sleeps.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+
+const WATCH = process.env.STANDINGS_WATCH_URL;
+if (!WATCH) throw new Error('STANDINGS_WATCH_URL is not set: run the browser tests through scripts/test.sh');
+const INGEST = `${WATCH}/lambda-url/ingest`;
+const QUERY = `${WATCH}/lambda-url/query`;
+const SCREENSHOTS = process.env.STANDINGS_SCREENSHOT_DIR || join(tmpdir(), 'standings-screenshots');
+
+// The flags keep Chromium off the (closed) network: without them it hangs on background connections.
+const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const run = `web-${process.pid}-${Date.now()}`;
+const alice = `${run}-alice`;
+const bob = `${run}-bob`;
+const carol = `${run}-carol`;
+// Markup in a nickname must show as text and never run.
+const NICKNAME = '<img src=x onerror="window.pwned=1">Zoë & "co"';
+let eventCount = 0;
+
+async function call(method, url, body) {
+  const response = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+async function api(path) {
+  const { status, body } = await call('GET', `${QUERY}${path}`);
+  assert.equal(status, 200, JSON.stringify(body));
+  return body;
+}
+
+/** `count` articles published by `user`: 10 points each on `activity`, today. */
+async function publish(user, count) {
+  for (let i = 0; i < count; i += 1) {
+    eventCount += 1;
+    const event = { event_id: `${run}-e${eventCount}`, user_id: user, action: 'publish', target: `${run}-article-${eventCount}` };
+    const { status, body } = await call('POST', `${INGEST}/v1/events`, event);
+    assert.equal(status, 200, JSON.stringify(body));
+  }
+}
+
+/** What the page's top table shows: [rank, user id, score] per row. */
+function shownRows(page, table = '#top') {
+  return page.$$eval(`${table} tbody tr`, (rows) => rows.map((row) => [
+    Number(row.dataset.rank), row.dataset.user, Number.parseInt(row.querySelector('.score').textContent, 10),
+  ]));
+}
+
+const apiRows = (entries) => entries.map((e) => [e.rank, e.user_id, e.score]);
+
+let userDataDir;
+let context;
+let page;
+let periods;
+const problems = [];
+
+before(async () => {
+  await publish(alice, 3);
+  await publish(bob, 2);
+  await publish(carol, 1);
+  const { status } = await call('PUT', `${INGEST}/v1/users/${alice}/profile`, { nickname: NICKNAME });
+  assert.equal(status, 200);
+  const catalog = await api('/v1/boards');
+  periods = Object.fromEntries(catalog.boards.find((b) => b.name === 'activity').periods.map((p) => [p.period, p.period_id]));
+
+  userDataDir = mkdtempSync(join(tmpdir(), 'standings-chromium-'));
+  context = await chromium.launchPersistentContext(userDataDir, {
+    executablePath: '/usr/bin/chromium',
+    headless: true,
+    args: CHROMIUM_FLAGS,
+    viewport: { width: 1280, height: 900 },
+  });
+  context.setDefaultTimeout(30_000);
+  page = context.pages()[0] || await context.newPage();
+  page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) problems.push(`CSP: ${message.text()}`);
+  });
+  await page.goto(`${QUERY}/`);
+});
+
+after(async () => {
+  await context?.close();
+  if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
+});
+
+test('the page shows the entries posted, as the API ranks them', async () => {
+  await page.waitForSelector(`#top tbody tr[data-user="${carol}"]`);
+  const top = await api(`/v1/boards/activity/top?limit=30`);
+  assert.deepEqual(await shownRows(page), apiRows(top.entries));
+  const mine = (await shownRows(page)).filter(([, user]) => user.startsWith(run));
+  assert.deepEqual(mine.map(([, user, score]) => [user, score]), [[alice, 30], [bob, 20], [carol, 10]]);
+  assert.equal(await page.textContent('#period-id'), `Day ${periods.day}`);
+  assert.match(await page.textContent('#next-reset'), /^resets in /);
+});
+
+test('nicknames are shown as text, never as markup', async () => {
+  const nickname = await page.textContent(`#top tr[data-user="${alice}"] .nickname`);
+  assert.equal(nickname, NICKNAME);
+  assert.equal(await page.locator('#top img').count(), 0);
+  assert.equal(await page.evaluate(() => window.pwned), undefined);
+});
+
+test('switching the period changes the list', async () => {
+  await page.click('#period-switch button[data-period="month"]');
+  await page.waitForSelector(`#top tbody[data-period="month"] tr[data-user="${alice}"]`);
+  assert.equal(await page.textContent('#period-id'), `Month ${periods.month}`);
+  const month = await api(`/v1/boards/activity/top?period=month&limit=30`);
+  assert.deepEqual(await shownRows(page), apiRows(month.entries));
+
+  await page.click('#period-switch button[data-period="day"]');
+  await page.waitForSelector(`#top tbody[data-period="day"][data-period-id="${periods.day}"]`, { state: 'attached' });
+  // A day long before anything could be posted (events older than 15 minutes are refused).
+  const longAgo = `${Number(periods.day.slice(0, 4)) - 1}-01-01`;
+  await page.fill('#at', longAgo);
+  await page.waitForSelector(`#top tbody[data-period-id="${longAgo}"]`, { state: 'attached' });
+  assert.deepEqual(await shownRows(page), []);
+  assert.equal(await page.isVisible('#top-empty'), true);
+  assert.match(await page.textContent('#next-reset'), /^ended /);
+  assert.match(page.url(), new RegExp(`at=${longAgo}`), 'the selection is kept in the address');
+
+  await page.click('#today');
+  await page.waitForSelector(`#top tbody[data-period-id="${periods.day}"] tr[data-user="${alice}"]`);
+  assert.equal(await page.isVisible('#top-empty'), false);
+});
+
+test('the user search shows rank, percentile and the players around', async () => {
+  await page.fill('#user-id', bob);
+  await page.click('#search button[type="submit"]');
+  await page.waitForSelector(`#user-result[data-user="${bob}"]`);
+  const standing = await api(`/v1/boards/activity/users/${bob}?around=3`);
+  assert.ok(standing.rank >= 2, JSON.stringify(standing));
+  assert.equal(await page.textContent('#user-rank'), `#${standing.rank}`);
+  assert.equal(await page.textContent('#user-percentile'), `${standing.percentile}%`);
+  assert.equal(await page.textContent('#user-score'), '20');
+  assert.deepEqual(await shownRows(page, '#around'), apiRows(standing.around));
+  await page.waitForSelector(`#top tr.me[data-user="${bob}"]`); // highlighted on the board too
+});
+
+test('the page refreshes live', async () => {
+  await publish(carol, 3); // 10 → 40 points: first place among this test's players
+  await page.waitForFunction((user) => {
+    const row = document.querySelector(`#top tr[data-user="${user}"]`);
+    return row && row.querySelector('.score').textContent === '40';
+  }, carol, { timeout: 30_000 });
+  const top = await api(`/v1/boards/activity/top?limit=30`);
+  const rank = top.entries.find((e) => e.user_id === carol).rank;
+  assert.equal(await page.getAttribute(`#top tr[data-user="${carol}"]`, 'data-rank'), String(rank));
+  assert.match(await page.textContent('#status'), /^Live · updated /);
+});
+
+test('the hot board and archived seasons show, or say they are not available', async () => {
+  const hot = await call('GET', `${QUERY}/v1/hot/hot-videos?limit=10`);
+  if (hot.status === 404) {
+    await page.waitForSelector('#hot-status[data-state="unavailable"]');
+  } else {
+    assert.equal(hot.status, 200, JSON.stringify(hot.body));
+    await page.waitForFunction((count) => document.querySelectorAll('#hot tbody tr').length === count, hot.body.entries.length);
+  }
+
+  const season = await page.inputValue('#season');
+  assert.match(season, /^\d{4}-\d{2}$/);
+  const archived = await call('GET', `${QUERY}/v1/boards/points/seasons/${season}/top?limit=10`);
+  if (archived.status === 404) {
+    await page.waitForFunction(() => /not available/.test(document.querySelector('#season-status').textContent));
+  } else {
+    assert.equal(archived.status, 200, JSON.stringify(archived.body));
+    await page.waitForFunction((count) => document.querySelectorAll('#season-top tbody tr').length === count, archived.body.entries.length);
+  }
+
+  const seasons = await call('GET', `${QUERY}/v1/users/${bob}/seasons`);
+  if (seasons.status === 404) {
+    await page.waitForFunction(() => /not available/.test(document.querySelector('#user-seasons-status').textContent));
+  } else {
+    assert.equal(seasons.status, 200, JSON.stringify(seasons.body));
+    await page.waitForFunction((count) => document.querySelectorAll('#user-seasons li').length === count, seasons.body.seasons.length);
+  }
+});
+
+test('screenshots: a desktop and a phone, with nothing wider than the phone', async (t) => {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  const desktop = join(SCREENSHOTS, 'leaderboard-desktop.png');
+  await page.screenshot({ path: desktop, fullPage: true });
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.waitForFunction(() => document.documentElement.scrollWidth <= window.innerWidth);
+  const phone = join(SCREENSHOTS, 'leaderboard-phone.png');
+  await page.screenshot({ path: phone, fullPage: true });
+  t.diagnostic(`screenshots: ${desktop} ${phone}`);
+});
+
+test('no script error and no Content-Security-Policy violation', () => {
+  assert.deepEqual(problems, []);
+});
