@@ -30,7 +30,7 @@ fn tag_of(key: &str) -> &str {
 async fn every_key_a_board_writes_hashes_to_that_boards_slot() {
     let app = spawn_ingest().await;
     // Every kind of key: period boards of each board, day/lifetime/target ledgers, cap
-    // counters, event markers, and a profile.
+    // counters, rate logs, event markers, sign-in bitmaps, hot buckets, and a profile.
     let events = [
         json!({"event_id": "c1", "user_id": "u1", "action": "comment", "target": "a1"}),
         json!({"event_id": "c2", "user_id": "u1", "action": "comment", "target": "a1", "active": false}),
@@ -43,6 +43,13 @@ async fn every_key_a_board_writes_hashes_to_that_boards_slot() {
         let (status, body) = app.event(event).await;
         assert_eq!(status, 200, "{body}");
     }
+    for (path, body) in [
+        ("/v1/sign-ins", json!({"event_id": "s1", "user_id": "u7"})),
+        ("/v1/hot/hot-videos/items/v1", json!({"event_id": "h1", "delta": 2})),
+    ] {
+        let (status, reply) = app.post(path, &body).await;
+        assert_eq!(status, 200, "{path}: {reply}");
+    }
     let (status, _) = app.call(Method::PUT, "/v1/users/u1/profile", json!({"nickname": "One"}).to_string(), WRITER).await;
     assert_eq!(status, 200);
 
@@ -53,7 +60,7 @@ async fn every_key_a_board_writes_hashes_to_that_boards_slot() {
         assert_eq!(slot, slot_of(&app, &format!("{{{}}}", tag_of(&key))).await, "{key} is in its tag's slot");
     }
     let tags: Vec<&str> = slots_by_tag.keys().map(String::as_str).collect();
-    assert_eq!(tags, ["activity", "invites", "points", "u:u1"]);
+    assert_eq!(tags, ["activity", "hot-videos", "invites", "points", "u:u1"]);
     for (tag, slots) in &slots_by_tag {
         assert_eq!(slots.len(), 1, "{tag}'s keys span slots {slots:?}");
     }

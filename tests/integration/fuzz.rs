@@ -23,6 +23,8 @@ const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus");
 
 const EVENT_FIELDS: [&str; 7] = ["event_id", "user_id", "action", "target", "active", "occurred_at", "points"];
 const PROFILE_FIELDS: [&str; 3] = ["nickname", "avatar_url", "title"];
+const SIGN_IN_FIELDS: [&str; 3] = ["event_id", "user_id", "date"];
+const HEAT_FIELDS: [&str; 3] = ["event_id", "delta", "occurred_at"];
 
 #[derive(Debug, Clone)]
 struct FuzzRequest {
@@ -66,8 +68,9 @@ fn value_for(field: &'static str) -> BoxedStrategy<Value> {
     match field {
         "action" => prop::sample::select(ACTIONS.to_vec()).prop_map(Value::from).boxed(),
         "active" => any::<bool>().prop_map(Value::from).boxed(),
-        "points" => (-5i64..5_000_000).prop_map(Value::from).boxed(),
+        "points" | "delta" => (-5i64..5_000_000).prop_map(Value::from).boxed(),
         "occurred_at" => time_text().prop_map(Value::from).boxed(),
+        "date" => (-3i64..3).prop_map(|days| (standings_tests::at("2026-11-22T02:00:00Z") + chrono::Duration::days(days)).date_naive().to_string()).prop_map(Value::from).boxed(),
         _ => text().prop_map(Value::from).boxed(),
     }
 }
@@ -150,8 +153,12 @@ fn encode(segment: &str) -> String {
 
 fn requests() -> impl Strategy<Value = FuzzRequest> {
     let (files, values) = corpus();
-    let with = |field: &str| values.iter().filter(|v| v.get(field).is_some()).cloned().collect::<Vec<_>>();
-    let event = mutated(with("event_id"), &EVENT_FIELDS);
+    // The corpus objects made of `fields` only.
+    let of = |fields: &[&str]| {
+        let objects = values.iter().filter(|v| v.as_object().is_some_and(|o| o.keys().all(|k| fields.contains(&k.as_str()))));
+        objects.cloned().collect::<Vec<_>>()
+    };
+    let event = mutated(of(&EVENT_FIELDS), &EVENT_FIELDS);
     let junk = prop_oneof![
         json_value().prop_map(|v| v.to_string().into_bytes()),
         byte_mutated(files),
@@ -168,8 +175,12 @@ fn requests() -> impl Strategy<Value = FuzzRequest> {
         4 => event.clone().prop_map(|e| (Method::POST, "/v1/events".to_owned(), e.to_string().into_bytes())),
         1 => prop::collection::vec(event, 0..4)
             .prop_map(|events| (Method::POST, "/v1/events:batch".to_owned(), json!({ "events": events }).to_string().into_bytes())),
-        1 => (text(), mutated(with("nickname"), &PROFILE_FIELDS))
+        1 => (text(), mutated(of(&PROFILE_FIELDS), &PROFILE_FIELDS))
             .prop_map(|(user, p)| (Method::PUT, format!("/v1/users/{}/profile", encode(&user)), p.to_string().into_bytes())),
+        1 => mutated(of(&SIGN_IN_FIELDS), &SIGN_IN_FIELDS).prop_map(|s| (Method::POST, "/v1/sign-ins".to_owned(), s.to_string().into_bytes())),
+        1 => (prop_oneof![Just("hot-videos".to_owned()), text()], text(), mutated(of(&HEAT_FIELDS), &HEAT_FIELDS)).prop_map(
+            |(board, item, h)| (Method::POST, format!("/v1/hot/{}/items/{}", encode(&board), encode(&item)), h.to_string().into_bytes())
+        ),
         2 => (any_route, junk).prop_map(|((method, path), body)| (method, path, body)),
     ];
     (request, prop::bool::weighted(0.95)).prop_map(|((method, path, body), writer)| FuzzRequest { method, path, body, writer })
