@@ -94,7 +94,7 @@ impl Load {
         Self { acknowledged, tasks }
     }
 
-    pub fn acknowledged(&self) -> usize {
+    fn acknowledged(&self) -> usize {
         self.acknowledged.load(Ordering::SeqCst)
     }
 

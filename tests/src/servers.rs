@@ -12,7 +12,7 @@ use futures::future::join_all;
 use redis::aio::MultiplexedConnection;
 use standings::store::RedisSettings;
 
-use crate::cluster::{parse_cluster_nodes, ClusterNode};
+use crate::cluster::parse_cluster_nodes;
 
 /// A loopback port nothing listens on right now, below the kernel's ephemeral range so that
 /// no outgoing connection takes it before the server binds it.
@@ -202,16 +202,6 @@ impl RedisCluster {
 
     pub fn node(&mut self, port: u16) -> &mut RedisServer {
         self.nodes.iter_mut().find(|n| n.port == port).expect("a node of this cluster")
-    }
-
-    /// `CLUSTER NODES` as seen by a running node.
-    pub async fn view(&self) -> Option<Vec<ClusterNode>> {
-        for node in self.nodes.iter().filter(|n| n.is_running()) {
-            if let Ok(text) = node.query::<String>(redis::cmd("CLUSTER").arg("NODES")).await {
-                return Some(parse_cluster_nodes(&text));
-            }
-        }
-        None
     }
 
     /// The live primary serving `slot`, once every running node agrees on it and the cluster

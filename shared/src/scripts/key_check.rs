@@ -174,8 +174,8 @@ fn key_spec(command: &str) -> Option<KeySpec> {
 fn split_args(tokens: &[Token], start: usize, end: usize) -> Vec<(usize, usize)> {
     let mut args = Vec::new();
     let (mut depth, mut from) = (0i32, start);
-    for i in start..end {
-        match &tokens[i].tok {
+    for (i, token) in tokens.iter().enumerate().take(end).skip(start) {
+        match &token.tok {
             Tok::Sym(s) if matches!(s.as_str(), "(" | "[" | "{") => depth += 1,
             Tok::Sym(s) if matches!(s.as_str(), ")" | "]" | "}") => depth -= 1,
             Tok::Sym(s) if (s == "," || s == ";") && depth == 0 => {
@@ -394,11 +394,11 @@ impl Script {
                 i += 1;
             } else if name_of(t.get(i)) == Some("table") && is_sym(t.get(i + 1), ".") && name_of(t.get(i + 2)) == Some("insert") {
                 let args = split_args(&t, i + 4, closing(&t, i + 3));
-                if let (Some(&(from, to)), Some(&value)) = (args.first(), args.last()) {
-                    if to == from + 1 {
-                        let table = name_of(t.get(from)).unwrap_or_default().to_owned();
-                        self.elements.entry(table).or_default().push(value);
-                    }
+                if let (Some(&(from, to)), Some(&value)) = (args.first(), args.last())
+                    && to == from + 1
+                {
+                    let table = name_of(t.get(from)).unwrap_or_default().to_owned();
+                    self.elements.entry(table).or_default().push(value);
                 }
                 i += 1;
             } else {
