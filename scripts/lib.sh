@@ -28,6 +28,40 @@ ensure_test_deps() {
   fi
 }
 
+# cfn-lint and the SAM CLI check infra/template.yaml (lint_templates, run by scripts/test.sh).
+ensure_infra_deps() {
+  if ! python3 -c 'import cfnlint' 2>/dev/null; then
+    python3 -m pip install --quiet cfn-lint
+  fi
+  if ! python3 -c 'import samcli' 2>/dev/null; then
+    python3 -m pip install --quiet aws-sam-cli
+  fi
+}
+
+# Both linters on the SAM template. Offline: `sam validate` only needs a region to be named.
+lint_templates() {
+  cfn-lint infra/template.yaml
+  AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}" SAM_CLI_TELEMETRY=0 \
+    sam validate --lint --template infra/template.yaml
+}
+
+# moto_server, the DynamoDB emulator run-local.sh starts for the season table.
+ensure_moto() {
+  if ! python3 -c 'import moto.server, boto3, yaml' 2>/dev/null; then
+    python3 -m pip install --quiet 'moto[server]'
+  fi
+}
+
+# start_moto DIR: a throwaway moto_server on a free loopback port; sets MOTO_PORT. Stopped by
+# stop_pidfile "DIR/moto.pid".
+start_moto() {
+  local dir=$1
+  MOTO_PORT=$(free_port)
+  moto_server -H 127.0.0.1 -p "$MOTO_PORT" >"$dir/moto.log" 2>&1 &
+  echo $! >"$dir/moto.pid"
+  wait_http "http://127.0.0.1:$MOTO_PORT/moto-api/" 30 || { cat "$dir/moto.log" >&2; return 1; }
+}
+
 # The browser tests: Debian's chromium and playwright-core (npm, pinned by
 # tests/browser/package-lock.json; it drives /usr/bin/chromium and downloads no browser).
 ensure_browser_deps() {
@@ -156,8 +190,8 @@ start_tls_redis() {
     --tls-cert-file "$dir/server.crt" --tls-key-file "$dir/server.key" --tls-ca-cert-file "$dir/ca.crt"
   local cli=(redis-cli --tls --cacert "$dir/ca.crt" -p "$TLS_PORT")
   poll 10 "TLS redis-server (see $dir/redis.log)" "${cli[@]}" ping
-  # What a Standings deployment needs: every key, scripts, no admin commands.
-  "${cli[@]}" acl setuser "$TLS_USER" on ">$TLS_PASSWORD" '~*' '&*' +@all -@dangerous >/dev/null
+  # What a Standings deployment gets (README: ElastiCache), with every key for the tests' prefixes.
+  "${cli[@]}" acl setuser "$TLS_USER" on ">$TLS_PASSWORD" '~*' +@all -@dangerous +info >/dev/null
   "${cli[@]}" acl setuser default off >/dev/null
 }
 

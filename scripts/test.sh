@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: unit, property and integration tests against real Redis — a
-# standalone redis-server, a 6-node Redis Cluster and a TLS-only server with an ACL user — the
-# functions through `cargo lambda watch`, and (without test filters) the page in headless
-# Chromium, all started here on loopback and stopped on exit. Extra arguments go to both
-# `cargo test` runs (e.g. a test name filter).
+# Runs the whole test suite: the SAM template's linters, unit, property and integration tests
+# against real Redis — a standalone redis-server, a 6-node Redis Cluster and a TLS-only server
+# with an ACL user — the functions through `cargo lambda watch`, and (without test filters) the
+# page in headless Chromium and a smoke run of scripts/run-local.sh, all started here on
+# loopback and stopped on exit. Extra arguments go to both `cargo test` runs (e.g. a test name
+# filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_deps
 ensure_test_deps
+ensure_infra_deps
+lint_templates
 
 run=$(mktemp -d)
 # Servers the fault tests start for themselves live here too, so they are stopped on exit
@@ -45,11 +48,14 @@ export STANDINGS_WATCH_URL="http://127.0.0.1:$watch_port"
 
 cargo test --workspace --locked "$@" || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }
 
-# The live page in headless Chromium, against the same cargo lambda watch (a filtered run skips it).
+# Without test filters: the live page in headless Chromium against the same cargo lambda watch,
+# then a smoke run of the README's run command.
 if [ $# -eq 0 ]; then
   ensure_browser_deps
   STANDINGS_SCREENSHOT_DIR="${CARGO_TARGET_DIR:-$PWD/target}/browser" node --test tests/browser/*.test.mjs \
     || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }
+  # On a port of its own with its own servers: the demo loaded and checked, hotness fired.
+  env -u REDIS_URL -u AWS_ENDPOINT_URL_DYNAMODB -u STANDINGS_TABLE PORT="$(free_port)" ./scripts/run-local.sh --smoke
 fi
 
 # The same integration suite again, against the cluster. Modules that bring servers of their

@@ -10,18 +10,18 @@ use serde_json::{json, Value};
 use standings::config::Config;
 use standings_tests::{arena, spawn_ingest, spawn_ingest_on, spawn_ingest_with, Caller, ADMIN, WRITER};
 
-type Operation = (String, String);
+pub(crate) type Operation = (String, String);
 
 const DOCUMENT_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../functions/query/src/openapi.json");
 
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-fn document() -> Value {
+pub(crate) fn document() -> Value {
     serde_json::from_str(query::web::OPENAPI).expect("functions/query/src/openapi.json is JSON")
 }
 
 /// (described and routed, described but pending)
-fn described(document: &Value) -> (BTreeSet<Operation>, BTreeSet<Operation>) {
+pub(crate) fn described(document: &Value) -> (BTreeSet<Operation>, BTreeSet<Operation>) {
     let mut ready = BTreeSet::new();
     let mut pending = BTreeSet::new();
     for (path, item) in document["paths"].as_object().expect("paths") {
@@ -37,7 +37,7 @@ fn described(document: &Value) -> (BTreeSet<Operation>, BTreeSet<Operation>) {
     (ready, pending)
 }
 
-fn operations(routes: &[(Method, &'static str)]) -> Vec<Operation> {
+pub(crate) fn operations(routes: &[(Method, &'static str)]) -> Vec<Operation> {
     routes.iter().map(|(method, path)| (method.as_str().to_lowercase(), path.to_string())).collect()
 }
 

@@ -157,7 +157,12 @@ async fn send(router: &Router, method: Method, path: &str, body: Body, caller: C
 impl TestApp {
     /// The `hotness` function on this app's key prefix, store, configuration and clock.
     pub fn hotness(&self) -> hotness::App {
-        hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now))
+        self.hotness_reporting_to(standings::metrics::Metrics::with_sink(hotness::FUNCTION, Arc::new(|_| ())))
+    }
+
+    /// `hotness` whose metric lines go to `metrics`.
+    pub fn hotness_reporting_to(&self, metrics: standings::metrics::Metrics) -> hotness::App {
+        hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now), metrics)
     }
 
     pub fn set_now(&self, now: DateTime<Utc>) {
