@@ -31,9 +31,8 @@ cleanup() {
     kill -- "-$watch_pid" 2>/dev/null || true
     wait "$watch_pid" 2>/dev/null || true
   fi
-  stop_pidfile "$run/moto.pid"
   stop_pidfile "$run/redis.pid"
-  stop_pidfile "$run/moto.pid"
+  stop_pidfile "$run/moto.pid" moto_server
   rm -rf "$run" || true
 }
 trap cleanup EXIT

@@ -149,6 +149,8 @@ struct RawBoard {
     sign_in: Option<SignIn>,
     #[serde(default)]
     decay: Option<Decay>,
+    #[serde(default)]
+    wait_replicas: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -168,6 +170,9 @@ pub struct Board {
     pub rules: BTreeMap<String, Rule>,
     pub sign_in: Option<SignIn>,
     pub decay: Option<Decay>,
+    /// Replicas that must acknowledge each write before it is answered (`WAIT`); `None`:
+    /// the deployment's `REDIS_WAIT_REPLICAS`.
+    pub wait_replicas: Option<u32>,
 }
 
 impl Board {
@@ -316,6 +321,7 @@ fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigError> {
         rules,
         sign_in: raw.sign_in,
         decay: raw.decay,
+        wait_replicas: raw.wait_replicas,
     })
 }
 

@@ -215,6 +215,12 @@ impl From<ModerationError> for ApiError {
 
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
+        if error.is_out_of_memory() {
+            tracing::error!(error = %error, "store out of memory");
+            // Memory is freed by expiring keys or by an operator, not within a second.
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", "the leaderboard store is full; nothing was written; retry later")
+                .with_retry_after(5);
+        }
         Self::unavailable(&error)
     }
 }

@@ -101,8 +101,9 @@ impl Ingestor {
         let replies = join_all(plan.boards.iter().map(|board_plan| {
             let mut conn = conn.clone();
             let keys = self.keys.board(&board_plan.board.name);
+            let wait = self.store.replica_wait().with_replicas(board_plan.board.wait_replicas);
             async move {
-                scripts::apply_event(&mut conn, &keys, board_plan, &event.event_id, &event.user_id, &plan.fingerprint)
+                scripts::apply_event(&mut conn, &keys, board_plan, &event.event_id, &event.user_id, &plan.fingerprint, wait)
                     .await
             }
         }))

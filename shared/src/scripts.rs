@@ -1,6 +1,7 @@
 //! Typed wrappers around the Lua scripts in `scripts/`. Each script is hashed once per
-//! process and called with EVALSHA; after `SCRIPT FLUSH` or a failover to a node that never
-//! saw it, redis-rs answers NOSCRIPT by loading it and retrying, so callers never notice.
+//! process and called with EVALSHA through `Connection::run_script`; after `SCRIPT FLUSH` or a
+//! failover to a node that never saw it, NOSCRIPT is answered by loading it and retrying, so
+//! callers never notice.
 
 pub mod hot;
 
@@ -11,7 +12,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::keys::BoardKeys;
 use crate::scoring::{BoardPlan, Ledger, Mode, RateWindow};
-use crate::store::{Connection, StoreError};
+use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
+
+#[cfg(test)]
+mod key_check;
 
 pub mod moderation;
 pub mod sign_in;
@@ -99,7 +103,7 @@ pub enum ApplyReply {
 }
 
 /// Applies one board's share of an event: dedupe, ledger, cap, every period board, TTLs and
-/// the new ranks, atomically, in one round trip.
+/// the new ranks, atomically, in one round trip (with `wait` for replicas in the same one).
 pub async fn apply_event(
     conn: &mut Connection,
     keys: &BoardKeys,
@@ -107,6 +111,7 @@ pub async fn apply_event(
     event_id: &str,
     member: &str,
     fingerprint: &str,
+    wait: ReplicaWait,
 ) -> Result<ApplyReply, StoreError> {
     let day_ledger = keys.day_ledger(member, &plan.day.id);
     let day_ledger_expiry = plan.day.end.map_or(0, |end| end.timestamp() + LEDGER_RETENTION_SECS);
@@ -117,8 +122,8 @@ pub async fn apply_event(
     };
     let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
 
-    let mut invocation = APPLY_EVENT.key(keys.event(event_id));
-    invocation.key(ledger).key(day_ledger).key(keys.guard()).key(keys.rate_log(member, &plan.rule.action));
+    let mut invocation = ScriptCall::new(&APPLY_EVENT);
+    invocation.key(keys.event(event_id)).key(ledger).key(day_ledger).key(keys.guard()).key(keys.rate_log(member, &plan.rule.action));
     for period in &plan.periods {
         invocation.key(keys.period(period));
     }
@@ -142,7 +147,7 @@ pub async fn apply_event(
     }
     let rate = plan.rate_limit.unwrap_or(RateWindow { max: 0, window_ms: 0, now_ms: 0 });
     invocation.arg(rate.max).arg(rate.window_ms).arg(rate.now_ms);
-    let (status, body): (String, String) = invocation.invoke_async(conn).await?;
+    let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("apply_event: {e}")));
     match status.as_str() {
         "new" => Ok(ApplyReply::New(outcome()?)),

@@ -241,7 +241,8 @@ impl SignIns {
         let plan = plan_sign_in(&self.config, request, now, &self.window)?;
         let board = &plan.board.name;
         let mut conn = self.store.connection().await?;
-        let (duplicate, outcome) = match script::sign_in(&mut conn, &self.keys.board(board), &plan).await? {
+        let wait = self.store.replica_wait().with_replicas(plan.board.wait_replicas);
+        let (duplicate, outcome) = match script::sign_in(&mut conn, &self.keys.board(board), &plan, wait).await? {
             SignInReply::New(outcome) => (false, outcome),
             SignInReply::Duplicate(outcome) => (true, outcome),
             SignInReply::Conflict => return Err(SignInError::Conflict(request.event_id.clone())),

@@ -14,10 +14,10 @@ async fn health_reports_the_store_without_addresses() {
     let (status, headers, health) = app.get_with_headers("/v1/health").await;
     assert_eq!(status, 200, "{health}");
     assert_eq!(headers["cache-control"], "no-store");
-    let server_version = redis::cmd("INFO").arg("server").query_async::<String>(&mut app.redis.clone()).await.unwrap();
+    let server_version = standings_tests::cluster::info(&app.redis, "server").await;
     let version = health["store"]["version"].as_str().unwrap();
     assert!(server_version.contains(&format!("redis_version:{version}\r\n")), "{version}");
-    assert_eq!(health["store"]["mode"], "standalone");
+    assert_eq!(health["store"]["mode"], if app.store.is_cluster() { "cluster" } else { "standalone" });
     let policy: (String, String) = redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(&mut app.redis.clone()).await.unwrap();
     assert_eq!(health["store"]["maxmemory_policy"], policy.1.as_str());
     assert_eq!(health["store"]["eviction_risk"], policy.1 != "noeviction");

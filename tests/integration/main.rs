@@ -1,12 +1,18 @@
 //! One integration binary (faster to link, one place to read). Every module talks to the real
 //! redis-server (and, for archives, the moto_server) started by scripts/test.sh; each test has
-//! its own key prefix.
+//! its own key prefix. scripts/test.sh runs the binary twice: against a standalone server, then
+//! against a 6-node cluster (`REDIS_CLUSTER=true`), skipping in that second pass the modules
+//! that bring servers of their own (`faults`, `tls`) or use the standalone `cargo lambda watch`
+//! (`lambda_watch`).
 
 mod admin;
 mod archive;
 mod batch;
+mod cluster_slots;
 mod exactly_once;
+mod faults;
 mod friends;
+mod fuzz;
 mod health;
 mod hot;
 mod hot_metrics;
@@ -22,4 +28,5 @@ mod startup_check;
 mod store_down;
 mod template;
 mod time_and_ties;
+mod tls;
 mod web_page;

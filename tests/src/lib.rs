@@ -1,7 +1,11 @@
 //! Test harness: a `spawn_app`-style helper that wires the real router to the real Redis
-//! started by `scripts/test.sh` (`REDIS_URL`), with a key prefix of its own per test so tests
-//! run in parallel on one server, and an injectable clock. Archive tests also get a DynamoDB
-//! table of their own on the real moto_server the script starts (`ArchiveHarness`).
+//! started by `scripts/test.sh`, with a key prefix of its own per test so tests run in
+//! parallel on one server, and an injectable clock. Archive tests also get a DynamoDB table of
+//! their own on the real moto_server the script starts (`ArchiveHarness`).
+//!
+//! The suite reaches Redis exactly as the functions do, through `REDIS_URL` / `REDIS_CLUSTER`
+//! (`RedisSettings::from_env`): scripts/test.sh runs it once against a standalone server and
+//! once against a 6-node cluster. The harness's own assertion connection is cluster-aware too.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -21,13 +25,25 @@ use standings::http::{AuthMode, ADMIN_SCOPE, WRITE_SCOPE};
 use standings::keys::Keys;
 use standings::period::Period;
 use standings::season_table::{ArchiveSink, ArchivedEntry, SeasonTable};
-use standings::store::{RedisSettings, Store};
+use standings::store::{Connection, RedisSettings, Store};
 use standings::tiebreak;
 use tower::ServiceExt;
+
+pub mod cluster;
+pub mod load;
+pub mod proxy;
+pub mod servers;
 
 /// The Redis every integration test talks to.
 pub fn redis_url() -> String {
     std::env::var("REDIS_URL").expect("REDIS_URL is not set: run the suite with scripts/test.sh, which starts redis-server")
+}
+
+/// The suite's Redis as the functions would read it from the environment (standalone or
+/// cluster, plain or TLS).
+pub fn redis_settings() -> RedisSettings {
+    redis_url();
+    RedisSettings::from_env().expect("the suite's REDIS_* variables are valid")
 }
 
 /// A prefix no other test (or earlier run) uses.
@@ -47,7 +63,8 @@ pub struct TestApp {
     pub query: Router,
     pub keys: Keys,
     pub store: Store,
-    pub redis: redis::aio::MultiplexedConnection,
+    /// The assertion connection (standalone or cluster, like the app's).
+    pub redis: Connection,
     now: Arc<Mutex<DateTime<Utc>>>,
     config: Arc<Config>,
 }
@@ -76,18 +93,29 @@ pub async fn spawn_ingest() -> TestApp {
 }
 
 pub async fn spawn_ingest_with(config: Config) -> TestApp {
-    spawn_ingest_on(config, &redis_url()).await
+    spawn_ingest_at(config, &redis_settings()).await
 }
 
 /// An app whose store is at `store_url` (e.g. a port nothing listens on); assertions still
 /// read the suite's Redis.
 pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
-    spawn_ingest_keyed(config, Keys::new(&unique_prefix()).unwrap(), store_url, None).await
+    let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
+    spawn_ingest_with_stores(config, store, Store::connect(&redis_settings()).unwrap()).await
+}
+
+/// An app, and assertions, on the Redis `settings` describe (a server a test started itself).
+/// Assertions use a store of their own, so they never count as the app's round trips.
+pub async fn spawn_ingest_at(config: Config, settings: &RedisSettings) -> TestApp {
+    spawn_ingest_with_stores(config, Store::connect(settings).unwrap(), Store::connect(settings).unwrap()).await
+}
+
+/// An app on `store`, with assertions on `assertions`.
+pub async fn spawn_ingest_with_stores(config: Config, store: Store, assertions: Store) -> TestApp {
+    spawn_app(config, Keys::new(&unique_prefix()).unwrap(), store, assertions, None).await
 }
 
 /// The app on given keys; its `query` function reads archived seasons from `archive`, if any.
-async fn spawn_ingest_keyed(config: Config, keys: Keys, store_url: &str, archive: Option<SeasonTable>) -> TestApp {
-    let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
+async fn spawn_app(config: Config, keys: Keys, store: Store, assertions: Store, archive: Option<SeasonTable>) -> TestApp {
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let config = Arc::new(config);
     let clock = clock_of(&now);
@@ -98,7 +126,7 @@ async fn spawn_ingest_keyed(config: Config, keys: Keys, store_url: &str, archive
         Some(table) => query.with_archive(table),
         None => query,
     };
-    let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let redis = assertions.connection().await.expect("the assertion connection reaches Redis");
     TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now, config }
 }
 
@@ -214,27 +242,17 @@ impl TestApp {
         composite.map(standings::tiebreak::points_of)
     }
 
-    /// Every key this test wrote.
+    /// Requests one profile read for `user_ids` makes: one pipeline standalone; on a cluster one
+    /// per slot holding a profile, all sent at once (see `profiles::get_many`).
+    pub fn profile_requests<'a>(&self, user_ids: impl IntoIterator<Item = &'a str>) -> u64 {
+        let slots: std::collections::HashSet<_> =
+            user_ids.into_iter().map(|user| redis::cluster_routing::Slot::for_key(self.keys.profile(user))).collect();
+        if self.store.is_cluster() { slots.len() as u64 } else { u64::from(!slots.is_empty()) }
+    }
+
+    /// Every key this test wrote (on every primary, in cluster mode).
     pub async fn written_keys(&self) -> Vec<String> {
-        let mut conn = self.redis.clone();
-        let mut keys: Vec<String> = Vec::new();
-        let mut cursor = 0u64;
-        loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(self.keys.all_pattern())
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            keys.extend(batch);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+        let mut keys = cluster::scan_all(&self.redis, &self.keys.all_pattern()).await;
         keys.sort();
         keys
     }
@@ -286,7 +304,7 @@ pub fn season_members(n: u64, season: &Period) -> Vec<Member> {
 
 /// Puts `members` on the sorted set `key`, scored as ingest scores them.
 pub async fn seed_board(key: &str, members: &[Member]) {
-    let mut conn = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let mut conn = Store::connect(&redis_settings()).unwrap().connection().await.unwrap();
     for chunk in members.chunks(1000) {
         let mut zadd = redis::cmd("ZADD");
         zadd.arg(key);
@@ -304,19 +322,20 @@ pub struct ArchiveHarness {
     pub keys: Keys,
     pub store: Store,
     pub table: SeasonTable,
-    pub redis: redis::aio::MultiplexedConnection,
+    pub redis: Connection,
     now: Arc<Mutex<DateTime<Utc>>>,
 }
 
 impl ArchiveHarness {
     /// The archive job's clock starts past October 2026's end plus grace (Asia/Shanghai).
     pub async fn new() -> Self {
+        let store = Store::connect(&redis_settings()).unwrap();
         Self {
             config: Arc::new(Config::default_boards()),
             keys: Keys::new(&unique_prefix()).unwrap(),
-            store: Store::connect(&RedisSettings::standalone(&redis_url())).unwrap(),
+            redis: store.connection().await.unwrap(),
+            store,
             table: unique_season_table().await,
-            redis: redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap(),
             now: Arc::new(Mutex::new(at("2026-11-01T01:00:00+08:00"))),
         }
     }
@@ -371,6 +390,7 @@ impl ArchiveHarness {
 
     /// The ingest and query functions (with its own clock) on this harness's keys and table.
     pub async fn app(&self) -> TestApp {
-        spawn_ingest_keyed(Config::default_boards(), self.keys.clone(), &redis_url(), Some(self.table.clone())).await
+        let (store, assertions) = (Store::connect(&redis_settings()).unwrap(), Store::connect(&redis_settings()).unwrap());
+        spawn_app(Config::default_boards(), self.keys.clone(), store, assertions, Some(self.table.clone())).await
     }
 }

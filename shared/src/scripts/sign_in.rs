@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::{with_prelude, EVENT_MARKER_TTL_SECS};
 use crate::keys::BoardKeys;
 use crate::sign_ins::{days_in_month, first_of_month, month_id, SignInPlan};
-use crate::store::{Connection, StoreError};
+use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
 
 pub(super) static SIGN_IN: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("sign_in.lua")));
 
@@ -37,19 +37,21 @@ pub enum SignInReply {
 }
 
 /// Signs `member` in for `plan.date`: bitmap, streak, points and bonuses, atomically, in one
-/// round trip.
+/// round trip (with `wait` for replicas in the same one).
 pub async fn sign_in(
     conn: &mut Connection,
     keys: &BoardKeys,
     plan: &SignInPlan<'_>,
+    wait: ReplicaWait,
 ) -> Result<SignInReply, StoreError> {
     let (date, member) = (plan.date, plan.user_id.as_str());
     let next_day = date.succ_opt().expect("planned dates have a next day");
     let previous_month = first_of_month(date) - chrono::Months::new(1);
     let bonuses: Vec<String> = plan.sign_in.streak_bonuses.iter().map(|(days, bonus)| format!("{days}:{bonus}")).collect();
 
-    let mut invocation = SIGN_IN.key(keys.event(&plan.event_id));
+    let mut invocation = ScriptCall::new(&SIGN_IN);
     invocation
+        .key(keys.event(&plan.event_id))
         .key(keys.sign_ins(member, &month_id(date)))
         .key(keys.sign_ins(member, &month_id(previous_month)))
         .key(keys.sign_ins(member, &month_id(next_day)))
@@ -71,7 +73,7 @@ pub async fn sign_in(
     for period in plan.periods.iter().chain(&plan.next_day_periods) {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }
-    let (status, body): (String, String) = invocation.invoke_async(conn).await?;
+    let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("sign_in: {e}")));
     match status.as_str() {
         "new" => Ok(SignInReply::New(outcome()?)),
