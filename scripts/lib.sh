@@ -208,7 +208,8 @@ stop_pidfile() {
   local pid
   pid=$(cat "$1")
   if [ "$(ps -o comm= -p "$pid" 2>/dev/null)" = "${2:-redis-server}" ] && kill "$pid" 2>/dev/null; then
-    poll 10 "${2:-redis-server} $pid to exit" exited "$pid" || true
+    # moto_server sometimes ignores SIGTERM while a request thread is busy.
+    poll 10 "${2:-redis-server} $pid to exit" exited "$pid" || kill -KILL "$pid" 2>/dev/null || true
   fi
 }
 
