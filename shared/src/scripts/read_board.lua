@@ -47,13 +47,18 @@ end
 local entries = {}
 if start < total and stop >= start then
   local range = redis.call('ZREVRANGE', key, start, stop, 'WITHSCORES')
-  local above_points = {}
+  local previous, above = nil, 0
   for i = 1, #range, 2 do
     local points = points_of(range[i + 1])
-    if not above_points[points] then
-      above_points[points] = redis.call('ZCOUNT', key, string.format('%.0f', (points + 1) * SPAN), '+inf')
+    if previous == nil then
+      above = redis.call('ZCOUNT', key, string.format('%.0f', (points + 1) * SPAN), '+inf')
+    elseif points ~= previous then
+      -- The window is in rank order: everyone ranked before an entry with fewer points than
+      -- the entry before it has more points than it. One ZCOUNT per read, not per entry.
+      above = start + (i - 1) / 2
     end
-    entries[#entries + 1] = {range[i], range[i + 1], above_points[points]}
+    previous = points
+    entries[#entries + 1] = {range[i], range[i + 1], above}
   end
 end
 return {total, rank, below, start, entries}
