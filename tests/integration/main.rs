@@ -10,6 +10,7 @@ mod lambda_watch;
 mod malformed;
 mod openapi;
 mod query;
+mod round_trips;
 mod rules;
 mod runtime_api;
 mod store_down;
