@@ -5,39 +5,28 @@ use serde_json::json;
 use standings::config::Config;
 use standings_tests::spawn_ingest_with;
 
-/// `comment` feeds one board, `share` two.
-fn two_board_config() -> Config {
-    Config::parse(
-        r#"[[boards]]
-           name = "activity"
-           kind = "cumulative"
-           timezone = "Asia/Shanghai"
-           periods = ["day", "month"]
-           top = 30
-           rules = [
-             { action = "comment", points = 3, scope = "user_target_day" },
-             { action = "share", points = 5, scope = "user_target_day" },
-           ]
-
-           [[boards]]
-           name = "reach"
-           kind = "cumulative"
-           timezone = "Asia/Shanghai"
-           periods = ["all"]
-           top = 30
-           rules = [{ action = "share", points = 1, scope = "none" }]"#,
-    )
-    .unwrap()
+/// The default boards and one more that also scores comments: a comment feeds two boards,
+/// a page view one.
+fn config_with_two_comment_boards() -> Config {
+    let reach = r#"
+        [[boards]]
+        name = "reach"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["all"]
+        top = 10
+        rules = [{ action = "comment", points = 1, scope = "none" }]"#;
+    Config::parse(&format!("{}{reach}", include_str!("../../shared/boards.toml"))).unwrap()
 }
 
 #[tokio::test]
 async fn an_event_costs_one_round_trip_per_board_it_feeds() {
-    let app = spawn_ingest_with(two_board_config()).await;
+    let app = spawn_ingest_with(config_with_two_comment_boards()).await;
     // The first call in a fresh Redis also loads the script (NOSCRIPT, SCRIPT LOAD, retry).
-    let (status, _) = app.event(json!({"event_id": "warm", "user_id": "u0", "action": "share", "target": "t"})).await;
+    let (status, _) = app.event(json!({"event_id": "warm", "user_id": "u0", "action": "comment", "target": "t"})).await;
     assert_eq!(status, 200);
 
-    let events = [("comment", 1), ("share", 2), ("comment", 1), ("share", 2)];
+    let events = [("page_view", 1), ("comment", 2), ("page_view", 1), ("comment", 2)];
     for (i, (action, boards)) in events.into_iter().enumerate() {
         let event = json!({"event_id": format!("e{i}"), "user_id": "u1", "action": action, "target": format!("t{i}")});
         for delivery in ["first", "duplicate"] {

@@ -7,7 +7,7 @@ use standings::config::Config;
 use standings::ingestion::{Ingestor, MAX_BATCH};
 use standings::scoring::Event;
 
-use crate::harness::{ratio, time, Bench, BenchError, Cpu, Measurement, Report, Table, Target};
+use crate::harness::{grouped, ratio, time, Bench, BenchError, Cpu, Measurement, Report, Table, Target};
 
 /// Batches of each method per repetition.
 const BATCHES: usize = 10;
@@ -96,8 +96,9 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     Ok(Report {
         title: "batch: 500 events per request (scenario 2)".into(),
         setup: format!(
-            "One client; each batch 500 new comments by {USERS} users. {} × {BATCHES} batches of each method, alternating, after \
+            "One client; each batch 500 new comments by {} users. {} × {BATCHES} batches of each method, alternating, after \
              one untimed batch each.",
+            grouped(USERS as u64),
             bench.repetitions
         ),
         tables: vec![table],

@@ -13,7 +13,7 @@ use standings::keys::BoardKeys;
 use standings::scripts::hot::{synthesize, Synthesis};
 use standings::store::Connection;
 
-use crate::harness::{ratio, time, zadd_all, Bench, BenchError, Measurement, Report, Rng, Table, Target};
+use crate::harness::{grouped, ratio, time, zadd_all, Bench, BenchError, Measurement, Report, Rng, Table, Target};
 
 const BUCKETS: u32 = 24;
 const ITEMS: u64 = 100_000;
@@ -48,9 +48,10 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     Ok(Report {
         title: "hot-synthesis (scenario 5)".into(),
         setup: format!(
-            "A 24-hour window board: {BUCKETS} hourly buckets × {ITEMS} items (the union has {ITEMS} members), linear weights; \
+            "A 24-hour window board: {BUCKETS} hourly buckets × {items} items (the union has {items} members), linear weights; \
              the script and a bare `ZUNIONSTORE` of the same buckets alternate, {} runs each after one untimed run.",
-            bench.repetitions
+            bench.repetitions,
+            items = grouped(ITEMS)
         ),
         tables: vec![Table::timings(&[&script, &raw])],
         notes: vec![format!("script / raw ZUNIONSTORE (medians): **{script_over_raw:.3}**")],

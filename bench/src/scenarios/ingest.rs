@@ -26,7 +26,7 @@ use standings::metrics::Metrics;
 use standings::scoring::Event;
 use standings::store::Store;
 
-use crate::harness::{call, Bench, BenchError, Cpu, Report, Table, Target};
+use crate::harness::{call, grouped, Bench, BenchError, Cpu, Report, Table, Target};
 use crate::seed001::{add_activity_score, Activity, SeedKeys};
 
 const CLIENTS: [usize; 2] = [1, 50];
@@ -315,11 +315,12 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         title: "ingest: single events (scenario 1)".into(),
         setup: format!(
             "Closed-loop clients, each with its own connection; every event a new comment (+3, the `activity` board's day and \
-             month) by one of {USERS} users. {} windows of {} s per method and concurrency, methods in rotating order; \
+             month) by one of {} users. {} windows of {} s per method and concurrency, methods in rotating order; \
              events/s is the median window. Round trips are counted by the store (`Store::round_trips()`) and, for the seed \
              port, by the port itself (the two agree). CPU per event is the benchmark process's and redis-server's own CPU time \
              (`/proc`) over the windows, divided by the events. The router row includes JSON in and out and the request middleware \
              (auth off).",
+            grouped(USERS),
             bench.repetitions,
             WINDOW.as_secs_f64()
         ),

@@ -14,9 +14,10 @@ use futures::future::try_join_all;
 use standings::config::Config;
 use standings::ingestion::{Ingestor, MAX_BATCH};
 use standings::scoring::Event;
+use standings::scripts::EVENT_MARKER_TTL_SECS;
 use standings::store::Connection;
 
-use crate::harness::{zadd_all, Bench, BenchError, Report, Table, Target};
+use crate::harness::{grouped, zadd_all, Bench, BenchError, Report, Table, Target};
 use crate::seed001::{add_activity_score, Activity, SeedKeys};
 
 const USERS: u64 = 5_000;
@@ -36,7 +37,7 @@ fn day_of(user: u64) -> Vec<Event> {
         ("comment", Some(article(3))),
         ("follow", Some(format!("u{}", (user + 1) % USERS))),
     ]);
-    if user % 10 == 0 {
+    if user.is_multiple_of(10) {
         actions.push(("publish", Some(format!("article-u{user}"))));
     }
     actions.extend([("learning", None), ("learning", None), ("qa", None), ("note", None)]);
@@ -106,6 +107,20 @@ async fn usage_by_kind(conn: &mut Connection, pattern: &str, kind: fn(&str) -> &
     Ok(usage)
 }
 
+/// Average key and value length of up to 1,000 dedupe markers.
+async fn marker_lengths(conn: &mut Connection, bench: &Bench) -> Result<(f64, f64), BenchError> {
+    let pattern = format!("{}:v1:*:evt:*", bench.keys.prefix());
+    let (_, keys): (u64, Vec<String>) = redis::cmd("SCAN").arg(0).arg("MATCH").arg(&pattern).arg("COUNT").arg(2_000).query_async(conn).await?;
+    let keys: Vec<String> = keys.into_iter().take(1_000).collect();
+    let mut pipe = redis::pipe();
+    for key in &keys {
+        pipe.strlen(key);
+    }
+    let values: Vec<u64> = pipe.query_async(conn).await?;
+    let n = keys.len().max(1) as f64;
+    Ok((keys.iter().map(String::len).sum::<usize>() as f64 / n, values.iter().sum::<u64>() as f64 / n))
+}
+
 fn standings_kind(key: &str) -> &'static str {
     if key.contains(":z:") {
         "boards (sorted sets)"
@@ -141,6 +156,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let standings_bytes = used_memory(&mut conn).await? - before;
     let standings_usage = usage_by_kind(&mut conn, &bench.keys.all_pattern(), standings_kind).await?;
     let activity_usage = usage_by_kind(&mut conn, &format!("{}:v1:{{activity}}:*", bench.keys.prefix()), standings_kind).await?;
+    let (marker_key, marker_value) = marker_lengths(&mut conn, bench).await?;
 
     let seed_keys = Arc::new(SeedKeys::new(bench.keys.prefix()));
     let before = used_memory(&mut conn).await?;
@@ -174,7 +190,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         add(format!("Standings: {kind}"), *usage);
     }
     let sum = |usage: &BTreeMap<&'static str, (u64, u64)>| usage.values().fold((0, 0), |(k, b), (keys, bytes)| (k + keys, b + bytes));
-    add("**Standings, all boards**".into(), sum(&standings_usage));
+    add("**Standings, total**".into(), sum(&standings_usage));
     add("Standings, `activity` board only".into(), sum(&activity_usage));
     for (kind, usage) in &seed_usage {
         add((*kind).to_owned(), *usage);
@@ -183,25 +199,35 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     add("**bare ZSET of the members**".into(), (1, bare_usage));
 
     let mut growth = Table::new(&["load", "used_memory growth", "bytes / member"]);
-    for (label, bytes) in [("Standings, all boards", standings_bytes), ("seed 001, activity", seed_bytes), ("bare ZSET", bare_bytes)] {
+    for (label, bytes) in [("Standings, total", standings_bytes), ("seed 001, activity", seed_bytes), ("bare ZSET", bare_bytes)] {
         growth.row(vec![label.into(), bytes.to_string(), format!("{:.0}", per_member(bytes.max(0) as u64))]);
     }
     let over_bare = standings_bytes as f64 / bare_bytes as f64;
     let activity_over_seed = sum(&activity_usage).1 as f64 / sum(&seed_usage).1 as f64;
     Ok(Report {
-        title: format!("memory: bytes per active member per day, {USERS} users (scenario 7)"),
+        title: format!("memory: bytes per active member per day, {} users (scenario 7)", grouped(USERS)),
         setup: format!(
             "One day of {} events: per user 6 page views, 2 praises, a collect, a comment, a follow (+ a publish for every tenth \
              user) on `activity` (day + month boards), 2 learning, a Q&A and a note on `points` (season board), through \
              `Ingestor::record_batch`. The activity events are replayed through the seed 001 port; the bare ZSET holds the same \
-             {USERS} members with small integer scores.",
-            events.len()
+             {} members with small integer scores.",
+            grouped(events.len() as u64),
+            grouped(USERS)
         ),
         tables: vec![table, growth],
-        notes: vec![format!(
-            "Standings / bare ZSET (used_memory growth): **{over_bare:.2}**; Standings `activity` / seed 001 (MEMORY USAGE): \
-             **{activity_over_seed:.2}**"
-        )],
+        notes: vec![
+            format!(
+                "Standings / bare ZSET (used_memory growth): **{over_bare:.2}**; Standings `activity` / seed 001 (MEMORY USAGE): \
+                 **{activity_over_seed:.2}**"
+            ),
+            format!(
+                "A dedupe marker (one per event and board, kept {} h): {:.0} bytes by MEMORY USAGE, of which the key is {marker_key:.0} \
+                 and the value (fingerprint and the first reply's JSON) {marker_value:.0}; the rest is Redis's per-key overhead (its \
+                 expiry adds an entry in the expires dictionary, counted by used_memory only).",
+                EVENT_MARKER_TTL_SECS / 3600,
+                standings_usage.get("dedupe markers").map_or(0.0, |(keys, bytes)| *bytes as f64 / (*keys).max(1) as f64)
+            ),
+        ],
         targets: vec![Target::at_most("memory per active member", "bare ZSET", over_bare, 2.0)],
     })
 }

@@ -16,7 +16,7 @@ use standings::profiles::{self, Profile};
 use standings::reads::{RankMode, Reader};
 use standings::store::Connection;
 
-use crate::harness::{call, load_board, ratio, time, Bench, BenchError, Measurement, Report, Table, Target};
+use crate::harness::{call, grouped, load_board, ratio, time, Bench, BenchError, Measurement, Report, Table, Target};
 
 const MEMBERS: u64 = 1_000_000;
 const TOP: u64 = 30;
@@ -72,8 +72,10 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     Ok(Report {
         title: "top-30 with profiles, 1,000,000 members (scenario 3)".into(),
         setup: format!(
-            "A day board of {MEMBERS} members (composite scores from `tiebreak::encode`, points skewed: few high scorers, so the \
-             top 30 have distinct points), profiles for the top {PROFILES}. {} samples of each method, interleaved, one client.",
+            "A day board of {} members (composite scores from `tiebreak::encode`, points skewed: few high scorers, so the \
+             top 30 have distinct points), profiles for the top {}. {} samples of each method, interleaved, one client.",
+            grouped(MEMBERS),
+            grouped(PROFILES as u64),
             SAMPLES * bench.repetitions
         ),
         tables: vec![Table::latencies(&[&page, &routed, &raw, &raw_profiles])],
