@@ -1,6 +1,7 @@
 //! What every scenario shares: connections to the benchmark's Redis, a key prefix of its own,
 //! timings and their percentiles, deterministic data, and the Markdown report with its targets.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -133,6 +134,52 @@ impl Cpu {
     pub fn per(&self, operations: u64) -> (f64, f64) {
         let per = |d: Duration| d.as_secs_f64() * 1e6 / operations.max(1) as f64;
         (per(self.client), per(self.redis))
+    }
+}
+
+/// Redis's own accounting (`INFO commandstats`) since the last reset: calls and microseconds
+/// per command. A command a script runs counts under its own name too, and within the script's.
+#[derive(Default, Clone)]
+pub struct CommandStats(HashMap<String, (u64, u64)>);
+
+impl CommandStats {
+    pub async fn reset(bench: &Bench) -> Result<(), BenchError> {
+        let () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut bench.connection().await?).await?;
+        Ok(())
+    }
+
+    pub async fn read(bench: &Bench) -> Result<Self, BenchError> {
+        let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut bench.connection().await?).await?;
+        let mut stats = HashMap::new();
+        for line in info.lines() {
+            let Some((name, fields)) = line.strip_prefix("cmdstat_").and_then(|l| l.split_once(':')) else { continue };
+            let field = |key: &str| fields.split(',').find_map(|f| f.strip_prefix(key)?.parse::<u64>().ok()).unwrap_or(0);
+            // The benchmark's own bookkeeping is not part of what it measures.
+            if !matches!(name, "info" | "config|resetstat" | "ping" | "script|load") {
+                stats.insert(name.to_owned(), (field("calls="), field("usec=")));
+            }
+        }
+        Ok(Self(stats))
+    }
+
+    /// (calls, microseconds) of one command.
+    pub fn of(&self, command: &str) -> (u64, u64) {
+        self.0.get(command).copied().unwrap_or_default()
+    }
+
+    /// (calls, microseconds) of every command but `excluded`.
+    pub fn all_but(&self, excluded: &[&str]) -> (u64, u64) {
+        self.0.iter().filter(|(name, _)| !excluded.contains(&name.as_str())).fold((0, 0), |(c, u), (_, (calls, usec))| (c + calls, u + usec))
+    }
+}
+
+impl std::ops::AddAssign<&CommandStats> for CommandStats {
+    fn add_assign(&mut self, other: &CommandStats) {
+        for (name, (calls, usec)) in &other.0 {
+            let entry = self.0.entry(name.clone()).or_default();
+            entry.0 += calls;
+            entry.1 += usec;
+        }
     }
 }
 

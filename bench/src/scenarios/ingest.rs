@@ -26,7 +26,7 @@ use standings::metrics::Metrics;
 use standings::scoring::Event;
 use standings::store::Store;
 
-use crate::harness::{call, grouped, Bench, BenchError, Cpu, Report, Table, Target};
+use crate::harness::{call, grouped, Bench, BenchError, CommandStats, Cpu, Report, Table, Target};
 use crate::seed001::{add_activity_score, Activity, SeedKeys};
 
 const CLIENTS: [usize; 2] = [1, 50];
@@ -71,47 +71,8 @@ struct Window {
     /// Commands the seed port counted itself (seed method only).
     commands: u64,
     cpu: Cpu,
-    /// Redis's own accounting of the window (`INFO commandstats`).
+    /// Redis's own accounting of the window.
     stats: CommandStats,
-}
-
-/// What Redis counted while the script ran: the EVALSHA calls and the commands they made.
-#[derive(Default, Clone, Copy)]
-struct CommandStats {
-    scripts: u64,
-    script_micros: u64,
-    inner_calls: u64,
-    inner_micros: u64,
-}
-
-impl std::ops::AddAssign for CommandStats {
-    fn add_assign(&mut self, other: Self) {
-        self.scripts += other.scripts;
-        self.script_micros += other.script_micros;
-        self.inner_calls += other.inner_calls;
-        self.inner_micros += other.inner_micros;
-    }
-}
-
-/// `INFO commandstats` since the last `CONFIG RESETSTAT`; during a script window every other
-/// command is one the script called.
-async fn command_stats(bench: &Bench) -> Result<CommandStats, BenchError> {
-    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut bench.connection().await?).await?;
-    let mut stats = CommandStats::default();
-    for line in info.lines() {
-        let Some((name, fields)) = line.strip_prefix("cmdstat_").and_then(|l| l.split_once(':')) else { continue };
-        let field = |key: &str| fields.split(',').find_map(|f| f.strip_prefix(key)?.parse::<u64>().ok()).unwrap_or(0);
-        let (calls, usec) = (field("calls="), field("usec="));
-        match name {
-            "evalsha" => (stats.scripts, stats.script_micros) = (calls, usec),
-            "info" | "config|resetstat" | "ping" | "script|load" => {}
-            _ => {
-                stats.inner_calls += calls;
-                stats.inner_micros += usec;
-            }
-        }
-    }
-    Ok(stats)
 }
 
 /// One event of `method`; returns the commands the seed port sent (0 for the others).
@@ -176,7 +137,7 @@ async fn window(bench: &Bench, shared: &Arc<Shared>, method: Method, clients: us
         built.push((client, store));
     }
     let round_trips_before: u64 = built.iter().map(|(_, store)| store.round_trips()).sum();
-    let () = redis::cmd("CONFIG").arg("RESETSTAT").query_async(&mut bench.connection().await?).await?;
+    CommandStats::reset(bench).await?;
     let cpu_before = bench.cpu();
     let started = Instant::now();
     let deadline = started + WINDOW;
@@ -204,7 +165,7 @@ async fn window(bench: &Bench, shared: &Arc<Shared>, method: Method, clients: us
     }
     let elapsed = started.elapsed();
     let cpu = bench.cpu() - cpu_before;
-    let stats = command_stats(bench).await?;
+    let stats = CommandStats::read(bench).await?;
     let round_trips = built.iter().map(|(_, store)| store.round_trips()).sum::<u64>() - round_trips_before;
     Ok(Window { events, elapsed, round_trips, commands, cpu, stats })
 }
@@ -289,15 +250,17 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             rate(Method::Router, clients) / rate(Method::Seed, clients),
         ));
     }
+    // During a script window every command but EVALSHA is one the script ran.
     let mut stats = CommandStats::default();
-    results.iter().filter(|((method, _), _)| *method == Method::Script).flat_map(|(_, windows)| windows).for_each(|w| stats += w.stats);
-    let per_script = |n: u64| n as f64 / stats.scripts.max(1) as f64;
+    results.iter().filter(|((method, _), _)| *method == Method::Script).flat_map(|(_, windows)| windows).for_each(|w| stats += &w.stats);
+    let ((scripts, script_micros), (inner_calls, inner_micros)) = (stats.of("evalsha"), stats.all_but(&["evalsha"]));
+    let per_script = |n: u64| n as f64 / scripts.max(1) as f64;
     notes.push(format!(
         "Inside Redis (`INFO commandstats`), one `apply_event.lua` call: **{:.1} µs**, of which its {:.1} commands take {:.1} µs; \
          the rest is the Lua interpreter and the cost of each `redis.call` (argument and reply conversion).",
-        per_script(stats.script_micros),
-        per_script(stats.inner_calls),
-        per_script(stats.inner_micros),
+        per_script(script_micros),
+        per_script(inner_calls),
+        per_script(inner_micros),
     ));
     let busiest = CLIENTS[CLIENTS.len() - 1];
     let script_trips = per_event(Method::Script, busiest);
