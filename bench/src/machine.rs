@@ -39,7 +39,9 @@ impl Machine {
         let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).unwrap_or("?").trim().to_owned();
         let redis = format!("{} ({} mode)", field("redis_version:"), field("redis_mode:"));
         let git = |args: &[&str]| Command::new("git").args(args).output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
-        let commit = match (git(&["rev-parse", "--short", "HEAD"]), git(&["status", "--porcelain", "--untracked-files=no"])) {
+        // BENCHMARKS.md is what a run rewrites: a change to it alone is not a change to what ran.
+        let changes = git(&["status", "--porcelain", "--untracked-files=no", "--", ".", ":!BENCHMARKS.md"]);
+        let commit = match (git(&["rev-parse", "--short", "HEAD"]), changes) {
             (Some(hash), Some(changes)) if !changes.is_empty() => format!("{hash} with uncommitted changes"),
             (Some(hash), _) => hash,
             _ => "unknown".to_owned(),
