@@ -75,18 +75,7 @@ impl Bench {
     /// Deletes every key of this run (DEL, not UNLINK: memory is back before the next scenario).
     pub async fn clean(&self) -> Result<(), BenchError> {
         let mut conn = self.connection().await?;
-        let pattern = format!("{}:*", self.keys.prefix());
-        let mut keys = Vec::new();
-        let mut cursor = 0u64;
-        loop {
-            let (next, batch): (u64, Vec<String>) =
-                redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(&pattern).arg("COUNT").arg(10_000).query_async(&mut conn).await?;
-            keys.extend(batch);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+        let keys = scan(&mut conn, &format!("{}:*", self.keys.prefix())).await?;
         for chunk in keys.chunks(1_000) {
             let () = conn.del(chunk).await?;
         }
@@ -134,6 +123,21 @@ impl Cpu {
     pub fn per(&self, operations: u64) -> (f64, f64) {
         let per = |d: Duration| d.as_secs_f64() * 1e6 / operations.max(1) as f64;
         (per(self.client), per(self.redis))
+    }
+}
+
+/// Every key matching `pattern`.
+pub async fn scan(conn: &mut Connection, pattern: &str) -> Result<Vec<String>, BenchError> {
+    let mut keys = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, batch): (u64, Vec<String>) =
+            redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(10_000).query_async(conn).await?;
+        keys.extend(batch);
+        if next == 0 {
+            return Ok(keys);
+        }
+        cursor = next;
     }
 }
 

@@ -17,7 +17,7 @@ use standings::scoring::Event;
 use standings::scripts::EVENT_MARKER_TTL_SECS;
 use standings::store::Connection;
 
-use crate::harness::{grouped, zadd_all, Bench, BenchError, Report, Table, Target};
+use crate::harness::{grouped, scan, zadd_all, Bench, BenchError, Report, Table, Target};
 use crate::seed001::{add_activity_score, Activity, SeedKeys};
 
 const USERS: u64 = 5_000;
@@ -80,17 +80,7 @@ async fn used_memory(conn: &mut Connection) -> Result<i64, BenchError> {
 
 /// `MEMORY USAGE` of every key matching `pattern`, summed by `kind(key)`: (keys, bytes).
 async fn usage_by_kind(conn: &mut Connection, pattern: &str, kind: fn(&str) -> &'static str) -> Result<BTreeMap<&'static str, (u64, u64)>, BenchError> {
-    let mut keys: Vec<String> = Vec::new();
-    let mut cursor = 0u64;
-    loop {
-        let (next, batch): (u64, Vec<String>) =
-            redis::cmd("SCAN").arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(10_000).query_async(conn).await?;
-        keys.extend(batch);
-        if next == 0 {
-            break;
-        }
-        cursor = next;
-    }
+    let keys = scan(conn, pattern).await?;
     let mut usage = BTreeMap::new();
     for chunk in keys.chunks(1_000) {
         let mut pipe = redis::pipe();
@@ -109,9 +99,8 @@ async fn usage_by_kind(conn: &mut Connection, pattern: &str, kind: fn(&str) -> &
 
 /// Average key and value length of up to 1,000 dedupe markers.
 async fn marker_lengths(conn: &mut Connection, bench: &Bench) -> Result<(f64, f64), BenchError> {
-    let pattern = format!("{}:v1:*:evt:*", bench.keys.prefix());
-    let (_, keys): (u64, Vec<String>) = redis::cmd("SCAN").arg(0).arg("MATCH").arg(&pattern).arg("COUNT").arg(2_000).query_async(conn).await?;
-    let keys: Vec<String> = keys.into_iter().take(1_000).collect();
+    let mut keys = scan(conn, &format!("{}:v1:*:evt:*", bench.keys.prefix())).await?;
+    keys.truncate(1_000);
     let mut pipe = redis::pipe();
     for key in &keys {
         pipe.strlen(key);
