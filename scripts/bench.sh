@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the benchmarks (not tests) against a throwaway redis-server on loopback, started here
-# and stopped on exit. Prints Markdown: each scenario's table, the targets, the machine. A run of
-# every scenario also writes those results into BENCHMARKS.md (between its results markers).
+# Runs the benchmarks (not tests) against a throwaway redis-server and moto_server (DynamoDB)
+# on loopback, started here and stopped on exit. Prints Markdown: each scenario's table, the
+# targets, the machine. A run of every scenario also writes those results into BENCHMARKS.md
+# (between its results markers).
 #   ./scripts/bench.sh                                 every scenario, 7 repetitions each (~5 min)
 #   ./scripts/bench.sh --around-members 1000000        around-me on 1,000,000 members, not 10,000,000
 #   ./scripts/bench.sh --repetitions 11 hot-synthesis  one scenario (BENCHMARKS.md left alone)
@@ -15,6 +16,7 @@ target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import js
 prepare_run_dir
 start_redis "$run"
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+start_moto "$run"
 
 # Run directly (not `cargo run`): the bootstrap scenario builds the release functions itself.
 "$target_dir/bench-tool/standings-bench" "$@"

@@ -5,11 +5,12 @@ sudo_if_needed() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
-# Installs redis-server and cargo-lambda when they are missing (fresh Debian machine).
+# Installs redis-server, openssl, cargo-lambda and moto_server (a local DynamoDB) when they are
+# missing (fresh Debian machine).
 ensure_deps() {
-  if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null; then
+  if ! command -v redis-server >/dev/null || ! command -v redis-cli >/dev/null || ! command -v openssl >/dev/null; then
     sudo_if_needed apt-get update -qq
-    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools >/dev/null
+    sudo_if_needed env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server redis-tools openssl >/dev/null
   fi
   if ! command -v cargo >/dev/null; then
     echo "cargo is required: https://rustup.rs" >&2
@@ -18,6 +19,7 @@ ensure_deps() {
   if ! cargo lambda --version >/dev/null 2>&1; then
     python3 -m pip install --quiet cargo-lambda
   fi
+  ensure_moto
 }
 
 # The OpenAPI tests: openapi-spec-validator (pip) validates the document; its jsonschema and
@@ -25,6 +27,31 @@ ensure_deps() {
 ensure_test_deps() {
   if ! python3 -c 'import openapi_spec_validator' 2>/dev/null; then
     python3 -m pip install --quiet openapi-spec-validator
+  fi
+}
+
+# cfn-lint and the SAM CLI check infra/template.yaml (lint_templates, run by scripts/test.sh).
+ensure_infra_deps() {
+  if ! python3 -c 'import cfnlint' 2>/dev/null; then
+    python3 -m pip install --quiet cfn-lint
+  fi
+  if ! python3 -c 'import samcli' 2>/dev/null; then
+    python3 -m pip install --quiet aws-sam-cli
+  fi
+}
+
+# Both linters on the SAM template. Offline: `sam validate` only needs a region to be named.
+lint_templates() {
+  cfn-lint infra/template.yaml
+  AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}" SAM_CLI_TELEMETRY=0 \
+    sam validate --lint --template infra/template.yaml
+}
+
+# moto_server, the DynamoDB emulator for the season table (tests and run-local.sh), with the
+# boto3 and PyYAML that scripts/local_table.py uses.
+ensure_moto() {
+  if ! command -v moto_server >/dev/null || ! python3 -c 'import moto.server, boto3, yaml' 2>/dev/null; then
+    python3 -m pip install --quiet 'moto[server]'
   fi
 }
 
@@ -46,45 +73,165 @@ ensure_browser_deps() {
 }
 
 free_port() {
-  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+  free_ports 1
+}
+
+# free_ports N: N distinct loopback ports nothing listens on (all held open while chosen),
+# below the kernel's ephemeral range so no outgoing connection takes one before its server.
+free_ports() {
+  python3 -c 'import random, socket, sys
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+held = []
+while len(held) < int(sys.argv[1]):
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", random.randrange(10000, low)))
+        held.append(s)
+    except OSError:
+        s.close()
+print(" ".join(str(s.getsockname()[1]) for s in held))' "$1"
+}
+
+# poll SECONDS WHAT COMMAND...: runs COMMAND every 0.1 s until it succeeds.
+poll() {
+  local seconds=$1 what=$2
+  shift 2
+  for _ in $(seq 1 "$(( seconds * 10 ))"); do
+    "$@" >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "$what: not within $seconds s" >&2
+  return 1
+}
+
+# redis_server DIR ARGS...: a daemonized redis-server bound to loopback, without persistence,
+# its pid, log and data in DIR.
+redis_server() {
+  local dir=$1
+  shift
+  mkdir -p "$dir"
+  redis-server --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
+    --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "$@"
 }
 
 # start_redis DIR: a throwaway redis-server on a free loopback port; sets REDIS_PORT.
 start_redis() {
   local dir=$1
   REDIS_PORT=$(free_port)
-  redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --dir "$dir" --save '' --appendonly no \
-    --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log"
-  for _ in $(seq 1 100); do
-    redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && return 0
-    sleep 0.1
-  done
-  echo "redis-server did not start; see $dir/redis.log" >&2
-  return 1
+  redis_server "$dir" --port "$REDIS_PORT"
+  poll 10 "redis-server (see $dir/redis.log)" redis-cli -p "$REDIS_PORT" ping
 }
 
-# stop_pidfile FILE: stops that process and waits until it is gone.
+# start_moto DIR: a throwaway moto_server (an in-memory DynamoDB) on a free loopback port, and
+# the AWS SDK pointed at it with dummy credentials; sets MOTO_PORT, writes DIR/moto.pid.
+start_moto() {
+  local dir=$1
+  MOTO_PORT=$(free_port)
+  moto_server -H 127.0.0.1 -p "$MOTO_PORT" >"$dir/moto.log" 2>&1 &
+  echo $! >"$dir/moto.pid"
+  wait_http "http://127.0.0.1:$MOTO_PORT/moto-api/" 60 || { cat "$dir/moto.log" >&2; return 1; }
+  export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$MOTO_PORT"
+  export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
+}
+
+# start_cluster DIR: a 6-node Redis Cluster (3 primaries, 3 replicas) on free loopback ports,
+# one directory per node under DIR. Returns once every node sees the cluster ok with all
+# 16384 slots covered and all 3 replicas in sync. Sets CLUSTER_PORTS (an array).
+start_cluster() {
+  local dir=$1 ports port i
+  read -ra ports <<<"$(free_ports 12)"
+  CLUSTER_PORTS=("${ports[@]:0:6}")
+  for i in 0 1 2 3 4 5; do
+    port=${ports[$i]}
+    redis_server "$dir/node-$port" --port "$port" --cluster-port "${ports[$((i + 6))]}" \
+      --cluster-enabled yes --cluster-config-file nodes.conf
+  done
+  for port in "${CLUSTER_PORTS[@]}"; do
+    poll 10 "cluster node $port (see $dir/node-$port/redis.log)" redis-cli -p "$port" ping
+  done
+  redis-cli --cluster create $(printf '127.0.0.1:%s ' "${CLUSTER_PORTS[@]}") \
+    --cluster-replicas 1 --cluster-yes >"$dir/create.log"
+  poll 30 "the cluster to be ok (see $dir/create.log)" cluster_ok
+}
+
+cluster_ok() {
+  local port info in_sync=0
+  for port in "${CLUSTER_PORTS[@]}"; do
+    info=$(redis-cli -p "$port" cluster info) || return 1
+    grep -q '^cluster_state:ok' <<<"$info" && grep -q '^cluster_slots_ok:16384' <<<"$info" || return 1
+    if redis-cli -p "$port" info replication | grep -q '^master_link_status:up'; then
+      in_sync=$((in_sync + 1))
+    fi
+  done
+  [ "$in_sync" -eq 3 ]
+}
+
+# make_certs DIR: a CA, a server certificate it signs for 127.0.0.1 and localhost, and a
+# second CA that signed nothing (to test a wrong CA).
+make_certs() {
+  local dir=$1
+  mkdir -p "$dir"
+  for ca in ca other-ca; do
+    openssl req -x509 -new -nodes -newkey rsa:2048 -days 2 -subj "/CN=Standings test $ca" \
+      -keyout "$dir/$ca.key" -out "$dir/$ca.crt" 2>/dev/null
+  done
+  openssl req -new -nodes -newkey rsa:2048 -subj "/CN=localhost" \
+    -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n' >"$dir/server.ext"
+  openssl x509 -req -days 2 -in "$dir/server.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" \
+    -CAcreateserial -extfile "$dir/server.ext" -out "$dir/server.crt" 2>/dev/null
+}
+
+# start_tls_redis DIR: a redis-server that only speaks TLS (--port 0), with certificates made
+# here, the default user off and one ACL user with a password. Sets TLS_PORT, TLS_USER,
+# TLS_PASSWORD; the CA is DIR/ca.crt.
+start_tls_redis() {
+  local dir=$1
+  make_certs "$dir"
+  TLS_PORT=$(free_port)
+  TLS_USER=standings
+  TLS_PASSWORD=$(openssl rand -hex 16)
+  redis_server "$dir" --port 0 --tls-port "$TLS_PORT" --tls-auth-clients no \
+    --tls-cert-file "$dir/server.crt" --tls-key-file "$dir/server.key" --tls-ca-cert-file "$dir/ca.crt"
+  local cli=(redis-cli --tls --cacert "$dir/ca.crt" -p "$TLS_PORT")
+  poll 10 "TLS redis-server (see $dir/redis.log)" "${cli[@]}" ping
+  # What a Standings deployment gets (README: ElastiCache), with every key for the tests' prefixes.
+  "${cli[@]}" acl setuser "$TLS_USER" on ">$TLS_PASSWORD" '~*' +@all -@dangerous +info >/dev/null
+  "${cli[@]}" acl setuser default off >/dev/null
+}
+
+# stop_pidfile FILE [NAME]: stops the process whose pid FILE holds if it still runs as NAME
+# (default redis-server; a pid of a server that died may have been reused), and waits until it
+# has exited (redis-server writes its log on the way out).
 stop_pidfile() {
   [ -f "$1" ] || return 0
   local pid
   pid=$(cat "$1")
-  kill "$pid" 2>/dev/null || return 0
-  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+  if [ "$(ps -o comm= -p "$pid" 2>/dev/null)" = "${2:-redis-server}" ] && kill "$pid" 2>/dev/null; then
+    poll 10 "${2:-redis-server} $pid to exit" exited "$pid" || true
+  fi
 }
 
-# prepare_run_dir: sets $run, a scratch directory for this script's servers; on exit the
-# redis-server started there is stopped and the directory removed.
+exited() {
+  ! kill -0 "$1" 2>/dev/null
+}
+
+# stop_redis_under DIR: stops every redis-server with a pid file under DIR.
+stop_redis_under() {
+  local pidfile
+  while IFS= read -r pidfile; do
+    stop_pidfile "$pidfile"
+  done < <(find "$1" -name redis.pid 2>/dev/null)
+}
+
+# prepare_run_dir: sets $run, a scratch directory for this script's servers; on exit every
+# redis-server started under it and its moto_server are stopped and the directory removed.
 prepare_run_dir() {
   run=$(mktemp -d)
-  trap 'stop_pidfile "$run/redis.pid"; rm -rf "$run"' EXIT
+  trap 'stop_redis_under "$run"; stop_pidfile "$run/moto.pid" moto_server; rm -rf "$run"' EXIT
 }
 
 # wait_http URL SECONDS: until URL answers at all.
 wait_http() {
-  for _ in $(seq 1 "$(( $2 * 10 ))"); do
-    curl -s -o /dev/null "$1" && return 0
-    sleep 0.1
-  done
-  echo "$1 did not answer within $2 s" >&2
-  return 1
+  poll "$2" "$1" curl -s -o /dev/null "$1"
 }

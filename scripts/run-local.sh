@@ -1,30 +1,116 @@
 #!/usr/bin/env bash
-# Runs Standings locally: its own redis-server on loopback and every function under
-# `cargo lambda watch`, at the same paths API Gateway uses (behind /lambda-url/<function>).
-# Auth is off (local development only). Ctrl-C stops everything.
+# Runs Standings locally, everything on loopback and stopped on exit (Ctrl-C):
+# - its own redis-server (or the one in REDIS_URL) and moto_server for the season table (or the
+#   DynamoDB endpoint in AWS_ENDPOINT_URL_DYNAMODB, e.g. docker-compose.yml's DynamoDB Local);
+# - every function under `cargo lambda watch`, at the paths API Gateway uses
+#   (`[workspace.metadata.lambda.watch.router]` in Cargo.toml): http://127.0.0.1:9000/v1/events;
+# - the hotness schedule: the function invoked at the start of every minute with the scheduled
+#   event for that minute;
+# - a demo workload (scripts/demo.py), checked against what the boards answer.
+# Auth is off (STANDINGS_AUTH=off: local development only).
+#
+#   ./scripts/run-local.sh            serve until Ctrl-C (PORT=9000 by default)
+#   ./scripts/run-local.sh --smoke    start, load and check the demo, fire hotness once, stop
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
+
+smoke=false
+case "${1:-}" in
+  --smoke) smoke=true ;;
+  "") ;;
+  *) echo "usage: $0 [--smoke]" >&2; exit 2 ;;
+esac
+
 ensure_deps
 
 run=$(mktemp -d)
 cleanup() {
+  if [ -n "${schedule_pid:-}" ]; then kill "$schedule_pid" 2>/dev/null || true; fi
+  if [ -n "${watch_pid:-}" ]; then
+    kill -- "-$watch_pid" 2>/dev/null || true
+    wait "$watch_pid" 2>/dev/null || true
+  fi
   stop_pidfile "$run/redis.pid"
+  stop_pidfile "$run/moto.pid" moto_server
   rm -rf "$run" || true
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
 
 if [ -z "${REDIS_URL:-}" ]; then
   start_redis "$run"
   export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 fi
+# The SDK's own variables; any credentials do for an emulator.
+export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-local}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-local}"
+export AWS_DEFAULT_REGION="${AWS_DEFAULT_REGION:-us-east-1}" AWS_REGION="${AWS_REGION:-${AWS_DEFAULT_REGION:-us-east-1}}"
+if [ -z "${AWS_ENDPOINT_URL_DYNAMODB:-}" ]; then
+  start_moto "$run"
+  export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$MOTO_PORT"
+fi
+export STANDINGS_TABLE="${STANDINGS_TABLE:-standings-seasons}"
+python3 scripts/local_table.py "$AWS_ENDPOINT_URL_DYNAMODB" "$STANDINGS_TABLE"
 export STANDINGS_AUTH=off
+
 port=${PORT:-9000}
-base="http://127.0.0.1:$port/lambda-url"
+base="http://127.0.0.1:$port"
+echo "Building the functions (the first build takes a few minutes)…"
+cargo build --workspace --locked --quiet
+if $smoke; then watch_log="$run/watch.log"; else watch_log=/dev/stderr; fi
+setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$port" --ignore-changes >"$watch_log" 2>&1 &
+watch_pid=$!
+wait_http "$base/" 120 || { $smoke && tail -n 50 "$watch_log"; exit 1; }
+
+# One scheduled run of `hotness` for the minute of now, through the Lambda Invoke API that
+# `cargo lambda watch` serves (what `cargo lambda invoke hotness` does), with the scheduled
+# event's shape (functions/hotness/fixtures/scheduled-event.json) and this minute as its time.
+fire_hotness() {
+  local minute
+  minute=$(date -u +%Y-%m-%dT%H:%M:00Z)
+  sed "s/\"time\": \"[^\"]*\"/\"time\": \"$minute\"/" functions/hotness/fixtures/scheduled-event.json |
+    curl -sS --fail-with-body --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/hotness/invocations" --data-binary @-
+}
+
+if ! python3 scripts/demo.py "$base"; then
+  $smoke && tail -n 50 "$watch_log"
+  exit 1
+fi
+first_run=$(fire_hotness)
+echo "hotness: $first_run"
+
+if $smoke; then
+  python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert [b["board"] for b in run["boards"]] == ["hot-videos"], run' "$first_run"
+  for path in / /v1/openapi.json /v1/health; do
+    curl -sS --fail-with-body --retry 2 --retry-all-errors -o /dev/null "$base$path" || { echo "GET $path failed" >&2; tail -n 50 "$watch_log"; exit 1; }
+  done
+  echo "run-local smoke: demo loaded and checked, hotness ran, page served"
+  exit 0
+fi
+
+# The schedule: a run at the start of every minute (EventBridge's `rate(1 minute)`).
+(
+  while sleep $((60 - $(date +%s) % 60)); do
+    fire_hotness >/dev/null || echo "hotness run failed" >&2
+  done
+) &
+schedule_pid=$!
+
 cat <<MSG
-Standings is starting (first build takes a few minutes). Redis: $REDIS_URL
-Try:
-  curl -s -X POST $base/ingest/v1/events -H 'content-type: application/json' \\
-    -d '{"event_id":"e1","user_id":"alice","action":"comment","target":"article-1"}'
+
+Standings is running on $base (Redis $REDIS_URL, season table $STANDINGS_TABLE at $AWS_ENDPOINT_URL_DYNAMODB).
+The live page:   $base/
+Boards:          curl -s '$base/v1/boards/activity/top'
+                 curl -s '$base/v1/boards/points/top?period=season'
+                 curl -s '$base/v1/boards/invites/top'
+A member:        curl -s '$base/v1/boards/activity/users/u-lin?around=2'
+Hot videos:      curl -s '$base/v1/hot/hot-videos'   (hotness runs every minute)
+Post an event:   curl -s -X POST $base/v1/events -H 'content-type: application/json' \\
+                   -d '{"event_id":"e1","user_id":"alice","action":"comment","target":"article-1"}'
+OpenAPI:         $base/v1/openapi.json
+Archive a finished season, then read it:
+                 cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port $port archive --data-ascii '{"board":"points","season":"2026-10"}'
+                 curl -s '$base/v1/boards/points/seasons/2026-10/top'
+Ctrl-C stops everything.
 MSG
-cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$port"
+wait "$watch_pid"

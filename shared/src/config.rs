@@ -66,16 +66,42 @@ pub struct Rule {
     /// then only the default used when the event omits it.
     #[serde(default)]
     pub max_points: Option<i64>,
+    /// At most `max` events of this action per user in any `per_secs` sliding window.
+    #[serde(default)]
+    pub rate_limit: Option<RateLimit>,
 }
+
+/// A per-user rate limit of one action on one board (`rate_limit = { max = 10, per_secs = 60 }`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    pub max: u32,
+    pub per_secs: u32,
+}
+
+/// Bounds of a rate limit: the window's log holds at most `max` entries per user and action.
+pub const MAX_RATE_LIMIT: u32 = 10_000;
+pub const MAX_RATE_WINDOW_SECS: u32 = 86_400;
 
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SignIn {
     pub points: i64,
-    /// `[consecutive_days, bonus]` pairs.
+    /// `[consecutive_days, bonus]` pairs: the bonus is given on the day the streak is exactly
+    /// that long.
     #[serde(default)]
     pub streak_bonuses: Vec<(u32, i64)>,
 }
+
+impl SignIn {
+    /// The bonus for a streak of exactly `days`.
+    pub fn bonus(&self, days: u32) -> i64 {
+        self.streak_bonuses.iter().find(|(at, _)| *at == days).map_or(0, |(_, bonus)| *bonus)
+    }
+}
+
+/// Longest streak a bonus can be configured for (ten years).
+pub const MAX_BONUS_STREAK: u32 = 3660;
 
 #[derive(Debug, Clone, Copy, PartialEq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -123,6 +149,8 @@ struct RawBoard {
     sign_in: Option<SignIn>,
     #[serde(default)]
     decay: Option<Decay>,
+    #[serde(default)]
+    wait_replicas: Option<u32>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -142,6 +170,9 @@ pub struct Board {
     pub rules: BTreeMap<String, Rule>,
     pub sign_in: Option<SignIn>,
     pub decay: Option<Decay>,
+    /// Replicas that must acknowledge each write before it is answered (`WAIT`); `None`:
+    /// the deployment's `REDIS_WAIT_REPLICAS`.
+    pub wait_replicas: Option<u32>,
 }
 
 impl Board {
@@ -186,6 +217,9 @@ impl Config {
         if boards.is_empty() {
             return Err(invalid("boards", "at least one board is required"));
         }
+        if let Some(second) = boards.iter().enumerate().filter(|(_, b)| b.sign_in.is_some()).nth(1) {
+            return Err(invalid(format!("boards[{}].sign_in", second.0), "only one board can take sign-ins"));
+        }
         Ok(Self { boards })
     }
 
@@ -195,6 +229,11 @@ impl Config {
 
     pub fn board(&self, name: &str) -> Option<&Board> {
         self.boards.iter().find(|b| b.name == name)
+    }
+
+    /// The board that takes sign-ins (at most one has a `sign_in` section).
+    pub fn sign_in_board(&self) -> Option<&Board> {
+        self.boards.iter().find(|b| b.sign_in.is_some())
     }
 
     /// Every board that scores `action`, in configuration order (the event fan-out).
@@ -234,10 +273,10 @@ fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigError> {
                 return Err(invalid(format!("{at}.decay"), "a decaying board needs a decay section"));
             };
             validate_decay(&format!("{at}.decay"), decay)?;
-            if !raw.periods.is_empty() || !raw.rules.is_empty() || raw.archive {
+            if !raw.periods.is_empty() || !raw.rules.is_empty() || raw.archive || raw.sign_in.is_some() {
                 return Err(invalid(
                     format!("{at}.kind"),
-                    "a decaying board takes heat, not rules, periods or archiving",
+                    "a decaying board takes heat, not rules, periods, sign-ins or archiving",
                 ));
             }
         }
@@ -256,12 +295,19 @@ fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigError> {
         if !(1..=MAX_RULE_POINTS).contains(&sign_in.points) {
             return Err(invalid(format!("{at}.sign_in.points"), format!("must be 1..={MAX_RULE_POINTS}")));
         }
+        let mut streaks = HashSet::new();
         for (j, (days, bonus)) in sign_in.streak_bonuses.iter().enumerate() {
-            if *days == 0 || !(1..=MAX_RULE_POINTS).contains(bonus) {
+            // A one-day "streak" is every sign-in: that is `points`, not a bonus. (The sign-in
+            // script also relies on it: a late sign-in for yesterday re-evaluates today's
+            // streak, which was 1 when today was signed.)
+            if !(2..=MAX_BONUS_STREAK).contains(days) || !(1..=MAX_RULE_POINTS).contains(bonus) {
                 return Err(invalid(
                     format!("{at}.sign_in.streak_bonuses[{j}]"),
-                    "needs a streak of at least 1 day and a bonus within range",
+                    format!("needs a streak of 2..={MAX_BONUS_STREAK} days and a bonus of 1..={MAX_RULE_POINTS}"),
                 ));
+            }
+            if !streaks.insert(*days) {
+                return Err(invalid(format!("{at}.sign_in.streak_bonuses[{j}]"), "streak listed twice"));
             }
         }
     }
@@ -275,6 +321,7 @@ fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigError> {
         rules,
         sign_in: raw.sign_in,
         decay: raw.decay,
+        wait_replicas: raw.wait_replicas,
     })
 }
 
@@ -293,6 +340,14 @@ fn validate_rule(at: &str, rule: &Rule) -> Result<(), ConfigError> {
     if let Some(cap) = rule.daily_cap {
         if cap < 1 {
             return Err(invalid(format!("{at}.daily_cap"), "must be positive"));
+        }
+    }
+    if let Some(limit) = rule.rate_limit {
+        if !(1..=MAX_RATE_LIMIT).contains(&limit.max) {
+            return Err(invalid(format!("{at}.rate_limit.max"), format!("must be 1..={MAX_RATE_LIMIT}")));
+        }
+        if !(1..=MAX_RATE_WINDOW_SECS).contains(&limit.per_secs) {
+            return Err(invalid(format!("{at}.rate_limit.per_secs"), format!("must be 1..={MAX_RATE_WINDOW_SECS}")));
         }
     }
     if rule.reversible && rule.scope != Scope::UserTargetDay {
@@ -395,6 +450,33 @@ mod tests {
         );
         assert_eq!(problem_field(&format!("{BOARD}{BOARD}")), "boards[1].name");
         assert_eq!(problem_field(&BOARD.replace("periods = [\"day\"]", "periods = []")), "boards[0].periods");
+    }
+
+    #[test]
+    fn rate_limits_and_sign_ins_are_validated_field_by_field() {
+        let rule = |limit: &str| format!("{BOARD}\nrules = [{{ action = \"a\", points = 1, scope = \"none\", rate_limit = {limit} }}]");
+        assert_eq!(problem_field(&rule("{ max = 0, per_secs = 60 }")), "boards[0].rules[0].rate_limit.max");
+        assert_eq!(problem_field(&rule("{ max = 10001, per_secs = 60 }")), "boards[0].rules[0].rate_limit.max");
+        assert_eq!(problem_field(&rule("{ max = 10, per_secs = 0 }")), "boards[0].rules[0].rate_limit.per_secs");
+        assert_eq!(problem_field(&rule("{ max = 10, per_secs = 86401 }")), "boards[0].rules[0].rate_limit.per_secs");
+        assert!(matches!(Config::parse(&rule("{ max = 10 }")), Err(ConfigError::Syntax(m)) if m.contains("per_secs")));
+        let limited = Config::parse(&rule("{ max = 10, per_secs = 60 }")).unwrap();
+        assert_eq!(limited.boards()[0].rule("a").unwrap().rate_limit, Some(RateLimit { max: 10, per_secs: 60 }));
+
+        let sign_in = |section: &str| format!("{BOARD}\nsign_in = {section}");
+        assert_eq!(problem_field(&sign_in("{ points = 0 }")), "boards[0].sign_in.points");
+        assert_eq!(problem_field(&sign_in("{ points = 1, streak_bonuses = [[1, 5]] }")), "boards[0].sign_in.streak_bonuses[0]");
+        assert_eq!(
+            problem_field(&sign_in("{ points = 1, streak_bonuses = [[7, 5], [7, 6]] }")),
+            "boards[0].sign_in.streak_bonuses[1]"
+        );
+        let two = format!("{}{}", sign_in("{ points = 1 }"), sign_in("{ points = 1 }").replace("\"b\"", "\"c\""));
+        assert_eq!(problem_field(&two), "boards[1].sign_in");
+        let points = Config::default_boards();
+        let board = points.sign_in_board().unwrap();
+        assert_eq!(board.name, "points");
+        let bonuses = board.sign_in.as_ref().unwrap();
+        assert_eq!([6, 7, 14, 28, 29].map(|d| bonuses.bonus(d)), [0, 10, 20, 40, 0]);
     }
 
     #[test]

@@ -17,8 +17,10 @@ pub struct StoreHealth {
     /// True unless the policy is `noeviction`: boards carry TTLs, so even `volatile-*`
     /// policies may evict them under memory pressure.
     pub eviction_risk: bool,
-    /// Whether every Lua script is already cached on the node that answered.
-    pub scripts_loaded: bool,
+    /// How many of the Lua scripts are cached on the node that answered. Scripts load on
+    /// first use (and again after a flush or failover), so fewer than all is not a fault.
+    pub scripts_loaded: usize,
+    pub scripts_total: usize,
 }
 
 /// The value of `field` in an INFO reply.
@@ -40,7 +42,8 @@ pub async fn check(store: &Store, timeout: Duration) -> Result<StoreHealth, Stor
             mode: if store.is_cluster() { "cluster" } else { "standalone" },
             eviction_risk: policy != "noeviction",
             maxmemory_policy: policy,
-            scripts_loaded: loaded.iter().all(|l| *l),
+            scripts_loaded: loaded.iter().filter(|l| **l).count(),
+            scripts_total: hashes.len(),
         })
     };
     tokio::time::timeout(timeout, probe).await.map_err(|_| StoreError::Timeout(timeout))?

@@ -94,7 +94,37 @@ pub struct HotTop {
     /// The minute the board was last synthesized for (scale boards: the start of the last
     /// scaled period), in the board's timezone; `null` before the first run.
     pub synthesized_at: Option<String>,
+    /// What the scores cover: the hourly buckets merged, or the scaling schedule.
+    pub window: HotWindow,
     pub entries: Vec<HotEntry>,
+}
+
+/// The window a decaying board's scores cover, as clients show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum HotWindow {
+    /// Buckets from `from` (start of the oldest hour) to `to` (end of the newest), in the
+    /// board's timezone.
+    Window { hours: u32, from: String, to: String },
+    /// Every score is multiplied by `factor` once per `every_minutes`.
+    Scale { factor: f64, every_minutes: u32 },
+}
+
+impl HotWindow {
+    fn of(plan: DecayPlan, at: DateTime<Utc>, tz: Tz) -> Self {
+        match plan {
+            DecayPlan::Window { window_hours, .. } => {
+                let newest = decay::hour_start(at, tz);
+                let oldest = newest - chrono::Duration::hours(i64::from(window_hours) - 1);
+                HotWindow::Window {
+                    hours: window_hours,
+                    from: local_rfc3339(oldest, tz),
+                    to: local_rfc3339(newest + chrono::Duration::hours(1), tz),
+                }
+            }
+            DecayPlan::Scale { factor, every_minutes } => HotWindow::Scale { factor, every_minutes },
+        }
+    }
 }
 
 /// One board's share of a scheduled run.
@@ -246,12 +276,11 @@ impl HotBoards {
                 view = read_board(&mut conn, &keys, limit).await?;
             }
         }
+        let synthesized_at = view.synthesized_at.and_then(|secs| DateTime::from_timestamp(secs, 0));
         Ok(HotTop {
             board: board.name.clone(),
-            synthesized_at: view
-                .synthesized_at
-                .and_then(|secs| DateTime::from_timestamp(secs, 0))
-                .map(|at| local_rfc3339(at, board.timezone)),
+            synthesized_at: synthesized_at.map(|at| local_rfc3339(at, board.timezone)),
+            window: HotWindow::of(plan, synthesized_at.unwrap_or(now), board.timezone),
             entries: view
                 .entries
                 .into_iter()

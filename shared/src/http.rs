@@ -1,21 +1,27 @@
 //! HTTP glue shared by the API functions: the one place where errors become status codes,
 //! JSON bodies with our error shape, and scope checks on API Gateway's JWT claims.
 
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, Request, State};
+use axum::http::request::Parts;
+use axum::http::Extensions;
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use bytes::Bytes;
+use lambda_http::aws_lambda_events::apigw::ApiGatewayRequestAuthorizerJwtDescription;
 use lambda_http::request::RequestContext;
 use serde::de::DeserializeOwned;
 use serde_json::json;
 
 use crate::hot::HotError;
 use crate::ingestion::{BatchRefusal, IngestError};
+use crate::moderation::ModerationError;
 use crate::period::EventTimeError;
 use crate::profiles::ProfileError;
 use crate::scoring::Refusal;
+use crate::scripts::GuardRefusal;
+use crate::sign_ins::SignInError;
 use crate::store::StoreError;
 
 /// Largest request body accepted by the API functions.
@@ -31,17 +37,23 @@ pub struct ErrorDetail {
     pub message: String,
 }
 
-/// `{"error":{"code","message"}}` with its status.
+/// `{"error":{"code","message"}}` with its status, and a `Retry-After` header when set.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApiError {
     pub status: StatusCode,
     pub code: &'static str,
     pub message: String,
+    /// Seconds the client should wait before retrying (503, 429).
+    pub retry_after: Option<u64>,
 }
 
 impl ApiError {
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
-        Self { status, code, message: message.into() }
+        Self { status, code, message: message.into(), retry_after: None }
+    }
+
+    pub fn with_retry_after(self, seconds: u64) -> Self {
+        Self { retry_after: Some(seconds), ..self }
     }
 
     pub fn malformed(message: impl Into<String>) -> Self {
@@ -60,21 +72,17 @@ impl ApiError {
     pub fn unavailable(cause: &dyn std::error::Error) -> Self {
         tracing::error!(error = %cause, "store unavailable");
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", "the leaderboard store is unavailable; retry shortly")
+            .with_retry_after(1)
     }
 
     pub fn detail(self) -> ErrorDetail {
         ErrorDetail { code: self.code, message: self.message }
     }
-
-    /// Seconds a client should wait before retrying, when the status calls for it.
-    fn retry_after(&self) -> Option<u32> {
-        (self.status == StatusCode::SERVICE_UNAVAILABLE).then_some(1)
-    }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, retry_after) = (self.status, self.retry_after());
+        let (status, retry_after) = (self.status, self.retry_after);
         let mut response = (status, Json(json!({"error": self.detail()}))).into_response();
         if let Some(seconds) = retry_after {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
@@ -104,6 +112,7 @@ pub fn ingest_status(error: &IngestError) -> (StatusCode, &'static str) {
         IngestError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
         IngestError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
         IngestError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
+        IngestError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
         IngestError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
     }
 }
@@ -150,14 +159,75 @@ impl From<IngestError> for ApiError {
             IngestError::Store(store) => store.into(),
             other => {
                 let (status, code) = ingest_status(&other);
-                Self::new(status, code, other.to_string())
+                let error = Self::new(status, code, other.to_string());
+                match other {
+                    IngestError::RateLimited { retry_after_secs, .. } => error.with_retry_after(retry_after_secs),
+                    _ => error,
+                }
             }
         }
     }
 }
 
+impl From<&GuardRefusal> for ApiError {
+    fn from(refusal: &GuardRefusal) -> Self {
+        let code = match refusal {
+            GuardRefusal::Banned { .. } => "user_banned",
+            GuardRefusal::PeriodClosed { .. } => "period_closed",
+        };
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, refusal.to_string())
+    }
+}
+
+impl From<SignInError> for ApiError {
+    fn from(error: SignInError) -> Self {
+        let (status, code) = match &error {
+            SignInError::NotConfigured => (StatusCode::NOT_FOUND, "not_found"),
+            SignInError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+            SignInError::BadMonth(_) => (StatusCode::BAD_REQUEST, "malformed"),
+            SignInError::InFuture { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "in_future"),
+            SignInError::TooLate { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "too_late"),
+            SignInError::OutOfRange(_) | SignInError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
+            SignInError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
+            SignInError::Guard(refusal) => return refusal.into(),
+            SignInError::Store(store) => return Self::unavailable(store),
+        };
+        Self::new(status, code, error.to_string())
+    }
+}
+
+impl From<ModerationError> for ApiError {
+    fn from(error: ModerationError) -> Self {
+        let (status, code) = match &error {
+            ModerationError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "unknown_board"),
+            ModerationError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+            ModerationError::BadReason => (StatusCode::BAD_REQUEST, "malformed"),
+            ModerationError::BadLimit => (StatusCode::BAD_REQUEST, "out_of_range"),
+            ModerationError::DeltaOutOfRange | ModerationError::Time(_) | ModerationError::ScoreOutOfRange(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
+            }
+            ModerationError::Guard(refusal) => return refusal.into(),
+            ModerationError::Store(store) => return Self::unavailable(store),
+        };
+        Self::new(status, code, error.to_string())
+    }
+}
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
+        if error.is_out_of_memory() {
+            tracing::error!(error = %error, "store out of memory");
+            // Memory is freed by expiring keys or by an operator, not within a second.
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", "the leaderboard store is full; nothing was written; retry later")
+                .with_retry_after(5);
+        }
+        Self::unavailable(&error)
+    }
+}
+
+#[cfg(feature = "dynamodb")]
+impl From<crate::season_table::TableError> for ApiError {
+    fn from(error: crate::season_table::TableError) -> Self {
         Self::unavailable(&error)
     }
 }
@@ -238,6 +308,14 @@ pub async fn method_not_allowed() -> ApiError {
     ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "this route does not take that method")
 }
 
+/// The JWT API Gateway's authorizer validated for this request, if any.
+fn jwt_of(extensions: &Extensions) -> Option<&ApiGatewayRequestAuthorizerJwtDescription> {
+    match extensions.get::<RequestContext>() {
+        Some(RequestContext::ApiGatewayV2(context)) => context.authorizer.as_ref().and_then(|a| a.jwt.as_ref()),
+        _ => None,
+    }
+}
+
 /// How write and admin routes are authorized (`STANDINGS_AUTH`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthMode {
@@ -264,11 +342,7 @@ impl AuthMode {
         if self == Self::Off {
             return Ok(());
         }
-        let jwt = match request.extensions().get::<RequestContext>() {
-            Some(RequestContext::ApiGatewayV2(context)) => context.authorizer.as_ref().and_then(|a| a.jwt.as_ref()),
-            _ => None,
-        };
-        let Some(jwt) = jwt else {
+        let Some(jwt) = jwt_of(request.extensions()) else {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "unauthenticated", "this route needs a bearer token"));
         };
         let from_claims = jwt.claims.get("scope").or_else(|| jwt.claims.get("scp"));
@@ -284,6 +358,18 @@ impl AuthMode {
         } else {
             Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("this route needs the {scope} scope")))
         }
+    }
+}
+
+/// The caller's identity (the JWT `sub` claim API Gateway passes), recorded as the actor of
+/// admin actions; `None` without a token (e.g. `STANDINGS_AUTH=off`).
+pub struct Subject(pub Option<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Subject {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        Ok(Self(jwt_of(&parts.extensions).and_then(|jwt| jwt.claims.get("sub").cloned())))
     }
 }
 

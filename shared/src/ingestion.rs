@@ -30,6 +30,8 @@ pub enum IngestError {
     Banned(String, String),
     #[error("period {period_id} of board {board:?} is closed for archiving")]
     PeriodClosed { board: String, period_id: String },
+    #[error("too many {action:?} events for this user on board {board:?}; retry in {retry_after_secs} s")]
+    RateLimited { board: String, action: String, retry_after_secs: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -99,8 +101,9 @@ impl Ingestor {
         let replies = join_all(plan.boards.iter().map(|board_plan| {
             let mut conn = conn.clone();
             let keys = self.keys.board(&board_plan.board.name);
+            let wait = self.store.replica_wait().with_replicas(board_plan.board.wait_replicas);
             async move {
-                scripts::apply_event(&mut conn, &keys, board_plan, &event.event_id, &event.user_id, &plan.fingerprint)
+                scripts::apply_event(&mut conn, &keys, board_plan, &event.event_id, &event.user_id, &plan.fingerprint, wait)
                     .await
             }
         }))
@@ -120,6 +123,13 @@ impl Ingestor {
                 ApplyReply::Banned => return Err(IngestError::Banned(event.user_id.clone(), board_plan.board.name.clone())),
                 ApplyReply::PeriodClosed(period_id) => {
                     return Err(IngestError::PeriodClosed { board: board_plan.board.name.clone(), period_id });
+                }
+                ApplyReply::RateLimited(retry_after_secs) => {
+                    return Err(IngestError::RateLimited {
+                        board: board_plan.board.name.clone(),
+                        action: board_plan.rule.action.clone(),
+                        retry_after_secs,
+                    });
                 }
             };
             results.push(BoardResult { board: board_plan.board.name.clone(), outcome });

@@ -59,6 +59,12 @@ impl BoardKeys {
         format!("{}:z:{}:{}", self.base, period.kind.as_str(), period.id)
     }
 
+    /// A period's sorted set once frozen for archiving: renamed from `period` and never written
+    /// again (the guard refuses every event for a closed period).
+    pub fn frozen(&self, period: &Period) -> String {
+        format!("{}:frozen:{}:{}", self.base, period.kind.as_str(), period.id)
+    }
+
     /// Dedupe marker of one event on this board: payload fingerprint and the first reply.
     pub fn event(&self, event_id: &str) -> String {
         format!("{}:evt:{event_id}", self.base)
@@ -82,6 +88,22 @@ impl BoardKeys {
     /// Targets that have counted once on the whole board (e.g. invitees).
     pub fn target_ledger(&self) -> String {
         format!("{}:targets", self.base)
+    }
+
+    /// A user's sign-ins in one month (`2026-11`): one bit per day, then the streak carried in
+    /// from the previous month (seed 003's bitmap).
+    pub fn sign_ins(&self, user_id: &str, month_id: &str) -> String {
+        format!("{}:signin:{user_id}:{month_id}", self.base)
+    }
+
+    /// Sliding-window log of a user's recent events of one rate-limited action.
+    pub fn rate_log(&self, user_id: &str, action: &str) -> String {
+        format!("{}:rate:{user_id}:{action}", self.base)
+    }
+
+    /// The board's audit log of admin actions (bans, corrections), newest first.
+    pub fn audit(&self) -> String {
+        format!("{}:audit", self.base)
     }
 
     /// Heat of one hourly bucket of a window board, named by the bucket's start in UTC.
@@ -133,6 +155,10 @@ mod tests {
             board.hot_board(),
             board.hot_board_next(),
             board.hot_meta(),
+            board.sign_ins("u1", "2026-11"),
+            board.rate_log("u1", "learning"),
+            board.audit(),
+            board.frozen(&day),
         ];
         for key in &keys {
             assert_eq!(hash_tag(key), "activity", "{key}");

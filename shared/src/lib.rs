@@ -2,9 +2,12 @@
 //!
 //! Pure logic (`config`, `decay`, `ids`, `period`, `scoring`, `tiebreak`) takes time as an
 //! argument and never touches the network; `keys` builds every Redis key; `scripts` wraps each
-//! Lua script; `store` owns the connection; `ingestion`, `hot` and `profiles` are the services
-//! the functions call; `http` maps every error to a status code.
+//! Lua script; `store` owns the connection; `ingestion`, `hot`, `sign_ins`, `moderation` and
+//! `profiles` are the services the functions call; `http` maps every error to a status code;
+//! `archiving` (Redis) and `season_table` (DynamoDB, cargo feature `dynamodb`) are the two
+//! sides of season archives.
 
+pub mod archiving;
 pub mod config;
 pub mod decay;
 pub mod health;
@@ -14,12 +17,16 @@ pub mod ids;
 pub mod ingestion;
 pub mod keys;
 pub mod metrics;
+pub mod moderation;
 pub mod period;
 pub mod profiles;
 pub mod reads;
 pub mod routing;
 pub mod scoring;
 pub mod scripts;
+#[cfg(feature = "dynamodb")]
+pub mod season_table;
+pub mod sign_ins;
 pub mod store;
 pub mod telemetry;
 pub mod tiebreak;

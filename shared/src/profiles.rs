@@ -3,6 +3,8 @@
 
 use std::collections::HashMap;
 
+use futures::future::try_join_all;
+use redis::cluster_routing::Slot;
 use serde::{Deserialize, Serialize};
 
 use crate::keys::Keys;
@@ -78,17 +80,31 @@ pub async fn get_profile(store: &Store, keys: &Keys, user_id: &str) -> Result<Op
     Ok(get_many(store, keys, &[user_id]).await?.pop().flatten())
 }
 
-/// Profiles of many users in one pipelined round trip (split per node on a cluster, where
-/// the hashes live in other slots). A user without a profile gets `None`.
+/// Profiles of many users in one pipelined round trip. On a cluster each user's profile is in
+/// a slot of its own and a pipeline may only address one slot, so there is one pipeline per
+/// slot, all sent at once (multiplexed on the per-node connections). A user without a profile
+/// gets `None`.
 pub async fn get_many(store: &Store, keys: &Keys, user_ids: &[&str]) -> Result<Vec<Option<Profile>>, StoreError> {
-    if user_ids.is_empty() {
-        return Ok(Vec::new());
+    let profile_keys: Vec<String> = user_ids.iter().map(|user_id| keys.profile(user_id)).collect();
+    let mut groups: HashMap<Option<Slot>, Vec<usize>> = HashMap::new();
+    for (index, key) in profile_keys.iter().enumerate() {
+        groups.entry(store.is_cluster().then(|| Slot::for_key(key))).or_default().push(index);
     }
-    let mut pipe = redis::pipe();
-    for user_id in user_ids {
-        pipe.hgetall(keys.profile(user_id));
+    let conn = store.connection().await?;
+    let replies = try_join_all(groups.values().map(|indices| {
+        let mut pipe = redis::pipe();
+        for &index in indices {
+            pipe.hgetall(&profile_keys[index]);
+        }
+        let mut conn = conn.clone();
+        async move { pipe.query_async::<Vec<HashMap<String, String>>>(&mut conn).await }
+    }))
+    .await?;
+    let mut profiles = vec![None; user_ids.len()];
+    for (indices, hashes) in groups.values().zip(replies) {
+        for (&index, fields) in indices.iter().zip(hashes) {
+            profiles[index] = Profile::from_fields(fields);
+        }
     }
-    let mut conn = store.connection().await?;
-    let hashes: Vec<HashMap<String, String>> = pipe.query_async(&mut conn).await?;
-    Ok(hashes.into_iter().map(Profile::from_fields).collect())
+    Ok(profiles)
 }

@@ -119,7 +119,8 @@ pub fn count_field(board: &Board) -> Option<(String, i64)> {
     }
 }
 
-fn counts(board: &Board, score: i64) -> BTreeMap<String, i64> {
+/// The `<action>_count` fields of a row with `score` points (see [`count_field`]).
+pub fn counts(board: &Board, score: i64) -> BTreeMap<String, i64> {
     count_field(board).into_iter().map(|(name, points)| (name, score / points)).collect()
 }
 

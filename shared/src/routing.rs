@@ -36,6 +36,13 @@ impl<S: Clone + Send + Sync + 'static> Routes<S> {
         self
     }
 
+    /// Adds every route of `other`, with whatever layers it already has.
+    pub fn merge(mut self, other: Routes<S>) -> Self {
+        self.router = self.router.merge(other.router);
+        self.listed.extend(other.listed);
+        self
+    }
+
     /// Every `(method, path)` added, in order.
     pub fn listed(&self) -> &[(Method, &'static str)] {
         &self.listed

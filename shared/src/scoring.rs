@@ -89,6 +89,18 @@ pub struct BoardPlan<'a> {
     pub day: Period,
     pub periods: Vec<Period>,
     pub time_part: i64,
+    /// The rule's per-user rate limit, measured on the server's clock (a client's
+    /// `occurred_at` cannot move it).
+    pub rate_limit: Option<RateWindow>,
+}
+
+/// A rate limit as the script applies it: at most `max` events in the `window_ms`
+/// milliseconds up to `now_ms`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateWindow {
+    pub max: u32,
+    pub window_ms: i64,
+    pub now_ms: i64,
 }
 
 /// Everything one event does, validated.
@@ -139,7 +151,7 @@ pub fn plan_event<'a>(
     let time_part = tiebreak::time_part(occurred_at)?;
     let boards = config
         .boards_for_action(&event.action)
-        .map(|(board, rule)| plan_board(board, rule, event, occurred_at, time_part))
+        .map(|(board, rule)| plan_board(board, rule, event, occurred_at, time_part, now))
         .collect::<Result<Vec<_>, _>>()?;
     if boards.is_empty() {
         return Err(Refusal::UnknownAction(event.action.clone()));
@@ -153,6 +165,7 @@ fn plan_board<'a>(
     event: &Event,
     occurred_at: DateTime<Utc>,
     time_part: i64,
+    now: DateTime<Utc>,
 ) -> Result<BoardPlan<'a>, Refusal> {
     let mode = if event.active { Mode::Give } else { Mode::TakeBack };
     if mode == Mode::TakeBack && !rule.reversible {
@@ -186,6 +199,11 @@ fn plan_board<'a>(
         day: Period::containing(PeriodKind::Day, occurred_at, board.timezone),
         periods: board.periods.iter().map(|&kind| Period::containing(kind, occurred_at, board.timezone)).collect(),
         time_part,
+        rate_limit: rule.rate_limit.map(|limit| RateWindow {
+            max: limit.max,
+            window_ms: i64::from(limit.per_secs) * 1000,
+            now_ms: now.timestamp_millis(),
+        }),
     })
 }
 
@@ -233,6 +251,19 @@ mod tests {
         let learning = plan(&event("learning", None)).unwrap();
         assert_eq!(learning.boards[0].ledger, Ledger::None);
         assert_eq!(learning.boards[0].cap, Some(("cap|learning".into(), 50)));
+        assert_eq!(learning.boards[0].rate_limit, None, "the default boards have no rate limits");
+    }
+
+    #[test]
+    fn rate_limits_run_on_the_server_clock() {
+        let config = game("rate_limit = { max = 3, per_secs = 60 }");
+        let mut e = event("win", None);
+        e.occurred_at = Some(now() - Duration::minutes(10));
+        let plan = plan_event(&config, &e, now(), &EventWindow::default()).unwrap();
+        assert_eq!(
+            plan.boards[0].rate_limit,
+            Some(RateWindow { max: 3, window_ms: 60_000, now_ms: now().timestamp_millis() })
+        );
     }
 
     #[test]
@@ -255,18 +286,17 @@ mod tests {
         assert!(matches!(plan(&e).unwrap_err(), Refusal::InvalidId(IdError::Forbidden { field: "user_id", .. })));
     }
 
+    /// One all-time board, `game`, scoring `win` by `rule` (the rest of a TOML inline table).
+    fn game(rule: &str) -> Config {
+        Config::parse(&format!(
+            "[[boards]]\nname = \"game\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = [{{ action = \"win\", points = 1, scope = \"none\", {rule} }}]"
+        ))
+        .unwrap()
+    }
+
     #[test]
     fn variable_points_stay_within_the_rule() {
-        let config = Config::parse(
-            r#"[[boards]]
-               name = "game"
-               kind = "cumulative"
-               timezone = "UTC"
-               periods = ["all"]
-               top = 10
-               rules = [{ action = "win", points = 1, max_points = 500, scope = "none" }]"#,
-        )
-        .unwrap();
+        let config = game("max_points = 500");
         let mut e = event("win", None);
         e.points = Some(500);
         assert_eq!(plan_event(&config, &e, now(), &EventWindow::default()).unwrap().boards[0].points, 500);

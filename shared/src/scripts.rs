@@ -1,6 +1,7 @@
 //! Typed wrappers around the Lua scripts in `scripts/`. Each script is hashed once per
-//! process and called with EVALSHA; after `SCRIPT FLUSH` or a failover to a node that never
-//! saw it, redis-rs answers NOSCRIPT by loading it and retrying, so callers never notice.
+//! process and called with EVALSHA through `Connection::run_script`; after `SCRIPT FLUSH` or a
+//! failover to a node that never saw it, NOSCRIPT is answered by loading it and retrying, so
+//! callers never notice.
 
 pub mod hot;
 
@@ -10,8 +11,14 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::keys::BoardKeys;
-use crate::scoring::{BoardPlan, Ledger, Mode};
-use crate::store::{Connection, StoreError};
+use crate::scoring::{BoardPlan, Ledger, Mode, RateWindow};
+use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
+
+#[cfg(test)]
+mod key_check;
+
+pub mod moderation;
+pub mod sign_in;
 
 static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
 static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_board.lua")));
@@ -19,7 +26,29 @@ static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
-    [&APPLY_EVENT, &READ_BOARD, &READ_MEMBERS].into_iter().map(|script| script.get_hash()).collect()
+    [
+        &APPLY_EVENT,
+        &READ_BOARD,
+        &READ_MEMBERS,
+        &hot::ADD_HEAT,
+        &hot::SYNTHESIZE,
+        &hot::SCALE,
+        &sign_in::SIGN_IN,
+        &moderation::BAN,
+        &moderation::CORRECT_SCORE,
+        &crate::archiving::FREEZE_SEASON,
+    ]
+    .into_iter()
+    .map(|script| script.get_hash())
+    .collect()
+}
+
+/// Helpers (and the `#!lua` shebang) shared by the scripts built with `with_prelude`.
+const PRELUDE: &str = include_str!("scripts/prelude.lua");
+
+/// A script whose text is `prelude.lua` followed by `body` (Redis runs one script text).
+fn with_prelude(body: &str) -> Script {
+    Script::new(&[PRELUDE, body].concat())
 }
 
 /// How long an event id is remembered per board.
@@ -51,6 +80,15 @@ pub struct BoardOutcome {
     pub periods: Vec<PeriodStanding>,
 }
 
+/// Why a board's guard refused a write (its `ban|<user>` and `closed|<kind>:<id>` fields).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GuardRefusal {
+    #[error("user {user_id:?} is banned from board {board:?}")]
+    Banned { user_id: String, board: String },
+    #[error("period {period_id} of board {board:?} is closed for archiving")]
+    PeriodClosed { board: String, period_id: String },
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ApplyReply {
     New(BoardOutcome),
@@ -60,10 +98,12 @@ pub enum ApplyReply {
     Banned,
     /// The period (id) is frozen for archiving.
     PeriodClosed(String),
+    /// The rule's rate limit is used up; a slot frees in this many seconds.
+    RateLimited(u64),
 }
 
 /// Applies one board's share of an event: dedupe, ledger, cap, every period board, TTLs and
-/// the new ranks, atomically, in one round trip.
+/// the new ranks, atomically, in one round trip (with `wait` for replicas in the same one).
 pub async fn apply_event(
     conn: &mut Connection,
     keys: &BoardKeys,
@@ -71,6 +111,7 @@ pub async fn apply_event(
     event_id: &str,
     member: &str,
     fingerprint: &str,
+    wait: ReplicaWait,
 ) -> Result<ApplyReply, StoreError> {
     let day_ledger = keys.day_ledger(member, &plan.day.id);
     let day_ledger_expiry = plan.day.end.map_or(0, |end| end.timestamp() + LEDGER_RETENTION_SECS);
@@ -81,8 +122,8 @@ pub async fn apply_event(
     };
     let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
 
-    let mut invocation = APPLY_EVENT.key(keys.event(event_id));
-    invocation.key(ledger).key(day_ledger).key(keys.guard());
+    let mut invocation = ScriptCall::new(&APPLY_EVENT);
+    invocation.key(keys.event(event_id)).key(ledger).key(day_ledger).key(keys.guard()).key(keys.rate_log(member, &plan.rule.action));
     for period in &plan.periods {
         invocation.key(keys.period(period));
     }
@@ -104,7 +145,9 @@ pub async fn apply_event(
     for period in &plan.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }
-    let (status, body): (String, String) = invocation.invoke_async(conn).await?;
+    let rate = plan.rate_limit.unwrap_or(RateWindow { max: 0, window_ms: 0, now_ms: 0 });
+    invocation.arg(rate.max).arg(rate.window_ms).arg(rate.now_ms);
+    let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("apply_event: {e}")));
     match status.as_str() {
         "new" => Ok(ApplyReply::New(outcome()?)),
@@ -113,6 +156,10 @@ pub async fn apply_event(
         "out_of_range" => Ok(ApplyReply::OutOfRange),
         "banned" => Ok(ApplyReply::Banned),
         "period_closed" => Ok(ApplyReply::PeriodClosed(body)),
+        "rate_limited" => body
+            .parse()
+            .map(ApplyReply::RateLimited)
+            .map_err(|_| StoreError::Protocol(format!("apply_event: retry-after {body:?}"))),
         other => Err(StoreError::Protocol(format!("apply_event status {other:?}"))),
     }
 }
@@ -202,6 +249,16 @@ mod tests {
     use crate::tiebreak::{MAX_POINTS, TIME_SPAN};
 
     #[test]
+    fn every_script_file_is_listed_for_the_health_check() {
+        let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/scripts"))
+            .unwrap()
+            .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+            .filter(|name| name.ends_with(".lua") && name != "prelude.lua")
+            .count();
+        assert_eq!(super::hashes().len(), files, "prelude.lua is a fragment; every other file is a script");
+    }
+
+    #[test]
     fn the_scripts_use_the_same_composite_constants_as_rust() {
         let apply = include_str!("scripts/apply_event.lua");
         assert!(apply.contains(&format!("local SPAN = {TIME_SPAN} ")));
@@ -213,5 +270,14 @@ mod tests {
         let members = include_str!("scripts/read_members.lua");
         assert!(members.contains(&format!("local SPAN = {TIME_SPAN} ")));
         assert!(members.starts_with("#!lua flags=no-writes\n"));
+        let prelude = super::PRELUDE;
+        assert!(prelude.contains(&format!("local SPAN = {TIME_SPAN} ")));
+        assert!(prelude.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
+        for script in [prelude, include_str!("scripts/ban.lua")] {
+            assert!(script.starts_with("#!lua\n"));
+        }
+        for body in [include_str!("scripts/sign_in.lua"), include_str!("scripts/correct_score.lua")] {
+            assert!(!body.starts_with("#!"), "the prelude brings the shebang; a second one would be a syntax error");
+        }
     }
 }

@@ -2,13 +2,13 @@
 //! (`cluster_async`), plain or TLS, built once per container and shared by every request.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Once};
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::{ClusterClient, ClusterClientBuilder};
 use redis::cluster_async::ClusterConnection;
-use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
+use redis::{Cmd, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisFuture, Script, ServerErrorKind, ToRedisArgs, Value};
 use tokio::sync::OnceCell;
 
 #[derive(Debug, thiserror::Error)]
@@ -21,6 +21,15 @@ pub enum StoreError {
     Config(String),
     #[error("redis did not answer within {0:?}")]
     Timeout(Duration),
+    #[error("only {acknowledged} of {wanted} replicas acknowledged the write in time")]
+    NotReplicated { wanted: u32, acknowledged: u32 },
+}
+
+impl StoreError {
+    /// Redis refused a write because it reached `maxmemory` (policy `noeviction`).
+    pub fn is_out_of_memory(&self) -> bool {
+        matches!(self, StoreError::Redis(e) if e.code() == Some("OOM"))
+    }
 }
 
 /// How to reach Redis; read from the environment (SPEC §7).
@@ -36,6 +45,28 @@ pub struct RedisSettings {
     pub read_from_replicas: bool,
     pub connect_timeout: Duration,
     pub response_timeout: Duration,
+    /// Replica acknowledgement every write waits for unless its board says otherwise.
+    pub replica_wait: ReplicaWait,
+}
+
+/// `WAIT <replicas> <timeout>` after a write script, in the same round trip: the write is
+/// answered only once that many replicas have it, so a failover cannot lose it. `replicas: 0`
+/// (the default) answers as soon as the primary has it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplicaWait {
+    pub replicas: u32,
+    pub timeout: Duration,
+}
+
+const DEFAULT_WAIT_TIMEOUT_MS: u64 = 500;
+
+impl ReplicaWait {
+    pub const NONE: Self = Self { replicas: 0, timeout: Duration::from_millis(DEFAULT_WAIT_TIMEOUT_MS) };
+
+    /// The same timeout, another replica count (a board's own `wait_replicas`).
+    pub fn with_replicas(self, replicas: Option<u32>) -> Self {
+        Self { replicas: replicas.unwrap_or(self.replicas), ..self }
+    }
 }
 
 // The URL may carry a password: never print it.
@@ -51,7 +82,12 @@ impl std::fmt::Debug for RedisSettings {
 
 impl RedisSettings {
     pub fn from_env() -> Result<Self, StoreError> {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// The settings the environment variables `lookup` answers for would give.
+    pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, StoreError> {
+        let var = |name: &str| lookup(name).filter(|v| !v.is_empty());
         let url = var("REDIS_URL").unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
         let cluster_var = var("REDIS_CLUSTER").unwrap_or_default();
         let (urls, cluster) = match cluster_var.as_str() {
@@ -68,13 +104,26 @@ impl RedisSettings {
                 .transpose()
                 .map(|ms| Duration::from_millis(ms.unwrap_or(default)))
         };
+        let response_timeout = millis("REDIS_RESPONSE_TIMEOUT_MS", 2_000)?;
+        let replica_wait = ReplicaWait {
+            replicas: var("REDIS_WAIT_REPLICAS")
+                .map(|v| v.parse().map_err(|_| StoreError::Config("REDIS_WAIT_REPLICAS must be a replica count".into())))
+                .transpose()?
+                .unwrap_or(0),
+            timeout: millis("REDIS_WAIT_TIMEOUT_MS", DEFAULT_WAIT_TIMEOUT_MS)?,
+        };
+        // WAIT 0 would block forever; past the response timeout the client gives up first.
+        if replica_wait.timeout.is_zero() || replica_wait.timeout >= response_timeout {
+            return Err(StoreError::Config("REDIS_WAIT_TIMEOUT_MS must be above 0 and below REDIS_RESPONSE_TIMEOUT_MS".into()));
+        }
         Ok(Self {
             urls,
             cluster,
             ca_cert,
             read_from_replicas: var("REDIS_READ_FROM_REPLICAS").as_deref() == Some("true"),
             connect_timeout: millis("REDIS_CONNECT_TIMEOUT_MS", 2_000)?,
-            response_timeout: millis("REDIS_RESPONSE_TIMEOUT_MS", 2_000)?,
+            response_timeout,
+            replica_wait,
         })
     }
 
@@ -86,12 +135,28 @@ impl RedisSettings {
             read_from_replicas: false,
             connect_timeout: Duration::from_secs(2),
             response_timeout: Duration::from_secs(2),
+            replica_wait: ReplicaWait::NONE,
         }
     }
 
     fn certificates(&self) -> Option<redis::TlsCertificates> {
         self.ca_cert.clone().map(|root_cert| redis::TlsCertificates { client_tls: None, root_cert: Some(root_cert) })
     }
+
+    fn uses_tls(&self) -> bool {
+        self.urls.iter().any(|url| url.starts_with("rediss://"))
+    }
+}
+
+/// rustls needs a process-wide crypto provider; redis-rs does not pick one. `ring` is
+/// installed explicitly (not left to crate features) so that another crate enabling
+/// `aws-lc-rs` in the same binary cannot make TLS connections panic.
+fn install_tls_provider() {
+    static INSTALL: Once = Once::new();
+    INSTALL.call_once(|| {
+        // Err means another provider was installed first, which serves as well.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 enum Backend {
@@ -104,12 +169,16 @@ enum Backend {
 pub struct Store {
     backend: Arc<Backend>,
     round_trips: Arc<AtomicU64>,
+    replica_wait: ReplicaWait,
 }
 
 impl Store {
     /// Builds the client without waiting for Redis: a container starts even while the store is
     /// down, and answers 503 until it is back.
     pub fn connect(settings: &RedisSettings) -> Result<Self, StoreError> {
+        if settings.uses_tls() {
+            install_tls_provider();
+        }
         let backend = if settings.cluster {
             let mut builder = ClusterClientBuilder::new(settings.urls.clone())
                 .connection_timeout(settings.connect_timeout)
@@ -134,7 +203,7 @@ impl Store {
                 .set_max_delay(Duration::from_millis(500));
             Backend::Standalone(ConnectionManager::new_lazy_with_config(client, config)?)
         };
-        Ok(Self { backend: Arc::new(backend), round_trips: Arc::default() })
+        Ok(Self { backend: Arc::new(backend), round_trips: Arc::default(), replica_wait: settings.replica_wait })
     }
 
     pub fn from_env() -> Result<Self, StoreError> {
@@ -143,6 +212,11 @@ impl Store {
 
     pub fn is_cluster(&self) -> bool {
         matches!(*self.backend, Backend::Cluster { .. })
+    }
+
+    /// The replica acknowledgement writes wait for by default (`REDIS_WAIT_REPLICAS`).
+    pub fn replica_wait(&self) -> ReplicaWait {
+        self.replica_wait
     }
 
     /// A connection handle; all handles share one multiplexed connection (per node), so
@@ -176,6 +250,74 @@ pub struct Connection {
     round_trips: Arc<AtomicU64>,
 }
 
+/// One call of a Lua script: the script, its KEYS and its ARGV, run with
+/// [`Connection::run_script`].
+pub struct ScriptCall<'a> {
+    script: &'a Script,
+    keys: Vec<Vec<u8>>,
+    args: Vec<Vec<u8>>,
+}
+
+impl<'a> ScriptCall<'a> {
+    pub fn new(script: &'a Script) -> Self {
+        Self { script, keys: Vec::new(), args: Vec::new() }
+    }
+
+    pub fn key(&mut self, key: impl ToRedisArgs) -> &mut Self {
+        self.keys.extend(key.to_redis_args());
+        self
+    }
+
+    pub fn arg(&mut self, arg: impl ToRedisArgs) -> &mut Self {
+        self.args.extend(arg.to_redis_args());
+        self
+    }
+
+    fn evalsha(&self) -> Cmd {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(self.script.get_hash()).arg(self.keys.len()).arg(&self.keys).arg(&self.args);
+        cmd
+    }
+}
+
+impl Connection {
+    /// The cluster connection, to address one node (e.g. SCAN on every primary); `None`
+    /// standalone.
+    pub fn cluster(&self) -> Option<&ClusterConnection> {
+        match &self.link {
+            Link::Cluster(cluster) => Some(cluster),
+            Link::Standalone(_) => None,
+        }
+    }
+
+    /// Runs a script with EVALSHA; NOSCRIPT (after `SCRIPT FLUSH`, or on a node that never saw
+    /// it) is answered by loading the script and running it again. With `wait.replicas > 0`
+    /// the script is followed by `WAIT` in the same pipeline, on the same connection (so it
+    /// covers this write), and fewer acknowledgements than asked is `NotReplicated`: the
+    /// write happened on the primary, and a retry with the same event id gets its answer.
+    pub async fn run_script<T: FromRedisValue>(&mut self, call: &ScriptCall<'_>, wait: ReplicaWait) -> Result<T, StoreError> {
+        let (reply, acknowledged) = match self.send_script(call, wait).await {
+            Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
+                call.script.load_async(self).await?;
+                self.send_script(call, wait).await?
+            }
+            result => result?,
+        };
+        if acknowledged < wait.replicas {
+            return Err(StoreError::NotReplicated { wanted: wait.replicas, acknowledged });
+        }
+        Ok(reply)
+    }
+
+    async fn send_script<T: FromRedisValue>(&mut self, call: &ScriptCall<'_>, wait: ReplicaWait) -> Result<(T, u32), RedisError> {
+        if wait.replicas == 0 {
+            return Ok((call.evalsha().query_async(self).await?, 0));
+        }
+        let timeout_ms = u64::try_from(wait.timeout.as_millis()).unwrap_or(u64::MAX);
+        redis::pipe().add_command(call.evalsha()).cmd("WAIT").arg(wait.replicas).arg(timeout_ms).query_async(self).await
+    }
+}
+
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
@@ -198,5 +340,43 @@ impl ConnectionLike for Connection {
             Link::Standalone(c) => c.get_db(),
             Link::Cluster(c) => c.get_db(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<RedisSettings, StoreError> {
+        RedisSettings::from_vars(|name| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| (*v).to_owned()))
+    }
+
+    #[test]
+    fn defaults_and_cluster_seed_lists() {
+        let defaults = settings(&[]).unwrap();
+        assert_eq!(defaults.urls, ["redis://127.0.0.1:6379"]);
+        assert!(!defaults.cluster && !defaults.uses_tls());
+        assert_eq!(defaults.replica_wait, ReplicaWait::NONE);
+        let seeds = settings(&[("REDIS_CLUSTER", "rediss://a:1, rediss://b:2")]).unwrap();
+        assert_eq!(seeds.urls, ["rediss://a:1", "rediss://b:2"]);
+        assert!(seeds.cluster && seeds.uses_tls());
+        assert!(settings(&[("REDIS_URL", "redis://x:1"), ("REDIS_CLUSTER", "true")]).unwrap().cluster);
+    }
+
+    #[test]
+    fn replica_waits_are_read_and_bounded() {
+        let wait = settings(&[("REDIS_WAIT_REPLICAS", "1"), ("REDIS_WAIT_TIMEOUT_MS", "250")]).unwrap().replica_wait;
+        assert_eq!(wait, ReplicaWait { replicas: 1, timeout: Duration::from_millis(250) });
+        assert_eq!(wait.with_replicas(Some(0)).replicas, 0, "a board can opt out");
+        assert_eq!(wait.with_replicas(None), wait);
+        for bad in [("REDIS_WAIT_TIMEOUT_MS", "0"), ("REDIS_WAIT_TIMEOUT_MS", "2000"), ("REDIS_WAIT_REPLICAS", "one")] {
+            assert!(matches!(settings(&[bad]), Err(StoreError::Config(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn an_unreadable_ca_file_names_the_variable() {
+        let Err(StoreError::Config(message)) = settings(&[("REDIS_CA_CERT", "/nonexistent/ca.pem")]) else { panic!("refused") };
+        assert!(message.starts_with("REDIS_CA_CERT /nonexistent/ca.pem"), "{message}");
     }
 }

@@ -14,14 +14,16 @@ async fn health_reports_the_store_without_addresses() {
     let (status, headers, health) = app.get_with_headers("/v1/health").await;
     assert_eq!(status, 200, "{health}");
     assert_eq!(headers["cache-control"], "no-store");
-    let server_version = redis::cmd("INFO").arg("server").query_async::<String>(&mut app.redis.clone()).await.unwrap();
+    let server_version = standings_tests::cluster::info(&app.redis, "server").await;
     let version = health["store"]["version"].as_str().unwrap();
     assert!(server_version.contains(&format!("redis_version:{version}\r\n")), "{version}");
-    assert_eq!(health["store"]["mode"], "standalone");
+    assert_eq!(health["store"]["mode"], if app.store.is_cluster() { "cluster" } else { "standalone" });
     let policy: (String, String) = redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(&mut app.redis.clone()).await.unwrap();
     assert_eq!(health["store"]["maxmemory_policy"], policy.1.as_str());
     assert_eq!(health["store"]["eviction_risk"], policy.1 != "noeviction");
-    assert_eq!(health["store"]["scripts_loaded"], true);
+    let (loaded, total) = (health["store"]["scripts_loaded"].as_u64().unwrap(), health["store"]["scripts_total"].as_u64().unwrap());
+    assert_eq!(total, standings::scripts::hashes().len() as u64, "every Lua script is counted");
+    assert!((3..=total).contains(&loaded), "at least the three this test ran are cached: {loaded}");
     assert!(!health.to_string().contains("127.0.0.1"));
 }
 

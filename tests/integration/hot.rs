@@ -424,3 +424,18 @@ async fn reads_check_the_board_and_the_limit_and_may_be_cached_briefly() {
         assert_eq!((got.as_u16(), error["error"]["code"].as_str()), (status, Some(code)), "{path}");
     }
 }
+
+#[tokio::test]
+async fn reads_say_which_window_the_scores_cover() {
+    let app = spawn_hot().await;
+    heat(&app, "a", json!({"delta": 1})).await;
+    run(&app, t("10:30:00+08:00")).await;
+    let (_, body) = app.get("/v1/hot/hot-videos").await;
+    let yesterday = (t("10:00:00+08:00") - Duration::days(1)).with_timezone(&chrono_tz::Asia::Shanghai);
+    let window = json!({"mode": "window", "hours": 24, "from": format!("{}T11:00:00+08:00", yesterday.format("%Y-%m-%d")), "to": stamp("11:00:00+08:00")});
+    assert_eq!(body["window"], window, "the 24 hours up to the end of the current one");
+
+    let scale = spawn_hot_with(decaying_board("trending", "UTC", "{ mode = \"scale\", factor = 0.5, every_minutes = 60 }")).await;
+    let (_, body) = scale.get("/v1/hot/trending").await;
+    assert_eq!(body["window"], json!({"mode": "scale", "factor": 0.5, "every_minutes": 60}));
+}

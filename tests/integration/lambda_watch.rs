@@ -3,6 +3,8 @@
 //! function through `cargo lambda invoke` with the event fixtures kept in the repo.
 
 use serde_json::{json, Value};
+use standings::keys::Keys;
+use standings_tests::{seed_board, season_members};
 
 fn watch_url() -> String {
     std::env::var("STANDINGS_WATCH_URL").expect("STANDINGS_WATCH_URL is not set: scripts/test.sh starts cargo lambda watch")
@@ -29,14 +31,19 @@ async fn the_happy_path_and_an_error_through_cargo_lambda_watch() {
 }
 
 /// `cargo lambda invoke` of `function` with one of the event fixtures kept beside it in the
-/// repo (`functions/<function>/fixtures/`); the function's JSON answer.
-fn invoke(function: &str, fixture: &str) -> Value {
+/// repo (`functions/<function>/fixtures/`).
+fn cargo_lambda_invoke(function: &str, fixture: &str) -> std::process::Output {
     let port = watch_url().rsplit(':').next().unwrap().to_owned();
     let path = format!("{}/../functions/{function}/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
-    let output = std::process::Command::new("cargo")
+    std::process::Command::new("cargo")
         .args(["lambda", "invoke", "--invoke-address", "127.0.0.1", "--invoke-port", &port, "--data-file", &path, function])
         .output()
-        .expect("cargo lambda is installed");
+        .expect("cargo lambda is installed")
+}
+
+/// The function's JSON answer to a fixture.
+fn invoke(function: &str, fixture: &str) -> Value {
+    let output = cargo_lambda_invoke(function, fixture);
     assert!(output.status.success(), "cargo lambda invoke failed: {}", String::from_utf8_lossy(&output.stderr));
     serde_json::from_slice(&output.stdout).expect("the function answers JSON")
 }
@@ -53,6 +60,36 @@ async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
     assert_eq!(bad["statusCode"], 400, "{bad}");
     let error: Value = serde_json::from_str(bad["body"].as_str().unwrap()).unwrap();
     assert_eq!(error["error"]["code"], "malformed");
+}
+
+/// The archive function's manual fixture through `cargo lambda invoke`, against the key prefix
+/// and season table scripts/test.sh gave `cargo lambda watch`; then the query function serves
+/// the season over HTTP.
+#[tokio::test]
+async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over_http() {
+    let prefix = std::env::var("STANDINGS_WATCH_KEY_PREFIX").expect("scripts/test.sh names the watch's key prefix");
+    let season = standings::archiving::season_named("2026-01", chrono_tz::Asia::Shanghai).unwrap();
+    let members = season_members(3, &season);
+    seed_board(&Keys::new(&prefix).unwrap().board("points").period(&season), &members).await;
+
+    let done = invoke("archive", "manual-event.json");
+    let report = &done["results"][0];
+    assert_eq!((&report["board"], &report["season"], &report["status"]), (&json!("points"), &json!("2026-01"), &json!("complete")), "{done}");
+    assert_eq!((&report["total"], &report["items_written"]), (&json!(3), &json!(3)));
+    let again = invoke("archive", "manual-event.json");
+    assert_eq!((&again["results"][0]["status"], &again["results"][0]["items_written"]), (&json!("already_complete"), &json!(0)));
+    let failed = cargo_lambda_invoke("archive", "unknown-board-event.json");
+    let error = String::from_utf8_lossy(&failed.stderr);
+    assert!(!failed.status.success() && error.contains("unknown_board") && error.contains("no-such-board"), "{error}");
+
+    let response = reqwest::get(format!("{}/lambda-url/query/v1/boards/points/seasons/2026-01/top", watch_url())).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["cache-control"], "public, max-age=86400");
+    let top: Value = response.json().await.unwrap();
+    let users: Vec<_> = top["entries"].as_array().unwrap().iter().map(|e| e["user_id"].as_str().unwrap()).collect();
+    let mut expected = members.clone();
+    expected.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then(b.0.cmp(&a.0)));
+    assert_eq!(users, expected.iter().map(|m| m.0.as_str()).collect::<Vec<_>>());
 }
 
 #[tokio::test]

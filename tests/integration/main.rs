@@ -1,18 +1,33 @@
 //! One integration binary (faster to link, one place to read). Every module talks to the real
-//! redis-server started by scripts/test.sh; each test has its own key prefix.
+//! redis-server (and, for archives, the moto_server) started by scripts/test.sh; each test has
+//! its own key prefix. scripts/test.sh runs the binary twice: against a standalone server, then
+//! against a 6-node cluster (`REDIS_CLUSTER=true`), skipping in that second pass the modules
+//! that bring servers of their own (`faults`, `tls`) or use the standalone `cargo lambda watch`
+//! (`lambda_watch`).
 
+mod admin;
+mod archive;
 mod batch;
+mod cluster_slots;
 mod exactly_once;
+mod faults;
 mod friends;
+mod fuzz;
 mod health;
 mod hot;
+mod hot_metrics;
 mod lambda_watch;
+mod limits;
 mod malformed;
 mod openapi;
 mod query;
 mod round_trips;
 mod rules;
 mod runtime_api;
+mod sign_ins;
+mod startup_check;
 mod store_down;
+mod template;
 mod time_and_ties;
+mod tls;
 mod web_page;

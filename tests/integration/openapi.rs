@@ -8,20 +8,20 @@ use std::collections::BTreeSet;
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
 use standings::config::Config;
-use standings_tests::{spawn_ingest, spawn_ingest_on, Caller, WRITER};
+use standings_tests::{arena, spawn_ingest, spawn_ingest_on, spawn_ingest_with, Caller, ADMIN, WRITER};
 
-type Operation = (String, String);
+pub(crate) type Operation = (String, String);
 
 const DOCUMENT_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../functions/query/src/openapi.json");
 
 const METHODS: [&str; 8] = ["get", "put", "post", "delete", "options", "head", "patch", "trace"];
 
-fn document() -> Value {
+pub(crate) fn document() -> Value {
     serde_json::from_str(query::web::OPENAPI).expect("functions/query/src/openapi.json is JSON")
 }
 
 /// (described and routed, described but pending)
-fn described(document: &Value) -> (BTreeSet<Operation>, BTreeSet<Operation>) {
+pub(crate) fn described(document: &Value) -> (BTreeSet<Operation>, BTreeSet<Operation>) {
     let mut ready = BTreeSet::new();
     let mut pending = BTreeSet::new();
     for (path, item) in document["paths"].as_object().expect("paths") {
@@ -37,7 +37,7 @@ fn described(document: &Value) -> (BTreeSet<Operation>, BTreeSet<Operation>) {
     (ready, pending)
 }
 
-fn operations(routes: &[(Method, &'static str)]) -> Vec<Operation> {
+pub(crate) fn operations(routes: &[(Method, &'static str)]) -> Vec<Operation> {
     routes.iter().map(|(method, path)| (method.as_str().to_lowercase(), path.to_string())).collect()
 }
 
@@ -163,13 +163,41 @@ async fn real_answers_match_the_documented_schemas() {
     }
     samples.push(sample("get", "/v1/health", app.get("/v1/health").await));
 
+    let sign_in = json!({"event_id": "s1", "user_id": "u1"});
+    samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &sign_in).await));
+    samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &sign_in).await));
+    samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &json!({"event_id": "s1", "user_id": "u2"})).await));
+    samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &json!({"event_id": "s2", "user_id": "u1", "date": "2026-01-01"})).await));
+    samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &json!({"event_id": "s3", "user_id": "u1", "day": "x"})).await));
+    for path in ["/v1/users/u1/sign-ins", "/v1/users/u1/sign-ins?month=2026-10", "/v1/users/u1/sign-ins?month=2026-13"] {
+        samples.push(sample("get", "/v1/users/{user_id}/sign-ins", app.get(path).await));
+    }
+    let correction = |delta: i64| json!({"delta": delta, "reason": "manual fix"}).to_string();
+    let corrections = "/v1/admin/boards/activity/users/u1/corrections";
+    samples.push(sample("post", "/v1/admin/boards/{board}/users/{user_id}/corrections", app.call(Method::POST, corrections, correction(2), ADMIN).await));
+    samples.push(sample("post", "/v1/admin/boards/{board}/users/{user_id}/corrections", app.call(Method::POST, corrections, correction(-1000), ADMIN).await));
+    let unknown = "/v1/admin/boards/nope/users/u1/corrections";
+    samples.push(sample("post", "/v1/admin/boards/{board}/users/{user_id}/corrections", app.call(Method::POST, unknown, correction(1), ADMIN).await));
+    samples.push(sample("post", "/v1/admin/boards/{board}/users/{user_id}/corrections", app.call(Method::POST, corrections, correction(1), WRITER).await));
+    samples.push(sample("post", "/v1/admin/users/{user_id}/ban", app.call(Method::POST, "/v1/admin/users/u3/ban", "", ADMIN).await));
+    samples.push(sample("post", "/v1/admin/users/{user_id}/ban", app.call(Method::POST, "/v1/admin/users/u3/ban", "", Caller::Anonymous).await));
+    samples.push(sample("delete", "/v1/admin/users/{user_id}/ban", app.call(Method::DELETE, "/v1/admin/users/u3/ban", "", ADMIN).await));
+    samples.push(sample("get", "/v1/admin/audit", app.call(Method::GET, "/v1/admin/audit?board=activity", "", ADMIN).await));
+    samples.push(sample("get", "/v1/admin/audit", app.call(Method::GET, "/v1/admin/audit?board=activity&limit=0", "", ADMIN).await));
+
+    let limited = spawn_ingest_with(arena(r#"[{ action = "win", points = 1, scope = "none", rate_limit = { max = 1, per_secs = 60 } }]"#)).await;
+    let win = |id: &str| json!({"event_id": id, "user_id": "u1", "action": "win"});
+    limited.event(win("w1")).await;
+    samples.push(sample("post", "/v1/events", limited.event(win("w2")).await));
+    samples.push(sample("post", "/v1/events:batch", limited.post("/v1/events:batch", &json!({"events": [win("w3")]})).await));
+
     let down = spawn_ingest_on(Config::default_boards(), "redis://127.0.0.1:1").await;
     samples.push(sample("post", "/v1/events", down.event(event("e5", "u1", "comment", "a1")).await));
     samples.push(sample("get", "/v1/boards/{board}/top", down.get("/v1/boards/activity/top").await));
     samples.push(sample("get", "/v1/health", down.get("/v1/health").await));
 
     let statuses: BTreeSet<u64> = samples.iter().map(|s| s["status"].as_u64().unwrap()).collect();
-    assert_eq!(statuses, BTreeSet::from([200, 400, 401, 403, 404, 409, 413, 422, 503]), "every documented status is exercised");
+    assert_eq!(statuses, BTreeSet::from([200, 400, 401, 403, 404, 409, 413, 422, 429, 503]), "every documented status is exercised");
 
     let file = std::env::temp_dir().join(format!("standings-openapi-samples-{}.json", standings_tests::unique_prefix()));
     std::fs::write(&file, serde_json::to_vec(&samples).unwrap()).unwrap();

@@ -118,7 +118,7 @@ async fn one_process_serves_concurrent_invocations_with_exact_results_logs_and_m
         .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
         .env("AWS_LAMBDA_FUNCTION_VERSION", "1")
         .env("AWS_LAMBDA_MAX_CONCURRENCY", WORKERS.to_string())
-        .env("REDIS_URL", standings_tests::redis_url())
+        .envs(std::env::vars().filter(|(name, _)| name.starts_with("REDIS_")))
         .env("STANDINGS_KEY_PREFIX", &prefix)
         .stdout(Stdio::piped())
         .kill_on_drop(true)
@@ -157,7 +157,7 @@ async fn one_process_serves_concurrent_invocations_with_exact_results_logs_and_m
     assert_eq!(duplicates, 20, "each repeated delivery is answered as a duplicate exactly once");
     let day = Period::containing(PeriodKind::Day, occurred_at, chrono_tz::Asia::Shanghai);
     let key = Keys::new(&prefix).unwrap().board("activity").period(&day);
-    let mut redis = redis::Client::open(standings_tests::redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let mut redis = standings::store::Store::connect(&standings_tests::redis_settings()).unwrap().connection().await.unwrap();
     for u in 0..10 {
         let composite: f64 = redis::cmd("ZSCORE").arg(&key).arg(format!("u{u}")).query_async(&mut redis).await.unwrap();
         assert_eq!(standings::tiebreak::points_of(composite), 30, "u{u}: ten comments, each once");

@@ -4,7 +4,7 @@ use serde_json::json;
 use standings::config::Config;
 use standings::period::{Period, PeriodKind};
 use standings::tiebreak::{self, MAX_POINTS};
-use standings_tests::{at, day, spawn_ingest, spawn_ingest_with};
+use standings_tests::{arena, at, day, spawn_ingest, spawn_ingest_at, spawn_ingest_with};
 
 #[tokio::test]
 async fn events_either_side_of_shanghai_midnight_land_on_different_days() {
@@ -39,16 +39,7 @@ async fn late_and_future_events_are_refused_with_their_own_codes() {
 
 /// A board that can reach the top of the composite's range quickly.
 fn big_board() -> Config {
-    Config::parse(
-        r#"[[boards]]
-           name = "arena"
-           kind = "cumulative"
-           timezone = "UTC"
-           periods = ["all"]
-           top = 10
-           rules = [{ action = "win", points = 1, max_points = 100000, scope = "none" }]"#,
-    )
-    .unwrap()
+    arena(r#"[{ action = "win", points = 1, max_points = 100000, scope = "none" }]"#)
 }
 
 #[tokio::test]
@@ -100,7 +91,9 @@ async fn two_users_a_second_apart_rank_by_who_got_there_first() {
 
 #[tokio::test]
 async fn events_still_apply_after_script_flush() {
-    let app = spawn_ingest().await;
+    // A server of its own: flushing the suite's would race tests that count cached scripts.
+    let server = standings_tests::servers::RedisServer::start(&[]).await;
+    let app = spawn_ingest_at(Config::default_boards(), &standings::store::RedisSettings::standalone(&server.url())).await;
     app.event(json!({"event_id": "1", "user_id": "u1", "action": "comment", "target": "x"})).await;
     let () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut app.redis.clone()).await.unwrap();
     let (status, body) = app.event(json!({"event_id": "2", "user_id": "u1", "action": "comment", "target": "y"})).await;

@@ -1,10 +1,17 @@
 //! Test harness: a `spawn_app`-style helper that wires the real router to the real Redis
-//! started by `scripts/test.sh` (`REDIS_URL`), with a key prefix of its own per test so tests
-//! run in parallel on one server, and an injectable clock.
+//! started by `scripts/test.sh`, with a key prefix of its own per test so tests run in
+//! parallel on one server, and an injectable clock. Archive tests also get a DynamoDB table of
+//! their own on the real moto_server the script starts (`ArchiveHarness`).
+//!
+//! The suite reaches Redis exactly as the functions do, through `REDIS_URL` / `REDIS_CLUSTER`
+//! (`RedisSettings::from_env`): scripts/test.sh runs it once against a standalone server and
+//! once against a 6-node cluster. The harness's own assertion connection is cluster-aware too.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
+use archive::{Archiver, Backoff, Settings};
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -14,14 +21,29 @@ use http_body_util::BodyExt;
 use lambda_http::request::RequestContext;
 use serde_json::{json, Value};
 use standings::config::Config;
-use standings::http::{AuthMode, WRITE_SCOPE};
+use standings::http::{AuthMode, ADMIN_SCOPE, WRITE_SCOPE};
 use standings::keys::Keys;
-use standings::store::{RedisSettings, Store};
+use standings::period::Period;
+use standings::season_table::{ArchiveSink, ArchivedEntry, SeasonTable};
+use standings::store::{Connection, RedisSettings, Store};
+use standings::tiebreak;
 use tower::ServiceExt;
+
+pub mod cluster;
+pub mod load;
+pub mod proxy;
+pub mod servers;
 
 /// The Redis every integration test talks to.
 pub fn redis_url() -> String {
     std::env::var("REDIS_URL").expect("REDIS_URL is not set: run the suite with scripts/test.sh, which starts redis-server")
+}
+
+/// The suite's Redis as the functions would read it from the environment (standalone or
+/// cluster, plain or TLS).
+pub fn redis_settings() -> RedisSettings {
+    redis_url();
+    RedisSettings::from_env().expect("the suite's REDIS_* variables are valid")
 }
 
 /// A prefix no other test (or earlier run) uses.
@@ -41,7 +63,8 @@ pub struct TestApp {
     pub query: Router,
     pub keys: Keys,
     pub store: Store,
-    pub redis: redis::aio::MultiplexedConnection,
+    /// The assertion connection (standalone or cluster, like the app's).
+    pub redis: Connection,
     now: Arc<Mutex<DateTime<Utc>>>,
     config: Arc<Config>,
 }
@@ -54,27 +77,56 @@ pub enum Caller<'a> {
 }
 
 pub const WRITER: Caller<'static> = Caller::Scopes(&[WRITE_SCOPE]);
+/// An admin; its token's `sub` is `tester` (see `request_context`).
+pub const ADMIN: Caller<'static> = Caller::Scopes(&[ADMIN_SCOPE]);
+
+/// A configuration of one board, `arena`: all-time, UTC, top 10, with `rules` (a TOML array).
+pub fn arena(rules: &str) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"arena\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = {rules}"
+    ))
+    .expect("a valid arena configuration")
+}
 
 pub async fn spawn_ingest() -> TestApp {
     spawn_ingest_with(Config::default_boards()).await
 }
 
 pub async fn spawn_ingest_with(config: Config) -> TestApp {
-    spawn_ingest_on(config, &redis_url()).await
+    spawn_ingest_at(config, &redis_settings()).await
 }
 
 /// An app whose store is at `store_url` (e.g. a port nothing listens on); assertions still
 /// read the suite's Redis.
 pub async fn spawn_ingest_on(config: Config, store_url: &str) -> TestApp {
-    let keys = Keys::new(&unique_prefix()).unwrap();
     let store = Store::connect(&RedisSettings::standalone(store_url)).unwrap();
+    spawn_ingest_with_stores(config, store, Store::connect(&redis_settings()).unwrap()).await
+}
+
+/// An app, and assertions, on the Redis `settings` describe (a server a test started itself).
+/// Assertions use a store of their own, so they never count as the app's round trips.
+pub async fn spawn_ingest_at(config: Config, settings: &RedisSettings) -> TestApp {
+    spawn_ingest_with_stores(config, Store::connect(settings).unwrap(), Store::connect(settings).unwrap()).await
+}
+
+/// An app on `store`, with assertions on `assertions`.
+pub async fn spawn_ingest_with_stores(config: Config, store: Store, assertions: Store) -> TestApp {
+    spawn_app(config, Keys::new(&unique_prefix()).unwrap(), store, assertions, None).await
+}
+
+/// The app on given keys; its `query` function reads archived seasons from `archive`, if any.
+async fn spawn_app(config: Config, keys: Keys, store: Store, assertions: Store, archive: Option<SeasonTable>) -> TestApp {
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let config = Arc::new(config);
     let clock = clock_of(&now);
     let metrics = standings::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
     let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
     let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
-    let redis = redis::Client::open(redis_url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let query = match archive {
+        Some(table) => query.with_archive(table),
+        None => query,
+    };
+    let redis = assertions.connection().await.expect("the assertion connection reaches Redis");
     TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now, config }
 }
 
@@ -119,7 +171,12 @@ async fn send(router: &Router, method: Method, path: &str, body: Body, caller: C
 impl TestApp {
     /// The `hotness` function on this app's key prefix, store, configuration and clock.
     pub fn hotness(&self) -> hotness::App {
-        hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now))
+        self.hotness_reporting_to(standings::metrics::Metrics::with_sink(hotness::FUNCTION, Arc::new(|_| ())))
+    }
+
+    /// `hotness` whose metric lines go to `metrics`.
+    pub fn hotness_reporting_to(&self, metrics: standings::metrics::Metrics) -> hotness::App {
+        hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now), metrics)
     }
 
     pub fn set_now(&self, now: DateTime<Utc>) {
@@ -185,38 +242,155 @@ impl TestApp {
         composite.map(standings::tiebreak::points_of)
     }
 
-    /// Every key this test wrote.
+    /// Requests one profile read for `user_ids` makes: one pipeline standalone; on a cluster one
+    /// per slot holding a profile, all sent at once (see `profiles::get_many`).
+    pub fn profile_requests<'a>(&self, user_ids: impl IntoIterator<Item = &'a str>) -> u64 {
+        let slots: std::collections::HashSet<_> =
+            user_ids.into_iter().map(|user| redis::cluster_routing::Slot::for_key(self.keys.profile(user))).collect();
+        if self.store.is_cluster() { slots.len() as u64 } else { u64::from(!slots.is_empty()) }
+    }
+
+    /// Every key this test wrote (on every primary, in cluster mode).
     pub async fn written_keys(&self) -> Vec<String> {
-        let mut conn = self.redis.clone();
-        let mut keys: Vec<String> = Vec::new();
-        let mut cursor = 0u64;
-        loop {
-            let (next, batch): (u64, Vec<String>) = redis::cmd("SCAN")
-                .arg(cursor)
-                .arg("MATCH")
-                .arg(self.keys.all_pattern())
-                .arg("COUNT")
-                .arg(1000)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            keys.extend(batch);
-            if next == 0 {
-                break;
-            }
-            cursor = next;
-        }
+        let mut keys = cluster::scan_all(&self.redis, &self.keys.all_pattern()).await;
         keys.sort();
         keys
     }
 }
 
-pub fn day(board_tz_date: &str) -> standings::period::Period {
+fn period_on(kind: standings::period::PeriodKind, board_tz_date: &str) -> standings::period::Period {
     let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Day, date, chrono_tz::Asia::Shanghai)
+    standings::period::Period::on_date(kind, date, chrono_tz::Asia::Shanghai)
+}
+
+pub fn day(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Day, board_tz_date)
 }
 
 pub fn month(board_tz_date: &str) -> standings::period::Period {
-    let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(standings::period::PeriodKind::Month, date, chrono_tz::Asia::Shanghai)
+    period_on(standings::period::PeriodKind::Month, board_tz_date)
+}
+
+pub fn season(board_tz_date: &str) -> standings::period::Period {
+    period_on(standings::period::PeriodKind::Season, board_tz_date)
+}
+
+/// A season table of the test's own on the suite's moto_server, created from the one definition
+/// in `standings::season_table`.
+pub async fn unique_season_table() -> SeasonTable {
+    std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+        .expect("AWS_ENDPOINT_URL_DYNAMODB is not set: run the suite with scripts/test.sh, which starts moto_server");
+    // moto answers large pages far slower than DynamoDB: give each attempt a minute.
+    let table = SeasonTable::connect_with_attempt_timeout(format!("seasons-{}", unique_prefix()), Duration::from_secs(60)).await;
+    table.create_if_missing().await.unwrap();
+    table
+}
+
+/// A member as ingest leaves it on a season board: whole points, and when they were reached.
+pub type Member = (String, i64, DateTime<Utc>);
+
+/// `n` members spread over `season`, with many equal points and groups of three that reached
+/// the same points in the same second, so every tie-break rule is exercised.
+pub fn season_members(n: u64, season: &Period) -> Vec<Member> {
+    let start = season.start.unwrap().with_timezone(&Utc);
+    (0..n)
+        .map(|i| {
+            let points = 1 + (i / 6 * 7_919 % 3_000) as i64;
+            let reached_at = start + chrono::Duration::seconds((i / 3 * 7_907 % (25 * 86_400)) as i64);
+            (format!("u{i:06}"), points, reached_at)
+        })
+        .collect()
+}
+
+/// Puts `members` on the sorted set `key`, scored as ingest scores them.
+pub async fn seed_board(key: &str, members: &[Member]) {
+    let mut conn = Store::connect(&redis_settings()).unwrap().connection().await.unwrap();
+    for chunk in members.chunks(1000) {
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(key);
+        for (user, points, reached_at) in chunk {
+            zadd.arg(tiebreak::encode(*points, *reached_at).unwrap()).arg(user);
+        }
+        let _: u64 = zadd.query_async(&mut conn).await.unwrap();
+    }
+}
+
+/// Redis keys and a DynamoDB table of the test's own, the archive job with an injectable clock,
+/// and the ingest and query apps on the same keys and table.
+pub struct ArchiveHarness {
+    pub config: Arc<Config>,
+    pub keys: Keys,
+    pub store: Store,
+    pub table: SeasonTable,
+    pub redis: Connection,
+    now: Arc<Mutex<DateTime<Utc>>>,
+}
+
+impl ArchiveHarness {
+    /// The archive job's clock starts past October 2026's end plus grace (Asia/Shanghai).
+    pub async fn new() -> Self {
+        let store = Store::connect(&redis_settings()).unwrap();
+        Self {
+            config: Arc::new(Config::default_boards()),
+            keys: Keys::new(&unique_prefix()).unwrap(),
+            redis: store.connection().await.unwrap(),
+            store,
+            table: unique_season_table().await,
+            now: Arc::new(Mutex::new(at("2026-11-01T01:00:00+08:00"))),
+        }
+    }
+
+    pub fn set_now(&self, now: DateTime<Utc>) {
+        *self.now.lock().unwrap() = now;
+    }
+
+    /// The job's settings, with millisecond backoff so retries stay quick.
+    pub fn settings() -> Settings {
+        let backoff = Backoff { base: Duration::from_millis(1), cap: Duration::from_millis(20), max_attempts: 10 };
+        Settings { backoff, ..Settings::default() }
+    }
+
+    /// The archive job writing through `sink` (the table itself, or a wrapper around it).
+    pub fn archiver<S: ArchiveSink>(&self, sink: S) -> Archiver<S> {
+        self.archiver_with_clock(sink, clock_of(&self.now))
+    }
+
+    pub fn archiver_with_clock<S: ArchiveSink>(&self, sink: S, clock: standings::Clock) -> Archiver<S> {
+        let (config, keys, store, table) = (self.config.clone(), self.keys.clone(), self.store.clone(), self.table.clone());
+        Archiver::new(config, keys, store, table, sink, clock, Self::settings())
+    }
+
+    /// A season of the `points` board (Asia/Shanghai).
+    pub fn season(id: &str) -> Period {
+        standings::archiving::season_named(id, chrono_tz::Asia::Shanghai).unwrap()
+    }
+
+    /// Puts `members` on the live `points` board of `season`.
+    pub async fn seed(&self, season: &str, members: &[Member]) {
+        seed_board(&self.keys.board("points").period(&Self::season(season)), members).await;
+    }
+
+    /// A board in rank order, straight from Redis: the oracle archived seasons are held to.
+    pub async fn board_in_rank_order(&self, key: &str) -> Vec<Member> {
+        let members: Vec<(String, f64)> =
+            redis::cmd("ZREVRANGE").arg(key).arg(0).arg(-1).arg("WITHSCORES").query_async(&mut self.redis.clone()).await.unwrap();
+        members
+            .into_iter()
+            .map(|(user, composite)| {
+                let (points, reached_at) = tiebreak::decode(composite).unwrap();
+                (user, points, reached_at)
+            })
+            .collect()
+    }
+
+    /// Every archived entry of a `points` season, in rank order (one Query over all ranks).
+    pub async fn archived(&self, season: &str) -> Vec<ArchivedEntry> {
+        self.table.ranks("points", season, 1, 9_999_999_999).await.unwrap()
+    }
+
+    /// The ingest and query functions (with its own clock) on this harness's keys and table.
+    pub async fn app(&self) -> TestApp {
+        let (store, assertions) = (Store::connect(&redis_settings()).unwrap(), Store::connect(&redis_settings()).unwrap());
+        spawn_app(Config::default_boards(), self.keys.clone(), store, assertions, Some(self.table.clone())).await
+    }
 }

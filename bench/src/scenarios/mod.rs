@@ -2,6 +2,7 @@
 //! `run(&Bench) -> Report` and list it in `ALL`; the run deletes every key under the bench
 //! prefix after each scenario.
 
+mod archival;
 mod around;
 mod batch;
 mod bootstrap;
@@ -26,6 +27,7 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "top-30", run: |bench| Box::pin(top30::run(bench)) },
     Scenario { name: "around-me", run: |bench| Box::pin(around::run(bench)) },
     Scenario { name: "hot-synthesis", run: |bench| Box::pin(hot_synthesis::run(bench)) },
+    Scenario { name: "archival", run: |bench| Box::pin(archival::run(bench)) },
     Scenario { name: "memory", run: |bench| Box::pin(memory::run(bench)) },
     Scenario { name: "bootstrap", run: |bench| Box::pin(bootstrap::run(bench)) },
 ];

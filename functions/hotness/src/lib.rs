@@ -12,8 +12,16 @@ use standings::config::Config;
 use standings::decay;
 use standings::hot::{DecayFailure, DecayRun, HotBoards};
 use standings::keys::Keys;
+use standings::metrics::{Metrics, Unit};
 use standings::store::Store;
 use standings::Clock;
+
+/// The `Function` dimension of this function's metrics.
+pub const FUNCTION: &str = "hotness";
+/// Seconds from a run's scheduled minute to the end of the run, emitted for every board the run
+/// brought up to date (dimension `Board`) and once per run without it; the stale-board alarm
+/// watches the latter (infra/template.yaml `HotBoardStaleAlarm`): no run, no datapoint.
+pub const SYNTHESIS_LAG: &str = "SynthesisLag";
 
 /// How far a scheduled time may run ahead of this function's clock. A run keys the boards'
 /// guard by its minute, so a run far in the future would block every real one until then.
@@ -37,18 +45,20 @@ pub struct RunSummary {
 /// Everything an invocation needs, built once per container.
 pub struct App {
     pub hot: HotBoards,
+    pub store: Store,
     pub clock: Clock,
+    pub metrics: Metrics,
 }
 
 impl App {
-    pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock) -> Self {
-        Self { hot: HotBoards::new(config, keys, store), clock }
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, metrics: Metrics) -> Self {
+        Self { hot: HotBoards::new(config, keys, store.clone()), store, clock, metrics }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
         let keys = Keys::new(&standings::key_prefix_from_env())?;
-        Ok(Self::new(config, keys, Store::from_env()?, standings::system_clock()))
+        Ok(Self::new(config, keys, Store::from_env()?, standings::system_clock(), Metrics::stdout(FUNCTION)))
     }
 
     /// Runs the schedule's minute: the event's `time`, or the clock's when it has none (a
@@ -75,6 +85,19 @@ impl App {
                 }
             }
         }
+        self.report_lag(minute, &boards);
         if failures.is_empty() { Ok(RunSummary { minute, boards }) } else { Err(RunError::Boards(failures)) }
+    }
+
+    /// `SynthesisLag` for the boards this run brought up to date (a failed board gets none).
+    fn report_lag(&self, minute: DateTime<Utc>, boards: &[DecayRun]) {
+        if boards.is_empty() {
+            return;
+        }
+        let lag = ((self.clock)() - minute).num_milliseconds().max(0) as f64 / 1000.0;
+        for run in boards {
+            self.metrics.put(SYNTHESIS_LAG, Unit::Seconds, lag, &[("Board", &run.board)]);
+        }
+        self.metrics.put(SYNTHESIS_LAG, Unit::Seconds, lag, &[]);
     }
 }

@@ -1,7 +1,9 @@
 //! The `ingest` function: the write side of the HTTP API (SPEC §4).
 
+mod admin;
 mod hot;
 pub mod observe;
+mod sign_ins;
 
 use std::sync::Arc;
 
@@ -12,14 +14,19 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use standings::config::Config;
 use standings::hot::HotBoards;
-use standings::http::{method_not_allowed, request_span, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody, MAX_BODY_BYTES};
+use standings::http::{
+    method_not_allowed, request_span, require_admin, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody,
+    MAX_BODY_BYTES,
+};
 use standings::ids;
 use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::keys::Keys;
 use standings::metrics::{Metrics, Unit};
+use standings::moderation::Moderation;
 use standings::profiles::{self, Profile};
 use standings::routing::Routes;
 use standings::scoring::Event;
+use standings::sign_ins::SignIns;
 use standings::store::Store;
 use standings::Clock;
 
@@ -29,6 +36,8 @@ use crate::observe::Tally;
 pub struct App {
     pub ingestor: Ingestor,
     pub hot: HotBoards,
+    pub sign_ins: SignIns,
+    pub moderation: Moderation,
     pub store: Store,
     pub keys: Keys,
     pub clock: Clock,
@@ -40,7 +49,9 @@ impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode, metrics: Metrics) -> Self {
         Self {
             ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
-            hot: HotBoards::new(config, keys.clone(), store.clone()),
+            hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
+            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
+            moderation: Moderation::new(config, keys.clone(), store.clone()),
             store,
             keys,
             clock,
@@ -66,20 +77,28 @@ impl App {
     }
 }
 
-/// Every route of this function: the router is built from this list, and the OpenAPI test
-/// compares it with the document.
+/// Every route of this function: the router is built from these lists, and the OpenAPI test
+/// compares them with the document.
 pub fn routes() -> Routes<Arc<App>> {
+    write_routes().merge(admin::routes())
+}
+
+/// Routes that need the `standings/write` scope.
+fn write_routes() -> Routes<Arc<App>> {
     Routes::new()
         .route(Method::POST, "/v1/events", post_event)
         .route(Method::POST, "/v1/events:batch", post_batch)
         .route(Method::PUT, "/v1/users/{user_id}/profile", put_profile)
         .route(Method::POST, "/v1/hot/{board}/items/{item_id}", hot::post_heat)
+        .route(Method::POST, "/v1/sign-ins", sign_ins::post_sign_in)
 }
 
 pub fn router(app: Arc<App>) -> Router {
-    routes()
+    let admin = admin::routes().into_router().route_layer(from_fn_with_state(app.auth, require_admin));
+    write_routes()
         .into_router()
         .route_layer(from_fn_with_state(app.auth, require_write))
+        .merge(admin)
         .route_layer(from_fn(request_span))
         .fallback(unknown_route)
         .method_not_allowed_fallback(method_not_allowed)
@@ -107,13 +126,19 @@ struct BatchReceipt {
     results: Vec<BatchItem>,
 }
 
-/// One event's answer in a batch: its receipt, or its own error with the status a single
-/// `POST /v1/events` would have had.
+/// One event's answer in a batch: its receipt, or its own error with the status (and
+/// `retry_after` seconds, for 429 and 503) a single `POST /v1/events` would have had.
 #[derive(Serialize)]
 #[serde(untagged)]
 enum BatchItem {
     Recorded(EventReceipt),
-    Failed { event_id: String, status: u16, error: ErrorDetail },
+    Failed {
+        event_id: String,
+        status: u16,
+        error: ErrorDetail,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_after: Option<u64>,
+    },
 }
 
 async fn post_batch(
@@ -137,7 +162,8 @@ async fn post_batch(
             Ok(receipt) => BatchItem::Recorded(receipt),
             Err(error) => {
                 let error = ApiError::from(error);
-                BatchItem::Failed { event_id: event.event_id.clone(), status: error.status.as_u16(), error: error.detail() }
+                let (status, retry_after) = (error.status.as_u16(), error.retry_after);
+                BatchItem::Failed { event_id: event.event_id.clone(), status, retry_after, error: error.detail() }
             }
         })
         .collect();

@@ -44,26 +44,28 @@ pub struct UserParams {
     rank_mode: Option<String>,
 }
 
+/// A page of a board (live, or an archived season).
 #[derive(Serialize)]
-struct TopResponse {
-    board: String,
+pub(crate) struct TopResponse {
+    pub(crate) board: String,
     #[serde(flatten)]
-    period: PeriodInfo,
-    total: u64,
-    entries: Vec<Standing>,
+    pub(crate) period: PeriodInfo,
+    pub(crate) total: u64,
+    pub(crate) entries: Vec<Standing>,
 }
 
+/// A user's standing on a board (live, or in an archived season).
 #[derive(Serialize)]
-struct UserResponse {
-    board: String,
+pub(crate) struct UserResponse {
+    pub(crate) board: String,
     #[serde(flatten)]
-    period: PeriodInfo,
-    user_id: String,
-    rank: Option<u64>,
-    score: i64,
-    percentile: Option<f64>,
-    total: u64,
-    around: Vec<Standing>,
+    pub(crate) period: PeriodInfo,
+    pub(crate) user_id: String,
+    pub(crate) rank: Option<u64>,
+    pub(crate) score: i64,
+    pub(crate) percentile: Option<f64>,
+    pub(crate) total: u64,
+    pub(crate) around: Vec<Standing>,
 }
 
 fn bad_request(code: &'static str, message: impl Into<String>) -> ApiError {
@@ -102,7 +104,7 @@ pub fn rank_mode(raw: Option<&str>) -> Result<RankMode, ApiError> {
     })
 }
 
-fn bounded(name: &str, value: Option<u64>, default: u64, range: std::ops::RangeInclusive<u64>) -> Result<u64, ApiError> {
+pub fn bounded(name: &str, value: Option<u64>, default: u64, range: std::ops::RangeInclusive<u64>) -> Result<u64, ApiError> {
     let value = value.unwrap_or(default);
     if range.contains(&value) {
         Ok(value)

@@ -7,7 +7,6 @@ use axum::http::{header, HeaderValue};
 use axum::response::IntoResponse;
 use axum::Json;
 use serde::Deserialize;
-use standings::hot::HotBoards;
 use standings::http::{ApiError, QueryParams};
 
 use crate::App;
@@ -27,7 +26,6 @@ pub async fn get_hot(
     Path(board): Path<String>,
     QueryParams(params): QueryParams<HotParams>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let hot = HotBoards::new(app.config.clone(), app.keys.clone(), app.store.clone());
-    let top = hot.top(&board, params.limit, (app.clock)()).await?;
+    let top = app.hot.top(&board, params.limit, (app.clock)()).await?;
     Ok(([(header::CACHE_CONTROL, CACHE_CONTROL)], Json(top)))
 }

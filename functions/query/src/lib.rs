@@ -4,6 +4,8 @@ pub mod boards;
 pub mod catalog;
 pub mod health;
 mod hot;
+mod seasons;
+mod sign_ins;
 pub mod web;
 
 use std::sync::Arc;
@@ -13,10 +15,13 @@ use axum::http::Method;
 use axum::middleware::from_fn;
 use axum::Router;
 use standings::config::Config;
+use standings::hot::HotBoards;
 use standings::http::{method_not_allowed, request_span, unknown_route, MAX_BODY_BYTES};
 use standings::keys::Keys;
 use standings::reads::Reader;
 use standings::routing::Routes;
+use standings::season_table::SeasonTable;
+use standings::sign_ins::SignIns;
 use standings::store::Store;
 use standings::Clock;
 
@@ -26,12 +31,40 @@ pub struct App {
     pub keys: Keys,
     pub store: Store,
     pub reader: Reader,
+    pub hot: HotBoards,
+    pub sign_ins: SignIns,
     pub clock: Clock,
+    /// Archived seasons (`STANDINGS_TABLE`); without it the season routes answer 404.
+    pub archive: Option<SeasonTable>,
 }
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock) -> Self {
-        Self { config, reader: Reader::new(keys.clone(), store.clone()), keys, store, clock }
+        Self {
+            reader: Reader::new(keys.clone(), store.clone()),
+            hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
+            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
+            config,
+            keys,
+            store,
+            clock,
+            archive: None,
+        }
+    }
+
+    pub fn with_archive(self, table: SeasonTable) -> Self {
+        Self { archive: Some(table), ..self }
+    }
+
+    /// Adds the archived seasons' table named by `STANDINGS_TABLE`, when it is set.
+    pub async fn with_archive_from_env(self) -> Self {
+        match SeasonTable::from_env().await {
+            Ok(table) => self.with_archive(table),
+            Err(error) => {
+                tracing::warn!(%error, "no season archive: the archived season routes answer 404");
+                self
+            }
+        }
     }
 
     pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -50,6 +83,10 @@ pub fn routes() -> Routes<Arc<App>> {
         .route(Method::POST, "/v1/boards/{board}/ranks", boards::ranks)
         .route(Method::GET, "/v1/boards", catalog::list)
         .route(Method::GET, "/v1/hot/{board}", hot::get_hot)
+        .route(Method::GET, "/v1/boards/{board}/seasons/{season}/top", seasons::season_top)
+        .route(Method::GET, "/v1/boards/{board}/seasons/{season}/users/{user_id}", seasons::season_user)
+        .route(Method::GET, "/v1/users/{user_id}/seasons", seasons::user_seasons)
+        .route(Method::GET, "/v1/users/{user_id}/sign-ins", sign_ins::get_sign_ins)
         .route(Method::GET, "/v1/health", health::check)
         .route(Method::GET, "/v1/openapi.json", web::openapi)
         .route(Method::GET, "/", web::page)

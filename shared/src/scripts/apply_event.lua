@@ -11,7 +11,9 @@ KEYS[2]    idempotency ledger (hash, field -> points given): the user's day ledg
 KEYS[3]    the user's day ledger (holds the day's cap counters; may equal KEYS[2])
 KEYS[4]    the board's guard (hash): "ban|<user>" for banned users, "closed|<kind>:<id>" for
            periods frozen for archiving
-KEYS[5..]  one sorted set per period of the board, scored with the tie-break composite
+KEYS[5]    the user's rate-limit log of this action (sorted set: event fingerprint -> ms);
+           untouched when the rule has no rate limit
+KEYS[6..]  one sorted set per period of the board, scored with the tie-break composite
            points * 2^31 + time part (see tiebreak.rs)
 
 ARGV[1]    payload fingerprint of the event
@@ -26,6 +28,10 @@ ARGV[9]    marker TTL in seconds
 ARGV[10]   EXPIREAT for KEYS[2], "0" for none
 ARGV[11]   EXPIREAT for KEYS[3], "0" for none
 ARGV[12..] for each period board, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+then, after those n triples (R = 12 + 3n):
+ARGV[R]    rate limit: events allowed in the window ("0": no limit)
+ARGV[R+1]  rate limit window in ms
+ARGV[R+2]  now in ms (the server's clock)
 
 Reply: a two-element array {status, body}
   {"new", json}          applied now (or counted as nothing); json is also stored in the marker
@@ -34,6 +40,8 @@ Reply: a two-element array {status, body}
   {"out_of_range", ""}   a score would leave the composite's range; nothing written
   {"banned", ""}         the user is banned from this board; nothing written
   {"period_closed", id}  a period the event lands in is frozen (archived); nothing written
+  {"rate_limited", s}    the user used up the action's rate limit; s = seconds until the
+                         window frees a slot; nothing written (not even the marker)
 json: {"applied":bool,"delta":n,"reason":s?,"capped":n,
        "periods":[{"period":s,"period_id":s,"score":n,"rank":n?}]}
 ]]
@@ -55,7 +63,7 @@ local give = ARGV[3] == 'give'
 local ledger_field = ARGV[5]
 local cap_field = ARGV[6]
 local tie = tonumber(ARGV[8])
-local FIRST_BOARD = 5
+local FIRST_BOARD = 6
 local boards = #KEYS - FIRST_BOARD + 1
 
 -- Refusals that depend on the board's state, checked with one read.
@@ -68,6 +76,23 @@ local guards = redis.call('HMGET', KEYS[4], unpack(guard_fields))
 if guards[1] then return {'banned', ''} end
 for i = 1, boards do
   if guards[i + 1] then return {'period_closed', ARGV[12 + 3 * (i - 1) + 1]} end
+end
+
+-- Rate limit: a sliding window of the user's recent events of this action. Only read here;
+-- the event is logged with the other writes, so a refused event leaves no trace.
+local RATE = 12 + 3 * boards
+local rate_max, rate_window, now_ms = tonumber(ARGV[RATE]), tonumber(ARGV[RATE + 1]), tonumber(ARGV[RATE + 2])
+-- The window is (now - window, now]; entries at or before its floor have left it.
+local window_floor = string.format('%.0f', now_ms - rate_window)
+local window_start = '(' .. window_floor
+if rate_max > 0 then
+  local recent = redis.call('ZCOUNT', KEYS[5], window_start, '+inf')
+  if recent >= rate_max then
+    -- The slot frees when the entry that put the log at its limit leaves the window.
+    local oldest = redis.call('ZRANGEBYSCORE', KEYS[5], window_start, '+inf', 'WITHSCORES', 'LIMIT', recent - rate_max, 1)
+    local wait_ms = tonumber(oldest[2]) + rate_window - now_ms
+    return {'rate_limited', tostring(math.max(math.ceil(wait_ms / 1000), 1))}
+  end
 end
 
 -- TTLs are set once, on a key that exists without one, and never refreshed.
@@ -138,4 +163,10 @@ end
 
 local reply = cjson.encode({applied = delta ~= 0, delta = delta, reason = reason, capped = capped, periods = periods})
 redis.call('SET', KEYS[1], ARGV[1] .. '\n' .. reply, 'EX', ARGV[9])
+if rate_max > 0 then
+  -- The log outlives its newest entry by one window: refreshed on purpose (it is a window).
+  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', window_floor)
+  redis.call('ZADD', KEYS[5], ARGV[RATE + 2], ARGV[1])
+  redis.call('PEXPIRE', KEYS[5], rate_window)
+end
 return {'new', reply}

@@ -10,9 +10,9 @@ use super::EVENT_MARKER_TTL_SECS;
 use crate::keys::BoardKeys;
 use crate::store::{Connection, StoreError};
 
-static ADD_HEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("add_heat.lua")));
-static SYNTHESIZE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("synthesize_hot.lua")));
-static SCALE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scale_hot.lua")));
+pub(super) static ADD_HEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("add_heat.lua")));
+pub(super) static SYNTHESIZE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("synthesize_hot.lua")));
+pub(super) static SCALE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scale_hot.lua")));
 
 /// Where a heat event goes and how it is remembered.
 #[derive(Debug, Clone)]

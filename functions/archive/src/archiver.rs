@@ -1,0 +1,393 @@
+//! The archive job for one season: freeze it, page through the frozen board by rank into
+//! DynamoDB, move a checkpoint forward after every page, stop before the deadline, and — once
+//! every shard is done — verify the count, mark the season complete and only then free Redis.
+//!
+//! Every step is safe to repeat: freezing is idempotent, items are keyed by rank (a rewrite
+//! replaces the same item), the checkpoint never moves backwards, completion is recorded once,
+//! and a completed season is never written again.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration as StdDuration;
+
+use aws_sdk_dynamodb::types::WriteRequest;
+use chrono::{DateTime, Duration, Utc};
+use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
+use standings::archiving::{self, Standing};
+use standings::config::{Board, Config};
+use standings::keys::{BoardKeys, Keys};
+use standings::period::{Period, PeriodKind};
+use standings::season_table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError, MAX_BATCH_WRITE};
+use standings::store::{Connection, Store, StoreError};
+use standings::Clock;
+
+/// Members read from the frozen board per page (seed 003's page), written as 40 batches of 25.
+/// Fixed: shards split the season by page number, so every invocation must agree on it.
+pub const PAGE_SIZE: u64 = 1000;
+/// Most shards a season can be split into.
+pub const MAX_SHARDS: u32 = 100;
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// How long after a season's end it is frozen. Longer than the event window's lateness, so
+    /// no event that could still count is refused with `period_closed`.
+    pub grace: Duration,
+    /// No page (nor the final verification) starts closer than this to the deadline — or than
+    /// a quarter of the time the invocation had, when that is less (short local invocations).
+    pub deadline_margin: Duration,
+    /// BatchWriteItem calls in flight at once within a page.
+    pub concurrency: usize,
+    pub backoff: Backoff,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            grace: Duration::minutes(30),
+            deadline_margin: Duration::seconds(30),
+            concurrency: 4,
+            backoff: Backoff { base: StdDuration::from_millis(50), cap: StdDuration::from_secs(5), max_attempts: 10 },
+        }
+    }
+}
+
+/// Retries of the items DynamoDB leaves unprocessed: exponential, capped, with jitter.
+#[derive(Debug, Clone, Copy)]
+pub struct Backoff {
+    pub base: StdDuration,
+    pub cap: StdDuration,
+    /// BatchWriteItem calls per batch before giving up (the next invocation resumes).
+    pub max_attempts: u32,
+}
+
+impl Backoff {
+    /// The wait after failed attempt `attempt` (1-based), given `unit` drawn from `0.0..1.0`:
+    /// half of `min(cap, base · 2^(attempt-1))` plus a random share of the other half ("equal
+    /// jitter"), so retries of concurrent batches spread out but never hammer.
+    pub fn delay(&self, attempt: u32, unit: f64) -> StdDuration {
+        let ceiling = self.base.saturating_mul(2u32.saturating_pow(attempt.saturating_sub(1))).min(self.cap);
+        ceiling / 2 + (ceiling / 2).mul_f64(unit.clamp(0.0, 1.0))
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ArchiveError {
+    #[error("invalid archive request: {0}")]
+    BadRequest(String),
+    #[error("unknown board {0:?}")]
+    UnknownBoard(String),
+    #[error("board {0:?} is not archived (archive = false in its configuration)")]
+    NotArchived(String),
+    #[error("season {0:?} is not a month such as 2026-10")]
+    InvalidSeason(String),
+    #[error("season {season} of board {board:?} has not ended; it can be archived from {}", .ready_at.to_rfc3339())]
+    SeasonNotEnded { board: String, season: String, ready_at: DateTime<Utc> },
+    #[error("shard_index must be below shard_total, and shard_total within 1..={MAX_SHARDS}")]
+    InvalidShard,
+    #[error("redis: {0}")]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Table(#[from] TableError),
+    #[error("DynamoDB still left items unprocessed after {0} attempts; the next invocation resumes")]
+    Unprocessed(u32),
+    #[error("season {season} of board {board:?}: {stored} entries in DynamoDB for {frozen} frozen members; the frozen board is kept")]
+    VerificationFailed { board: String, season: String, stored: u64, frozen: u64 },
+    #[error("season {season} of board {board:?} was frozen with {members} members, but its frozen board is gone and its archive is not complete")]
+    FrozenBoardMissing { board: String, season: String, members: u64 },
+}
+
+impl ArchiveError {
+    /// A stable code for the invocation's error result.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::BadRequest(_) => "bad_request",
+            Self::UnknownBoard(_) => "unknown_board",
+            Self::NotArchived(_) => "board_not_archived",
+            Self::InvalidSeason(_) => "invalid_season",
+            Self::SeasonNotEnded { .. } => "season_not_ended",
+            Self::InvalidShard => "invalid_shard",
+            Self::Store(_) => "store_unavailable",
+            Self::Table(_) => "table_unavailable",
+            Self::Unprocessed(_) => "unprocessed_items",
+            Self::VerificationFailed { .. } => "verification_failed",
+            Self::FrozenBoardMissing { .. } => "frozen_board_missing",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// This invocation verified the archive, marked it complete and freed Redis.
+    Complete,
+    /// The season was complete before this invocation; nothing was written.
+    AlreadyComplete,
+    /// The deadline came first; the next invocation resumes from the checkpoint.
+    InProgress,
+    /// This shard is done; another shard is still archiving and will complete the season.
+    ShardDone,
+}
+
+/// What one invocation did for one season.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SeasonReport {
+    pub board: String,
+    pub season: String,
+    pub status: Status,
+    pub shard_index: u32,
+    pub shard_total: u32,
+    /// Members of the season.
+    pub total: u64,
+    /// The rank this shard archives next, while it has pages left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_rank: Option<u64>,
+    /// Items this invocation wrote, and the BatchWriteItem calls (retries included) it made.
+    pub items_written: u64,
+    pub batch_calls: u64,
+}
+
+/// The season that most recently ended at least `grace` before `now` in the board's timezone.
+pub fn last_finished_season(board: &Board, now: DateTime<Utc>, grace: Duration) -> Period {
+    let current = Period::containing(PeriodKind::Season, now - grace, board.timezone);
+    let start = current.start.expect("a season has a start").with_timezone(&Utc);
+    Period::containing(PeriodKind::Season, start - Duration::seconds(1), board.timezone)
+}
+
+/// Counters of one invocation, shared by the concurrent batches of a page.
+#[derive(Default)]
+struct Progress {
+    items_written: AtomicU64,
+    batch_calls: AtomicU64,
+}
+
+/// How close to `deadline` work stops, for an invocation that has `remaining` time left.
+pub fn stopping_margin(configured: Duration, remaining: Duration) -> Duration {
+    configured.min(remaining / 4).max(Duration::zero())
+}
+
+/// The season being archived by one invocation.
+struct Job<'a> {
+    board: &'a str,
+    season: Period,
+    shard: Shard,
+    keys: BoardKeys,
+    progress: Progress,
+    /// No work starts once the clock is past this.
+    stop_at: DateTime<Utc>,
+}
+
+impl Job<'_> {
+    fn report(&self, status: Status, total: u64, next_rank: Option<u64>) -> SeasonReport {
+        SeasonReport {
+            board: self.board.to_owned(),
+            season: self.season.id.clone(),
+            status,
+            shard_index: self.shard.index,
+            shard_total: self.shard.total,
+            total,
+            next_rank,
+            items_written: self.progress.items_written.load(Ordering::Relaxed),
+            batch_calls: self.progress.batch_calls.load(Ordering::Relaxed),
+        }
+    }
+}
+
+pub struct Archiver<S> {
+    config: Arc<Config>,
+    keys: Keys,
+    store: Store,
+    table: SeasonTable,
+    sink: S,
+    clock: Clock,
+    settings: Settings,
+}
+
+impl<S: ArchiveSink> Archiver<S> {
+    /// `table` serves reads, checkpoints and the completion record; `sink` takes the
+    /// BatchWriteItem calls (the table itself, or a fault-injecting wrapper around it).
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, table: SeasonTable, sink: S, clock: Clock, settings: Settings) -> Self {
+        Self { config, keys, store, table, sink, clock, settings }
+    }
+
+    /// The scheduled run: for every archived board, the last season that ended at least
+    /// `grace` ago, in one shard. Stops at the first season left in progress (the deadline).
+    pub async fn archive_due(&self, deadline: DateTime<Utc>) -> Result<Vec<SeasonReport>, ArchiveError> {
+        let now = (self.clock)();
+        let mut reports = Vec::new();
+        for board in self.config.boards().iter().filter(|b| b.archive) {
+            let season = last_finished_season(board, now, self.settings.grace);
+            let report = self.archive_season(&board.name, &season.id, Shard::WHOLE, deadline).await?;
+            let stop = report.status == Status::InProgress;
+            reports.push(report);
+            if stop {
+                break;
+            }
+        }
+        Ok(reports)
+    }
+
+    /// Archives `shard` of `board`'s `season`, resuming from its checkpoint, until done or
+    /// until `deadline` (less the margin) is near.
+    pub async fn archive_season(&self, board: &str, season: &str, shard: Shard, deadline: DateTime<Utc>) -> Result<SeasonReport, ArchiveError> {
+        let config = self.config.board(board).ok_or_else(|| ArchiveError::UnknownBoard(board.to_owned()))?;
+        if !config.archive {
+            return Err(ArchiveError::NotArchived(board.to_owned()));
+        }
+        if !(1..=MAX_SHARDS).contains(&shard.total) || shard.index >= shard.total {
+            return Err(ArchiveError::InvalidShard);
+        }
+        let period = archiving::season_named(season, config.timezone).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
+        let now = (self.clock)();
+        let stop_at = deadline - stopping_margin(self.settings.deadline_margin, deadline - now);
+        let job = Job { board, season: period, shard, keys: self.keys.board(board), progress: Progress::default(), stop_at };
+        let mut conn = self.store.connection().await?;
+
+        if let Some(done) = self.table.completed(board, season).await? {
+            // A run cut short between marking complete and freeing Redis leaves the frozen
+            // board behind; freeing it again is harmless.
+            archiving::release_frozen(&mut conn, &job.keys, &job.season).await?;
+            return Ok(job.report(Status::AlreadyComplete, done.total, None));
+        }
+        let ready_at = job.season.end.expect("a season ends").with_timezone(&Utc) + self.settings.grace;
+        if now < ready_at {
+            return Err(ArchiveError::SeasonNotEnded { board: board.to_owned(), season: season.to_owned(), ready_at });
+        }
+
+        let frozen = archiving::freeze(&mut conn, &job.keys, &job.season).await?;
+        let total = frozen.members;
+        if !frozen.present && total > 0 {
+            // Another shard completed the season (and freed Redis) since the check above.
+            return match self.table.completed(board, season).await? {
+                Some(done) => Ok(job.report(Status::AlreadyComplete, done.total, None)),
+                None => Err(ArchiveError::FrozenBoardMissing { board: board.to_owned(), season: season.to_owned(), members: total }),
+            };
+        }
+
+        let first_rank = u64::from(shard.index) * PAGE_SIZE + 1;
+        let mut next_rank = self.table.checkpoint(board, season, shard).await?.unwrap_or(first_rank);
+        while next_rank <= total {
+            if self.out_of_time(&job) {
+                return Ok(job.report(Status::InProgress, total, Some(next_rank)));
+            }
+            let page = archiving::frozen_page(&mut conn, &job.keys, &job.season, next_rank - 1, PAGE_SIZE).await?;
+            self.write_page(&job, total, &page).await?;
+            let after = next_rank + PAGE_SIZE * u64::from(shard.total);
+            next_rank = self.table.advance_checkpoint(board, season, shard, after, (self.clock)()).await?;
+        }
+        // Recorded even when this shard had no page at all, so the others see it done.
+        self.table.advance_checkpoint(board, season, shard, next_rank, (self.clock)()).await?;
+
+        let checkpoints = self.table.checkpoints(board, season, shard.total).await?;
+        if !(0..shard.total).all(|index| checkpoints.get(&index).is_some_and(|&next| next > total)) {
+            return Ok(job.report(Status::ShardDone, total, None));
+        }
+        if self.out_of_time(&job) {
+            return Ok(job.report(Status::InProgress, total, None));
+        }
+        self.verify(&job, &mut conn, total).await?;
+        self.table.mark_complete(board, season, total, (self.clock)()).await?;
+        archiving::release_frozen(&mut conn, &job.keys, &job.season).await?;
+        tracing::info!(board, season, total, "season archived and verified; frozen board released");
+        Ok(job.report(Status::Complete, total, None))
+    }
+
+    fn out_of_time(&self, job: &Job<'_>) -> bool {
+        (self.clock)() >= job.stop_at
+    }
+
+    /// Every rank is an item keyed by that rank, so DynamoDB holding exactly as many entries as
+    /// the frozen board has members means every rank is there, once.
+    async fn verify(&self, job: &Job<'_>, conn: &mut Connection, total: u64) -> Result<(), ArchiveError> {
+        let frozen = archiving::frozen_members(conn, &job.keys, &job.season).await?;
+        let stored = self.table.count_entries(job.board, &job.season.id).await?;
+        if stored == frozen && frozen == total {
+            Ok(())
+        } else {
+            Err(ArchiveError::VerificationFailed { board: job.board.to_owned(), season: job.season.id.clone(), stored, frozen })
+        }
+    }
+
+    async fn write_page(&self, job: &Job<'_>, total: u64, page: &[Standing]) -> Result<(), ArchiveError> {
+        // Built up front, not lazily inside the stream: a lazy iterator's closure held across
+        // the await makes the future fail rustc's higher-ranked `Send` check when boxed.
+        let batches: Vec<Vec<WriteRequest>> = page
+            .chunks(MAX_BATCH_WRITE)
+            .map(|chunk| chunk.iter().map(|standing| put_request(entry_item(job.board, &job.season.id, total, standing))).collect())
+            .collect();
+        futures::stream::iter(batches)
+            .map(|batch| self.write_batch(batch, &job.progress))
+            .buffer_unordered(self.settings.concurrency.max(1))
+            .try_collect()
+            .await
+    }
+
+    /// One batch, its unprocessed items retried with backoff until none are left.
+    async fn write_batch(&self, mut requests: Vec<WriteRequest>, progress: &Progress) -> Result<(), ArchiveError> {
+        let backoff = self.settings.backoff;
+        for attempt in 1..=backoff.max_attempts {
+            let sent = requests.len() as u64;
+            progress.batch_calls.fetch_add(1, Ordering::Relaxed);
+            let unprocessed = self.sink.batch_write(requests).await?;
+            progress.items_written.fetch_add(sent - unprocessed.len() as u64, Ordering::Relaxed);
+            if unprocessed.is_empty() {
+                return Ok(());
+            }
+            requests = unprocessed;
+            if attempt < backoff.max_attempts {
+                tokio::time::sleep(backoff.delay(attempt, fastrand::f64())).await;
+            }
+        }
+        Err(ArchiveError::Unprocessed(backoff.max_attempts))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use standings::period::EventWindow;
+
+    fn points_board() -> Board {
+        Config::default_boards().board("points").unwrap().clone()
+    }
+
+    fn utc(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn the_due_season_is_the_one_that_ended_at_least_grace_ago_in_the_board_timezone() {
+        let board = points_board();
+        let grace = Settings::default().grace;
+        // October ends at 2026-11-01T00:00+08:00.
+        assert_eq!(last_finished_season(&board, utc("2026-11-01T00:29:59+08:00"), grace).id, "2026-09");
+        assert_eq!(last_finished_season(&board, utc("2026-11-01T00:30:00+08:00"), grace).id, "2026-10");
+        assert_eq!(last_finished_season(&board, utc("2026-11-30T23:59:59+08:00"), grace).id, "2026-10");
+        assert_eq!(last_finished_season(&board, utc("2027-01-01T01:00:00+08:00"), grace).id, "2026-12");
+    }
+
+    #[test]
+    fn the_freeze_waits_out_every_event_ingest_could_still_accept() {
+        let window = EventWindow::default();
+        assert!(Settings::default().grace > window.grace + window.max_future);
+    }
+
+    #[test]
+    fn the_margin_shrinks_for_short_invocations() {
+        let configured = Duration::seconds(30);
+        assert_eq!(stopping_margin(configured, Duration::minutes(15)), configured);
+        assert_eq!(stopping_margin(configured, Duration::seconds(40)), Duration::seconds(10));
+        assert_eq!(stopping_margin(configured, Duration::seconds(-1)), Duration::zero(), "past the deadline: stop at once");
+    }
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap_with_equal_jitter() {
+        let backoff = Backoff { base: StdDuration::from_millis(100), cap: StdDuration::from_secs(1), max_attempts: 10 };
+        assert_eq!(backoff.delay(1, 0.0), StdDuration::from_millis(50));
+        assert_eq!(backoff.delay(1, 1.0), StdDuration::from_millis(100));
+        assert_eq!(backoff.delay(2, 0.0), StdDuration::from_millis(100));
+        assert_eq!(backoff.delay(3, 0.5), StdDuration::from_millis(300));
+        assert_eq!(backoff.delay(5, 1.0), StdDuration::from_secs(1), "capped");
+        assert_eq!(backoff.delay(40, 0.0), StdDuration::from_millis(500), "no overflow far past the cap");
+    }
+}

@@ -1,0 +1,157 @@
+//! The `archive` function (SPEC §5): triggered by an EventBridge schedule — every archived
+//! board's last finished season — or by a manual event for one season, optionally one shard:
+//! `{"board": "points", "season": "2026-10", "shard_index": 0, "shard_total": 2}`.
+
+pub mod archiver;
+
+use std::sync::Arc;
+
+use aws_lambda_events::eventbridge::EventBridgeEvent;
+use chrono::{DateTime, Utc};
+use lambda_runtime::{Diagnostic, LambdaEvent};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use standings::config::Config;
+use standings::keys::Keys;
+use standings::season_table::{ArchiveSink, SeasonTable, Shard};
+use standings::store::Store;
+
+pub use archiver::{ArchiveError, Archiver, Backoff, SeasonReport, Settings, Status};
+
+/// One season (one shard of it), named by the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManualRequest {
+    pub board: String,
+    pub season: String,
+    #[serde(default)]
+    pub shard_index: u32,
+    #[serde(default = "one")]
+    pub shard_total: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// What an invocation asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ArchiveRequest {
+    /// EventBridge's scheduled event: archive whatever is due.
+    Scheduled(EventBridgeEvent),
+    Manual(ManualRequest),
+}
+
+impl TryFrom<Value> for ArchiveRequest {
+    type Error = ArchiveError;
+
+    /// An EventBridge event carries `detail-type`; anything else must be a manual request, so
+    /// a malformed one gets that shape's own error (e.g. "missing field `season`").
+    fn try_from(payload: Value) -> Result<Self, ArchiveError> {
+        let bad = |e: serde_json::Error| ArchiveError::BadRequest(e.to_string());
+        if payload.get("detail-type").is_some() {
+            serde_json::from_value(payload).map(Self::Scheduled).map_err(bad)
+        } else {
+            serde_json::from_value(payload).map(Self::Manual).map_err(bad)
+        }
+    }
+}
+
+/// The invocation's result: one report per season it worked on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ArchiveResponse {
+    pub results: Vec<SeasonReport>,
+}
+
+/// The error result Lambda reports (`errorType` is the stable code).
+impl From<ArchiveError> for Diagnostic {
+    fn from(error: ArchiveError) -> Self {
+        tracing::error!(code = error.code(), error = %error, "archive invocation failed");
+        Diagnostic { error_type: error.code().to_owned(), error_message: error.to_string() }
+    }
+}
+
+/// Serves one invocation's payload until `deadline`.
+pub async fn run<S: ArchiveSink>(archiver: &Archiver<S>, payload: Value, deadline: DateTime<Utc>) -> Result<ArchiveResponse, ArchiveError> {
+    let results = match ArchiveRequest::try_from(payload)? {
+        ArchiveRequest::Scheduled(event) => {
+            tracing::info!(scheduled_for = ?event.time, "scheduled archive run");
+            archiver.archive_due(deadline).await?
+        }
+        ArchiveRequest::Manual(request) => {
+            let shard = Shard { index: request.shard_index, total: request.shard_total };
+            vec![archiver.archive_season(&request.board, &request.season, shard, deadline).await?]
+        }
+    };
+    for report in &results {
+        tracing::info!(board = %report.board, season = %report.season, status = ?report.status, items = report.items_written, "archive run");
+    }
+    Ok(ArchiveResponse { results })
+}
+
+/// Everything an invocation needs, built once per container.
+pub struct App {
+    pub archiver: Archiver<SeasonTable>,
+}
+
+impl App {
+    pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let config = Arc::new(Config::from_env()?);
+        let keys = Keys::new(&standings::key_prefix_from_env())?;
+        let store = Store::from_env()?;
+        let table = SeasonTable::from_env().await?;
+        let archiver = Archiver::new(config, keys, store, table.clone(), table, standings::system_clock(), Settings::default());
+        Ok(Self { archiver })
+    }
+
+    /// One invocation, stopping before the Lambda deadline.
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<ArchiveResponse, ArchiveError> {
+        run(&self.archiver, event.payload, invocation_deadline(event.context.deadline, Utc::now())).await
+    }
+}
+
+/// The invocation's deadline (milliseconds since the epoch, from the runtime API). Lambda's is
+/// always ahead when an invocation starts; local emulators send none, or one long past
+/// (`cargo lambda watch`), and the job then gets Lambda's longest timeout, 15 minutes.
+pub fn invocation_deadline(deadline_ms: u64, now: DateTime<Utc>) -> DateTime<Utc> {
+    i64::try_from(deadline_ms)
+        .ok()
+        .and_then(DateTime::from_timestamp_millis)
+        .filter(|&deadline| deadline > now)
+        .unwrap_or(now + chrono::Duration::minutes(15))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_shapes_parse_and_a_bad_manual_request_says_what_is_wrong() {
+        let manual: Value = serde_json::from_str(include_str!("../fixtures/manual-event.json")).unwrap();
+        assert!(matches!(ArchiveRequest::try_from(manual), Ok(ArchiveRequest::Manual(r)) if r.shard_total == 1));
+        let scheduled: Value = serde_json::from_str(include_str!("../fixtures/scheduled-event.json")).unwrap();
+        assert!(matches!(ArchiveRequest::try_from(scheduled), Ok(ArchiveRequest::Scheduled(_))));
+        let sharded = serde_json::json!({"board": "points", "season": "2026-10", "shard_index": 1, "shard_total": 4});
+        assert!(matches!(ArchiveRequest::try_from(sharded), Ok(ArchiveRequest::Manual(r)) if (r.shard_index, r.shard_total) == (1, 4)));
+        let missing = ArchiveRequest::try_from(serde_json::json!({"board": "points"})).unwrap_err();
+        assert!(missing.to_string().contains("missing field `season`"), "{missing}");
+        let unknown = ArchiveRequest::try_from(serde_json::json!({"board": "points", "season": "2026-10", "shard": 1})).unwrap_err();
+        assert!(unknown.to_string().contains("unknown field `shard`"), "{unknown}");
+    }
+
+    #[test]
+    fn the_deadline_is_the_runtime_s_or_lambda_s_longest_timeout_without_one() {
+        let now: DateTime<Utc> = "2026-11-01T01:00:00Z".parse().unwrap();
+        let deadline = now + chrono::Duration::seconds(900);
+        assert_eq!(invocation_deadline(deadline.timestamp_millis() as u64, now), deadline);
+        assert_eq!(invocation_deadline(0, now), now + chrono::Duration::minutes(15));
+        assert_eq!(invocation_deadline(523_137_958, now), now + chrono::Duration::minutes(15), "an emulator's deadline in 1970");
+    }
+
+    #[test]
+    fn an_error_result_carries_its_code() {
+        let diagnostic = Diagnostic::from(ArchiveError::UnknownBoard("nope".into()));
+        assert_eq!(diagnostic.error_type, "unknown_board");
+        assert_eq!(diagnostic.error_message, "unknown board \"nope\"");
+    }
+}

@@ -1,0 +1,10 @@
+use lambda_runtime::{service_fn, LambdaEvent};
+use serde_json::Value;
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_runtime::Error> {
+    standings::telemetry::init();
+    let app = archive::App::from_env().await?;
+    let app = &app;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move { app.handle(event).await })).await
+}

@@ -1,0 +1,20 @@
+//! `POST /v1/sign-ins` (write scope).
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::Json;
+use standings::http::{ApiError, JsonBody};
+use standings::sign_ins::{SignInReceipt, SignInRequest};
+
+use crate::App;
+
+pub async fn post_sign_in(
+    State(app): State<Arc<App>>,
+    JsonBody(request): JsonBody<SignInRequest>,
+) -> Result<Json<SignInReceipt>, ApiError> {
+    tracing::Span::current().record("event_id", request.event_id.as_str());
+    let receipt = app.timed("/v1/sign-ins", app.sign_ins.record(&request, (app.clock)())).await?;
+    tracing::info!(duplicate = receipt.duplicate, date = %receipt.date, points = receipt.outcome.points_awarded, "sign-in recorded");
+    Ok(Json(receipt))
+}

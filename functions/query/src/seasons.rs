@@ -1,0 +1,205 @@
+//! Archived seasons (SPEC §4), read from the DynamoDB table the archive function writes: a
+//! season's top, a user's standing in a season, a user's history. The same shapes as the live
+//! routes. A season is served only once its archive is complete and verified; from then on it
+//! never changes, so its responses may be cached for a day.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::Json;
+use chrono::{DateTime, Utc};
+use futures::future::try_join;
+use serde::{Deserialize, Serialize};
+use standings::archiving::season_named;
+use standings::config::Board;
+use standings::http::{ApiError, QueryParams};
+use standings::ids;
+use standings::period::Period;
+use standings::profiles;
+use standings::reads::{counts, percentile, Standing};
+use standings::season_table::{ArchivedEntry, CompletedSeason, SeasonTable};
+
+use crate::boards::{bounded, with_cache, TopResponse, UserResponse, MAX_AROUND, MAX_LIMIT, MAX_OFFSET};
+use crate::App;
+
+/// A complete season never changes.
+const SEASON_CACHE: &str = "public, max-age=86400";
+/// A user's history grows when the next season is archived.
+const HISTORY_CACHE: &str = "public, max-age=3600";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopParams {
+    limit: Option<u64>,
+    offset: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserParams {
+    around: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryParams {
+    board: Option<String>,
+}
+
+#[derive(Serialize)]
+struct PastSeason {
+    board: String,
+    season: String,
+    rank: u64,
+    score: i64,
+    reached_at: DateTime<Utc>,
+    total: u64,
+    percentile: f64,
+}
+
+#[derive(Serialize)]
+struct History {
+    user_id: String,
+    seasons: Vec<PastSeason>,
+}
+
+/// Ranks `first..=last` of a window of `around` either side of `rank` among `total`: centred,
+/// and shifted (not clipped) at either end of the board.
+fn window(rank: u64, around: u64, total: u64) -> (u64, u64) {
+    let size = 2 * around + 1;
+    let first = rank.saturating_sub(around).max(1).min(total.saturating_sub(size - 1).max(1));
+    (first, (first + size - 1).min(total))
+}
+
+fn table(app: &App) -> Result<&SeasonTable, ApiError> {
+    app.archive.as_ref().ok_or_else(|| {
+        ApiError::new(StatusCode::NOT_FOUND, "archive_not_configured", "this deployment has no season archive (STANDINGS_TABLE)")
+    })
+}
+
+fn archived_board<'a>(app: &'a App, name: &str) -> Result<&'a Board, ApiError> {
+    app.config
+        .board(name)
+        .filter(|board| board.archive)
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "unknown_board", format!("no archived board named {name:?}")))
+}
+
+fn named_season(board: &Board, season: &str) -> Result<Period, ApiError> {
+    season_named(season, board.timezone).ok_or_else(|| ApiError::malformed(format!("season {season:?} is not a month such as 2026-10")))
+}
+
+fn checked_user(user_id: &str) -> Result<(), ApiError> {
+    ids::validate_id("user_id", user_id).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
+}
+
+fn complete(completed: Option<CompletedSeason>, board: &str, season: &str) -> Result<CompletedSeason, ApiError> {
+    completed.ok_or_else(|| {
+        ApiError::new(StatusCode::NOT_FOUND, "season_not_archived", format!("season {season} of board {board:?} is not archived (yet)"))
+    })
+}
+
+/// Archived entries as the live routes show them, with today's profiles (one pipeline).
+async fn standings(app: &App, board: &Board, entries: Vec<ArchivedEntry>) -> Result<Vec<Standing>, ApiError> {
+    let users: Vec<&str> = entries.iter().map(|entry| entry.user_id.as_str()).collect();
+    let profiles = profiles::get_many(&app.store, &app.keys, &users).await?;
+    Ok(entries
+        .into_iter()
+        .zip(profiles)
+        .map(|(entry, profile)| Standing {
+            counts: counts(board, entry.points),
+            rank: entry.rank,
+            user_id: entry.user_id,
+            score: entry.points,
+            profile,
+        })
+        .collect())
+}
+
+/// `GET /v1/boards/{board}/seasons/{season}/top?limit=&offset=`
+pub async fn season_top(
+    State(app): State<Arc<App>>,
+    Path((board, season)): Path<(String, String)>,
+    QueryParams(params): QueryParams<TopParams>,
+) -> Result<Response, ApiError> {
+    let table = table(&app)?;
+    let board = archived_board(&app, &board)?;
+    let period = named_season(board, &season)?;
+    let limit = bounded("limit", params.limit, 30, 1..=MAX_LIMIT)?;
+    let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
+    let (completed, entries) =
+        try_join(table.completed(&board.name, &season), table.ranks(&board.name, &season, offset + 1, offset + limit)).await?;
+    let total = complete(completed, &board.name, &season)?.total;
+    let entries = standings(&app, board, entries).await?;
+    Ok(with_cache(SEASON_CACHE, Json(TopResponse { board: board.name.clone(), period: period.info(), total, entries })))
+}
+
+/// `GET /v1/boards/{board}/seasons/{season}/users/{user_id}?around=`
+pub async fn season_user(
+    State(app): State<Arc<App>>,
+    Path((board, season, user_id)): Path<(String, String, String)>,
+    QueryParams(params): QueryParams<UserParams>,
+) -> Result<Response, ApiError> {
+    let table = table(&app)?;
+    let board = archived_board(&app, &board)?;
+    let period = named_season(board, &season)?;
+    checked_user(&user_id)?;
+    let around = bounded("around", params.around, 5, 0..=MAX_AROUND)?;
+    let (completed, entry) = try_join(table.completed(&board.name, &season), table.user_entry(&board.name, &season, &user_id)).await?;
+    let total = complete(completed, &board.name, &season)?.total;
+    let (rank, score, percentile, around) = match entry {
+        None => (None, 0, None, Vec::new()),
+        Some(entry) => {
+            let (first, last) = window(entry.rank, around, total);
+            let neighbours = table.ranks(&board.name, &season, first, last).await?;
+            (Some(entry.rank), entry.points, Some(percentile(total.saturating_sub(entry.rank), total)), standings(&app, board, neighbours).await?)
+        }
+    };
+    let body = UserResponse { board: board.name.clone(), period: period.info(), user_id, rank, score, percentile, total, around };
+    Ok(with_cache(SEASON_CACHE, Json(body)))
+}
+
+/// `GET /v1/users/{user_id}/seasons?board=`: newest season first within each board.
+pub async fn user_seasons(
+    State(app): State<Arc<App>>,
+    Path(user_id): Path<String>,
+    QueryParams(params): QueryParams<HistoryParams>,
+) -> Result<Response, ApiError> {
+    let table = table(&app)?;
+    checked_user(&user_id)?;
+    if let Some(board) = &params.board {
+        archived_board(&app, board)?;
+    }
+    let seasons = table
+        .user_history(&user_id, params.board.as_deref())
+        .await?
+        .into_iter()
+        .map(|entry| PastSeason {
+            percentile: percentile(entry.total.saturating_sub(entry.rank), entry.total),
+            board: entry.board,
+            season: entry.season,
+            rank: entry.rank,
+            score: entry.points,
+            reached_at: entry.reached_at,
+            total: entry.total,
+        })
+        .collect();
+    Ok(with_cache(HISTORY_CACHE, Json(History { user_id, seasons })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_is_centred_and_shifted_at_the_ends_never_clipped() {
+        assert_eq!(window(50, 5, 100), (45, 55));
+        assert_eq!(window(1, 5, 100), (1, 11));
+        assert_eq!(window(3, 5, 100), (1, 11));
+        assert_eq!(window(100, 5, 100), (90, 100));
+        assert_eq!(window(97, 5, 100), (90, 100));
+        assert_eq!(window(2, 5, 4), (1, 4), "a board smaller than the window shows whole");
+        assert_eq!(window(1, 0, 1), (1, 1));
+    }
+}

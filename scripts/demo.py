@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Loads the demo workload into a running Standings through its HTTP API, then checks that the
+boards answer exactly what the write receipts say.
+
+    demo.py BASE_URL        e.g. http://127.0.0.1:9000 (the API Gateway paths)
+
+The workload (seeded, so every run posts the same events; event ids carry the UTC date, so a
+second run on the same day against the same Redis is answered as duplicates and changes nothing):
+- `activity`: a small forum - authors publish articles, readers view, praise, comment, collect
+  and follow, and take a few praises back;
+- `points`: a study group's learning, Q&A, notes and reviews, some beyond the daily caps;
+- `invites`: members inviting friends, one friend invited twice (counted once);
+- `hot-videos`: heat on a few videos;
+- display profiles (nicknames) for the forum's members.
+
+Every event happens now: the API refuses events older than its 15-minute grace window, so there
+is no backdating; "a month of points" is many members' points today, in this month's season.
+
+Checks: every event is accepted; each cumulative board's top list equals the sum of the deltas
+its receipts report, member by member (and `invite_count` the invites counted); the hot board
+lists exactly the heated videos, each at the heat the receipts report when the board was
+synthesized within the hour the heat landed in. Exits non-zero on any difference.
+Standard library only.
+"""
+import datetime
+import json
+import random
+import sys
+import urllib.error
+import urllib.request
+from collections import Counter, defaultdict
+
+BATCH = 500  # the API's batch limit
+# `cargo lambda watch` now and then loses a function's answer under CPU load (more often the
+# larger it is) and answers its own 500, a problem+json body without our `error` field. Every
+# call here is idempotent (event ids, whole profiles), so such a call is retried.
+EMULATOR_RETRIES = 4
+HOT_BOARD = "hot-videos"
+
+MEMBERS = [
+    ("lin", "Lin Yue"), ("mei", "Mei Chen"), ("hao", "Hao Zhang"), ("an", "An Nguyen"),
+    ("bao", "Bao Tran"), ("chi", "Chi Le"), ("dung", "Dung Pham"), ("qing", "Qing Wu"),
+    ("jun", "Jun Li"), ("xiu", "Xiu Ying"), ("minh", "Minh Vo"), ("lan", "Lan Do"),
+    ("ping", "Ping Zhao"), ("tuan", "Tuan Hoang"), ("wei", "Wei Sun"), ("yen", "Yen Bui"),
+    ("kai", "Kai Huang"), ("ngoc", "Ngoc Dang"), ("rui", "Rui Guo"), ("son", "Son Ly"),
+]
+
+
+class Api:
+    def __init__(self, base):
+        self.base = base.rstrip("/")
+
+    def call(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        for attempt in range(EMULATOR_RETRIES + 1):
+            request = urllib.request.Request(self.base + path, data=data, method=method, headers={"content-type": "application/json"})
+            try:
+                with urllib.request.urlopen(request, timeout=60) as response:
+                    return response.status, json.loads(response.read() or b"null")
+            except urllib.error.HTTPError as error:
+                status, answer = error.code, json.loads(error.read() or b"null")
+            lost_by_emulator = status == 500 and isinstance(answer, dict) and "error" not in answer
+            if not lost_by_emulator or attempt == EMULATOR_RETRIES:
+                return status, answer
+            print(f"demo: {method} {path}: the emulator lost the answer, retrying", file=sys.stderr)
+
+    def ok(self, method, path, body=None):
+        status, answer = self.call(method, path, body)
+        if status != 200:
+            sys.exit(f"demo: {method} {path} answered {status}: {answer}")
+        return answer
+
+
+def workload(rng, day):
+    """(events, heat): the scored events and the heat calls, each with its own id."""
+    ids = (f"demo-{day}-{n:05d}" for n in range(1_000_000))
+    events, heat = [], []
+
+    def event(user, action, target=None, active=True):
+        e = {"event_id": next(ids), "user_id": f"u-{user}", "action": action}
+        if target is not None:
+            e["target"] = target
+        if not active:
+            e["active"] = False
+        events.append(e)
+
+    members = [m for m, _ in MEMBERS]
+    authors = members[:6]
+    articles = {f"/articles/{n:02d}": rng.choice(authors) for n in range(1, 13)}
+    for article, author in articles.items():
+        event(author, "publish", article)
+    for reader in members:
+        for article in rng.sample(sorted(articles), rng.randint(3, 10)):
+            event(reader, "page_view", article)
+            for action, chance in (("praise", 0.6), ("comment", 0.3), ("collect", 0.2)):
+                if rng.random() < chance:
+                    event(reader, action, article)
+        for author in rng.sample(authors, 2):
+            if author != reader:
+                event(reader, "follow", f"u-{author}")
+    for reader in rng.sample(members, 4):  # changed their minds: take a praise back
+        praised = [e["target"] for e in events if e["user_id"] == f"u-{reader}" and e["action"] == "praise"]
+        if praised:
+            event(reader, "praise", praised[0], active=False)
+
+    learners = [f"learner-{n:02d}" for n in range(1, 41)]
+    for learner in learners:
+        for _ in range(rng.randint(1, 7)):  # more than five hit the 50-a-day cap
+            event(learner, "learning", f"lesson-{rng.randint(1, 30)}")
+        for _ in range(rng.randint(0, 5)):
+            event(learner, "qa", f"question-{rng.randint(1, 99)}")
+        for _ in range(rng.randint(0, 8)):
+            event(learner, "note", f"note-{rng.randint(1, 99)}")
+        for course in rng.sample(range(1, 9), rng.randint(0, 3)):
+            event(learner, "review", f"course-{course}")
+
+    inviters = rng.sample(members, 8)
+    for inviter in inviters:
+        for n in range(rng.randint(1, 6)):
+            event(inviter, "invite", f"guest-{inviter}-{n}")
+    event(inviters[1], "invite", f"guest-{inviters[0]}-0")  # already invited by another: counts once
+
+    for video in range(1, 16):
+        for _ in range(rng.randint(1, 6)):
+            heat.append((f"video-{video:02d}", {"event_id": next(ids), "delta": rng.randint(1, 50)}))
+    return events, heat
+
+
+def load(api, events, heat):
+    """Posts everything; answers the receipts."""
+    for user, nickname in MEMBERS:
+        api.ok("PUT", f"/v1/users/u-{user}/profile", {"nickname": nickname})
+    receipts = []
+    for start in range(0, len(events), BATCH):
+        results = api.ok("POST", "/v1/events:batch", {"events": events[start:start + BATCH]})["results"]
+        failed = [r for r in results if "error" in r]
+        if failed:
+            sys.exit(f"demo: events refused: {failed[:3]}")
+        receipts.extend(results)
+    heat_receipts = [api.ok("POST", f"/v1/hot/{HOT_BOARD}/items/{item}", body) for item, body in heat]
+    return receipts, heat_receipts
+
+
+def check_boards(api, events, receipts):
+    """Each cumulative board's top list against the receipts' deltas."""
+    expected = defaultdict(Counter)
+    counted = defaultdict(Counter)
+    for event, receipt in zip(events, receipts):
+        user = event["user_id"]
+        for result in receipt["results"]:
+            expected[result["board"]][user] += result["delta"]
+            counted[result["board"]][user] += result["applied"] and result["delta"] > 0
+    for board, scores in sorted(expected.items()):
+        top = api.ok("GET", f"/v1/boards/{board}/top?limit=1000")
+        shown = {entry["user_id"]: entry["score"] for entry in top["entries"]}
+        wanted = {user: score for user, score in scores.items() if score > 0}
+        if shown != wanted:
+            sys.exit(f"demo: {board} shows {shown}, its receipts say {wanted}")
+        for entry in top["entries"]:
+            count = next((value for key, value in entry.items() if key.endswith("_count")), None)
+            if count is not None and count != counted[board][entry["user_id"]]:
+                sys.exit(f"demo: {board} counts {count} for {entry['user_id']}, its receipts {counted[board][entry['user_id']]}")
+        print(f"  {board}: {len(shown)} members, top {top['entries'][0]['user_id']} with {top['entries'][0]['score']} ({top['period']} {top['period_id']})")
+
+
+def check_hot(api, heat, heat_receipts):
+    final = {}  # (item, bucket) -> the item's heat in that bucket after its last call
+    for (item, _), receipt in zip(heat, heat_receipts):
+        final[(item, receipt["bucket"])] = receipt["heat"]
+    board = api.ok("GET", f"/v1/hot/{HOT_BOARD}?limit=1000")
+    shown = {entry["item_id"]: entry["score"] for entry in board["entries"]}
+    if set(shown) != {item for item, _ in final}:
+        sys.exit(f"demo: {HOT_BOARD} lists {sorted(shown)}, heat went to {sorted({i for i, _ in final})}")
+    synthesized_hour = (board["synthesized_at"] or "")[:13]
+    if all(bucket[:13] == synthesized_hour for _, bucket in final):  # weight 1.0: exact heat
+        for (item, _), value in final.items():
+            if shown[item] != value:
+                sys.exit(f"demo: {HOT_BOARD} shows {item} at {shown[item]}, its receipts at {value}")
+    print(f"  {HOT_BOARD}: {len(shown)} videos, synthesized at {board['synthesized_at']}")
+
+
+def main(base):
+    api = Api(base)
+    day = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d")
+    events, heat = workload(random.Random(20261122), day)
+    receipts, heat_receipts = load(api, events, heat)
+    fresh = sum(not r["duplicate"] for r in receipts)
+    print(f"demo: {len(events)} events ({fresh} new), {len(heat)} heat calls, {len(MEMBERS)} profiles")
+    check_boards(api, events, receipts)
+    check_hot(api, heat, heat_receipts)
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])

@@ -1,0 +1,128 @@
+//! The Redis side of archiving a finished season: freeze it (one script: close it to events and
+//! rename its board aside), page through the frozen board by rank, and release it once the
+//! archive is verified. The DynamoDB side is `season_table`; the job itself is
+//! `functions/archive`.
+
+use std::sync::LazyLock;
+
+use chrono::{DateTime, NaiveDate, Utc};
+use chrono_tz::Tz;
+use redis::Script;
+
+use crate::keys::BoardKeys;
+use crate::period::{Period, PeriodKind};
+use crate::store::{Connection, StoreError};
+use crate::tiebreak;
+
+pub(crate) static FREEZE_SEASON: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/freeze_season.lua")));
+
+/// The season named `id` (`YYYY-MM`, as its period id reads) in `tz`, if `id` names one.
+pub fn season_named(id: &str, tz: Tz) -> Option<Period> {
+    let first = NaiveDate::parse_from_str(&format!("{id}-01"), "%Y-%m-%d").ok()?;
+    let season = Period::on_date(PeriodKind::Season, first, tz);
+    (season.id == id).then_some(season)
+}
+
+/// The guard field that closes `period` to events (apply_event builds the same string).
+pub fn closed_field(period: &Period) -> String {
+    format!("closed|{}:{}", period.kind.as_str(), period.id)
+}
+
+/// What freezing found or did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Frozen {
+    /// Members of the period when it was frozen; fixed from then on.
+    pub members: u64,
+    /// Whether the frozen board still exists (it is released once the archive is verified).
+    pub present: bool,
+}
+
+/// Closes `period` to events and renames its board to the frozen key, atomically; a re-run
+/// only reports.
+pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<Frozen, StoreError> {
+    let (members, present): (u64, u8) = FREEZE_SEASON
+        .key(keys.guard())
+        .key(keys.period(period))
+        .key(keys.frozen(period))
+        .arg(closed_field(period))
+        .invoke_async(conn)
+        .await?;
+    Ok(Frozen { members, present: present == 1 })
+}
+
+/// One member of a frozen board with its final standing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    /// 1-based; unique (equal points are ordered by who reached them first).
+    pub rank: u64,
+    pub user_id: String,
+    pub points: i64,
+    pub reached_at: DateTime<Utc>,
+}
+
+/// Up to `count` members of the frozen board from 0-based position `start`, best first.
+pub async fn frozen_page(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    period: &Period,
+    start: u64,
+    count: u64,
+) -> Result<Vec<Standing>, StoreError> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let members: Vec<(String, f64)> = redis::cmd("ZREVRANGE")
+        .arg(keys.frozen(period))
+        .arg(start)
+        .arg(start + count - 1)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await?;
+    (start + 1..)
+        .zip(members)
+        .map(|(rank, (user_id, composite))| {
+            let (points, reached_at) = tiebreak::decode(composite)
+                .map_err(|e| StoreError::Protocol(format!("member {user_id:?} of a frozen board: {e}")))?;
+            Ok(Standing { rank, user_id, points, reached_at })
+        })
+        .collect()
+}
+
+/// Members of the frozen board right now.
+pub async fn frozen_members(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<u64, StoreError> {
+    Ok(redis::cmd("ZCARD").arg(keys.frozen(period)).query_async(conn).await?)
+}
+
+/// Deletes the frozen board (in the background: UNLINK) once its archive is verified. The guard
+/// field stays, so the period remains closed.
+pub async fn release_frozen(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<(), StoreError> {
+    let _: u64 = redis::cmd("UNLINK").arg(keys.frozen(period)).query_async(conn).await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seasons_are_named_by_month_only() {
+        let october = season_named("2026-10", chrono_tz::Asia::Shanghai).unwrap();
+        assert_eq!(october.end.unwrap().to_rfc3339(), "2026-11-01T00:00:00+08:00");
+        for bad in ["2026-13", "2026-1", "2026-10-01", "october", "", "2026-00", "+2026-10"] {
+            assert_eq!(season_named(bad, chrono_tz::UTC), None, "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn the_closed_field_is_the_one_apply_event_checks() {
+        let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::Asia::Shanghai);
+        assert_eq!(closed_field(&season), "closed|season:2026-10");
+        let apply_event = include_str!("scripts/apply_event.lua");
+        assert!(apply_event.contains("'closed|' .. ARGV[base] .. ':' .. ARGV[base + 1]"));
+    }
+
+    #[test]
+    fn the_freeze_script_carries_the_shebang() {
+        assert!(include_str!("scripts/freeze_season.lua").starts_with("#!lua\n"));
+    }
+}

@@ -1,0 +1,39 @@
+#!lua
+--[[
+ban.lua: ban or unban a user on one board, with its audit entry, atomically.
+
+A ban sets "ban|<user>" in the board's guard, so apply_event.lua and sign_in.lua refuse every
+later write for the user on this board, and removes the user from the live period boards
+given (periods frozen for archiving are left as they are). Because this is one script, an
+event racing the ban either ran before it (and its points are removed here) or runs after
+it (and is refused). An unban removes the guard field only: scores are not restored.
+
+KEYS[1]    the board's guard (hash)
+KEYS[2]    the board's audit log (list, newest first)
+KEYS[3..]  ban only: the board's live period sorted sets
+
+ARGV[1]    member (user id)
+ARGV[2]    "ban" or "unban"
+ARGV[3]    audit entry (JSON); a ban also keeps it as the guard field's value
+ARGV[4]    audit log length kept
+ARGV[5..]  for each live period, in KEYS order: "<kind>:<id>"
+
+Reply: the positions (1-based, in KEYS[3..] order) of the periods the user was removed from.
+]]
+
+local member = ARGV[1]
+local removed = {}
+if ARGV[2] == 'ban' then
+  redis.call('HSET', KEYS[1], 'ban|' .. member, ARGV[3])
+  for i = 1, #KEYS - 2 do
+    local frozen = redis.call('HEXISTS', KEYS[1], 'closed|' .. ARGV[4 + i]) == 1
+    if not frozen and redis.call('ZREM', KEYS[2 + i], member) == 1 then
+      removed[#removed + 1] = i
+    end
+  end
+else
+  redis.call('HDEL', KEYS[1], 'ban|' .. member)
+end
+redis.call('LPUSH', KEYS[2], ARGV[3])
+redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[4]) - 1)
+return removed

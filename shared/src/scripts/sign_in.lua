@@ -1,0 +1,135 @@
+--[[
+sign_in.lua (loaded after prelude.lua): sign a user in for one day, exactly once, in one round
+trip (seed 003): the day's bit, the consecutive-day streak, and the sign-in points plus any
+streak bonus on the board.
+
+Bitmap layout (one key per user per month): bit d-1 is day d; the u32 at bit 32 is the streak
+that ended on the previous month's last day, written when day 1 is signed. A streak read with
+BITFIELD (the seed's method) that reaches day 1 continues with that carry, so streaks are
+exact however many months they span while only two months' keys are ever read.
+
+The date policy (today, or yesterday within the grace window) means at most the day after
+`date` can already be signed. When it is (a late sign-in for yesterday arriving after today's),
+today's streak, which was 1 when today was signed, becomes streak + 1: its bonus, if any, is
+awarded now, to today's periods (bonuses never start at 1 day, see config.rs).
+
+KEYS[1]    event marker: string "<fingerprint>\n<reply JSON>", kept ARGV[9] seconds
+KEYS[2]    the user's bitmap of the month of `date`
+KEYS[3]    the user's bitmap of the previous month
+KEYS[4]    the user's bitmap of the month of the day after `date` (KEYS[2] unless `date` is a
+           month's last day)
+KEYS[5]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see apply_event.lua)
+KEYS[6..]  the board's period sorted sets: n for `date`, then n for the day after (a key may
+           appear in both halves), scored with the tie-break composite (see tiebreak.rs)
+
+ARGV[1]    payload fingerprint of the sign-in
+ARGV[2]    member (user id)
+ARGV[3]    day of month of `date` (1-31)
+ARGV[4]    number of days in the previous month
+ARGV[5]    day of month of the day after `date`
+ARGV[6]    points for signing in
+ARGV[7]    streak bonuses, "days:bonus" pairs separated by commas ("" for none)
+ARGV[8]    time part of the composite (now)
+ARGV[9]    marker TTL in seconds
+ARGV[10]   EXPIREAT for the bitmaps
+ARGV[11..] for each period sorted set, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+
+Reply: a two-element array {status, body}
+  {"new", json}          signed now, or already signed that day; json is stored in the marker
+  {"duplicate", json}    this event id was seen with this payload; json is the first reply
+  {"conflict", ""}       this event id was seen with another payload; nothing written
+  {"banned", ""}         the user is banned from this board; nothing written
+  {"period_closed", id}  a period the points land in is frozen (archived); nothing written
+  {"out_of_range", ""}   a score would leave the composite's range; nothing written
+json: {"already_signed":bool,"streak":n,"days_this_month":n,"points_awarded":n}
+]]
+
+local CARRY = 32   -- bit offset of the streak carried in from the previous month
+
+local seen = replay(KEYS[1], ARGV[1])
+if seen then return seen end
+
+local member = ARGV[2]
+local day, previous_month_days, next_day = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+local tie = tonumber(ARGV[8])
+local FIRST_BOARD, PERIOD_ARGS = 6, 11
+local period_keys = #KEYS - FIRST_BOARD + 1
+local per_day = period_keys / 2
+
+local refusal = guard_refusal(KEYS[5], member, period_keys, PERIOD_ARGS)
+if refusal then return refusal end
+
+-- Consecutive signed days ending on day `through` of the month in `key`, continued into
+-- earlier months by the carry when the run reaches day 1 (0 when `through` is not signed).
+local function streak_through(key, through)
+  local got = redis.call('BITFIELD', key, 'GET', 'u' .. through, 0, 'GET', 'u32', CARRY)
+  local bits, run = got[1], 0
+  while bits % 2 == 1 do
+    run = run + 1
+    bits = (bits - 1) / 2
+  end
+  if run == through then run = run + got[2] end
+  return run
+end
+
+local function finish(already_signed, streak, awarded)
+  local reply = cjson.encode({
+    already_signed = already_signed,
+    streak = streak,
+    -- Bytes 0-3 hold the day bits; the carry starts at byte 4.
+    days_this_month = redis.call('BITCOUNT', KEYS[2], 0, 3),
+    points_awarded = awarded,
+  })
+  redis.call('SET', KEYS[1], ARGV[1] .. '\n' .. reply, 'EX', ARGV[9])
+  return {'new', reply}
+end
+
+if redis.call('GETBIT', KEYS[2], day - 1) == 1 then
+  return finish(true, streak_through(KEYS[2], day), 0)
+end
+
+local before
+if day == 1 then
+  before = streak_through(KEYS[3], previous_month_days)
+else
+  before = streak_through(KEYS[2], day - 1)
+end
+local streak = before + 1
+
+local bonuses = {}
+for days, bonus in string.gmatch(ARGV[7], '(%d+):(%d+)') do
+  bonuses[tonumber(days)] = tonumber(bonus)
+end
+local awarded = tonumber(ARGV[6]) + (bonuses[streak] or 0)
+local next_signed = redis.call('GETBIT', KEYS[4], next_day - 1) == 1
+local next_bonus = next_signed and (bonuses[streak + 1] or 0) or 0
+
+-- Points per distinct period key: the sign-in on `date`'s periods, today's late bonus on
+-- the next day's. Every check happens before the first write.
+local order, add = {}, {}
+local function credit(i, points)
+  local key = KEYS[FIRST_BOARD - 1 + i]
+  if not add[key] then
+    add[key] = {points = 0, expire_at = period_arg(PERIOD_ARGS, i, 2)}
+    order[#order + 1] = key
+  end
+  add[key].points = add[key].points + points
+end
+for i = 1, per_day do credit(i, awarded) end
+for i = per_day + 1, period_keys do credit(i, next_bonus) end
+for _, key in ipairs(order) do
+  add[key].total = points_of(redis.call('ZSCORE', key, member)) + add[key].points
+  if add[key].total > MAX_POINTS then return {'out_of_range', ''} end
+end
+
+redis.call('SETBIT', KEYS[2], day - 1, 1)
+if day == 1 then redis.call('BITFIELD', KEYS[2], 'SET', 'u32', CARRY, before) end
+if next_signed and next_day == 1 then redis.call('BITFIELD', KEYS[4], 'SET', 'u32', CARRY, streak) end
+expire_once(KEYS[2], ARGV[10])
+for _, key in ipairs(order) do
+  if add[key].points > 0 then
+    redis.call('ZADD', key, string.format('%.0f', add[key].total * SPAN + tie), member)
+    expire_once(key, add[key].expire_at)
+  end
+end
+return finish(false, streak, awarded + next_bonus)

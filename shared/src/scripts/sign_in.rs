@@ -1,0 +1,87 @@
+//! Typed wrapper of `sign_in.lua`.
+
+use std::sync::LazyLock;
+
+use chrono::Datelike;
+use redis::Script;
+use serde::{Deserialize, Serialize};
+
+use super::{with_prelude, EVENT_MARKER_TTL_SECS};
+use crate::keys::BoardKeys;
+use crate::sign_ins::{days_in_month, first_of_month, month_id, SignInPlan};
+use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
+
+pub(super) static SIGN_IN: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("sign_in.lua")));
+
+/// What a sign-in did. Stored verbatim in the event marker so a duplicate gets the first answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SignInOutcome {
+    pub already_signed: bool,
+    /// Consecutive days ending on the signed date.
+    pub streak: u64,
+    /// Signed days in the month of the signed date.
+    pub days_this_month: u32,
+    /// Sign-in points plus any streak bonus given by this call (0 when already signed).
+    pub points_awarded: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SignInReply {
+    New(SignInOutcome),
+    Duplicate(SignInOutcome),
+    Conflict,
+    Banned,
+    /// The period (id) is frozen for archiving.
+    PeriodClosed(String),
+    OutOfRange,
+}
+
+/// Signs `member` in for `plan.date`: bitmap, streak, points and bonuses, atomically, in one
+/// round trip (with `wait` for replicas in the same one).
+pub async fn sign_in(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    plan: &SignInPlan<'_>,
+    wait: ReplicaWait,
+) -> Result<SignInReply, StoreError> {
+    let (date, member) = (plan.date, plan.user_id.as_str());
+    let next_day = date.succ_opt().expect("planned dates have a next day");
+    let previous_month = first_of_month(date) - chrono::Months::new(1);
+    let bonuses: Vec<String> = plan.sign_in.streak_bonuses.iter().map(|(days, bonus)| format!("{days}:{bonus}")).collect();
+
+    let mut invocation = ScriptCall::new(&SIGN_IN);
+    invocation
+        .key(keys.event(&plan.event_id))
+        .key(keys.sign_ins(member, &month_id(date)))
+        .key(keys.sign_ins(member, &month_id(previous_month)))
+        .key(keys.sign_ins(member, &month_id(next_day)))
+        .key(keys.guard());
+    for period in plan.periods.iter().chain(&plan.next_day_periods) {
+        invocation.key(keys.period(period));
+    }
+    invocation
+        .arg(&plan.fingerprint)
+        .arg(member)
+        .arg(date.day())
+        .arg(days_in_month(previous_month))
+        .arg(next_day.day())
+        .arg(plan.sign_in.points)
+        .arg(bonuses.join(","))
+        .arg(plan.time_part)
+        .arg(EVENT_MARKER_TTL_SECS)
+        .arg(plan.bitmap_expires_at);
+    for period in plan.periods.iter().chain(&plan.next_day_periods) {
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
+    }
+    let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
+    let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("sign_in: {e}")));
+    match status.as_str() {
+        "new" => Ok(SignInReply::New(outcome()?)),
+        "duplicate" => Ok(SignInReply::Duplicate(outcome()?)),
+        "conflict" => Ok(SignInReply::Conflict),
+        "banned" => Ok(SignInReply::Banned),
+        "period_closed" => Ok(SignInReply::PeriodClosed(body)),
+        "out_of_range" => Ok(SignInReply::OutOfRange),
+        other => Err(StoreError::Protocol(format!("sign_in status {other:?}"))),
+    }
+}

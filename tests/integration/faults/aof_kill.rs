@@ -1,0 +1,56 @@
+//! A standalone redis-server with AOF `appendfsync always` is killed (SIGKILL) in the middle
+//! of a concurrent load and restarted on the same port and directory.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use standings::config::Config;
+use standings::store::RedisSettings;
+use standings_tests::load::{self, Load};
+use standings_tests::servers::RedisServer;
+use standings_tests::{day, spawn_ingest_at};
+use tokio::time::Instant;
+
+const TASKS: usize = 8;
+const EVENTS_PER_TASK: usize = 150;
+const USERS: usize = 20;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn acknowledged_events_survive_a_kill_and_errored_ones_apply_once_when_retried() {
+    let mut server = RedisServer::start(&["--appendonly", "yes", "--appendfsync", "always"]).await;
+    let app = Arc::new(spawn_ingest_at(Config::default_boards(), &RedisSettings::standalone(&server.url())).await);
+    let load = Load::start(app.clone(), load::comments(TASKS, EVENTS_PER_TASK, USERS));
+    load.wait_for_acknowledged(TASKS * EVENTS_PER_TASK / 4).await;
+    server.kill();
+    // Everything acknowledged before this instant was acknowledged by the killed server.
+    let restarted_at = Instant::now();
+    server.restart().await;
+    let deliveries = load.finish().await;
+
+    let before_kill = deliveries.iter().filter(|d| d.acknowledged_at < restarted_at).count();
+    let retried: Vec<_> = deliveries.iter().filter(|d| d.errors > 0).collect();
+    let applied_before_kill = retried.iter().filter(|d| d.duplicate).count();
+    println!(
+        "aof kill: {} events, {before_kill} acknowledged before the kill, {} got errors and were retried \
+         ({applied_before_kill} of those had been applied and persisted before the kill)",
+        deliveries.len(),
+        retried.len(),
+    );
+    assert_eq!(deliveries.len(), TASKS * EVENTS_PER_TASK);
+    assert!(before_kill >= TASKS * EVENTS_PER_TASK / 4, "the kill came mid-load");
+    assert!(!retried.is_empty(), "the kill interrupted requests");
+
+    // Exactly once: the scores are the sum over every event, each counted once.
+    let expected = load::expected_points(&deliveries);
+    for (user, points) in &expected {
+        assert_eq!(app.points("activity", day("2026-11-22"), user).await, Some(*points), "{user}");
+    }
+    // Every event's marker is there, once, and a re-delivery gets the first answer.
+    let markers: HashSet<String> = app.written_keys().await.into_iter().filter(|k| k.contains(":evt:")).collect();
+    assert_eq!(markers.len(), deliveries.len());
+    for delivery in &deliveries {
+        assert!(markers.contains(&app.keys.board("activity").event(delivery.event_id())), "{}", delivery.event);
+        let (status, body) = app.event(delivery.event.clone()).await;
+        assert_eq!((status.as_u16(), &body["duplicate"]), (200, &serde_json::json!(true)), "{body}");
+    }
+}
