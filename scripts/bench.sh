@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# Runs the benchmarks (not tests) against a throwaway redis-server on loopback, started here
-# and stopped on exit, and prints the machine they ran on followed by Markdown results.
-#   ./scripts/bench.sh                      every scenario, 7 repetitions each
-#   ./scripts/bench.sh --repetitions 11 hot-synthesis
+# Runs the benchmarks (not tests) against a throwaway redis-server and moto_server (DynamoDB)
+# on loopback, started here and stopped on exit. Prints Markdown: each scenario's table, the
+# targets, the machine. A run of every scenario also writes those results into BENCHMARKS.md
+# (between its results markers).
+#   ./scripts/bench.sh                                 every scenario, 7 repetitions each (~5 min)
+#   ./scripts/bench.sh --around-members 1000000        around-me on 1,000,000 members, not 10,000,000
+#   ./scripts/bench.sh --repetitions 11 hot-synthesis  one scenario (BENCHMARKS.md left alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_deps
 
 cargo build --profile bench-tool -p standings-bench --locked
+target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 prepare_run_dir
 start_redis "$run"
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+start_moto "$run"
 
-echo "## Machine"
-echo
-echo "- CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//') ($(nproc) cores available)"
-echo "- Memory: $(free -g | awk '/^Mem:/ {print $2}') GiB"
-echo "- Redis: $(redis-server --version | grep -o 'v=[^ ]*' | cut -d= -f2) (standalone, loopback, no persistence)"
-echo
-cargo run --quiet --profile bench-tool -p standings-bench --locked -- "$@"
+# Run directly (not `cargo run`): the bootstrap scenario builds the release functions itself.
+"$target_dir/bench-tool/standings-bench" "$@"

@@ -21,6 +21,7 @@ mod limits;
 mod malformed;
 mod openapi;
 mod query;
+mod round_trips;
 mod rules;
 mod runtime_api;
 mod sign_ins;

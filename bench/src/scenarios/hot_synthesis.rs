@@ -8,19 +8,15 @@
 //! each first loads the script and warms the caches.
 
 use chrono::{DateTime, Duration, Utc};
-use redis::AsyncCommands;
 use standings::decay::{minute_of, window_buckets, Curve};
 use standings::keys::BoardKeys;
 use standings::scripts::hot::{synthesize, Synthesis};
 use standings::store::Connection;
 
-use crate::harness::{time, Bench, BenchError, Measurement, Report};
+use crate::harness::{grouped, ratio, time, zadd_all, Bench, BenchError, Measurement, Report, Rng, Table, Target};
 
 const BUCKETS: u32 = 24;
 const ITEMS: u64 = 100_000;
-/// Members per ZADD while loading, and ZADDs per pipeline round trip.
-const ZADD_CHUNK: u64 = 1_000;
-const ZADDS_PER_ROUND_TRIP: u64 = 50;
 
 pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let keys = bench.keys.board("hot-videos");
@@ -48,40 +44,26 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         }
     }
 
-    let mut written: Vec<String> = buckets.into_iter().map(|(key, _)| key).collect();
-    written.extend([keys.hot_board(), keys.hot_meta()]);
-    let () = conn.del(written).await?;
-
-    let ratio = script.median().as_secs_f64() / raw.median().as_secs_f64();
+    let script_over_raw = ratio(script.median(), raw.median());
     Ok(Report {
-        title: format!("hot-synthesis: {BUCKETS} buckets × {ITEMS} items, linear weights"),
-        notes: vec![format!("script / raw ZUNIONSTORE (medians): **{ratio:.3}**")],
-        measurements: vec![script, raw],
+        title: "hot-synthesis (scenario 5)".into(),
+        setup: format!(
+            "A 24-hour window board: {BUCKETS} hourly buckets × {items} items (the union has {items} members), linear weights; \
+             the script and a bare `ZUNIONSTORE` of the same buckets alternate, {} runs each after one untimed run.",
+            bench.repetitions,
+            items = grouped(ITEMS)
+        ),
+        tables: vec![Table::timings(&[&script, &raw])],
+        notes: vec![format!("script / raw ZUNIONSTORE (medians): **{script_over_raw:.3}**")],
+        targets: vec![Target::at_most("synthesis, 24 × 100,000", "raw ZUNIONSTORE", script_over_raw, 1.1)],
     })
 }
 
 /// Every bucket gets every item, with deterministic heat 1..=1000.
 async fn load(conn: &mut Connection, buckets: &[(String, f64)]) -> Result<(), BenchError> {
-    let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut heat = move || {
-        // xorshift64: deterministic and dependency-free.
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % 1000 + 1
-    };
-    let round_trip = ZADD_CHUNK * ZADDS_PER_ROUND_TRIP;
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15);
     for (key, _) in buckets {
-        for first_item in (0..ITEMS).step_by(round_trip as usize) {
-            let mut pipe = redis::pipe();
-            for chunk_start in (first_item..ITEMS.min(first_item + round_trip)).step_by(ZADD_CHUNK as usize) {
-                let members: Vec<(u64, String)> = (chunk_start..ITEMS.min(chunk_start + ZADD_CHUNK))
-                    .map(|item| (heat(), format!("item-{item:06}")))
-                    .collect();
-                pipe.zadd_multiple(key, &members).ignore();
-            }
-            let () = pipe.query_async(conn).await?;
-        }
+        zadd_all(conn, key, (0..ITEMS).map(|item| ((rng.below(1000) + 1) as f64, format!("item-{item:06}")))).await?;
     }
     Ok(())
 }

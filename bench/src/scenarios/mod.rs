@@ -1,6 +1,15 @@
-//! Every benchmark scenario. Add one as a module with a `run(&Bench)` and list it in `ALL`.
+//! Every benchmark scenario, in the order of issue 9. Add one as a module with a
+//! `run(&Bench) -> Report` and list it in `ALL`; the run deletes every key under the bench
+//! prefix after each scenario.
 
+mod archival;
+mod around;
+mod batch;
+mod bootstrap;
 mod hot_synthesis;
+mod ingest;
+mod memory;
+mod top30;
 
 use futures::future::BoxFuture;
 
@@ -12,4 +21,13 @@ pub struct Scenario {
     pub run: for<'a> fn(&'a Bench) -> BoxFuture<'a, Result<Report, BenchError>>,
 }
 
-pub const ALL: &[Scenario] = &[Scenario { name: "hot-synthesis", run: |bench| Box::pin(hot_synthesis::run(bench)) }];
+pub const ALL: &[Scenario] = &[
+    Scenario { name: "ingest", run: |bench| Box::pin(ingest::run(bench)) },
+    Scenario { name: "batch", run: |bench| Box::pin(batch::run(bench)) },
+    Scenario { name: "top-30", run: |bench| Box::pin(top30::run(bench)) },
+    Scenario { name: "around-me", run: |bench| Box::pin(around::run(bench)) },
+    Scenario { name: "hot-synthesis", run: |bench| Box::pin(hot_synthesis::run(bench)) },
+    Scenario { name: "archival", run: |bench| Box::pin(archival::run(bench)) },
+    Scenario { name: "memory", run: |bench| Box::pin(memory::run(bench)) },
+    Scenario { name: "bootstrap", run: |bench| Box::pin(bootstrap::run(bench)) },
+];

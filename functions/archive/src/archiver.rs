@@ -309,9 +309,12 @@ impl<S: ArchiveSink> Archiver<S> {
     }
 
     async fn write_page(&self, job: &Job<'_>, total: u64, page: &[Standing]) -> Result<(), ArchiveError> {
-        let batches = page.chunks(MAX_BATCH_WRITE).map(|chunk| {
-            chunk.iter().map(|standing| put_request(entry_item(job.board, &job.season.id, total, standing))).collect::<Vec<_>>()
-        });
+        // Built up front, not lazily inside the stream: a lazy iterator's closure held across
+        // the await makes the future fail rustc's higher-ranked `Send` check when boxed.
+        let batches: Vec<Vec<WriteRequest>> = page
+            .chunks(MAX_BATCH_WRITE)
+            .map(|chunk| chunk.iter().map(|standing| put_request(entry_item(job.board, &job.season.id, total, standing))).collect())
+            .collect();
         futures::stream::iter(batches)
             .map(|batch| self.write_batch(batch, &job.progress))
             .buffer_unordered(self.settings.concurrency.max(1))

@@ -1,0 +1,222 @@
+//! Bytes per active member per day (scenario 7): Redis memory after a realistic day of events
+//! for 5,000 users through the real write path (boards, ledgers, dedupe markers), against a
+//! bare sorted set of the same members — and, for the activity board alone, against what seed
+//! 001's design (the port) keeps for the same activity.
+//!
+//! Measured twice: the growth of `INFO memory` `used_memory` across each load (everything,
+//! including the main and expires dictionaries) and `MEMORY USAGE` of every key, by kind.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::Utc;
+use futures::future::try_join_all;
+use standings::config::Config;
+use standings::ingestion::{Ingestor, MAX_BATCH};
+use standings::scoring::Event;
+use standings::scripts::EVENT_MARKER_TTL_SECS;
+use standings::store::Connection;
+
+use crate::harness::{grouped, scan, zadd_all, Bench, BenchError, Report, Table, Target};
+use crate::seed001::{add_activity_score, Activity, SeedKeys};
+
+const USERS: u64 = 5_000;
+/// Concurrent clients replaying the activity through the seed port.
+const SEED_CLIENTS: u64 = 25;
+
+/// One user's day: 6 page views, 2 praises, a collect, a comment and a follow on the `activity`
+/// board (plus a publish for every tenth user); 2 learning sessions, a Q&A and a note on the
+/// `points` board.
+fn day_of(user: u64) -> Vec<Event> {
+    let article = |k: u64| format!("article-{}", (user * 31 + k) % 2_000);
+    let mut actions: Vec<(&str, Option<String>)> = (0..6).map(|k| ("page_view", Some(format!("/articles/{}", article(k))))).collect();
+    actions.extend([
+        ("praise", Some(article(0))),
+        ("praise", Some(article(1))),
+        ("collect", Some(article(2))),
+        ("comment", Some(article(3))),
+        ("follow", Some(format!("u{}", (user + 1) % USERS))),
+    ]);
+    if user.is_multiple_of(10) {
+        actions.push(("publish", Some(format!("article-u{user}"))));
+    }
+    actions.extend([("learning", None), ("learning", None), ("qa", None), ("note", None)]);
+    actions
+        .into_iter()
+        .enumerate()
+        .map(|(n, (action, target))| Event {
+            event_id: format!("m-{user}-{n}"),
+            user_id: format!("u{user}"),
+            action: action.into(),
+            target,
+            active: true,
+            occurred_at: None,
+            points: None,
+        })
+        .collect()
+}
+
+/// The same activity as seed 001 sees it (its design has no points board).
+fn seed_activity(event: &Event) -> Option<Activity<'_>> {
+    let target = event.target.as_deref()?;
+    Some(match event.action.as_str() {
+        "page_view" => Activity::Path(target),
+        "praise" => Activity::Praise(target),
+        "collect" => Activity::Collect(target),
+        "comment" => Activity::Rate(target),
+        "follow" => Activity::Follow(target),
+        "publish" => Activity::PublishArticle(target),
+        _ => return None,
+    })
+}
+
+async fn used_memory(conn: &mut Connection) -> Result<i64, BenchError> {
+    let info: String = redis::cmd("INFO").arg("memory").query_async(conn).await?;
+    info.lines()
+        .find_map(|line| line.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| "INFO memory has no used_memory".into())
+}
+
+/// `MEMORY USAGE` of every key matching `pattern`, summed by `kind(key)`: (keys, bytes).
+async fn usage_by_kind(conn: &mut Connection, pattern: &str, kind: fn(&str) -> &'static str) -> Result<BTreeMap<&'static str, (u64, u64)>, BenchError> {
+    let keys = scan(conn, pattern).await?;
+    let mut usage = BTreeMap::new();
+    for chunk in keys.chunks(1_000) {
+        let mut pipe = redis::pipe();
+        for key in chunk {
+            pipe.cmd("MEMORY").arg("USAGE").arg(key).arg("SAMPLES").arg(0);
+        }
+        let bytes: Vec<u64> = pipe.query_async(conn).await?;
+        for (key, bytes) in chunk.iter().zip(bytes) {
+            let entry = usage.entry(kind(key)).or_insert((0, 0));
+            entry.0 += 1;
+            entry.1 += bytes;
+        }
+    }
+    Ok(usage)
+}
+
+/// Average key and value length of up to 1,000 dedupe markers.
+async fn marker_lengths(conn: &mut Connection, bench: &Bench) -> Result<(f64, f64), BenchError> {
+    let mut keys = scan(conn, &format!("{}:v1:*:evt:*", bench.keys.prefix())).await?;
+    keys.truncate(1_000);
+    let mut pipe = redis::pipe();
+    for key in &keys {
+        pipe.strlen(key);
+    }
+    let values: Vec<u64> = pipe.query_async(conn).await?;
+    let n = keys.len().max(1) as f64;
+    Ok((keys.iter().map(String::len).sum::<usize>() as f64 / n, values.iter().sum::<u64>() as f64 / n))
+}
+
+fn standings_kind(key: &str) -> &'static str {
+    if key.contains(":z:") {
+        "boards (sorted sets)"
+    } else if key.contains(":evt:") {
+        "dedupe markers"
+    } else if key.contains(":ledger:") || key.contains(":once:") || key.ends_with(":targets") {
+        "ledgers"
+    } else {
+        "other"
+    }
+}
+
+/// Seed 001's boards are `activity_rank_<date>`; its ledgers `activity_rank_<user><date>`.
+fn seed_kind(key: &str) -> &'static str {
+    match key.rsplit_once("activity_rank_") {
+        Some((_, date)) if date.bytes().all(|b| b.is_ascii_digit()) => "seed 001 boards",
+        _ => "seed 001 ledgers",
+    }
+}
+
+pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
+    let mut conn = bench.connection().await?;
+    let events: Vec<Event> = (0..USERS).flat_map(day_of).collect();
+    let ingestor = Ingestor::new(Arc::new(Config::default_boards()), bench.keys.clone(), bench.store.clone());
+
+    let before = used_memory(&mut conn).await?;
+    for batch in events.chunks(MAX_BATCH) {
+        let outcomes = ingestor.record_batch(batch, Utc::now()).await?;
+        if let Some(error) = outcomes.into_iter().find_map(Result::err) {
+            return Err(error.into());
+        }
+    }
+    let standings_bytes = used_memory(&mut conn).await? - before;
+    let standings_usage = usage_by_kind(&mut conn, &bench.keys.all_pattern(), standings_kind).await?;
+    let activity_usage = usage_by_kind(&mut conn, &format!("{}:v1:{{activity}}:*", bench.keys.prefix()), standings_kind).await?;
+    let (marker_key, marker_value) = marker_lengths(&mut conn, bench).await?;
+
+    let seed_keys = Arc::new(SeedKeys::new(bench.keys.prefix()));
+    let before = used_memory(&mut conn).await?;
+    let events = Arc::new(events);
+    try_join_all((0..SEED_CLIENTS).map(|client| {
+        let (events, seed_keys, store) = (events.clone(), seed_keys.clone(), bench.client());
+        async move {
+            let mut conn = store?.connection().await?;
+            for event in events.iter().skip(client as usize).step_by(SEED_CLIENTS as usize) {
+                if let Some(activity) = seed_activity(event) {
+                    add_activity_score(&mut conn, &seed_keys, &event.user_id, &activity, Utc::now()).await?;
+                }
+            }
+            Ok::<_, BenchError>(())
+        }
+    }))
+    .await?;
+    let seed_bytes = used_memory(&mut conn).await? - before;
+    let seed_usage = usage_by_kind(&mut conn, &format!("{}:seed001:*", bench.keys.prefix()), seed_kind).await?;
+
+    let bare_key = format!("{}:bare", bench.keys.prefix());
+    let before = used_memory(&mut conn).await?;
+    zadd_all(&mut conn, &bare_key, (0..USERS).map(|user| ((user % 1_000) as f64, format!("u{user}")))).await?;
+    let bare_bytes = used_memory(&mut conn).await? - before;
+    let bare_usage: u64 = redis::cmd("MEMORY").arg("USAGE").arg(&bare_key).arg("SAMPLES").arg(0).query_async(&mut conn).await?;
+
+    let per_member = |bytes: u64| bytes as f64 / USERS as f64;
+    let mut table = Table::new(&["what", "keys", "MEMORY USAGE", "bytes / member"]);
+    let mut add = |label: String, (keys, bytes): (u64, u64)| table.row(vec![label, keys.to_string(), bytes.to_string(), format!("{:.0}", per_member(bytes))]);
+    for (kind, usage) in &standings_usage {
+        add(format!("Standings: {kind}"), *usage);
+    }
+    let sum = |usage: &BTreeMap<&'static str, (u64, u64)>| usage.values().fold((0, 0), |(k, b), (keys, bytes)| (k + keys, b + bytes));
+    add("**Standings, total**".into(), sum(&standings_usage));
+    add("Standings, `activity` board only".into(), sum(&activity_usage));
+    for (kind, usage) in &seed_usage {
+        add((*kind).to_owned(), *usage);
+    }
+    add("**seed 001, activity**".into(), sum(&seed_usage));
+    add("**bare ZSET of the members**".into(), (1, bare_usage));
+
+    let mut growth = Table::new(&["load", "used_memory growth", "bytes / member"]);
+    for (label, bytes) in [("Standings, total", standings_bytes), ("seed 001, activity", seed_bytes), ("bare ZSET", bare_bytes)] {
+        growth.row(vec![label.into(), bytes.to_string(), format!("{:.0}", per_member(bytes.max(0) as u64))]);
+    }
+    let over_bare = standings_bytes as f64 / bare_bytes as f64;
+    let activity_over_seed = sum(&activity_usage).1 as f64 / sum(&seed_usage).1 as f64;
+    Ok(Report {
+        title: format!("memory: bytes per active member per day, {} users (scenario 7)", grouped(USERS)),
+        setup: format!(
+            "One day of {} events: per user 6 page views, 2 praises, a collect, a comment, a follow (+ a publish for every tenth \
+             user) on `activity` (day + month boards), 2 learning, a Q&A and a note on `points` (season board), through \
+             `Ingestor::record_batch`. The activity events are replayed through the seed 001 port; the bare ZSET holds the same \
+             {} members with small integer scores.",
+            grouped(events.len() as u64),
+            grouped(USERS)
+        ),
+        tables: vec![table, growth],
+        notes: vec![
+            format!(
+                "Standings / bare ZSET (used_memory growth): **{over_bare:.2}**; Standings `activity` / seed 001 (MEMORY USAGE): \
+                 **{activity_over_seed:.2}**"
+            ),
+            format!(
+                "A dedupe marker (one per event and board, kept {} h): {:.0} bytes by MEMORY USAGE, of which the key is {marker_key:.0} \
+                 and the value (fingerprint and the first reply's JSON) {marker_value:.0}; the rest is Redis's per-key overhead (its \
+                 expiry adds an entry in the expires dictionary, counted by used_memory only).",
+                EVENT_MARKER_TTL_SECS / 3600,
+                standings_usage.get("dedupe markers").map_or(0.0, |(keys, bytes)| *bytes as f64 / (*keys).max(1) as f64)
+            ),
+        ],
+        targets: vec![Target::at_most("memory per active member", "bare ZSET", over_bare, 2.0)],
+    })
+}

@@ -1,0 +1,41 @@
+//! SPEC §3: one round trip to Redis per board per event on the write path, counted by the
+//! store itself (`Store::round_trips()`) once a warm-up has loaded the script.
+
+use serde_json::json;
+use standings::config::Config;
+use standings_tests::spawn_ingest_with;
+
+/// The default boards and one more that also scores comments: a comment feeds two boards,
+/// a page view one.
+fn config_with_two_comment_boards() -> Config {
+    let reach = r#"
+        [[boards]]
+        name = "reach"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["all"]
+        top = 10
+        rules = [{ action = "comment", points = 1, scope = "none" }]"#;
+    Config::parse(&format!("{}{reach}", include_str!("../../shared/boards.toml"))).unwrap()
+}
+
+#[tokio::test]
+async fn an_event_costs_one_round_trip_per_board_it_feeds() {
+    let app = spawn_ingest_with(config_with_two_comment_boards()).await;
+    // The first call in a fresh Redis also loads the script (NOSCRIPT, SCRIPT LOAD, retry).
+    let (status, _) = app.event(json!({"event_id": "warm", "user_id": "u0", "action": "comment", "target": "t"})).await;
+    assert_eq!(status, 200);
+
+    let events = [("page_view", 1), ("comment", 2), ("page_view", 1), ("comment", 2)];
+    for (i, (action, boards)) in events.into_iter().enumerate() {
+        let event = json!({"event_id": format!("e{i}"), "user_id": "u1", "action": action, "target": format!("t{i}")});
+        for delivery in ["first", "duplicate"] {
+            let before = app.store.round_trips();
+            let (status, body) = app.event(event.clone()).await;
+            assert_eq!(status, 200, "{body}");
+            assert_eq!(body["duplicate"], delivery == "duplicate");
+            assert_eq!(body["results"].as_array().unwrap().len(), boards, "{body}");
+            assert_eq!(app.store.round_trips() - before, boards as u64, "{delivery} {action}: one round trip per board");
+        }
+    }
+}
