@@ -32,13 +32,19 @@ async fn a_write_no_replica_acknowledges_is_a_503_until_one_has_it() {
 
     let port = primary.port.to_string();
     let _replica = RedisServer::start(&["--replicaof", "127.0.0.1", &port]).await;
-    let (status, retry) = standings_tests::servers::eventually("the replica to acknowledge", std::time::Duration::from_secs(20), || async {
-        Some(app.event(event.clone()).await).filter(|(status, _)| *status == 200)
-    })
-    .await;
+    // Each retry waits 100 ms for the replica's acknowledgement; on a loaded machine the replica
+    // may answer later, so both clients retry on 503 as the API tells them to.
+    let retried = |path: &'static str, body: serde_json::Value| {
+        let app = &app;
+        standings_tests::servers::eventually("the replica to acknowledge", std::time::Duration::from_secs(20), move || {
+            let body = body.clone();
+            async move { Some(app.post(path, &body).await).filter(|(status, _)| *status == 200) }
+        })
+    };
+    let (status, retry) = retried("/v1/events", event.clone()).await;
     assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
     assert_eq!(retry["results"][0]["delta"], 3);
-    let (status, signed) = app.post("/v1/sign-ins", &sign_in).await;
+    let (status, signed) = retried("/v1/sign-ins", sign_in.clone()).await;
     assert_eq!((status.as_u16(), &signed["duplicate"], &signed["points_awarded"]), (200, &json!(true), &json!(1)), "{signed}");
     assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(3 + 1), "each applied once");
 }
