@@ -178,8 +178,16 @@ impl HotBoards {
         if !(1..=MAX_HEAT_DELTA).contains(&delta) {
             return Err(HotError::DeltaOutOfRange(delta));
         }
-        let occurred_at = heat.occurred_at.unwrap_or(now);
-        self.window.check(occurred_at, now)?;
+        let mut occurred_at = heat.occurred_at.unwrap_or(now);
+        // With an event id, a time outside the window refuses only a first delivery (a retry
+        // is a duplicate whenever it arrives); the bucket named then is never written.
+        let first_delivery = self.window.check(occurred_at, now).err();
+        if let Some(refusal) = first_delivery {
+            if heat.event_id.is_none() {
+                return Err(refusal.into());
+            }
+            occurred_at = now;
+        }
 
         let keys = self.keys.board(&board.name);
         let (key, expires_at, bucket_label) = match plan {
@@ -200,10 +208,12 @@ impl HotBoards {
             item_id,
             delta,
             dedupe: heat.event_id.as_deref().zip(fingerprint.as_deref()),
+            first_delivery,
         };
         let mut conn = self.store.connection().await?;
         match scripts::add_heat(&mut conn, &keys, &write).await? {
             HeatReply::Conflict => Err(HotError::Conflict(heat.event_id.clone().unwrap_or_default())),
+            HeatReply::OutsideWindow(refusal) => Err(refusal.into()),
             HeatReply::Applied { bucket_label, heat: value, duplicate } => Ok(HeatReceipt {
                 board: board.name.clone(),
                 item_id: item_id.to_owned(),

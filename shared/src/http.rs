@@ -17,7 +17,6 @@ use serde_json::json;
 use crate::hot::HotError;
 use crate::ingestion::{BatchRefusal, IngestError};
 use crate::moderation::ModerationError;
-use crate::period::EventTimeError;
 use crate::profiles::ProfileError;
 use crate::scoring::Refusal;
 use crate::scripts::GuardRefusal;
@@ -93,41 +92,34 @@ impl IntoResponse for ApiError {
 
 /// Status and code of a refused event: the one table mapping refusals to HTTP.
 pub fn refusal_status(refusal: &Refusal) -> (StatusCode, &'static str) {
-    match refusal {
-        Refusal::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
-        Refusal::MissingTarget(_) => (StatusCode::BAD_REQUEST, "malformed"),
-        Refusal::UnknownAction(_) => (StatusCode::UNPROCESSABLE_ENTITY, "unknown_action"),
-        Refusal::NotReversible(_) => (StatusCode::UNPROCESSABLE_ENTITY, "not_reversible"),
-        Refusal::PointsNotAllowed(_) => (StatusCode::UNPROCESSABLE_ENTITY, "points_not_allowed"),
-        Refusal::PointsOutOfRange { .. } | Refusal::OutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
-        Refusal::EventTime(time) => (StatusCode::UNPROCESSABLE_ENTITY, event_time_code(time)),
-    }
+    let status = match refusal {
+        Refusal::InvalidId(_) | Refusal::MissingTarget(_) => StatusCode::BAD_REQUEST,
+        Refusal::UnknownAction(_)
+        | Refusal::NotReversible(_)
+        | Refusal::PointsNotAllowed(_)
+        | Refusal::PointsOutOfRange { .. }
+        | Refusal::OutOfRange(_)
+        | Refusal::EventTime(_) => StatusCode::UNPROCESSABLE_ENTITY,
+    };
+    (status, refusal.code())
 }
 
 /// Status and code of a failed event.
 pub fn ingest_status(error: &IngestError) -> (StatusCode, &'static str) {
-    match error {
-        IngestError::Refused(refusal) => refusal_status(refusal),
-        IngestError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
-        IngestError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
-        IngestError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
-        IngestError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
-        IngestError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
-        IngestError::Store(_) => (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable"),
-    }
+    let status = match error {
+        IngestError::Refused(refusal) => return refusal_status(refusal),
+        IngestError::Conflict(_) => StatusCode::CONFLICT,
+        IngestError::ScoreOutOfRange(_) | IngestError::Banned(..) | IngestError::PeriodClosed { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        IngestError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+        IngestError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    (status, error.code())
 }
 
 impl From<Refusal> for ApiError {
     fn from(refusal: Refusal) -> Self {
         let (status, code) = refusal_status(&refusal);
         Self::new(status, code, refusal.to_string())
-    }
-}
-
-fn event_time_code(error: &EventTimeError) -> &'static str {
-    match error {
-        EventTimeError::TooLate(_) => "too_late",
-        EventTimeError::InFuture(_) => "in_future",
     }
 }
 
@@ -139,7 +131,7 @@ impl From<HotError> for ApiError {
             HotError::InvalidId(_) => Self::new(StatusCode::BAD_REQUEST, "invalid_id", error.to_string()),
             HotError::LimitOutOfRange => Self::new(StatusCode::BAD_REQUEST, "out_of_range", error.to_string()),
             HotError::DeltaOutOfRange(_) => unprocessable("out_of_range"),
-            HotError::EventTime(time) => unprocessable(event_time_code(time)),
+            HotError::EventTime(time) => unprocessable(time.code()),
             HotError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
             HotError::Store(store) => Self::unavailable(store),
         }
@@ -201,7 +193,8 @@ impl From<ModerationError> for ApiError {
         let (status, code) = match &error {
             ModerationError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "unknown_board"),
             ModerationError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
-            ModerationError::BadReason => (StatusCode::BAD_REQUEST, "malformed"),
+            ModerationError::BadReason | ModerationError::BadPeriod(_) => (StatusCode::BAD_REQUEST, "malformed"),
+            ModerationError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
             ModerationError::BadLimit => (StatusCode::BAD_REQUEST, "out_of_range"),
             ModerationError::DeltaOutOfRange | ModerationError::Time(_) | ModerationError::ScoreOutOfRange(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
@@ -213,12 +206,17 @@ impl From<ModerationError> for ApiError {
     }
 }
 
+/// True on a cluster where only one node is full: the write it refused changed nothing, but
+/// other boards of the same request (on other nodes) may have applied it.
+pub const STORE_FULL: &str = "the leaderboard store is out of memory on at least one node; retry later with the same ids: \
+    whatever was already applied is answered as a duplicate, never applied twice";
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         if error.is_out_of_memory() {
             tracing::error!(error = %error, "store out of memory");
             // Memory is freed by expiring keys or by an operator, not within a second.
-            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", "the leaderboard store is full; nothing was written; retry later")
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", STORE_FULL)
                 .with_retry_after(5);
         }
         Self::unavailable(&error)

@@ -1,6 +1,12 @@
 //! The write path: validate an event, fan it out to every board that scores its action, and
 //! apply each board's share with one script call (one round trip per board, all boards
 //! concurrently).
+//!
+//! Boards live in different hash slots, so one event cannot be applied to all of them
+//! atomically. The answer is therefore per board: when every board refuses, the event is
+//! refused with the first board's error and nothing was written anywhere; when at least one
+//! board applied it (now or earlier), the answer is a 200 whose `results` say, board by board,
+//! what happened (`applied: false` and the refusal's code as `reason` for a refusing board).
 
 use std::sync::Arc;
 
@@ -11,7 +17,7 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::keys::Keys;
 use crate::period::EventWindow;
-use crate::scoring::{plan_event, Event, EventPlan, Refusal};
+use crate::scoring::{plan_event, BoardPlan, Event, EventPlan, Refusal};
 use crate::scripts::{self, ApplyReply, BoardOutcome};
 use crate::store::{Store, StoreError};
 
@@ -36,6 +42,28 @@ pub enum IngestError {
     Store(#[from] StoreError),
 }
 
+impl IngestError {
+    /// The error code clients see, in an error body or as a refusing board's `reason`.
+    pub fn code(&self) -> &'static str {
+        match self {
+            IngestError::Refused(refusal) => refusal.code(),
+            IngestError::Conflict(_) => "idempotency_conflict",
+            IngestError::ScoreOutOfRange(_) => "out_of_range",
+            IngestError::Banned(..) => "user_banned",
+            IngestError::PeriodClosed { .. } => "period_closed",
+            IngestError::RateLimited { .. } => "rate_limited",
+            IngestError::Store(_) => "store_unavailable",
+        }
+    }
+
+    pub fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            IngestError::RateLimited { retry_after_secs, .. } => Some(*retry_after_secs),
+            _ => None,
+        }
+    }
+}
+
 /// A batch refused as a whole because one of its events is invalid.
 #[derive(Debug, thiserror::Error)]
 #[error("events[{index}]: {refusal}")]
@@ -49,10 +77,27 @@ pub struct BoardResult {
     pub board: String,
     #[serde(flatten)]
     pub outcome: BoardOutcome,
+    /// Set when this board refused the event (then `outcome.reason` holds its code).
+    #[serde(skip)]
+    pub refused: bool,
+}
+
+impl BoardResult {
+    fn refused(board: &str, error: &IngestError) -> Self {
+        let outcome = BoardOutcome {
+            applied: false,
+            delta: 0,
+            reason: Some(error.code().to_owned()),
+            capped: 0,
+            periods: Vec::new(),
+            retry_after: error.retry_after_secs(),
+        };
+        Self { board: board.to_owned(), outcome, refused: true }
+    }
 }
 
 /// The answer to an event. A duplicate delivery gets the same `results` with
-/// `duplicate: true`.
+/// `duplicate: true` (every board that took the event answered from its marker).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EventReceipt {
     pub event_id: String,
@@ -103,37 +148,58 @@ impl Ingestor {
             let keys = self.keys.board(&board_plan.board.name);
             let wait = self.store.replica_wait().with_replicas(board_plan.board.wait_replicas);
             async move {
-                scripts::apply_event(&mut conn, &keys, board_plan, &event.event_id, &event.user_id, &plan.fingerprint, wait)
-                    .await
+                if let Some(refusal) = &board_plan.refused {
+                    return Ok(Err(IngestError::Refused(refusal.clone())));
+                }
+                let reply = scripts::apply_event(&mut conn, &keys, board_plan, plan.first_delivery, &event.event_id, &event.user_id, &plan.fingerprint, wait)
+                    .await?;
+                Ok::<_, StoreError>(board_reply(event, board_plan, reply))
             }
         }))
         .await;
 
         let mut duplicate = true;
+        let mut first_refusal = None;
         let mut results = Vec::with_capacity(replies.len());
         for (board_plan, reply) in plan.boards.iter().zip(replies) {
-            let outcome = match reply? {
-                ApplyReply::New(outcome) => {
-                    duplicate = false;
-                    outcome
+            let board = &board_plan.board.name;
+            match reply? {
+                Ok((seen, outcome)) => {
+                    duplicate &= seen;
+                    results.push(BoardResult { board: board.clone(), outcome, refused: false });
                 }
-                ApplyReply::Duplicate(outcome) => outcome,
-                ApplyReply::Conflict => return Err(IngestError::Conflict(event.event_id.clone())),
-                ApplyReply::OutOfRange => return Err(IngestError::ScoreOutOfRange(board_plan.board.name.clone())),
-                ApplyReply::Banned => return Err(IngestError::Banned(event.user_id.clone(), board_plan.board.name.clone())),
-                ApplyReply::PeriodClosed(period_id) => {
-                    return Err(IngestError::PeriodClosed { board: board_plan.board.name.clone(), period_id });
+                Err(error) => {
+                    results.push(BoardResult::refused(board, &error));
+                    first_refusal.get_or_insert(error);
                 }
-                ApplyReply::RateLimited(retry_after_secs) => {
-                    return Err(IngestError::RateLimited {
-                        board: board_plan.board.name.clone(),
-                        action: board_plan.rule.action.clone(),
-                        retry_after_secs,
-                    });
-                }
-            };
-            results.push(BoardResult { board: board_plan.board.name.clone(), outcome });
+            }
         }
-        Ok(EventReceipt { event_id: event.event_id.clone(), duplicate, results })
+        match first_refusal {
+            // No board took the event, so none wrote anything: refused as a whole.
+            Some(error) if results.iter().all(|r| r.refused) => Err(error),
+            _ => Ok(EventReceipt { event_id: event.event_id.clone(), duplicate, results }),
+        }
+    }
+}
+
+/// One board's script reply: `(duplicate, outcome)` when the board holds the event (now or
+/// from an earlier delivery), or why it refused it (nothing written on that board).
+fn board_reply(
+    event: &Event,
+    board_plan: &BoardPlan<'_>,
+    reply: ApplyReply,
+) -> Result<(bool, BoardOutcome), IngestError> {
+    let board = || board_plan.board.name.clone();
+    match reply {
+        ApplyReply::New(outcome) => Ok((false, outcome)),
+        ApplyReply::Duplicate(outcome) => Ok((true, outcome)),
+        ApplyReply::Conflict => Err(IngestError::Conflict(event.event_id.clone())),
+        ApplyReply::OutsideWindow(refusal) => Err(IngestError::Refused(Refusal::EventTime(refusal))),
+        ApplyReply::OutOfRange => Err(IngestError::ScoreOutOfRange(board())),
+        ApplyReply::Banned => Err(IngestError::Banned(event.user_id.clone(), board())),
+        ApplyReply::PeriodClosed(period_id) => Err(IngestError::PeriodClosed { board: board(), period_id }),
+        ApplyReply::RateLimited(retry_after_secs) => {
+            Err(IngestError::RateLimited { board: board(), action: board_plan.rule.action.clone(), retry_after_secs })
+        }
     }
 }

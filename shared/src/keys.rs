@@ -70,6 +70,11 @@ impl BoardKeys {
         format!("{}:evt:{event_id}", self.base)
     }
 
+    /// Marker of one admin correction on this board: payload fingerprint and the first answer.
+    pub fn correction(&self, correction_id: &str) -> String {
+        format!("{}:cor:{correction_id}", self.base)
+    }
+
     /// What a user was given on one local day (seed 001's ledger), and the day's cap counters.
     pub fn day_ledger(&self, user_id: &str, day_id: &str) -> String {
         format!("{}:ledger:{user_id}:{day_id}", self.base)

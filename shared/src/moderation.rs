@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
 use futures::future::join_all;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Board, BoardKind, Config};
 use crate::ids::{self, IdError};
 use crate::keys::Keys;
-use crate::period::{EventWindow, Period};
+use crate::period::{EventWindow, Period, PeriodKind};
+use crate::scoring;
 use crate::scripts::moderation::{self as script, AuditRecord, Ban, CorrectionReply, ScoreCorrection};
 use crate::scripts::{GuardRefusal, PeriodStanding};
 use crate::store::{Store, StoreError};
@@ -44,6 +45,10 @@ pub enum ModerationError {
     Time(#[from] RangeError),
     #[error("the correction would take the score on board {0:?} below 0 or past {MAX_POINTS}")]
     ScoreOutOfRange(String),
+    #[error("correction {0:?} was already made with a different payload")]
+    Conflict(String),
+    #[error("{0}")]
+    BadPeriod(String),
     #[error(transparent)]
     Guard(#[from] GuardRefusal),
     #[error(transparent)]
@@ -72,6 +77,9 @@ pub struct AuditEntry {
     /// The admin's JWT `sub`, when the token carries one.
     #[serde(default)]
     pub actor: Option<String>,
+    /// A correction's id (the client's, or one made up for it): retrying with it is safe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correction_id: Option<String>,
 }
 
 impl AuditEntry {
@@ -84,6 +92,7 @@ impl AuditEntry {
             delta: None,
             reason: None,
             actor: actor.map(|a| a.chars().take(MAX_ACTOR_CHARS).collect()),
+            correction_id: None,
         }
     }
 
@@ -92,16 +101,32 @@ impl AuditEntry {
     }
 }
 
-/// `POST /v1/admin/boards/{board}/users/{user_id}/corrections`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+/// `POST /v1/admin/boards/{board}/users/{user_id}/corrections`. Without `period`/`at` the
+/// board's current periods are corrected; `period` + `period_id` (or `at`, a date in the
+/// board's timezone) aim at a past period and every coarser period of the board containing
+/// it: a day, its month or season, and all-time.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CorrectionRequest {
+    /// Makes the correction exactly-once: a retry gets the first answer, another payload a
+    /// 409. One is made up when absent (and returned, so the retry can carry it).
+    #[serde(default)]
+    pub correction_id: Option<String>,
     pub delta: i64,
     pub reason: String,
+    #[serde(default)]
+    pub period: Option<String>,
+    #[serde(default)]
+    pub period_id: Option<String>,
+    #[serde(default)]
+    pub at: Option<NaiveDate>,
 }
 
 impl CorrectionRequest {
     fn validate(&self) -> Result<(), ModerationError> {
+        if let Some(id) = &self.correction_id {
+            ids::validate_id("correction_id", id)?;
+        }
         if self.delta == 0 || !(-MAX_POINTS..=MAX_POINTS).contains(&self.delta) {
             return Err(ModerationError::DeltaOutOfRange);
         }
@@ -131,11 +156,13 @@ pub struct BanReceipt {
     pub removed: Vec<RemovedFrom>,
 }
 
-/// A correction's audit entry, and the user's standing on each current period after it.
+/// A correction's audit entry, and the user's standing on each corrected period after it. A
+/// retry with the same `correction_id` gets the first receipt with `duplicate: true`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct CorrectionReceipt {
     #[serde(flatten)]
     pub entry: AuditEntry,
+    pub duplicate: bool,
     pub periods: Vec<PeriodStanding>,
 }
 
@@ -166,6 +193,60 @@ pub fn live_periods(board: &Board, now: DateTime<Utc>, window: &EventWindow) -> 
 /// The periods of `board` that contain `now`.
 pub fn current_periods(board: &Board, now: DateTime<Utc>) -> Vec<Period> {
     board.periods.iter().map(|&kind| Period::containing(kind, now, board.timezone)).collect()
+}
+
+/// How fine a period kind is: a period contains every finer one of the same instant.
+fn fineness(kind: PeriodKind) -> u8 {
+    match kind {
+        PeriodKind::Day => 0,
+        PeriodKind::Month | PeriodKind::Season => 1,
+        PeriodKind::All => 2,
+    }
+}
+
+/// The periods a correction aims at: the current ones by default; with `period` +
+/// `period_id` that period and every coarser one of the board containing it; with `at`
+/// every period containing that date. A period must have started, and its board must still
+/// be kept (not past its retention).
+pub fn correction_periods(board: &Board, request: &CorrectionRequest, now: DateTime<Utc>) -> Result<Vec<Period>, ModerationError> {
+    let bad = |message: String| ModerationError::BadPeriod(message);
+    let (day, finest) = match (&request.period, &request.period_id, request.at) {
+        (None, None, None) => return Ok(current_periods(board, now)),
+        (None, None, Some(at)) => (crate::period::in_range(at).ok_or_else(|| bad(format!("at {at} is out of range")))?, 0),
+        (Some(kind), Some(id), None) => {
+            let kind = PeriodKind::parse(kind)
+                .filter(|kind| board.periods.contains(kind))
+                .ok_or_else(|| bad(format!("board {:?} has no period {kind:?}", board.name)))?;
+            let day = match kind {
+                PeriodKind::Day => crate::period::parse_day(id),
+                PeriodKind::Month | PeriodKind::Season => crate::period::parse_month(id),
+                PeriodKind::All => (id == "all").then(|| now.with_timezone(&board.timezone).date_naive()),
+            };
+            (day.ok_or_else(|| bad(format!("period_id {id:?} does not name a {} period", kind.as_str())))?, fineness(kind))
+        }
+        _ => return Err(bad("give period and period_id together, or at alone".into())),
+    };
+    let periods: Vec<Period> = board
+        .periods
+        .iter()
+        .filter(|&&kind| fineness(kind) >= finest)
+        .map(|&kind| Period::on_date(kind, day, board.timezone))
+        .collect();
+    for period in &periods {
+        if period.start.is_some_and(|start| start > now) {
+            return Err(bad(format!("{} {} has not started", period.kind.as_str(), period.id)));
+        }
+        if period.expires_at().is_some_and(|expiry| expiry <= now.timestamp()) {
+            return Err(bad(format!("{} {} is no longer kept", period.kind.as_str(), period.id)));
+        }
+    }
+    Ok(periods)
+}
+
+/// A correction id made up for a request without one, so even that request is applied
+/// exactly once (a connection that drops after sending may be retried by the client).
+fn new_correction_id() -> String {
+    format!("auto-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
 }
 
 #[derive(Clone)]
@@ -229,9 +310,10 @@ impl Moderation {
         Ok(BanReceipt { user_id: user_id.to_owned(), banned, boards, removed })
     }
 
-    /// Adds `request.delta` to the user's score on every current period of `board_name`, with
-    /// an audit entry, atomically. Refused (nothing written) when a score would go below 0 or
-    /// past the composite's range, when the user is banned, or a current period is closed.
+    /// Adds `request.delta` to the user's score on the periods of `board_name` it aims at
+    /// (`correction_periods`), with an audit entry, atomically and exactly once per
+    /// correction id. Refused (nothing written) when a score would go below 0 or past the
+    /// composite's range, when the user is banned, or a period is closed.
     pub async fn correct(
         &self,
         board_name: &str,
@@ -243,24 +325,38 @@ impl Moderation {
         let board = self.user_board(board_name)?;
         ids::validate_id("user_id", user_id)?;
         request.validate()?;
-        let periods = current_periods(board, now);
-        let correction = ScoreCorrection { member: user_id, delta: request.delta, periods: &periods, time_part: tiebreak::time_part(now)? };
+        let periods = correction_periods(board, request, now)?;
+        let correction_id = request.correction_id.clone().unwrap_or_else(new_correction_id);
+        let fingerprint = scoring::fingerprint(&(user_id, request));
+        let correction = ScoreCorrection {
+            correction_id: &correction_id,
+            fingerprint: &fingerprint,
+            member: user_id,
+            delta: request.delta,
+            periods: &periods,
+            time_part: tiebreak::time_part(now)?,
+        };
         let entry = AuditEntry {
             delta: Some(request.delta),
             reason: Some(request.reason.clone()),
+            correction_id: Some(correction_id.clone()),
             ..AuditEntry::new(&board.name, AuditKind::Correction, user_id, actor, now)
         };
         let entry_json = entry.json();
         let mut conn = self.store.connection().await?;
         let keys = self.keys.board(&board.name);
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
-        let periods = match script::correct_score(&mut conn, &keys, &correction, audit).await? {
-            CorrectionReply::Corrected(periods) => periods,
+        let (entry, duplicate, periods) = match script::correct_score(&mut conn, &keys, &correction, audit).await? {
+            CorrectionReply::Corrected { entry, periods, duplicate } => {
+                let entry = serde_json::from_str(&entry).map_err(|e| StoreError::Protocol(format!("correction entry: {e}")))?;
+                (entry, duplicate, periods)
+            }
+            CorrectionReply::Conflict => return Err(ModerationError::Conflict(correction_id)),
             CorrectionReply::Banned => Err(GuardRefusal::Banned { user_id: user_id.to_owned(), board: board.name.clone() })?,
             CorrectionReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id })?,
             CorrectionReply::OutOfRange => return Err(ModerationError::ScoreOutOfRange(board.name.clone())),
         };
-        Ok(CorrectionReceipt { entry, periods })
+        Ok(CorrectionReceipt { entry, duplicate, periods })
     }
 
     /// The newest `limit` entries of a board's audit log (default 50, at most 1,000).
@@ -313,7 +409,14 @@ mod tests {
 
     #[test]
     fn corrections_are_bounded() {
-        let request = |delta: i64, reason: &str| CorrectionRequest { delta, reason: reason.into() };
+        let request = |delta: i64, reason: &str| CorrectionRequest {
+            delta,
+            reason: reason.into(),
+            correction_id: None,
+            period: None,
+            period_id: None,
+            at: None,
+        };
         assert!(request(-5, "duplicate award").validate().is_ok());
         assert!(request(MAX_POINTS, &"x".repeat(MAX_REASON_CHARS)).validate().is_ok());
         assert!(matches!(request(0, "r").validate(), Err(ModerationError::DeltaOutOfRange)));

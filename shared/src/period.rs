@@ -104,6 +104,27 @@ impl Period {
     }
 }
 
+/// The dates the API accepts: the days scores can be reached on (the tie-break composite's
+/// range, see tiebreak.rs). Outside it no board has data, and period arithmetic stays far
+/// from chrono's limits.
+pub const FIRST_DATE: NaiveDate = NaiveDate::from_ymd_opt(2020, 1, 1).expect("a valid date");
+pub const LAST_DATE: NaiveDate = NaiveDate::from_ymd_opt(2088, 1, 18).expect("a valid date");
+
+/// `date` when it is within `FIRST_DATE..=LAST_DATE`.
+pub fn in_range(date: NaiveDate) -> Option<NaiveDate> {
+    (FIRST_DATE..=LAST_DATE).contains(&date).then_some(date)
+}
+
+/// A `YYYY-MM-DD` day within the accepted range, strictly (no signs, no long years).
+pub fn parse_day(text: &str) -> Option<NaiveDate> {
+    (text.len() == 10).then(|| NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()).flatten().and_then(in_range)
+}
+
+/// A `YYYY-MM` month within the accepted range, strictly: its first day.
+pub fn parse_month(text: &str) -> Option<NaiveDate> {
+    (text.len() == 7).then(|| NaiveDate::parse_from_str(&format!("{text}-01"), "%Y-%m-%d").ok()).flatten().and_then(in_range)
+}
+
 fn first_of_month(year: i32, month: u32) -> NaiveDate {
     NaiveDate::from_ymd_opt(year, month, 1).expect("day 1 exists in every month")
 }
@@ -130,6 +151,15 @@ pub enum EventTimeError {
     TooLate(i64),
     #[error("occurred_at is more than {0} seconds in the future")]
     InFuture(i64),
+}
+
+impl EventTimeError {
+    pub fn code(self) -> &'static str {
+        match self {
+            EventTimeError::TooLate(_) => "too_late",
+            EventTimeError::InFuture(_) => "in_future",
+        }
+    }
 }
 
 /// Accepted lateness and clock skew for `occurred_at`.

@@ -2,7 +2,12 @@
 //!
 //! The plan says how many points, which ledger remembers the award (the rule's idempotency
 //! scope), which cap applies, which periods the event lands in (by `occurred_at` in the
-//! board's timezone) and the tie-break time. The store applies a plan atomically.
+//! board's timezone) and the tie-break time (the server's `now`, never `occurred_at`: a client
+//! cannot claim to have got somewhere first). The store applies a plan atomically.
+//!
+//! Two refusals depend on the store and are left to the script: an `occurred_at` outside the
+//! event window refuses only an event id not seen before (a retry is a duplicate whenever it
+//! arrives), and a take-back on a board whose rule is not reversible refuses that board only.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -57,6 +62,21 @@ pub enum Refusal {
     OutOfRange(#[from] RangeError),
 }
 
+impl Refusal {
+    /// The error code clients see for this refusal.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refusal::InvalidId(_) => "invalid_id",
+            Refusal::MissingTarget(_) => "malformed",
+            Refusal::UnknownAction(_) => "unknown_action",
+            Refusal::NotReversible(_) => "not_reversible",
+            Refusal::PointsNotAllowed(_) => "points_not_allowed",
+            Refusal::PointsOutOfRange { .. } | Refusal::OutOfRange(_) => "out_of_range",
+            Refusal::EventTime(time) => time.code(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     Give,
@@ -78,6 +98,9 @@ pub enum Ledger {
 pub struct BoardPlan<'a> {
     pub board: &'a Board,
     pub rule: &'a Rule,
+    /// Why this board refuses the event whatever the store holds (a take-back of an action
+    /// this board's rule does not let take back); the other boards still apply it.
+    pub refused: Option<Refusal>,
     pub mode: Mode,
     pub points: i64,
     pub ledger: Ledger,
@@ -88,6 +111,7 @@ pub struct BoardPlan<'a> {
     /// The local day the event happened on (ledgers and caps are per day).
     pub day: Period,
     pub periods: Vec<Period>,
+    /// Time part of the composite for a score reached now (the server's clock).
     pub time_part: i64,
     /// The rule's per-user rate limit, measured on the server's clock (a client's
     /// `occurred_at` cannot move it).
@@ -107,6 +131,8 @@ pub struct RateWindow {
 #[derive(Debug, Clone)]
 pub struct EventPlan<'a> {
     pub fingerprint: String,
+    /// Refuses the event unless its id was already applied (then it is a duplicate).
+    pub first_delivery: Option<EventTimeError>,
     pub boards: Vec<BoardPlan<'a>>,
 }
 
@@ -147,16 +173,23 @@ pub fn plan_event<'a>(
         other => Refusal::InvalidId(other),
     })?;
     let occurred_at = event.occurred_at.unwrap_or(now);
-    window.check(occurred_at, now)?;
-    let time_part = tiebreak::time_part(occurred_at)?;
+    let first_delivery = window.check(occurred_at, now).err();
+    // An event outside the window is only ever answered from its marker; its periods are
+    // named for the keys the script declares, and never written.
+    let lands_at = if first_delivery.is_some() { now } else { occurred_at };
+    let time_part = tiebreak::time_part(now)?;
     let boards = config
         .boards_for_action(&event.action)
-        .map(|(board, rule)| plan_board(board, rule, event, occurred_at, time_part, now))
+        .map(|(board, rule)| plan_board(board, rule, event, lands_at, time_part, now))
         .collect::<Result<Vec<_>, _>>()?;
     if boards.is_empty() {
         return Err(Refusal::UnknownAction(event.action.clone()));
     }
-    Ok(EventPlan { fingerprint: event.fingerprint(), boards })
+    if let Some(refusal) = boards.iter().try_fold(None, |first, b| b.refused.as_ref().map(|r| first.or(Some(r)))).flatten() {
+        // Every board refuses: the event is refused as a whole, and nothing is written.
+        return Err(refusal.clone());
+    }
+    Ok(EventPlan { fingerprint: event.fingerprint(), first_delivery, boards })
 }
 
 fn plan_board<'a>(
@@ -168,9 +201,7 @@ fn plan_board<'a>(
     now: DateTime<Utc>,
 ) -> Result<BoardPlan<'a>, Refusal> {
     let mode = if event.active { Mode::Give } else { Mode::TakeBack };
-    if mode == Mode::TakeBack && !rule.reversible {
-        return Err(Refusal::NotReversible(rule.action.clone()));
-    }
+    let refused = (mode == Mode::TakeBack && !rule.reversible).then(|| Refusal::NotReversible(rule.action.clone()));
     let points = match (event.points, rule.max_points) {
         (None, _) => rule.points,
         (Some(_), None) => return Err(Refusal::PointsNotAllowed(rule.action.clone())),
@@ -191,6 +222,7 @@ fn plan_board<'a>(
     Ok(BoardPlan {
         board,
         rule,
+        refused,
         mode,
         points,
         ledger,
@@ -277,11 +309,6 @@ mod tests {
         e.points = Some(5);
         assert_eq!(plan(&e).unwrap_err(), Refusal::PointsNotAllowed("praise".into()));
         let mut e = event("praise", Some("a1"));
-        e.occurred_at = Some(now() - Duration::minutes(16));
-        assert_eq!(plan(&e).unwrap_err(), Refusal::EventTime(EventTimeError::TooLate(900)));
-        e.occurred_at = Some(now() + Duration::minutes(2));
-        assert_eq!(plan(&e).unwrap_err(), Refusal::EventTime(EventTimeError::InFuture(60)));
-        let mut e = event("praise", Some("a1"));
         e.user_id = "u{1}".into();
         assert!(matches!(plan(&e).unwrap_err(), Refusal::InvalidId(IdError::Forbidden { field: "user_id", .. })));
     }
@@ -292,6 +319,39 @@ mod tests {
             "[[boards]]\nname = \"game\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = [{{ action = \"win\", points = 1, scope = \"none\", {rule} }}]"
         ))
         .unwrap()
+    }
+
+    #[test]
+    fn the_window_refuses_only_first_deliveries_and_never_moves_reached_at() {
+        let mut e = event("praise", Some("a1"));
+        e.occurred_at = Some(now() - Duration::minutes(16));
+        let late = plan(&e).unwrap();
+        assert_eq!(late.first_delivery, Some(EventTimeError::TooLate(900)));
+        assert_eq!(late.boards[0].day.id, "2026-11-22", "named for now: never written");
+        e.occurred_at = Some(now() + Duration::minutes(2));
+        assert_eq!(plan(&e).unwrap().first_delivery, Some(EventTimeError::InFuture(60)));
+        // Inside the window, occurred_at picks the period; reached-at is always the server's now.
+        e.occurred_at = Some(DateTime::parse_from_rfc3339("2026-11-21T23:50:00+08:00").unwrap().to_utc());
+        let server_now = e.occurred_at.unwrap() + Duration::minutes(14);
+        let config = Config::default_boards();
+        let late_by_14 = plan_event(&config, &e, server_now, &EventWindow::default()).unwrap();
+        assert_eq!(late_by_14.first_delivery, None);
+        assert_eq!(late_by_14.boards[0].day.id, "2026-11-21");
+        assert_eq!(late_by_14.boards[0].time_part, tiebreak::time_part(server_now).unwrap());
+    }
+
+    #[test]
+    fn a_take_back_refuses_only_the_boards_that_cannot_take_back() {
+        let config = Config::parse(
+            "[[boards]]\nname = \"a\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = [{ action = \"win\", points = 1, scope = \"user_target_day\", reversible = true }]\n\
+             [[boards]]\nname = \"b\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = [{ action = \"win\", points = 1, scope = \"user_target_day\" }]",
+        )
+        .unwrap();
+        let mut e = event("win", Some("t"));
+        e.active = false;
+        let plan = plan_event(&config, &e, now(), &EventWindow::default()).unwrap();
+        let refused: Vec<_> = plan.boards.iter().map(|b| b.refused.clone()).collect();
+        assert_eq!(refused, [None, Some(Refusal::NotReversible("win".into()))]);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::keys::BoardKeys;
+use crate::period::EventTimeError;
 use crate::scoring::{BoardPlan, Ledger, Mode, RateWindow};
 use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
 
@@ -62,6 +63,9 @@ pub struct PeriodStanding {
     pub period: String,
     pub period_id: String,
     pub score: i64,
+    /// What this write changed the score by (a take-back never removes more than was held).
+    #[serde(default)]
+    pub delta: i64,
     /// 1-based; `None` when the member is not on the board (zero points).
     pub rank: Option<u64>,
 }
@@ -71,6 +75,7 @@ pub struct PeriodStanding {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BoardOutcome {
     pub applied: bool,
+    /// Points actually added or removed: for a take-back, the largest removal of any period.
     pub delta: i64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -78,6 +83,9 @@ pub struct BoardOutcome {
     #[serde(default)]
     pub capped: i64,
     pub periods: Vec<PeriodStanding>,
+    /// For a board that refused the event with `rate_limited`: seconds until a slot frees.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
 }
 
 /// Why a board's guard refused a write (its `ban|<user>` and `closed|<kind>:<id>` fields).
@@ -94,6 +102,8 @@ pub enum ApplyReply {
     New(BoardOutcome),
     Duplicate(BoardOutcome),
     Conflict,
+    /// A first delivery outside the event window (a retry would have been a duplicate).
+    OutsideWindow(EventTimeError),
     OutOfRange,
     Banned,
     /// The period (id) is frozen for archiving.
@@ -104,10 +114,13 @@ pub enum ApplyReply {
 
 /// Applies one board's share of an event: dedupe, ledger, cap, every period board, TTLs and
 /// the new ranks, atomically, in one round trip (with `wait` for replicas in the same one).
+/// `first_delivery` refuses the event unless its id was already applied here.
+#[allow(clippy::too_many_arguments)]
 pub async fn apply_event(
     conn: &mut Connection,
     keys: &BoardKeys,
     plan: &BoardPlan<'_>,
+    first_delivery: Option<EventTimeError>,
     event_id: &str,
     member: &str,
     fingerprint: &str,
@@ -141,7 +154,8 @@ pub async fn apply_event(
         .arg(plan.time_part)
         .arg(EVENT_MARKER_TTL_SECS)
         .arg(ledger_expiry)
-        .arg(day_ledger_expiry);
+        .arg(day_ledger_expiry)
+        .arg(first_delivery.map_or("", |refusal| refusal.code()));
     for period in &plan.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }
@@ -149,6 +163,9 @@ pub async fn apply_event(
     invocation.arg(rate.max).arg(rate.window_ms).arg(rate.now_ms);
     let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("apply_event: {e}")));
+    if let Some(refusal) = first_delivery.filter(|refusal| refusal.code() == status) {
+        return Ok(ApplyReply::OutsideWindow(refusal));
+    }
     match status.as_str() {
         "new" => Ok(ApplyReply::New(outcome()?)),
         "duplicate" => Ok(ApplyReply::Duplicate(outcome()?)),

@@ -62,6 +62,17 @@ pub enum SignInError {
     Store(#[from] StoreError),
 }
 
+impl SignInError {
+    /// The code of a date refusal, as the script is told it.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SignInError::InFuture { .. } => "in_future",
+            SignInError::TooLate { .. } => "too_late",
+            _ => "",
+        }
+    }
+}
+
 /// Which day a sign-in is for: `requested`, or today in `tz` when absent. Only today can be
 /// signed, and yesterday until `grace` after local midnight (a sign-in made at 23:59:59 that
 /// arrives at 00:00:10); a later day is `InFuture`, an earlier one `TooLate`.
@@ -80,14 +91,18 @@ pub fn accepted_date(requested: Option<NaiveDate>, now: DateTime<Utc>, tz: Tz, g
 }
 
 /// A validated sign-in, ready for the script.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct SignInPlan<'a> {
     pub board: &'a Board,
     pub sign_in: &'a SignIn,
     pub event_id: String,
     pub user_id: String,
     pub fingerprint: String,
+    /// The day to sign: the requested one, or today when the policy refuses it.
     pub date: NaiveDate,
+    /// Refuses the sign-in unless its id was already recorded (then it is a duplicate,
+    /// whenever it arrives): the requested date is no longer (or not yet) accepted.
+    pub first_delivery: Option<SignInError>,
     /// The board's periods of `date`, then of the day after (a late sign-in for yesterday may
     /// complete today's streak; that bonus belongs to today's periods).
     pub periods: Vec<Period>,
@@ -107,7 +122,10 @@ pub fn plan_sign_in<'a>(
     ids::validate_id("user_id", &request.user_id)?;
     let board = config.sign_in_board().ok_or(SignInError::NotConfigured)?;
     let sign_in = board.sign_in.as_ref().ok_or(SignInError::NotConfigured)?;
-    let date = accepted_date(request.date, now, board.timezone, window.grace)?;
+    let (date, first_delivery) = match accepted_date(request.date, now, board.timezone, window.grace) {
+        Ok(date) => (date, None),
+        Err(refusal) => (now.with_timezone(&board.timezone).date_naive(), Some(refusal)),
+    };
     let next_day = date.succ_opt().ok_or(SignInError::OutOfRange(RangeError::Time))?;
     let periods_of = |day: NaiveDate| board.periods.iter().map(|&kind| Period::on_date(kind, day, board.timezone)).collect();
     Ok(SignInPlan {
@@ -117,6 +135,7 @@ pub fn plan_sign_in<'a>(
         user_id: request.user_id.clone(),
         fingerprint: fingerprint(request),
         date,
+        first_delivery,
         periods: periods_of(date),
         next_day_periods: periods_of(next_day),
         bitmap_expires_at: Period::on_date(PeriodKind::Month, date, board.timezone).expires_at().unwrap_or(0),
@@ -238,7 +257,7 @@ impl SignIns {
     }
 
     pub async fn record(&self, request: &SignInRequest, now: DateTime<Utc>) -> Result<SignInReceipt, SignInError> {
-        let plan = plan_sign_in(&self.config, request, now, &self.window)?;
+        let mut plan = plan_sign_in(&self.config, request, now, &self.window)?;
         let board = &plan.board.name;
         let mut conn = self.store.connection().await?;
         let wait = self.store.replica_wait().with_replicas(plan.board.wait_replicas);
@@ -246,11 +265,15 @@ impl SignIns {
             SignInReply::New(outcome) => (false, outcome),
             SignInReply::Duplicate(outcome) => (true, outcome),
             SignInReply::Conflict => return Err(SignInError::Conflict(request.event_id.clone())),
+            SignInReply::OutsideWindow => {
+                return Err(plan.first_delivery.take().unwrap_or_else(|| StoreError::Protocol("sign_in: unasked window refusal".into()).into()));
+            }
             SignInReply::Banned => Err(GuardRefusal::Banned { user_id: request.user_id.clone(), board: board.clone() })?,
             SignInReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.clone(), period_id })?,
             SignInReply::OutOfRange => return Err(SignInError::ScoreOutOfRange(board.clone())),
         };
-        Ok(SignInReceipt { event_id: request.event_id.clone(), duplicate, date: plan.date, outcome })
+        let date = outcome.date.unwrap_or(plan.date);
+        Ok(SignInReceipt { event_id: request.event_id.clone(), duplicate, date, outcome })
     }
 
     /// A user's sign-ins in `month` (`YYYY-MM`, default: the current month in the board's

@@ -116,14 +116,14 @@ async fn a_correction_shows_in_the_score_and_in_the_audit_log() {
     assert_eq!(status, 200, "{corrected}");
     assert_eq!(
         corrected["periods"],
-        json!([{"period": "day", "period_id": "2026-11-22", "score": 8, "rank": 1},
-               {"period": "month", "period_id": "2026-11", "score": 8, "rank": 1}])
+        json!([{"period": "day", "period_id": "2026-11-22", "score": 8, "delta": 5, "rank": 1},
+               {"period": "month", "period_id": "2026-11", "score": 8, "delta": 5, "rank": 1}])
     );
     assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(8));
     assert_eq!(app.points("activity", month("2026-11-22"), "u1").await, Some(8));
 
     // Below zero, zero, too large, no reason: refused, and nothing written.
-    let keys_before = app.written_keys().await;
+    let keys_before = app.keyspace().await;
     for (body, status, code) in [
         (json!({"delta": -9, "reason": "too much"}), 422, "out_of_range"),
         (json!({"delta": 0, "reason": "nothing"}), 422, "out_of_range"),
@@ -144,10 +144,10 @@ async fn a_correction_shows_in_the_score_and_in_the_audit_log() {
         let (got, reply) = admin(&app, Method::POST, path, json!({"delta": 1, "reason": "r"})).await;
         assert_eq!((got, reply["error"]["code"].as_str()), (status, Some(code)), "{path}");
     }
-    assert_eq!(app.written_keys().await, keys_before);
+    assert_eq!(app.keyspace().await, keys_before);
 
     let (_, to_zero) = admin(&app, Method::POST, path, json!({"delta": -8, "reason": "fraud"})).await;
-    assert_eq!(to_zero["periods"][0], json!({"period": "day", "period_id": "2026-11-22", "score": 0, "rank": null}), "zero is off the board");
+    assert_eq!(to_zero["periods"][0], json!({"period": "day", "period_id": "2026-11-22", "score": 0, "delta": -8, "rank": null}), "zero is off the board");
     let (status, audit) = admin(&app, Method::GET, "/v1/admin/audit?board=activity", json!({})).await;
     assert_eq!(status, 200);
     let entries = audit["entries"].as_array().unwrap();
@@ -155,12 +155,15 @@ async fn a_correction_shows_in_the_score_and_in_the_audit_log() {
     let mut newest = entries[0].clone();
     let at = newest.as_object_mut().unwrap().remove("at").unwrap();
     assert_eq!(standings_tests::at(at.as_str().unwrap()), app.now());
+    let id = newest.as_object_mut().unwrap().remove("correction_id").unwrap();
+    assert!(id.as_str().unwrap().starts_with("auto-"), "a correction without an id gets one: {id}");
     assert_eq!(
         newest,
         json!({"board": "activity", "kind": "correction", "user_id": "u1", "delta": -8, "reason": "fraud", "actor": "tester"})
     );
     let mut answered = to_zero.clone();
     answered.as_object_mut().unwrap().remove("periods");
+    assert_eq!(answered.as_object_mut().unwrap().remove("duplicate"), Some(json!(false)));
     assert_eq!(answered, entries[0], "the correction answers with its audit entry");
     assert_eq!((&entries[1]["delta"], &entries[1]["reason"]), (&json!(5), &json!("missed praise")));
     let (_, newest) = admin(&app, Method::GET, "/v1/admin/audit?board=activity&limit=1", json!({})).await;

@@ -295,10 +295,10 @@ async fn events_for_an_archived_season_are_refused_with_period_closed() {
     let report = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap();
     assert_eq!((report.status, report.total), (Status::Complete, 1));
 
-    let keys_before = ingest.written_keys().await;
+    let keys_before = ingest.keyspace().await;
     let (status, body) = ingest.event(json!({"event_id": "after", "user_id": "ann", "action": "learning"})).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("period_closed")), "{body}");
-    assert_eq!(ingest.written_keys().await, keys_before, "a refused event writes nothing");
+    assert_eq!(ingest.keyspace().await, keys_before, "a refused event writes nothing");
     let entry = harness.table.user_entry("points", SEASON, "ann").await.unwrap().unwrap();
     assert_eq!((entry.rank, entry.points, entry.reached_at), (1, 10, at("2026-10-31T23:50:00+08:00")));
 }

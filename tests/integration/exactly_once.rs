@@ -35,7 +35,7 @@ async fn a_thousand_concurrent_deliveries_of_one_event_apply_once_with_identical
 async fn the_same_id_with_another_payload_is_a_conflict_and_writes_nothing() {
     let app = spawn_ingest().await;
     app.event(json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"})).await;
-    let keys_before = app.written_keys().await;
+    let keys_before = app.keyspace().await;
     for other in [
         json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a2"}),
         json!({"event_id": "e1", "user_id": "u2", "action": "comment", "target": "a1"}),
@@ -45,7 +45,7 @@ async fn the_same_id_with_another_payload_is_a_conflict_and_writes_nothing() {
         assert_eq!(status, 409, "{body}");
         assert_eq!(body["error"]["code"], "idempotency_conflict");
     }
-    assert_eq!(app.written_keys().await, keys_before);
+    assert_eq!(app.keyspace().await, keys_before);
     assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(3));
     assert_eq!(app.points("activity", day("2026-11-22"), "u2").await, None);
     // The retry of the original still gets its first answer.

@@ -354,12 +354,12 @@ async fn heat_with_an_event_id_applies_once_and_conflicts_on_another_payload() {
     let stored: f64 = app.redis.clone().zscore(&bucket, "a").await.unwrap();
     assert_eq!(stored, 5.0);
 
-    let keys_before = app.written_keys().await;
+    let keys_before = app.keyspace().await;
     for (item, other) in [("a", json!({"event_id": "view-1", "delta": 6})), ("b", json!({"event_id": "view-1", "delta": 5}))] {
         let (status, error) = heat(&app, item, other).await;
         assert_eq!((status, &error["error"]["code"]), (409, &json!("idempotency_conflict")));
     }
-    assert_eq!(app.written_keys().await, keys_before);
+    assert_eq!(app.keyspace().await, keys_before);
     assert_eq!(app.redis.clone().zscore::<_, _, f64>(&bucket, "a").await.unwrap(), 5.0);
 
     // A retry an hour later without occurred_at still gets the first answer and bucket.

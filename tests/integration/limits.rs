@@ -63,11 +63,11 @@ async fn a_rate_limited_event_is_a_429_with_retry_after_and_writes_nothing() {
         assert_eq!(win(&app, &format!("w{i}"), "u1").await.0, 200);
     }
     app.set_now(t0 + Duration::seconds(30));
-    let keys_before = app.written_keys().await;
+    let keys_before = app.keyspace().await;
     let (status, retry_after, body) = win(&app, "w3", "u1").await;
     assert_eq!((status, body["error"]["code"].as_str()), (429, Some("rate_limited")), "{body}");
     assert_eq!(retry_after.as_deref(), Some("30"), "the first event leaves the window at t0 + 60 s");
-    assert_eq!(app.written_keys().await, keys_before, "no marker, no log entry, no score");
+    assert_eq!(app.keyspace().await, keys_before, "no marker, no log entry, no score");
     assert_eq!(arena_points(&app, "u1").await, Some(3));
     // A retry of an accepted event is still its duplicate, and other users have their own window.
     let (status, _, duplicate) = win(&app, "w0", "u1").await;

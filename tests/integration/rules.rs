@@ -64,12 +64,15 @@ async fn take_backs_never_go_below_what_was_earned() {
         app.event(json!({"event_id": id, "user_id": "u1", "action": "follow", "target": "u9", "active": false})).await;
     }
     assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(10));
-    // Yesterday's praise cannot be cancelled today: that day's ledger is not today's.
+    // A follow of u8 stays given on the 22nd; its cancel on the 23rd finds nothing in the
+    // 23rd's ledger (ledgers are per day), so yesterday's points stay on the month.
+    app.event(json!({"event_id": "f5", "user_id": "u1", "action": "follow", "target": "u8"})).await;
     app.set_now(standings_tests::at("2026-11-23T10:00:00+08:00"));
     let (_, receipt) =
-        app.event(json!({"event_id": "f4", "user_id": "u1", "action": "follow", "target": "u9", "active": false})).await;
+        app.event(json!({"event_id": "f4", "user_id": "u1", "action": "follow", "target": "u8", "active": false})).await;
     assert_eq!(result(&receipt)["reason"], "nothing_to_take_back");
-    assert_eq!(app.points("activity", month("2026-11-22"), "u1").await, Some(10));
+    assert_eq!(app.points("activity", month("2026-11-22"), "u1").await, Some(12));
+    assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(12));
 }
 
 #[tokio::test]
@@ -87,7 +90,7 @@ async fn an_invitee_counts_once_on_the_whole_board() {
     let app = spawn_ingest().await;
     let (_, first) = app.event(json!({"event_id": "i1", "user_id": "alice", "action": "invite", "target": "bob"})).await;
     assert_eq!(result(&first)["board"], "invites");
-    assert_eq!(result(&first)["periods"][0], json!({"period": "all", "period_id": "all", "score": 100, "rank": 1}));
+    assert_eq!(result(&first)["periods"][0], json!({"period": "all", "period_id": "all", "score": 100, "delta": 100, "rank": 1}));
     let (_, second) = app.event(json!({"event_id": "i2", "user_id": "carol", "action": "invite", "target": "bob"})).await;
     assert_eq!(result(&second)["reason"], "already_counted");
     let keys = app.written_keys().await;

@@ -111,10 +111,10 @@ async fn signing_twice_a_day_is_already_signed_and_awards_nothing() {
         v
     };
     assert_eq!(strip(retry), strip(first));
-    let keys_before = app.written_keys().await;
+    let keys_before = app.keyspace().await;
     let (status, conflict) = sign_in_at(&app, today, "21:02:00", "s1", json!({"user_id": "u2"})).await;
     assert_eq!((status, conflict["error"]["code"].as_str()), (409, Some("idempotency_conflict")));
-    assert_eq!(app.written_keys().await, keys_before);
+    assert_eq!(app.keyspace().await, keys_before);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -146,7 +146,7 @@ async fn only_today_and_yesterday_within_fifteen_minutes_of_midnight_can_be_sign
     assert_eq!(late["date"], "2026-11-30");
     assert_eq!(app.points("points", season("2026-11-30"), "u1").await, Some(1), "the points land in the date's season");
 
-    let keys_before = app.written_keys().await;
+    let keys_before = app.keyspace().await;
     for (time, body, code) in [
         ("00:10:00", json!({"user_id": "u2", "date": "2026-11-29"}), "too_late"),
         ("00:15:00", json!({"user_id": "u2", "date": "2026-11-30"}), "too_late"),
@@ -164,7 +164,7 @@ async fn only_today_and_yesterday_within_fifteen_minutes_of_midnight_can_be_sign
         let (status, reply) = sign_in_at(&app, december, "09:00:00", "bad", body.clone()).await;
         assert_eq!((status, reply["error"]["code"].as_str()), (400, Some(code)), "{body}");
     }
-    assert_eq!(app.written_keys().await, keys_before, "refused sign-ins write nothing");
+    assert_eq!(app.keyspace().await, keys_before, "refused sign-ins write nothing");
 }
 
 #[tokio::test]

@@ -66,10 +66,10 @@ async fn the_earlier_of_two_equal_scores_ranks_higher_even_at_the_top_of_the_ran
     assert_eq!(bob["results"][0]["periods"][0]["rank"], 2, "alice reached it a second earlier");
 
     // One point more is refused, and changes nothing.
-    let keys_before = app.written_keys().await;
+    let keys_before = app.keyspace().await;
     let (status, body) = app.event(win("over", "bob", 1)).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("out_of_range")));
-    assert_eq!(app.written_keys().await, keys_before);
+    assert_eq!(app.keyspace().await, keys_before);
     let key = app.keys.board("arena").period(&Period::containing(PeriodKind::All, t(last), chrono_tz::UTC));
     let top: Vec<(String, f64)> =
         redis::cmd("ZREVRANGE").arg(&key).arg(0).arg(-1).arg("WITHSCORES").query_async(&mut app.redis.clone()).await.unwrap();
@@ -84,8 +84,11 @@ async fn two_users_a_second_apart_rank_by_who_got_there_first() {
     app.set_now(at("2026-11-22T10:00:00+08:00"));
     app.event(json!({"event_id": "1", "user_id": "amy", "action": "comment", "target": "x"})).await;
     app.set_now(at("2026-11-22T10:00:01+08:00"));
-    // Without the time part, Redis would rank "zed" above "amy" (reverse byte order).
-    let (_, zed) = app.event(json!({"event_id": "2", "user_id": "zed", "action": "comment", "target": "x"})).await;
+    // Without the time part, Redis would rank "zed" above "amy" (reverse byte order); zed's
+    // claim to have commented five minutes earlier picks the day, not the tie-break.
+    let (_, zed) = app
+        .event(json!({"event_id": "2", "user_id": "zed", "action": "comment", "target": "x", "occurred_at": "2026-11-22T09:55:01+08:00"}))
+        .await;
     assert_eq!(zed["results"][0]["periods"][0]["rank"], 2, "amy reached 3 points first");
 }
 

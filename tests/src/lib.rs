@@ -31,6 +31,7 @@ use tower::ServiceExt;
 
 pub mod cluster;
 pub mod load;
+pub mod model;
 pub mod proxy;
 pub mod servers;
 
@@ -255,6 +256,33 @@ impl TestApp {
         let mut keys = cluster::scan_all(&self.redis, &self.keys.all_pattern()).await;
         keys.sort();
         keys
+    }
+
+    /// Every key this test wrote with its value (`DUMP`) and absolute expiry: what "writes
+    /// nothing" compares before and after.
+    pub async fn keyspace(&self) -> Vec<(String, Vec<u8>, i64)> {
+        let mut conn = self.redis.clone();
+        let mut state = Vec::new();
+        for key in self.written_keys().await {
+            let value: Option<Vec<u8>> = redis::cmd("DUMP").arg(&key).query_async(&mut conn).await.unwrap();
+            let expiry: i64 = redis::cmd("PEXPIRETIME").arg(&key).query_async(&mut conn).await.unwrap();
+            state.push((key, value.unwrap_or_default(), expiry));
+        }
+        state
+    }
+
+    /// The composite score of `user` on `board`'s period, decoded: whole points and when they
+    /// were reached.
+    pub async fn standing(&self, board: &str, period: &Period, user: &str) -> Option<(i64, DateTime<Utc>)> {
+        let key = self.keys.board(board).period(period);
+        let composite: Option<f64> = redis::cmd("ZSCORE").arg(key).arg(user).query_async(&mut self.redis.clone()).await.unwrap();
+        composite.map(|c| tiebreak::decode(c).expect("a composite in range"))
+    }
+
+    /// Members of `board`'s period, best first.
+    pub async fn ranking(&self, board: &str, period: &Period) -> Vec<String> {
+        let key = self.keys.board(board).period(period);
+        redis::cmd("ZREVRANGE").arg(key).arg(0).arg(-1).query_async(&mut self.redis.clone()).await.unwrap()
     }
 }
 

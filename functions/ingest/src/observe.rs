@@ -11,7 +11,7 @@ use standings::metrics::{Metrics, Unit};
 /// (board, outcome, code) becomes one metric line, not one per event.
 #[derive(Default)]
 pub struct Tally {
-    counts: BTreeMap<(String, &'static str, &'static str), u32>,
+    counts: BTreeMap<(String, &'static str, String), u32>,
 }
 
 impl Tally {
@@ -23,14 +23,18 @@ impl Tally {
                 let boards: Vec<&str> = receipt.results.iter().map(|r| r.board.as_str()).collect();
                 let points: Vec<i64> = receipt.results.iter().map(|r| r.outcome.delta).collect();
                 tracing::info!(target: "standings::events", event_id, outcome, ?boards, ?points, "event");
-                for board in boards {
-                    *self.counts.entry((board.to_owned(), outcome, "")).or_default() += 1;
+                for result in &receipt.results {
+                    let (outcome, code) = match (&result.outcome.reason, result.refused) {
+                        (Some(code), true) => ("refused", code.clone()),
+                        _ => (outcome, String::new()),
+                    };
+                    *self.counts.entry((result.board.clone(), outcome, code)).or_default() += 1;
                 }
             }
             Err(error) => {
                 let (_, code) = ingest_status(error);
                 tracing::info!(target: "standings::events", event_id, outcome = "refused", code, %error, "event");
-                *self.counts.entry((String::new(), "refused", code)).or_default() += 1;
+                *self.counts.entry((String::new(), "refused", code.to_owned())).or_default() += 1;
             }
         }
     }
@@ -42,7 +46,7 @@ impl Tally {
                 dimensions.push(("Board", board.as_str()));
             }
             if !code.is_empty() {
-                dimensions.push(("Code", code));
+                dimensions.push(("Code", code.as_str()));
             }
             metrics.put("Events", Unit::Count, f64::from(count), &dimensions);
         }

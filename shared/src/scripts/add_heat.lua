@@ -14,11 +14,15 @@ ARGV[3]  EXPIREAT for KEYS[1], "0" for none
 ARGV[4]  the bucket's start as the API shows it ("" for scale boards)
 ARGV[5]  payload fingerprint (with an event id)
 ARGV[6]  marker TTL in seconds (with an event id)
+ARGV[7]  refusal of a first delivery (with an event id): "" (none), "too_late" or
+         "in_future". Checked only after the marker: a retry is a duplicate whenever it arrives
 
 Reply: {status, bucket, heat}
   {"new", bucket, heat}        applied now; heat is the item's heat in KEYS[1] afterwards
   {"duplicate", bucket, heat}  this event id was seen with this payload: the first answer
   {"conflict", "", ""}         this event id was seen with another payload; nothing written
+  {"too_late", "", ""}         a first delivery outside the event window; nothing written
+  {"in_future", "", ""}
 ]]
 
 local marker = KEYS[2]
@@ -32,6 +36,7 @@ if marker then
     local second_break = string.find(seen, '\n', first_break + 1, true)
     return {'duplicate', string.sub(seen, first_break + 1, second_break - 1), string.sub(seen, second_break + 1)}
   end
+  if ARGV[7] ~= '' then return {ARGV[7], '', ''} end
 end
 
 local heat = redis.call('ZINCRBY', KEYS[1], ARGV[2], ARGV[1])

@@ -23,12 +23,15 @@ ARGV[4]    points a give awards (positive integer)
 ARGV[5]    ledger field in KEYS[2], "" when the rule records nothing
 ARGV[6]    cap counter field in KEYS[3], "" when the rule has no daily cap
 ARGV[7]    the daily cap in points
-ARGV[8]    time part of the composite for this event (earlier events: larger)
+ARGV[8]    time part of the composite for "reached now": the server's clock when this script
+           runs (earlier: larger), never the client's occurred_at
 ARGV[9]    marker TTL in seconds
 ARGV[10]   EXPIREAT for KEYS[2], "0" for none
 ARGV[11]   EXPIREAT for KEYS[3], "0" for none
-ARGV[12..] for each period board, in KEYS order: period kind, period id, EXPIREAT ("0": none)
-then, after those n triples (R = 12 + 3n):
+ARGV[12]   refusal of a first delivery: "" (none), "too_late" or "in_future". Checked only
+           after the marker, so a retry is a duplicate whenever it arrives
+ARGV[13..] for each period board, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+then, after those n triples (R = 13 + 3n):
 ARGV[R]    rate limit: events allowed in the window ("0": no limit)
 ARGV[R+1]  rate limit window in ms
 ARGV[R+2]  now in ms (the server's clock)
@@ -37,13 +40,19 @@ Reply: a two-element array {status, body}
   {"new", json}          applied now (or counted as nothing); json is also stored in the marker
   {"duplicate", json}    this event id was seen with this payload; json is the first reply
   {"conflict", ""}       this event id was seen with another payload; nothing written
+  {"too_late", ""}       a first delivery outside the event window (ARGV[12]); nothing written
+  {"in_future", ""}
   {"out_of_range", ""}   a score would leave the composite's range; nothing written
   {"banned", ""}         the user is banned from this board; nothing written
   {"period_closed", id}  a period the event lands in is frozen (archived); nothing written
   {"rate_limited", s}    the user used up the action's rate limit; s = seconds until the
                          window frees a slot; nothing written (not even the marker)
 json: {"applied":bool,"delta":n,"reason":s?,"capped":n,
-       "periods":[{"period":s,"period_id":s,"score":n,"rank":n?}]}
+       "periods":[{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}]}
+A give adds its points to every period and the member reached the new score now (ARGV[8]).
+A take-back removes what the ledger says was given, but never more than a period still holds
+(each period's "delta" is what it lost; the board's "delta" the largest loss), and keeps the
+member's reached-at time: they held at least the lower score since then.
 ]]
 
 local SPAN = 2147483648      -- 2^31, tiebreak::TIME_SPAN
@@ -57,30 +66,31 @@ if marker then
   end
   return {'conflict', ''}
 end
+if ARGV[12] ~= '' then return {ARGV[12], ''} end
 
 local member = ARGV[2]
 local give = ARGV[3] == 'give'
 local ledger_field = ARGV[5]
 local cap_field = ARGV[6]
 local tie = tonumber(ARGV[8])
-local FIRST_BOARD = 6
+local FIRST_BOARD, PERIOD_ARGS = 6, 13
 local boards = #KEYS - FIRST_BOARD + 1
 
 -- Refusals that depend on the board's state, checked with one read.
 local guard_fields = {'ban|' .. member}
 for i = 1, boards do
-  local base = 12 + 3 * (i - 1)
+  local base = PERIOD_ARGS + 3 * (i - 1)
   guard_fields[i + 1] = 'closed|' .. ARGV[base] .. ':' .. ARGV[base + 1]
 end
 local guards = redis.call('HMGET', KEYS[4], unpack(guard_fields))
 if guards[1] then return {'banned', ''} end
 for i = 1, boards do
-  if guards[i + 1] then return {'period_closed', ARGV[12 + 3 * (i - 1) + 1]} end
+  if guards[i + 1] then return {'period_closed', ARGV[PERIOD_ARGS + 3 * (i - 1) + 1]} end
 end
 
 -- Rate limit: a sliding window of the user's recent events of this action. Only read here;
 -- the event is logged with the other writes, so a refused event leaves no trace.
-local RATE = 12 + 3 * boards
+local RATE = PERIOD_ARGS + 3 * boards
 local rate_max, rate_window, now_ms = tonumber(ARGV[RATE]), tonumber(ARGV[RATE + 1]), tonumber(ARGV[RATE + 2])
 -- The window is (now - window, now]; entries at or before its floor have left it.
 local window_floor = string.format('%.0f', now_ms - rate_window)
@@ -123,16 +133,20 @@ else
 end
 
 -- Every check happens before the first write: a refused event leaves no trace.
-local points = {}
+local composites, points, changes = {}, {}, {}
+local largest = 0
 for i = 1, boards do
-  local composite = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)
-  points[i] = composite and math.floor(tonumber(composite) / SPAN) or 0
-  if points[i] + delta > MAX_POINTS then return {'out_of_range', ''} end
-  -- Never below zero: a take-back cannot remove more than the board still holds.
-  points[i] = math.max(points[i] + delta, 0)
+  composites[i] = tonumber(redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member) or '0')
+  local held = math.floor(composites[i] / SPAN)
+  if held + delta > MAX_POINTS then return {'out_of_range', ''} end
+  -- Never below zero: a take-back cannot remove more than the period still holds.
+  points[i] = math.max(held + delta, 0)
+  changes[i] = points[i] - held
+  if math.abs(changes[i]) > math.abs(largest) then largest = changes[i] end
 end
 
-if delta ~= 0 then
+local ledger_changed = delta ~= 0
+if ledger_changed then
   if give then
     if ledger_field ~= '' then redis.call('HSET', KEYS[2], ledger_field, delta) end
   else
@@ -143,10 +157,12 @@ if delta ~= 0 then
   expire_once(KEYS[3], ARGV[11])
   for i = 1, boards do
     local key = KEYS[FIRST_BOARD - 1 + i]
-    if points[i] > 0 then
-      redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + tie), member)
-      expire_once(key, ARGV[12 + 3 * (i - 1) + 2])
-    else
+    if points[i] > 0 and changes[i] ~= 0 then
+      -- A give is reached now; a take-back keeps the time the member got there.
+      local time_part = give and tie or composites[i] % SPAN
+      redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + time_part), member)
+      expire_once(key, ARGV[PERIOD_ARGS + 3 * (i - 1) + 2])
+    elseif points[i] == 0 then
       redis.call('ZREM', key, member)
     end
   end
@@ -154,14 +170,14 @@ end
 
 local periods = {}
 for i = 1, boards do
-  local base = 12 + 3 * (i - 1)
-  local entry = {period = ARGV[base], period_id = ARGV[base + 1], score = points[i]}
+  local base = PERIOD_ARGS + 3 * (i - 1)
+  local entry = {period = ARGV[base], period_id = ARGV[base + 1], score = points[i], delta = changes[i]}
   local rank = redis.call('ZREVRANK', KEYS[FIRST_BOARD - 1 + i], member)
   if rank then entry.rank = rank + 1 end
   periods[i] = entry
 end
 
-local reply = cjson.encode({applied = delta ~= 0, delta = delta, reason = reason, capped = capped, periods = periods})
+local reply = cjson.encode({applied = ledger_changed, delta = largest, reason = reason, capped = capped, periods = periods})
 redis.call('SET', KEYS[1], ARGV[1] .. '\n' .. reply, 'EX', ARGV[9])
 if rate_max > 0 then
   -- The log outlives its newest entry by one window: refreshed on purpose (it is a window).

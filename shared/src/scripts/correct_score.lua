@@ -1,55 +1,78 @@
 --[[
 correct_score.lua (loaded after prelude.lua): an admin's correction of one user's score on
-every current period of one board, with its audit entry, atomically. All checks happen before
+some periods of one board (the current ones, or a past day and the periods containing it),
+with its audit entry, exactly once per correction id, atomically. All checks happen before
 the first write.
 
 KEYS[1]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see apply_event.lua)
 KEYS[2]    the board's audit log (list, newest first)
-KEYS[3..]  the board's current period sorted sets, scored with the tie-break composite
+KEYS[3]    the correction's marker: string "<fingerprint>\n<audit entry>\n<periods JSON>",
+           kept ARGV[7] seconds
+KEYS[4..]  the period sorted sets to correct, scored with the tie-break composite
 
 ARGV[1]    member (user id)
 ARGV[2]    delta in points (signed, non-zero)
-ARGV[3]    time part of the composite (now: the corrected score is reached now)
+ARGV[3]    time part of the composite for a score reached now (the server's clock)
 ARGV[4]    audit entry (JSON)
 ARGV[5]    audit log length kept
-ARGV[6..]  for each period, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+ARGV[6]    payload fingerprint of the correction
+ARGV[7]    marker TTL in seconds
+ARGV[8..]  for each period, in KEYS order: period kind, period id, EXPIREAT ("0": none)
 
-Reply: a two-element array {status, body}
-  {"corrected", json}    json: [{"period":s,"period_id":s,"score":n,"rank":n?}]
-  {"banned", ""}         the user is banned from this board; nothing written
-  {"period_closed", id}  a current period is frozen (archived); nothing written
-  {"out_of_range", ""}   a score would go below 0 or past the composite's range; nothing written
+An increase is reached now; a decrease keeps the member's reached-at time (they held at
+least the lower score since then), as a take-back does.
+
+Reply: a three-element array {status, entry, periods}
+  {"corrected", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}]
+  {"duplicate", entry, json}  this correction id was seen with this payload: the first answer
+  {"conflict", "", ""}        this correction id was seen with another payload; nothing written
+  {"banned", "", ""}          the user is banned from this board; nothing written
+  {"period_closed", id, ""}   a period to correct is frozen (archived); nothing written
+  {"out_of_range", "", ""}    a score would go below 0 or past the composite's range; nothing
+                              written
 ]]
+
+local marker = redis.call('GET', KEYS[3])
+if marker then
+  local first = string.find(marker, '\n', 1, true)
+  if string.sub(marker, 1, first - 1) ~= ARGV[6] then return {'conflict', '', ''} end
+  local second = string.find(marker, '\n', first + 1, true)
+  return {'duplicate', string.sub(marker, first + 1, second - 1), string.sub(marker, second + 1)}
+end
 
 local member = ARGV[1]
 local delta = tonumber(ARGV[2])
 local tie = tonumber(ARGV[3])
-local FIRST_BOARD, PERIOD_ARGS = 3, 6
+local FIRST_BOARD, PERIOD_ARGS = 4, 8
 local boards = #KEYS - FIRST_BOARD + 1
 
 local refusal = guard_refusal(KEYS[1], member, boards, PERIOD_ARGS)
-if refusal then return refusal end
+if refusal then return {refusal[1], refusal[2], ''} end
 
-local points = {}
+local composites, points = {}, {}
 for i = 1, boards do
-  points[i] = points_of(redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)) + delta
-  if points[i] < 0 or points[i] > MAX_POINTS then return {'out_of_range', ''} end
+  composites[i] = tonumber(redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member) or '0')
+  points[i] = points_of(composites[i]) + delta
+  if points[i] < 0 or points[i] > MAX_POINTS then return {'out_of_range', '', ''} end
 end
 
 local periods = {}
 for i = 1, boards do
   local key = KEYS[FIRST_BOARD - 1 + i]
   if points[i] > 0 then
-    redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + tie), member)
+    local time_part = delta > 0 and tie or composites[i] % SPAN
+    redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + time_part), member)
     expire_once(key, period_arg(PERIOD_ARGS, i, 2))
   else
     redis.call('ZREM', key, member)
   end
-  local entry = {period = period_arg(PERIOD_ARGS, i, 0), period_id = period_arg(PERIOD_ARGS, i, 1), score = points[i]}
+  local entry = {period = period_arg(PERIOD_ARGS, i, 0), period_id = period_arg(PERIOD_ARGS, i, 1), score = points[i], delta = delta}
   local rank = redis.call('ZREVRANK', key, member)
   if rank then entry.rank = rank + 1 end
   periods[i] = entry
 end
 redis.call('LPUSH', KEYS[2], ARGV[4])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[5]) - 1)
-return {'corrected', cjson.encode(periods)}
+local reply = cjson.encode(periods)
+redis.call('SET', KEYS[3], ARGV[6] .. '\n' .. ARGV[4] .. '\n' .. reply, 'EX', ARGV[7])
+return {'corrected', ARGV[4], reply}

@@ -8,6 +8,7 @@ use redis::Script;
 
 use super::EVENT_MARKER_TTL_SECS;
 use crate::keys::BoardKeys;
+use crate::period::EventTimeError;
 use crate::store::{Connection, StoreError};
 
 pub(super) static ADD_HEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("add_heat.lua")));
@@ -27,6 +28,8 @@ pub struct HeatWrite<'a> {
     pub delta: i64,
     /// `(event_id, fingerprint)` when the client asked for exactly-once.
     pub dedupe: Option<(&'a str, &'a str)>,
+    /// With `dedupe`: refuses the heat unless its id was already applied.
+    pub first_delivery: Option<EventTimeError>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -34,6 +37,7 @@ pub enum HeatReply {
     /// `bucket_label` and the item's heat after the write (for a duplicate: the first answer).
     Applied { bucket_label: String, heat: f64, duplicate: bool },
     Conflict,
+    OutsideWindow(EventTimeError),
 }
 
 pub async fn add_heat(conn: &mut Connection, keys: &BoardKeys, write: &HeatWrite<'_>) -> Result<HeatReply, StoreError> {
@@ -41,8 +45,12 @@ pub async fn add_heat(conn: &mut Connection, keys: &BoardKeys, write: &HeatWrite
     invocation.arg(write.item_id).arg(write.delta).arg(write.expires_at.unwrap_or(0)).arg(&write.bucket_label);
     if let Some((event_id, fingerprint)) = write.dedupe {
         invocation.key(keys.event(event_id)).arg(fingerprint).arg(EVENT_MARKER_TTL_SECS);
+        invocation.arg(write.first_delivery.map_or("", |refusal| refusal.code()));
     }
     let (status, bucket_label, heat): (String, String, String) = invocation.invoke_async(conn).await?;
+    if let Some(refusal) = write.first_delivery.filter(|refusal| refusal.code() == status) {
+        return Ok(HeatReply::OutsideWindow(refusal));
+    }
     let duplicate = match status.as_str() {
         "new" => false,
         "duplicate" => true,

@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use redis::Script;
 
-use super::{with_prelude, PeriodStanding};
+use super::{with_prelude, PeriodStanding, EVENT_MARKER_TTL_SECS};
 use crate::keys::BoardKeys;
 use crate::period::Period;
 use crate::store::{Connection, StoreError};
@@ -58,7 +58,10 @@ pub async fn ban<'p>(
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CorrectionReply {
-    Corrected(Vec<PeriodStanding>),
+    /// The audit entry (JSON) and the standings after the correction; `duplicate` when they
+    /// are the first answer to this correction id.
+    Corrected { entry: String, periods: Vec<PeriodStanding>, duplicate: bool },
+    Conflict,
     Banned,
     PeriodClosed(String),
     OutOfRange,
@@ -67,15 +70,19 @@ pub enum CorrectionReply {
 /// A correction of one user's score on one board.
 #[derive(Debug, Clone)]
 pub struct ScoreCorrection<'a> {
+    pub correction_id: &'a str,
+    /// Of the payload: tells a retry from another correction under the same id.
+    pub fingerprint: &'a str,
     pub member: &'a str,
     pub delta: i64,
-    /// The board's current periods.
+    /// The periods to correct.
     pub periods: &'a [Period],
-    /// Time part of the composite: the corrected score is reached now.
+    /// Time part of the composite for a score reached now (used when the score goes up).
     pub time_part: i64,
 }
 
-/// Adds `delta` to the member's score on every period given, with the audit entry, atomically.
+/// Adds `delta` to the member's score on every period given, with the audit entry, exactly
+/// once per correction id, atomically.
 pub async fn correct_score(
     conn: &mut Connection,
     keys: &BoardKeys,
@@ -83,21 +90,33 @@ pub async fn correct_score(
     audit: AuditRecord<'_>,
 ) -> Result<CorrectionReply, StoreError> {
     let mut invocation = CORRECT_SCORE.key(keys.guard());
-    invocation.key(keys.audit());
+    invocation.key(keys.audit()).key(keys.correction(correction.correction_id));
     for period in correction.periods {
         invocation.key(keys.period(period));
     }
-    invocation.arg(correction.member).arg(correction.delta).arg(correction.time_part).arg(audit.entry).arg(audit.keep);
+    invocation
+        .arg(correction.member)
+        .arg(correction.delta)
+        .arg(correction.time_part)
+        .arg(audit.entry)
+        .arg(audit.keep)
+        .arg(correction.fingerprint)
+        .arg(EVENT_MARKER_TTL_SECS);
     for period in correction.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }
-    let (status, body): (String, String) = invocation.invoke_async(conn).await?;
+    let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
+    let corrected = |duplicate| {
+        serde_json::from_str(&body)
+            .map(|periods| CorrectionReply::Corrected { entry: entry.clone(), periods, duplicate })
+            .map_err(|e| StoreError::Protocol(format!("correct_score: {e}")))
+    };
     match status.as_str() {
-        "corrected" => serde_json::from_str(&body)
-            .map(CorrectionReply::Corrected)
-            .map_err(|e| StoreError::Protocol(format!("correct_score: {e}"))),
+        "corrected" => corrected(false),
+        "duplicate" => corrected(true),
+        "conflict" => Ok(CorrectionReply::Conflict),
         "banned" => Ok(CorrectionReply::Banned),
-        "period_closed" => Ok(CorrectionReply::PeriodClosed(body)),
+        "period_closed" => Ok(CorrectionReply::PeriodClosed(entry)),
         "out_of_range" => Ok(CorrectionReply::OutOfRange),
         other => Err(StoreError::Protocol(format!("correct_score status {other:?}"))),
     }

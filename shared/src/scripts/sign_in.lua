@@ -32,27 +32,34 @@ ARGV[7]    streak bonuses, "days:bonus" pairs separated by commas ("" for none)
 ARGV[8]    time part of the composite (now)
 ARGV[9]    marker TTL in seconds
 ARGV[10]   EXPIREAT for the bitmaps
-ARGV[11..] for each period sorted set, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+ARGV[11]   refusal of a first delivery: "" (none), "too_late" or "in_future" (a date the
+           policy no longer accepts). Checked only after the marker: a retry is a duplicate
+           whenever it arrives
+ARGV[12]   `date` (YYYY-MM-DD), recorded in the reply so a retry reports the day first signed
+ARGV[13..] for each period sorted set, in KEYS order: period kind, period id, EXPIREAT ("0": none)
 
 Reply: a two-element array {status, body}
   {"new", json}          signed now, or already signed that day; json is stored in the marker
   {"duplicate", json}    this event id was seen with this payload; json is the first reply
   {"conflict", ""}       this event id was seen with another payload; nothing written
+  {"too_late", ""}       a first delivery for a date no longer accepted (ARGV[11]); nothing
+  {"in_future", ""}      written
   {"banned", ""}         the user is banned from this board; nothing written
   {"period_closed", id}  a period the points land in is frozen (archived); nothing written
   {"out_of_range", ""}   a score would leave the composite's range; nothing written
-json: {"already_signed":bool,"streak":n,"days_this_month":n,"points_awarded":n}
+json: {"date":s,"already_signed":bool,"streak":n,"days_this_month":n,"points_awarded":n}
 ]]
 
 local CARRY = 32   -- bit offset of the streak carried in from the previous month
 
 local seen = replay(KEYS[1], ARGV[1])
 if seen then return seen end
+if ARGV[11] ~= '' then return {ARGV[11], ''} end
 
 local member = ARGV[2]
 local day, previous_month_days, next_day = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local tie = tonumber(ARGV[8])
-local FIRST_BOARD, PERIOD_ARGS = 6, 11
+local FIRST_BOARD, PERIOD_ARGS = 6, 13
 local period_keys = #KEYS - FIRST_BOARD + 1
 local per_day = period_keys / 2
 
@@ -74,6 +81,7 @@ end
 
 local function finish(already_signed, streak, awarded)
   local reply = cjson.encode({
+    date = ARGV[12],
     already_signed = already_signed,
     streak = streak,
     -- Bytes 0-3 hold the day bits; the carry starts at byte 4.

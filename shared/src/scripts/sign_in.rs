@@ -16,6 +16,9 @@ pub(super) static SIGN_IN: LazyLock<Script> = LazyLock::new(|| with_prelude(incl
 /// What a sign-in did. Stored verbatim in the event marker so a duplicate gets the first answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SignInOutcome {
+    /// The day signed, as first recorded (markers written before it was kept lack it).
+    #[serde(default, skip_serializing)]
+    pub date: Option<chrono::NaiveDate>,
     pub already_signed: bool,
     /// Consecutive days ending on the signed date.
     pub streak: u64,
@@ -30,6 +33,8 @@ pub enum SignInReply {
     New(SignInOutcome),
     Duplicate(SignInOutcome),
     Conflict,
+    /// A first delivery for a date the policy no longer accepts.
+    OutsideWindow,
     Banned,
     /// The period (id) is frozen for archiving.
     PeriodClosed(String),
@@ -69,7 +74,9 @@ pub async fn sign_in(
         .arg(bonuses.join(","))
         .arg(plan.time_part)
         .arg(EVENT_MARKER_TTL_SECS)
-        .arg(plan.bitmap_expires_at);
+        .arg(plan.bitmap_expires_at)
+        .arg(plan.first_delivery.as_ref().map_or("", |refusal| refusal.code()))
+        .arg(date.to_string());
     for period in plan.periods.iter().chain(&plan.next_day_periods) {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }
@@ -79,6 +86,7 @@ pub async fn sign_in(
         "new" => Ok(SignInReply::New(outcome()?)),
         "duplicate" => Ok(SignInReply::Duplicate(outcome()?)),
         "conflict" => Ok(SignInReply::Conflict),
+        "too_late" | "in_future" if plan.first_delivery.is_some() => Ok(SignInReply::OutsideWindow),
         "banned" => Ok(SignInReply::Banned),
         "period_closed" => Ok(SignInReply::PeriodClosed(body)),
         "out_of_range" => Ok(SignInReply::OutOfRange),
