@@ -5,7 +5,7 @@
 
 use std::sync::LazyLock;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use redis::Script;
 
@@ -18,7 +18,7 @@ pub(crate) static FREEZE_SEASON: LazyLock<Script> = LazyLock::new(|| Script::new
 
 /// The season named `id` (`YYYY-MM`, as its period id reads) in `tz`, if `id` names one.
 pub fn season_named(id: &str, tz: Tz) -> Option<Period> {
-    let first = NaiveDate::parse_from_str(&format!("{id}-01"), "%Y-%m-%d").ok()?;
+    let first = crate::period::parse_month(id).ok()?;
     let season = Period::on_date(PeriodKind::Season, first, tz);
     (season.id == id).then_some(season)
 }
@@ -108,7 +108,7 @@ mod tests {
     fn seasons_are_named_by_month_only() {
         let october = season_named("2026-10", chrono_tz::Asia::Shanghai).unwrap();
         assert_eq!(october.end.unwrap().to_rfc3339(), "2026-11-01T00:00:00+08:00");
-        for bad in ["2026-13", "2026-1", "2026-10-01", "october", "", "2026-00", "+2026-10"] {
+        for bad in ["2026-13", "2026-1", "2026-10-01", "october", "", "2026-00", "+2026-10", "+262142-12", "9999-12"] {
             assert_eq!(season_named(bad, chrono_tz::UTC), None, "{bad:?} accepted");
         }
     }

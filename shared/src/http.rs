@@ -296,6 +296,33 @@ pub async fn request_span(request: Request, next: Next) -> Response {
     response
 }
 
+/// What every API function's router ends with: the request span, the JSON answers for unknown
+/// routes and methods, the body limit, and the panic guard. `Router<S>` is the routes with
+/// their layers, before the state is given.
+pub fn finish<S: Clone + Send + Sync + 'static>(routes: axum::Router<S>) -> axum::Router<S> {
+    routes
+        .route_layer(axum::middleware::from_fn(request_span))
+        .fallback(unknown_route)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::extract::DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(catch_panic))
+}
+
+/// A panic in a handler answers the usual 500 body (the panic is logged, never sent) and the
+/// function goes on serving: the release profile unwinds rather than aborts, so one bad
+/// request cannot kill the container and make the next caller pay a cold start.
+pub async fn catch_panic(request: Request, next: Next) -> Response {
+    use futures::FutureExt;
+    match std::panic::AssertUnwindSafe(next.run(request)).catch_unwind().await {
+        Ok(response) => response,
+        Err(panic) => {
+            let message = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
+            tracing::error!(panic = message.as_deref().unwrap_or("(not a string)"), "handler panicked");
+            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "an internal error occurred; it has been logged").into_response()
+        }
+    }
+}
+
 /// Answer for any path no route matches.
 pub async fn unknown_route() -> ApiError {
     ApiError::not_found("no such route")
@@ -397,4 +424,37 @@ pub async fn run_on_lambda(router: axum::Router) -> Result<(), lambda_http::Erro
         }
     }))
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::routing::get;
+    use http_body_util::BodyExt;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_handler_answers_500_and_the_router_serves_the_next_request() {
+        async fn boom() -> &'static str {
+            panic!("forced by the test")
+        }
+        let router = finish(axum::Router::new().route("/boom", get(boom)).route("/ok", get(|| async { "fine" })));
+        let call = |path: &'static str| {
+            let router = router.clone();
+            async move {
+                let response = router.oneshot(Request::builder().uri(path).body(Body::empty()).unwrap()).await.unwrap();
+                let status = response.status();
+                (status, response.into_body().collect().await.unwrap().to_bytes())
+            }
+        };
+        let (status, body) = call("/boom").await;
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        assert_eq!(body["error"]["code"], "internal");
+        assert!(!body.to_string().contains("forced"), "the panic message is logged, never sent");
+        assert_eq!(call("/ok").await.0, StatusCode::OK);
+        assert_eq!(call("/boom").await.0, StatusCode::INTERNAL_SERVER_ERROR, "and again: nothing was poisoned");
+    }
 }

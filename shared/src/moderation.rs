@@ -212,7 +212,7 @@ pub fn correction_periods(board: &Board, request: &CorrectionRequest, now: DateT
     let bad = |message: String| ModerationError::BadPeriod(message);
     let (day, finest) = match (&request.period, &request.period_id, request.at) {
         (None, None, None) => return Ok(current_periods(board, now)),
-        (None, None, Some(at)) => (crate::period::in_range(at).ok_or_else(|| bad(format!("at {at} is out of range")))?, 0),
+        (None, None, Some(at)) => (crate::period::in_range(at).map_err(|e| bad(format!("at: {e}")))?, 0),
         (Some(kind), Some(id), None) => {
             let kind = PeriodKind::parse(kind)
                 .filter(|kind| board.periods.contains(kind))
@@ -220,9 +220,10 @@ pub fn correction_periods(board: &Board, request: &CorrectionRequest, now: DateT
             let day = match kind {
                 PeriodKind::Day => crate::period::parse_day(id),
                 PeriodKind::Month | PeriodKind::Season => crate::period::parse_month(id),
-                PeriodKind::All => (id == "all").then(|| now.with_timezone(&board.timezone).date_naive()),
+                PeriodKind::All if id == "all" => Ok(now.with_timezone(&board.timezone).date_naive()),
+                PeriodKind::All => Err(crate::period::DateError::Malformed),
             };
-            (day.ok_or_else(|| bad(format!("period_id {id:?} does not name a {} period", kind.as_str())))?, fineness(kind))
+            (day.map_err(|e| bad(format!("period_id {id:?} of a {} period: {e}", kind.as_str())))?, fineness(kind))
         }
         _ => return Err(bad("give period and period_id together, or at alone".into())),
     };

@@ -72,7 +72,7 @@ impl Period {
         let (start, end, id) = match kind {
             PeriodKind::Day => {
                 let day = local.date_naive();
-                (day, day + Duration::days(1), day.format("%Y-%m-%d").to_string())
+                (day, day.succ_opt().unwrap_or(NaiveDate::MAX), day.format("%Y-%m-%d").to_string())
             }
             PeriodKind::Month | PeriodKind::Season => {
                 let first = first_of_month(local.year(), local.month());
@@ -100,7 +100,8 @@ impl Period {
 
     /// Unix time at which this period's keys expire, if they do.
     pub fn expires_at(&self) -> Option<i64> {
-        Some((self.end? + self.kind.retention()?).timestamp())
+        let end = self.end?.with_timezone(&Utc);
+        Some(end.checked_add_signed(self.kind.retention()?).unwrap_or(DateTime::<Utc>::MAX_UTC).timestamp())
     }
 }
 
@@ -110,37 +111,59 @@ impl Period {
 pub const FIRST_DATE: NaiveDate = NaiveDate::from_ymd_opt(2020, 1, 1).expect("a valid date");
 pub const LAST_DATE: NaiveDate = NaiveDate::from_ymd_opt(2088, 1, 18).expect("a valid date");
 
+/// Why a date or month the API was given is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DateError {
+    #[error("must be a date written YYYY-MM-DD (a month: YYYY-MM)")]
+    Malformed,
+    #[error("must be between 2020-01-01 and 2088-01-18")]
+    OutOfRange,
+}
+
 /// `date` when it is within `FIRST_DATE..=LAST_DATE`.
-pub fn in_range(date: NaiveDate) -> Option<NaiveDate> {
-    (FIRST_DATE..=LAST_DATE).contains(&date).then_some(date)
+pub fn in_range(date: NaiveDate) -> Result<NaiveDate, DateError> {
+    if (FIRST_DATE..=LAST_DATE).contains(&date) { Ok(date) } else { Err(DateError::OutOfRange) }
 }
 
-/// A `YYYY-MM-DD` day within the accepted range, strictly (no signs, no long years).
-pub fn parse_day(text: &str) -> Option<NaiveDate> {
-    (text.len() == 10).then(|| NaiveDate::parse_from_str(text, "%Y-%m-%d").ok()).flatten().and_then(in_range)
+/// A `YYYY-MM-DD` day within the accepted range. Strict: chrono alone also takes `+262142-12-31`.
+pub fn parse_day(text: &str) -> Result<NaiveDate, DateError> {
+    let date = NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| DateError::Malformed)?;
+    in_range(date)?;
+    // In range, so four digits of year: anything longer has a sign or a one-digit field.
+    if text.len() == 10 { Ok(date) } else { Err(DateError::Malformed) }
 }
 
-/// A `YYYY-MM` month within the accepted range, strictly: its first day.
-pub fn parse_month(text: &str) -> Option<NaiveDate> {
-    (text.len() == 7).then(|| NaiveDate::parse_from_str(&format!("{text}-01"), "%Y-%m-%d").ok()).flatten().and_then(in_range)
+/// A `YYYY-MM` month within the accepted range: its first day.
+pub fn parse_month(text: &str) -> Result<NaiveDate, DateError> {
+    parse_day(&format!("{text}-01"))
 }
 
+/// The first day of a month. Period code never panics: at chrono's own limits (far outside
+/// what the API accepts, see `parse_day`) it saturates instead.
 fn first_of_month(year: i32, month: u32) -> NaiveDate {
-    NaiveDate::from_ymd_opt(year, month, 1).expect("day 1 exists in every month")
+    NaiveDate::from_ymd_opt(year, month, 1).unwrap_or(if year < 0 { NaiveDate::MIN } else { NaiveDate::MAX })
 }
 
 fn next_month(first: NaiveDate) -> NaiveDate {
-    if first.month() == 12 { first_of_month(first.year() + 1, 1) } else { first_of_month(first.year(), first.month() + 1) }
+    if first.month() == 12 {
+        first_of_month(first.year().saturating_add(1), 1)
+    } else {
+        first_of_month(first.year(), first.month() + 1)
+    }
 }
 
 /// The first instant of `date` in `tz` (a DST gap at midnight moves it to the first valid time).
 fn local_midnight(date: NaiveDate, tz: Tz) -> DateTime<Tz> {
-    let mut time = date.and_hms_opt(0, 0, 0).expect("midnight exists");
+    let mut time = date.and_time(chrono::NaiveTime::MIN);
     loop {
         if let Some(t) = tz.from_local_datetime(&time).earliest() {
             return t;
         }
-        time += Duration::minutes(15);
+        match time.checked_add_signed(Duration::minutes(15)) {
+            Some(later) => time = later,
+            // Only at chrono's last representable day: fall back to UTC midnight.
+            None => return Utc.from_utc_datetime(&date.and_time(chrono::NaiveTime::MIN)).with_timezone(&tz),
+        }
     }
 }
 
@@ -239,6 +262,32 @@ mod tests {
         let day = Period::containing(PeriodKind::Day, utc("2026-11-22T10:00:00Z"), Shanghai);
         assert_eq!(day.expires_at(), Some(utc("2026-12-23T00:00:00+08:00").timestamp()));
         assert_eq!(Period::containing(PeriodKind::All, utc("2026-11-22T10:00:00Z"), Shanghai).expires_at(), None);
+    }
+
+    #[test]
+    fn dates_parse_strictly_within_the_documented_range() {
+        assert_eq!(parse_day("2026-11-22"), Ok(NaiveDate::from_ymd_opt(2026, 11, 22).unwrap()));
+        assert_eq!(parse_month("2026-11"), Ok(NaiveDate::from_ymd_opt(2026, 11, 1).unwrap()));
+        assert_eq!(parse_day("2020-01-01"), Ok(FIRST_DATE));
+        assert_eq!(parse_day("2088-01-18"), Ok(LAST_DATE));
+        for out in ["+262142-12-31", "-262143-01-01", "9999-12-31", "2019-12-31", "2088-01-19"] {
+            assert_eq!(parse_day(out), Err(DateError::OutOfRange), "{out}");
+        }
+        for bad in ["2026-11", "2026-13-01", "2026-02-30", "20261122", "today", "", "+2026-11-22", "2026-1-01"] {
+            assert_eq!(parse_day(bad), Err(DateError::Malformed), "{bad}");
+        }
+        assert_eq!(parse_month("+262142-12"), Err(DateError::OutOfRange));
+        assert_eq!(parse_month("2026-11-01"), Err(DateError::Malformed));
+    }
+
+    #[test]
+    fn period_code_never_panics_even_at_chrono_s_limits() {
+        for date in [NaiveDate::MAX, NaiveDate::MIN] {
+            for kind in [PeriodKind::Day, PeriodKind::Month, PeriodKind::Season, PeriodKind::All] {
+                let period = Period::on_date(kind, date, Shanghai);
+                let _ = (period.expires_at(), period.info());
+            }
+        }
     }
 
     #[test]

@@ -235,11 +235,7 @@ pub fn read_calendar(
 
 /// `YYYY-MM` → the month's first day.
 pub fn parse_month(text: &str) -> Result<NaiveDate, SignInError> {
-    let bad = || SignInError::BadMonth(text.to_owned());
-    if text.len() != 7 {
-        return Err(bad());
-    }
-    NaiveDate::parse_from_str(&format!("{text}-01"), "%Y-%m-%d").map_err(|_| bad())
+    crate::period::parse_month(text).map_err(|_| SignInError::BadMonth(text.to_owned()))
 }
 
 /// The sign-in service, shared by `ingest` (sign in) and `query` (calendar).

@@ -13,6 +13,7 @@ mod exactly_once;
 mod faults;
 mod friends;
 mod fuzz;
+mod hardening;
 mod health;
 mod hot;
 mod hot_metrics;

@@ -7,17 +7,14 @@ mod sign_ins;
 
 use std::sync::Arc;
 
-use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::extract::{Path, State};
 use axum::http::Method;
-use axum::middleware::{from_fn, from_fn_with_state};
+use axum::middleware::from_fn_with_state;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use standings::config::Config;
 use standings::hot::HotBoards;
-use standings::http::{
-    method_not_allowed, request_span, require_admin, require_write, unknown_route, ApiError, AuthMode, ErrorDetail, JsonBody,
-    MAX_BODY_BYTES,
-};
+use standings::http::{require_admin, require_write, ApiError, AuthMode, ErrorDetail, JsonBody};
 use standings::ids;
 use standings::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::keys::Keys;
@@ -95,15 +92,11 @@ fn write_routes() -> Routes<Arc<App>> {
 
 pub fn router(app: Arc<App>) -> Router {
     let admin = admin::routes().into_router().route_layer(from_fn_with_state(app.auth, require_admin));
-    write_routes()
+    let routes = write_routes()
         .into_router()
         .route_layer(from_fn_with_state(app.auth, require_write))
-        .merge(admin)
-        .route_layer(from_fn(request_span))
-        .fallback(unknown_route)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(app)
+        .merge(admin);
+    standings::http::finish(routes).with_state(app)
 }
 
 async fn post_event(State(app): State<Arc<App>>, JsonBody(event): JsonBody<Event>) -> Result<Json<EventReceipt>, ApiError> {

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use chrono::NaiveDate;
+use standings::period::DateError;
 use serde::{Deserialize, Serialize};
 use standings::config::{Board, BoardKind};
 use standings::http::{ApiError, JsonBody, QueryParams};
@@ -92,9 +92,10 @@ pub fn resolve_period(app: &App, board: &Board, period: Option<&str>, at: Option
     };
     match at {
         None => Ok(Period::containing(kind, (app.clock)(), board.timezone)),
-        Some(date) => NaiveDate::parse_from_str(date, "%Y-%m-%d")
-            .map(|date| Period::on_date(kind, date, board.timezone))
-            .map_err(|_| bad_request("malformed", "at must be a date, YYYY-MM-DD")),
+        Some(date) => standings::period::parse_day(date).map(|date| Period::on_date(kind, date, board.timezone)).map_err(|e| match e {
+            DateError::Malformed => bad_request("malformed", format!("at {e}")),
+            DateError::OutOfRange => bad_request("out_of_range", format!("at {e}")),
+        }),
     }
 }
 

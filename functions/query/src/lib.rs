@@ -10,13 +10,10 @@ pub mod web;
 
 use std::sync::Arc;
 
-use axum::extract::DefaultBodyLimit;
 use axum::http::Method;
-use axum::middleware::from_fn;
 use axum::Router;
 use standings::config::Config;
 use standings::hot::HotBoards;
-use standings::http::{method_not_allowed, request_span, unknown_route, MAX_BODY_BYTES};
 use standings::keys::Keys;
 use standings::reads::Reader;
 use standings::routing::Routes;
@@ -94,11 +91,5 @@ pub fn routes() -> Routes<Arc<App>> {
 }
 
 pub fn router(app: Arc<App>) -> Router {
-    routes()
-        .into_router()
-        .route_layer(from_fn(request_span))
-        .fallback(unknown_route)
-        .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(app)
+    standings::http::finish(routes().into_router()).with_state(app)
 }

@@ -1,0 +1,64 @@
+//! Inputs that once crashed a function: dates and months beyond the documented range
+//! (2020-01-01..=2088-01-18), which chrono parses (`+262142-12-31`) but period arithmetic
+//! cannot follow. Every one is answered 400, and the function serves the next request.
+
+use axum::http::Method;
+use serde_json::json;
+use standings_tests::{spawn_ingest, ArchiveHarness};
+
+const FAR: [&str; 4] = ["%2B262142-12-31", "-262143-01-01", "9999-12-31", "2019-12-31"];
+
+#[tokio::test]
+async fn dates_beyond_the_range_are_refused_on_every_read_route() {
+    let app = spawn_ingest().await;
+    for date in FAR {
+        for path in [
+            format!("/v1/boards/activity/top?at={date}"),
+            format!("/v1/boards/points/top?period=season&at={date}"),
+            format!("/v1/boards/activity/users/u1?at={date}"),
+        ] {
+            let (status, body) = app.get(&path).await;
+            assert_eq!(status, 400, "{path}: {body}");
+            assert!(matches!(body["error"]["code"].as_str(), Some("out_of_range" | "malformed")), "{path}: {body}");
+        }
+        let ranks = json!({"user_ids": ["u1"], "at": date.replace("%2B", "+")}).to_string();
+        let (status, body) = app.call_query(Method::POST, "/v1/boards/activity/ranks", ranks).await;
+        assert_eq!(status, 400, "ranks at {date}: {body}");
+    }
+    for month in ["%2B262142-12", "9999-12", "2019-12"] {
+        let (status, body) = app.get(&format!("/v1/users/u1/sign-ins?month={month}")).await;
+        assert_eq!(status, 400, "{month}: {body}");
+    }
+    let (status, _) = app.get("/v1/boards/activity/top?at=2026-11-22").await;
+    assert_eq!(status, 200, "the function still serves");
+}
+
+#[tokio::test]
+async fn far_seasons_are_refused_on_the_archived_season_routes() {
+    let harness = ArchiveHarness::new().await;
+    let app = harness.app().await;
+    for season in ["%2B262142-12", "9999-12", "-262143-01"] {
+        for path in [format!("/v1/boards/points/seasons/{season}/top"), format!("/v1/boards/points/seasons/{season}/users/u1")] {
+            let (status, body) = app.get(&path).await;
+            assert_eq!(status, 400, "{path}: {body}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn far_dates_in_writes_are_refused_and_write_nothing() {
+    let app = spawn_ingest().await;
+    let before = app.keyspace().await;
+    let path = "/v1/admin/boards/activity/users/u1/corrections";
+    for body in [json!({"delta": 1, "reason": "r", "at": "+262142-12-31"}), json!({"delta": 1, "reason": "r", "period": "month", "period_id": "+262142-12"})] {
+        let (status, reply) = app.call(Method::POST, path, body.to_string(), standings_tests::ADMIN).await;
+        assert_eq!(status, 400, "{body}: {reply}");
+    }
+    for occurred_at in ["+262142-12-31T00:00:00Z", "-262143-01-01T00:00:00Z"] {
+        let (status, reply) = app.event(json!({"event_id": "e", "user_id": "u1", "action": "comment", "target": "a", "occurred_at": occurred_at})).await;
+        assert!(status.is_client_error(), "{occurred_at}: {reply}");
+    }
+    let (status, reply) = app.post("/v1/sign-ins", &json!({"event_id": "s", "user_id": "u1", "date": "+262142-12-31"})).await;
+    assert!(status.is_client_error(), "{reply}");
+    assert_eq!(app.keyspace().await, before);
+}
