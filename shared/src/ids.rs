@@ -45,6 +45,12 @@ fn id_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':' | b'@')
 }
 
+/// What of a client-supplied id may reach a log line or an error message: the id itself when
+/// it passes the id allow-list, otherwise only its length (a body can be a megabyte of anything).
+pub fn loggable(value: &str) -> std::borrow::Cow<'_, str> {
+    if validate_id("id", value).is_ok() { value.into() } else { format!("<invalid id of {} bytes>", value.len()).into() }
+}
+
 /// `event_id`, `user_id`, `item_id`: they become parts of keys.
 pub fn validate_id(field: &'static str, value: &str) -> Result<(), IdError> {
     check(field, value, MAX_ID_LEN, ID_CHARS, id_byte)
@@ -67,6 +73,13 @@ pub fn validate_action(value: &str) -> Result<(), IdError> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_allowed_ids_reach_logs() {
+        assert_eq!(super::loggable("e-1:a@b"), "e-1:a@b");
+        assert_eq!(super::loggable(&"x".repeat(10_000)), "<invalid id of 10000 bytes>");
+        assert_eq!(super::loggable("a\nfake log line"), "<invalid id of 15 bytes>");
+    }
+
     use super::*;
     use proptest::prelude::*;
 

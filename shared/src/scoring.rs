@@ -168,7 +168,7 @@ pub fn plan_event<'a>(
     event.validate_ids().map_err(|e| match e {
         // An action that is not even well-formed cannot be one any board scores.
         IdError::Forbidden { field: "action", .. } | IdError::TooLong { field: "action", .. } => {
-            Refusal::UnknownAction(event.action.clone())
+            Refusal::UnknownAction(ids::loggable(&event.action).into_owned())
         }
         other => Refusal::InvalidId(other),
     })?;

@@ -156,6 +156,12 @@ async fn profiles_are_replaced_and_validated() {
     let (status, body) =
         app.call(axum::http::Method::PUT, "/v1/users/u1/profile", r#"{"avatar_url":"javascript:alert(1)"}"#, WRITER).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (400, Some("malformed")));
+    // Checked by parsing, not by prefix: what the document promises (`format: uri`).
+    for url in ["https://Ï", "https://", "http:///path", "https://exa mple.com/a.png", "ftp://cdn.example.com/a.png"] {
+        let body = json!({"avatar_url": url}).to_string();
+        let (status, reply) = app.call(axum::http::Method::PUT, "/v1/users/u1/profile", body, WRITER).await;
+        assert_eq!(status, 400, "{url}: {reply}");
+    }
     let (status, _) = app.call(axum::http::Method::PUT, "/v1/users/u1/profile", "{}", Caller::Anonymous).await;
     assert_eq!(status, 401);
 }

@@ -100,7 +100,7 @@ pub fn router(app: Arc<App>) -> Router {
 }
 
 async fn post_event(State(app): State<Arc<App>>, JsonBody(event): JsonBody<Event>) -> Result<Json<EventReceipt>, ApiError> {
-    tracing::Span::current().record("event_id", event.event_id.as_str());
+    tracing::Span::current().record("event_id", &*ids::loggable(&event.event_id));
     let result = app.timed("/v1/events", app.ingestor.record(&event, (app.clock)())).await;
     let mut tally = Tally::default();
     tally.record(&event.event_id, &result);

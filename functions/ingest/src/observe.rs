@@ -17,6 +17,7 @@ pub struct Tally {
 impl Tally {
     /// Logs the event's outcome and counts it.
     pub fn record(&mut self, event_id: &str, result: &Result<EventReceipt, IngestError>) {
+        let event_id = &*standings::ids::loggable(event_id);
         match result {
             Ok(receipt) => {
                 let outcome = if receipt.duplicate { "duplicate" } else { "applied" };
