@@ -17,6 +17,9 @@ pub struct StoreHealth {
     /// True unless the policy is `noeviction`: boards carry TTLs, so even `volatile-*`
     /// policies may evict them under memory pressure.
     pub eviction_risk: bool,
+    /// False when writes are refused (503 `store_misconfigured`) because of that risk; true
+    /// with `noeviction`, or when the operator allowed evicting policies.
+    pub writes_accepted: bool,
     /// How many of the Lua scripts are cached on the node that answered. Scripts load on
     /// first use (and again after a flush or failover), so fewer than all is not a fault.
     pub scripts_loaded: usize,
@@ -24,7 +27,7 @@ pub struct StoreHealth {
 }
 
 /// The value of `field` in an INFO reply.
-fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
+pub(crate) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
 }
 
@@ -41,6 +44,7 @@ pub async fn check(store: &Store, timeout: Duration) -> Result<StoreHealth, Stor
             version: info_field(&server, "redis_version").unwrap_or("unknown").to_owned(),
             mode: if store.is_cluster() { "cluster" } else { "standalone" },
             eviction_risk: policy != "noeviction",
+            writes_accepted: policy == "noeviction" || store.allows_evicting_policy(),
             maxmemory_policy: policy,
             scripts_loaded: loaded.iter().filter(|l| **l).count(),
             scripts_total: hashes.len(),
@@ -55,7 +59,8 @@ pub async fn warn_if_evicting(store: &Store) {
     match check(store, Duration::from_secs(2)).await {
         Ok(health) if health.eviction_risk => tracing::warn!(
             maxmemory_policy = %health.maxmemory_policy,
-            "the store's maxmemory-policy may evict leaderboards under memory pressure; set it to noeviction"
+            writes_accepted = health.writes_accepted,
+            "the store's maxmemory-policy may evict leaderboards under memory pressure; set it to noeviction (writes are refused until then unless STANDINGS_ALLOW_EVICTING_POLICY=true)"
         ),
         Ok(_) => {}
         Err(error) => tracing::warn!(%error, "could not check the store's eviction policy at start-up"),

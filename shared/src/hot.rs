@@ -210,7 +210,7 @@ impl HotBoards {
             dedupe: heat.event_id.as_deref().zip(fingerprint.as_deref()),
             first_delivery,
         };
-        let mut conn = self.store.connection().await?;
+        let mut conn = self.store.write_connection().await?;
         match scripts::add_heat(&mut conn, &keys, &write).await? {
             HeatReply::Conflict => Err(HotError::Conflict(heat.event_id.clone().unwrap_or_default())),
             HeatReply::OutsideWindow(refusal) => Err(refusal.into()),

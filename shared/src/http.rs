@@ -133,7 +133,7 @@ impl From<HotError> for ApiError {
             HotError::DeltaOutOfRange(_) => unprocessable("out_of_range"),
             HotError::EventTime(time) => unprocessable(time.code()),
             HotError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
-            HotError::Store(store) => Self::unavailable(store),
+            HotError::Store(store) => Self::store(store),
         }
     }
 }
@@ -182,7 +182,7 @@ impl From<SignInError> for ApiError {
             SignInError::OutOfRange(_) | SignInError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
             SignInError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
             SignInError::Guard(refusal) => return refusal.into(),
-            SignInError::Store(store) => return Self::unavailable(store),
+            SignInError::Store(store) => return Self::store(store),
         };
         Self::new(status, code, error.to_string())
     }
@@ -200,7 +200,7 @@ impl From<ModerationError> for ApiError {
                 (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
             }
             ModerationError::Guard(refusal) => return refusal.into(),
-            ModerationError::Store(store) => return Self::unavailable(store),
+            ModerationError::Store(store) => return Self::store(store),
         };
         Self::new(status, code, error.to_string())
     }
@@ -213,13 +213,26 @@ pub const STORE_FULL: &str = "the leaderboard store is out of memory on at least
 
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
+        Self::store(&error)
+    }
+}
+
+impl ApiError {
+    /// The one answer for every store failure: full, misconfigured, or unavailable.
+    pub fn store(error: &StoreError) -> Self {
         if error.is_out_of_memory() {
             tracing::error!(error = %error, "store out of memory");
             // Memory is freed by expiring keys or by an operator, not within a second.
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", STORE_FULL)
                 .with_retry_after(5);
         }
-        Self::unavailable(&error)
+        if let StoreError::EvictingPolicy(policy) = &error {
+            tracing::error!(maxmemory_policy = %policy, "writes refused: the store may evict keys");
+            let message = "the leaderboard store is configured to evict keys under memory pressure, which could lose \
+                scores and double-count retries; writes are refused until its maxmemory-policy is noeviction";
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_misconfigured", message).with_retry_after(60);
+        }
+        Self::unavailable(error)
     }
 }
 

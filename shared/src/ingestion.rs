@@ -142,7 +142,7 @@ impl Ingestor {
     }
 
     async fn apply(&self, event: &Event, plan: &EventPlan<'_>) -> Result<EventReceipt, IngestError> {
-        let conn = self.store.connection().await?;
+        let conn = self.store.write_connection().await?;
         let replies = join_all(plan.boards.iter().map(|board_plan| {
             let mut conn = conn.clone();
             let keys = self.keys.board(&board_plan.board.name);

@@ -287,7 +287,7 @@ impl Moderation {
     async fn set_ban(&self, user_id: &str, banned: bool, actor: Option<&str>, now: DateTime<Utc>) -> Result<BanReceipt, ModerationError> {
         ids::validate_id("user_id", user_id)?;
         let kind = if banned { AuditKind::Ban } else { AuditKind::Unban };
-        let conn = self.store.connection().await?;
+        let conn = self.store.write_connection().await?;
         let boards: Vec<(&Board, Vec<Period>)> = self
             .user_boards()
             .map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() }))
@@ -344,7 +344,7 @@ impl Moderation {
             ..AuditEntry::new(&board.name, AuditKind::Correction, user_id, actor, now)
         };
         let entry_json = entry.json();
-        let mut conn = self.store.connection().await?;
+        let mut conn = self.store.write_connection().await?;
         let keys = self.keys.board(&board.name);
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
         let (entry, duplicate, periods) = match script::correct_score(&mut conn, &keys, &correction, audit).await? {

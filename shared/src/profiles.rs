@@ -74,7 +74,7 @@ pub async fn put_profile(store: &Store, keys: &Keys, user_id: &str, profile: &Pr
     if !fields.is_empty() {
         pipe.hset_multiple(&key, &fields).ignore();
     }
-    let mut conn = store.connection().await?;
+    let mut conn = store.write_connection().await?;
     let () = pipe.query_async(&mut conn).await?;
     Ok(())
 }

@@ -255,7 +255,7 @@ impl SignIns {
     pub async fn record(&self, request: &SignInRequest, now: DateTime<Utc>) -> Result<SignInReceipt, SignInError> {
         let mut plan = plan_sign_in(&self.config, request, now, &self.window)?;
         let board = &plan.board.name;
-        let mut conn = self.store.connection().await?;
+        let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(plan.board.wait_replicas);
         let (duplicate, outcome) = match script::sign_in(&mut conn, &self.keys.board(board), &plan, wait).await? {
             SignInReply::New(outcome) => (false, outcome),

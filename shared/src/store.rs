@@ -23,6 +23,10 @@ pub enum StoreError {
     Timeout(Duration),
     #[error("only {acknowledged} of {wanted} replicas acknowledged the write in time")]
     NotReplicated { wanted: u32, acknowledged: u32 },
+    /// Writes are refused: the store may evict keys, and with them the boards, ledgers and
+    /// event markers exactly-once rests on.
+    #[error("the store's maxmemory-policy is {0:?}; writes need noeviction (or STANDINGS_ALLOW_EVICTING_POLICY=true)")]
+    EvictingPolicy(String),
 }
 
 impl StoreError {
@@ -47,6 +51,9 @@ pub struct RedisSettings {
     pub response_timeout: Duration,
     /// Replica acknowledgement every write waits for unless its board says otherwise.
     pub replica_wait: ReplicaWait,
+    /// Write even when the store's `maxmemory-policy` may evict keys
+    /// (`STANDINGS_ALLOW_EVICTING_POLICY=true`): an operator's explicit choice to risk it.
+    pub allow_evicting_policy: bool,
 }
 
 /// `WAIT <replicas> <timeout>` after a write script, in the same round trip: the write is
@@ -124,6 +131,7 @@ impl RedisSettings {
             connect_timeout: millis("REDIS_CONNECT_TIMEOUT_MS", 2_000)?,
             response_timeout,
             replica_wait,
+            allow_evicting_policy: var("STANDINGS_ALLOW_EVICTING_POLICY").as_deref() == Some("true"),
         })
     }
 
@@ -136,6 +144,7 @@ impl RedisSettings {
             connect_timeout: Duration::from_secs(2),
             response_timeout: Duration::from_secs(2),
             replica_wait: ReplicaWait::NONE,
+            allow_evicting_policy: false,
         }
     }
 
@@ -170,6 +179,18 @@ pub struct Store {
     backend: Arc<Backend>,
     round_trips: Arc<AtomicU64>,
     replica_wait: ReplicaWait,
+    policy: Arc<PolicyGate>,
+}
+
+/// How long a probe of the store's eviction policy is trusted before writes probe again.
+pub const POLICY_PROBE_SECS: u64 = 30;
+
+/// The last probe of the store's `maxmemory-policy`: writes are refused unless it is
+/// `noeviction`, or the operator allowed evicting policies.
+#[derive(Default)]
+struct PolicyGate {
+    allow_evicting: bool,
+    last: std::sync::Mutex<Option<(std::time::Instant, String)>>,
 }
 
 impl Store {
@@ -203,7 +224,8 @@ impl Store {
                 .set_max_delay(Duration::from_millis(500));
             Backend::Standalone(ConnectionManager::new_lazy_with_config(client, config)?)
         };
-        Ok(Self { backend: Arc::new(backend), round_trips: Arc::default(), replica_wait: settings.replica_wait })
+        let policy = Arc::new(PolicyGate { allow_evicting: settings.allow_evicting_policy, ..PolicyGate::default() });
+        Ok(Self { backend: Arc::new(backend), round_trips: Arc::default(), replica_wait: settings.replica_wait, policy })
     }
 
     pub fn from_env() -> Result<Self, StoreError> {
@@ -229,6 +251,39 @@ impl Store {
             }
         };
         Ok(Connection { link, round_trips: self.round_trips.clone() })
+    }
+
+    /// A connection for a write: refused (`EvictingPolicy`) when the store may evict keys. The
+    /// policy is probed with one `INFO memory` at most every `POLICY_PROBE_SECS` per
+    /// container, so the write path stays one round trip per board in between.
+    pub async fn write_connection(&self) -> Result<Connection, StoreError> {
+        let mut conn = self.connection().await?;
+        if self.policy.allow_evicting {
+            return Ok(conn);
+        }
+        let fresh = self.policy.last.lock().ok().and_then(|last| {
+            last.as_ref().filter(|(at, _)| at.elapsed() < Duration::from_secs(POLICY_PROBE_SECS)).map(|(_, p)| p.clone())
+        });
+        let policy = match fresh {
+            Some(policy) => policy,
+            None => {
+                // A one-command pipeline, as the health check sends it: a cluster routes it to
+                // one node, where a bare INFO would fan out to every primary and fail while any
+                // is down.
+                let (memory,): (String,) = redis::pipe().cmd("INFO").arg("memory").query_async(&mut conn).await?;
+                let policy = crate::health::info_field(&memory, "maxmemory_policy").unwrap_or("unknown").to_owned();
+                if let Ok(mut last) = self.policy.last.lock() {
+                    *last = Some((std::time::Instant::now(), policy.clone()));
+                }
+                policy
+            }
+        };
+        if policy == "noeviction" { Ok(conn) } else { Err(StoreError::EvictingPolicy(policy)) }
+    }
+
+    /// Whether writes go ahead on a store whose policy may evict keys.
+    pub fn allows_evicting_policy(&self) -> bool {
+        self.policy.allow_evicting
     }
 
     /// Requests sent to Redis so far by this store (a pipeline or a script call is one; a

@@ -62,3 +62,32 @@ async fn far_dates_in_writes_are_refused_and_write_nothing() {
     assert!(status.is_client_error(), "{reply}");
     assert_eq!(app.keyspace().await, before);
 }
+
+#[tokio::test]
+async fn a_store_that_may_evict_keys_refuses_writes_unless_allowed() {
+    let server = standings_tests::servers::RedisServer::start(&["--maxmemory-policy", "volatile-lru"]).await;
+    let app = standings_tests::spawn_ingest_at(standings::config::Config::default_boards(), &standings::store::RedisSettings::standalone(&server.url())).await;
+    let event = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a"});
+    let (status, body) = app.event(event.clone()).await;
+    assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_misconfigured")), "{body}");
+    for (path, request) in [
+        ("/v1/sign-ins", json!({"event_id": "s1", "user_id": "u1"})),
+        ("/v1/hot/hot-videos/items/v1", json!({"event_id": "h1"})),
+    ] {
+        let (status, body) = app.post(path, &request).await;
+        assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_misconfigured")), "{path}: {body}");
+    }
+    let correction = json!({"delta": 1, "reason": "r"}).to_string();
+    let (status, _) = app.call(Method::POST, "/v1/admin/boards/activity/users/u1/corrections", correction, standings_tests::ADMIN).await;
+    assert_eq!(status, 503);
+    assert_eq!(app.keyspace().await, Vec::new(), "nothing was written");
+    let (_, health) = app.get("/v1/health").await;
+    assert_eq!((&health["store"]["eviction_risk"], &health["store"]["writes_accepted"]), (&json!(true), &json!(false)), "{health}");
+
+    // An operator may accept the risk explicitly.
+    let mut settings = standings::store::RedisSettings::standalone(&server.url());
+    settings.allow_evicting_policy = true;
+    let allowed = standings_tests::spawn_ingest_at(standings::config::Config::default_boards(), &settings).await;
+    let (status, body) = allowed.event(event).await;
+    assert_eq!(status, 200, "{body}");
+}
