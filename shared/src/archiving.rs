@@ -28,6 +28,11 @@ pub fn closed_field(period: &Period) -> String {
     format!("closed|{}:{}", period.kind.as_str(), period.id)
 }
 
+/// The guard field the write scripts set when `period`'s board is created (seasons only).
+pub fn live_field(period: &Period) -> String {
+    format!("live|{}:{}", period.kind.as_str(), period.id)
+}
+
 /// What freezing found or did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Frozen {
@@ -35,19 +40,23 @@ pub struct Frozen {
     pub members: u64,
     /// Whether the frozen board still exists (it is released once the archive is verified).
     pub present: bool,
+    /// The period's board had members and was gone (expired, evicted, flushed) when it was
+    /// frozen: the period is closed, and must not be archived as empty.
+    pub lost: bool,
 }
 
 /// Closes `period` to events and renames its board to the frozen key, atomically; a re-run
 /// only reports.
 pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<Frozen, StoreError> {
-    let (members, present): (u64, u8) = FREEZE_SEASON
+    let (members, present, lost): (u64, u8, u8) = FREEZE_SEASON
         .key(keys.guard())
         .key(keys.period(period))
         .key(keys.frozen(period))
         .arg(closed_field(period))
+        .arg(live_field(period))
         .invoke_async(conn)
         .await?;
-    Ok(Frozen { members, present: present == 1 })
+    Ok(Frozen { members, present: present == 1, lost: lost == 1 })
 }
 
 /// One member of a frozen board with its final standing.
@@ -119,6 +128,14 @@ mod tests {
         assert_eq!(closed_field(&season), "closed|season:2026-10");
         let apply_event = include_str!("scripts/apply_event.lua");
         assert!(apply_event.contains("'closed|' .. ARGV[base] .. ':' .. ARGV[base + 1]"));
+    }
+
+    #[test]
+    fn the_live_field_is_the_one_the_write_scripts_set() {
+        let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::UTC);
+        assert_eq!(live_field(&season), "live|season:2026-10");
+        assert!(include_str!("scripts/apply_event.lua").contains("'live|season:' .. id"));
+        assert!(include_str!("scripts/prelude.lua").contains("'live|season:' .. period_arg(first, i, 1)"));
     }
 
     #[test]

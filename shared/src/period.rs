@@ -32,7 +32,7 @@ impl PeriodKind {
 
     /// How long a period's board outlives the period's end (SPEC §3 TTLs).
     /// `None`: no expiry.
-    fn retention(self) -> Option<Duration> {
+    pub fn retention(self) -> Option<Duration> {
         match self {
             // ~31 days of history for day boards, as seed 001 keeps.
             PeriodKind::Day => Some(Duration::days(30)),

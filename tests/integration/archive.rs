@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use archive::{ArchiveError, Status};
 use aws_sdk_dynamodb::types::{AttributeValue, WriteRequest};
@@ -12,6 +12,7 @@ use axum::http::Method;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
 use standings::archiving::Standing;
+use standings::metrics::Metrics;
 use standings::season_table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError};
 use standings::Clock;
 use standings_tests::{at, season_members, ArchiveHarness};
@@ -278,7 +279,7 @@ async fn a_count_that_does_not_match_keeps_the_frozen_board_and_the_season_incom
         matches!(error, ArchiveError::VerificationFailed { stored: 2_101, frozen: 2_100, .. }),
         "{error}"
     );
-    assert_eq!(harness.table.completed("points", SEASON).await.unwrap(), None);
+    assert!(harness.table.completed("points", SEASON).await.unwrap().is_none());
     assert!(frozen_exists(&harness).await, "nothing is freed before the count matches");
 }
 
@@ -338,20 +339,73 @@ async fn unfinished_seasons_unknown_boards_and_bad_requests_are_clear_errors_tha
     assert!(table_items(&harness.table).await.is_empty(), "no error wrote anything");
 }
 
+/// An archiver whose metric lines land in the returned buffer.
+fn archiver_with_metrics(harness: &ArchiveHarness) -> (archive::Archiver<SeasonTable>, Arc<Mutex<Vec<Value>>>) {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let metrics = Metrics::with_sink("archive", Arc::new(move |line: String| sink.lock().unwrap().push(serde_json::from_str(&line).unwrap())));
+    (harness.archiver(harness.table.clone()).with_metrics(metrics), lines)
+}
+
+fn seasons_overdue(lines: &Mutex<Vec<Value>>) -> Vec<f64> {
+    lines.lock().unwrap().iter().filter_map(|line| line.get(archive::archiver::SEASONS_OVERDUE)?.as_f64()).collect()
+}
+
 #[tokio::test]
-async fn the_scheduled_event_archives_each_archived_board_s_due_season() {
+async fn the_scheduled_event_archives_every_ended_season_not_yet_archived_oldest_first() {
     let harness = ArchiveHarness::new().await;
+    let september = ArchiveHarness::season("2026-09");
+    harness.seed("2026-09", &season_members(7, &september)).await;
     let live = seeded(&harness, 5).await;
-    let archiver = harness.archiver(harness.table.clone());
+    let (archiver, metrics) = archiver_with_metrics(&harness);
     let scheduled: Value = serde_json::from_str(include_str!("../../functions/archive/fixtures/scheduled-event.json")).unwrap();
 
     let response = archive::run(&archiver, scheduled.clone(), far()).await.unwrap();
-    let summary: Vec<_> = response.results.iter().map(|r| (r.board.as_str(), r.season.as_str(), r.status)).collect();
-    assert_eq!(summary, [("points", SEASON, Status::Complete)]);
+    let summary: Vec<_> = response.results.iter().map(|r| (r.season.as_str(), r.status, r.total)).collect();
+    // August's board could still exist (a season board outlives its season by 90 days): it
+    // had no members, and is recorded as such.
+    assert_eq!(summary, [("2026-08", Status::Complete, 0), ("2026-09", Status::Complete, 7), (SEASON, Status::Complete, 5)]);
     assert_archived_exactly(&harness, &live).await;
+    assert_eq!(harness.table.count_entries("points", "2026-09").await.unwrap(), 7);
+    assert_eq!(seasons_overdue(&metrics), [0.0]);
 
     let again = archive::run(&archiver, scheduled, far()).await.unwrap();
-    assert_eq!(again.results[0].status, Status::AlreadyComplete);
+    assert!(again.results.iter().all(|r| r.status == Status::AlreadyComplete), "{:?}", again.results);
+}
+
+#[tokio::test]
+async fn a_season_whose_live_board_was_lost_is_refused_alarmed_and_never_recorded_as_empty() {
+    let harness = ArchiveHarness::new().await;
+    let ingest = harness.app().await;
+    ingest.set_now(at("2026-10-20T12:00:00+08:00"));
+    let (status, body) = ingest.event(json!({"event_id": "e1", "user_id": "ann", "action": "learning"})).await;
+    assert_eq!(status, 200, "{body}");
+    // The board vanishes as an eviction, an expiry or a flush would take it.
+    let live_key = harness.keys.board("points").period(&ArchiveHarness::season(SEASON));
+    let _: u64 = redis::cmd("DEL").arg(&live_key).query_async(&mut harness.redis.clone()).await.unwrap();
+
+    let error = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
+    assert_eq!(error.code(), "live_board_lost", "{error}");
+    assert!(harness.table.completed("points", SEASON).await.unwrap().is_none(), "not recorded as complete");
+    let again = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
+    assert_eq!(again.code(), "live_board_lost", "a re-run refuses again");
+
+    // A day later the scheduled run still archives the other seasons, then fails, and counts
+    // October overdue for the alarm.
+    harness.set_now(at("2026-11-02T01:00:00+08:00"));
+    let (archiver, metrics) = archiver_with_metrics(&harness);
+    let scheduled: Value = serde_json::from_str(include_str!("../../functions/archive/fixtures/scheduled-event.json")).unwrap();
+    let error = archive::run(&archiver, scheduled, far()).await.unwrap_err();
+    assert_eq!(error.code(), "live_board_lost");
+    for season in ["2026-08", "2026-09"] {
+        assert!(harness.table.completed("points", season).await.unwrap().is_some(), "{season} archived despite October");
+    }
+    assert!(harness.table.completed("points", SEASON).await.unwrap().is_none());
+    assert_eq!(seasons_overdue(&metrics), [1.0]);
+
+    // And the season stays closed: nothing lands on a board that would then look complete.
+    let (status, body) = ingest.event(json!({"event_id": "e2", "user_id": "bob", "action": "learning"})).await;
+    assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("period_closed")), "{body}");
 }
 
 #[tokio::test]

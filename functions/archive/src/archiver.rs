@@ -19,6 +19,7 @@ use standings::config::{Board, Config};
 use standings::keys::{BoardKeys, Keys};
 use standings::period::{Period, PeriodKind};
 use standings::season_table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError, MAX_BATCH_WRITE};
+use standings::metrics::{Metrics, Unit};
 use standings::store::{Connection, Store, StoreError};
 use standings::Clock;
 
@@ -95,6 +96,8 @@ pub enum ArchiveError {
     VerificationFailed { board: String, season: String, stored: u64, frozen: u64 },
     #[error("season {season} of board {board:?} was frozen with {members} members, but its frozen board is gone and its archive is not complete")]
     FrozenBoardMissing { board: String, season: String, members: u64 },
+    #[error("season {season} of board {board:?} had members, but its live board was gone (expired, evicted or flushed) when it was frozen; it is not archived as empty")]
+    LiveBoardLost { board: String, season: String },
 }
 
 impl ArchiveError {
@@ -112,6 +115,7 @@ impl ArchiveError {
             Self::Unprocessed(_) => "unprocessed_items",
             Self::VerificationFailed { .. } => "verification_failed",
             Self::FrozenBoardMissing { .. } => "frozen_board_missing",
+            Self::LiveBoardLost { .. } => "live_board_lost",
         }
     }
 }
@@ -152,6 +156,25 @@ pub fn last_finished_season(board: &Board, now: DateTime<Utc>, grace: Duration) 
     let current = Period::containing(PeriodKind::Season, now - grace, board.timezone);
     let start = current.start.expect("a season has a start").with_timezone(&Utc);
     Period::containing(PeriodKind::Season, start - Duration::seconds(1), board.timezone)
+}
+
+/// Every season a scheduled run looks at, oldest first: each one that ended at least `grace`
+/// before `now` and recently enough that its live board may still exist (a season board
+/// outlives its season by `PeriodKind::Season`'s retention).
+pub fn unarchived_candidates(board: &Board, now: DateTime<Utc>, grace: Duration) -> Vec<Period> {
+    let retention = PeriodKind::Season.retention().expect("season boards expire");
+    let mut seasons = vec![last_finished_season(board, now, grace)];
+    loop {
+        let oldest = seasons.last().expect("one season at least");
+        let start = oldest.start.expect("a season has a start").with_timezone(&Utc);
+        let before = Period::containing(PeriodKind::Season, start - Duration::seconds(1), board.timezone);
+        if before.end.expect("a season ends").with_timezone(&Utc) + retention <= now {
+            break;
+        }
+        seasons.push(before);
+    }
+    seasons.reverse();
+    seasons
 }
 
 /// Counters of one invocation, shared by the concurrent batches of a page.
@@ -201,30 +224,67 @@ pub struct Archiver<S> {
     sink: S,
     clock: Clock,
     settings: Settings,
+    metrics: Metrics,
 }
+
+/// The metric a scheduled run puts: seasons ended more than `OVERDUE_AFTER` ago that are still
+/// not archived after the run (the `ArchiveOverdueAlarm`'s metric).
+pub const SEASONS_OVERDUE: &str = "SeasonsOverdue";
+/// How long after its end a season may stay unarchived before it counts as overdue: a day of
+/// hourly retries, against a live board that lives 90 days.
+pub const OVERDUE_AFTER: Duration = Duration::days(1);
 
 impl<S: ArchiveSink> Archiver<S> {
     /// `table` serves reads, checkpoints and the completion record; `sink` takes the
     /// BatchWriteItem calls (the table itself, or a fault-injecting wrapper around it).
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, table: SeasonTable, sink: S, clock: Clock, settings: Settings) -> Self {
-        Self { config, keys, store, table, sink, clock, settings }
+        Self { config, keys, store, table, sink, clock, settings, metrics: Metrics::stdout("archive") }
     }
 
-    /// The scheduled run: for every archived board, the last season that ended at least
-    /// `grace` ago, in one shard. Stops at the first season left in progress (the deadline).
+    /// The same job, putting its metrics into `metrics`.
+    pub fn with_metrics(self, metrics: Metrics) -> Self {
+        Self { metrics, ..self }
+    }
+
+    /// The scheduled run: for every archived board, every season that ended at least `grace`
+    /// ago and is not archived yet (`unarchived_candidates`), oldest first, in one shard. A
+    /// season that fails does not hold up the others; the first failure is the run's error
+    /// once they have all been tried. Stops at the first season left in progress (the
+    /// deadline). Puts `SeasonsOverdue` either way.
     pub async fn archive_due(&self, deadline: DateTime<Utc>) -> Result<Vec<SeasonReport>, ArchiveError> {
         let now = (self.clock)();
         let mut reports = Vec::new();
-        for board in self.config.boards().iter().filter(|b| b.archive) {
-            let season = last_finished_season(board, now, self.settings.grace);
-            let report = self.archive_season(&board.name, &season.id, Shard::WHOLE, deadline).await?;
-            let stop = report.status == Status::InProgress;
-            reports.push(report);
-            if stop {
-                break;
+        let mut failures = Vec::new();
+        let mut overdue = 0u64;
+        'boards: for board in self.config.boards().iter().filter(|b| b.archive) {
+            let seasons = unarchived_candidates(board, now, self.settings.grace);
+            for (n, season) in seasons.iter().enumerate() {
+                let is_overdue = season.end.expect("a season ends").with_timezone(&Utc) + OVERDUE_AFTER <= now;
+                match self.archive_season(&board.name, &season.id, Shard::WHOLE, deadline).await {
+                    Ok(report) => {
+                        let finished = matches!(report.status, Status::Complete | Status::AlreadyComplete);
+                        overdue += u64::from(is_overdue && !finished);
+                        let stop = report.status == Status::InProgress;
+                        reports.push(report);
+                        if stop {
+                            // Out of time: what is left of this board counts as not archived.
+                            overdue += seasons[n + 1..].iter().filter(|s| s.end.expect("a season ends").with_timezone(&Utc) + OVERDUE_AFTER <= now).count() as u64;
+                            break 'boards;
+                        }
+                    }
+                    Err(error) => {
+                        tracing::error!(board = %board.name, season = %season.id, code = error.code(), %error, "season not archived");
+                        overdue += u64::from(is_overdue);
+                        failures.push(error);
+                    }
+                }
             }
         }
-        Ok(reports)
+        self.metrics.put(SEASONS_OVERDUE, Unit::Count, overdue as f64, &[]);
+        match failures.into_iter().next() {
+            Some(first) => Err(first),
+            None => Ok(reports),
+        }
     }
 
     /// Archives `shard` of `board`'s `season`, resuming from its checkpoint, until done or
@@ -255,6 +315,9 @@ impl<S: ArchiveSink> Archiver<S> {
         }
 
         let frozen = archiving::freeze(&mut conn, &job.keys, &job.season).await?;
+        if frozen.lost {
+            return Err(ArchiveError::LiveBoardLost { board: board.to_owned(), season: season.to_owned() });
+        }
         let total = frozen.members;
         if !frozen.present && total > 0 {
             // Another shard completed the season (and freed Redis) since the check above.
@@ -364,6 +427,18 @@ mod tests {
         assert_eq!(last_finished_season(&board, utc("2026-11-01T00:30:00+08:00"), grace).id, "2026-10");
         assert_eq!(last_finished_season(&board, utc("2026-11-30T23:59:59+08:00"), grace).id, "2026-10");
         assert_eq!(last_finished_season(&board, utc("2027-01-01T01:00:00+08:00"), grace).id, "2026-12");
+    }
+
+    #[test]
+    fn a_scheduled_run_looks_at_every_season_whose_live_board_may_still_exist() {
+        let board = points_board();
+        let grace = Settings::default().grace;
+        let ids = |now| unarchived_candidates(&board, utc(now), grace).into_iter().map(|s| s.id).collect::<Vec<_>>();
+        // August ended 2026-09-01T00:00+08:00; its board lives 90 days, to 2026-11-30T00:00+08:00.
+        assert_eq!(ids("2026-11-01T01:00:00+08:00"), ["2026-08", "2026-09", "2026-10"]);
+        assert_eq!(ids("2026-11-29T23:59:59+08:00"), ["2026-08", "2026-09", "2026-10"]);
+        assert_eq!(ids("2026-11-30T00:00:00+08:00"), ["2026-09", "2026-10"]);
+        assert_eq!(ids("2026-11-01T00:29:59+08:00"), ["2026-08", "2026-09"]);
     }
 
     #[test]

@@ -10,7 +10,8 @@ KEYS[2]    idempotency ledger (hash, field -> points given): the user's day ledg
            user's lifetime ledger or the board's target ledger, by the rule's scope
 KEYS[3]    the user's day ledger (holds the day's cap counters; may equal KEYS[2])
 KEYS[4]    the board's guard (hash): "ban|<user>" for banned users, "closed|<kind>:<id>" for
-           periods frozen for archiving
+           periods frozen for archiving; "live|season:<id>" is set when a season's board is
+           created, so the archive can tell a lost board from an empty season
 KEYS[5]    the user's rate-limit log of this action (sorted set: event fingerprint -> ms);
            untouched when the rule has no rate limit
 KEYS[6..]  one sorted set per period of the board, scored with the tie-break composite
@@ -105,10 +106,12 @@ if rate_max > 0 then
   end
 end
 
--- TTLs are set once, on a key that exists without one, and never refreshed.
-local function expire_once(key, at)
+-- TTLs are set once, on a key that exists without one, and never refreshed. A season board
+-- getting its TTL has just been created: the guard remembers it had members.
+local function expire_once(key, at, kind, id)
   if at ~= '0' and redis.call('TTL', key) == -1 then
     redis.call('EXPIREAT', key, at)
+    if kind == 'season' then redis.call('HSET', KEYS[4], 'live|season:' .. id, 1) end
   end
 end
 
@@ -161,7 +164,8 @@ if ledger_changed then
       -- A give is reached now; a take-back keeps the time the member got there.
       local time_part = give and tie or composites[i] % SPAN
       redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + time_part), member)
-      expire_once(key, ARGV[PERIOD_ARGS + 3 * (i - 1) + 2])
+      local base = PERIOD_ARGS + 3 * (i - 1)
+      expire_once(key, ARGV[base + 2], ARGV[base], ARGV[base + 1])
     elseif points[i] == 0 then
       redis.call('ZREM', key, member)
     end

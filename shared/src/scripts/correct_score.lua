@@ -62,7 +62,7 @@ for i = 1, boards do
   if points[i] > 0 then
     local time_part = delta > 0 and tie or composites[i] % SPAN
     redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + time_part), member)
-    expire_once(key, period_arg(PERIOD_ARGS, i, 2))
+    expire_period_once(key, KEYS[1], PERIOD_ARGS, i)
   else
     redis.call('ZREM', key, member)
   end

@@ -9,13 +9,18 @@ KEYS[2]  the period's live sorted set
 KEYS[3]  the frozen sorted set the archive job pages through (see keys.rs `frozen`)
 
 ARGV[1]  the guard field, "closed|<kind>:<id>"
+ARGV[2]  the guard field the write scripts set when the period's board is created,
+         "live|<kind>:<id>"
 
-The guard field's value is the number of members frozen. It outlives the frozen set, which the
-archive job deletes once the archive is verified, so a late re-run still learns the size.
+The closed field's value is the number of members frozen. It outlives the frozen set, which the
+archive job deletes once the archive is verified, so a late re-run still learns the size. A
+period whose board was created but is gone (expired, evicted, flushed) is closed with the value
+"lost": it is never reported as an empty period.
 
-Reply: {members, present}
-  members  members frozen (the guard field's value)
+Reply: {members, present, lost}
+  members  members frozen (the closed field's value; 0 when lost)
   present  1 while the frozen set exists; 0 once released, or when the period had no members
+  lost     1 when the period's board had members and vanished before it was frozen
 ]]
 
 local members = redis.call('HGET', KEYS[1], ARGV[1])
@@ -24,8 +29,14 @@ if not members then
     redis.call('RENAME', KEYS[2], KEYS[3])
     -- The live board's expiry was only a backstop; the frozen set must live until verified.
     redis.call('PERSIST', KEYS[3])
+    members = redis.call('ZCARD', KEYS[3])
+  elseif redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
+    members = 'lost'
+  else
+    members = 0
   end
-  members = redis.call('ZCARD', KEYS[3])
   redis.call('HSET', KEYS[1], ARGV[1], members)
+  redis.call('HDEL', KEYS[1], ARGV[2])
 end
-return {tonumber(members), redis.call('EXISTS', KEYS[3])}
+if members == 'lost' then return {0, 0, 1} end
+return {tonumber(members), redis.call('EXISTS', KEYS[3]), 0}

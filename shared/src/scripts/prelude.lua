@@ -53,6 +53,17 @@ end
 local function expire_once(key, at)
   if at ~= '0' and redis.call('TTL', key) == -1 then
     redis.call('EXPIREAT', key, at)
+    return true
+  end
+  return false
+end
+
+-- `expire_once` for the i-th period board (triples from ARGV[first]). A season board getting
+-- its TTL has just been created: `guard_key` remembers that the season had members
+-- ("live|season:<id>"), so the archive can tell a lost board from an empty season.
+local function expire_period_once(key, guard_key, first, i)
+  if expire_once(key, period_arg(first, i, 2)) and period_arg(first, i, 0) == 'season' then
+    redis.call('HSET', guard_key, 'live|season:' .. period_arg(first, i, 1), 1)
   end
 end
 

@@ -118,7 +118,7 @@ local order, add = {}, {}
 local function credit(i, points)
   local key = KEYS[FIRST_BOARD - 1 + i]
   if not add[key] then
-    add[key] = {points = 0, expire_at = period_arg(PERIOD_ARGS, i, 2)}
+    add[key] = {points = 0, period = i}
     order[#order + 1] = key
   end
   add[key].points = add[key].points + points
@@ -137,7 +137,7 @@ expire_once(KEYS[2], ARGV[10])
 for _, key in ipairs(order) do
   if add[key].points > 0 then
     redis.call('ZADD', key, string.format('%.0f', add[key].total * SPAN + tie), member)
-    expire_once(key, add[key].expire_at)
+    expire_period_once(key, KEYS[5], PERIOD_ARGS, add[key].period)
   end
 end
 return finish(false, streak, awarded + next_bonus)
