@@ -1,17 +1,18 @@
-//! What the store looks like from here: reachable, version, mode, eviction policy, scripts.
+//! What the store looks like from here: reachable, mode, eviction policy, whether it takes writes.
 //! Used by `GET /v1/health` and by every function's start-up check. Never reports addresses
 //! or credentials.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::scripts;
 use crate::store::{Store, StoreError};
 
+/// What `GET /v1/health` may tell anyone: enough for an operator to act on (is the store
+/// reachable, will it take writes, and why not), nothing an attacker could use (no version,
+/// address or credential).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct StoreHealth {
-    pub version: String,
     pub mode: &'static str,
     pub maxmemory_policy: String,
     /// True unless the policy is `noeviction`: boards carry TTLs, so even `volatile-*`
@@ -20,10 +21,6 @@ pub struct StoreHealth {
     /// False when writes are refused (503 `store_misconfigured`) because of that risk; true
     /// with `noeviction`, or when the operator allowed evicting policies.
     pub writes_accepted: bool,
-    /// How many of the Lua scripts are cached on the node that answered. Scripts load on
-    /// first use (and again after a flush or failover), so fewer than all is not a fault.
-    pub scripts_loaded: usize,
-    pub scripts_total: usize,
 }
 
 /// The value of `field` in an INFO reply.
@@ -31,26 +28,46 @@ pub(crate) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
 }
 
-/// One pipelined round trip, bounded by `timeout`.
+/// One round trip (`INFO memory`), bounded by `timeout`.
 pub async fn check(store: &Store, timeout: Duration) -> Result<StoreHealth, StoreError> {
     let probe = async {
         let mut conn = store.connection().await?;
-        let hashes = scripts::hashes();
-        let mut pipe = redis::pipe();
-        pipe.cmd("INFO").arg("server").cmd("INFO").arg("memory").cmd("SCRIPT").arg("EXISTS").arg(&hashes);
-        let (server, memory, loaded): (String, String, Vec<bool>) = pipe.query_async(&mut conn).await?;
+        // A one-command pipeline: a cluster sends it to one node, not to every primary.
+        let (memory,): (String,) = redis::pipe().cmd("INFO").arg("memory").query_async(&mut conn).await?;
         let policy = info_field(&memory, "maxmemory_policy").unwrap_or("unknown").to_owned();
         Ok(StoreHealth {
-            version: info_field(&server, "redis_version").unwrap_or("unknown").to_owned(),
             mode: if store.is_cluster() { "cluster" } else { "standalone" },
             eviction_risk: policy != "noeviction",
             writes_accepted: policy == "noeviction" || store.allows_evicting_policy(),
             maxmemory_policy: policy,
-            scripts_loaded: loaded.iter().filter(|l| **l).count(),
-            scripts_total: hashes.len(),
         })
     };
     tokio::time::timeout(timeout, probe).await.map_err(|_| StoreError::Timeout(timeout))?
+}
+
+/// How long one probe's answer is served to every caller of the health route.
+pub const HEALTH_CACHE: Duration = Duration::from_secs(5);
+
+/// The last probe, shared by a container's requests: however often the health route is
+/// called, the store sees at most one probe per `HEALTH_CACHE` from each container (callers
+/// arriving during a probe wait for it instead of sending their own).
+#[derive(Default)]
+pub struct HealthCache {
+    last: tokio::sync::Mutex<Option<(Instant, Option<StoreHealth>)>>,
+}
+
+impl HealthCache {
+    /// The store's health (`None`: unreachable or too slow), probed at most once per
+    /// `HEALTH_CACHE`.
+    pub async fn get(&self, store: &Store, timeout: Duration) -> Option<StoreHealth> {
+        let mut last = self.last.lock().await;
+        if let Some((_, health)) = last.as_ref().filter(|(at, _)| at.elapsed() < HEALTH_CACHE) {
+            return health.clone();
+        }
+        let health = check(store, timeout).await.inspect_err(|error| tracing::warn!(%error, "health probe failed")).ok();
+        *last = Some((Instant::now(), health.clone()));
+        health
+    }
 }
 
 /// Start-up check: a loud warning when the store may evict boards. Never fails start-up: the

@@ -70,6 +70,11 @@ impl ApiError {
     /// The store could not answer. The cause is logged here and never sent to the client.
     pub fn unavailable(cause: &dyn std::error::Error) -> Self {
         tracing::error!(error = %cause, "store unavailable");
+        Self::store_unreachable()
+    }
+
+    /// The store could not answer, its cause logged where it was seen.
+    pub fn store_unreachable() -> Self {
         Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", "the leaderboard store is unavailable; retry shortly")
             .with_retry_after(1)
     }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use axum::http::Method;
 use axum::Router;
+use standings::health::HealthCache;
 use standings::config::Config;
 use standings::hot::HotBoards;
 use standings::keys::Keys;
@@ -33,6 +34,7 @@ pub struct App {
     pub clock: Clock,
     /// Archived seasons (`STANDINGS_TABLE`); without it the season routes answer 404.
     pub archive: Option<SeasonTable>,
+    pub health: HealthCache,
 }
 
 impl App {
@@ -46,6 +48,7 @@ impl App {
             store,
             clock,
             archive: None,
+            health: HealthCache::default(),
         }
     }
 
