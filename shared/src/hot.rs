@@ -16,7 +16,8 @@ use crate::ids::{self, IdError};
 use crate::keys::{BoardKeys, Keys};
 use crate::period::{EventTimeError, EventWindow};
 use crate::scoring;
-use crate::scripts::hot::{self as scripts, DecayReply, HeatReply, HeatWrite, Synthesis};
+use crate::scripts::hot::{self as scripts, DecayReply, HeatReply, HeatWrite, Synthesis, MADE_UP_MARKER_TTL_SECS};
+use crate::scripts::EVENT_MARKER_TTL_SECS;
 use crate::store::{Connection, Store, StoreError};
 
 /// Largest `limit` of `GET /v1/hot/{board}`.
@@ -197,17 +198,20 @@ impl HotBoards {
             }
             DecayPlan::Scale { .. } => (keys.hot_board(), None, String::new()),
         };
-        let fingerprint = heat
-            .event_id
-            .as_ref()
-            .map(|_| scoring::fingerprint(&HeatPayload { item_id, delta, occurred_at: heat.occurred_at }));
+        // Heat without an event id still gets a marker, under a made-up id kept only as long as
+        // a client library may re-send the call: one request is applied once.
+        let (marker_id, marker_ttl) = match &heat.event_id {
+            Some(event_id) => (event_id.clone(), EVENT_MARKER_TTL_SECS),
+            None => (ids::made_up_id(), MADE_UP_MARKER_TTL_SECS),
+        };
+        let fingerprint = scoring::fingerprint(&HeatPayload { item_id, delta, occurred_at: heat.occurred_at });
         let write = HeatWrite {
             key,
             expires_at,
             bucket_label,
             item_id,
             delta,
-            dedupe: heat.event_id.as_deref().zip(fingerprint.as_deref()),
+            marker: (&marker_id, &fingerprint, marker_ttl),
             first_delivery,
         };
         let mut conn = self.store.write_connection().await?;
@@ -218,7 +222,8 @@ impl HotBoards {
                 board: board.name.clone(),
                 item_id: item_id.to_owned(),
                 event_id: heat.event_id.clone(),
-                duplicate,
+                // Under a made-up id a duplicate is the client library's re-send of this request.
+                duplicate: duplicate && heat.event_id.is_some(),
                 delta,
                 bucket: (!bucket_label.is_empty()).then_some(bucket_label),
                 heat: decay::round_score(value),

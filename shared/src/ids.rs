@@ -52,6 +52,14 @@ pub fn loggable(value: &str) -> std::borrow::Cow<'_, str> {
 }
 
 /// `event_id`, `user_id`, `item_id`: they become parts of keys.
+/// An id made up for a write that came without one (a correction without `correction_id`, heat
+/// without `event_id`), so even that request is applied exactly once: a cluster client
+/// re-sends a script call whose connection dropped, and the re-sent call finds the marker.
+/// It passes `validate_id`.
+pub fn made_up_id() -> String {
+    format!("auto-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
+}
+
 pub fn validate_id(field: &'static str, value: &str) -> Result<(), IdError> {
     check(field, value, MAX_ID_LEN, ID_CHARS, id_byte)
 }

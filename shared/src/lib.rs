@@ -26,6 +26,7 @@ pub mod scoring;
 pub mod scripts;
 #[cfg(feature = "dynamodb")]
 pub mod season_table;
+pub mod secrets;
 pub mod sign_ins;
 pub mod store;
 pub mod telemetry;

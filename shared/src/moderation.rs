@@ -244,12 +244,6 @@ pub fn correction_periods(board: &Board, request: &CorrectionRequest, now: DateT
     Ok(periods)
 }
 
-/// A correction id made up for a request without one, so even that request is applied
-/// exactly once (a connection that drops after sending may be retried by the client).
-fn new_correction_id() -> String {
-    format!("auto-{:016x}{:016x}", fastrand::u64(..), fastrand::u64(..))
-}
-
 #[derive(Clone)]
 pub struct Moderation {
     config: Arc<Config>,
@@ -327,7 +321,7 @@ impl Moderation {
         ids::validate_id("user_id", user_id)?;
         request.validate()?;
         let periods = correction_periods(board, request, now)?;
-        let correction_id = request.correction_id.clone().unwrap_or_else(new_correction_id);
+        let correction_id = request.correction_id.clone().unwrap_or_else(ids::made_up_id);
         let fingerprint = scoring::fingerprint(&(user_id, request));
         let correction = ScoreCorrection {
             correction_id: &correction_id,
@@ -357,6 +351,9 @@ impl Moderation {
             CorrectionReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id })?,
             CorrectionReply::OutOfRange => return Err(ModerationError::ScoreOutOfRange(board.name.clone())),
         };
+        // Under a made-up id a duplicate can only be the client library's own re-send of this
+        // request: the caller sent it once.
+        let duplicate = duplicate && request.correction_id.is_some();
         Ok(CorrectionReceipt { entry, duplicate, periods })
     }
 

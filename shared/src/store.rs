@@ -92,6 +92,15 @@ impl RedisSettings {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
+    /// `from_vars`, with `REDIS_URL` taken from the secret `REDIS_URL_SECRET` names, if any.
+    pub async fn from_env_with_secret(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, StoreError> {
+        let secret_url = crate::secrets::redis_url(&lookup).await.map_err(|e| StoreError::Config(e.to_string()))?;
+        Self::from_vars(|name| match (name, &secret_url) {
+            ("REDIS_URL", Some(url)) => Some(url.clone()),
+            _ => lookup(name),
+        })
+    }
+
     /// The settings the environment variables `lookup` answers for would give.
     pub fn from_vars(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, StoreError> {
         let var = |name: &str| lookup(name).filter(|v| !v.is_empty());
@@ -228,8 +237,10 @@ impl Store {
         Ok(Self { backend: Arc::new(backend), round_trips: Arc::default(), replica_wait: settings.replica_wait, policy })
     }
 
-    pub fn from_env() -> Result<Self, StoreError> {
-        Self::connect(&RedisSettings::from_env()?)
+    /// From the environment, `REDIS_URL` read from Secrets Manager when `REDIS_URL_SECRET`
+    /// names a secret (see `secrets`).
+    pub async fn from_env() -> Result<Self, StoreError> {
+        Self::connect(&RedisSettings::from_env_with_secret(|name| std::env::var(name).ok()).await?)
     }
 
     pub fn is_cluster(&self) -> bool {

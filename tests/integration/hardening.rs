@@ -4,6 +4,7 @@
 
 use axum::http::Method;
 use serde_json::json;
+use standings::store::{RedisSettings, Store};
 use standings_tests::{spawn_ingest, ArchiveHarness};
 
 const FAR: [&str; 4] = ["%2B262142-12-31", "-262143-01-01", "9999-12-31", "2019-12-31"];
@@ -90,4 +91,55 @@ async fn a_store_that_may_evict_keys_refuses_writes_unless_allowed() {
     let allowed = standings_tests::spawn_ingest_at(standings::config::Config::default_boards(), &settings).await;
     let (status, body) = allowed.event(event).await;
     assert_eq!(status, 200, "{body}");
+}
+
+/// A stand-in for the AWS Parameters and Secrets Lambda Extension on a loopback port: it
+/// answers `GET /secretsmanager/get?secretId=<id>` with `{"SecretString": …}` when the
+/// request carries the session token, as the extension does, and 401 otherwise.
+async fn secrets_extension(secret_id: &'static str, secret: String, token: &'static str) -> u16 {
+    use axum::extract::Query;
+    use axum::http::{HeaderMap, StatusCode};
+    let handler = move |headers: HeaderMap, Query(query): Query<std::collections::HashMap<String, String>>| {
+        let secret = secret.clone();
+        async move {
+            if headers.get("X-Aws-Parameters-Secrets-Token").and_then(|v| v.to_str().ok()) != Some(token) {
+                return Err(StatusCode::UNAUTHORIZED);
+            }
+            if query.get("secretId").map(String::as_str) != Some(secret_id) {
+                return Err(StatusCode::BAD_REQUEST);
+            }
+            Ok(axum::Json(json!({"ARN": secret_id, "Name": "standings/redis-url", "SecretString": secret})))
+        }
+    };
+    let router = axum::Router::new().route("/secretsmanager/get", axum::routing::get(handler));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move { axum::serve(listener, router).await.unwrap() });
+    port
+}
+
+#[tokio::test]
+async fn the_redis_url_is_read_from_secrets_manager_through_the_extension_at_start() {
+    const ARN: &str = "arn:aws:secretsmanager:us-east-1:123456789012:secret:standings/redis-url-AbCdEf";
+    let port = secrets_extension(ARN, standings_tests::redis_url(), "session-token").await;
+    let env = move |token: &'static str| {
+        move |name: &str| match name {
+            "REDIS_URL_SECRET" => Some(ARN.to_owned()),
+            "PARAMETERS_SECRETS_EXTENSION_HTTP_PORT" => Some(port.to_string()),
+            "AWS_SESSION_TOKEN" => Some(token.to_owned()),
+            // What a function's configuration would show: nothing secret.
+            "REDIS_URL" => Some("redis://placeholder.invalid:6379".to_owned()),
+            _ => None,
+        }
+    };
+    let settings = RedisSettings::from_env_with_secret(env("session-token")).await.unwrap();
+    let store = Store::connect(&settings).unwrap();
+    let pong: String = redis::cmd("PING").query_async(&mut store.connection().await.unwrap()).await.unwrap();
+    assert_eq!(pong, "PONG", "connected with the URL the secret holds");
+
+    let refused = RedisSettings::from_env_with_secret(env("stale-token")).await.unwrap_err().to_string();
+    assert!(refused.contains("401"), "{refused}");
+    assert!(!refused.contains(&standings_tests::redis_url()) && !refused.contains("placeholder"), "no URL in errors: {refused}");
+    let without_secret = RedisSettings::from_env_with_secret(|name| (name == "REDIS_URL").then(standings_tests::redis_url)).await.unwrap();
+    assert_eq!(without_secret.urls.len(), 1, "REDIS_URL as it is when no secret is named");
 }

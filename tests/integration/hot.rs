@@ -396,7 +396,11 @@ async fn bad_heat_is_refused_with_its_own_code_and_writes_nothing() {
     assert_eq!(status, 403);
     let (got, _) = heat_on(&app, BOARD, &"x".repeat(128), json!({"delta": 10_000})).await;
     assert_eq!(got, 200, "the bounds themselves are accepted");
-    assert_eq!(app.written_keys().await.len(), 1, "only the accepted heat wrote");
+    let written = app.written_keys().await;
+    assert_eq!(written.len(), 2, "only the accepted heat wrote: {written:?}");
+    let marker = written.iter().find(|k| k.contains(":evt:auto-")).expect("heat without an event id is marked under a made-up id");
+    let ttl: i64 = redis::cmd("TTL").arg(marker).query_async(&mut app.redis.clone()).await.unwrap();
+    assert!((1..=60).contains(&ttl), "kept only as long as a re-send may come: {ttl}");
 }
 
 #[tokio::test]

@@ -98,7 +98,7 @@ impl App {
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
         let keys = Keys::new(&standings::key_prefix_from_env())?;
-        let store = Store::from_env()?;
+        let store = Store::from_env().await?;
         let table = SeasonTable::from_env().await?;
         let archiver = Archiver::new(config, keys, store, table.clone(), table, standings::system_clock(), Settings::default());
         Ok(Self { archiver })

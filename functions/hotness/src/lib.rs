@@ -55,10 +55,10 @@ impl App {
         Self { hot: HotBoards::new(config, keys, store.clone()), store, clock, metrics }
     }
 
-    pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+    pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
         let keys = Keys::new(&standings::key_prefix_from_env())?;
-        Ok(Self::new(config, keys, Store::from_env()?, standings::system_clock(), Metrics::stdout(FUNCTION)))
+        Ok(Self::new(config, keys, Store::from_env().await?, standings::system_clock(), Metrics::stdout(FUNCTION)))
     }
 
     /// Runs the schedule's minute: the event's `time`, or the clock's when it has none (a

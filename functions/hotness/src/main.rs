@@ -4,7 +4,7 @@ use lambda_runtime::{service_fn, LambdaEvent};
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     standings::telemetry::init();
-    let app = hotness::App::from_env()?;
+    let app = hotness::App::from_env().await?;
     standings::health::warn_if_evicting(&app.store).await;
     let app = &app;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<EventBridgeEvent>| async move {

@@ -3,7 +3,7 @@ use std::sync::Arc;
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     standings::telemetry::init();
-    let app = ingest::App::from_env()?;
+    let app = ingest::App::from_env().await?;
     standings::health::warn_if_evicting(&app.store).await;
     standings::http::run_on_lambda(ingest::router(Arc::new(app))).await
 }

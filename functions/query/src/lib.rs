@@ -67,10 +67,10 @@ impl App {
         }
     }
 
-    pub fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+    pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
         let keys = Keys::new(&standings::key_prefix_from_env())?;
-        Ok(Self::new(config, keys, Store::from_env()?, standings::system_clock()))
+        Ok(Self::new(config, keys, Store::from_env().await?, standings::system_clock()))
     }
 }
 

@@ -5,16 +5,17 @@ round trip.
 
 KEYS[1]  where heat goes: the current hour's bucket (window boards) or the board itself
          (scale boards); a sorted set, item -> heat
-KEYS[2]  only when the event has an id: its marker, a string
-         "<fingerprint>\n<bucket>\n<heat>" kept ARGV[6] seconds
+KEYS[2]  the marker, a string "<fingerprint>\n<bucket>\n<heat>" kept ARGV[6] seconds: the
+         event id's, or a made-up id's for heat sent without one (so a call the client
+         library re-sends after a dropped connection is not applied twice)
 
 ARGV[1]  item id
 ARGV[2]  delta (positive integer)
 ARGV[3]  EXPIREAT for KEYS[1], "0" for none
 ARGV[4]  the bucket's start as the API shows it ("" for scale boards)
-ARGV[5]  payload fingerprint (with an event id)
-ARGV[6]  marker TTL in seconds (with an event id)
-ARGV[7]  refusal of a first delivery (with an event id): "" (none), "too_late" or
+ARGV[5]  payload fingerprint
+ARGV[6]  marker TTL in seconds
+ARGV[7]  refusal of a first delivery: "" (none), "too_late" or
          "in_future". Checked only after the marker: a retry is a duplicate whenever it arrives
 
 Reply: {status, bucket, heat}
@@ -26,25 +27,21 @@ Reply: {status, bucket, heat}
 ]]
 
 local marker = KEYS[2]
-if marker then
-  local seen = redis.call('GET', marker)
-  if seen then
-    local first_break = string.find(seen, '\n', 1, true)
-    if string.sub(seen, 1, first_break - 1) ~= ARGV[5] then
-      return {'conflict', '', ''}
-    end
-    local second_break = string.find(seen, '\n', first_break + 1, true)
-    return {'duplicate', string.sub(seen, first_break + 1, second_break - 1), string.sub(seen, second_break + 1)}
+local seen = redis.call('GET', marker)
+if seen then
+  local first_break = string.find(seen, '\n', 1, true)
+  if string.sub(seen, 1, first_break - 1) ~= ARGV[5] then
+    return {'conflict', '', ''}
   end
-  if ARGV[7] ~= '' then return {ARGV[7], '', ''} end
+  local second_break = string.find(seen, '\n', first_break + 1, true)
+  return {'duplicate', string.sub(seen, first_break + 1, second_break - 1), string.sub(seen, second_break + 1)}
 end
+if ARGV[7] ~= '' then return {ARGV[7], '', ''} end
 
 local heat = redis.call('ZINCRBY', KEYS[1], ARGV[2], ARGV[1])
 -- Set once, on the bucket's first heat: the expiry is absolute and never refreshed.
 if ARGV[3] ~= '0' and redis.call('TTL', KEYS[1]) == -1 then
   redis.call('EXPIREAT', KEYS[1], ARGV[3])
 end
-if marker then
-  redis.call('SET', marker, ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. heat, 'EX', ARGV[6])
-end
+redis.call('SET', marker, ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. heat, 'EX', ARGV[6])
 return {'new', ARGV[4], heat}

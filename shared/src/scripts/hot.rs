@@ -6,7 +6,6 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Utc};
 use redis::Script;
 
-use super::EVENT_MARKER_TTL_SECS;
 use crate::keys::BoardKeys;
 use crate::period::EventTimeError;
 use crate::store::{Connection, StoreError};
@@ -26,11 +25,16 @@ pub struct HeatWrite<'a> {
     pub bucket_label: String,
     pub item_id: &'a str,
     pub delta: i64,
-    /// `(event_id, fingerprint)` when the client asked for exactly-once.
-    pub dedupe: Option<(&'a str, &'a str)>,
-    /// With `dedupe`: refuses the heat unless its id was already applied.
+    /// `(id, fingerprint, TTL in seconds)` of the marker: the event id, or one made up for
+    /// heat sent without one.
+    pub marker: (&'a str, &'a str, u64),
+    /// Refuses the heat unless its id was already applied.
     pub first_delivery: Option<EventTimeError>,
 }
+
+/// How long the marker of heat sent without an event id lives: long enough for any re-send
+/// of the same script call by the client library, no longer (it costs memory per call).
+pub const MADE_UP_MARKER_TTL_SECS: u64 = 60;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum HeatReply {
@@ -42,11 +46,10 @@ pub enum HeatReply {
 
 pub async fn add_heat(conn: &mut Connection, keys: &BoardKeys, write: &HeatWrite<'_>) -> Result<HeatReply, StoreError> {
     let mut invocation = ADD_HEAT.key(&write.key);
+    let (marker_id, fingerprint, ttl) = write.marker;
+    invocation.key(keys.event(marker_id));
     invocation.arg(write.item_id).arg(write.delta).arg(write.expires_at.unwrap_or(0)).arg(&write.bucket_label);
-    if let Some((event_id, fingerprint)) = write.dedupe {
-        invocation.key(keys.event(event_id)).arg(fingerprint).arg(EVENT_MARKER_TTL_SECS);
-        invocation.arg(write.first_delivery.map_or("", |refusal| refusal.code()));
-    }
+    invocation.arg(fingerprint).arg(ttl).arg(write.first_delivery.map_or("", |refusal| refusal.code()));
     let (status, bucket_label, heat): (String, String, String) = invocation.invoke_async(conn).await?;
     if let Some(refusal) = write.first_delivery.filter(|refusal| refusal.code() == status) {
         return Ok(HeatReply::OutsideWindow(refusal));
