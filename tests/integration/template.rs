@@ -15,7 +15,6 @@ use std::path::Path;
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use serde_json::{json, Map, Value};
-use standings::config::Config;
 use standings::http::{ADMIN_SCOPE, WRITE_SCOPE};
 
 use crate::openapi::{described, document, operations, Operation};
@@ -228,11 +227,9 @@ fn the_template_sets_only_variables_the_code_reads_and_no_plain_redis_url() {
         }
         assert!(!value.as_str().is_some_and(|v| v.contains("redis")), "{name} holds a Redis address in plain text");
     }
-    assert_eq!(
-        environment(&globals)["REDIS_URL"],
-        json!({"Fn::Sub": "{{resolve:secretsmanager:${RedisUrlSecret}:SecretString}}"}),
-        "REDIS_URL is resolved from the secret at deploy time"
-    );
+    assert!(environment(&globals).get("REDIS_URL").is_none(), "the password is not in the functions' configuration");
+    assert_eq!(environment(&globals)[standings::secrets::SECRET_VAR], reference("RedisUrlSecretArn"), "read at start from the secret");
+    assert_eq!(globals["Layers"], json!([reference("SecretsExtensionLayerArn")]), "through the Parameters and Secrets extension");
     assert_eq!(environment(&resource(&template, INGEST)["Properties"])["STANDINGS_AUTH"], "jwt");
 }
 
@@ -269,22 +266,47 @@ async fn the_hotness_schedule_runs_every_minute_keyed_by_the_scheduled_time() {
     assert_eq!(summary.boards.iter().map(|b| b.board.as_str()).collect::<Vec<_>>(), ["hot-videos"]);
 }
 
-/// The archive runs in the timezone of the boards it archives, with the same scheduled event
-/// (`detail-type` tells it from a manual `{board, season}` request).
+/// The archive runs every hour of every day (each run archives whatever ended and is not
+/// complete, in any board's timezone), with the same scheduled event (`detail-type` tells it
+/// from a manual `{board, season}` request); an alarm watches the metric it emits.
 #[test]
-fn the_archive_schedule_runs_in_the_archived_boards_timezone() {
+fn the_archive_schedule_keeps_retrying_and_an_alarm_watches_what_is_overdue() {
     let template = template();
     let (schedule, input) = scheduled_input(&template, ARCHIVE, "2026-12-01T00:45:00+08:00");
-    assert_eq!(schedule["ScheduleExpressionTimezone"], reference("ArchiveTimezone"));
-    let timezone = &template["Parameters"]["ArchiveTimezone"]["Default"];
-    let config = Config::default_boards();
-    let archived: Vec<_> = config.boards().iter().filter(|b| b.archive).collect();
-    assert!(!archived.is_empty());
-    for board in archived {
-        assert_eq!(timezone, board.timezone.name(), "board {}", board.name);
-    }
+    assert_eq!(schedule["ScheduleExpression"], "rate(1 hour)");
     assert!(input["detail-type"].is_string());
     serde_json::from_value::<EventBridgeEvent>(input).expect("an EventBridge event");
+    let overdue = &resource(&template, "ArchiveOverdueAlarm")["Properties"];
+    assert_eq!(overdue["Namespace"], standings::metrics::NAMESPACE);
+    assert_eq!(overdue["MetricName"], archive::archiver::SEASONS_OVERDUE);
+    assert_eq!(overdue["Dimensions"], json!([{"Name": "Function", "Value": "archive"}]));
+    assert_eq!(overdue["TreatMissingData"], "breaching", "no run is no datapoint");
+}
+
+/// Every alarm notifies the stack's topic: none can fire unheard.
+#[test]
+fn every_alarm_notifies_the_alarm_topic() {
+    let template = template();
+    assert_eq!(resource(&template, "AlarmTopic")["Type"], "AWS::SNS::Topic");
+    for (name, alarm) in resources_of_type(&template, "AWS::CloudWatch::Alarm") {
+        assert_eq!(alarm["Properties"]["AlarmActions"], json!([reference("AlarmTopic")]), "{name}");
+    }
+}
+
+/// The API throttles every route by default, and each function has a concurrency parameter
+/// (reserved when set), so reads cannot starve the writers or exhaust Redis connections.
+#[test]
+fn the_api_is_throttled_and_each_function_s_concurrency_can_be_reserved() {
+    let template = template();
+    let api = &resource(&template, "HttpApi")["Properties"]["DefaultRouteSettings"];
+    assert_eq!(api["ThrottlingBurstLimit"], reference("ApiThrottlingBurstLimit"));
+    assert_eq!(api["ThrottlingRateLimit"], reference("ApiThrottlingRateLimit"));
+    for (name, function) in resources_of_type(&template, "AWS::Serverless::Function") {
+        let parameter = format!("{}ReservedConcurrency", name.trim_end_matches("Function"));
+        assert!(template["Parameters"][&parameter]["Default"].as_i64().is_some_and(|d| d > 0), "{parameter} has a default");
+        let reserved = function["Properties"]["ReservedConcurrentExecutions"].to_string();
+        assert!(reserved.contains(&parameter), "{name}: {reserved}");
+    }
 }
 
 fn statements(function: &Value) -> Vec<Value> {
@@ -293,16 +315,17 @@ fn statements(function: &Value) -> Vec<Value> {
 }
 
 /// Only `query` (reads) and `archive` touch DynamoDB, only the season table, no wildcard
-/// actions; `ingest` and `hotness` get no permission beyond logs and VPC access. The Redis URL
-/// is resolved at deploy time, so no function may read secrets.
+/// actions; every function may read the Redis URL secret (once, at start) and nothing else
+/// beyond logs and VPC access.
 #[test]
 fn each_function_gets_only_the_permissions_it_uses() {
     let template = template();
+    const SECRET: &str = "secretsmanager:GetSecretValue";
     let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
-        (INGEST, &[][..]),
-        (HOTNESS, &[][..]),
-        (QUERY, &["dynamodb:GetItem", "dynamodb:Query"][..]),
-        (ARCHIVE, &["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:Query"][..]),
+        (INGEST, &[SECRET][..]),
+        (HOTNESS, &[SECRET][..]),
+        (QUERY, &[SECRET, "dynamodb:GetItem", "dynamodb:Query"][..]),
+        (ARCHIVE, &[SECRET, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:Query"][..]),
     ]);
     let functions = resources_of_type(&template, "AWS::Serverless::Function");
     assert_eq!(functions.iter().map(|(n, _)| n.as_str()).collect::<BTreeSet<_>>(), allowed.keys().copied().collect());
@@ -318,7 +341,8 @@ fn each_function_gets_only_the_permissions_it_uses() {
                 one => vec![one.clone()],
             };
             let season_table = [json!({"Fn::GetAtt": "ArchiveTable.Arn"}), json!({"Fn::Sub": "${ArchiveTable.Arn}/index/*"})];
-            assert!(resources.iter().all(|r| season_table.contains(r)), "{name}: only the season table and its indexes: {resources:?}");
+            let only = if statement["Action"] == json!([SECRET]) { vec![reference("RedisUrlSecretArn")] } else { season_table.to_vec() };
+            assert!(resources.iter().all(|r| only.contains(r)), "{name}: only the Redis URL secret, the season table and its indexes: {resources:?}");
         }
         let expected: BTreeSet<String> = allowed[name.as_str()].iter().map(|a| a.to_string()).collect();
         assert_eq!(granted, expected, "{name}");
