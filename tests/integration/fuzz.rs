@@ -4,6 +4,9 @@
 //! (Redis is up, so never a 5xx), a 4xx carries `{"error":{"code","message"}}`, and nothing
 //! panics.
 //!
+//! A second test drives every route of both functions through API Gateway v2 events and checks
+//! that a 4xx leaves the keyspace unchanged.
+//!
 //! CI runs a short pass (`STANDINGS_FUZZ_CASES`, default 3000). `./scripts/fuzz.sh [minutes]`
 //! runs it for ten minutes or more (`STANDINGS_FUZZ_SECONDS`). A failing input's seed is
 //! saved in tests/fuzz/regressions.txt and replayed first by every later run.
@@ -16,7 +19,7 @@ use axum::http::Method;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use serde_json::{json, Map, Value};
-use standings_tests::{spawn_ingest, Caller, TestApp, WRITER};
+use standings_tests::{send_as_lambda, spawn_ingest, Caller, TestApp, ADMIN, WRITER};
 
 const REGRESSIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/regressions.txt");
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus");
@@ -234,4 +237,93 @@ fn any_request_gets_json_with_a_2xx_or_4xx_status() {
         }
     }
     println!("fuzz: {} cases in {:.0?}, answers by status: {:?}", rounds * u64::from(cases), started.elapsed(), statuses.borrow());
+}
+
+/// One request to any route of either function, as the route table lists them.
+#[derive(Debug, Clone)]
+struct RouteRequest {
+    function: &'static str,
+    method: Method,
+    path: String,
+    query: String,
+    body: Vec<u8>,
+    caller: u8,
+}
+
+/// Query parameters the read routes take, with values of every kind.
+const QUERY_KEYS: [&str; 9] = ["period", "at", "limit", "offset", "around", "rank_mode", "month", "include_missing", "buckets"];
+
+/// Fills a route template's `{param}` segments: mostly names the boards and users really
+/// have, otherwise anything.
+fn filled(template: &'static str) -> impl Strategy<Value = String> {
+    let segments: Vec<BoxedStrategy<String>> = template
+        .split('/')
+        .map(|segment| match segment {
+            "{board}" => prop_oneof![prop::sample::select(vec!["activity", "invites", "points", "hot-videos"]).prop_map(str::to_owned), text()]
+                .prop_map(|s| encode(&s))
+                .boxed(),
+            "{season}" => prop_oneof![Just("2026-10".to_owned()), time_text(), text()].prop_map(|s| encode(&s)).boxed(),
+            s if s.starts_with('{') => prop_oneof![Just("u1".to_owned()), text()].prop_map(|s| encode(&s)).boxed(),
+            s => Just(s.to_owned()).boxed(),
+        })
+        .collect();
+    segments.prop_map(|parts| parts.join("/"))
+}
+
+fn every_route() -> impl Strategy<Value = RouteRequest> {
+    let (files, values) = corpus();
+    let mut routes: Vec<(&'static str, Method, &'static str)> = Vec::new();
+    routes.extend(ingest::routes().listed().iter().map(|(m, p)| ("ingest", m.clone(), *p)));
+    routes.extend(query::routes().listed().iter().map(|(m, p)| ("query", m.clone(), *p)));
+    let route = prop::sample::select(routes).prop_flat_map(|(function, method, template)| (Just(function), Just(method), filled(template)));
+    let query = prop::collection::vec((prop::sample::select(QUERY_KEYS.to_vec()), prop_oneof![text(), "[0-9-]{1,12}"]), 0..3)
+        .prop_map(|pairs| pairs.iter().map(|(k, v)| format!("{k}={}", encode(v))).collect::<Vec<_>>().join("&"));
+    let body = prop_oneof![
+        3 => prop::sample::select(values).prop_map(|v| v.to_string().into_bytes()),
+        2 => json_value().prop_map(|v| v.to_string().into_bytes()),
+        1 => byte_mutated(files),
+        1 => prop::collection::vec(any::<u8>(), 0..64),
+        1 => Just(Vec::new()),
+    ];
+    (route, query, body, 0u8..3).prop_map(|((function, method, path), query, body, caller)| RouteRequest { function, method, path, query, body, caller })
+}
+
+async fn check_route(app: &TestApp, request: RouteRequest, statuses: &RefCell<BTreeMap<u16, u64>>) -> Result<(), TestCaseError> {
+    let caller = [Caller::Anonymous, WRITER, ADMIN][usize::from(request.caller)];
+    let router = if request.function == "ingest" { &app.router } else { &app.query };
+    let before = app.keyspace().await;
+    let (status, body) = send_as_lambda(router, &request.method, &request.path, &request.query, &request.body, caller).await;
+    *statuses.borrow_mut().entry(status.as_u16()).or_default() += 1;
+    prop_assert!(status.is_success() || status.is_client_error(), "{status} for {request:?}: {body}");
+    if status.is_client_error() {
+        prop_assert!(body["error"]["code"].as_str().is_some_and(|c| !c.is_empty()), "{request:?}: {body}");
+        prop_assert!(app.keyspace().await == before, "a {status} wrote to the store: {request:?}: {body}");
+    }
+    Ok(())
+}
+
+/// Every route of both functions (read, write and admin), driven through the API Gateway v2
+/// event path Lambda uses: never a 5xx or a panic, and a 4xx leaves the keyspace exactly as it
+/// was (every key, value and expiry). `STANDINGS_FUZZ_ROUTE_CASES` cases (default 300), more
+/// while `STANDINGS_FUZZ_SECONDS` lasts.
+#[test]
+fn every_route_answers_2xx_or_4xx_and_a_4xx_writes_nothing() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let app = runtime.block_on(spawn_ingest());
+    let cases = env_number("STANDINGS_FUZZ_ROUTE_CASES").unwrap_or(300) as u32;
+    let budget = env_number("STANDINGS_FUZZ_SECONDS").map(Duration::from_secs);
+    let started = Instant::now();
+    let statuses = RefCell::new(BTreeMap::new());
+    let mut rounds = 0u64;
+    loop {
+        let config = Config { cases, failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))), ..Config::default() };
+        if let Err(failure) = TestRunner::new(config).run(&every_route(), |request| runtime.block_on(check_route(&app, request, &statuses))) {
+            panic!("{failure}");
+        }
+        rounds += 1;
+        if budget.is_none_or(|budget| started.elapsed() >= budget) {
+            break;
+        }
+    }
+    println!("fuzz (every route): {} cases in {:.0?}, answers by status: {:?}", rounds * u64::from(cases), started.elapsed(), statuses.borrow());
 }

@@ -169,6 +169,33 @@ async fn send(router: &Router, method: Method, path: &str, body: Body, caller: C
     (status, headers, value)
 }
 
+/// `router` called the way Lambda calls it: an API Gateway v2 HTTP event (the body base64
+/// encoded, the caller's scopes as the JWT authorizer's claims), parsed and converted by
+/// `lambda_http` exactly as the runtime does before the router sees it.
+pub async fn send_as_lambda(router: &Router, method: &Method, path: &str, query: &str, body: &[u8], caller: Caller<'_>) -> (StatusCode, Value) {
+    use base64::Engine;
+    let mut context = json!({
+        "routeKey": "$default", "accountId": "123456789012", "stage": "$default", "requestId": "r",
+        "apiId": "api", "domainName": "example.com", "domainPrefix": "example", "time": "", "timeEpoch": 0,
+        "http": {"method": method.as_str(), "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "fuzz"},
+    });
+    if let Caller::Scopes(scopes) = caller {
+        context["authorizer"] = json!({"jwt": {"claims": {"sub": "tester", "scope": scopes.join(" ")}, "scopes": null}});
+    }
+    let event = json!({
+        "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": query,
+        "headers": {"content-type": "application/json", "host": "example.com"},
+        "requestContext": context,
+        "body": base64::engine::general_purpose::STANDARD.encode(body), "isBase64Encoded": true,
+    });
+    let request = lambda_http::request::from_str(&event.to_string()).expect("lambda_http takes the event");
+    let response = router.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    (status, value)
+}
+
 impl TestApp {
     /// The `hotness` function on this app's key prefix, store, configuration and clock.
     pub fn hotness(&self) -> hotness::App {
