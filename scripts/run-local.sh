@@ -82,7 +82,9 @@ echo "hotness: $first_run"
 if $smoke; then
   python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert [b["board"] for b in run["boards"]] == ["hot-videos"], run' "$first_run"
   for path in / /v1/openapi.json /v1/health; do
-    curl -sS --fail-with-body --retry 2 --retry-all-errors -o /dev/null "$base$path" || { echo "GET $path failed" >&2; tail -n 50 "$watch_log"; exit 1; }
+    # Into a file, not /dev/null: curl cannot truncate /dev/null before a retry and gives up
+    # ("Failed to truncate file"), so the retry around the emulator's lost answers never ran.
+    curl -sS --fail-with-body --retry 2 --retry-all-errors -o "$run/smoke-get.out" "$base$path" || { echo "GET $path failed" >&2; tail -n 50 "$watch_log"; exit 1; }
   done
   echo "run-local smoke: demo loaded and checked, hotness ran, page served"
   exit 0
