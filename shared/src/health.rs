@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::store::{Store, StoreError};
+use crate::store::{Connection, Store, StoreError};
 
 /// What `GET /v1/health` may tell anyone: enough for an operator to act on (is the store
 /// reachable, will it take writes, and why not), nothing an attacker could use (no version,
@@ -28,17 +28,22 @@ pub(crate) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
 }
 
+/// The store's `maxmemory-policy`, in one round trip (`INFO memory`). A one-command pipeline:
+/// a cluster sends it to one node, where a bare INFO would fan out to every primary and fail
+/// while any is down.
+pub(crate) async fn maxmemory_policy(conn: &mut Connection) -> Result<String, StoreError> {
+    let (memory,): (String,) = redis::pipe().cmd("INFO").arg("memory").query_async(conn).await?;
+    Ok(info_field(&memory, "maxmemory_policy").unwrap_or("unknown").to_owned())
+}
+
 /// One round trip (`INFO memory`), bounded by `timeout`.
 pub async fn check(store: &Store, timeout: Duration) -> Result<StoreHealth, StoreError> {
     let probe = async {
-        let mut conn = store.connection().await?;
-        // A one-command pipeline: a cluster sends it to one node, not to every primary.
-        let (memory,): (String,) = redis::pipe().cmd("INFO").arg("memory").query_async(&mut conn).await?;
-        let policy = info_field(&memory, "maxmemory_policy").unwrap_or("unknown").to_owned();
+        let policy = maxmemory_policy(&mut store.connection().await?).await?;
         Ok(StoreHealth {
             mode: if store.is_cluster() { "cluster" } else { "standalone" },
             eviction_risk: policy != "noeviction",
-            writes_accepted: policy == "noeviction" || store.allows_evicting_policy(),
+            writes_accepted: store.writes_accepted(&policy),
             maxmemory_policy: policy,
         })
     };

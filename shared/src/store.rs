@@ -269,6 +269,7 @@ impl Store {
     /// container, so the write path stays one round trip per board in between.
     pub async fn write_connection(&self) -> Result<Connection, StoreError> {
         let mut conn = self.connection().await?;
+        // Allowed whatever the policy: no probe needed.
         if self.policy.allow_evicting {
             return Ok(conn);
         }
@@ -278,23 +279,20 @@ impl Store {
         let policy = match fresh {
             Some(policy) => policy,
             None => {
-                // A one-command pipeline, as the health check sends it: a cluster routes it to
-                // one node, where a bare INFO would fan out to every primary and fail while any
-                // is down.
-                let (memory,): (String,) = redis::pipe().cmd("INFO").arg("memory").query_async(&mut conn).await?;
-                let policy = crate::health::info_field(&memory, "maxmemory_policy").unwrap_or("unknown").to_owned();
+                let policy = crate::health::maxmemory_policy(&mut conn).await?;
                 if let Ok(mut last) = self.policy.last.lock() {
                     *last = Some((std::time::Instant::now(), policy.clone()));
                 }
                 policy
             }
         };
-        if policy == "noeviction" { Ok(conn) } else { Err(StoreError::EvictingPolicy(policy)) }
+        if self.writes_accepted(&policy) { Ok(conn) } else { Err(StoreError::EvictingPolicy(policy)) }
     }
 
-    /// Whether writes go ahead on a store whose policy may evict keys.
-    pub fn allows_evicting_policy(&self) -> bool {
-        self.policy.allow_evicting
+    /// Whether writes go ahead under `maxmemory-policy` `policy`: with `noeviction`, or with
+    /// any policy when the operator allowed evicting ones.
+    pub fn writes_accepted(&self, policy: &str) -> bool {
+        policy == "noeviction" || self.policy.allow_evicting
     }
 
     /// Requests sent to Redis so far by this store (a pipeline or a script call is one; a

@@ -12,6 +12,7 @@
 //! saved in tests/fuzz/regressions.txt and replayed first by every later run.
 
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -211,24 +212,26 @@ fn env_number(name: &str) -> Option<u64> {
     std::env::var(name).ok().map(|v| v.parse().unwrap_or_else(|_| panic!("{name} must be a number")))
 }
 
-#[test]
-fn any_request_gets_json_with_a_2xx_or_4xx_status() {
+/// Runs `check` on `cases` generated requests against one app (the variable `cases_var`, else
+/// `default_cases`), then more rounds while `STANDINGS_FUZZ_SECONDS` lasts; a failing seed is
+/// kept in the regressions file. Prints what was answered.
+fn campaign<T: std::fmt::Debug, S: Strategy<Value = T>, F: std::future::Future<Output = Result<(), TestCaseError>>>(
+    name: &str,
+    cases_var: &str,
+    default_cases: u64,
+    strategy: impl Fn() -> S,
+    check: impl Fn(Rc<TestApp>, T, Rc<RefCell<BTreeMap<u16, u64>>>) -> F,
+) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let app = runtime.block_on(spawn_ingest());
-    let cases = env_number("STANDINGS_FUZZ_CASES").unwrap_or(3000) as u32;
+    let app = Rc::new(runtime.block_on(spawn_ingest()));
+    let cases = env_number(cases_var).unwrap_or(default_cases) as u32;
     let budget = env_number("STANDINGS_FUZZ_SECONDS").map(Duration::from_secs);
     let started = Instant::now();
-    let statuses = RefCell::new(BTreeMap::new());
+    let statuses = Rc::new(RefCell::new(BTreeMap::new()));
     let mut rounds = 0u64;
-    // One round of `cases` cases, then more while the time budget lasts.
     loop {
-        let config = Config {
-            cases,
-            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))),
-            ..Config::default()
-        };
-        let result = TestRunner::new(config).run(&requests(), |request| runtime.block_on(check(&app, request, &statuses)));
-        if let Err(failure) = result {
+        let config = Config { cases, failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))), ..Config::default() };
+        if let Err(failure) = TestRunner::new(config).run(&strategy(), |request| runtime.block_on(check(app.clone(), request, statuses.clone()))) {
             panic!("{failure}");
         }
         rounds += 1;
@@ -236,7 +239,12 @@ fn any_request_gets_json_with_a_2xx_or_4xx_status() {
             break;
         }
     }
-    println!("fuzz: {} cases in {:.0?}, answers by status: {:?}", rounds * u64::from(cases), started.elapsed(), statuses.borrow());
+    println!("{name}: {} cases in {:.0?}, answers by status: {:?}", rounds * u64::from(cases), started.elapsed(), statuses.borrow());
+}
+
+#[test]
+fn any_request_gets_json_with_a_2xx_or_4xx_status() {
+    campaign("fuzz", "STANDINGS_FUZZ_CASES", 3000, requests, |app, request, statuses| async move { check(&app, request, &statuses).await });
 }
 
 /// One request to any route of either function, as the route table lists them.
@@ -317,22 +325,7 @@ async fn check_route(app: &TestApp, request: RouteRequest, statuses: &RefCell<BT
 /// while `STANDINGS_FUZZ_SECONDS` lasts.
 #[test]
 fn every_route_answers_2xx_or_4xx_and_a_4xx_writes_nothing() {
-    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let app = runtime.block_on(spawn_ingest());
-    let cases = env_number("STANDINGS_FUZZ_ROUTE_CASES").unwrap_or(300) as u32;
-    let budget = env_number("STANDINGS_FUZZ_SECONDS").map(Duration::from_secs);
-    let started = Instant::now();
-    let statuses = RefCell::new(BTreeMap::new());
-    let mut rounds = 0u64;
-    loop {
-        let config = Config { cases, failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))), ..Config::default() };
-        if let Err(failure) = TestRunner::new(config).run(&every_route(), |request| runtime.block_on(check_route(&app, request, &statuses))) {
-            panic!("{failure}");
-        }
-        rounds += 1;
-        if budget.is_none_or(|budget| started.elapsed() >= budget) {
-            break;
-        }
-    }
-    println!("fuzz (every route): {} cases in {:.0?}, answers by status: {:?}", rounds * u64::from(cases), started.elapsed(), statuses.borrow());
+    campaign("fuzz (every route)", "STANDINGS_FUZZ_ROUTE_CASES", 300, every_route, |app, request, statuses| async move {
+        check_route(&app, request, &statuses).await
+    });
 }

@@ -279,7 +279,7 @@ fn the_archive_schedule_keeps_retrying_and_an_alarm_watches_what_is_overdue() {
     let overdue = &resource(&template, "ArchiveOverdueAlarm")["Properties"];
     assert_eq!(overdue["Namespace"], standings::metrics::NAMESPACE);
     assert_eq!(overdue["MetricName"], archive::archiver::SEASONS_OVERDUE);
-    assert_eq!(overdue["Dimensions"], json!([{"Name": "Function", "Value": "archive"}]));
+    assert_eq!(overdue["Dimensions"], json!([{"Name": "Function", "Value": archive::archiver::FUNCTION}]));
     assert_eq!(overdue["TreatMissingData"], "breaching", "no run is no datapoint");
 }
 

@@ -147,14 +147,22 @@ pub fn scheduled_event(at: DateTime<Utc>) -> EventBridgeEvent {
 
 /// The `requestContext` API Gateway (HTTP API, payload v2) attaches after its JWT authorizer.
 pub fn request_context(caller: Caller<'_>) -> Option<RequestContext> {
-    let Caller::Scopes(scopes) = caller else { return None };
-    let context = json!({
+    let Caller::Scopes(_) = caller else { return None };
+    Some(serde_json::from_value(context_json(&Method::POST, "/", caller)).expect("a valid API Gateway v2 request context"))
+}
+
+/// API Gateway v2's request context for `method` `path`, with `caller`'s scopes as the JWT
+/// authorizer's claims.
+fn context_json(method: &Method, path: &str, caller: Caller<'_>) -> Value {
+    let mut context = json!({
         "routeKey": "$default", "accountId": "123456789012", "stage": "$default", "requestId": "r",
         "apiId": "api", "domainName": "example.com", "domainPrefix": "example", "time": "", "timeEpoch": 0,
-        "http": {"method": "POST", "path": "/", "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"},
-        "authorizer": {"jwt": {"claims": {"sub": "tester", "scope": scopes.join(" ")}, "scopes": null}},
+        "http": {"method": method.as_str(), "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "t"},
     });
-    Some(serde_json::from_value(context).expect("a valid API Gateway v2 request context"))
+    if let Caller::Scopes(scopes) = caller {
+        context["authorizer"] = json!({"jwt": {"claims": {"sub": "tester", "scope": scopes.join(" ")}, "scopes": null}});
+    }
+    context
 }
 
 async fn send(router: &Router, method: Method, path: &str, body: Body, caller: Caller<'_>) -> (StatusCode, axum::http::HeaderMap, Value) {
@@ -174,14 +182,7 @@ async fn send(router: &Router, method: Method, path: &str, body: Body, caller: C
 /// `lambda_http` exactly as the runtime does before the router sees it.
 pub async fn send_as_lambda(router: &Router, method: &Method, path: &str, query: &str, body: &[u8], caller: Caller<'_>) -> (StatusCode, Value) {
     use base64::Engine;
-    let mut context = json!({
-        "routeKey": "$default", "accountId": "123456789012", "stage": "$default", "requestId": "r",
-        "apiId": "api", "domainName": "example.com", "domainPrefix": "example", "time": "", "timeEpoch": 0,
-        "http": {"method": method.as_str(), "path": path, "protocol": "HTTP/1.1", "sourceIp": "127.0.0.1", "userAgent": "fuzz"},
-    });
-    if let Caller::Scopes(scopes) = caller {
-        context["authorizer"] = json!({"jwt": {"claims": {"sub": "tester", "scope": scopes.join(" ")}, "scopes": null}});
-    }
+    let context = context_json(method, path, caller);
     let event = json!({
         "version": "2.0", "routeKey": "$default", "rawPath": path, "rawQueryString": query,
         "headers": {"content-type": "application/json", "host": "example.com"},

@@ -227,6 +227,9 @@ pub struct Archiver<S> {
     metrics: Metrics,
 }
 
+/// The `Function` dimension of this function's metrics.
+pub const FUNCTION: &str = "archive";
+
 /// The metric a scheduled run puts: seasons ended more than `OVERDUE_AFTER` ago that are still
 /// not archived after the run (the `ArchiveOverdueAlarm`'s metric).
 pub const SEASONS_OVERDUE: &str = "SeasonsOverdue";
@@ -238,7 +241,7 @@ impl<S: ArchiveSink> Archiver<S> {
     /// `table` serves reads, checkpoints and the completion record; `sink` takes the
     /// BatchWriteItem calls (the table itself, or a fault-injecting wrapper around it).
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, table: SeasonTable, sink: S, clock: Clock, settings: Settings) -> Self {
-        Self { config, keys, store, table, sink, clock, settings, metrics: Metrics::stdout("archive") }
+        Self { config, keys, store, table, sink, clock, settings, metrics: Metrics::stdout(FUNCTION) }
     }
 
     /// The same job, putting its metrics into `metrics`.
@@ -253,30 +256,33 @@ impl<S: ArchiveSink> Archiver<S> {
     /// deadline). Puts `SeasonsOverdue` either way.
     pub async fn archive_due(&self, deadline: DateTime<Utc>) -> Result<Vec<SeasonReport>, ArchiveError> {
         let now = (self.clock)();
+        let is_overdue = |season: &Period| season.end.expect("a season ends").with_timezone(&Utc) + OVERDUE_AFTER <= now;
+        let candidates: Vec<(&Board, Period)> = self
+            .config
+            .boards()
+            .iter()
+            .filter(|b| b.archive)
+            .flat_map(|board| unarchived_candidates(board, now, self.settings.grace).into_iter().map(move |season| (board, season)))
+            .collect();
+        // Every overdue candidate counts until this run finishes it.
+        let mut overdue = candidates.iter().filter(|(_, season)| is_overdue(season)).count() as u64;
         let mut reports = Vec::new();
         let mut failures = Vec::new();
-        let mut overdue = 0u64;
-        'boards: for board in self.config.boards().iter().filter(|b| b.archive) {
-            let seasons = unarchived_candidates(board, now, self.settings.grace);
-            for (n, season) in seasons.iter().enumerate() {
-                let is_overdue = season.end.expect("a season ends").with_timezone(&Utc) + OVERDUE_AFTER <= now;
-                match self.archive_season(&board.name, &season.id, Shard::WHOLE, deadline).await {
-                    Ok(report) => {
-                        let finished = matches!(report.status, Status::Complete | Status::AlreadyComplete);
-                        overdue += u64::from(is_overdue && !finished);
-                        let stop = report.status == Status::InProgress;
-                        reports.push(report);
-                        if stop {
-                            // Out of time: what is left of this board counts as not archived.
-                            overdue += seasons[n + 1..].iter().filter(|s| s.end.expect("a season ends").with_timezone(&Utc) + OVERDUE_AFTER <= now).count() as u64;
-                            break 'boards;
-                        }
+        for (board, season) in &candidates {
+            match self.archive_season(&board.name, &season.id, Shard::WHOLE, deadline).await {
+                Ok(report) => {
+                    if matches!(report.status, Status::Complete | Status::AlreadyComplete) && is_overdue(season) {
+                        overdue -= 1;
                     }
-                    Err(error) => {
-                        tracing::error!(board = %board.name, season = %season.id, code = error.code(), %error, "season not archived");
-                        overdue += u64::from(is_overdue);
-                        failures.push(error);
+                    let out_of_time = report.status == Status::InProgress;
+                    reports.push(report);
+                    if out_of_time {
+                        break;
                     }
+                }
+                Err(error) => {
+                    tracing::error!(board = %board.name, season = %season.id, code = error.code(), %error, "season not archived");
+                    failures.push(error);
                 }
             }
         }
