@@ -127,14 +127,14 @@ mod tests {
         let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::Asia::Shanghai);
         assert_eq!(closed_field(&season), "closed|season:2026-10");
         let apply_event = include_str!("scripts/apply_event.lua");
-        assert!(apply_event.contains("'closed|' .. ARGV[base] .. ':' .. ARGV[base + 1]"));
+        assert!(apply_event.contains("'closed|' .. period(i, 1) .. ':' .. period(i, 2)"));
     }
 
     #[test]
     fn the_live_field_is_the_one_the_write_scripts_set() {
         let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::UTC);
         assert_eq!(live_field(&season), "live|season:2026-10");
-        assert!(include_str!("scripts/apply_event.lua").contains("'live|season:' .. id"));
+        assert!(include_str!("scripts/apply_event.lua").contains("'live|season:' .. period(i, 2)"));
         assert!(include_str!("scripts/prelude.lua").contains("'live|season:' .. period_arg(first, i, 1)"));
     }
 

@@ -1,6 +1,6 @@
 //! The write path: validate an event, fan it out to every board that scores its action, and
 //! apply each board's share with one script call (one round trip per board, all boards
-//! concurrently).
+//! concurrently; a batch sends one call per board per chunk of its events).
 //!
 //! Boards live in different hash slots, so one event cannot be applied to all of them
 //! atomically. The answer is therefore per board: when every board refuses, the event is
@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::keys::Keys;
 use crate::period::EventWindow;
 use crate::scoring::{plan_event, BoardPlan, Event, EventPlan, Refusal};
-use crate::scripts::{self, ApplyReply, BoardOutcome};
+use crate::scripts::{self, ApplyReply, BoardEvent, BoardOutcome, CHUNK};
 use crate::store::{Store, StoreError};
 
 /// Largest `POST /v1/events:batch`.
@@ -120,65 +120,113 @@ impl Ingestor {
 
     pub async fn record(&self, event: &Event, now: DateTime<Utc>) -> Result<EventReceipt, IngestError> {
         let plan = plan_event(&self.config, event, now, &self.window)?;
-        self.apply(event, &plan).await
+        self.apply(&[(event, plan)], now).await.pop().expect("one answer per event")
     }
 
     /// Validates every event first: one invalid event refuses the batch and nothing is
-    /// written. Valid batches are applied concurrently on the shared connection (pipelined);
-    /// each event gets its own result, in order.
+    /// written. A valid batch is applied with one script call per board per `CHUNK` of its
+    /// events, all concurrently on the shared connection; each event gets its own result, in
+    /// order.
     pub async fn record_batch(
         &self,
         events: &[Event],
         now: DateTime<Utc>,
     ) -> Result<Vec<Result<EventReceipt, IngestError>>, BatchRefusal> {
-        let plans = events
+        let planned = events
             .iter()
             .enumerate()
             .map(|(index, event)| {
-                plan_event(&self.config, event, now, &self.window).map_err(|refusal| BatchRefusal { index, refusal })
+                plan_event(&self.config, event, now, &self.window)
+                    .map(|plan| (event, plan))
+                    .map_err(|refusal| BatchRefusal { index, refusal })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(join_all(events.iter().zip(&plans).map(|(event, plan)| self.apply(event, plan))).await)
+        Ok(self.apply(&planned, now).await)
     }
 
-    async fn apply(&self, event: &Event, plan: &EventPlan<'_>) -> Result<EventReceipt, IngestError> {
-        let conn = self.store.write_connection().await?;
-        let replies = join_all(plan.boards.iter().map(|board_plan| {
-            let mut conn = conn.clone();
-            let keys = self.keys.board(&board_plan.board.name);
-            let wait = self.store.replica_wait().with_replicas(board_plan.board.wait_replicas);
-            async move {
-                if let Some(refusal) = &board_plan.refused {
-                    return Ok(Err(IngestError::Refused(refusal.clone())));
+    async fn apply(&self, events: &[(&Event, EventPlan<'_>)], now: DateTime<Utc>) -> Vec<Result<EventReceipt, IngestError>> {
+        let conn = match self.store.write_connection().await {
+            Ok(conn) => conn,
+            Err(error) => return events.iter().map(|_| Err(error.clone().into())).collect(),
+        };
+        // Each board's shares, in event order: (event, board plan) indexes.
+        let mut shares: Vec<(&str, Vec<(usize, usize)>)> = Vec::new();
+        for (e, (_, plan)) in events.iter().enumerate() {
+            for (b, board_plan) in plan.boards.iter().enumerate().filter(|(_, p)| p.refused.is_none()) {
+                let name = board_plan.board.name.as_str();
+                match shares.iter_mut().find(|(board, _)| *board == name) {
+                    Some((_, list)) => list.push((e, b)),
+                    None => shares.push((name, vec![(e, b)])),
                 }
-                let reply = scripts::apply_event(&mut conn, &keys, board_plan, plan.first_delivery, &event.event_id, &event.user_id, &plan.fingerprint, wait)
-                    .await?;
-                Ok::<_, StoreError>(board_reply(event, board_plan, reply))
+            }
+        }
+        let calls = shares.iter().flat_map(|(board, list)| list.chunks(CHUNK).map(move |chunk| (*board, chunk)));
+        let answers = join_all(calls.map(|(board, chunk)| {
+            let mut conn = conn.clone();
+            async move {
+                let items: Vec<BoardEvent<'_>> = chunk
+                    .iter()
+                    .map(|&(e, b)| {
+                        let (event, plan) = &events[e];
+                        BoardEvent {
+                            plan: &plan.boards[b],
+                            first_delivery: plan.first_delivery,
+                            event_id: &event.event_id,
+                            member: &event.user_id,
+                            fingerprint: &plan.fingerprint,
+                            timed: event.occurred_at.is_some(),
+                        }
+                    })
+                    .collect();
+                let wait = self.store.replica_wait().with_replicas(items[0].plan.board.wait_replicas);
+                (chunk, scripts::apply_events(&mut conn, &self.keys.board(board), &items, now, wait).await)
             }
         }))
         .await;
 
-        let mut duplicate = true;
-        let mut first_refusal = None;
-        let mut results = Vec::with_capacity(replies.len());
-        for (board_plan, reply) in plan.boards.iter().zip(replies) {
-            let board = &board_plan.board.name;
-            match reply? {
-                Ok((seen, outcome)) => {
-                    duplicate &= seen;
-                    results.push(BoardResult { board: board.clone(), outcome, refused: false });
-                }
-                Err(error) => {
-                    results.push(BoardResult::refused(board, &error));
-                    first_refusal.get_or_insert(error);
-                }
+        let mut replies: Vec<Vec<Option<Result<ApplyReply, StoreError>>>> =
+            events.iter().map(|(_, plan)| plan.boards.iter().map(|_| None).collect()).collect();
+        for (chunk, answer) in answers {
+            match answer {
+                Ok(answers) => chunk.iter().zip(answers).for_each(|(&(e, b), reply)| replies[e][b] = Some(Ok(reply))),
+                Err(error) => chunk.iter().for_each(|&(e, b)| replies[e][b] = Some(Err(error.clone()))),
             }
         }
-        match first_refusal {
-            // No board took the event, so none wrote anything: refused as a whole.
-            Some(error) if results.iter().all(|r| r.refused) => Err(error),
-            _ => Ok(EventReceipt { event_id: event.event_id.clone(), duplicate, results }),
+        events.iter().zip(replies).map(|((event, plan), replies)| receipt(event, plan, replies)).collect()
+    }
+}
+
+/// The answer to one event from its boards' replies (`None`: refused by its plan, unsent).
+fn receipt(
+    event: &Event,
+    plan: &EventPlan<'_>,
+    replies: Vec<Option<Result<ApplyReply, StoreError>>>,
+) -> Result<EventReceipt, IngestError> {
+    let mut duplicate = true;
+    let mut first_refusal = None;
+    let mut results = Vec::with_capacity(replies.len());
+    for (board_plan, reply) in plan.boards.iter().zip(replies) {
+        let board = &board_plan.board.name;
+        let answer = match (reply, &board_plan.refused) {
+            (Some(reply), _) => board_reply(event, board_plan, reply?),
+            (None, Some(refusal)) => Err(IngestError::Refused(refusal.clone())),
+            (None, None) => unreachable!("every board without a refusal is sent"),
+        };
+        match answer {
+            Ok((seen, outcome)) => {
+                duplicate &= seen;
+                results.push(BoardResult { board: board.clone(), outcome, refused: false });
+            }
+            Err(error) => {
+                results.push(BoardResult::refused(board, &error));
+                first_refusal.get_or_insert(error);
+            }
         }
+    }
+    match first_refusal {
+        // No board took the event, so none wrote anything: refused as a whole.
+        Some(error) if results.iter().all(|r| r.refused) => Err(error),
+        _ => Ok(EventReceipt { event_id: event.event_id.clone(), duplicate, results }),
     }
 }
 

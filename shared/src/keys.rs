@@ -65,7 +65,20 @@ impl BoardKeys {
         format!("{}:frozen:{}:{}", self.base, period.kind.as_str(), period.id)
     }
 
-    /// Dedupe marker of one event on this board: payload fingerprint and the first reply.
+    /// One shard of a UTC day's event markers (a hash: event id digest -> fingerprint and
+    /// receipt; see `scripts::apply`). `day` counts days since 1970-01-01.
+    pub fn marker_bucket(&self, day: i64, shard: u16) -> String {
+        format!("{}:evt:{day}:{shard}", self.base)
+    }
+
+    /// Pattern matching every marker bucket of this board (for tests and operators).
+    pub fn marker_bucket_pattern(&self) -> String {
+        format!("{}:evt:*:*", self.base)
+    }
+
+    /// Dedupe marker of one heat or sign-in event on this board (a string: payload fingerprint
+    /// and the first reply). Events scored by rules were marked here by earlier releases; the
+    /// write path still reads it, so a retry across the upgrade stays a duplicate.
     pub fn event(&self, event_id: &str) -> String {
         format!("{}:evt:{event_id}", self.base)
     }
@@ -152,6 +165,7 @@ mod tests {
         let keys = [
             board.period(&day),
             board.event("e-1"),
+            board.marker_bucket(20_416, 1023),
             board.day_ledger("u1", "2026-11-22"),
             board.lifetime_ledger("u1"),
             board.target_ledger(),
@@ -170,7 +184,8 @@ mod tests {
             assert!(key.starts_with("st:v1:{activity}:"));
         }
         assert_eq!(keys[0], "st:v1:{activity}:z:day:2026-11-22");
-        assert_eq!(keys[6], "st:v1:{activity}:hot:h:2026-11-22T02:00Z");
+        assert_eq!(keys[7], "st:v1:{activity}:hot:h:2026-11-22T02:00Z");
+        assert_eq!(keys[2], "st:v1:{activity}:evt:20416:1023");
     }
 
     #[test]

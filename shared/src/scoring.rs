@@ -174,13 +174,12 @@ pub fn plan_event<'a>(
     })?;
     let occurred_at = event.occurred_at.unwrap_or(now);
     let first_delivery = window.check(occurred_at, now).err();
-    // An event outside the window is only ever answered from its marker; its periods are
-    // named for the keys the script declares, and never written.
-    let lands_at = if first_delivery.is_some() { now } else { occurred_at };
+    // An event outside the window is only ever answered from its marker (a duplicate reports
+    // the member's standing in the periods it landed in); it is never written.
     let time_part = tiebreak::time_part(now)?;
     let boards = config
         .boards_for_action(&event.action)
-        .map(|(board, rule)| plan_board(board, rule, event, lands_at, time_part, now))
+        .map(|(board, rule)| plan_board(board, rule, event, occurred_at, time_part, now))
         .collect::<Result<Vec<_>, _>>()?;
     if boards.is_empty() {
         return Err(Refusal::UnknownAction(event.action.clone()));

@@ -3,6 +3,7 @@
 //! failover to a node that never saw it, NOSCRIPT is answered by loading it and retrying, so
 //! callers never notice.
 
+mod apply;
 pub mod hot;
 
 use std::sync::LazyLock;
@@ -10,10 +11,8 @@ use std::sync::LazyLock;
 use redis::Script;
 use serde::{Deserialize, Serialize};
 
-use crate::keys::BoardKeys;
 use crate::period::EventTimeError;
-use crate::scoring::{BoardPlan, Ledger, Mode, RateWindow};
-use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
+use crate::store::{Connection, StoreError};
 
 #[cfg(test)]
 mod key_check;
@@ -21,14 +20,15 @@ mod key_check;
 pub mod moderation;
 pub mod sign_in;
 
-static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/apply_event.lua")));
+pub use apply::{apply_events, marker_bucket, BoardEvent, Decision, MarkerSlot, Receipt, CHUNK, MARKER_SHARDS};
+
 static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_board.lua")));
 static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_members.lua")));
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
     [
-        &APPLY_EVENT,
+        &apply::APPLY_EVENT,
         &READ_BOARD,
         &READ_MEMBERS,
         &hot::ADD_HEAT,
@@ -52,10 +52,8 @@ fn with_prelude(body: &str) -> Script {
     Script::new(&[PRELUDE, body].concat())
 }
 
-/// How long an event id is remembered per board.
+/// How long the string markers of heat, sign-ins and corrections remember their id per board.
 pub const EVENT_MARKER_TTL_SECS: u64 = 48 * 3600;
-/// Day ledgers outlive their day by this much (~31 days of history, seed 001).
-const LEDGER_RETENTION_SECS: i64 = 30 * 24 * 3600;
 
 /// One period's standing after an event, in whole points.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -70,8 +68,8 @@ pub struct PeriodStanding {
     pub rank: Option<u64>,
 }
 
-/// What an event did on one board. Stored verbatim in the event marker so a duplicate gets
-/// the first answer.
+/// What an event did on one board. A duplicate gets the first delivery's decision, delta and
+/// cap, with the member's standing at the time of the retry.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BoardOutcome {
     pub applied: bool,
@@ -110,75 +108,6 @@ pub enum ApplyReply {
     PeriodClosed(String),
     /// The rule's rate limit is used up; a slot frees in this many seconds.
     RateLimited(u64),
-}
-
-/// Applies one board's share of an event: dedupe, ledger, cap, every period board, TTLs and
-/// the new ranks, atomically, in one round trip (with `wait` for replicas in the same one).
-/// `first_delivery` refuses the event unless its id was already applied here.
-#[allow(clippy::too_many_arguments)]
-pub async fn apply_event(
-    conn: &mut Connection,
-    keys: &BoardKeys,
-    plan: &BoardPlan<'_>,
-    first_delivery: Option<EventTimeError>,
-    event_id: &str,
-    member: &str,
-    fingerprint: &str,
-    wait: ReplicaWait,
-) -> Result<ApplyReply, StoreError> {
-    let day_ledger = keys.day_ledger(member, &plan.day.id);
-    let day_ledger_expiry = plan.day.end.map_or(0, |end| end.timestamp() + LEDGER_RETENTION_SECS);
-    let (ledger, ledger_expiry) = match plan.ledger {
-        Ledger::Day | Ledger::None => (day_ledger.clone(), day_ledger_expiry),
-        Ledger::Lifetime => (keys.lifetime_ledger(member), 0),
-        Ledger::Target => (keys.target_ledger(), 0),
-    };
-    let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
-
-    let mut invocation = ScriptCall::new(&APPLY_EVENT);
-    invocation.key(keys.event(event_id)).key(ledger).key(day_ledger).key(keys.guard()).key(keys.rate_log(member, &plan.rule.action));
-    for period in &plan.periods {
-        invocation.key(keys.period(period));
-    }
-    invocation
-        .arg(fingerprint)
-        .arg(member)
-        .arg(match plan.mode {
-            Mode::Give => "give",
-            Mode::TakeBack => "take",
-        })
-        .arg(plan.points)
-        .arg(&plan.ledger_field)
-        .arg(cap_field)
-        .arg(cap)
-        .arg(plan.time_part)
-        .arg(EVENT_MARKER_TTL_SECS)
-        .arg(ledger_expiry)
-        .arg(day_ledger_expiry)
-        .arg(first_delivery.map_or("", |refusal| refusal.code()));
-    for period in &plan.periods {
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
-    }
-    let rate = plan.rate_limit.unwrap_or(RateWindow { max: 0, window_ms: 0, now_ms: 0 });
-    invocation.arg(rate.max).arg(rate.window_ms).arg(rate.now_ms);
-    let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
-    let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("apply_event: {e}")));
-    if let Some(refusal) = first_delivery.filter(|refusal| refusal.code() == status) {
-        return Ok(ApplyReply::OutsideWindow(refusal));
-    }
-    match status.as_str() {
-        "new" => Ok(ApplyReply::New(outcome()?)),
-        "duplicate" => Ok(ApplyReply::Duplicate(outcome()?)),
-        "conflict" => Ok(ApplyReply::Conflict),
-        "out_of_range" => Ok(ApplyReply::OutOfRange),
-        "banned" => Ok(ApplyReply::Banned),
-        "period_closed" => Ok(ApplyReply::PeriodClosed(body)),
-        "rate_limited" => body
-            .parse()
-            .map(ApplyReply::RateLimited)
-            .map_err(|_| StoreError::Protocol(format!("apply_event: retry-after {body:?}"))),
-        other => Err(StoreError::Protocol(format!("apply_event status {other:?}"))),
-    }
 }
 
 /// Which part of a board `read_board` returns.
@@ -278,8 +207,6 @@ mod tests {
     #[test]
     fn the_scripts_use_the_same_composite_constants_as_rust() {
         let apply = include_str!("scripts/apply_event.lua");
-        assert!(apply.contains(&format!("local SPAN = {TIME_SPAN} ")));
-        assert!(apply.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
         assert!(apply.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
         let read = include_str!("scripts/read_board.lua");
         assert!(read.contains(&format!("local SPAN = {TIME_SPAN} ")));

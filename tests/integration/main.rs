@@ -20,6 +20,7 @@ mod hot_metrics;
 mod lambda_watch;
 mod limits;
 mod malformed;
+mod markers;
 mod model;
 mod openapi;
 mod query;

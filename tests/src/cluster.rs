@@ -1,8 +1,13 @@
 //! Redis Cluster helpers for assertions: who serves which slots (`CLUSTER NODES`), and SCAN on
 //! every primary (a cluster's SCAN only walks the node it is sent to).
 
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, FromRedisValue};
+use standings::keys::BoardKeys;
+use standings::scripts::{marker_bucket, MarkerSlot};
 use standings::store::Connection;
 
 /// One line of `CLUSTER NODES`.
@@ -133,4 +138,33 @@ e7d1 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460 7000 [5461->-0
         assert_eq!((nodes[1].host.as_str(), nodes[1].primary_id.as_deref(), nodes[1].is_primary()), ("127.0.0.1", Some("e7d1"), false));
         assert!(nodes[2].is_failing());
     }
+}
+
+/// The event ids marked on `board` (in the marker buckets of `now`'s UTC day and its
+/// neighbours), out of `event_ids`.
+pub async fn marked<'a>(conn: &Connection, board: &BoardKeys, event_ids: impl IntoIterator<Item = &'a str>, now: DateTime<Utc>) -> HashSet<&'a str> {
+    let (day, _) = marker_bucket(now);
+    let mut marked = HashSet::new();
+    for event_id in event_ids {
+        let slot = MarkerSlot::of(event_id);
+        for bucket in [day - 1, day, day + 1] {
+            let mut hexists = redis::cmd("HEXISTS");
+            hexists.arg(board.marker_bucket(bucket, slot.shard)).arg(&slot.field[..]);
+            if query_node::<bool>(conn, None, hexists).await {
+                marked.insert(event_id);
+            }
+        }
+    }
+    marked
+}
+
+/// How many event markers `board` holds, in all its buckets.
+pub async fn marker_count(conn: &Connection, board: &BoardKeys) -> u64 {
+    let mut count = 0;
+    for bucket in scan_all(conn, &board.marker_bucket_pattern()).await {
+        let mut hlen = redis::cmd("HLEN");
+        hlen.arg(bucket);
+        count += query_node::<u64>(conn, None, hlen).await;
+    }
+    count
 }

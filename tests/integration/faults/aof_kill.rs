@@ -1,12 +1,12 @@
 //! A standalone redis-server with AOF `appendfsync always` is killed (SIGKILL) in the middle
 //! of a concurrent load and restarted on the same port and directory.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use standings::config::Config;
 use standings::store::RedisSettings;
-use standings_tests::load::{self, Load};
+use standings_tests::cluster;
+use standings_tests::load::{self, Delivery, Load};
 use standings_tests::servers::RedisServer;
 use standings_tests::{day, spawn_ingest_at};
 use tokio::time::Instant;
@@ -46,10 +46,11 @@ async fn acknowledged_events_survive_a_kill_and_errored_ones_apply_once_when_ret
         assert_eq!(app.points("activity", day("2026-11-22"), user).await, Some(*points), "{user}");
     }
     // Every event's marker is there, once, and a re-delivery gets the first answer.
-    let markers: HashSet<String> = app.written_keys().await.into_iter().filter(|k| k.contains(":evt:")).collect();
-    assert_eq!(markers.len(), deliveries.len());
+    let board = app.keys.board("activity");
+    let marked = cluster::marked(&app.redis, &board, deliveries.iter().map(Delivery::event_id), app.now()).await;
+    assert_eq!(cluster::marker_count(&app.redis, &board).await, deliveries.len() as u64);
     for delivery in &deliveries {
-        assert!(markers.contains(&app.keys.board("activity").event(delivery.event_id())), "{}", delivery.event);
+        assert!(marked.contains(delivery.event_id()), "{}", delivery.event);
         let (status, body) = app.event(delivery.event.clone()).await;
         assert_eq!((status.as_u16(), &body["duplicate"]), (200, &serde_json::json!(true)), "{body}");
     }

@@ -8,14 +8,13 @@
 //! test counts such writes and checks the scores are exactly what survived; the second puts
 //! the board on `wait_replicas = 1` (WAIT after each write) and asserts that none is lost.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 use standings::config::Config;
 use standings::store::{Connection, Store};
-use standings_tests::cluster::scan_all;
+use standings_tests::cluster::marked;
 use standings_tests::load::{self, Delivery, Load};
 use standings_tests::servers::{eventually, RedisCluster};
 use standings_tests::{day, spawn_ingest_at, TestApp};
@@ -59,9 +58,8 @@ async fn kill_the_boards_primary_during_load(cluster: &mut RedisCluster, app: Ar
     // A fresh connection: it learns the new topology from scratch.
     let conn = Store::connect(&cluster.settings()).unwrap().connection().await.unwrap();
     let board = app.keys.board("activity");
-    let markers: HashSet<String> = scan_all(&conn, &board.event("*")).await.into_iter().collect();
-    let (present, lost): (Vec<Delivery>, Vec<Delivery>) =
-        deliveries.iter().cloned().partition(|d| markers.contains(&board.event(d.event_id())));
+    let marked = marked(&conn, &board, deliveries.iter().map(Delivery::event_id), app.now()).await;
+    let (present, lost): (Vec<Delivery>, Vec<Delivery>) = deliveries.iter().cloned().partition(|d| marked.contains(d.event_id()));
 
     assert_eq!(deliveries.len(), TASKS * EVENTS_PER_TASK);
     assert!(deliveries.iter().any(|d| d.acknowledged_at > promoted_at), "ingestion resumed after the failover");
