@@ -260,7 +260,10 @@ impl SeasonTable {
 
     /// As [`connect`](Self::connect), for slower endpoints (local emulators).
     pub async fn connect_with_attempt_timeout(name: impl Into<String>, attempt_timeout: Duration) -> Self {
+        use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+        let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(https)
             .retry_config(RetryConfig::standard().with_max_attempts(5))
             .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(attempt_timeout).build())
             .load()

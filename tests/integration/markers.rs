@@ -2,12 +2,15 @@
 //! end of the next UTC day, read for retries of events marked by earlier releases, and one
 //! script call per board per chunk of a batch.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings::scoring::Event;
-use standings::scripts::{MarkerSlot, CHUNK};
+use standings::scripts::{CHUNK, MarkerSlot};
 use standings_tests::{at, day, spawn_ingest, spawn_ingest_with};
 
-async fn query<T: redis::FromRedisValue>(app: &standings_tests::TestApp, cmd: &mut redis::Cmd) -> T {
+async fn query<T: redis::FromRedisValue>(
+    app: &standings_tests::TestApp,
+    cmd: &mut redis::Cmd,
+) -> T {
     cmd.query_async(&mut app.redis.clone()).await.unwrap()
 }
 
@@ -19,45 +22,80 @@ async fn a_marker_is_a_field_of_a_day_bucket_kept_to_the_end_of_the_next_utc_day
     let (status, first) = app.event(event.clone()).await;
     assert_eq!(status, 200, "{first}");
 
-    let markers: Vec<String> = app.written_keys().await.into_iter().filter(|k| k.contains(":evt:")).collect();
+    let markers: Vec<String> = app
+        .written_keys()
+        .await
+        .into_iter()
+        .filter(|k| k.contains(":evt:"))
+        .collect();
     let slot = MarkerSlot::of("e1");
+    // The bucket of the board's local day (Asia/Shanghai: 18:00 on the 22nd).
     let day_number = at("2026-11-22T00:00:00Z").timestamp() / 86_400;
-    assert_eq!(markers, [app.keys.board("activity").marker_bucket(day_number, slot.shard)]);
+    assert_eq!(
+        markers,
+        [app.keys
+            .board("activity")
+            .marker_bucket(day_number, slot.shard)]
+    );
     let bucket = &markers[0];
-    assert_eq!(query::<String>(&app, redis::cmd("TYPE").arg(bucket)).await, "hash");
-    assert_eq!(query::<String>(&app, redis::cmd("OBJECT").arg("ENCODING").arg(bucket)).await, "listpack");
+    assert_eq!(
+        query::<String>(&app, redis::cmd("TYPE").arg(bucket)).await,
+        "hash"
+    );
+    assert_eq!(
+        query::<String>(&app, redis::cmd("OBJECT").arg("ENCODING").arg(bucket)).await,
+        "listpack"
+    );
     let value: Vec<u8> = query(&app, redis::cmd("HGET").arg(bucket).arg(&slot.field[..])).await;
-    assert_eq!(&value[4..], b"a3@600", "4 bytes of fingerprint, then the receipt: applied, +3, landed at minute 600 (no occurred_at)");
-    // Injected clock 10:00 on the 22nd: the bucket goes at the end of the 23rd (UTC), 38 h on.
+    assert_eq!(
+        &value[4..],
+        b"a3",
+        "4 bytes of fingerprint, then the receipt: applied, +3"
+    );
+    // The bucket goes at the end of the 23rd, local time (16:00 UTC), 30 hours on.
     let ttl: i64 = query(&app, redis::cmd("TTL").arg(bucket)).await;
-    assert!((38 * 3600 - 5..=38 * 3600).contains(&ttl), "{ttl}");
+    assert!((30 * 3600 - 5..=30 * 3600).contains(&ttl), "{ttl}");
 
     // 23 hours later (another day, in UTC and on the board), the retry is still a duplicate,
     // reports the periods the event landed in, and writes nothing.
     app.set_now(at("2026-11-23T09:00:00Z"));
     let before = app.keyspace().await;
     let (status, retry) = app.event(event.clone()).await;
-    assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
+    assert_eq!(
+        (status.as_u16(), &retry["duplicate"]),
+        (200, &json!(true)),
+        "{retry}"
+    );
     assert_eq!(retry["results"], first["results"]);
     assert_eq!(app.keyspace().await, before);
     // With another payload it is still a conflict.
-    let (status, _) = app.event(json!({"event_id": "e1", "user_id": "u2", "action": "comment", "target": "a1"})).await;
+    let (status, _) = app
+        .event(json!({"event_id": "e1", "user_id": "u2", "action": "comment", "target": "a1"}))
+        .await;
     assert_eq!(status, 409);
 }
 
 #[tokio::test]
 async fn a_duplicate_reports_the_first_decision_and_the_standing_now() {
     let app = spawn_ingest().await;
-    let (_, first) = app.event(json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"})).await;
-    app.event(json!({"event_id": "e2", "user_id": "u1", "action": "praise", "target": "a1"})).await;
-    let (_, retry) = app.event(json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"})).await;
+    let (_, first) = app
+        .event(json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"}))
+        .await;
+    app.event(json!({"event_id": "e2", "user_id": "u1", "action": "praise", "target": "a1"}))
+        .await;
+    let (_, retry) = app
+        .event(json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"}))
+        .await;
     assert_eq!(retry["duplicate"], true);
     let (first, retry) = (&first["results"][0], &retry["results"][0]);
     for field in ["applied", "delta", "capped"] {
         assert_eq!(first[field], retry[field], "{field}");
     }
     assert_eq!(first["periods"][0]["score"], 3);
-    assert_eq!(retry["periods"][0]["score"], 5, "the standing now, after the praise");
+    assert_eq!(
+        retry["periods"][0]["score"], 5,
+        "the standing now, after the praise"
+    );
     assert_eq!(retry["periods"][0]["delta"], 3, "what this event changed");
 }
 
@@ -69,14 +107,31 @@ async fn a_retry_of_an_event_marked_by_an_earlier_release_gets_its_stored_answer
     let stored = json!({"applied": true, "delta": 3, "capped": 0,
         "periods": [{"period": "day", "period_id": "2026-11-22", "score": 3, "delta": 3, "rank": 1}]});
     let legacy = app.keys.board("activity").event("old");
-    let () = query(&app, redis::cmd("SET").arg(&legacy).arg(format!("{}\n{stored}", event.fingerprint())).arg("EX").arg(3600)).await;
+    let () = query(
+        &app,
+        redis::cmd("SET")
+            .arg(&legacy)
+            .arg(format!("{}\n{stored}", event.fingerprint()))
+            .arg("EX")
+            .arg(3600),
+    )
+    .await;
     let before = app.keyspace().await;
 
     let (status, retry) = app.event(body).await;
-    assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
+    assert_eq!(
+        (status.as_u16(), &retry["duplicate"]),
+        (200, &json!(true)),
+        "{retry}"
+    );
     assert_eq!(retry["results"][0]["periods"], stored["periods"]);
-    let (status, _) = app.event(json!({"event_id": "old", "user_id": "u1", "action": "comment", "target": "a2"})).await;
-    assert_eq!(status, 409, "another payload under the old marker is a conflict");
+    let (status, _) = app
+        .event(json!({"event_id": "old", "user_id": "u1", "action": "comment", "target": "a2"}))
+        .await;
+    assert_eq!(
+        status, 409,
+        "another payload under the old marker is a conflict"
+    );
     assert_eq!(app.keyspace().await, before, "neither wrote anything");
     assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, None);
 }
@@ -88,13 +143,24 @@ async fn a_big_board_day_keeps_every_marker_bucket_compact() {
         let events: Vec<Value> = (0..500)
             .map(|i| json!({"event_id": format!("b{batch}-{i}"), "user_id": format!("u{}", i % 50), "action": "page_view", "target": format!("/p/{batch}/{i}")}))
             .collect();
-        let (status, body) = app.post("/v1/events:batch", &json!({ "events": events })).await;
+        let (status, body) = app
+            .post("/v1/events:batch", &json!({ "events": events }))
+            .await;
         assert_eq!(status, 200, "{body}");
     }
-    let buckets: Vec<String> = app.written_keys().await.into_iter().filter(|k| k.contains(":evt:")).collect();
+    let buckets: Vec<String> = app
+        .written_keys()
+        .await
+        .into_iter()
+        .filter(|k| k.contains(":evt:"))
+        .collect();
     let mut markers = 0;
     for bucket in &buckets {
-        assert_eq!(query::<String>(&app, redis::cmd("OBJECT").arg("ENCODING").arg(bucket)).await, "listpack", "{bucket}");
+        assert_eq!(
+            query::<String>(&app, redis::cmd("OBJECT").arg("ENCODING").arg(bucket)).await,
+            "listpack",
+            "{bucket}"
+        );
         markers += query::<u64>(&app, redis::cmd("HLEN").arg(bucket)).await;
     }
     assert_eq!(markers, 4_000, "one marker per event");
@@ -120,22 +186,43 @@ async fn a_batch_costs_one_round_trip_per_board_per_chunk() {
         periods = ["all"]
         top = 10
         rules = [{ action = "comment", points = 1, scope = "none" }]"#;
-    let config = standings::config::Config::parse(&format!("{}{reach}", include_str!("../../shared/boards.toml"))).unwrap();
+    let config = standings::config::Config::parse(&format!(
+        "{}{reach}",
+        include_str!("../../shared/boards.toml")
+    ))
+    .unwrap();
     let app = spawn_ingest_with(config).await;
-    app.event(json!({"event_id": "warm", "user_id": "u0", "action": "comment", "target": "t"})).await;
+    app.event(json!({"event_id": "warm", "user_id": "u0", "action": "comment", "target": "t"}))
+        .await;
     let size = 2 * CHUNK + 50;
     let mut events: Vec<Value> =
         (0..size).map(|i| json!({"event_id": format!("c{i}"), "user_id": format!("u{}", i % 20), "action": "comment", "target": format!("t{i}")})).collect();
     events[size - 1] = events[0].clone();
     let before = app.store.round_trips();
-    let (status, body) = app.post("/v1/events:batch", &json!({ "events": events })).await;
+    let (status, body) = app
+        .post("/v1/events:batch", &json!({ "events": events }))
+        .await;
     assert_eq!(status, 200, "{body}");
-    assert_eq!(app.store.round_trips() - before, 2 * 3, "two boards, three chunks each");
+    assert_eq!(
+        app.store.round_trips() - before,
+        2 * 3,
+        "two boards, three chunks each"
+    );
     let results = body["results"].as_array().unwrap();
-    assert_eq!(results.iter().filter(|r| r["duplicate"] == true).count(), 1, "the repeated id, in the last chunk");
+    assert_eq!(
+        results.iter().filter(|r| r["duplicate"] == true).count(),
+        1,
+        "the repeated id, in the last chunk"
+    );
     assert_eq!(results[size - 1]["duplicate"], true);
     for board in 0..2 {
-        let (first, retry) = (&results[0]["results"][board], &results[size - 1]["results"][board]);
-        assert_eq!((&retry["applied"], &retry["delta"]), (&first["applied"], &first["delta"]));
+        let (first, retry) = (
+            &results[0]["results"][board],
+            &results[size - 1]["results"][board],
+        );
+        assert_eq!(
+            (&retry["applied"], &retry["delta"]),
+            (&first["applied"], &first["delta"])
+        );
     }
 }

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, FromRedisValue};
 use standings::keys::BoardKeys;
@@ -140,10 +141,16 @@ e7d1 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460 7000 [5461->-0
     }
 }
 
-/// The event ids marked on `board` (in the marker buckets of `now`'s UTC day and its
+/// The event ids marked on `board` (in the marker buckets of `now`'s local day in `tz` and its
 /// neighbours), out of `event_ids`.
-pub async fn marked<'a>(conn: &Connection, board: &BoardKeys, event_ids: impl IntoIterator<Item = &'a str>, now: DateTime<Utc>) -> HashSet<&'a str> {
-    let (day, _) = marker_bucket(now);
+pub async fn marked<'a>(
+    conn: &Connection,
+    board: &BoardKeys,
+    tz: Tz,
+    event_ids: impl IntoIterator<Item = &'a str>,
+    now: DateTime<Utc>,
+) -> HashSet<&'a str> {
+    let day = marker_bucket(now, tz).day;
     let mut marked = HashSet::new();
     for event_id in event_ids {
         let slot = MarkerSlot::of(event_id);

@@ -67,7 +67,7 @@ pub struct TestApp {
     /// The assertion connection (standalone or cluster, like the app's).
     pub redis: Connection,
     now: Arc<Mutex<DateTime<Utc>>>,
-    config: Arc<Config>,
+    pub config: Arc<Config>,
 }
 
 /// Scopes a request carries, as API Gateway's JWT authorizer would pass them.

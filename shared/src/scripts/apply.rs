@@ -3,27 +3,30 @@
 //!
 //! A marker is one field of a small hash: the event id's 8-byte digest → the payload's 4-byte
 //! fingerprint and a receipt of what the event did (a few characters). The hashes are bucketed
-//! by UTC day (the function's clock) and sharded by the id's digest, so each stays small
-//! enough for Redis's compact listpack encoding (about 20 bytes a marker, against about 300
-//! for a string key with its own TTL); a bucket expires as a whole at the end of the next day,
-//! so every id is remembered for at least 24 hours. A duplicate is answered from the receipt
-//! and the member's standing now, read in the same call.
+//! by the board's local day (on the function's clock) and sharded by the id's digest, so each
+//! stays small enough for Redis's compact listpack encoding (about 20 bytes a marker, against
+//! about 300 for a string key with its own TTL); a bucket expires as a whole at the end of the
+//! next local day, so every id is remembered for at least 24 hours. A duplicate is answered
+//! from the receipt and the member's standing now, read in the same call; the bucket that held
+//! it names the day an event sent without `occurred_at` landed on.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono_tz::Tz;
 use redis::Script;
 use sha2::{Digest, Sha256};
 
 use super::{ApplyReply, BoardOutcome, PeriodStanding};
 use crate::keys::BoardKeys;
-use crate::period::{EventTimeError, Period};
+use crate::period::{EventTimeError, Period, PeriodKind};
 use crate::scoring::{BoardPlan, Ledger, Mode, RateWindow};
 use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
 use crate::tiebreak::{self, MAX_POINTS, TIME_SPAN};
 
-pub(super) static APPLY_EVENT: LazyLock<Script> = LazyLock::new(|| Script::new(&with_constants(include_str!("apply_event.lua"))));
+pub(super) static APPLY_EVENT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&with_constants(include_str!("apply_event.lua"))));
 
 /// Marker hashes per bucket. A day's markers of one board spread over this many hashes; each
 /// stays listpack-encoded up to Redis's `hash-max-listpack-entries` (128 by default), i.e. up
@@ -46,7 +49,12 @@ pub enum Decision {
 }
 
 impl Decision {
-    const ALL: [Decision; 4] = [Decision::Applied, Decision::AlreadyCounted, Decision::DailyCap, Decision::NothingToTakeBack];
+    const ALL: [Decision; 4] = [
+        Decision::Applied,
+        Decision::AlreadyCounted,
+        Decision::DailyCap,
+        Decision::NothingToTakeBack,
+    ];
 
     const fn code(self) -> char {
         match self {
@@ -87,28 +95,39 @@ pub struct Receipt {
     /// Each period's change, when one differs from `delta` (a take-back a period could not
     /// take in full).
     pub changes: Option<Vec<i64>>,
-    /// For an event sent without `occurred_at`: the minute of the UTC day (of its marker's
-    /// bucket) it landed at, which names its periods.
-    pub landed_minute: Option<i64>,
 }
 
 impl Receipt {
     pub fn parse(text: &str) -> Option<Self> {
-        let (text, landed_minute) = match text.split_once('@') {
-            Some((text, minute)) => (text, Some(minute.parse().ok()?)),
-            None => (text, None),
-        };
         let mut chars = text.chars();
         let code = chars.next()?;
         let decision = Decision::ALL.into_iter().find(|d| d.code() == code)?;
         let rest = chars.as_str();
         let (head, changes) = match rest.split_once(';') {
-            Some((head, list)) => (head, Some(list.split(',').map(|n| n.parse().ok()).collect::<Option<Vec<i64>>>()?)),
+            Some((head, list)) => (
+                head,
+                Some(
+                    list.split(',')
+                        .map(|n| n.parse().ok())
+                        .collect::<Option<Vec<i64>>>()?,
+                ),
+            ),
             None => (rest, None),
         };
         let (delta, capped) = head.split_once(',').unwrap_or((head, ""));
-        let number = |text: &str| if text.is_empty() { Some(0) } else { text.parse().ok() };
-        Some(Self { decision, delta: number(delta)?, capped: number(capped)?, changes, landed_minute })
+        let number = |text: &str| {
+            if text.is_empty() {
+                Some(0)
+            } else {
+                text.parse().ok()
+            }
+        };
+        Some(Self {
+            decision,
+            delta: number(delta)?,
+            capped: number(capped)?,
+            changes,
+        })
     }
 
     fn change(&self, period: usize) -> i64 {
@@ -121,10 +140,17 @@ impl Receipt {
 
 /// The script's text with the Rust constants it needs inserted after its shebang line.
 fn with_constants(source: &str) -> String {
-    let (shebang, body) = source.split_once('\n').expect("a script starts with its shebang line");
-    let mut constants = format!("{shebang}\nlocal SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\n");
+    let (shebang, body) = source
+        .split_once('\n')
+        .expect("a script starts with its shebang line");
+    let mut constants =
+        format!("{shebang}\nlocal SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\n");
     for decision in Decision::ALL {
-        constants.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
+        constants.push_str(&format!(
+            "local {} = '{}'\n",
+            decision.lua_name(),
+            decision.code()
+        ));
     }
     constants + body
 }
@@ -139,21 +165,52 @@ pub struct MarkerSlot {
 impl MarkerSlot {
     pub fn of(event_id: &str) -> Self {
         let digest = Sha256::digest(event_id.as_bytes());
-        let field = digest[..8].try_into().expect("a SHA-256 digest has 32 bytes");
-        Self { field, shard: u16::from_be_bytes([digest[8], digest[9]]) % MARKER_SHARDS }
+        let field = digest[..8]
+            .try_into()
+            .expect("a SHA-256 digest has 32 bytes");
+        Self {
+            field,
+            shard: u16::from_be_bytes([digest[8], digest[9]]) % MARKER_SHARDS,
+        }
     }
 }
 
-/// The UTC day a marker written at `now` goes in, and how long its bucket is kept from now:
-/// to the end of the next day, so at least 24 hours.
-pub fn marker_bucket(now: DateTime<Utc>) -> (i64, i64) {
-    let day = now.timestamp().div_euclid(DAY_SECS);
-    (day, (day + 2) * DAY_SECS - now.timestamp())
+/// The marker bucket of `now` on a board in `tz`: its local day (days since 1970-01-01), the
+/// day's first instant, and how long the bucket is kept from now: to the end of the next local
+/// day, so at least 24 hours.
+pub fn marker_bucket(now: DateTime<Utc>, tz: Tz) -> MarkerBucket {
+    let today = Period::containing(PeriodKind::Day, now, tz);
+    let start = today.start.expect("a day has a start").with_timezone(&Utc);
+    let end = today.end.expect("a day has an end").with_timezone(&Utc);
+    let day = now
+        .with_timezone(&tz)
+        .date_naive()
+        .signed_duration_since(NaiveDate::default())
+        .num_days();
+    MarkerBucket {
+        day,
+        start,
+        ttl_secs: (end - now).num_seconds() + DAY_SECS,
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MarkerBucket {
+    pub day: i64,
+    pub start: DateTime<Utc>,
+    pub ttl_secs: i64,
 }
 
 /// The 4 bytes of a payload fingerprint (hex) that a marker keeps.
 fn short_fingerprint(fingerprint: &str) -> Vec<u8> {
-    (0..4).map(|i| fingerprint.get(2 * i..2 * i + 2).and_then(|byte| u8::from_str_radix(byte, 16).ok()).unwrap_or(0)).collect()
+    (0..4)
+        .map(|i| {
+            fingerprint
+                .get(2 * i..2 * i + 2)
+                .and_then(|byte| u8::from_str_radix(byte, 16).ok())
+                .unwrap_or(0)
+        })
+        .collect()
 }
 
 /// One board's share of one event.
@@ -199,22 +256,33 @@ pub async fn apply_events(
     now: DateTime<Utc>,
     wait: ReplicaWait,
 ) -> Result<Vec<ApplyReply>, StoreError> {
-    let (day, bucket_ttl) = marker_bucket(now);
+    let Some(first) = events.first() else {
+        return Ok(Vec::new());
+    };
+    let bucket = marker_bucket(now, first.plan.board.timezone);
+    let day = bucket.day;
     let mut call = ScriptCall::new(&APPLY_EVENT);
     let mut key_list = KeyList::new(&mut call, keys.guard());
-    call.arg(events.len()).arg(bucket_ttl);
+    call.arg(events.len()).arg(bucket.ttl_secs);
     for event in events {
         let plan = event.plan;
         let slot = MarkerSlot::of(event.event_id);
         let day_ledger = keys.day_ledger(event.member, &plan.day.id);
-        let day_ledger_expiry = plan.day.end.map_or(0, |end| end.timestamp() + LEDGER_RETENTION_SECS);
+        let day_ledger_expiry = plan
+            .day
+            .end
+            .map_or(0, |end| end.timestamp() + LEDGER_RETENTION_SECS);
         let (ledger, ledger_expiry) = match plan.ledger {
             Ledger::Day | Ledger::None => (day_ledger.clone(), day_ledger_expiry),
             Ledger::Lifetime => (keys.lifetime_ledger(event.member), 0),
             Ledger::Target => (keys.target_ledger(), 0),
         };
         let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
-        let rate = plan.rate_limit.unwrap_or(RateWindow { max: 0, window_ms: 0, now_ms: now.timestamp_millis() });
+        let rate = plan.rate_limit.unwrap_or(RateWindow {
+            max: 0,
+            window_ms: 0,
+            now_ms: now.timestamp_millis(),
+        });
         for bucket_day in [day, day - 1, day + 1] {
             let bucket = key_list.add(&mut call, keys.marker_bucket(bucket_day, slot.shard));
             call.arg(bucket);
@@ -245,16 +313,21 @@ pub async fn apply_events(
             .arg(rate.window_ms)
             .arg(rate.now_ms)
             .arg(plan.time_part)
-            .arg(if event.timed { String::new() } else { format!("@{}", (now.timestamp() - day * DAY_SECS) / 60) })
             .arg(plan.periods.len());
         for period in &plan.periods {
             let board = key_list.add(&mut call, keys.period(period));
-            call.arg(board).arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
+            call.arg(board)
+                .arg(period.kind.as_str())
+                .arg(&period.id)
+                .arg(period.expires_at().unwrap_or(0));
         }
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;
     let mut values = reply.into_iter();
-    let read = events.iter().map(|event| read_reply(event, &mut values, day)).collect::<Result<Vec<_>, _>>()?;
+    let read = events
+        .iter()
+        .map(|event| read_reply(event, &mut values, bucket.start))
+        .collect::<Result<Vec<_>, _>>()?;
     let mut replies = Vec::with_capacity(read.len());
     for (event, read) in events.iter().zip(read) {
         replies.push(match read {
@@ -273,14 +346,23 @@ pub async fn apply_events(
 /// is read separately.
 enum Read {
     Done(ApplyReply),
-    LandedElsewhere { receipt: Receipt, periods: Vec<Period> },
+    LandedElsewhere {
+        receipt: Receipt,
+        periods: Vec<Period>,
+    },
 }
 
 /// The member's points and 1-based rank (0: absent) in each of `periods`, in one pipeline.
-async fn standings(conn: &mut Connection, keys: &BoardKeys, member: &str, periods: &[Period]) -> Result<Vec<(i64, u64)>, StoreError> {
+async fn standings(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    member: &str,
+    periods: &[Period],
+) -> Result<Vec<(i64, u64)>, StoreError> {
     let mut pipe = redis::pipe();
     for period in periods {
-        pipe.zscore(keys.period(period), member).zrevrank(keys.period(period), member);
+        pipe.zscore(keys.period(period), member)
+            .zrevrank(keys.period(period), member);
     }
     let values: Vec<Option<f64>> = pipe.query_async(conn).await?;
     Ok(values
@@ -293,37 +375,60 @@ async fn standings(conn: &mut Connection, keys: &BoardKeys, member: &str, period
 }
 
 /// One event's reply from the script's flat answer: status, detail, then points and rank for
-/// each period. `day` is the UTC day of the call's marker bucket.
-fn read_reply(event: &BoardEvent<'_>, values: &mut impl Iterator<Item = String>, day: i64) -> Result<Read, StoreError> {
+/// each period. `today` is the first instant of the local day of the call's marker bucket.
+fn read_reply(
+    event: &BoardEvent<'_>,
+    values: &mut impl Iterator<Item = String>,
+    today: DateTime<Utc>,
+) -> Result<Read, StoreError> {
     let protocol = |what: &str| StoreError::Protocol(format!("apply_event: {what}"));
-    let (status, detail) = values.next().zip(values.next()).ok_or_else(|| protocol("reply too short"))?;
+    let (status, detail) = values
+        .next()
+        .zip(values.next())
+        .ok_or_else(|| protocol("reply too short"))?;
     let mut standings = Vec::with_capacity(event.plan.periods.len());
     for _ in &event.plan.periods {
-        let (points, rank) = values.next().zip(values.next()).ok_or_else(|| protocol("reply too short"))?;
+        let (points, rank) = values
+            .next()
+            .zip(values.next())
+            .ok_or_else(|| protocol("reply too short"))?;
         let points: i64 = points.parse().map_err(|_| protocol("points"))?;
         let rank: u64 = rank.parse().map_err(|_| protocol("rank"))?;
         standings.push((points, rank));
     }
-    if let Some(refusal) = event.first_delivery.filter(|refusal| refusal.code() == status) {
+    if let Some(refusal) = event
+        .first_delivery
+        .filter(|refusal| refusal.code() == status)
+    {
         return Ok(Read::Done(ApplyReply::OutsideWindow(refusal)));
     }
-    let receipt = |detail: &str| Receipt::parse(detail).ok_or_else(|| protocol(&format!("receipt {detail:?}")));
+    let receipt = |detail: &str| {
+        Receipt::parse(detail).ok_or_else(|| protocol(&format!("receipt {detail:?}")))
+    };
     let periods = &event.plan.periods;
     let reply = match status.as_str() {
         "new" => ApplyReply::New(outcome(&receipt(&detail)?, periods, &standings)),
         "duplicate" => {
-            let bucket = match detail.get(..1) {
-                Some("0") => day,
-                Some("1") => day - 1,
-                Some("2") => day + 1,
+            let days_away = match detail.get(..1) {
+                Some("0") => 0,
+                Some("1") => -1,
+                Some("2") => 1,
                 _ => return Err(protocol(&format!("duplicate {detail:?}"))),
             };
             let receipt = receipt(&detail[1..])?;
-            let landed = receipt.landed_minute.and_then(|minute| DateTime::from_timestamp(bucket * DAY_SECS + minute * 60, 0));
-            if let Some(landed) = landed {
-                let first: Vec<Period> = periods.iter().map(|p| Period::containing(p.kind, landed, event.plan.board.timezone)).collect();
+            if !event.timed && days_away != 0 {
+                // Sent without a time, it landed on its marker's day: midday of that local day
+                // names the same periods whatever the day's length.
+                let landed = today + Duration::seconds(days_away * DAY_SECS + DAY_SECS / 2);
+                let first: Vec<Period> = periods
+                    .iter()
+                    .map(|p| Period::containing(p.kind, landed, event.plan.board.timezone))
+                    .collect();
                 if first != *periods {
-                    return Ok(Read::LandedElsewhere { receipt, periods: first });
+                    return Ok(Read::LandedElsewhere {
+                        receipt,
+                        periods: first,
+                    });
                 }
             }
             ApplyReply::Duplicate(outcome(&receipt, periods, &standings))
@@ -333,7 +438,11 @@ fn read_reply(event: &BoardEvent<'_>, values: &mut impl Iterator<Item = String>,
         "out_of_range" => ApplyReply::OutOfRange,
         "banned" => ApplyReply::Banned,
         "period_closed" => ApplyReply::PeriodClosed(detail),
-        "rate_limited" => ApplyReply::RateLimited(detail.parse().map_err(|_| protocol(&format!("retry-after {detail:?}")))?),
+        "rate_limited" => ApplyReply::RateLimited(
+            detail
+                .parse()
+                .map_err(|_| protocol(&format!("retry-after {detail:?}")))?,
+        ),
         other => return Err(protocol(&format!("status {other:?}"))),
     };
     Ok(Read::Done(reply))
@@ -342,11 +451,15 @@ fn read_reply(event: &BoardEvent<'_>, values: &mut impl Iterator<Item = String>,
 /// An event recorded by a release before marker buckets: its string marker holds the
 /// fingerprint and the whole first reply.
 fn legacy_reply(marker: &str, fingerprint: &str) -> Result<ApplyReply, StoreError> {
-    let (seen, reply) = marker.split_once('\n').ok_or_else(|| StoreError::Protocol("apply_event: legacy marker".into()))?;
+    let (seen, reply) = marker
+        .split_once('\n')
+        .ok_or_else(|| StoreError::Protocol("apply_event: legacy marker".into()))?;
     if seen != fingerprint {
         return Ok(ApplyReply::Conflict);
     }
-    serde_json::from_str(reply).map(ApplyReply::Duplicate).map_err(|e| StoreError::Protocol(format!("apply_event: legacy marker: {e}")))
+    serde_json::from_str(reply)
+        .map(ApplyReply::Duplicate)
+        .map_err(|e| StoreError::Protocol(format!("apply_event: legacy marker: {e}")))
 }
 
 /// What the event did on the board, with the member's standing in each period.
@@ -380,15 +493,21 @@ mod tests {
     #[test]
     fn receipts_parse_every_shape_the_script_writes() {
         let parse = |text| Receipt::parse(text).unwrap();
-        let receipt = |decision, delta, capped, changes, landed_minute| Receipt { decision, delta, capped, changes, landed_minute };
-        assert_eq!(parse("a3"), receipt(Decision::Applied, 3, 0, None, None));
-        assert_eq!(parse("a2,8"), receipt(Decision::Applied, 2, 8, None, None));
-        assert_eq!(parse("d,10"), receipt(Decision::DailyCap, 0, 10, None, None));
-        assert_eq!(parse("c"), receipt(Decision::AlreadyCounted, 0, 0, None, None));
-        assert_eq!(parse("a-3;-3,-1"), receipt(Decision::Applied, -3, 0, Some(vec![-3, -1]), None));
-        assert_eq!(parse("a-3;-3,-1@1439"), receipt(Decision::Applied, -3, 0, Some(vec![-3, -1]), Some(1439)));
-        assert_eq!(parse("c@0"), receipt(Decision::AlreadyCounted, 0, 0, None, Some(0)));
-        for bad in ["", "x3", "a3;", "a;1,x", "ab", "a3@", "a3@x"] {
+        let receipt = |decision, delta, capped, changes| Receipt {
+            decision,
+            delta,
+            capped,
+            changes,
+        };
+        assert_eq!(parse("a3"), receipt(Decision::Applied, 3, 0, None));
+        assert_eq!(parse("a2,8"), receipt(Decision::Applied, 2, 8, None));
+        assert_eq!(parse("d,10"), receipt(Decision::DailyCap, 0, 10, None));
+        assert_eq!(parse("c"), receipt(Decision::AlreadyCounted, 0, 0, None));
+        assert_eq!(
+            parse("a-3;-3,-1"),
+            receipt(Decision::Applied, -3, 0, Some(vec![-3, -1]))
+        );
+        for bad in ["", "x3", "a3;", "a;1,x", "ab", "a3@1"] {
             assert_eq!(Receipt::parse(bad), None, "{bad:?}");
         }
         assert_eq!(parse("a-3;-3,-1").change(1), -1);
@@ -398,34 +517,78 @@ mod tests {
     #[test]
     fn the_script_gets_its_constants_from_rust() {
         let text = with_constants(include_str!("apply_event.lua"));
-        assert!(text.starts_with(&format!("#!lua\nlocal SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\n")));
+        assert!(text.starts_with(&format!(
+            "#!lua\nlocal SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\n"
+        )));
         for decision in Decision::ALL {
-            assert!(text.contains(&format!("local {} = '{}'\n", decision.lua_name(), decision.code())));
+            assert!(text.contains(&format!(
+                "local {} = '{}'\n",
+                decision.lua_name(),
+                decision.code()
+            )));
         }
         let source = include_str!("apply_event.lua");
-        assert!(!source.contains("local SPAN") && !source.contains("2147483648"), "no copy of a Rust constant in the script");
+        assert!(
+            !source.contains("local SPAN") && !source.contains("2147483648"),
+            "no copy of a Rust constant in the script"
+        );
     }
 
     #[test]
-    fn a_marker_bucket_lasts_at_least_a_day_and_at_most_two() {
-        for at in ["2026-11-24T00:00:00Z", "2026-11-24T12:00:00Z", "2026-11-24T23:59:59Z"] {
+    fn a_marker_bucket_is_the_boards_local_day_kept_to_the_end_of_the_next() {
+        let shanghai = chrono_tz::Asia::Shanghai;
+        for (at, day) in [
+            ("2026-11-23T16:00:00Z", "2026-11-24"),
+            ("2026-11-24T04:00:00Z", "2026-11-24"),
+            ("2026-11-24T15:59:59Z", "2026-11-24"),
+        ] {
             let now: DateTime<Utc> = at.parse().unwrap();
-            let (day, ttl) = marker_bucket(now);
-            assert_eq!(day, now.timestamp().div_euclid(DAY_SECS));
-            assert!((DAY_SECS + 1..=2 * DAY_SECS).contains(&ttl), "{at}: {ttl}");
+            let bucket = marker_bucket(now, shanghai);
+            let date: NaiveDate = day.parse().unwrap();
+            assert_eq!(
+                bucket.day,
+                date.signed_duration_since(NaiveDate::default()).num_days(),
+                "{at}"
+            );
+            assert_eq!(
+                bucket.start,
+                "2026-11-23T16:00:00Z".parse::<DateTime<Utc>>().unwrap()
+            );
+            assert_eq!(
+                now + Duration::seconds(bucket.ttl_secs),
+                "2026-11-25T16:00:00Z".parse::<DateTime<Utc>>().unwrap(),
+                "{at}"
+            );
+            assert!(
+                (DAY_SECS + 1..=2 * DAY_SECS).contains(&bucket.ttl_secs),
+                "{at}"
+            );
         }
+        // A 23-hour local day (spring forward) still keeps a marker at least 24 hours.
+        let new_york = chrono_tz::America::New_York;
+        let bucket = marker_bucket("2026-03-08T23:00:00-04:00".parse().unwrap(), new_york);
+        assert!(bucket.ttl_secs > DAY_SECS);
     }
 
     #[test]
     fn marker_slots_are_stable_and_spread() {
         assert_eq!(MarkerSlot::of("e-1"), MarkerSlot::of("e-1"));
         assert_ne!(MarkerSlot::of("e-1").field, MarkerSlot::of("e-2").field);
-        let shards: std::collections::HashSet<u16> = (0..10_000).map(|i| MarkerSlot::of(&format!("e-{i}")).shard).collect();
-        assert_eq!(shards.len(), usize::from(MARKER_SHARDS), "10,000 ids reach every shard");
+        let shards: std::collections::HashSet<u16> = (0..10_000)
+            .map(|i| MarkerSlot::of(&format!("e-{i}")).shard)
+            .collect();
+        assert_eq!(
+            shards.len(),
+            usize::from(MARKER_SHARDS),
+            "10,000 ids reach every shard"
+        );
     }
 
     #[test]
     fn a_short_fingerprint_is_the_first_four_bytes() {
-        assert_eq!(short_fingerprint("0aff10ee99"), vec![0x0a, 0xff, 0x10, 0xee]);
+        assert_eq!(
+            short_fingerprint("0aff10ee99"),
+            vec![0x0a, 0xff, 0x10, 0xee]
+        );
     }
 }

@@ -15,10 +15,11 @@ KEYS[1]    the board's guard (hash): "ban|<user>" for banned users, "closed|<kin
 KEYS[2..]  every other key the chunk touches, once each; ARGV names them by index
 
 ARGV[1]    number of events in the chunk
-ARGV[2]    seconds a marker bucket created now is kept (to the end of the next UTC day)
+ARGV[2]    seconds a marker bucket created now is kept (to the end of the next local day)
 then one block per event, from ARGV[b] (b = 3 for the first):
 b+0..2     indexes of the event-id marker buckets (hashes, field -> fingerprint .. receipt)
-           of this UTC day (written), the day before and the day after (read: clock skew)
+           of the board's local day now (written), the day before and the day after (read:
+           clock skew)
 b+3        index of the event's pre-bucket marker (a string "<fingerprint hex>\n<reply JSON>"
            written by earlier releases, read only)
 b+4        marker field: 8 bytes of the event id's digest
@@ -41,9 +42,7 @@ b+18       rate limit: events allowed in the window ("0": no limit)
 b+19       rate limit window in ms
 b+20       now in ms (the function's clock)
 b+21       time part of the composite for "reached now" (tiebreak.rs; earlier: larger)
-b+22       "" for an event that named its time, "@<minute of this UTC day>" for one that did not
-           (the receipt keeps it: a retry on another day must still report the right periods)
-b+23       n, the number of period boards, then n quadruples from b+24:
+b+22       n, the number of period boards, then n quadruples from b+23:
            index of the period's sorted set (scored points * SPAN + time part), kind, id,
            EXPIREAT ("0": none)
 
@@ -60,7 +59,7 @@ points and 1-based rank (0: not on the board)
   "banned", ""           the user is banned from this board; nothing written
   "period_closed", id    a period the event lands in is frozen (archived); nothing written
   "rate_limited", s      the rate limit is used up; a slot frees in s seconds; nothing written
-receipt: "<code>[<delta>][,<capped>][;<delta of period 1>,...][@<minute>]": code RECEIPT_APPLIED or the
+receipt: "<code>[<delta>][,<capped>][;<delta of period 1>,...]": code RECEIPT_APPLIED or the
 reason nothing was applied; delta the largest change of any period (for an applied event);
 capped the points the daily cap withheld; the per-period changes only when one differs from
 delta. A give adds its points to every period and the member reached the new score now; a
@@ -74,9 +73,9 @@ local GUARD = KEYS[1]
 -- (nil for a refusal).
 local function apply(b)
   local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
-  local boards = tonumber(ARGV[b + 23])
-  local function board(i) return tonumber(ARGV[b + 20 + 4 * i]) end
-  local function period(i, part) return ARGV[b + 20 + 4 * i + part] end
+  local boards = tonumber(ARGV[b + 22])
+  local function board(i) return tonumber(ARGV[b + 19 + 4 * i]) end
+  local function period(i, part) return ARGV[b + 19 + 4 * i + part] end
 
   local function standing_now()
     local points, ranks = {}, {}
@@ -206,7 +205,6 @@ local function apply(b)
       break
     end
   end
-  receipt = receipt .. ARGV[b + 22]
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   if rate_max > 0 then
@@ -223,11 +221,11 @@ for _ = 1, tonumber(ARGV[1]) do
   local status, detail, points, ranks = apply(b)
   reply[#reply + 1] = status
   reply[#reply + 1] = detail
-  local boards = tonumber(ARGV[b + 23])
+  local boards = tonumber(ARGV[b + 22])
   for i = 1, boards do
     reply[#reply + 1] = points and points[i] or 0
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
-  b = b + 24 + 4 * boards
+  b = b + 23 + 4 * boards
 end
 return reply

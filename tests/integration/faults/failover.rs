@@ -58,7 +58,7 @@ async fn kill_the_boards_primary_during_load(cluster: &mut RedisCluster, app: Ar
     // A fresh connection: it learns the new topology from scratch.
     let conn = Store::connect(&cluster.settings()).unwrap().connection().await.unwrap();
     let board = app.keys.board("activity");
-    let marked = marked(&conn, &board, deliveries.iter().map(Delivery::event_id), app.now()).await;
+    let marked = marked(&conn, &board, app.config.board("activity").unwrap().timezone, deliveries.iter().map(Delivery::event_id), app.now()).await;
     let (present, lost): (Vec<Delivery>, Vec<Delivery>) = deliveries.iter().cloned().partition(|d| marked.contains(d.event_id()));
 
     assert_eq!(deliveries.len(), TASKS * EVENTS_PER_TASK);
