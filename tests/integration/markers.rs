@@ -1,11 +1,10 @@
 //! Event markers: fields of small day-bucketed hashes (not a string key per event), kept to the
-//! end of the next UTC day, read for retries of events marked by earlier releases, and one
-//! script call per board per chunk of a batch.
+//! end of the next local day, and read for retries of events marked by earlier releases.
 
 use serde_json::{Value, json};
 use standings::scoring::Event;
-use standings::scripts::{CHUNK, MarkerSlot};
-use standings_tests::{at, day, spawn_ingest, spawn_ingest_with};
+use standings::scripts::MarkerSlot;
+use standings_tests::{at, day, spawn_ingest};
 
 async fn query<T: redis::FromRedisValue>(
     app: &standings_tests::TestApp,
@@ -174,55 +173,4 @@ async fn a_big_board_day_keeps_every_marker_bucket_compact() {
     // Spread thin over 1,024 shards, so each bucket's own overhead dominates here; a string
     // marker per event cost about 300 bytes.
     assert!(bytes / markers < 60, "{} bytes a marker", bytes / markers);
-}
-
-#[tokio::test]
-async fn a_batch_costs_one_round_trip_per_board_per_chunk() {
-    let reach = r#"
-        [[boards]]
-        name = "reach"
-        kind = "cumulative"
-        timezone = "UTC"
-        periods = ["all"]
-        top = 10
-        rules = [{ action = "comment", points = 1, scope = "none" }]"#;
-    let config = standings::config::Config::parse(&format!(
-        "{}{reach}",
-        include_str!("../../shared/boards.toml")
-    ))
-    .unwrap();
-    let app = spawn_ingest_with(config).await;
-    app.event(json!({"event_id": "warm", "user_id": "u0", "action": "comment", "target": "t"}))
-        .await;
-    let size = 2 * CHUNK + 50;
-    let mut events: Vec<Value> =
-        (0..size).map(|i| json!({"event_id": format!("c{i}"), "user_id": format!("u{}", i % 20), "action": "comment", "target": format!("t{i}")})).collect();
-    events[size - 1] = events[0].clone();
-    let before = app.store.round_trips();
-    let (status, body) = app
-        .post("/v1/events:batch", &json!({ "events": events }))
-        .await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(
-        app.store.round_trips() - before,
-        2 * 3,
-        "two boards, three chunks each"
-    );
-    let results = body["results"].as_array().unwrap();
-    assert_eq!(
-        results.iter().filter(|r| r["duplicate"] == true).count(),
-        1,
-        "the repeated id, in the last chunk"
-    );
-    assert_eq!(results[size - 1]["duplicate"], true);
-    for board in 0..2 {
-        let (first, retry) = (
-            &results[0]["results"][board],
-            &results[size - 1]["results"][board],
-        );
-        assert_eq!(
-            (&retry["applied"], &retry["delta"]),
-            (&first["applied"], &first["delta"])
-        );
-    }
 }
