@@ -13,10 +13,10 @@ use chrono::{NaiveDate, Utc};
 use chrono_tz::Asia::Shanghai;
 use http_body_util::BodyExt;
 use redis::AsyncCommands;
-use standings::keys::Keys;
-use standings::period::{Period, PeriodKind};
-use standings::tiebreak;
-use standings::store::{Connection, RedisSettings, Store};
+use standings::redis::keys::Keys;
+use standings::domain::period::{Period, PeriodKind};
+use standings::domain::tiebreak;
+use standings::redis::store::{Connection, RedisSettings, Store};
 use tower::ServiceExt;
 
 pub type BenchError = Box<dyn std::error::Error + Send + Sync>;

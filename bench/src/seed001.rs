@@ -12,7 +12,7 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Asia::Shanghai;
 use redis::AsyncCommands;
-use standings::store::Connection;
+use standings::redis::store::Connection;
 
 use crate::harness::BenchError;
 

@@ -1,36 +1,17 @@
 //! Standings: leaderboards on Redis sorted sets, for AWS Lambda.
 //!
-//! Pure logic (`config`, `decay`, `ids`, `period`, `scoring`, `tiebreak`) takes time as an
-//! argument and never touches the network; `keys` builds every Redis key; `scripts` wraps each
-//! Lua script; `store` owns the connection; `ingestion`, `hot`, `sign_ins`, `moderation` and
-//! `profiles` are the services the functions call; `http` maps every error to a status code;
-//! `archiving` (Redis) and `season_table` (DynamoDB, cargo feature `dynamodb`) are the two
-//! sides of season archives.
+//! The folders are the layers: `domain` (pure rules, time passed in), `redis` (connection,
+//! keys, Lua scripts), `services` (what the functions call), `archive` (frozen seasons and
+//! their DynamoDB table), `http` (routes, auth, the one error mapping, the Lambda runner) and
+//! `runtime` (logs, metrics, secrets). Each imports only the layers listed before it.
 
-pub mod archiving;
-pub mod config;
-pub mod decay;
-pub mod health;
-pub mod hot;
+pub mod archive;
+pub mod domain;
+#[cfg(feature = "http")]
 pub mod http;
-pub mod ids;
-pub mod ingestion;
-pub mod keys;
-pub mod metrics;
-pub mod moderation;
-pub mod period;
-pub mod profiles;
-pub mod reads;
-pub mod routing;
-pub mod scoring;
-pub mod scripts;
-#[cfg(feature = "dynamodb")]
-pub mod season_table;
-pub mod secrets;
-pub mod sign_ins;
-pub mod store;
-pub mod telemetry;
-pub mod tiebreak;
+pub mod redis;
+pub mod runtime;
+pub mod services;
 
 use chrono::{DateTime, Utc};
 use std::sync::Arc;

@@ -19,7 +19,7 @@ async fn live_scores(app: &TestApp, user: &str) -> Vec<Option<i64>> {
         app.points("activity", day("2026-11-22"), user).await,
         app.points("activity", month("2026-11-22"), user).await,
         app.points("points", season("2026-11-22"), user).await,
-        app.points("invites", standings::period::Period::containing(standings::period::PeriodKind::All, app.now(), chrono_tz::UTC), user)
+        app.points("invites", standings::domain::period::Period::containing(standings::domain::period::PeriodKind::All, app.now(), chrono_tz::UTC), user)
             .await,
     ]
 }

@@ -6,14 +6,14 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use archive::{ArchiveError, Status};
+use standings::archive::job::{ArchiveError, Status};
 use aws_sdk_dynamodb::types::{AttributeValue, WriteRequest};
 use axum::http::Method;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::{json, Value};
-use standings::archiving::Standing;
-use standings::metrics::Metrics;
-use standings::season_table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError};
+use standings::archive::freeze::Standing;
+use standings::runtime::metrics::Metrics;
+use standings::archive::table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError};
 use standings::Clock;
 use standings_tests::{at, season_members, ArchiveHarness};
 
@@ -340,7 +340,7 @@ async fn unfinished_seasons_unknown_boards_and_bad_requests_are_clear_errors_tha
 }
 
 /// An archiver whose metric lines land in the returned buffer.
-fn archiver_with_metrics(harness: &ArchiveHarness) -> (archive::Archiver<SeasonTable>, Arc<Mutex<Vec<Value>>>) {
+fn archiver_with_metrics(harness: &ArchiveHarness) -> (standings::archive::job::Archiver<SeasonTable>, Arc<Mutex<Vec<Value>>>) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
     let metrics = Metrics::with_sink("archive", Arc::new(move |line: String| sink.lock().unwrap().push(serde_json::from_str(&line).unwrap())));
@@ -348,7 +348,7 @@ fn archiver_with_metrics(harness: &ArchiveHarness) -> (archive::Archiver<SeasonT
 }
 
 fn seasons_overdue(lines: &Mutex<Vec<Value>>) -> Vec<f64> {
-    lines.lock().unwrap().iter().filter_map(|line| line.get(archive::archiver::SEASONS_OVERDUE)?.as_f64()).collect()
+    lines.lock().unwrap().iter().filter_map(|line| line.get(standings::archive::job::SEASONS_OVERDUE)?.as_f64()).collect()
 }
 
 #[tokio::test]

@@ -2,9 +2,9 @@
 
 use axum::http::Method;
 use serde_json::{json, Value};
-use standings::config::Config;
-use standings::period::{Period, PeriodKind};
-use standings::tiebreak;
+use standings::domain::config::Config;
+use standings::domain::period::{Period, PeriodKind};
+use standings::domain::tiebreak;
 use standings_tests::{at, spawn_ingest, spawn_ingest_with, TestApp};
 
 async fn ranks(app: &TestApp, board: &str, body: Value) -> (u16, Value) {

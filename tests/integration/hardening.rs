@@ -4,7 +4,7 @@
 
 use axum::http::Method;
 use serde_json::json;
-use standings::store::{RedisSettings, Store};
+use standings::redis::store::{RedisSettings, Store};
 use standings_tests::{spawn_ingest, ArchiveHarness};
 
 const FAR: [&str; 4] = ["%2B262142-12-31", "-262143-01-01", "9999-12-31", "2019-12-31"];
@@ -67,7 +67,7 @@ async fn far_dates_in_writes_are_refused_and_write_nothing() {
 #[tokio::test]
 async fn a_store_that_may_evict_keys_refuses_writes_unless_allowed() {
     let server = standings_tests::servers::RedisServer::start(&["--maxmemory-policy", "volatile-lru"]).await;
-    let app = standings_tests::spawn_ingest_at(standings::config::Config::default_boards(), &standings::store::RedisSettings::standalone(&server.url())).await;
+    let app = standings_tests::spawn_ingest_at(standings::domain::config::Config::default_boards(), &standings::redis::store::RedisSettings::standalone(&server.url())).await;
     let event = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a"});
     let (status, body) = app.event(event.clone()).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_misconfigured")), "{body}");
@@ -86,9 +86,9 @@ async fn a_store_that_may_evict_keys_refuses_writes_unless_allowed() {
     assert_eq!((&health["store"]["eviction_risk"], &health["store"]["writes_accepted"]), (&json!(true), &json!(false)), "{health}");
 
     // An operator may accept the risk explicitly.
-    let mut settings = standings::store::RedisSettings::standalone(&server.url());
+    let mut settings = standings::redis::store::RedisSettings::standalone(&server.url());
     settings.allow_evicting_policy = true;
-    let allowed = standings_tests::spawn_ingest_at(standings::config::Config::default_boards(), &settings).await;
+    let allowed = standings_tests::spawn_ingest_at(standings::domain::config::Config::default_boards(), &settings).await;
     let (status, body) = allowed.event(event).await;
     assert_eq!(status, 200, "{body}");
 }

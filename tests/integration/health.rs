@@ -1,6 +1,6 @@
 //! `GET /v1/health`: the store's mode and eviction policy, cached, and a 503 when it is down.
 
-use standings::config::Config;
+use standings::domain::config::Config;
 use standings_tests::{spawn_ingest, spawn_ingest_on};
 
 #[tokio::test]

@@ -8,8 +8,8 @@ use axum::http::Method;
 use chrono::{DateTime, Duration, Utc};
 use redis::AsyncCommands;
 use serde_json::{json, Value};
-use standings::config::Config;
-use standings::hot::DecayRun;
+use standings::domain::config::Config;
+use standings::services::hot::DecayRun;
 use standings_tests::{at, scheduled_event, spawn_ingest_with, Caller, TestApp};
 
 const BOARD: &str = "hot-videos";
@@ -59,7 +59,7 @@ async fn heat_on(app: &TestApp, board: &str, item: &str, body: Value) -> (u16, V
 async fn run(app: &TestApp, when: DateTime<Utc>) -> DecayRun {
     app.set_now(when);
     let summary = app.hotness().run(scheduled_event(when)).await.expect("the run succeeds");
-    assert_eq!(summary.minute, standings::decay::minute_of(when));
+    assert_eq!(summary.minute, standings::domain::decay::minute_of(when));
     let [board] = <[DecayRun; 1]>::try_from(summary.boards).expect("one decaying board");
     board
 }

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::Duration;
 use serde_json::Value;
-use standings::metrics::{Metrics, NAMESPACE};
+use standings::runtime::metrics::{Metrics, NAMESPACE};
 use standings_tests::{at, scheduled_event, spawn_ingest};
 
 #[tokio::test]

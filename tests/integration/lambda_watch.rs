@@ -3,7 +3,7 @@
 //! function through `cargo lambda invoke` with the event fixtures kept in the repo.
 
 use serde_json::{json, Value};
-use standings::keys::Keys;
+use standings::redis::keys::Keys;
 use standings_tests::{seed_board, season_members};
 
 fn watch_url() -> String {
@@ -68,7 +68,7 @@ async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
 #[tokio::test]
 async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over_http() {
     let prefix = std::env::var("STANDINGS_WATCH_KEY_PREFIX").expect("scripts/test.sh names the watch's key prefix");
-    let season = standings::archiving::season_named("2026-01", chrono_tz::Asia::Shanghai).unwrap();
+    let season = standings::archive::freeze::season_named("2026-01", chrono_tz::Asia::Shanghai).unwrap();
     let members = season_members(3, &season);
     seed_board(&Keys::new(&prefix).unwrap().board("points").period(&season), &members).await;
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use axum::http::Method;
 use chrono::Duration;
 use serde_json::{json, Value};
-use standings::config::Config;
-use standings::period::{Period, PeriodKind};
+use standings::domain::config::Config;
+use standings::domain::period::{Period, PeriodKind};
 use standings_tests::{arena, at, season, spawn_ingest, spawn_ingest_with, TestApp, WRITER};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

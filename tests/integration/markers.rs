@@ -2,8 +2,8 @@
 //! end of the next local day, and read for retries of events marked by earlier releases.
 
 use serde_json::{Value, json};
-use standings::scoring::Event;
-use standings::scripts::MarkerSlot;
+use standings::domain::scoring::Event;
+use standings::redis::scripts::MarkerSlot;
 use standings_tests::{at, day, spawn_ingest};
 
 async fn query<T: redis::FromRedisValue>(

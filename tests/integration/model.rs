@@ -15,7 +15,7 @@ use chrono::{DateTime, Duration, Utc};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, FileFailurePersistence, TestCaseError, TestRunner};
 use serde_json::{json, Value};
-use standings::tiebreak;
+use standings::domain::tiebreak;
 use standings_tests::model::{self, Answer, BoardAnswer, Model, SentEvent};
 use standings_tests::{at, spawn_ingest_with, TestApp, ADMIN};
 

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 
 use axum::http::{Method, StatusCode};
 use serde_json::{json, Value};
-use standings::config::Config;
+use standings::domain::config::Config;
 use standings_tests::{arena, spawn_ingest, spawn_ingest_on, spawn_ingest_with, Caller, ADMIN, WRITER};
 
 pub(crate) type Operation = (String, String);

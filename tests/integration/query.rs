@@ -3,8 +3,8 @@
 
 use axum::http::Method;
 use serde_json::{json, Value};
-use standings::period::{Period, PeriodKind};
-use standings::tiebreak;
+use standings::domain::period::{Period, PeriodKind};
+use standings::domain::tiebreak;
 use standings_tests::{at, spawn_ingest, TestApp, WRITER};
 
 async fn comment(app: &TestApp, event_id: &str, user: &str, target: &str) {

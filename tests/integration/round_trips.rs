@@ -2,8 +2,8 @@
 //! store itself (`Store::round_trips()`) once a warm-up has loaded the script.
 
 use serde_json::{json, Value};
-use standings::config::Config;
-use standings::scripts::CHUNK;
+use standings::domain::config::Config;
+use standings::redis::scripts::CHUNK;
 use standings_tests::spawn_ingest_with;
 
 /// The default boards and one more that also scores comments: a comment feeds two boards,

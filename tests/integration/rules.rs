@@ -147,11 +147,11 @@ async fn profiles_are_replaced_and_validated() {
     let profile = json!({"nickname": "PlayerOne", "avatar_url": "https://cdn.example.com/a.png"});
     let (status, body) = app.call(axum::http::Method::PUT, "/v1/users/u1/profile", profile.to_string(), WRITER).await;
     assert_eq!((status.as_u16(), &body), (200, &profile));
-    let stored = standings::profiles::get_profile(&app.store, &app.keys, "u1").await.unwrap().unwrap();
+    let stored = standings::services::profiles::get_profile(&app.store, &app.keys, "u1").await.unwrap().unwrap();
     assert_eq!(stored.nickname.as_deref(), Some("PlayerOne"));
     let replaced = json!({"nickname": "P1"});
     app.call(axum::http::Method::PUT, "/v1/users/u1/profile", replaced.to_string(), WRITER).await;
-    let stored = standings::profiles::get_profile(&app.store, &app.keys, "u1").await.unwrap().unwrap();
+    let stored = standings::services::profiles::get_profile(&app.store, &app.keys, "u1").await.unwrap().unwrap();
     assert_eq!((stored.nickname.as_deref(), stored.avatar_url), (Some("P1"), None));
     let (status, body) =
         app.call(axum::http::Method::PUT, "/v1/users/u1/profile", r#"{"avatar_url":"javascript:alert(1)"}"#, WRITER).await;

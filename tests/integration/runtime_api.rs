@@ -11,8 +11,8 @@ use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::{json, Value};
-use standings::keys::Keys;
-use standings::period::{Period, PeriodKind};
+use standings::redis::keys::Keys;
+use standings::domain::period::{Period, PeriodKind};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{watch, Notify};
 
@@ -157,10 +157,10 @@ async fn one_process_serves_concurrent_invocations_with_exact_results_logs_and_m
     assert_eq!(duplicates, 20, "each repeated delivery is answered as a duplicate exactly once");
     let day = Period::containing(PeriodKind::Day, occurred_at, chrono_tz::Asia::Shanghai);
     let key = Keys::new(&prefix).unwrap().board("activity").period(&day);
-    let mut redis = standings::store::Store::connect(&standings_tests::redis_settings()).unwrap().connection().await.unwrap();
+    let mut redis = standings::redis::store::Store::connect(&standings_tests::redis_settings()).unwrap().connection().await.unwrap();
     for u in 0..10 {
         let composite: f64 = redis::cmd("ZSCORE").arg(&key).arg(format!("u{u}")).query_async(&mut redis).await.unwrap();
-        assert_eq!(standings::tiebreak::points_of(composite), 30, "u{u}: ten comments, each once");
+        assert_eq!(standings::domain::tiebreak::points_of(composite), 30, "u{u}: ten comments, each once");
     }
 
     // Logs and metrics, parsed.

@@ -7,8 +7,8 @@
 use axum::http::Method;
 use chrono::{Duration, NaiveDate};
 use serde_json::{json, Value};
-use standings::config::Config;
-use standings::period::{Period, PeriodKind};
+use standings::domain::config::Config;
+use standings::domain::period::{Period, PeriodKind};
 use standings_tests::{at, day, month, spawn_ingest, spawn_ingest_with, TestApp, ADMIN};
 
 /// `win` feeds both boards: 2 points on `alpha` (day and all-time; reversible) and 3 on `beta`

@@ -2,7 +2,7 @@
 
 use axum::http::Method;
 use serde_json::json;
-use standings::config::Config;
+use standings::domain::config::Config;
 use standings_tests::{spawn_ingest_on, WRITER};
 
 #[tokio::test]

@@ -228,7 +228,7 @@ fn the_template_sets_only_variables_the_code_reads_and_no_plain_redis_url() {
         assert!(!value.as_str().is_some_and(|v| v.contains("redis")), "{name} holds a Redis address in plain text");
     }
     assert!(environment(&globals).get("REDIS_URL").is_none(), "the password is not in the functions' configuration");
-    assert_eq!(environment(&globals)[standings::secrets::SECRET_VAR], reference("RedisUrlSecretArn"), "read at start from the secret");
+    assert_eq!(environment(&globals)[standings::runtime::secrets::SECRET_VAR], reference("RedisUrlSecretArn"), "read at start from the secret");
     assert_eq!(globals["Layers"], json!([reference("SecretsExtensionLayerArn")]), "through the Parameters and Secrets extension");
     assert_eq!(environment(&resource(&template, INGEST)["Properties"])["STANDINGS_AUTH"], "jwt");
 }
@@ -277,9 +277,9 @@ fn the_archive_schedule_keeps_retrying_and_an_alarm_watches_what_is_overdue() {
     assert!(input["detail-type"].is_string());
     serde_json::from_value::<EventBridgeEvent>(input).expect("an EventBridge event");
     let overdue = &resource(&template, "ArchiveOverdueAlarm")["Properties"];
-    assert_eq!(overdue["Namespace"], standings::metrics::NAMESPACE);
-    assert_eq!(overdue["MetricName"], archive::archiver::SEASONS_OVERDUE);
-    assert_eq!(overdue["Dimensions"], json!([{"Name": "Function", "Value": archive::archiver::FUNCTION}]));
+    assert_eq!(overdue["Namespace"], standings::runtime::metrics::NAMESPACE);
+    assert_eq!(overdue["MetricName"], standings::archive::job::SEASONS_OVERDUE);
+    assert_eq!(overdue["Dimensions"], json!([{"Name": "Function", "Value": standings::archive::job::FUNCTION}]));
     assert_eq!(overdue["TreatMissingData"], "breaching", "no run is no datapoint");
 }
 
@@ -369,7 +369,7 @@ fn every_function_has_retained_logs_and_an_errors_alarm() {
         assert!(watched, "no Errors alarm for {name}");
     }
     let stale = &resource(&template, "HotBoardStaleAlarm")["Properties"];
-    assert_eq!(stale["Namespace"], standings::metrics::NAMESPACE);
+    assert_eq!(stale["Namespace"], standings::runtime::metrics::NAMESPACE);
     assert_eq!(stale["MetricName"], hotness::SYNTHESIS_LAG);
     assert_eq!(stale["Dimensions"], json!([{"Name": "Function", "Value": hotness::FUNCTION}]));
     assert_eq!(stale["TreatMissingData"], "breaching", "no run is no datapoint: that is the failure to catch");

@@ -1,9 +1,9 @@
 //! Periods by event time, the event window, the exact tie-break and the script cache.
 
 use serde_json::json;
-use standings::config::Config;
-use standings::period::{Period, PeriodKind};
-use standings::tiebreak::{self, MAX_POINTS};
+use standings::domain::config::Config;
+use standings::domain::period::{Period, PeriodKind};
+use standings::domain::tiebreak::{self, MAX_POINTS};
 use standings_tests::{arena, at, day, spawn_ingest, spawn_ingest_at, spawn_ingest_with};
 
 #[tokio::test]
@@ -46,7 +46,7 @@ fn big_board() -> Config {
 async fn the_earlier_of_two_equal_scores_ranks_higher_even_at_the_top_of_the_range() {
     let app = spawn_ingest_with(big_board()).await;
     // The last representable second, and the one before.
-    let last = standings::tiebreak::LAST_SECS;
+    let last = standings::domain::tiebreak::LAST_SECS;
     let t = |secs: i64| chrono::DateTime::from_timestamp(secs, 0).unwrap();
     let win = |id: &str, user: &str, points: i64| json!({"event_id": id, "user_id": user, "action": "win", "points": points});
     // Equal composites would put "bob" above "alice" (Redis breaks score ties by reverse
@@ -96,7 +96,7 @@ async fn two_users_a_second_apart_rank_by_who_got_there_first() {
 async fn events_still_apply_after_script_flush() {
     // A server of its own: flushing the suite's would race tests that count cached scripts.
     let server = standings_tests::servers::RedisServer::start(&[]).await;
-    let app = spawn_ingest_at(Config::default_boards(), &standings::store::RedisSettings::standalone(&server.url())).await;
+    let app = spawn_ingest_at(Config::default_boards(), &standings::redis::store::RedisSettings::standalone(&server.url())).await;
     app.event(json!({"event_id": "1", "user_id": "u1", "action": "comment", "target": "x"})).await;
     let () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut app.redis.clone()).await.unwrap();
     let (status, body) = app.event(json!({"event_id": "2", "user_id": "u1", "action": "comment", "target": "y"})).await;

@@ -4,8 +4,8 @@
 //! password fail closed, as a 503 from the API and a clear error in the log.
 
 use serde_json::json;
-use standings::config::Config;
-use standings::store::{RedisSettings, Store};
+use standings::domain::config::Config;
+use standings::redis::store::{RedisSettings, Store};
 use standings_tests::{day, spawn_ingest_at, spawn_ingest_with_stores};
 
 fn var(name: &str) -> String {

@@ -7,9 +7,9 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, FromRedisValue};
-use standings::keys::BoardKeys;
-use standings::scripts::{marker_bucket, MarkerSlot};
-use standings::store::Connection;
+use standings::redis::keys::BoardKeys;
+use standings::redis::scripts::{marker_bucket, MarkerSlot};
+use standings::redis::store::Connection;
 
 /// One line of `CLUSTER NODES`.
 #[derive(Debug, Clone, PartialEq, Eq)]

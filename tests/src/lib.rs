@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use archive::{Archiver, Backoff, Settings};
+use standings::archive::job::{Archiver, Backoff, Settings};
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
@@ -20,13 +20,13 @@ use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
 use lambda_http::request::RequestContext;
 use serde_json::{json, Value};
-use standings::config::Config;
+use standings::domain::config::Config;
 use standings::http::{AuthMode, ADMIN_SCOPE, WRITE_SCOPE};
-use standings::keys::Keys;
-use standings::period::Period;
-use standings::season_table::{ArchiveSink, ArchivedEntry, SeasonTable};
-use standings::store::{Connection, RedisSettings, Store};
-use standings::tiebreak;
+use standings::redis::keys::Keys;
+use standings::domain::period::Period;
+use standings::archive::table::{ArchiveSink, ArchivedEntry, SeasonTable};
+use standings::redis::store::{Connection, RedisSettings, Store};
+use standings::domain::tiebreak;
 use tower::ServiceExt;
 
 pub mod cluster;
@@ -120,7 +120,7 @@ async fn spawn_app(config: Config, keys: Keys, store: Store, assertions: Store, 
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let config = Arc::new(config);
     let clock = clock_of(&now);
-    let metrics = standings::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
+    let metrics = standings::runtime::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
     let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
     let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
     let query = match archive {
@@ -200,11 +200,11 @@ pub async fn send_as_lambda(router: &Router, method: &Method, path: &str, query:
 impl TestApp {
     /// The `hotness` function on this app's key prefix, store, configuration and clock.
     pub fn hotness(&self) -> hotness::App {
-        self.hotness_reporting_to(standings::metrics::Metrics::with_sink(hotness::FUNCTION, Arc::new(|_| ())))
+        self.hotness_reporting_to(standings::runtime::metrics::Metrics::with_sink(hotness::FUNCTION, Arc::new(|_| ())))
     }
 
     /// `hotness` whose metric lines go to `metrics`.
-    pub fn hotness_reporting_to(&self, metrics: standings::metrics::Metrics) -> hotness::App {
+    pub fn hotness_reporting_to(&self, metrics: standings::runtime::metrics::Metrics) -> hotness::App {
         hotness::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now), metrics)
     }
 
@@ -265,10 +265,10 @@ impl TestApp {
     }
 
     /// Whole points of `user` on `board`'s period sorted set, straight from Redis.
-    pub async fn points(&self, board: &str, period: standings::period::Period, user: &str) -> Option<i64> {
+    pub async fn points(&self, board: &str, period: standings::domain::period::Period, user: &str) -> Option<i64> {
         let key = self.keys.board(board).period(&period);
         let composite: Option<f64> = redis::cmd("ZSCORE").arg(key).arg(user).query_async(&mut self.redis.clone()).await.unwrap();
-        composite.map(standings::tiebreak::points_of)
+        composite.map(standings::domain::tiebreak::points_of)
     }
 
     /// Requests one profile read for `user_ids` makes: one pipeline standalone; on a cluster one
@@ -314,25 +314,25 @@ impl TestApp {
     }
 }
 
-fn period_on(kind: standings::period::PeriodKind, board_tz_date: &str) -> standings::period::Period {
+fn period_on(kind: standings::domain::period::PeriodKind, board_tz_date: &str) -> standings::domain::period::Period {
     let date = chrono::NaiveDate::parse_from_str(board_tz_date, "%Y-%m-%d").unwrap();
-    standings::period::Period::on_date(kind, date, chrono_tz::Asia::Shanghai)
+    standings::domain::period::Period::on_date(kind, date, chrono_tz::Asia::Shanghai)
 }
 
-pub fn day(board_tz_date: &str) -> standings::period::Period {
-    period_on(standings::period::PeriodKind::Day, board_tz_date)
+pub fn day(board_tz_date: &str) -> standings::domain::period::Period {
+    period_on(standings::domain::period::PeriodKind::Day, board_tz_date)
 }
 
-pub fn month(board_tz_date: &str) -> standings::period::Period {
-    period_on(standings::period::PeriodKind::Month, board_tz_date)
+pub fn month(board_tz_date: &str) -> standings::domain::period::Period {
+    period_on(standings::domain::period::PeriodKind::Month, board_tz_date)
 }
 
-pub fn season(board_tz_date: &str) -> standings::period::Period {
-    period_on(standings::period::PeriodKind::Season, board_tz_date)
+pub fn season(board_tz_date: &str) -> standings::domain::period::Period {
+    period_on(standings::domain::period::PeriodKind::Season, board_tz_date)
 }
 
 /// A season table of the test's own on the suite's moto_server, created from the one definition
-/// in `standings::season_table`.
+/// in `standings::archive::table`.
 pub async fn unique_season_table() -> SeasonTable {
     std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
         .expect("AWS_ENDPOINT_URL_DYNAMODB is not set: run the suite with scripts/test.sh, which starts moto_server");
@@ -418,7 +418,7 @@ impl ArchiveHarness {
 
     /// A season of the `points` board (Asia/Shanghai).
     pub fn season(id: &str) -> Period {
-        standings::archiving::season_named(id, chrono_tz::Asia::Shanghai).unwrap()
+        standings::archive::freeze::season_named(id, chrono_tz::Asia::Shanghai).unwrap()
     }
 
     /// Puts `members` on the live `points` board of `season`.

@@ -11,8 +11,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Duration, Utc};
-use standings::config::{Config, Scope};
-use standings::period::{Period, PeriodKind};
+use standings::domain::config::{Config, Scope};
+use standings::domain::period::{Period, PeriodKind};
 
 pub const GRACE_SECS: i64 = 15 * 60;
 pub const MAX_FUTURE_SECS: i64 = 60;
@@ -250,7 +250,7 @@ fn set(state: &mut BoardState, key: &str, user: &str, points: i64, reached: i64)
 fn board_step(
     state: &mut BoardState,
     board: &str,
-    rule: &standings::config::Rule,
+    rule: &standings::domain::config::Rule,
     kinds: &[PeriodKind],
     event: &SentEvent,
     outside: Option<&'static str>,

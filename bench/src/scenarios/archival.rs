@@ -13,15 +13,15 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use archive::{Archiver, Settings, Status};
+use standings::archive::job::{Archiver, Settings, Status};
 use aws_sdk_dynamodb::types::WriteRequest;
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
-use standings::archiving::Standing;
-use standings::config::Config;
-use standings::period::Period;
-use standings::season_table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, MAX_BATCH_WRITE};
-use standings::tiebreak;
+use standings::archive::freeze::Standing;
+use standings::domain::config::Config;
+use standings::domain::period::Period;
+use standings::archive::table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, MAX_BATCH_WRITE};
+use standings::domain::tiebreak;
 
 use crate::harness::{grouped, ratio, zadd_all, Bench, BenchError, Measurement, Report, Table, Target};
 
@@ -34,7 +34,7 @@ const MAX_REPETITIONS: usize = 3;
 pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     std::env::var("AWS_ENDPOINT_URL_DYNAMODB").map_err(|_| "AWS_ENDPOINT_URL_DYNAMODB is not set: run scripts/bench.sh, which starts moto_server")?;
     let config = Arc::new(Config::default_boards());
-    let season = standings::archiving::season_named(SEASON, config.board(BOARD).ok_or("no points board")?.timezone).ok_or("bad season")?;
+    let season = standings::archive::freeze::season_named(SEASON, config.board(BOARD).ok_or("no points board")?.timezone).ok_or("bad season")?;
     let standings = standings(MEMBERS, season.start.ok_or("season start")?.with_timezone(&Utc));
     let settings = Settings::default();
 

@@ -6,10 +6,10 @@
 
 use chrono::{Duration, Utc};
 use chrono_tz::Asia::Shanghai;
-use standings::config::Config;
-use standings::period::{Period, PeriodKind};
-use standings::reads::{RankMode, Reader};
-use standings::store::Connection;
+use standings::domain::config::Config;
+use standings::domain::period::{Period, PeriodKind};
+use standings::services::reads::{RankMode, Reader};
+use standings::redis::store::Connection;
 
 use crate::harness::{grouped, load_board, member, ratio, time, Bench, BenchError, Measurement, Report, Rng, Table, Target};
 

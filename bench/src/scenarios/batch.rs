@@ -3,10 +3,10 @@
 //! pipelined) against one pipeline of 500 raw `ZINCRBY`, batch after batch from one client.
 
 use chrono::Utc;
-use standings::config::Config;
-use standings::ingestion::{Ingestor, MAX_BATCH};
-use standings::scoring::Event;
-use standings::scripts::CHUNK;
+use standings::domain::config::Config;
+use standings::services::ingestion::{Ingestor, MAX_BATCH};
+use standings::domain::scoring::Event;
+use standings::redis::scripts::CHUNK;
 
 use crate::harness::{grouped, ratio, time, Bench, BenchError, Cpu, Measurement, Report, Table, Target};
 

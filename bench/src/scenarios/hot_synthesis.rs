@@ -8,10 +8,10 @@
 //! each first loads the script and warms the caches.
 
 use chrono::{DateTime, Duration, Utc};
-use standings::decay::{minute_of, window_buckets, Curve};
-use standings::keys::BoardKeys;
-use standings::scripts::hot::{synthesize, Synthesis};
-use standings::store::Connection;
+use standings::domain::decay::{minute_of, window_buckets, Curve};
+use standings::redis::keys::BoardKeys;
+use standings::redis::scripts::hot::{synthesize, Synthesis};
+use standings::redis::store::Connection;
 
 use crate::harness::{grouped, ratio, time, zadd_all, Bench, BenchError, Measurement, Report, Rng, Table, Target};
 

@@ -19,12 +19,12 @@ use axum::http::Request;
 use axum::Router;
 use chrono::Utc;
 use redis::AsyncCommands;
-use standings::config::Config;
+use standings::domain::config::Config;
 use standings::http::AuthMode;
-use standings::ingestion::Ingestor;
-use standings::metrics::Metrics;
-use standings::scoring::Event;
-use standings::store::Store;
+use standings::services::ingestion::Ingestor;
+use standings::runtime::metrics::Metrics;
+use standings::domain::scoring::Event;
+use standings::redis::store::Store;
 
 use crate::harness::{call, grouped, Bench, BenchError, CommandStats, Cpu, Report, Table, Target};
 use crate::seed001::{add_activity_score, Activity, SeedKeys};

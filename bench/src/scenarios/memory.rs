@@ -11,11 +11,11 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use futures::future::try_join_all;
-use standings::config::Config;
-use standings::ingestion::{Ingestor, MAX_BATCH};
-use standings::scoring::Event;
-use standings::scripts::MARKER_SHARDS;
-use standings::store::Connection;
+use standings::domain::config::Config;
+use standings::services::ingestion::{Ingestor, MAX_BATCH};
+use standings::domain::scoring::Event;
+use standings::redis::scripts::MARKER_SHARDS;
+use standings::redis::store::Connection;
 
 use crate::harness::{grouped, scan, zadd_all, Bench, BenchError, Report, Table, Target};
 use crate::seed001::{add_activity_score, Activity, SeedKeys};

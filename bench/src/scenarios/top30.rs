@@ -10,11 +10,11 @@ use axum::body::Body;
 use axum::http::Request;
 use chrono::{Duration, Utc};
 use chrono_tz::Asia::Shanghai;
-use standings::config::Config;
-use standings::period::{Period, PeriodKind};
-use standings::profiles::{self, Profile};
-use standings::reads::{RankMode, Reader};
-use standings::store::Connection;
+use standings::domain::config::Config;
+use standings::domain::period::{Period, PeriodKind};
+use standings::services::profiles::{self, Profile};
+use standings::services::reads::{RankMode, Reader};
+use standings::redis::store::Connection;
 
 use crate::harness::{call, grouped, load_board, ratio, time, Bench, BenchError, CommandStats, Measurement, Report, Table, Target};
 

@@ -1,8 +1,7 @@
-//! The `archive` function (SPEC §5): triggered by an EventBridge schedule — every archived
+//! The `archive` function: the season archive job (`standings::archive::job`) triggered by an EventBridge schedule — every archived
 //! board's last finished season — or by a manual event for one season, optionally one shard:
 //! `{"board": "points", "season": "2026-10", "shard_index": 0, "shard_total": 2}`.
 
-pub mod archiver;
 
 use std::sync::Arc;
 
@@ -11,12 +10,11 @@ use chrono::{DateTime, Utc};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use standings::config::Config;
-use standings::keys::Keys;
-use standings::season_table::{ArchiveSink, SeasonTable, Shard};
-use standings::store::Store;
-
-pub use archiver::{ArchiveError, Archiver, Backoff, SeasonReport, Settings, Status};
+use standings::archive::job::{ArchiveError, Archiver, SeasonReport, Settings};
+use standings::archive::table::{ArchiveSink, SeasonTable, Shard};
+use standings::domain::config::Config;
+use standings::redis::keys::Keys;
+use standings::redis::store::Store;
 
 /// One season (one shard of it), named by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -64,11 +62,9 @@ pub struct ArchiveResponse {
 }
 
 /// The error result Lambda reports (`errorType` is the stable code).
-impl From<ArchiveError> for Diagnostic {
-    fn from(error: ArchiveError) -> Self {
-        tracing::error!(code = error.code(), error = %error, "archive invocation failed");
-        Diagnostic { error_type: error.code().to_owned(), error_message: error.to_string() }
-    }
+pub fn diagnostic(error: ArchiveError) -> Diagnostic {
+    tracing::error!(code = error.code(), error = %error, "archive invocation failed");
+    Diagnostic { error_type: error.code().to_owned(), error_message: error.to_string() }
 }
 
 /// Serves one invocation's payload until `deadline`.
@@ -105,8 +101,8 @@ impl App {
     }
 
     /// One invocation, stopping before the Lambda deadline.
-    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<ArchiveResponse, ArchiveError> {
-        run(&self.archiver, event.payload, invocation_deadline(event.context.deadline, Utc::now())).await
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<ArchiveResponse, Diagnostic> {
+        run(&self.archiver, event.payload, invocation_deadline(event.context.deadline, Utc::now())).await.map_err(diagnostic)
     }
 }
 
@@ -150,7 +146,7 @@ mod tests {
 
     #[test]
     fn an_error_result_carries_its_code() {
-        let diagnostic = Diagnostic::from(ArchiveError::UnknownBoard("nope".into()));
+        let diagnostic = diagnostic(ArchiveError::UnknownBoard("nope".into()));
         assert_eq!(diagnostic.error_type, "unknown_board");
         assert_eq!(diagnostic.error_message, "unknown board \"nope\"");
     }

@@ -3,7 +3,7 @@ use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    standings::telemetry::init();
+    standings::runtime::telemetry::init();
     let app = archive::App::from_env().await?;
     let app = &app;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Value>| async move { app.handle(event).await })).await

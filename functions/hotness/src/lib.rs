@@ -8,12 +8,12 @@ use std::sync::Arc;
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
-use standings::config::Config;
-use standings::decay;
-use standings::hot::{DecayFailure, DecayRun, HotBoards};
-use standings::keys::Keys;
-use standings::metrics::{Metrics, Unit};
-use standings::store::Store;
+use standings::domain::config::Config;
+use standings::domain::decay;
+use standings::services::hot::{DecayFailure, DecayRun, HotBoards};
+use standings::redis::keys::Keys;
+use standings::runtime::metrics::{Metrics, Unit};
+use standings::redis::store::Store;
 use standings::Clock;
 
 /// The `Function` dimension of this function's metrics.

@@ -3,9 +3,9 @@ use lambda_runtime::{service_fn, LambdaEvent};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
-    standings::telemetry::init();
+    standings::runtime::telemetry::init();
     let app = hotness::App::from_env().await?;
-    standings::health::warn_if_evicting(&app.store).await;
+    standings::services::health::warn_if_evicting(&app.store).await;
     let app = &app;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<EventBridgeEvent>| async move {
         app.run(event.payload).await.map_err(lambda_runtime::Error::from)

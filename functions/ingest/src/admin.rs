@@ -8,8 +8,8 @@ use axum::http::Method;
 use axum::Json;
 use serde::Deserialize;
 use standings::http::{ApiError, JsonBody, QueryParams, Subject};
-use standings::moderation::{AuditPage, BanReceipt, CorrectionReceipt, CorrectionRequest};
-use standings::routing::Routes;
+use standings::services::moderation::{AuditPage, BanReceipt, CorrectionReceipt, CorrectionRequest};
+use standings::http::routing::Routes;
 
 use crate::App;
 

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::Json;
-use standings::hot::{Heat, HeatReceipt};
+use standings::services::hot::{Heat, HeatReceipt};
 use standings::http::{ApiError, JsonBody};
 
 use crate::App;

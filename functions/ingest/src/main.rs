@@ -2,8 +2,8 @@ use std::sync::Arc;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    standings::telemetry::init();
+    standings::runtime::telemetry::init();
     let app = ingest::App::from_env().await?;
-    standings::health::warn_if_evicting(&app.store).await;
+    standings::services::health::warn_if_evicting(&app.store).await;
     standings::http::run_on_lambda(ingest::router(Arc::new(app))).await
 }

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use standings::http::ingest_status;
-use standings::ingestion::{EventReceipt, IngestError};
-use standings::metrics::{Metrics, Unit};
+use standings::services::ingestion::{EventReceipt, IngestError};
+use standings::runtime::metrics::{Metrics, Unit};
 
 /// Counts outcomes over one request (a batch holds up to 500 events) so each distinct
 /// (board, outcome, code) becomes one metric line, not one per event.
@@ -17,7 +17,7 @@ pub struct Tally {
 impl Tally {
     /// Logs the event's outcome and counts it.
     pub fn record(&mut self, event_id: &str, result: &Result<EventReceipt, IngestError>) {
-        let event_id = &*standings::ids::loggable(event_id);
+        let event_id = &*standings::domain::ids::loggable(event_id);
         match result {
             Ok(receipt) => {
                 let outcome = if receipt.duplicate { "duplicate" } else { "applied" };

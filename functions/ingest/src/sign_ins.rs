@@ -5,7 +5,7 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::Json;
 use standings::http::{ApiError, JsonBody};
-use standings::sign_ins::{SignInReceipt, SignInRequest};
+use standings::services::sign_ins::{SignInReceipt, SignInRequest};
 
 use crate::App;
 
@@ -13,7 +13,7 @@ pub async fn post_sign_in(
     State(app): State<Arc<App>>,
     JsonBody(request): JsonBody<SignInRequest>,
 ) -> Result<Json<SignInReceipt>, ApiError> {
-    tracing::Span::current().record("event_id", &*standings::ids::loggable(&request.event_id));
+    tracing::Span::current().record("event_id", &*standings::domain::ids::loggable(&request.event_id));
     let receipt = app.timed("/v1/sign-ins", app.sign_ins.record(&request, (app.clock)())).await?;
     tracing::info!(duplicate = receipt.duplicate, date = %receipt.date, points = receipt.outcome.points_awarded, "sign-in recorded");
     Ok(Json(receipt))

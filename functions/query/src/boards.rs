@@ -6,13 +6,13 @@ use axum::extract::{Path, State};
 use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
-use standings::period::DateError;
+use standings::domain::period::DateError;
 use serde::{Deserialize, Serialize};
-use standings::config::{Board, BoardKind};
+use standings::domain::config::{Board, BoardKind};
 use standings::http::{ApiError, JsonBody, QueryParams};
-use standings::ids;
-use standings::period::{Period, PeriodInfo, PeriodKind};
-use standings::reads::{ListedStanding, RankMode, Standing};
+use standings::domain::ids;
+use standings::domain::period::{Period, PeriodInfo, PeriodKind};
+use standings::services::reads::{ListedStanding, RankMode, Standing};
 
 use crate::App;
 
@@ -92,7 +92,7 @@ pub fn resolve_period(app: &App, board: &Board, period: Option<&str>, at: Option
     };
     match at {
         None => Ok(Period::containing(kind, (app.clock)(), board.timezone)),
-        Some(date) => standings::period::parse_day(date).map(|date| Period::on_date(kind, date, board.timezone)).map_err(|e| match e {
+        Some(date) => standings::domain::period::parse_day(date).map(|date| Period::on_date(kind, date, board.timezone)).map_err(|e| match e {
             DateError::Malformed => bad_request("malformed", format!("at {e}")),
             DateError::OutOfRange => bad_request("out_of_range", format!("at {e}")),
         }),

@@ -5,8 +5,8 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::Json;
 use serde::Serialize;
-use standings::config::{Board, BoardKind, Decay, Rule, SignIn};
-use standings::period::{Period, PeriodInfo};
+use standings::domain::config::{Board, BoardKind, Decay, Rule, SignIn};
+use standings::domain::period::{Period, PeriodInfo};
 
 use crate::boards::with_cache;
 use crate::App;

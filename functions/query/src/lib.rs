@@ -12,15 +12,15 @@ use std::sync::Arc;
 
 use axum::http::Method;
 use axum::Router;
-use standings::health::HealthCache;
-use standings::config::Config;
-use standings::hot::HotBoards;
-use standings::keys::Keys;
-use standings::reads::Reader;
-use standings::routing::Routes;
-use standings::season_table::SeasonTable;
-use standings::sign_ins::SignIns;
-use standings::store::Store;
+use standings::services::health::HealthCache;
+use standings::domain::config::Config;
+use standings::services::hot::HotBoards;
+use standings::redis::keys::Keys;
+use standings::services::reads::Reader;
+use standings::http::routing::Routes;
+use standings::archive::table::SeasonTable;
+use standings::services::sign_ins::SignIns;
+use standings::redis::store::Store;
 use standings::Clock;
 
 /// Everything a request needs, built once per container.

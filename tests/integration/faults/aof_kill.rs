@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use standings::config::Config;
-use standings::store::RedisSettings;
+use standings::domain::config::Config;
+use standings::redis::store::RedisSettings;
 use standings_tests::cluster;
 use standings_tests::load::{self, Delivery, Load};
 use standings_tests::servers::RedisServer;

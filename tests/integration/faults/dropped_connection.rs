@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use axum::http::Method;
 use serde_json::json;
-use standings::config::Config;
-use standings::store::{RedisSettings, Store};
+use standings::domain::config::Config;
+use standings::redis::store::{RedisSettings, Store};
 use standings_tests::proxy::DroppingProxy;
 use standings_tests::servers::{eventually, RedisCluster, RedisServer};
 use standings_tests::{day, spawn_ingest_at, spawn_ingest_with_stores, ADMIN};
@@ -99,6 +99,6 @@ async fn on_a_cluster_a_script_call_re_sent_after_a_dropped_connection_applies_o
     let (status, body) = correct().await;
     assert_eq!(proxy.dropped(), 1);
     assert_eq!((status.as_u16(), &body["duplicate"]), (200, &json!(false)), "{body}");
-    let today = standings::period::Period::containing(standings::period::PeriodKind::Day, now, chrono_tz::Asia::Shanghai);
+    let today = standings::domain::period::Period::containing(standings::domain::period::PeriodKind::Day, now, chrono_tz::Asia::Shanghai);
     assert_eq!(app.points("activity", today, "u1").await, Some(10), "two corrections of 5, each applied once");
 }

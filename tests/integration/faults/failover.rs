@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
-use standings::config::Config;
-use standings::store::{Connection, Store};
+use standings::domain::config::Config;
+use standings::redis::store::{Connection, Store};
 use standings_tests::cluster::marked;
 use standings_tests::load::{self, Delivery, Load};
 use standings_tests::servers::{eventually, RedisCluster};
@@ -79,7 +79,7 @@ async fn kill_the_boards_primary_during_load(cluster: &mut RedisCluster, app: Ar
 async fn points(conn: &Connection, app: &TestApp, user: &str) -> Option<i64> {
     let key = app.keys.board("activity").period(&day("2026-11-22"));
     let composite: Option<f64> = redis::cmd("ZSCORE").arg(key).arg(user).query_async(&mut conn.clone()).await.unwrap();
-    composite.map(standings::tiebreak::points_of)
+    composite.map(standings::domain::tiebreak::points_of)
 }
 
 fn report(name: &str, failover: &Failover) {

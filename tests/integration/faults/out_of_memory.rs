@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 
 use serde_json::json;
-use standings::config::Config;
-use standings::store::RedisSettings;
+use standings::domain::config::Config;
+use standings::redis::store::RedisSettings;
 use standings_tests::servers::RedisServer;
 use standings_tests::{day, spawn_ingest_at, TestApp};
 

@@ -3,8 +3,8 @@
 //! same event id; once a replica has synced, the retry answers `duplicate: true`. Applied once.
 
 use serde_json::json;
-use standings::config::Config;
-use standings::store::RedisSettings;
+use standings::domain::config::Config;
+use standings::redis::store::RedisSettings;
 use standings_tests::servers::RedisServer;
 use standings_tests::{day, spawn_ingest_at};
 

@@ -13,10 +13,10 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::config::{Board, Config, Rule, Scope};
-use crate::ids::{self, IdError};
-use crate::period::{EventTimeError, EventWindow, Period, PeriodKind};
-use crate::tiebreak::{self, RangeError};
+use crate::domain::config::{Board, Config, Rule, Scope};
+use crate::domain::ids::{self, IdError};
+use crate::domain::period::{EventTimeError, EventWindow, Period, PeriodKind};
+use crate::domain::tiebreak::{self, RangeError};
 
 /// A scored event as the API receives it (`POST /v1/events`), before validation.
 /// `occurred_at` is RFC 3339 with any offset; unknown fields are refused (typos such as

@@ -5,13 +5,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::config::Board;
-use crate::keys::Keys;
-use crate::period::Period;
-use crate::profiles::{self, Profile};
-use crate::scripts::{self, MemberPlace, RawWindow, Window};
-use crate::store::{Store, StoreError};
-use crate::tiebreak;
+use crate::domain::config::Board;
+use crate::redis::keys::Keys;
+use crate::domain::period::Period;
+use crate::services::profiles::{self, Profile};
+use crate::redis::scripts::{self, MemberPlace, RawWindow, Window};
+use crate::redis::store::{Store, StoreError};
+use crate::domain::tiebreak;
 
 /// How equal points rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -234,7 +234,7 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Config;
+    use crate::domain::config::Config;
 
     #[test]
     fn percentile_is_the_share_strictly_below() {

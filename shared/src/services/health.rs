@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::store::{Connection, Store, StoreError};
+use crate::redis::store::{Connection, Store, StoreError};
 
 /// What `GET /v1/health` may tell anyone: enough for an operator to act on (is the store
 /// reachable, will it take writes, and why not), nothing an attacker could use (no version,

@@ -5,9 +5,9 @@ use std::sync::LazyLock;
 use redis::Script;
 
 use super::{with_prelude, PeriodStanding, EVENT_MARKER_TTL_SECS};
-use crate::keys::BoardKeys;
-use crate::period::Period;
-use crate::store::{Connection, StoreError};
+use crate::redis::keys::BoardKeys;
+use crate::domain::period::Period;
+use crate::redis::store::{Connection, StoreError};
 
 pub(super) static BAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ban.lua")));
 pub(super) static CORRECT_SCORE: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("correct_score.lua")));

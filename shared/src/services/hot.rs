@@ -10,15 +10,15 @@ use chrono_tz::Tz;
 use futures::future::join_all;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Board, Config};
-use crate::decay::{self, DecayPlan, MAX_HEAT_DELTA, SCALE_PRUNE_BELOW};
-use crate::ids::{self, IdError};
-use crate::keys::{BoardKeys, Keys};
-use crate::period::{EventTimeError, EventWindow};
-use crate::scoring;
-use crate::scripts::hot::{self as scripts, DecayReply, HeatReply, HeatWrite, Synthesis, MADE_UP_MARKER_TTL_SECS};
-use crate::scripts::EVENT_MARKER_TTL_SECS;
-use crate::store::{Connection, Store, StoreError};
+use crate::domain::config::{Board, Config};
+use crate::domain::decay::{self, DecayPlan, MAX_HEAT_DELTA, SCALE_PRUNE_BELOW};
+use crate::domain::ids::{self, IdError};
+use crate::redis::keys::{BoardKeys, Keys};
+use crate::domain::period::{EventTimeError, EventWindow};
+use crate::domain::scoring;
+use crate::redis::scripts::hot::{self as scripts, DecayReply, HeatReply, HeatWrite, Synthesis, MADE_UP_MARKER_TTL_SECS};
+use crate::redis::scripts::EVENT_MARKER_TTL_SECS;
+use crate::redis::store::{Connection, Store, StoreError};
 
 /// Largest `limit` of `GET /v1/hot/{board}`.
 pub const MAX_HOT_LIMIT: u32 = 1000;

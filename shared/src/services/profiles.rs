@@ -7,8 +7,8 @@ use futures::future::try_join_all;
 use redis::cluster_routing::Slot;
 use serde::{Deserialize, Serialize};
 
-use crate::keys::Keys;
-use crate::store::{Store, StoreError};
+use crate::redis::keys::Keys;
+use crate::redis::store::{Store, StoreError};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

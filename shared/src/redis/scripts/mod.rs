@@ -11,8 +11,8 @@ use std::sync::LazyLock;
 use redis::Script;
 use serde::{Deserialize, Serialize};
 
-use crate::period::EventTimeError;
-use crate::store::{Connection, StoreError};
+use crate::domain::period::EventTimeError;
+use crate::redis::store::{Connection, StoreError};
 
 #[cfg(test)]
 mod key_check;
@@ -22,8 +22,8 @@ pub mod sign_in;
 
 pub use apply::{apply_events, marker_bucket, BoardEvent, Decision, MarkerSlot, Receipt, CHUNK, MARKER_SHARDS};
 
-static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_board.lua")));
-static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/read_members.lua")));
+static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("read_board.lua")));
+static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("read_members.lua")));
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -37,7 +37,7 @@ pub fn hashes() -> Vec<&'static str> {
         &sign_in::SIGN_IN,
         &moderation::BAN,
         &moderation::CORRECT_SCORE,
-        &crate::archiving::FREEZE_SEASON,
+        &crate::archive::freeze::FREEZE_SEASON,
     ]
     .into_iter()
     .map(|script| script.get_hash())
@@ -45,7 +45,7 @@ pub fn hashes() -> Vec<&'static str> {
 }
 
 /// Helpers (and the `#!lua` shebang) shared by the scripts built with `with_prelude`.
-const PRELUDE: &str = include_str!("scripts/prelude.lua");
+const PRELUDE: &str = include_str!("prelude.lua");
 
 /// A script whose text is `prelude.lua` followed by `body` (Redis runs one script text).
 fn with_prelude(body: &str) -> Script {
@@ -192,11 +192,11 @@ pub async fn read_members(
 
 #[cfg(test)]
 mod tests {
-    use crate::tiebreak::{MAX_POINTS, TIME_SPAN};
+    use crate::domain::tiebreak::{MAX_POINTS, TIME_SPAN};
 
     #[test]
     fn every_script_file_is_listed_for_the_health_check() {
-        let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/scripts"))
+        let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/scripts"))
             .unwrap()
             .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
             .filter(|name| name.ends_with(".lua") && name != "prelude.lua")
@@ -206,21 +206,21 @@ mod tests {
 
     #[test]
     fn the_scripts_use_the_same_composite_constants_as_rust() {
-        let apply = include_str!("scripts/apply_event.lua");
+        let apply = include_str!("apply_event.lua");
         assert!(apply.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
-        let read = include_str!("scripts/read_board.lua");
+        let read = include_str!("read_board.lua");
         assert!(read.contains(&format!("local SPAN = {TIME_SPAN} ")));
         assert!(read.starts_with("#!lua flags=no-writes\n"));
-        let members = include_str!("scripts/read_members.lua");
+        let members = include_str!("read_members.lua");
         assert!(members.contains(&format!("local SPAN = {TIME_SPAN} ")));
         assert!(members.starts_with("#!lua flags=no-writes\n"));
         let prelude = super::PRELUDE;
         assert!(prelude.contains(&format!("local SPAN = {TIME_SPAN} ")));
         assert!(prelude.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
-        for script in [prelude, include_str!("scripts/ban.lua")] {
+        for script in [prelude, include_str!("ban.lua")] {
             assert!(script.starts_with("#!lua\n"));
         }
-        for body in [include_str!("scripts/sign_in.lua"), include_str!("scripts/correct_score.lua")] {
+        for body in [include_str!("sign_in.lua"), include_str!("correct_score.lua")] {
             assert!(!body.starts_with("#!"), "the prelude brings the shebang; a second one would be a syntax error");
         }
     }

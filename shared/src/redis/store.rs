@@ -94,7 +94,7 @@ impl RedisSettings {
 
     /// `from_vars`, with `REDIS_URL` taken from the secret `REDIS_URL_SECRET` names, if any.
     pub async fn from_env_with_secret(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, StoreError> {
-        let secret_url = crate::secrets::redis_url(&lookup).await.map_err(|e| StoreError::Config(e.to_string()))?;
+        let secret_url = crate::runtime::secrets::redis_url(&lookup).await.map_err(|e| StoreError::Config(e.to_string()))?;
         Self::from_vars(|name| match (name, &secret_url) {
             ("REDIS_URL", Some(url)) => Some(url.clone()),
             _ => lookup(name),
@@ -279,7 +279,7 @@ impl Store {
         let policy = match fresh {
             Some(policy) => policy,
             None => {
-                let policy = crate::health::maxmemory_policy(&mut conn).await?;
+                let policy = crate::services::health::maxmemory_policy(&mut conn).await?;
                 if let Ok(mut last) = self.policy.last.lock() {
                     *last = Some((std::time::Instant::now(), policy.clone()));
                 }

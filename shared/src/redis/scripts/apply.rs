@@ -19,11 +19,11 @@ use redis::Script;
 use sha2::{Digest, Sha256};
 
 use super::{ApplyReply, BoardOutcome, PeriodStanding};
-use crate::keys::BoardKeys;
-use crate::period::{EventTimeError, Period, PeriodKind};
-use crate::scoring::{BoardPlan, Ledger, Mode, RateWindow};
-use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
-use crate::tiebreak::{self, MAX_POINTS, TIME_SPAN};
+use crate::redis::keys::BoardKeys;
+use crate::domain::period::{EventTimeError, Period, PeriodKind};
+use crate::domain::scoring::{BoardPlan, Ledger, Mode, RateWindow};
+use crate::redis::store::{Connection, ReplicaWait, ScriptCall, StoreError};
+use crate::domain::tiebreak::{self, MAX_POINTS, TIME_SPAN};
 
 pub(super) static APPLY_EVENT: LazyLock<Script> =
     LazyLock::new(|| Script::new(&with_constants(include_str!("apply_event.lua"))));

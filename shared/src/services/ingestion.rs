@@ -14,12 +14,12 @@ use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::keys::Keys;
-use crate::period::EventWindow;
-use crate::scoring::{plan_event, BoardPlan, Event, EventPlan, Refusal};
-use crate::scripts::{self, ApplyReply, BoardEvent, BoardOutcome, CHUNK};
-use crate::store::{Store, StoreError};
+use crate::domain::config::Config;
+use crate::redis::keys::Keys;
+use crate::domain::period::EventWindow;
+use crate::domain::scoring::{plan_event, BoardPlan, Event, EventPlan, Refusal};
+use crate::redis::scripts::{self, ApplyReply, BoardEvent, BoardOutcome, CHUNK};
+use crate::redis::store::{Store, StoreError};
 
 /// Largest `POST /v1/events:batch`.
 pub const MAX_BATCH: usize = 500;

@@ -30,7 +30,7 @@ use aws_sdk_dynamodb::Client;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
 
-use crate::archiving::Standing;
+use crate::archive::freeze::Standing;
 
 /// The environment variable naming the table (SPEC §7).
 pub const TABLE_ENV: &str = "STANDINGS_TABLE";
@@ -548,7 +548,7 @@ mod tests {
     /// The template's `ArchiveTable` declares exactly this module's schema.
     #[test]
     fn the_template_declares_this_table() {
-        let template: serde_norway::Value = serde_norway::from_str(include_str!("../../infra/template.yaml")).unwrap();
+        let template: serde_norway::Value = serde_norway::from_str(include_str!("../../../infra/template.yaml")).unwrap();
         let properties = &template["Resources"]["ArchiveTable"]["Properties"];
         let expected = cloudformation_properties();
         for (name, value) in expected.as_object().unwrap() {

@@ -6,11 +6,11 @@ use std::collections::{BTreeMap, HashSet};
 use chrono_tz::Tz;
 use serde::Deserialize;
 
-use crate::ids;
-use crate::period::PeriodKind;
+use crate::domain::ids;
+use crate::domain::period::PeriodKind;
 
 /// The configuration shipped with the project (SPEC §2).
-pub const DEFAULT_CONFIG: &str = include_str!("../boards.toml");
+pub const DEFAULT_CONFIG: &str = include_str!("../../boards.toml");
 
 /// Upper bound for a single rule's points; keeps every sum far inside the composite range.
 pub const MAX_RULE_POINTS: i64 = 100_000;

@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::period::Period;
+use crate::domain::period::Period;
 
 const VERSION: &str = "v1";
 
@@ -148,7 +148,7 @@ impl BoardKeys {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::period::PeriodKind;
+    use crate::domain::period::PeriodKind;
     use chrono::NaiveDate;
 
     /// Redis Cluster's hash tag rule: the first `{…}` with something inside.

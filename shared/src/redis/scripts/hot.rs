@@ -6,9 +6,9 @@ use std::sync::LazyLock;
 use chrono::{DateTime, Utc};
 use redis::Script;
 
-use crate::keys::BoardKeys;
-use crate::period::EventTimeError;
-use crate::store::{Connection, StoreError};
+use crate::redis::keys::BoardKeys;
+use crate::domain::period::EventTimeError;
+use crate::redis::store::{Connection, StoreError};
 
 pub(super) static ADD_HEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("add_heat.lua")));
 pub(super) static SYNTHESIZE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("synthesize_hot.lua")));

@@ -7,9 +7,9 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use super::{with_prelude, EVENT_MARKER_TTL_SECS};
-use crate::keys::BoardKeys;
-use crate::sign_ins::{days_in_month, first_of_month, month_id, SignInPlan};
-use crate::store::{Connection, ReplicaWait, ScriptCall, StoreError};
+use crate::redis::keys::BoardKeys;
+use crate::services::sign_ins::{days_in_month, first_of_month, month_id, SignInPlan};
+use crate::redis::store::{Connection, ReplicaWait, ScriptCall, StoreError};
 
 pub(super) static SIGN_IN: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("sign_in.lua")));
 

@@ -9,7 +9,7 @@
 use chrono::{DateTime, Duration, DurationRound, Timelike, Utc};
 use chrono_tz::Tz;
 
-use crate::config::{Decay, Weights};
+use crate::domain::config::{Decay, Weights};
 
 /// Largest `delta` one heat event may add. Bucket sums stay integers far below 2^53, so
 /// weighted sums are exact up to the weights' own rounding.
@@ -143,7 +143,7 @@ mod tests {
 
     #[test]
     fn the_default_board_resolves_to_24_linear_hours() {
-        let config = crate::config::Config::default_boards();
+        let config = crate::domain::config::Config::default_boards();
         let plan = DecayPlan::from(config.board("hot-videos").unwrap().decay.as_ref().unwrap());
         assert_eq!(plan, DecayPlan::Window { window_hours: 24, curve: Curve::Linear { step: 0.04 }, synthesized_ttl_secs: 300 });
     }

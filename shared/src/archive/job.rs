@@ -14,14 +14,14 @@ use aws_sdk_dynamodb::types::WriteRequest;
 use chrono::{DateTime, Duration, Utc};
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
-use standings::archiving::{self, Standing};
-use standings::config::{Board, Config};
-use standings::keys::{BoardKeys, Keys};
-use standings::period::{Period, PeriodKind};
-use standings::season_table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError, MAX_BATCH_WRITE};
-use standings::metrics::{Metrics, Unit};
-use standings::store::{Connection, Store, StoreError};
-use standings::Clock;
+use super::freeze::{self, Standing};
+use crate::domain::config::{Board, Config};
+use crate::redis::keys::{BoardKeys, Keys};
+use crate::domain::period::{Period, PeriodKind};
+use super::table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError, MAX_BATCH_WRITE};
+use crate::runtime::metrics::{Metrics, Unit};
+use crate::redis::store::{Connection, Store, StoreError};
+use crate::Clock;
 
 /// Members read from the frozen board per page (seed 003's page), written as 40 batches of 25.
 /// Fixed: shards split the season by page number, so every invocation must agree on it.
@@ -303,7 +303,7 @@ impl<S: ArchiveSink> Archiver<S> {
         if !(1..=MAX_SHARDS).contains(&shard.total) || shard.index >= shard.total {
             return Err(ArchiveError::InvalidShard);
         }
-        let period = archiving::season_named(season, config.timezone).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
+        let period = freeze::season_named(season, config.timezone).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
         let now = (self.clock)();
         let stop_at = deadline - stopping_margin(self.settings.deadline_margin, deadline - now);
         let job = Job { board, season: period, shard, keys: self.keys.board(board), progress: Progress::default(), stop_at };
@@ -312,7 +312,7 @@ impl<S: ArchiveSink> Archiver<S> {
         if let Some(done) = self.table.completed(board, season).await? {
             // A run cut short between marking complete and freeing Redis leaves the frozen
             // board behind; freeing it again is harmless.
-            archiving::release_frozen(&mut conn, &job.keys, &job.season).await?;
+            freeze::release_frozen(&mut conn, &job.keys, &job.season).await?;
             return Ok(job.report(Status::AlreadyComplete, done.total, None));
         }
         let ready_at = job.season.end.expect("a season ends").with_timezone(&Utc) + self.settings.grace;
@@ -320,7 +320,7 @@ impl<S: ArchiveSink> Archiver<S> {
             return Err(ArchiveError::SeasonNotEnded { board: board.to_owned(), season: season.to_owned(), ready_at });
         }
 
-        let frozen = archiving::freeze(&mut conn, &job.keys, &job.season).await?;
+        let frozen = freeze::freeze(&mut conn, &job.keys, &job.season).await?;
         if frozen.lost {
             return Err(ArchiveError::LiveBoardLost { board: board.to_owned(), season: season.to_owned() });
         }
@@ -339,7 +339,7 @@ impl<S: ArchiveSink> Archiver<S> {
             if self.out_of_time(&job) {
                 return Ok(job.report(Status::InProgress, total, Some(next_rank)));
             }
-            let page = archiving::frozen_page(&mut conn, &job.keys, &job.season, next_rank - 1, PAGE_SIZE).await?;
+            let page = freeze::frozen_page(&mut conn, &job.keys, &job.season, next_rank - 1, PAGE_SIZE).await?;
             self.write_page(&job, total, &page).await?;
             let after = next_rank + PAGE_SIZE * u64::from(shard.total);
             next_rank = self.table.advance_checkpoint(board, season, shard, after, (self.clock)()).await?;
@@ -356,7 +356,7 @@ impl<S: ArchiveSink> Archiver<S> {
         }
         self.verify(&job, &mut conn, total).await?;
         self.table.mark_complete(board, season, total, (self.clock)()).await?;
-        archiving::release_frozen(&mut conn, &job.keys, &job.season).await?;
+        freeze::release_frozen(&mut conn, &job.keys, &job.season).await?;
         tracing::info!(board, season, total, "season archived and verified; frozen board released");
         Ok(job.report(Status::Complete, total, None))
     }
@@ -368,7 +368,7 @@ impl<S: ArchiveSink> Archiver<S> {
     /// Every rank is an item keyed by that rank, so DynamoDB holding exactly as many entries as
     /// the frozen board has members means every rank is there, once.
     async fn verify(&self, job: &Job<'_>, conn: &mut Connection, total: u64) -> Result<(), ArchiveError> {
-        let frozen = archiving::frozen_members(conn, &job.keys, &job.season).await?;
+        let frozen = freeze::frozen_members(conn, &job.keys, &job.season).await?;
         let stored = self.table.count_entries(job.board, &job.season.id).await?;
         if stored == frozen && frozen == total {
             Ok(())
@@ -414,7 +414,7 @@ impl<S: ArchiveSink> Archiver<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use standings::period::EventWindow;
+    use crate::domain::period::EventWindow;
 
     fn points_board() -> Board {
         Config::default_boards().board("points").unwrap().clone()

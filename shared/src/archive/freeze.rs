@@ -1,6 +1,6 @@
 //! The Redis side of archiving a finished season: freeze it (one script: close it to events and
 //! rename its board aside), page through the frozen board by rank, and release it once the
-//! archive is verified. The DynamoDB side is `season_table`; the job itself is
+//! archive is verified. The DynamoDB side is `archive::table`; the job itself is
 //! `functions/archive`.
 
 use std::sync::LazyLock;
@@ -9,16 +9,16 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use redis::Script;
 
-use crate::keys::BoardKeys;
-use crate::period::{Period, PeriodKind};
-use crate::store::{Connection, StoreError};
-use crate::tiebreak;
+use crate::redis::keys::BoardKeys;
+use crate::domain::period::{Period, PeriodKind};
+use crate::redis::store::{Connection, StoreError};
+use crate::domain::tiebreak;
 
-pub(crate) static FREEZE_SEASON: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scripts/freeze_season.lua")));
+pub(crate) static FREEZE_SEASON: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../redis/scripts/freeze_season.lua")));
 
 /// The season named `id` (`YYYY-MM`, as its period id reads) in `tz`, if `id` names one.
 pub fn season_named(id: &str, tz: Tz) -> Option<Period> {
-    let first = crate::period::parse_month(id).ok()?;
+    let first = crate::domain::period::parse_month(id).ok()?;
     let season = Period::on_date(PeriodKind::Season, first, tz);
     (season.id == id).then_some(season)
 }
@@ -126,7 +126,7 @@ mod tests {
     fn the_closed_field_is_the_one_apply_event_checks() {
         let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::Asia::Shanghai);
         assert_eq!(closed_field(&season), "closed|season:2026-10");
-        let apply_event = include_str!("scripts/apply_event.lua");
+        let apply_event = include_str!("../redis/scripts/apply_event.lua");
         assert!(apply_event.contains("'closed|' .. period(i, 1) .. ':' .. period(i, 2)"));
     }
 
@@ -134,12 +134,12 @@ mod tests {
     fn the_live_field_is_the_one_the_write_scripts_set() {
         let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::UTC);
         assert_eq!(live_field(&season), "live|season:2026-10");
-        assert!(include_str!("scripts/apply_event.lua").contains("'live|season:' .. period(i, 2)"));
-        assert!(include_str!("scripts/prelude.lua").contains("'live|season:' .. period_arg(first, i, 1)"));
+        assert!(include_str!("../redis/scripts/apply_event.lua").contains("'live|season:' .. period(i, 2)"));
+        assert!(include_str!("../redis/scripts/prelude.lua").contains("'live|season:' .. period_arg(first, i, 1)"));
     }
 
     #[test]
     fn the_freeze_script_carries_the_shebang() {
-        assert!(include_str!("scripts/freeze_season.lua").starts_with("#!lua\n"));
+        assert!(include_str!("../redis/scripts/freeze_season.lua").starts_with("#!lua\n"));
     }
 }

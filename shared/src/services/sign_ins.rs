@@ -8,15 +8,15 @@ use chrono::{DateTime, Datelike, Duration, Months, NaiveDate, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Board, Config, SignIn};
-use crate::ids::{self, IdError};
-use crate::keys::Keys;
-use crate::period::{EventWindow, Period, PeriodKind};
-use crate::scoring::fingerprint;
-use crate::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
-use crate::scripts::GuardRefusal;
-use crate::store::{Store, StoreError};
-use crate::tiebreak::{self, RangeError};
+use crate::domain::config::{Board, Config, SignIn};
+use crate::domain::ids::{self, IdError};
+use crate::redis::keys::Keys;
+use crate::domain::period::{EventWindow, Period, PeriodKind};
+use crate::domain::scoring::fingerprint;
+use crate::redis::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
+use crate::redis::scripts::GuardRefusal;
+use crate::redis::store::{Store, StoreError};
+use crate::domain::tiebreak::{self, RangeError};
 
 /// `POST /v1/sign-ins`. `date` is a day in the board's timezone; it defaults to today.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -235,7 +235,7 @@ pub fn read_calendar(
 
 /// `YYYY-MM` → the month's first day.
 pub fn parse_month(text: &str) -> Result<NaiveDate, SignInError> {
-    crate::period::parse_month(text).map_err(|_| SignInError::BadMonth(text.to_owned()))
+    crate::domain::period::parse_month(text).map_err(|_| SignInError::BadMonth(text.to_owned()))
 }
 
 /// The sign-in service, shared by `ingest` (sign in) and `query` (calendar).

@@ -643,7 +643,7 @@ fn check(source: &str) -> Vec<String> {
 
 #[test]
 fn every_script_declares_every_key_it_touches() {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scripts");
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/redis/scripts");
     let problems = check_folder(&folder);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     let checked = std::fs::read_dir(&folder).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "lua")).count();
@@ -704,7 +704,7 @@ fn keys_built_or_passed_otherwise_are_reported() {
 
 #[test]
 fn shebangs_are_required_without_cluster_escapes() {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/scripts");
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/redis/scripts");
     let problem = |source: &str| shebang_problem(source, &folder);
     assert_eq!(problem("#!lua\nreturn 1"), None);
     assert_eq!(problem("#!lua flags=no-writes\nreturn 1"), None);

@@ -9,15 +9,15 @@ use futures::future::join_all;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
-use crate::config::{Board, BoardKind, Config};
-use crate::ids::{self, IdError};
-use crate::keys::Keys;
-use crate::period::{EventWindow, Period, PeriodKind};
-use crate::scoring;
-use crate::scripts::moderation::{self as script, AuditRecord, Ban, CorrectionReply, ScoreCorrection};
-use crate::scripts::{GuardRefusal, PeriodStanding};
-use crate::store::{Store, StoreError};
-use crate::tiebreak::{self, RangeError, MAX_POINTS};
+use crate::domain::config::{Board, BoardKind, Config};
+use crate::domain::ids::{self, IdError};
+use crate::redis::keys::Keys;
+use crate::domain::period::{EventWindow, Period, PeriodKind};
+use crate::domain::scoring;
+use crate::redis::scripts::moderation::{self as script, AuditRecord, Ban, CorrectionReply, ScoreCorrection};
+use crate::redis::scripts::{GuardRefusal, PeriodStanding};
+use crate::redis::store::{Store, StoreError};
+use crate::domain::tiebreak::{self, RangeError, MAX_POINTS};
 
 /// Entries each board's audit log keeps (older ones are trimmed).
 pub const AUDIT_LOG_LEN: usize = 10_000;
@@ -212,16 +212,16 @@ pub fn correction_periods(board: &Board, request: &CorrectionRequest, now: DateT
     let bad = |message: String| ModerationError::BadPeriod(message);
     let (day, finest) = match (&request.period, &request.period_id, request.at) {
         (None, None, None) => return Ok(current_periods(board, now)),
-        (None, None, Some(at)) => (crate::period::in_range(at).map_err(|e| bad(format!("at: {e}")))?, 0),
+        (None, None, Some(at)) => (crate::domain::period::in_range(at).map_err(|e| bad(format!("at: {e}")))?, 0),
         (Some(kind), Some(id), None) => {
             let kind = PeriodKind::parse(kind)
                 .filter(|kind| board.periods.contains(kind))
                 .ok_or_else(|| bad(format!("board {:?} has no period {kind:?}", board.name)))?;
             let day = match kind {
-                PeriodKind::Day => crate::period::parse_day(id),
-                PeriodKind::Month | PeriodKind::Season => crate::period::parse_month(id),
+                PeriodKind::Day => crate::domain::period::parse_day(id),
+                PeriodKind::Month | PeriodKind::Season => crate::domain::period::parse_month(id),
                 PeriodKind::All if id == "all" => Ok(now.with_timezone(&board.timezone).date_naive()),
-                PeriodKind::All => Err(crate::period::DateError::Malformed),
+                PeriodKind::All => Err(crate::domain::period::DateError::Malformed),
             };
             (day.map_err(|e| bad(format!("period_id {id:?} of a {} period: {e}", kind.as_str())))?, fineness(kind))
         }

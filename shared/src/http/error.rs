@@ -1,0 +1,241 @@
+//! The one place where errors become status codes and JSON bodies with our error shape:
+//! `ApiError`, its constructors, and a `From` for every service error.
+
+use axum::http::{header, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+
+use crate::domain::scoring::Refusal;
+use crate::redis::scripts::GuardRefusal;
+use crate::redis::store::StoreError;
+use crate::services::hot::HotError;
+use crate::services::ingestion::{BatchRefusal, IngestError};
+use crate::services::moderation::ModerationError;
+use crate::services::profiles::ProfileError;
+use crate::services::sign_ins::SignInError;
+
+/// The `error` object of every error body.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ErrorDetail {
+    pub code: &'static str,
+    pub message: String,
+}
+
+/// `{"error":{"code","message"}}` with its status, and a `Retry-After` header when set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: String,
+    /// Seconds the client should wait before retrying (503, 429).
+    pub retry_after: Option<u64>,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        Self { status, code, message: message.into(), retry_after: None }
+    }
+
+    pub fn with_retry_after(self, seconds: u64) -> Self {
+        Self { retry_after: Some(seconds), ..self }
+    }
+
+    pub fn malformed(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "malformed", message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    pub fn too_large(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+    }
+
+    /// The store could not answer. The cause is logged here and never sent to the client.
+    pub fn unavailable(cause: &dyn std::error::Error) -> Self {
+        tracing::error!(error = %cause, "store unavailable");
+        Self::store_unreachable()
+    }
+
+    /// The store could not answer, its cause logged where it was seen.
+    pub fn store_unreachable() -> Self {
+        Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", "the leaderboard store is unavailable; retry shortly")
+            .with_retry_after(1)
+    }
+
+    pub fn detail(self) -> ErrorDetail {
+        ErrorDetail { code: self.code, message: self.message }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, retry_after) = (self.status, self.retry_after);
+        let mut response = (status, Json(json!({"error": self.detail()}))).into_response();
+        if let Some(seconds) = retry_after {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        response
+    }
+}
+
+/// Status and code of a refused event: the one table mapping refusals to HTTP.
+pub fn refusal_status(refusal: &Refusal) -> (StatusCode, &'static str) {
+    let status = match refusal {
+        Refusal::InvalidId(_) | Refusal::MissingTarget(_) => StatusCode::BAD_REQUEST,
+        Refusal::UnknownAction(_)
+        | Refusal::NotReversible(_)
+        | Refusal::PointsNotAllowed(_)
+        | Refusal::PointsOutOfRange { .. }
+        | Refusal::OutOfRange(_)
+        | Refusal::EventTime(_) => StatusCode::UNPROCESSABLE_ENTITY,
+    };
+    (status, refusal.code())
+}
+
+/// Status and code of a failed event.
+pub fn ingest_status(error: &IngestError) -> (StatusCode, &'static str) {
+    let status = match error {
+        IngestError::Refused(refusal) => return refusal_status(refusal),
+        IngestError::Conflict(_) => StatusCode::CONFLICT,
+        IngestError::ScoreOutOfRange(_) | IngestError::Banned(..) | IngestError::PeriodClosed { .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        IngestError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+        IngestError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    (status, error.code())
+}
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        let (status, code) = refusal_status(&refusal);
+        Self::new(status, code, refusal.to_string())
+    }
+}
+
+impl From<HotError> for ApiError {
+    fn from(error: HotError) -> Self {
+        let unprocessable = |code| Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, error.to_string());
+        match &error {
+            HotError::UnknownBoard(_) => Self::new(StatusCode::NOT_FOUND, "unknown_board", error.to_string()),
+            HotError::InvalidId(_) => Self::new(StatusCode::BAD_REQUEST, "invalid_id", error.to_string()),
+            HotError::LimitOutOfRange => Self::new(StatusCode::BAD_REQUEST, "out_of_range", error.to_string()),
+            HotError::DeltaOutOfRange(_) => unprocessable("out_of_range"),
+            HotError::EventTime(time) => unprocessable(time.code()),
+            HotError::Conflict(_) => Self::new(StatusCode::CONFLICT, "idempotency_conflict", error.to_string()),
+            HotError::Store(store) => Self::store(store),
+        }
+    }
+}
+
+impl From<BatchRefusal> for ApiError {
+    fn from(refusal: BatchRefusal) -> Self {
+        let message = refusal.to_string();
+        Self { message, ..refusal.refusal.into() }
+    }
+}
+
+impl From<IngestError> for ApiError {
+    fn from(error: IngestError) -> Self {
+        match error {
+            IngestError::Store(store) => store.into(),
+            other => {
+                let (status, code) = ingest_status(&other);
+                let error = Self::new(status, code, other.to_string());
+                match other {
+                    IngestError::RateLimited { retry_after_secs, .. } => error.with_retry_after(retry_after_secs),
+                    _ => error,
+                }
+            }
+        }
+    }
+}
+
+impl From<&GuardRefusal> for ApiError {
+    fn from(refusal: &GuardRefusal) -> Self {
+        let code = match refusal {
+            GuardRefusal::Banned { .. } => "user_banned",
+            GuardRefusal::PeriodClosed { .. } => "period_closed",
+        };
+        Self::new(StatusCode::UNPROCESSABLE_ENTITY, code, refusal.to_string())
+    }
+}
+
+impl From<SignInError> for ApiError {
+    fn from(error: SignInError) -> Self {
+        let (status, code) = match &error {
+            SignInError::NotConfigured => (StatusCode::NOT_FOUND, "not_found"),
+            SignInError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+            SignInError::BadMonth(_) => (StatusCode::BAD_REQUEST, "malformed"),
+            SignInError::InFuture { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "in_future"),
+            SignInError::TooLate { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "too_late"),
+            SignInError::OutOfRange(_) | SignInError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
+            SignInError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
+            SignInError::Guard(refusal) => return refusal.into(),
+            SignInError::Store(store) => return Self::store(store),
+        };
+        Self::new(status, code, error.to_string())
+    }
+}
+
+impl From<ModerationError> for ApiError {
+    fn from(error: ModerationError) -> Self {
+        let (status, code) = match &error {
+            ModerationError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "unknown_board"),
+            ModerationError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+            ModerationError::BadReason | ModerationError::BadPeriod(_) => (StatusCode::BAD_REQUEST, "malformed"),
+            ModerationError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
+            ModerationError::BadLimit => (StatusCode::BAD_REQUEST, "out_of_range"),
+            ModerationError::DeltaOutOfRange | ModerationError::Time(_) | ModerationError::ScoreOutOfRange(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
+            }
+            ModerationError::Guard(refusal) => return refusal.into(),
+            ModerationError::Store(store) => return Self::store(store),
+        };
+        Self::new(status, code, error.to_string())
+    }
+}
+
+/// True on a cluster where only one node is full: the write it refused changed nothing, but
+/// other boards of the same request (on other nodes) may have applied it.
+pub const STORE_FULL: &str = "the leaderboard store is out of memory on at least one node; retry later with the same ids: \
+    whatever was already applied is answered as a duplicate, never applied twice";
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        Self::store(&error)
+    }
+}
+
+impl ApiError {
+    /// The one answer for every store failure: full, misconfigured, or unavailable.
+    pub fn store(error: &StoreError) -> Self {
+        if error.is_out_of_memory() {
+            tracing::error!(error = %error, "store out of memory");
+            // Memory is freed by expiring keys or by an operator, not within a second.
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", STORE_FULL)
+                .with_retry_after(5);
+        }
+        if let StoreError::EvictingPolicy(policy) = &error {
+            tracing::error!(maxmemory_policy = %policy, "writes refused: the store may evict keys");
+            let message = "the leaderboard store is configured to evict keys under memory pressure, which could lose \
+                scores and double-count retries; writes are refused until its maxmemory-policy is noeviction";
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_misconfigured", message).with_retry_after(60);
+        }
+        Self::unavailable(error)
+    }
+}
+
+#[cfg(feature = "dynamodb")]
+impl From<crate::archive::table::TableError> for ApiError {
+    fn from(error: crate::archive::table::TableError) -> Self {
+        Self::unavailable(&error)
+    }
+}
+
+impl From<ProfileError> for ApiError {
+    fn from(error: ProfileError) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "malformed", error.to_string())
+    }
+}

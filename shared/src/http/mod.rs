@@ -1,0 +1,17 @@
+//! HTTP glue shared by the API functions (cargo feature `http`; the scheduled functions go
+//! without it): the error mapping, extractors, auth, the router's finishing layers and the
+//! Lambda runner.
+
+mod auth;
+mod error;
+mod extract;
+pub mod routing;
+mod runner;
+
+pub use auth::{require_admin, require_write, AuthMode, Subject, ADMIN_SCOPE, WRITE_SCOPE};
+pub use error::{ingest_status, refusal_status, ApiError, ErrorDetail, STORE_FULL};
+pub use extract::{JsonBody, QueryParams};
+pub use runner::{finish, run_on_lambda};
+
+/// Largest request body accepted by the API functions.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;

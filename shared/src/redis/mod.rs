@@ -1,0 +1,6 @@
+//! The Redis adapter: the connection (`store`), every key (`keys`) and every Lua script with
+//! its typed wrapper (`scripts`).
+
+pub mod keys;
+pub mod scripts;
+pub mod store;

@@ -1,0 +1,5 @@
+//! Lambda runtime support: JSON logs, CloudWatch metrics and secrets.
+
+pub mod metrics;
+pub mod secrets;
+pub mod telemetry;

@@ -1,0 +1,9 @@
+//! What the functions call: each service combines the domain rules with the Redis adapter.
+
+pub mod health;
+pub mod hot;
+pub mod ingestion;
+pub mod moderation;
+pub mod profiles;
+pub mod reads;
+pub mod sign_ins;
