@@ -1,7 +1,7 @@
 #!lua
 --[[
 prelude.lua: helpers shared by the scripts loaded after it (sign_in.lua, correct_score.lua;
-see scripts.rs `with_prelude`). Redis runs one script text, so the prelude is prepended to
+see `with_prelude` in mod.rs). Redis runs one script text, so the prelude is prepended to
 each; it defines only constants and local functions, and touches no key by itself.
 
 The `#!lua` shebang (first line of every composed script) makes Redis 7 refuse a script up
