@@ -19,6 +19,7 @@ mod hot;
 mod hot_metrics;
 mod lambda_watch;
 mod limits;
+mod lua_keys;
 mod malformed;
 mod markers;
 mod model;

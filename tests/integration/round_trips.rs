@@ -1,4 +1,4 @@
-//! SPEC §3: one round trip to Redis per board per event on the write path, counted by the
+//! One round trip to Redis per board per event on the write path, counted by the
 //! store itself (`Store::round_trips()`) once a warm-up has loaded the script.
 
 use serde_json::{json, Value};

@@ -111,7 +111,7 @@ async fn ttls_are_set_once_and_follow_the_period() {
     };
     assert_eq!(expire_at(day_key.clone()).await, standings_tests::at("2026-12-23T00:00:00+08:00").timestamp());
     assert_eq!(expire_at(month_key.clone()).await, standings_tests::at("2027-12-01T00:00:00+08:00").timestamp());
-    // Shorten the TTL by hand: a later event must not refresh it (seed 001's bug).
+    // Shorten the TTL by hand: a later event must not refresh it (the hand-rolled design's bug).
     let () = redis::cmd("EXPIRE").arg(&day_key).arg(1000).query_async(&mut app.redis.clone()).await.unwrap();
     let before = expire_at(day_key.clone()).await;
     app.event(json!({"event_id": "e2", "user_id": "u2", "action": "comment", "target": "a1"})).await;
@@ -170,7 +170,7 @@ async fn profiles_are_replaced_and_validated() {
 async fn the_board_guard_refuses_banned_users_and_closed_periods_without_writing() {
     let app = spawn_ingest().await;
     let guard = app.keys.board("activity").guard();
-    let () = redis::cmd("HSET").arg(&guard).arg("ban|cheater").arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+    let () = redis::cmd("HSET").arg(&guard).arg(standings::domain::guard::ban_field("cheater")).arg(1).query_async(&mut app.redis.clone()).await.unwrap();
     let (status, body) = app.event(json!({"event_id": "b1", "user_id": "cheater", "action": "comment", "target": "a"})).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("user_banned")));
 

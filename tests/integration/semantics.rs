@@ -223,7 +223,7 @@ async fn when_every_board_refuses_nothing_is_written_anywhere() {
     let app = two_board_app().await;
     app.event(win("w1", "u1", "a")).await;
     for guard in [app.keys.board("alpha").guard(), app.keys.board("beta").guard()] {
-        let () = redis::cmd("HSET").arg(guard).arg("ban|u1").arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+        let () = redis::cmd("HSET").arg(guard).arg(standings::domain::guard::ban_field("u1")).arg(1).query_async(&mut app.redis.clone()).await.unwrap();
     }
     let before = app.keyspace().await;
     let (status, body) = app.event(win("w2", "u1", "b")).await;

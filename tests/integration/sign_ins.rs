@@ -1,4 +1,4 @@
-//! Sign-ins (seed 003): the day bitmap, streaks across months, bonuses on exactly 7/14/28
+//! Sign-ins: the day bitmap, streaks across months, bonuses on exactly 7/14/28
 //! days, one award per day, the date window, and the calendar read by `query`.
 
 use std::sync::Arc;

@@ -154,7 +154,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         title: "release bootstraps: size and cold init (scenario 8)".into(),
         setup: format!(
             "Sizes: `cargo lambda build --release --arm64` (the release profile: `opt-level = \"s\"`, fat LTO, one codegen unit, \
-             `panic = \"abort\"`, symbols stripped), as deployed. Cold init: the x86_64 release binary of the same profile, spawned \
+             `panic = \"unwind\"`, symbols stripped), as deployed. Cold init: the x86_64 release binary of the same profile, spawned \
              {} times each (interleaved, after one untimed start), timed from spawn to its first `GET /runtime/invocation/next` \
              on a minimal Runtime API emulator.",
             STARTS * bench.repetitions

@@ -1,4 +1,4 @@
-//! The `hotness` function (SPEC §5): an EventBridge schedule invokes it every minute, and it
+//! The `hotness` function (docs/hot-boards.md): an EventBridge schedule invokes it every minute, and it
 //! decays every decaying board for the event's minute — synthesizing window boards from their
 //! hourly buckets, scaling scale boards when their period starts. Duplicate or late deliveries
 //! of a minute do nothing (see `synthesize_hot.lua`).

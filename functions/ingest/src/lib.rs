@@ -1,4 +1,4 @@
-//! The `ingest` function: the write side of the HTTP API (SPEC §4).
+//! The `ingest` function: the write side of the HTTP API (docs/api.md).
 
 mod admin;
 mod hot;

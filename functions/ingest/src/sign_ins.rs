@@ -5,7 +5,8 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::Json;
 use standings::http::{ApiError, JsonBody};
-use standings::services::sign_ins::{SignInReceipt, SignInRequest};
+use standings::domain::sign_in::SignInRequest;
+use standings::services::sign_ins::SignInReceipt;
 
 use crate::App;
 

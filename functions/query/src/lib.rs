@@ -1,4 +1,4 @@
-//! The `query` function: the read side of the HTTP API (SPEC §4). Read routes are open.
+//! The `query` function: the read side of the HTTP API (docs/api.md). Read routes are open.
 
 pub mod boards;
 pub mod catalog;

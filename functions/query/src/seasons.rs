@@ -1,4 +1,4 @@
-//! Archived seasons (SPEC §4), read from the DynamoDB table the archive function writes: a
+//! Archived seasons (docs/archival.md), read from the DynamoDB table the archive function writes: a
 //! season's top, a user's standing in a season, a user's history. The same shapes as the live
 //! routes. A season is served only once its archive is complete and verified; from then on it
 //! never changes, so its responses may be cached for a day.

@@ -6,7 +6,7 @@ use axum::extract::{Path, State};
 use axum::Json;
 use serde::Deserialize;
 use standings::http::{ApiError, QueryParams};
-use standings::services::sign_ins::Calendar;
+use standings::domain::sign_in::Calendar;
 
 use crate::App;
 

@@ -1,36 +1,23 @@
 //! The Redis side of archiving a finished season: freeze it (one script: close it to events and
 //! rename its board aside), page through the frozen board by rank, and release it once the
 //! archive is verified. The DynamoDB side is `archive::table`; the job itself is
-//! `functions/archive`.
-
-use std::sync::LazyLock;
+//! `archive::job`.
 
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use redis::Script;
 
-use crate::redis::keys::BoardKeys;
+use crate::domain::guard::{closed_field, live_field};
 use crate::domain::period::{Period, PeriodKind};
-use crate::redis::store::{Connection, StoreError};
 use crate::domain::tiebreak;
-
-pub(crate) static FREEZE_SEASON: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("../redis/scripts/freeze_season.lua")));
+use crate::redis::keys::BoardKeys;
+use crate::redis::scripts;
+use crate::redis::store::{Connection, StoreError};
 
 /// The season named `id` (`YYYY-MM`, as its period id reads) in `tz`, if `id` names one.
 pub fn season_named(id: &str, tz: Tz) -> Option<Period> {
     let first = crate::domain::period::parse_month(id).ok()?;
     let season = Period::on_date(PeriodKind::Season, first, tz);
     (season.id == id).then_some(season)
-}
-
-/// The guard field that closes `period` to events (apply_event builds the same string).
-pub fn closed_field(period: &Period) -> String {
-    format!("closed|{}:{}", period.kind.as_str(), period.id)
-}
-
-/// The guard field the write scripts set when `period`'s board is created (seasons only).
-pub fn live_field(period: &Period) -> String {
-    format!("live|{}:{}", period.kind.as_str(), period.id)
 }
 
 /// What freezing found or did.
@@ -48,7 +35,7 @@ pub struct Frozen {
 /// Closes `period` to events and renames its board to the frozen key, atomically; a re-run
 /// only reports.
 pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<Frozen, StoreError> {
-    let (members, present, lost): (u64, u8, u8) = FREEZE_SEASON
+    let (members, present, lost): (u64, u8, u8) = scripts::FREEZE_SEASON
         .key(keys.guard())
         .key(keys.period(period))
         .key(keys.frozen(period))
@@ -120,26 +107,5 @@ mod tests {
         for bad in ["2026-13", "2026-1", "2026-10-01", "october", "", "2026-00", "+2026-10", "+262142-12", "9999-12"] {
             assert_eq!(season_named(bad, chrono_tz::UTC), None, "{bad:?} accepted");
         }
-    }
-
-    #[test]
-    fn the_closed_field_is_the_one_apply_event_checks() {
-        let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::Asia::Shanghai);
-        assert_eq!(closed_field(&season), "closed|season:2026-10");
-        let apply_event = include_str!("../redis/scripts/apply_event.lua");
-        assert!(apply_event.contains("'closed|' .. period(i, 1) .. ':' .. period(i, 2)"));
-    }
-
-    #[test]
-    fn the_live_field_is_the_one_the_write_scripts_set() {
-        let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::UTC);
-        assert_eq!(live_field(&season), "live|season:2026-10");
-        assert!(include_str!("../redis/scripts/apply_event.lua").contains("'live|season:' .. period(i, 2)"));
-        assert!(include_str!("../redis/scripts/prelude.lua").contains("'live|season:' .. period_arg(first, i, 1)"));
-    }
-
-    #[test]
-    fn the_freeze_script_carries_the_shebang() {
-        assert!(include_str!("../redis/scripts/freeze_season.lua").starts_with("#!lua\n"));
     }
 }

@@ -23,7 +23,7 @@ use crate::runtime::metrics::{Metrics, Unit};
 use crate::redis::store::{Connection, Store, StoreError};
 use crate::Clock;
 
-/// Members read from the frozen board per page (seed 003's page), written as 40 batches of 25.
+/// Members read from the frozen board per page, written as 40 batches of 25.
 /// Fixed: shards split the season by page number, so every invocation must agree on it.
 pub const PAGE_SIZE: u64 = 1000;
 /// Most shards a season can be split into.

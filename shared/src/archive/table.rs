@@ -32,7 +32,7 @@ use serde_json::{json, Value};
 
 use crate::archive::freeze::Standing;
 
-/// The environment variable naming the table (SPEC §7).
+/// The environment variable naming the table (docs/configuration.md).
 pub const TABLE_ENV: &str = "STANDINGS_TABLE";
 /// The most items one BatchWriteItem takes.
 pub const MAX_BATCH_WRITE: usize = 25;
@@ -99,7 +99,7 @@ impl<E: std::error::Error + 'static, R: std::fmt::Debug> From<SdkError<E, R>> fo
     }
 }
 
-/// One slice of a season's pages (seed 003's job sharding): shard `index` of `total` archives
+/// One slice of a season's pages (job sharding): shard `index` of `total` archives
 /// pages `index`, `index + total`, `index + 2·total`, …
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Shard {

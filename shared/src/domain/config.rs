@@ -9,7 +9,7 @@ use serde::Deserialize;
 use crate::domain::ids;
 use crate::domain::period::PeriodKind;
 
-/// The configuration shipped with the project (SPEC §2).
+/// The configuration shipped with the project (docs/boards.md).
 pub const DEFAULT_CONFIG: &str = include_str!("../../boards.toml");
 
 /// Upper bound for a single rule's points; keeps every sum far inside the composite range.
@@ -113,7 +113,7 @@ pub enum Weights {
 #[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
 #[serde(tag = "mode", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Decay {
-    /// Hourly buckets merged with weights falling with age (seed 004, sliding window).
+    /// Hourly buckets merged with weights falling with age (sliding window).
     Window {
         window_hours: u32,
         weights: Weights,
@@ -124,7 +124,7 @@ pub enum Decay {
         #[serde(default = "default_synthesized_ttl")]
         synthesized_ttl_secs: u64,
     },
-    /// One key whose scores are multiplied by `factor` every `every_minutes` (seed 004, scaling).
+    /// One key whose scores are multiplied by `factor` every `every_minutes` (scaling).
     Scale { factor: f64, every_minutes: u32 },
 }
 

@@ -1,7 +1,7 @@
 //! Periods: which day / month / season an instant belongs to in a board's timezone, when
 //! that period ends, and how long its keys live. Pure: every function takes the time.
 
-use chrono::{DateTime, Datelike, Duration, NaiveDate, TimeZone, Utc};
+use chrono::{DateTime, Datelike, Duration, Months, NaiveDate, TimeZone, Utc};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub enum PeriodKind {
     Day,
     Month,
-    /// A calendar month that is archived when it ends (seed 003).
+    /// A calendar month that is archived when it ends.
     Season,
     /// All time: never resets, never expires.
     All,
@@ -30,11 +30,11 @@ impl PeriodKind {
         [PeriodKind::Day, PeriodKind::Month, PeriodKind::Season, PeriodKind::All].into_iter().find(|p| p.as_str() == s)
     }
 
-    /// How long a period's board outlives the period's end (SPEC §3 TTLs).
+    /// How long a period's board outlives the period's end (docs/keys.md).
     /// `None`: no expiry.
     pub fn retention(self) -> Option<Duration> {
         match self {
-            // ~31 days of history for day boards, as seed 001 keeps.
+            // ~31 days of history for day boards, as the common hand-rolled design keeps.
             PeriodKind::Day => Some(Duration::days(30)),
             // Seed 001 keeps month boards for a year.
             PeriodKind::Month => Some(Duration::days(365)),
@@ -75,7 +75,7 @@ impl Period {
                 (day, day.succ_opt().unwrap_or(NaiveDate::MAX), day.format("%Y-%m-%d").to_string())
             }
             PeriodKind::Month | PeriodKind::Season => {
-                let first = first_of_month(local.year(), local.month());
+                let first = month_start(local.year(), local.month());
                 (first, next_month(first), first.format("%Y-%m").to_string())
             }
             PeriodKind::All => return Self { kind, id: "all".into(), start: None, end: None },
@@ -140,16 +140,35 @@ pub fn parse_month(text: &str) -> Result<NaiveDate, DateError> {
 
 /// The first day of a month. Period code never panics: at chrono's own limits (far outside
 /// what the API accepts, see `parse_day`) it saturates instead.
-fn first_of_month(year: i32, month: u32) -> NaiveDate {
+fn month_start(year: i32, month: u32) -> NaiveDate {
     NaiveDate::from_ymd_opt(year, month, 1).unwrap_or(if year < 0 { NaiveDate::MIN } else { NaiveDate::MAX })
 }
 
 fn next_month(first: NaiveDate) -> NaiveDate {
     if first.month() == 12 {
-        first_of_month(first.year().saturating_add(1), 1)
+        month_start(first.year().saturating_add(1), 1)
     } else {
-        first_of_month(first.year(), first.month() + 1)
+        month_start(first.year(), first.month() + 1)
     }
+}
+
+/// `2026-11` for any day of November 2026.
+pub fn month_id(date: NaiveDate) -> String {
+    date.format("%Y-%m").to_string()
+}
+
+pub fn first_of_month(date: NaiveDate) -> NaiveDate {
+    date.with_day(1).expect("day 1 exists in every month")
+}
+
+pub fn days_in_month(date: NaiveDate) -> u32 {
+    let first = first_of_month(date);
+    let next = first + Months::new(1);
+    u32::try_from((next - first).num_days()).expect("a month has 28-31 days")
+}
+
+pub fn previous_month(date: NaiveDate) -> NaiveDate {
+    first_of_month(date) - Months::new(1)
 }
 
 /// The first instant of `date` in `tz` (a DST gap at midnight moves it to the first valid time).
@@ -298,5 +317,14 @@ mod tests {
         assert_eq!(window.check(now - Duration::minutes(15) - Duration::seconds(1), now), Err(EventTimeError::TooLate(900)));
         assert_eq!(window.check(now + Duration::minutes(1), now), Ok(()));
         assert_eq!(window.check(now + Duration::seconds(61), now), Err(EventTimeError::InFuture(60)));
+    }
+
+    #[test]
+    fn month_helpers_know_leap_years_and_year_ends() {
+        let date = |s: &str| NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap();
+        assert_eq!(days_in_month(date("2028-02-10")), 29);
+        assert_eq!(days_in_month(date("2026-12-31")), 31);
+        assert_eq!(previous_month(date("2026-01-15")), date("2025-12-01"));
+        assert_eq!(month_id(date("2026-11-24")), "2026-11");
     }
 }

@@ -88,7 +88,7 @@ impl BoardKeys {
         format!("{}:cor:{correction_id}", self.base)
     }
 
-    /// What a user was given on one local day (seed 001's ledger), and the day's cap counters.
+    /// What a user was given on one local day (the day ledger), and the day's cap counters.
     pub fn day_ledger(&self, user_id: &str, day_id: &str) -> String {
         format!("{}:ledger:{user_id}:{day_id}", self.base)
     }
@@ -109,7 +109,7 @@ impl BoardKeys {
     }
 
     /// A user's sign-ins in one month (`2026-11`): one bit per day, then the streak carried in
-    /// from the previous month (seed 003's bitmap).
+    /// from the previous month.
     pub fn sign_ins(&self, user_id: &str, month_id: &str) -> String {
         format!("{}:signin:{user_id}:{month_id}", self.base)
     }

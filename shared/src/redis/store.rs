@@ -36,7 +36,7 @@ impl StoreError {
     }
 }
 
-/// How to reach Redis; read from the environment (SPEC §7).
+/// How to reach Redis; read from the environment (docs/configuration.md).
 #[derive(Clone)]
 pub struct RedisSettings {
     /// One URL for standalone; the seed nodes for cluster.

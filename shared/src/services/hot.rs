@@ -1,6 +1,7 @@
-//! Decaying ("hot") boards, seed 004's answer to the "data ghost": heat goes into hourly
-//! buckets (or one scaled key), a scheduled run decays each board once per minute, and a read
-//! that finds no synthesized board synthesizes it itself rather than serving emptiness.
+//! Decaying ("hot") boards, the answer to the "data ghost" (an item popular once stays on top
+//! forever): heat goes into hourly buckets (or one scaled key), a scheduled run decays each
+//! board once per minute, and a read that finds no synthesized board synthesizes it itself
+//! rather than serving emptiness.
 
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,4 +1,4 @@
-//! Admin safety valves (seed 004: blacklist, reversal): bans, audited score corrections, and
+//! Admin safety valves: bans, audited score corrections, and
 //! the audit log. Each board's share is one atomic script; which periods it touches is
 //! computed here, from the injected time.
 

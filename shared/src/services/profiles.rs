@@ -1,4 +1,4 @@
-//! Display data lives beside the boards, never in them (seed 004: members are stable ids;
+//! Display data lives beside the boards, never in them (members are stable ids;
 //! a nickname change must not create a second member).
 
 use std::collections::HashMap;

@@ -111,7 +111,7 @@ pub fn percentile(below: u64, total: u64) -> f64 {
 }
 
 /// A board with a single fixed-points rule also reports how many times it was earned, as
-/// `<action>_count` (seed 002's `invite_count` = points / 100).
+/// `<action>_count` (e.g. `invite_count` = points / 100 on an invite board).
 pub fn count_field(board: &Board) -> Option<(String, i64)> {
     match board.rules.values().collect::<Vec<_>>().as_slice() {
         [rule] if rule.max_points.is_none() => Some((format!("{}_count", rule.action), rule.points)),

@@ -11,22 +11,18 @@
 //! it names the day an event sent without `occurred_at` landed on.
 
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
-use redis::Script;
 use sha2::{Digest, Sha256};
 
-use super::{ApplyReply, BoardOutcome, PeriodStanding};
+use super::{ApplyReply, BoardOutcome, PeriodStanding, Status, APPLY_EVENT};
 use crate::redis::keys::BoardKeys;
 use crate::domain::period::{EventTimeError, Period, PeriodKind};
 use crate::domain::scoring::{BoardPlan, Ledger, Mode, RateWindow};
 use crate::redis::store::{Connection, ReplicaWait, ScriptCall, StoreError};
-use crate::domain::tiebreak::{self, MAX_POINTS, TIME_SPAN};
+use crate::domain::tiebreak;
 
-pub(super) static APPLY_EVENT: LazyLock<Script> =
-    LazyLock::new(|| Script::new(&with_constants(include_str!("apply_event.lua"))));
 
 /// Marker hashes per bucket. A day's markers of one board spread over this many hashes; each
 /// stays listpack-encoded up to Redis's `hash-max-listpack-entries` (128 by default), i.e. up
@@ -39,7 +35,7 @@ const LEDGER_RETENTION_SECS: i64 = 30 * 24 * 3600;
 const DAY_SECS: i64 = 24 * 3600;
 
 /// What an event did, as its marker keeps it. The `code` of each variant is the receipt's
-/// first character (the script gets them from `with_constants`).
+/// first character (the script gets them from `compose`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     Applied,
@@ -49,14 +45,14 @@ pub enum Decision {
 }
 
 impl Decision {
-    const ALL: [Decision; 4] = [
+    pub(super) const ALL: [Decision; 4] = [
         Decision::Applied,
         Decision::AlreadyCounted,
         Decision::DailyCap,
         Decision::NothingToTakeBack,
     ];
 
-    const fn code(self) -> char {
+    pub(super) const fn code(self) -> char {
         match self {
             Decision::Applied => 'a',
             Decision::AlreadyCounted => 'c',
@@ -75,7 +71,7 @@ impl Decision {
         }
     }
 
-    const fn lua_name(self) -> &'static str {
+    pub(super) const fn lua_name(self) -> &'static str {
         match self {
             Decision::Applied => "RECEIPT_APPLIED",
             Decision::AlreadyCounted => "RECEIPT_ALREADY_COUNTED",
@@ -136,23 +132,6 @@ impl Receipt {
             None => self.delta,
         }
     }
-}
-
-/// The script's text with the Rust constants it needs inserted after its shebang line.
-fn with_constants(source: &str) -> String {
-    let (shebang, body) = source
-        .split_once('\n')
-        .expect("a script starts with its shebang line");
-    let mut constants =
-        format!("{shebang}\nlocal SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\n");
-    for decision in Decision::ALL {
-        constants.push_str(&format!(
-            "local {} = '{}'\n",
-            decision.lua_name(),
-            decision.code()
-        ));
-    }
-    constants + body
 }
 
 /// Where an event id's marker lives on a board: its field and its shard.
@@ -396,19 +375,16 @@ fn read_reply(
         let rank: u64 = rank.parse().map_err(|_| protocol("rank"))?;
         standings.push((points, rank));
     }
-    if let Some(refusal) = event
-        .first_delivery
-        .filter(|refusal| refusal.code() == status)
-    {
-        return Ok(Read::Done(ApplyReply::OutsideWindow(refusal)));
-    }
+    let outside = event.first_delivery.map(|refusal| refusal.code());
+    let status = Status::parse("apply_event", &status, outside)?;
     let receipt = |detail: &str| {
         Receipt::parse(detail).ok_or_else(|| protocol(&format!("receipt {detail:?}")))
     };
     let periods = &event.plan.periods;
-    let reply = match status.as_str() {
-        "new" => ApplyReply::New(outcome(&receipt(&detail)?, periods, &standings)),
-        "duplicate" => {
+    let reply = match status {
+        Status::OutsideWindow => ApplyReply::OutsideWindow(event.first_delivery.expect("parsed only with a refusal")),
+        Status::New => ApplyReply::New(outcome(&receipt(&detail)?, periods, &standings)),
+        Status::Duplicate => {
             let days_away = match detail.get(..1) {
                 Some("0") => 0,
                 Some("1") => -1,
@@ -433,17 +409,17 @@ fn read_reply(
             }
             ApplyReply::Duplicate(outcome(&receipt, periods, &standings))
         }
-        "legacy" => legacy_reply(&detail, event.fingerprint)?,
-        "conflict" => ApplyReply::Conflict,
-        "out_of_range" => ApplyReply::OutOfRange,
-        "banned" => ApplyReply::Banned,
-        "period_closed" => ApplyReply::PeriodClosed(detail),
-        "rate_limited" => ApplyReply::RateLimited(
+        Status::Legacy => legacy_reply(&detail, event.fingerprint)?,
+        Status::Conflict => ApplyReply::Conflict,
+        Status::OutOfRange => ApplyReply::OutOfRange,
+        Status::Banned => ApplyReply::Banned,
+        Status::PeriodClosed => ApplyReply::PeriodClosed(detail),
+        Status::RateLimited => ApplyReply::RateLimited(
             detail
                 .parse()
                 .map_err(|_| protocol(&format!("retry-after {detail:?}")))?,
         ),
-        other => return Err(protocol(&format!("status {other:?}"))),
+        Status::Stale => return Err(status.unexpected("apply_event")),
     };
     Ok(Read::Done(reply))
 }
@@ -512,26 +488,6 @@ mod tests {
         }
         assert_eq!(parse("a-3;-3,-1").change(1), -1);
         assert_eq!(parse("a3").change(1), 3);
-    }
-
-    #[test]
-    fn the_script_gets_its_constants_from_rust() {
-        let text = with_constants(include_str!("apply_event.lua"));
-        assert!(text.starts_with(&format!(
-            "#!lua\nlocal SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\n"
-        )));
-        for decision in Decision::ALL {
-            assert!(text.contains(&format!(
-                "local {} = '{}'\n",
-                decision.lua_name(),
-                decision.code()
-            )));
-        }
-        let source = include_str!("apply_event.lua");
-        assert!(
-            !source.contains("local SPAN") && !source.contains("2147483648"),
-            "no copy of a Rust constant in the script"
-        );
     }
 
     #[test]

@@ -4,8 +4,8 @@ apply_event.lua: apply a chunk of scored events to one board, each exactly once,
 trip. A single event is a chunk of one; a batch sends one call per board per chunk.
 
 The `#!lua` shebang makes Redis 7 refuse the whole script up front when it is out of memory,
-instead of failing half-way through its writes. The constants SPAN, MAX_POINTS and RECEIPT_*
-are inserted after it by scripts/apply.rs, from the Rust ones. Events are applied in order,
+instead of failing half-way through its writes. Composed with the constants and prelude.lua's
+helpers (see `compose` in mod.rs). Events are applied in order,
 each atomically with everything before it: a later event of the chunk sees what an earlier one
 wrote (the same id twice is a duplicate).
 
@@ -81,7 +81,7 @@ local function apply(b)
     local points, ranks = {}, {}
     for i = 1, boards do
       local composite = redis.call('ZSCORE', KEYS[board(i)], member)
-      points[i] = composite and math.floor(tonumber(composite) / SPAN) or 0
+      points[i] = points_of(composite)
       ranks[i] = composite and redis.call('ZREVRANK', KEYS[board(i)], member) + 1 or 0
     end
     return points, ranks
@@ -104,13 +104,9 @@ local function apply(b)
   if ARGV[b + 16] ~= '' then return ARGV[b + 16], '' end
 
   -- Refusals that depend on the board's state, checked with one read.
-  local guard_fields = {'ban|' .. member}
-  for i = 1, boards do guard_fields[i + 1] = 'closed|' .. period(i, 1) .. ':' .. period(i, 2) end
-  local guards = redis.call('HMGET', GUARD, unpack(guard_fields))
-  if guards[1] then return 'banned', '' end
-  for i = 1, boards do
-    if guards[i + 1] then return 'period_closed', period(i, 2) end
-  end
+  local refusal, closed = guard_refusal(GUARD, member, boards,
+    function(i) return period(i, 1) end, function(i) return period(i, 2) end)
+  if refusal then return refusal, closed end
 
   -- Rate limit: a sliding window of the user's recent events of this action. Only read here;
   -- the event is logged with the other writes, so a refused event leaves no trace.
@@ -156,7 +152,7 @@ local function apply(b)
   local largest = 0
   for i = 1, boards do
     composites[i] = tonumber(redis.call('ZSCORE', KEYS[board(i)], member) or '0')
-    local held = math.floor(composites[i] / SPAN)
+    local held = points_of(composites[i])
     if held + delta > MAX_POINTS then return 'out_of_range', '' end
     -- Never below zero: a take-back cannot remove more than the period still holds.
     points[i] = math.max(held + delta, 0)
@@ -164,7 +160,6 @@ local function apply(b)
     if math.abs(changes[i]) > math.abs(largest) then largest = changes[i] end
   end
 
-  -- TTLs are set once, on a key that has none, and never refreshed.
   if delta ~= 0 then
     if give then
       if ledger_field ~= '' then redis.call('HSET', ledger, ledger_field, delta) end
@@ -172,19 +167,15 @@ local function apply(b)
       redis.call('HDEL', ledger, ledger_field)
     end
     if cap_field ~= '' then redis.call('HINCRBY', day_ledger, cap_field, delta) end
-    if ARGV[b + 14] ~= '0' then redis.call('EXPIREAT', ledger, ARGV[b + 14], 'NX') end
-    if ARGV[b + 15] ~= '0' then redis.call('EXPIREAT', day_ledger, ARGV[b + 15], 'NX') end
+    expire_once(ledger, ARGV[b + 14])
+    expire_once(day_ledger, ARGV[b + 15])
     for i = 1, boards do
       local key = KEYS[board(i)]
       if points[i] > 0 and changes[i] ~= 0 then
         -- A give is reached now; a take-back keeps the time the member got there.
         local time_part = give and tonumber(ARGV[b + 21]) or composites[i] % SPAN
-        redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + time_part), member)
-        -- A season board getting its TTL has just been created: the guard remembers it had
-        -- members.
-        if period(i, 3) ~= '0' and redis.call('EXPIREAT', key, period(i, 3), 'NX') == 1 and period(i, 1) == 'season' then
-          redis.call('HSET', GUARD, 'live|season:' .. period(i, 2), 1)
-        end
+        redis.call('ZADD', key, composite_of(points[i], time_part), member)
+        expire_period_once(key, GUARD, period(i, 1), period(i, 2), period(i, 3))
       elseif points[i] == 0 then
         redis.call('ZREM', key, member)
       end

@@ -24,15 +24,15 @@ Reply: the positions (1-based, in KEYS[3..] order) of the periods the user was r
 local member = ARGV[1]
 local removed = {}
 if ARGV[2] == 'ban' then
-  redis.call('HSET', KEYS[1], 'ban|' .. member, ARGV[3])
+  redis.call('HSET', KEYS[1], GUARD_BAN .. member, ARGV[3])
   for i = 1, #KEYS - 2 do
-    local frozen = redis.call('HEXISTS', KEYS[1], 'closed|' .. ARGV[4 + i]) == 1
+    local frozen = redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. ARGV[4 + i]) == 1
     if not frozen and redis.call('ZREM', KEYS[2 + i], member) == 1 then
       removed[#removed + 1] = i
     end
   end
 else
-  redis.call('HDEL', KEYS[1], 'ban|' .. member)
+  redis.call('HDEL', KEYS[1], GUARD_BAN .. member)
 end
 redis.call('LPUSH', KEYS[2], ARGV[3])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[4]) - 1)

@@ -1,5 +1,6 @@
+#!lua
 --[[
-correct_score.lua (loaded after prelude.lua): an admin's correction of one user's score on
+correct_score.lua: an admin's correction of one user's score on
 some periods of one board (the current ones, or a past day and the periods containing it),
 with its audit entry, exactly once per correction id, atomically. All checks happen before
 the first write.
@@ -23,7 +24,7 @@ An increase is reached now; a decrease keeps the member's reached-at time (they 
 least the lower score since then), as a take-back does.
 
 Reply: a three-element array {status, entry, periods}
-  {"corrected", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}]
+  {"new", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}]
   {"duplicate", entry, json}  this correction id was seen with this payload: the first answer
   {"conflict", "", ""}        this correction id was seen with another payload; nothing written
   {"banned", "", ""}          the user is banned from this board; nothing written
@@ -46,8 +47,8 @@ local tie = tonumber(ARGV[3])
 local FIRST_BOARD, PERIOD_ARGS = 4, 8
 local boards = #KEYS - FIRST_BOARD + 1
 
-local refusal = guard_refusal(KEYS[1], member, boards, PERIOD_ARGS)
-if refusal then return {refusal[1], refusal[2], ''} end
+local refusal, closed = guard_refusal_of_args(KEYS[1], member, boards, PERIOD_ARGS)
+if refusal then return {refusal, closed, ''} end
 
 local composites, points = {}, {}
 for i = 1, boards do
@@ -61,8 +62,8 @@ for i = 1, boards do
   local key = KEYS[FIRST_BOARD - 1 + i]
   if points[i] > 0 then
     local time_part = delta > 0 and tie or composites[i] % SPAN
-    redis.call('ZADD', key, string.format('%.0f', points[i] * SPAN + time_part), member)
-    expire_period_once(key, KEYS[1], PERIOD_ARGS, i)
+    redis.call('ZADD', key, composite_of(points[i], time_part), member)
+    expire_period_once(key, KEYS[1], period_arg(PERIOD_ARGS, i, 0), period_arg(PERIOD_ARGS, i, 1), period_arg(PERIOD_ARGS, i, 2))
   else
     redis.call('ZREM', key, member)
   end
@@ -75,4 +76,4 @@ redis.call('LPUSH', KEYS[2], ARGV[4])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[5]) - 1)
 local reply = cjson.encode(periods)
 redis.call('SET', KEYS[3], ARGV[6] .. '\n' .. ARGV[4] .. '\n' .. reply, 'EX', ARGV[7])
-return {'corrected', ARGV[4], reply}
+return {'new', ARGV[4], reply}

@@ -1,18 +1,12 @@
 //! Typed wrappers around the hot-board scripts: `add_heat.lua`, `synthesize_hot.lua` and
 //! `scale_hot.lua`.
 
-use std::sync::LazyLock;
-
 use chrono::{DateTime, Utc};
-use redis::Script;
 
+use super::{Status, ADD_HEAT, SCALE_HOT, SYNTHESIZE_HOT};
 use crate::redis::keys::BoardKeys;
 use crate::domain::period::EventTimeError;
 use crate::redis::store::{Connection, StoreError};
-
-pub(super) static ADD_HEAT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("add_heat.lua")));
-pub(super) static SYNTHESIZE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("synthesize_hot.lua")));
-pub(super) static SCALE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("scale_hot.lua")));
 
 /// Where a heat event goes and how it is remembered.
 #[derive(Debug, Clone)]
@@ -51,14 +45,12 @@ pub async fn add_heat(conn: &mut Connection, keys: &BoardKeys, write: &HeatWrite
     invocation.arg(write.item_id).arg(write.delta).arg(write.expires_at.unwrap_or(0)).arg(&write.bucket_label);
     invocation.arg(fingerprint).arg(ttl).arg(write.first_delivery.map_or("", |refusal| refusal.code()));
     let (status, bucket_label, heat): (String, String, String) = invocation.invoke_async(conn).await?;
-    if let Some(refusal) = write.first_delivery.filter(|refusal| refusal.code() == status) {
-        return Ok(HeatReply::OutsideWindow(refusal));
-    }
-    let duplicate = match status.as_str() {
-        "new" => false,
-        "duplicate" => true,
-        "conflict" => return Ok(HeatReply::Conflict),
-        other => return Err(StoreError::Protocol(format!("add_heat status {other:?}"))),
+    let duplicate = match Status::parse("add_heat", &status, write.first_delivery.map(|refusal| refusal.code()))? {
+        Status::OutsideWindow => return Ok(HeatReply::OutsideWindow(write.first_delivery.expect("parsed only with a refusal"))),
+        Status::New => false,
+        Status::Duplicate => true,
+        Status::Conflict => return Ok(HeatReply::Conflict),
+        other => return Err(other.unexpected("add_heat")),
     };
     let heat = heat.parse().map_err(|_| StoreError::Protocol(format!("add_heat heat {heat:?}")))?;
     Ok(HeatReply::Applied { bucket_label, heat, duplicate })
@@ -73,11 +65,11 @@ pub struct DecayReply {
     pub members: u64,
 }
 
-fn decay_reply(script: &str, done: &str, (status, members): (String, u64)) -> Result<DecayReply, StoreError> {
-    match status.as_str() {
-        "duplicate" | "stale" => Ok(DecayReply { ran: false, members }),
-        s if s == done => Ok(DecayReply { ran: true, members }),
-        other => Err(StoreError::Protocol(format!("{script} status {other:?}"))),
+fn decay_reply(script: &str, (status, members): (String, u64)) -> Result<DecayReply, StoreError> {
+    match Status::parse(script, &status, None)? {
+        Status::Duplicate | Status::Stale => Ok(DecayReply { ran: false, members }),
+        Status::New => Ok(DecayReply { ran: true, members }),
+        other => Err(other.unexpected(script)),
     }
 }
 
@@ -92,13 +84,13 @@ pub struct Synthesis {
 }
 
 pub async fn synthesize(conn: &mut Connection, keys: &BoardKeys, synthesis: &Synthesis) -> Result<DecayReply, StoreError> {
-    let mut invocation = SYNTHESIZE.key(keys.hot_board());
+    let mut invocation = SYNTHESIZE_HOT.key(keys.hot_board());
     invocation.key(keys.hot_board_next()).key(keys.hot_meta());
     invocation.arg(synthesis.minute.timestamp()).arg(synthesis.board_ttl_secs).arg(synthesis.meta_ttl_secs);
     for (bucket, weight) in &synthesis.buckets {
         invocation.key(bucket).arg(weight);
     }
-    decay_reply("synthesize_hot", "synthesized", invocation.invoke_async(conn).await?)
+    decay_reply("synthesize_hot", invocation.invoke_async(conn).await?)
 }
 
 /// A scale board's decay for the scale period starting at `period`.
@@ -109,7 +101,7 @@ pub async fn scale(
     factor: f64,
     prune_below: f64,
 ) -> Result<DecayReply, StoreError> {
-    let reply = SCALE
+    let reply = SCALE_HOT
         .key(keys.hot_board())
         .key(keys.hot_meta())
         .arg(period.timestamp())
@@ -117,15 +109,5 @@ pub async fn scale(
         .arg(prune_below)
         .invoke_async(conn)
         .await?;
-    decay_reply("scale_hot", "scaled", reply)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn every_script_starts_with_the_redis_7_shebang() {
-        for script in [include_str!("add_heat.lua"), include_str!("synthesize_hot.lua"), include_str!("scale_hot.lua")] {
-            assert!(script.starts_with("#!lua\n"));
-        }
-    }
+    decay_reply("scale_hot", reply)
 }

@@ -1,55 +1,88 @@
-//! Typed wrappers around the Lua scripts in `scripts/`. Each script is hashed once per
-//! process and called with EVALSHA through `Connection::run_script`; after `SCRIPT FLUSH` or a
-//! failover to a node that never saw it, NOSCRIPT is answered by loading it and retrying, so
-//! callers never notice.
+//! The script registry: every Lua script of this folder, composed once per process, hashed,
+//! and called through a typed wrapper (`apply`, `hot`, `moderation`, `sign_in`, and the reads
+//! below). Calls go out with EVALSHA through `Connection::run_script`; after `SCRIPT FLUSH` or
+//! a failover to a node that never saw a script, NOSCRIPT is answered by loading it and
+//! retrying, so callers never notice.
+//!
+//! Every script has one shape (`compose`): its own shebang line, the constants generated from
+//! their Rust definitions, `prelude.lua`'s helpers, then its body. No script copies a constant
+//! or a helper.
 
 mod apply;
 pub mod hot;
+pub mod moderation;
+mod reply;
+pub mod sign_in;
 
 use std::sync::LazyLock;
 
 use redis::Script;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::guard::{BAN, CLOSED, LIVE};
 use crate::domain::period::EventTimeError;
+use crate::domain::tiebreak::{MAX_POINTS, TIME_SPAN};
 use crate::redis::store::{Connection, StoreError};
 
-#[cfg(test)]
-mod key_check;
-
-pub mod moderation;
-pub mod sign_in;
-
 pub use apply::{apply_events, marker_bucket, BoardEvent, Decision, MarkerSlot, Receipt, CHUNK, MARKER_SHARDS};
+pub(crate) use reply::Status;
 
-static READ_BOARD: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("read_board.lua")));
-static READ_MEMBERS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("read_members.lua")));
+macro_rules! script {
+    ($file:literal) => {
+        LazyLock::new(|| compose(include_str!($file)))
+    };
+}
+
+static APPLY_EVENT: LazyLock<Script> = script!("apply_event.lua");
+static READ_BOARD: LazyLock<Script> = script!("read_board.lua");
+static READ_MEMBERS: LazyLock<Script> = script!("read_members.lua");
+static ADD_HEAT: LazyLock<Script> = script!("add_heat.lua");
+static SYNTHESIZE_HOT: LazyLock<Script> = script!("synthesize_hot.lua");
+static SCALE_HOT: LazyLock<Script> = script!("scale_hot.lua");
+static SIGN_IN: LazyLock<Script> = script!("sign_in.lua");
+static BAN_USER: LazyLock<Script> = script!("ban.lua");
+static CORRECT_SCORE: LazyLock<Script> = script!("correct_score.lua");
+pub(crate) static FREEZE_SEASON: LazyLock<Script> = script!("freeze_season.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
     [
-        &apply::APPLY_EVENT,
+        &APPLY_EVENT,
         &READ_BOARD,
         &READ_MEMBERS,
-        &hot::ADD_HEAT,
-        &hot::SYNTHESIZE,
-        &hot::SCALE,
-        &sign_in::SIGN_IN,
-        &moderation::BAN,
-        &moderation::CORRECT_SCORE,
-        &crate::archive::freeze::FREEZE_SEASON,
+        &ADD_HEAT,
+        &SYNTHESIZE_HOT,
+        &SCALE_HOT,
+        &SIGN_IN,
+        &BAN_USER,
+        &CORRECT_SCORE,
+        &FREEZE_SEASON,
     ]
     .into_iter()
     .map(|script| script.get_hash())
     .collect()
 }
 
-/// Helpers (and the `#!lua` shebang) shared by the scripts built with `with_prelude`.
 const PRELUDE: &str = include_str!("prelude.lua");
 
-/// A script whose text is `prelude.lua` followed by `body` (Redis runs one script text).
-fn with_prelude(body: &str) -> Script {
-    Script::new(&[PRELUDE, body].concat())
+/// The Lua definitions of the constants the scripts share with Rust, each from its one Rust
+/// definition.
+fn constants() -> String {
+    let mut lua = format!(
+        "local SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\nlocal GUARD_BAN, GUARD_CLOSED, GUARD_LIVE = '{BAN}', '{CLOSED}', '{LIVE}'\n"
+    );
+    for decision in Decision::ALL {
+        lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
+    }
+    lua
+}
+
+/// One script's text as Redis runs it: the file's shebang line first (Redis 7 reads its flags
+/// there; `#!lua` alone makes it refuse a writing script up front when out of memory), then the
+/// constants, the prelude and the rest of the file.
+fn compose(file: &str) -> Script {
+    let (shebang, body) = file.split_once('\n').expect("every script starts with its shebang line");
+    Script::new(&format!("{shebang}\n{}{PRELUDE}{body}", constants()))
 }
 
 /// How long the string markers of heat, sign-ins and corrections remember their id per board.
@@ -205,23 +238,31 @@ mod tests {
     }
 
     #[test]
-    fn the_scripts_use_the_same_composite_constants_as_rust() {
-        let apply = include_str!("apply_event.lua");
-        assert!(apply.starts_with("#!lua\n"), "the shebang makes Redis refuse the script up front when out of memory");
-        let read = include_str!("read_board.lua");
-        assert!(read.contains(&format!("local SPAN = {TIME_SPAN} ")));
-        assert!(read.starts_with("#!lua flags=no-writes\n"));
-        let members = include_str!("read_members.lua");
-        assert!(members.contains(&format!("local SPAN = {TIME_SPAN} ")));
-        assert!(members.starts_with("#!lua flags=no-writes\n"));
-        let prelude = super::PRELUDE;
-        assert!(prelude.contains(&format!("local SPAN = {TIME_SPAN} ")));
-        assert!(prelude.contains(&format!("local MAX_POINTS = {MAX_POINTS} ")));
-        for script in [prelude, include_str!("ban.lua")] {
-            assert!(script.starts_with("#!lua\n"));
+    fn every_script_is_composed_with_the_constants_and_the_prelude() {
+        let text = super::constants();
+        assert!(text.starts_with(&format!("local SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\n")));
+        assert!(text.contains("GUARD_BAN, GUARD_CLOSED, GUARD_LIVE = 'ban|', 'closed|', 'live|'"));
+        for decision in super::Decision::ALL {
+            assert!(text.contains(&format!("local {} = '{}'\n", decision.lua_name(), decision.code())));
         }
-        for body in [include_str!("sign_in.lua"), include_str!("correct_score.lua")] {
-            assert!(!body.starts_with("#!"), "the prelude brings the shebang; a second one would be a syntax error");
+        let folder = concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/scripts");
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "lua") {
+                continue;
+            }
+            let source = std::fs::read_to_string(&path).unwrap();
+            for copy in ["local SPAN", "local MAX_POINTS", "2147483648", "4194303", "'ban|'", "'closed|'", "'live|'"] {
+                assert!(!source.contains(copy), "{path:?} copies {copy:?}: constants come from Rust");
+            }
+            if path.ends_with("prelude.lua") {
+                assert!(!source.starts_with("#!"), "the prelude goes after each script's own shebang");
+                continue;
+            }
+            let composed = super::compose(&source);
+            let (shebang, body) = source.split_once('\n').unwrap();
+            let expected = format!("{shebang}\n{text}{}{body}", super::PRELUDE);
+            assert_eq!(composed.get_hash(), super::Script::new(&expected).get_hash(), "{path:?}");
         }
     }
 }

@@ -1,16 +1,11 @@
 //! Typed wrappers of the admin scripts: `ban.lua` and `correct_score.lua`.
 
-use std::sync::LazyLock;
 
-use redis::Script;
-
-use super::{with_prelude, PeriodStanding, EVENT_MARKER_TTL_SECS};
+use super::{PeriodStanding, Status, BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS};
 use crate::redis::keys::BoardKeys;
 use crate::domain::period::Period;
 use crate::redis::store::{Connection, StoreError};
 
-pub(super) static BAN: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("ban.lua")));
-pub(super) static CORRECT_SCORE: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("correct_score.lua")));
 
 /// An audit log entry (JSON) and how many entries the log keeps.
 #[derive(Debug, Clone, Copy)]
@@ -40,7 +35,7 @@ pub async fn ban<'p>(
         Ban::Ban { live } => ("ban", live),
         Ban::Unban => ("unban", &[][..]),
     };
-    let mut invocation = BAN.key(keys.guard());
+    let mut invocation = BAN_USER.key(keys.guard());
     invocation.key(keys.audit());
     for period in live {
         invocation.key(keys.period(period));
@@ -111,13 +106,13 @@ pub async fn correct_score(
             .map(|periods| CorrectionReply::Corrected { entry: entry.clone(), periods, duplicate })
             .map_err(|e| StoreError::Protocol(format!("correct_score: {e}")))
     };
-    match status.as_str() {
-        "corrected" => corrected(false),
-        "duplicate" => corrected(true),
-        "conflict" => Ok(CorrectionReply::Conflict),
-        "banned" => Ok(CorrectionReply::Banned),
-        "period_closed" => Ok(CorrectionReply::PeriodClosed(entry)),
-        "out_of_range" => Ok(CorrectionReply::OutOfRange),
-        other => Err(StoreError::Protocol(format!("correct_score status {other:?}"))),
+    match Status::parse("correct_score", &status, None)? {
+        Status::New => corrected(false),
+        Status::Duplicate => corrected(true),
+        Status::Conflict => Ok(CorrectionReply::Conflict),
+        Status::Banned => Ok(CorrectionReply::Banned),
+        Status::PeriodClosed => Ok(CorrectionReply::PeriodClosed(entry)),
+        Status::OutOfRange => Ok(CorrectionReply::OutOfRange),
+        other => Err(other.unexpected("correct_score")),
     }
 }

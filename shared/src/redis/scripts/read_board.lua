@@ -22,13 +22,8 @@ Reply: {total, rank, below, start, entries}
            either end.
 ]]
 
-local SPAN = 2147483648      -- 2^31, tiebreak::TIME_SPAN
 local key = KEYS[1]
 local total = redis.call('ZCARD', key)
-
-local function points_of(composite)
-  return math.floor(tonumber(composite) / SPAN)
-end
 
 local start, stop, rank, below = 0, -1, -1, -1
 if ARGV[1] == 'page' then
@@ -42,7 +37,7 @@ else
     start = math.max(0, math.min(rank - tonumber(ARGV[3]), total - width))
     stop = start + width - 1
     local points = points_of(redis.call('ZSCORE', key, ARGV[2]))
-    below = redis.call('ZCOUNT', key, '-inf', '(' .. string.format('%.0f', points * SPAN))
+    below = redis.call('ZCOUNT', key, '-inf', '(' .. composite_of(points, 0))
   end
 end
 
@@ -53,7 +48,7 @@ if start < total and stop >= start then
   for i = 1, #range, 2 do
     local points = points_of(range[i + 1])
     if previous == nil then
-      above = redis.call('ZCOUNT', key, string.format('%.0f', (points + 1) * SPAN), '+inf')
+      above = redis.call('ZCOUNT', key, composite_of(points + 1, 0), '+inf')
     elseif points ~= previous then
       -- The window is in rank order: everyone ranked before an entry with fewer points than
       -- the entry before it has more points than it. One ZCOUNT per read, not per entry.

@@ -14,16 +14,15 @@ Reply: {total, standings}
              above counts members with strictly more points (competition rank).
 ]]
 
-local SPAN = 2147483648      -- 2^31, tiebreak::TIME_SPAN
 local key = KEYS[1]
 local above_points = {}
 local standings = {}
 for i = 1, #ARGV do
   local composite = redis.call('ZSCORE', key, ARGV[i])
   if composite then
-    local points = math.floor(tonumber(composite) / SPAN)
+    local points = points_of(composite)
     if not above_points[points] then
-      above_points[points] = redis.call('ZCOUNT', key, string.format('%.0f', (points + 1) * SPAN), '+inf')
+      above_points[points] = redis.call('ZCOUNT', key, composite_of(points + 1, 0), '+inf')
     end
     standings[i] = {redis.call('ZREVRANK', key, ARGV[i]), composite, above_points[points]}
   else

@@ -1,7 +1,7 @@
 #!lua
 --[[
 scale_hot.lua: decay a scale board once per scale period: multiply every item's heat by a
-factor (seed 004's periodic scaling) and drop items that have decayed to nothing.
+factor (periodic scaling, docs/hot-boards.md) and drop items that have decayed to nothing.
 
 The period's start is the guard: a period is scaled at most once, and never after a later
 one, so duplicate or late deliveries do nothing.
@@ -14,7 +14,7 @@ ARGV[2]  factor, 0 < f < 1
 ARGV[3]  items whose heat falls below this are removed
 
 Reply: {status, members}
-  {"scaled", n}     scaled now; the board holds n items
+  {"new", n}        scaled now; the board holds n items
   {"duplicate", n}  this period was already scaled
   {"stale", n}      a later period was already scaled
 ]]
@@ -32,4 +32,4 @@ redis.call('ZUNIONSTORE', board, 1, board, 'WEIGHTS', ARGV[2])
 redis.call('ZREMRANGEBYSCORE', board, '-inf', '(' .. ARGV[3])
 local members = redis.call('ZCARD', board)
 redis.call('HSET', meta, 'synthesized_at', ARGV[1], 'members', members)
-return {'scaled', members}
+return {'new', members}

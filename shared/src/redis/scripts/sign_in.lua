@@ -1,6 +1,7 @@
+#!lua
 --[[
-sign_in.lua (loaded after prelude.lua): sign a user in for one day, exactly once, in one round
-trip (seed 003): the day's bit, the consecutive-day streak, and the sign-in points plus any
+sign_in.lua: sign a user in for one day, exactly once, in one round
+trip: the day's bit, the consecutive-day streak, and the sign-in points plus any
 streak bonus on the board.
 
 Bitmap layout (one key per user per month): bit d-1 is day d; the u32 at bit 32 is the streak
@@ -63,8 +64,8 @@ local FIRST_BOARD, PERIOD_ARGS = 6, 13
 local period_keys = #KEYS - FIRST_BOARD + 1
 local per_day = period_keys / 2
 
-local refusal = guard_refusal(KEYS[5], member, period_keys, PERIOD_ARGS)
-if refusal then return refusal end
+local refusal, closed = guard_refusal_of_args(KEYS[5], member, period_keys, PERIOD_ARGS)
+if refusal then return {refusal, closed} end
 
 -- Consecutive signed days ending on day `through` of the month in `key`, continued into
 -- earlier months by the carry when the run reaches day 1 (0 when `through` is not signed).
@@ -136,8 +137,9 @@ if next_signed and next_day == 1 then redis.call('BITFIELD', KEYS[4], 'SET', 'u3
 expire_once(KEYS[2], ARGV[10])
 for _, key in ipairs(order) do
   if add[key].points > 0 then
-    redis.call('ZADD', key, string.format('%.0f', add[key].total * SPAN + tie), member)
-    expire_period_once(key, KEYS[5], PERIOD_ARGS, add[key].period)
+    redis.call('ZADD', key, composite_of(add[key].total, tie), member)
+    local p = add[key].period
+    expire_period_once(key, KEYS[5], period_arg(PERIOD_ARGS, p, 0), period_arg(PERIOD_ARGS, p, 1), period_arg(PERIOD_ARGS, p, 2))
   end
 end
 return finish(false, streak, awarded + next_bonus)

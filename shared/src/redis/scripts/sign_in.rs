@@ -1,17 +1,14 @@
 //! Typed wrapper of `sign_in.lua`.
 
-use std::sync::LazyLock;
-
 use chrono::Datelike;
-use redis::Script;
 use serde::{Deserialize, Serialize};
 
-use super::{with_prelude, EVENT_MARKER_TTL_SECS};
+use super::{Status, EVENT_MARKER_TTL_SECS, SIGN_IN};
 use crate::redis::keys::BoardKeys;
-use crate::services::sign_ins::{days_in_month, first_of_month, month_id, SignInPlan};
+use crate::domain::period::{days_in_month, month_id, previous_month};
+use crate::domain::sign_in::SignInPlan;
 use crate::redis::store::{Connection, ReplicaWait, ScriptCall, StoreError};
 
-pub(super) static SIGN_IN: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!("sign_in.lua")));
 
 /// What a sign-in did. Stored verbatim in the event marker so a duplicate gets the first answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -51,7 +48,7 @@ pub async fn sign_in(
 ) -> Result<SignInReply, StoreError> {
     let (date, member) = (plan.date, plan.user_id.as_str());
     let next_day = date.succ_opt().expect("planned dates have a next day");
-    let previous_month = first_of_month(date) - chrono::Months::new(1);
+    let previous_month = previous_month(date);
     let bonuses: Vec<String> = plan.sign_in.streak_bonuses.iter().map(|(days, bonus)| format!("{days}:{bonus}")).collect();
 
     let mut invocation = ScriptCall::new(&SIGN_IN);
@@ -82,14 +79,14 @@ pub async fn sign_in(
     }
     let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("sign_in: {e}")));
-    match status.as_str() {
-        "new" => Ok(SignInReply::New(outcome()?)),
-        "duplicate" => Ok(SignInReply::Duplicate(outcome()?)),
-        "conflict" => Ok(SignInReply::Conflict),
-        "too_late" | "in_future" if plan.first_delivery.is_some() => Ok(SignInReply::OutsideWindow),
-        "banned" => Ok(SignInReply::Banned),
-        "period_closed" => Ok(SignInReply::PeriodClosed(body)),
-        "out_of_range" => Ok(SignInReply::OutOfRange),
-        other => Err(StoreError::Protocol(format!("sign_in status {other:?}"))),
+    match Status::parse("sign_in", &status, plan.first_delivery.as_ref().map(|refusal| refusal.code()))? {
+        Status::New => Ok(SignInReply::New(outcome()?)),
+        Status::Duplicate => Ok(SignInReply::Duplicate(outcome()?)),
+        Status::Conflict => Ok(SignInReply::Conflict),
+        Status::OutsideWindow => Ok(SignInReply::OutsideWindow),
+        Status::Banned => Ok(SignInReply::Banned),
+        Status::PeriodClosed => Ok(SignInReply::PeriodClosed(body)),
+        Status::OutOfRange => Ok(SignInReply::OutOfRange),
+        other => Err(other.unexpected("sign_in")),
     }
 }

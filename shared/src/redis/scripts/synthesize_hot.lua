@@ -22,7 +22,7 @@ ARGV[3]    TTL of the meta hash, seconds
 ARGV[4..]  one weight per bucket, in KEYS order
 
 Reply: {status, members}
-  {"synthesized", n}  the board now holds n items (0: deleted, the window is empty)
+  {"new", n}          the board now holds n items (0: deleted, the window is empty)
   {"duplicate", n}    this minute was already synthesized; the board holds n items
   {"stale", n}        a later minute was already synthesized; the board holds n items
 ]]
@@ -62,4 +62,4 @@ else
 end
 redis.call('HSET', meta, 'synthesized_at', ARGV[1], 'members', members)
 redis.call('EXPIRE', meta, ARGV[3])
-return {'synthesized', members}
+return {'new', members}

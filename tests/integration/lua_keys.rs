@@ -1,4 +1,4 @@
-//! A static check of every Lua script in this folder. Each must start with the Redis 7 `#!lua`
+//! A static check of every Lua script in `shared/src/redis/scripts`. Each must start with the Redis 7 `#!lua`
 //! shebang, without the flags that lift Redis's cluster checks (`allow-cross-slot-keys`,
 //! `no-cluster`), and every key it hands to `redis.call`/`redis.pcall` must come from `KEYS`
 //! — never be built from strings or ARGV. Then every key a script touches is declared, so the
@@ -600,20 +600,14 @@ fn shebang_line_problem(first: &str) -> Option<String> {
         .map(|flag| format!("declares {flag}, which lifts Redis Cluster's slot checks"))
 }
 
-/// The shebang problem of one script, if any. A fragment Redis only ever runs behind another
-/// file of the folder (a shared prelude) says so in its header — "loaded after prelude.lua" —
-/// and that file's shebang is the one that counts.
-fn shebang_problem(source: &str, folder: &Path) -> Option<String> {
+/// `prelude.lua` is composed after every script's own shebang (`redis::scripts::compose`), so
+/// it must have none; every other script must start with one.
+fn shebang_problem(name: &str, source: &str) -> Option<String> {
     let first = source.lines().next().unwrap_or_default();
-    let header = source.split("]]").next().unwrap_or_default();
-    let prelude = header.split("loaded after ").nth(1).and_then(|rest| rest.split_whitespace().next());
-    match prelude.map(|name| name.trim_end_matches(|c: char| !c.is_alphanumeric())) {
-        Some(prelude) if !first.starts_with("#!") => match std::fs::read_to_string(folder.join(prelude)) {
-            Ok(text) => shebang_line_problem(text.lines().next().unwrap_or_default()).map(|problem| format!("{prelude}, loaded before it, {problem}")),
-            Err(_) => Some(format!("is loaded after {prelude}, which is not a script of this folder")),
-        },
-        _ => shebang_line_problem(first),
+    if name == "prelude.lua" {
+        return first.starts_with("#!").then(|| "is composed after each script's shebang and must not have one".to_owned());
     }
+    shebang_line_problem(first)
 }
 
 /// Every problem found in the scripts of `folder`.
@@ -628,7 +622,7 @@ fn check_folder(folder: &Path) -> Vec<String> {
     let mut problems = Vec::new();
     for (path, source) in files.iter().zip(&sources) {
         let name = path.file_name().unwrap().to_string_lossy();
-        if let Some(problem) = shebang_problem(source, folder) {
+        if let Some(problem) = shebang_problem(&name, source) {
             problems.push(format!("{name}: {problem}"));
         }
         let others: Vec<String> = sources.iter().filter(|s| *s != source).cloned().collect();
@@ -643,7 +637,7 @@ fn check(source: &str) -> Vec<String> {
 
 #[test]
 fn every_script_declares_every_key_it_touches() {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/redis/scripts");
+    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src/redis/scripts");
     let problems = check_folder(&folder);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     let checked = std::fs::read_dir(&folder).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "lua")).count();
@@ -704,14 +698,12 @@ fn keys_built_or_passed_otherwise_are_reported() {
 
 #[test]
 fn shebangs_are_required_without_cluster_escapes() {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/redis/scripts");
-    let problem = |source: &str| shebang_problem(source, &folder);
+    let problem = |source: &str| shebang_problem("x.lua", source);
     assert_eq!(problem("#!lua\nreturn 1"), None);
     assert_eq!(problem("#!lua flags=no-writes\nreturn 1"), None);
     assert!(problem("return 1").is_some());
     assert!(problem("#!lua flags=allow-cross-slot-keys\n").unwrap().contains("allow-cross-slot-keys"));
     assert!(problem("#!lua flags=no-writes,no-cluster\n").unwrap().contains("no-cluster"));
-    // A fragment run behind another script: that script's shebang counts.
-    assert_eq!(problem("--[[\nbody.lua (loaded after apply_event.lua): …\n]]\nreturn 1"), None);
-    assert!(problem("--[[\nbody.lua (loaded after missing.lua)\n]]\n").unwrap().contains("not a script of this folder"));
+    assert_eq!(shebang_problem("prelude.lua", "--[[ helpers ]]\n"), None);
+    assert!(shebang_problem("prelude.lua", "#!lua\n").is_some(), "a second shebang would be a syntax error");
 }

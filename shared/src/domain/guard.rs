@@ -1,0 +1,39 @@
+//! The fields of a board's guard hash, which every write checks before it changes anything:
+//! a banned user, a period closed for archiving, and a season whose board was created. The
+//! Lua scripts get the prefixes from here (see `redis::scripts::compose`).
+
+use crate::domain::period::Period;
+
+pub const BAN: &str = "ban|";
+pub const CLOSED: &str = "closed|";
+pub const LIVE: &str = "live|";
+
+/// Set while `user_id` is banned from the board.
+pub fn ban_field(user_id: &str) -> String {
+    format!("{BAN}{user_id}")
+}
+
+/// Set once `period` is closed to events (frozen for archiving).
+pub fn closed_field(period: &Period) -> String {
+    format!("{CLOSED}{}:{}", period.kind.as_str(), period.id)
+}
+
+/// Set by the write scripts when `period`'s board is created (seasons only), so the archive
+/// can tell a lost board from an empty season.
+pub fn live_field(period: &Period) -> String {
+    format!("{LIVE}{}:{}", period.kind.as_str(), period.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::period::PeriodKind;
+
+    #[test]
+    fn fields_name_the_user_or_the_period_kind_and_id() {
+        let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::Asia::Shanghai);
+        assert_eq!(ban_field("u1"), "ban|u1");
+        assert_eq!(closed_field(&season), "closed|season:2026-10");
+        assert_eq!(live_field(&season), "live|season:2026-10");
+    }
+}
