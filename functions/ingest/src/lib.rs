@@ -168,7 +168,7 @@ async fn put_profile(
     Path(user_id): Path<String>,
     JsonBody(profile): JsonBody<Profile>,
 ) -> Result<Json<Profile>, ApiError> {
-    ids::validate_id("user_id", &user_id).map_err(|e| ApiError::new(axum::http::StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))?;
+    ids::validate_id("user_id", &user_id)?;
     profile.validate()?;
     profiles::put_profile(&app.store, &app.keys, &user_id, &profile).await?;
     Ok(Json(profile))

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::Response;
 use axum::Json;
 use chrono::{DateTime, Utc};
@@ -18,10 +17,13 @@ use standings::http::{ApiError, QueryParams};
 use standings::domain::ids;
 use standings::domain::period::Period;
 use standings::services::profiles;
-use standings::services::reads::{counts, percentile, Standing};
 use standings::archive::table::{ArchivedEntry, CompletedSeason, SeasonTable};
+use standings::services::reads::rules::{
+    around_window, archived_board, bounded, ReadError, DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET,
+};
+use standings::services::reads::{counts, percentile, Standing};
 
-use crate::boards::{bounded, with_cache, TopResponse, UserResponse, MAX_AROUND, MAX_LIMIT, MAX_OFFSET};
+use crate::boards::{with_cache, TopResponse, UserResponse};
 use crate::App;
 
 /// A complete season never changes.
@@ -65,39 +67,16 @@ struct History {
     seasons: Vec<PastSeason>,
 }
 
-/// Ranks `first..=last` of a window of `around` either side of `rank` among `total`: centred,
-/// and shifted (not clipped) at either end of the board.
-fn window(rank: u64, around: u64, total: u64) -> (u64, u64) {
-    let size = 2 * around + 1;
-    let first = rank.saturating_sub(around).max(1).min(total.saturating_sub(size - 1).max(1));
-    (first, (first + size - 1).min(total))
+fn table(app: &App) -> Result<&SeasonTable, ReadError> {
+    app.archive.as_ref().ok_or(ReadError::ArchiveNotConfigured)
 }
 
-fn table(app: &App) -> Result<&SeasonTable, ApiError> {
-    app.archive.as_ref().ok_or_else(|| {
-        ApiError::new(StatusCode::NOT_FOUND, "archive_not_configured", "this deployment has no season archive (STANDINGS_TABLE)")
-    })
+fn named_season(board: &Board, season: &str) -> Result<Period, ReadError> {
+    season_named(season, board.timezone).ok_or_else(|| ReadError::BadSeason(season.to_owned()))
 }
 
-fn archived_board<'a>(app: &'a App, name: &str) -> Result<&'a Board, ApiError> {
-    app.config
-        .board(name)
-        .filter(|board| board.archive)
-        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "unknown_board", format!("no archived board named {name:?}")))
-}
-
-fn named_season(board: &Board, season: &str) -> Result<Period, ApiError> {
-    season_named(season, board.timezone).ok_or_else(|| ApiError::malformed(format!("season {season:?} is not a month such as 2026-10")))
-}
-
-fn checked_user(user_id: &str) -> Result<(), ApiError> {
-    ids::validate_id("user_id", user_id).map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, "invalid_id", e.to_string()))
-}
-
-fn complete(completed: Option<CompletedSeason>, board: &str, season: &str) -> Result<CompletedSeason, ApiError> {
-    completed.ok_or_else(|| {
-        ApiError::new(StatusCode::NOT_FOUND, "season_not_archived", format!("season {season} of board {board:?} is not archived (yet)"))
-    })
+fn complete(completed: Option<CompletedSeason>, board: &str, season: &str) -> Result<CompletedSeason, ReadError> {
+    completed.ok_or_else(|| ReadError::SeasonNotArchived { board: board.to_owned(), season: season.to_owned() })
 }
 
 /// Archived entries as the live routes show them, with today's profiles (one pipeline).
@@ -124,9 +103,9 @@ pub async fn season_top(
     QueryParams(params): QueryParams<TopParams>,
 ) -> Result<Response, ApiError> {
     let table = table(&app)?;
-    let board = archived_board(&app, &board)?;
+    let board = archived_board(&app.config, &board)?;
     let period = named_season(board, &season)?;
-    let limit = bounded("limit", params.limit, 30, 1..=MAX_LIMIT)?;
+    let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
     let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
     let (completed, entries) =
         try_join(table.completed(&board.name, &season), table.ranks(&board.name, &season, offset + 1, offset + limit)).await?;
@@ -142,16 +121,16 @@ pub async fn season_user(
     QueryParams(params): QueryParams<UserParams>,
 ) -> Result<Response, ApiError> {
     let table = table(&app)?;
-    let board = archived_board(&app, &board)?;
+    let board = archived_board(&app.config, &board)?;
     let period = named_season(board, &season)?;
-    checked_user(&user_id)?;
-    let around = bounded("around", params.around, 5, 0..=MAX_AROUND)?;
+    ids::validate_id("user_id", &user_id)?;
+    let around = bounded("around", params.around, DEFAULT_AROUND, 0..=MAX_AROUND)?;
     let (completed, entry) = try_join(table.completed(&board.name, &season), table.user_entry(&board.name, &season, &user_id)).await?;
     let total = complete(completed, &board.name, &season)?.total;
     let (rank, score, percentile, around) = match entry {
         None => (None, 0, None, Vec::new()),
         Some(entry) => {
-            let (first, last) = window(entry.rank, around, total);
+            let (first, last) = around_window(entry.rank, around, total);
             let neighbours = table.ranks(&board.name, &season, first, last).await?;
             (Some(entry.rank), entry.points, Some(percentile(total.saturating_sub(entry.rank), total)), standings(&app, board, neighbours).await?)
         }
@@ -167,9 +146,9 @@ pub async fn user_seasons(
     QueryParams(params): QueryParams<HistoryParams>,
 ) -> Result<Response, ApiError> {
     let table = table(&app)?;
-    checked_user(&user_id)?;
+    ids::validate_id("user_id", &user_id)?;
     if let Some(board) = &params.board {
-        archived_board(&app, board)?;
+        archived_board(&app.config, board)?;
     }
     let seasons = table
         .user_history(&user_id, params.board.as_deref())
@@ -186,20 +165,4 @@ pub async fn user_seasons(
         })
         .collect();
     Ok(with_cache(HISTORY_CACHE, Json(History { user_id, seasons })))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_window_is_centred_and_shifted_at_the_ends_never_clipped() {
-        assert_eq!(window(50, 5, 100), (45, 55));
-        assert_eq!(window(1, 5, 100), (1, 11));
-        assert_eq!(window(3, 5, 100), (1, 11));
-        assert_eq!(window(100, 5, 100), (90, 100));
-        assert_eq!(window(97, 5, 100), (90, 100));
-        assert_eq!(window(2, 5, 4), (1, 4), "a board smaller than the window shows whole");
-        assert_eq!(window(1, 0, 1), (1, 1));
-    }
 }

@@ -13,6 +13,9 @@ use crate::services::hot::HotError;
 use crate::services::ingestion::{BatchRefusal, IngestError};
 use crate::services::moderation::ModerationError;
 use crate::services::profiles::ProfileError;
+use crate::services::reads::rules::ReadError;
+use crate::domain::ids::IdError;
+use crate::domain::period::DateError;
 use crate::services::sign_ins::SignInError;
 
 /// The `error` object of every error body.
@@ -230,6 +233,33 @@ impl ApiError {
 impl From<crate::archive::table::TableError> for ApiError {
     fn from(error: crate::archive::table::TableError) -> Self {
         Self::unavailable(&error)
+    }
+}
+
+impl From<IdError> for ApiError {
+    fn from(error: IdError) -> Self {
+        Self::new(StatusCode::BAD_REQUEST, "invalid_id", error.to_string())
+    }
+}
+
+impl From<ReadError> for ApiError {
+    fn from(error: ReadError) -> Self {
+        let (status, code) = match &error {
+            ReadError::UnknownBoard(_) | ReadError::HotBoard(_) | ReadError::NotArchived(_) => (StatusCode::NOT_FOUND, "unknown_board"),
+            ReadError::UnknownPeriod { .. } => (StatusCode::BAD_REQUEST, "unknown_period"),
+            ReadError::BadDate(DateError::Malformed) | ReadError::BadRankMode | ReadError::NoUsers | ReadError::BadSeason(_) => {
+                (StatusCode::BAD_REQUEST, "malformed")
+            }
+            ReadError::BadDate(DateError::OutOfRange) | ReadError::OutOfRange { .. } => (StatusCode::BAD_REQUEST, "out_of_range"),
+            ReadError::TooManyUsers => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            ReadError::InvalidId { .. } => (StatusCode::BAD_REQUEST, "invalid_id"),
+            ReadError::ArchiveNotConfigured => (StatusCode::NOT_FOUND, "archive_not_configured"),
+            ReadError::SeasonNotArchived { .. } => (StatusCode::NOT_FOUND, "season_not_archived"),
+            ReadError::Store(store) => return Self::store(store),
+            #[cfg(feature = "dynamodb")]
+            ReadError::Table(table) => return Self::unavailable(table),
+        };
+        Self::new(status, code, error.to_string())
     }
 }
 

@@ -2,5 +2,6 @@
 //! its typed wrapper (`scripts`).
 
 pub mod keys;
+pub mod probe;
 pub mod scripts;
 pub mod store;

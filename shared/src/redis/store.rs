@@ -279,7 +279,7 @@ impl Store {
         let policy = match fresh {
             Some(policy) => policy,
             None => {
-                let policy = crate::services::health::maxmemory_policy(&mut conn).await?;
+                let policy = super::probe::maxmemory_policy(&mut conn).await?;
                 if let Ok(mut last) = self.policy.last.lock() {
                     *last = Some((std::time::Instant::now(), policy.clone()));
                 }

@@ -6,7 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::redis::store::{Connection, Store, StoreError};
+use crate::redis::probe::maxmemory_policy;
+use crate::redis::store::{Store, StoreError};
 
 /// What `GET /v1/health` may tell anyone: enough for an operator to act on (is the store
 /// reachable, will it take writes, and why not), nothing an attacker could use (no version,
@@ -21,19 +22,6 @@ pub struct StoreHealth {
     /// False when writes are refused (503 `store_misconfigured`) because of that risk; true
     /// with `noeviction`, or when the operator allowed evicting policies.
     pub writes_accepted: bool,
-}
-
-/// The value of `field` in an INFO reply.
-pub(crate) fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
-    info.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
-}
-
-/// The store's `maxmemory-policy`, in one round trip (`INFO memory`). A one-command pipeline:
-/// a cluster sends it to one node, where a bare INFO would fan out to every primary and fail
-/// while any is down.
-pub(crate) async fn maxmemory_policy(conn: &mut Connection) -> Result<String, StoreError> {
-    let (memory,): (String,) = redis::pipe().cmd("INFO").arg("memory").query_async(conn).await?;
-    Ok(info_field(&memory, "maxmemory_policy").unwrap_or("unknown").to_owned())
 }
 
 /// One round trip (`INFO memory`), bounded by `timeout`.
@@ -86,18 +74,5 @@ pub async fn warn_if_evicting(store: &Store) {
         ),
         Ok(_) => {}
         Err(error) => tracing::warn!(%error, "could not check the store's eviction policy at start-up"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_fields_out_of_info() {
-        let info = "# Server\r\nredis_version:7.0.15\r\nredis_mode:standalone\r\n";
-        assert_eq!(info_field(info, "redis_version"), Some("7.0.15"));
-        assert_eq!(info_field(info, "redis_mode"), Some("standalone"));
-        assert_eq!(info_field(info, "redis"), None);
     }
 }

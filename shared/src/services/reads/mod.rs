@@ -1,6 +1,8 @@
 //! The read path: pages of a board, a member with the entries around them, ranks in either
 //! mode and percentiles, with profiles joined in at most one more round trip.
 
+pub mod rules;
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;
