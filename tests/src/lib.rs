@@ -11,7 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use standings::archive::job::{Archiver, Backoff, Settings};
+use standings::archive::job::{Archiver, Settings};
+use standings::archive::schedule::Backoff;
 use axum::body::Body;
 use axum::http::{Method, Request, StatusCode};
 use aws_lambda_events::eventbridge::EventBridgeEvent;

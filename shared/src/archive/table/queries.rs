@@ -1,0 +1,203 @@
+//! Every read and write the archive job and the query function make on the table: each
+//! access pattern is one Query (or one conditional write).
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::{AttributeValue, Select};
+use chrono::{DateTime, Utc};
+
+use super::items::*;
+use super::schema::{GSI1, PK, SK};
+use super::{Item, SeasonTable, TableError};
+
+impl SeasonTable {
+    /// The season's completion record, if its archive is complete (strongly consistent).
+    pub async fn completed(&self, board: &str, season: &str) -> Result<Option<CompletedSeason>, TableError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.name)
+            .key(PK, s(archive_pk(board, season)))
+            .key(SK, s(STATUS_SK))
+            .consistent_read(true)
+            .send()
+            .await?;
+        output
+            .item()
+            .map(|item| Ok(CompletedSeason { total: get_n(item, "total")?, completed_at: get_time(item, "completed_at")? }))
+            .transpose()
+    }
+
+    /// Records that the season's archive is complete; a second call keeps the first record.
+    pub async fn mark_complete(&self, board: &str, season: &str, total: u64, at: DateTime<Utc>) -> Result<(), TableError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.name)
+            .item(PK, s(archive_pk(board, season)))
+            .item(SK, s(STATUS_SK))
+            .item("board", s(board))
+            .item("season", s(season))
+            .item("total", n(total))
+            .item("completed_at", time(at))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
+            other => other.map(drop).map_err(Into::into),
+        }
+    }
+
+    fn shard_key(&self, board: &str, season: &str, shard: Shard) -> [(&'static str, AttributeValue); 2] {
+        [(PK, s(archive_pk(board, season))), (SK, s(format!("{}{}", shard_prefix(shard.total), shard.index)))]
+    }
+
+    /// The rank `shard` archives next, if it has a checkpoint (strongly consistent).
+    pub async fn checkpoint(&self, board: &str, season: &str, shard: Shard) -> Result<Option<u64>, TableError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.name)
+            .set_key(Some(self.shard_key(board, season, shard).into_iter().map(|(k, v)| (k.to_owned(), v)).collect()))
+            .consistent_read(true)
+            .send()
+            .await?;
+        output.item().map(|item| get_n(item, "next_rank")).transpose()
+    }
+
+    /// Moves `shard`'s checkpoint to `next_rank`, never backwards: the update is conditional on
+    /// the stored rank being lower, so a late or concurrent invocation of the same shard cannot
+    /// undo progress. Answers the checkpoint now stored.
+    pub async fn advance_checkpoint(
+        &self,
+        board: &str,
+        season: &str,
+        shard: Shard,
+        next_rank: u64,
+        at: DateTime<Utc>,
+    ) -> Result<u64, TableError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.name)
+            .set_key(Some(self.shard_key(board, season, shard).into_iter().map(|(k, v)| (k.to_owned(), v)).collect()))
+            .update_expression("SET next_rank = :next, updated_at = :at")
+            .condition_expression("attribute_not_exists(next_rank) OR next_rank < :next")
+            .expression_attribute_values(":next", n(next_rank))
+            .expression_attribute_values(":at", time(at))
+            .send()
+            .await;
+        match update {
+            Ok(_) => Ok(next_rank),
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => {
+                Ok(self.checkpoint(board, season, shard).await?.unwrap_or(next_rank))
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Every checkpoint of a `shard_total`-way split: shard index → next rank.
+    pub async fn checkpoints(&self, board: &str, season: &str, shard_total: u32) -> Result<HashMap<u32, u64>, TableError> {
+        let prefix = shard_prefix(shard_total);
+        let items: Vec<Item> = self
+            .client
+            .query()
+            .table_name(&self.name)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(archive_pk(board, season)))
+            .expression_attribute_values(":prefix", s(&prefix))
+            .consistent_read(true)
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await?;
+        items
+            .iter()
+            .map(|item| {
+                let index = get_s(item, SK)?[prefix.len()..]
+                    .parse()
+                    .map_err(|_| TableError::Item(format!("checkpoint key {:?}", get_s(item, SK))))?;
+                Ok((index, get_n(item, "next_rank")?))
+            })
+            .collect()
+    }
+
+    /// Entries stored for the season (a strongly consistent Query that counts, page by page).
+    pub async fn count_entries(&self, board: &str, season: &str) -> Result<u64, TableError> {
+        let pages = self
+            .client
+            .query()
+            .table_name(&self.name)
+            .key_condition_expression("pk = :pk")
+            .expression_attribute_values(":pk", s(season_pk(board, season)))
+            .select(Select::Count)
+            .consistent_read(true)
+            .into_paginator()
+            .send()
+            .try_collect()
+            .await?;
+        Ok(pages.iter().map(|page| page.count() as u64).sum())
+    }
+
+    /// Ranks `first..=last` of the season, best first: one Query on the table's key.
+    pub async fn ranks(&self, board: &str, season: &str, first: u64, last: u64) -> Result<Vec<ArchivedEntry>, TableError> {
+        if last < first {
+            return Ok(Vec::new());
+        }
+        let items: Vec<Item> = self
+            .client
+            .query()
+            .table_name(&self.name)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :first AND :last")
+            // Only what an entry holds; the keys would be most of each item's bytes.
+            .projection_expression(ENTRY_PROJECTION)
+            .expression_attribute_names("#rank", "rank")
+            .expression_attribute_names("#total", "total")
+            .expression_attribute_values(":pk", s(season_pk(board, season)))
+            .expression_attribute_values(":first", s(rank_sk(first)))
+            .expression_attribute_values(":last", s(rank_sk(last)))
+            .into_paginator()
+            .items()
+            .send()
+            .try_collect()
+            .await?;
+        items.iter().map(parse_entry).collect()
+    }
+
+    /// A user's standing in one season: one Query on the user index.
+    pub async fn user_entry(&self, board: &str, season: &str, user_id: &str) -> Result<Option<ArchivedEntry>, TableError> {
+        let output = self
+            .client
+            .query()
+            .table_name(&self.name)
+            .index_name(GSI1)
+            .key_condition_expression("gsi1pk = :user AND gsi1sk = :season")
+            .expression_attribute_values(":user", s(user_pk(user_id)))
+            .expression_attribute_values(":season", s(user_season_sk(board, season)))
+            .send()
+            .await?;
+        output.items().first().map(parse_entry).transpose()
+    }
+
+    /// A user's standings in every archived season (of `board` only, if given), newest season
+    /// first within each board: one Query on the user index.
+    pub async fn user_history(&self, user_id: &str, board: Option<&str>) -> Result<Vec<ArchivedEntry>, TableError> {
+        let mut query = self
+            .client
+            .query()
+            .table_name(&self.name)
+            .index_name(GSI1)
+            .expression_attribute_values(":user", s(user_pk(user_id)))
+            .scan_index_forward(false);
+        query = match board {
+            Some(board) => query
+                .key_condition_expression("gsi1pk = :user AND begins_with(gsi1sk, :board)")
+                .expression_attribute_values(":board", s(format!("{board}#"))),
+            None => query.key_condition_expression("gsi1pk = :user"),
+        };
+        let items: Vec<Item> = query.into_paginator().items().send().try_collect().await?;
+        items.iter().map(parse_entry).collect()
+    }
+}
