@@ -22,6 +22,19 @@ ensure_deps() {
   ensure_moto
 }
 
+# The Rust lints: rustfmt (with rustfmt.toml) and clippy, as components of the toolchain.
+ensure_lint_deps() {
+  if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+    rustup component add rustfmt clippy
+  fi
+}
+
+# The code is formatted as rustfmt.toml says, and clippy finds nothing.
+lint_rust() {
+  cargo fmt --all --check
+  cargo clippy --workspace --all-targets --locked -- -D warnings
+}
+
 # The OpenAPI tests: openapi-spec-validator (pip) validates the document; its jsonschema and
 # referencing check real answers against it (tests/openapi/conforms.py).
 ensure_test_deps() {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs the whole test suite: the SAM template's linters, unit, property and integration tests
-# against real Redis — a standalone redis-server, a 6-node Redis Cluster and a TLS-only server
-# with an ACL user — and a real moto_server (DynamoDB), the functions through `cargo lambda
+# Runs the whole test suite: the SAM template's linters, rustfmt and clippy, unit, property and
+# integration tests against real Redis — a standalone redis-server, a 6-node Redis Cluster and a
+# TLS-only server with an ACL user — and a real moto_server (DynamoDB), the functions through `cargo lambda
 # watch`, and (without test filters) the page in headless Chromium and a smoke run of
 # scripts/run-local.sh, all started here on loopback and stopped on exit. Extra arguments go to
 # both `cargo test` runs (e.g. a test name filter).
@@ -11,7 +11,9 @@ cd "$(dirname "$0")/.."
 ensure_deps
 ensure_test_deps
 ensure_infra_deps
+ensure_lint_deps
 lint_templates
+lint_rust
 
 run=$(mktemp -d)
 # Servers the fault tests start for themselves live here too, so they are stopped on exit

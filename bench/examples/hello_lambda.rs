@@ -2,7 +2,7 @@
 //! echoing its event), built like the real functions, so their size and start-up time can be
 //! told from the runtime's own.
 
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use lambda_runtime::{Error, LambdaEvent, service_fn};
 use serde_json::Value;
 
 #[tokio::main]

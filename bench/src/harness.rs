@@ -6,16 +6,16 @@ use std::fmt;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
+use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::http::{Request, StatusCode};
-use axum::Router;
 use chrono::{NaiveDate, Utc};
 use chrono_tz::Asia::Shanghai;
 use http_body_util::BodyExt;
 use redis::AsyncCommands;
-use standings::redis::keys::Keys;
 use standings::domain::period::{Period, PeriodKind};
 use standings::domain::tiebreak;
+use standings::redis::keys::Keys;
 use standings::redis::store::{Connection, RedisSettings, Store};
 use tower::ServiceExt;
 
@@ -89,8 +89,10 @@ fn cpu_time(pid: &str) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command name in parentheses start at field 3 (state); utime and stime
     // are fields 14 and 15.
-    let fields: Vec<u64> =
-        stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().skip(11).take(2).filter_map(|f| f.parse().ok()).collect()).unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().skip(11).take(2).filter_map(|f| f.parse().ok()).collect())
+        .unwrap_or_default();
     Duration::from_millis(fields.iter().sum::<u64>() * 10)
 }
 
@@ -173,7 +175,10 @@ impl CommandStats {
 
     /// (calls, microseconds) of every command but `excluded`.
     pub fn all_but(&self, excluded: &[&str]) -> (u64, u64) {
-        self.0.iter().filter(|(name, _)| !excluded.contains(&name.as_str())).fold((0, 0), |(c, u), (_, (calls, usec))| (c + calls, u + usec))
+        self.0
+            .iter()
+            .filter(|(name, _)| !excluded.contains(&name.as_str()))
+            .fold((0, 0), |(c, u), (_, (calls, usec))| (c + calls, u + usec))
     }
 }
 

@@ -28,7 +28,9 @@ impl Machine {
         let cpuinfo = read("/proc/cpuinfo");
         let cpu = cpuinfo
             .lines()
-            .find_map(|line| line.strip_prefix("model name").and_then(|rest| rest.split_once(':')).map(|(_, model)| model.trim().to_owned()))
+            .find_map(|line| {
+                line.strip_prefix("model name").and_then(|rest| rest.split_once(':')).map(|(_, model)| model.trim().to_owned())
+            })
             .unwrap_or_else(|| "unknown".to_owned());
         let memory_kib: u64 = read("/proc/meminfo")
             .lines()
@@ -38,7 +40,8 @@ impl Machine {
         let info: String = redis::cmd("INFO").arg("server").query_async(&mut bench.connection().await?).await?;
         let field = |name: &str| info.lines().find_map(|l| l.strip_prefix(name)).unwrap_or("?").trim().to_owned();
         let redis = format!("{} ({} mode)", field("redis_version:"), field("redis_mode:"));
-        let git = |args: &[&str]| Command::new("git").args(args).output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+        let git =
+            |args: &[&str]| Command::new("git").args(args).output().ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
         // BENCHMARKS.md is what a run rewrites: a change to it alone is not a change to what ran.
         let changes = git(&["status", "--porcelain", "--untracked-files=no", "--", ".", ":!BENCHMARKS.md"]);
         let commit = match (git(&["rev-parse", "--short", "HEAD"]), changes) {
@@ -59,10 +62,8 @@ impl Machine {
     /// The Markdown section; the load average at the end is read now.
     pub fn section(&self, date: &str) -> String {
         let load_at_end = load_average();
-        let busiest: f64 = [&self.load_at_start, &load_at_end]
-            .iter()
-            .filter_map(|load| load.split_whitespace().next()?.parse().ok())
-            .fold(0.0, f64::max);
+        let busiest: f64 =
+            [&self.load_at_start, &load_at_end].iter().filter_map(|load| load.split_whitespace().next()?.parse().ok()).fold(0.0, f64::max);
         let shared = if busiest > self.cores as f64 {
             format!(
                 "\n- **Shared machine**: the 1-minute load average ({busiest:.1}) exceeded the {} cores: other work was running, \

@@ -8,11 +8,11 @@
 //! A run of every scenario also rewrites the results section of `BENCHMARKS.md`.
 
 mod harness;
-mod seed001;
 mod machine;
 mod scenarios;
+mod seed001;
 
-use harness::{target_table, Bench};
+use harness::{Bench, target_table};
 use machine::Machine;
 
 const USAGE: &str = "usage: standings-bench [--repetitions N] [--around-members N] [SCENARIO...]";

@@ -1,11 +1,11 @@
 //! Admin routes: bans racing ingestion, audited corrections, and the admin scope.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use axum::http::Method;
-use serde_json::{json, Value};
-use standings_tests::{day, month, season, spawn_ingest, Caller, TestApp, ADMIN, WRITER};
+use serde_json::{Value, json};
+use standings_tests::{ADMIN, Caller, TestApp, WRITER, day, month, season, spawn_ingest};
 use tokio::sync::Notify;
 
 async fn admin(app: &TestApp, method: Method, path: &str, body: Value) -> (u16, Value) {
@@ -19,8 +19,12 @@ async fn live_scores(app: &TestApp, user: &str) -> Vec<Option<i64>> {
         app.points("activity", day("2026-11-22"), user).await,
         app.points("activity", month("2026-11-22"), user).await,
         app.points("points", season("2026-11-22"), user).await,
-        app.points("invites", standings::domain::period::Period::containing(standings::domain::period::PeriodKind::All, app.now(), chrono_tz::UTC), user)
-            .await,
+        app.points(
+            "invites",
+            standings::domain::period::Period::containing(standings::domain::period::PeriodKind::All, app.now(), chrono_tz::UTC),
+            user,
+        )
+        .await,
     ]
 }
 
@@ -57,7 +61,8 @@ async fn a_ban_racing_concurrent_ingestion_leaves_the_user_on_no_live_board() {
                         assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("user_banned")), "{body}");
                     }
                     // An honest user's events are never refused.
-                    let honest = json!({"event_id": format!("h{t}-{i}"), "user_id": "honest", "action": "comment", "target": format!("a{t}-{i}")});
+                    let honest =
+                        json!({"event_id": format!("h{t}-{i}"), "user_id": "honest", "action": "comment", "target": format!("a{t}-{i}")});
                     assert_eq!(app.event(honest).await.0, 200);
                     honest_points += 3;
                 }
@@ -147,7 +152,11 @@ async fn a_correction_shows_in_the_score_and_in_the_audit_log() {
     assert_eq!(app.keyspace().await, keys_before);
 
     let (_, to_zero) = admin(&app, Method::POST, path, json!({"delta": -8, "reason": "fraud"})).await;
-    assert_eq!(to_zero["periods"][0], json!({"period": "day", "period_id": "2026-11-22", "score": 0, "delta": -8, "rank": null}), "zero is off the board");
+    assert_eq!(
+        to_zero["periods"][0],
+        json!({"period": "day", "period_id": "2026-11-22", "score": 0, "delta": -8, "rank": null}),
+        "zero is off the board"
+    );
     let (status, audit) = admin(&app, Method::GET, "/v1/admin/audit?board=activity", json!({})).await;
     assert_eq!(status, 200);
     let entries = audit["entries"].as_array().unwrap();
@@ -187,7 +196,12 @@ async fn the_audit_log_keeps_the_newest_ten_thousand_entries() {
     assert_eq!(len, 10_000);
     let (_, audit) = admin(&app, Method::GET, "/v1/admin/audit?board=activity&limit=2", json!({})).await;
     assert_eq!((&audit["entries"][0]["user_id"], &audit["entries"][1]["user_id"]), (&json!("u1"), &json!("old")));
-    for (query, code) in [("?board=activity&limit=0", "out_of_range"), ("?board=activity&limit=1001", "out_of_range"), ("", "malformed"), ("?board=nope", "unknown_board")] {
+    for (query, code) in [
+        ("?board=activity&limit=0", "out_of_range"),
+        ("?board=activity&limit=1001", "out_of_range"),
+        ("", "malformed"),
+        ("?board=nope", "unknown_board"),
+    ] {
         let (_, reply) = admin(&app, Method::GET, &format!("/v1/admin/audit{query}"), json!({})).await;
         assert_eq!(reply["error"]["code"], code, "{query}");
     }

@@ -6,16 +6,16 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use standings::archive::job::{ArchiveError, Status};
 use aws_sdk_dynamodb::types::{AttributeValue, WriteRequest};
 use axum::http::Method;
 use chrono::{DateTime, Duration, Utc};
-use serde_json::{json, Value};
-use standings::archive::freeze::Standing;
-use standings::runtime::metrics::Metrics;
-use standings::archive::table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError};
+use serde_json::{Value, json};
 use standings::Clock;
-use standings_tests::{at, season_members, ArchiveHarness};
+use standings::archive::freeze::Standing;
+use standings::archive::job::{ArchiveError, Status};
+use standings::archive::table::{ArchiveSink, SeasonTable, Shard, TableError, entry_item, put_request};
+use standings::runtime::metrics::Metrics;
+use standings_tests::{ArchiveHarness, at, season_members};
 
 const SEASON: &str = "2026-10";
 
@@ -275,10 +275,7 @@ async fn a_count_that_does_not_match_keeps_the_frozen_board_and_the_season_incom
     assert!(unprocessed.is_empty());
 
     let error = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
-    assert!(
-        matches!(error, ArchiveError::VerificationFailed { stored: 2_101, frozen: 2_100, .. }),
-        "{error}"
-    );
+    assert!(matches!(error, ArchiveError::VerificationFailed { stored: 2_101, frozen: 2_100, .. }), "{error}");
     assert!(harness.table.completed("points", SEASON).await.unwrap().is_none());
     assert!(frozen_exists(&harness).await, "nothing is freed before the count matches");
 }
@@ -343,7 +340,8 @@ async fn unfinished_seasons_unknown_boards_and_bad_requests_are_clear_errors_tha
 fn archiver_with_metrics(harness: &ArchiveHarness) -> (standings::archive::job::Archiver<SeasonTable>, Arc<Mutex<Vec<Value>>>) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = lines.clone();
-    let metrics = Metrics::with_sink("archive", Arc::new(move |line: String| sink.lock().unwrap().push(serde_json::from_str(&line).unwrap())));
+    let metrics =
+        Metrics::with_sink("archive", Arc::new(move |line: String| sink.lock().unwrap().push(serde_json::from_str(&line).unwrap())));
     (harness.archiver(harness.table.clone()).with_metrics(metrics), lines)
 }
 
@@ -431,12 +429,18 @@ async fn archived_seasons_are_served_with_the_live_shapes_and_cached() {
     let (status, headers, top) = get("/v1/boards/points/seasons/2026-10/top".into()).await;
     assert_eq!(status, 200, "{top}");
     assert_eq!(headers["cache-control"], "public, max-age=86400");
-    assert_eq!((&top["board"], &top["period"], &top["period_id"], &top["total"]), (&json!("points"), &json!("season"), &json!(SEASON), &json!(40)));
+    assert_eq!(
+        (&top["board"], &top["period"], &top["period_id"], &top["total"]),
+        (&json!("points"), &json!("season"), &json!(SEASON), &json!(40))
+    );
     assert_eq!((&top["period_start"], &top["next_reset"]), (&json!("2026-10-01T00:00:00+08:00"), &json!("2026-11-01T00:00:00+08:00")));
     let entries = top["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 30, "the default limit");
     for (i, (entry, (user, points, _))) in entries.iter().zip(&october).enumerate() {
-        assert_eq!((entry["rank"].as_u64(), entry["user_id"].as_str(), entry["score"].as_i64()), (Some(i as u64 + 1), Some(user.as_str()), Some(*points)));
+        assert_eq!(
+            (entry["rank"].as_u64(), entry["user_id"].as_str(), entry["score"].as_i64()),
+            (Some(i as u64 + 1), Some(user.as_str()), Some(*points))
+        );
     }
     assert_eq!(entries[0]["profile"], profile);
     assert_eq!(entries[1]["profile"], Value::Null, "no profile");
@@ -449,7 +453,10 @@ async fn archived_seasons_are_served_with_the_live_shapes_and_cached() {
 
     let (status, headers, mine) = get(format!("/v1/boards/points/seasons/2026-10/users/{top_user}")).await;
     assert_eq!((status.as_u16(), headers["cache-control"].to_str().unwrap()), (200, "public, max-age=86400"));
-    assert_eq!((&mine["rank"], &mine["score"], &mine["percentile"], &mine["total"]), (&json!(1), &json!(october[0].1), &json!(97.5), &json!(40)));
+    assert_eq!(
+        (&mine["rank"], &mine["score"], &mine["percentile"], &mine["total"]),
+        (&json!(1), &json!(october[0].1), &json!(97.5), &json!(40))
+    );
     let around: Vec<_> = mine["around"].as_array().unwrap().iter().map(|e| e["rank"].as_u64().unwrap()).collect();
     assert_eq!(around, (1..=11).collect::<Vec<_>>(), "a full window, shifted at the top");
     let (user_20, points_20, _) = &october[19];

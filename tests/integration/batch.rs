@@ -1,6 +1,6 @@
 //! `POST /v1/events:batch`: one result per event, in order, pipelined.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings_tests::{day, spawn_ingest};
 
 #[tokio::test]

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use axum::http::Method;
 use redis::cluster_routing::Slot;
 use serde_json::json;
-use standings_tests::{spawn_ingest, TestApp, WRITER};
+use standings_tests::{TestApp, WRITER, spawn_ingest};
 
 async fn slot_of(app: &TestApp, key: &str) -> Slot {
     if !app.store.is_cluster() {

@@ -4,7 +4,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings_tests::{day, month, spawn_ingest};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -77,7 +77,7 @@ fn workload(task: u64) -> Vec<Value> {
     (0..EVENTS_PER_TASK)
         .map(|i| {
             let (action, _) = ACTIONS[(rng.next() % 5) as usize];
-            let active = action == "page_view" || rng.next() % 3 != 0;
+            let active = action == "page_view" || !rng.next().is_multiple_of(3);
             json!({
                 "event_id": format!("t{task}-e{i}"),
                 "user_id": format!("u{}", rng.next() % USERS),
@@ -94,7 +94,8 @@ fn sequential_model(events: impl Iterator<Item = Value>) -> HashMap<String, i64>
     let mut given: HashSet<(String, String, String)> = HashSet::new();
     let mut scores: HashMap<String, i64> = HashMap::new();
     for e in events {
-        let field = (e["user_id"].as_str().unwrap().to_owned(), e["action"].as_str().unwrap().to_owned(), e["target"].as_str().unwrap().to_owned());
+        let field =
+            (e["user_id"].as_str().unwrap().to_owned(), e["action"].as_str().unwrap().to_owned(), e["target"].as_str().unwrap().to_owned());
         let points = ACTIONS.iter().find(|(a, _)| *a == field.1).unwrap().1;
         let user = field.0.clone();
         if e["active"] == true {

@@ -1,11 +1,11 @@
 //! Ranking a given list of members, and when boards reset.
 
 use axum::http::Method;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
 use standings::domain::tiebreak;
-use standings_tests::{at, spawn_ingest, spawn_ingest_with, TestApp};
+use standings_tests::{TestApp, at, spawn_ingest, spawn_ingest_with};
 
 async fn ranks(app: &TestApp, board: &str, body: Value) -> (u16, Value) {
     let (status, value) = app.call_query(Method::POST, &format!("/v1/boards/{board}/ranks"), body.to_string()).await;
@@ -55,7 +55,11 @@ async fn five_hundred_ids_ranked_unranked_and_repeated() {
     assert_eq!(status, 200, "{body}");
     let listed = body["entries"].as_array().unwrap().iter().map(|e| e["user_id"].as_str().unwrap());
     let profiles = app.profile_requests(listed);
-    assert_eq!(app.store.round_trips() - before, 1 + profiles, "one script for the ranks, one pipeline for profiles (per slot on a cluster)");
+    assert_eq!(
+        app.store.round_trips() - before,
+        1 + profiles,
+        "one script for the ranks, one pipeline for profiles (per slot on a cluster)"
+    );
     assert_eq!(body["total"], 300);
     let entries = body["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 450, "each distinct id once");
@@ -87,7 +91,14 @@ async fn ties_share_ranks_in_competition_mode_globally_and_within_the_list() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|e| (e["user_id"].as_str().unwrap(), e["rank"].as_u64().unwrap(), e["relative_rank"].as_u64().unwrap(), e["score"].as_i64().unwrap()))
+        .map(|e| {
+            (
+                e["user_id"].as_str().unwrap(),
+                e["rank"].as_u64().unwrap(),
+                e["relative_rank"].as_u64().unwrap(),
+                e["score"].as_i64().unwrap(),
+            )
+        })
         .collect();
     // m099 reached 50 points 50 s before m049: first in board order, same competition rank.
     assert_eq!(summary, [("m099", 1, 1, 50), ("m049", 1, 1, 50), ("m048", 3, 3, 49), ("m010", 79, 4, 11)]);
@@ -115,7 +126,10 @@ async fn resets_at_month_and_year_end_in_shanghai() {
         (Some("2026-12-31"), Some("2026-12-31T00:00:00+08:00"), Some("2027-01-01T00:00:00+08:00"))
     );
     let (_, month) = app.get("/v1/boards/activity/users/u1?period=month").await;
-    assert_eq!((month["period_start"].as_str(), month["next_reset"].as_str()), (Some("2026-12-01T00:00:00+08:00"), Some("2027-01-01T00:00:00+08:00")));
+    assert_eq!(
+        (month["period_start"].as_str(), month["next_reset"].as_str()),
+        (Some("2026-12-01T00:00:00+08:00"), Some("2027-01-01T00:00:00+08:00"))
+    );
     let (_, november) = app.get("/v1/boards/activity/top?period=month&at=2026-11-30").await;
     assert_eq!(november["next_reset"], "2026-12-01T00:00:00+08:00");
     let (_, all_time) = app.get("/v1/boards/invites/top").await;
@@ -172,7 +186,12 @@ async fn the_board_list_matches_the_configuration_file() {
             .iter()
             .map(|r| {
                 let reversible = r.get("reversible").and_then(toml::Value::as_bool).unwrap_or(false);
-                (r["action"].as_str().unwrap().to_owned(), r["points"].as_integer().unwrap(), r.get("daily_cap").and_then(toml::Value::as_integer), reversible)
+                (
+                    r["action"].as_str().unwrap().to_owned(),
+                    r["points"].as_integer().unwrap(),
+                    r.get("daily_cap").and_then(toml::Value::as_integer),
+                    reversible,
+                )
             })
             .collect();
         rules.sort();
@@ -180,7 +199,14 @@ async fn the_board_list_matches_the_configuration_file() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|r| (r["action"].as_str().unwrap().to_owned(), r["points"].as_i64().unwrap(), r["daily_cap"].as_i64(), r["reversible"].as_bool().unwrap()))
+            .map(|r| {
+                (
+                    r["action"].as_str().unwrap().to_owned(),
+                    r["points"].as_i64().unwrap(),
+                    r["daily_cap"].as_i64(),
+                    r["reversible"].as_bool().unwrap(),
+                )
+            })
             .collect();
         listed_rules.sort();
         assert_eq!(listed_rules, rules, "{name}");

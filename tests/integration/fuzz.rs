@@ -12,15 +12,15 @@
 //! saved in tests/fuzz/regressions.txt and replayed first by every later run.
 
 use std::cell::RefCell;
-use std::rc::Rc;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 use axum::http::Method;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
-use serde_json::{json, Map, Value};
-use standings_tests::{send_as_lambda, spawn_ingest, Caller, TestApp, ADMIN, WRITER};
+use serde_json::{Map, Value, json};
+use standings_tests::{ADMIN, Caller, TestApp, WRITER, send_as_lambda, spawn_ingest};
 
 const REGRESSIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/regressions.txt");
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus");
@@ -53,13 +53,7 @@ const ACTIONS: [&str; 12] =
 
 /// Strings that stress the id allow-lists, times and numbers.
 fn text() -> impl Strategy<Value = String> {
-    prop_oneof![
-        "[a-z0-9_.:@-]{1,12}",
-        any::<String>(),
-        "[{}/ ?=&%+~#\t\n]{0,6}",
-        "[a-z]{120,140}",
-        time_text(),
-    ]
+    prop_oneof!["[a-z0-9_.:@-]{1,12}", any::<String>(), "[{}/ ?=&%+~#\t\n]{0,6}", "[a-z]{120,140}", time_text(),]
 }
 
 /// RFC 3339 times around the harness's clock (2026-11-22T02:00:00Z): late, on time, early.
@@ -74,7 +68,10 @@ fn value_for(field: &'static str) -> BoxedStrategy<Value> {
         "active" => any::<bool>().prop_map(Value::from).boxed(),
         "points" | "delta" => (-5i64..5_000_000).prop_map(Value::from).boxed(),
         "occurred_at" => time_text().prop_map(Value::from).boxed(),
-        "date" => (-3i64..3).prop_map(|days| (standings_tests::at("2026-11-22T02:00:00Z") + chrono::Duration::days(days)).date_naive().to_string()).prop_map(Value::from).boxed(),
+        "date" => (-3i64..3)
+            .prop_map(|days| (standings_tests::at("2026-11-22T02:00:00Z") + chrono::Duration::days(days)).date_naive().to_string())
+            .prop_map(Value::from)
+            .boxed(),
         _ => text().prop_map(Value::from).boxed(),
     }
 }
@@ -230,8 +227,11 @@ fn campaign<T: std::fmt::Debug, S: Strategy<Value = T>, F: std::future::Future<O
     let statuses = Rc::new(RefCell::new(BTreeMap::new()));
     let mut rounds = 0u64;
     loop {
-        let config = Config { cases, failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))), ..Config::default() };
-        if let Err(failure) = TestRunner::new(config).run(&strategy(), |request| runtime.block_on(check(app.clone(), request, statuses.clone()))) {
+        let config =
+            Config { cases, failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))), ..Config::default() };
+        if let Err(failure) =
+            TestRunner::new(config).run(&strategy(), |request| runtime.block_on(check(app.clone(), request, statuses.clone())))
+        {
             panic!("{failure}");
         }
         rounds += 1;
@@ -267,9 +267,11 @@ fn filled(template: &'static str) -> impl Strategy<Value = String> {
     let segments: Vec<BoxedStrategy<String>> = template
         .split('/')
         .map(|segment| match segment {
-            "{board}" => prop_oneof![prop::sample::select(vec!["activity", "invites", "points", "hot-videos"]).prop_map(str::to_owned), text()]
-                .prop_map(|s| encode(&s))
-                .boxed(),
+            "{board}" => {
+                prop_oneof![prop::sample::select(vec!["activity", "invites", "points", "hot-videos"]).prop_map(str::to_owned), text()]
+                    .prop_map(|s| encode(&s))
+                    .boxed()
+            }
             "{season}" => prop_oneof![Just("2026-10".to_owned()), time_text(), text()].prop_map(|s| encode(&s)).boxed(),
             s if s.starts_with('{') => prop_oneof![Just("u1".to_owned()), text()].prop_map(|s| encode(&s)).boxed(),
             s => Just(s.to_owned()).boxed(),
@@ -293,7 +295,14 @@ fn every_route() -> impl Strategy<Value = RouteRequest> {
         1 => prop::collection::vec(any::<u8>(), 0..64),
         1 => Just(Vec::new()),
     ];
-    (route, query, body, 0u8..3).prop_map(|((function, method, path), query, body, caller)| RouteRequest { function, method, path, query, body, caller })
+    (route, query, body, 0u8..3).prop_map(|((function, method, path), query, body, caller)| RouteRequest {
+        function,
+        method,
+        path,
+        query,
+        body,
+        caller,
+    })
 }
 
 async fn check_route(app: &TestApp, request: RouteRequest, statuses: &RefCell<BTreeMap<u16, u64>>) -> Result<(), TestCaseError> {
@@ -311,9 +320,16 @@ async fn check_route(app: &TestApp, request: RouteRequest, statuses: &RefCell<BT
         let after = app.keyspace().await;
         let (now_s, now_us): (i64, i64) = redis::cmd("TIME").query_async(&mut app.redis.clone()).await.unwrap();
         let now_ms = now_s * 1000 + now_us / 1000;
-        let alive = |state: Vec<(String, Vec<u8>, i64)>| -> Vec<_> { state.into_iter().filter(|(_, _, expires)| *expires == -1 || *expires > now_ms).collect() };
+        let alive = |state: Vec<(String, Vec<u8>, i64)>| -> Vec<_> {
+            state.into_iter().filter(|(_, _, expires)| *expires == -1 || *expires > now_ms).collect()
+        };
         let (still_alive, after) = (alive(before), alive(after));
-        let changed: Vec<_> = after.iter().filter(|k| !still_alive.contains(k)).chain(still_alive.iter().filter(|k| !after.contains(k))).map(|(key, _, expires)| (key, expires)).collect();
+        let changed: Vec<_> = after
+            .iter()
+            .filter(|k| !still_alive.contains(k))
+            .chain(still_alive.iter().filter(|k| !after.contains(k)))
+            .map(|(key, _, expires)| (key, expires))
+            .collect();
         prop_assert!(changed.is_empty(), "a {status} wrote to the store ({changed:?}, now {now_ms}): {request:?}: {body}");
     }
     Ok(())

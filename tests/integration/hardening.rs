@@ -5,7 +5,7 @@
 use axum::http::Method;
 use serde_json::json;
 use standings::redis::store::{RedisSettings, Store};
-use standings_tests::{spawn_ingest, ArchiveHarness};
+use standings_tests::{ArchiveHarness, spawn_ingest};
 
 const FAR: [&str; 4] = ["%2B262142-12-31", "-262143-01-01", "9999-12-31", "2019-12-31"];
 
@@ -51,12 +51,16 @@ async fn far_dates_in_writes_are_refused_and_write_nothing() {
     let app = spawn_ingest().await;
     let before = app.keyspace().await;
     let path = "/v1/admin/boards/activity/users/u1/corrections";
-    for body in [json!({"delta": 1, "reason": "r", "at": "+262142-12-31"}), json!({"delta": 1, "reason": "r", "period": "month", "period_id": "+262142-12"})] {
+    for body in [
+        json!({"delta": 1, "reason": "r", "at": "+262142-12-31"}),
+        json!({"delta": 1, "reason": "r", "period": "month", "period_id": "+262142-12"}),
+    ] {
         let (status, reply) = app.call(Method::POST, path, body.to_string(), standings_tests::ADMIN).await;
         assert_eq!(status, 400, "{body}: {reply}");
     }
     for occurred_at in ["+262142-12-31T00:00:00Z", "-262143-01-01T00:00:00Z"] {
-        let (status, reply) = app.event(json!({"event_id": "e", "user_id": "u1", "action": "comment", "target": "a", "occurred_at": occurred_at})).await;
+        let (status, reply) =
+            app.event(json!({"event_id": "e", "user_id": "u1", "action": "comment", "target": "a", "occurred_at": occurred_at})).await;
         assert!(status.is_client_error(), "{occurred_at}: {reply}");
     }
     let (status, reply) = app.post("/v1/sign-ins", &json!({"event_id": "s", "user_id": "u1", "date": "+262142-12-31"})).await;
@@ -67,14 +71,17 @@ async fn far_dates_in_writes_are_refused_and_write_nothing() {
 #[tokio::test]
 async fn a_store_that_may_evict_keys_refuses_writes_unless_allowed() {
     let server = standings_tests::servers::RedisServer::start(&["--maxmemory-policy", "volatile-lru"]).await;
-    let app = standings_tests::spawn_ingest_at(standings::domain::config::Config::default_boards(), &standings::redis::store::RedisSettings::standalone(&server.url())).await;
+    let app = standings_tests::spawn_ingest_at(
+        standings::domain::config::Config::default_boards(),
+        &standings::redis::store::RedisSettings::standalone(&server.url()),
+    )
+    .await;
     let event = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a"});
     let (status, body) = app.event(event.clone()).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_misconfigured")), "{body}");
-    for (path, request) in [
-        ("/v1/sign-ins", json!({"event_id": "s1", "user_id": "u1"})),
-        ("/v1/hot/hot-videos/items/v1", json!({"event_id": "h1"})),
-    ] {
+    for (path, request) in
+        [("/v1/sign-ins", json!({"event_id": "s1", "user_id": "u1"})), ("/v1/hot/hot-videos/items/v1", json!({"event_id": "h1"}))]
+    {
         let (status, body) = app.post(path, &request).await;
         assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_misconfigured")), "{path}: {body}");
     }

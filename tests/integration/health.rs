@@ -10,7 +10,8 @@ async fn health_reports_what_an_operator_needs_and_nothing_more() {
     assert_eq!(status, 200, "{health}");
     assert_eq!(headers["cache-control"], "no-store");
     assert_eq!(health["store"]["mode"], if app.store.is_cluster() { "cluster" } else { "standalone" });
-    let policy: (String, String) = redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(&mut app.redis.clone()).await.unwrap();
+    let policy: (String, String) =
+        redis::cmd("CONFIG").arg("GET").arg("maxmemory-policy").query_async(&mut app.redis.clone()).await.unwrap();
     assert_eq!(health["store"]["maxmemory_policy"], policy.1.as_str());
     assert_eq!(health["store"]["eviction_risk"], policy.1 != "noeviction");
     let mut fields: Vec<_> = health["store"].as_object().unwrap().keys().cloned().collect();

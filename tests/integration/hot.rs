@@ -7,10 +7,10 @@ use std::sync::{Arc, LazyLock};
 use axum::http::Method;
 use chrono::{DateTime, Duration, Utc};
 use redis::AsyncCommands;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings::services::hot::DecayRun;
-use standings_tests::{at, scheduled_event, spawn_ingest_with, Caller, TestApp};
+use standings_tests::{Caller, TestApp, at, scheduled_event, spawn_ingest_with};
 
 const BOARD: &str = "hot-videos";
 
@@ -40,10 +40,8 @@ async fn spawn_hot() -> TestApp {
 
 /// A configuration with one decaying board; `decay` is its TOML inline table.
 fn decaying_board(name: &str, timezone: &str, decay: &str) -> Config {
-    Config::parse(&format!(
-        "[[boards]]\nname = {name:?}\nkind = \"decaying\"\ntimezone = {timezone:?}\ntop = 10\ndecay = {decay}\n"
-    ))
-    .unwrap()
+    Config::parse(&format!("[[boards]]\nname = {name:?}\nkind = \"decaying\"\ntimezone = {timezone:?}\ntop = 10\ndecay = {decay}\n"))
+        .unwrap()
 }
 
 async fn heat(app: &TestApp, item: &str, body: Value) -> (u16, Value) {
@@ -125,8 +123,7 @@ async fn one_bucket_is_the_board_at_full_weight() {
     let keys = app.keys.board(BOARD);
     let board_ttl: i64 = redis.ttl(keys.hot_board()).await.unwrap();
     assert!((1..=300).contains(&board_ttl), "the synthesized board expires within 5 minutes: {board_ttl}");
-    let bucket_expiry: i64 =
-        redis::cmd("EXPIRETIME").arg(keys.hot_bucket(t("10:00:00+08:00"))).query_async(&mut redis).await.unwrap();
+    let bucket_expiry: i64 = redis::cmd("EXPIRETIME").arg(keys.hot_bucket(t("10:00:00+08:00"))).query_async(&mut redis).await.unwrap();
     assert_eq!(bucket_expiry, (t("11:00:00+08:00") + Duration::days(1)).timestamp(), "window + 1 h after the bucket starts");
 }
 

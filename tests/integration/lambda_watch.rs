@@ -2,9 +2,9 @@
 //! HTTP, with the path API Gateway would map (`/lambda-url/ingest/v1/events`), and every
 //! function through `cargo lambda invoke` with the event fixtures kept in the repo.
 
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings::redis::keys::Keys;
-use standings_tests::{seed_board, season_members};
+use standings_tests::{season_members, seed_board};
 
 fn watch_url() -> String {
     std::env::var("STANDINGS_WATCH_URL").expect("STANDINGS_WATCH_URL is not set: scripts/test.sh starts cargo lambda watch")
@@ -74,7 +74,11 @@ async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over
 
     let done = invoke("archive", "manual-event.json");
     let report = &done["results"][0];
-    assert_eq!((&report["board"], &report["season"], &report["status"]), (&json!("points"), &json!("2026-01"), &json!("complete")), "{done}");
+    assert_eq!(
+        (&report["board"], &report["season"], &report["status"]),
+        (&json!("points"), &json!("2026-01"), &json!("complete")),
+        "{done}"
+    );
     assert_eq!((&report["total"], &report["items_written"]), (&json!(3), &json!(3)));
     let again = invoke("archive", "manual-event.json");
     assert_eq!((&again["results"][0]["status"], &again["results"][0]["items_written"]), (&json!("already_complete"), &json!(0)));

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use axum::http::Method;
 use chrono::Duration;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
-use standings_tests::{arena, at, season, spawn_ingest, spawn_ingest_with, TestApp, WRITER};
+use standings_tests::{TestApp, WRITER, arena, at, season, spawn_ingest, spawn_ingest_with};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn fifty_concurrent_learning_events_give_exactly_the_daily_cap() {

@@ -101,7 +101,8 @@ fn tokenize(source: &str) -> Vec<Token> {
             }
             tokens.push(Token { tok: Tok::Name(chars[start..i].iter().collect()), line });
         } else {
-            let symbol = SYMBOLS.iter().find(|s| chars[i..].starts_with(&s.chars().collect::<Vec<_>>())).map_or(c.to_string(), |s| s.to_string());
+            let symbol =
+                SYMBOLS.iter().find(|s| chars[i..].starts_with(&s.chars().collect::<Vec<_>>())).map_or(c.to_string(), |s| s.to_string());
             i += symbol.chars().count();
             tokens.push(Token { tok: Tok::Sym(symbol), line });
         }
@@ -111,8 +112,8 @@ fn tokenize(source: &str) -> Vec<Token> {
 }
 
 const KEYWORDS: [&str; 22] = [
-    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in", "local", "nil", "not", "or",
-    "repeat", "return", "then", "true", "until", "while",
+    "and", "break", "do", "else", "elseif", "end", "false", "for", "function", "goto", "if", "in", "local", "nil", "not", "or", "repeat",
+    "return", "then", "true", "until", "while",
 ];
 
 /// Where a name's value comes from.
@@ -148,24 +149,22 @@ fn key_spec(command: &str) -> Option<KeySpec> {
     let command = command.to_ascii_uppercase();
     Some(match command.as_str() {
         "TIME" | "PING" | "ECHO" => None,
-        "DEL" | "UNLINK" | "EXISTS" | "TOUCH" | "MGET" | "PFCOUNT" | "SINTER" | "SUNION" | "SDIFF" | "SINTERSTORE"
-        | "SUNIONSTORE" | "SDIFFSTORE" | "PFMERGE" => All,
+        "DEL" | "UNLINK" | "EXISTS" | "TOUCH" | "MGET" | "PFCOUNT" | "SINTER" | "SUNION" | "SDIFF" | "SINTERSTORE" | "SUNIONSTORE"
+        | "SDIFFSTORE" | "PFMERGE" => All,
         "RENAME" | "RENAMENX" | "SMOVE" | "LMOVE" | "RPOPLPUSH" | "COPY" | "ZRANGESTORE" => FirstTwo,
         "MSET" | "MSETNX" => Pairs,
         "ZUNIONSTORE" | "ZINTERSTORE" | "ZDIFFSTORE" => StoreNumkeys,
         "ZUNION" | "ZINTER" | "ZDIFF" | "ZINTERCARD" | "SINTERCARD" | "LMPOP" | "ZMPOP" => Numkeys,
-        "GET" | "SET" | "SETNX" | "SETEX" | "PSETEX" | "GETSET" | "GETDEL" | "GETEX" | "INCR" | "INCRBY" | "INCRBYFLOAT"
-        | "DECR" | "DECRBY" | "APPEND" | "STRLEN" | "SETRANGE" | "GETRANGE" | "EXPIRE" | "PEXPIRE" | "EXPIREAT"
-        | "PEXPIREAT" | "PERSIST" | "TTL" | "PTTL" | "EXPIRETIME" | "PEXPIRETIME" | "TYPE" | "HGET" | "HSET" | "HSETNX"
-        | "HMSET" | "HMGET" | "HDEL" | "HEXISTS" | "HINCRBY" | "HINCRBYFLOAT" | "HGETALL" | "HKEYS" | "HVALS" | "HLEN"
-        | "HSTRLEN" | "HRANDFIELD" | "HSCAN" | "ZADD" | "ZINCRBY" | "ZREM" | "ZSCORE" | "ZMSCORE" | "ZRANK"
-        | "ZREVRANK" | "ZCARD" | "ZCOUNT" | "ZLEXCOUNT" | "ZRANGE" | "ZREVRANGE" | "ZRANGEBYSCORE"
-        | "ZREVRANGEBYSCORE" | "ZRANGEBYLEX" | "ZREVRANGEBYLEX" | "ZREMRANGEBYRANK" | "ZREMRANGEBYSCORE"
-        | "ZREMRANGEBYLEX" | "ZPOPMIN" | "ZPOPMAX" | "ZRANDMEMBER" | "ZSCAN" | "SADD" | "SREM" | "SISMEMBER"
-        | "SMISMEMBER" | "SMEMBERS" | "SCARD" | "SPOP" | "SRANDMEMBER" | "SSCAN" | "LPUSH" | "RPUSH" | "LPUSHX"
-        | "RPUSHX" | "LPOP" | "RPOP" | "LRANGE" | "LLEN" | "LINDEX" | "LSET" | "LREM" | "LTRIM" | "LINSERT" | "LPOS"
-        | "SETBIT" | "GETBIT" | "BITCOUNT" | "BITPOS" | "BITFIELD" | "BITFIELD_RO" | "PFADD" | "XADD" | "XLEN"
-        | "XRANGE" | "XREVRANGE" | "XTRIM" | "XDEL" => First,
+        "GET" | "SET" | "SETNX" | "SETEX" | "PSETEX" | "GETSET" | "GETDEL" | "GETEX" | "INCR" | "INCRBY" | "INCRBYFLOAT" | "DECR"
+        | "DECRBY" | "APPEND" | "STRLEN" | "SETRANGE" | "GETRANGE" | "EXPIRE" | "PEXPIRE" | "EXPIREAT" | "PEXPIREAT" | "PERSIST"
+        | "TTL" | "PTTL" | "EXPIRETIME" | "PEXPIRETIME" | "TYPE" | "HGET" | "HSET" | "HSETNX" | "HMSET" | "HMGET" | "HDEL" | "HEXISTS"
+        | "HINCRBY" | "HINCRBYFLOAT" | "HGETALL" | "HKEYS" | "HVALS" | "HLEN" | "HSTRLEN" | "HRANDFIELD" | "HSCAN" | "ZADD" | "ZINCRBY"
+        | "ZREM" | "ZSCORE" | "ZMSCORE" | "ZRANK" | "ZREVRANK" | "ZCARD" | "ZCOUNT" | "ZLEXCOUNT" | "ZRANGE" | "ZREVRANGE"
+        | "ZRANGEBYSCORE" | "ZREVRANGEBYSCORE" | "ZRANGEBYLEX" | "ZREVRANGEBYLEX" | "ZREMRANGEBYRANK" | "ZREMRANGEBYSCORE"
+        | "ZREMRANGEBYLEX" | "ZPOPMIN" | "ZPOPMAX" | "ZRANDMEMBER" | "ZSCAN" | "SADD" | "SREM" | "SISMEMBER" | "SMISMEMBER"
+        | "SMEMBERS" | "SCARD" | "SPOP" | "SRANDMEMBER" | "SSCAN" | "LPUSH" | "RPUSH" | "LPUSHX" | "RPUSHX" | "LPOP" | "RPOP"
+        | "LRANGE" | "LLEN" | "LINDEX" | "LSET" | "LREM" | "LTRIM" | "LINSERT" | "LPOS" | "SETBIT" | "GETBIT" | "BITCOUNT" | "BITPOS"
+        | "BITFIELD" | "BITFIELD_RO" | "PFADD" | "XADD" | "XLEN" | "XRANGE" | "XREVRANGE" | "XTRIM" | "XDEL" => First,
         _ => return Option::None,
     })
 }
@@ -304,8 +303,11 @@ impl Script {
             if !self.calls_of(function).is_empty() {
                 continue;
             }
-            let callers: Vec<Script> =
-                others.iter().filter(|source| source.contains(&format!("{function}("))).map(|source| Script::new("", source, &[])).collect();
+            let callers: Vec<Script> = others
+                .iter()
+                .filter(|source| source.contains(&format!("{function}(")))
+                .map(|source| Script::new("", source, &[]))
+                .collect();
             for index in 0..params.len() {
                 let keys = !callers.is_empty() && callers.iter().all(|caller| caller.passes_keys(function, index, &caller.key_names));
                 verdicts.insert((function.clone(), index), keys);
@@ -640,7 +642,8 @@ fn every_script_declares_every_key_it_touches() {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/src/redis/scripts");
     let problems = check_folder(&folder);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
-    let checked = std::fs::read_dir(&folder).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "lua")).count();
+    let checked =
+        std::fs::read_dir(&folder).unwrap().filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "lua")).count();
     assert!(checked >= 1);
 }
 

@@ -1,8 +1,8 @@
 //! Bad input: every case gets a 4xx JSON error with its code, and nothing reaches Redis.
 
 use axum::http::Method;
-use serde_json::{json, Value};
-use standings_tests::{spawn_ingest, WRITER};
+use serde_json::{Value, json};
+use standings_tests::{WRITER, spawn_ingest};
 
 fn event_with(field: &str, value: Value) -> String {
     let mut event = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"});
@@ -58,9 +58,21 @@ async fn malformed_inputs_get_their_error_and_write_nothing() {
         ("NaN points", "/v1/events", event_with("target", json!("a1")).replace("}", r#","points":NaN}"#), 400, "malformed"),
         ("huge points", "/v1/events", event_with("target", json!("a1")).replace("}", r#","points":1e400}"#), 400, "malformed"),
         ("fractional points", "/v1/events", event_with("points", json!(1.5)), 400, "malformed"),
-        ("points beyond i64", "/v1/events", event_with("target", json!("a1")).replace("}", r#","points":99999999999999999999}"#), 400, "malformed"),
+        (
+            "points beyond i64",
+            "/v1/events",
+            event_with("target", json!("a1")).replace("}", r#","points":99999999999999999999}"#),
+            400,
+            "malformed",
+        ),
         ("active as a string", "/v1/events", event_with("active", json!("yes")), 400, "malformed"),
-        ("taking back a publish", "/v1/events", r#"{"event_id":"e1","user_id":"u1","action":"publish","target":"a","active":false}"#.into(), 422, "not_reversible"),
+        (
+            "taking back a publish",
+            "/v1/events",
+            r#"{"event_id":"e1","user_id":"u1","action":"publish","target":"a","active":false}"#.into(),
+            422,
+            "not_reversible",
+        ),
         ("occurred_at not a time", "/v1/events", event_with("occurred_at", json!("yesterday")), 400, "malformed"),
         ("occurred_at too late", "/v1/events", event_with("occurred_at", json!("2026-11-22T01:00:00Z")), 422, "too_late"),
         ("occurred_at in the future", "/v1/events", event_with("occurred_at", json!("2026-11-22T03:00:00Z")), 422, "in_future"),

@@ -6,10 +6,7 @@ use standings::domain::scoring::Event;
 use standings::redis::scripts::MarkerSlot;
 use standings_tests::{at, day, spawn_ingest};
 
-async fn query<T: redis::FromRedisValue>(
-    app: &standings_tests::TestApp,
-    cmd: &mut redis::Cmd,
-) -> T {
+async fn query<T: redis::FromRedisValue>(app: &standings_tests::TestApp, cmd: &mut redis::Cmd) -> T {
     cmd.query_async(&mut app.redis.clone()).await.unwrap()
 }
 
@@ -21,36 +18,16 @@ async fn a_marker_is_a_field_of_a_day_bucket_kept_to_the_end_of_the_next_utc_day
     let (status, first) = app.event(event.clone()).await;
     assert_eq!(status, 200, "{first}");
 
-    let markers: Vec<String> = app
-        .written_keys()
-        .await
-        .into_iter()
-        .filter(|k| k.contains(":evt:"))
-        .collect();
+    let markers: Vec<String> = app.written_keys().await.into_iter().filter(|k| k.contains(":evt:")).collect();
     let slot = MarkerSlot::of("e1");
     // The bucket of the board's local day (Asia/Shanghai: 18:00 on the 22nd).
     let day_number = at("2026-11-22T00:00:00Z").timestamp() / 86_400;
-    assert_eq!(
-        markers,
-        [app.keys
-            .board("activity")
-            .marker_bucket(day_number, slot.shard)]
-    );
+    assert_eq!(markers, [app.keys.board("activity").marker_bucket(day_number, slot.shard)]);
     let bucket = &markers[0];
-    assert_eq!(
-        query::<String>(&app, redis::cmd("TYPE").arg(bucket)).await,
-        "hash"
-    );
-    assert_eq!(
-        query::<String>(&app, redis::cmd("OBJECT").arg("ENCODING").arg(bucket)).await,
-        "listpack"
-    );
+    assert_eq!(query::<String>(&app, redis::cmd("TYPE").arg(bucket)).await, "hash");
+    assert_eq!(query::<String>(&app, redis::cmd("OBJECT").arg("ENCODING").arg(bucket)).await, "listpack");
     let value: Vec<u8> = query(&app, redis::cmd("HGET").arg(bucket).arg(&slot.field[..])).await;
-    assert_eq!(
-        &value[4..],
-        b"a3",
-        "4 bytes of fingerprint, then the receipt: applied, +3"
-    );
+    assert_eq!(&value[4..], b"a3", "4 bytes of fingerprint, then the receipt: applied, +3");
     // The bucket goes at the end of the 23rd, local time (16:00 UTC), 30 hours on.
     let ttl: i64 = query(&app, redis::cmd("TTL").arg(bucket)).await;
     assert!((30 * 3600 - 5..=30 * 3600).contains(&ttl), "{ttl}");
@@ -60,41 +37,27 @@ async fn a_marker_is_a_field_of_a_day_bucket_kept_to_the_end_of_the_next_utc_day
     app.set_now(at("2026-11-23T09:00:00Z"));
     let before = app.keyspace().await;
     let (status, retry) = app.event(event.clone()).await;
-    assert_eq!(
-        (status.as_u16(), &retry["duplicate"]),
-        (200, &json!(true)),
-        "{retry}"
-    );
+    assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
     assert_eq!(retry["results"], first["results"]);
     assert_eq!(app.keyspace().await, before);
     // With another payload it is still a conflict.
-    let (status, _) = app
-        .event(json!({"event_id": "e1", "user_id": "u2", "action": "comment", "target": "a1"}))
-        .await;
+    let (status, _) = app.event(json!({"event_id": "e1", "user_id": "u2", "action": "comment", "target": "a1"})).await;
     assert_eq!(status, 409);
 }
 
 #[tokio::test]
 async fn a_duplicate_reports_the_first_decision_and_the_standing_now() {
     let app = spawn_ingest().await;
-    let (_, first) = app
-        .event(json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"}))
-        .await;
-    app.event(json!({"event_id": "e2", "user_id": "u1", "action": "praise", "target": "a1"}))
-        .await;
-    let (_, retry) = app
-        .event(json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"}))
-        .await;
+    let (_, first) = app.event(json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"})).await;
+    app.event(json!({"event_id": "e2", "user_id": "u1", "action": "praise", "target": "a1"})).await;
+    let (_, retry) = app.event(json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"})).await;
     assert_eq!(retry["duplicate"], true);
     let (first, retry) = (&first["results"][0], &retry["results"][0]);
     for field in ["applied", "delta", "capped"] {
         assert_eq!(first[field], retry[field], "{field}");
     }
     assert_eq!(first["periods"][0]["score"], 3);
-    assert_eq!(
-        retry["periods"][0]["score"], 5,
-        "the standing now, after the praise"
-    );
+    assert_eq!(retry["periods"][0]["score"], 5, "the standing now, after the praise");
     assert_eq!(retry["periods"][0]["delta"], 3, "what this event changed");
 }
 
@@ -106,31 +69,14 @@ async fn a_retry_of_an_event_marked_by_an_earlier_release_gets_its_stored_answer
     let stored = json!({"applied": true, "delta": 3, "capped": 0,
         "periods": [{"period": "day", "period_id": "2026-11-22", "score": 3, "delta": 3, "rank": 1}]});
     let legacy = app.keys.board("activity").event("old");
-    let () = query(
-        &app,
-        redis::cmd("SET")
-            .arg(&legacy)
-            .arg(format!("{}\n{stored}", event.fingerprint()))
-            .arg("EX")
-            .arg(3600),
-    )
-    .await;
+    let () = query(&app, redis::cmd("SET").arg(&legacy).arg(format!("{}\n{stored}", event.fingerprint())).arg("EX").arg(3600)).await;
     let before = app.keyspace().await;
 
     let (status, retry) = app.event(body).await;
-    assert_eq!(
-        (status.as_u16(), &retry["duplicate"]),
-        (200, &json!(true)),
-        "{retry}"
-    );
+    assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
     assert_eq!(retry["results"][0]["periods"], stored["periods"]);
-    let (status, _) = app
-        .event(json!({"event_id": "old", "user_id": "u1", "action": "comment", "target": "a2"}))
-        .await;
-    assert_eq!(
-        status, 409,
-        "another payload under the old marker is a conflict"
-    );
+    let (status, _) = app.event(json!({"event_id": "old", "user_id": "u1", "action": "comment", "target": "a2"})).await;
+    assert_eq!(status, 409, "another payload under the old marker is a conflict");
     assert_eq!(app.keyspace().await, before, "neither wrote anything");
     assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, None);
 }
@@ -142,24 +88,13 @@ async fn a_big_board_day_keeps_every_marker_bucket_compact() {
         let events: Vec<Value> = (0..500)
             .map(|i| json!({"event_id": format!("b{batch}-{i}"), "user_id": format!("u{}", i % 50), "action": "page_view", "target": format!("/p/{batch}/{i}")}))
             .collect();
-        let (status, body) = app
-            .post("/v1/events:batch", &json!({ "events": events }))
-            .await;
+        let (status, body) = app.post("/v1/events:batch", &json!({ "events": events })).await;
         assert_eq!(status, 200, "{body}");
     }
-    let buckets: Vec<String> = app
-        .written_keys()
-        .await
-        .into_iter()
-        .filter(|k| k.contains(":evt:"))
-        .collect();
+    let buckets: Vec<String> = app.written_keys().await.into_iter().filter(|k| k.contains(":evt:")).collect();
     let mut markers = 0;
     for bucket in &buckets {
-        assert_eq!(
-            query::<String>(&app, redis::cmd("OBJECT").arg("ENCODING").arg(bucket)).await,
-            "listpack",
-            "{bucket}"
-        );
+        assert_eq!(query::<String>(&app, redis::cmd("OBJECT").arg("ENCODING").arg(bucket)).await, "listpack", "{bucket}");
         markers += query::<u64>(&app, redis::cmd("HLEN").arg(bucket)).await;
     }
     assert_eq!(markers, 4_000, "one marker per event");

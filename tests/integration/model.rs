@@ -14,10 +14,10 @@ use axum::http::Method;
 use chrono::{DateTime, Duration, Utc};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, FileFailurePersistence, TestCaseError, TestRunner};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings::domain::tiebreak;
 use standings_tests::model::{self, Answer, BoardAnswer, Model, SentEvent};
-use standings_tests::{at, spawn_ingest_with, TestApp, ADMIN};
+use standings_tests::{ADMIN, TestApp, at, spawn_ingest_with};
 
 const REGRESSIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/model/regressions.txt");
 const ACTIONS: [&str; 4] = ["win", "solo", "once", "lock"];
@@ -37,20 +37,39 @@ struct EventSpec {
 enum Op {
     Event(EventSpec),
     /// The `back`-th most recent event sent, sent again byte for byte.
-    Retry { back: u8 },
+    Retry {
+        back: u8,
+    },
     /// An event sent twice at the same time.
     Twice(EventSpec),
-    Advance { secs: u16 },
-    Ban { user: u8 },
-    Unban { user: u8 },
-    Correct { beta: bool, user: u8, delta: i8, id: u8 },
+    Advance {
+        secs: u16,
+    },
+    Ban {
+        user: u8,
+    },
+    Unban {
+        user: u8,
+    },
+    Correct {
+        beta: bool,
+        user: u8,
+        delta: i8,
+        id: u8,
+    },
 }
 
 fn event_spec() -> impl Strategy<Value = EventSpec> {
     let offset = prop_oneof![3 => Just(None), 2 => (-1300i16..=120).prop_map(Some), 1 => Just(Some(-900)), 1 => Just(Some(60))];
     let action = prop_oneof![4 => Just(0u8), 3 => Just(1u8), 1 => Just(2u8), 1 => Just(3u8)];
-    (0u8..24, 0u8..3, action, 0u8..2, prop::bool::weighted(0.7), offset)
-        .prop_map(|(id, user, action, target, active, offset)| EventSpec { id, user, action, target, active, offset })
+    (0u8..24, 0u8..3, action, 0u8..2, prop::bool::weighted(0.7), offset).prop_map(|(id, user, action, target, active, offset)| EventSpec {
+        id,
+        user,
+        action,
+        target,
+        active,
+        offset,
+    })
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -78,7 +97,8 @@ fn sent(spec: &EventSpec, now: DateTime<Utc>) -> SentEvent {
 }
 
 fn body(event: &SentEvent) -> Value {
-    let mut body = json!({"event_id": event.event_id, "user_id": event.user, "action": event.action, "target": event.target, "active": event.active});
+    let mut body =
+        json!({"event_id": event.event_id, "user_id": event.user, "action": event.action, "target": event.target, "active": event.active});
     if let Some(at) = event.occurred_at {
         body["occurred_at"] = json!(at.to_rfc3339());
     }
@@ -195,11 +215,8 @@ async fn run(app: &TestApp, ops: &[Op]) -> Result<(), TestCaseError> {
 fn random_sequences_leave_every_board_as_the_model_says() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let cases = std::env::var("STANDINGS_MODEL_CASES").map_or(128, |v| v.parse().expect("STANDINGS_MODEL_CASES is a number"));
-    let config = RunnerConfig {
-        cases,
-        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))),
-        ..RunnerConfig::default()
-    };
+    let config =
+        RunnerConfig { cases, failure_persistence: Some(Box::new(FileFailurePersistence::Direct(REGRESSIONS))), ..RunnerConfig::default() };
     let result = TestRunner::new(config).run(&prop::collection::vec(op(), 1..60), |ops| {
         runtime.block_on(async {
             let app = spawn_ingest_with(model::config()).await;

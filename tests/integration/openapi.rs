@@ -6,9 +6,9 @@
 use std::collections::BTreeSet;
 
 use axum::http::{Method, StatusCode};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings::domain::config::Config;
-use standings_tests::{arena, spawn_ingest, spawn_ingest_on, spawn_ingest_with, Caller, ADMIN, WRITER};
+use standings_tests::{ADMIN, Caller, WRITER, arena, spawn_ingest, spawn_ingest_on, spawn_ingest_with};
 
 pub(crate) type Operation = (String, String);
 
@@ -57,7 +57,10 @@ fn the_document_describes_exactly_the_routes_of_both_functions() {
     let landed: Vec<_> = routed.intersection(&pending).collect();
     assert!(landed.is_empty(), "routed now: drop `x-standings-pending` from {landed:?}");
     let unrouted: Vec<_> = ready.difference(&routed).collect();
-    assert!(unrouted.is_empty(), "described but routed by neither function (mark `x-standings-pending: true` until it lands): {unrouted:?}");
+    assert!(
+        unrouted.is_empty(),
+        "described but routed by neither function (mark `x-standings-pending: true` until it lands): {unrouted:?}"
+    );
 }
 
 fn scopes(document: &Value, (method, path): &Operation) -> Vec<String> {
@@ -87,10 +90,8 @@ fn the_document_names_the_scope_each_route_needs() {
 /// structure, `$ref`s that resolve, every path parameter declared.
 #[test]
 fn the_document_is_valid_openapi_3_1() {
-    let output = std::process::Command::new("python3")
-        .args(["-m", "openapi_spec_validator", DOCUMENT_PATH])
-        .output()
-        .expect("python3 runs");
+    let output =
+        std::process::Command::new("python3").args(["-m", "openapi_spec_validator", DOCUMENT_PATH]).output().expect("python3 runs");
     assert!(
         output.status.success(),
         "openapi-spec-validator refused the document:\n{}{}",
@@ -120,7 +121,8 @@ fn sample(method: &str, template: &str, (status, body): (StatusCode, Value)) -> 
 #[tokio::test]
 async fn real_answers_match_the_documented_schemas() {
     let app = spawn_ingest().await;
-    let event = |id: &str, user: &str, action: &str, target: &str| json!({"event_id": id, "user_id": user, "action": action, "target": target});
+    let event =
+        |id: &str, user: &str, action: &str, target: &str| json!({"event_id": id, "user_id": user, "action": action, "target": target});
     let first = event("e1", "u1", "comment", "a1");
     let mut samples = vec![
         sample("post", "/v1/events", app.event(first.clone()).await),
@@ -138,7 +140,11 @@ async fn real_answers_match_the_documented_schemas() {
     let too_many: Vec<Value> = (0..501).map(|i| event(&format!("x{i}"), "u9", "comment", "a")).collect();
     samples.push(sample("post", "/v1/events:batch", app.post("/v1/events:batch", &json!({"events": too_many})).await));
     let profile = json!({"nickname": "One", "avatar_url": "https://example.com/1.png", "title": "Champion"});
-    samples.push(sample("put", "/v1/users/{user_id}/profile", app.call(Method::PUT, "/v1/users/u1/profile", profile.to_string(), WRITER).await));
+    samples.push(sample(
+        "put",
+        "/v1/users/{user_id}/profile",
+        app.call(Method::PUT, "/v1/users/u1/profile", profile.to_string(), WRITER).await,
+    ));
     let bad_profile = json!({"avatar_url": "ftp://example.com/1.png"}).to_string();
     samples.push(sample("put", "/v1/users/{user_id}/profile", app.call(Method::PUT, "/v1/users/u1/profile", bad_profile, WRITER).await));
 
@@ -155,9 +161,17 @@ async fn real_answers_match_the_documented_schemas() {
     samples.push(sample("get", "/v1/boards", app.get("/v1/boards").await));
     samples.push(sample("get", "/assets/{file}", app.get("/assets/nope").await));
     let heat = json!({"event_id": "h1", "delta": 2}).to_string();
-    samples.push(sample("post", "/v1/hot/{board}/items/{item_id}", app.call(Method::POST, "/v1/hot/hot-videos/items/v1", heat, WRITER).await));
+    samples.push(sample(
+        "post",
+        "/v1/hot/{board}/items/{item_id}",
+        app.call(Method::POST, "/v1/hot/hot-videos/items/v1", heat, WRITER).await,
+    ));
     let too_hot = json!({"delta": 10_001}).to_string();
-    samples.push(sample("post", "/v1/hot/{board}/items/{item_id}", app.call(Method::POST, "/v1/hot/hot-videos/items/v1", too_hot, WRITER).await));
+    samples.push(sample(
+        "post",
+        "/v1/hot/{board}/items/{item_id}",
+        app.call(Method::POST, "/v1/hot/hot-videos/items/v1", too_hot, WRITER).await,
+    ));
     for path in ["/v1/hot/hot-videos", "/v1/hot/activity", "/v1/hot/hot-videos?limit=0"] {
         samples.push(sample("get", "/v1/hot/{board}", app.get(path).await));
     }
@@ -167,25 +181,50 @@ async fn real_answers_match_the_documented_schemas() {
     samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &sign_in).await));
     samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &sign_in).await));
     samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &json!({"event_id": "s1", "user_id": "u2"})).await));
-    samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &json!({"event_id": "s2", "user_id": "u1", "date": "2026-01-01"})).await));
+    samples.push(sample(
+        "post",
+        "/v1/sign-ins",
+        app.post("/v1/sign-ins", &json!({"event_id": "s2", "user_id": "u1", "date": "2026-01-01"})).await,
+    ));
     samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &json!({"event_id": "s3", "user_id": "u1", "day": "x"})).await));
     for path in ["/v1/users/u1/sign-ins", "/v1/users/u1/sign-ins?month=2026-10", "/v1/users/u1/sign-ins?month=2026-13"] {
         samples.push(sample("get", "/v1/users/{user_id}/sign-ins", app.get(path).await));
     }
     let correction = |delta: i64| json!({"delta": delta, "reason": "manual fix"}).to_string();
     let corrections = "/v1/admin/boards/activity/users/u1/corrections";
-    samples.push(sample("post", "/v1/admin/boards/{board}/users/{user_id}/corrections", app.call(Method::POST, corrections, correction(2), ADMIN).await));
-    samples.push(sample("post", "/v1/admin/boards/{board}/users/{user_id}/corrections", app.call(Method::POST, corrections, correction(-1000), ADMIN).await));
+    samples.push(sample(
+        "post",
+        "/v1/admin/boards/{board}/users/{user_id}/corrections",
+        app.call(Method::POST, corrections, correction(2), ADMIN).await,
+    ));
+    samples.push(sample(
+        "post",
+        "/v1/admin/boards/{board}/users/{user_id}/corrections",
+        app.call(Method::POST, corrections, correction(-1000), ADMIN).await,
+    ));
     let unknown = "/v1/admin/boards/nope/users/u1/corrections";
-    samples.push(sample("post", "/v1/admin/boards/{board}/users/{user_id}/corrections", app.call(Method::POST, unknown, correction(1), ADMIN).await));
-    samples.push(sample("post", "/v1/admin/boards/{board}/users/{user_id}/corrections", app.call(Method::POST, corrections, correction(1), WRITER).await));
+    samples.push(sample(
+        "post",
+        "/v1/admin/boards/{board}/users/{user_id}/corrections",
+        app.call(Method::POST, unknown, correction(1), ADMIN).await,
+    ));
+    samples.push(sample(
+        "post",
+        "/v1/admin/boards/{board}/users/{user_id}/corrections",
+        app.call(Method::POST, corrections, correction(1), WRITER).await,
+    ));
     samples.push(sample("post", "/v1/admin/users/{user_id}/ban", app.call(Method::POST, "/v1/admin/users/u3/ban", "", ADMIN).await));
-    samples.push(sample("post", "/v1/admin/users/{user_id}/ban", app.call(Method::POST, "/v1/admin/users/u3/ban", "", Caller::Anonymous).await));
+    samples.push(sample(
+        "post",
+        "/v1/admin/users/{user_id}/ban",
+        app.call(Method::POST, "/v1/admin/users/u3/ban", "", Caller::Anonymous).await,
+    ));
     samples.push(sample("delete", "/v1/admin/users/{user_id}/ban", app.call(Method::DELETE, "/v1/admin/users/u3/ban", "", ADMIN).await));
     samples.push(sample("get", "/v1/admin/audit", app.call(Method::GET, "/v1/admin/audit?board=activity", "", ADMIN).await));
     samples.push(sample("get", "/v1/admin/audit", app.call(Method::GET, "/v1/admin/audit?board=activity&limit=0", "", ADMIN).await));
 
-    let limited = spawn_ingest_with(arena(r#"[{ action = "win", points = 1, scope = "none", rate_limit = { max = 1, per_secs = 60 } }]"#)).await;
+    let limited =
+        spawn_ingest_with(arena(r#"[{ action = "win", points = 1, scope = "none", rate_limit = { max = 1, per_secs = 60 } }]"#)).await;
     let win = |id: &str| json!({"event_id": id, "user_id": "u1", "action": "win"});
     limited.event(win("w1")).await;
     samples.push(sample("post", "/v1/events", limited.event(win("w2")).await));

@@ -2,10 +2,10 @@
 //! and its edge cases, checked against a sorted-list oracle.
 
 use axum::http::Method;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings::domain::period::{Period, PeriodKind};
 use standings::domain::tiebreak;
-use standings_tests::{at, spawn_ingest, TestApp, WRITER};
+use standings_tests::{TestApp, WRITER, at, spawn_ingest};
 
 async fn comment(app: &TestApp, event_id: &str, user: &str, target: &str) {
     let (status, body) = app.event(json!({"event_id": event_id, "user_id": user, "action": "comment", "target": target})).await;
@@ -35,7 +35,10 @@ async fn top_returns_ranked_entries_with_profiles() {
     let (status, headers, top) = app.get_with_headers("/v1/boards/activity/top").await;
     assert_eq!(status, 200, "{top}");
     assert_eq!(headers["cache-control"], "public, max-age=5");
-    assert_eq!((top["board"].as_str(), top["period"].as_str(), top["period_id"].as_str()), (Some("activity"), Some("day"), Some("2026-11-22")));
+    assert_eq!(
+        (top["board"].as_str(), top["period"].as_str(), top["period_id"].as_str()),
+        (Some("activity"), Some("day"), Some("2026-11-22"))
+    );
     assert_eq!(top["total"], 4);
     assert_eq!(users(&top["entries"]), ["u1", "u2", "u3", "u4"]);
     assert_eq!(top["entries"][0], json!({"rank": 1, "user_id": "u1", "score": 9, "profile": profile}));
@@ -44,7 +47,11 @@ async fn top_returns_ranked_entries_with_profiles() {
     let (_, month) = app.get("/v1/boards/activity/top?period=month&at=2026-11-01").await;
     assert_eq!((month["period_id"].as_str(), month["total"].as_u64()), (Some("2026-11"), Some(4)));
     let (_, other_day) = app.get("/v1/boards/activity/top?at=2026-11-21").await;
-    assert_eq!((other_day["total"].as_u64(), other_day["entries"].as_array().unwrap().len()), (Some(0), 0), "an empty board is an empty list");
+    assert_eq!(
+        (other_day["total"].as_u64(), other_day["entries"].as_array().unwrap().len()),
+        (Some(0), 0),
+        "an empty board is an empty list"
+    );
 }
 
 #[tokio::test]
@@ -158,7 +165,11 @@ async fn top_30_with_profiles_is_two_round_trips() {
     let before = app.store.round_trips();
     let (_, top) = app.get("/v1/boards/activity/top?limit=30").await;
     let profiles = app.profile_requests(users(&top["entries"]));
-    assert_eq!(app.store.round_trips() - before, 1 + profiles, "one script call for the page, one pipeline for profiles (per slot on a cluster)");
+    assert_eq!(
+        app.store.round_trips() - before,
+        1 + profiles,
+        "one script call for the page, one pipeline for profiles (per slot on a cluster)"
+    );
     assert_eq!(top["entries"].as_array().unwrap().len(), 30);
     assert!(top["entries"].as_array().unwrap().iter().all(|e| e["profile"]["nickname"].is_string()));
     let before = app.store.round_trips();

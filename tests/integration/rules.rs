@@ -1,7 +1,7 @@
 //! The seed-000/001 activity rules, the invite and points rules, and profiles.
 
-use serde_json::{json, Value};
-use standings_tests::{day, month, spawn_ingest, Caller, WRITER};
+use serde_json::{Value, json};
+use standings_tests::{Caller, WRITER, day, month, spawn_ingest};
 
 fn result(receipt: &Value) -> &Value {
     &receipt["results"][0]
@@ -68,8 +68,7 @@ async fn take_backs_never_go_below_what_was_earned() {
     // 23rd's ledger (ledgers are per day), so yesterday's points stay on the month.
     app.event(json!({"event_id": "f5", "user_id": "u1", "action": "follow", "target": "u8"})).await;
     app.set_now(standings_tests::at("2026-11-23T10:00:00+08:00"));
-    let (_, receipt) =
-        app.event(json!({"event_id": "f4", "user_id": "u1", "action": "follow", "target": "u8", "active": false})).await;
+    let (_, receipt) = app.event(json!({"event_id": "f4", "user_id": "u1", "action": "follow", "target": "u8", "active": false})).await;
     assert_eq!(result(&receipt)["reason"], "nothing_to_take_back");
     assert_eq!(app.points("activity", month("2026-11-22"), "u1").await, Some(12));
     assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(12));
@@ -153,8 +152,7 @@ async fn profiles_are_replaced_and_validated() {
     app.call(axum::http::Method::PUT, "/v1/users/u1/profile", replaced.to_string(), WRITER).await;
     let stored = standings::services::profiles::get_profile(&app.store, &app.keys, "u1").await.unwrap().unwrap();
     assert_eq!((stored.nickname.as_deref(), stored.avatar_url), (Some("P1"), None));
-    let (status, body) =
-        app.call(axum::http::Method::PUT, "/v1/users/u1/profile", r#"{"avatar_url":"javascript:alert(1)"}"#, WRITER).await;
+    let (status, body) = app.call(axum::http::Method::PUT, "/v1/users/u1/profile", r#"{"avatar_url":"javascript:alert(1)"}"#, WRITER).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (400, Some("malformed")));
     // Checked by parsing, not by prefix: what the document promises (`format: uri`).
     for url in ["https://Ï", "https://", "http:///path", "https://exa mple.com/a.png", "ftp://cdn.example.com/a.png"] {
@@ -170,7 +168,13 @@ async fn profiles_are_replaced_and_validated() {
 async fn the_board_guard_refuses_banned_users_and_closed_periods_without_writing() {
     let app = spawn_ingest().await;
     let guard = app.keys.board("activity").guard();
-    let () = redis::cmd("HSET").arg(&guard).arg(standings::domain::guard::ban_field("cheater")).arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+    let () = redis::cmd("HSET")
+        .arg(&guard)
+        .arg(standings::domain::guard::ban_field("cheater"))
+        .arg(1)
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
     let (status, body) = app.event(json!({"event_id": "b1", "user_id": "cheater", "action": "comment", "target": "a"})).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("user_banned")));
 

@@ -10,11 +10,11 @@ use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde_json::{json, Value};
-use standings::redis::keys::Keys;
+use serde_json::{Value, json};
 use standings::domain::period::{Period, PeriodKind};
+use standings::redis::keys::Keys;
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{Notify, watch};
 
 /// Workers the runtime must have polling at the same time before any invocation is handed
 /// out: a sequential runtime never gets there, so the test fails instead of passing slowly.
@@ -138,9 +138,9 @@ async fn one_process_serves_concurrent_invocations_with_exact_results_logs_and_m
             emulator.answered.notified().await;
         }
     };
-    tokio::time::timeout(Duration::from_secs(120), all_answered)
-        .await
-        .unwrap_or_else(|_| panic!("{} of {total} answered after {} polls", emulator.responses.lock().unwrap().len(), emulator.polls.lock().unwrap()));
+    tokio::time::timeout(Duration::from_secs(120), all_answered).await.unwrap_or_else(|_| {
+        panic!("{} of {total} answered after {} polls", emulator.responses.lock().unwrap().len(), emulator.polls.lock().unwrap())
+    });
     function.kill().await.unwrap();
 
     // Exact results.
@@ -183,7 +183,10 @@ async fn one_process_serves_concurrent_invocations_with_exact_results_logs_and_m
     assert_eq!(duplicate_lines.count(), 20);
     let refused = event_log("bad2", "refused");
     assert_eq!(refused["code"], "unknown_action");
-    assert!(!output.iter().any(|line| line.contains("standings/write") || line.contains(&standings_tests::redis_url())), "no claims or store address in the output");
+    assert!(
+        !output.iter().any(|line| line.contains("standings/write") || line.contains(&standings_tests::redis_url())),
+        "no claims or store address in the output"
+    );
 
     let metric_total = |outcome: &str, code: Option<&str>| -> f64 {
         json_lines
@@ -197,6 +200,7 @@ async fn one_process_serves_concurrent_invocations_with_exact_results_logs_and_m
     assert_eq!(metric_total("duplicate", None), 20.0);
     assert_eq!(metric_total("refused", Some("unknown_action")), 5.0);
     assert!(json_lines.iter().all(|l| l.get("UserId").is_none() && l.get("user_id").is_none()), "no user ids as dimensions or fields");
-    let latency = json_lines.iter().find(|l| l["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == "RedisLatency").expect("a latency metric");
+    let latency =
+        json_lines.iter().find(|l| l["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"] == "RedisLatency").expect("a latency metric");
     assert_eq!((latency["Route"].as_str(), latency["Function"].as_str()), (Some("/v1/events"), Some("ingest")));
 }

@@ -1,15 +1,15 @@
 //! The promises at the edges of the write path, each over HTTP and with two boards fed by one
 //! action (boards live in different hash slots, so they are applied separately):
-//! 1. a retry is a duplicate whenever it arrives, 2. ties go to who reached the score first by
-//! the server's clock, 3. a fan-out answer says what each board did, 4. corrections are
-//! idempotent and can aim at a past period, 5. answers report what happened.
+//! (1) a retry is a duplicate whenever it arrives, (2) ties go to who reached the score first
+//! by the server's clock, (3) a fan-out answer says what each board did, (4) corrections are
+//! idempotent and can aim at a past period, (5) answers report what happened.
 
 use axum::http::Method;
 use chrono::{Duration, NaiveDate};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
-use standings_tests::{at, day, month, spawn_ingest, spawn_ingest_with, TestApp, ADMIN};
+use standings_tests::{ADMIN, TestApp, at, day, month, spawn_ingest, spawn_ingest_with};
 
 /// `win` feeds both boards: 2 points on `alpha` (day and all-time; reversible) and 3 on `beta`
 /// (all-time; not reversible; once an hour per user). `solo` feeds only `alpha`, `lock` only
@@ -119,7 +119,8 @@ async fn heat_with_an_event_id_retried_past_the_window_is_a_duplicate() {
     assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
     assert_eq!((&retry["bucket"], &retry["heat"]), (&first["bucket"], &first["heat"]));
     assert_eq!(app.keyspace().await, before);
-    let (status, body) = app.post("/v1/hot/hot-videos/items/v1", &json!({"event_id": "h2", "occurred_at": "2026-11-22T10:00:00+08:00"})).await;
+    let (status, body) =
+        app.post("/v1/hot/hot-videos/items/v1", &json!({"event_id": "h2", "occurred_at": "2026-11-22T10:00:00+08:00"})).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (422, Some("too_late")));
     assert_eq!(app.keyspace().await, before);
 }
@@ -223,7 +224,13 @@ async fn when_every_board_refuses_nothing_is_written_anywhere() {
     let app = two_board_app().await;
     app.event(win("w1", "u1", "a")).await;
     for guard in [app.keys.board("alpha").guard(), app.keys.board("beta").guard()] {
-        let () = redis::cmd("HSET").arg(guard).arg(standings::domain::guard::ban_field("u1")).arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+        let () = redis::cmd("HSET")
+            .arg(guard)
+            .arg(standings::domain::guard::ban_field("u1"))
+            .arg(1)
+            .query_async(&mut app.redis.clone())
+            .await
+            .unwrap();
     }
     let before = app.keyspace().await;
     let (status, body) = app.event(win("w2", "u1", "b")).await;

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use chrono::{Datelike, Days, NaiveDate};
-use serde_json::{json, Value};
-use standings_tests::{at, season, spawn_ingest, TestApp};
+use serde_json::{Value, json};
+use standings_tests::{TestApp, at, season, spawn_ingest};
 
 fn date(s: &str) -> NaiveDate {
     NaiveDate::parse_from_str(s, "%Y-%m-%d").unwrap()
@@ -86,7 +86,10 @@ async fn a_streak_crosses_the_month_end_and_a_missed_day_resets_it() {
     assert_eq!(app.get("/v1/users/u1/sign-ins").await.1["streak"], 1, "the current month by default");
     app.set_now(at("2026-12-07T08:00:00+08:00"));
     assert_eq!(app.get("/v1/users/u1/sign-ins?month=2026-12").await.1["streak"], 0);
-    assert_eq!(app.get("/v1/users/nobody/sign-ins?month=2026-12").await.1, json!({"user_id": "nobody", "month": "2026-12", "days": [], "streak": 0}));
+    assert_eq!(
+        app.get("/v1/users/nobody/sign-ins?month=2026-12").await.1,
+        json!({"user_id": "nobody", "month": "2026-12", "days": [], "streak": 0})
+    );
 }
 
 #[tokio::test]

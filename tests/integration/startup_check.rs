@@ -23,10 +23,10 @@ async fn evicting_redis() -> (Child, String) {
     let client = redis::Client::open(url.as_str()).unwrap();
     let ready = async {
         loop {
-            if let Ok(mut conn) = client.get_multiplexed_async_connection().await {
-                if redis::cmd("PING").query_async::<String>(&mut conn).await.is_ok() {
-                    return;
-                }
+            if let Ok(mut conn) = client.get_multiplexed_async_connection().await
+                && redis::cmd("PING").query_async::<String>(&mut conn).await.is_ok()
+            {
+                return;
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }

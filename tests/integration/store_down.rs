@@ -3,7 +3,7 @@
 use axum::http::Method;
 use serde_json::json;
 use standings::domain::config::Config;
-use standings_tests::{spawn_ingest_on, WRITER};
+use standings_tests::{WRITER, spawn_ingest_on};
 
 #[tokio::test]
 async fn an_unreachable_store_is_a_503_with_retry_after_and_no_internals() {

@@ -14,10 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use standings::http::{ADMIN_SCOPE, WRITE_SCOPE};
 
-use crate::openapi::{described, document, operations, Operation};
+use crate::openapi::{Operation, described, document, operations};
 
 const TEMPLATE: &str = include_str!("../../infra/template.yaml");
 const WORKSPACE_MANIFEST: &str = include_str!("../../Cargo.toml");
@@ -126,7 +126,10 @@ fn each_function_routes_exactly_its_events_in_the_template() {
         let landed: Vec<_> = events.iter().filter(|r| r.pending && routed.contains(&r.operation)).map(|r| &r.event).collect();
         assert!(landed.is_empty(), "routed now: drop {landed:?} from {function}'s Metadata.x-standings-pending");
         let unrouted: Vec<_> = ready.difference(&routed).collect();
-        assert!(unrouted.is_empty(), "events of {function} it does not route (mark them x-standings-pending until they land): {unrouted:?}");
+        assert!(
+            unrouted.is_empty(),
+            "events of {function} it does not route (mark them x-standings-pending until they land): {unrouted:?}"
+        );
     }
     for (name, function) in resources_of_type(&template, "AWS::Serverless::Function") {
         if ![INGEST, QUERY].contains(&name.as_str()) {
@@ -173,7 +176,8 @@ fn the_local_router_matches_the_template() {
         deployed.extend(http_routes(&template, function).into_iter().map(|r| (r.operation, binary.clone())));
     }
     let manifest: toml::Table = WORKSPACE_MANIFEST.parse().expect("Cargo.toml is TOML");
-    let router = manifest["workspace"]["metadata"]["lambda"]["watch"]["router"].as_table().expect("a [workspace.metadata.lambda.watch.router]");
+    let router =
+        manifest["workspace"]["metadata"]["lambda"]["watch"]["router"].as_table().expect("a [workspace.metadata.lambda.watch.router]");
     let mut local = BTreeSet::new();
     for (path, targets) in router {
         for target in targets.as_array().expect("each path lists {method, function}") {
@@ -228,7 +232,11 @@ fn the_template_sets_only_variables_the_code_reads_and_no_plain_redis_url() {
         assert!(!value.as_str().is_some_and(|v| v.contains("redis")), "{name} holds a Redis address in plain text");
     }
     assert!(environment(&globals).get("REDIS_URL").is_none(), "the password is not in the functions' configuration");
-    assert_eq!(environment(&globals)[standings::runtime::secrets::SECRET_VAR], reference("RedisUrlSecretArn"), "read at start from the secret");
+    assert_eq!(
+        environment(&globals)[standings::runtime::secrets::SECRET_VAR],
+        reference("RedisUrlSecretArn"),
+        "read at start from the secret"
+    );
     assert_eq!(globals["Layers"], json!([reference("SecretsExtensionLayerArn")]), "through the Parameters and Secrets extension");
     assert_eq!(environment(&resource(&template, INGEST)["Properties"])["STANDINGS_AUTH"], "jwt");
 }
@@ -325,7 +333,10 @@ fn each_function_gets_only_the_permissions_it_uses() {
         (INGEST, &[SECRET][..]),
         (HOTNESS, &[SECRET][..]),
         (QUERY, &[SECRET, "dynamodb:GetItem", "dynamodb:Query"][..]),
-        (ARCHIVE, &[SECRET, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:Query"][..]),
+        (
+            ARCHIVE,
+            &[SECRET, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:Query"][..],
+        ),
     ]);
     let functions = resources_of_type(&template, "AWS::Serverless::Function");
     assert_eq!(functions.iter().map(|(n, _)| n.as_str()).collect::<BTreeSet<_>>(), allowed.keys().copied().collect());
@@ -342,7 +353,10 @@ fn each_function_gets_only_the_permissions_it_uses() {
             };
             let season_table = [json!({"Fn::GetAtt": "ArchiveTable.Arn"}), json!({"Fn::Sub": "${ArchiveTable.Arn}/index/*"})];
             let only = if statement["Action"] == json!([SECRET]) { vec![reference("RedisUrlSecretArn")] } else { season_table.to_vec() };
-            assert!(resources.iter().all(|r| only.contains(r)), "{name}: only the Redis URL secret, the season table and its indexes: {resources:?}");
+            assert!(
+                resources.iter().all(|r| only.contains(r)),
+                "{name}: only the Redis URL secret, the season table and its indexes: {resources:?}"
+            );
         }
         let expected: BTreeSet<String> = allowed[name.as_str()].iter().map(|a| a.to_string()).collect();
         assert_eq!(granted, expected, "{name}");
@@ -364,7 +378,9 @@ fn every_function_has_retained_logs_and_an_errors_alarm() {
         assert_eq!(group["RetentionInDays"], reference("LogRetentionInDays"));
         let watched = alarms.iter().any(|(_, alarm)| {
             let p = &alarm["Properties"];
-            p["Namespace"] == "AWS/Lambda" && p["MetricName"] == "Errors" && p["Dimensions"] == json!([{"Name": "FunctionName", "Value": reference(name)}])
+            p["Namespace"] == "AWS/Lambda"
+                && p["MetricName"] == "Errors"
+                && p["Dimensions"] == json!([{"Name": "FunctionName", "Value": reference(name)}])
         });
         assert!(watched, "no Errors alarm for {name}");
     }

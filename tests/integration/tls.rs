@@ -42,7 +42,11 @@ async fn rediss_with_the_right_ca_and_an_acl_user_applies_an_event() {
 async fn a_wrong_ca_plain_tcp_or_a_wrong_password_fail_closed() {
     let password = var("STANDINGS_TEST_TLS_PASSWORD");
     let cases = [
-        ("a CA that did not sign the server's certificate", settings("rediss", &password, Some("STANDINGS_TEST_TLS_OTHER_CA")), "UnknownIssuer"),
+        (
+            "a CA that did not sign the server's certificate",
+            settings("rediss", &password, Some("STANDINGS_TEST_TLS_OTHER_CA")),
+            "UnknownIssuer",
+        ),
         ("no CA (only the public roots)", settings("rediss", &password, None), "UnknownIssuer"),
         ("plain TCP to the TLS port", settings("redis", &password, None), "reset by peer"),
         ("a wrong password", settings("rediss", "not-the-password", Some("STANDINGS_TEST_TLS_CA")), "authentication failed"),

@@ -2,7 +2,7 @@
 //! (tests/browser, run by scripts/test.sh) drive the same page in headless Chromium.
 
 use axum::http::Method;
-use standings_tests::{spawn_ingest, TestApp};
+use standings_tests::{TestApp, spawn_ingest};
 
 /// The `assets/…` files the page references, in order.
 fn referenced_assets(html: &str) -> Vec<&str> {

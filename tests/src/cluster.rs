@@ -8,7 +8,7 @@ use chrono_tz::Tz;
 use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
 use redis::{Cmd, FromRedisValue};
 use standings::redis::keys::BoardKeys;
-use standings::redis::scripts::{marker_bucket, MarkerSlot};
+use standings::redis::scripts::{MarkerSlot, marker_bucket};
 use standings::redis::store::Connection;
 
 /// One line of `CLUSTER NODES`.
@@ -86,7 +86,10 @@ pub async fn info(conn: &Connection, section: &str) -> String {
     let mut info = redis::cmd("INFO");
     info.arg(section);
     match conn.cluster() {
-        Some(cluster) => String::from_redis_value(cluster.clone().route_command(info, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)).await.unwrap()).unwrap(),
+        Some(cluster) => String::from_redis_value(
+            cluster.clone().route_command(info, RoutingInfo::SingleNode(SingleNodeRoutingInfo::Random)).await.unwrap(),
+        )
+        .unwrap(),
         None => info.query_async(&mut conn.clone()).await.unwrap(),
     }
 }
@@ -118,27 +121,6 @@ pub async fn scan_all(conn: &Connection, pattern: &str) -> Vec<String> {
         }
     }
     keys
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cluster_nodes_lines_are_parsed() {
-        let text = "\
-e7d1 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460 7000 [5461->-07c3]
-07c3 127.0.0.1:30004@40004,host-4 slave e7d1 0 1426238317239 4 connected
-9a1b 127.0.0.1:30002@40002 master,fail - 1 2 2 disconnected
-";
-        let nodes = parse_cluster_nodes(text);
-        assert_eq!(nodes.len(), 3);
-        assert_eq!((nodes[0].port, nodes[0].is_primary(), nodes[0].is_failing()), (30001, true, false));
-        assert_eq!(nodes[0].slots, [(0, 5460), (7000, 7000)]);
-        assert!(nodes[0].serves(5460) && nodes[0].serves(7000) && !nodes[0].serves(5461));
-        assert_eq!((nodes[1].host.as_str(), nodes[1].primary_id.as_deref(), nodes[1].is_primary()), ("127.0.0.1", Some("e7d1"), false));
-        assert!(nodes[2].is_failing());
-    }
 }
 
 /// The event ids marked on `board` (in the marker buckets of `now`'s local day in `tz` and its
@@ -174,4 +156,25 @@ pub async fn marker_count(conn: &Connection, board: &BoardKeys) -> u64 {
         count += query_node::<u64>(conn, None, hlen).await;
     }
     count
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_nodes_lines_are_parsed() {
+        let text = "\
+e7d1 127.0.0.1:30001@40001 myself,master - 0 0 1 connected 0-5460 7000 [5461->-07c3]
+07c3 127.0.0.1:30004@40004,host-4 slave e7d1 0 1426238317239 4 connected
+9a1b 127.0.0.1:30002@40002 master,fail - 1 2 2 disconnected
+";
+        let nodes = parse_cluster_nodes(text);
+        assert_eq!(nodes.len(), 3);
+        assert_eq!((nodes[0].port, nodes[0].is_primary(), nodes[0].is_failing()), (30001, true, false));
+        assert_eq!(nodes[0].slots, [(0, 5460), (7000, 7000)]);
+        assert!(nodes[0].serves(5460) && nodes[0].serves(7000) && !nodes[0].serves(5461));
+        assert_eq!((nodes[1].host.as_str(), nodes[1].primary_id.as_deref(), nodes[1].is_primary()), ("127.0.0.1", Some("e7d1"), false));
+        assert!(nodes[2].is_failing());
+    }
 }

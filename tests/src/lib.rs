@@ -11,23 +11,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use standings::archive::job::{Archiver, Settings};
-use standings::archive::schedule::Backoff;
-use axum::body::Body;
-use axum::http::{Method, Request, StatusCode};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use axum::Router;
+use axum::body::Body;
+use axum::http::{Method, Request, StatusCode};
 use chrono::{DateTime, Utc};
 use http_body_util::BodyExt;
 use lambda_http::request::RequestContext;
-use serde_json::{json, Value};
-use standings::domain::config::Config;
-use standings::http::{AuthMode, ADMIN_SCOPE, WRITE_SCOPE};
-use standings::redis::keys::Keys;
-use standings::domain::period::Period;
+use serde_json::{Value, json};
+use standings::archive::job::{Archiver, Settings};
+use standings::archive::schedule::Backoff;
 use standings::archive::table::{ArchiveSink, ArchivedEntry, SeasonTable};
-use standings::redis::store::{Connection, RedisSettings, Store};
+use standings::domain::config::Config;
+use standings::domain::period::Period;
 use standings::domain::tiebreak;
+use standings::http::{ADMIN_SCOPE, AuthMode, WRITE_SCOPE};
+use standings::redis::keys::Keys;
+use standings::redis::store::{Connection, RedisSettings, Store};
 use tower::ServiceExt;
 
 pub mod cluster;
@@ -181,7 +181,14 @@ async fn send(router: &Router, method: Method, path: &str, body: Body, caller: C
 /// `router` called the way Lambda calls it: an API Gateway v2 HTTP event (the body base64
 /// encoded, the caller's scopes as the JWT authorizer's claims), parsed and converted by
 /// `lambda_http` exactly as the runtime does before the router sees it.
-pub async fn send_as_lambda(router: &Router, method: &Method, path: &str, query: &str, body: &[u8], caller: Caller<'_>) -> (StatusCode, Value) {
+pub async fn send_as_lambda(
+    router: &Router,
+    method: &Method,
+    path: &str,
+    query: &str,
+    body: &[u8],
+    caller: Caller<'_>,
+) -> (StatusCode, Value) {
     use base64::Engine;
     let context = context_json(method, path, caller);
     let event = json!({

@@ -82,6 +82,8 @@ pub enum Answer {
 
 /// A member's standing: whole points and when they were reached (seconds).
 pub type Standing = (i64, i64);
+/// A period's members best first: (member, points, reached-at).
+pub type Ranked = Vec<(String, i64, i64)>;
 
 #[derive(Default)]
 struct BoardState {
@@ -213,7 +215,7 @@ impl Model {
     }
 
     /// Every period of `board` the model holds, each best first: (member, points, reached-at).
-    pub fn boards(&self) -> BTreeMap<(String, String), Vec<(String, i64, i64)>> {
+    pub fn boards(&self) -> BTreeMap<(String, String), Ranked> {
         let mut out = BTreeMap::new();
         for (board, state) in &self.boards {
             for (key, members) in &state.periods {
@@ -303,15 +305,21 @@ fn board_step(
             None => reason = Some("nothing_to_take_back".to_owned()),
         }
     }
-    if event.active && delta > 0 {
-        if let Some(cap) = rule.daily_cap {
-            let used = state.day_ledgers.get(&(event.user.clone(), day.clone())).and_then(|l| l.get(&format!("cap|{}", rule.action))).copied().unwrap_or(0);
-            let room = (cap - used).max(0);
-            if room < delta {
-                delta = room;
-                if delta == 0 {
-                    reason = Some("daily_cap".to_owned());
-                }
+    if event.active
+        && delta > 0
+        && let Some(cap) = rule.daily_cap
+    {
+        let used = state
+            .day_ledgers
+            .get(&(event.user.clone(), day.clone()))
+            .and_then(|l| l.get(&format!("cap|{}", rule.action)))
+            .copied()
+            .unwrap_or(0);
+        let room = (cap - used).max(0);
+        if room < delta {
+            delta = room;
+            if delta == 0 {
+                reason = Some("daily_cap".to_owned());
             }
         }
     }
@@ -331,7 +339,8 @@ fn board_step(
             }
         }
         if rule.daily_cap.is_some() {
-            *state.day_ledgers.entry((event.user.clone(), day.clone())).or_default().entry(format!("cap|{}", rule.action)).or_default() += delta;
+            *state.day_ledgers.entry((event.user.clone(), day.clone())).or_default().entry(format!("cap|{}", rule.action)).or_default() +=
+                delta;
         }
         for &kind in kinds {
             let key = period_key(kind, lands_at);

@@ -2,8 +2,8 @@
 //! Redis and then drops the connection before the reply reaches the client: the write
 //! happened, the client only sees its connection die.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};

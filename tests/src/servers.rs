@@ -137,7 +137,8 @@ impl RedisServer {
         let url = self.url();
         let child = self.child.as_mut().unwrap();
         eventually(&what, Duration::from_secs(20), || {
-            let exited = child.try_wait().unwrap().map(|status| format!("({status}) {}", std::fs::read_to_string(&log).unwrap_or_default()));
+            let exited =
+                child.try_wait().unwrap().map(|status| format!("({status}) {}", std::fs::read_to_string(&log).unwrap_or_default()));
             let url = url.clone();
             async move {
                 if exited.is_some() {

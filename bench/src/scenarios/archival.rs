@@ -13,17 +13,17 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use standings::archive::job::{Archiver, Settings, Status};
 use aws_sdk_dynamodb::types::WriteRequest;
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 use standings::archive::freeze::Standing;
+use standings::archive::job::{Archiver, Settings, Status};
+use standings::archive::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, entry_item, put_request};
 use standings::domain::config::Config;
 use standings::domain::period::Period;
-use standings::archive::table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, MAX_BATCH_WRITE};
 use standings::domain::tiebreak;
 
-use crate::harness::{grouped, ratio, zadd_all, Bench, BenchError, Measurement, Report, Table, Target};
+use crate::harness::{Bench, BenchError, Measurement, Report, Table, Target, grouped, ratio, zadd_all};
 
 const BOARD: &str = "points";
 const SEASON: &str = "2026-10";
@@ -32,13 +32,19 @@ const MEMBERS: u64 = 20_000;
 const MAX_REPETITIONS: usize = 3;
 
 pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
-    std::env::var("AWS_ENDPOINT_URL_DYNAMODB").map_err(|_| "AWS_ENDPOINT_URL_DYNAMODB is not set: run scripts/bench.sh, which starts moto_server")?;
+    std::env::var("AWS_ENDPOINT_URL_DYNAMODB")
+        .map_err(|_| "AWS_ENDPOINT_URL_DYNAMODB is not set: run scripts/bench.sh, which starts moto_server")?;
     let config = Arc::new(Config::default_boards());
-    let season = standings::archive::freeze::season_named(SEASON, config.board(BOARD).ok_or("no points board")?.timezone).ok_or("bad season")?;
+    let season =
+        standings::archive::freeze::season_named(SEASON, config.board(BOARD).ok_or("no points board")?.timezone).ok_or("bad season")?;
     let standings = standings(MEMBERS, season.start.ok_or("season start")?.with_timezone(&Utc));
     let settings = Settings::default();
 
-    let mut raw = Measurement::new(format!("raw `BatchWriteItem` × {} (25 items each, {} in flight)", grouped(MEMBERS.div_ceil(25)), settings.concurrency));
+    let mut raw = Measurement::new(format!(
+        "raw `BatchWriteItem` × {} (25 items each, {} in flight)",
+        grouped(MEMBERS.div_ceil(25)),
+        settings.concurrency
+    ));
     let mut job = Measurement::new("archive job (freeze, read, write, checkpoint, verify, release)");
     let repetitions = bench.repetitions.min(MAX_REPETITIONS);
     for repetition in 0..repetitions {
@@ -64,7 +70,9 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
              `BatchWriteItem`s with the job's concurrency into another fresh table; {repetitions} runs each, alternating.",
             members = grouped(MEMBERS)
         ),
-        tables: vec![Table::timings(&[&job, &raw]).with_column("items/s (median)", vec![per_second(job.median()), per_second(raw.median())])],
+        tables: vec![
+            Table::timings(&[&job, &raw]).with_column("items/s (median)", vec![per_second(job.median()), per_second(raw.median())]),
+        ],
         notes: vec![format!("archive job / raw BatchWriteItem (items/s): **{job_over_raw:.2}**")],
         targets: vec![Target::at_least("archival items/s", "raw BatchWriteItem", job_over_raw, 0.8)],
     })
@@ -107,7 +115,10 @@ async fn raw_batch_write(table: &str, standings: &[Standing], concurrency: usize
 /// The season's items, `MAX_BATCH_WRITE` per request.
 fn batches(standings: &[Standing]) -> Vec<Vec<WriteRequest>> {
     let total = standings.len() as u64;
-    standings.chunks(MAX_BATCH_WRITE).map(|chunk| chunk.iter().map(|s| put_request(entry_item(BOARD, SEASON, total, s))).collect()).collect()
+    standings
+        .chunks(MAX_BATCH_WRITE)
+        .map(|chunk| chunk.iter().map(|s| put_request(entry_item(BOARD, SEASON, total, s))).collect())
+        .collect()
 }
 
 /// One batch, its unprocessed items sent again until none are left (as the job does).
@@ -118,7 +129,13 @@ async fn write_all(table: &SeasonTable, mut requests: Vec<WriteRequest>) -> Resu
     Ok(())
 }
 
-async fn archive_job(bench: &Bench, config: &Arc<Config>, season: &Period, table: &str, standings: &[Standing]) -> Result<Duration, BenchError> {
+async fn archive_job(
+    bench: &Bench,
+    config: &Arc<Config>,
+    season: &Period,
+    table: &str,
+    standings: &[Standing],
+) -> Result<Duration, BenchError> {
     let mut conn = bench.connection().await?;
     let scored = standings.iter().map(|s| Ok((tiebreak::encode(s.points, s.reached_at)?, s.user_id.clone())));
     let scored: Vec<(f64, String)> = scored.collect::<Result<_, BenchError>>()?;

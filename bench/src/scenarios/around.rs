@@ -3,15 +3,14 @@
 //! script in member mode and one pipeline of profiles) grows with the board, beside the same
 //! growth of a raw `ZREVRANK` + `ZREVRANGE rank-5 rank+5 WITHSCORES`.
 
-
 use chrono::{Duration, Utc};
 use chrono_tz::Asia::Shanghai;
 use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
-use standings::services::reads::{RankMode, Reader};
 use standings::redis::store::Connection;
+use standings::services::reads::{RankMode, Reader};
 
-use crate::harness::{grouped, load_board, member, ratio, time, Bench, BenchError, Measurement, Report, Rng, Table, Target};
+use crate::harness::{Bench, BenchError, Measurement, Report, Rng, Table, Target, grouped, load_board, member, ratio, time};
 
 const SMALL: u64 = 10_000;
 const AROUND: u64 = 5;

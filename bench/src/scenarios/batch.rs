@@ -4,11 +4,11 @@
 
 use chrono::Utc;
 use standings::domain::config::Config;
-use standings::services::ingestion::{Ingestor, MAX_BATCH};
 use standings::domain::scoring::Event;
 use standings::redis::scripts::CHUNK;
+use standings::services::ingestion::{Ingestor, MAX_BATCH};
 
-use crate::harness::{grouped, ratio, time, Bench, BenchError, Cpu, Measurement, Report, Table, Target};
+use crate::harness::{Bench, BenchError, Cpu, Measurement, Report, Table, Target, grouped, ratio, time};
 
 /// Batches of each method per repetition.
 const BATCHES: usize = 10;

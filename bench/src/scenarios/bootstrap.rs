@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpListener;
 
-use crate::harness::{ratio, Bench, BenchError, Measurement, Report, Table, Target};
+use crate::harness::{Bench, BenchError, Measurement, Report, Table, Target, ratio};
 
 const FUNCTIONS: [&str; 3] = ["ingest", "query", "hotness"];
 const HELLO: &str = "hello_lambda";
@@ -125,7 +125,12 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let mut targets = Vec::new();
     for name in FUNCTIONS.iter().copied().chain([HELLO]) {
         let arm64 = size(&bootstrap(name))?;
-        sizes.row(vec![format!("`{name}`"), megabytes(arm64), format!("{:.2}", arm64 as f64 / hello_size as f64), megabytes(size(&native(name))?)]);
+        sizes.row(vec![
+            format!("`{name}`"),
+            megabytes(arm64),
+            format!("{:.2}", arm64 as f64 / hello_size as f64),
+            megabytes(size(&native(name))?),
+        ]);
         if name != HELLO {
             targets.push(Target {
                 row: format!("`{name}` bootstrap (arm64)"),
@@ -149,7 +154,8 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     }
     let hello = inits.iter().find(|(name, _)| *name == HELLO).map(|(_, m)| m.median()).ok_or("hello was measured")?;
     let mut init_table = Table::timings(&inits.iter().map(|(_, m)| m).collect::<Vec<_>>());
-    init_table = init_table.with_column("/ hello (median)", inits.iter().map(|(_, m)| format!("{:.2}", ratio(m.median(), hello))).collect());
+    init_table =
+        init_table.with_column("/ hello (median)", inits.iter().map(|(_, m)| format!("{:.2}", ratio(m.median(), hello))).collect());
     Ok(Report {
         title: "release bootstraps: size and cold init (scenario 8)".into(),
         setup: format!(

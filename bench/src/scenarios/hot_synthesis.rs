@@ -8,12 +8,12 @@
 //! each first loads the script and warms the caches.
 
 use chrono::{DateTime, Duration, Utc};
-use standings::domain::decay::{minute_of, window_buckets, Curve};
+use standings::domain::decay::{Curve, minute_of, window_buckets};
 use standings::redis::keys::BoardKeys;
-use standings::redis::scripts::hot::{synthesize, Synthesis};
+use standings::redis::scripts::hot::{Synthesis, synthesize};
 use standings::redis::store::Connection;
 
-use crate::harness::{grouped, ratio, time, zadd_all, Bench, BenchError, Measurement, Report, Rng, Table, Target};
+use crate::harness::{Bench, BenchError, Measurement, Report, Rng, Table, Target, grouped, ratio, time, zadd_all};
 
 const BUCKETS: u32 = 24;
 const ITEMS: u64 = 100_000;
@@ -74,8 +74,7 @@ async fn synthesize_once(
     buckets: &[(String, f64)],
     minute: DateTime<Utc>,
 ) -> Result<std::time::Duration, BenchError> {
-    let synthesis =
-        Synthesis { minute, buckets: buckets.to_vec(), board_ttl_secs: 300, meta_ttl_secs: (u64::from(BUCKETS) + 1) * 3600 };
+    let synthesis = Synthesis { minute, buckets: buckets.to_vec(), board_ttl_secs: 300, meta_ttl_secs: (u64::from(BUCKETS) + 1) * 3600 };
     let (elapsed, reply) = time(synthesize(conn, keys, &synthesis)).await?;
     if !reply.ran || reply.members != ITEMS {
         return Err(format!("synthesis did not build the board: {reply:?}").into());

@@ -14,20 +14,20 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::Router;
 use axum::body::Body;
 use axum::http::Request;
-use axum::Router;
 use chrono::Utc;
 use redis::AsyncCommands;
 use standings::domain::config::Config;
-use standings::http::AuthMode;
-use standings::services::ingestion::Ingestor;
-use standings::runtime::metrics::Metrics;
 use standings::domain::scoring::Event;
+use standings::http::AuthMode;
 use standings::redis::store::Store;
+use standings::runtime::metrics::Metrics;
+use standings::services::ingestion::Ingestor;
 
-use crate::harness::{call, grouped, Bench, BenchError, CommandStats, Cpu, Report, Table, Target};
-use crate::seed001::{add_activity_score, Activity, SeedKeys};
+use crate::harness::{Bench, BenchError, CommandStats, Cpu, Report, Table, Target, call, grouped};
+use crate::seed001::{Activity, SeedKeys, add_activity_score};
 
 const CLIENTS: [usize; 2] = [1, 50];
 const WINDOW: Duration = Duration::from_secs(1);
@@ -105,7 +105,15 @@ async fn send(client: &Client, shared: &Shared, event_id: String, user: String) 
 }
 
 fn comment(event_id: String, user: String) -> Event {
-    Event { target: Some(event_id.clone()), event_id, user_id: user, action: "comment".into(), active: true, occurred_at: None, points: None }
+    Event {
+        target: Some(event_id.clone()),
+        event_id,
+        user_id: user,
+        action: "comment".into(),
+        active: true,
+        occurred_at: None,
+        points: None,
+    }
 }
 
 /// What every client of a run shares.
@@ -121,7 +129,14 @@ fn client(bench: &Bench, shared: &Shared, method: Method) -> Result<(Client, Sto
         Method::Script => Client::Ingestor(Ingestor::new(shared.config.clone(), bench.keys.clone(), store.clone())),
         Method::Router => {
             let metrics = Metrics::with_sink("ingest", Arc::new(|_| ()));
-            let app = ingest::App::new(shared.config.clone(), bench.keys.clone(), store.clone(), standings::system_clock(), AuthMode::Off, metrics);
+            let app = ingest::App::new(
+                shared.config.clone(),
+                bench.keys.clone(),
+                store.clone(),
+                standings::system_clock(),
+                AuthMode::Off,
+                metrics,
+            );
             Client::Router(ingest::router(Arc::new(app)))
         }
         Method::Zincrby => Client::Zincrby(store.clone()),
@@ -266,8 +281,18 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let busiest = CLIENTS[CLIENTS.len() - 1];
     let script_trips = per_event(Method::Script, busiest);
     let targets = vec![
-        Target::at_least(format!("ingest, {busiest} clients"), "raw ZINCRBY", rate(Method::Script, busiest) / rate(Method::Zincrby, busiest), 0.5),
-        Target::at_least(format!("ingest, {busiest} clients"), "seed 001 sequence", rate(Method::Script, busiest) / rate(Method::Seed, busiest), 2.0),
+        Target::at_least(
+            format!("ingest, {busiest} clients"),
+            "raw ZINCRBY",
+            rate(Method::Script, busiest) / rate(Method::Zincrby, busiest),
+            0.5,
+        ),
+        Target::at_least(
+            format!("ingest, {busiest} clients"),
+            "seed 001 sequence",
+            rate(Method::Script, busiest) / rate(Method::Seed, busiest),
+            2.0,
+        ),
         Target {
             row: "ingest round trips".into(),
             goal: "exactly 1 per board (a comment feeds 1 board)".into(),

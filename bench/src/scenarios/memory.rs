@@ -12,13 +12,13 @@ use std::sync::Arc;
 use chrono::Utc;
 use futures::future::try_join_all;
 use standings::domain::config::Config;
-use standings::services::ingestion::{Ingestor, MAX_BATCH};
 use standings::domain::scoring::Event;
 use standings::redis::scripts::MARKER_SHARDS;
 use standings::redis::store::Connection;
+use standings::services::ingestion::{Ingestor, MAX_BATCH};
 
-use crate::harness::{grouped, scan, zadd_all, Bench, BenchError, Report, Table, Target};
-use crate::seed001::{add_activity_score, Activity, SeedKeys};
+use crate::harness::{Bench, BenchError, Report, Table, Target, grouped, scan, zadd_all};
+use crate::seed001::{Activity, SeedKeys, add_activity_score};
 
 const USERS: u64 = 5_000;
 /// Concurrent clients replaying the activity through the seed port.
@@ -79,7 +79,11 @@ async fn used_memory(conn: &mut Connection) -> Result<i64, BenchError> {
 }
 
 /// `MEMORY USAGE` of every key matching `pattern`, summed by `kind(key)`: (keys, bytes).
-async fn usage_by_kind(conn: &mut Connection, pattern: &str, kind: fn(&str) -> &'static str) -> Result<BTreeMap<&'static str, (u64, u64)>, BenchError> {
+async fn usage_by_kind(
+    conn: &mut Connection,
+    pattern: &str,
+    kind: fn(&str) -> &'static str,
+) -> Result<BTreeMap<&'static str, (u64, u64)>, BenchError> {
     let keys = scan(conn, pattern).await?;
     let mut usage = BTreeMap::new();
     for chunk in keys.chunks(1_000) {
@@ -172,7 +176,9 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
 
     let per_member = |bytes: u64| bytes as f64 / USERS as f64;
     let mut table = Table::new(&["what", "keys", "MEMORY USAGE", "bytes / member"]);
-    let mut add = |label: String, (keys, bytes): (u64, u64)| table.row(vec![label, keys.to_string(), bytes.to_string(), format!("{:.0}", per_member(bytes))]);
+    let mut add = |label: String, (keys, bytes): (u64, u64)| {
+        table.row(vec![label, keys.to_string(), bytes.to_string(), format!("{:.0}", per_member(bytes))])
+    };
     for (kind, usage) in &standings_usage {
         add(format!("Standings: {kind}"), *usage);
     }

@@ -12,11 +12,11 @@ use chrono::{Duration, Utc};
 use chrono_tz::Asia::Shanghai;
 use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
+use standings::redis::store::Connection;
 use standings::services::profiles::{self, Profile};
 use standings::services::reads::{RankMode, Reader};
-use standings::redis::store::Connection;
 
-use crate::harness::{call, grouped, load_board, ratio, time, Bench, BenchError, CommandStats, Measurement, Report, Table, Target};
+use crate::harness::{Bench, BenchError, CommandStats, Measurement, Report, Table, Target, call, grouped, load_board, ratio, time};
 
 const MEMBERS: u64 = 1_000_000;
 const TOP: u64 = 30;
@@ -47,7 +47,8 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     }
 
     let reader = Reader::new(bench.keys.clone(), bench.store.clone());
-    let query = query::router(Arc::new(query::App::new(config.clone(), bench.keys.clone(), bench.store.clone(), standings::system_clock())));
+    let query =
+        query::router(Arc::new(query::App::new(config.clone(), bench.keys.clone(), bench.store.clone(), standings::system_clock())));
     let path = format!("/v1/boards/{}/top?period=day&at={date}&limit={TOP}", board.name);
     let mut page = Measurement::new("`Reader::page` (`read_board.lua` + profiles pipeline)");
     let mut routed = Measurement::new("`GET /v1/boards/{board}/top` (query router, in process)");
@@ -95,23 +96,26 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             SAMPLES * bench.repetitions
         ),
         tables: vec![Table::latencies(&[&page, &routed, &raw, &raw_profiles])],
-        notes: vec![format!(
-            "Reader::page / raw ZREVRANGE: p50 **{:.2}**, p99 **{p99:.2}**; Reader::page / raw ZREVRANGE + profiles: p50 **{:.2}**, \
+        notes: vec![
+            format!(
+                "Reader::page / raw ZREVRANGE: p50 **{:.2}**, p99 **{p99:.2}**; Reader::page / raw ZREVRANGE + profiles: p50 **{:.2}**, \
              p99 **{:.2}**; router / Reader::page: p50 **{:.2}**",
-            ratio(page.median(), raw.median()),
-            ratio(page.median(), raw_profiles.median()),
-            ratio(page.percentile(99.0), raw_profiles.percentile(99.0)),
-            ratio(routed.median(), page.median()),
-        ), format!(
-            "Inside Redis per read (`INFO commandstats`, {ACCOUNTED} reads of each alone): `read_board.lua` **{:.1} µs** ({:.0} commands \
+                ratio(page.median(), raw.median()),
+                ratio(page.median(), raw_profiles.median()),
+                ratio(page.percentile(99.0), raw_profiles.percentile(99.0)),
+                ratio(routed.median(), page.median()),
+            ),
+            format!(
+                "Inside Redis per read (`INFO commandstats`, {ACCOUNTED} reads of each alone): `read_board.lua` **{:.1} µs** ({:.0} commands \
              in it, {:.1} µs), the 30 profile `HGETALL`s {:.1} µs; a bare `ZREVRANGE` **{:.1} µs**. The page is two round trips by \
              design: the board's script, then the profiles (other slots on a cluster).",
-            per_read(page_stats.of("evalsha")),
-            script_calls as f64 / ACCOUNTED as f64,
-            per_read(page_stats.all_but(&["evalsha", "hgetall"])),
-            per_read(page_stats.of("hgetall")),
-            per_read(raw_stats.of("zrevrange")),
-        )],
+                per_read(page_stats.of("evalsha")),
+                script_calls as f64 / ACCOUNTED as f64,
+                per_read(page_stats.all_but(&["evalsha", "hgetall"])),
+                per_read(page_stats.of("hgetall")),
+                per_read(raw_stats.of("zrevrange")),
+            ),
+        ],
         targets: vec![Target::at_most("top-30 p99, 1M members", "raw ZREVRANGE", p99, 2.0)],
     })
 }

@@ -2,7 +2,6 @@
 //! board's last finished season — or by a manual event for one season, optionally one shard:
 //! `{"board": "points", "season": "2026-10", "shard_index": 0, "shard_total": 2}`.
 
-
 use std::sync::Arc;
 
 use aws_lambda_events::eventbridge::EventBridgeEvent;

@@ -1,4 +1,4 @@
-use lambda_runtime::{service_fn, LambdaEvent};
+use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::Value;
 
 #[tokio::main]

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use aws_lambda_events::eventbridge::EventBridgeEvent;
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
+use standings::Clock;
 use standings::domain::config::Config;
 use standings::domain::decay;
-use standings::services::hot::{DecayFailure, DecayRun, HotBoards};
 use standings::redis::keys::Keys;
-use standings::runtime::metrics::{Metrics, Unit};
 use standings::redis::store::Store;
-use standings::Clock;
+use standings::runtime::metrics::{Metrics, Unit};
+use standings::services::hot::{DecayFailure, DecayRun, HotBoards};
 
 /// The `Function` dimension of this function's metrics.
 pub const FUNCTION: &str = "hotness";

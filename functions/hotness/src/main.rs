@@ -1,5 +1,5 @@
 use aws_lambda_events::eventbridge::EventBridgeEvent;
-use lambda_runtime::{service_fn, LambdaEvent};
+use lambda_runtime::{LambdaEvent, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {

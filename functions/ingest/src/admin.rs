@@ -3,13 +3,13 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::Method;
-use axum::Json;
 use serde::Deserialize;
+use standings::http::routing::Routes;
 use standings::http::{ApiError, JsonBody, QueryParams, Subject};
 use standings::services::moderation::{AuditPage, BanReceipt, CorrectionReceipt, CorrectionRequest};
-use standings::http::routing::Routes;
 
 use crate::App;
 

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
 use axum::Json;
-use standings::services::hot::{Heat, HeatReceipt};
+use axum::extract::{Path, State};
 use standings::http::{ApiError, JsonBody};
+use standings::services::hot::{Heat, HeatReceipt};
 
 use crate::App;
 

@@ -12,20 +12,20 @@ use axum::http::Method;
 use axum::middleware::from_fn_with_state;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
+use standings::Clock;
 use standings::domain::config::Config;
-use standings::services::hot::HotBoards;
-use standings::http::{require_admin, require_write, ApiError, AuthMode, ErrorDetail, JsonBody};
 use standings::domain::ids;
-use standings::services::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
+use standings::domain::scoring::Event;
+use standings::http::routing::Routes;
+use standings::http::{ApiError, AuthMode, ErrorDetail, JsonBody, require_admin, require_write};
 use standings::redis::keys::Keys;
+use standings::redis::store::Store;
 use standings::runtime::metrics::{Metrics, Unit};
+use standings::services::hot::HotBoards;
+use standings::services::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::services::moderation::Moderation;
 use standings::services::profiles::{self, Profile};
-use standings::http::routing::Routes;
-use standings::domain::scoring::Event;
 use standings::services::sign_ins::SignIns;
-use standings::redis::store::Store;
-use standings::Clock;
 
 use crate::observe::Tally;
 
@@ -92,10 +92,7 @@ fn write_routes() -> Routes<Arc<App>> {
 
 pub fn router(app: Arc<App>) -> Router {
     let admin = admin::routes().into_router().route_layer(from_fn_with_state(app.auth, require_admin));
-    let routes = write_routes()
-        .into_router()
-        .route_layer(from_fn_with_state(app.auth, require_write))
-        .merge(admin);
+    let routes = write_routes().into_router().route_layer(from_fn_with_state(app.auth, require_write)).merge(admin);
     standings::http::finish(routes).with_state(app)
 }
 
@@ -134,10 +131,7 @@ enum BatchItem {
     },
 }
 
-async fn post_batch(
-    State(app): State<Arc<App>>,
-    JsonBody(batch): JsonBody<Batch>,
-) -> Result<Json<BatchReceipt>, ApiError> {
+async fn post_batch(State(app): State<Arc<App>>, JsonBody(batch): JsonBody<Batch>) -> Result<Json<BatchReceipt>, ApiError> {
     if batch.events.len() > MAX_BATCH {
         return Err(ApiError::too_large(format!("a batch holds at most {MAX_BATCH} events")));
     }

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 
 use standings::http::ingest_status;
-use standings::services::ingestion::{EventReceipt, IngestError};
 use standings::runtime::metrics::{Metrics, Unit};
+use standings::services::ingestion::{EventReceipt, IngestError};
 
 /// Counts outcomes over one request (a batch holds up to 500 events) so each distinct
 /// (board, outcome, code) becomes one metric line, not one per event.

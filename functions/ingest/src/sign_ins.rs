@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
 use axum::Json;
-use standings::http::{ApiError, JsonBody};
+use axum::extract::State;
 use standings::domain::sign_in::SignInRequest;
+use standings::http::{ApiError, JsonBody};
 use standings::services::sign_ins::SignInReceipt;
 
 use crate::App;

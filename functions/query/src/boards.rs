@@ -2,16 +2,16 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderValue};
-use axum::response::{IntoResponse, Response};
 use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use standings::domain::ids;
 use standings::domain::period::PeriodInfo;
 use standings::http::{ApiError, JsonBody, QueryParams};
 use standings::services::reads::rules::{
-    bounded, listed_users, live_board, rank_mode, resolve_period, DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET,
+    DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board, rank_mode, resolve_period,
 };
 use standings::services::reads::{ListedStanding, Standing};
 
@@ -82,12 +82,7 @@ pub async fn top(
     let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
     let mode = rank_mode(params.rank_mode.as_deref())?;
     let page = app.reader.page(board, &period, offset, limit, mode).await?;
-    let body = TopResponse {
-        board: board.name.clone(),
-        period: period.info(),
-        total: page.total,
-        entries: page.entries,
-    };
+    let body = TopResponse { board: board.name.clone(), period: period.info(), total: page.total, entries: page.entries };
     Ok(with_cache(LIVE_TOP_CACHE, Json(body)))
 }
 

@@ -2,14 +2,14 @@
 
 use std::sync::Arc;
 
-use axum::extract::State;
 use axum::Json;
+use axum::extract::State;
 use serde::Serialize;
 use standings::domain::config::{Board, BoardKind, Decay, Rule, SignIn};
 use standings::domain::period::{Period, PeriodInfo};
 
-use crate::boards::with_cache;
 use crate::App;
+use crate::boards::with_cache;
 
 #[derive(Serialize)]
 struct BoardSummary<'a> {

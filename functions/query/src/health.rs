@@ -3,14 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::Json;
 use axum::extract::State;
 use axum::response::Response;
-use axum::Json;
 use serde_json::json;
 use standings::http::ApiError;
 
-use crate::boards::with_cache;
 use crate::App;
+use crate::boards::with_cache;
 
 /// Short enough that a health check fails fast when the store hangs.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);

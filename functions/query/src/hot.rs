@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
-use axum::http::{header, HeaderValue};
-use axum::response::IntoResponse;
 use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, header};
+use axum::response::IntoResponse;
 use serde::Deserialize;
 use standings::http::{ApiError, QueryParams};
 

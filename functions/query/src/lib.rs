@@ -10,18 +10,18 @@ pub mod web;
 
 use std::sync::Arc;
 
-use axum::http::Method;
 use axum::Router;
-use standings::services::health::HealthCache;
-use standings::domain::config::Config;
-use standings::services::hot::HotBoards;
-use standings::redis::keys::Keys;
-use standings::services::reads::Reader;
-use standings::http::routing::Routes;
-use standings::archive::table::SeasonTable;
-use standings::services::sign_ins::SignIns;
-use standings::redis::store::Store;
+use axum::http::Method;
 use standings::Clock;
+use standings::archive::table::SeasonTable;
+use standings::domain::config::Config;
+use standings::http::routing::Routes;
+use standings::redis::keys::Keys;
+use standings::redis::store::Store;
+use standings::services::health::HealthCache;
+use standings::services::hot::HotBoards;
+use standings::services::reads::Reader;
+use standings::services::sign_ins::SignIns;
 
 /// Everything a request needs, built once per container.
 pub struct App {

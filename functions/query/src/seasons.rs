@@ -5,26 +5,26 @@
 
 use std::sync::Arc;
 
+use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::Response;
-use axum::Json;
 use chrono::{DateTime, Utc};
 use futures::future::try_join;
 use serde::{Deserialize, Serialize};
 use standings::archive::freeze::season_named;
+use standings::archive::table::{ArchivedEntry, CompletedSeason, SeasonTable};
 use standings::domain::config::Board;
-use standings::http::{ApiError, QueryParams};
 use standings::domain::ids;
 use standings::domain::period::Period;
+use standings::http::{ApiError, QueryParams};
 use standings::services::profiles;
-use standings::archive::table::{ArchivedEntry, CompletedSeason, SeasonTable};
 use standings::services::reads::rules::{
-    around_window, archived_board, bounded, ReadError, DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET,
+    DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, ReadError, archived_board, around_window, bounded,
 };
-use standings::services::reads::{counts, percentile, Standing};
+use standings::services::reads::{Standing, counts, percentile};
 
-use crate::boards::{with_cache, TopResponse, UserResponse};
 use crate::App;
+use crate::boards::{TopResponse, UserResponse, with_cache};
 
 /// A complete season never changes.
 const SEASON_CACHE: &str = "public, max-age=86400";
@@ -132,7 +132,12 @@ pub async fn season_user(
         Some(entry) => {
             let (first, last) = around_window(entry.rank, around, total);
             let neighbours = table.ranks(&board.name, &season, first, last).await?;
-            (Some(entry.rank), entry.points, Some(percentile(total.saturating_sub(entry.rank), total)), standings(&app, board, neighbours).await?)
+            (
+                Some(entry.rank),
+                entry.points,
+                Some(percentile(total.saturating_sub(entry.rank), total)),
+                standings(&app, board, neighbours).await?,
+            )
         }
     };
     let body = UserResponse { board: board.name.clone(), period: period.info(), user_id, rank, score, percentile, total, around };

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use axum::extract::{Path, State};
 use axum::Json;
+use axum::extract::{Path, State};
 use serde::Deserialize;
-use standings::http::{ApiError, QueryParams};
 use standings::domain::sign_in::Calendar;
+use standings::http::{ApiError, QueryParams};
 
 use crate::App;
 

@@ -3,7 +3,7 @@
 //! no front-end build step: what is in `functions/query/web/` is what the browser gets.
 
 use axum::extract::Path;
-use axum::http::{header, HeaderValue};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use standings::http::ApiError;
 
@@ -52,9 +52,6 @@ pub async fn page() -> Response {
 
 /// `GET /assets/{file}`: the page's script, style sheet and icon.
 pub async fn asset(Path(file): Path<String>) -> Result<Response, ApiError> {
-    let asset = ASSETS
-        .iter()
-        .find(|asset| asset.name == file)
-        .ok_or_else(|| ApiError::not_found(format!("no asset named {file:?}")))?;
+    let asset = ASSETS.iter().find(|asset| asset.name == file).ok_or_else(|| ApiError::not_found(format!("no asset named {file:?}")))?;
     Ok(document(asset.content_type, "public, max-age=300", asset.body))
 }

@@ -67,18 +67,13 @@ pub async fn frozen_page(
     if count == 0 {
         return Ok(Vec::new());
     }
-    let members: Vec<(String, f64)> = redis::cmd("ZREVRANGE")
-        .arg(keys.frozen(period))
-        .arg(start)
-        .arg(start + count - 1)
-        .arg("WITHSCORES")
-        .query_async(conn)
-        .await?;
+    let members: Vec<(String, f64)> =
+        redis::cmd("ZREVRANGE").arg(keys.frozen(period)).arg(start).arg(start + count - 1).arg("WITHSCORES").query_async(conn).await?;
     (start + 1..)
         .zip(members)
         .map(|(rank, (user_id, composite))| {
-            let (points, reached_at) = tiebreak::decode(composite)
-                .map_err(|e| StoreError::Protocol(format!("member {user_id:?} of a frozen board: {e}")))?;
+            let (points, reached_at) =
+                tiebreak::decode(composite).map_err(|e| StoreError::Protocol(format!("member {user_id:?} of a frozen board: {e}")))?;
             Ok(Standing { rank, user_id, points, reached_at })
         })
         .collect()

@@ -6,23 +6,23 @@
 //! replaces the same item), the checkpoint never moves backwards, completion is recorded once,
 //! and a completed season is never written again.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration as StdDuration;
 
+use super::freeze::{self, Standing};
+use super::schedule::{Backoff, stopping_margin, unarchived_candidates};
+use super::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, TableError, entry_item, put_request};
+use crate::Clock;
+use crate::domain::config::{Board, Config};
+use crate::domain::period::Period;
+use crate::redis::keys::{BoardKeys, Keys};
+use crate::redis::store::{Connection, Store, StoreError};
+use crate::runtime::metrics::{Metrics, Unit};
 use aws_sdk_dynamodb::types::WriteRequest;
 use chrono::{DateTime, Duration, Utc};
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
-use super::freeze::{self, Standing};
-use super::schedule::{stopping_margin, unarchived_candidates, Backoff};
-use crate::domain::config::{Board, Config};
-use crate::redis::keys::{BoardKeys, Keys};
-use crate::domain::period::Period;
-use super::table::{entry_item, put_request, ArchiveSink, SeasonTable, Shard, TableError, MAX_BATCH_WRITE};
-use crate::runtime::metrics::{Metrics, Unit};
-use crate::redis::store::{Connection, Store, StoreError};
-use crate::Clock;
 
 /// Members read from the frozen board per page, written as 40 batches of 25.
 /// Fixed: shards split the season by page number, so every invocation must agree on it.
@@ -76,9 +76,13 @@ pub enum ArchiveError {
     Unprocessed(u32),
     #[error("season {season} of board {board:?}: {stored} entries in DynamoDB for {frozen} frozen members; the frozen board is kept")]
     VerificationFailed { board: String, season: String, stored: u64, frozen: u64 },
-    #[error("season {season} of board {board:?} was frozen with {members} members, but its frozen board is gone and its archive is not complete")]
+    #[error(
+        "season {season} of board {board:?} was frozen with {members} members, but its frozen board is gone and its archive is not complete"
+    )]
     FrozenBoardMissing { board: String, season: String, members: u64 },
-    #[error("season {season} of board {board:?} had members, but its live board was gone (expired, evicted or flushed) when it was frozen; it is not archived as empty")]
+    #[error(
+        "season {season} of board {board:?} had members, but its live board was gone (expired, evicted or flushed) when it was frozen; it is not archived as empty"
+    )]
     LiveBoardLost { board: String, season: String },
 }
 
@@ -246,7 +250,13 @@ impl<S: ArchiveSink> Archiver<S> {
 
     /// Archives `shard` of `board`'s `season`, resuming from its checkpoint, until done or
     /// until `deadline` (less the margin) is near.
-    pub async fn archive_season(&self, board: &str, season: &str, shard: Shard, deadline: DateTime<Utc>) -> Result<SeasonReport, ArchiveError> {
+    pub async fn archive_season(
+        &self,
+        board: &str,
+        season: &str,
+        shard: Shard,
+        deadline: DateTime<Utc>,
+    ) -> Result<SeasonReport, ArchiveError> {
         let config = self.config.board(board).ok_or_else(|| ArchiveError::UnknownBoard(board.to_owned()))?;
         if !config.archive {
             return Err(ArchiveError::NotArchived(board.to_owned()));

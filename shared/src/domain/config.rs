@@ -191,8 +191,7 @@ impl Config {
     pub fn from_env() -> Result<Self, ConfigError> {
         match std::env::var("STANDINGS_CONFIG") {
             Ok(path) if !path.is_empty() => {
-                let text = std::fs::read_to_string(&path)
-                    .map_err(|source| ConfigError::Read { path, source })?;
+                let text = std::fs::read_to_string(&path).map_err(|source| ConfigError::Read { path, source })?;
                 Self::parse(&text)
             }
             _ => Self::parse(DEFAULT_CONFIG),
@@ -246,10 +245,8 @@ fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigError> {
     if ids::validate_board_name(&raw.name).is_err() {
         return Err(invalid(format!("{at}.name"), "must be 1-32 characters of a-z, 0-9 and '-'"));
     }
-    let timezone: Tz = raw
-        .timezone
-        .parse()
-        .map_err(|_| invalid(format!("{at}.timezone"), format!("unknown IANA timezone {:?}", raw.timezone)))?;
+    let timezone: Tz =
+        raw.timezone.parse().map_err(|_| invalid(format!("{at}.timezone"), format!("unknown IANA timezone {:?}", raw.timezone)))?;
     if raw.top == 0 || raw.top > 1000 {
         return Err(invalid(format!("{at}.top"), "must be between 1 and 1000"));
     }
@@ -274,10 +271,7 @@ fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigError> {
             };
             validate_decay(&format!("{at}.decay"), decay)?;
             if !raw.periods.is_empty() || !raw.rules.is_empty() || raw.archive || raw.sign_in.is_some() {
-                return Err(invalid(
-                    format!("{at}.kind"),
-                    "a decaying board takes heat, not rules, periods, sign-ins or archiving",
-                ));
+                return Err(invalid(format!("{at}.kind"), "a decaying board takes heat, not rules, periods, sign-ins or archiving"));
             }
         }
     }
@@ -332,15 +326,15 @@ fn validate_rule(at: &str, rule: &Rule) -> Result<(), ConfigError> {
     if !(1..=MAX_RULE_POINTS).contains(&rule.points) {
         return Err(invalid(format!("{at}.points"), format!("must be 1..={MAX_RULE_POINTS}")));
     }
-    if let Some(max) = rule.max_points {
-        if !(rule.points..=MAX_RULE_POINTS).contains(&max) {
-            return Err(invalid(format!("{at}.max_points"), "must be at least points and within range"));
-        }
+    if let Some(max) = rule.max_points
+        && !(rule.points..=MAX_RULE_POINTS).contains(&max)
+    {
+        return Err(invalid(format!("{at}.max_points"), "must be at least points and within range"));
     }
-    if let Some(cap) = rule.daily_cap {
-        if cap < 1 {
-            return Err(invalid(format!("{at}.daily_cap"), "must be positive"));
-        }
+    if let Some(cap) = rule.daily_cap
+        && cap < 1
+    {
+        return Err(invalid(format!("{at}.daily_cap"), "must be positive"));
     }
     if let Some(limit) = rule.rate_limit {
         if !(1..=MAX_RATE_LIMIT).contains(&limit.max) {
@@ -376,8 +370,8 @@ fn validate_decay(at: &str, decay: &Decay) -> Result<(), ConfigError> {
                     }
                 }
                 Weights::Exponential => {
-                    let half_life = half_life_hours
-                        .ok_or_else(|| invalid(format!("{at}.half_life_hours"), "required for exponential weights"))?;
+                    let half_life =
+                        half_life_hours.ok_or_else(|| invalid(format!("{at}.half_life_hours"), "required for exponential weights"))?;
                     if !(half_life > 0.0 && half_life.is_finite()) {
                         return Err(invalid(format!("{at}.half_life_hours"), "must be positive"));
                     }
@@ -443,9 +437,7 @@ mod tests {
             "boards[0].rules[0].points"
         );
         assert_eq!(
-            problem_field(&format!(
-                "{BOARD}\nrules = [{{ action = \"a\", points = 1, scope = \"none\", reversible = true }}]"
-            )),
+            problem_field(&format!("{BOARD}\nrules = [{{ action = \"a\", points = 1, scope = \"none\", reversible = true }}]")),
             "boards[0].rules[0].reversible"
         );
         assert_eq!(problem_field(&format!("{BOARD}{BOARD}")), "boards[1].name");
@@ -466,10 +458,7 @@ mod tests {
         let sign_in = |section: &str| format!("{BOARD}\nsign_in = {section}");
         assert_eq!(problem_field(&sign_in("{ points = 0 }")), "boards[0].sign_in.points");
         assert_eq!(problem_field(&sign_in("{ points = 1, streak_bonuses = [[1, 5]] }")), "boards[0].sign_in.streak_bonuses[0]");
-        assert_eq!(
-            problem_field(&sign_in("{ points = 1, streak_bonuses = [[7, 5], [7, 6]] }")),
-            "boards[0].sign_in.streak_bonuses[1]"
-        );
+        assert_eq!(problem_field(&sign_in("{ points = 1, streak_bonuses = [[7, 5], [7, 6]] }")), "boards[0].sign_in.streak_bonuses[1]");
         let two = format!("{}{}", sign_in("{ points = 1 }"), sign_in("{ points = 1 }").replace("\"b\"", "\"c\""));
         assert_eq!(problem_field(&two), "boards[1].sign_in");
         let points = Config::default_boards();

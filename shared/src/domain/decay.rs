@@ -80,7 +80,8 @@ impl From<&Decay> for DecayPlan {
 /// First instant of the local hour (in `tz`) that contains `at`.
 pub fn hour_start(at: DateTime<Utc>, tz: Tz) -> DateTime<Utc> {
     let local = at.with_timezone(&tz);
-    let into_hour = Duration::seconds(i64::from(local.minute() * 60 + local.second())) + Duration::nanoseconds(i64::from(local.nanosecond()));
+    let into_hour =
+        Duration::seconds(i64::from(local.minute() * 60 + local.second())) + Duration::nanoseconds(i64::from(local.nanosecond()));
     at - into_hour
 }
 

@@ -22,13 +22,7 @@ pub enum IdError {
 const ID_CHARS: &str = "letters, digits and - _ . : @";
 const TARGET_CHARS: &str = "letters, digits and - _ . : @ / ? = & % + ~ #";
 
-fn check(
-    field: &'static str,
-    value: &str,
-    max: usize,
-    allowed: &'static str,
-    ok: impl Fn(u8) -> bool,
-) -> Result<(), IdError> {
+fn check(field: &'static str, value: &str, max: usize, allowed: &'static str, ok: impl Fn(u8) -> bool) -> Result<(), IdError> {
     if value.is_empty() {
         return Err(IdError::Empty { field });
     }

@@ -145,11 +145,7 @@ fn month_start(year: i32, month: u32) -> NaiveDate {
 }
 
 fn next_month(first: NaiveDate) -> NaiveDate {
-    if first.month() == 12 {
-        month_start(first.year().saturating_add(1), 1)
-    } else {
-        month_start(first.year(), first.month() + 1)
-    }
+    if first.month() == 12 { month_start(first.year().saturating_add(1), 1) } else { month_start(first.year(), first.month() + 1) }
 }
 
 /// `2026-11` for any day of November 2026.

@@ -159,12 +159,7 @@ pub fn fingerprint(payload: &impl Serialize) -> String {
     digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn plan_event<'a>(
-    config: &'a Config,
-    event: &Event,
-    now: DateTime<Utc>,
-    window: &EventWindow,
-) -> Result<EventPlan<'a>, Refusal> {
+pub fn plan_event<'a>(config: &'a Config, event: &Event, now: DateTime<Utc>, window: &EventWindow) -> Result<EventPlan<'a>, Refusal> {
     event.validate_ids().map_err(|e| match e {
         // An action that is not even well-formed cannot be one any board scores.
         IdError::Forbidden { field: "action", .. } | IdError::TooLong { field: "action", .. } => {
@@ -291,10 +286,7 @@ mod tests {
         let mut e = event("win", None);
         e.occurred_at = Some(now() - Duration::minutes(10));
         let plan = plan_event(&config, &e, now(), &EventWindow::default()).unwrap();
-        assert_eq!(
-            plan.boards[0].rate_limit,
-            Some(RateWindow { max: 3, window_ms: 60_000, now_ms: now().timestamp_millis() })
-        );
+        assert_eq!(plan.boards[0].rate_limit, Some(RateWindow { max: 3, window_ms: 60_000, now_ms: now().timestamp_millis() }));
     }
 
     #[test]

@@ -6,7 +6,7 @@ use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::config::{Board, SignIn};
-use crate::domain::period::{days_in_month, first_of_month, month_id, previous_month, Period, PeriodKind};
+use crate::domain::period::{Period, PeriodKind, days_in_month, first_of_month, month_id, previous_month};
 
 /// `POST /v1/sign-ins`. `date` is a day in the board's timezone; it defaults to today.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -127,13 +127,7 @@ pub struct Calendar {
 /// today (ending today, or yesterday while today is not signed yet: a streak only breaks when
 /// a day ends unsigned); for a past month the one that ended on its last day; 0 for a future
 /// month.
-pub fn read_calendar(
-    user_id: &str,
-    month: NaiveDate,
-    this: MonthBitmap<'_>,
-    previous: MonthBitmap<'_>,
-    today: NaiveDate,
-) -> Calendar {
+pub fn read_calendar(user_id: &str, month: NaiveDate, this: MonthBitmap<'_>, previous: MonthBitmap<'_>, today: NaiveDate) -> Calendar {
     let (month, len) = (first_of_month(month), days_in_month(month));
     let streak = match month.cmp(&first_of_month(today)) {
         std::cmp::Ordering::Greater => 0,
@@ -168,14 +162,8 @@ mod tests {
         assert_eq!(accepted_date(None, just_after_midnight, Shanghai, grace).unwrap(), date("2026-12-01"));
         assert_eq!(accepted_date(Some(date("2026-11-30")), just_after_midnight, Shanghai, grace).unwrap(), date("2026-11-30"));
         let after_grace = at("2026-12-01T00:15:00+08:00");
-        assert!(matches!(
-            accepted_date(Some(date("2026-11-30")), after_grace, Shanghai, grace),
-            Err(DateRefusal::TooLate { .. })
-        ));
-        assert!(matches!(
-            accepted_date(Some(date("2026-11-29")), just_after_midnight, Shanghai, grace),
-            Err(DateRefusal::TooLate { .. })
-        ));
+        assert!(matches!(accepted_date(Some(date("2026-11-30")), after_grace, Shanghai, grace), Err(DateRefusal::TooLate { .. })));
+        assert!(matches!(accepted_date(Some(date("2026-11-29")), just_after_midnight, Shanghai, grace), Err(DateRefusal::TooLate { .. })));
         assert!(matches!(
             accepted_date(Some(date("2026-12-02")), at("2026-12-01T23:59:59+08:00"), Shanghai, grace),
             Err(DateRefusal::InFuture { .. })
@@ -223,6 +211,9 @@ mod tests {
         assert_eq!(read("2026-12", empty, nov, "2026-12-01").streak, 3);
         // A past month: the streak on its last day; a future month: nothing.
         assert_eq!(read("2026-11", nov, empty, "2026-12-20").streak, 3);
-        assert_eq!(read("2027-01", empty, dec, "2026-12-20"), Calendar { user_id: "u1".into(), month: "2027-01".into(), days: vec![], streak: 0 });
+        assert_eq!(
+            read("2027-01", empty, dec, "2026-12-20"),
+            Calendar { user_id: "u1".into(), month: "2027-01".into(), days: vec![], streak: 0 }
+        );
     }
 }

@@ -58,11 +58,7 @@ impl AuthMode {
             .map(String::as_str)
             .chain(from_claims.into_iter().flat_map(|s| s.split_whitespace()))
             .any(|s| s == scope || s == ADMIN_SCOPE);
-        if granted {
-            Ok(())
-        } else {
-            Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("this route needs the {scope} scope")))
-        }
+        if granted { Ok(()) } else { Err(ApiError::new(StatusCode::FORBIDDEN, "forbidden", format!("this route needs the {scope} scope"))) }
     }
 }
 

@@ -1,11 +1,13 @@
 //! The one place where errors become status codes and JSON bodies with our error shape:
 //! `ApiError`, its constructors, and a `From` for every service error.
 
-use axum::http::{header, HeaderValue, StatusCode};
-use axum::response::{IntoResponse, Response};
 use axum::Json;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::domain::ids::IdError;
+use crate::domain::period::DateError;
 use crate::domain::scoring::Refusal;
 use crate::redis::scripts::GuardRefusal;
 use crate::redis::store::StoreError;
@@ -14,8 +16,6 @@ use crate::services::ingestion::{BatchRefusal, IngestError};
 use crate::services::moderation::ModerationError;
 use crate::services::profiles::ProfileError;
 use crate::services::reads::rules::ReadError;
-use crate::domain::ids::IdError;
-use crate::domain::period::DateError;
 use crate::services::sign_ins::SignInError;
 
 /// The `error` object of every error body.
@@ -216,8 +216,7 @@ impl ApiError {
         if error.is_out_of_memory() {
             tracing::error!(error = %error, "store out of memory");
             // Memory is freed by expiring keys or by an operator, not within a second.
-            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", STORE_FULL)
-                .with_retry_after(5);
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", STORE_FULL).with_retry_after(5);
         }
         if let StoreError::EvictingPolicy(policy) = &error {
             tracing::error!(maxmemory_policy = %policy, "writes refused: the store may evict keys");

@@ -22,9 +22,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for JsonBody<T> {
                 ApiError::malformed("the body could not be read")
             }
         })?;
-        serde_json::from_slice(&bytes)
-            .map(JsonBody)
-            .map_err(|e| ApiError::malformed(format!("invalid JSON body: {e}")))
+        serde_json::from_slice(&bytes).map(JsonBody).map_err(|e| ApiError::malformed(format!("invalid JSON body: {e}")))
     }
 }
 

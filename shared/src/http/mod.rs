@@ -8,8 +8,8 @@ mod extract;
 pub mod routing;
 mod runner;
 
-pub use auth::{require_admin, require_write, AuthMode, Subject, ADMIN_SCOPE, WRITE_SCOPE};
-pub use error::{ingest_status, refusal_status, ApiError, ErrorDetail, STORE_FULL};
+pub use auth::{ADMIN_SCOPE, AuthMode, Subject, WRITE_SCOPE, require_admin, require_write};
+pub use error::{ApiError, ErrorDetail, STORE_FULL, ingest_status, refusal_status};
 pub use extract::{JsonBody, QueryParams};
 pub use runner::{finish, run_on_lambda};
 

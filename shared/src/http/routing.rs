@@ -2,10 +2,10 @@
 //! `routes()` list, and the OpenAPI test compares that same list with the document, so a
 //! route cannot exist without being described (or be described without existing).
 
+use axum::Router;
 use axum::handler::Handler;
 use axum::http::Method;
-use axum::routing::{on, MethodFilter};
-use axum::Router;
+use axum::routing::{MethodFilter, on};
 
 /// An axum router plus the `(method, path)` of every route added to it.
 pub struct Routes<S> {

@@ -177,6 +177,8 @@ fn install_tls_provider() {
     });
 }
 
+// One per container, so the size difference between the variants costs nothing.
+#[allow(clippy::large_enum_variant)]
 enum Backend {
     Standalone(ConnectionManager),
     Cluster { client: ClusterClient, connection: OnceCell<ClusterConnection> },
@@ -273,9 +275,10 @@ impl Store {
         if self.policy.allow_evicting {
             return Ok(conn);
         }
-        let fresh = self.policy.last.lock().ok().and_then(|last| {
-            last.as_ref().filter(|(at, _)| at.elapsed() < Duration::from_secs(POLICY_PROBE_SECS)).map(|(_, p)| p.clone())
-        });
+        let fresh =
+            self.policy.last.lock().ok().and_then(|last| {
+                last.as_ref().filter(|(at, _)| at.elapsed() < Duration::from_secs(POLICY_PROBE_SECS)).map(|(_, p)| p.clone())
+            });
         let policy = match fresh {
             Some(policy) => policy,
             None => {

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 pub const NAMESPACE: &str = "Standings";
 
@@ -86,7 +86,10 @@ mod tests {
         metrics.put("Events", Unit::Count, 2.0, &[("Board", "activity"), ("Outcome", "applied")]);
         let line: Value = serde_json::from_str(&lines.lock().unwrap()[0]).unwrap();
         assert_eq!(line["Events"], 2.0);
-        assert_eq!((line["Function"].as_str(), line["Board"].as_str(), line["Outcome"].as_str()), (Some("ingest"), Some("activity"), Some("applied")));
+        assert_eq!(
+            (line["Function"].as_str(), line["Board"].as_str(), line["Outcome"].as_str()),
+            (Some("ingest"), Some("activity"), Some("applied"))
+        );
         let directive = &line["_aws"]["CloudWatchMetrics"][0];
         assert_eq!(directive["Namespace"], NAMESPACE);
         assert_eq!(directive["Dimensions"], json!([["Function", "Board", "Outcome"]]));

@@ -14,11 +14,11 @@ use serde::{Deserialize, Serialize};
 use crate::domain::config::{Board, Config};
 use crate::domain::decay::{self, DecayPlan, MAX_HEAT_DELTA, SCALE_PRUNE_BELOW};
 use crate::domain::ids::{self, IdError};
-use crate::redis::keys::{BoardKeys, Keys};
 use crate::domain::period::{EventTimeError, EventWindow};
 use crate::domain::scoring;
-use crate::redis::scripts::hot::{self as scripts, DecayReply, HeatReply, HeatWrite, Synthesis, MADE_UP_MARKER_TTL_SECS};
+use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::scripts::EVENT_MARKER_TTL_SECS;
+use crate::redis::scripts::hot::{self as scripts, DecayReply, HeatReply, HeatWrite, MADE_UP_MARKER_TTL_SECS, Synthesis};
 use crate::redis::store::{Connection, Store, StoreError};
 
 /// Largest `limit` of `GET /v1/hot/{board}`.
@@ -206,15 +206,8 @@ impl HotBoards {
             None => (ids::made_up_id(), MADE_UP_MARKER_TTL_SECS),
         };
         let fingerprint = scoring::fingerprint(&HeatPayload { item_id, delta, occurred_at: heat.occurred_at });
-        let write = HeatWrite {
-            key,
-            expires_at,
-            bucket_label,
-            item_id,
-            delta,
-            marker: (&marker_id, &fingerprint, marker_ttl),
-            first_delivery,
-        };
+        let write =
+            HeatWrite { key, expires_at, bucket_label, item_id, delta, marker: (&marker_id, &fingerprint, marker_ttl), first_delivery };
         let mut conn = self.store.write_connection().await?;
         match scripts::add_heat(&mut conn, &keys, &write).await? {
             HeatReply::Conflict => Err(HotError::Conflict(heat.event_id.clone().unwrap_or_default())),

@@ -15,9 +15,9 @@ use futures::future::join_all;
 use serde::Serialize;
 
 use crate::domain::config::Config;
-use crate::redis::keys::Keys;
 use crate::domain::period::EventWindow;
-use crate::domain::scoring::{plan_event, BoardPlan, Event, EventPlan, Refusal};
+use crate::domain::scoring::{BoardPlan, Event, EventPlan, Refusal, plan_event};
+use crate::redis::keys::Keys;
 use crate::redis::scripts::{self, ApplyReply, BoardEvent, BoardOutcome, CHUNK};
 use crate::redis::store::{Store, StoreError};
 
@@ -127,11 +127,7 @@ impl Ingestor {
     /// written. A valid batch is applied with one script call per board per `CHUNK` of its
     /// events, all concurrently on the shared connection; each event gets its own result, in
     /// order.
-    pub async fn record_batch(
-        &self,
-        events: &[Event],
-        now: DateTime<Utc>,
-    ) -> Result<Vec<Result<EventReceipt, IngestError>>, BatchRefusal> {
+    pub async fn record_batch(&self, events: &[Event], now: DateTime<Utc>) -> Result<Vec<Result<EventReceipt, IngestError>>, BatchRefusal> {
         let planned = events
             .iter()
             .enumerate()
@@ -197,11 +193,7 @@ impl Ingestor {
 }
 
 /// The answer to one event from its boards' replies (`None`: refused by its plan, unsent).
-fn receipt(
-    event: &Event,
-    plan: &EventPlan<'_>,
-    replies: Vec<Option<Result<ApplyReply, StoreError>>>,
-) -> Result<EventReceipt, IngestError> {
+fn receipt(event: &Event, plan: &EventPlan<'_>, replies: Vec<Option<Result<ApplyReply, StoreError>>>) -> Result<EventReceipt, IngestError> {
     let mut duplicate = true;
     let mut first_refusal = None;
     let mut results = Vec::with_capacity(replies.len());
@@ -232,11 +224,7 @@ fn receipt(
 
 /// One board's script reply: `(duplicate, outcome)` when the board holds the event (now or
 /// from an earlier delivery), or why it refused it (nothing written on that board).
-fn board_reply(
-    event: &Event,
-    board_plan: &BoardPlan<'_>,
-    reply: ApplyReply,
-) -> Result<(bool, BoardOutcome), IngestError> {
+fn board_reply(event: &Event, board_plan: &BoardPlan<'_>, reply: ApplyReply) -> Result<(bool, BoardOutcome), IngestError> {
     let board = || board_plan.board.name.clone();
     match reply {
         ApplyReply::New(outcome) => Ok((false, outcome)),

@@ -11,13 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::config::{Board, BoardKind, Config};
 use crate::domain::ids::{self, IdError};
-use crate::redis::keys::Keys;
 use crate::domain::period::{EventWindow, Period, PeriodKind};
 use crate::domain::scoring;
+use crate::domain::tiebreak::{self, MAX_POINTS, RangeError};
+use crate::redis::keys::Keys;
 use crate::redis::scripts::moderation::{self as script, AuditRecord, Ban, CorrectionReply, ScoreCorrection};
 use crate::redis::scripts::{GuardRefusal, PeriodStanding};
 use crate::redis::store::{Store, StoreError};
-use crate::domain::tiebreak::{self, RangeError, MAX_POINTS};
 
 /// Entries each board's audit log keeps (older ones are trimmed).
 pub const AUDIT_LOG_LEN: usize = 10_000;
@@ -227,12 +227,8 @@ pub fn correction_periods(board: &Board, request: &CorrectionRequest, now: DateT
         }
         _ => return Err(bad("give period and period_id together, or at alone".into())),
     };
-    let periods: Vec<Period> = board
-        .periods
-        .iter()
-        .filter(|&&kind| fineness(kind) >= finest)
-        .map(|&kind| Period::on_date(kind, day, board.timezone))
-        .collect();
+    let periods: Vec<Period> =
+        board.periods.iter().filter(|&&kind| fineness(kind) >= finest).map(|&kind| Period::on_date(kind, day, board.timezone)).collect();
     for period in &periods {
         if period.start.is_some_and(|start| start > now) {
             return Err(bad(format!("{} {} has not started", period.kind.as_str(), period.id)));
@@ -282,10 +278,8 @@ impl Moderation {
         ids::validate_id("user_id", user_id)?;
         let kind = if banned { AuditKind::Ban } else { AuditKind::Unban };
         let conn = self.store.write_connection().await?;
-        let boards: Vec<(&Board, Vec<Period>)> = self
-            .user_boards()
-            .map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() }))
-            .collect();
+        let boards: Vec<(&Board, Vec<Period>)> =
+            self.user_boards().map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() })).collect();
         let replies = join_all(boards.iter().map(|(board, live)| {
             let (mut conn, keys) = (conn.clone(), self.keys.board(&board.name));
             let entry = AuditEntry::new(&board.name, kind, user_id, actor, now).json();
@@ -398,10 +392,7 @@ mod tests {
             ["2026-11-30", "2026-12-01", "2026-11", "2026-12"]
         );
         // Thirty seconds before midnight: a client a minute ahead already writes tomorrow.
-        assert_eq!(
-            ids(&live_periods(activity, at("2026-11-22T23:59:30+08:00"), &window)),
-            ["2026-11-22", "2026-11-23", "2026-11"]
-        );
+        assert_eq!(ids(&live_periods(activity, at("2026-11-22T23:59:30+08:00"), &window)), ["2026-11-22", "2026-11-23", "2026-11"]);
         assert_eq!(ids(&current_periods(activity, at("2026-12-01T00:10:00+08:00"))), ["2026-12-01", "2026-12"]);
     }
 

@@ -41,7 +41,9 @@ impl Profile {
         if let Some(text) = &self.avatar_url {
             // Parsed for real, as the OpenAPI document's `format: uri` promises: an absolute
             // http(s) URL with a host, stored exactly as its parse writes it back.
-            let parsed = url::Url::parse(text).ok().filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
+            let parsed = url::Url::parse(text)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()));
             if parsed.is_none_or(|u| u.as_str() != text) {
                 return Err(ProfileError { field: "avatar_url", problem: "must be an absolute http(s) URL, ASCII (percent-encoded)" });
             }

@@ -9,13 +9,13 @@ use serde::Serialize;
 
 use crate::domain::config::Config;
 use crate::domain::ids::{self, IdError};
-use crate::domain::period::{first_of_month, month_id, previous_month, EventWindow, Period, PeriodKind};
+use crate::domain::period::{EventWindow, Period, PeriodKind, first_of_month, month_id, previous_month};
 use crate::domain::scoring::fingerprint;
-use crate::domain::sign_in::{accepted_date, read_calendar, Calendar, DateRefusal, MonthBitmap, SignInPlan, SignInRequest};
+use crate::domain::sign_in::{Calendar, DateRefusal, MonthBitmap, SignInPlan, SignInRequest, accepted_date, read_calendar};
 use crate::domain::tiebreak::{self, RangeError};
 use crate::redis::keys::Keys;
-use crate::redis::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
 use crate::redis::scripts::GuardRefusal;
+use crate::redis::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
 use crate::redis::store::{Store, StoreError};
 
 /// The answer to a sign-in; a duplicate delivery gets the first answer with `duplicate: true`.
@@ -110,7 +110,10 @@ impl SignIns {
             SignInReply::Duplicate(outcome) => (true, outcome),
             SignInReply::Conflict => return Err(SignInError::Conflict(request.event_id.clone())),
             SignInReply::OutsideWindow => {
-                return Err(plan.first_delivery.take().map_or_else(|| StoreError::Protocol("sign_in: unasked window refusal".into()).into(), SignInError::Date));
+                return Err(plan
+                    .first_delivery
+                    .take()
+                    .map_or_else(|| StoreError::Protocol("sign_in: unasked window refusal".into()).into(), SignInError::Date));
             }
             SignInReply::Banned => Err(GuardRefusal::Banned { user_id: request.user_id.clone(), board: board.clone() })?,
             SignInReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.clone(), period_id })?,

@@ -47,7 +47,14 @@ async fn acknowledged_events_survive_a_kill_and_errored_ones_apply_once_when_ret
     }
     // Every event's marker is there, once, and a re-delivery gets the first answer.
     let board = app.keys.board("activity");
-    let marked = cluster::marked(&app.redis, &board, app.config.board("activity").unwrap().timezone, deliveries.iter().map(Delivery::event_id), app.now()).await;
+    let marked = cluster::marked(
+        &app.redis,
+        &board,
+        app.config.board("activity").unwrap().timezone,
+        deliveries.iter().map(Delivery::event_id),
+        app.now(),
+    )
+    .await;
     assert_eq!(cluster::marker_count(&app.redis, &board).await, deliveries.len() as u64);
     for delivery in &deliveries {
         assert!(marked.contains(delivery.event_id()), "{}", delivery.event);

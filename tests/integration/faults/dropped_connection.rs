@@ -10,8 +10,8 @@ use serde_json::json;
 use standings::domain::config::Config;
 use standings::redis::store::{RedisSettings, Store};
 use standings_tests::proxy::DroppingProxy;
-use standings_tests::servers::{eventually, RedisCluster, RedisServer};
-use standings_tests::{day, spawn_ingest_at, spawn_ingest_with_stores, ADMIN};
+use standings_tests::servers::{RedisCluster, RedisServer, eventually};
+use standings_tests::{ADMIN, day, spawn_ingest_at, spawn_ingest_with_stores};
 
 #[tokio::test]
 async fn a_reply_lost_with_its_connection_is_retried_and_applied_once() {
@@ -55,11 +55,18 @@ async fn on_a_cluster_a_script_call_re_sent_after_a_dropped_connection_applies_o
     let proxy_ports: HashSet<u16> = proxies.values().map(|p| p.port).collect();
     eventually("every node announcing its proxy", Duration::from_secs(20), || async {
         for node in &cluster.nodes {
-            let slots: Vec<Vec<redis::Value>> = node.query(&redis::cmd("CLUSTER").arg("SLOTS")).await.ok()?;
-            let announced: HashSet<u16> = slots.iter().flat_map(|range| &range[2..]).filter_map(|n| match n {
-                redis::Value::Array(address) => match address.get(1)? { redis::Value::Int(port) => u16::try_from(*port).ok(), _ => None },
-                _ => None,
-            }).collect();
+            let slots: Vec<Vec<redis::Value>> = node.query(redis::cmd("CLUSTER").arg("SLOTS")).await.ok()?;
+            let announced: HashSet<u16> = slots
+                .iter()
+                .flat_map(|range| &range[2..])
+                .filter_map(|n| match n {
+                    redis::Value::Array(address) => match address.get(1)? {
+                        redis::Value::Int(port) => u16::try_from(*port).ok(),
+                        _ => None,
+                    },
+                    _ => None,
+                })
+                .collect();
             if announced != proxy_ports {
                 return None;
             }
@@ -73,7 +80,9 @@ async fn on_a_cluster_a_script_call_re_sent_after_a_dropped_connection_applies_o
     app.set_now(now);
     let no_event_id = json!({});
     let heat = || app.post("/v1/hot/hot-videos/items/v1", &no_event_id);
-    let correct = || app.call(Method::POST, "/v1/admin/boards/activity/users/u1/corrections", json!({"delta": 5, "reason": "review"}).to_string(), ADMIN);
+    let correct = || {
+        app.call(Method::POST, "/v1/admin/boards/activity/users/u1/corrections", json!({"delta": 5, "reason": "review"}).to_string(), ADMIN)
+    };
     let primary_proxy = |board: &'static str| {
         let (cluster, proxies) = (&cluster, &proxies);
         async move {

@@ -16,8 +16,8 @@ use standings::domain::config::Config;
 use standings::redis::store::{Connection, Store};
 use standings_tests::cluster::marked;
 use standings_tests::load::{self, Delivery, Load};
-use standings_tests::servers::{eventually, RedisCluster};
-use standings_tests::{day, spawn_ingest_at, TestApp};
+use standings_tests::servers::{RedisCluster, eventually};
+use standings_tests::{TestApp, day, spawn_ingest_at};
 
 use super::WAITING_BOARD;
 use tokio::time::Instant;
@@ -58,14 +58,18 @@ async fn kill_the_boards_primary_during_load(cluster: &mut RedisCluster, app: Ar
     // A fresh connection: it learns the new topology from scratch.
     let conn = Store::connect(&cluster.settings()).unwrap().connection().await.unwrap();
     let board = app.keys.board("activity");
-    let marked = marked(&conn, &board, app.config.board("activity").unwrap().timezone, deliveries.iter().map(Delivery::event_id), app.now()).await;
+    let marked =
+        marked(&conn, &board, app.config.board("activity").unwrap().timezone, deliveries.iter().map(Delivery::event_id), app.now()).await;
     let (present, lost): (Vec<Delivery>, Vec<Delivery>) = deliveries.iter().cloned().partition(|d| marked.contains(d.event_id()));
 
     assert_eq!(deliveries.len(), TASKS * EVENTS_PER_TASK);
     assert!(deliveries.iter().any(|d| d.acknowledged_at > promoted_at), "ingestion resumed after the failover");
     assert!(deliveries.iter().any(|d| d.errors > 0), "the kill interrupted requests");
     for delivery in &lost {
-        assert!(delivery.acknowledged_at < promoted_at && delivery.errors == 0, "only the dead primary's acknowledgements can be lost: {delivery:?}");
+        assert!(
+            delivery.acknowledged_at < promoted_at && delivery.errors == 0,
+            "only the dead primary's acknowledgements can be lost: {delivery:?}"
+        );
     }
     // Exactly once for everything that survived: each present event counted once.
     let expected = load::expected_points(&present);
@@ -112,7 +116,11 @@ async fn rate(app: &Arc<TestApp>, tag: &str, clients: usize) -> (f64, Duration) 
             let (app, tag) = (app.clone(), format!("{tag}-{clients}-{c}"));
             tokio::spawn(async move {
                 for i in 0..per_client {
-                    load::deliver(&app, json!({"event_id": format!("{tag}-{i}"), "user_id": tag, "action": "comment", "target": format!("x{i}")})).await;
+                    load::deliver(
+                        &app,
+                        json!({"event_id": format!("{tag}-{i}"), "user_id": tag, "action": "comment", "target": format!("x{i}")}),
+                    )
+                    .await;
                 }
             })
         })
@@ -131,7 +139,8 @@ async fn with_wait_replicas_no_acknowledged_write_is_lost() {
     let waiting = Arc::new(spawn_ingest_at(Config::parse(WAITING_BOARD).unwrap(), &cluster.settings()).await);
     let plain = Arc::new(spawn_ingest_at(Config::default_boards(), &cluster.settings()).await);
     for clients in [1, 8] {
-        let ((plain_rate, plain_time), (wait_rate, wait_time)) = (rate(&plain, "plain", clients).await, rate(&waiting, "wait", clients).await);
+        let ((plain_rate, plain_time), (wait_rate, wait_time)) =
+            (rate(&plain, "plain", clients).await, rate(&waiting, "wait", clients).await);
         println!(
             "{clients} client(s) on loopback: {plain_rate:.0} events/s, {plain_time:?} each without WAIT; \
              {wait_rate:.0} events/s, {wait_time:?} each with WAIT 1"

@@ -9,7 +9,7 @@ use serde_json::json;
 use standings::domain::config::Config;
 use standings::redis::store::RedisSettings;
 use standings_tests::servers::RedisServer;
-use standings_tests::{day, spawn_ingest_at, TestApp};
+use standings_tests::{TestApp, day, spawn_ingest_at};
 
 /// Every key this test wrote, with its serialized value.
 async fn snapshot(app: &TestApp) -> BTreeMap<String, Vec<u8>> {
@@ -25,9 +25,7 @@ async fn snapshot(app: &TestApp) -> BTreeMap<String, Vec<u8>> {
 async fn command_stats(app: &TestApp, command: &str) -> (u64, u64) {
     let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut app.redis.clone()).await.unwrap();
     let Some(line) = info.lines().find(|l| l.starts_with(&format!("cmdstat_{command}:"))) else { return (0, 0) };
-    let field = |name: &str| {
-        line.split([':', ',']).find_map(|kv| kv.strip_prefix(&format!("{name}="))).map_or(0, |v| v.parse().unwrap())
-    };
+    let field = |name: &str| line.split([':', ',']).find_map(|kv| kv.strip_prefix(&format!("{name}="))).map_or(0, |v| v.parse().unwrap());
     (field("calls"), field("rejected_calls"))
 }
 
@@ -48,7 +46,8 @@ async fn a_full_store_is_a_503_and_writes_nothing() {
         json!({"event_id": "e4", "user_id": "u3", "action": "invite", "target": "u9"}),
     ];
     for event in &refused {
-        let (status, headers, body) = app.call_with_headers(axum::http::Method::POST, "/v1/events", event.to_string(), standings_tests::WRITER).await;
+        let (status, headers, body) =
+            app.call_with_headers(axum::http::Method::POST, "/v1/events", event.to_string(), standings_tests::WRITER).await;
         assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_full")), "{body}");
         assert_eq!(headers.get("retry-after").map(|v| v.to_str().unwrap()), Some("5"));
         assert!(!body.to_string().contains("OOM"), "the body does not carry Redis's message: {body}");

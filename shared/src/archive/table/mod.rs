@@ -26,14 +26,14 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::time::Duration;
 
+use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, WriteRequest};
-use aws_sdk_dynamodb::Client;
 
-pub use items::{entry_item, put_request, ArchivedEntry, CompletedSeason, Shard};
-pub use schema::{cloudformation_properties, GSI1, GSI1_PK, GSI1_SK, PK, SK};
+pub use items::{ArchivedEntry, CompletedSeason, Shard, entry_item, put_request};
+pub use schema::{GSI1, GSI1_PK, GSI1_SK, PK, SK, cloudformation_properties};
 
 /// The environment variable naming the table (docs/configuration.md).
 pub const TABLE_ENV: &str = "STANDINGS_TABLE";
@@ -93,7 +93,7 @@ impl SeasonTable {
 
     /// As [`connect`](Self::connect), for slower endpoints (local emulators).
     pub async fn connect_with_attempt_timeout(name: impl Into<String>, attempt_timeout: Duration) -> Self {
-        use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+        use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
         let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
         let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
             .http_client(https)

@@ -5,7 +5,7 @@
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection, ProjectionType, ScalarAttributeType,
 };
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 use super::{SeasonTable, TableError};
 
@@ -29,9 +29,7 @@ pub(super) const USER_INDEX: KeySchema = KeySchema { index: Some(GSI1), hash: GS
 /// attributes, index, billing). `infra/template.yaml` must declare exactly these; a unit test
 /// compares them.
 pub fn cloudformation_properties() -> Value {
-    let keys = |schema: &KeySchema| {
-        json!([{"AttributeName": schema.hash, "KeyType": "HASH"}, {"AttributeName": schema.range, "KeyType": "RANGE"}])
-    };
+    let keys = |schema: &KeySchema| json!([{"AttributeName": schema.hash, "KeyType": "HASH"}, {"AttributeName": schema.range, "KeyType": "RANGE"}]);
     let attributes: Vec<Value> = [&TABLE_KEY, &USER_INDEX]
         .iter()
         .flat_map(|schema| [schema.hash, schema.range])

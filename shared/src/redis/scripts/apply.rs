@@ -16,13 +16,12 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
 use sha2::{Digest, Sha256};
 
-use super::{ApplyReply, BoardOutcome, PeriodStanding, Status, APPLY_EVENT};
-use crate::redis::keys::BoardKeys;
+use super::{APPLY_EVENT, ApplyReply, BoardOutcome, PeriodStanding, Status};
 use crate::domain::period::{EventTimeError, Period, PeriodKind};
 use crate::domain::scoring::{BoardPlan, Ledger, Mode, RateWindow};
-use crate::redis::store::{Connection, ReplicaWait, ScriptCall, StoreError};
 use crate::domain::tiebreak;
-
+use crate::redis::keys::BoardKeys;
+use crate::redis::store::{Connection, ReplicaWait, ScriptCall, StoreError};
 
 /// Marker hashes per bucket. A day's markers of one board spread over this many hashes; each
 /// stays listpack-encoded up to Redis's `hash-max-listpack-entries` (128 by default), i.e. up
@@ -45,12 +44,7 @@ pub enum Decision {
 }
 
 impl Decision {
-    pub(super) const ALL: [Decision; 4] = [
-        Decision::Applied,
-        Decision::AlreadyCounted,
-        Decision::DailyCap,
-        Decision::NothingToTakeBack,
-    ];
+    pub(super) const ALL: [Decision; 4] = [Decision::Applied, Decision::AlreadyCounted, Decision::DailyCap, Decision::NothingToTakeBack];
 
     pub(super) const fn code(self) -> char {
         match self {
@@ -100,30 +94,14 @@ impl Receipt {
         let decision = Decision::ALL.into_iter().find(|d| d.code() == code)?;
         let rest = chars.as_str();
         let (head, changes) = match rest.split_once(';') {
-            Some((head, list)) => (
-                head,
-                Some(
-                    list.split(',')
-                        .map(|n| n.parse().ok())
-                        .collect::<Option<Vec<i64>>>()?,
-                ),
-            ),
+            Some((head, list)) => (head, Some(list.split(',').map(|n| n.parse().ok()).collect::<Option<Vec<i64>>>()?)),
             None => (rest, None),
         };
         let (delta, capped) = head.split_once(',').unwrap_or((head, ""));
         let number = |text: &str| {
-            if text.is_empty() {
-                Some(0)
-            } else {
-                text.parse().ok()
-            }
+            if text.is_empty() { Some(0) } else { text.parse().ok() }
         };
-        Some(Self {
-            decision,
-            delta: number(delta)?,
-            capped: number(capped)?,
-            changes,
-        })
+        Some(Self { decision, delta: number(delta)?, capped: number(capped)?, changes })
     }
 
     fn change(&self, period: usize) -> i64 {
@@ -144,13 +122,8 @@ pub struct MarkerSlot {
 impl MarkerSlot {
     pub fn of(event_id: &str) -> Self {
         let digest = Sha256::digest(event_id.as_bytes());
-        let field = digest[..8]
-            .try_into()
-            .expect("a SHA-256 digest has 32 bytes");
-        Self {
-            field,
-            shard: u16::from_be_bytes([digest[8], digest[9]]) % MARKER_SHARDS,
-        }
+        let field = digest[..8].try_into().expect("a SHA-256 digest has 32 bytes");
+        Self { field, shard: u16::from_be_bytes([digest[8], digest[9]]) % MARKER_SHARDS }
     }
 }
 
@@ -161,16 +134,8 @@ pub fn marker_bucket(now: DateTime<Utc>, tz: Tz) -> MarkerBucket {
     let today = Period::containing(PeriodKind::Day, now, tz);
     let start = today.start.expect("a day has a start").with_timezone(&Utc);
     let end = today.end.expect("a day has an end").with_timezone(&Utc);
-    let day = now
-        .with_timezone(&tz)
-        .date_naive()
-        .signed_duration_since(NaiveDate::default())
-        .num_days();
-    MarkerBucket {
-        day,
-        start,
-        ttl_secs: (end - now).num_seconds() + DAY_SECS,
-    }
+    let day = now.with_timezone(&tz).date_naive().signed_duration_since(NaiveDate::default()).num_days();
+    MarkerBucket { day, start, ttl_secs: (end - now).num_seconds() + DAY_SECS }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,14 +147,7 @@ pub struct MarkerBucket {
 
 /// The 4 bytes of a payload fingerprint (hex) that a marker keeps.
 fn short_fingerprint(fingerprint: &str) -> Vec<u8> {
-    (0..4)
-        .map(|i| {
-            fingerprint
-                .get(2 * i..2 * i + 2)
-                .and_then(|byte| u8::from_str_radix(byte, 16).ok())
-                .unwrap_or(0)
-        })
-        .collect()
+    (0..4).map(|i| fingerprint.get(2 * i..2 * i + 2).and_then(|byte| u8::from_str_radix(byte, 16).ok()).unwrap_or(0)).collect()
 }
 
 /// One board's share of one event.
@@ -247,21 +205,14 @@ pub async fn apply_events(
         let plan = event.plan;
         let slot = MarkerSlot::of(event.event_id);
         let day_ledger = keys.day_ledger(event.member, &plan.day.id);
-        let day_ledger_expiry = plan
-            .day
-            .end
-            .map_or(0, |end| end.timestamp() + LEDGER_RETENTION_SECS);
+        let day_ledger_expiry = plan.day.end.map_or(0, |end| end.timestamp() + LEDGER_RETENTION_SECS);
         let (ledger, ledger_expiry) = match plan.ledger {
             Ledger::Day | Ledger::None => (day_ledger.clone(), day_ledger_expiry),
             Ledger::Lifetime => (keys.lifetime_ledger(event.member), 0),
             Ledger::Target => (keys.target_ledger(), 0),
         };
         let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
-        let rate = plan.rate_limit.unwrap_or(RateWindow {
-            max: 0,
-            window_ms: 0,
-            now_ms: now.timestamp_millis(),
-        });
+        let rate = plan.rate_limit.unwrap_or(RateWindow { max: 0, window_ms: 0, now_ms: now.timestamp_millis() });
         for bucket_day in [day, day - 1, day + 1] {
             let bucket = key_list.add(&mut call, keys.marker_bucket(bucket_day, slot.shard));
             call.arg(bucket);
@@ -295,18 +246,12 @@ pub async fn apply_events(
             .arg(plan.periods.len());
         for period in &plan.periods {
             let board = key_list.add(&mut call, keys.period(period));
-            call.arg(board)
-                .arg(period.kind.as_str())
-                .arg(&period.id)
-                .arg(period.expires_at().unwrap_or(0));
+            call.arg(board).arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
         }
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;
     let mut values = reply.into_iter();
-    let read = events
-        .iter()
-        .map(|event| read_reply(event, &mut values, bucket.start))
-        .collect::<Result<Vec<_>, _>>()?;
+    let read = events.iter().map(|event| read_reply(event, &mut values, bucket.start)).collect::<Result<Vec<_>, _>>()?;
     let mut replies = Vec::with_capacity(read.len());
     for (event, read) in events.iter().zip(read) {
         replies.push(match read {
@@ -325,23 +270,14 @@ pub async fn apply_events(
 /// is read separately.
 enum Read {
     Done(ApplyReply),
-    LandedElsewhere {
-        receipt: Receipt,
-        periods: Vec<Period>,
-    },
+    LandedElsewhere { receipt: Receipt, periods: Vec<Period> },
 }
 
 /// The member's points and 1-based rank (0: absent) in each of `periods`, in one pipeline.
-async fn standings(
-    conn: &mut Connection,
-    keys: &BoardKeys,
-    member: &str,
-    periods: &[Period],
-) -> Result<Vec<(i64, u64)>, StoreError> {
+async fn standings(conn: &mut Connection, keys: &BoardKeys, member: &str, periods: &[Period]) -> Result<Vec<(i64, u64)>, StoreError> {
     let mut pipe = redis::pipe();
     for period in periods {
-        pipe.zscore(keys.period(period), member)
-            .zrevrank(keys.period(period), member);
+        pipe.zscore(keys.period(period), member).zrevrank(keys.period(period), member);
     }
     let values: Vec<Option<f64>> = pipe.query_async(conn).await?;
     Ok(values
@@ -355,31 +291,19 @@ async fn standings(
 
 /// One event's reply from the script's flat answer: status, detail, then points and rank for
 /// each period. `today` is the first instant of the local day of the call's marker bucket.
-fn read_reply(
-    event: &BoardEvent<'_>,
-    values: &mut impl Iterator<Item = String>,
-    today: DateTime<Utc>,
-) -> Result<Read, StoreError> {
+fn read_reply(event: &BoardEvent<'_>, values: &mut impl Iterator<Item = String>, today: DateTime<Utc>) -> Result<Read, StoreError> {
     let protocol = |what: &str| StoreError::Protocol(format!("apply_event: {what}"));
-    let (status, detail) = values
-        .next()
-        .zip(values.next())
-        .ok_or_else(|| protocol("reply too short"))?;
+    let (status, detail) = values.next().zip(values.next()).ok_or_else(|| protocol("reply too short"))?;
     let mut standings = Vec::with_capacity(event.plan.periods.len());
     for _ in &event.plan.periods {
-        let (points, rank) = values
-            .next()
-            .zip(values.next())
-            .ok_or_else(|| protocol("reply too short"))?;
+        let (points, rank) = values.next().zip(values.next()).ok_or_else(|| protocol("reply too short"))?;
         let points: i64 = points.parse().map_err(|_| protocol("points"))?;
         let rank: u64 = rank.parse().map_err(|_| protocol("rank"))?;
         standings.push((points, rank));
     }
     let outside = event.first_delivery.map(|refusal| refusal.code());
     let status = Status::parse("apply_event", &status, outside)?;
-    let receipt = |detail: &str| {
-        Receipt::parse(detail).ok_or_else(|| protocol(&format!("receipt {detail:?}")))
-    };
+    let receipt = |detail: &str| Receipt::parse(detail).ok_or_else(|| protocol(&format!("receipt {detail:?}")));
     let periods = &event.plan.periods;
     let reply = match status {
         Status::OutsideWindow => ApplyReply::OutsideWindow(event.first_delivery.expect("parsed only with a refusal")),
@@ -396,15 +320,9 @@ fn read_reply(
                 // Sent without a time, it landed on its marker's day: midday of that local day
                 // names the same periods whatever the day's length.
                 let landed = today + Duration::seconds(days_away * DAY_SECS + DAY_SECS / 2);
-                let first: Vec<Period> = periods
-                    .iter()
-                    .map(|p| Period::containing(p.kind, landed, event.plan.board.timezone))
-                    .collect();
+                let first: Vec<Period> = periods.iter().map(|p| Period::containing(p.kind, landed, event.plan.board.timezone)).collect();
                 if first != *periods {
-                    return Ok(Read::LandedElsewhere {
-                        receipt,
-                        periods: first,
-                    });
+                    return Ok(Read::LandedElsewhere { receipt, periods: first });
                 }
             }
             ApplyReply::Duplicate(outcome(&receipt, periods, &standings))
@@ -414,11 +332,7 @@ fn read_reply(
         Status::OutOfRange => ApplyReply::OutOfRange,
         Status::Banned => ApplyReply::Banned,
         Status::PeriodClosed => ApplyReply::PeriodClosed(detail),
-        Status::RateLimited => ApplyReply::RateLimited(
-            detail
-                .parse()
-                .map_err(|_| protocol(&format!("retry-after {detail:?}")))?,
-        ),
+        Status::RateLimited => ApplyReply::RateLimited(detail.parse().map_err(|_| protocol(&format!("retry-after {detail:?}")))?),
         Status::Stale => return Err(status.unexpected("apply_event")),
     };
     Ok(Read::Done(reply))
@@ -427,15 +341,11 @@ fn read_reply(
 /// An event recorded by a release before marker buckets: its string marker holds the
 /// fingerprint and the whole first reply.
 fn legacy_reply(marker: &str, fingerprint: &str) -> Result<ApplyReply, StoreError> {
-    let (seen, reply) = marker
-        .split_once('\n')
-        .ok_or_else(|| StoreError::Protocol("apply_event: legacy marker".into()))?;
+    let (seen, reply) = marker.split_once('\n').ok_or_else(|| StoreError::Protocol("apply_event: legacy marker".into()))?;
     if seen != fingerprint {
         return Ok(ApplyReply::Conflict);
     }
-    serde_json::from_str(reply)
-        .map(ApplyReply::Duplicate)
-        .map_err(|e| StoreError::Protocol(format!("apply_event: legacy marker: {e}")))
+    serde_json::from_str(reply).map(ApplyReply::Duplicate).map_err(|e| StoreError::Protocol(format!("apply_event: legacy marker: {e}")))
 }
 
 /// What the event did on the board, with the member's standing in each period.
@@ -469,20 +379,12 @@ mod tests {
     #[test]
     fn receipts_parse_every_shape_the_script_writes() {
         let parse = |text| Receipt::parse(text).unwrap();
-        let receipt = |decision, delta, capped, changes| Receipt {
-            decision,
-            delta,
-            capped,
-            changes,
-        };
+        let receipt = |decision, delta, capped, changes| Receipt { decision, delta, capped, changes };
         assert_eq!(parse("a3"), receipt(Decision::Applied, 3, 0, None));
         assert_eq!(parse("a2,8"), receipt(Decision::Applied, 2, 8, None));
         assert_eq!(parse("d,10"), receipt(Decision::DailyCap, 0, 10, None));
         assert_eq!(parse("c"), receipt(Decision::AlreadyCounted, 0, 0, None));
-        assert_eq!(
-            parse("a-3;-3,-1"),
-            receipt(Decision::Applied, -3, 0, Some(vec![-3, -1]))
-        );
+        assert_eq!(parse("a-3;-3,-1"), receipt(Decision::Applied, -3, 0, Some(vec![-3, -1])));
         for bad in ["", "x3", "a3;", "a;1,x", "ab", "a3@1"] {
             assert_eq!(Receipt::parse(bad), None, "{bad:?}");
         }
@@ -493,32 +395,16 @@ mod tests {
     #[test]
     fn a_marker_bucket_is_the_boards_local_day_kept_to_the_end_of_the_next() {
         let shanghai = chrono_tz::Asia::Shanghai;
-        for (at, day) in [
-            ("2026-11-23T16:00:00Z", "2026-11-24"),
-            ("2026-11-24T04:00:00Z", "2026-11-24"),
-            ("2026-11-24T15:59:59Z", "2026-11-24"),
-        ] {
+        for (at, day) in
+            [("2026-11-23T16:00:00Z", "2026-11-24"), ("2026-11-24T04:00:00Z", "2026-11-24"), ("2026-11-24T15:59:59Z", "2026-11-24")]
+        {
             let now: DateTime<Utc> = at.parse().unwrap();
             let bucket = marker_bucket(now, shanghai);
             let date: NaiveDate = day.parse().unwrap();
-            assert_eq!(
-                bucket.day,
-                date.signed_duration_since(NaiveDate::default()).num_days(),
-                "{at}"
-            );
-            assert_eq!(
-                bucket.start,
-                "2026-11-23T16:00:00Z".parse::<DateTime<Utc>>().unwrap()
-            );
-            assert_eq!(
-                now + Duration::seconds(bucket.ttl_secs),
-                "2026-11-25T16:00:00Z".parse::<DateTime<Utc>>().unwrap(),
-                "{at}"
-            );
-            assert!(
-                (DAY_SECS + 1..=2 * DAY_SECS).contains(&bucket.ttl_secs),
-                "{at}"
-            );
+            assert_eq!(bucket.day, date.signed_duration_since(NaiveDate::default()).num_days(), "{at}");
+            assert_eq!(bucket.start, "2026-11-23T16:00:00Z".parse::<DateTime<Utc>>().unwrap());
+            assert_eq!(now + Duration::seconds(bucket.ttl_secs), "2026-11-25T16:00:00Z".parse::<DateTime<Utc>>().unwrap(), "{at}");
+            assert!((DAY_SECS + 1..=2 * DAY_SECS).contains(&bucket.ttl_secs), "{at}");
         }
         // A 23-hour local day (spring forward) still keeps a marker at least 24 hours.
         let new_york = chrono_tz::America::New_York;
@@ -530,21 +416,12 @@ mod tests {
     fn marker_slots_are_stable_and_spread() {
         assert_eq!(MarkerSlot::of("e-1"), MarkerSlot::of("e-1"));
         assert_ne!(MarkerSlot::of("e-1").field, MarkerSlot::of("e-2").field);
-        let shards: std::collections::HashSet<u16> = (0..10_000)
-            .map(|i| MarkerSlot::of(&format!("e-{i}")).shard)
-            .collect();
-        assert_eq!(
-            shards.len(),
-            usize::from(MARKER_SHARDS),
-            "10,000 ids reach every shard"
-        );
+        let shards: std::collections::HashSet<u16> = (0..10_000).map(|i| MarkerSlot::of(&format!("e-{i}")).shard).collect();
+        assert_eq!(shards.len(), usize::from(MARKER_SHARDS), "10,000 ids reach every shard");
     }
 
     #[test]
     fn a_short_fingerprint_is_the_first_four_bytes() {
-        assert_eq!(
-            short_fingerprint("0aff10ee99"),
-            vec![0x0a, 0xff, 0x10, 0xee]
-        );
+        assert_eq!(short_fingerprint("0aff10ee99"), vec![0x0a, 0xff, 0x10, 0xee]);
     }
 }

@@ -3,9 +3,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Status, ADD_HEAT, SCALE_HOT, SYNTHESIZE_HOT};
-use crate::redis::keys::BoardKeys;
+use super::{ADD_HEAT, SCALE_HOT, SYNTHESIZE_HOT, Status};
 use crate::domain::period::EventTimeError;
+use crate::redis::keys::BoardKeys;
 use crate::redis::store::{Connection, StoreError};
 
 /// Where a heat event goes and how it is remembered.
@@ -33,7 +33,11 @@ pub const MADE_UP_MARKER_TTL_SECS: u64 = 60;
 #[derive(Debug, Clone, PartialEq)]
 pub enum HeatReply {
     /// `bucket_label` and the item's heat after the write (for a duplicate: the first answer).
-    Applied { bucket_label: String, heat: f64, duplicate: bool },
+    Applied {
+        bucket_label: String,
+        heat: f64,
+        duplicate: bool,
+    },
     Conflict,
     OutsideWindow(EventTimeError),
 }

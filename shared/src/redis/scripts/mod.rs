@@ -24,7 +24,7 @@ use crate::domain::period::EventTimeError;
 use crate::domain::tiebreak::{MAX_POINTS, TIME_SPAN};
 use crate::redis::store::{Connection, StoreError};
 
-pub use apply::{apply_events, marker_bucket, BoardEvent, Decision, MarkerSlot, Receipt, CHUNK, MARKER_SHARDS};
+pub use apply::{BoardEvent, CHUNK, Decision, MARKER_SHARDS, MarkerSlot, Receipt, apply_events, marker_bucket};
 pub(crate) use reply::Status;
 
 macro_rules! script {
@@ -46,21 +46,10 @@ pub(crate) static FREEZE_SEASON: LazyLock<Script> = script!("freeze_season.lua")
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
-    [
-        &APPLY_EVENT,
-        &READ_BOARD,
-        &READ_MEMBERS,
-        &ADD_HEAT,
-        &SYNTHESIZE_HOT,
-        &SCALE_HOT,
-        &SIGN_IN,
-        &BAN_USER,
-        &CORRECT_SCORE,
-        &FREEZE_SEASON,
-    ]
-    .into_iter()
-    .map(|script| script.get_hash())
-    .collect()
+    [&APPLY_EVENT, &READ_BOARD, &READ_MEMBERS, &ADD_HEAT, &SYNTHESIZE_HOT, &SCALE_HOT, &SIGN_IN, &BAN_USER, &CORRECT_SCORE, &FREEZE_SEASON]
+        .into_iter()
+        .map(|script| script.get_hash())
+        .collect()
 }
 
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -180,8 +169,8 @@ pub async fn read_board(conn: &mut Connection, board_key: &str, window: Window<'
         Window::Page { offset, limit } => invocation.arg("page").arg(offset).arg(limit),
         Window::Around { member, around } => invocation.arg("member").arg(member).arg(around),
     };
-    let (total, rank, below, start, entries): (u64, i64, i64, u64, Vec<(String, f64, u64)>) =
-        invocation.invoke_async(conn).await?;
+    type Reply = (u64, i64, i64, u64, Vec<(String, f64, u64)>);
+    let (total, rank, below, start, entries): Reply = invocation.invoke_async(conn).await?;
     Ok(RawWindow {
         total,
         position: u64::try_from(rank).ok(),
@@ -202,11 +191,7 @@ pub struct MemberPlace {
 }
 
 /// The places of `members` (distinct) on one board, in their order, with the board's size.
-pub async fn read_members(
-    conn: &mut Connection,
-    board_key: &str,
-    members: &[&str],
-) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
+pub async fn read_members(conn: &mut Connection, board_key: &str, members: &[&str]) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
     let mut invocation = READ_MEMBERS.key(board_key);
     for member in members {
         invocation.arg(*member);

@@ -1,11 +1,9 @@
 //! Typed wrappers of the admin scripts: `ban.lua` and `correct_score.lua`.
 
-
-use super::{PeriodStanding, Status, BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS};
-use crate::redis::keys::BoardKeys;
+use super::{BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS, PeriodStanding, Status};
 use crate::domain::period::Period;
+use crate::redis::keys::BoardKeys;
 use crate::redis::store::{Connection, StoreError};
-
 
 /// An audit log entry (JSON) and how many entries the log keeps.
 #[derive(Debug, Clone, Copy)]
@@ -18,7 +16,9 @@ pub struct AuditRecord<'a> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ban<'a> {
     /// Guard the user out and remove them from these (live) periods.
-    Ban { live: &'a [Period] },
+    Ban {
+        live: &'a [Period],
+    },
     Unban,
 }
 
@@ -55,7 +55,11 @@ pub async fn ban<'p>(
 pub enum CorrectionReply {
     /// The audit entry (JSON) and the standings after the correction; `duplicate` when they
     /// are the first answer to this correction id.
-    Corrected { entry: String, periods: Vec<PeriodStanding>, duplicate: bool },
+    Corrected {
+        entry: String,
+        periods: Vec<PeriodStanding>,
+        duplicate: bool,
+    },
     Conflict,
     Banned,
     PeriodClosed(String),

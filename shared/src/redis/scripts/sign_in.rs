@@ -3,12 +3,11 @@
 use chrono::Datelike;
 use serde::{Deserialize, Serialize};
 
-use super::{Status, EVENT_MARKER_TTL_SECS, SIGN_IN};
-use crate::redis::keys::BoardKeys;
+use super::{EVENT_MARKER_TTL_SECS, SIGN_IN, Status};
 use crate::domain::period::{days_in_month, month_id, previous_month};
 use crate::domain::sign_in::SignInPlan;
+use crate::redis::keys::BoardKeys;
 use crate::redis::store::{Connection, ReplicaWait, ScriptCall, StoreError};
-
 
 /// What a sign-in did. Stored verbatim in the event marker so a duplicate gets the first answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,12 +39,7 @@ pub enum SignInReply {
 
 /// Signs `member` in for `plan.date`: bitmap, streak, points and bonuses, atomically, in one
 /// round trip (with `wait` for replicas in the same one).
-pub async fn sign_in(
-    conn: &mut Connection,
-    keys: &BoardKeys,
-    plan: &SignInPlan<'_>,
-    wait: ReplicaWait,
-) -> Result<SignInReply, StoreError> {
+pub async fn sign_in(conn: &mut Connection, keys: &BoardKeys, plan: &SignInPlan<'_>, wait: ReplicaWait) -> Result<SignInReply, StoreError> {
     let (date, member) = (plan.date, plan.user_id.as_str());
     let next_day = date.succ_opt().expect("planned dates have a next day");
     let previous_month = previous_month(date);

@@ -8,12 +8,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::domain::config::Board;
-use crate::redis::keys::Keys;
 use crate::domain::period::Period;
-use crate::services::profiles::{self, Profile};
+use crate::domain::tiebreak;
+use crate::redis::keys::Keys;
 use crate::redis::scripts::{self, MemberPlace, RawWindow, Window};
 use crate::redis::store::{Store, StoreError};
-use crate::domain::tiebreak;
+use crate::services::profiles::{self, Profile};
 
 /// How equal points rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -178,10 +178,8 @@ impl Reader {
         let mut conn = self.store.connection().await?;
         let key = self.keys.board(&board.name).period(period);
         let (total, places) = scripts::read_members(&mut conn, &key, &distinct).await?;
-        let ordered: Vec<_> = order_listing(&distinct, places, mode)
-            .into_iter()
-            .filter(|(_, place, _)| include_missing || place.is_some())
-            .collect();
+        let ordered: Vec<_> =
+            order_listing(&distinct, places, mode).into_iter().filter(|(_, place, _)| include_missing || place.is_some()).collect();
         let members: Vec<&str> = ordered.iter().map(|(member, ..)| *member).collect();
         let mut profiles = profiles::get_many(&self.store, &self.keys, &members).await?.into_iter();
         let entries = ordered

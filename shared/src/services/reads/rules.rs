@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use super::RankMode;
 use crate::domain::config::{Board, BoardKind, Config};
 use crate::domain::ids::{self, IdError};
-use crate::domain::period::{parse_day, DateError, Period, PeriodKind};
+use crate::domain::period::{DateError, Period, PeriodKind, parse_day};
 use crate::redis::store::StoreError;
 
 /// Largest page of a board.
