@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: the SAM template's linters, rustfmt and clippy, unit, property and
 # integration tests against real Redis — a standalone redis-server, a 6-node Redis Cluster and a
-# TLS-only server with an ACL user — and a real moto_server (DynamoDB), the functions through `cargo lambda
-# watch`, and (without test filters) the page in headless Chromium and a smoke run of
-# scripts/run-local.sh, all started here on loopback and stopped on exit. Extra arguments go to
+# TLS-only server with an ACL user — and a real moto_server (DynamoDB), the functions through
+# `cargo lambda watch`, and (without test filters) the page in headless Chromium and a smoke run
+# of scripts/run-local.sh, all started here on loopback and stopped on exit. Extra arguments go to
 # both `cargo test` runs (e.g. a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
