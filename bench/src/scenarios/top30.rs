@@ -56,7 +56,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let mut raw_profiles = Measurement::new("raw `ZREVRANGE` + pipelined `HGETALL` ×30");
     for sample in 0..=SAMPLES * bench.repetitions {
         let (elapsed, result) = time(reader.page(board, &period, 0, TOP, RankMode::Unique)).await?;
-        if result.entries.len() != TOP as usize || result.entries.iter().any(|e| e.profile.is_none()) {
+        if result.entries.len() != TOP as usize || result.entries.iter().any(|e| e.holder.profile.is_none()) {
             return Err("the page is not 30 entries with profiles".into());
         }
         let (routed_elapsed, _) = time(call(&query, Request::get(path.as_str()).body(Body::empty())?)).await?;

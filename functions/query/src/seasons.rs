@@ -21,7 +21,7 @@ use standings::services::profiles;
 use standings::services::reads::rules::{
     DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, ReadError, archived_board, around_window, bounded,
 };
-use standings::services::reads::{Standing, counts, percentile};
+use standings::services::reads::{Holder, Standing, percentile};
 
 use crate::App;
 use crate::boards::{TopResponse, UserResponse, with_cache};
@@ -86,13 +86,7 @@ async fn standings(app: &App, board: &Board, entries: Vec<ArchivedEntry>) -> Res
     Ok(entries
         .into_iter()
         .zip(profiles)
-        .map(|(entry, profile)| Standing {
-            counts: counts(board, entry.points),
-            rank: entry.rank,
-            user_id: entry.user_id,
-            score: entry.points,
-            profile,
-        })
+        .map(|(entry, profile)| Standing { rank: entry.rank, holder: Holder::new(board, entry.user_id, entry.points, profile) })
         .collect())
 }
 

@@ -35,10 +35,9 @@ impl RankMode {
     }
 }
 
-/// One row of a leaderboard as the API returns it.
+/// Who a row of a board is about and what they hold; every kind of row flattens it in.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Standing {
-    pub rank: u64,
+pub struct Holder {
     pub user_id: String,
     /// Whole points, never the composite.
     pub score: i64,
@@ -46,6 +45,20 @@ pub struct Standing {
     /// Per-board counters derived from the score, e.g. `invite_count`.
     #[serde(flatten)]
     pub counts: BTreeMap<String, i64>,
+}
+
+impl Holder {
+    pub fn new(board: &Board, user_id: String, score: i64, profile: Option<Profile>) -> Self {
+        Self { user_id, score, profile, counts: counts(board, score) }
+    }
+}
+
+/// One row of a leaderboard as the API returns it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Standing {
+    pub rank: u64,
+    #[serde(flatten)]
+    pub holder: Holder,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -72,11 +85,8 @@ pub struct ListedStanding {
     pub rank: Option<u64>,
     /// Rank among the listed members that are on the board (1..n), in the same rank mode.
     pub relative_rank: Option<u64>,
-    pub user_id: String,
-    pub score: i64,
-    pub profile: Option<Profile>,
     #[serde(flatten)]
-    pub counts: BTreeMap<String, i64>,
+    pub holder: Holder,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -154,11 +164,11 @@ impl Reader {
         let raw = self.read(board, period, Window::Around { member: user_id, around }).await?;
         let (total, below) = (raw.total, raw.below);
         let entries = self.standings(board, raw, mode).await?;
-        let own = entries.iter().find(|e| e.user_id == user_id);
+        let own = entries.iter().find(|e| e.holder.user_id == user_id);
         Ok(MemberStanding {
             total,
             rank: own.map(|e| e.rank),
-            score: own.map_or(0, |e| e.score),
+            score: own.map_or(0, |e| e.holder.score),
             percentile: below.map(|b| percentile(b, total)),
             around: entries,
         })
@@ -192,10 +202,7 @@ impl Reader {
                         RankMode::Competition => p.above + 1,
                     }),
                     relative_rank,
-                    user_id: member.to_owned(),
-                    score,
-                    profile: profiles.next().flatten(),
-                    counts: counts(board, score),
+                    holder: Holder::new(board, member.to_owned(), score, profiles.next().flatten()),
                 }
             })
             .collect();
@@ -221,10 +228,7 @@ impl Reader {
                         RankMode::Unique => position + 1,
                         RankMode::Competition => entry.above + 1,
                     },
-                    user_id: entry.member.clone(),
-                    score,
-                    profile: profiles.next().flatten(),
-                    counts: counts(board, score),
+                    holder: Holder::new(board, entry.member.clone(), score, profiles.next().flatten()),
                 }
             })
             .collect())
