@@ -16,7 +16,8 @@ use redis::AsyncCommands;
 use standings::domain::period::{Period, PeriodKind};
 use standings::domain::tiebreak;
 use standings::redis::keys::Keys;
-use standings::redis::store::{Connection, RedisSettings, Store};
+use standings::redis::settings::RedisSettings;
+use standings::redis::store::{Connection, Store};
 use tower::ServiceExt;
 
 pub type BenchError = Box<dyn std::error::Error + Send + Sync>;

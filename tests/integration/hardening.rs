@@ -4,7 +4,8 @@
 
 use axum::http::Method;
 use serde_json::json;
-use standings::redis::store::{RedisSettings, Store};
+use standings::redis::settings::RedisSettings;
+use standings::redis::store::Store;
 use standings_tests::{ArchiveHarness, spawn_ingest};
 
 const FAR: [&str; 4] = ["%2B262142-12-31", "-262143-01-01", "9999-12-31", "2019-12-31"];
@@ -73,7 +74,7 @@ async fn a_store_that_may_evict_keys_refuses_writes_unless_allowed() {
     let server = standings_tests::servers::RedisServer::start(&["--maxmemory-policy", "volatile-lru"]).await;
     let app = standings_tests::spawn_ingest_at(
         standings::domain::config::Config::default_boards(),
-        &standings::redis::store::RedisSettings::standalone(&server.url()),
+        &standings::redis::settings::RedisSettings::standalone(&server.url()),
     )
     .await;
     let event = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a"});
@@ -93,7 +94,7 @@ async fn a_store_that_may_evict_keys_refuses_writes_unless_allowed() {
     assert_eq!((&health["store"]["eviction_risk"], &health["store"]["writes_accepted"]), (&json!(true), &json!(false)), "{health}");
 
     // An operator may accept the risk explicitly.
-    let mut settings = standings::redis::store::RedisSettings::standalone(&server.url());
+    let mut settings = standings::redis::settings::RedisSettings::standalone(&server.url());
     settings.allow_evicting_policy = true;
     let allowed = standings_tests::spawn_ingest_at(standings::domain::config::Config::default_boards(), &settings).await;
     let (status, body) = allowed.event(event).await;

@@ -96,7 +96,7 @@ async fn two_users_a_second_apart_rank_by_who_got_there_first() {
 async fn events_still_apply_after_script_flush() {
     // A server of its own: flushing the suite's would race tests that count cached scripts.
     let server = standings_tests::servers::RedisServer::start(&[]).await;
-    let app = spawn_ingest_at(Config::default_boards(), &standings::redis::store::RedisSettings::standalone(&server.url())).await;
+    let app = spawn_ingest_at(Config::default_boards(), &standings::redis::settings::RedisSettings::standalone(&server.url())).await;
     app.event(json!({"event_id": "1", "user_id": "u1", "action": "comment", "target": "x"})).await;
     let () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut app.redis.clone()).await.unwrap();
     let (status, body) = app.event(json!({"event_id": "2", "user_id": "u1", "action": "comment", "target": "y"})).await;

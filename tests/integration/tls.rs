@@ -5,7 +5,8 @@
 
 use serde_json::json;
 use standings::domain::config::Config;
-use standings::redis::store::{RedisSettings, Store};
+use standings::redis::settings::RedisSettings;
+use standings::redis::store::Store;
 use standings_tests::{day, spawn_ingest_at, spawn_ingest_with_stores};
 
 fn var(name: &str) -> String {

@@ -27,7 +27,8 @@ use standings::domain::period::Period;
 use standings::domain::tiebreak;
 use standings::http::{ADMIN_SCOPE, AuthMode, WRITE_SCOPE};
 use standings::redis::keys::Keys;
-use standings::redis::store::{Connection, RedisSettings, Store};
+use standings::redis::settings::RedisSettings;
+use standings::redis::store::{Connection, Store};
 use tower::ServiceExt;
 
 pub mod cluster;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use redis::aio::MultiplexedConnection;
-use standings::redis::store::RedisSettings;
+use standings::redis::settings::RedisSettings;
 
 use crate::cluster::parse_cluster_nodes;
 

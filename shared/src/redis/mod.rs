@@ -4,4 +4,5 @@
 pub mod keys;
 pub mod probe;
 pub mod scripts;
+pub mod settings;
 pub mod store;

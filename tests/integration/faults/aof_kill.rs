@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use standings::domain::config::Config;
-use standings::redis::store::RedisSettings;
+use standings::redis::settings::RedisSettings;
 use standings_tests::cluster;
 use standings_tests::load::{self, Delivery, Load};
 use standings_tests::servers::RedisServer;

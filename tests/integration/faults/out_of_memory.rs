@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 use standings::domain::config::Config;
-use standings::redis::store::RedisSettings;
+use standings::redis::settings::RedisSettings;
 use standings_tests::servers::RedisServer;
 use standings_tests::{TestApp, day, spawn_ingest_at};
 

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 use standings::domain::config::Config;
-use standings::redis::store::RedisSettings;
+use standings::redis::settings::RedisSettings;
 use standings_tests::servers::RedisServer;
 use standings_tests::{day, spawn_ingest_at};
 

@@ -7,7 +7,8 @@ use super::{EVENT_MARKER_TTL_SECS, SIGN_IN, Status};
 use crate::domain::period::{days_in_month, month_id, previous_month};
 use crate::domain::sign_in::SignInPlan;
 use crate::redis::keys::BoardKeys;
-use crate::redis::store::{Connection, ReplicaWait, ScriptCall, StoreError};
+use crate::redis::settings::ReplicaWait;
+use crate::redis::store::{Connection, ScriptCall, StoreError};
 
 /// What a sign-in did. Stored verbatim in the event marker so a duplicate gets the first answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

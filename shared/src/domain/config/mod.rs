@@ -1,6 +1,8 @@
 //! Board configuration: parsed from TOML (embedded default or `STANDINGS_CONFIG`) and
 //! validated once at start, with errors that name the offending field.
 
+mod validate;
+
 use std::collections::{BTreeMap, HashSet};
 
 use chrono_tz::Tz;
@@ -8,9 +10,10 @@ use serde::Deserialize;
 
 use crate::domain::ids;
 use crate::domain::period::PeriodKind;
+use validate::{invalid, validate_board};
 
 /// The configuration shipped with the project (docs/boards.md).
-pub const DEFAULT_CONFIG: &str = include_str!("../../boards.toml");
+pub const DEFAULT_CONFIG: &str = include_str!("../../../boards.toml");
 
 /// Upper bound for a single rule's points; keeps every sum far inside the composite range.
 pub const MAX_RULE_POINTS: i64 = 100_000;
@@ -23,10 +26,6 @@ pub enum ConfigError {
     Syntax(String),
     #[error("board configuration: {field}: {problem}")]
     Invalid { field: String, problem: String },
-}
-
-fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ConfigError {
-    ConfigError::Invalid { field: field.into(), problem: problem.into() }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
@@ -239,155 +238,6 @@ impl Config {
     pub fn boards_for_action<'a>(&'a self, action: &str) -> impl Iterator<Item = (&'a Board, &'a Rule)> {
         self.boards.iter().filter_map(move |b| b.rule(action).map(|r| (b, r)))
     }
-}
-
-fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigError> {
-    if ids::validate_board_name(&raw.name).is_err() {
-        return Err(invalid(format!("{at}.name"), "must be 1-32 characters of a-z, 0-9 and '-'"));
-    }
-    let timezone: Tz =
-        raw.timezone.parse().map_err(|_| invalid(format!("{at}.timezone"), format!("unknown IANA timezone {:?}", raw.timezone)))?;
-    if raw.top == 0 || raw.top > 1000 {
-        return Err(invalid(format!("{at}.top"), "must be between 1 and 1000"));
-    }
-    let mut seen = HashSet::new();
-    for (j, period) in raw.periods.iter().enumerate() {
-        if !seen.insert(*period) {
-            return Err(invalid(format!("{at}.periods[{j}]"), "listed twice"));
-        }
-    }
-    match raw.kind {
-        BoardKind::Cumulative => {
-            if raw.periods.is_empty() {
-                return Err(invalid(format!("{at}.periods"), "a cumulative board needs at least one period"));
-            }
-            if raw.decay.is_some() {
-                return Err(invalid(format!("{at}.decay"), "only decaying boards decay"));
-            }
-        }
-        BoardKind::Decaying => {
-            let Some(decay) = &raw.decay else {
-                return Err(invalid(format!("{at}.decay"), "a decaying board needs a decay section"));
-            };
-            validate_decay(&format!("{at}.decay"), decay)?;
-            if !raw.periods.is_empty() || !raw.rules.is_empty() || raw.archive || raw.sign_in.is_some() {
-                return Err(invalid(format!("{at}.kind"), "a decaying board takes heat, not rules, periods, sign-ins or archiving"));
-            }
-        }
-    }
-    if raw.archive && !raw.periods.contains(&PeriodKind::Season) {
-        return Err(invalid(format!("{at}.archive"), "only boards with a season period can be archived"));
-    }
-    let mut rules = BTreeMap::new();
-    for (j, rule) in raw.rules.into_iter().enumerate() {
-        validate_rule(&format!("{at}.rules[{j}]"), &rule)?;
-        if rules.insert(rule.action.clone(), rule).is_some() {
-            return Err(invalid(format!("{at}.rules[{j}].action"), "duplicate action on this board"));
-        }
-    }
-    if let Some(sign_in) = &raw.sign_in {
-        if !(1..=MAX_RULE_POINTS).contains(&sign_in.points) {
-            return Err(invalid(format!("{at}.sign_in.points"), format!("must be 1..={MAX_RULE_POINTS}")));
-        }
-        let mut streaks = HashSet::new();
-        for (j, (days, bonus)) in sign_in.streak_bonuses.iter().enumerate() {
-            // A one-day "streak" is every sign-in: that is `points`, not a bonus. (The sign-in
-            // script also relies on it: a late sign-in for yesterday re-evaluates today's
-            // streak, which was 1 when today was signed.)
-            if !(2..=MAX_BONUS_STREAK).contains(days) || !(1..=MAX_RULE_POINTS).contains(bonus) {
-                return Err(invalid(
-                    format!("{at}.sign_in.streak_bonuses[{j}]"),
-                    format!("needs a streak of 2..={MAX_BONUS_STREAK} days and a bonus of 1..={MAX_RULE_POINTS}"),
-                ));
-            }
-            if !streaks.insert(*days) {
-                return Err(invalid(format!("{at}.sign_in.streak_bonuses[{j}]"), "streak listed twice"));
-            }
-        }
-    }
-    Ok(Board {
-        name: raw.name,
-        kind: raw.kind,
-        timezone,
-        periods: raw.periods,
-        top: raw.top,
-        archive: raw.archive,
-        rules,
-        sign_in: raw.sign_in,
-        decay: raw.decay,
-        wait_replicas: raw.wait_replicas,
-    })
-}
-
-fn validate_rule(at: &str, rule: &Rule) -> Result<(), ConfigError> {
-    if ids::validate_action(&rule.action).is_err() {
-        return Err(invalid(format!("{at}.action"), "must be 1-32 characters of a-z, 0-9 and '_'"));
-    }
-    if !(1..=MAX_RULE_POINTS).contains(&rule.points) {
-        return Err(invalid(format!("{at}.points"), format!("must be 1..={MAX_RULE_POINTS}")));
-    }
-    if let Some(max) = rule.max_points
-        && !(rule.points..=MAX_RULE_POINTS).contains(&max)
-    {
-        return Err(invalid(format!("{at}.max_points"), "must be at least points and within range"));
-    }
-    if let Some(cap) = rule.daily_cap
-        && cap < 1
-    {
-        return Err(invalid(format!("{at}.daily_cap"), "must be positive"));
-    }
-    if let Some(limit) = rule.rate_limit {
-        if !(1..=MAX_RATE_LIMIT).contains(&limit.max) {
-            return Err(invalid(format!("{at}.rate_limit.max"), format!("must be 1..={MAX_RATE_LIMIT}")));
-        }
-        if !(1..=MAX_RATE_WINDOW_SECS).contains(&limit.per_secs) {
-            return Err(invalid(format!("{at}.rate_limit.per_secs"), format!("must be 1..={MAX_RATE_WINDOW_SECS}")));
-        }
-    }
-    if rule.reversible && rule.scope != Scope::UserTargetDay {
-        return Err(invalid(
-            format!("{at}.reversible"),
-            "only user_target_day rules can be reversed (a take-back needs that day's ledger)",
-        ));
-    }
-    Ok(())
-}
-
-fn validate_decay(at: &str, decay: &Decay) -> Result<(), ConfigError> {
-    match decay {
-        Decay::Window { window_hours, weights, linear_step, half_life_hours, synthesized_ttl_secs } => {
-            if !(1..=168).contains(window_hours) {
-                return Err(invalid(format!("{at}.window_hours"), "must be 1..=168"));
-            }
-            if *synthesized_ttl_secs < 60 {
-                return Err(invalid(format!("{at}.synthesized_ttl_secs"), "must be at least 60"));
-            }
-            match weights {
-                Weights::Linear => {
-                    let step = linear_step.ok_or_else(|| invalid(format!("{at}.linear_step"), "required for linear weights"))?;
-                    if !(step > 0.0 && step * f64::from(*window_hours - 1) < 1.0) {
-                        return Err(invalid(format!("{at}.linear_step"), "must keep every weight in the window above 0"));
-                    }
-                }
-                Weights::Exponential => {
-                    let half_life =
-                        half_life_hours.ok_or_else(|| invalid(format!("{at}.half_life_hours"), "required for exponential weights"))?;
-                    if !(half_life > 0.0 && half_life.is_finite()) {
-                        return Err(invalid(format!("{at}.half_life_hours"), "must be positive"));
-                    }
-                }
-            }
-        }
-        Decay::Scale { factor, every_minutes } => {
-            if !(*factor > 0.0 && *factor < 1.0) {
-                return Err(invalid(format!("{at}.factor"), "must be between 0 and 1"));
-            }
-            if *every_minutes == 0 {
-                return Err(invalid(format!("{at}.every_minutes"), "must be positive"));
-            }
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
