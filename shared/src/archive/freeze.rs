@@ -9,9 +9,10 @@ use chrono_tz::Tz;
 use crate::domain::guard::{closed_field, live_field};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::tiebreak;
+use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::scripts;
-use crate::redis::store::{Connection, StoreError};
+use crate::redis::store::Connection;
 
 /// The season named `id` (`YYYY-MM`, as its period id reads) in `tz`, if `id` names one.
 pub fn season_named(id: &str, tz: Tz) -> Option<Period> {

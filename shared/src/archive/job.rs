@@ -16,8 +16,9 @@ use super::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, TableError,
 use crate::Clock;
 use crate::domain::config::{Board, Config};
 use crate::domain::period::Period;
+use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys};
-use crate::redis::store::{Connection, Store, StoreError};
+use crate::redis::store::{Connection, Store};
 use crate::runtime::metrics::{Metrics, Unit};
 use aws_sdk_dynamodb::types::WriteRequest;
 use chrono::{DateTime, Duration, Utc};

@@ -1,7 +1,9 @@
 //! What the store says about itself, read in one round trip: its eviction policy, which decides
 //! whether writes are safe (see `Store::write_connection`) and what `GET /v1/health` reports.
 
-use crate::redis::store::{Connection, StoreError};
+use redis::aio::ConnectionLike;
+
+use super::error::StoreError;
 
 /// The value of `field` in an INFO reply.
 fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
@@ -11,7 +13,7 @@ fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
 /// The store's `maxmemory-policy`, in one round trip (`INFO memory`). A one-command pipeline:
 /// a cluster sends it to one node, where a bare INFO would fan out to every primary and fail
 /// while any is down.
-pub(crate) async fn maxmemory_policy(conn: &mut Connection) -> Result<String, StoreError> {
+pub(crate) async fn maxmemory_policy(conn: &mut impl ConnectionLike) -> Result<String, StoreError> {
     let (memory,): (String,) = redis::pipe().cmd("INFO").arg("memory").query_async(conn).await?;
     Ok(info_field(&memory, "maxmemory_policy").unwrap_or("unknown").to_owned())
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::store::StoreError;
+use super::error::StoreError;
 
 /// How to reach Redis; read from the environment (docs/configuration.md).
 #[derive(Clone)]

@@ -11,32 +11,8 @@ use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisFuture, Script, ServerErrorKind, ToRedisArgs, Value};
 use tokio::sync::OnceCell;
 
+use super::error::StoreError;
 use super::settings::{RedisSettings, ReplicaWait};
-
-#[derive(Debug, Clone, thiserror::Error)]
-pub enum StoreError {
-    #[error("redis: {0}")]
-    Redis(#[from] RedisError),
-    #[error("unexpected reply from redis: {0}")]
-    Protocol(String),
-    #[error("redis configuration: {0}")]
-    Config(String),
-    #[error("redis did not answer within {0:?}")]
-    Timeout(Duration),
-    #[error("only {acknowledged} of {wanted} replicas acknowledged the write in time")]
-    NotReplicated { wanted: u32, acknowledged: u32 },
-    /// Writes are refused: the store may evict keys, and with them the boards, ledgers and
-    /// event markers exactly-once rests on.
-    #[error("the store's maxmemory-policy is {0:?}; writes need noeviction (or STANDINGS_ALLOW_EVICTING_POLICY=true)")]
-    EvictingPolicy(String),
-}
-
-impl StoreError {
-    /// Redis refused a write because it reached `maxmemory` (policy `noeviction`).
-    pub fn is_out_of_memory(&self) -> bool {
-        matches!(self, StoreError::Redis(e) if e.code() == Some("OOM"))
-    }
-}
 
 /// rustls needs a process-wide crypto provider; redis-rs does not pick one. `ring` is
 /// installed explicitly (not left to crate features) so that another crate enabling

@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::redis::error::StoreError;
 use crate::redis::probe::maxmemory_policy;
-use crate::redis::store::{Store, StoreError};
+use crate::redis::store::Store;
 
 /// What `GET /v1/health` may tell anyone: enough for an operator to act on (is the store
 /// reachable, will it take writes, and why not), nothing an attacker could use (no version,

@@ -16,10 +16,11 @@ use crate::domain::decay::{self, DecayPlan, MAX_HEAT_DELTA, SCALE_PRUNE_BELOW};
 use crate::domain::ids::{self, IdError};
 use crate::domain::period::{EventTimeError, EventWindow};
 use crate::domain::scoring;
+use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::scripts::EVENT_MARKER_TTL_SECS;
 use crate::redis::scripts::hot::{self as scripts, DecayReply, HeatReply, HeatWrite, MADE_UP_MARKER_TTL_SECS, Synthesis};
-use crate::redis::store::{Connection, Store, StoreError};
+use crate::redis::store::{Connection, Store};
 
 /// Largest `limit` of `GET /v1/hot/{board}`.
 pub const MAX_HOT_LIMIT: u32 = 1000;

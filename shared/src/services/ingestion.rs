@@ -17,9 +17,10 @@ use serde::Serialize;
 use crate::domain::config::Config;
 use crate::domain::period::EventWindow;
 use crate::domain::scoring::{BoardPlan, Event, EventPlan, Refusal, plan_event};
+use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::{self, ApplyReply, BoardEvent, BoardOutcome, CHUNK};
-use crate::redis::store::{Store, StoreError};
+use crate::redis::store::Store;
 
 /// Largest `POST /v1/events:batch`.
 pub const MAX_BATCH: usize = 500;

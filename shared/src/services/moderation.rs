@@ -14,10 +14,11 @@ use crate::domain::ids::{self, IdError};
 use crate::domain::period::{EventWindow, Period, PeriodKind};
 use crate::domain::scoring;
 use crate::domain::tiebreak::{self, MAX_POINTS, RangeError};
+use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::moderation::{self as script, AuditRecord, Ban, CorrectionReply, ScoreCorrection};
 use crate::redis::scripts::{GuardRefusal, PeriodStanding};
-use crate::redis::store::{Store, StoreError};
+use crate::redis::store::Store;
 
 /// Entries each board's audit log keeps (older ones are trimmed).
 pub const AUDIT_LOG_LEN: usize = 10_000;

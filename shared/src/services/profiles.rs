@@ -7,8 +7,9 @@ use futures::future::try_join_all;
 use redis::cluster_routing::Slot;
 use serde::{Deserialize, Serialize};
 
+use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::store::{Store, StoreError};
+use crate::redis::store::Store;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

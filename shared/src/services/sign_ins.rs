@@ -13,10 +13,11 @@ use crate::domain::period::{EventWindow, Period, PeriodKind, first_of_month, mon
 use crate::domain::scoring::fingerprint;
 use crate::domain::sign_in::{Calendar, DateRefusal, MonthBitmap, SignInPlan, SignInRequest, accepted_date, read_calendar};
 use crate::domain::tiebreak::{self, RangeError};
+use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::GuardRefusal;
 use crate::redis::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
-use crate::redis::store::{Store, StoreError};
+use crate::redis::store::Store;
 
 /// The answer to a sign-in; a duplicate delivery gets the first answer with `duplicate: true`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -20,9 +20,10 @@ use super::{APPLY_EVENT, ApplyReply, BoardOutcome, PeriodStanding, Status};
 use crate::domain::period::{EventTimeError, Period, PeriodKind};
 use crate::domain::scoring::{BoardPlan, Ledger, Mode, RateWindow};
 use crate::domain::tiebreak;
+use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::settings::ReplicaWait;
-use crate::redis::store::{Connection, ScriptCall, StoreError};
+use crate::redis::store::{Connection, ScriptCall};
 
 /// Marker hashes per bucket. A day's markers of one board spread over this many hashes; each
 /// stays listpack-encoded up to Redis's `hash-max-listpack-entries` (128 by default), i.e. up

@@ -5,8 +5,9 @@ use chrono::{DateTime, Utc};
 
 use super::{ADD_HEAT, SCALE_HOT, SYNTHESIZE_HOT, Status};
 use crate::domain::period::EventTimeError;
+use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
-use crate::redis::store::{Connection, StoreError};
+use crate::redis::store::Connection;
 
 /// Where a heat event goes and how it is remembered.
 #[derive(Debug, Clone)]

@@ -22,7 +22,8 @@ use serde::{Deserialize, Serialize};
 use crate::domain::guard::{BAN, CLOSED, LIVE};
 use crate::domain::period::EventTimeError;
 use crate::domain::tiebreak::{MAX_POINTS, TIME_SPAN};
-use crate::redis::store::{Connection, StoreError};
+use crate::redis::error::StoreError;
+use crate::redis::store::Connection;
 
 pub use apply::{BoardEvent, CHUNK, Decision, MARKER_SHARDS, MarkerSlot, Receipt, apply_events, marker_bucket};
 pub(crate) use reply::Status;

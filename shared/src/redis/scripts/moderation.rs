@@ -2,8 +2,9 @@
 
 use super::{BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS, PeriodStanding, Status};
 use crate::domain::period::Period;
+use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
-use crate::redis::store::{Connection, StoreError};
+use crate::redis::store::Connection;
 
 /// An audit log entry (JSON) and how many entries the log keeps.
 #[derive(Debug, Clone, Copy)]

@@ -1,6 +1,6 @@
 //! The first value of every write script's reply, parsed in one place.
 
-use crate::redis::store::StoreError;
+use crate::redis::error::StoreError;
 
 /// What a write script answered. Each wrapper maps the statuses its script can give onto its
 /// own reply type; any other is a protocol error (`Status::unexpected`).

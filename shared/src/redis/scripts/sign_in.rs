@@ -6,9 +6,10 @@ use serde::{Deserialize, Serialize};
 use super::{EVENT_MARKER_TTL_SECS, SIGN_IN, Status};
 use crate::domain::period::{days_in_month, month_id, previous_month};
 use crate::domain::sign_in::SignInPlan;
+use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::settings::ReplicaWait;
-use crate::redis::store::{Connection, ScriptCall, StoreError};
+use crate::redis::store::{Connection, ScriptCall};
 
 /// What a sign-in did. Stored verbatim in the event marker so a duplicate gets the first answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

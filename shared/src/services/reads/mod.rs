@@ -10,9 +10,10 @@ use serde::Serialize;
 use crate::domain::config::Board;
 use crate::domain::period::Period;
 use crate::domain::tiebreak;
+use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::{self, MemberPlace, RawWindow, Window};
-use crate::redis::store::{Store, StoreError};
+use crate::redis::store::Store;
 use crate::services::profiles::{self, Profile};
 
 /// How equal points rank.

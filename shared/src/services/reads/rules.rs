@@ -10,7 +10,7 @@ use super::RankMode;
 use crate::domain::config::{Board, BoardKind, Config};
 use crate::domain::ids::{self, IdError};
 use crate::domain::period::{DateError, Period, PeriodKind, parse_day};
-use crate::redis::store::StoreError;
+use crate::redis::error::StoreError;
 
 /// Largest page of a board.
 pub const MAX_LIMIT: u64 = 1000;
