@@ -1,9 +1,9 @@
 //! Standings: leaderboards on Redis sorted sets, for AWS Lambda.
 //!
-//! The folders are the layers: `domain` (pure rules, time passed in), `redis` (connection,
-//! keys, Lua scripts), `services` (what the functions call), `archive` (frozen seasons and
-//! their DynamoDB table), `http` (routes, auth, the one error mapping, the Lambda runner) and
-//! `runtime` (logs, metrics, secrets). Each imports only the layers listed before it.
+//! The folders are the layers, each importing only the ones listed before it: `runtime`
+//! (logs, metrics, secrets), `domain` (pure rules, time passed in), `redis` (connection,
+//! keys, Lua scripts), `archive` (frozen seasons and their DynamoDB table), `services` (what
+//! the functions call) and `http` (routes, auth, the one error mapping, the Lambda runner).
 
 pub mod archive;
 pub mod domain;

@@ -18,6 +18,7 @@ mod health;
 mod hot;
 mod hot_metrics;
 mod lambda_watch;
+mod layers;
 mod limits;
 mod lua_keys;
 mod malformed;
