@@ -1,7 +1,9 @@
 //! Event markers: fields of small day-bucketed hashes (not a string key per event), kept to the
-//! end of the next local day, and read for retries of events marked by earlier releases.
+//! end of the next local day, and read for retries of events marked by earlier releases. Ledger
+//! entries: stored under a digest, and honoured when an earlier release wrote them readable.
 
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 use standings::domain::scoring::Event;
 use standings::redis::scripts::MarkerSlot;
 use standings_tests::{at, day, spawn_ingest};
@@ -108,4 +110,40 @@ async fn a_big_board_day_keeps_every_marker_bucket_compact() {
     // Spread thin over 1,024 shards, so each bucket's own overhead dominates here; a string
     // marker per event cost about 300 bytes.
     assert!(bytes / markers < 60, "{} bytes a marker", bytes / markers);
+}
+
+/// The day ledger of `user` on the `activity` board for 2026-11-22, field by field.
+async fn day_ledger(app: &standings_tests::TestApp, user: &str) -> (String, Vec<(Vec<u8>, i64)>) {
+    let key = app.keys.board("activity").day_ledger(user, "2026-11-22");
+    let fields: Vec<(Vec<u8>, i64)> = query(app, redis::cmd("HGETALL").arg(&key)).await;
+    (key, fields)
+}
+
+#[tokio::test]
+async fn a_ledger_entry_is_stored_under_8_bytes_of_its_digest() {
+    let app = spawn_ingest().await;
+    let (status, body) = app.event(json!({"event_id": "p1", "user_id": "u1", "action": "praise", "target": "article-7"})).await;
+    assert_eq!(status, 200, "{body}");
+    let (_, fields) = day_ledger(&app, "u1").await;
+    assert_eq!(fields, [(Sha256::digest(b"praise|article-7")[..8].to_vec(), 2)]);
+}
+
+#[tokio::test]
+async fn ledger_entries_written_readable_by_an_earlier_release_still_count() {
+    let app = spawn_ingest().await;
+    app.event(json!({"event_id": "p1", "user_id": "u1", "action": "praise", "target": "a1"})).await;
+    // Rewrite the entry as an earlier release stored it: the readable `action|target`.
+    let (key, fields) = day_ledger(&app, "u1").await;
+    let () = query(&app, redis::cmd("DEL").arg(&key)).await;
+    let () = query(&app, redis::cmd("HSET").arg(&key).arg("praise|a1").arg(fields[0].1)).await;
+
+    let (_, again) = app.event(json!({"event_id": "p2", "user_id": "u1", "action": "praise", "target": "a1"})).await;
+    assert_eq!((&again["results"][0]["applied"], &again["results"][0]["reason"]), (&json!(false), &json!("already_counted")), "{again}");
+    assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, Some(2));
+
+    let (_, back) = app.event(json!({"event_id": "p3", "user_id": "u1", "action": "praise", "target": "a1", "active": false})).await;
+    assert_eq!((&back["results"][0]["applied"], &back["results"][0]["delta"]), (&json!(true), &json!(-2)), "{back}");
+    assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, None);
+    let (_, fields) = day_ledger(&app, "u1").await;
+    assert_eq!(fields, [], "the take-back removed the old entry");
 }

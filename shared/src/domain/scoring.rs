@@ -104,7 +104,8 @@ pub struct BoardPlan<'a> {
     pub mode: Mode,
     pub points: i64,
     pub ledger: Ledger,
-    /// Field in the ledger, e.g. `praise|article-7`; empty when `ledger` is `None`.
+    /// The ledger entry, e.g. `praise|article-7` (stored under its digest); empty when
+    /// `ledger` is `None`.
     pub ledger_field: String,
     /// Cap counter field in the day ledger and its limit.
     pub cap: Option<(String, i64)>,

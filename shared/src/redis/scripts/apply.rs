@@ -147,6 +147,13 @@ pub struct MarkerBucket {
     pub ttl_secs: i64,
 }
 
+/// The field a ledger entry (`action|target`) is stored under: 8 bytes of its digest, a third
+/// of a typical entry's bytes, since ledger fields are most of an active member's memory.
+/// Empty for no entry.
+fn ledger_field(entry: &str) -> Vec<u8> {
+    if entry.is_empty() { Vec::new() } else { Sha256::digest(entry.as_bytes())[..8].to_vec() }
+}
+
 /// The 4 bytes of a payload fingerprint (hex) that a marker keeps.
 fn short_fingerprint(fingerprint: &str) -> Vec<u8> {
     (0..4).map(|i| fingerprint.get(2 * i..2 * i + 2).and_then(|byte| u8::from_str_radix(byte, 16).ok()).unwrap_or(0)).collect()
@@ -233,6 +240,7 @@ pub async fn apply_events(
             })
             .arg(plan.points)
             .arg(ledger)
+            .arg(ledger_field(&plan.ledger_field))
             .arg(&plan.ledger_field)
             .arg(day_ledger)
             .arg(cap_field)

@@ -29,20 +29,23 @@ b+7        "give" or "take"
 b+8        points a give awards (positive integer)
 b+9        index of the idempotency ledger (hash, field -> points given): the user's day
            ledger, the user's lifetime ledger or the board's target ledger, by the rule's scope
-b+10       ledger field, "" when the rule records nothing
-b+11       index of the user's day ledger (the day's cap counters; may equal b+9's)
-b+12       cap counter field, "" when the rule has no daily cap
-b+13       the daily cap in points
-b+14       EXPIREAT of the idempotency ledger, "0" for none
-b+15       EXPIREAT of the day ledger, "0" for none
-b+16       refusal of a first delivery: "" (none), "too_late" or "in_future". Checked only
+b+10       ledger field: 8 bytes of the digest of "<action>|<target>", "" when the rule
+           records nothing
+b+11       the same entry's field as earlier releases wrote it ("<action>|<target>"): read as
+           the same entry (a give already counted, a take-back's points), deleted by a take-back
+b+12       index of the user's day ledger (the day's cap counters; may equal b+9's)
+b+13       cap counter field, "" when the rule has no daily cap
+b+14       the daily cap in points
+b+15       EXPIREAT of the idempotency ledger, "0" for none
+b+16       EXPIREAT of the day ledger, "0" for none
+b+17       refusal of a first delivery: "" (none), "too_late" or "in_future". Checked only
            after the markers, so a retry is a duplicate whenever it arrives
-b+17       index of the user's rate-limit log of this action (sorted set: marker field -> ms)
-b+18       rate limit: events allowed in the window ("0": no limit)
-b+19       rate limit window in ms
-b+20       now in ms (the function's clock)
-b+21       time part of the composite for "reached now" (tiebreak.rs; earlier: larger)
-b+22       n, the number of period boards, then n quadruples from b+23:
+b+18       index of the user's rate-limit log of this action (sorted set: marker field -> ms)
+b+19       rate limit: events allowed in the window ("0": no limit)
+b+20       rate limit window in ms
+b+21       now in ms (the function's clock)
+b+22       time part of the composite for "reached now" (tiebreak.rs; earlier: larger)
+b+23       n, the number of period boards, then n quadruples from b+24:
            index of the period's sorted set (scored points * SPAN + time part), kind, id,
            EXPIREAT ("0": none)
 
@@ -73,9 +76,9 @@ local GUARD = KEYS[1]
 -- (nil for a refusal).
 local function apply(b)
   local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
-  local boards = tonumber(ARGV[b + 22])
-  local function board(i) return tonumber(ARGV[b + 19 + 4 * i]) end
-  local function period(i, part) return ARGV[b + 19 + 4 * i + part] end
+  local boards = tonumber(ARGV[b + 23])
+  local function board(i) return tonumber(ARGV[b + 20 + 4 * i]) end
+  local function period(i, part) return ARGV[b + 20 + 4 * i + part] end
 
   local function standing_now()
     local points, ranks = {}, {}
@@ -101,7 +104,7 @@ local function apply(b)
     local points, ranks = standing_now()
     return 'legacy', legacy, points, ranks
   end
-  if ARGV[b + 16] ~= '' then return ARGV[b + 16], '' end
+  if ARGV[b + 17] ~= '' then return ARGV[b + 17], '' end
 
   -- Refusals that depend on the board's state, checked with one read.
   local refusal, closed = guard_refusal(GUARD, member, boards,
@@ -110,8 +113,8 @@ local function apply(b)
 
   -- Rate limit: a sliding window of the user's recent events of this action. Only read here;
   -- the event is logged with the other writes, so a refused event leaves no trace.
-  local rate_log = KEYS[tonumber(ARGV[b + 17])]
-  local rate_max, rate_window, now_ms = tonumber(ARGV[b + 18]), tonumber(ARGV[b + 19]), tonumber(ARGV[b + 20])
+  local rate_log = KEYS[tonumber(ARGV[b + 18])]
+  local rate_max, rate_window, now_ms = tonumber(ARGV[b + 19]), tonumber(ARGV[b + 20]), tonumber(ARGV[b + 21])
   -- The window is (now - window, now]; entries at or before its floor have left it.
   local window_floor = string.format('%.0f', now_ms - rate_window)
   if rate_max > 0 then
@@ -124,17 +127,17 @@ local function apply(b)
     end
   end
 
-  local ledger, ledger_field = KEYS[tonumber(ARGV[b + 9])], ARGV[b + 10]
-  local day_ledger, cap_field = KEYS[tonumber(ARGV[b + 11])], ARGV[b + 12]
+  local ledger, ledger_field, legacy_field = KEYS[tonumber(ARGV[b + 9])], ARGV[b + 10], ARGV[b + 11]
+  local day_ledger, cap_field = KEYS[tonumber(ARGV[b + 12])], ARGV[b + 13]
   local give = ARGV[b + 7] == 'give'
   local delta, capped, code = 0, 0, RECEIPT_APPLIED
   if give then
-    if ledger_field ~= '' and redis.call('HEXISTS', ledger, ledger_field) == 1 then
+    if ledger_field ~= '' and (redis.call('HEXISTS', ledger, ledger_field) == 1 or redis.call('HEXISTS', ledger, legacy_field) == 1) then
       code = RECEIPT_ALREADY_COUNTED
     else
       delta = tonumber(ARGV[b + 8])
       if cap_field ~= '' then
-        local room = math.max(tonumber(ARGV[b + 13]) - tonumber(redis.call('HGET', day_ledger, cap_field) or '0'), 0)
+        local room = math.max(tonumber(ARGV[b + 14]) - tonumber(redis.call('HGET', day_ledger, cap_field) or '0'), 0)
         if room < delta then
           capped = delta - room
           delta = room
@@ -143,7 +146,7 @@ local function apply(b)
       end
     end
   else
-    local given = ledger_field ~= '' and redis.call('HGET', ledger, ledger_field)
+    local given = ledger_field ~= '' and (redis.call('HGET', ledger, ledger_field) or redis.call('HGET', ledger, legacy_field))
     if given then delta = -tonumber(given) else code = RECEIPT_NOTHING_TO_TAKE_BACK end
   end
 
@@ -164,16 +167,16 @@ local function apply(b)
     if give then
       if ledger_field ~= '' then redis.call('HSET', ledger, ledger_field, delta) end
     else
-      redis.call('HDEL', ledger, ledger_field)
+      redis.call('HDEL', ledger, ledger_field, legacy_field)
     end
     if cap_field ~= '' then redis.call('HINCRBY', day_ledger, cap_field, delta) end
-    expire_once(ledger, ARGV[b + 14])
-    expire_once(day_ledger, ARGV[b + 15])
+    expire_once(ledger, ARGV[b + 15])
+    expire_once(day_ledger, ARGV[b + 16])
     for i = 1, boards do
       local key = KEYS[board(i)]
       if points[i] > 0 and changes[i] ~= 0 then
         -- A give is reached now; a take-back keeps the time the member got there.
-        local time_part = give and tonumber(ARGV[b + 21]) or composites[i] % SPAN
+        local time_part = give and tonumber(ARGV[b + 22]) or composites[i] % SPAN
         redis.call('ZADD', key, composite_of(points[i], time_part), member)
         expire_period_once(key, GUARD, period(i, 1), period(i, 2), period(i, 3))
       elseif points[i] == 0 then
@@ -201,7 +204,7 @@ local function apply(b)
   if rate_max > 0 then
     -- The log outlives its newest entry by one window: refreshed on purpose (it is a window).
     redis.call('ZREMRANGEBYSCORE', rate_log, '-inf', window_floor)
-    redis.call('ZADD', rate_log, ARGV[b + 20], field)
+    redis.call('ZADD', rate_log, ARGV[b + 21], field)
     redis.call('PEXPIRE', rate_log, rate_window)
   end
   return 'new', receipt, points, ranks
@@ -212,11 +215,11 @@ for _ = 1, tonumber(ARGV[1]) do
   local status, detail, points, ranks = apply(b)
   reply[#reply + 1] = status
   reply[#reply + 1] = detail
-  local boards = tonumber(ARGV[b + 22])
+  local boards = tonumber(ARGV[b + 23])
   for i = 1, boards do
     reply[#reply + 1] = points and points[i] or 0
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
-  b = b + 23 + 4 * boards
+  b = b + 24 + 4 * boards
 end
 return reply
