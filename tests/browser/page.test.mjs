@@ -13,7 +13,8 @@ import { chromium } from 'playwright-core';
 const WATCH = process.env.STANDINGS_WATCH_URL;
 if (!WATCH) throw new Error('STANDINGS_WATCH_URL is not set: run the browser tests through scripts/test.sh');
 const INGEST = `${WATCH}/lambda-url/ingest`;
-const QUERY = `${WATCH}/lambda-url/query`;
+// The page and the read API at the root, routed to `query` and `seasons` as API Gateway does.
+const QUERY = WATCH;
 const SCREENSHOTS = process.env.STANDINGS_SCREENSHOT_DIR || join(tmpdir(), 'standings-screenshots');
 
 // The flags keep Chromium off the (closed) network: without them it hangs on background connections.

@@ -285,6 +285,7 @@ fn every_route() -> impl Strategy<Value = RouteRequest> {
     let mut routes: Vec<(&'static str, Method, &'static str)> = Vec::new();
     routes.extend(ingest::routes().listed().iter().map(|(m, p)| ("ingest", m.clone(), *p)));
     routes.extend(query::routes().listed().iter().map(|(m, p)| ("query", m.clone(), *p)));
+    routes.extend(seasons::routes().listed().iter().map(|(m, p)| ("seasons", m.clone(), *p)));
     let route = prop::sample::select(routes).prop_flat_map(|(function, method, template)| (Just(function), Just(method), filled(template)));
     let query = prop::collection::vec((prop::sample::select(QUERY_KEYS.to_vec()), prop_oneof![text(), "[0-9-]{1,12}"]), 0..3)
         .prop_map(|pairs| pairs.iter().map(|(k, v)| format!("{k}={}", encode(v))).collect::<Vec<_>>().join("&"));

@@ -1,4 +1,4 @@
-//! The OpenAPI document against the routers. Both functions build their routers from
+//! The OpenAPI document against the routers. The API functions build their routers from
 //! `routes()`; the document must describe exactly those (method, path) pairs. An operation
 //! marked `x-standings-pending: true` is specified but not routed yet: it must stay unrouted
 //! while marked, so the marker is dropped the moment its route lands.
@@ -42,14 +42,14 @@ pub(crate) fn operations(routes: &[(Method, &'static str)]) -> Vec<Operation> {
 }
 
 fn routed() -> Vec<Operation> {
-    [operations(ingest::routes().listed()), operations(query::routes().listed())].concat()
+    [operations(ingest::routes().listed()), operations(query::routes().listed()), operations(seasons::routes().listed())].concat()
 }
 
 #[test]
-fn the_document_describes_exactly_the_routes_of_both_functions() {
+fn the_document_describes_exactly_the_routes_of_the_api_functions() {
     let routed_list = routed();
     let routed: BTreeSet<Operation> = routed_list.iter().cloned().collect();
-    assert_eq!(routed.len(), routed_list.len(), "ingest and query share one API: no (method, path) may be routed twice");
+    assert_eq!(routed.len(), routed_list.len(), "the functions share one API: no (method, path) may be routed twice");
     let (ready, pending) = described(&document());
 
     let undescribed: Vec<_> = routed.iter().filter(|op| !ready.contains(*op) && !pending.contains(*op)).collect();
@@ -57,10 +57,7 @@ fn the_document_describes_exactly_the_routes_of_both_functions() {
     let landed: Vec<_> = routed.intersection(&pending).collect();
     assert!(landed.is_empty(), "routed now: drop `x-standings-pending` from {landed:?}");
     let unrouted: Vec<_> = ready.difference(&routed).collect();
-    assert!(
-        unrouted.is_empty(),
-        "described but routed by neither function (mark `x-standings-pending: true` until it lands): {unrouted:?}"
-    );
+    assert!(unrouted.is_empty(), "described but routed by no function (mark `x-standings-pending: true` until it lands): {unrouted:?}");
 }
 
 fn scopes(document: &Value, (method, path): &Operation) -> Vec<String> {
@@ -68,8 +65,8 @@ fn scopes(document: &Value, (method, path): &Operation) -> Vec<String> {
     requirements.iter().flat_map(|r| r["jwt"].as_array().unwrap().clone()).map(|s| s.as_str().unwrap().to_owned()).collect()
 }
 
-/// Every `ingest` route needs a scope (admin routes `standings/admin`), every `query` route is
-/// open: the document says what the routers enforce.
+/// Every `ingest` route needs a scope (admin routes `standings/admin`), every `query` and
+/// `seasons` route is open: the document says what the routers enforce.
 #[test]
 fn the_document_names_the_scope_each_route_needs() {
     let document = document();
@@ -77,7 +74,7 @@ fn the_document_names_the_scope_each_route_needs() {
         let scope = if operation.1.starts_with("/v1/admin/") { "standings/admin" } else { "standings/write" };
         assert_eq!(scopes(&document, &operation), [scope], "{operation:?}");
     }
-    for operation in operations(query::routes().listed()) {
+    for operation in [operations(query::routes().listed()), operations(seasons::routes().listed())].concat() {
         assert_eq!(scopes(&document, &operation), Vec::<String>::new(), "{operation:?} is open");
     }
     let (ready, pending) = described(&document);

@@ -24,6 +24,7 @@ const WORKSPACE_MANIFEST: &str = include_str!("../../Cargo.toml");
 
 const INGEST: &str = "IngestFunction";
 const QUERY: &str = "QueryFunction";
+const SEASONS: &str = "SeasonsFunction";
 const HOTNESS: &str = "HotnessFunction";
 const ARCHIVE: &str = "ArchiveFunction";
 
@@ -107,8 +108,12 @@ fn http_routes(template: &Value, function: &str) -> Vec<Route> {
         .collect()
 }
 
-fn api_functions() -> [(&'static str, Vec<Operation>); 2] {
-    [(INGEST, operations(ingest::routes().listed())), (QUERY, operations(query::routes().listed()))]
+fn api_functions() -> [(&'static str, Vec<Operation>); 3] {
+    [
+        (INGEST, operations(ingest::routes().listed())),
+        (QUERY, operations(query::routes().listed())),
+        (SEASONS, operations(seasons::routes().listed())),
+    ]
 }
 
 #[test]
@@ -132,7 +137,7 @@ fn each_function_routes_exactly_its_events_in_the_template() {
         );
     }
     for (name, function) in resources_of_type(&template, "AWS::Serverless::Function") {
-        if ![INGEST, QUERY].contains(&name.as_str()) {
+        if ![INGEST, QUERY, SEASONS].contains(&name.as_str()) {
             let events = function["Properties"]["Events"].as_object().cloned().unwrap_or_default();
             assert!(events.values().all(|e| e["Type"] != "HttpApi"), "{name} is not an API function");
         }
@@ -149,7 +154,7 @@ fn routes_need_the_scope_their_function_checks() {
         let scopes = if route.operation.1.starts_with("/v1/admin/") { json!([ADMIN_SCOPE]) } else { json!([WRITE_SCOPE, ADMIN_SCOPE]) };
         assert_eq!(route.auth, json!({"Authorizer": "Jwt", "AuthorizationScopes": scopes}), "{}", route.event);
     }
-    for route in http_routes(&template, QUERY) {
+    for route in [QUERY, SEASONS].iter().flat_map(|f| http_routes(&template, f)) {
         assert_eq!(route.auth, json!({"Authorizer": "NONE"}), "{} is open", route.event);
     }
 }
@@ -158,7 +163,7 @@ fn routes_need_the_scope_their_function_checks() {
 #[test]
 fn the_template_and_the_openapi_document_declare_the_same_operations() {
     let template = template();
-    let routes: Vec<Route> = [INGEST, QUERY].iter().flat_map(|f| http_routes(&template, f)).collect();
+    let routes: Vec<Route> = [INGEST, QUERY, SEASONS].iter().flat_map(|f| http_routes(&template, f)).collect();
     let (ready, pending) = described(&document());
     let declared: BTreeSet<Operation> = routes.iter().map(|r| r.operation.clone()).collect();
     assert_eq!(declared, ready.union(&pending).cloned().collect(), "operations of the template vs the OpenAPI document");
@@ -171,7 +176,7 @@ fn the_template_and_the_openapi_document_declare_the_same_operations() {
 fn the_local_router_matches_the_template() {
     let template = template();
     let mut deployed = BTreeSet::new();
-    for function in [INGEST, QUERY] {
+    for function in [INGEST, QUERY, SEASONS] {
         let binary = resource(&template, function)["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap().to_owned();
         deployed.extend(http_routes(&template, function).into_iter().map(|r| (r.operation, binary.clone())));
     }
@@ -322,7 +327,7 @@ fn statements(function: &Value) -> Vec<Value> {
     policies.iter().flat_map(|p| p["Statement"].as_array().expect("inline statements only").clone()).collect()
 }
 
-/// Only `query` (reads) and `archive` touch DynamoDB, only the season table, no wildcard
+/// Only `seasons` (reads) and `archive` touch DynamoDB, only the season table, no wildcard
 /// actions; every function may read the Redis URL secret (once, at start) and nothing else
 /// beyond logs and VPC access.
 #[test]
@@ -332,7 +337,8 @@ fn each_function_gets_only_the_permissions_it_uses() {
     let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
         (INGEST, &[SECRET][..]),
         (HOTNESS, &[SECRET][..]),
-        (QUERY, &[SECRET, "dynamodb:GetItem", "dynamodb:Query"][..]),
+        (QUERY, &[SECRET][..]),
+        (SEASONS, &[SECRET, "dynamodb:GetItem", "dynamodb:Query"][..]),
         (
             ARCHIVE,
             &[SECRET, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:Query"][..],
@@ -399,7 +405,7 @@ fn the_season_table_is_on_demand_recoverable_and_retained() {
     assert_eq!(table["DeletionPolicy"], "Retain");
     assert_eq!(table["Properties"]["BillingMode"], "PAY_PER_REQUEST");
     assert_eq!(table["Properties"]["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"], true);
-    for function in [QUERY, ARCHIVE] {
+    for function in [SEASONS, ARCHIVE] {
         assert_eq!(environment(&resource(&template, function)["Properties"])["STANDINGS_TABLE"], reference("ArchiveTable"), "{function}");
     }
 }

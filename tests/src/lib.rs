@@ -117,7 +117,7 @@ pub async fn spawn_ingest_with_stores(config: Config, store: Store, assertions: 
     spawn_app(config, Keys::new(&unique_prefix()).unwrap(), store, assertions, None).await
 }
 
-/// The app on given keys; its `query` function reads archived seasons from `archive`, if any.
+/// The app on given keys; its `seasons` function reads archived seasons from `archive`, if any.
 async fn spawn_app(config: Config, keys: Keys, store: Store, assertions: Store, archive: Option<SeasonTable>) -> TestApp {
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let config = Arc::new(config);
@@ -125,12 +125,15 @@ async fn spawn_app(config: Config, keys: Keys, store: Store, assertions: Store, 
     let metrics = standings::runtime::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
     let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
     let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
-    let query = match archive {
-        Some(table) => query.with_archive(table),
-        None => query,
-    };
+    let seasons = seasons::App::new(config.clone(), keys.clone(), store.clone(), archive);
     let redis = assertions.connection().await.expect("the assertion connection reaches Redis");
-    TestApp { router: ingest::router(Arc::new(ingest)), query: query::router(Arc::new(query)), keys, store, redis, now, config }
+    TestApp { router: ingest::router(Arc::new(ingest)), query: read_router(query, seasons), keys, store, redis, now, config }
+}
+
+/// The read functions behind one router, as the HTTP API puts them behind one host.
+fn read_router(query: query::App, seasons: seasons::App) -> axum::Router {
+    let routes = query::routes().into_router().with_state(Arc::new(query));
+    standings::http::finish(routes.merge(seasons::routes().into_router().with_state(Arc::new(seasons))))
 }
 
 fn clock_of(now: &Arc<Mutex<DateTime<Utc>>>) -> standings::Clock {

@@ -4,16 +4,15 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use standings::domain::ids;
 use standings::domain::period::PeriodInfo;
-use standings::http::{ApiError, JsonBody, QueryParams};
+use standings::http::{ApiError, JsonBody, QueryParams, with_cache};
 use standings::services::reads::rules::{
     DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board, rank_mode, resolve_period,
 };
-use standings::services::reads::{ListedStanding, Standing};
+use standings::services::reads::{ListedStanding, TopResponse, UserResponse};
 
 use crate::App;
 
@@ -39,36 +38,6 @@ pub struct UserParams {
     at: Option<String>,
     around: Option<u64>,
     rank_mode: Option<String>,
-}
-
-/// A page of a board (live, or an archived season).
-#[derive(Serialize)]
-pub(crate) struct TopResponse {
-    pub(crate) board: String,
-    #[serde(flatten)]
-    pub(crate) period: PeriodInfo,
-    pub(crate) total: u64,
-    pub(crate) entries: Vec<Standing>,
-}
-
-/// A user's standing on a board (live, or in an archived season).
-#[derive(Serialize)]
-pub(crate) struct UserResponse {
-    pub(crate) board: String,
-    #[serde(flatten)]
-    pub(crate) period: PeriodInfo,
-    pub(crate) user_id: String,
-    pub(crate) rank: Option<u64>,
-    pub(crate) score: i64,
-    pub(crate) percentile: Option<f64>,
-    pub(crate) total: u64,
-    pub(crate) around: Vec<Standing>,
-}
-
-pub fn with_cache(cache_control: &'static str, body: impl IntoResponse) -> Response {
-    let mut response = body.into_response();
-    response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static(cache_control));
-    response
 }
 
 pub async fn top(

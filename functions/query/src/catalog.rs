@@ -9,7 +9,7 @@ use standings::domain::config::{Board, BoardKind, Decay, Rule, SignIn};
 use standings::domain::period::{Period, PeriodInfo};
 
 use crate::App;
-use crate::boards::with_cache;
+use standings::http::with_cache;
 
 #[derive(Serialize)]
 struct BoardSummary<'a> {

@@ -10,7 +10,7 @@ use serde_json::json;
 use standings::http::ApiError;
 
 use crate::App;
-use crate::boards::with_cache;
+use standings::http::with_cache;
 
 /// Short enough that a health check fails fast when the store hangs.
 const PROBE_TIMEOUT: Duration = Duration::from_millis(500);

@@ -4,7 +4,6 @@ pub mod boards;
 pub mod catalog;
 pub mod health;
 mod hot;
-mod seasons;
 mod sign_ins;
 pub mod web;
 
@@ -13,7 +12,6 @@ use std::sync::Arc;
 use axum::Router;
 use axum::http::Method;
 use standings::Clock;
-use standings::archive::table::SeasonTable;
 use standings::domain::config::Config;
 use standings::http::routing::Routes;
 use standings::redis::keys::Keys;
@@ -32,8 +30,6 @@ pub struct App {
     pub hot: HotBoards,
     pub sign_ins: SignIns,
     pub clock: Clock,
-    /// Archived seasons (`STANDINGS_TABLE`); without it the season routes answer 404.
-    pub archive: Option<SeasonTable>,
     pub health: HealthCache,
 }
 
@@ -47,23 +43,7 @@ impl App {
             keys,
             store,
             clock,
-            archive: None,
             health: HealthCache::default(),
-        }
-    }
-
-    pub fn with_archive(self, table: SeasonTable) -> Self {
-        Self { archive: Some(table), ..self }
-    }
-
-    /// Adds the archived seasons' table named by `STANDINGS_TABLE`, when it is set.
-    pub async fn with_archive_from_env(self) -> Self {
-        match SeasonTable::from_env().await {
-            Ok(table) => self.with_archive(table),
-            Err(error) => {
-                tracing::warn!(%error, "no season archive: the archived season routes answer 404");
-                self
-            }
         }
     }
 
@@ -83,9 +63,6 @@ pub fn routes() -> Routes<Arc<App>> {
         .route(Method::POST, "/v1/boards/{board}/ranks", boards::ranks)
         .route(Method::GET, "/v1/boards", catalog::list)
         .route(Method::GET, "/v1/hot/{board}", hot::get_hot)
-        .route(Method::GET, "/v1/boards/{board}/seasons/{season}/top", seasons::season_top)
-        .route(Method::GET, "/v1/boards/{board}/seasons/{season}/users/{user_id}", seasons::season_user)
-        .route(Method::GET, "/v1/users/{user_id}/seasons", seasons::user_seasons)
         .route(Method::GET, "/v1/users/{user_id}/sign-ins", sign_ins::get_sign_ins)
         .route(Method::GET, "/v1/health", health::check)
         .route(Method::GET, "/v1/openapi.json", web::openapi)

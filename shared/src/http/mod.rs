@@ -3,12 +3,14 @@
 //! Lambda runner.
 
 mod auth;
+mod cache;
 mod error;
 mod extract;
 pub mod routing;
 mod runner;
 
 pub use auth::{ADMIN_SCOPE, AuthMode, Subject, WRITE_SCOPE, require_admin, require_write};
+pub use cache::with_cache;
 pub use error::{ApiError, ErrorDetail, STORE_FULL, ingest_status, refusal_status};
 pub use extract::{JsonBody, QueryParams};
 pub use runner::{finish, run_on_lambda};

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::domain::config::Board;
-use crate::domain::period::Period;
+use crate::domain::period::{Period, PeriodInfo};
 use crate::domain::tiebreak;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
@@ -76,6 +76,30 @@ pub struct MemberStanding {
     pub score: i64,
     /// Share of members with strictly fewer points, in percent (two decimals).
     pub percentile: Option<f64>,
+    pub around: Vec<Standing>,
+}
+
+/// A page of a board (live, or an archived season).
+#[derive(Serialize)]
+pub struct TopResponse {
+    pub board: String,
+    #[serde(flatten)]
+    pub period: PeriodInfo,
+    pub total: u64,
+    pub entries: Vec<Standing>,
+}
+
+/// A user's standing on a board (live, or in an archived season).
+#[derive(Serialize)]
+pub struct UserResponse {
+    pub board: String,
+    #[serde(flatten)]
+    pub period: PeriodInfo,
+    pub user_id: String,
+    pub rank: Option<u64>,
+    pub score: i64,
+    pub percentile: Option<f64>,
+    pub total: u64,
     pub around: Vec<Standing>,
 }
 

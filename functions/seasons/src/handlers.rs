@@ -1,4 +1,4 @@
-//! Archived seasons (docs/archival.md), read from the DynamoDB table the archive function writes: a
+//! The routes: archived seasons (docs/archival.md), read from the DynamoDB table the archive function writes: a
 //! season's top, a user's standing in a season, a user's history. The same shapes as the live
 //! routes. A season is served only once its archive is complete and verified; from then on it
 //! never changes, so its responses may be cached for a day.
@@ -16,15 +16,14 @@ use standings::archive::table::{ArchivedEntry, CompletedSeason, SeasonTable};
 use standings::domain::config::Board;
 use standings::domain::ids;
 use standings::domain::period::Period;
-use standings::http::{ApiError, QueryParams};
+use standings::http::{ApiError, QueryParams, with_cache};
 use standings::services::profiles;
 use standings::services::reads::rules::{
     DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, ReadError, archived_board, around_window, bounded,
 };
-use standings::services::reads::{Holder, Standing, percentile};
+use standings::services::reads::{Holder, Standing, TopResponse, UserResponse, percentile};
 
 use crate::App;
-use crate::boards::{TopResponse, UserResponse, with_cache};
 
 /// A complete season never changes.
 const SEASON_CACHE: &str = "public, max-age=86400";

@@ -1,0 +1,58 @@
+//! The `seasons` function: archived seasons, read from the DynamoDB table the `archive`
+//! function writes (docs/archival.md). Open routes, like `query`'s. A function of its own so
+//! that `query`, on every live read's path, is built without the DynamoDB SDK.
+
+mod handlers;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::http::Method;
+use standings::archive::table::SeasonTable;
+use standings::domain::config::Config;
+use standings::http::routing::Routes;
+use standings::redis::keys::Keys;
+use standings::redis::store::Store;
+
+/// Everything a request needs, built once per container.
+pub struct App {
+    pub config: Arc<Config>,
+    pub keys: Keys,
+    /// Today's profiles, joined into archived rows.
+    pub store: Store,
+    /// The season table (`STANDINGS_TABLE`); without it every route answers 404
+    /// `archive_not_configured`.
+    pub archive: Option<SeasonTable>,
+}
+
+impl App {
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, archive: Option<SeasonTable>) -> Self {
+        Self { config, keys, store, archive }
+    }
+
+    pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let config = Arc::new(Config::from_env()?);
+        let keys = Keys::new(&standings::key_prefix_from_env())?;
+        let archive = match SeasonTable::from_env().await {
+            Ok(table) => Some(table),
+            Err(error) => {
+                tracing::warn!(%error, "no season archive: every route answers 404");
+                None
+            }
+        };
+        Ok(Self::new(config, keys, Store::from_env().await?, archive))
+    }
+}
+
+/// Every route of this function: the router is built from this list, and the OpenAPI test
+/// compares it with the document.
+pub fn routes() -> Routes<Arc<App>> {
+    Routes::new()
+        .route(Method::GET, "/v1/boards/{board}/seasons/{season}/top", handlers::season_top)
+        .route(Method::GET, "/v1/boards/{board}/seasons/{season}/users/{user_id}", handlers::season_user)
+        .route(Method::GET, "/v1/users/{user_id}/seasons", handlers::user_seasons)
+}
+
+pub fn router(app: Arc<App>) -> Router {
+    standings::http::finish(routes().into_router()).with_state(app)
+}
