@@ -130,9 +130,12 @@ local function apply(b)
   local ledger, ledger_field, legacy_field = KEYS[tonumber(ARGV[b + 9])], ARGV[b + 10], ARGV[b + 11]
   local day_ledger, cap_field = KEYS[tonumber(ARGV[b + 12])], ARGV[b + 13]
   local give = ARGV[b + 7] == 'give'
+  -- What the ledger holds for this entry: under its digest, or as an earlier release wrote it.
+  local held = ledger_field ~= '' and redis.call('HMGET', ledger, ledger_field, legacy_field)
+  local given = held and (held[1] or held[2])
   local delta, capped, code = 0, 0, RECEIPT_APPLIED
   if give then
-    if ledger_field ~= '' and (redis.call('HEXISTS', ledger, ledger_field) == 1 or redis.call('HEXISTS', ledger, legacy_field) == 1) then
+    if given then
       code = RECEIPT_ALREADY_COUNTED
     else
       delta = tonumber(ARGV[b + 8])
@@ -145,9 +148,10 @@ local function apply(b)
         end
       end
     end
+  elseif given then
+    delta = -tonumber(given)
   else
-    local given = ledger_field ~= '' and (redis.call('HGET', ledger, ledger_field) or redis.call('HGET', ledger, legacy_field))
-    if given then delta = -tonumber(given) else code = RECEIPT_NOTHING_TO_TAKE_BACK end
+    code = RECEIPT_NOTHING_TO_TAKE_BACK
   end
 
   -- Every check happens before the first write: a refused event leaves no trace.
