@@ -9,6 +9,7 @@ mod admin;
 mod archive;
 mod batch;
 mod cluster_slots;
+mod distribution;
 mod exactly_once;
 mod faults;
 mod friends;

@@ -155,6 +155,11 @@ async fn real_answers_match_the_documented_schemas() {
     samples.push(sample("post", "/v1/boards/{board}/ranks", app.call_query(Method::POST, "/v1/boards/activity/ranks", ranks).await));
     let too_many = json!({"user_ids": (0..501).map(|i| format!("u{i}")).collect::<Vec<_>>()}).to_string();
     samples.push(sample("post", "/v1/boards/{board}/ranks", app.call_query(Method::POST, "/v1/boards/activity/ranks", too_many).await));
+    for path in
+        ["/v1/boards/activity/distribution?buckets=3", "/v1/boards/points/distribution", "/v1/boards/activity/distribution?buckets=0"]
+    {
+        samples.push(sample("get", "/v1/boards/{board}/distribution", app.get(path).await));
+    }
     samples.push(sample("get", "/v1/boards", app.get("/v1/boards").await));
     samples.push(sample("get", "/assets/{file}", app.get("/assets/nope").await));
     let heat = json!({"event_id": "h1", "delta": 2}).to_string();

@@ -1,4 +1,5 @@
-//! Live boards: `GET /v1/boards/{board}/top` and `GET /v1/boards/{board}/users/{user_id}`.
+//! Live boards: `GET /v1/boards/{board}/top`, `GET /v1/boards/{board}/users/{user_id}`,
+//! `POST /v1/boards/{board}/ranks` and `GET /v1/boards/{board}/distribution`.
 
 use std::sync::Arc;
 
@@ -10,9 +11,10 @@ use standings::domain::ids;
 use standings::domain::period::PeriodInfo;
 use standings::http::{ApiError, JsonBody, QueryParams, with_cache};
 use standings::services::reads::rules::{
-    DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board, rank_mode, resolve_period,
+    DEFAULT_AROUND, DEFAULT_BUCKETS, DEFAULT_LIMIT, MAX_AROUND, MAX_BUCKETS, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board,
+    rank_mode, resolve_period,
 };
-use standings::services::reads::{ListedStanding, TopResponse, UserResponse};
+use standings::services::reads::{Distribution, ListedStanding, TopResponse, UserResponse};
 
 use crate::App;
 
@@ -116,4 +118,34 @@ pub async fn ranks(
     let listing = app.reader.members(board, &period, &user_ids, mode, request.include_missing).await?;
     let body = RanksResponse { board: board.name.clone(), period: period.info(), total: listing.total, entries: listing.entries };
     Ok(with_cache(LIVE_USER_CACHE, Json(body)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DistributionParams {
+    period: Option<String>,
+    at: Option<String>,
+    buckets: Option<u64>,
+}
+
+#[derive(Serialize)]
+struct DistributionResponse {
+    board: String,
+    #[serde(flatten)]
+    period: PeriodInfo,
+    #[serde(flatten)]
+    distribution: Distribution,
+}
+
+/// `GET /v1/boards/{board}/distribution?period=&at=&buckets=`: cacheable like a top page.
+pub async fn distribution(
+    State(app): State<Arc<App>>,
+    Path(board): Path<String>,
+    QueryParams(params): QueryParams<DistributionParams>,
+) -> Result<Response, ApiError> {
+    let board = live_board(&app.config, &board)?;
+    let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
+    let buckets = bounded("buckets", params.buckets, DEFAULT_BUCKETS, 1..=MAX_BUCKETS)?;
+    let distribution = app.reader.distribution(board, &period, buckets).await?;
+    Ok(with_cache(LIVE_TOP_CACHE, Json(DistributionResponse { board: board.name.clone(), period: period.info(), distribution })))
 }

@@ -61,6 +61,7 @@ pub fn routes() -> Routes<Arc<App>> {
         .route(Method::GET, "/v1/boards/{board}/top", boards::top)
         .route(Method::GET, "/v1/boards/{board}/users/{user_id}", boards::user)
         .route(Method::POST, "/v1/boards/{board}/ranks", boards::ranks)
+        .route(Method::GET, "/v1/boards/{board}/distribution", boards::distribution)
         .route(Method::GET, "/v1/boards", catalog::list)
         .route(Method::GET, "/v1/hot/{board}", hot::get_hot)
         .route(Method::GET, "/v1/users/{user_id}/sign-ins", sign_ins::get_sign_ins)

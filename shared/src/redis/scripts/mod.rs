@@ -37,6 +37,7 @@ macro_rules! script {
 static APPLY_EVENT: LazyLock<Script> = script!("apply_event.lua");
 static READ_BOARD: LazyLock<Script> = script!("read_board.lua");
 static READ_MEMBERS: LazyLock<Script> = script!("read_members.lua");
+static READ_DISTRIBUTION: LazyLock<Script> = script!("read_distribution.lua");
 static ADD_HEAT: LazyLock<Script> = script!("add_heat.lua");
 static SYNTHESIZE_HOT: LazyLock<Script> = script!("synthesize_hot.lua");
 static SCALE_HOT: LazyLock<Script> = script!("scale_hot.lua");
@@ -47,10 +48,22 @@ pub(crate) static FREEZE_SEASON: LazyLock<Script> = script!("freeze_season.lua")
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
-    [&APPLY_EVENT, &READ_BOARD, &READ_MEMBERS, &ADD_HEAT, &SYNTHESIZE_HOT, &SCALE_HOT, &SIGN_IN, &BAN_USER, &CORRECT_SCORE, &FREEZE_SEASON]
-        .into_iter()
-        .map(|script| script.get_hash())
-        .collect()
+    [
+        &APPLY_EVENT,
+        &READ_BOARD,
+        &READ_MEMBERS,
+        &READ_DISTRIBUTION,
+        &ADD_HEAT,
+        &SYNTHESIZE_HOT,
+        &SCALE_HOT,
+        &SIGN_IN,
+        &BAN_USER,
+        &CORRECT_SCORE,
+        &FREEZE_SEASON,
+    ]
+    .into_iter()
+    .map(|script| script.get_hash())
+    .collect()
 }
 
 const PRELUDE: &str = include_str!("prelude.lua");
@@ -207,6 +220,36 @@ pub async fn read_members(conn: &mut Connection, board_key: &str, members: &[&st
         })
         .collect();
     Ok((total, places))
+}
+
+/// A board's shape as `read_distribution.lua` reads it (see its header).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RawDistribution {
+    pub total: u64,
+    pub lowest: i64,
+    pub highest: i64,
+    pub width: i64,
+    /// Members per bucket, lowest bucket first.
+    pub counts: Vec<u64>,
+    /// Points at the cut-off rank of each share asked for, in order.
+    pub cutoffs: Vec<i64>,
+}
+
+/// Reads a board's size, bucket counts and cut-offs in one round trip, from one snapshot.
+pub async fn read_distribution(
+    conn: &mut Connection,
+    board_key: &str,
+    buckets: u64,
+    shares: &[u32],
+) -> Result<RawDistribution, StoreError> {
+    let mut invocation = READ_DISTRIBUTION.key(board_key);
+    invocation.arg(buckets);
+    for share in shares {
+        invocation.arg(*share);
+    }
+    type Reply = (u64, i64, i64, i64, Vec<u64>, Vec<i64>);
+    let (total, lowest, highest, width, counts, cutoffs): Reply = invocation.invoke_async(conn).await?;
+    Ok(RawDistribution { total, lowest, highest, width, counts, cutoffs })
 }
 
 #[cfg(test)]
