@@ -495,3 +495,44 @@ async fn archived_seasons_are_served_with_the_live_shapes_and_cached() {
         assert!(headers.get("cache-control").is_none(), "{path}: errors are not cached");
     }
 }
+
+/// The distribution the archive stores is the one the live board had, for every bucket count.
+#[tokio::test]
+async fn an_archived_season_serves_the_distribution_its_board_had() {
+    let harness = ArchiveHarness::new().await;
+    seeded(&harness, 250).await;
+    let app = harness.app().await;
+    let counts = [1, 3, 10, 37, 100];
+    let mut live = Vec::new();
+    for buckets in counts {
+        let (status, body) = app.get(&format!("/v1/boards/points/distribution?period=season&at=2026-10-15&buckets={buckets}")).await;
+        assert_eq!((status.as_u16(), &body["total"]), (200, &json!(250)), "{body}");
+        live.push(body);
+    }
+    let report = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete);
+    assert!(!frozen_exists(&harness).await, "Redis is freed: what follows is read from DynamoDB");
+
+    for (buckets, live) in counts.iter().zip(&live) {
+        let (status, headers, archived) =
+            app.get_with_headers(&format!("/v1/boards/points/seasons/{SEASON}/distribution?buckets={buckets}")).await;
+        assert_eq!((status.as_u16(), headers["cache-control"].to_str().unwrap()), (200, "public, max-age=86400"), "{archived}");
+        assert_eq!(archived, *live, "{buckets} buckets");
+    }
+    let (_, default) = app.get(&format!("/v1/boards/points/seasons/{SEASON}/distribution")).await;
+    assert_eq!(default["buckets"].as_array().unwrap().len(), 10);
+
+    for (path, status, code) in [
+        ("/v1/boards/points/seasons/2026-08/distribution", 404, "season_not_archived"),
+        ("/v1/boards/points/seasons/2026-10/distribution?buckets=0", 400, "out_of_range"),
+        ("/v1/boards/points/seasons/2026-10/distribution?buckets=101", 400, "out_of_range"),
+        ("/v1/boards/activity/seasons/2026-10/distribution", 404, "unknown_board"),
+    ] {
+        let (actual, body) = app.get(path).await;
+        assert_eq!((actual.as_u16(), body["error"]["code"].as_str()), (status, Some(code)), "{path}: {body}");
+    }
+    // A season archived by a release that kept no distribution: complete, but nothing to serve.
+    harness.table.mark_complete("points", "2026-07", 1, at("2026-08-02T00:00:00Z")).await.unwrap();
+    let (status, body) = app.get("/v1/boards/points/seasons/2026-07/distribution").await;
+    assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (404, Some("distribution_not_archived")), "{body}");
+}

@@ -7,14 +7,14 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
+use standings::domain::distribution::{DEFAULT_BUCKETS, Distribution, MAX_BUCKETS};
 use standings::domain::ids;
 use standings::domain::period::PeriodInfo;
 use standings::http::{ApiError, JsonBody, QueryParams, with_cache};
 use standings::services::reads::rules::{
-    DEFAULT_AROUND, DEFAULT_BUCKETS, DEFAULT_LIMIT, MAX_AROUND, MAX_BUCKETS, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board,
-    rank_mode, resolve_period,
+    DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board, rank_mode, resolve_period,
 };
-use standings::services::reads::{Distribution, ListedStanding, TopResponse, UserResponse};
+use standings::services::reads::{ListedStanding, TopResponse, UserResponse};
 
 use crate::App;
 

@@ -1,5 +1,5 @@
 //! The routes: archived seasons (docs/archival.md), read from the DynamoDB table the archive function writes: a
-//! season's top, a user's standing in a season, a user's history. The same shapes as the live
+//! season's top, its distribution, a user's standing in a season, a user's history. The same shapes as the live
 //! routes. A season is served only once its archive is complete and verified; from then on it
 //! never changes, so its responses may be cached for a day.
 
@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use standings::archive::freeze::season_named;
 use standings::archive::table::{ArchivedEntry, CompletedSeason, SeasonTable};
 use standings::domain::config::Board;
+use standings::domain::distribution::{DEFAULT_BUCKETS, Distribution, MAX_BUCKETS};
 use standings::domain::ids;
-use standings::domain::period::Period;
+use standings::domain::period::{Period, PeriodInfo};
 use standings::http::{ApiError, QueryParams, with_cache};
 use standings::services::profiles;
 use standings::services::reads::rules::{
@@ -45,6 +46,12 @@ pub struct UserParams {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct DistributionParams {
+    buckets: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct HistoryParams {
     board: Option<String>,
 }
@@ -58,6 +65,15 @@ struct PastSeason {
     reached_at: DateTime<Utc>,
     total: u64,
     percentile: f64,
+}
+
+#[derive(Serialize)]
+struct DistributionResponse {
+    board: String,
+    #[serde(flatten)]
+    period: PeriodInfo,
+    #[serde(flatten)]
+    distribution: Distribution,
 }
 
 #[derive(Serialize)]
@@ -134,6 +150,24 @@ pub async fn season_user(
         }
     };
     let body = UserResponse { board: board.name.clone(), period: period.info(), user_id, rank, score, percentile, total, around };
+    Ok(with_cache(SEASON_CACHE, Json(body)))
+}
+
+/// `GET /v1/boards/{board}/seasons/{season}/distribution?buckets=`: the distribution the
+/// archive stored when it froze the season, the same shape as the live route's.
+pub async fn season_distribution(
+    State(app): State<Arc<App>>,
+    Path((board, season)): Path<(String, String)>,
+    QueryParams(params): QueryParams<DistributionParams>,
+) -> Result<Response, ApiError> {
+    let table = table(&app)?;
+    let board = archived_board(&app.config, &board)?;
+    let period = named_season(board, &season)?;
+    let buckets = bounded("buckets", params.buckets, DEFAULT_BUCKETS, 1..=MAX_BUCKETS)?;
+    let (completed, histogram) = try_join(table.completed(&board.name, &season), table.distribution(&board.name, &season, buckets)).await?;
+    complete(completed, &board.name, &season)?;
+    let histogram = histogram.ok_or_else(|| ReadError::DistributionNotArchived { board: board.name.clone(), season: season.clone() })?;
+    let body = DistributionResponse { board: board.name.clone(), period: period.info(), distribution: histogram.into() };
     Ok(with_cache(SEASON_CACHE, Json(body)))
 }
 

@@ -50,6 +50,7 @@ pub fn routes() -> Routes<Arc<App>> {
     Routes::new()
         .route(Method::GET, "/v1/boards/{board}/seasons/{season}/top", handlers::season_top)
         .route(Method::GET, "/v1/boards/{board}/seasons/{season}/users/{user_id}", handlers::season_user)
+        .route(Method::GET, "/v1/boards/{board}/seasons/{season}/distribution", handlers::season_distribution)
         .route(Method::GET, "/v1/users/{user_id}/seasons", handlers::user_seasons)
 }
 

@@ -6,6 +6,7 @@
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
+use crate::domain::distribution::{CUTOFF_SHARES, Histogram, MAX_BUCKETS};
 use crate::domain::guard::{closed_field, live_field};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::tiebreak;
@@ -78,6 +79,17 @@ pub async fn frozen_page(
             Ok(Standing { rank, user_id, points, reached_at })
         })
         .collect()
+}
+
+/// The frozen board's histogram for every bucket count a distribution may ask for (1 to
+/// `MAX_BUCKETS`), so the archive can answer any of them exactly once Redis is freed.
+pub async fn frozen_histograms(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<Vec<Histogram>, StoreError> {
+    let key = keys.frozen(period);
+    let mut histograms = Vec::with_capacity(MAX_BUCKETS as usize);
+    for buckets in 1..=MAX_BUCKETS {
+        histograms.push(scripts::read_distribution(conn, &key, buckets, &CUTOFF_SHARES).await?);
+    }
+    Ok(histograms)
 }
 
 /// Members of the frozen board right now.

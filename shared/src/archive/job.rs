@@ -1,6 +1,7 @@
 //! The archive job for one season: freeze it, page through the frozen board by rank into
 //! DynamoDB, move a checkpoint forward after every page, stop before the deadline, and — once
-//! every shard is done — verify the count, mark the season complete and only then free Redis.
+//! every shard is done — verify the count, store the season's distribution, mark the season
+//! complete and only then free Redis.
 //!
 //! Every step is safe to repeat: freezing is idempotent, items are keyed by rank (a rewrite
 //! replaces the same item), the checkpoint never moves backwards, completion is recorded once,
@@ -317,6 +318,8 @@ impl<S: ArchiveSink> Archiver<S> {
             return Ok(job.report(Status::InProgress, total, None));
         }
         self.verify(&job, &mut conn, total).await?;
+        let histograms = freeze::frozen_histograms(&mut conn, &job.keys, &job.season).await?;
+        self.table.put_distribution(board, season, &histograms).await?;
         self.table.mark_complete(board, season, total, (self.clock)()).await?;
         freeze::release_frozen(&mut conn, &job.keys, &job.season).await?;
         tracing::info!(board, season, total, "season archived and verified; frozen board released");

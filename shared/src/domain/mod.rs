@@ -1,8 +1,9 @@
 //! Pure rules, time passed in, no network: board configuration, periods and calendars,
-//! scoring, the tie-break encoding, ids, decay and the guard's fields.
+//! scoring, the tie-break encoding, ids, decay, board distributions and the guard's fields.
 
 pub mod config;
 pub mod decay;
+pub mod distribution;
 pub mod guard;
 pub mod ids;
 pub mod period;

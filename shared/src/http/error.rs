@@ -254,6 +254,7 @@ impl From<ReadError> for ApiError {
             ReadError::InvalidId { .. } => (StatusCode::BAD_REQUEST, "invalid_id"),
             ReadError::ArchiveNotConfigured => (StatusCode::NOT_FOUND, "archive_not_configured"),
             ReadError::SeasonNotArchived { .. } => (StatusCode::NOT_FOUND, "season_not_archived"),
+            ReadError::DistributionNotArchived { .. } => (StatusCode::NOT_FOUND, "distribution_not_archived"),
             ReadError::Store(store) => return Self::store(store),
             #[cfg(feature = "dynamodb")]
             ReadError::Table(table) => return Self::unavailable(table),

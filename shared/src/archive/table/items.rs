@@ -9,10 +9,12 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use super::schema::{GSI1_PK, GSI1_SK, PK, SK};
 use super::{Item, TableError};
 use crate::archive::freeze::Standing;
+use crate::domain::distribution::Histogram;
 
 /// Ranks are zero-padded so that string order is rank order.
 const RANK_DIGITS: usize = 10;
 pub(super) const STATUS_SK: &str = "STATUS";
+pub(super) const DISTRIBUTION_SK: &str = "DISTRIBUTION";
 /// The attributes an [`ArchivedEntry`] is read from (`rank` and `total` are reserved words).
 pub(super) const ENTRY_PROJECTION: &str = "board, season, #rank, user_id, points, reached_at, #total";
 
@@ -138,6 +140,32 @@ pub(super) fn parse_entry(item: &Item) -> Result<ArchivedEntry, TableError> {
 pub fn put_request(item: Item) -> WriteRequest {
     let put = PutRequest::builder().set_item(Some(item)).build().expect("a put request with its item is complete");
     WriteRequest::builder().put_request(put).build()
+}
+
+/// A histogram from the distribution item as read for one bucket count (its `widths` and
+/// `counts` projected to that count's one element).
+pub(super) fn parse_histogram(item: &Item) -> Result<Histogram, TableError> {
+    let list = |name: &str| match item.get(name) {
+        Some(AttributeValue::L(values)) => Ok(values.as_slice()),
+        _ => Err(TableError::Item(format!("missing list attribute {name}"))),
+    };
+    let number = |value: &AttributeValue| match value {
+        AttributeValue::N(text) => text.parse::<i64>().map_err(|_| TableError::Item(format!("{text:?} is not a whole number"))),
+        _ => Err(TableError::Item("a distribution list holds numbers".into())),
+    };
+    let width = list("widths")?.first().ok_or_else(|| TableError::Item("no width for that bucket count".into()))?;
+    let counts = match list("counts")?.first() {
+        Some(AttributeValue::L(counts)) => counts.iter().map(|c| number(c).map(|c| c as u64)).collect::<Result<_, _>>()?,
+        _ => return Err(TableError::Item("no counts for that bucket count".into())),
+    };
+    Ok(Histogram {
+        total: get_n(item, "total")?,
+        lowest: get_n(item, "lowest")?,
+        highest: get_n(item, "highest")?,
+        width: number(width)?,
+        counts,
+        cutoffs: list("cutoffs")?.iter().map(number).collect::<Result<_, _>>()?,
+    })
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::{AttributeValue, Select};
 use chrono::{DateTime, Utc};
 
+use crate::domain::distribution::Histogram;
+
 use super::items::*;
 use super::schema::{GSI1, PK, SK};
 use super::{Item, SeasonTable, TableError};
@@ -47,6 +49,47 @@ impl SeasonTable {
             Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
             other => other.map(drop).map_err(Into::into),
         }
+    }
+
+    /// Stores the season's histograms, `histograms[n - 1]` for `n` buckets (they share the
+    /// size, the lowest and highest points and the cut-offs). Written again by a rerun before
+    /// the season is complete; never after.
+    pub async fn put_distribution(&self, board: &str, season: &str, histograms: &[Histogram]) -> Result<(), TableError> {
+        let Some(first) = histograms.first() else {
+            return Ok(());
+        };
+        let numbers = |values: &mut dyn Iterator<Item = String>| AttributeValue::L(values.map(AttributeValue::N).collect());
+        self.client
+            .put_item()
+            .table_name(&self.name)
+            .item(PK, s(archive_pk(board, season)))
+            .item(SK, s(DISTRIBUTION_SK))
+            .item("total", n(first.total))
+            .item("lowest", n(first.lowest))
+            .item("highest", n(first.highest))
+            .item("cutoffs", numbers(&mut first.cutoffs.iter().map(i64::to_string)))
+            .item("widths", numbers(&mut histograms.iter().map(|h| h.width.to_string())))
+            .item("counts", AttributeValue::L(histograms.iter().map(|h| numbers(&mut h.counts.iter().map(u64::to_string))).collect()))
+            .send()
+            .await?;
+        Ok(())
+    }
+
+    /// The season's histogram in `buckets` buckets, if its distribution was archived: one
+    /// GetItem reading only that bucket count's width and counts.
+    pub async fn distribution(&self, board: &str, season: &str, buckets: u64) -> Result<Option<Histogram>, TableError> {
+        let index = buckets.checked_sub(1).ok_or_else(|| TableError::Item("a distribution has at least one bucket".into()))?;
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.name)
+            .key(PK, s(archive_pk(board, season)))
+            .key(SK, s(DISTRIBUTION_SK))
+            .projection_expression(format!("#total, lowest, highest, cutoffs, widths[{index}], counts[{index}]"))
+            .expression_attribute_names("#total", "total")
+            .send()
+            .await?;
+        output.item().map(parse_histogram).transpose()
     }
 
     fn shard_key(&self, board: &str, season: &str, shard: Shard) -> [(&'static str, AttributeValue); 2] {

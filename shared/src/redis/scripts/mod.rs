@@ -19,6 +19,7 @@ use std::sync::LazyLock;
 use redis::Script;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::distribution::Histogram;
 use crate::domain::guard::{BAN, CLOSED, LIVE};
 use crate::domain::period::EventTimeError;
 use crate::domain::tiebreak::{MAX_POINTS, TIME_SPAN};
@@ -222,26 +223,8 @@ pub async fn read_members(conn: &mut Connection, board_key: &str, members: &[&st
     Ok((total, places))
 }
 
-/// A board's shape as `read_distribution.lua` reads it (see its header).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RawDistribution {
-    pub total: u64,
-    pub lowest: i64,
-    pub highest: i64,
-    pub width: i64,
-    /// Members per bucket, lowest bucket first.
-    pub counts: Vec<u64>,
-    /// Points at the cut-off rank of each share asked for, in order.
-    pub cutoffs: Vec<i64>,
-}
-
 /// Reads a board's size, bucket counts and cut-offs in one round trip, from one snapshot.
-pub async fn read_distribution(
-    conn: &mut Connection,
-    board_key: &str,
-    buckets: u64,
-    shares: &[u32],
-) -> Result<RawDistribution, StoreError> {
+pub async fn read_distribution(conn: &mut Connection, board_key: &str, buckets: u64, shares: &[u32]) -> Result<Histogram, StoreError> {
     let mut invocation = READ_DISTRIBUTION.key(board_key);
     invocation.arg(buckets);
     for share in shares {
@@ -249,7 +232,7 @@ pub async fn read_distribution(
     }
     type Reply = (u64, i64, i64, i64, Vec<u64>, Vec<i64>);
     let (total, lowest, highest, width, counts, cutoffs): Reply = invocation.invoke_async(conn).await?;
-    Ok(RawDistribution { total, lowest, highest, width, counts, cutoffs })
+    Ok(Histogram { total, lowest, highest, width, counts, cutoffs })
 }
 
 #[cfg(test)]

@@ -8,11 +8,12 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::domain::config::Board;
+use crate::domain::distribution::{CUTOFF_SHARES, Distribution};
 use crate::domain::period::{Period, PeriodInfo};
 use crate::domain::tiebreak;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::scripts::{self, MemberPlace, RawDistribution, RawWindow, Window};
+use crate::redis::scripts::{self, MemberPlace, RawWindow, Window};
 use crate::redis::store::Store;
 use crate::services::profiles::{self, Profile};
 
@@ -101,49 +102,6 @@ pub struct UserResponse {
     pub percentile: Option<f64>,
     pub total: u64,
     pub around: Vec<Standing>,
-}
-
-/// The shape of a board: buckets of equal width from its lowest to its highest points, and
-/// the score it takes to be in each top share.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Distribution {
-    pub total: u64,
-    /// Lowest points first; the counts sum to `total`. Empty for an empty board.
-    pub buckets: Vec<Bucket>,
-    /// One per share of `rules::CUTOFF_SHARES`; empty for an empty board.
-    pub cutoffs: Vec<Cutoff>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Bucket {
-    pub min: i64,
-    pub max: i64,
-    pub count: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Cutoff {
-    pub top_percent: u32,
-    /// The lowest score still inside the top `top_percent` % of the board.
-    pub score: i64,
-}
-
-impl Distribution {
-    /// The buckets' bounds from the script's lowest, highest and width; the cut-offs named by
-    /// the shares they were asked for.
-    pub fn new(raw: RawDistribution, shares: &[u32]) -> Self {
-        let buckets = raw
-            .counts
-            .iter()
-            .zip(0..)
-            .map(|(&count, i)| {
-                let min = raw.lowest + i * raw.width;
-                Bucket { min, max: (min + raw.width - 1).min(raw.highest), count }
-            })
-            .collect();
-        let cutoffs = shares.iter().zip(raw.cutoffs).map(|(&top_percent, score)| Cutoff { top_percent, score }).collect();
-        Self { total: raw.total, buckets, cutoffs }
-    }
 }
 
 /// A listed member ("my friends"): global rank beside the rank among the list itself.
@@ -278,12 +236,11 @@ impl Reader {
     }
 
     /// The board's distribution in at most `buckets` buckets, with the cut-offs of
-    /// `rules::CUTOFF_SHARES`: one read-only script, one round trip.
+    /// `CUTOFF_SHARES`: one read-only script, one round trip.
     pub async fn distribution(&self, board: &Board, period: &Period, buckets: u64) -> Result<Distribution, StoreError> {
         let mut conn = self.store.connection().await?;
         let key = self.keys.board(&board.name).period(period);
-        let raw = scripts::read_distribution(&mut conn, &key, buckets, &rules::CUTOFF_SHARES).await?;
-        Ok(Distribution::new(raw, &rules::CUTOFF_SHARES))
+        Ok(scripts::read_distribution(&mut conn, &key, buckets, &CUTOFF_SHARES).await?.into())
     }
 
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>) -> Result<RawWindow, StoreError> {

@@ -21,11 +21,6 @@ pub const MAX_AROUND: u64 = 50;
 pub const DEFAULT_AROUND: u64 = 5;
 /// Most members one `POST /v1/boards/{board}/ranks` may list.
 pub const MAX_LISTED: usize = 500;
-/// Most buckets of a distribution, and how many when the request names none.
-pub const MAX_BUCKETS: u64 = 100;
-pub const DEFAULT_BUCKETS: u64 = 10;
-/// The top shares, in percent, a distribution gives the cut-off score of.
-pub const CUTOFF_SHARES: [u32; 5] = [1, 5, 10, 25, 50];
 
 /// Why a read was refused or failed.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +51,8 @@ pub enum ReadError {
     ArchiveNotConfigured,
     #[error("season {season} of board {board:?} is not archived (yet)")]
     SeasonNotArchived { board: String, season: String },
+    #[error("season {season} of board {board:?} was archived before distributions were kept")]
+    DistributionNotArchived { board: String, season: String },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[cfg(feature = "dynamodb")]
