@@ -7,14 +7,14 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::Response;
 use serde::{Deserialize, Serialize};
-use standings::domain::distribution::{DEFAULT_BUCKETS, Distribution, MAX_BUCKETS};
+use standings::domain::distribution::{DEFAULT_BUCKETS, MAX_BUCKETS};
 use standings::domain::ids;
 use standings::domain::period::PeriodInfo;
 use standings::http::{ApiError, JsonBody, QueryParams, with_cache};
 use standings::services::reads::rules::{
     DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board, rank_mode, resolve_period,
 };
-use standings::services::reads::{ListedStanding, TopResponse, UserResponse};
+use standings::services::reads::{DistributionResponse, ListedStanding, TopResponse, UserResponse};
 
 use crate::App;
 
@@ -126,15 +126,6 @@ pub struct DistributionParams {
     period: Option<String>,
     at: Option<String>,
     buckets: Option<u64>,
-}
-
-#[derive(Serialize)]
-struct DistributionResponse {
-    board: String,
-    #[serde(flatten)]
-    period: PeriodInfo,
-    #[serde(flatten)]
-    distribution: Distribution,
 }
 
 /// `GET /v1/boards/{board}/distribution?period=&at=&buckets=`: cacheable like a top page.

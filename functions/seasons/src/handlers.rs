@@ -14,15 +14,15 @@ use serde::{Deserialize, Serialize};
 use standings::archive::freeze::season_named;
 use standings::archive::table::{ArchivedEntry, CompletedSeason, SeasonTable};
 use standings::domain::config::Board;
-use standings::domain::distribution::{DEFAULT_BUCKETS, Distribution, MAX_BUCKETS};
+use standings::domain::distribution::{DEFAULT_BUCKETS, MAX_BUCKETS};
 use standings::domain::ids;
-use standings::domain::period::{Period, PeriodInfo};
+use standings::domain::period::Period;
 use standings::http::{ApiError, QueryParams, with_cache};
 use standings::services::profiles;
 use standings::services::reads::rules::{
     DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, ReadError, archived_board, around_window, bounded,
 };
-use standings::services::reads::{Holder, Standing, TopResponse, UserResponse, percentile};
+use standings::services::reads::{DistributionResponse, Holder, Standing, TopResponse, UserResponse, percentile};
 
 use crate::App;
 
@@ -65,15 +65,6 @@ struct PastSeason {
     reached_at: DateTime<Utc>,
     total: u64,
     percentile: f64,
-}
-
-#[derive(Serialize)]
-struct DistributionResponse {
-    board: String,
-    #[serde(flatten)]
-    period: PeriodInfo,
-    #[serde(flatten)]
-    distribution: Distribution,
 }
 
 #[derive(Serialize)]

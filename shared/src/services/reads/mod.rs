@@ -104,6 +104,16 @@ pub struct UserResponse {
     pub around: Vec<Standing>,
 }
 
+/// A board's distribution (live, or an archived season).
+#[derive(Serialize)]
+pub struct DistributionResponse {
+    pub board: String,
+    #[serde(flatten)]
+    pub period: PeriodInfo,
+    #[serde(flatten)]
+    pub distribution: Distribution,
+}
+
 /// A listed member ("my friends"): global rank beside the rank among the list itself.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ListedStanding {
