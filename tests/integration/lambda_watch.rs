@@ -63,8 +63,8 @@ async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
 }
 
 /// The archive function's manual fixture through `cargo lambda invoke`, against the key prefix
-/// and season table scripts/test.sh gave `cargo lambda watch`; then the query function serves
-/// the season over HTTP.
+/// and season table scripts/test.sh gave `cargo lambda watch`; then the seasons function serves
+/// the season and its distribution over HTTP.
 #[tokio::test]
 async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over_http() {
     let prefix = std::env::var("STANDINGS_WATCH_KEY_PREFIX").expect("scripts/test.sh names the watch's key prefix");
@@ -94,6 +94,11 @@ async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over
     let mut expected = members.clone();
     expected.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then(b.0.cmp(&a.0)));
     assert_eq!(users, expected.iter().map(|m| m.0.as_str()).collect::<Vec<_>>());
+
+    let url = format!("{}/lambda-url/seasons/v1/boards/points/seasons/2026-01/distribution?buckets=3", watch_url());
+    let distribution: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+    let counts: u64 = distribution["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
+    assert_eq!((&distribution["total"], counts), (&json!(3), 3), "{distribution}");
 }
 
 #[tokio::test]
