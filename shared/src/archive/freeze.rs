@@ -82,14 +82,15 @@ pub async fn frozen_page(
 }
 
 /// The frozen board's histogram for every bucket count a distribution may ask for (1 to
-/// `MAX_BUCKETS`), so the archive can answer any of them exactly once Redis is freed.
-pub async fn frozen_histograms(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<Vec<Histogram>, StoreError> {
+/// `MAX_BUCKETS`), so the archive can answer any of them exactly once Redis is freed. The
+/// reads go out at once on the multiplexed connection (the frozen board never changes).
+pub async fn frozen_histograms(conn: &Connection, keys: &BoardKeys, period: &Period) -> Result<Vec<Histogram>, StoreError> {
     let key = keys.frozen(period);
-    let mut histograms = Vec::with_capacity(MAX_BUCKETS as usize);
-    for buckets in 1..=MAX_BUCKETS {
-        histograms.push(scripts::read_distribution(conn, &key, buckets, &CUTOFF_SHARES).await?);
-    }
-    Ok(histograms)
+    let reads = (1..=MAX_BUCKETS).map(|buckets| {
+        let (mut conn, key) = (conn.clone(), &key);
+        async move { scripts::read_distribution(&mut conn, key, buckets, &CUTOFF_SHARES).await }
+    });
+    futures::future::try_join_all(reads).await
 }
 
 /// Members of the frozen board right now.

@@ -318,7 +318,7 @@ impl<S: ArchiveSink> Archiver<S> {
             return Ok(job.report(Status::InProgress, total, None));
         }
         self.verify(&job, &mut conn, total).await?;
-        let histograms = freeze::frozen_histograms(&mut conn, &job.keys, &job.season).await?;
+        let histograms = freeze::frozen_histograms(&conn, &job.keys, &job.season).await?;
         self.table.put_distribution(board, season, &histograms).await?;
         self.table.mark_complete(board, season, total, (self.clock)()).await?;
         freeze::release_frozen(&mut conn, &job.keys, &job.season).await?;

@@ -83,6 +83,10 @@ pub(super) fn n(value: impl ToString) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
+pub(super) fn numbers<T: ToString>(values: impl IntoIterator<Item = T>) -> AttributeValue {
+    AttributeValue::L(values.into_iter().map(n).collect())
+}
+
 pub(super) fn time(at: DateTime<Utc>) -> AttributeValue {
     s(at.to_rfc3339_opts(SecondsFormat::Secs, true))
 }

@@ -58,7 +58,6 @@ impl SeasonTable {
         let Some(first) = histograms.first() else {
             return Ok(());
         };
-        let numbers = |values: &mut dyn Iterator<Item = String>| AttributeValue::L(values.map(AttributeValue::N).collect());
         self.client
             .put_item()
             .table_name(&self.name)
@@ -67,9 +66,9 @@ impl SeasonTable {
             .item("total", n(first.total))
             .item("lowest", n(first.lowest))
             .item("highest", n(first.highest))
-            .item("cutoffs", numbers(&mut first.cutoffs.iter().map(i64::to_string)))
-            .item("widths", numbers(&mut histograms.iter().map(|h| h.width.to_string())))
-            .item("counts", AttributeValue::L(histograms.iter().map(|h| numbers(&mut h.counts.iter().map(u64::to_string))).collect()))
+            .item("cutoffs", numbers(&first.cutoffs))
+            .item("widths", numbers(histograms.iter().map(|h| h.width)))
+            .item("counts", AttributeValue::L(histograms.iter().map(|h| numbers(&h.counts)).collect()))
             .send()
             .await?;
         Ok(())
