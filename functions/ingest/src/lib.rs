@@ -3,6 +3,7 @@
 mod admin;
 mod hot;
 pub mod observe;
+mod scores;
 mod sign_ins;
 
 use std::sync::Arc;
@@ -25,6 +26,7 @@ use standings::services::hot::HotBoards;
 use standings::services::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::services::moderation::Moderation;
 use standings::services::profiles::{self, Profile};
+use standings::services::scores::Scores;
 use standings::services::sign_ins::SignIns;
 
 use crate::observe::Tally;
@@ -32,6 +34,7 @@ use crate::observe::Tally;
 /// Everything a request needs, built once per container.
 pub struct App {
     pub ingestor: Ingestor,
+    pub scores: Scores,
     pub hot: HotBoards,
     pub sign_ins: SignIns,
     pub moderation: Moderation,
@@ -46,6 +49,7 @@ impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode, metrics: Metrics) -> Self {
         Self {
             ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
+            scores: Scores::new(config.clone(), keys.clone(), store.clone()),
             hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
             sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
             moderation: Moderation::new(config, keys.clone(), store.clone()),
@@ -85,6 +89,7 @@ fn write_routes() -> Routes<Arc<App>> {
     Routes::new()
         .route(Method::POST, "/v1/events", post_event)
         .route(Method::POST, "/v1/events:batch", post_batch)
+        .route(Method::POST, "/v1/boards/{board}/scores", scores::post_score)
         .route(Method::PUT, "/v1/users/{user_id}/profile", put_profile)
         .route(Method::POST, "/v1/hot/{board}/items/{item_id}", hot::post_heat)
         .route(Method::POST, "/v1/sign-ins", sign_ins::post_sign_in)

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
-use standings::domain::config::{Board, BoardKind, Decay, Rule, SignIn};
+use standings::domain::config::{Board, BoardKind, Decay, RateLimit, Rule, SignIn};
+use standings::domain::scores::{Keep, Order};
 use standings::domain::period::{Period, PeriodInfo};
 
 use crate::App;
@@ -18,6 +19,14 @@ struct BoardSummary<'a> {
     timezone: &'static str,
     top: u32,
     archive: bool,
+    /// Which end is the top: `asc` only on score boards where lower is better.
+    order: Order,
+    /// Score boards: which submission is kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep: Option<Keep>,
+    /// Score boards: the per-user limit on submissions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_limit: Option<RateLimit>,
     /// The current period of each kind, with its start and next reset.
     periods: Vec<PeriodInfo>,
     rules: Vec<&'a Rule>,
@@ -39,6 +48,9 @@ fn summary<'a>(board: &'a Board, now: chrono::DateTime<chrono::Utc>) -> BoardSum
         timezone: board.timezone.name(),
         top: board.top,
         archive: board.archive,
+        order: board.scores.map_or(Order::Desc, |rules| rules.order),
+        keep: board.scores.map(|rules| rules.keep),
+        rate_limit: board.scores.and_then(|rules| rules.rate_limit),
         periods: board.periods.iter().map(|&kind| Period::containing(kind, now, board.timezone).info()).collect(),
         rules: board.rules.values().collect(),
         sign_in: board.sign_in.as_ref(),

@@ -14,9 +14,10 @@ use serde::{Deserialize, Serialize};
 use standings::archive::freeze::season_named;
 use standings::archive::table::{ArchivedEntry, CompletedSeason, SeasonTable};
 use standings::domain::config::Board;
-use standings::domain::distribution::{DEFAULT_BUCKETS, MAX_BUCKETS};
+use standings::domain::distribution::{DEFAULT_BUCKETS, Distribution, MAX_BUCKETS};
 use standings::domain::ids;
 use standings::domain::period::Period;
+use standings::domain::scores;
 use standings::http::{ApiError, QueryParams, with_cache};
 use standings::services::profiles;
 use standings::services::reads::rules::{
@@ -158,7 +159,7 @@ pub async fn season_distribution(
     let (completed, histogram) = try_join(table.completed(&board.name, &season), table.distribution(&board.name, &season, buckets)).await?;
     complete(completed, &board.name, &season)?;
     let histogram = histogram.ok_or_else(|| ReadError::DistributionNotArchived { board: board.name.clone(), season: season.clone() })?;
-    let body = DistributionResponse { board: board.name.clone(), period: period.info(), distribution: histogram.into() };
+    let body = DistributionResponse { board: board.name.clone(), period: period.info(), distribution: Distribution::of(histogram, &scores::scale(board, &period)) };
     Ok(with_cache(SEASON_CACHE, Json(body)))
 }
 

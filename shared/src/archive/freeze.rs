@@ -9,7 +9,7 @@ use chrono_tz::Tz;
 use crate::domain::distribution::{CUTOFF_SHARES, Histogram, MAX_BUCKETS};
 use crate::domain::guard::{closed_field, live_field};
 use crate::domain::period::{Period, PeriodKind};
-use crate::domain::tiebreak;
+use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::scripts;
@@ -63,6 +63,7 @@ pub async fn frozen_page(
     conn: &mut Connection,
     keys: &BoardKeys,
     period: &Period,
+    scale: &Scale,
     start: u64,
     count: u64,
 ) -> Result<Vec<Standing>, StoreError> {
@@ -75,7 +76,7 @@ pub async fn frozen_page(
         .zip(members)
         .map(|(rank, (user_id, composite))| {
             let (points, reached_at) =
-                tiebreak::decode(composite).map_err(|e| StoreError::Protocol(format!("member {user_id:?} of a frozen board: {e}")))?;
+                scale.decode(composite).map_err(|e| StoreError::Protocol(format!("member {user_id:?} of a frozen board: {e}")))?;
             Ok(Standing { rank, user_id, points, reached_at })
         })
         .collect()
@@ -84,11 +85,11 @@ pub async fn frozen_page(
 /// The frozen board's histogram for every bucket count a distribution may ask for (1 to
 /// `MAX_BUCKETS`), so the archive can answer any of them exactly once Redis is freed. The
 /// reads go out at once on the multiplexed connection (the frozen board never changes).
-pub async fn frozen_histograms(conn: &Connection, keys: &BoardKeys, period: &Period) -> Result<Vec<Histogram>, StoreError> {
+pub async fn frozen_histograms(conn: &Connection, keys: &BoardKeys, period: &Period, scale: &Scale) -> Result<Vec<Histogram>, StoreError> {
     let key = keys.frozen(period);
     let reads = (1..=MAX_BUCKETS).map(|buckets| {
         let (mut conn, key) = (conn.clone(), &key);
-        async move { scripts::read_distribution(&mut conn, key, buckets, &CUTOFF_SHARES).await }
+        async move { scripts::read_distribution(&mut conn, key, scale, buckets, &CUTOFF_SHARES).await }
     });
     futures::future::try_join_all(reads).await
 }

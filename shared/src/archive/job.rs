@@ -17,6 +17,8 @@ use super::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, TableError,
 use crate::Clock;
 use crate::domain::config::{Board, Config};
 use crate::domain::period::Period;
+use crate::domain::scores;
+use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::store::{Connection, Store};
@@ -150,6 +152,8 @@ struct Progress {
 struct Job<'a> {
     board: &'a str,
     season: Period,
+    /// How the season's composites decode (score boards have their own).
+    scale: Scale,
     shard: Shard,
     keys: BoardKeys,
     progress: Progress,
@@ -269,7 +273,8 @@ impl<S: ArchiveSink> Archiver<S> {
         let period = freeze::season_named(season, config.timezone).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
         let now = (self.clock)();
         let stop_at = deadline - stopping_margin(self.settings.deadline_margin, deadline - now);
-        let job = Job { board, season: period, shard, keys: self.keys.board(board), progress: Progress::default(), stop_at };
+        let scale = scores::scale(config, &period);
+        let job = Job { board, season: period, scale, shard, keys: self.keys.board(board), progress: Progress::default(), stop_at };
         let mut conn = self.store.connection().await?;
 
         if let Some(done) = self.table.completed(board, season).await? {
@@ -302,7 +307,7 @@ impl<S: ArchiveSink> Archiver<S> {
             if self.out_of_time(&job) {
                 return Ok(job.report(Status::InProgress, total, Some(next_rank)));
             }
-            let page = freeze::frozen_page(&mut conn, &job.keys, &job.season, next_rank - 1, PAGE_SIZE).await?;
+            let page = freeze::frozen_page(&mut conn, &job.keys, &job.season, &job.scale, next_rank - 1, PAGE_SIZE).await?;
             self.write_page(&job, total, &page).await?;
             let after = next_rank + PAGE_SIZE * u64::from(shard.total);
             next_rank = self.table.advance_checkpoint(board, season, shard, after, (self.clock)()).await?;
@@ -318,7 +323,7 @@ impl<S: ArchiveSink> Archiver<S> {
             return Ok(job.report(Status::InProgress, total, None));
         }
         self.verify(&job, &mut conn, total).await?;
-        let histograms = freeze::frozen_histograms(&conn, &job.keys, &job.season).await?;
+        let histograms = freeze::frozen_histograms(&conn, &job.keys, &job.season, &job.scale).await?;
         self.table.put_distribution(board, season, &histograms).await?;
         self.table.mark_complete(board, season, total, (self.clock)()).await?;
         freeze::release_frozen(&mut conn, &job.keys, &job.season).await?;

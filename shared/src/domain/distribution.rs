@@ -5,6 +5,8 @@
 
 use serde::Serialize;
 
+use crate::domain::tiebreak::Scale;
+
 /// Most buckets of a distribution, and how many when the request names none.
 pub const MAX_BUCKETS: u64 = 100;
 pub const DEFAULT_BUCKETS: u64 = 10;
@@ -43,23 +45,36 @@ pub struct Bucket {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Cutoff {
     pub top_percent: u32,
-    /// The lowest score still inside the top `top_percent` % of the board.
+    /// The lowest score (the highest where lower is better) still inside the top
+    /// `top_percent` % of the board.
     pub score: i64,
 }
 
-impl From<Histogram> for Distribution {
-    /// Each bucket's bounds from the lowest points, the width and the highest points.
-    fn from(histogram: Histogram) -> Self {
-        let buckets = histogram
+impl Distribution {
+    /// Each bucket's bounds from the lowest value, the width and the highest value, as scores
+    /// of `scale`: on a board where lower is better the histogram is read in values (higher
+    /// is better), so its buckets come back reversed and each cut-off is the highest score
+    /// still inside its share.
+    pub fn of(histogram: Histogram, scale: &Scale) -> Self {
+        let mut buckets: Vec<Bucket> = histogram
             .counts
             .iter()
             .zip(0..)
             .map(|(&count, i)| {
-                let min = histogram.lowest + i * histogram.width;
-                Bucket { min, max: (min + histogram.width - 1).min(histogram.highest), count }
+                let low = histogram.lowest + i * histogram.width;
+                let high = (low + histogram.width - 1).min(histogram.highest);
+                let (a, b) = (scale.score(low), scale.score(high));
+                Bucket { min: a.min(b), max: a.max(b), count }
             })
             .collect();
-        let cutoffs = CUTOFF_SHARES.iter().zip(histogram.cutoffs).map(|(&top_percent, score)| Cutoff { top_percent, score }).collect();
+        if scale.ascending {
+            buckets.reverse();
+        }
+        let cutoffs = CUTOFF_SHARES
+            .iter()
+            .zip(histogram.cutoffs)
+            .map(|(&top_percent, value)| Cutoff { top_percent, score: scale.score(value) })
+            .collect();
         Self { total: histogram.total, buckets, cutoffs }
     }
 }
@@ -71,7 +86,7 @@ mod tests {
     #[test]
     fn the_last_bucket_ends_at_the_highest_points() {
         let histogram = Histogram { total: 4, lowest: 3, highest: 9, width: 3, counts: vec![2, 1, 1], cutoffs: vec![9, 9, 9, 8, 5] };
-        let distribution = Distribution::from(histogram);
+        let distribution = Distribution::of(histogram, &Scale::POINTS);
         let bounds: Vec<(i64, i64)> = distribution.buckets.iter().map(|b| (b.min, b.max)).collect();
         assert_eq!(bounds, [(3, 5), (6, 8), (9, 9)]);
         assert_eq!(distribution.cutoffs.iter().map(|c| c.top_percent).collect::<Vec<_>>(), CUTOFF_SHARES);

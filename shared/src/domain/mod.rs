@@ -7,6 +7,7 @@ pub mod distribution;
 pub mod guard;
 pub mod ids;
 pub mod period;
+pub mod scores;
 pub mod scoring;
 pub mod sign_in;
 pub mod tiebreak;

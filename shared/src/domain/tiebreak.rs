@@ -22,6 +22,75 @@ pub const TIME_SPAN: i64 = 1 << 31;
 pub const MAX_POINTS: i64 = (1 << 22) - 1;
 pub const LAST_SECS: i64 = EPOCH_SECS + TIME_SPAN - 1;
 
+/// How one board period packs a score and the time it was reached into one exact double:
+/// `value * span + (span - 1 - (reached_at - origin) / step)`, where `value` is the score,
+/// or `max_value - score` on a board where lower is better, so every board reads "highest
+/// composite first" whatever its order. Rule boards use [`Scale::POINTS`] (the constants
+/// above); score boards (`domain::scores`) trade time bits for a wider score range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scale {
+    /// Distinct time parts.
+    pub span: i64,
+    /// The largest score (and value).
+    pub max_value: i64,
+    /// Lower scores rank higher.
+    pub ascending: bool,
+    /// Unix time of the largest time part.
+    pub origin: i64,
+    /// Seconds per time part.
+    pub step: i64,
+}
+
+impl Scale {
+    /// Rule boards: points in `0..=MAX_POINTS`, whole seconds from 2020 to 2088.
+    pub const POINTS: Scale = Scale { span: TIME_SPAN, max_value: MAX_POINTS, ascending: false, origin: EPOCH_SECS, step: 1 };
+
+    /// The stored value of a score (higher is better).
+    pub fn value(&self, score: i64) -> i64 {
+        if self.ascending { self.max_value - score } else { score }
+    }
+
+    /// The score of a stored value (the same flip, its own inverse).
+    pub fn score(&self, value: i64) -> i64 {
+        self.value(value)
+    }
+
+    pub fn time_part(&self, at: DateTime<Utc>) -> Result<i64, RangeError> {
+        let ticks = (at.timestamp() - self.origin).div_euclid(self.step);
+        if !(0..self.span).contains(&ticks) {
+            return Err(RangeError::Time);
+        }
+        Ok(self.span - 1 - ticks)
+    }
+
+    pub fn encode(&self, score: i64, reached_at: DateTime<Utc>) -> Result<f64, RangeError> {
+        if !(0..=self.max_value).contains(&score) {
+            return Err(RangeError::Points);
+        }
+        // Exact: every scale keeps (max_value + 1) * span <= 2^53.
+        Ok((self.value(score) * self.span + self.time_part(reached_at)?) as f64)
+    }
+
+    /// The whole score of a stored composite (what the API returns).
+    pub fn score_of(&self, composite: f64) -> i64 {
+        self.score((composite / self.span as f64).floor() as i64)
+    }
+
+    /// Score and reached-at time (to the scale's step) of a stored composite.
+    pub fn decode(&self, composite: f64) -> Result<(i64, DateTime<Utc>), RangeError> {
+        if !(composite.is_finite() && composite >= 0.0 && composite < (1u64 << 53) as f64 && composite.fract() == 0.0) {
+            return Err(RangeError::Points);
+        }
+        let composite = composite as i64;
+        let value = composite / self.span;
+        if value > self.max_value {
+            return Err(RangeError::Points);
+        }
+        let secs = self.origin + (self.span - 1 - composite % self.span) * self.step;
+        Ok((self.score(value), DateTime::from_timestamp(secs, 0).ok_or(RangeError::Time)?))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum RangeError {
     #[error("points must be within 0..={MAX_POINTS}")]
@@ -30,38 +99,22 @@ pub enum RangeError {
     Time,
 }
 
-/// The time part for a score reached at `at`: larger for earlier times.
+/// The time part for points reached at `at` on a rule board: larger for earlier times.
 pub fn time_part(at: DateTime<Utc>) -> Result<i64, RangeError> {
-    let secs = at.timestamp();
-    if !(EPOCH_SECS..=LAST_SECS).contains(&secs) {
-        return Err(RangeError::Time);
-    }
-    Ok(TIME_SPAN - 1 - (secs - EPOCH_SECS))
+    Scale::POINTS.time_part(at)
 }
 
 pub fn encode(points: i64, reached_at: DateTime<Utc>) -> Result<f64, RangeError> {
-    if !(0..=MAX_POINTS).contains(&points) {
-        return Err(RangeError::Points);
-    }
-    let composite = points * TIME_SPAN + time_part(reached_at)?;
-    // Exact: composite < 2^53.
-    Ok(composite as f64)
+    Scale::POINTS.encode(points, reached_at)
 }
 
-/// Whole points of a stored composite (what the API returns).
+/// Whole points of a rule board's composite.
 pub fn points_of(composite: f64) -> i64 {
-    (composite / TIME_SPAN as f64).floor() as i64
+    Scale::POINTS.score_of(composite)
 }
 
 pub fn decode(composite: f64) -> Result<(i64, DateTime<Utc>), RangeError> {
-    if !(composite.is_finite() && composite >= 0.0 && composite < (1u64 << 53) as f64 && composite.fract() == 0.0) {
-        return Err(RangeError::Points);
-    }
-    let composite = composite as i64;
-    let points = composite / TIME_SPAN;
-    let secs = EPOCH_SECS + (TIME_SPAN - 1 - composite % TIME_SPAN);
-    let reached_at = DateTime::from_timestamp(secs, 0).ok_or(RangeError::Time)?;
-    Ok((points, reached_at))
+    Scale::POINTS.decode(composite)
 }
 
 #[cfg(test)]

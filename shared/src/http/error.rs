@@ -13,6 +13,8 @@ use crate::redis::error::StoreError;
 use crate::redis::scripts::GuardRefusal;
 use crate::services::hot::HotError;
 use crate::services::ingestion::{BatchRefusal, IngestError};
+use crate::services::scores::ScoreError;
+use crate::domain::scores::SubmissionRefusal;
 use crate::services::moderation::ModerationError;
 use crate::services::profiles::ProfileError;
 use crate::services::reads::rules::ReadError;
@@ -152,6 +154,27 @@ impl From<IngestError> for ApiError {
                 }
             }
         }
+    }
+}
+
+impl From<ScoreError> for ApiError {
+    fn from(error: ScoreError) -> Self {
+        let (status, code) = match &error {
+            ScoreError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "unknown_board"),
+            ScoreError::Refused(SubmissionRefusal::InvalidId(_)) => (StatusCode::BAD_REQUEST, "invalid_id"),
+            ScoreError::Refused(SubmissionRefusal::OutOfRange | SubmissionRefusal::Time(_)) | ScoreError::SumOutOfRange(_) => {
+                (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
+            }
+            ScoreError::EventTime(time) => (StatusCode::UNPROCESSABLE_ENTITY, time.code()),
+            ScoreError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
+            ScoreError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
+            ScoreError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
+            ScoreError::RateLimited { retry_after_secs, .. } => {
+                return Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", error.to_string()).with_retry_after(*retry_after_secs);
+            }
+            ScoreError::Store(store) => return Self::store(store),
+        };
+        Self::new(status, code, error.to_string())
     }
 }
 

@@ -6,4 +6,5 @@ pub mod ingestion;
 pub mod moderation;
 pub mod profiles;
 pub mod reads;
+pub mod scores;
 pub mod sign_ins;

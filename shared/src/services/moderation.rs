@@ -256,7 +256,13 @@ impl Moderation {
 
     /// Boards whose members are users (decaying boards rank items).
     fn user_boards(&self) -> impl Iterator<Item = &Board> {
-        self.config.boards().iter().filter(|b| b.kind == BoardKind::Cumulative)
+        self.config.boards().iter().filter(|b| b.kind != BoardKind::Decaying)
+    }
+
+    /// Boards whose scores are points that a correction can add to or take from (a score
+    /// board's kept score is replaced by submitting one, not corrected).
+    fn points_board(&self, name: &str) -> Result<&Board, ModerationError> {
+        self.user_boards().filter(|b| b.kind == BoardKind::Cumulative).find(|b| b.name == name).ok_or_else(|| ModerationError::UnknownBoard(name.to_owned()))
     }
 
     fn user_board(&self, name: &str) -> Result<&Board, ModerationError> {
@@ -312,7 +318,7 @@ impl Moderation {
         actor: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<CorrectionReceipt, ModerationError> {
-        let board = self.user_board(board_name)?;
+        let board = self.points_board(board_name)?;
         ids::validate_id("user_id", user_id)?;
         request.validate()?;
         let periods = correction_periods(board, request, now)?;

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::domain::ids;
 use crate::domain::period::PeriodKind;
+use crate::domain::scores::{Keep, Order};
 use validate::{invalid, validate_board};
 
 /// The configuration shipped with the project (docs/boards.md).
@@ -33,6 +34,8 @@ pub enum ConfigError {
 pub enum BoardKind {
     Cumulative,
     Decaying,
+    /// Clients submit scores; the board keeps the best, the latest or the sum (`domain::scores`).
+    Scores,
 }
 
 /// Which earlier award makes an event a repeat that earns nothing.
@@ -150,6 +153,20 @@ struct RawBoard {
     decay: Option<Decay>,
     #[serde(default)]
     wait_replicas: Option<u32>,
+    #[serde(default)]
+    keep: Option<Keep>,
+    #[serde(default)]
+    order: Option<Order>,
+    #[serde(default)]
+    rate_limit: Option<RateLimit>,
+}
+
+/// What a score board keeps, which end is the top, and its per-user submission limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ScoreRules {
+    pub keep: Keep,
+    pub order: Order,
+    pub rate_limit: Option<RateLimit>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -172,6 +189,8 @@ pub struct Board {
     /// Replicas that must acknowledge each write before it is answered (`WAIT`); `None`:
     /// the deployment's `REDIS_WAIT_REPLICAS`.
     pub wait_replicas: Option<u32>,
+    /// Set on score boards (kind `scores`) only.
+    pub scores: Option<ScoreRules>,
 }
 
 impl Board {
@@ -245,10 +264,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_embedded_default_has_the_four_spec_boards() {
+    fn the_embedded_default_has_the_spec_boards_and_two_score_boards() {
         let config = Config::default_boards();
         let names: Vec<_> = config.boards().iter().map(|b| b.name.as_str()).collect();
-        assert_eq!(names, ["activity", "invites", "points", "hot-videos"]);
+        assert_eq!(names, ["activity", "invites", "points", "hot-videos", "high-scores", "lap-times"]);
         let activity = config.board("activity").unwrap();
         assert_eq!(activity.periods, [PeriodKind::Day, PeriodKind::Month]);
         assert_eq!(activity.timezone, chrono_tz::Asia::Shanghai);

@@ -31,6 +31,17 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
                 return Err(invalid(format!("{at}.decay"), "only decaying boards decay"));
             }
         }
+        BoardKind::Scores => {
+            if raw.periods.is_empty() {
+                return Err(invalid(format!("{at}.periods"), "a score board needs at least one period"));
+            }
+            if raw.keep.is_none() {
+                return Err(invalid(format!("{at}.keep"), "a score board keeps \"best\", \"latest\" or \"sum\""));
+            }
+            if !raw.rules.is_empty() || raw.sign_in.is_some() || raw.decay.is_some() {
+                return Err(invalid(format!("{at}.kind"), "a score board takes submitted scores, not rules, sign-ins or decay"));
+            }
+        }
         BoardKind::Decaying => {
             let Some(decay) = &raw.decay else {
                 return Err(invalid(format!("{at}.decay"), "a decaying board needs a decay section"));
@@ -71,6 +82,18 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
             }
         }
     }
+    let scores = match (raw.kind, raw.keep) {
+        (BoardKind::Scores, Some(keep)) => {
+            if let Some(limit) = raw.rate_limit {
+                validate_rate_limit(&format!("{at}.rate_limit"), limit)?;
+            }
+            Some(ScoreRules { keep, order: raw.order.unwrap_or_default(), rate_limit: raw.rate_limit })
+        }
+        _ if raw.keep.is_some() || raw.order.is_some() || raw.rate_limit.is_some() => {
+            return Err(invalid(format!("{at}.kind"), "keep, order and a board-wide rate_limit belong to score boards"));
+        }
+        _ => None,
+    };
     Ok(Board {
         name: raw.name,
         kind: raw.kind,
@@ -82,6 +105,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         sign_in: raw.sign_in,
         decay: raw.decay,
         wait_replicas: raw.wait_replicas,
+        scores,
     })
 }
 
@@ -103,18 +127,23 @@ fn validate_rule(at: &str, rule: &Rule) -> Result<(), ConfigError> {
         return Err(invalid(format!("{at}.daily_cap"), "must be positive"));
     }
     if let Some(limit) = rule.rate_limit {
-        if !(1..=MAX_RATE_LIMIT).contains(&limit.max) {
-            return Err(invalid(format!("{at}.rate_limit.max"), format!("must be 1..={MAX_RATE_LIMIT}")));
-        }
-        if !(1..=MAX_RATE_WINDOW_SECS).contains(&limit.per_secs) {
-            return Err(invalid(format!("{at}.rate_limit.per_secs"), format!("must be 1..={MAX_RATE_WINDOW_SECS}")));
-        }
+        validate_rate_limit(&format!("{at}.rate_limit"), limit)?;
     }
     if rule.reversible && rule.scope != Scope::UserTargetDay {
         return Err(invalid(
             format!("{at}.reversible"),
             "only user_target_day rules can be reversed (a take-back needs that day's ledger)",
         ));
+    }
+    Ok(())
+}
+
+fn validate_rate_limit(at: &str, limit: RateLimit) -> Result<(), ConfigError> {
+    if !(1..=MAX_RATE_LIMIT).contains(&limit.max) {
+        return Err(invalid(format!("{at}.max"), format!("must be 1..={MAX_RATE_LIMIT}")));
+    }
+    if !(1..=MAX_RATE_WINDOW_SECS).contains(&limit.per_secs) {
+        return Err(invalid(format!("{at}.per_secs"), format!("must be 1..={MAX_RATE_WINDOW_SECS}")));
     }
     Ok(())
 }

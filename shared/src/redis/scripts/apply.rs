@@ -155,7 +155,7 @@ fn ledger_field(entry: &str) -> Vec<u8> {
 }
 
 /// The 4 bytes of a payload fingerprint (hex) that a marker keeps.
-fn short_fingerprint(fingerprint: &str) -> Vec<u8> {
+pub(super) fn short_fingerprint(fingerprint: &str) -> Vec<u8> {
     (0..4).map(|i| fingerprint.get(2 * i..2 * i + 2).and_then(|byte| u8::from_str_radix(byte, 16).ok()).unwrap_or(0)).collect()
 }
 
@@ -174,16 +174,16 @@ pub struct BoardEvent<'a> {
 }
 
 /// The script's keys, each once: `KEYS[1]` the guard, the others named by index in ARGV.
-struct KeyList(HashMap<String, usize>);
+pub(super) struct KeyList(HashMap<String, usize>);
 
 impl KeyList {
-    fn new(call: &mut ScriptCall<'_>, guard: String) -> Self {
+    pub(super) fn new(call: &mut ScriptCall<'_>, guard: String) -> Self {
         call.key(&guard);
         Self(HashMap::from([(guard, 1)]))
     }
 
     /// The 1-based index of `key` in the call's keys, added if new.
-    fn add(&mut self, call: &mut ScriptCall<'_>, key: String) -> usize {
+    pub(super) fn add(&mut self, call: &mut ScriptCall<'_>, key: String) -> usize {
         let next = self.0.len() + 1;
         *self.0.entry(key).or_insert_with_key(|key| {
             call.key(key);
@@ -319,21 +319,11 @@ fn read_reply(event: &BoardEvent<'_>, values: &mut impl Iterator<Item = String>,
         Status::OutsideWindow => ApplyReply::OutsideWindow(event.first_delivery.expect("parsed only with a refusal")),
         Status::New => ApplyReply::New(outcome(&receipt(&detail)?, periods, &standings)),
         Status::Duplicate => {
-            let days_away = match detail.get(..1) {
-                Some("0") => 0,
-                Some("1") => -1,
-                Some("2") => 1,
-                _ => return Err(protocol(&format!("duplicate {detail:?}"))),
-            };
-            let receipt = receipt(&detail[1..])?;
-            if !event.timed && days_away != 0 {
-                // Sent without a time, it landed on its marker's day: midday of that local day
-                // names the same periods whatever the day's length.
-                let landed = today + Duration::seconds(days_away * DAY_SECS + DAY_SECS / 2);
-                let first: Vec<Period> = periods.iter().map(|p| Period::containing(p.kind, landed, event.plan.board.timezone)).collect();
-                if first != *periods {
-                    return Ok(Read::LandedElsewhere { receipt, periods: first });
-                }
+            let (landed, first) = duplicate_of(&detail, event.timed, today, periods.iter(), event.plan.board.timezone)
+                .ok_or_else(|| protocol(&format!("duplicate {detail:?}")))?;
+            let receipt = receipt(first)?;
+            if let Some(periods) = landed {
+                return Ok(Read::LandedElsewhere { receipt, periods });
             }
             ApplyReply::Duplicate(outcome(&receipt, periods, &standings))
         }
@@ -346,6 +336,33 @@ fn read_reply(event: &BoardEvent<'_>, values: &mut impl Iterator<Item = String>,
         Status::Stale => return Err(status.unexpected("apply_event")),
     };
     Ok(Read::Done(reply))
+}
+
+/// A duplicate's detail (`<bucket index><receipt>`, see `marker_seen` in prelude.lua): the
+/// periods its first delivery landed in when they are not `periods` (sent without a time, it
+/// landed on its marker's day), and its receipt. `None` for a malformed detail.
+pub(super) fn duplicate_of<'d, 'p>(
+    detail: &'d str,
+    timed: bool,
+    today: DateTime<Utc>,
+    periods: impl Iterator<Item = &'p Period> + Clone,
+    tz: Tz,
+) -> Option<(Option<Vec<Period>>, &'d str)> {
+    let days_away = match detail.get(..1)? {
+        "0" => 0,
+        "1" => -1,
+        "2" => 1,
+        _ => return None,
+    };
+    let receipt = &detail[1..];
+    if timed || days_away == 0 {
+        return Some((None, receipt));
+    }
+    // Midday of the marker's local day names the same periods whatever the day's length.
+    let landed = today + Duration::seconds(days_away * DAY_SECS + DAY_SECS / 2);
+    let first: Vec<Period> = periods.clone().map(|p| Period::containing(p.kind, landed, tz)).collect();
+    let moved = first.iter().ne(periods);
+    Some((moved.then_some(first), receipt))
 }
 
 /// An event recorded by a release before marker buckets: its string marker holds the

@@ -91,13 +91,11 @@ local function apply(b)
   end
 
   local bucket = KEYS[tonumber(ARGV[b])]
-  for i = 0, 2 do
-    local seen = redis.call('HGET', KEYS[tonumber(ARGV[b + i])], field)
-    if seen then
-      if string.sub(seen, 1, 4) ~= fingerprint then return 'conflict', '' end
-      local points, ranks = standing_now()
-      return 'duplicate', i .. string.sub(seen, 5), points, ranks
-    end
+  local seen = marker_seen({bucket, KEYS[tonumber(ARGV[b + 1])], KEYS[tonumber(ARGV[b + 2])]}, field, fingerprint)
+  if seen == 'conflict' then return 'conflict', '' end
+  if seen then
+    local points, ranks = standing_now()
+    return 'duplicate', seen, points, ranks
   end
   local legacy = redis.call('GET', KEYS[tonumber(ARGV[b + 3])])
   if legacy then
@@ -111,21 +109,12 @@ local function apply(b)
     function(i) return period(i, 1) end, function(i) return period(i, 2) end)
   if refusal then return refusal, closed end
 
-  -- Rate limit: a sliding window of the user's recent events of this action. Only read here;
-  -- the event is logged with the other writes, so a refused event leaves no trace.
+  -- Rate limit: only read here; the event is logged with the other writes, so a refused
+  -- event leaves no trace.
   local rate_log = KEYS[tonumber(ARGV[b + 18])]
   local rate_max, rate_window, now_ms = tonumber(ARGV[b + 19]), tonumber(ARGV[b + 20]), tonumber(ARGV[b + 21])
-  -- The window is (now - window, now]; entries at or before its floor have left it.
-  local window_floor = string.format('%.0f', now_ms - rate_window)
-  if rate_max > 0 then
-    local window_start = '(' .. window_floor
-    local recent = redis.call('ZCOUNT', rate_log, window_start, '+inf')
-    if recent >= rate_max then
-      -- The slot frees when the entry that put the log at its limit leaves the window.
-      local oldest = redis.call('ZRANGEBYSCORE', rate_log, window_start, '+inf', 'WITHSCORES', 'LIMIT', recent - rate_max, 1)
-      return 'rate_limited', tostring(math.max(math.ceil((tonumber(oldest[2]) + rate_window - now_ms) / 1000), 1))
-    end
-  end
+  local wait = rate_wait(rate_log, rate_max, rate_window, now_ms)
+  if wait then return 'rate_limited', tostring(wait) end
 
   local ledger, ledger_field, legacy_field = KEYS[tonumber(ARGV[b + 9])], ARGV[b + 10], ARGV[b + 11]
   local day_ledger, cap_field = KEYS[tonumber(ARGV[b + 12])], ARGV[b + 13]
@@ -205,12 +194,7 @@ local function apply(b)
   end
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
-  if rate_max > 0 then
-    -- The log outlives its newest entry by one window: refreshed on purpose (it is a window).
-    redis.call('ZREMRANGEBYSCORE', rate_log, '-inf', window_floor)
-    redis.call('ZADD', rate_log, ARGV[b + 21], field)
-    redis.call('PEXPIRE', rate_log, rate_window)
-  end
+  rate_record(rate_log, rate_max, rate_window, now_ms, field)
   return 'new', receipt, points, ranks
 end
 

@@ -12,6 +12,7 @@ mod apply;
 pub mod hot;
 pub mod moderation;
 mod reply;
+pub mod scores;
 pub mod sign_in;
 
 use std::sync::LazyLock;
@@ -22,7 +23,8 @@ use serde::{Deserialize, Serialize};
 use crate::domain::distribution::Histogram;
 use crate::domain::guard::{BAN, CLOSED, LIVE};
 use crate::domain::period::EventTimeError;
-use crate::domain::tiebreak::{MAX_POINTS, TIME_SPAN};
+use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
+use crate::domain::tiebreak::{MAX_POINTS, Scale, TIME_SPAN};
 use crate::redis::error::StoreError;
 use crate::redis::store::Connection;
 
@@ -45,6 +47,7 @@ static SCALE_HOT: LazyLock<Script> = script!("scale_hot.lua");
 static SIGN_IN: LazyLock<Script> = script!("sign_in.lua");
 static BAN_USER: LazyLock<Script> = script!("ban.lua");
 static CORRECT_SCORE: LazyLock<Script> = script!("correct_score.lua");
+static SUBMIT_SCORE: LazyLock<Script> = script!("submit_score.lua");
 pub(crate) static FREEZE_SEASON: LazyLock<Script> = script!("freeze_season.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
@@ -60,6 +63,7 @@ pub fn hashes() -> Vec<&'static str> {
         &SIGN_IN,
         &BAN_USER,
         &CORRECT_SCORE,
+        &SUBMIT_SCORE,
         &FREEZE_SEASON,
     ]
     .into_iter()
@@ -78,6 +82,11 @@ fn constants() -> String {
     for decision in Decision::ALL {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
+    lua.push_str(&format!(
+        "local SCORE_SPAN, MAX_SCORE = {SCORE_TIME_SPAN}, {MAX_SCORE}\nlocal SCORE_KEPT, SCORE_NOT_BETTER = '{}', '{}'\n",
+        scores::SCORE_KEPT,
+        scores::SCORE_NOT_BETTER
+    ));
     lua
 }
 
@@ -178,8 +187,9 @@ pub struct RawWindow {
 
 /// Reads a window of one board and the counts behind competition ranks and percentiles, in
 /// one round trip, from one consistent snapshot.
-pub async fn read_board(conn: &mut Connection, board_key: &str, window: Window<'_>) -> Result<RawWindow, StoreError> {
+pub async fn read_board(conn: &mut Connection, board_key: &str, scale: &Scale, window: Window<'_>) -> Result<RawWindow, StoreError> {
     let mut invocation = READ_BOARD.key(board_key);
+    invocation.arg(scale.span);
     match window {
         Window::Page { offset, limit } => invocation.arg("page").arg(offset).arg(limit),
         Window::Around { member, around } => invocation.arg("member").arg(member).arg(around),
@@ -206,8 +216,14 @@ pub struct MemberPlace {
 }
 
 /// The places of `members` (distinct) on one board, in their order, with the board's size.
-pub async fn read_members(conn: &mut Connection, board_key: &str, members: &[&str]) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
+pub async fn read_members(
+    conn: &mut Connection,
+    board_key: &str,
+    scale: &Scale,
+    members: &[&str],
+) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
     let mut invocation = READ_MEMBERS.key(board_key);
+    invocation.arg(scale.span);
     for member in members {
         invocation.arg(*member);
     }
@@ -224,9 +240,11 @@ pub async fn read_members(conn: &mut Connection, board_key: &str, members: &[&st
 }
 
 /// Reads a board's size, bucket counts and cut-offs in one round trip, from one snapshot.
-pub async fn read_distribution(conn: &mut Connection, board_key: &str, buckets: u64, shares: &[u32]) -> Result<Histogram, StoreError> {
+/// On a score board the histogram is in values (`Scale::value`); `Distribution::of` turns it
+/// into scores.
+pub async fn read_distribution(conn: &mut Connection, board_key: &str, scale: &Scale, buckets: u64, shares: &[u32]) -> Result<Histogram, StoreError> {
     let mut invocation = READ_DISTRIBUTION.key(board_key);
-    invocation.arg(buckets);
+    invocation.arg(scale.span).arg(buckets);
     for share in shares {
         invocation.arg(*share);
     }
@@ -264,7 +282,7 @@ mod tests {
                 continue;
             }
             let source = std::fs::read_to_string(&path).unwrap();
-            for copy in ["local SPAN", "local MAX_POINTS", "2147483648", "4194303", "'ban|'", "'closed|'", "'live|'"] {
+            for copy in ["local SPAN", "local MAX_POINTS", "2147483648", "4194303", "8388608", "1073741823", "'ban|'", "'closed|'", "'live|'"] {
                 assert!(!source.contains(copy), "{path:?} copies {copy:?}: constants come from Rust");
             }
             if path.ends_with("prelude.lua") {

@@ -1,19 +1,23 @@
 --[[
 prelude.lua: the helpers every script is composed with (see `compose` in mod.rs): Redis runs
 one script text, made of the script's own shebang line, the constants generated from their
-Rust definitions (SPAN, MAX_POINTS, GUARD_*, RECEIPT_*), this file, then the script's body.
+Rust definitions (SPAN, MAX_POINTS, SCORE_SPAN, MAX_SCORE, GUARD_*, RECEIPT_*), this file, then the script's body.
 It defines only local functions and touches no key by itself; it has no shebang, the
 script's own comes first.
 ]]
 
--- Whole points of a member's composite score (nil or false: not on the board).
+-- Time parts per point of the board at hand: SPAN on rule boards; the read scripts set it
+-- from their ARGV[1], since a score board's composites use SCORE_SPAN (scores.rs).
+local span = SPAN
+
+-- Whole points (a score board's values) of a member's composite (nil or false: absent).
 local function points_of(composite)
-  return composite and math.floor(tonumber(composite) / SPAN) or 0
+  return composite and math.floor(tonumber(composite) / span) or 0
 end
 
 -- The composite score of `points` reached at `time_part`, as ZADD takes it.
 local function composite_of(points, time_part)
-  return string.format('%.0f', points * SPAN + time_part)
+  return string.format('%.0f', points * span + time_part)
 end
 
 -- The answer for an id already seen, from its string marker "<fingerprint>\n<first answer>":
@@ -65,4 +69,40 @@ local function expire_period_once(key, guard_key, kind, id, at)
   if expire_once(key, at) and kind == 'season' then
     redis.call('HSET', guard_key, GUARD_LIVE .. kind .. ':' .. id, 1)
   end
+end
+
+-- Where an event id's marker field is among a board's marker buckets (today's, the day
+-- before, the day after): "conflict" for another payload's fingerprint, "<i><receipt>" for
+-- this payload's (i: 0 today, 1 the day before, 2 the day after), nil when unseen.
+local function marker_seen(buckets, field, fingerprint)
+  for i = 0, 2 do
+    local seen = redis.call('HGET', buckets[i + 1], field)
+    if seen then
+      if string.sub(seen, 1, 4) ~= fingerprint then return 'conflict' end
+      return i .. string.sub(seen, 5)
+    end
+  end
+  return nil
+end
+
+-- Rate limits are sliding windows: a user's log of recent writes (sorted set: marker field
+-- -> ms). Seconds until the log at `now_ms` takes another entry when it already holds `max`
+-- in the window (now - window, now]; nil when it may (max 0: no limit). Only reads.
+local function rate_wait(log, max, window, now_ms)
+  if max == 0 then return nil end
+  local window_start = '(' .. string.format('%.0f', now_ms - window)
+  local recent = redis.call('ZCOUNT', log, window_start, '+inf')
+  if recent < max then return nil end
+  -- The slot frees when the entry that put the log at its limit leaves the window.
+  local oldest = redis.call('ZRANGEBYSCORE', log, window_start, '+inf', 'WITHSCORES', 'LIMIT', recent - max, 1)
+  return math.max(math.ceil((tonumber(oldest[2]) + window - now_ms) / 1000), 1)
+end
+
+-- Logs a write allowed by `rate_wait`. The log outlives its newest entry by one window:
+-- refreshed on purpose (it is a window).
+local function rate_record(log, max, window, now_ms, entry)
+  if max == 0 then return end
+  redis.call('ZREMRANGEBYSCORE', log, '-inf', string.format('%.0f', now_ms - window))
+  redis.call('ZADD', log, string.format('%.0f', now_ms), entry)
+  redis.call('PEXPIRE', log, window)
 end

@@ -6,9 +6,11 @@ Read-only (`no-writes`): allowed on replicas and while the server is out of memo
 
 KEYS[1]  the board's sorted set (composite scores, see tiebreak.rs)
 
-ARGV[1]  "page" or "member"
-ARGV[2]  page: 0-based offset          member: the member id
-ARGV[3]  page: limit                   member: entries on each side ("around")
+ARGV[1]  time parts per point: the board's composite span (SPAN, or SCORE_SPAN on a score
+         board, where "points" are values: higher is better whatever the board's order)
+ARGV[2]  "page" or "member"
+ARGV[3]  page: 0-based offset          member: the member id
+ARGV[4]  page: limit                   member: entries on each side ("around")
 
 Reply: {total, rank, below, start, entries}
   total    ZCARD
@@ -23,20 +25,21 @@ Reply: {total, rank, below, start, entries}
 ]]
 
 local key = KEYS[1]
+span = tonumber(ARGV[1])
 local total = redis.call('ZCARD', key)
 
 local start, stop, rank, below = 0, -1, -1, -1
-if ARGV[1] == 'page' then
-  start = tonumber(ARGV[2])
-  stop = start + tonumber(ARGV[3]) - 1
+if ARGV[2] == 'page' then
+  start = tonumber(ARGV[3])
+  stop = start + tonumber(ARGV[4]) - 1
 else
-  local found = redis.call('ZREVRANK', key, ARGV[2])
+  local found = redis.call('ZREVRANK', key, ARGV[3])
   if found then
     rank = found
-    local width = 2 * tonumber(ARGV[3]) + 1
-    start = math.max(0, math.min(rank - tonumber(ARGV[3]), total - width))
+    local width = 2 * tonumber(ARGV[4]) + 1
+    start = math.max(0, math.min(rank - tonumber(ARGV[4]), total - width))
     stop = start + width - 1
-    local points = points_of(redis.call('ZSCORE', key, ARGV[2]))
+    local points = points_of(redis.call('ZSCORE', key, ARGV[3]))
     below = redis.call('ZCOUNT', key, '-inf', '(' .. composite_of(points, 0))
   end
 end

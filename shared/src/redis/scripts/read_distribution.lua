@@ -8,29 +8,32 @@ server is out of memory.
 
 KEYS[1]   the board's sorted set (composite scores, see tiebreak.rs)
 
-ARGV[1]   the most buckets wanted (fewer when the board spans fewer distinct points)
-ARGV[2..] the top shares to cut at, in percent (1..=100)
+ARGV[1]   the board's composite span (see read_board.lua): on a score board "points" are
+          values, higher is better, and the caller turns them back into scores
+ARGV[2]   the most buckets wanted (fewer when the board spans fewer distinct points)
+ARGV[3..] the top shares to cut at, in percent (1..=100)
 
 Reply: {total, lowest, highest, width, counts, cutoffs}; all zeros and two empty arrays for
 an empty board
   total     ZCARD
   lowest    the lowest points on the board; highest: the highest
   width     points per bucket: bucket i (0-based) holds lowest + i * width ..= lowest +
-            (i + 1) * width - 1, the last one ends at highest; width = ceil(span / wanted),
-            span = highest - lowest + 1, so there are ceil(span / width) buckets
+            (i + 1) * width - 1, the last one ends at highest; width = ceil(range / wanted),
+            range = highest - lowest + 1, so there are ceil(range / width) buckets
   counts    members per bucket, lowest bucket first; they sum to total
   cutoffs   for each share p, in order: the points of the member at rank ceil(total * p / 100)
             (1-based, highest first), the lowest points still inside the top p %
 ]]
 
 local key = KEYS[1]
+span = tonumber(ARGV[1])
 local total = redis.call('ZCARD', key)
 if total == 0 then return {0, 0, 0, 0, {}, {}} end
 
 local lowest = points_of(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
 local highest = points_of(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
-local span = highest - lowest + 1
-local width = math.floor((span + tonumber(ARGV[1]) - 1) / tonumber(ARGV[1]))
+local range = highest - lowest + 1
+local width = math.floor((range + tonumber(ARGV[2]) - 1) / tonumber(ARGV[2]))
 
 local counts = {}
 for from = lowest, highest, width do
@@ -40,7 +43,7 @@ for from = lowest, highest, width do
 end
 
 local cutoffs = {}
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   local rank = math.max(math.floor((total * tonumber(ARGV[i]) + 99) / 100), 1)
   cutoffs[#cutoffs + 1] = points_of(redis.call('ZREVRANGE', key, rank - 1, rank - 1, 'WITHSCORES')[2])
 end

@@ -5,28 +5,30 @@ one round trip, from one consistent snapshot. Read-only.
 
 KEYS[1]  the board's sorted set (composite scores, see tiebreak.rs)
 
-ARGV[1..] member ids (distinct)
+ARGV[1]   the board's composite span (see read_board.lua)
+ARGV[2..] member ids (distinct)
 
 Reply: {total, standings}
   total      ZCARD
-  standings  one {rank, composite, above} per ARGV member, in ARGV order: rank is the 0-based
+  standings  one {rank, composite, above} per member, in ARGV order: rank is the 0-based
              rank (highest first) or -1 when absent (then composite is "" and above is -1);
              above counts members with strictly more points (competition rank).
 ]]
 
 local key = KEYS[1]
+span = tonumber(ARGV[1])
 local above_points = {}
 local standings = {}
-for i = 1, #ARGV do
+for i = 2, #ARGV do
   local composite = redis.call('ZSCORE', key, ARGV[i])
   if composite then
     local points = points_of(composite)
     if not above_points[points] then
       above_points[points] = redis.call('ZCOUNT', key, composite_of(points + 1, 0), '+inf')
     end
-    standings[i] = {redis.call('ZREVRANK', key, ARGV[i]), composite, above_points[points]}
+    standings[i - 1] = {redis.call('ZREVRANK', key, ARGV[i]), composite, above_points[points]}
   else
-    standings[i] = {-1, '', -1}
+    standings[i - 1] = {-1, '', -1}
   end
 end
 return {redis.call('ZCARD', key), standings}

@@ -10,7 +10,8 @@ use serde::Serialize;
 use crate::domain::config::Board;
 use crate::domain::distribution::{CUTOFF_SHARES, Distribution};
 use crate::domain::period::{Period, PeriodInfo};
-use crate::domain::tiebreak;
+use crate::domain::scores;
+use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::{self, MemberPlace, RawWindow, Window};
@@ -136,11 +137,13 @@ pub struct Listing {
 pub fn order_listing<'a>(
     members: &[&'a str],
     places: Vec<Option<MemberPlace>>,
+    scale: &Scale,
     mode: RankMode,
 ) -> Vec<(&'a str, Option<MemberPlace>, Option<u64>)> {
     let (mut ranked, missing): (Vec<_>, Vec<_>) = members.iter().copied().zip(places).partition(|(_, place)| place.is_some());
     ranked.sort_by_key(|(_, place)| place.as_ref().map(|p| p.position));
-    let points: Vec<i64> = ranked.iter().map(|(_, place)| place.as_ref().map_or(0, |p| tiebreak::points_of(p.composite))).collect();
+    // Values, not scores: higher is better whatever the board's order.
+    let points: Vec<i64> = ranked.iter().map(|(_, place)| place.as_ref().map_or(0, |p| scale.value(scale.score_of(p.composite)))).collect();
     let relative = points.iter().enumerate().map(|(index, own)| match mode {
         RankMode::Unique => index as u64 + 1,
         RankMode::Competition => points.iter().filter(|p| *p > own).count() as u64 + 1,
@@ -186,7 +189,7 @@ impl Reader {
     pub async fn page(&self, board: &Board, period: &Period, offset: u64, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
         let raw = self.read(board, period, Window::Page { offset, limit }).await?;
         let total = raw.total;
-        Ok(Page { total, entries: self.standings(board, raw, mode).await? })
+        Ok(Page { total, entries: self.standings(board, period, raw, mode).await? })
     }
 
     pub async fn around(
@@ -199,7 +202,7 @@ impl Reader {
     ) -> Result<MemberStanding, StoreError> {
         let raw = self.read(board, period, Window::Around { member: user_id, around }).await?;
         let (total, below) = (raw.total, raw.below);
-        let entries = self.standings(board, raw, mode).await?;
+        let entries = self.standings(board, period, raw, mode).await?;
         let own = entries.iter().find(|e| e.holder.user_id == user_id);
         Ok(MemberStanding {
             total,
@@ -223,15 +226,16 @@ impl Reader {
         let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
         let mut conn = self.store.connection().await?;
         let key = self.keys.board(&board.name).period(period);
-        let (total, places) = scripts::read_members(&mut conn, &key, &distinct).await?;
+        let scale = scores::scale(board, period);
+        let (total, places) = scripts::read_members(&mut conn, &key, &scale, &distinct).await?;
         let ordered: Vec<_> =
-            order_listing(&distinct, places, mode).into_iter().filter(|(_, place, _)| include_missing || place.is_some()).collect();
+            order_listing(&distinct, places, &scale, mode).into_iter().filter(|(_, place, _)| include_missing || place.is_some()).collect();
         let members: Vec<&str> = ordered.iter().map(|(member, ..)| *member).collect();
         let mut profiles = profiles::get_many(&self.store, &self.keys, &members).await?.into_iter();
         let entries = ordered
             .into_iter()
             .map(|(member, place, relative_rank)| {
-                let score = place.as_ref().map_or(0, |p| tiebreak::points_of(p.composite));
+                let score = place.as_ref().map_or(0, |p| scale.score_of(p.composite));
                 ListedStanding {
                     rank: place.map(|p| match mode {
                         RankMode::Unique => p.position + 1,
@@ -250,15 +254,17 @@ impl Reader {
     pub async fn distribution(&self, board: &Board, period: &Period, buckets: u64) -> Result<Distribution, StoreError> {
         let mut conn = self.store.connection().await?;
         let key = self.keys.board(&board.name).period(period);
-        Ok(scripts::read_distribution(&mut conn, &key, buckets, &CUTOFF_SHARES).await?.into())
+        let scale = scores::scale(board, period);
+        Ok(Distribution::of(scripts::read_distribution(&mut conn, &key, &scale, buckets, &CUTOFF_SHARES).await?, &scale))
     }
 
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>) -> Result<RawWindow, StoreError> {
         let mut conn = self.store.connection().await?;
-        scripts::read_board(&mut conn, &self.keys.board(&board.name).period(period), window).await
+        scripts::read_board(&mut conn, &self.keys.board(&board.name).period(period), &scores::scale(board, period), window).await
     }
 
-    async fn standings(&self, board: &Board, raw: RawWindow, mode: RankMode) -> Result<Vec<Standing>, StoreError> {
+    async fn standings(&self, board: &Board, period: &Period, raw: RawWindow, mode: RankMode) -> Result<Vec<Standing>, StoreError> {
+        let scale = scores::scale(board, period);
         let members: Vec<&str> = raw.entries.iter().map(|e| e.member.as_str()).collect();
         let mut profiles = profiles::get_many(&self.store, &self.keys, &members).await?.into_iter();
         Ok(raw
@@ -266,7 +272,7 @@ impl Reader {
             .iter()
             .zip(raw.start..)
             .map(|(entry, position)| {
-                let score = tiebreak::points_of(entry.composite);
+                let score = scale.score_of(entry.composite);
                 Standing {
                     rank: match mode {
                         RankMode::Unique => position + 1,
@@ -300,7 +306,7 @@ mod tests {
     }
 
     fn place(position: u64, points: i64, above: u64) -> Option<MemberPlace> {
-        let composite = (points * tiebreak::TIME_SPAN + position as i64) as f64;
+        let composite = (points * crate::domain::tiebreak::TIME_SPAN + position as i64) as f64;
         Some(MemberPlace { position, composite, above })
     }
 
@@ -308,13 +314,13 @@ mod tests {
     fn a_listing_is_in_board_order_with_the_absent_last() {
         let members = ["c", "gone", "a", "b", "also-gone"];
         let places = vec![place(9, 5, 8), None, place(1, 20, 1), place(4, 20, 1), None];
-        let unique = order_listing(&members, places.clone(), RankMode::Unique);
+        let unique = order_listing(&members, places.clone(), &Scale::POINTS, RankMode::Unique);
         let summary: Vec<_> = unique.iter().map(|(m, p, r)| (*m, p.as_ref().map(|p| p.position), *r)).collect();
         assert_eq!(
             summary,
             [("a", Some(1), Some(1)), ("b", Some(4), Some(2)), ("c", Some(9), Some(3)), ("gone", None, None), ("also-gone", None, None)]
         );
-        let competition = order_listing(&members, places, RankMode::Competition);
+        let competition = order_listing(&members, places, &Scale::POINTS, RankMode::Competition);
         let relative: Vec<_> = competition.iter().map(|(_, _, r)| *r).collect();
         assert_eq!(relative, [Some(1), Some(1), Some(3), None, None]);
     }
