@@ -180,9 +180,13 @@ async fn the_board_list_matches_the_configuration_file() {
         let periods: Vec<&str> = listed["periods"].as_array().unwrap().iter().map(|p| p["period"].as_str().unwrap()).collect();
         let configured_periods: Vec<&str> = configured["periods"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
         assert_eq!(periods, configured_periods, "{name}");
-        let mut rules: Vec<(String, i64, Option<i64>, bool)> = configured["rules"]
-            .as_array()
-            .unwrap()
+        let order = configured.get("order").and_then(toml::Value::as_str).unwrap_or("desc");
+        assert_eq!(listed["order"], order, "{name}");
+        assert_eq!(listed.get("keep").and_then(Value::as_str), configured.get("keep").and_then(toml::Value::as_str), "{name}");
+        let mut rules: Vec<(String, i64, Option<i64>, bool)> = configured
+            .get("rules")
+            .and_then(toml::Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
             .iter()
             .map(|r| {
                 let reversible = r.get("reversible").and_then(toml::Value::as_bool).unwrap_or(false);

@@ -30,6 +30,7 @@ mod query;
 mod round_trips;
 mod rules;
 mod runtime_api;
+mod scores;
 mod semantics;
 mod sign_ins;
 mod startup_check;

@@ -159,7 +159,11 @@ pub async fn season_distribution(
     let (completed, histogram) = try_join(table.completed(&board.name, &season), table.distribution(&board.name, &season, buckets)).await?;
     complete(completed, &board.name, &season)?;
     let histogram = histogram.ok_or_else(|| ReadError::DistributionNotArchived { board: board.name.clone(), season: season.clone() })?;
-    let body = DistributionResponse { board: board.name.clone(), period: period.info(), distribution: Distribution::of(histogram, &scores::scale(board, &period)) };
+    let body = DistributionResponse {
+        board: board.name.clone(),
+        period: period.info(),
+        distribution: Distribution::of(histogram, &scores::scale(board, &period)),
+    };
     Ok(with_cache(SEASON_CACHE, Json(body)))
 }
 

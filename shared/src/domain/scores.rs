@@ -110,6 +110,7 @@ pub enum SubmissionRefusal {
 #[derive(Debug, Clone)]
 pub struct ScorePlan<'a> {
     pub board: &'a Board,
+    pub submission: &'a Submission,
     pub keep: Keep,
     pub fingerprint: String,
     /// Refuses the submission unless its id was already applied (then it is a duplicate).
@@ -119,13 +120,12 @@ pub struct ScorePlan<'a> {
     /// For each period: the time part of a score reached now (the server's clock: a client
     /// cannot claim to have got somewhere first).
     pub time_parts: Vec<i64>,
-    pub score: i64,
 }
 
 /// Validates a submission to a score board (`board.scores` is set) at `now`.
 pub fn plan_submission<'a>(
     board: &'a Board,
-    submission: &Submission,
+    submission: &'a Submission,
     now: DateTime<Utc>,
     window: &EventWindow,
 ) -> Result<ScorePlan<'a>, SubmissionRefusal> {
@@ -153,7 +153,7 @@ pub fn plan_submission<'a>(
         .iter()
         .map(|(_, scale)| scale.time_part(now).unwrap_or(if now.timestamp() < scale.origin { scale.span - 1 } else { 0 }))
         .collect();
-    Ok(ScorePlan { board, keep: rules.keep, fingerprint: fingerprint(submission), first_delivery, periods, time_parts, score: submission.score })
+    Ok(ScorePlan { board, submission, keep: rules.keep, fingerprint: fingerprint(submission), first_delivery, periods, time_parts })
 }
 
 #[cfg(test)]
@@ -192,8 +192,8 @@ mod tests {
         let config = board("best", "asc", "\"day\", \"month\", \"all\"");
         let laps = config.board("laps").unwrap();
         let now = at("2026-11-30T23:59:59Z");
-        let plan = plan_submission(laps, &Submission { event_id: "e".into(), user_id: "u".into(), score: 5, occurred_at: None }, now, &EventWindow::default())
-            .unwrap();
+        let submission = Submission { event_id: "e".into(), user_id: "u".into(), score: 5, occurred_at: None };
+        let plan = plan_submission(laps, &submission, now, &EventWindow::default()).unwrap();
         let [day, month, all] = [0, 1, 2].map(|i| plan.periods[i].1);
         for scale in [day, month] {
             let first = scale.encode(5, now - chrono::Duration::seconds(1)).unwrap();
@@ -219,7 +219,7 @@ mod tests {
         assert_eq!(plan_submission(laps, &submit(-1, "u"), now, &window).unwrap_err(), SubmissionRefusal::OutOfRange);
         assert_eq!(plan_submission(laps, &submit(MAX_SCORE + 1, "u"), now, &window).unwrap_err(), SubmissionRefusal::OutOfRange);
         assert!(matches!(plan_submission(laps, &submit(1, "a b"), now, &window), Err(SubmissionRefusal::InvalidId(_))));
-        assert_eq!(plan_submission(laps, &submit(1_000_000_000, "u"), now, &window).unwrap().score, 1_000_000_000);
+        assert_eq!(plan_submission(laps, &submit(1_000_000_000, "u"), now, &window).unwrap().submission.score, 1_000_000_000);
     }
 
     fn keeps() -> impl Strategy<Value = Keep> {

@@ -8,16 +8,16 @@ use serde_json::json;
 
 use crate::domain::ids::IdError;
 use crate::domain::period::DateError;
+use crate::domain::scores::SubmissionRefusal;
 use crate::domain::scoring::Refusal;
 use crate::redis::error::StoreError;
 use crate::redis::scripts::GuardRefusal;
 use crate::services::hot::HotError;
 use crate::services::ingestion::{BatchRefusal, IngestError};
-use crate::services::scores::ScoreError;
-use crate::domain::scores::SubmissionRefusal;
 use crate::services::moderation::ModerationError;
 use crate::services::profiles::ProfileError;
 use crate::services::reads::rules::ReadError;
+use crate::services::scores::ScoreError;
 use crate::services::sign_ins::SignInError;
 
 /// The `error` object of every error body.

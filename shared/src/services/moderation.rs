@@ -262,7 +262,10 @@ impl Moderation {
     /// Boards whose scores are points that a correction can add to or take from (a score
     /// board's kept score is replaced by submitting one, not corrected).
     fn points_board(&self, name: &str) -> Result<&Board, ModerationError> {
-        self.user_boards().filter(|b| b.kind == BoardKind::Cumulative).find(|b| b.name == name).ok_or_else(|| ModerationError::UnknownBoard(name.to_owned()))
+        self.user_boards()
+            .filter(|b| b.kind == BoardKind::Cumulative)
+            .find(|b| b.name == name)
+            .ok_or_else(|| ModerationError::UnknownBoard(name.to_owned()))
     }
 
     fn user_board(&self, name: &str) -> Result<&Board, ModerationError> {

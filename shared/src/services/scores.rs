@@ -69,8 +69,7 @@ impl Scores {
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
         let keys = self.keys.board(&board.name);
-        let reply = submit_score(&mut conn, &keys, &plan, &submission.event_id, &submission.user_id, submission.occurred_at.is_some(), now, wait)
-            .await?;
+        let reply = submit_score(&mut conn, &keys, &plan, now, wait).await?;
         let (duplicate, outcome) = match reply {
             SubmitReply::New(outcome) => (false, outcome),
             SubmitReply::Duplicate(outcome) => (true, outcome),
@@ -79,7 +78,9 @@ impl Scores {
             SubmitReply::OutOfRange => return Err(ScoreError::SumOutOfRange(board.name.clone())),
             SubmitReply::Banned => return Err(ScoreError::Banned(submission.user_id.clone(), board.name.clone())),
             SubmitReply::PeriodClosed(period_id) => return Err(ScoreError::PeriodClosed { board: board.name.clone(), period_id }),
-            SubmitReply::RateLimited(retry_after_secs) => return Err(ScoreError::RateLimited { board: board.name.clone(), retry_after_secs }),
+            SubmitReply::RateLimited(retry_after_secs) => {
+                return Err(ScoreError::RateLimited { board: board.name.clone(), retry_after_secs });
+            }
         };
         Ok(ScoreReceipt { event_id: submission.event_id.clone(), duplicate, board: board.name.clone(), outcome })
     }

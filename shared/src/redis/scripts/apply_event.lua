@@ -91,7 +91,7 @@ local function apply(b)
   end
 
   local bucket = KEYS[tonumber(ARGV[b])]
-  local seen = marker_seen({bucket, KEYS[tonumber(ARGV[b + 1])], KEYS[tonumber(ARGV[b + 2])]}, field, fingerprint)
+  local seen = marker_seen(bucket, KEYS[tonumber(ARGV[b + 1])], KEYS[tonumber(ARGV[b + 2])], field, fingerprint)
   if seen == 'conflict' then return 'conflict', '' end
   if seen then
     local points, ranks = standing_now()

@@ -242,7 +242,13 @@ pub async fn read_members(
 /// Reads a board's size, bucket counts and cut-offs in one round trip, from one snapshot.
 /// On a score board the histogram is in values (`Scale::value`); `Distribution::of` turns it
 /// into scores.
-pub async fn read_distribution(conn: &mut Connection, board_key: &str, scale: &Scale, buckets: u64, shares: &[u32]) -> Result<Histogram, StoreError> {
+pub async fn read_distribution(
+    conn: &mut Connection,
+    board_key: &str,
+    scale: &Scale,
+    buckets: u64,
+    shares: &[u32],
+) -> Result<Histogram, StoreError> {
     let mut invocation = READ_DISTRIBUTION.key(board_key);
     invocation.arg(scale.span).arg(buckets);
     for share in shares {
@@ -282,7 +288,9 @@ mod tests {
                 continue;
             }
             let source = std::fs::read_to_string(&path).unwrap();
-            for copy in ["local SPAN", "local MAX_POINTS", "2147483648", "4194303", "8388608", "1073741823", "'ban|'", "'closed|'", "'live|'"] {
+            for copy in
+                ["local SPAN", "local MAX_POINTS", "2147483648", "4194303", "8388608", "1073741823", "'ban|'", "'closed|'", "'live|'"]
+            {
                 assert!(!source.contains(copy), "{path:?} copies {copy:?}: constants come from Rust");
             }
             if path.ends_with("prelude.lua") {

@@ -74,15 +74,13 @@ end
 -- Where an event id's marker field is among a board's marker buckets (today's, the day
 -- before, the day after): "conflict" for another payload's fingerprint, "<i><receipt>" for
 -- this payload's (i: 0 today, 1 the day before, 2 the day after), nil when unseen.
-local function marker_seen(buckets, field, fingerprint)
-  for i = 0, 2 do
-    local seen = redis.call('HGET', buckets[i + 1], field)
-    if seen then
-      if string.sub(seen, 1, 4) ~= fingerprint then return 'conflict' end
-      return i .. string.sub(seen, 5)
-    end
-  end
-  return nil
+local function marker_seen(today, before, after, field, fingerprint)
+  local seen, i = redis.call('HGET', today, field), 0
+  if not seen then seen, i = redis.call('HGET', before, field), 1 end
+  if not seen then seen, i = redis.call('HGET', after, field), 2 end
+  if not seen then return nil end
+  if string.sub(seen, 1, 4) ~= fingerprint then return 'conflict' end
+  return i .. string.sub(seen, 5)
 end
 
 -- Rate limits are sliding windows: a user's log of recent writes (sorted set: marker field

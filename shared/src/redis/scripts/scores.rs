@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::apply::{KeyList, MarkerSlot, duplicate_of, marker_bucket, short_fingerprint};
 use super::{SUBMIT_SCORE, Status};
 use crate::domain::period::{EventTimeError, Period};
-use crate::domain::scores::ScorePlan;
+use crate::domain::scores::{ScorePlan, Submission};
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
@@ -55,17 +55,16 @@ pub enum SubmitReply {
     RateLimited(u64),
 }
 
-/// Applies one planned submission (see `domain::scores`) for `member` under `event_id`.
+/// Applies one planned submission (see `domain::scores`) under its `event_id`.
 pub async fn submit_score(
     conn: &mut Connection,
     keys: &BoardKeys,
     plan: &ScorePlan<'_>,
-    event_id: &str,
-    member: &str,
-    timed: bool,
     now: DateTime<Utc>,
     wait: ReplicaWait,
 ) -> Result<SubmitReply, StoreError> {
+    let Submission { event_id, user_id: member, occurred_at, .. } = plan.submission;
+    let timed = occurred_at.is_some();
     let board = plan.board;
     let bucket = marker_bucket(now, board.timezone);
     let slot = MarkerSlot::of(event_id);
@@ -83,7 +82,7 @@ pub async fn submit_score(
         .arg(member)
         .arg(plan.keep.as_str())
         .arg(plan.first_delivery.map_or("", |refusal| refusal.code()))
-        .arg(scale.value(plan.score))
+        .arg(scale.value(plan.submission.score))
         .arg(scale.value(0))
         .arg(limit.map_or(0, |l| l.max))
         .arg(limit.map_or(0, |l| i64::from(l.per_secs) * 1000))
@@ -135,7 +134,12 @@ pub async fn submit_score(
 }
 
 /// The member's composite and 1-based rank (0: absent) in each of `periods`, in one pipeline.
-async fn standings(conn: &mut Connection, keys: &BoardKeys, member: &str, periods: &[Period]) -> Result<Vec<(Option<f64>, u64)>, StoreError> {
+async fn standings(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    member: &str,
+    periods: &[Period],
+) -> Result<Vec<(Option<f64>, u64)>, StoreError> {
     let mut pipe = redis::pipe();
     for period in periods {
         pipe.zscore(keys.period(period), member).zrevrank(keys.period(period), member);

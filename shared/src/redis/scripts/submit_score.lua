@@ -46,20 +46,20 @@ local GUARD, RATE_LOG = KEYS[1], KEYS[5]
 local field, fingerprint, member, keep = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local value, zero = tonumber(ARGV[7]), tonumber(ARGV[8])
 local n = tonumber(ARGV[12])
-local function board(i) return KEYS[5 + i] end
+local function board(i) return 5 + i end
 local function period(i, part) return ARGV[12 + 4 * (i - 1) + part] end
 
 local function with_standing(status, detail)
   local reply = {status, detail}
   for i = 1, n do
-    local composite = redis.call('ZSCORE', board(i), member)
+    local composite = redis.call('ZSCORE', KEYS[board(i)], member)
     reply[#reply + 1] = composite or ''
-    reply[#reply + 1] = composite and redis.call('ZREVRANK', board(i), member) + 1 or 0
+    reply[#reply + 1] = composite and redis.call('ZREVRANK', KEYS[board(i)], member) + 1 or 0
   end
   return reply
 end
 
-local seen = marker_seen({KEYS[2], KEYS[3], KEYS[4]}, field, fingerprint)
+local seen = marker_seen(KEYS[2], KEYS[3], KEYS[4], field, fingerprint)
 if seen == 'conflict' then return {'conflict', ''} end
 if seen then return with_standing('duplicate', seen) end
 if ARGV[6] ~= '' then return {ARGV[6], ''} end
@@ -72,7 +72,7 @@ if wait then return {'rate_limited', tostring(wait)} end
 -- Every check before the first write: a refused submission leaves no trace.
 local kept, flags, changed = {}, '', false
 for i = 1, n do
-  local held = redis.call('ZSCORE', board(i), member)
+  local held = redis.call('ZSCORE', KEYS[board(i)], member)
   held = held and math.floor(tonumber(held) / SCORE_SPAN)
   local new = value
   if keep == 'best' and held then
@@ -89,8 +89,8 @@ end
 
 for i = 1, n do
   if kept[i] then
-    redis.call('ZADD', board(i), string.format('%.0f', kept[i] * SCORE_SPAN + tonumber(period(i, 4))), member)
-    expire_period_once(board(i), GUARD, period(i, 1), period(i, 2), period(i, 3))
+    redis.call('ZADD', KEYS[board(i)], string.format('%.0f', kept[i] * SCORE_SPAN + tonumber(period(i, 4))), member)
+    expire_period_once(KEYS[board(i)], GUARD, period(i, 1), period(i, 2), period(i, 3))
   end
 end
 
