@@ -192,6 +192,24 @@ test('the hot board and archived seasons show, or say they are not available', a
   }
 });
 
+test('a score board where lower is better shows the fastest first', async () => {
+  const laps = [[alice, 71_250], [bob, 69_900], [carol, 70_400], [alice, 72_000]];
+  for (const [i, [user, score]] of laps.entries()) {
+    const { status, body } = await call('POST', `${INGEST}/v1/boards/lap-times/scores`, { event_id: `${run}-lap${i}`, user_id: user, score });
+    assert.equal(status, 200, JSON.stringify(body));
+  }
+  await page.click('#board-tabs button[data-board="lap-times"]');
+  await page.waitForSelector(`#top tbody[data-board="lap-times"] tr[data-user="${alice}"]`);
+  assert.equal(await page.textContent('#order-note'), 'lower is better');
+  const top = await api('/v1/boards/lap-times/top?limit=100');
+  assert.deepEqual(await shownRows(page), apiRows(top.entries));
+  const mine = (await shownRows(page)).filter(([, user]) => user.startsWith(run));
+  assert.deepEqual(mine.map(([, user, score]) => [user, score]), [[bob, 69_900], [carol, 70_400], [alice, 71_250]]);
+  await page.click('#board-tabs button[data-board="activity"]');
+  await page.waitForSelector(`#top tbody[data-board="activity"] tr[data-user="${alice}"]`);
+  assert.equal(await page.locator('#order-note').count(), 0);
+});
+
 test('screenshots: a desktop and a phone, with nothing wider than the phone', async (t) => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const desktop = join(SCREENSHOTS, 'leaderboard-desktop.png');

@@ -10,7 +10,7 @@ const PERIOD_NAMES = { day: 'Day', month: 'Month', season: 'Season', all: 'All t
 
 const state = {
   boards: [],
-  board: null, // the selected cumulative board (catalog entry)
+  board: null, // the selected ranked board, cumulative or score (catalog entry)
   period: null,
   at: '',
   user: '',
@@ -125,9 +125,11 @@ function writeLocation() {
 
 // ---- Boards and periods
 
+/** Boards ranked by score: cumulative boards and score boards (hot boards have their panel). */
+const ranked = (board) => board.kind !== 'decaying';
+
 function selectBoard(name, period) {
-  const board = state.boards.find((b) => b.name === name && b.kind === 'cumulative') ||
-    state.boards.find((b) => b.kind === 'cumulative');
+  const board = state.boards.find((b) => b.name === name && ranked(b)) || state.boards.find(ranked);
   state.board = board;
   $('boards-panel').hidden = !board;
   if (!board) return; // a configuration of hot boards only
@@ -151,6 +153,8 @@ function describePeriod(page) {
   const info = $('period-info');
   info.replaceChildren(el('strong', { id: 'period-id', data: { period: page.period } }, page.period === 'all' ? name : `${name} ${page.period_id}`),
     ` · ${page.total} ${page.total === 1 ? 'player' : 'players'}`);
+  // A score board where lower is better (lap times) says so: its top row has the lowest score.
+  if (state.board && state.board.order === 'asc') info.append(' · ', el('span', { id: 'order-note' }, 'lower is better'));
   state.resetAt = page.next_reset ? new Date(page.next_reset) : null;
   if (page.next_reset) {
     info.append(' · ', el('span', { id: 'next-reset', data: { at: page.next_reset } }));
@@ -215,7 +219,7 @@ async function refreshUser() {
   $('user-score').textContent = standing.score;
   $('user-percentile').textContent = standing.percentile === null ? '—' : `${standing.percentile}%`;
   $('user-note').textContent = standing.rank === null
-    ? `${standing.user_id} has no points on ${standing.board} this period.`
+    ? `${standing.user_id} has no score on ${standing.board} this period.`
     : `${standing.user_id} is ahead of ${standing.percentile}% of the ${standing.total} players on ${standing.board}.`;
   fill($('around').tBodies[0], standing.around.map(standingRow));
 }
@@ -334,8 +338,7 @@ async function start() {
     return;
   }
   state.boards = catalog.boards;
-  const cumulative = state.boards.filter((b) => b.kind === 'cumulative');
-  fill($('board-tabs'), cumulative.map((b) => el('button', { type: 'button', class: 'tab', data: { board: b.name } }, b.name)));
+  fill($('board-tabs'), state.boards.filter(ranked).map((b) => el('button', { type: 'button', class: 'tab', data: { board: b.name } }, b.name)));
 
   const hot = state.boards.filter((b) => b.kind === 'decaying');
   fill($('hot-board'), hot.map((b) => el('option', { value: b.name }, b.name)));
