@@ -34,6 +34,7 @@ mod scores;
 mod semantics;
 mod sign_ins;
 mod startup_check;
+mod statements;
 mod store_down;
 mod template;
 mod time_and_ties;

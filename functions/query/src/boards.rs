@@ -14,7 +14,7 @@ use standings::http::{ApiError, JsonBody, QueryParams, with_cache};
 use standings::services::reads::rules::{
     DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board, rank_mode, resolve_period,
 };
-use standings::services::reads::{DistributionResponse, ListedStanding, TopResponse, UserResponse};
+use standings::services::reads::{DistributionResponse, ListedStanding, StatementResponse, TopResponse, UserResponse};
 
 use crate::App;
 
@@ -78,6 +78,28 @@ pub async fn user(
         total: standing.total,
         around: standing.around,
     };
+    Ok(with_cache(LIVE_USER_CACHE, Json(body)))
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatementParams {
+    period: Option<String>,
+    at: Option<String>,
+}
+
+/// `GET /v1/boards/{board}/users/{user_id}/statement?period=&at=`: the user's score in that
+/// period explained line by line (`domain::statement`).
+pub async fn statement(
+    State(app): State<Arc<App>>,
+    Path((board, user_id)): Path<(String, String)>,
+    QueryParams(params): QueryParams<StatementParams>,
+) -> Result<Response, ApiError> {
+    let board = live_board(&app.config, &board)?;
+    ids::validate_id("user_id", &user_id)?;
+    let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
+    let statement = app.reader.statement(board, &period, &user_id).await?;
+    let body = StatementResponse { board: board.name.clone(), period: period.info(), user_id, statement };
     Ok(with_cache(LIVE_USER_CACHE, Json(body)))
 }
 

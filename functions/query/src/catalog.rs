@@ -27,6 +27,8 @@ struct BoardSummary<'a> {
     /// Score boards: the per-user limit on submissions.
     #[serde(skip_serializing_if = "Option::is_none")]
     rate_limit: Option<RateLimit>,
+    /// Whether scores on this board are explained line by line (`…/statement`).
+    statements: bool,
     /// The current period of each kind, with its start and next reset.
     periods: Vec<PeriodInfo>,
     rules: Vec<&'a Rule>,
@@ -51,6 +53,7 @@ fn summary<'a>(board: &'a Board, now: chrono::DateTime<chrono::Utc>) -> BoardSum
         order: board.scores.map_or(Order::Desc, |rules| rules.order),
         keep: board.scores.map(|rules| rules.keep),
         rate_limit: board.scores.and_then(|rules| rules.rate_limit),
+        statements: board.statements,
         periods: board.periods.iter().map(|&kind| Period::containing(kind, now, board.timezone).info()).collect(),
         rules: board.rules.values().collect(),
         sign_in: board.sign_in.as_ref(),

@@ -60,6 +60,7 @@ pub fn routes() -> Routes<Arc<App>> {
     Routes::new()
         .route(Method::GET, "/v1/boards/{board}/top", boards::top)
         .route(Method::GET, "/v1/boards/{board}/users/{user_id}", boards::user)
+        .route(Method::GET, "/v1/boards/{board}/users/{user_id}/statement", boards::statement)
         .route(Method::POST, "/v1/boards/{board}/ranks", boards::ranks)
         .route(Method::GET, "/v1/boards/{board}/distribution", boards::distribution)
         .route(Method::GET, "/v1/boards", catalog::list)

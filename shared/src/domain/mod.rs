@@ -10,4 +10,5 @@ pub mod period;
 pub mod scores;
 pub mod scoring;
 pub mod sign_in;
+pub mod statement;
 pub mod tiebreak;

@@ -88,6 +88,12 @@ impl BoardKeys {
         format!("{}:cor:{correction_id}", self.base)
     }
 
+    /// What made a user's score in one period (a hash of counters, on boards that keep
+    /// statements; see `services::statements`).
+    pub fn statement(&self, user_id: &str, period: &Period) -> String {
+        format!("{}:stmt:{}:{}:{user_id}", self.base, period.kind.as_str(), period.id)
+    }
+
     /// What a user was given on one local day (the day ledger), and the day's cap counters.
     pub fn day_ledger(&self, user_id: &str, day_id: &str) -> String {
         format!("{}:ledger:{user_id}:{day_id}", self.base)

@@ -334,6 +334,8 @@ impl Moderation {
             delta: request.delta,
             periods: &periods,
             time_part: tiebreak::time_part(now)?,
+            reason: &request.reason,
+            statements: board.statements,
         };
         let entry = AuditEntry {
             delta: Some(request.delta),

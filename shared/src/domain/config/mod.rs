@@ -159,6 +159,8 @@ struct RawBoard {
     order: Option<Order>,
     #[serde(default)]
     rate_limit: Option<RateLimit>,
+    #[serde(default)]
+    statements: bool,
 }
 
 /// What a score board keeps, which end is the top, and its per-user submission limit.
@@ -191,6 +193,9 @@ pub struct Board {
     pub wait_replicas: Option<u32>,
     /// Set on score boards (kind `scores`) only.
     pub scores: Option<ScoreRules>,
+    /// Keep, per user and period, the counters that explain a score (opt-in: about a hundred
+    /// bytes per user and period; see `services::statements`).
+    pub statements: bool,
 }
 
 impl Board {

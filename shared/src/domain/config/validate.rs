@@ -47,8 +47,11 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
                 return Err(invalid(format!("{at}.decay"), "a decaying board needs a decay section"));
             };
             validate_decay(&format!("{at}.decay"), decay)?;
-            if !raw.periods.is_empty() || !raw.rules.is_empty() || raw.archive || raw.sign_in.is_some() {
-                return Err(invalid(format!("{at}.kind"), "a decaying board takes heat, not rules, periods, sign-ins or archiving"));
+            if !raw.periods.is_empty() || !raw.rules.is_empty() || raw.archive || raw.sign_in.is_some() || raw.statements {
+                return Err(invalid(
+                    format!("{at}.kind"),
+                    "a decaying board takes heat, not rules, periods, sign-ins, archiving or statements",
+                ));
             }
         }
     }
@@ -106,6 +109,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         decay: raw.decay,
         wait_replicas: raw.wait_replicas,
         scores,
+        statements: raw.statements,
     })
 }
 

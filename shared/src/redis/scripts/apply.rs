@@ -253,10 +253,12 @@ pub async fn apply_events(
             .arg(rate.window_ms)
             .arg(rate.now_ms)
             .arg(plan.time_part)
-            .arg(plan.periods.len());
+            .arg(plan.periods.len())
+            .arg(&plan.rule.action);
         for period in &plan.periods {
             let board = key_list.add(&mut call, keys.period(period));
-            call.arg(board).arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
+            let statement = if plan.board.statements { key_list.add(&mut call, keys.statement(event.member, period)) } else { 0 };
+            call.arg(board).arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0)).arg(statement);
         }
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;

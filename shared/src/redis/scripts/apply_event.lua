@@ -45,9 +45,15 @@ b+19       rate limit: events allowed in the window ("0": no limit)
 b+20       rate limit window in ms
 b+21       now in ms (the function's clock)
 b+22       time part of the composite for "reached now" (tiebreak.rs; earlier: larger)
-b+23       n, the number of period boards, then n quadruples from b+24:
-           index of the period's sorted set (scored points * SPAN + time part), kind, id,
-           EXPIREAT ("0": none)
+b+23       n, the number of period boards
+b+24       the action (for statements)
+then n quintuples from b+25: index of the period's sorted set (scored points * SPAN + time
+           part), kind, id, EXPIREAT ("0": none), index of the member's statement of that
+           period (a hash, see below; "0" when the board keeps no statements)
+
+A statement hash counts what made the member's score in one period: "n:<action>" events that
+earned points, "p:<action>" points they earned, "w:<action>" points the daily cap withheld,
+"t:<action>" points taken back. It expires with its period's board.
 
 Reply: per event, in order, 2 + 2n values: status, detail, then for each period the member's
 points and 1-based rank (0: not on the board)
@@ -77,8 +83,8 @@ local GUARD = KEYS[1]
 local function apply(b)
   local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local boards = tonumber(ARGV[b + 23])
-  local function board(i) return tonumber(ARGV[b + 20 + 4 * i]) end
-  local function period(i, part) return ARGV[b + 20 + 4 * i + part] end
+  local function board(i) return tonumber(ARGV[b + 20 + 5 * i]) end
+  local function period(i, part) return ARGV[b + 20 + 5 * i + part] end
 
   local function standing_now()
     local points, ranks = {}, {}
@@ -178,6 +184,21 @@ local function apply(b)
     end
   end
 
+  local action = ARGV[b + 24]
+  for i = 1, boards do
+    local statement = tonumber(period(i, 4))
+    if statement > 0 and (changes[i] ~= 0 or capped > 0) then
+      if changes[i] > 0 then
+        redis.call('HINCRBY', KEYS[statement], 'n:' .. action, 1)
+        redis.call('HINCRBY', KEYS[statement], 'p:' .. action, changes[i])
+      elseif changes[i] < 0 then
+        redis.call('HINCRBY', KEYS[statement], 't:' .. action, -changes[i])
+      end
+      if capped > 0 then redis.call('HINCRBY', KEYS[statement], 'w:' .. action, capped) end
+      expire_once(KEYS[statement], period(i, 3))
+    end
+  end
+
   local ranks = {}
   for i = 1, boards do
     ranks[i] = points[i] > 0 and redis.call('ZREVRANK', KEYS[board(i)], member) + 1 or 0
@@ -208,6 +229,6 @@ for _ = 1, tonumber(ARGV[1]) do
     reply[#reply + 1] = points and points[i] or 0
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
-  b = b + 24 + 4 * boards
+  b = b + 25 + 5 * boards
 end
 return reply

@@ -9,7 +9,10 @@ KEYS[1]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see app
 KEYS[2]    the board's audit log (list, newest first)
 KEYS[3]    the correction's marker: string "<fingerprint>\n<audit entry>\n<periods JSON>",
            kept ARGV[7] seconds
-KEYS[4..]  the period sorted sets to correct, scored with the tie-break composite
+KEYS[4..]  the n period sorted sets to correct, scored with the tie-break composite; then,
+           when ARGV[8] is 1, the member's statement of each of those periods (hash, see
+           apply_event.lua), where the correction is itemised as "c:<correction id>" ->
+           "<points changed in that period>|<reason>"
 
 ARGV[1]    member (user id)
 ARGV[2]    delta in points (signed, non-zero)
@@ -18,7 +21,10 @@ ARGV[4]    audit entry (JSON)
 ARGV[5]    audit log length kept
 ARGV[6]    payload fingerprint of the correction
 ARGV[7]    marker TTL in seconds
-ARGV[8..]  for each period, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+ARGV[8]    1 when the board keeps statements, else 0
+ARGV[9]    the correction's statement field ("c:<correction id>")
+ARGV[10]   the correction's reason
+ARGV[11..] for each period, in KEYS order: period kind, period id, EXPIREAT ("0": none)
 
 An increase is reached now; a decrease keeps the member's reached-at time (they held at
 least the lower score since then), as a take-back does.
@@ -44,8 +50,9 @@ end
 local member = ARGV[1]
 local delta = tonumber(ARGV[2])
 local tie = tonumber(ARGV[3])
-local FIRST_BOARD, PERIOD_ARGS = 4, 8
-local boards = #KEYS - FIRST_BOARD + 1
+local FIRST_BOARD, PERIOD_ARGS = 4, 11
+local statements = ARGV[8] == '1'
+local boards = (#KEYS - FIRST_BOARD + 1) / (statements and 2 or 1)
 
 local refusal, closed = guard_refusal_of_args(KEYS[1], member, boards, PERIOD_ARGS)
 if refusal then return {refusal, closed, ''} end
@@ -66,6 +73,11 @@ for i = 1, boards do
     expire_period_once(key, KEYS[1], period_arg(PERIOD_ARGS, i, 0), period_arg(PERIOD_ARGS, i, 1), period_arg(PERIOD_ARGS, i, 2))
   else
     redis.call('ZREM', key, member)
+  end
+  if statements then
+    local statement = KEYS[FIRST_BOARD - 1 + boards + i]
+    redis.call('HSET', statement, ARGV[9], delta .. '|' .. ARGV[10])
+    expire_once(statement, period_arg(PERIOD_ARGS, i, 2))
   end
   local entry = {period = period_arg(PERIOD_ARGS, i, 0), period_id = period_arg(PERIOD_ARGS, i, 1), score = points[i], delta = delta}
   local rank = redis.call('ZREVRANK', key, member)

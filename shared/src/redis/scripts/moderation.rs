@@ -79,6 +79,9 @@ pub struct ScoreCorrection<'a> {
     pub periods: &'a [Period],
     /// Time part of the composite for a score reached now (used when the score goes up).
     pub time_part: i64,
+    pub reason: &'a str,
+    /// The board keeps statements: the correction is itemised in each period's.
+    pub statements: bool,
 }
 
 /// Adds `delta` to the member's score on every period given, with the audit entry, exactly
@@ -94,6 +97,11 @@ pub async fn correct_score(
     for period in correction.periods {
         invocation.key(keys.period(period));
     }
+    if correction.statements {
+        for period in correction.periods {
+            invocation.key(keys.statement(correction.member, period));
+        }
+    }
     invocation
         .arg(correction.member)
         .arg(correction.delta)
@@ -101,7 +109,10 @@ pub async fn correct_score(
         .arg(audit.entry)
         .arg(audit.keep)
         .arg(correction.fingerprint)
-        .arg(EVENT_MARKER_TTL_SECS);
+        .arg(EVENT_MARKER_TTL_SECS)
+        .arg(if correction.statements { 1 } else { 0 })
+        .arg(format!("c:{}", correction.correction_id))
+        .arg(correction.reason);
     for period in correction.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }

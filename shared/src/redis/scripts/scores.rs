@@ -88,8 +88,16 @@ pub async fn submit_score(
         .arg(limit.map_or(0, |l| i64::from(l.per_secs) * 1000))
         .arg(now.timestamp_millis())
         .arg(plan.periods.len());
-    for ((period, _), time_part) in plan.periods.iter().zip(&plan.time_parts) {
+    for (period, _) in &plan.periods {
         call.key(keys.period(period));
+    }
+    if board.statements {
+        for (period, _) in &plan.periods {
+            call.key(keys.statement(member, period));
+        }
+    }
+    call.arg(if board.statements { 1 } else { 0 }).arg(plan.submission.score);
+    for ((period, _), time_part) in plan.periods.iter().zip(&plan.time_parts) {
         call.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0)).arg(time_part);
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;

@@ -21,7 +21,10 @@ KEYS[4]    the user's bitmap of the month of the day after `date` (KEYS[2] unles
            month's last day)
 KEYS[5]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see apply_event.lua)
 KEYS[6..]  the board's period sorted sets: n for `date`, then n for the day after (a key may
-           appear in both halves), scored with the tie-break composite (see tiebreak.rs)
+           appear in both halves), scored with the tie-break composite (see tiebreak.rs);
+           then, when ARGV[13] is 1, the member's statement of each of those periods, in the
+           same order (hash, see apply_event.lua): "s:n" sign-ins, "s:p" their points, "s:b"
+           streak bonuses
 
 ARGV[1]    payload fingerprint of the sign-in
 ARGV[2]    member (user id)
@@ -37,7 +40,8 @@ ARGV[11]   refusal of a first delivery: "" (none), "too_late" or "in_future" (a 
            policy no longer accepts). Checked only after the marker: a retry is a duplicate
            whenever it arrives
 ARGV[12]   `date` (YYYY-MM-DD), recorded in the reply so a retry reports the day first signed
-ARGV[13..] for each period sorted set, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+ARGV[13]   1 when the board keeps statements, else 0
+ARGV[14..] for each period sorted set, in KEYS order: period kind, period id, EXPIREAT ("0": none)
 
 Reply: a two-element array {status, body}
   {"new", json}          signed now, or already signed that day; json is stored in the marker
@@ -60,8 +64,9 @@ if ARGV[11] ~= '' then return {ARGV[11], ''} end
 local member = ARGV[2]
 local day, previous_month_days, next_day = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local tie = tonumber(ARGV[8])
-local FIRST_BOARD, PERIOD_ARGS = 6, 13
-local period_keys = #KEYS - FIRST_BOARD + 1
+local FIRST_BOARD, PERIOD_ARGS = 6, 14
+local statements = ARGV[13] == '1'
+local period_keys = (#KEYS - FIRST_BOARD + 1) / (statements and 2 or 1)
 local per_day = period_keys / 2
 
 local refusal, closed = guard_refusal_of_args(KEYS[5], member, period_keys, PERIOD_ARGS)
@@ -116,16 +121,18 @@ local next_bonus = next_signed and (bonuses[streak + 1] or 0) or 0
 -- Points per distinct period key: the sign-in on `date`'s periods, today's late bonus on
 -- the next day's. Every check happens before the first write.
 local order, add = {}, {}
-local function credit(i, points)
+local function credit(i, signed, bonus)
   local key = KEYS[FIRST_BOARD - 1 + i]
   if not add[key] then
-    add[key] = {points = 0, period = i}
+    add[key] = {points = 0, period = i, signed = 0, bonus = 0}
     order[#order + 1] = key
   end
-  add[key].points = add[key].points + points
+  add[key].points = add[key].points + signed + bonus
+  add[key].signed = add[key].signed + signed
+  add[key].bonus = add[key].bonus + bonus
 end
-for i = 1, per_day do credit(i, awarded) end
-for i = per_day + 1, period_keys do credit(i, next_bonus) end
+for i = 1, per_day do credit(i, tonumber(ARGV[6]), bonuses[streak] or 0) end
+for i = per_day + 1, period_keys do credit(i, 0, next_bonus) end
 for _, key in ipairs(order) do
   add[key].total = points_of(redis.call('ZSCORE', key, member)) + add[key].points
   if add[key].total > MAX_POINTS then return {'out_of_range', ''} end
@@ -140,6 +147,15 @@ for _, key in ipairs(order) do
     redis.call('ZADD', key, composite_of(add[key].total, tie), member)
     local p = add[key].period
     expire_period_once(key, KEYS[5], period_arg(PERIOD_ARGS, p, 0), period_arg(PERIOD_ARGS, p, 1), period_arg(PERIOD_ARGS, p, 2))
+    if statements then
+      local statement = KEYS[FIRST_BOARD - 1 + period_keys + p]
+      if add[key].signed > 0 then
+        redis.call('HINCRBY', statement, 's:n', 1)
+        redis.call('HINCRBY', statement, 's:p', add[key].signed)
+      end
+      if add[key].bonus > 0 then redis.call('HINCRBY', statement, 's:b', add[key].bonus) end
+      expire_once(statement, period_arg(PERIOD_ARGS, p, 2))
+    end
   end
 end
 return finish(false, streak, awarded + next_bonus)

@@ -57,6 +57,11 @@ pub async fn sign_in(conn: &mut Connection, keys: &BoardKeys, plan: &SignInPlan<
     for period in plan.periods.iter().chain(&plan.next_day_periods) {
         invocation.key(keys.period(period));
     }
+    if plan.board.statements {
+        for period in plan.periods.iter().chain(&plan.next_day_periods) {
+            invocation.key(keys.statement(member, period));
+        }
+    }
     invocation
         .arg(&plan.fingerprint)
         .arg(member)
@@ -69,7 +74,8 @@ pub async fn sign_in(conn: &mut Connection, keys: &BoardKeys, plan: &SignInPlan<
         .arg(EVENT_MARKER_TTL_SECS)
         .arg(plan.bitmap_expires_at)
         .arg(plan.first_delivery.as_ref().map_or("", |refusal| refusal.code()))
-        .arg(date.to_string());
+        .arg(date.to_string())
+        .arg(if plan.board.statements { 1 } else { 0 });
     for period in plan.periods.iter().chain(&plan.next_day_periods) {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
     }

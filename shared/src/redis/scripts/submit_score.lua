@@ -10,7 +10,9 @@ KEYS[1]    the board's guard (hash, see apply_event.lua)
 KEYS[2..4] the event-id marker buckets of the board's local day now (written), the day before
            and the day after (read: clock skew); shared with apply_event.lua
 KEYS[5]    the user's rate-limit log of score submissions on this board (sorted set)
-KEYS[5+i]  the sorted set of period i, i = 1..n
+KEYS[5+i]  the sorted set of period i, i = 1..n; then, when ARGV[13] is 1, the member's
+           statement of each period (hash, see apply_event.lua): "n:score" submissions
+           applied in that period, "p:score" their sum (on "sum" boards)
 
 ARGV[1]    seconds a marker bucket created now is kept
 ARGV[2]    marker field: 8 bytes of the event id's digest
@@ -24,8 +26,11 @@ ARGV[8]    the value of a zero score (where a sum starts)
 ARGV[9]    rate limit: submissions allowed in the window ("0": no limit)
 ARGV[10]   rate limit window in ms
 ARGV[11]   now in ms (the function's clock)
-ARGV[12]   n, the number of periods, then for each period from ARGV[13 + 4 (i - 1)]: kind,
-           id, EXPIREAT ("0": none), time part of a score reached now
+ARGV[12]   n, the number of periods
+ARGV[13]   1 when the board keeps statements, else 0
+ARGV[14]   the submitted score
+then for each period from ARGV[15 + 4 (i - 1)]: kind, id, EXPIREAT ("0": none), time part of
+           a score reached now
 
 Reply: {status, detail, composite 1, rank 1, ..., composite n, rank n}; the member's composite
 ("" when absent) and 1-based rank (0 when absent) in each period, empty for a refusal
@@ -47,7 +52,7 @@ local field, fingerprint, member, keep = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local value, zero = tonumber(ARGV[7]), tonumber(ARGV[8])
 local n = tonumber(ARGV[12])
 local function board(i) return 5 + i end
-local function period(i, part) return ARGV[12 + 4 * (i - 1) + part] end
+local function period(i, part) return ARGV[14 + 4 * (i - 1) + part] end
 
 local function with_standing(status, detail)
   local reply = {status, detail}
@@ -91,6 +96,15 @@ for i = 1, n do
   if kept[i] then
     redis.call('ZADD', KEYS[board(i)], string.format('%.0f', kept[i] * SCORE_SPAN + tonumber(period(i, 4))), member)
     expire_period_once(KEYS[board(i)], GUARD, period(i, 1), period(i, 2), period(i, 3))
+  end
+end
+
+if ARGV[13] == '1' then
+  for i = 1, n do
+    local statement = KEYS[5 + n + i]
+    redis.call('HINCRBY', statement, 'n:score', 1)
+    if keep == 'sum' then redis.call('HINCRBY', statement, 'p:score', ARGV[14]) end
+    expire_once(statement, period(i, 3))
   end
 end
 

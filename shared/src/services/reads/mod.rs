@@ -11,6 +11,7 @@ use crate::domain::config::Board;
 use crate::domain::distribution::{CUTOFF_SHARES, Distribution};
 use crate::domain::period::{Period, PeriodInfo};
 use crate::domain::scores;
+use crate::domain::statement::{self, Statement};
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
@@ -113,6 +114,17 @@ pub struct DistributionResponse {
     pub period: PeriodInfo,
     #[serde(flatten)]
     pub distribution: Distribution,
+}
+
+/// A user's score in one period, explained (`domain::statement`).
+#[derive(Serialize)]
+pub struct StatementResponse {
+    pub board: String,
+    #[serde(flatten)]
+    pub period: PeriodInfo,
+    pub user_id: String,
+    #[serde(flatten)]
+    pub statement: Statement,
 }
 
 /// A listed member ("my friends"): global rank beside the rank among the list itself.
@@ -256,6 +268,21 @@ impl Reader {
         let key = self.keys.board(&board.name).period(period);
         let scale = scores::scale(board, period);
         Ok(Distribution::of(scripts::read_distribution(&mut conn, &key, &scale, buckets, &CUTOFF_SHARES).await?, &scale))
+    }
+
+    /// The member's score and its statement counters, from one snapshot (one `MULTI`, both
+    /// keys in the board's slot), explained.
+    pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, StoreError> {
+        let mut conn = self.store.connection().await?;
+        let keys = self.keys.board(&board.name);
+        let (composite, fields): (Option<f64>, BTreeMap<String, String>) = redis::pipe()
+            .atomic()
+            .zscore(keys.period(period), user_id)
+            .hgetall(keys.statement(user_id, period))
+            .query_async(&mut conn)
+            .await?;
+        let score = composite.map_or(0, |c| scores::scale(board, period).score_of(c));
+        Ok(statement::explain(board, score, &fields))
     }
 
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>) -> Result<RawWindow, StoreError> {

@@ -1,0 +1,189 @@
+//! `GET /v1/boards/{board}/users/{user_id}/statement`: scores explained line by line from
+//! the counters the real write scripts keep, checked exactly and against generated histories.
+
+use axum::http::Method;
+use chrono::Duration;
+use proptest::prelude::*;
+use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::{ADMIN, TestApp, spawn_ingest, spawn_ingest_with};
+
+async fn statement(app: &TestApp, board: &str, user: &str, query: &str) -> Value {
+    let (status, body) = app.get(&format!("/v1/boards/{board}/users/{user}/statement?{query}")).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+async fn correct(app: &TestApp, board: &str, user: &str, body: Value) -> (u16, Value) {
+    let (status, answer) =
+        app.call(Method::POST, &format!("/v1/admin/boards/{board}/users/{user}/corrections"), body.to_string(), ADMIN).await;
+    (status.as_u16(), answer)
+}
+
+fn line_sum(statement: &Value) -> i64 {
+    statement["lines"].as_array().unwrap().iter().map(|l| l["points"].as_i64().unwrap()).sum()
+}
+
+#[tokio::test]
+async fn a_statement_itemises_actions_caps_corrections_and_sign_ins_and_sums_exactly() {
+    let app = spawn_ingest().await;
+    for i in 0..6 {
+        assert_eq!(app.event(json!({"event_id": format!("l{i}"), "user_id": "ann", "action": "learning"})).await.0, 200);
+    }
+    app.event(json!({"event_id": "q1", "user_id": "ann", "action": "qa"})).await;
+    app.event(json!({"event_id": "r1", "user_id": "ann", "action": "review", "target": "book-1"})).await;
+    app.event(json!({"event_id": "r2", "user_id": "ann", "action": "review", "target": "book-1"})).await;
+    assert_eq!(app.post("/v1/sign-ins", &json!({"event_id": "s1", "user_id": "ann"})).await.0, 200);
+    assert_eq!(correct(&app, "points", "ann", json!({"correction_id": "fix-1", "delta": 7, "reason": "prize"})).await.0, 200);
+    assert_eq!(correct(&app, "points", "ann", json!({"correction_id": "fix-2", "delta": -3, "reason": "copied answer"})).await.0, 200);
+
+    let body = statement(&app, "points", "ann", "period=season").await;
+    assert_eq!(
+        body["lines"],
+        json!([
+            {"kind": "action", "action": "learning", "events": 5, "points": 50, "earned": 50, "withheld": 10, "taken_back": 0},
+            {"kind": "action", "action": "qa", "events": 1, "points": 5, "earned": 5, "withheld": 0, "taken_back": 0},
+            {"kind": "action", "action": "review", "events": 1, "points": 10, "earned": 10, "withheld": 0, "taken_back": 0},
+            {"kind": "correction", "correction_id": "fix-1", "reason": "prize", "points": 7},
+            {"kind": "correction", "correction_id": "fix-2", "reason": "copied answer", "points": -3},
+            {"kind": "sign_ins", "days": 1, "points": 1},
+        ]),
+        "{body}"
+    );
+    assert_eq!(body["unexplained"], Value::Null);
+    let (_, standing) = app.get("/v1/boards/points/users/ann?period=season").await;
+    assert_eq!((body["score"].as_i64(), standing["score"].as_i64()), (Some(70), Some(70)));
+    assert_eq!(line_sum(&body), 70);
+    assert_eq!((&body["board"], &body["user_id"], &body["period"]), (&json!("points"), &json!("ann"), &json!("season")));
+}
+
+#[tokio::test]
+async fn a_board_without_statements_keeps_none_and_says_why_nothing_is_itemised() {
+    let app = spawn_ingest().await;
+    app.event(json!({"event_id": "e1", "user_id": "bo", "action": "comment", "target": "a1"})).await;
+    assert!(app.written_keys().await.iter().all(|key| !key.contains(":stmt:")), "statements are opt-in: no keys on activity");
+    let body = statement(&app, "activity", "bo", "period=day").await;
+    assert_eq!((&body["score"], &body["lines"]), (&json!(3), &json!([])));
+    assert_eq!(body["unexplained"], json!({"points": 3, "reason": "not_kept"}));
+    let nobody = statement(&app, "points", "nobody", "").await;
+    assert_eq!((&nobody["score"], &nobody["lines"], &nobody["unexplained"]), (&json!(0), &json!([]), &Value::Null));
+    for (path, status, code) in [
+        ("/v1/boards/nope/users/bo/statement", 404, "unknown_board"),
+        ("/v1/boards/points/users/b%20o/statement", 400, "invalid_id"),
+        ("/v1/boards/points/users/bo/statement?period=day", 400, "unknown_period"),
+        ("/v1/boards/points/users/bo/statement?at=1999-01-01", 400, "out_of_range"),
+        ("/v1/boards/points/users/bo/statement?colour=red", 400, "malformed"),
+    ] {
+        let (actual, body) = app.get(path).await;
+        assert_eq!((actual.as_u16(), body["error"]["code"].as_str()), (status, Some(code)), "{path}: {body}");
+    }
+}
+
+#[tokio::test]
+async fn score_boards_explain_the_kept_score_and_the_submissions_of_a_sum() {
+    let app = spawn_ingest().await;
+    app.post("/v1/boards/high-scores/scores", &json!({"event_id": "h1", "user_id": "cy", "score": 70})).await;
+    app.post("/v1/boards/high-scores/scores", &json!({"event_id": "h2", "user_id": "cy", "score": 50})).await;
+    let body = statement(&app, "high-scores", "cy", "period=all").await;
+    assert_eq!((&body["lines"], &body["unexplained"]), (&json!([{"kind": "kept_score", "points": 70}]), &Value::Null));
+
+    let config = Config::parse(
+        "[[boards]]\nname = \"coins\"\nkind = \"scores\"\nkeep = \"sum\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nstatements = true\n",
+    )
+    .unwrap();
+    let app = spawn_ingest_with(config).await;
+    for (i, coins) in [5, 0, 12].into_iter().enumerate() {
+        app.post("/v1/boards/coins/scores", &json!({"event_id": format!("c{i}"), "user_id": "cy", "score": coins})).await;
+    }
+    app.post("/v1/boards/coins/scores", &json!({"event_id": "c0", "user_id": "cy", "score": 5})).await; // a retry
+    let body = statement(&app, "coins", "cy", "period=all").await;
+    assert_eq!((&body["lines"], &body["unexplained"]), (&json!([{"kind": "submissions", "submissions": 3, "points": 17}]), &Value::Null));
+}
+
+/// A board with every kind of line: a reversible rule, a capped rule, sign-ins with a streak
+/// bonus (a late sign-in for yesterday credits today's bonus), and corrections.
+fn ledger_board() -> Config {
+    Config::parse(
+        r#"[[boards]]
+name = "learn"
+kind = "cumulative"
+timezone = "UTC"
+periods = ["day", "month"]
+top = 10
+statements = true
+rules = [
+  { action = "praise", points = 2, scope = "user_target_day", reversible = true },
+  { action = "learning", points = 10, scope = "none", daily_cap = 30 },
+]
+sign_in = { points = 1, streak_bonuses = [[2, 5], [3, 9]] }
+"#,
+    )
+    .unwrap()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Praise { target: u8, active: bool },
+    Learning,
+    SignIn { yesterday: bool },
+    Correct(i64),
+    Later(i64),
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let op = prop_oneof![
+        3 => (0u8..3, any::<bool>()).prop_map(|(target, active)| Op::Praise { target, active }),
+        3 => Just(Op::Learning),
+        2 => any::<bool>().prop_map(|yesterday| Op::SignIn { yesterday }),
+        1 => (-6i64..8).prop_filter("a correction changes something", |d| *d != 0).prop_map(Op::Correct),
+        2 => (1i64..30).prop_map(Op::Later),
+    ];
+    prop::collection::vec(op, 1..40)
+}
+
+#[test]
+fn generated_histories_are_always_explained_exactly() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    TestRunner::new(RunnerConfig { cases: 32, ..RunnerConfig::default() })
+        .run(&ops(), |ops| {
+            runtime.block_on(async {
+                let app = spawn_ingest_with(ledger_board()).await;
+                app.set_now(standings_tests::at("2026-11-10T00:30:00Z"));
+                for (n, op) in ops.iter().enumerate() {
+                    let id = format!("o{n}");
+                    let (status, body) = match op {
+                        Op::Praise { target, active } => {
+                            app.event(json!({"event_id": id, "user_id": "dee", "action": "praise", "target": format!("t{target}"), "active": active})).await
+                        }
+                        Op::Learning => app.event(json!({"event_id": id, "user_id": "dee", "action": "learning"})).await,
+                        Op::SignIn { yesterday } => {
+                            let date = (app.now() - Duration::days(i64::from(*yesterday))).date_naive().to_string();
+                            app.post("/v1/sign-ins", &json!({"event_id": id, "user_id": "dee", "date": date})).await
+                        }
+                        Op::Correct(delta) => {
+                            let (status, body) = correct(&app, "learn", "dee", json!({"correction_id": id, "delta": delta, "reason": "r"})).await;
+                            (axum::http::StatusCode::from_u16(status).unwrap(), body)
+                        }
+                        Op::Later(hours) => {
+                            app.set_now(app.now() + Duration::hours(*hours));
+                            continue;
+                        }
+                    };
+                    // Refusals (a take-back with nothing to take, a correction below zero, a
+                    // sign-in date out of range) write nothing; everything else is itemised.
+                    prop_assert!(status.as_u16() == 200 || status.as_u16() == 422, "{:?}: {} {}", op, status, body);
+                }
+                let today = app.now().date_naive();
+                for query in [format!("period=month&at={today}"), format!("period=day&at={today}"), format!("period=day&at={}", today.pred_opt().unwrap())] {
+                    let body = statement(&app, "learn", "dee", &query).await;
+                    prop_assert_eq!(&body["unexplained"], &Value::Null, "{}: {}", query, body);
+                    prop_assert_eq!(Some(line_sum(&body)), body["score"].as_i64(), "{}: {}", query, body);
+                    let (_, standing) = app.get(&format!("/v1/boards/learn/users/dee?{query}")).await;
+                    prop_assert_eq!(&body["score"], &standing["score"], "{}", query);
+                }
+                Ok::<(), TestCaseError>(())
+            })
+        })
+        .unwrap();
+}
