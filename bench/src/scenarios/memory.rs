@@ -119,6 +119,8 @@ fn standings_kind(key: &str) -> &'static str {
         "dedupe markers"
     } else if key.contains(":ledger:") || key.contains(":once:") || key.ends_with(":targets") {
         "ledgers"
+    } else if key.contains(":stmt:") {
+        "statements (opt-in; on `points`)"
     } else {
         "other"
     }
@@ -208,7 +210,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         title: format!("memory: bytes per active member per day, {} users (scenario 7)", grouped(USERS)),
         setup: format!(
             "One day of {} events: per user 6 page views, 2 praises, a collect, a comment, a follow (+ a publish for every tenth \
-             user) on `activity` (day + month boards), 2 learning, a Q&A and a note on `points` (season board), through \
+             user) on `activity` (day + month boards), 2 learning, a Q&A and a note on `points` (season board, which keeps statements), through \
              `Ingestor::record_batch`. The activity events are replayed through the seed 001 port; the bare ZSET holds the same \
              {} members with small integer scores.",
             grouped(events.len() as u64),
@@ -221,6 +223,11 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
                  **{activity_over_seed:.2}**"
             ),
             format!("Standings `activity` / seed 001 (used_memory growth): **{activity_growth_over_seed:.2}**"),
+            format!(
+                "Statements (kept because `points` sets `statements = true`; the `activity` board keeps none): {:.0} bytes per \
+                 member with a statement, by MEMORY USAGE.",
+                standings_usage.get("statements (opt-in; on `points`)").map_or(0.0, |(keys, bytes)| *bytes as f64 / (*keys).max(1) as f64)
+            ),
             format!(
                 "Dedupe markers: {markers} (one per event and board) in {} hashes ({MARKER_SHARDS} shards per local day and board), \
                  {:.1} bytes a marker by MEMORY USAGE, kept to the end of the next local day.",
