@@ -141,3 +141,23 @@ async fn the_scheduled_event_fixture_runs_hotness_once_per_minute() {
     let again = invoke("hotness", "scheduled-event.json");
     assert_eq!(again["boards"][0]["skipped"], true, "a second delivery of the same minute does nothing: {again}");
 }
+
+#[tokio::test]
+async fn a_score_and_a_statement_through_the_router_of_cargo_lambda_watch() {
+    // At the paths API Gateway routes (Cargo.toml's router table): ingest and query behind one host.
+    let client = reqwest::Client::new();
+    let base = watch_url();
+    let user = standings_tests::unique_prefix();
+    for (i, lap) in [61_000, 59_500, 60_200].into_iter().enumerate() {
+        let submission = json!({"event_id": format!("{user}-{i}"), "user_id": user, "score": lap});
+        let response = client.post(format!("{base}/v1/boards/lap-times/scores")).json(&submission).send().await.unwrap();
+        assert_eq!(response.status(), 200);
+        let receipt: Value = response.json().await.unwrap();
+        assert_eq!(receipt["applied"], i != 2, "{receipt}");
+    }
+    let me: Value = client.get(format!("{base}/v1/boards/lap-times/users/{user}")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(me["score"], 59_500);
+    let statement: Value =
+        client.get(format!("{base}/v1/boards/lap-times/users/{user}/statement")).send().await.unwrap().json().await.unwrap();
+    assert_eq!((&statement["lines"], &statement["unexplained"]), (&json!([{"kind": "kept_score", "points": 59_500}]), &Value::Null));
+}
