@@ -141,10 +141,12 @@ pub enum GuardRefusal {
     PeriodClosed { board: String, period_id: String },
 }
 
+/// What a write script answered for one write on one board: its outcome `O` (new, or a
+/// duplicate's first answer), or why nothing was written.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ApplyReply {
-    New(BoardOutcome),
-    Duplicate(BoardOutcome),
+pub enum WriteReply<O> {
+    New(O),
+    Duplicate(O),
     Conflict,
     /// A first delivery outside the event window (a retry would have been a duplicate).
     OutsideWindow(EventTimeError),
@@ -152,9 +154,12 @@ pub enum ApplyReply {
     Banned,
     /// The period (id) is frozen for archiving.
     PeriodClosed(String),
-    /// The rule's rate limit is used up; a slot frees in this many seconds.
+    /// The rate limit is used up; a slot frees in this many seconds.
     RateLimited(u64),
 }
+
+/// An event's answer on one board (`apply_event.lua`).
+pub type ApplyReply = WriteReply<BoardOutcome>;
 
 /// Which part of a board `read_board` returns.
 #[derive(Debug, Clone, Copy)]

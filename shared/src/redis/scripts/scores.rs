@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::apply::{KeyList, MarkerSlot, duplicate_of, marker_bucket, short_fingerprint};
-use super::{SUBMIT_SCORE, Status};
-use crate::domain::period::{EventTimeError, Period};
+use super::{SUBMIT_SCORE, Status, WriteReply};
+use crate::domain::period::Period;
 use crate::domain::scores::{ScorePlan, Submission};
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
@@ -43,17 +43,8 @@ pub struct ScoreOutcome {
     pub periods: Vec<ScoreStanding>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SubmitReply {
-    New(ScoreOutcome),
-    Duplicate(ScoreOutcome),
-    Conflict,
-    OutsideWindow(EventTimeError),
-    OutOfRange,
-    Banned,
-    PeriodClosed(String),
-    RateLimited(u64),
-}
+/// A submission's answer (`OutOfRange`: a sum would leave the score range).
+pub type SubmitReply = WriteReply<ScoreOutcome>;
 
 /// Applies one planned submission (see `domain::scores`) under its `event_id`.
 pub async fn submit_score(
