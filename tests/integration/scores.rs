@@ -10,8 +10,9 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
+use standings::domain::config::{Keep, Order};
 use standings::domain::period::{Period, PeriodKind};
-use standings::domain::scores::{self, Keep, MAX_SCORE, Order};
+use standings::domain::scores::{self, MAX_SCORE};
 use standings_tests::{TestApp, at, spawn_ingest, spawn_ingest_with};
 
 fn score_board(keep: &str, order: &str, periods: &str, extra: &str) -> Config {

@@ -6,8 +6,8 @@ use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
 use standings::domain::config::{Board, BoardKind, Decay, RateLimit, Rule, SignIn};
+use standings::domain::config::{Keep, Order};
 use standings::domain::period::{Period, PeriodInfo};
-use standings::domain::scores::{Keep, Order};
 
 use crate::App;
 use standings::http::with_cache;

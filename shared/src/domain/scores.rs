@@ -10,7 +10,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::config::Board;
+use crate::domain::config::{Board, Keep, Order};
 use crate::domain::ids::{self, IdError};
 use crate::domain::period::{EventTimeError, EventWindow, Period, PeriodKind};
 use crate::domain::scoring::fingerprint;
@@ -22,36 +22,6 @@ pub const MAX_SCORE: i64 = (1 << 30) - 1;
 pub const SCORE_TIME_SPAN: i64 = 1 << 23;
 /// Tie-break resolution of all-time score boards: 2^23 steps of 256 s cover 2020..2088.
 pub const ALL_TIME_STEP_SECS: i64 = 256;
-
-/// Which submission a board keeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Keep {
-    Best,
-    Latest,
-    Sum,
-}
-
-impl Keep {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Keep::Best => "best",
-            Keep::Latest => "latest",
-            Keep::Sum => "sum",
-        }
-    }
-}
-
-/// Which end of a board is the top.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Order {
-    /// Higher is better (points, kills).
-    #[default]
-    Desc,
-    /// Lower is better (lap times, strokes).
-    Asc,
-}
 
 /// The scale of one period of a board: rule boards share [`Scale::POINTS`]; a score board's
 /// time parts count from the period's start (2020 for all-time, in coarser steps).

@@ -10,7 +10,6 @@ use serde::Deserialize;
 
 use crate::domain::ids;
 use crate::domain::period::PeriodKind;
-use crate::domain::scores::{Keep, Order};
 use validate::{invalid, validate_board};
 
 /// The configuration shipped with the project (docs/boards.md).
@@ -71,6 +70,36 @@ pub struct Rule {
     /// At most `max` events of this action per user in any `per_secs` sliding window.
     #[serde(default)]
     pub rate_limit: Option<RateLimit>,
+}
+
+/// Which submission a score board keeps (`domain::scores`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Keep {
+    Best,
+    Latest,
+    Sum,
+}
+
+impl Keep {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Keep::Best => "best",
+            Keep::Latest => "latest",
+            Keep::Sum => "sum",
+        }
+    }
+}
+
+/// Which end of a board is the top.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Higher is better (points, kills).
+    #[default]
+    Desc,
+    /// Lower is better (lap times, strokes).
+    Asc,
 }
 
 /// A per-user rate limit of one action on one board (`rate_limit = { max = 10, per_secs = 60 }`).
