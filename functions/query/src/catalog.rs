@@ -5,8 +5,7 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::State;
 use serde::Serialize;
-use standings::domain::config::{Board, BoardKind, Decay, RateLimit, Rule, SignIn};
-use standings::domain::config::{Keep, Order};
+use standings::domain::config::{Board, BoardKind, Decay, Keep, Order, RateLimit, Rule, SignIn};
 use standings::domain::period::{Period, PeriodInfo};
 
 use crate::App;
