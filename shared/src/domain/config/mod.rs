@@ -222,8 +222,8 @@ pub struct Board {
     pub wait_replicas: Option<u32>,
     /// Set on score boards (kind `scores`) only.
     pub scores: Option<ScoreRules>,
-    /// Keep, per user and period, the counters that explain a score (opt-in: about a hundred
-    /// bytes per user and period; see `services::statements`).
+    /// Keep, per user and period, the counters that explain a score (opt-in: about 180 bytes
+    /// per user and period; see `domain::statement`).
     pub statements: bool,
 }
 
