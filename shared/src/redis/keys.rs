@@ -89,7 +89,7 @@ impl BoardKeys {
     }
 
     /// What made a user's score in one period (a hash of counters, on boards that keep
-    /// statements; see `services::statements`).
+    /// statements; see `domain::statement`).
     pub fn statement(&self, user_id: &str, period: &Period) -> String {
         format!("{}:stmt:{}:{}:{user_id}", self.base, period.kind.as_str(), period.id)
     }
