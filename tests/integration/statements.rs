@@ -187,3 +187,14 @@ fn generated_histories_are_always_explained_exactly() {
         })
         .unwrap();
 }
+
+#[tokio::test]
+async fn a_ban_takes_the_statement_with_the_score_so_nothing_is_left_unexplained() {
+    let app = spawn_ingest().await;
+    app.event(json!({"event_id": "q1", "user_id": "eve", "action": "qa"})).await;
+    let (status, _) = app.call(Method::POST, "/v1/admin/users/eve/ban", "{}", ADMIN).await;
+    assert_eq!(status, 200);
+    assert!(app.written_keys().await.iter().all(|key| !key.contains(":stmt:")), "the ban removed the statement with the score");
+    let body = statement(&app, "points", "eve", "period=season").await;
+    assert_eq!((&body["score"], &body["lines"], &body["unexplained"]), (&json!(0), &json!([]), &Value::Null));
+}

@@ -67,8 +67,8 @@ pub enum Unexplained {
     /// The board keeps no statements (`statements = true` turns them on).
     NotKept,
     /// Points the statement did not record: earned before the board kept statements, or
-    /// removed without a line (a ban takes a user off the live boards; a restored backup or a
-    /// failover may lose one side). Negative when the lines hold more than the score.
+    /// changed without a line (a restored backup or a failover may lose one side; a ban
+    /// removes the statement with the score). Negative when the lines hold more than the score.
     NotRecorded,
 }
 

@@ -10,13 +10,15 @@ it (and is refused). An unban removes the guard field only: scores are not resto
 
 KEYS[1]    the board's guard (hash)
 KEYS[2]    the board's audit log (list, newest first)
-KEYS[3..]  ban only: the board's live period sorted sets
+KEYS[3..]  ban only: the board's n live period sorted sets; then, on a board that keeps
+           statements, the user's statement of each of them (deleted with the score, so a
+           statement never explains points the user no longer has)
 
 ARGV[1]    member (user id)
 ARGV[2]    "ban" or "unban"
 ARGV[3]    audit entry (JSON); a ban also keeps it as the guard field's value
 ARGV[4]    audit log length kept
-ARGV[5..]  for each live period, in KEYS order: "<kind>:<id>"
+ARGV[5..]  for each live period, in KEYS order: "<kind>:<id>" (so n = #ARGV - 4)
 
 Reply: the positions (1-based, in KEYS[3..] order) of the periods the user was removed from.
 ]]
@@ -25,10 +27,13 @@ local member = ARGV[1]
 local removed = {}
 if ARGV[2] == 'ban' then
   redis.call('HSET', KEYS[1], GUARD_BAN .. member, ARGV[3])
-  for i = 1, #KEYS - 2 do
+  local n = #ARGV - 4
+  local statements = #KEYS == 2 + 2 * n
+  for i = 1, n do
     local frozen = redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. ARGV[4 + i]) == 1
-    if not frozen and redis.call('ZREM', KEYS[2 + i], member) == 1 then
-      removed[#removed + 1] = i
+    if not frozen then
+      if redis.call('ZREM', KEYS[2 + i], member) == 1 then removed[#removed + 1] = i end
+      if statements then redis.call('UNLINK', KEYS[2 + n + i]) end
     end
   end
 else

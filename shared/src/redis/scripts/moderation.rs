@@ -16,9 +16,11 @@ pub struct AuditRecord<'a> {
 /// What to do to a user's standing on one board.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Ban<'a> {
-    /// Guard the user out and remove them from these (live) periods.
+    /// Guard the user out and remove them from these (live) periods, with their statements
+    /// when the board keeps them.
     Ban {
         live: &'a [Period],
+        statements: bool,
     },
     Unban,
 }
@@ -32,14 +34,19 @@ pub async fn ban<'p>(
     action: Ban<'p>,
     audit: AuditRecord<'_>,
 ) -> Result<Vec<&'p Period>, StoreError> {
-    let (mode, live) = match action {
-        Ban::Ban { live } => ("ban", live),
-        Ban::Unban => ("unban", &[][..]),
+    let (mode, live, statements) = match action {
+        Ban::Ban { live, statements } => ("ban", live, statements),
+        Ban::Unban => ("unban", &[][..], false),
     };
     let mut invocation = BAN_USER.key(keys.guard());
     invocation.key(keys.audit());
     for period in live {
         invocation.key(keys.period(period));
+    }
+    if statements {
+        for period in live {
+            invocation.key(keys.statement(member, period));
+        }
     }
     invocation.arg(member).arg(mode).arg(audit.entry).arg(audit.keep);
     for period in live {
