@@ -10,7 +10,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::domain::config::{Board, Keep, Order};
+use crate::domain::config::{Board, Keep, Order, ScoreRules};
 use crate::domain::ids::{self, IdError};
 use crate::domain::period::{EventTimeError, EventWindow, Period, PeriodKind};
 use crate::domain::scoring::fingerprint;
@@ -72,8 +72,6 @@ pub enum SubmissionRefusal {
     InvalidId(#[from] IdError),
     #[error("score must be a whole number within 0..={MAX_SCORE}")]
     OutOfRange,
-    #[error(transparent)]
-    Time(#[from] RangeError),
 }
 
 /// A validated submission for one board.
@@ -81,7 +79,8 @@ pub enum SubmissionRefusal {
 pub struct ScorePlan<'a> {
     pub board: &'a Board,
     pub submission: &'a Submission,
-    pub keep: Keep,
+    /// The board's keep, order and rate limit.
+    pub rules: ScoreRules,
     pub fingerprint: String,
     /// Refuses the submission unless its id was already applied (then it is a duplicate).
     pub first_delivery: Option<EventTimeError>,
@@ -99,7 +98,7 @@ pub fn plan_submission<'a>(
     now: DateTime<Utc>,
     window: &EventWindow,
 ) -> Result<ScorePlan<'a>, SubmissionRefusal> {
-    let rules = board.scores.as_ref().expect("plan_submission is only called for score boards");
+    let rules = board.scores.expect("plan_submission is only called for score boards");
     ids::validate_id("event_id", &submission.event_id)?;
     ids::validate_id("user_id", &submission.user_id)?;
     if !(0..=MAX_SCORE).contains(&submission.score) {
@@ -123,7 +122,7 @@ pub fn plan_submission<'a>(
         .iter()
         .map(|(_, scale)| scale.time_part(now).unwrap_or(if now.timestamp() < scale.origin { scale.span - 1 } else { 0 }))
         .collect();
-    Ok(ScorePlan { board, submission, keep: rules.keep, fingerprint: fingerprint(submission), first_delivery, periods, time_parts })
+    Ok(ScorePlan { board, submission, rules, fingerprint: fingerprint(submission), first_delivery, periods, time_parts })
 }
 
 #[cfg(test)]

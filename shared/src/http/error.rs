@@ -162,7 +162,7 @@ impl From<ScoreError> for ApiError {
         let (status, code) = match &error {
             ScoreError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "unknown_board"),
             ScoreError::Refused(SubmissionRefusal::InvalidId(_)) => (StatusCode::BAD_REQUEST, "invalid_id"),
-            ScoreError::Refused(SubmissionRefusal::OutOfRange | SubmissionRefusal::Time(_)) | ScoreError::SumOutOfRange(_) => {
+            ScoreError::Refused(SubmissionRefusal::OutOfRange) | ScoreError::SumOutOfRange(_) => {
                 (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
             }
             ScoreError::EventTime(time) => (StatusCode::UNPROCESSABLE_ENTITY, time.code()),

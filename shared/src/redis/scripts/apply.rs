@@ -269,7 +269,11 @@ pub async fn apply_events(
         replies.push(match read {
             Read::Done(reply) => reply,
             Read::LandedElsewhere { receipt, periods } => {
-                let standings = standings(conn, keys, event.member, &periods).await?;
+                let standings: Vec<(i64, u64)> = standings(conn, keys, event.member, &periods)
+                    .await?
+                    .into_iter()
+                    .map(|(composite, rank)| (composite.map_or(0, tiebreak::points_of), rank))
+                    .collect();
                 ApplyReply::Duplicate(outcome(&receipt, &periods, &standings))
             }
         });
@@ -285,20 +289,20 @@ enum Read {
     LandedElsewhere { receipt: Receipt, periods: Vec<Period> },
 }
 
-/// The member's points and 1-based rank (0: absent) in each of `periods`, in one pipeline.
-async fn standings(conn: &mut Connection, keys: &BoardKeys, member: &str, periods: &[Period]) -> Result<Vec<(i64, u64)>, StoreError> {
+/// The member's composite and 1-based rank (0: absent) in each of `periods`, in one pipeline:
+/// the standing of a duplicate whose first delivery landed in other periods than its retry's.
+pub(super) async fn standings(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    member: &str,
+    periods: &[Period],
+) -> Result<Vec<(Option<f64>, u64)>, StoreError> {
     let mut pipe = redis::pipe();
     for period in periods {
         pipe.zscore(keys.period(period), member).zrevrank(keys.period(period), member);
     }
     let values: Vec<Option<f64>> = pipe.query_async(conn).await?;
-    Ok(values
-        .chunks(2)
-        .map(|pair| match pair {
-            [Some(composite), Some(rank)] => (tiebreak::points_of(*composite), *rank as u64 + 1),
-            _ => (0, 0),
-        })
-        .collect())
+    Ok(values.chunks(2).map(|pair| (pair[0], pair.get(1).copied().flatten().map_or(0, |rank| rank as u64 + 1))).collect())
 }
 
 /// One event's reply from the script's flat answer: status, detail, then points and rank for

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::apply::{KeyList, MarkerSlot, duplicate_of, marker_bucket, short_fingerprint};
+use super::apply::{KeyList, MarkerSlot, duplicate_of, marker_bucket, short_fingerprint, standings};
 use super::{SUBMIT_SCORE, Status, WriteReply};
 use crate::domain::period::Period;
 use crate::domain::scores::{ScorePlan, Submission};
@@ -60,7 +60,7 @@ pub async fn submit_score(
     let bucket = marker_bucket(now, board.timezone);
     let slot = MarkerSlot::of(event_id);
     let scale = plan.periods.first().map_or(Scale::POINTS, |(_, scale)| *scale);
-    let limit = board.scores.and_then(|rules| rules.rate_limit);
+    let limit = plan.rules.rate_limit;
     let mut call = ScriptCall::new(&SUBMIT_SCORE);
     let mut key_list = KeyList::new(&mut call, keys.guard());
     for day in [bucket.day, bucket.day - 1, bucket.day + 1] {
@@ -71,7 +71,7 @@ pub async fn submit_score(
         .arg(&slot.field[..])
         .arg(short_fingerprint(&plan.fingerprint))
         .arg(member)
-        .arg(plan.keep.as_str())
+        .arg(plan.rules.keep.as_str())
         .arg(plan.first_delivery.map_or("", |refusal| refusal.code()))
         .arg(scale.value(plan.submission.score))
         .arg(scale.value(0))
@@ -130,21 +130,6 @@ pub async fn submit_score(
         Status::RateLimited => SubmitReply::RateLimited(detail.parse().map_err(|_| protocol("retry-after"))?),
         other => return Err(other.unexpected("submit_score")),
     })
-}
-
-/// The member's composite and 1-based rank (0: absent) in each of `periods`, in one pipeline.
-async fn standings(
-    conn: &mut Connection,
-    keys: &BoardKeys,
-    member: &str,
-    periods: &[Period],
-) -> Result<Vec<(Option<f64>, u64)>, StoreError> {
-    let mut pipe = redis::pipe();
-    for period in periods {
-        pipe.zscore(keys.period(period), member).zrevrank(keys.period(period), member);
-    }
-    let values: Vec<Option<f64>> = pipe.query_async(conn).await?;
-    Ok(values.chunks(2).map(|pair| (pair[0], pair.get(1).copied().flatten().map_or(0, |rank| rank as u64 + 1))).collect())
 }
 
 /// A submission's outcome from its receipt (`<code><one flag per period>`) and the standing.
