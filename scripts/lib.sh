@@ -249,3 +249,28 @@ prepare_run_dir() {
 wait_http() {
   poll "$2" "$1" curl -s -o /dev/null "$1"
 }
+
+# The integration modules whose keys get TTLs from the injected clock: CI also runs them with
+# the real-time clock a year ahead (run_clock_shifted), so none depends on today's date.
+CLOCK_SENSITIVE_MODULES=(scores:: statements:: sign_ins:: exactly_once:: markers:: rules:: semantics:: time_and_ties:: hot:: archive::)
+
+# run_clock_shifted DIR SECONDS: builds tests/clockshift (an LD_PRELOAD shim moving
+# CLOCK_REALTIME by SECONDS), starts a redis-server under it and runs the clock-sensitive
+# integration modules against that server with the test binary under the same shim.
+run_clock_shifted() {
+  local dir=$1 offset=$2 port
+  mkdir -p "$dir"
+  gcc -shared -fPIC -O2 -o "$dir/clockshift.so" tests/clockshift/clockshift.c
+  port=$(free_port)
+  STANDINGS_CLOCK_OFFSET_SECS=$offset LD_PRELOAD="$dir/clockshift.so" redis_server "$dir" --port "$port"
+  poll 10 "clock-shifted redis-server (see $dir/redis.log)" redis-cli -p "$port" ping
+  local skew=$(( $(redis-cli -p "$port" time | head -1) - $(date +%s) ))
+  if [ "$skew" -lt $(( offset - 60 )) ]; then
+    echo "the clock shim did not move redis-server's clock (skew $skew s)" >&2
+    return 1
+  fi
+  echo "--- clock-sensitive modules with the real-time clock $offset s ahead (redis-server on $port)"
+  REDIS_URL="redis://127.0.0.1:$port" REDIS_CLUSTER=false STANDINGS_CLOCK_OFFSET_SECS=$offset \
+    CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="env LD_PRELOAD=$dir/clockshift.so" \
+    cargo test --locked -p standings-tests --test integration -- "${CLOCK_SENSITIVE_MODULES[@]}"
+}

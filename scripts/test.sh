@@ -2,8 +2,8 @@
 # Runs the whole test suite: the SAM template's linters, rustfmt and clippy, unit, property and
 # integration tests against real Redis — a standalone redis-server, a 6-node Redis Cluster and a
 # TLS-only server with an ACL user — and a real moto_server (DynamoDB), the functions through
-# `cargo lambda watch`, and (without test filters) the page in headless Chromium and a smoke run
-# of scripts/run-local.sh, all started here on loopback and stopped on exit. Extra arguments go to
+# `cargo lambda watch`, and (without test filters) the page in headless Chromium, a smoke run
+# of scripts/run-local.sh and the clock-sensitive tests with the real clock a year ahead, all started here on loopback and stopped on exit. Extra arguments go to
 # both `cargo test` runs (e.g. a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,6 +63,8 @@ if [ $# -eq 0 ]; then
     || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }
   # On a port of its own with its own servers: the demo loaded and checked, hotness fired.
   env -u REDIS_URL -u AWS_ENDPOINT_URL_DYNAMODB -u STANDINGS_TABLE PORT="$(free_port)" ./scripts/run-local.sh --smoke
+  # The tests that write expiring keys, a year from today (no test may depend on the date).
+  run_clock_shifted "$run/shifted" $(( 366 * 24 * 3600 ))
 fi
 
 # The same integration suite again, against the cluster. Modules that bring servers of their

@@ -123,7 +123,7 @@ async fn one_bucket_is_the_board_at_full_weight() {
     let keys = app.keys.board(BOARD);
     let board_ttl: i64 = redis.ttl(keys.hot_board()).await.unwrap();
     assert!((1..=300).contains(&board_ttl), "the synthesized board expires within 5 minutes: {board_ttl}");
-    let bucket_expiry: i64 = redis::cmd("EXPIRETIME").arg(keys.hot_bucket(t("10:00:00+08:00"))).query_async(&mut redis).await.unwrap();
+    let bucket_expiry = app.expiry_from(&keys.hot_bucket(t("10:00:00+08:00")), t("10:00:00+08:00")).await;
     assert_eq!(bucket_expiry, (t("11:00:00+08:00") + Duration::days(1)).timestamp(), "window + 1 h after the bucket starts");
 }
 
@@ -395,7 +395,7 @@ async fn bad_heat_is_refused_with_its_own_code_and_writes_nothing() {
     assert_eq!(got, 200, "the bounds themselves are accepted");
     let written = app.written_keys().await;
     assert_eq!(written.len(), 2, "only the accepted heat wrote: {written:?}");
-    let marker = written.iter().find(|k| k.contains(":evt:auto-")).expect("heat without an event id is marked under a made-up id");
+    let marker = written.iter().find(|k| k.contains(":mark:auto-")).expect("heat without an event id is marked under a made-up id");
     let ttl: i64 = redis::cmd("TTL").arg(marker).query_async(&mut app.redis.clone()).await.unwrap();
     assert!((1..=60).contains(&ttl), "kept only as long as a re-send may come: {ttl}");
 }

@@ -1,10 +1,9 @@
 //! Event markers: fields of small day-bucketed hashes (not a string key per event), kept to the
-//! end of the next local day, and read for retries of events marked by earlier releases. Ledger
-//! entries: stored under a digest, and honoured when an earlier release wrote them readable.
+//! end of the next local day. Ledger entries: stored under a digest, and honoured when an
+//! earlier release wrote them readable.
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use standings::domain::scoring::Event;
 use standings::redis::scripts::MarkerSlot;
 use standings_tests::{at, day, spawn_ingest};
 
@@ -61,26 +60,6 @@ async fn a_duplicate_reports_the_first_decision_and_the_standing_now() {
     assert_eq!(first["periods"][0]["score"], 3);
     assert_eq!(retry["periods"][0]["score"], 5, "the standing now, after the praise");
     assert_eq!(retry["periods"][0]["delta"], 3, "what this event changed");
-}
-
-#[tokio::test]
-async fn a_retry_of_an_event_marked_by_an_earlier_release_gets_its_stored_answer() {
-    let app = spawn_ingest().await;
-    let body = json!({"event_id": "old", "user_id": "u1", "action": "comment", "target": "a1"});
-    let event: Event = serde_json::from_value(body.clone()).unwrap();
-    let stored = json!({"applied": true, "delta": 3, "capped": 0,
-        "periods": [{"period": "day", "period_id": "2026-11-22", "score": 3, "delta": 3, "rank": 1}]});
-    let legacy = app.keys.board("activity").event("old");
-    let () = query(&app, redis::cmd("SET").arg(&legacy).arg(format!("{}\n{stored}", event.fingerprint())).arg("EX").arg(3600)).await;
-    let before = app.keyspace().await;
-
-    let (status, retry) = app.event(body).await;
-    assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
-    assert_eq!(retry["results"][0]["periods"], stored["periods"]);
-    let (status, _) = app.event(json!({"event_id": "old", "user_id": "u1", "action": "comment", "target": "a2"})).await;
-    assert_eq!(status, 409, "another payload under the old marker is a conflict");
-    assert_eq!(app.keyspace().await, before, "neither wrote anything");
-    assert_eq!(app.points("activity", day("2026-11-22"), "u1").await, None);
 }
 
 #[tokio::test]

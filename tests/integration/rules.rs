@@ -105,8 +105,8 @@ async fn ttls_are_set_once_and_follow_the_period() {
     let day_key = app.keys.board("activity").period(&day("2026-11-22"));
     let month_key = app.keys.board("activity").period(&month("2026-11-22"));
     let expire_at = |key: String| {
-        let mut conn = app.redis.clone();
-        async move { redis::cmd("EXPIRETIME").arg(key).query_async::<i64>(&mut conn).await.unwrap() }
+        let app = &app;
+        async move { app.expiry_from(&key, app.now()).await }
     };
     assert_eq!(expire_at(day_key.clone()).await, standings_tests::at("2026-12-23T00:00:00+08:00").timestamp());
     assert_eq!(expire_at(month_key.clone()).await, standings_tests::at("2027-12-01T00:00:00+08:00").timestamp());

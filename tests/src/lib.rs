@@ -311,6 +311,16 @@ impl TestApp {
         state
     }
 
+    /// When `key` expires, as Unix time on the injected clock that stood at `written` when the
+    /// key got its TTL: keys get TTLs counted from the function's clock, never absolute times,
+    /// so this is `written` plus the TTL (rounded to the second: a test takes far less than
+    /// half a second between the write and this read).
+    pub async fn expiry_from(&self, key: &str, written: DateTime<Utc>) -> i64 {
+        let pttl: i64 = redis::cmd("PTTL").arg(key).query_async(&mut self.redis.clone()).await.unwrap();
+        assert!(pttl >= 0, "{key} has no TTL ({pttl})");
+        written.timestamp() + (pttl + 500) / 1000
+    }
+
     /// The composite score of `user` on `board`'s period, decoded: whole points and when they
     /// were reached.
     pub async fn standing(&self, board: &str, period: &Period, user: &str) -> Option<(i64, DateTime<Utc>)> {

@@ -115,7 +115,7 @@ async fn marker_count(conn: &mut Connection, pattern: &str) -> Result<u64, Bench
 fn standings_kind(key: &str) -> &'static str {
     if key.contains(":z:") {
         "boards (sorted sets)"
-    } else if key.contains(":evt:") {
+    } else if key.contains(":evt:") || key.contains(":mark:") {
         "dedupe markers"
     } else if key.contains(":ledger:") || key.contains(":once:") || key.ends_with(":targets") {
         "ledgers"

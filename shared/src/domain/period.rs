@@ -103,6 +103,20 @@ impl Period {
         let end = self.end?.with_timezone(&Utc);
         Some(end.checked_add_signed(self.kind.retention()?).unwrap_or(DateTime::<Utc>::MAX_UTC).timestamp())
     }
+
+    /// This period's keys' TTL from `now`, as the scripts take it (see `ttl_secs`).
+    pub fn ttl_secs(&self, now: DateTime<Utc>) -> i64 {
+        ttl_secs(self.expires_at(), now)
+    }
+}
+
+/// Seconds from `now` until Unix time `expires_at`, as the scripts' `EXPIRE … NX` takes them:
+/// 0 for a key that never expires, at least 1 otherwise. Keys get TTLs relative to the clock
+/// that chose their period, never absolute times: a key's life is measured on one clock, so
+/// a function's injected clock (tests) or a skewed one cannot make Redis delete a key the
+/// moment it is written.
+pub fn ttl_secs(expires_at: Option<i64>, now: DateTime<Utc>) -> i64 {
+    expires_at.map_or(0, |at| (at - now.timestamp()).max(1))
 }
 
 /// The dates the API accepts: the days scores can be reached on (the tie-break composite's

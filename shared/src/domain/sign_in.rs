@@ -71,8 +71,10 @@ pub struct SignInPlan<'a> {
     /// complete today's streak; that bonus belongs to today's periods).
     pub periods: Vec<Period>,
     pub next_day_periods: Vec<Period>,
-    /// Unix time at which the month's bitmap expires.
-    pub bitmap_expires_at: i64,
+    /// Seconds from `now` until the month's bitmap expires.
+    pub bitmap_ttl_secs: i64,
+    /// The function's clock: every TTL the sign-in sets counts from it.
+    pub now: DateTime<Utc>,
     pub time_part: i64,
 }
 

@@ -70,6 +70,12 @@ impl ApiError {
             .with_retry_after(1)
     }
 
+    /// Something Standings itself got wrong: logged where it was seen, never detailed to the
+    /// client, never worth a retry.
+    pub fn internal() -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "an internal error occurred; it has been logged")
+    }
+
     pub fn detail(self) -> ErrorDetail {
         ErrorDetail { code: self.code, message: self.message }
     }
@@ -107,6 +113,7 @@ pub fn ingest_status(error: &IngestError) -> (StatusCode, &'static str) {
         IngestError::Conflict(_) => StatusCode::CONFLICT,
         IngestError::ScoreOutOfRange(_) | IngestError::Banned(..) | IngestError::PeriodClosed { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         IngestError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+        IngestError::Store(store) if store.is_programming_error() => return (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
         IngestError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
     };
     (status, error.code())
@@ -234,8 +241,13 @@ impl From<StoreError> for ApiError {
 }
 
 impl ApiError {
-    /// The one answer for every store failure: full, misconfigured, or unavailable.
+    /// The one answer for every store failure: a programming error, full, misconfigured, or
+    /// unavailable.
     pub fn store(error: &StoreError) -> Self {
+        if error.is_programming_error() {
+            tracing::error!(error = %error, "store programming error");
+            return Self::internal();
+        }
         if error.is_out_of_memory() {
             tracing::error!(error = %error, "store out of memory");
             // Memory is freed by expiring keys or by an operator, not within a second.

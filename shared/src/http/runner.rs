@@ -55,7 +55,7 @@ pub async fn catch_panic(request: Request, next: Next) -> Response {
         Err(panic) => {
             let message = panic.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| panic.downcast_ref::<String>().cloned());
             tracing::error!(panic = message.as_deref().unwrap_or("(not a string)"), "handler panicked");
-            ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", "an internal error occurred; it has been logged").into_response()
+            ApiError::internal().into_response()
         }
     }
 }

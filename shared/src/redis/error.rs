@@ -24,6 +24,23 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// A failure no retry can cure: Standings asked Redis for something wrong (a key holding
+    /// another type, a script that failed, a reply it cannot read, keys of several slots).
+    /// Answered as an internal error and alarmed, never as a store to retry shortly.
+    pub fn is_programming_error(&self) -> bool {
+        use redis::ErrorKind;
+        match self {
+            StoreError::Protocol(_) => true,
+            StoreError::Redis(e) => {
+                matches!(e.code(), Some("WRONGTYPE" | "CROSSSLOT" | "NOPERM"))
+                    || matches!(e.kind(), ErrorKind::UnexpectedReturnType | ErrorKind::Parse)
+                    // A Lua runtime error: `ERR user_script:<line>: …` (Redis 7).
+                    || (e.code() == Some("ERR") && e.detail().is_some_and(|d| d.contains("script")))
+            }
+            _ => false,
+        }
+    }
+
     /// Redis refused a write because it reached `maxmemory` (policy `noeviction`).
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self, StoreError::Redis(e) if e.code() == Some("OOM"))

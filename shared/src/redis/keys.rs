@@ -5,6 +5,10 @@
 //! slot), the user id for per-user data read outside scripts (profiles). `prefix` lets tenants
 //! and tests share one Redis; it is validated to contain no braces. Ids reaching this module
 //! have already passed `ids`' allow-lists.
+//!
+//! No client id can name another key: each kind has a word of its own, and a client id (which
+//! may contain `:`) is either the key's last part or followed only by parts of a fixed shape
+//! without `:` (a date, a month, an action name). The property test below checks it.
 
 use chrono::{DateTime, Utc};
 
@@ -77,10 +81,10 @@ impl BoardKeys {
     }
 
     /// Dedupe marker of one heat or sign-in event on this board (a string: payload fingerprint
-    /// and the first reply). Events scored by rules were marked here by earlier releases; the
-    /// write path still reads it, so a retry across the upgrade stays a duplicate.
+    /// and the first reply). Its own kind: under `evt:` an id such as `20782:5` named a marker
+    /// bucket (docs/keys.md, upgrading).
     pub fn event(&self, event_id: &str) -> String {
-        format!("{}:evt:{event_id}", self.base)
+        format!("{}:mark:{event_id}", self.base)
     }
 
     /// Marker of one admin correction on this board: payload fingerprint and the first answer.
@@ -198,6 +202,137 @@ mod tests {
     fn profiles_are_tagged_by_user() {
         let keys = Keys::new("st").unwrap();
         assert_eq!(keys.profile("u1"), "st:v1:{u:u1}:profile");
+    }
+
+    /// One key Standings can build, named by its kind and the ids it is built from.
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    enum Spec {
+        Period(String, PeriodKind, NaiveDate),
+        Frozen(String, PeriodKind, NaiveDate),
+        MarkerBucket(String, i64, u16),
+        Event(String, String),
+        Correction(String, String),
+        Statement(String, String, PeriodKind, NaiveDate),
+        DayLedger(String, String, NaiveDate),
+        LifetimeLedger(String, String),
+        Guard(String),
+        Targets(String),
+        SignIns(String, String, NaiveDate),
+        RateLog(String, String, String),
+        Audit(String),
+        HotBucket(String, i64),
+        HotBoard(String),
+        HotNext(String),
+        HotMeta(String),
+        Profile(String),
+    }
+
+    fn build(keys: &Keys, spec: &Spec) -> String {
+        let period = |kind: &PeriodKind, date: &NaiveDate| Period::on_date(*kind, *date, chrono_tz::UTC);
+        match spec {
+            Spec::Period(b, k, d) => keys.board(b).period(&period(k, d)),
+            Spec::Frozen(b, k, d) => keys.board(b).frozen(&period(k, d)),
+            Spec::MarkerBucket(b, day, shard) => keys.board(b).marker_bucket(*day, *shard),
+            Spec::Event(b, id) => keys.board(b).event(id),
+            Spec::Correction(b, id) => keys.board(b).correction(id),
+            Spec::Statement(b, user, k, d) => keys.board(b).statement(user, &period(k, d)),
+            Spec::DayLedger(b, user, d) => keys.board(b).day_ledger(user, &d.to_string()),
+            Spec::LifetimeLedger(b, user) => keys.board(b).lifetime_ledger(user),
+            Spec::Guard(b) => keys.board(b).guard(),
+            Spec::Targets(b) => keys.board(b).target_ledger(),
+            Spec::SignIns(b, user, d) => keys.board(b).sign_ins(user, &d.format("%Y-%m").to_string()),
+            Spec::RateLog(b, user, action) => keys.board(b).rate_log(user, action),
+            Spec::Audit(b) => keys.board(b).audit(),
+            Spec::HotBucket(b, hour) => keys.board(b).hot_bucket(chrono::DateTime::from_timestamp(hour * 3600, 0).unwrap()),
+            Spec::HotBoard(b) => keys.board(b).hot_board(),
+            Spec::HotNext(b) => keys.board(b).hot_board_next(),
+            Spec::HotMeta(b) => keys.board(b).hot_meta(),
+            Spec::Profile(user) => keys.profile(user),
+        }
+    }
+
+    mod generated {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Client ids from a small alphabet, so that ids shaped like other keys' parts (days,
+        /// shards, dates, months, `a:b` pairs) come up often.
+        fn client_id() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "[0-2a:]{1,5}",
+                (0i64..3, 0u16..3).prop_map(|(day, shard)| format!("{day}:{shard}")),
+                prop::sample::select(vec!["u", "u:2026-11-22", "u:2026-11", "2026-11-22", "2026-11", "z:day", "1:2:3", "season:2026-11"])
+                    .prop_map(str::to_owned),
+            ]
+        }
+
+        fn board() -> impl Strategy<Value = String> {
+            prop::sample::select(vec!["a", "b", "a-b", "u"]).prop_map(str::to_owned)
+        }
+
+        fn action() -> impl Strategy<Value = String> {
+            prop::sample::select(vec!["comment", "a", "a_b", "2026", "score-submissions"]).prop_map(str::to_owned)
+        }
+
+        fn kind() -> impl Strategy<Value = PeriodKind> {
+            prop::sample::select(vec![PeriodKind::Day, PeriodKind::Month, PeriodKind::Season, PeriodKind::All])
+        }
+
+        fn date() -> impl Strategy<Value = NaiveDate> {
+            (0u64..3).prop_map(|d| NaiveDate::from_ymd_opt(2026, 11, 21).unwrap() + chrono::Days::new(d))
+        }
+
+        /// The first day of a month: what names a month (sign-ins) when any of its days would.
+        fn month() -> impl Strategy<Value = NaiveDate> {
+            prop::sample::select(vec![NaiveDate::from_ymd_opt(2026, 10, 1).unwrap(), NaiveDate::from_ymd_opt(2026, 11, 1).unwrap()])
+        }
+
+        /// A period as (kind, its first day), so two specs of one period are equal.
+        fn period() -> impl Strategy<Value = (PeriodKind, NaiveDate)> {
+            (kind(), date()).prop_map(|(k, d)| {
+                let start = Period::on_date(k, d, chrono_tz::UTC).start.map_or(NaiveDate::MIN, |s| s.date_naive());
+                (k, start)
+            })
+        }
+
+        fn spec() -> impl Strategy<Value = Spec> {
+            prop_oneof![
+                (board(), period()).prop_map(|(b, (k, d))| Spec::Period(b, k, d)),
+                (board(), period()).prop_map(|(b, (k, d))| Spec::Frozen(b, k, d)),
+                (board(), 0i64..3, 0u16..3).prop_map(|(b, day, shard)| Spec::MarkerBucket(b, day, shard)),
+                (board(), client_id()).prop_map(|(b, id)| Spec::Event(b, id)),
+                (board(), client_id()).prop_map(|(b, id)| Spec::Correction(b, id)),
+                (board(), client_id(), period()).prop_map(|(b, u, (k, d))| Spec::Statement(b, u, k, d)),
+                (board(), client_id(), date()).prop_map(|(b, u, d)| Spec::DayLedger(b, u, d)),
+                (board(), client_id()).prop_map(|(b, u)| Spec::LifetimeLedger(b, u)),
+                board().prop_map(Spec::Guard),
+                board().prop_map(Spec::Targets),
+                (board(), client_id(), month()).prop_map(|(b, u, d)| Spec::SignIns(b, u, d)),
+                (board(), client_id(), action()).prop_map(|(b, u, a)| Spec::RateLog(b, u, a)),
+                board().prop_map(Spec::Audit),
+                (board(), 0i64..3).prop_map(|(b, h)| Spec::HotBucket(b, h)),
+                board().prop_map(Spec::HotBoard),
+                board().prop_map(Spec::HotNext),
+                board().prop_map(Spec::HotMeta),
+                client_id().prop_map(Spec::Profile),
+            ]
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(512))]
+            /// Two different (kind, ids) never build the same key, whatever the ids look like.
+            #[test]
+            fn no_two_kinds_or_ids_build_the_same_key(specs in prop::collection::vec(spec(), 1..200)) {
+                let keys = Keys::new("st").unwrap();
+                let mut seen = std::collections::HashMap::new();
+                for spec in specs {
+                    let key = build(&keys, &spec);
+                    if let Some(other) = seen.insert(key.clone(), spec.clone()) {
+                        prop_assert_eq!(&other, &spec, "both build {}", key);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use crate::domain::config::{Board, Config};
 use crate::domain::decay::{self, DecayPlan, MAX_HEAT_DELTA, SCALE_PRUNE_BELOW};
 use crate::domain::ids::{self, IdError};
-use crate::domain::period::{EventTimeError, EventWindow};
+use crate::domain::period::{self, EventTimeError, EventWindow};
 use crate::domain::scoring;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys};
@@ -193,12 +193,13 @@ impl HotBoards {
         }
 
         let keys = self.keys.board(&board.name);
-        let (key, expires_at, bucket_label) = match plan {
+        let (key, ttl_secs, bucket_label) = match plan {
             DecayPlan::Window { window_hours, .. } => {
                 let start = decay::hour_start(occurred_at, board.timezone);
-                (keys.hot_bucket(start), Some(decay::bucket_expires_at(start, window_hours)), local_rfc3339(start, board.timezone))
+                let ttl = period::ttl_secs(Some(decay::bucket_expires_at(start, window_hours)), now);
+                (keys.hot_bucket(start), ttl, local_rfc3339(start, board.timezone))
             }
-            DecayPlan::Scale { .. } => (keys.hot_board(), None, String::new()),
+            DecayPlan::Scale { .. } => (keys.hot_board(), 0, String::new()),
         };
         // Heat without an event id still gets a marker, under a made-up id kept only as long as
         // a client library may re-send the call: one request is applied once.
@@ -208,7 +209,7 @@ impl HotBoards {
         };
         let fingerprint = scoring::fingerprint(&HeatPayload { item_id, delta, occurred_at: heat.occurred_at });
         let write =
-            HeatWrite { key, expires_at, bucket_label, item_id, delta, marker: (&marker_id, &fingerprint, marker_ttl), first_delivery };
+            HeatWrite { key, ttl_secs, bucket_label, item_id, delta, marker: (&marker_id, &fingerprint, marker_ttl), first_delivery };
         let mut conn = self.store.write_connection().await?;
         match scripts::add_heat(&mut conn, &keys, &write).await? {
             HeatReply::Conflict => Err(HotError::Conflict(heat.event_id.clone().unwrap_or_default())),

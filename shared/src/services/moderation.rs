@@ -334,6 +334,7 @@ impl Moderation {
             delta: request.delta,
             periods: &periods,
             time_part: tiebreak::time_part(now)?,
+            now,
             reason: &request.reason,
             statements: board.statements,
         };

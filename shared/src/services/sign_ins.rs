@@ -77,7 +77,8 @@ pub fn plan_sign_in<'a>(
         first_delivery,
         periods: periods_of(date),
         next_day_periods: periods_of(next_day),
-        bitmap_expires_at: Period::on_date(PeriodKind::Month, date, board.timezone).expires_at().unwrap_or(0),
+        bitmap_ttl_secs: Period::on_date(PeriodKind::Month, date, board.timezone).ttl_secs(now),
+        now,
         time_part: tiebreak::time_part(now)?,
     })
 }

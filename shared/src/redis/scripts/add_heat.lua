@@ -11,7 +11,7 @@ KEYS[2]  the marker, a string "<fingerprint>\n<bucket>\n<heat>" kept ARGV[6] sec
 
 ARGV[1]  item id
 ARGV[2]  delta (positive integer)
-ARGV[3]  EXPIREAT for KEYS[1], "0" for none
+ARGV[3]  TTL of KEYS[1] in seconds, set once, "0" for none
 ARGV[4]  the bucket's start as the API shows it ("" for scale boards)
 ARGV[5]  payload fingerprint
 ARGV[6]  marker TTL in seconds
@@ -39,9 +39,7 @@ end
 if ARGV[7] ~= '' then return {ARGV[7], '', ''} end
 
 local heat = redis.call('ZINCRBY', KEYS[1], ARGV[2], ARGV[1])
--- Set once, on the bucket's first heat: the expiry is absolute and never refreshed.
-if ARGV[3] ~= '0' and redis.call('TTL', KEYS[1]) == -1 then
-  redis.call('EXPIREAT', KEYS[1], ARGV[3])
-end
+-- Set once, on the bucket's first heat, and never refreshed.
+if ARGV[3] ~= '0' then redis.call('EXPIRE', KEYS[1], ARGV[3], 'NX') end
 redis.call('SET', marker, ARGV[5] .. '\n' .. ARGV[4] .. '\n' .. heat, 'EX', ARGV[6])
 return {'new', ARGV[4], heat}

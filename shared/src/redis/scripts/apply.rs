@@ -17,7 +17,7 @@ use chrono_tz::Tz;
 use sha2::{Digest, Sha256};
 
 use super::{APPLY_EVENT, ApplyReply, BoardOutcome, PeriodStanding, Status};
-use crate::domain::period::{EventTimeError, Period, PeriodKind};
+use crate::domain::period::{EventTimeError, Period, PeriodKind, ttl_secs};
 use crate::domain::scoring::{BoardPlan, Ledger, Mode, RateWindow};
 use crate::domain::tiebreak;
 use crate::redis::error::StoreError;
@@ -214,9 +214,9 @@ pub async fn apply_events(
         let plan = event.plan;
         let slot = MarkerSlot::of(event.event_id);
         let day_ledger = keys.day_ledger(event.member, &plan.day.id);
-        let day_ledger_expiry = plan.day.end.map_or(0, |end| end.timestamp() + LEDGER_RETENTION_SECS);
-        let (ledger, ledger_expiry) = match plan.ledger {
-            Ledger::Day | Ledger::None => (day_ledger.clone(), day_ledger_expiry),
+        let day_ledger_ttl = ttl_secs(plan.day.end.map(|end| end.timestamp() + LEDGER_RETENTION_SECS), now);
+        let (ledger, ledger_ttl) = match plan.ledger {
+            Ledger::Day | Ledger::None => (day_ledger.clone(), day_ledger_ttl),
             Ledger::Lifetime => (keys.lifetime_ledger(event.member), 0),
             Ledger::Target => (keys.target_ledger(), 0),
         };
@@ -226,12 +226,10 @@ pub async fn apply_events(
             let bucket = key_list.add(&mut call, keys.marker_bucket(bucket_day, slot.shard));
             call.arg(bucket);
         }
-        let legacy = key_list.add(&mut call, keys.event(event.event_id));
         let ledger = key_list.add(&mut call, ledger);
         let day_ledger = key_list.add(&mut call, day_ledger);
         let rate_log = key_list.add(&mut call, keys.rate_log(event.member, &plan.rule.action));
-        call.arg(legacy)
-            .arg(&slot.field[..])
+        call.arg(&slot.field[..])
             .arg(short_fingerprint(event.fingerprint))
             .arg(event.member)
             .arg(match plan.mode {
@@ -245,8 +243,8 @@ pub async fn apply_events(
             .arg(day_ledger)
             .arg(cap_field)
             .arg(cap)
-            .arg(ledger_expiry)
-            .arg(day_ledger_expiry)
+            .arg(ledger_ttl)
+            .arg(day_ledger_ttl)
             .arg(event.first_delivery.map_or("", |refusal| refusal.code()))
             .arg(rate_log)
             .arg(rate.max)
@@ -258,7 +256,7 @@ pub async fn apply_events(
         for period in &plan.periods {
             let board = key_list.add(&mut call, keys.period(period));
             let statement = if plan.board.statements { key_list.add(&mut call, keys.statement(event.member, period)) } else { 0 };
-            call.arg(board).arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0)).arg(statement);
+            call.arg(board).arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(now)).arg(statement);
         }
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;
@@ -333,7 +331,6 @@ fn read_reply(event: &BoardEvent<'_>, values: &mut impl Iterator<Item = String>,
             }
             ApplyReply::Duplicate(outcome(&receipt, periods, &standings))
         }
-        Status::Legacy => legacy_reply(&detail, event.fingerprint)?,
         Status::Conflict => ApplyReply::Conflict,
         Status::OutOfRange => ApplyReply::OutOfRange,
         Status::Banned => ApplyReply::Banned,
@@ -369,16 +366,6 @@ pub(super) fn duplicate_of<'d, 'p>(
     let first: Vec<Period> = periods.clone().map(|p| Period::containing(p.kind, landed, tz)).collect();
     let moved = first.iter().ne(periods);
     Some((moved.then_some(first), receipt))
-}
-
-/// An event recorded by a release before marker buckets: its string marker holds the
-/// fingerprint and the whole first reply.
-fn legacy_reply(marker: &str, fingerprint: &str) -> Result<ApplyReply, StoreError> {
-    let (seen, reply) = marker.split_once('\n').ok_or_else(|| StoreError::Protocol("apply_event: legacy marker".into()))?;
-    if seen != fingerprint {
-        return Ok(ApplyReply::Conflict);
-    }
-    serde_json::from_str(reply).map(ApplyReply::Duplicate).map_err(|e| StoreError::Protocol(format!("apply_event: legacy marker: {e}")))
 }
 
 /// What the event did on the board, with the member's standing in each period.

@@ -20,35 +20,33 @@ then one block per event, from ARGV[b] (b = 3 for the first):
 b+0..2     indexes of the event-id marker buckets (hashes, field -> fingerprint .. receipt)
            of the board's local day now (written), the day before and the day after (read:
            clock skew)
-b+3        index of the event's pre-bucket marker (a string "<fingerprint hex>\n<reply JSON>"
-           written by earlier releases, read only)
-b+4        marker field: 8 bytes of the event id's digest
-b+5        payload fingerprint: 4 bytes of the payload's digest
-b+6        member (user id)
-b+7        "give" or "take"
-b+8        points a give awards (positive integer)
-b+9        index of the idempotency ledger (hash, field -> points given): the user's day
+b+3        marker field: 8 bytes of the event id's digest
+b+4        payload fingerprint: 4 bytes of the payload's digest
+b+5        member (user id)
+b+6        "give" or "take"
+b+7        points a give awards (positive integer)
+b+8        index of the idempotency ledger (hash, field -> points given): the user's day
            ledger, the user's lifetime ledger or the board's target ledger, by the rule's scope
-b+10       ledger field: 8 bytes of the digest of "<action>|<target>", "" when the rule
+b+9        ledger field: 8 bytes of the digest of "<action>|<target>", "" when the rule
            records nothing
-b+11       the same entry's field as earlier releases wrote it ("<action>|<target>"): read as
+b+10       the same entry's field as earlier releases wrote it ("<action>|<target>"): read as
            the same entry (a give already counted, a take-back's points), deleted by a take-back
-b+12       index of the user's day ledger (the day's cap counters; may equal b+9's)
-b+13       cap counter field, "" when the rule has no daily cap
-b+14       the daily cap in points
-b+15       EXPIREAT of the idempotency ledger, "0" for none
-b+16       EXPIREAT of the day ledger, "0" for none
-b+17       refusal of a first delivery: "" (none), "too_late" or "in_future". Checked only
+b+11       index of the user's day ledger (the day's cap counters; may equal b+8's)
+b+12       cap counter field, "" when the rule has no daily cap
+b+13       the daily cap in points
+b+14       TTL in seconds of the idempotency ledger, set once, "0" for none
+b+15       TTL in seconds of the day ledger, set once, "0" for none
+b+16       refusal of a first delivery: "" (none), "too_late" or "in_future". Checked only
            after the markers, so a retry is a duplicate whenever it arrives
-b+18       index of the user's rate-limit log of this action (sorted set: marker field -> ms)
-b+19       rate limit: events allowed in the window ("0": no limit)
-b+20       rate limit window in ms
-b+21       now in ms (the function's clock)
-b+22       time part of the composite for "reached now" (tiebreak.rs; earlier: larger)
-b+23       n, the number of period boards
-b+24       the action (for statements)
-then n quintuples from b+25: index of the period's sorted set (scored points * SPAN + time
-           part), kind, id, EXPIREAT ("0": none), index of the member's statement of that
+b+17       index of the user's rate-limit log of this action (sorted set: marker field -> ms)
+b+18       rate limit: events allowed in the window ("0": no limit)
+b+19       rate limit window in ms
+b+20       now in ms (the function's clock)
+b+21       time part of the composite for "reached now" (tiebreak.rs; earlier: larger)
+b+22       n, the number of period boards
+b+23       the action (for statements)
+then n quintuples from b+24: index of the period's sorted set (scored points * SPAN + time
+           part), kind, id, TTL in seconds ("0": none), index of the member's statement of that
            period (a hash, see below; "0" when the board keeps no statements)
 
 A statement hash counts what made the member's score in one period: "n:<action>" events that
@@ -61,7 +59,6 @@ points and 1-based rank (0: not on the board)
   "duplicate", i..receipt  this id was seen with this payload; i: which bucket held it (0:
                          this day's, 1: the day before, 2: the day after); the first
                          delivery's receipt, and the member's standing now
-  "legacy", marker       an earlier release's marker for this id; the client decides
   "conflict", ""         this id was seen with another payload; nothing written
   "too_late"/"in_future", ""  a first delivery outside the event window; nothing written
   "out_of_range", ""     a score would leave the composite's range; nothing written
@@ -81,10 +78,10 @@ local GUARD = KEYS[1]
 -- One event's block, from ARGV[b]: its status, detail, and the periods' points and ranks
 -- (nil for a refusal).
 local function apply(b)
-  local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
-  local boards = tonumber(ARGV[b + 23])
-  local function board(i) return tonumber(ARGV[b + 20 + 5 * i]) end
-  local function period(i, part) return ARGV[b + 20 + 5 * i + part] end
+  local field, fingerprint, member = ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
+  local boards = tonumber(ARGV[b + 22])
+  local function board(i) return tonumber(ARGV[b + 19 + 5 * i]) end
+  local function period(i, part) return ARGV[b + 19 + 5 * i + part] end
 
   local function standing_now()
     local points, ranks = {}, {}
@@ -103,12 +100,7 @@ local function apply(b)
     local points, ranks = standing_now()
     return 'duplicate', seen, points, ranks
   end
-  local legacy = redis.call('GET', KEYS[tonumber(ARGV[b + 3])])
-  if legacy then
-    local points, ranks = standing_now()
-    return 'legacy', legacy, points, ranks
-  end
-  if ARGV[b + 17] ~= '' then return ARGV[b + 17], '' end
+  if ARGV[b + 16] ~= '' then return ARGV[b + 16], '' end
 
   -- Refusals that depend on the board's state, checked with one read.
   local refusal, closed = guard_refusal(GUARD, member, boards,
@@ -117,14 +109,14 @@ local function apply(b)
 
   -- Rate limit: only read here; the event is logged with the other writes, so a refused
   -- event leaves no trace.
-  local rate_log = KEYS[tonumber(ARGV[b + 18])]
-  local rate_max, rate_window, now_ms = tonumber(ARGV[b + 19]), tonumber(ARGV[b + 20]), tonumber(ARGV[b + 21])
+  local rate_log = KEYS[tonumber(ARGV[b + 17])]
+  local rate_max, rate_window, now_ms = tonumber(ARGV[b + 18]), tonumber(ARGV[b + 19]), tonumber(ARGV[b + 20])
   local wait = rate_wait(rate_log, rate_max, rate_window, now_ms)
   if wait then return 'rate_limited', tostring(wait) end
 
-  local ledger, ledger_field, legacy_field = KEYS[tonumber(ARGV[b + 9])], ARGV[b + 10], ARGV[b + 11]
-  local day_ledger, cap_field = KEYS[tonumber(ARGV[b + 12])], ARGV[b + 13]
-  local give = ARGV[b + 7] == 'give'
+  local ledger, ledger_field, legacy_field = KEYS[tonumber(ARGV[b + 8])], ARGV[b + 9], ARGV[b + 10]
+  local day_ledger, cap_field = KEYS[tonumber(ARGV[b + 11])], ARGV[b + 12]
+  local give = ARGV[b + 6] == 'give'
   -- What the ledger holds for this entry: under its digest, or as an earlier release wrote it.
   local held = ledger_field ~= '' and redis.call('HMGET', ledger, ledger_field, legacy_field)
   local given = held and (held[1] or held[2])
@@ -133,9 +125,9 @@ local function apply(b)
     if given then
       code = RECEIPT_ALREADY_COUNTED
     else
-      delta = tonumber(ARGV[b + 8])
+      delta = tonumber(ARGV[b + 7])
       if cap_field ~= '' then
-        local room = math.max(tonumber(ARGV[b + 14]) - tonumber(redis.call('HGET', day_ledger, cap_field) or '0'), 0)
+        local room = math.max(tonumber(ARGV[b + 13]) - tonumber(redis.call('HGET', day_ledger, cap_field) or '0'), 0)
         if room < delta then
           capped = delta - room
           delta = room
@@ -169,22 +161,22 @@ local function apply(b)
       redis.call('HDEL', ledger, ledger_field, legacy_field)
     end
     if cap_field ~= '' then redis.call('HINCRBY', day_ledger, cap_field, delta) end
-    expire_once(ledger, ARGV[b + 15])
-    expire_once(day_ledger, ARGV[b + 16])
+    expire_once(ledger, ARGV[b + 14])
+    expire_once(day_ledger, ARGV[b + 15])
     for i = 1, boards do
       local key = KEYS[board(i)]
       if points[i] > 0 and changes[i] ~= 0 then
         -- A give is reached now; a take-back keeps the time the member got there.
-        local time_part = give and tonumber(ARGV[b + 22]) or composites[i] % SPAN
+        local time_part = give and tonumber(ARGV[b + 21]) or composites[i] % SPAN
         redis.call('ZADD', key, composite_of(points[i], time_part), member)
         expire_period_once(key, GUARD, period(i, 1), period(i, 2), period(i, 3))
       elseif points[i] == 0 then
-        redis.call('ZREM', key, member)
+        remove_member(key, GUARD, period(i, 1), period(i, 2), member)
       end
     end
   end
 
-  local action = ARGV[b + 24]
+  local action = ARGV[b + 23]
   for i = 1, boards do
     local statement = tonumber(period(i, 4))
     if statement > 0 and (changes[i] ~= 0 or capped > 0) then
@@ -224,11 +216,11 @@ for _ = 1, tonumber(ARGV[1]) do
   local status, detail, points, ranks = apply(b)
   reply[#reply + 1] = status
   reply[#reply + 1] = detail
-  local boards = tonumber(ARGV[b + 23])
+  local boards = tonumber(ARGV[b + 22])
   for i = 1, boards do
     reply[#reply + 1] = points and points[i] or 0
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
-  b = b + 25 + 5 * boards
+  b = b + 24 + 5 * boards
 end
 return reply

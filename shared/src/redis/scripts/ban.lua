@@ -32,7 +32,8 @@ if ARGV[2] == 'ban' then
   for i = 1, n do
     local frozen = redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. ARGV[4 + i]) == 1
     if not frozen then
-      if redis.call('ZREM', KEYS[2 + i], member) == 1 then removed[#removed + 1] = i end
+      local kind, id = string.match(ARGV[4 + i], '^([^:]*):(.*)$')
+      if remove_member(KEYS[2 + i], KEYS[1], kind, id, member) == 1 then removed[#removed + 1] = i end
       if statements then redis.call('UNLINK', KEYS[2 + n + i]) end
     end
   end

@@ -24,7 +24,7 @@ ARGV[7]    marker TTL in seconds
 ARGV[8]    1 when the board keeps statements, else 0
 ARGV[9]    the correction's statement field ("c:<correction id>")
 ARGV[10]   the correction's reason
-ARGV[11..] for each period, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+ARGV[11..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none)
 
 An increase is reached now; a decrease keeps the member's reached-at time (they held at
 least the lower score since then), as a take-back does.
@@ -72,7 +72,7 @@ for i = 1, boards do
     redis.call('ZADD', key, composite_of(points[i], time_part), member)
     expire_period_once(key, KEYS[1], period_arg(PERIOD_ARGS, i, 0), period_arg(PERIOD_ARGS, i, 1), period_arg(PERIOD_ARGS, i, 2))
   else
-    redis.call('ZREM', key, member)
+    remove_member(key, KEYS[1], period_arg(PERIOD_ARGS, i, 0), period_arg(PERIOD_ARGS, i, 1), member)
   end
   if statements then
     local statement = KEYS[FIRST_BOARD - 1 + boards + i]

@@ -14,8 +14,8 @@ use crate::redis::store::Connection;
 pub struct HeatWrite<'a> {
     /// The bucket's key (window boards) or the board's (scale boards).
     pub key: String,
-    /// EXPIREAT of `key`, set once; `None` for keys that never expire.
-    pub expires_at: Option<i64>,
+    /// Seconds `key` is kept from its first heat (set once); 0 for keys that never expire.
+    pub ttl_secs: i64,
     /// The bucket's start as the API shows it; empty for scale boards.
     pub bucket_label: String,
     pub item_id: &'a str,
@@ -47,7 +47,7 @@ pub async fn add_heat(conn: &mut Connection, keys: &BoardKeys, write: &HeatWrite
     let mut invocation = ADD_HEAT.key(&write.key);
     let (marker_id, fingerprint, ttl) = write.marker;
     invocation.key(keys.event(marker_id));
-    invocation.arg(write.item_id).arg(write.delta).arg(write.expires_at.unwrap_or(0)).arg(&write.bucket_label);
+    invocation.arg(write.item_id).arg(write.delta).arg(write.ttl_secs).arg(&write.bucket_label);
     invocation.arg(fingerprint).arg(ttl).arg(write.first_delivery.map_or("", |refusal| refusal.code()));
     let (status, bucket_label, heat): (String, String, String) = invocation.invoke_async(conn).await?;
     let duplicate = match Status::parse("add_heat", &status, write.first_delivery.map(|refusal| refusal.code()))? {

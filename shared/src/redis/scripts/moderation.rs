@@ -1,6 +1,8 @@
 //! Typed wrappers of the admin scripts: `ban.lua` and `correct_score.lua`.
 
 use super::{BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS, PeriodStanding, Status};
+use chrono::{DateTime, Utc};
+
 use crate::domain::period::Period;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
@@ -86,6 +88,8 @@ pub struct ScoreCorrection<'a> {
     pub periods: &'a [Period],
     /// Time part of the composite for a score reached now (used when the score goes up).
     pub time_part: i64,
+    /// The function's clock: TTLs of keys the correction creates count from it.
+    pub now: DateTime<Utc>,
     pub reason: &'a str,
     /// The board keeps statements: the correction is itemised in each period's.
     pub statements: bool,
@@ -121,7 +125,7 @@ pub async fn correct_score(
         .arg(format!("c:{}", correction.correction_id))
         .arg(correction.reason);
     for period in correction.periods {
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(correction.now));
     }
     let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
     let corrected = |duplicate| {

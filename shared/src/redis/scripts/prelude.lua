@@ -32,7 +32,7 @@ local function replay(marker_key, fingerprint)
   return {'conflict', ''}
 end
 
--- Periods are passed as ARGV triples (kind, id, EXPIREAT) starting at ARGV[first]: field
+-- Periods are passed as ARGV triples (kind, id, TTL) starting at ARGV[first]: field
 -- 0, 1 or 2 of the i-th one.
 local function period_arg(first, i, field)
   return ARGV[first + 3 * (i - 1) + field]
@@ -57,18 +57,30 @@ local function guard_refusal_of_args(guard_key, member, n, first)
     function(i) return period_arg(first, i, 0) end, function(i) return period_arg(first, i, 1) end)
 end
 
--- TTLs are set once, on a key that exists without one, and never refreshed ('0': none).
-local function expire_once(key, at)
-  return at ~= '0' and redis.call('EXPIREAT', key, at, 'NX') == 1
+-- TTLs are set once, on a key that exists without one, and never refreshed ('0': none). They
+-- come as seconds from the caller's clock (period.rs `ttl_secs`), not as absolute times.
+local function expire_once(key, ttl)
+  return ttl ~= '0' and redis.call('EXPIRE', key, ttl, 'NX') == 1
 end
 
 -- `expire_once` for a period's board. A season board getting its TTL has just been created:
 -- the guard remembers that the season had members (GUARD_LIVE), so the archive can tell a
 -- lost board from an empty season.
-local function expire_period_once(key, guard_key, kind, id, at)
-  if expire_once(key, at) and kind == 'season' then
+local function expire_period_once(key, guard_key, kind, id, ttl)
+  if expire_once(key, ttl) and kind == 'season' then
     redis.call('HSET', guard_key, GUARD_LIVE .. kind .. ':' .. id, 1)
   end
+end
+
+-- Removes `member` from the board of period `kind:id`. A season board this empties was
+-- emptied on purpose (a take-back, a correction, a ban): the guard forgets that it had members,
+-- so the archive archives the season as empty instead of refusing it as lost.
+local function remove_member(key, guard_key, kind, id, member)
+  local removed = redis.call('ZREM', key, member)
+  if removed == 1 and kind == 'season' and redis.call('EXISTS', key) == 0 then
+    redis.call('HDEL', guard_key, GUARD_LIVE .. kind .. ':' .. id)
+  end
+  return removed
 end
 
 -- Where an event id's marker field is among a board's marker buckets (today's, the day

@@ -10,8 +10,6 @@ pub(crate) enum Status {
     New,
     /// The id was seen with the same payload: nothing changed, the first answer stands.
     Duplicate,
-    /// The id's marker was written by an earlier release (apply_event only).
-    Legacy,
     /// The id was seen with another payload.
     Conflict,
     /// A run for an earlier time than one already done (hot boards).
@@ -30,7 +28,6 @@ impl Status {
         Ok(match status {
             "new" => Self::New,
             "duplicate" => Self::Duplicate,
-            "legacy" => Self::Legacy,
             "conflict" => Self::Conflict,
             "stale" => Self::Stale,
             "out_of_range" => Self::OutOfRange,

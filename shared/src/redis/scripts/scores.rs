@@ -89,7 +89,7 @@ pub async fn submit_score(
     }
     call.arg(if board.statements { 1 } else { 0 }).arg(plan.submission.score);
     for ((period, _), time_part) in plan.periods.iter().zip(&plan.time_parts) {
-        call.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0)).arg(time_part);
+        call.arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(now)).arg(time_part);
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;
     let protocol = |what: &str| StoreError::Protocol(format!("submit_score: {what}"));

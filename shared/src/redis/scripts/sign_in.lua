@@ -35,13 +35,13 @@ ARGV[6]    points for signing in
 ARGV[7]    streak bonuses, "days:bonus" pairs separated by commas ("" for none)
 ARGV[8]    time part of the composite (now)
 ARGV[9]    marker TTL in seconds
-ARGV[10]   EXPIREAT for the bitmaps
+ARGV[10]   TTL in seconds for the bitmaps
 ARGV[11]   refusal of a first delivery: "" (none), "too_late" or "in_future" (a date the
            policy no longer accepts). Checked only after the marker: a retry is a duplicate
            whenever it arrives
 ARGV[12]   `date` (YYYY-MM-DD), recorded in the reply so a retry reports the day first signed
 ARGV[13]   1 when the board keeps statements, else 0
-ARGV[14..] for each period sorted set, in KEYS order: period kind, period id, EXPIREAT ("0": none)
+ARGV[14..] for each period sorted set, in KEYS order: period kind, period id, TTL in seconds ("0": none)
 
 Reply: a two-element array {status, body}
   {"new", json}          signed now, or already signed that day; json is stored in the marker

@@ -72,12 +72,12 @@ pub async fn sign_in(conn: &mut Connection, keys: &BoardKeys, plan: &SignInPlan<
         .arg(bonuses.join(","))
         .arg(plan.time_part)
         .arg(EVENT_MARKER_TTL_SECS)
-        .arg(plan.bitmap_expires_at)
+        .arg(plan.bitmap_ttl_secs)
         .arg(plan.first_delivery.as_ref().map_or("", |refusal| refusal.code()))
         .arg(date.to_string())
         .arg(if plan.board.statements { 1 } else { 0 });
     for period in plan.periods.iter().chain(&plan.next_day_periods) {
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.expires_at().unwrap_or(0));
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(plan.now));
     }
     let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("sign_in: {e}")));

@@ -29,7 +29,7 @@ ARGV[11]   now in ms (the function's clock)
 ARGV[12]   n, the number of periods
 ARGV[13]   1 when the board keeps statements, else 0
 ARGV[14]   the submitted score
-then for each period from ARGV[15 + 4 (i - 1)]: kind, id, EXPIREAT ("0": none), time part of
+then for each period from ARGV[15 + 4 (i - 1)]: kind, id, TTL in seconds ("0": none), time part of
            a score reached now
 
 Reply: {status, detail, composite 1, rank 1, ..., composite n, rank n}; the member's composite

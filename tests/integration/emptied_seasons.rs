@@ -1,0 +1,74 @@
+//! A season emptied on purpose (a correction down to zero, a ban of its last member) is archived
+//! as the empty season it is; one whose board vanished (flush, eviction, expiry) is still
+//! refused as lost. Through the archive job, on the real redis-server and moto_server.
+
+use axum::http::Method;
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use standings::archive::job::Status;
+use standings::archive::table::Shard;
+use standings_tests::{ADMIN, ArchiveHarness, TestApp, at};
+
+const SEASON: &str = "2026-10";
+
+fn far() -> DateTime<Utc> {
+    at("2100-01-01T00:00:00Z")
+}
+
+/// `ann` earns 10 points in October, then `empty` takes them away; the job runs after the grace.
+async fn emptied_by(empty: impl AsyncFnOnce(&TestApp)) -> (ArchiveHarness, Result<(Status, u64), String>) {
+    let harness = ArchiveHarness::new().await;
+    let ingest = harness.app().await;
+    ingest.set_now(at("2026-10-20T12:00:00+08:00"));
+    let (status, body) = ingest.event(json!({"event_id": "e1", "user_id": "ann", "action": "learning"})).await;
+    assert_eq!(status, 200, "{body}");
+    empty(&ingest).await;
+    let live_key = harness.keys.board("points").period(&ArchiveHarness::season(SEASON));
+    let exists: bool = redis::cmd("EXISTS").arg(&live_key).query_async(&mut harness.redis.clone()).await.unwrap();
+    assert!(!exists, "the season's board is empty, so Redis deleted it");
+    let result = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await;
+    let result = result.map(|report| (report.status, report.total)).map_err(|error| error.code().to_owned());
+    (harness, result)
+}
+
+async fn admin(app: &TestApp, method: Method, path: &str, body: serde_json::Value) {
+    let (status, reply) = app.call(method, path, body.to_string(), ADMIN).await;
+    assert_eq!(status, 200, "{path}: {reply}");
+}
+
+#[tokio::test]
+async fn a_season_corrected_down_to_zero_is_archived_empty() {
+    let (harness, result) = emptied_by(async |app| {
+        let body = json!({"correction_id": "c1", "delta": -10, "reason": "fraud"});
+        admin(app, Method::POST, "/v1/admin/boards/points/users/ann/corrections", body).await;
+    })
+    .await;
+    assert_eq!(result, Ok((Status::Complete, 0)));
+    assert!(harness.archived(SEASON).await.is_empty());
+    let again = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap();
+    assert_eq!(again.status, Status::AlreadyComplete);
+}
+
+#[tokio::test]
+async fn a_season_whose_last_member_was_banned_is_archived_empty() {
+    let (harness, result) = emptied_by(async |app| admin(app, Method::POST, "/v1/admin/users/ann/ban", json!({})).await).await;
+    assert_eq!(result, Ok((Status::Complete, 0)));
+    assert!(harness.archived(SEASON).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_season_emptied_then_written_again_is_lost_if_it_then_vanishes() {
+    let harness = ArchiveHarness::new().await;
+    let ingest = harness.app().await;
+    ingest.set_now(at("2026-10-20T12:00:00+08:00"));
+    ingest.event(json!({"event_id": "e1", "user_id": "ann", "action": "learning"})).await;
+    let body = json!({"correction_id": "c1", "delta": -10, "reason": "fraud"});
+    admin(&ingest, Method::POST, "/v1/admin/boards/points/users/ann/corrections", body).await;
+    let (status, _) = ingest.event(json!({"event_id": "e2", "user_id": "bob", "action": "learning"})).await;
+    assert_eq!(status, 200);
+    // Bob's points vanish as a flush would take them: that is a loss, not an empty season.
+    let live_key = harness.keys.board("points").period(&ArchiveHarness::season(SEASON));
+    let _: u64 = redis::cmd("DEL").arg(&live_key).query_async(&mut harness.redis.clone()).await.unwrap();
+    let error = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
+    assert_eq!(error.code(), "live_board_lost");
+}
