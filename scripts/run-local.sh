@@ -27,6 +27,7 @@ ensure_deps
 run=$(mktemp -d)
 cleanup() {
   if [ -n "${schedule_pid:-}" ]; then kill "$schedule_pid" 2>/dev/null || true; fi
+  if [ -n "${tail_pid:-}" ]; then pkill -P "$$" tail 2>/dev/null || true; kill "$tail_pid" 2>/dev/null || true; fi
   if [ -n "${watch_pid:-}" ]; then
     kill -- "-$watch_pid" 2>/dev/null || true
     wait "$watch_pid" 2>/dev/null || true
@@ -57,9 +58,20 @@ port=${PORT:-9000}
 base="http://127.0.0.1:$port"
 echo "Building the functions (the first build takes a few minutes)…"
 cargo build --workspace --locked --quiet
-if $smoke; then watch_log="$run/watch.log"; else watch_log=/dev/stderr; fi
+# The functions log JSON and EMF metric lines, as in Lambda: all of it goes to a log file (named
+# in the banner); the terminal gets one readable line per request and job run.
+if $smoke; then
+  watch_log="$run/watch.log"
+else
+  watch_log="${CARGO_TARGET_DIR:-$PWD/target}/run-local.log"
+  : >"$watch_log"
+fi
 setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$port" --ignore-changes >"$watch_log" 2>&1 &
 watch_pid=$!
+if ! $smoke; then
+  tail -n +1 -F "$watch_log" 2>/dev/null | python3 -u scripts/local_log.py &
+  tail_pid=$!
+fi
 wait_http "$base/" 120 || { $smoke && tail -n 50 "$watch_log"; exit 1; }
 
 # One scheduled run of `hotness` for the minute of now, through the Lambda Invoke API that
@@ -77,7 +89,7 @@ if ! python3 scripts/demo.py "$base"; then
   exit 1
 fi
 first_run=$(fire_hotness)
-echo "hotness: $first_run"
+python3 scripts/local_log.py --hotness "$first_run" || echo "hotness: $first_run"
 
 if $smoke; then
   python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert [b["board"] for b in run["boards"]] == ["hot-videos"], run' "$first_run"
@@ -93,7 +105,8 @@ fi
 # The schedule: a run at the start of every minute (EventBridge's `rate(1 minute)`).
 (
   while sleep $((60 - $(date +%s) % 60)); do
-    fire_hotness >/dev/null || echo "hotness run failed" >&2
+    summary=$(fire_hotness) && python3 scripts/local_log.py --hotness "$summary" \
+      || echo "$(date +%H:%M:%S) hotness run failed" >&2
   done
 ) &
 schedule_pid=$!
@@ -113,6 +126,8 @@ OpenAPI:         $base/v1/openapi.json
 Archive a finished season, then read it:
                  cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port $port archive --data-ascii '{"board":"points","season":"2026-10"}'
                  curl -s '$base/v1/boards/points/seasons/2026-10/top'
+Logs:            one line per request below; the functions' JSON logs and metrics are in
+                 $watch_log
 Ctrl-C stops everything.
 MSG
 wait "$watch_pid"

@@ -1,26 +1,58 @@
 //! What the store says about itself, read in one round trip: its eviction policy, which decides
 //! whether writes are safe (see `Store::write_connection`) and what `GET /v1/health` reports.
 
-use redis::aio::ConnectionLike;
-
 use super::error::StoreError;
+use super::store::Connection;
 
 /// The value of `field` in an INFO reply.
 fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
 }
 
-/// The store's `maxmemory-policy`, in one round trip (`INFO memory`). A one-command pipeline:
-/// a cluster sends it to one node, where a bare INFO would fan out to every primary and fail
-/// while any is down.
-pub(crate) async fn maxmemory_policy(conn: &mut impl ConnectionLike) -> Result<String, StoreError> {
-    let (memory,): (String,) = redis::pipe().cmd("INFO").arg("memory").query_async(conn).await?;
-    Ok(info_field(&memory, "maxmemory_policy").unwrap_or("unknown").to_owned())
+/// The store's `maxmemory-policy`: `INFO memory` of the server, or of every primary of a
+/// cluster at once (each board lives on one primary, so one that may evict puts its boards at
+/// risk): the first policy other than `noeviction`, or `noeviction`. A primary that does not
+/// answer is left out (its boards' writes fail on their own); none answering is an error.
+pub(crate) async fn maxmemory_policy(conn: &mut Connection) -> Result<String, StoreError> {
+    let mut info = redis::cmd("INFO");
+    info.arg("memory");
+    let answers = conn.on_every_primary(&info).await?;
+    let mut policies = Vec::new();
+    let mut last_error = None;
+    for (node, answer) in answers {
+        match answer {
+            Ok(memory) => policies.push(info_field(&memory, "maxmemory_policy").unwrap_or("unknown").to_owned()),
+            Err(error) => {
+                tracing::warn!(node = %node, error = %error, "a primary did not answer the eviction probe");
+                last_error = Some(error);
+            }
+        }
+    }
+    match (worst_policy(policies), last_error) {
+        (Some(policy), _) => Ok(policy),
+        (None, Some(error)) => Err(error.into()),
+        (None, None) => Err(StoreError::Protocol("INFO memory: no primary answered".into())),
+    }
+}
+
+/// What a set of primaries' policies mean for the store: any that may evict, else `noeviction`.
+fn worst_policy(policies: Vec<String>) -> Option<String> {
+    let first = policies.first().cloned()?;
+    Some(policies.into_iter().find(|p| p != "noeviction").unwrap_or(first))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_evicting_primary_is_the_stores_policy() {
+        let of = |ps: &[&str]| worst_policy(ps.iter().map(|p| p.to_string()).collect());
+        assert_eq!(of(&["noeviction", "noeviction"]).as_deref(), Some("noeviction"));
+        assert_eq!(of(&["noeviction", "allkeys-lru", "noeviction"]).as_deref(), Some("allkeys-lru"));
+        assert_eq!(of(&["volatile-lru"]).as_deref(), Some("volatile-lru"));
+        assert_eq!(of(&[]), None);
+    }
 
     #[test]
     fn reads_fields_out_of_info() {

@@ -205,6 +205,32 @@ impl Connection {
         }
     }
 
+    /// `cmd` on the standalone server, or on every primary of a cluster at once: each node's
+    /// answer (a text reply) or error, by address. One round trip per node.
+    pub(crate) async fn on_every_primary(&mut self, cmd: &Cmd) -> Result<Vec<(String, Result<String, RedisError>)>, StoreError> {
+        use redis::cluster_routing::{MultipleNodeRoutingInfo, RoutingInfo};
+        let cluster = match &self.link {
+            Link::Standalone(_) => return Ok(vec![("standalone".to_owned(), cmd.query_async(self).await)]),
+            Link::Cluster(cluster) => cluster.clone(),
+        };
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, None));
+        let Value::Map(answers) = cluster.clone().route_command(cmd.clone(), routing).await? else {
+            return Err(StoreError::Protocol("every primary's answers are not a map".into()));
+        };
+        Ok(answers
+            .into_iter()
+            .map(|(node, answer)| {
+                let node = String::from_redis_value(node).unwrap_or_default();
+                let answer = match answer {
+                    Value::ServerError(error) => Err(RedisError::from(error)),
+                    other => String::from_redis_value(other).map_err(RedisError::from),
+                };
+                (node, answer)
+            })
+            .collect())
+    }
+
     /// Runs a script with EVALSHA; NOSCRIPT (after `SCRIPT FLUSH`, or on a node that never saw
     /// it) is answered by loading the script and running it again. With `wait.replicas > 0`
     /// the script is followed by `WAIT` in the same pipeline, on the same connection (so it

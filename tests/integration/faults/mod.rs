@@ -3,6 +3,7 @@
 
 mod aof_kill;
 mod dropped_connection;
+mod eviction_probe;
 mod failover;
 mod out_of_memory;
 mod replica_wait;
