@@ -101,10 +101,28 @@ pub async fn frozen_members(conn: &mut Connection, keys: &BoardKeys, period: &Pe
 
 /// Deletes the frozen board (in the background: UNLINK) once its archive is verified. The guard
 /// field stays, so the period remains closed.
-pub async fn release_frozen(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<(), StoreError> {
+pub async fn release_frozen(conn: &mut Connection, keys: &BoardKeys, period: &Period, statements: bool) -> Result<(), StoreError> {
+    // The members' statements go first, read from the frozen board itself: a crash in between
+    // leaves the board, and the next run releases the rest (UNLINK of a gone key is a no-op).
+    if statements {
+        let frozen = keys.frozen(period);
+        let mut start = 0u64;
+        loop {
+            let members: Vec<String> = redis::cmd("ZRANGE").arg(&frozen).arg(start).arg(start + RELEASE_PAGE - 1).query_async(conn).await?;
+            if members.is_empty() {
+                break;
+            }
+            let statements: Vec<String> = members.iter().map(|member| keys.statement(member, period)).collect();
+            let _: u64 = redis::cmd("UNLINK").arg(&statements).query_async(conn).await?;
+            start += RELEASE_PAGE;
+        }
+    }
     let _: u64 = redis::cmd("UNLINK").arg(keys.frozen(period)).query_async(conn).await?;
     Ok(())
 }
+
+/// Members whose statements one UNLINK releases.
+const RELEASE_PAGE: u64 = 1000;
 
 #[cfg(test)]
 mod tests {

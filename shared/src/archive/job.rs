@@ -154,6 +154,8 @@ struct Job<'a> {
     season: Period,
     /// How the season's composites decode (score boards have their own).
     scale: Scale,
+    /// The board keeps statements: they are released with the season.
+    statements: bool,
     shard: Shard,
     keys: BoardKeys,
     progress: Progress,
@@ -274,13 +276,14 @@ impl<S: ArchiveSink> Archiver<S> {
         let now = (self.clock)();
         let stop_at = deadline - stopping_margin(self.settings.deadline_margin, deadline - now);
         let scale = scores::scale(config, &period);
-        let job = Job { board, season: period, scale, shard, keys: self.keys.board(board), progress: Progress::default(), stop_at };
+        let keys = self.keys.board(board);
+        let job = Job { board, season: period, scale, statements: config.statements, shard, keys, progress: Progress::default(), stop_at };
         let mut conn = self.store.connection().await?;
 
         if let Some(done) = self.table.completed(board, season).await? {
             // A run cut short between marking complete and freeing Redis leaves the frozen
             // board behind; freeing it again is harmless.
-            freeze::release_frozen(&mut conn, &job.keys, &job.season).await?;
+            freeze::release_frozen(&mut conn, &job.keys, &job.season, job.statements).await?;
             return Ok(job.report(Status::AlreadyComplete, done.total, None));
         }
         let ready_at = job.season.end.expect("a season ends").with_timezone(&Utc) + self.settings.grace;
@@ -326,7 +329,7 @@ impl<S: ArchiveSink> Archiver<S> {
         let histograms = freeze::frozen_histograms(&conn, &job.keys, &job.season, &job.scale).await?;
         self.table.put_distribution(board, season, &histograms).await?;
         self.table.mark_complete(board, season, total, (self.clock)()).await?;
-        freeze::release_frozen(&mut conn, &job.keys, &job.season).await?;
+        freeze::release_frozen(&mut conn, &job.keys, &job.season, job.statements).await?;
         tracing::info!(board, season, total, "season archived and verified; frozen board released");
         Ok(job.report(Status::Complete, total, None))
     }

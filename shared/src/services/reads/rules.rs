@@ -51,6 +51,8 @@ pub enum ReadError {
     ArchiveNotConfigured,
     #[error("season {season} of board {board:?} is not archived (yet)")]
     SeasonNotArchived { board: String, season: String },
+    #[error("{period} {period_id} of board {board:?} is closed and archived: statements are kept only while a period is live")]
+    StatementGone { board: String, period: &'static str, period_id: String },
     #[error("season {season} of board {board:?} was archived before distributions were kept")]
     DistributionNotArchived { board: String, season: String },
     #[error(transparent)]
