@@ -7,6 +7,7 @@
 
 mod admin;
 mod archive;
+mod archived_statements;
 mod batch;
 mod cluster_slots;
 mod distribution;
@@ -32,6 +33,8 @@ mod query;
 mod round_trips;
 mod rules;
 mod runtime_api;
+mod score_corrections;
+mod score_semantics;
 mod scores;
 mod semantics;
 mod sign_ins;
@@ -42,3 +45,4 @@ mod template;
 mod time_and_ties;
 mod tls;
 mod web_page;
+mod window;

@@ -9,7 +9,8 @@ use axum::http::Method;
 use serde::Deserialize;
 use standings::http::routing::Routes;
 use standings::http::{ApiError, JsonBody, QueryParams, Subject};
-use standings::services::moderation::{AuditPage, BanReceipt, CorrectionReceipt, CorrectionRequest};
+use standings::services::corrections::{CorrectionReceipt, CorrectionRequest};
+use standings::services::moderation::{AuditPage, BanReceipt};
 
 use crate::App;
 

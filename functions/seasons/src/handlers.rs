@@ -93,7 +93,7 @@ async fn standings(app: &App, board: &Board, entries: Vec<ArchivedEntry>) -> Res
     Ok(entries
         .into_iter()
         .zip(profiles)
-        .map(|(entry, profile)| Standing { rank: entry.rank, holder: Holder::new(board, entry.user_id, entry.points, profile) })
+        .map(|(entry, profile)| Standing { rank: entry.rank, holder: Holder::new(board, entry.user_id, Some(entry.points), profile) })
         .collect())
 }
 
@@ -129,13 +129,13 @@ pub async fn season_user(
     let (completed, entry) = try_join(table.completed(&board.name, &season), table.user_entry(&board.name, &season, &user_id)).await?;
     let total = complete(completed, &board.name, &season)?.total;
     let (rank, score, percentile, around) = match entry {
-        None => (None, 0, None, Vec::new()),
+        None => (None, standings::domain::scores::absent_score(board), None, Vec::new()),
         Some(entry) => {
             let (first, last) = around_window(entry.rank, around, total);
             let neighbours = table.ranks(&board.name, &season, first, last).await?;
             (
                 Some(entry.rank),
-                entry.points,
+                Some(entry.points),
                 Some(percentile(total.saturating_sub(entry.rank), total)),
                 standings(&app, board, neighbours).await?,
             )

@@ -2,6 +2,7 @@
 //! scoring, the tie-break encoding, ids, decay, board distributions and the guard's fields.
 
 pub mod config;
+pub mod correction;
 pub mod decay;
 pub mod distribution;
 pub mod guard;

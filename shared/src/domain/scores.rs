@@ -36,6 +36,13 @@ pub fn scale(board: &Board, period: &Period) -> Scale {
     Scale { span: SCORE_TIME_SPAN, max_value: MAX_SCORE, ascending: scores.order == Order::Asc, origin, step }
 }
 
+/// What a user who is not on `board` reads as: 0 on a points board (no points), but no score
+/// (`null`) on a score board, where 0 is a score like any other (the best one where lower is
+/// better).
+pub fn absent_score(board: &Board) -> Option<i64> {
+    if board.scores.is_some() { None } else { Some(0) }
+}
+
 /// What a board keeps after a submission of `submitted` when it held `held` (`None`: the user
 /// was not on it): `Some(new score)` when the entry changes, `None` when it stays as it is.
 /// An equal score changes nothing, so the member keeps the time they first reached it.
@@ -87,7 +94,8 @@ pub struct ScorePlan<'a> {
     /// Each period the submission lands in, with its scale.
     pub periods: Vec<(Period, Scale)>,
     /// For each period: the time part of a score reached now (the server's clock: a client
-    /// cannot claim to have got somewhere first).
+    /// cannot claim to have got somewhere first; in a period that has not started yet, the
+    /// client's time, which is inside it).
     pub time_parts: Vec<i64>,
 }
 
@@ -115,12 +123,17 @@ pub fn plan_submission<'a>(
             (period, scale)
         })
         .collect();
-    // A submission landing in another period than now's (late, or a little early by the
-    // client's clock) reached its score now: within a span of 97 days it keeps its exact time;
-    // beyond, it ties at the span's end nearest to now.
+    // A score is reached now, on the server's clock. A submission that lands in a period that
+    // has not started yet (a client clock up to a minute fast, just before a period turns)
+    // counts as reached at the time its client gave, inside that period: it cannot rank above
+    // someone who reached the same score in the period before that time. A late one (a period
+    // already over) keeps its exact time within the span, and beyond it ties at the span's end.
     let time_parts = periods
         .iter()
-        .map(|(_, scale)| scale.time_part(now).unwrap_or(if now.timestamp() < scale.origin { scale.span - 1 } else { 0 }))
+        .map(|(period, scale)| {
+            let reached = if period.start.is_some_and(|start| now < start) { occurred_at } else { now };
+            scale.time_part(reached).unwrap_or(if reached.timestamp() < scale.origin { scale.span - 1 } else { 0 })
+        })
         .collect();
     Ok(ScorePlan { board, submission, rules, fingerprint: fingerprint(submission), first_delivery, periods, time_parts })
 }

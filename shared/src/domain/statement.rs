@@ -92,7 +92,10 @@ pub fn explain(board: &Board, score: i64, fields: &BTreeMap<String, String>) -> 
     let lines = match board.scores.map(|rules| rules.keep) {
         Some(Keep::Sum) => {
             let submissions = number(fields, "n:score");
-            if submissions > 0 { vec![Line::Submissions { submissions, points: number(fields, "p:score") }] } else { Vec::new() }
+            let mut lines =
+                if submissions > 0 { vec![Line::Submissions { submissions, points: number(fields, "p:score") }] } else { Vec::new() };
+            lines.extend(correction_lines(fields));
+            lines
         }
         // The kept score is one submission: it explains itself, nothing to keep.
         Some(_) if score > 0 || fields.contains_key("n:score") => vec![Line::KeptScore { points: score }],
@@ -113,10 +116,18 @@ fn number(fields: &BTreeMap<String, String>, name: &str) -> i64 {
     fields.get(name).and_then(|value| value.parse().ok()).unwrap_or(0)
 }
 
+/// One line per admin correction (`c:<correction id>` → `<points>|<reason>`), in id order.
+fn correction_lines(fields: &BTreeMap<String, String>) -> impl Iterator<Item = Line> + '_ {
+    fields.iter().filter_map(|(field, value)| {
+        let correction_id = field.strip_prefix("c:")?;
+        let (points, reason) = value.split_once('|').unwrap_or((value, ""));
+        Some(Line::Correction { correction_id: correction_id.to_owned(), reason: reason.to_owned(), points: points.parse().unwrap_or(0) })
+    })
+}
+
 /// Lines of a rule board: one per action (in name order), each correction, sign-ins, bonuses.
 fn rule_lines(fields: &BTreeMap<String, String>) -> Vec<Line> {
     let mut actions: BTreeMap<&str, [i64; 4]> = BTreeMap::new();
-    let mut corrections = Vec::new();
     for (field, value) in fields {
         let Some((tag, name)) = field.split_once(':') else { continue };
         let slot = match tag {
@@ -124,12 +135,6 @@ fn rule_lines(fields: &BTreeMap<String, String>) -> Vec<Line> {
             "p" => 1,
             "w" => 2,
             "t" => 3,
-            "c" => {
-                let (points, reason) = value.split_once('|').unwrap_or((value, ""));
-                let points = points.parse().unwrap_or(0);
-                corrections.push(Line::Correction { correction_id: name.to_owned(), reason: reason.to_owned(), points });
-                continue;
-            }
             _ => continue,
         };
         actions.entry(name).or_default()[slot] += value.parse::<i64>().unwrap_or(0);
@@ -145,7 +150,7 @@ fn rule_lines(fields: &BTreeMap<String, String>) -> Vec<Line> {
             taken_back,
         })
         .collect();
-    lines.extend(corrections);
+    lines.extend(correction_lines(fields));
     let days = number(fields, "s:n");
     if days > 0 {
         lines.push(Line::SignIns { days, points: number(fields, "s:p") });

@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::domain::correction::ChangeError;
 use crate::domain::ids::IdError;
 use crate::domain::period::DateError;
 use crate::domain::scores::SubmissionRefusal;
@@ -219,9 +220,11 @@ impl From<ModerationError> for ApiError {
             ModerationError::BadReason | ModerationError::BadPeriod(_) => (StatusCode::BAD_REQUEST, "malformed"),
             ModerationError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
             ModerationError::BadLimit => (StatusCode::BAD_REQUEST, "out_of_range"),
-            ModerationError::DeltaOutOfRange | ModerationError::Time(_) | ModerationError::ScoreOutOfRange(_) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
-            }
+            ModerationError::Change(ChangeError::NotOne | ChangeError::PointsBoard) => (StatusCode::BAD_REQUEST, "malformed"),
+            ModerationError::Change(ChangeError::NotASum(_)) => (StatusCode::UNPROCESSABLE_ENTITY, "not_a_sum"),
+            ModerationError::Change(ChangeError::DeltaOutOfRange(_) | ChangeError::SetOutOfRange)
+            | ModerationError::Time(_)
+            | ModerationError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
             ModerationError::Guard(refusal) => return refusal.into(),
             ModerationError::Store(store) => return Self::store(store),
         };
@@ -290,6 +293,7 @@ impl From<ReadError> for ApiError {
             ReadError::ArchiveNotConfigured => (StatusCode::NOT_FOUND, "archive_not_configured"),
             ReadError::SeasonNotArchived { .. } => (StatusCode::NOT_FOUND, "season_not_archived"),
             ReadError::DistributionNotArchived { .. } => (StatusCode::NOT_FOUND, "distribution_not_archived"),
+            ReadError::StatementGone { .. } => (StatusCode::GONE, "period_closed"),
             ReadError::Store(store) => return Self::store(store),
             #[cfg(feature = "dynamodb")]
             ReadError::Table(table) => return Self::unavailable(table),

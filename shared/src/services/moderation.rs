@@ -4,20 +4,20 @@
 
 use std::sync::Arc;
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use redis::AsyncCommands;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::config::{Board, BoardKind, Config};
+use crate::domain::correction::ChangeError;
 use crate::domain::ids::{self, IdError};
-use crate::domain::period::{EventWindow, Period, PeriodKind};
-use crate::domain::scoring;
-use crate::domain::tiebreak::{self, MAX_POINTS, RangeError};
+use crate::domain::period::{EventWindow, Period};
+use crate::domain::tiebreak::RangeError;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::scripts::moderation::{self as script, AuditRecord, Ban, CorrectionReply, ScoreCorrection};
-use crate::redis::scripts::{GuardRefusal, PeriodStanding};
+use crate::redis::scripts::GuardRefusal;
+use crate::redis::scripts::moderation::{self as script, AuditRecord, Ban};
 use crate::redis::store::Store;
 
 /// Entries each board's audit log keeps (older ones are trimmed).
@@ -32,19 +32,19 @@ const MAX_ACTOR_CHARS: usize = 256;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModerationError {
-    #[error("no cumulative board named {0:?}")]
+    #[error("no points or score board named {0:?}")]
     UnknownBoard(String),
     #[error(transparent)]
     InvalidId(#[from] IdError),
-    #[error("delta must be a non-zero integer within ±{MAX_POINTS}")]
-    DeltaOutOfRange,
+    #[error(transparent)]
+    Change(#[from] ChangeError),
     #[error("reason must be 1..={MAX_REASON_CHARS} characters without control characters")]
     BadReason,
     #[error("limit must be 1..={MAX_AUDIT_PAGE}")]
     BadLimit,
     #[error(transparent)]
     Time(#[from] RangeError),
-    #[error("the correction would take the score on board {0:?} below 0 or past {MAX_POINTS}")]
+    #[error("the correction would take the score on board {0:?} out of its range")]
     ScoreOutOfRange(String),
     #[error("correction {0:?} was already made with a different payload")]
     Conflict(String),
@@ -73,6 +73,12 @@ pub struct AuditEntry {
     pub user_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delta: Option<i64>,
+    /// A score board's correction that set the kept score.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub set: Option<i64>,
+    /// A score board's correction that removed the entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The admin's JWT `sub`, when the token carries one.
@@ -84,58 +90,23 @@ pub struct AuditEntry {
 }
 
 impl AuditEntry {
-    fn new(board: &str, kind: AuditKind, user_id: &str, actor: Option<&str>, now: DateTime<Utc>) -> Self {
+    pub(super) fn new(board: &str, kind: AuditKind, user_id: &str, actor: Option<&str>, now: DateTime<Utc>) -> Self {
         Self {
             at: now,
             board: board.to_owned(),
             kind,
             user_id: user_id.to_owned(),
             delta: None,
+            set: None,
+            removed: None,
             reason: None,
             actor: actor.map(|a| a.chars().take(MAX_ACTOR_CHARS).collect()),
             correction_id: None,
         }
     }
 
-    fn json(&self) -> String {
+    pub(super) fn json(&self) -> String {
         serde_json::to_string(self).expect("an audit entry always serializes")
-    }
-}
-
-/// `POST /v1/admin/boards/{board}/users/{user_id}/corrections`. Without `period`/`at` the
-/// board's current periods are corrected; `period` + `period_id` (or `at`, a date in the
-/// board's timezone) aim at a past period and every coarser period of the board containing
-/// it: a day, its month or season, and all-time.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct CorrectionRequest {
-    /// Makes the correction exactly-once: a retry gets the first answer, another payload a
-    /// 409. One is made up when absent (and returned, so the retry can carry it).
-    #[serde(default)]
-    pub correction_id: Option<String>,
-    pub delta: i64,
-    pub reason: String,
-    #[serde(default)]
-    pub period: Option<String>,
-    #[serde(default)]
-    pub period_id: Option<String>,
-    #[serde(default)]
-    pub at: Option<NaiveDate>,
-}
-
-impl CorrectionRequest {
-    fn validate(&self) -> Result<(), ModerationError> {
-        if let Some(id) = &self.correction_id {
-            ids::validate_id("correction_id", id)?;
-        }
-        if self.delta == 0 || !(-MAX_POINTS..=MAX_POINTS).contains(&self.delta) {
-            return Err(ModerationError::DeltaOutOfRange);
-        }
-        let chars = self.reason.chars().count();
-        if self.reason.trim().is_empty() || chars > MAX_REASON_CHARS || self.reason.chars().any(char::is_control) {
-            return Err(ModerationError::BadReason);
-        }
-        Ok(())
     }
 }
 
@@ -155,16 +126,6 @@ pub struct BanReceipt {
     pub boards: Vec<String>,
     /// The live periods the user was on, and is no longer.
     pub removed: Vec<RemovedFrom>,
-}
-
-/// A correction's audit entry, and the user's standing on each corrected period after it. A
-/// retry with the same `correction_id` gets the first receipt with `duplicate: true`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CorrectionReceipt {
-    #[serde(flatten)]
-    pub entry: AuditEntry,
-    pub duplicate: bool,
-    pub periods: Vec<PeriodStanding>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -196,57 +157,12 @@ pub fn current_periods(board: &Board, now: DateTime<Utc>) -> Vec<Period> {
     board.periods.iter().map(|&kind| Period::containing(kind, now, board.timezone)).collect()
 }
 
-/// How fine a period kind is: a period contains every finer one of the same instant.
-fn fineness(kind: PeriodKind) -> u8 {
-    match kind {
-        PeriodKind::Day => 0,
-        PeriodKind::Month | PeriodKind::Season => 1,
-        PeriodKind::All => 2,
-    }
-}
-
-/// The periods a correction aims at: the current ones by default; with `period` +
-/// `period_id` that period and every coarser one of the board containing it; with `at`
-/// every period containing that date. A period must have started, and its board must still
-/// be kept (not past its retention).
-pub fn correction_periods(board: &Board, request: &CorrectionRequest, now: DateTime<Utc>) -> Result<Vec<Period>, ModerationError> {
-    let bad = |message: String| ModerationError::BadPeriod(message);
-    let (day, finest) = match (&request.period, &request.period_id, request.at) {
-        (None, None, None) => return Ok(current_periods(board, now)),
-        (None, None, Some(at)) => (crate::domain::period::in_range(at).map_err(|e| bad(format!("at: {e}")))?, 0),
-        (Some(kind), Some(id), None) => {
-            let kind = PeriodKind::parse(kind)
-                .filter(|kind| board.periods.contains(kind))
-                .ok_or_else(|| bad(format!("board {:?} has no period {kind:?}", board.name)))?;
-            let day = match kind {
-                PeriodKind::Day => crate::domain::period::parse_day(id),
-                PeriodKind::Month | PeriodKind::Season => crate::domain::period::parse_month(id),
-                PeriodKind::All if id == "all" => Ok(now.with_timezone(&board.timezone).date_naive()),
-                PeriodKind::All => Err(crate::domain::period::DateError::Malformed),
-            };
-            (day.map_err(|e| bad(format!("period_id {id:?} of a {} period: {e}", kind.as_str())))?, fineness(kind))
-        }
-        _ => return Err(bad("give period and period_id together, or at alone".into())),
-    };
-    let periods: Vec<Period> =
-        board.periods.iter().filter(|&&kind| fineness(kind) >= finest).map(|&kind| Period::on_date(kind, day, board.timezone)).collect();
-    for period in &periods {
-        if period.start.is_some_and(|start| start > now) {
-            return Err(bad(format!("{} {} has not started", period.kind.as_str(), period.id)));
-        }
-        if period.expires_at().is_some_and(|expiry| expiry <= now.timestamp()) {
-            return Err(bad(format!("{} {} is no longer kept", period.kind.as_str(), period.id)));
-        }
-    }
-    Ok(periods)
-}
-
 #[derive(Clone)]
 pub struct Moderation {
     config: Arc<Config>,
-    keys: Keys,
-    store: Store,
-    window: EventWindow,
+    pub(super) keys: Keys,
+    pub(super) store: Store,
+    pub(super) window: EventWindow,
 }
 
 impl Moderation {
@@ -259,16 +175,8 @@ impl Moderation {
         self.config.boards().iter().filter(|b| b.kind != BoardKind::Decaying)
     }
 
-    /// Boards whose scores are points that a correction can add to or take from (a score
-    /// board's kept score is replaced by submitting one, not corrected).
-    fn points_board(&self, name: &str) -> Result<&Board, ModerationError> {
-        self.user_boards()
-            .filter(|b| b.kind == BoardKind::Cumulative)
-            .find(|b| b.name == name)
-            .ok_or_else(|| ModerationError::UnknownBoard(name.to_owned()))
-    }
-
-    fn user_board(&self, name: &str) -> Result<&Board, ModerationError> {
+    /// A board of users (points or scores): what bans, corrections and the audit act on.
+    pub(super) fn user_board(&self, name: &str) -> Result<&Board, ModerationError> {
         self.user_boards().find(|b| b.name == name).ok_or_else(|| ModerationError::UnknownBoard(name.to_owned()))
     }
 
@@ -307,61 +215,6 @@ impl Moderation {
         }
         let boards = boards.iter().map(|(board, _)| board.name.clone()).collect();
         Ok(BanReceipt { user_id: user_id.to_owned(), banned, boards, removed })
-    }
-
-    /// Adds `request.delta` to the user's score on the periods of `board_name` it aims at
-    /// (`correction_periods`), with an audit entry, atomically and exactly once per
-    /// correction id. Refused (nothing written) when a score would go below 0 or past the
-    /// composite's range, when the user is banned, or a period is closed.
-    pub async fn correct(
-        &self,
-        board_name: &str,
-        user_id: &str,
-        request: &CorrectionRequest,
-        actor: Option<&str>,
-        now: DateTime<Utc>,
-    ) -> Result<CorrectionReceipt, ModerationError> {
-        let board = self.points_board(board_name)?;
-        ids::validate_id("user_id", user_id)?;
-        request.validate()?;
-        let periods = correction_periods(board, request, now)?;
-        let correction_id = request.correction_id.clone().unwrap_or_else(ids::made_up_id);
-        let fingerprint = scoring::fingerprint(&(user_id, request));
-        let correction = ScoreCorrection {
-            correction_id: &correction_id,
-            fingerprint: &fingerprint,
-            member: user_id,
-            delta: request.delta,
-            periods: &periods,
-            time_part: tiebreak::time_part(now)?,
-            now,
-            reason: &request.reason,
-            statements: board.statements,
-        };
-        let entry = AuditEntry {
-            delta: Some(request.delta),
-            reason: Some(request.reason.clone()),
-            correction_id: Some(correction_id.clone()),
-            ..AuditEntry::new(&board.name, AuditKind::Correction, user_id, actor, now)
-        };
-        let entry_json = entry.json();
-        let mut conn = self.store.write_connection().await?;
-        let keys = self.keys.board(&board.name);
-        let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
-        let (entry, duplicate, periods) = match script::correct_score(&mut conn, &keys, &correction, audit).await? {
-            CorrectionReply::Corrected { entry, periods, duplicate } => {
-                let entry = serde_json::from_str(&entry).map_err(|e| StoreError::Protocol(format!("correction entry: {e}")))?;
-                (entry, duplicate, periods)
-            }
-            CorrectionReply::Conflict => return Err(ModerationError::Conflict(correction_id)),
-            CorrectionReply::Banned => Err(GuardRefusal::Banned { user_id: user_id.to_owned(), board: board.name.clone() })?,
-            CorrectionReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id })?,
-            CorrectionReply::OutOfRange => return Err(ModerationError::ScoreOutOfRange(board.name.clone())),
-        };
-        // Under a made-up id a duplicate can only be the client library's own re-send of this
-        // request: the caller sent it once.
-        let duplicate = duplicate && request.correction_id.is_some();
-        Ok(CorrectionReceipt { entry, duplicate, periods })
     }
 
     /// The newest `limit` entries of a board's audit log (default 50, at most 1,000).
@@ -407,25 +260,5 @@ mod tests {
         // Thirty seconds before midnight: a client a minute ahead already writes tomorrow.
         assert_eq!(ids(&live_periods(activity, at("2026-11-22T23:59:30+08:00"), &window)), ["2026-11-22", "2026-11-23", "2026-11"]);
         assert_eq!(ids(&current_periods(activity, at("2026-12-01T00:10:00+08:00"))), ["2026-12-01", "2026-12"]);
-    }
-
-    #[test]
-    fn corrections_are_bounded() {
-        let request = |delta: i64, reason: &str| CorrectionRequest {
-            delta,
-            reason: reason.into(),
-            correction_id: None,
-            period: None,
-            period_id: None,
-            at: None,
-        };
-        assert!(request(-5, "duplicate award").validate().is_ok());
-        assert!(request(MAX_POINTS, &"x".repeat(MAX_REASON_CHARS)).validate().is_ok());
-        assert!(matches!(request(0, "r").validate(), Err(ModerationError::DeltaOutOfRange)));
-        assert!(matches!(request(MAX_POINTS + 1, "r").validate(), Err(ModerationError::DeltaOutOfRange)));
-        assert!(matches!(request(i64::MIN, "r").validate(), Err(ModerationError::DeltaOutOfRange)));
-        for reason in ["", "   ", "a\nb", &"x".repeat(MAX_REASON_CHARS + 1)] {
-            assert!(matches!(request(1, reason).validate(), Err(ModerationError::BadReason)), "{reason:?}");
-        }
     }
 }

@@ -383,7 +383,7 @@ fn outcome(receipt: &Receipt, periods: &[Period], standings: &[(i64, u64)]) -> B
             .map(|(i, (period, &(score, rank)))| PeriodStanding {
                 period: period.kind.as_str().to_owned(),
                 period_id: period.id.clone(),
-                score,
+                score: Some(score),
                 delta: if applied { receipt.change(i) } else { 0 },
                 rank: (rank > 0).then_some(rank),
             })

@@ -1,9 +1,10 @@
 #!lua
 --[[
-correct_score.lua: an admin's correction of one user's score on
-some periods of one board (the current ones, or a past day and the periods containing it),
-with its audit entry, exactly once per correction id, atomically. All checks happen before
-the first write.
+correct_score.lua: an admin's correction of one user's entry on some periods of one board (the
+current ones, or a past period and the periods containing it), with its audit entry, exactly
+once per correction id, atomically. All checks happen before the first write. On a points
+board it adds points; on a score board it adds to a sum, sets the kept score, or removes the
+entry.
 
 KEYS[1]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see apply_event.lua)
 KEYS[2]    the board's audit log (list, newest first)
@@ -12,11 +13,11 @@ KEYS[3]    the correction's marker: string "<fingerprint>\n<audit entry>\n<perio
 KEYS[4..]  the n period sorted sets to correct, scored with the tie-break composite; then,
            when ARGV[8] is 1, the member's statement of each of those periods (hash, see
            apply_event.lua), where the correction is itemised as "c:<correction id>" ->
-           "<points changed in that period>|<reason>"
+           "<points changed in that period, summed over applications>|<reason>"
 
 ARGV[1]    member (user id)
-ARGV[2]    delta in points (signed, non-zero)
-ARGV[3]    time part of the composite for a score reached now (the server's clock)
+ARGV[2]    the operand: the change in values ("add"), the value ("set"), unused ("remove")
+ARGV[3]    "add", "set" or "remove"
 ARGV[4]    audit entry (JSON)
 ARGV[5]    audit log length kept
 ARGV[6]    payload fingerprint of the correction
@@ -24,13 +25,19 @@ ARGV[7]    marker TTL in seconds
 ARGV[8]    1 when the board keeps statements, else 0
 ARGV[9]    the correction's statement field ("c:<correction id>")
 ARGV[10]   the correction's reason
-ARGV[11..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none)
+ARGV[11]   "points" (a rule board: points * SPAN + time part, 0 points leave the board),
+           "desc" or "asc" (a score board: value * SCORE_SPAN + time part, where the value is
+           the score, or MAX_SCORE - score on an "asc" board; a score of 0 stays)
+ARGV[12..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
+           time part of a score reached now in that period
 
-An increase is reached now; a decrease keeps the member's reached-at time (they held at
-least the lower score since then), as a take-back does.
+Values go up when an entry gets better. One that gets better is reached now; one that gets
+worse keeps the member's reached-at time (they held at least that since then), as a take-back
+does. An absent member's value before an "add" is that of a score of 0.
 
 Reply: a three-element array {status, entry, periods}
-  {"new", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}]
+  {"new", entry, json}  json: [{"period":s,"period_id":s,"score":n?,"delta":n,"rank":n?,
+                        "removed":true?}] (no score and no rank once the entry is removed)
   {"duplicate", entry, json}  this correction id was seen with this payload: the first answer
   {"conflict", "", ""}        this correction id was seen with another payload; nothing written
   {"banned", "", ""}          the user is banned from this board; nothing written
@@ -47,41 +54,72 @@ if marker then
   return {'duplicate', string.sub(marker, first + 1, second - 1), string.sub(marker, second + 1)}
 end
 
-local member = ARGV[1]
-local delta = tonumber(ARGV[2])
-local tie = tonumber(ARGV[3])
-local FIRST_BOARD, PERIOD_ARGS = 4, 11
+local member, operand, mode, scale = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[11]
+local FIRST_BOARD = 4
 local statements = ARGV[8] == '1'
 local boards = (#KEYS - FIRST_BOARD + 1) / (statements and 2 or 1)
+local function period(i, part) return ARGV[12 + 4 * (i - 1) + part] end
+local points_board = scale == 'points'
+if not points_board then span = SCORE_SPAN end
+local max_value = points_board and MAX_POINTS or MAX_SCORE
+local zero = scale == 'asc' and MAX_SCORE or 0
+-- The score clients see of a value.
+local function score_of(value) return scale == 'asc' and MAX_SCORE - value or value end
 
-local refusal, closed = guard_refusal_of_args(KEYS[1], member, boards, PERIOD_ARGS)
+local refusal, closed = guard_refusal(KEYS[1], member, boards, function(i) return period(i, 0) end, function(i) return period(i, 1) end)
 if refusal then return {refusal, closed, ''} end
 
-local composites, points = {}, {}
+local composites, values = {}, {}
 for i = 1, boards do
-  composites[i] = tonumber(redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member) or '0')
-  points[i] = points_of(composites[i]) + delta
-  if points[i] < 0 or points[i] > MAX_POINTS then return {'out_of_range', '', ''} end
+  composites[i] = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)
+  local held = composites[i] and points_of(composites[i])
+  if mode == 'add' then
+    values[i] = (held or zero) + operand
+  elseif mode == 'set' then
+    values[i] = operand
+  else
+    values[i] = false
+  end
+  if values[i] and (values[i] < 0 or values[i] > max_value) then return {'out_of_range', '', ''} end
+  -- A points board keeps no one at 0 points.
+  if points_board and values[i] == 0 then values[i] = false end
 end
 
 local periods = {}
 for i = 1, boards do
   local key = KEYS[FIRST_BOARD - 1 + i]
-  if points[i] > 0 then
-    local time_part = delta > 0 and tie or composites[i] % SPAN
-    redis.call('ZADD', key, composite_of(points[i], time_part), member)
-    expire_period_once(key, KEYS[1], period_arg(PERIOD_ARGS, i, 0), period_arg(PERIOD_ARGS, i, 1), period_arg(PERIOD_ARGS, i, 2))
+  local held = composites[i] and points_of(composites[i])
+  local before = held and score_of(held) or 0
+  local entry = {period = period(i, 0), period_id = period(i, 1)}
+  if values[i] then
+    if values[i] ~= held then
+      local better = not held or values[i] > held
+      local time_part = better and tonumber(period(i, 3)) or tonumber(composites[i]) % span
+      redis.call('ZADD', key, composite_of(values[i], time_part), member)
+      expire_period_once(key, KEYS[1], period(i, 0), period(i, 1), period(i, 2))
+    end
+    entry.score = score_of(values[i])
+    entry.delta = entry.score - before
+    entry.rank = redis.call('ZREVRANK', key, member) + 1
   else
-    remove_member(key, KEYS[1], period_arg(PERIOD_ARGS, i, 0), period_arg(PERIOD_ARGS, i, 1), member)
+    if held then remove_member(key, KEYS[1], period(i, 0), period(i, 1), member) end
+    entry.delta = -before
+    if points_board then entry.score = 0 else entry.removed = true end
   end
   if statements then
     local statement = KEYS[FIRST_BOARD - 1 + boards + i]
-    redis.call('HSET', statement, ARGV[9], delta .. '|' .. ARGV[10])
-    expire_once(statement, period_arg(PERIOD_ARGS, i, 2))
+    if not values[i] and not points_board then
+      -- A removed entry leaves nothing to explain.
+      redis.call('UNLINK', statement)
+    elseif entry.delta ~= 0 then
+      -- A retry after the marker expired (48 h) applies again: its line adds up, so the
+      -- statement still explains the score.
+      local earlier = redis.call('HGET', statement, ARGV[9])
+      local total = entry.delta + (earlier and tonumber(string.match(earlier, '^(-?%d+)')) or 0)
+      redis.call('HSET', statement, ARGV[9], total .. '|' .. ARGV[10])
+      expire_once(statement, period(i, 2))
+    end
   end
-  local entry = {period = period_arg(PERIOD_ARGS, i, 0), period_id = period_arg(PERIOD_ARGS, i, 1), score = points[i], delta = delta}
-  local rank = redis.call('ZREVRANK', key, member)
-  if rank then entry.rank = rank + 1 end
   periods[i] = entry
 end
 redis.call('LPUSH', KEYS[2], ARGV[4])

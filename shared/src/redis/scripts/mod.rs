@@ -106,7 +106,9 @@ pub const EVENT_MARKER_TTL_SECS: u64 = 48 * 3600;
 pub struct PeriodStanding {
     pub period: String,
     pub period_id: String,
-    pub score: i64,
+    /// `None` once a correction removed the entry from a score board (where 0 is a score).
+    #[serde(default)]
+    pub score: Option<i64>,
     /// What this write changed the score by (a take-back never removes more than was held).
     #[serde(default)]
     pub delta: i64,

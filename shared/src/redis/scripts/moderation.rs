@@ -83,11 +83,13 @@ pub struct ScoreCorrection<'a> {
     /// Of the payload: tells a retry from another correction under the same id.
     pub fingerprint: &'a str,
     pub member: &'a str,
-    pub delta: i64,
-    /// The periods to correct.
-    pub periods: &'a [Period],
-    /// Time part of the composite for a score reached now (used when the score goes up).
-    pub time_part: i64,
+    /// `add`, `set` or `remove`, and its operand in stored values (`domain::correction`).
+    pub mode: &'static str,
+    pub operand: i64,
+    /// `points` (a rule board), `desc` or `asc` (a score board and its order).
+    pub scale: &'static str,
+    /// The periods to correct, each with the time part of a score reached now in it.
+    pub periods: &'a [(Period, i64)],
     /// The function's clock: TTLs of keys the correction creates count from it.
     pub now: DateTime<Utc>,
     pub reason: &'a str,
@@ -105,27 +107,28 @@ pub async fn correct_score(
 ) -> Result<CorrectionReply, StoreError> {
     let mut invocation = CORRECT_SCORE.key(keys.guard());
     invocation.key(keys.audit()).key(keys.correction(correction.correction_id));
-    for period in correction.periods {
+    for (period, _) in correction.periods {
         invocation.key(keys.period(period));
     }
     if correction.statements {
-        for period in correction.periods {
+        for (period, _) in correction.periods {
             invocation.key(keys.statement(correction.member, period));
         }
     }
     invocation
         .arg(correction.member)
-        .arg(correction.delta)
-        .arg(correction.time_part)
+        .arg(correction.operand)
+        .arg(correction.mode)
         .arg(audit.entry)
         .arg(audit.keep)
         .arg(correction.fingerprint)
         .arg(EVENT_MARKER_TTL_SECS)
         .arg(if correction.statements { 1 } else { 0 })
         .arg(format!("c:{}", correction.correction_id))
-        .arg(correction.reason);
-    for period in correction.periods {
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(correction.now));
+        .arg(correction.reason)
+        .arg(correction.scale);
+    for (period, time_part) in correction.periods {
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(correction.now)).arg(time_part);
     }
     let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
     let corrected = |duplicate| {

@@ -26,11 +26,15 @@ const RATE_LOG_NAME: &str = "score-submissions";
 pub struct ScoreStanding {
     pub period: String,
     pub period_id: String,
-    /// The kept score (0 when absent, with `rank: null`).
-    pub score: i64,
+    /// The kept score (`null` when the member is not on the period's board).
+    pub score: Option<i64>,
     pub rank: Option<u64>,
     /// Whether this submission changed the period's entry.
     pub changed: bool,
+    /// Why this period did not take the submission: `out_of_range` when a sum would leave
+    /// the score range there (the other periods took it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// What a submission did on its board: a duplicate answers its first delivery's decision with
@@ -140,7 +144,7 @@ fn outcome(receipt: &str, periods: &[&Period], scales: &[Scale], standing: &[(Op
         SCORE_NOT_BETTER => false,
         _ => return None,
     };
-    let flags: Vec<bool> = chars.map(|flag| flag == '1').collect();
+    let flags: Vec<char> = chars.collect();
     if flags.len() != periods.len() || standing.len() != periods.len() {
         return None;
     }
@@ -149,12 +153,13 @@ fn outcome(receipt: &str, periods: &[&Period], scales: &[Scale], standing: &[(Op
         .zip(scales)
         .zip(standing)
         .zip(flags)
-        .map(|(((period, scale), &(composite, rank)), changed)| ScoreStanding {
+        .map(|(((period, scale), &(composite, rank)), flag)| ScoreStanding {
             period: period.kind.as_str().to_owned(),
             period_id: period.id.clone(),
-            score: composite.map_or(0, |c| scale.score_of(c)),
+            score: composite.map(|c| scale.score_of(c)),
             rank: (rank > 0).then_some(rank),
-            changed,
+            changed: flag == '1',
+            reason: (flag == 'o').then(|| "out_of_range".to_owned()),
         })
         .collect();
     Some(ScoreOutcome { applied, reason: (!applied).then(|| "not_better".to_owned()), periods })

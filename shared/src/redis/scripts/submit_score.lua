@@ -42,9 +42,10 @@ Reply: {status, detail, composite 1, rank 1, ..., composite n, rank n}; the memb
   "banned", ""              the user is banned from this board; nothing written
   "period_closed", id       a period the submission lands in is frozen; nothing written
   "rate_limited", s         the limit is used up; a slot frees in s seconds; nothing written
-  "out_of_range", ""        a sum would leave 0..=MAX_SCORE; nothing written
+  "out_of_range", ""        a sum would leave 0..=MAX_SCORE in every period; nothing written
 receipt: SCORE_KEPT or SCORE_NOT_BETTER (a "best" submission no period kept), then one
-character per period: "1" when that period's entry changed, "0" when it did not.
+character per period: "1" when that period's entry changed, "0" when it did not, "o" when a
+sum would have left 0..=MAX_SCORE there (that period only is left as it was).
 ]]
 
 local GUARD, RATE_LOG = KEYS[1], KEYS[5]
@@ -74,8 +75,9 @@ local rate_max, rate_window, now_ms = tonumber(ARGV[9]), tonumber(ARGV[10]), ton
 local wait = rate_wait(RATE_LOG, rate_max, rate_window, now_ms)
 if wait then return {'rate_limited', tostring(wait)} end
 
--- Every check before the first write: a refused submission leaves no trace.
-local kept, flags, changed = {}, '', false
+-- Every check before the first write: a refused submission leaves no trace. A sum that would
+-- leave the range is refused in that period only (flag "o"); in every period, the whole.
+local kept, flags, changed, fits = {}, '', false, false
 for i = 1, n do
   local held = redis.call('ZSCORE', KEYS[board(i)], member)
   held = held and math.floor(tonumber(held) / SCORE_SPAN)
@@ -85,12 +87,18 @@ for i = 1, n do
   elseif keep == 'sum' then
     new = (held or zero) + value - zero
   end
-  if new < 0 or new > MAX_SCORE then return {'out_of_range', ''} end
-  -- An equal value changes nothing: the member keeps the time they first reached it.
-  kept[i] = new ~= held and new
-  flags = flags .. (kept[i] and '1' or '0')
-  changed = changed or kept[i] ~= false
+  if new < 0 or new > MAX_SCORE then
+    kept[i] = false
+    flags = flags .. 'o'
+  else
+    fits = true
+    -- An equal value changes nothing: the member keeps the time they first reached it.
+    kept[i] = new ~= held and new
+    flags = flags .. (kept[i] and '1' or '0')
+    changed = changed or kept[i] ~= false
+  end
 end
+if not fits then return {'out_of_range', ''} end
 
 for i = 1, n do
   if kept[i] then
@@ -100,12 +108,12 @@ for i = 1, n do
 end
 
 if ARGV[13] == '1' then
-  for i = 1, n do
+  for i = 1, n do if string.sub(flags, i, i) ~= 'o' then
     local statement = KEYS[5 + n + i]
     redis.call('HINCRBY', statement, 'n:score', 1)
     if keep == 'sum' then redis.call('HINCRBY', statement, 'p:score', ARGV[14]) end
     expire_once(statement, period(i, 3))
-  end
+  end end
 end
 
 local receipt = ((keep == 'best' and not changed) and SCORE_NOT_BETTER or SCORE_KEPT) .. flags

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::domain::config::Board;
 use crate::domain::distribution::{CUTOFF_SHARES, Distribution};
+use crate::domain::guard;
 use crate::domain::period::{Period, PeriodInfo};
 use crate::domain::scores;
 use crate::domain::statement::{self, Statement};
@@ -18,6 +19,7 @@ use crate::redis::keys::Keys;
 use crate::redis::scripts::{self, MemberPlace, RawWindow, Window};
 use crate::redis::store::Store;
 use crate::services::profiles::{self, Profile};
+use crate::services::reads::rules::ReadError;
 
 /// How equal points rank.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -43,8 +45,9 @@ impl RankMode {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Holder {
     pub user_id: String,
-    /// Whole points, never the composite.
-    pub score: i64,
+    /// Whole points, never the composite; `null` for a listed user who has no score on a
+    /// score board (`scores::absent_score`).
+    pub score: Option<i64>,
     pub profile: Option<Profile>,
     /// Per-board counters derived from the score, e.g. `invite_count`.
     #[serde(flatten)]
@@ -52,8 +55,8 @@ pub struct Holder {
 }
 
 impl Holder {
-    pub fn new(board: &Board, user_id: String, score: i64, profile: Option<Profile>) -> Self {
-        Self { user_id, score, profile, counts: counts(board, score) }
+    pub fn new(board: &Board, user_id: String, score: Option<i64>, profile: Option<Profile>) -> Self {
+        Self { user_id, score, profile, counts: counts(board, score.unwrap_or(0)) }
     }
 }
 
@@ -76,7 +79,8 @@ pub struct MemberStanding {
     pub total: u64,
     /// `None` when the user has no points on this board.
     pub rank: Option<u64>,
-    pub score: i64,
+    /// `None` for a user not on a score board (`scores::absent_score`).
+    pub score: Option<i64>,
     /// Share of members with strictly fewer points, in percent (two decimals).
     pub percentile: Option<f64>,
     pub around: Vec<Standing>,
@@ -100,7 +104,7 @@ pub struct UserResponse {
     pub period: PeriodInfo,
     pub user_id: String,
     pub rank: Option<u64>,
-    pub score: i64,
+    pub score: Option<i64>,
     pub percentile: Option<f64>,
     pub total: u64,
     pub around: Vec<Standing>,
@@ -219,7 +223,7 @@ impl Reader {
         Ok(MemberStanding {
             total,
             rank: own.map(|e| e.rank),
-            score: own.map_or(0, |e| e.holder.score),
+            score: own.map_or(scores::absent_score(board), |e| e.holder.score),
             percentile: below.map(|b| percentile(b, total)),
             around: entries,
         })
@@ -247,7 +251,7 @@ impl Reader {
         let entries = ordered
             .into_iter()
             .map(|(member, place, relative_rank)| {
-                let score = place.as_ref().map_or(0, |p| scale.score_of(p.composite));
+                let score = place.as_ref().map(|p| scale.score_of(p.composite)).or(scores::absent_score(board));
                 ListedStanding {
                     rank: place.map(|p| match mode {
                         RankMode::Unique => p.position + 1,
@@ -270,17 +274,23 @@ impl Reader {
         Ok(Distribution::of(scripts::read_distribution(&mut conn, &key, &scale, buckets, &CUTOFF_SHARES).await?, &scale))
     }
 
-    /// The member's score and its statement counters, from one snapshot (one `MULTI`, both
-    /// keys in the board's slot), explained.
-    pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, StoreError> {
+    /// The member's score and its statement counters, from one snapshot (one `MULTI`, every
+    /// key in the board's slot), explained. A period frozen for archiving has no live board to
+    /// explain (its statements are released with it): `StatementGone`.
+    pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, ReadError> {
         let mut conn = self.store.connection().await?;
         let keys = self.keys.board(&board.name);
-        let (composite, fields): (Option<f64>, BTreeMap<String, String>) = redis::pipe()
+        let (closed, composite, fields): (bool, Option<f64>, BTreeMap<String, String>) = redis::pipe()
             .atomic()
+            .hexists(keys.guard(), guard::closed_field(period))
             .zscore(keys.period(period), user_id)
             .hgetall(keys.statement(user_id, period))
             .query_async(&mut conn)
-            .await?;
+            .await
+            .map_err(StoreError::from)?;
+        if closed {
+            return Err(ReadError::StatementGone { board: board.name.clone(), period: period.kind.as_str(), period_id: period.id.clone() });
+        }
         let score = composite.map_or(0, |c| scores::scale(board, period).score_of(c));
         Ok(statement::explain(board, score, &fields))
     }
@@ -305,7 +315,7 @@ impl Reader {
                         RankMode::Unique => position + 1,
                         RankMode::Competition => entry.above + 1,
                     },
-                    holder: Holder::new(board, entry.member.clone(), score, profiles.next().flatten()),
+                    holder: Holder::new(board, entry.member.clone(), Some(score), profiles.next().flatten()),
                 }
             })
             .collect())

@@ -1,0 +1,223 @@
+//! Audited corrections of one user's entry on one board: points added or taken on a points
+//! board; on a score board the entry removed, its kept score set, or (on `sum` boards) added
+//! to. One atomic script per correction, exactly once per `correction_id`.
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::moderation::{
+    AUDIT_LOG_LEN, AuditEntry, AuditKind, MAX_REASON_CHARS, Moderation, ModerationError, current_periods, live_periods,
+};
+use crate::domain::config::{Board, Order};
+use crate::domain::correction::Change;
+use crate::domain::ids;
+use crate::domain::period::{EventWindow, Period, PeriodKind};
+use crate::domain::{scores, scoring};
+use crate::redis::error::StoreError;
+use crate::redis::scripts::moderation::{self as script, AuditRecord, CorrectionReply, ScoreCorrection};
+use crate::redis::scripts::{GuardRefusal, PeriodStanding};
+
+/// `POST /v1/admin/boards/{board}/users/{user_id}/corrections`: exactly one of `delta` (points
+/// boards, `sum` score boards), `set` and `remove` (score boards). Without `period`/`at` a
+/// change goes to the board's current periods (`remove`: every live period); `period` +
+/// `period_id` (or `at`, a date in the board's timezone) aim at a past period — a `delta` also
+/// at every coarser period of the board containing it (a day, its month or season, all-time),
+/// `set` and `remove` only at the period named.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CorrectionRequest {
+    /// Makes the correction exactly-once: a retry gets the first answer, another payload a
+    /// 409. One is made up when absent (and returned, so the retry can carry it).
+    #[serde(default)]
+    pub correction_id: Option<String>,
+    #[serde(default)]
+    pub delta: Option<i64>,
+    #[serde(default)]
+    pub set: Option<i64>,
+    #[serde(default)]
+    pub remove: Option<bool>,
+    pub reason: String,
+    #[serde(default)]
+    pub period: Option<String>,
+    #[serde(default)]
+    pub period_id: Option<String>,
+    #[serde(default)]
+    pub at: Option<NaiveDate>,
+}
+
+impl CorrectionRequest {
+    fn validate(&self) -> Result<(), ModerationError> {
+        if let Some(id) = &self.correction_id {
+            ids::validate_id("correction_id", id)?;
+        }
+        let chars = self.reason.chars().count();
+        if self.reason.trim().is_empty() || chars > MAX_REASON_CHARS || self.reason.chars().any(char::is_control) {
+            return Err(ModerationError::BadReason);
+        }
+        Ok(())
+    }
+}
+
+/// A correction's audit entry, and the user's standing on each corrected period after it. A
+/// retry with the same `correction_id` gets the first receipt with `duplicate: true`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CorrectionReceipt {
+    #[serde(flatten)]
+    pub entry: AuditEntry,
+    pub duplicate: bool,
+    pub periods: Vec<PeriodStanding>,
+}
+
+/// How fine a period kind is: a period contains every finer one of the same instant.
+fn fineness(kind: PeriodKind) -> u8 {
+    match kind {
+        PeriodKind::Day => 0,
+        PeriodKind::Month | PeriodKind::Season => 1,
+        PeriodKind::All => 2,
+    }
+}
+
+/// The periods a correction aims at (see `CorrectionRequest`). A period must have started,
+/// and its board must still be kept (not past its retention).
+pub fn correction_periods(
+    board: &Board,
+    request: &CorrectionRequest,
+    change: Change,
+    now: DateTime<Utc>,
+    window: &EventWindow,
+) -> Result<Vec<Period>, ModerationError> {
+    let bad = |message: String| ModerationError::BadPeriod(message);
+    let only_named = !matches!(change, Change::Add(_));
+    let (day, kinds): (NaiveDate, Vec<PeriodKind>) = match (&request.period, &request.period_id, request.at) {
+        (None, None, None) if change == Change::Remove => return Ok(live_periods(board, now, window)),
+        (None, None, None) => return Ok(current_periods(board, now)),
+        (None, None, Some(at)) => (crate::domain::period::in_range(at).map_err(|e| bad(format!("at: {e}")))?, board.periods.clone()),
+        (Some(kind), Some(id), None) => {
+            let kind = PeriodKind::parse(kind)
+                .filter(|kind| board.periods.contains(kind))
+                .ok_or_else(|| bad(format!("board {:?} has no period {kind:?}", board.name)))?;
+            let day = match kind {
+                PeriodKind::Day => crate::domain::period::parse_day(id),
+                PeriodKind::Month | PeriodKind::Season => crate::domain::period::parse_month(id),
+                PeriodKind::All if id == "all" => Ok(now.with_timezone(&board.timezone).date_naive()),
+                PeriodKind::All => Err(crate::domain::period::DateError::Malformed),
+            };
+            let day = day.map_err(|e| bad(format!("period_id {id:?} of a {} period: {e}", kind.as_str())))?;
+            let kinds = if only_named {
+                vec![kind]
+            } else {
+                board.periods.iter().copied().filter(|&other| fineness(other) >= fineness(kind)).collect()
+            };
+            (day, kinds)
+        }
+        _ => return Err(bad("give period and period_id together, or at alone".into())),
+    };
+    let periods: Vec<Period> = kinds.into_iter().map(|kind| Period::on_date(kind, day, board.timezone)).collect();
+    for period in &periods {
+        if period.start.is_some_and(|start| start > now) {
+            return Err(bad(format!("{} {} has not started", period.kind.as_str(), period.id)));
+        }
+        if period.expires_at().is_some_and(|expiry| expiry <= now.timestamp()) {
+            return Err(bad(format!("{} {} is no longer kept", period.kind.as_str(), period.id)));
+        }
+    }
+    Ok(periods)
+}
+
+impl Moderation {
+    /// Applies the change `request` asks of the user's entry on `board_name`, on the periods
+    /// it aims at, with an audit entry, atomically and exactly once per correction id. Refused
+    /// (nothing written) when the board does not take that change, a score would leave its
+    /// range, the user is banned, or a period is closed.
+    pub async fn correct(
+        &self,
+        board_name: &str,
+        user_id: &str,
+        request: &CorrectionRequest,
+        actor: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<CorrectionReceipt, ModerationError> {
+        let board = self.user_board(board_name)?;
+        ids::validate_id("user_id", user_id)?;
+        request.validate()?;
+        let change = Change::of(board, request.delta, request.set, request.remove)?;
+        let periods = correction_periods(board, request, change, now, &self.window)?;
+        let periods: Vec<(Period, i64)> = periods
+            .into_iter()
+            .map(|period| {
+                let time_part = scores::scale(board, &period).time_part(now)?;
+                Ok((period, time_part))
+            })
+            .collect::<Result<_, crate::domain::tiebreak::RangeError>>()?;
+        let scale = periods.first().map_or(crate::domain::tiebreak::Scale::POINTS, |(period, _)| scores::scale(board, period));
+        let (mode, operand) = change.script_operand(&scale);
+        let correction_id = request.correction_id.clone().unwrap_or_else(ids::made_up_id);
+        let fingerprint = scoring::fingerprint(&(user_id, request));
+        let correction = ScoreCorrection {
+            correction_id: &correction_id,
+            fingerprint: &fingerprint,
+            member: user_id,
+            mode,
+            operand,
+            scale: match board.scores.map(|rules| rules.order) {
+                None => "points",
+                Some(Order::Desc) => "desc",
+                Some(Order::Asc) => "asc",
+            },
+            periods: &periods,
+            now,
+            reason: &request.reason,
+            statements: board.statements,
+        };
+        let entry = AuditEntry {
+            delta: request.delta,
+            set: request.set,
+            removed: (change == Change::Remove).then_some(true),
+            reason: Some(request.reason.clone()),
+            correction_id: Some(correction_id.clone()),
+            ..AuditEntry::new(&board.name, AuditKind::Correction, user_id, actor, now)
+        };
+        let entry_json = entry.json();
+        let mut conn = self.store.write_connection().await?;
+        let keys = self.keys.board(&board.name);
+        let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
+        let (entry, duplicate, periods) = match script::correct_score(&mut conn, &keys, &correction, audit).await? {
+            CorrectionReply::Corrected { entry, periods, duplicate } => {
+                let entry = serde_json::from_str(&entry).map_err(|e| StoreError::Protocol(format!("correction entry: {e}")))?;
+                (entry, duplicate, periods)
+            }
+            CorrectionReply::Conflict => return Err(ModerationError::Conflict(correction_id)),
+            CorrectionReply::Banned => Err(GuardRefusal::Banned { user_id: user_id.to_owned(), board: board.name.clone() })?,
+            CorrectionReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id })?,
+            CorrectionReply::OutOfRange => return Err(ModerationError::ScoreOutOfRange(board.name.clone())),
+        };
+        // Under a made-up id a duplicate can only be the client library's own re-send of this
+        // request: the caller sent it once.
+        let duplicate = duplicate && request.correction_id.is_some();
+        Ok(CorrectionReceipt { entry, duplicate, periods })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_are_bounded() {
+        let request = |reason: &str| CorrectionRequest {
+            delta: Some(1),
+            set: None,
+            remove: None,
+            reason: reason.into(),
+            correction_id: None,
+            period: None,
+            period_id: None,
+            at: None,
+        };
+        assert!(request("duplicate award").validate().is_ok());
+        assert!(request(&"x".repeat(MAX_REASON_CHARS)).validate().is_ok());
+        for reason in ["", "   ", "a\nb", &"x".repeat(MAX_REASON_CHARS + 1)] {
+            assert!(matches!(request(reason).validate(), Err(ModerationError::BadReason)), "{reason:?}");
+        }
+    }
+}
