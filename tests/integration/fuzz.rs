@@ -29,6 +29,7 @@ const EVENT_FIELDS: [&str; 7] = ["event_id", "user_id", "action", "target", "act
 const PROFILE_FIELDS: [&str; 3] = ["nickname", "avatar_url", "title"];
 const SIGN_IN_FIELDS: [&str; 3] = ["event_id", "user_id", "date"];
 const HEAT_FIELDS: [&str; 3] = ["event_id", "delta", "occurred_at"];
+const SCORE_FIELDS: [&str; 4] = ["event_id", "user_id", "score", "occurred_at"];
 
 #[derive(Debug, Clone)]
 struct FuzzRequest {
@@ -67,6 +68,7 @@ fn value_for(field: &'static str) -> BoxedStrategy<Value> {
         "action" => prop::sample::select(ACTIONS.to_vec()).prop_map(Value::from).boxed(),
         "active" => any::<bool>().prop_map(Value::from).boxed(),
         "points" | "delta" => (-5i64..5_000_000).prop_map(Value::from).boxed(),
+        "score" => prop_oneof![(-5i64..100_000), (1_073_741_800i64..1_073_741_830)].prop_map(Value::from).boxed(),
         "occurred_at" => time_text().prop_map(Value::from).boxed(),
         "date" => (-3i64..3)
             .prop_map(|days| (standings_tests::at("2026-11-22T02:00:00Z") + chrono::Duration::days(days)).date_naive().to_string())
@@ -168,6 +170,8 @@ fn requests() -> impl Strategy<Value = FuzzRequest> {
     let any_route = prop_oneof![
         Just((Method::POST, "/v1/events".to_owned())),
         Just((Method::POST, "/v1/events:batch".to_owned())),
+        Just((Method::POST, "/v1/boards/high-scores/scores".to_owned())),
+        Just((Method::POST, "/v1/boards/lap-times/scores:batch".to_owned())),
         text().prop_map(|user| (Method::PUT, format!("/v1/users/{}/profile", encode(&user)))),
         (prop::sample::select(vec![Method::GET, Method::DELETE, Method::PATCH, Method::POST]), text())
             .prop_map(|(method, tail)| (method, format!("/v1/{}", encode(&tail)))),
@@ -182,6 +186,10 @@ fn requests() -> impl Strategy<Value = FuzzRequest> {
         1 => (prop_oneof![Just("hot-videos".to_owned()), text()], text(), mutated(of(&HEAT_FIELDS), &HEAT_FIELDS)).prop_map(
             |(board, item, h)| (Method::POST, format!("/v1/hot/{}/items/{}", encode(&board), encode(&item)), h.to_string().into_bytes())
         ),
+        2 => (prop::sample::select(vec!["high-scores", "lap-times", "points", "nope"]), mutated(of(&SCORE_FIELDS), &SCORE_FIELDS))
+            .prop_map(|(board, s)| (Method::POST, format!("/v1/boards/{board}/scores"), s.to_string().into_bytes())),
+        1 => (prop::sample::select(vec!["high-scores", "lap-times"]), prop::collection::vec(mutated(of(&SCORE_FIELDS), &SCORE_FIELDS), 0..4))
+            .prop_map(|(board, scores)| (Method::POST, format!("/v1/boards/{board}/scores:batch"), json!({ "scores": scores }).to_string().into_bytes())),
         2 => (any_route, junk).prop_map(|((method, path), body)| (method, path, body)),
     ];
     (request, prop::bool::weighted(0.95)).prop_map(|((method, path, body), writer)| FuzzRequest { method, path, body, writer })

@@ -81,3 +81,35 @@ async fn latest_keeps_the_last_applied_submission_whatever_its_occurred_at() {
         submit(&app, json!({"event_id": "old", "user_id": "ann", "score": 3, "occurred_at": "2026-11-22T09:50:00Z"})).await;
     assert_eq!((status, &reply["periods"][0]["score"]), (200, &json!(3)), "{reply}");
 }
+
+/// Amy reaches 100 first, Zed 100 seconds later, within one 256-second step of an all-time
+/// board; the board's top as user ids.
+async fn all_time_tie(extra: &str) -> Vec<String> {
+    let config = Config::parse(&format!(
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\n{extra}"
+    ))
+    .unwrap();
+    let app = spawn_ingest_with(config).await;
+    // 2026-11-22T09:55:12Z is 2020-01-01 plus a whole number of 256-second steps.
+    app.set_now(at("2026-11-22T09:55:12Z"));
+    submit(&app, json!({"event_id": "a", "user_id": "amy", "score": 100})).await;
+    app.set_now(at("2026-11-22T09:56:52Z"));
+    submit(&app, json!({"event_id": "z", "user_id": "zed", "score": 100})).await;
+    let (_, top) = app.get("/v1/boards/game/top?period=all").await;
+    top["entries"].as_array().unwrap().iter().map(|e| e["user_id"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn all_time_ties_within_256_seconds_are_exact_once_a_board_declares_a_smaller_max_score() {
+    assert_eq!(all_time_tie("").await, ["zed", "amy"], "the default: one 256-s step, ordered by user id (documented)");
+    assert_eq!(all_time_tie("max_score = 4194303").await, ["amy", "zed"], "22 bits of score leave every second to time");
+    // The declared maximum is the board's range.
+    let config = Config::parse(
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nmax_score = 1000\n",
+    )
+    .unwrap();
+    let app = spawn_ingest_with(config).await;
+    let (status, reply) = submit(&app, json!({"event_id": "x", "user_id": "amy", "score": 1001})).await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (422, Some("out_of_range")), "{reply}");
+    assert!(reply["error"]["message"].as_str().unwrap().contains("0..=1000"), "{reply}");
+}

@@ -70,6 +70,8 @@ pub struct TestApp {
     pub redis: Connection,
     now: Arc<Mutex<DateTime<Utc>>>,
     pub config: Arc<Config>,
+    /// The EMF metric lines the `ingest` function wrote, parsed.
+    pub metrics: Arc<Mutex<Vec<Value>>>,
 }
 
 /// Scopes a request carries, as API Gateway's JWT authorizer would pass them.
@@ -122,12 +124,26 @@ async fn spawn_app(config: Config, keys: Keys, store: Store, assertions: Store, 
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let config = Arc::new(config);
     let clock = clock_of(&now);
-    let metrics = standings::runtime::metrics::Metrics::with_sink("ingest", Arc::new(|_| ()));
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let sink = lines.clone();
+    let metrics = standings::runtime::metrics::Metrics::with_sink(
+        "ingest",
+        Arc::new(move |line: String| sink.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line is JSON"))),
+    );
     let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
     let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
     let seasons = seasons::App::new(config.clone(), keys.clone(), store.clone(), archive);
     let redis = assertions.connection().await.expect("the assertion connection reaches Redis");
-    TestApp { router: ingest::router(Arc::new(ingest)), query: read_router(query, seasons), keys, store, redis, now, config }
+    TestApp {
+        router: ingest::router(Arc::new(ingest)),
+        query: read_router(query, seasons),
+        keys,
+        store,
+        redis,
+        now,
+        config,
+        metrics: lines,
+    }
 }
 
 /// The read functions behind one router, as the HTTP API puts them behind one host.

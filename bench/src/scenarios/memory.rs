@@ -21,6 +21,9 @@ use crate::harness::{Bench, BenchError, Report, Table, Target, grouped, scan, za
 use crate::seed001::{Activity, SeedKeys, add_activity_score};
 
 const USERS: u64 = 5_000;
+/// Events on one board in one local day for the marker measurement at scale: past the ~131,000
+/// (`hash-max-listpack-entries` 128 × 1,024 shards) up to which every bucket stays a listpack.
+const SCALE_EVENTS: u64 = 300_000;
 /// Concurrent clients replaying the activity through the seed port.
 const SEED_CLIENTS: u64 = 25;
 
@@ -206,6 +209,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let activity_over_seed = sum(&activity_usage).1 as f64 / sum(&seed_usage).1 as f64;
     let activity_growth_over_seed = activity_bytes as f64 / seed_bytes as f64;
     let marker_bytes = standings_usage.get("dedupe markers").map_or(0, |(_, bytes)| *bytes);
+    let scale = markers_at_scale(bench, &mut conn).await?;
     Ok(Report {
         title: format!("memory: bytes per active member per day, {} users (scenario 7)", grouped(USERS)),
         setup: format!(
@@ -234,11 +238,66 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
                 standings_usage.get("dedupe markers").map_or(0, |(keys, _)| *keys),
                 marker_bytes as f64 / markers.max(1) as f64
             ),
+            format!(
+                "Dedupe markers at scale: {} page views on one board in one local day ({:.0} per bucket, past the 128 of                  `hash-max-listpack-entries`): buckets `{}`, **{:.1} bytes a marker** by MEMORY USAGE ({:.1} by used_memory growth).",
+                grouped(SCALE_EVENTS),
+                SCALE_EVENTS as f64 / f64::from(MARKER_SHARDS),
+                scale.encoding,
+                scale.usage_per_marker,
+                scale.growth_per_marker
+            ),
         ],
         targets: vec![
             Target::at_most("memory per active member", "bare ZSET", over_bare, 2.0),
             Target::at_most("memory per active member, `activity`", "seed 001", activity_over_seed, 1.0),
         ],
+    })
+}
+
+/// What one board-day's markers cost once their buckets outgrow the listpack encoding.
+struct MarkersAtScale {
+    encoding: String,
+    usage_per_marker: f64,
+    growth_per_marker: f64,
+}
+
+/// `SCALE_EVENTS` page views (distinct users and pages, so each applies) on the `activity`
+/// board, under a prefix of their own, through the real write path.
+async fn markers_at_scale(bench: &Bench, conn: &mut Connection) -> Result<MarkersAtScale, BenchError> {
+    let keys = standings::redis::keys::Keys::new(&format!("{}-scale", bench.keys.prefix())).map_err(|e| e.to_string())?;
+    let ingestor = Ingestor::new(Arc::new(Config::default_boards()), keys.clone(), bench.store.clone());
+    let events: Vec<Event> = (0..SCALE_EVENTS)
+        .map(|n| Event {
+            event_id: format!("s-{n}"),
+            user_id: format!("v{}", n % 50_000),
+            action: "page_view".into(),
+            target: Some(format!("/articles/{n}")),
+            active: true,
+            occurred_at: None,
+            points: None,
+        })
+        .collect();
+    let before = used_memory(conn).await?;
+    record_all(&ingestor, &events).await?;
+    let growth = used_memory(conn).await? - before;
+    let pattern = format!("{}:v1:{{activity}}:evt:*", keys.prefix());
+    let markers = marker_count(conn, &pattern).await?;
+    let usage = usage_by_kind(conn, &pattern, standings_kind).await?;
+    let bytes = usage.get("dedupe markers").map_or(0, |(_, bytes)| *bytes);
+    let buckets = scan(conn, &pattern).await?;
+    let encoding: String = match buckets.first() {
+        Some(bucket) => redis::cmd("OBJECT").arg("ENCODING").arg(bucket).query_async(conn).await?,
+        None => "none".into(),
+    };
+    // The other keys this load wrote (boards, ledgers) are in the growth too: only the markers'
+    // share of MEMORY USAGE is theirs; the growth is an upper bound.
+    let all = usage_by_kind(conn, &format!("{}:v1:*", keys.prefix()), standings_kind).await?;
+    let total: u64 = all.values().map(|(_, bytes)| bytes).sum();
+    let markers_share = if total == 0 { 0.0 } else { bytes as f64 / total as f64 };
+    Ok(MarkersAtScale {
+        encoding,
+        usage_per_marker: bytes as f64 / markers.max(1) as f64,
+        growth_per_marker: growth.max(0) as f64 * markers_share / markers.max(1) as f64,
     })
 }
 

@@ -90,6 +90,7 @@ fn write_routes() -> Routes<Arc<App>> {
         .route(Method::POST, "/v1/events", post_event)
         .route(Method::POST, "/v1/events:batch", post_batch)
         .route(Method::POST, "/v1/boards/{board}/scores", scores::post_score)
+        .route(Method::POST, "/v1/boards/{board}/scores:batch", scores::post_score_batch)
         .route(Method::PUT, "/v1/users/{user_id}/profile", put_profile)
         .route(Method::POST, "/v1/hot/{board}/items/{item_id}", hot::post_heat)
         .route(Method::POST, "/v1/sign-ins", sign_ins::post_sign_in)

@@ -3,7 +3,6 @@
 //! (the kept score becomes this), or a `delta` on `sum` boards, whose score is a total.
 
 use crate::domain::config::{Board, Keep};
-use crate::domain::scores::MAX_SCORE;
 use crate::domain::tiebreak::{MAX_POINTS, Scale};
 
 /// A correction's change to one user's entry.
@@ -27,8 +26,8 @@ pub enum ChangeError {
     NotASum(&'static str),
     #[error("delta must be a non-zero integer within ±{0}")]
     DeltaOutOfRange(i64),
-    #[error("set must be a score within 0..={MAX_SCORE}")]
-    SetOutOfRange,
+    #[error("set must be a score within 0..={0}")]
+    SetOutOfRange(i64),
 }
 
 impl Change {
@@ -46,18 +45,19 @@ impl Change {
                 None => Err(ChangeError::PointsBoard),
             };
         };
+        let max = rules.max_score;
         match (delta, set) {
             (Some(_), _) if rules.keep != Keep::Sum => Err(ChangeError::NotASum(rules.keep.as_str())),
-            (Some(delta), _) if delta != 0 && (-MAX_SCORE..=MAX_SCORE).contains(&delta) => Ok(Change::Add(delta)),
-            (Some(_), _) => Err(ChangeError::DeltaOutOfRange(MAX_SCORE)),
-            (None, Some(score)) if (0..=MAX_SCORE).contains(&score) => Ok(Change::Set(score)),
-            (None, Some(_)) => Err(ChangeError::SetOutOfRange),
+            (Some(delta), _) if delta != 0 && (-max..=max).contains(&delta) => Ok(Change::Add(delta)),
+            (Some(_), _) => Err(ChangeError::DeltaOutOfRange(max)),
+            (None, Some(score)) if (0..=max).contains(&score) => Ok(Change::Set(score)),
+            (None, Some(_)) => Err(ChangeError::SetOutOfRange(max)),
             (None, None) => Ok(Change::Remove),
         }
     }
 
     /// What the correction script takes: its mode and operand in stored values (higher is
-    /// better: an `asc` board's value is `MAX_SCORE - score`, so adding to its sum lowers it).
+    /// better: an `asc` board's value is `max - score`, so adding to its sum lowers it).
     pub fn script_operand(self, scale: &Scale) -> (&'static str, i64) {
         match self {
             Change::Add(delta) => ("add", scale.value(delta) - scale.value(0)),
@@ -71,6 +71,7 @@ impl Change {
 mod tests {
     use super::*;
     use crate::domain::config::Config;
+    use crate::domain::tiebreak::MAX_SCORE;
 
     fn board(keep: &str, order: &str) -> Config {
         Config::parse(&format!(
@@ -92,7 +93,7 @@ mod tests {
         let best = best.board("g").unwrap();
         assert_eq!(Change::of(best, None, None, Some(true)), Ok(Change::Remove));
         assert_eq!(Change::of(best, None, Some(0), None), Ok(Change::Set(0)));
-        assert_eq!(Change::of(best, None, Some(MAX_SCORE + 1), None), Err(ChangeError::SetOutOfRange));
+        assert_eq!(Change::of(best, None, Some(MAX_SCORE + 1), None), Err(ChangeError::SetOutOfRange(MAX_SCORE)));
         assert_eq!(Change::of(best, Some(5), None, None), Err(ChangeError::NotASum("best")));
         assert_eq!(Change::of(best, None, None, Some(false)), Err(ChangeError::NotOne));
         assert_eq!(Change::of(best, Some(1), Some(1), None), Err(ChangeError::NotOne));

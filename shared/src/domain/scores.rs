@@ -16,11 +16,11 @@ use crate::domain::period::{EventTimeError, EventWindow, Period, PeriodKind};
 use crate::domain::scoring::fingerprint;
 use crate::domain::tiebreak::{EPOCH_SECS, RangeError, Scale};
 
-/// The largest score a score board keeps (2^30 - 1).
-pub const MAX_SCORE: i64 = (1 << 30) - 1;
-/// Distinct time parts of a score board's composite (2^23).
+pub use crate::domain::tiebreak::MAX_SCORE;
+/// Distinct time parts of a score board's composite at the default `MAX_SCORE` (2^23).
 pub const SCORE_TIME_SPAN: i64 = 1 << 23;
-/// Tie-break resolution of all-time score boards: 2^23 steps of 256 s cover 2020..2088.
+/// Tie-break resolution of all-time score boards at the default `MAX_SCORE`: 2^23 steps of
+/// 256 s cover 2020..2088.
 pub const ALL_TIME_STEP_SECS: i64 = 256;
 
 /// The scale of one period of a board: rule boards share [`Scale::POINTS`]; a score board's
@@ -29,12 +29,24 @@ pub fn scale(board: &Board, period: &Period) -> Scale {
     let Some(scores) = &board.scores else {
         return Scale::POINTS;
     };
+    let span = score_time_span(scores.max_score);
     let (origin, step) = match (period.kind, period.start) {
-        (PeriodKind::All, _) | (_, None) => (EPOCH_SECS, ALL_TIME_STEP_SECS),
+        (PeriodKind::All, _) | (_, None) => (EPOCH_SECS, ((ALL_TIME_RANGE_SECS + span - 1) / span).max(1)),
         (_, Some(start)) => (start.timestamp(), 1),
     };
-    Scale { span: SCORE_TIME_SPAN, max_value: MAX_SCORE, ascending: scores.order == Order::Asc, origin, step }
+    Scale { span, max_value: scores.max_score, ascending: scores.order == Order::Asc, origin, step }
 }
+
+/// Time parts of a score board whose scores reach `max_score`: the composite's 53 exact bits
+/// less the bits the scores need. 2^23 at the default `MAX_SCORE` (30 bits); 2^31, every
+/// second from 2020 to 2088 even on all-time boards, at 4,194,303 (22 bits) or less.
+pub fn score_time_span(max_score: i64) -> i64 {
+    let score_bits = 64 - max_score.max(1).leading_zeros();
+    1 << (53 - score_bits)
+}
+
+/// What an all-time score board's time parts cover: 2020 to 2088, as rule boards.
+const ALL_TIME_RANGE_SECS: i64 = SCORE_TIME_SPAN * ALL_TIME_STEP_SECS;
 
 /// What a user who is not on `board` reads as: 0 on a points board (no points), but no score
 /// (`null`) on a score board, where 0 is a score like any other (the best one where lower is
@@ -77,8 +89,8 @@ pub struct Submission {
 pub enum SubmissionRefusal {
     #[error(transparent)]
     InvalidId(#[from] IdError),
-    #[error("score must be a whole number within 0..={MAX_SCORE}")]
-    OutOfRange,
+    #[error("score must be a whole number within 0..={0}")]
+    OutOfRange(i64),
 }
 
 /// A validated submission for one board.
@@ -109,8 +121,8 @@ pub fn plan_submission<'a>(
     let rules = board.scores.expect("plan_submission is only called for score boards");
     ids::validate_id("event_id", &submission.event_id)?;
     ids::validate_id("user_id", &submission.user_id)?;
-    if !(0..=MAX_SCORE).contains(&submission.score) {
-        return Err(SubmissionRefusal::OutOfRange);
+    if !(0..=rules.max_score).contains(&submission.score) {
+        return Err(SubmissionRefusal::OutOfRange(rules.max_score));
     }
     let occurred_at = submission.occurred_at.unwrap_or(now);
     let first_delivery = window.check(occurred_at, now).err();
@@ -198,8 +210,8 @@ mod tests {
         let submit = |score, user: &str| Submission { event_id: "e".into(), user_id: user.into(), score, occurred_at: None };
         let now = at("2026-11-25T10:00:00Z");
         let window = EventWindow::default();
-        assert_eq!(plan_submission(laps, &submit(-1, "u"), now, &window).unwrap_err(), SubmissionRefusal::OutOfRange);
-        assert_eq!(plan_submission(laps, &submit(MAX_SCORE + 1, "u"), now, &window).unwrap_err(), SubmissionRefusal::OutOfRange);
+        assert_eq!(plan_submission(laps, &submit(-1, "u"), now, &window).unwrap_err(), SubmissionRefusal::OutOfRange(MAX_SCORE));
+        assert_eq!(plan_submission(laps, &submit(MAX_SCORE + 1, "u"), now, &window).unwrap_err(), SubmissionRefusal::OutOfRange(MAX_SCORE));
         assert!(matches!(plan_submission(laps, &submit(1, "a b"), now, &window), Err(SubmissionRefusal::InvalidId(_))));
         assert_eq!(plan_submission(laps, &submit(1_000_000_000, "u"), now, &window).unwrap().submission.score, 1_000_000_000);
     }

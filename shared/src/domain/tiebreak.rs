@@ -20,6 +20,8 @@ pub const EPOCH_SECS: i64 = 1_577_836_800;
 /// Number of distinct seconds the time part can hold (2^31).
 pub const TIME_SPAN: i64 = 1 << 31;
 pub const MAX_POINTS: i64 = (1 << 22) - 1;
+/// The largest score a score board takes (2^30 - 1), unless it declares a smaller `max_score`.
+pub const MAX_SCORE: i64 = (1 << 30) - 1;
 pub const LAST_SECS: i64 = EPOCH_SECS + TIME_SPAN - 1;
 
 /// How one board period packs a score and the time it was reached into one exact double:

@@ -18,7 +18,7 @@ use crate::services::ingestion::{BatchRefusal, IngestError};
 use crate::services::moderation::ModerationError;
 use crate::services::profiles::ProfileError;
 use crate::services::reads::rules::ReadError;
-use crate::services::scores::ScoreError;
+use crate::services::scores::{ScoreBatchRefusal, ScoreError};
 use crate::services::sign_ins::SignInError;
 
 /// The `error` object of every error body.
@@ -114,8 +114,7 @@ pub fn ingest_status(error: &IngestError) -> (StatusCode, &'static str) {
         IngestError::Conflict(_) => StatusCode::CONFLICT,
         IngestError::ScoreOutOfRange(_) | IngestError::Banned(..) | IngestError::PeriodClosed { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         IngestError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-        IngestError::Store(store) if store.is_programming_error() => return (StatusCode::INTERNAL_SERVER_ERROR, "internal"),
-        IngestError::Store(_) => StatusCode::SERVICE_UNAVAILABLE,
+        IngestError::Store(store) => return store_status(store),
     };
     (status, error.code())
 }
@@ -165,24 +164,43 @@ impl From<IngestError> for ApiError {
     }
 }
 
+impl From<ScoreBatchRefusal> for ApiError {
+    fn from(refusal: ScoreBatchRefusal) -> Self {
+        let message = refusal.to_string();
+        Self { message, ..refusal.error.into() }
+    }
+}
+
+/// Status and code of a refused score submission (the one table for single and batch).
+pub fn score_status(error: &ScoreError) -> (StatusCode, &'static str) {
+    match error {
+        ScoreError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "unknown_board"),
+        ScoreError::Refused(SubmissionRefusal::InvalidId(_)) => (StatusCode::BAD_REQUEST, "invalid_id"),
+        ScoreError::Refused(SubmissionRefusal::OutOfRange(_)) | ScoreError::SumOutOfRange(_) => {
+            (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
+        }
+        ScoreError::EventTime(time) => (StatusCode::UNPROCESSABLE_ENTITY, time.code()),
+        ScoreError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
+        ScoreError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
+        ScoreError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
+        ScoreError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+        ScoreError::Store(store) => store_status(store),
+    }
+}
+
 impl From<ScoreError> for ApiError {
     fn from(error: ScoreError) -> Self {
-        let (status, code) = match &error {
-            ScoreError::UnknownBoard(_) => (StatusCode::NOT_FOUND, "unknown_board"),
-            ScoreError::Refused(SubmissionRefusal::InvalidId(_)) => (StatusCode::BAD_REQUEST, "invalid_id"),
-            ScoreError::Refused(SubmissionRefusal::OutOfRange) | ScoreError::SumOutOfRange(_) => {
-                (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range")
-            }
-            ScoreError::EventTime(time) => (StatusCode::UNPROCESSABLE_ENTITY, time.code()),
-            ScoreError::Conflict(_) => (StatusCode::CONFLICT, "idempotency_conflict"),
-            ScoreError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
-            ScoreError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
+        match &error {
+            ScoreError::Store(store) => Self::store(store),
             ScoreError::RateLimited { retry_after_secs, .. } => {
-                return Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", error.to_string()).with_retry_after(*retry_after_secs);
+                let retry_after = *retry_after_secs;
+                Self::new(StatusCode::TOO_MANY_REQUESTS, "rate_limited", error.to_string()).with_retry_after(retry_after)
             }
-            ScoreError::Store(store) => return Self::store(store),
-        };
-        Self::new(status, code, error.to_string())
+            other => {
+                let (status, code) = score_status(other);
+                Self::new(status, code, error.to_string())
+            }
+        }
     }
 }
 
@@ -222,7 +240,7 @@ impl From<ModerationError> for ApiError {
             ModerationError::BadLimit => (StatusCode::BAD_REQUEST, "out_of_range"),
             ModerationError::Change(ChangeError::NotOne | ChangeError::PointsBoard) => (StatusCode::BAD_REQUEST, "malformed"),
             ModerationError::Change(ChangeError::NotASum(_)) => (StatusCode::UNPROCESSABLE_ENTITY, "not_a_sum"),
-            ModerationError::Change(ChangeError::DeltaOutOfRange(_) | ChangeError::SetOutOfRange)
+            ModerationError::Change(ChangeError::DeltaOutOfRange(_) | ChangeError::SetOutOfRange(_))
             | ModerationError::Time(_)
             | ModerationError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
             ModerationError::Guard(refusal) => return refusal.into(),
@@ -240,6 +258,19 @@ pub const STORE_FULL: &str = "the leaderboard store is out of memory on at least
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         Self::store(&error)
+    }
+}
+
+/// Status and code of a store failure (see `ApiError::store`, which also logs it).
+pub fn store_status(error: &StoreError) -> (StatusCode, &'static str) {
+    if error.is_programming_error() {
+        (StatusCode::INTERNAL_SERVER_ERROR, "internal")
+    } else if error.is_out_of_memory() {
+        (StatusCode::SERVICE_UNAVAILABLE, "store_full")
+    } else if matches!(error, StoreError::EvictingPolicy(_)) {
+        (StatusCode::SERVICE_UNAVAILABLE, "store_misconfigured")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
     }
 }
 

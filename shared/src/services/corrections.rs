@@ -159,11 +159,12 @@ impl Moderation {
             member: user_id,
             mode,
             operand,
-            scale: match board.scores.map(|rules| rules.order) {
+            kind: match board.scores.map(|rules| rules.order) {
                 None => "points",
                 Some(Order::Desc) => "desc",
                 Some(Order::Asc) => "asc",
             },
+            scale,
             periods: &periods,
             now,
             reason: &request.reason,

@@ -1,17 +1,18 @@
-//! Score submissions: validate, then one script call on the board (one round trip), exactly
-//! once per `event_id`.
+//! Score submissions: validate, then one script call on the board (one round trip; a batch, one
+//! per chunk), exactly once per `event_id`.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::domain::config::{BoardKind, Config};
+use crate::domain::config::{Board, BoardKind, Config};
 use crate::domain::period::{EventTimeError, EventWindow};
-use crate::domain::scores::{Submission, SubmissionRefusal, plan_submission};
+use crate::domain::scores::{ScorePlan, Submission, SubmissionRefusal, plan_submission};
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::scripts::scores::{ScoreOutcome, SubmitReply, submit_score};
+use crate::redis::scripts::CHUNK;
+use crate::redis::scripts::scores::{ScoreOutcome, SubmitReply, submit_score, submit_scores};
 use crate::redis::store::Store;
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,23 @@ pub enum ScoreError {
     RateLimited { board: String, retry_after_secs: u64 },
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+/// A batch refused as a whole (nothing written): its board is unknown, or `scores[index]` is
+/// invalid.
+#[derive(Debug, thiserror::Error)]
+pub struct ScoreBatchRefusal {
+    pub index: Option<usize>,
+    pub error: ScoreError,
+}
+
+impl std::fmt::Display for ScoreBatchRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.index {
+            Some(index) => write!(f, "scores[{index}]: {}", self.error),
+            None => self.error.fmt(f),
+        }
+    }
 }
 
 /// The answer to a submission; a retry gets the same decision with `duplicate: true`.
@@ -59,29 +77,71 @@ impl Scores {
         Self { config, keys, store, window: EventWindow::default() }
     }
 
-    pub async fn submit(&self, board: &str, submission: &Submission, now: DateTime<Utc>) -> Result<ScoreReceipt, ScoreError> {
-        let board = self
-            .config
-            .board(board)
+    fn score_board(&self, name: &str) -> Result<&Board, ScoreError> {
+        self.config
+            .board(name)
             .filter(|b| b.kind == BoardKind::Scores)
-            .ok_or_else(|| ScoreError::UnknownBoard(crate::domain::ids::loggable(board).into_owned()))?;
+            .ok_or_else(|| ScoreError::UnknownBoard(crate::domain::ids::loggable(name).into_owned()))
+    }
+
+    pub async fn submit(&self, board: &str, submission: &Submission, now: DateTime<Utc>) -> Result<ScoreReceipt, ScoreError> {
+        let board = self.score_board(board)?;
         let plan = plan_submission(board, submission, now, &self.window)?;
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
         let keys = self.keys.board(&board.name);
         let reply = submit_score(&mut conn, &keys, &plan, now, wait).await?;
-        let (duplicate, outcome) = match reply {
-            SubmitReply::New(outcome) => (false, outcome),
-            SubmitReply::Duplicate(outcome) => (true, outcome),
-            SubmitReply::Conflict => return Err(ScoreError::Conflict(submission.event_id.clone())),
-            SubmitReply::OutsideWindow(refusal) => return Err(ScoreError::EventTime(refusal)),
-            SubmitReply::OutOfRange => return Err(ScoreError::SumOutOfRange(board.name.clone())),
-            SubmitReply::Banned => return Err(ScoreError::Banned(submission.user_id.clone(), board.name.clone())),
-            SubmitReply::PeriodClosed(period_id) => return Err(ScoreError::PeriodClosed { board: board.name.clone(), period_id }),
-            SubmitReply::RateLimited(retry_after_secs) => {
-                return Err(ScoreError::RateLimited { board: board.name.clone(), retry_after_secs });
-            }
-        };
-        Ok(ScoreReceipt { event_id: submission.event_id.clone(), duplicate, board: board.name.clone(), outcome })
+        receipt(board, submission, reply)
     }
+
+    /// Up to `MAX_BATCH` submissions to one board: validated together (one invalid refuses
+    /// the batch and writes nothing), then applied in their order, one script call per
+    /// `CHUNK`. Each gets its own answer, as `submit` would have given it.
+    pub async fn submit_batch(
+        &self,
+        board: &str,
+        submissions: &[Submission],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Result<ScoreReceipt, ScoreError>>, ScoreBatchRefusal> {
+        let board = self.score_board(board).map_err(|error| ScoreBatchRefusal { index: None, error })?;
+        let plans = submissions
+            .iter()
+            .enumerate()
+            .map(|(index, submission)| {
+                plan_submission(board, submission, now, &self.window)
+                    .map_err(|refusal| ScoreBatchRefusal { index: Some(index), error: refusal.into() })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut conn = match self.store.write_connection().await {
+            Ok(conn) => conn,
+            Err(error) => return Ok(plans.iter().map(|_| Err(error.clone().into())).collect()),
+        };
+        let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
+        let keys = self.keys.board(&board.name);
+        let mut results = Vec::with_capacity(plans.len());
+        // One chunk after the other: a batch applies in its order (on `latest` the last wins).
+        for chunk in plans.chunks(CHUNK) {
+            let refs: Vec<&ScorePlan<'_>> = chunk.iter().collect();
+            match submit_scores(&mut conn, &keys, &refs, now, wait).await {
+                Ok(replies) => results.extend(chunk.iter().zip(replies).map(|(plan, reply)| receipt(board, plan.submission, reply))),
+                Err(error) => results.extend(chunk.iter().map(|_| Err(ScoreError::Store(error.clone())))),
+            }
+        }
+        Ok(results)
+    }
+}
+
+/// A submission's receipt from its script reply, or why it was refused.
+fn receipt(board: &Board, submission: &Submission, reply: SubmitReply) -> Result<ScoreReceipt, ScoreError> {
+    let (duplicate, outcome) = match reply {
+        SubmitReply::New(outcome) => (false, outcome),
+        SubmitReply::Duplicate(outcome) => (true, outcome),
+        SubmitReply::Conflict => return Err(ScoreError::Conflict(submission.event_id.clone())),
+        SubmitReply::OutsideWindow(refusal) => return Err(ScoreError::EventTime(refusal)),
+        SubmitReply::OutOfRange => return Err(ScoreError::SumOutOfRange(board.name.clone())),
+        SubmitReply::Banned => return Err(ScoreError::Banned(submission.user_id.clone(), board.name.clone())),
+        SubmitReply::PeriodClosed(period_id) => return Err(ScoreError::PeriodClosed { board: board.name.clone(), period_id }),
+        SubmitReply::RateLimited(retry_after_secs) => return Err(ScoreError::RateLimited { board: board.name.clone(), retry_after_secs }),
+    };
+    Ok(ScoreReceipt { event_id: submission.event_id.clone(), duplicate, board: board.name.clone(), outcome })
 }

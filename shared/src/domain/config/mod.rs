@@ -189,6 +189,8 @@ struct RawBoard {
     #[serde(default)]
     rate_limit: Option<RateLimit>,
     #[serde(default)]
+    max_score: Option<i64>,
+    #[serde(default)]
     statements: bool,
 }
 
@@ -198,6 +200,9 @@ pub struct ScoreRules {
     pub keep: Keep,
     pub order: Order,
     pub rate_limit: Option<RateLimit>,
+    /// The largest score the board takes (`max_score`, default `scores::MAX_SCORE`): the fewer
+    /// bits scores need, the more the composite leaves to tie-breaking time (`scores::scale`).
+    pub max_score: i64,
 }
 
 #[derive(Debug, Deserialize)]

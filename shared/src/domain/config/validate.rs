@@ -2,6 +2,7 @@
 //! combination meaningful. Each error names the field (`boards[1].rules[0].points`).
 
 use super::*;
+use crate::domain::tiebreak::MAX_SCORE;
 
 pub(super) fn invalid(field: impl Into<String>, problem: impl Into<String>) -> ConfigError {
     ConfigError::Invalid { field: field.into(), problem: problem.into() }
@@ -90,10 +91,14 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
             if let Some(limit) = raw.rate_limit {
                 validate_rate_limit(&format!("{at}.rate_limit"), limit)?;
             }
-            Some(ScoreRules { keep, order: raw.order.unwrap_or_default(), rate_limit: raw.rate_limit })
+            let max_score = raw.max_score.unwrap_or(MAX_SCORE);
+            if !(1..=MAX_SCORE).contains(&max_score) {
+                return Err(invalid(format!("{at}.max_score"), format!("must be within 1..={MAX_SCORE}")));
+            }
+            Some(ScoreRules { keep, order: raw.order.unwrap_or_default(), rate_limit: raw.rate_limit, max_score })
         }
-        _ if raw.keep.is_some() || raw.order.is_some() || raw.rate_limit.is_some() => {
-            return Err(invalid(format!("{at}.kind"), "keep, order and a board-wide rate_limit belong to score boards"));
+        _ if raw.keep.is_some() || raw.order.is_some() || raw.rate_limit.is_some() || raw.max_score.is_some() => {
+            return Err(invalid(format!("{at}.kind"), "keep, order, max_score and a board-wide rate_limit belong to score boards"));
         }
         _ => None,
     };

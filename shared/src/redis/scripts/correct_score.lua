@@ -25,10 +25,12 @@ ARGV[7]    marker TTL in seconds
 ARGV[8]    1 when the board keeps statements, else 0
 ARGV[9]    the correction's statement field ("c:<correction id>")
 ARGV[10]   the correction's reason
-ARGV[11]   "points" (a rule board: points * SPAN + time part, 0 points leave the board),
-           "desc" or "asc" (a score board: value * SCORE_SPAN + time part, where the value is
-           the score, or MAX_SCORE - score on an "asc" board; a score of 0 stays)
-ARGV[12..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
+ARGV[11]   "points" (a rule board: 0 points leave the board), "desc" or "asc" (a score
+           board, where the value is the score, or max - score on an "asc" board; a score of 0
+           stays)
+ARGV[12]   the board's span: its composites are value * span + time part (tiebreak.rs)
+ARGV[13]   the board's largest value (MAX_POINTS, or the score board's max_score)
+ARGV[14..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
            time part of a score reached now in that period
 
 Values go up when an entry gets better. One that gets better is reached now; one that gets
@@ -58,13 +60,13 @@ local member, operand, mode, scale = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[1
 local FIRST_BOARD = 4
 local statements = ARGV[8] == '1'
 local boards = (#KEYS - FIRST_BOARD + 1) / (statements and 2 or 1)
-local function period(i, part) return ARGV[12 + 4 * (i - 1) + part] end
+local function period(i, part) return ARGV[14 + 4 * (i - 1) + part] end
 local points_board = scale == 'points'
-if not points_board then span = SCORE_SPAN end
-local max_value = points_board and MAX_POINTS or MAX_SCORE
-local zero = scale == 'asc' and MAX_SCORE or 0
+span = tonumber(ARGV[12])
+local max_value = tonumber(ARGV[13])
+local zero = scale == 'asc' and max_value or 0
 -- The score clients see of a value.
-local function score_of(value) return scale == 'asc' and MAX_SCORE - value or value end
+local function score_of(value) return scale == 'asc' and max_value - value or value end
 
 local refusal, closed = guard_refusal(KEYS[1], member, boards, function(i) return period(i, 0) end, function(i) return period(i, 1) end)
 if refusal then return {refusal, closed, ''} end

@@ -4,6 +4,7 @@ use super::{BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS, PeriodStanding, Stat
 use chrono::{DateTime, Utc};
 
 use crate::domain::period::Period;
+use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::store::Connection;
@@ -87,7 +88,9 @@ pub struct ScoreCorrection<'a> {
     pub mode: &'static str,
     pub operand: i64,
     /// `points` (a rule board), `desc` or `asc` (a score board and its order).
-    pub scale: &'static str,
+    pub kind: &'static str,
+    /// The board's composite layout (span and largest value).
+    pub scale: Scale,
     /// The periods to correct, each with the time part of a score reached now in it.
     pub periods: &'a [(Period, i64)],
     /// The function's clock: TTLs of keys the correction creates count from it.
@@ -126,7 +129,9 @@ pub async fn correct_score(
         .arg(if correction.statements { 1 } else { 0 })
         .arg(format!("c:{}", correction.correction_id))
         .arg(correction.reason)
-        .arg(correction.scale);
+        .arg(correction.kind)
+        .arg(correction.scale.span)
+        .arg(correction.scale.max_value);
     for (period, time_part) in correction.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(correction.now)).arg(time_part);
     }

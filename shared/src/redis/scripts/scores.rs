@@ -1,5 +1,5 @@
-//! The typed wrapper of `submit_score.lua`: one submitted score on one score board, exactly
-//! once (the same marker buckets as `apply_event`), in one round trip.
+//! The typed wrapper of `submit_score.lua`: submitted scores on one score board, each exactly
+//! once (the same marker buckets as `apply_event`), a chunk in one round trip.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::apply::{KeyList, MarkerSlot, duplicate_of, marker_bucket, short_fingerprint, standings};
 use super::{SUBMIT_SCORE, Status, WriteReply};
 use crate::domain::period::Period;
-use crate::domain::scores::{ScorePlan, Submission};
+use crate::domain::scores::ScorePlan;
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
@@ -58,55 +58,88 @@ pub async fn submit_score(
     now: DateTime<Utc>,
     wait: ReplicaWait,
 ) -> Result<SubmitReply, StoreError> {
-    let Submission { event_id, user_id: member, occurred_at, .. } = plan.submission;
-    let timed = occurred_at.is_some();
-    let board = plan.board;
+    let mut replies = submit_scores(conn, keys, &[plan], now, wait).await?;
+    replies.pop().ok_or_else(|| StoreError::Protocol("submit_score: no reply".into()))
+}
+
+/// Applies a chunk of one board's planned submissions (at most `CHUNK`) in order, each
+/// exactly once, in one script call (one round trip, with `wait` for replicas in the same
+/// one). One reply per submission.
+pub async fn submit_scores(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    plans: &[&ScorePlan<'_>],
+    now: DateTime<Utc>,
+    wait: ReplicaWait,
+) -> Result<Vec<SubmitReply>, StoreError> {
+    let Some(first) = plans.first() else {
+        return Ok(Vec::new());
+    };
+    let board = first.board;
     let bucket = marker_bucket(now, board.timezone);
-    let slot = MarkerSlot::of(event_id);
-    let scale = plan.periods.first().map_or(Scale::POINTS, |(_, scale)| *scale);
-    let limit = plan.rules.rate_limit;
+    let scale = first.periods.first().map_or(Scale::POINTS, |(_, scale)| *scale);
+    let limit = first.rules.rate_limit;
     let mut call = ScriptCall::new(&SUBMIT_SCORE);
     let mut key_list = KeyList::new(&mut call, keys.guard());
-    for day in [bucket.day, bucket.day - 1, bucket.day + 1] {
-        key_list.add(&mut call, keys.marker_bucket(day, slot.shard));
-    }
-    key_list.add(&mut call, keys.rate_log(member, RATE_LOG_NAME));
-    call.arg(bucket.ttl_secs)
-        .arg(&slot.field[..])
-        .arg(short_fingerprint(&plan.fingerprint))
-        .arg(member)
-        .arg(plan.rules.keep.as_str())
-        .arg(plan.first_delivery.map_or("", |refusal| refusal.code()))
-        .arg(scale.value(plan.submission.score))
-        .arg(scale.value(0))
+    call.arg(plans.len())
+        .arg(bucket.ttl_secs)
+        .arg(first.rules.keep.as_str())
+        .arg(if board.statements { 1 } else { 0 })
         .arg(limit.map_or(0, |l| l.max))
         .arg(limit.map_or(0, |l| i64::from(l.per_secs) * 1000))
         .arg(now.timestamp_millis())
-        .arg(plan.periods.len());
-    for (period, _) in &plan.periods {
-        call.key(keys.period(period));
-    }
-    if board.statements {
-        for (period, _) in &plan.periods {
-            call.key(keys.statement(member, period));
+        .arg(scale.span)
+        .arg(scale.max_value)
+        .arg(scale.value(0));
+    for plan in plans {
+        let member = &plan.submission.user_id;
+        let slot = MarkerSlot::of(&plan.submission.event_id);
+        for day in [bucket.day, bucket.day - 1, bucket.day + 1] {
+            let index = key_list.add(&mut call, keys.marker_bucket(day, slot.shard));
+            call.arg(index);
+        }
+        let rate_log = key_list.add(&mut call, keys.rate_log(member, RATE_LOG_NAME));
+        call.arg(rate_log)
+            .arg(&slot.field[..])
+            .arg(short_fingerprint(&plan.fingerprint))
+            .arg(member)
+            .arg(plan.first_delivery.map_or("", |refusal| refusal.code()))
+            .arg(scale.value(plan.submission.score))
+            .arg(plan.submission.score)
+            .arg(plan.periods.len());
+        for ((period, _), time_part) in plan.periods.iter().zip(&plan.time_parts) {
+            let board_key = key_list.add(&mut call, keys.period(period));
+            let statement = if board.statements { key_list.add(&mut call, keys.statement(member, period)) } else { 0 };
+            call.arg(board_key).arg(statement).arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(now)).arg(time_part);
         }
     }
-    call.arg(if board.statements { 1 } else { 0 }).arg(plan.submission.score);
-    for ((period, _), time_part) in plan.periods.iter().zip(&plan.time_parts) {
-        call.arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(now)).arg(time_part);
-    }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;
-    let protocol = |what: &str| StoreError::Protocol(format!("submit_score: {what}"));
     let mut values = reply.into_iter();
+    let mut replies = Vec::with_capacity(plans.len());
+    for plan in plans {
+        replies.push(read_reply(conn, keys, plan, &mut values, bucket.start).await?);
+    }
+    Ok(replies)
+}
+
+/// One submission's reply from the script's flat answer: status, detail, then composite and
+/// rank for each period. `today` is the first instant of the local day of the call's bucket.
+async fn read_reply(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    plan: &ScorePlan<'_>,
+    values: &mut impl Iterator<Item = String>,
+    today: DateTime<Utc>,
+) -> Result<SubmitReply, StoreError> {
+    let protocol = |what: &str| StoreError::Protocol(format!("submit_score: {what}"));
     let (status, detail) = values.next().zip(values.next()).ok_or_else(|| protocol("reply too short"))?;
-    let standing: Vec<(Option<f64>, u64)> = values
-        .collect::<Vec<_>>()
-        .chunks(2)
-        .map(|pair| match pair {
-            [composite, rank] => Ok((composite.parse().ok(), rank.parse().map_err(|_| protocol("rank"))?)),
-            _ => Err(protocol("standing")),
-        })
-        .collect::<Result<_, _>>()?;
+    let mut standing: Vec<(Option<f64>, u64)> = Vec::with_capacity(plan.periods.len());
+    for _ in &plan.periods {
+        let (composite, rank) = values.next().zip(values.next()).ok_or_else(|| protocol("reply too short"))?;
+        standing.push((composite.parse().ok(), rank.parse().map_err(|_| protocol("rank"))?));
+    }
+    let board = plan.board;
+    let timed = plan.submission.occurred_at.is_some();
     let periods: Vec<&Period> = plan.periods.iter().map(|(period, _)| period).collect();
     let scales: Vec<Scale> = plan.periods.iter().map(|(_, scale)| *scale).collect();
     let status = Status::parse("submit_score", &status, plan.first_delivery.map(|refusal| refusal.code()))?;
@@ -114,13 +147,13 @@ pub async fn submit_score(
         Status::New => SubmitReply::New(outcome(&detail, &periods, &scales, &standing).ok_or_else(|| protocol("receipt"))?),
         Status::Duplicate => {
             let (landed, receipt) =
-                duplicate_of(&detail, timed, bucket.start, periods.iter().copied(), board.timezone).ok_or_else(|| protocol("duplicate"))?;
+                duplicate_of(&detail, timed, today, periods.iter().copied(), board.timezone).ok_or_else(|| protocol("duplicate"))?;
             match landed {
                 None => SubmitReply::Duplicate(outcome(receipt, &periods, &scales, &standing).ok_or_else(|| protocol("receipt"))?),
                 Some(landed) => {
                     // Sent without a time on another local day: its standing is in that day's periods.
                     let scales: Vec<Scale> = landed.iter().map(|period| crate::domain::scores::scale(board, period)).collect();
-                    let standing = standings(conn, keys, member, &landed).await?;
+                    let standing = standings(conn, keys, &plan.submission.user_id, &landed).await?;
                     let landed: Vec<&Period> = landed.iter().collect();
                     SubmitReply::Duplicate(outcome(receipt, &landed, &scales, &standing).ok_or_else(|| protocol("receipt"))?)
                 }

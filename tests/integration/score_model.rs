@@ -1,0 +1,236 @@
+//! Generated submissions to a score board in each of the six keep × order pairs, on day, month
+//! and all-time periods, through the real router and `submit_score.lua`, compared answer by
+//! answer (status, duplicate, applied, and each period's score, rank, changed and reason) and
+//! board by board with a model written from the documented rules (docs/boards.md#score-boards,
+//! docs/concepts.md#how-long-exactly-once-lasts), not from the code: scores up to the limit
+//! and sums past it, retries inside and past the marker window, on other days.
+
+use std::collections::HashMap;
+
+use chrono::Duration;
+use proptest::prelude::*;
+use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::{TestApp, at, spawn_ingest_with};
+
+/// 2^30 - 1, the documented largest score.
+const LIMIT: i64 = 1_073_741_823;
+/// 2020-01-01T00:00:00Z: all-time ties count 256-second steps from it.
+const EPOCH: i64 = 1_577_836_800;
+
+#[derive(Debug, Clone)]
+struct Op {
+    id: u8,
+    user: u8,
+    score: i64,
+    /// Seconds the clock moves before the submission.
+    advance: i64,
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let score = prop_oneof![4 => 0i64..8, 1 => (LIMIT - 3)..=LIMIT, 1 => 0..=LIMIT];
+    let advance = prop_oneof![6 => 0i64..400, 1 => Just(23 * 3600), 1 => Just(26 * 3600), 1 => Just(47 * 3600), 1 => Just(50 * 3600)];
+    prop::collection::vec((0u8..10, 0u8..4, score, advance).prop_map(|(id, user, score, advance)| Op { id, user, score, advance }), 1..30)
+}
+
+/// One period's entries: user → (score, tie key: smaller reached first).
+type Entries = HashMap<String, (i64, i64)>;
+
+/// What a submission first answered, as a retry must answer it again.
+#[derive(Clone)]
+struct First {
+    user: String,
+    score: i64,
+    day: i64,
+    periods: Vec<String>,
+    applied: bool,
+    changed: Vec<(bool, bool)>,
+}
+
+struct Model {
+    keep: &'static str,
+    ascending: bool,
+    boards: HashMap<String, Entries>,
+    seen: HashMap<String, First>,
+}
+
+impl Model {
+    fn better(&self, a: i64, b: i64) -> bool {
+        if self.ascending { a < b } else { a > b }
+    }
+
+    /// Period ids of a moment (UTC board): its day, its month, all-time.
+    fn periods(ts: i64) -> Vec<String> {
+        let day = chrono::DateTime::from_timestamp(ts, 0).unwrap().date_naive();
+        vec![format!("day:{day}"), format!("month:{}", day.format("%Y-%m")), "all:all".to_owned()]
+    }
+
+    /// Ties: seconds from the period's start on day and month boards, 256-s steps from 2020 on
+    /// all-time ones.
+    fn tie_key(period: &str, ts: i64) -> i64 {
+        if period == "all:all" { (ts - EPOCH) / 256 } else { ts }
+    }
+
+    /// Members of a period, best first: better score, then reached first, then (within one
+    /// tie step) Redis's order, the greater user id first.
+    fn ranking(&self, period: &str) -> Vec<(String, i64)> {
+        let mut rows: Vec<(String, (i64, i64))> =
+            self.boards.get(period).map(|e| e.iter().map(|(u, v)| (u.clone(), *v)).collect()).unwrap_or_default();
+        rows.sort_by(|(ua, (sa, ta)), (ub, (sb, tb))| {
+            let by_score = if self.ascending { sa.cmp(sb) } else { sb.cmp(sa) };
+            by_score.then(ta.cmp(tb)).then(ub.cmp(ua))
+        });
+        rows.into_iter().map(|(u, (s, _))| (u, s)).collect()
+    }
+
+    fn standing(&self, period: &str, user: &str) -> Value {
+        let ranking = self.ranking(period);
+        match ranking.iter().position(|(u, _)| u == user) {
+            Some(i) => json!({"score": ranking[i].1, "rank": i + 1}),
+            None => json!({"score": null, "rank": null}),
+        }
+    }
+
+    /// The answer `submit` must give at `ts`, and the model moved on.
+    fn submit(&mut self, op: &Op, ts: i64) -> (u16, Value) {
+        let (id, user) = (format!("e{}", op.id), format!("u{}", op.user));
+        let today = ts.div_euclid(86_400);
+        if let Some(first) = self.seen.get(&id).filter(|first| (today - first.day).abs() <= 1).cloned() {
+            if (first.user.as_str(), first.score) != (user.as_str(), op.score) {
+                return (409, json!({"code": "idempotency_conflict"}));
+            }
+            let periods: Vec<Value> = first
+                .periods
+                .iter()
+                .zip(&first.changed)
+                .map(|(p, &(changed, overflow))| {
+                    let mut row = self.standing(p, &user);
+                    row["changed"] = json!(changed);
+                    if overflow {
+                        row["reason"] = json!("out_of_range");
+                    }
+                    row
+                })
+                .collect();
+            return (200, json!({"duplicate": true, "applied": first.applied, "periods": periods}));
+        }
+        let periods = Self::periods(ts);
+        let mut outcome = Vec::new();
+        for period in &periods {
+            let held = self.boards.get(period).and_then(|e| e.get(&user)).map(|(s, _)| *s);
+            let new = match (self.keep, held) {
+                ("best", Some(h)) => {
+                    if self.better(op.score, h) {
+                        op.score
+                    } else {
+                        h
+                    }
+                }
+                ("sum", Some(h)) => h + op.score,
+                _ => op.score,
+            };
+            let overflow = new > LIMIT;
+            outcome.push((!overflow && Some(new) != held, overflow, new));
+        }
+        if outcome.iter().all(|(_, overflow, _)| *overflow) {
+            return (422, json!({"code": "out_of_range"}));
+        }
+        for (period, &(changed, _, new)) in periods.iter().zip(&outcome) {
+            if changed {
+                self.boards.entry(period.clone()).or_default().insert(user.clone(), (new, Self::tie_key(period, ts)));
+            }
+        }
+        let any_changed = outcome.iter().any(|(changed, ..)| *changed);
+        let applied = self.keep != "best" || any_changed;
+        let changed: Vec<(bool, bool)> = outcome.iter().map(|&(c, o, _)| (c, o)).collect();
+        self.seen.insert(
+            id,
+            First { user: user.clone(), score: op.score, day: today, periods: periods.clone(), applied, changed: changed.clone() },
+        );
+        let rows: Vec<Value> = periods
+            .iter()
+            .zip(&changed)
+            .map(|(p, &(changed, overflow))| {
+                let mut row = self.standing(p, &user);
+                row["changed"] = json!(changed);
+                if overflow {
+                    row["reason"] = json!("out_of_range");
+                }
+                row
+            })
+            .collect();
+        (200, json!({"duplicate": false, "applied": applied, "periods": rows}))
+    }
+}
+
+/// The parts of an answer the model speaks for.
+fn observed(status: u16, body: &Value) -> Value {
+    if status != 200 {
+        return json!({"code": body["error"]["code"]});
+    }
+    let periods: Vec<Value> = body["periods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let mut row = json!({"score": p["score"], "rank": p["rank"], "changed": p["changed"]});
+            if !p["reason"].is_null() {
+                row["reason"] = p["reason"].clone();
+            }
+            row
+        })
+        .collect();
+    json!({"duplicate": body["duplicate"], "applied": body["applied"], "periods": periods})
+}
+
+async fn run_case(keep: &'static str, ascending: bool, ops: &[Op]) -> Result<(), TestCaseError> {
+    let order = if ascending { "asc" } else { "desc" };
+    let config = Config::parse(&format!(
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"{keep}\"\norder = \"{order}\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"month\", \"all\"]\ntop = 10\n"
+    ))
+    .unwrap();
+    let app: TestApp = spawn_ingest_with(config).await;
+    app.set_now(at("2026-11-22T08:00:00Z"));
+    let mut model = Model { keep, ascending, boards: HashMap::new(), seen: HashMap::new() };
+    for (step, op) in ops.iter().enumerate() {
+        app.set_now(app.now() + Duration::seconds(op.advance));
+        let body = json!({"event_id": format!("e{}", op.id), "user_id": format!("u{}", op.user), "score": op.score});
+        let (status, reply) = app.post("/v1/boards/game/scores", &body).await;
+        let (want_status, want) = model.submit(op, app.now().timestamp());
+        prop_assert_eq!(status.as_u16(), want_status, "{} {} step {} {:?}: {}", keep, order, step, op, reply);
+        prop_assert_eq!(observed(want_status, &reply), want, "{} {} step {} {:?}", keep, order, step, op);
+    }
+    // Every board the submissions touched, in the model's order.
+    for period in model.boards.keys() {
+        let (kind, id) = period.split_once(':').unwrap();
+        let at_date = if kind == "all" {
+            app.now().date_naive().to_string()
+        } else if kind == "month" {
+            format!("{id}-01")
+        } else {
+            id.to_owned()
+        };
+        let (_, top) = app.get(&format!("/v1/boards/game/top?period={kind}&at={at_date}&limit=10")).await;
+        let got: Vec<(String, i64)> = top["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| (e["user_id"].as_str().unwrap().to_owned(), e["score"].as_i64().unwrap()))
+            .collect();
+        prop_assert_eq!(got, model.ranking(period), "{} {} {}", keep, order, period);
+    }
+    Ok(())
+}
+
+#[test]
+fn generated_submissions_match_the_model_in_all_six_keep_and_order_pairs() {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let pairs = [("best", false), ("best", true), ("latest", false), ("latest", true), ("sum", false), ("sum", true)];
+    let cases = std::env::var("STANDINGS_MODEL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(16);
+    for (keep, ascending) in pairs {
+        TestRunner::new(RunnerConfig { cases, ..RunnerConfig::default() })
+            .run(&ops(), |ops| runtime.block_on(run_case(keep, ascending, &ops)))
+            .unwrap_or_else(|failure| panic!("{keep} {}: {failure}", if ascending { "asc" } else { "desc" }));
+    }
+}
