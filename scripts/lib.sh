@@ -252,7 +252,7 @@ wait_http() {
 
 # The integration modules whose keys get TTLs from the injected clock: CI also runs them with
 # the real-time clock a year ahead (run_clock_shifted), so none depends on today's date.
-CLOCK_SENSITIVE_MODULES=(scores:: score_semantics:: window:: statements:: sign_ins:: exactly_once:: markers:: rules:: semantics:: time_and_ties:: hot:: archive::)
+CLOCK_SENSITIVE_MODULES=(scores:: score_semantics:: score_batch:: score_corrections:: emptied_seasons:: archived_statements:: keyspace:: window:: statements:: sign_ins:: exactly_once:: markers:: rules:: semantics:: time_and_ties:: hot:: archive::)
 
 # run_clock_shifted DIR SECONDS: builds tests/clockshift (an LD_PRELOAD shim moving
 # CLOCK_REALTIME by SECONDS), starts a redis-server under it and runs the clock-sensitive

@@ -80,11 +80,26 @@ async fn a_store_that_may_evict_keys_refuses_writes_unless_allowed() {
     let event = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a"});
     let (status, body) = app.event(event.clone()).await;
     assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_misconfigured")), "{body}");
-    for (path, request) in
-        [("/v1/sign-ins", json!({"event_id": "s1", "user_id": "u1"})), ("/v1/hot/hot-videos/items/v1", json!({"event_id": "h1"}))]
-    {
+    for (path, request) in [
+        ("/v1/sign-ins", json!({"event_id": "s1", "user_id": "u1"})),
+        ("/v1/hot/hot-videos/items/v1", json!({"event_id": "h1"})),
+        ("/v1/boards/high-scores/scores", json!({"event_id": "g1", "user_id": "u1", "score": 5})),
+    ] {
         let (status, body) = app.post(path, &request).await;
         assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("store_misconfigured")), "{path}: {body}");
+    }
+    // Batches answer each item as a single write would have been answered.
+    for (path, request) in [
+        ("/v1/events:batch", json!({"events": [{"event_id": "b1", "user_id": "u1", "action": "comment", "target": "a"}]})),
+        ("/v1/boards/high-scores/scores:batch", json!({"scores": [{"event_id": "g2", "user_id": "u1", "score": 5}]})),
+    ] {
+        let (status, body) = app.post(path, &request).await;
+        let item = &body["results"][0];
+        assert_eq!(
+            (status.as_u16(), item["status"].as_u64(), item["error"]["code"].as_str()),
+            (200, Some(503), Some("store_misconfigured")),
+            "{path}: {body}"
+        );
     }
     let correction = json!({"delta": 1, "reason": "r"}).to_string();
     let (status, _) = app.call(Method::POST, "/v1/admin/boards/activity/users/u1/corrections", correction, standings_tests::ADMIN).await;

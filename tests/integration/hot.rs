@@ -14,8 +14,8 @@ use standings_tests::{Caller, TestApp, at, scheduled_event, spawn_ingest_with};
 
 const BOARD: &str = "hot-videos";
 
-/// The day the tests stand on: two days ahead of the real clock, so the absolute expiries
-/// (EXPIREAT) of the buckets they write lie in Redis's future whenever the suite runs.
+/// The day the tests stand on: two days ahead of the real clock (TTLs count from the injected
+/// clock, so any day would do; this one keeps the bucket labels near today's).
 static TEST_DAY: LazyLock<String> = LazyLock::new(|| (Utc::now() + Duration::days(2)).format("%Y-%m-%d").to_string());
 
 /// `time` with its offset (`10:00:00+08:00`) on the test day, as the API writes instants.

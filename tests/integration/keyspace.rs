@@ -46,3 +46,20 @@ async fn a_key_of_the_wrong_type_is_an_internal_error_not_a_retry_later() {
     let message = reply["error"]["message"].as_str().unwrap();
     assert!(!message.contains("WRONGTYPE") && !message.contains("redis"), "no internals leak: {message}");
 }
+
+#[tokio::test]
+async fn a_string_an_earlier_release_left_at_a_buckets_name_is_cleared_not_a_wedge() {
+    let app = spawn_ingest().await;
+    // Before the markers moved to `mark:`, a sign-in with id `<day>:<shard>` wrote a string there.
+    let local_day = app.now().with_timezone(&chrono_tz::Asia::Shanghai).date_naive();
+    let day_number = local_day.signed_duration_since(NaiveDate::default()).num_days();
+    let victim = "lesson-2";
+    let bucket = app.keys.board("points").marker_bucket(day_number, MarkerSlot::of(victim).shard);
+    let () = redis::cmd("SET").arg(&bucket).arg("fingerprint\n{}").arg("EX").arg(3600).query_async(&mut app.redis.clone()).await.unwrap();
+    let (status, reply) = app.event(json!({"event_id": victim, "user_id": "ann", "action": "learning"})).await;
+    assert_eq!(status, 200, "{reply}");
+    let kind: String = redis::cmd("TYPE").arg(&bucket).query_async(&mut app.redis.clone()).await.unwrap();
+    assert_eq!(kind, "hash", "the bucket holds the new marker");
+    let (status, retry) = app.event(json!({"event_id": victim, "user_id": "ann", "action": "learning"})).await;
+    assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
+}

@@ -24,6 +24,7 @@ mod keyspace;
 mod lambda_watch;
 mod layers;
 mod limits;
+mod local_log;
 mod lua_keys;
 mod malformed;
 mod markers;

@@ -1,5 +1,5 @@
-//! Generated submissions to a score board in each of the six keep × order pairs, on day, month
-//! and all-time periods, through the real router and `submit_score.lua`, compared answer by
+//! Generated submissions to a score board in each of the six keep × order pairs (and two with a
+//! declared `max_score`), on day, month, season and all-time periods, through the real router and `submit_score.lua`, compared answer by
 //! answer (status, duplicate, applied, and each period's score, rank, changed and reason) and
 //! board by board with a model written from the documented rules (docs/boards.md#score-boards,
 //! docs/concepts.md#how-long-exactly-once-lasts), not from the code: scores up to the limit
@@ -14,8 +14,10 @@ use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings_tests::{TestApp, at, spawn_ingest_with};
 
-/// 2^30 - 1, the documented largest score.
+/// 2^30 - 1, the documented largest score of a board that declares no `max_score`.
 const LIMIT: i64 = 1_073_741_823;
+/// A declared `max_score` that makes all-time ties exact to the second (docs/boards.md).
+const SMALL_LIMIT: i64 = 4_194_303;
 /// 2020-01-01T00:00:00Z: all-time ties count 256-second steps from it.
 const EPOCH: i64 = 1_577_836_800;
 
@@ -28,8 +30,8 @@ struct Op {
     advance: i64,
 }
 
-fn ops() -> impl Strategy<Value = Vec<Op>> {
-    let score = prop_oneof![4 => 0i64..8, 1 => (LIMIT - 3)..=LIMIT, 1 => 0..=LIMIT];
+fn ops(limit: i64) -> impl Strategy<Value = Vec<Op>> {
+    let score = prop_oneof![4 => 0i64..8, 1 => (limit - 3)..=limit, 1 => 0..=limit];
     let advance = prop_oneof![6 => 0i64..400, 1 => Just(23 * 3600), 1 => Just(26 * 3600), 1 => Just(47 * 3600), 1 => Just(50 * 3600)];
     prop::collection::vec((0u8..10, 0u8..4, score, advance).prop_map(|(id, user, score, advance)| Op { id, user, score, advance }), 1..30)
 }
@@ -51,6 +53,9 @@ struct First {
 struct Model {
     keep: &'static str,
     ascending: bool,
+    /// The board's largest score, and the seconds one all-time tie step spans.
+    limit: i64,
+    all_time_step: i64,
     boards: HashMap<String, Entries>,
     seen: HashMap<String, First>,
 }
@@ -60,16 +65,17 @@ impl Model {
         if self.ascending { a < b } else { a > b }
     }
 
-    /// Period ids of a moment (UTC board): its day, its month, all-time.
+    /// Period ids of a moment (UTC board): its day, its month, its season (a month), all-time.
     fn periods(ts: i64) -> Vec<String> {
         let day = chrono::DateTime::from_timestamp(ts, 0).unwrap().date_naive();
-        vec![format!("day:{day}"), format!("month:{}", day.format("%Y-%m")), "all:all".to_owned()]
+        let month = day.format("%Y-%m");
+        vec![format!("day:{day}"), format!("month:{month}"), format!("season:{month}"), "all:all".to_owned()]
     }
 
-    /// Ties: seconds from the period's start on day and month boards, 256-s steps from 2020 on
-    /// all-time ones.
-    fn tie_key(period: &str, ts: i64) -> i64 {
-        if period == "all:all" { (ts - EPOCH) / 256 } else { ts }
+    /// Ties: seconds from the period's start on day, month and season boards; steps of 256 s
+    /// from 2020 on all-time ones (1 s with a small `max_score`).
+    fn tie_key(&self, period: &str, ts: i64) -> i64 {
+        if period == "all:all" { (ts - EPOCH) / self.all_time_step } else { ts }
     }
 
     /// Members of a period, best first: better score, then reached first, then (within one
@@ -130,7 +136,7 @@ impl Model {
                 ("sum", Some(h)) => h + op.score,
                 _ => op.score,
             };
-            let overflow = new > LIMIT;
+            let overflow = new > self.limit;
             outcome.push((!overflow && Some(new) != held, overflow, new));
         }
         if outcome.iter().all(|(_, overflow, _)| *overflow) {
@@ -138,7 +144,8 @@ impl Model {
         }
         for (period, &(changed, _, new)) in periods.iter().zip(&outcome) {
             if changed {
-                self.boards.entry(period.clone()).or_default().insert(user.clone(), (new, Self::tie_key(period, ts)));
+                let key = self.tie_key(period, ts);
+                self.boards.entry(period.clone()).or_default().insert(user.clone(), (new, key));
             }
         }
         let any_changed = outcome.iter().any(|(changed, ..)| *changed);
@@ -184,15 +191,17 @@ fn observed(status: u16, body: &Value) -> Value {
     json!({"duplicate": body["duplicate"], "applied": body["applied"], "periods": periods})
 }
 
-async fn run_case(keep: &'static str, ascending: bool, ops: &[Op]) -> Result<(), TestCaseError> {
+async fn run_case(keep: &'static str, ascending: bool, limit: i64, ops: &[Op]) -> Result<(), TestCaseError> {
     let order = if ascending { "asc" } else { "desc" };
+    let declared = if limit == LIMIT { String::new() } else { format!("max_score = {limit}\n") };
     let config = Config::parse(&format!(
-        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"{keep}\"\norder = \"{order}\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"month\", \"all\"]\ntop = 10\n"
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"{keep}\"\norder = \"{order}\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"month\", \"season\", \"all\"]\ntop = 10\n{declared}"
     ))
     .unwrap();
     let app: TestApp = spawn_ingest_with(config).await;
     app.set_now(at("2026-11-22T08:00:00Z"));
-    let mut model = Model { keep, ascending, boards: HashMap::new(), seen: HashMap::new() };
+    let all_time_step = if limit == LIMIT { 256 } else { 1 };
+    let mut model = Model { keep, ascending, limit, all_time_step, boards: HashMap::new(), seen: HashMap::new() };
     for (step, op) in ops.iter().enumerate() {
         app.set_now(app.now() + Duration::seconds(op.advance));
         let body = json!({"event_id": format!("e{}", op.id), "user_id": format!("u{}", op.user), "score": op.score});
@@ -206,7 +215,7 @@ async fn run_case(keep: &'static str, ascending: bool, ops: &[Op]) -> Result<(),
         let (kind, id) = period.split_once(':').unwrap();
         let at_date = if kind == "all" {
             app.now().date_naive().to_string()
-        } else if kind == "month" {
+        } else if kind == "month" || kind == "season" {
             format!("{id}-01")
         } else {
             id.to_owned()
@@ -228,9 +237,11 @@ fn generated_submissions_match_the_model_in_all_six_keep_and_order_pairs() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let pairs = [("best", false), ("best", true), ("latest", false), ("latest", true), ("sum", false), ("sum", true)];
     let cases = std::env::var("STANDINGS_MODEL_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(16);
-    for (keep, ascending) in pairs {
+    // Each pair at the default range, and `best` and `sum` with a declared `max_score`.
+    let runs = pairs.iter().map(|&(keep, asc)| (keep, asc, LIMIT)).chain([("best", false, SMALL_LIMIT), ("sum", true, SMALL_LIMIT)]);
+    for (keep, ascending, limit) in runs {
         TestRunner::new(RunnerConfig { cases, ..RunnerConfig::default() })
-            .run(&ops(), |ops| runtime.block_on(run_case(keep, ascending, &ops)))
-            .unwrap_or_else(|failure| panic!("{keep} {}: {failure}", if ascending { "asc" } else { "desc" }));
+            .run(&ops(limit), |ops| runtime.block_on(run_case(keep, ascending, limit, &ops)))
+            .unwrap_or_else(|failure| panic!("{keep} {} (max {limit}): {failure}", if ascending { "asc" } else { "desc" }));
     }
 }

@@ -21,9 +21,10 @@ use crate::harness::{Bench, BenchError, Report, Table, Target, grouped, scan, za
 use crate::seed001::{Activity, SeedKeys, add_activity_score};
 
 const USERS: u64 = 5_000;
-/// Events on one board in one local day for the marker measurement at scale: past the ~131,000
-/// (`hash-max-listpack-entries` 128 × 1,024 shards) up to which every bucket stays a listpack.
-const SCALE_EVENTS: u64 = 300_000;
+/// Fields per bucket in the marker measurement at scale, as a multiple of the server's
+/// `hash-max-listpack-entries` (512 by default: 524,288 events a board-day): past it, so every
+/// bucket has left the listpack encoding.
+const SCALE_OVER_LISTPACK: f64 = 1.5;
 /// Concurrent clients replaying the activity through the seed port.
 const SEED_CLIENTS: u64 = 25;
 
@@ -239,9 +240,11 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
                 marker_bytes as f64 / markers.max(1) as f64
             ),
             format!(
-                "Dedupe markers at scale: {} page views on one board in one local day ({:.0} per bucket, past the 128 of                  `hash-max-listpack-entries`): buckets `{}`, **{:.1} bytes a marker** by MEMORY USAGE ({:.1} by used_memory growth).",
-                grouped(SCALE_EVENTS),
-                SCALE_EVENTS as f64 / f64::from(MARKER_SHARDS),
+                "Dedupe markers at scale: {} page views on one board in one local day ({:.0} per bucket, past the {} of \
+                 `hash-max-listpack-entries`): buckets `{}`, **{:.1} bytes a marker** by MEMORY USAGE ({:.1} by used_memory growth).",
+                grouped(scale.events),
+                scale.events as f64 / f64::from(MARKER_SHARDS),
+                scale.listpack_entries,
                 scale.encoding,
                 scale.usage_per_marker,
                 scale.growth_per_marker
@@ -256,17 +259,22 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
 
 /// What one board-day's markers cost once their buckets outgrow the listpack encoding.
 struct MarkersAtScale {
+    events: u64,
+    listpack_entries: u64,
     encoding: String,
     usage_per_marker: f64,
     growth_per_marker: f64,
 }
 
-/// `SCALE_EVENTS` page views (distinct users and pages, so each applies) on the `activity`
-/// board, under a prefix of their own, through the real write path.
+/// Page views (distinct users and pages, so each applies) on the `activity` board, enough to
+/// take every bucket past `hash-max-listpack-entries`, under a prefix of their own, through
+/// the real write path.
 async fn markers_at_scale(bench: &Bench, conn: &mut Connection) -> Result<MarkersAtScale, BenchError> {
+    let (_, entries): (String, u64) = redis::cmd("CONFIG").arg("GET").arg("hash-max-listpack-entries").query_async(conn).await?;
+    let scale_events = (entries as f64 * SCALE_OVER_LISTPACK) as u64 * u64::from(MARKER_SHARDS);
     let keys = standings::redis::keys::Keys::new(&format!("{}-scale", bench.keys.prefix())).map_err(|e| e.to_string())?;
     let ingestor = Ingestor::new(Arc::new(Config::default_boards()), keys.clone(), bench.store.clone());
-    let events: Vec<Event> = (0..SCALE_EVENTS)
+    let events: Vec<Event> = (0..scale_events)
         .map(|n| Event {
             event_id: format!("s-{n}"),
             user_id: format!("v{}", n % 50_000),
@@ -295,6 +303,8 @@ async fn markers_at_scale(bench: &Bench, conn: &mut Connection) -> Result<Marker
     let total: u64 = all.values().map(|(_, bytes)| bytes).sum();
     let markers_share = if total == 0 { 0.0 } else { bytes as f64 / total as f64 };
     Ok(MarkersAtScale {
+        events: scale_events,
+        listpack_entries: entries,
         encoding,
         usage_per_marker: bytes as f64 / markers.max(1) as f64,
         growth_per_marker: growth.max(0) as f64 * markers_share / markers.max(1) as f64,

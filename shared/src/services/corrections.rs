@@ -20,9 +20,9 @@ use crate::redis::scripts::{GuardRefusal, PeriodStanding};
 /// `POST /v1/admin/boards/{board}/users/{user_id}/corrections`: exactly one of `delta` (points
 /// boards, `sum` score boards), `set` and `remove` (score boards). Without `period`/`at` a
 /// change goes to the board's current periods (`remove`: every live period); `period` +
-/// `period_id` (or `at`, a date in the board's timezone) aim at a past period — a `delta` also
-/// at every coarser period of the board containing it (a day, its month or season, all-time),
-/// `set` and `remove` only at the period named.
+/// `period_id` aim at a past period — a `delta` also at every coarser period of the board
+/// containing it (a day, its month or season, all-time), `set` and `remove` only at the period
+/// named; `at` (a date in the board's timezone) at every period containing that day.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CorrectionRequest {

@@ -120,11 +120,20 @@ impl Scores {
         let keys = self.keys.board(&board.name);
         let mut results = Vec::with_capacity(plans.len());
         // One chunk after the other: a batch applies in its order (on `latest` the last wins).
-        for chunk in plans.chunks(CHUNK) {
+        // After a chunk fails none is tried: a retry of the batch must not be overtaken by
+        // later chunks already applied. (A script that fails part-way keeps what it applied
+        // before the failure; those items are answered as failed too, and a retry finds them
+        // as duplicates.)
+        let mut chunks = plans.chunks(CHUNK);
+        for chunk in chunks.by_ref() {
             let refs: Vec<&ScorePlan<'_>> = chunk.iter().collect();
             match submit_scores(&mut conn, &keys, &refs, now, wait).await {
                 Ok(replies) => results.extend(chunk.iter().zip(replies).map(|(plan, reply)| receipt(board, plan.submission, reply))),
-                Err(error) => results.extend(chunk.iter().map(|_| Err(ScoreError::Store(error.clone())))),
+                Err(error) => {
+                    results.extend(chunk.iter().map(|_| Err(ScoreError::Store(error.clone()))));
+                    results.extend(chunks.flatten().map(|_| Err(ScoreError::Store(error.clone()))));
+                    break;
+                }
             }
         }
         Ok(results)

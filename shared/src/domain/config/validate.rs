@@ -122,6 +122,11 @@ fn validate_rule(at: &str, rule: &Rule) -> Result<(), ConfigError> {
     if ids::validate_action(&rule.action).is_err() {
         return Err(invalid(format!("{at}.action"), "must be 1-32 characters of a-z, 0-9 and '_'"));
     }
+    // Ledgers written by earlier releases hold `<action>|<target>` beside the cap counters
+    // `cap|<action>`: an action named `cap` could name another action's counter.
+    if rule.action == "cap" {
+        return Err(invalid(format!("{at}.action"), "\"cap\" is reserved (it names daily cap counters)"));
+    }
     if !(1..=MAX_RULE_POINTS).contains(&rule.points) {
         return Err(invalid(format!("{at}.points"), format!("must be 1..={MAX_RULE_POINTS}")));
     }

@@ -26,8 +26,8 @@ use crate::redis::settings::ReplicaWait;
 use crate::redis::store::{Connection, ScriptCall};
 
 /// Marker hashes per bucket. A day's markers of one board spread over this many hashes; each
-/// stays listpack-encoded up to Redis's `hash-max-listpack-entries` (128 by default), i.e. up
-/// to about 130,000 events a day on one board (see docs on memory for larger boards).
+/// stays listpack-encoded up to Redis's `hash-max-listpack-entries` (512 by default), i.e. up
+/// to about 520,000 events a day on one board (see docs on memory for larger boards).
 pub const MARKER_SHARDS: u16 = 1024;
 /// Most events of one board in one script call: the call holds Redis for about 25 µs an event.
 pub const CHUNK: usize = 100;
@@ -136,8 +136,12 @@ pub fn marker_bucket(now: DateTime<Utc>, tz: Tz) -> MarkerBucket {
     let today = Period::containing(PeriodKind::Day, now, tz);
     let start = today.start.expect("a day has a start").with_timezone(&Utc);
     let end = today.end.expect("a day has an end").with_timezone(&Utc);
+    // The next local day's own end, not end + 24 h: a day of 23 or 25 hours (daylight saving)
+    // must not cut the window short.
+    let tomorrow = Period::containing(PeriodKind::Day, end, tz);
+    let next_end = tomorrow.end.expect("a day has an end").with_timezone(&Utc);
     let day = now.with_timezone(&tz).date_naive().signed_duration_since(NaiveDate::default()).num_days();
-    MarkerBucket { day, start, ttl_secs: (end - now).num_seconds() + DAY_SECS }
+    MarkerBucket { day, start, ttl_secs: (next_end - now).num_seconds() }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

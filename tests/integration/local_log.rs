@@ -1,0 +1,32 @@
+//! `scripts/local_log.py`, the local run's terminal view: the functions' JSON lines and EMF
+//! metrics (as `cargo lambda watch` prints them) become one readable line per request, one per
+//! warning or error, and nothing for metrics.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+fn readable(input: &str) -> String {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/local_log.py");
+    let mut child = Command::new("python3").arg(script).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("python3 runs");
+    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn requests_become_one_line_metrics_disappear_errors_stay() {
+    let request = r#"{"timestamp":"2026-11-25T16:20:01.123456Z","level":"INFO","message":"request","status":200,"millis":3,"target":"standings::http::runner","spans":[{"name":"Lambda runtime invoke","requestId":"r1"},{"name":"request","method":"POST","route":"/v1/boards/{board}/scores","board":"lap-times"}]}"#;
+    let event = r#"{"timestamp":"2026-11-25T16:20:01.123Z","level":"INFO","message":"event","target":"standings::events","event_id":"e1"}"#;
+    let metric = r#"{"_aws":{"Timestamp":1,"CloudWatchMetrics":[{"Namespace":"Standings","Dimensions":[["Function"]],"Metrics":[{"Name":"Events","Unit":"Count"}]}]},"Function":"ingest","Events":1}"#;
+    let error = r#"{"timestamp":"2026-11-25T16:20:02.000Z","level":"ERROR","message":"store unavailable","error":"connection refused"}"#;
+    let out = readable(&[request, event, metric, error, "INFO cargo lambda watch started"].join("\n"));
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "16:20:01 200 POST /v1/boards/{board}/scores board=lap-times 3 ms",
+            r#"16:20:02 ERROR store unavailable {"error":"connection refused"}"#,
+            "INFO cargo lambda watch started",
+        ]
+    );
+}
