@@ -57,6 +57,36 @@ async fn a_season_whose_last_member_was_banned_is_archived_empty() {
 }
 
 #[tokio::test]
+async fn a_season_whose_only_points_were_taken_back_is_archived_empty() {
+    let config = standings::domain::config::Config::parse(
+        r#"[[boards]]
+name = "points"
+kind = "cumulative"
+timezone = "Asia/Shanghai"
+periods = ["season"]
+top = 10
+archive = true
+rules = [{ action = "praise", points = 2, scope = "user_target_day", reversible = true }]
+"#,
+    )
+    .unwrap();
+    let harness = ArchiveHarness::with_config(config).await;
+    let ingest = harness.app().await;
+    ingest.set_now(at("2026-10-20T12:00:00+08:00"));
+    for active in [true, false] {
+        let (status, body) = ingest
+            .event(json!({"event_id": format!("p-{active}"), "user_id": "ann", "action": "praise", "target": "a1", "active": active}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let live_key = harness.keys.board("points").period(&ArchiveHarness::season(SEASON));
+    let exists: bool = redis::cmd("EXISTS").arg(&live_key).query_async(&mut harness.redis.clone()).await.unwrap();
+    assert!(!exists, "the take-back emptied the season's board");
+    let report = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap();
+    assert_eq!((report.status, report.total), (Status::Complete, 0));
+}
+
+#[tokio::test]
 async fn a_season_emptied_then_written_again_is_lost_if_it_then_vanishes() {
     let harness = ArchiveHarness::new().await;
     let ingest = harness.app().await;

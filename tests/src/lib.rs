@@ -421,6 +421,11 @@ pub struct ArchiveHarness {
 }
 
 impl ArchiveHarness {
+    /// A harness whose boards are `config`'s instead of the defaults.
+    pub async fn with_config(config: Config) -> Self {
+        Self { config: Arc::new(config), ..Self::new().await }
+    }
+
     /// The archive job's clock starts past October 2026's end plus grace (Asia/Shanghai).
     pub async fn new() -> Self {
         let store = Store::connect(&redis_settings()).unwrap();
@@ -485,6 +490,6 @@ impl ArchiveHarness {
     /// The ingest and query functions (with its own clock) on this harness's keys and table.
     pub async fn app(&self) -> TestApp {
         let (store, assertions) = (Store::connect(&redis_settings()).unwrap(), Store::connect(&redis_settings()).unwrap());
-        spawn_app(Config::default_boards(), self.keys.clone(), store, assertions, Some(self.table.clone())).await
+        spawn_app((*self.config).clone(), self.keys.clone(), store, assertions, Some(self.table.clone())).await
     }
 }
