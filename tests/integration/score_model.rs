@@ -98,6 +98,16 @@ impl Model {
         }
     }
 
+    /// One period of an answer: the standing now, whether the write changed it, and why not.
+    fn answer_row(&self, period: &str, user: &str, changed: bool, overflow: bool) -> Value {
+        let mut row = self.standing(period, user);
+        row["changed"] = json!(changed);
+        if overflow {
+            row["reason"] = json!("out_of_range");
+        }
+        row
+    }
+
     /// The answer `submit` must give at `ts`, and the model moved on.
     fn submit(&mut self, op: &Op, ts: i64) -> (u16, Value) {
         let (id, user) = (format!("e{}", op.id), format!("u{}", op.user));
@@ -110,14 +120,7 @@ impl Model {
                 .periods
                 .iter()
                 .zip(&first.changed)
-                .map(|(p, &(changed, overflow))| {
-                    let mut row = self.standing(p, &user);
-                    row["changed"] = json!(changed);
-                    if overflow {
-                        row["reason"] = json!("out_of_range");
-                    }
-                    row
-                })
+                .map(|(p, &(changed, overflow))| self.answer_row(p, &user, changed, overflow))
                 .collect();
             return (200, json!({"duplicate": true, "applied": first.applied, "periods": periods}));
         }
@@ -155,18 +158,8 @@ impl Model {
             id,
             First { user: user.clone(), score: op.score, day: today, periods: periods.clone(), applied, changed: changed.clone() },
         );
-        let rows: Vec<Value> = periods
-            .iter()
-            .zip(&changed)
-            .map(|(p, &(changed, overflow))| {
-                let mut row = self.standing(p, &user);
-                row["changed"] = json!(changed);
-                if overflow {
-                    row["reason"] = json!("out_of_range");
-                }
-                row
-            })
-            .collect();
+        let rows: Vec<Value> =
+            periods.iter().zip(&changed).map(|(p, &(changed, overflow))| self.answer_row(p, &user, changed, overflow)).collect();
         (200, json!({"duplicate": false, "applied": applied, "periods": rows}))
     }
 }

@@ -117,17 +117,18 @@ struct Batch {
     events: Vec<Event>,
 }
 
+/// The answer to a batch (of events or of scores): one item per write, in request order.
 #[derive(Serialize)]
-struct BatchReceipt {
-    results: Vec<BatchItem>,
+pub struct BatchReceipt<R> {
+    results: Vec<BatchItem<R>>,
 }
 
-/// One event's answer in a batch: its receipt, or its own error with the status (and
-/// `retry_after` seconds, for 429 and 503) a single `POST /v1/events` would have had.
+/// One write's answer in a batch: its receipt, or its own error with the status (and
+/// `retry_after` seconds, for 429 and 503) a single write would have had.
 #[derive(Serialize)]
 #[serde(untagged)]
-enum BatchItem {
-    Recorded(EventReceipt),
+enum BatchItem<R> {
+    Done(R),
     Failed {
         event_id: String,
         status: u16,
@@ -137,7 +138,25 @@ enum BatchItem {
     },
 }
 
-async fn post_batch(State(app): State<Arc<App>>, JsonBody(batch): JsonBody<Batch>) -> Result<Json<BatchReceipt>, ApiError> {
+impl<R> BatchReceipt<R> {
+    /// The receipt of writes identified by `event_ids`, from their outcomes in the same order.
+    pub fn of<'a, E: Into<ApiError>>(event_ids: impl Iterator<Item = &'a str>, outcomes: Vec<Result<R, E>>) -> Self {
+        let results = event_ids
+            .zip(outcomes)
+            .map(|(event_id, outcome)| match outcome {
+                Ok(receipt) => BatchItem::Done(receipt),
+                Err(error) => {
+                    let error: ApiError = error.into();
+                    let (status, retry_after) = (error.status.as_u16(), error.retry_after);
+                    BatchItem::Failed { event_id: event_id.to_owned(), status, retry_after, error: error.detail() }
+                }
+            })
+            .collect();
+        Self { results }
+    }
+}
+
+async fn post_batch(State(app): State<Arc<App>>, JsonBody(batch): JsonBody<Batch>) -> Result<Json<BatchReceipt<EventReceipt>>, ApiError> {
     if batch.events.len() > MAX_BATCH {
         return Err(ApiError::too_large(format!("a batch holds at most {MAX_BATCH} events")));
     }
@@ -147,20 +166,7 @@ async fn post_batch(State(app): State<Arc<App>>, JsonBody(batch): JsonBody<Batch
         tally.record(&event.event_id, outcome);
     }
     tally.flush(&app.metrics);
-    let results: Vec<_> = batch
-        .events
-        .iter()
-        .zip(outcomes)
-        .map(|(event, outcome)| match outcome {
-            Ok(receipt) => BatchItem::Recorded(receipt),
-            Err(error) => {
-                let error = ApiError::from(error);
-                let (status, retry_after) = (error.status.as_u16(), error.retry_after);
-                BatchItem::Failed { event_id: event.event_id.clone(), status, retry_after, error: error.detail() }
-            }
-        })
-        .collect();
-    Ok(Json(BatchReceipt { results }))
+    Ok(Json(BatchReceipt::of(batch.events.iter().map(|e| e.event_id.as_str()), outcomes)))
 }
 
 async fn put_profile(

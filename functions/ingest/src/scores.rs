@@ -5,15 +5,15 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, State};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use standings::domain::ids;
 use standings::domain::scores::Submission;
-use standings::http::{ApiError, ErrorDetail, JsonBody};
+use standings::http::{ApiError, JsonBody};
 use standings::services::ingestion::MAX_BATCH;
 use standings::services::scores::ScoreReceipt;
 
-use crate::App;
 use crate::observe::Tally;
+use crate::{App, BatchReceipt};
 
 pub async fn post_score(
     State(app): State<Arc<App>>,
@@ -34,31 +34,11 @@ pub struct ScoreBatch {
     scores: Vec<Submission>,
 }
 
-#[derive(Serialize)]
-pub struct ScoreBatchReceipt {
-    results: Vec<ScoreBatchItem>,
-}
-
-/// One submission's answer in a batch: its receipt, or its own error with the status (and
-/// `retry_after` seconds, for 429 and 503) a single submission would have had.
-#[derive(Serialize)]
-#[serde(untagged)]
-enum ScoreBatchItem {
-    Submitted(ScoreReceipt),
-    Failed {
-        event_id: String,
-        status: u16,
-        error: ErrorDetail,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        retry_after: Option<u64>,
-    },
-}
-
 pub async fn post_score_batch(
     State(app): State<Arc<App>>,
     Path(board): Path<String>,
     JsonBody(batch): JsonBody<ScoreBatch>,
-) -> Result<Json<ScoreBatchReceipt>, ApiError> {
+) -> Result<Json<BatchReceipt<ScoreReceipt>>, ApiError> {
     if batch.scores.len() > MAX_BATCH {
         return Err(ApiError::too_large(format!("a batch holds at most {MAX_BATCH} scores")));
     }
@@ -68,18 +48,5 @@ pub async fn post_score_batch(
         tally.record_score(&board, &submission.event_id, outcome);
     }
     tally.flush(&app.metrics);
-    let results = batch
-        .scores
-        .iter()
-        .zip(outcomes)
-        .map(|(submission, outcome)| match outcome {
-            Ok(receipt) => ScoreBatchItem::Submitted(receipt),
-            Err(error) => {
-                let error = ApiError::from(error);
-                let (status, retry_after) = (error.status.as_u16(), error.retry_after);
-                ScoreBatchItem::Failed { event_id: submission.event_id.clone(), status, retry_after, error: error.detail() }
-            }
-        })
-        .collect();
-    Ok(Json(ScoreBatchReceipt { results }))
+    Ok(Json(BatchReceipt::of(batch.scores.iter().map(|s| s.event_id.as_str()), outcomes)))
 }
