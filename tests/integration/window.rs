@@ -72,3 +72,27 @@ async fn a_correction_retried_after_its_marker_expired_is_itemised_in_the_statem
     assert_eq!((&line["correction_id"], &line["points"]), (&json!("c1"), &json!(10)), "{statement}");
     assert_eq!(statement["unexplained"], Value::Null, "{statement}");
 }
+
+/// A function whose clock runs ahead writes a marker into the next local day's bucket; that
+/// bucket is read only within `MARKER_CLOCK_SKEW_SECS` of the day's end (a read less per event
+/// the rest of the day), which is when such a marker can matter.
+#[tokio::test]
+async fn a_retry_from_a_clock_behind_the_first_across_midnight_is_a_duplicate() {
+    let app = spawn_ingest_with(sum_board()).await;
+    app.set_now(at("2026-11-23T00:02:00Z"));
+    submit(&app, "run-1", 7).await;
+    app.set_now(at("2026-11-22T23:58:00Z"));
+    let retry = submit(&app, "run-1", 7).await;
+    assert_eq!(retry["duplicate"], true, "{retry}");
+
+    // The same on an event board (Asia/Shanghai: local midnight is 16:00 UTC).
+    let events = spawn_ingest().await;
+    let event = json!({"event_id": "c-1", "user_id": "ann", "action": "comment", "target": "a1"});
+    events.set_now(at("2026-11-22T16:01:00Z"));
+    let (status, first) = events.event(event.clone()).await;
+    assert_eq!((status.as_u16(), &first["duplicate"]), (200, &json!(false)), "{first}");
+    events.set_now(at("2026-11-22T15:56:00Z"));
+    let (status, retry) = events.event(event).await;
+    assert_eq!((status.as_u16(), &retry["duplicate"]), (200, &json!(true)), "{retry}");
+    assert_eq!(total(&app).await, 7, "applied once");
+}

@@ -16,6 +16,7 @@ use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
 use sha2::{Digest, Sha256};
 
+use super::pack::Block;
 use super::{APPLY_EVENT, ApplyReply, BoardOutcome, PeriodStanding, Status};
 use crate::domain::period::{EventTimeError, Period, PeriodKind, ttl_secs};
 use crate::domain::scoring::{BoardPlan, Ledger, Mode, RateWindow};
@@ -34,6 +35,10 @@ pub const CHUNK: usize = 100;
 /// Day ledgers outlive their day by this much (~31 days of history).
 const LEDGER_RETENTION_SECS: i64 = 30 * 24 * 3600;
 const DAY_SECS: i64 = 24 * 3600;
+/// How far ahead of ours another function's clock may run: only this close to the end of the
+/// local day can the next day's marker bucket already hold an id (written by that clock), so
+/// only then is it read (a read less per event the rest of the day).
+pub const MARKER_CLOCK_SKEW_SECS: i64 = 300;
 
 /// What an event did, as its marker keeps it. The `code` of each variant is the receipt's
 /// first character (the script gets them from `compose`).
@@ -141,7 +146,8 @@ pub fn marker_bucket(now: DateTime<Utc>, tz: Tz) -> MarkerBucket {
     let tomorrow = Period::containing(PeriodKind::Day, end, tz);
     let next_end = tomorrow.end.expect("a day has an end").with_timezone(&Utc);
     let day = now.with_timezone(&tz).date_naive().signed_duration_since(NaiveDate::default()).num_days();
-    MarkerBucket { day, start, ttl_secs: (next_end - now).num_seconds() }
+    let near_end = (end - now).num_seconds() <= MARKER_CLOCK_SKEW_SECS;
+    MarkerBucket { day, start, ttl_secs: (next_end - now).num_seconds(), near_end }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -149,6 +155,25 @@ pub struct MarkerBucket {
     pub day: i64,
     pub start: DateTime<Utc>,
     pub ttl_secs: i64,
+    /// Within `MARKER_CLOCK_SKEW_SECS` of the local day's end.
+    pub near_end: bool,
+}
+
+impl MarkerBucket {
+    /// The days whose buckets an id is looked up in, as the scripts take them: today (where a
+    /// new id is written), the day before, and the day after or `None` (index 0, not read)
+    /// unless the day is near its end.
+    pub fn read_days(&self) -> [Option<i64>; 3] {
+        [Some(self.day), Some(self.day - 1), self.near_end.then_some(self.day + 1)]
+    }
+}
+
+/// Each of `bucket`'s read days as a key index of the call (0 for a day not read).
+pub(super) fn bucket_args(call: &mut ScriptCall<'_>, key_list: &mut KeyList, keys: &BoardKeys, bucket: &MarkerBucket, shard: u16) {
+    for day in bucket.read_days() {
+        let index = day.map_or(0, |day| key_list.add(call, keys.marker_bucket(day, shard)));
+        call.arg(index);
+    }
 }
 
 /// The field a ledger entry (`action|target`) is stored under: 8 bytes of its digest, a third
@@ -210,58 +235,12 @@ pub async fn apply_events(
         return Ok(Vec::new());
     };
     let bucket = marker_bucket(now, first.plan.board.timezone);
-    let day = bucket.day;
     let mut call = ScriptCall::new(&APPLY_EVENT);
     let mut key_list = KeyList::new(&mut call, keys.guard());
     call.arg(events.len()).arg(bucket.ttl_secs);
     for event in events {
-        let plan = event.plan;
-        let slot = MarkerSlot::of(event.event_id);
-        let day_ledger = keys.day_ledger(event.member, &plan.day.id);
-        let day_ledger_ttl = ttl_secs(plan.day.end.map(|end| end.timestamp() + LEDGER_RETENTION_SECS), now);
-        let (ledger, ledger_ttl) = match plan.ledger {
-            Ledger::Day | Ledger::None => (day_ledger.clone(), day_ledger_ttl),
-            Ledger::Lifetime => (keys.lifetime_ledger(event.member), 0),
-            Ledger::Target => (keys.target_ledger(), 0),
-        };
-        let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
-        let rate = plan.rate_limit.unwrap_or(RateWindow { max: 0, window_ms: 0, now_ms: now.timestamp_millis() });
-        for bucket_day in [day, day - 1, day + 1] {
-            let bucket = key_list.add(&mut call, keys.marker_bucket(bucket_day, slot.shard));
-            call.arg(bucket);
-        }
-        let ledger = key_list.add(&mut call, ledger);
-        let day_ledger = key_list.add(&mut call, day_ledger);
-        let rate_log = key_list.add(&mut call, keys.rate_log(event.member, &plan.rule.action));
-        call.arg(&slot.field[..])
-            .arg(short_fingerprint(event.fingerprint))
-            .arg(event.member)
-            .arg(match plan.mode {
-                Mode::Give => "give",
-                Mode::TakeBack => "take",
-            })
-            .arg(plan.points)
-            .arg(ledger)
-            .arg(ledger_field(&plan.ledger_field))
-            .arg(&plan.ledger_field)
-            .arg(day_ledger)
-            .arg(cap_field)
-            .arg(cap)
-            .arg(ledger_ttl)
-            .arg(day_ledger_ttl)
-            .arg(event.first_delivery.map_or("", |refusal| refusal.code()))
-            .arg(rate_log)
-            .arg(rate.max)
-            .arg(rate.window_ms)
-            .arg(rate.now_ms)
-            .arg(plan.time_part)
-            .arg(plan.periods.len())
-            .arg(&plan.rule.action);
-        for period in &plan.periods {
-            let board = key_list.add(&mut call, keys.period(period));
-            let statement = if plan.board.statements { key_list.add(&mut call, keys.statement(event.member, period)) } else { 0 };
-            call.arg(board).arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(now)).arg(statement);
-        }
+        let block = event_block(&mut call, &mut key_list, keys, event, &bucket, now);
+        call.arg(block.into_bytes());
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;
     let mut values = reply.into_iter();
@@ -281,6 +260,62 @@ pub async fn apply_events(
         });
     }
     Ok(replies)
+}
+
+/// One event's block of `apply_event.lua` (its header lists the layout), its keys added to
+/// the call.
+fn event_block(
+    call: &mut ScriptCall<'_>,
+    key_list: &mut KeyList,
+    keys: &BoardKeys,
+    event: &BoardEvent<'_>,
+    bucket: &MarkerBucket,
+    now: DateTime<Utc>,
+) -> Block {
+    let plan = event.plan;
+    let slot = MarkerSlot::of(event.event_id);
+    let day_ledger = keys.day_ledger(event.member, &plan.day.id);
+    let day_ledger_ttl = ttl_secs(plan.day.end.map(|end| end.timestamp() + LEDGER_RETENTION_SECS), now);
+    let (ledger, ledger_ttl) = match plan.ledger {
+        Ledger::Day | Ledger::None => (day_ledger.clone(), day_ledger_ttl),
+        Ledger::Lifetime => (keys.lifetime_ledger(event.member), 0),
+        Ledger::Target => (keys.target_ledger(), 0),
+    };
+    let (cap_field, cap) = plan.cap.clone().unwrap_or_default();
+    let rate = plan.rate_limit.unwrap_or(RateWindow { max: 0, window_ms: 0, now_ms: now.timestamp_millis() });
+    let mut block = Block::default();
+    for day in bucket.read_days() {
+        block.index(day.map_or(0, |day| key_list.add(call, keys.marker_bucket(day, slot.shard))));
+    }
+    block
+        .fixed(&slot.field)
+        .fixed(&short_fingerprint(event.fingerprint))
+        .text(event.member)
+        .byte(u8::from(plan.mode == Mode::Give))
+        .text(plan.points.to_string())
+        .number(plan.points)
+        .index(key_list.add(call, ledger))
+        .text(ledger_field(&plan.ledger_field))
+        .text(&plan.ledger_field)
+        .index(key_list.add(call, day_ledger))
+        .text(cap_field)
+        .number(cap)
+        .text(ledger_ttl.to_string())
+        .text(day_ledger_ttl.to_string())
+        .text(event.first_delivery.map_or("", |refusal| refusal.code()))
+        .index(key_list.add(call, keys.rate_log(event.member, &plan.rule.action)))
+        .number(i64::from(rate.max))
+        .number(rate.window_ms)
+        .number(rate.now_ms)
+        .number(plan.time_part)
+        .byte(u8::try_from(plan.periods.len()).expect("a board has a handful of periods"))
+        .text(&plan.rule.action);
+    for period in &plan.periods {
+        let board = key_list.add(call, keys.period(period));
+        let statement = if plan.board.statements { key_list.add(call, keys.statement(event.member, period)) } else { 0 };
+        block.index(board).text(period.kind.as_str()).text(&period.id).text(period.ttl_secs(now).to_string()).index(statement);
+    }
+    block
 }
 
 /// One event's reply, or a duplicate whose first delivery landed in other periods than the
@@ -434,6 +469,18 @@ mod tests {
         let new_york = chrono_tz::America::New_York;
         let bucket = marker_bucket("2026-03-08T23:00:00-04:00".parse().unwrap(), new_york);
         assert!(bucket.ttl_secs > DAY_SECS);
+    }
+
+    #[test]
+    fn the_next_days_bucket_is_read_only_near_the_end_of_the_day() {
+        let shanghai = chrono_tz::Asia::Shanghai;
+        let days = |at: &str| marker_bucket(at.parse().unwrap(), shanghai).read_days();
+        let day = marker_bucket("2026-11-22T04:00:00Z".parse().unwrap(), shanghai).day;
+        assert_eq!(days("2026-11-22T04:00:00Z"), [Some(day), Some(day - 1), None]);
+        assert_eq!(days("2026-11-22T15:54:59Z"), [Some(day), Some(day - 1), None], "5 min 1 s before local midnight");
+        assert_eq!(days("2026-11-22T15:55:00Z"), [Some(day), Some(day - 1), Some(day + 1)], "5 min before");
+        assert_eq!(days("2026-11-22T15:59:59Z"), [Some(day), Some(day - 1), Some(day + 1)]);
+        assert_eq!(days("2026-11-22T16:00:00Z"), [Some(day + 1), Some(day), None], "the next day");
     }
 
     #[test]

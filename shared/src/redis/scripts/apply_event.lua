@@ -12,42 +12,49 @@ wrote (the same id twice is a duplicate).
 KEYS[1]    the board's guard (hash): "ban|<user>" for banned users, "closed|<kind>:<id>" for
            periods frozen for archiving; "live|season:<id>" is set when a season's board is
            created, so the archive can tell a lost board from an empty season
-KEYS[2..]  every other key the chunk touches, once each; ARGV names them by index
+KEYS[2..]  every other key the chunk touches, once each; a block names them by index
 
 ARGV[1]    number of events in the chunk
 ARGV[2]    seconds a marker bucket created now is kept (to the end of the next local day)
-then one block per event, from ARGV[b] (b = 3 for the first):
-b+0..2     indexes of the event-id marker buckets (hashes, field -> fingerprint .. receipt)
-           of the board's local day now (written), the day before and the day after (read:
-           clock skew)
-b+3        marker field: 8 bytes of the event id's digest
-b+4        payload fingerprint: 4 bytes of the payload's digest
-b+5        member (user id)
-b+6        "give" or "take"
-b+7        points a give awards (positive integer)
-b+8        index of the idempotency ledger (hash, field -> points given): the user's day
-           ledger, the user's lifetime ledger or the board's target ledger, by the rule's scope
-b+9        ledger field: 8 bytes of the digest of "<action>|<target>", "" when the rule
-           records nothing
-b+10       the same entry's field as earlier releases wrote it ("<action>|<target>"): read as
-           the same entry (a give already counted, a take-back's points), deleted by a take-back
-b+11       index of the user's day ledger (the day's cap counters; may equal b+8's)
-b+12       cap counter field, "" when the rule has no daily cap
-b+13       the daily cap in points
-b+14       TTL in seconds of the idempotency ledger, set once, "0" for none
-b+15       TTL in seconds of the day ledger, set once, "0" for none
-b+16       refusal of a first delivery: "" (none), "too_late" or "in_future". Checked only
-           after the markers, so a retry is a duplicate whenever it arrives
-b+17       index of the user's rate-limit log of this action (sorted set: marker field -> ms)
-b+18       rate limit: events allowed in the window ("0": no limit)
-b+19       rate limit window in ms
-b+20       now in ms (the function's clock)
-b+21       time part of the composite for "reached now" (tiebreak.rs; earlier: larger)
-b+22       n, the number of period boards
-b+23       the action (for statements)
-then n quintuples from b+24: index of the period's sorted set (scored points * SPAN + time
-           part), kind, id, TTL in seconds ("0": none), index of the member's statement of that
-           period (a hash, see below; "0" when the board keeps no statements)
+ARGV[3..]  one block per event, packed (pack.rs; read with `struct.unpack`, since every
+           argument and every tonumber() is a measurable share of a call): big-endian, H an
+           index into KEYS (0: none), B a flag, d a number, s a string (Hc0: its length first),
+           in this order:
+  H  the event-id marker bucket (hash, field -> fingerprint .. receipt) of the board's local
+     day now (written)
+  H  the bucket of the day before (read)
+  H  the bucket of the day after (read only near the end of the day, for a clock ahead of
+     ours; 0 otherwise)
+  c8 marker field: 8 bytes of the event id's digest
+  c4 payload fingerprint: 4 bytes of the payload's digest
+  s  member (user id)
+  B  1 for a give, 0 for a take-back
+  s  points a give awards (positive integer), as text
+  d  the same points
+  H  the idempotency ledger (hash, field -> points given): the user's day ledger, the user's
+     lifetime ledger or the board's target ledger, by the rule's scope
+  s  ledger field: 8 bytes of the digest of "<action>|<target>", "" when the rule records
+     nothing
+  s  the same entry's field as earlier releases wrote it ("<action>|<target>"): read as the
+     same entry (a give already counted, a take-back's points), deleted by a take-back
+  H  the user's day ledger (the day's cap counters; may be the ledger above, whose TTL then
+     stands for both)
+  s  cap counter field, "" when the rule has no daily cap
+  d  the daily cap in points
+  s  TTL in seconds of the idempotency ledger, set once, "0" for none
+  s  TTL in seconds of the day ledger, set once, "0" for none
+  s  refusal of a first delivery: "" (none), "too_late" or "in_future". Checked only after
+     the markers, so a retry is a duplicate whenever it arrives
+  H  the user's rate-limit log of this action (sorted set: marker field -> ms)
+  d  rate limit: events allowed in the window (0: no limit)
+  d  rate limit window in ms
+  d  now in ms (the function's clock)
+  d  time part of the composite for "reached now" (tiebreak.rs; earlier: larger)
+  B  n, the number of period boards
+  s  the action (for statements)
+then n times: H the period's sorted set (scored points * SPAN + time part), s kind, s id,
+  s TTL in seconds ("0": none), H the member's statement of that period (a hash, see below;
+  0 when the board keeps no statements)
 
 A statement hash counts what made the member's score in one period: "n:<action>" events that
 earned points, "p:<action>" points they earned, "w:<action>" points the daily cap withheld,
@@ -73,64 +80,87 @@ take-back removes what the ledger says was given, never more than a period still
 keeps the member's reached-at time (they held at least the lower score since then).
 ]]
 
+-- Written for the interpreter's sake (this script is most of a write's Redis CPU, see
+-- docs/benchmarks.md): every number arrives as a number (no tonumber), strings handed to Redis
+-- as they came (a number argument costs a conversion), no closure built per event, and a TTL
+-- set only where the write just before it may have created the key (ZADD, HSET and HINCRBY
+-- say so).
 local GUARD = KEYS[1]
+local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0'
+local PERIOD = '>HHc0Hc0Hc0H'
 
--- One event's block, from ARGV[b]: its status, detail, and the periods' points and ranks
--- (nil for a refusal).
-local function apply(b)
-  local field, fingerprint, member = ARGV[b + 3], ARGV[b + 4], ARGV[b + 5]
-  local boards = tonumber(ARGV[b + 22])
-  local function board(i) return tonumber(ARGV[b + 19 + 5 * i]) end
-  local function period(i, part) return ARGV[b + 19 + 5 * i + part] end
-
-  local function standing_now()
-    local points, ranks = {}, {}
-    for i = 1, boards do
-      local composite = redis.call('ZSCORE', KEYS[board(i)], member)
-      points[i] = points_of(composite)
-      ranks[i] = composite and redis.call('ZREVRANK', KEYS[board(i)], member) + 1 or 0
-    end
-    return points, ranks
+-- Appends an event's reply: status, detail, then each of its `boards` periods' points and
+-- rank (zeros for a refusal).
+local function answer(reply, boards, points, ranks, status, detail)
+  reply[#reply + 1] = status
+  reply[#reply + 1] = detail
+  for i = 1, boards do
+    reply[#reply + 1] = points[i] or 0
+    reply[#reply + 1] = ranks[i] or 0
   end
+end
 
-  local bucket = KEYS[tonumber(ARGV[b])]
-  local seen = marker_seen(bucket, KEYS[tonumber(ARGV[b + 1])], KEYS[tonumber(ARGV[b + 2])], field, fingerprint)
-  if seen == 'conflict' then return 'conflict', '' end
+-- Applies the event of `block` and appends its reply.
+local function apply(block, reply)
+  local today, before, after, field, fingerprint, member, give, points_text, points, ledger_index,
+    ledger_field, legacy_field, day_index, cap_field, cap, ledger_ttl, day_ttl, refusal,
+    rate_index, rate_max, rate_window, now_ms, now_part, boards, action, pos = struct.unpack(EVENT, block)
+  local board, kind, id, ttl, statement = {}, {}, {}, {}, {}
+  for i = 1, boards do
+    board[i], kind[i], id[i], ttl[i], statement[i], pos = struct.unpack(PERIOD, block, pos)
+  end
+  local points_now, ranks = {}, {}
+
+  local bucket = KEYS[today]
+  -- KEYS[0] is nil: the day after is not read.
+  local seen = marker_seen(bucket, KEYS[before], KEYS[after], field, fingerprint)
+  if seen == 'conflict' then return answer(reply, boards, points_now, ranks, 'conflict', '') end
   if seen then
-    local points, ranks = standing_now()
-    return 'duplicate', seen, points, ranks
+    for i = 1, boards do
+      local composite = redis.call('ZSCORE', KEYS[board[i]], member)
+      points_now[i] = points_of(composite)
+      ranks[i] = composite and redis.call('ZREVRANK', KEYS[board[i]], member) + 1 or 0
+    end
+    return answer(reply, boards, points_now, ranks, 'duplicate', seen)
   end
-  if ARGV[b + 16] ~= '' then return ARGV[b + 16], '' end
+  if refusal ~= '' then return answer(reply, boards, points_now, ranks, refusal, '') end
 
   -- Refusals that depend on the board's state, checked with one read.
-  local refusal, closed = guard_refusal(GUARD, member, boards,
-    function(i) return period(i, 1) end, function(i) return period(i, 2) end)
-  if refusal then return refusal, closed end
+  local fields = {GUARD_BAN .. member}
+  for i = 1, boards do fields[i + 1] = GUARD_CLOSED .. kind[i] .. ':' .. id[i] end
+  local guards = redis.call('HMGET', GUARD, unpack(fields))
+  if guards[1] then return answer(reply, boards, points_now, ranks, 'banned', '') end
+  for i = 1, boards do
+    if guards[i + 1] then return answer(reply, boards, points_now, ranks, 'period_closed', id[i]) end
+  end
 
   -- Rate limit: only read here; the event is logged with the other writes, so a refused
   -- event leaves no trace.
-  local rate_log = KEYS[tonumber(ARGV[b + 17])]
-  local rate_max, rate_window, now_ms = tonumber(ARGV[b + 18]), tonumber(ARGV[b + 19]), tonumber(ARGV[b + 20])
-  local wait = rate_wait(rate_log, rate_max, rate_window, now_ms)
-  if wait then return 'rate_limited', tostring(wait) end
+  local rate_log = KEYS[rate_index]
+  if rate_max > 0 then
+    local wait = rate_wait(rate_log, rate_max, rate_window, now_ms)
+    if wait then return answer(reply, boards, points_now, ranks, 'rate_limited', tostring(wait)) end
+  end
 
-  local ledger, ledger_field, legacy_field = KEYS[tonumber(ARGV[b + 8])], ARGV[b + 9], ARGV[b + 10]
-  local day_ledger, cap_field = KEYS[tonumber(ARGV[b + 11])], ARGV[b + 12]
-  local give = ARGV[b + 6] == 'give'
+  local ledger = KEYS[ledger_index]
   -- What the ledger holds for this entry: under its digest, or as an earlier release wrote it.
-  local held = ledger_field ~= '' and redis.call('HMGET', ledger, ledger_field, legacy_field)
-  local given = held and (held[1] or held[2])
-  local delta, capped, code = 0, 0, RECEIPT_APPLIED
-  if give then
+  local given
+  if ledger_field ~= '' then
+    local held = redis.call('HMGET', ledger, ledger_field, legacy_field)
+    given = held[1] or held[2]
+  end
+  -- `delta_text`: delta as the block spelled it, while it is still the rule's points.
+  local delta, delta_text, capped, code = 0, nil, 0, RECEIPT_APPLIED
+  if give == 1 then
     if given then
       code = RECEIPT_ALREADY_COUNTED
     else
-      delta = tonumber(ARGV[b + 7])
+      delta, delta_text = points, points_text
       if cap_field ~= '' then
-        local room = math.max(tonumber(ARGV[b + 13]) - tonumber(redis.call('HGET', day_ledger, cap_field) or '0'), 0)
+        local room = math.max(cap - tonumber(redis.call('HGET', KEYS[day_index], cap_field) or '0'), 0)
         if room < delta then
           capped = delta - room
-          delta = room
+          delta, delta_text = room, nil
           if delta == 0 then code = RECEIPT_DAILY_CAP end
         end
       end
@@ -142,85 +172,79 @@ local function apply(b)
   end
 
   -- Every check happens before the first write: a refused event leaves no trace.
-  local composites, points, changes = {}, {}, {}
-  local largest = 0
+  local composites, changes = {}, {}
+  local largest, differ = 0, false
   for i = 1, boards do
-    composites[i] = tonumber(redis.call('ZSCORE', KEYS[board(i)], member) or '0')
+    composites[i] = tonumber(redis.call('ZSCORE', KEYS[board[i]], member) or '0')
     local held = points_of(composites[i])
-    if held + delta > MAX_POINTS then return 'out_of_range', '' end
+    if held + delta > MAX_POINTS then return answer(reply, boards, points_now, ranks, 'out_of_range', '') end
     -- Never below zero: a take-back cannot remove more than the period still holds.
-    points[i] = math.max(held + delta, 0)
-    changes[i] = points[i] - held
+    points_now[i] = math.max(held + delta, 0)
+    changes[i] = points_now[i] - held
     if math.abs(changes[i]) > math.abs(largest) then largest = changes[i] end
   end
 
   if delta ~= 0 then
-    if give then
-      if ledger_field ~= '' then redis.call('HSET', ledger, ledger_field, delta) end
+    delta_text = delta_text or tostring(delta)
+    -- Whether the ledger's TTL was just seen to: it may be the day ledger too.
+    local ledger_kept = false
+    if give == 1 then
+      if ledger_field ~= '' and redis.call('HSET', ledger, ledger_field, delta_text) == 1 then
+        expire_once(ledger, ledger_ttl)
+        ledger_kept = true
+      end
     else
       redis.call('HDEL', ledger, ledger_field, legacy_field)
     end
-    if cap_field ~= '' then redis.call('HINCRBY', day_ledger, cap_field, delta) end
-    expire_once(ledger, ARGV[b + 14])
-    expire_once(day_ledger, ARGV[b + 15])
+    if cap_field ~= '' and redis.call('HINCRBY', KEYS[day_index], cap_field, delta_text) == delta
+      and not (ledger_kept and day_index == ledger_index) then
+      expire_once(KEYS[day_index], day_ttl)
+    end
     for i = 1, boards do
-      local key = KEYS[board(i)]
-      if points[i] > 0 and changes[i] ~= 0 then
+      local key = KEYS[board[i]]
+      if points_now[i] > 0 and changes[i] ~= 0 then
         -- A give is reached now; a take-back keeps the time the member got there.
-        local time_part = give and tonumber(ARGV[b + 21]) or composites[i] % SPAN
-        redis.call('ZADD', key, composite_of(points[i], time_part), member)
-        expire_period_once(key, GUARD, period(i, 1), period(i, 2), period(i, 3))
-      elseif points[i] == 0 then
-        remove_member(key, GUARD, period(i, 1), period(i, 2), member)
+        local time_part = give == 1 and now_part or composites[i] % SPAN
+        -- A member already there means the board existed, with its TTL.
+        if redis.call('ZADD', key, composite_of(points_now[i], time_part), member) == 1 then
+          expire_period_once(key, GUARD, kind[i], id[i], ttl[i])
+        end
+      elseif points_now[i] == 0 then
+        remove_member(key, GUARD, kind[i], id[i], member)
       end
     end
   end
 
-  local action = ARGV[b + 23]
   for i = 1, boards do
-    local statement = tonumber(period(i, 4))
-    if statement > 0 and (changes[i] ~= 0 or capped > 0) then
+    if statement[i] > 0 and (changes[i] ~= 0 or capped > 0) then
+      local key, first = KEYS[statement[i]], false
       if changes[i] > 0 then
-        redis.call('HINCRBY', KEYS[statement], 'n:' .. action, 1)
-        redis.call('HINCRBY', KEYS[statement], 'p:' .. action, changes[i])
+        first = redis.call('HINCRBY', key, 'n:' .. action, 1) == 1
+        redis.call('HINCRBY', key, 'p:' .. action, changes[i])
       elseif changes[i] < 0 then
-        redis.call('HINCRBY', KEYS[statement], 't:' .. action, -changes[i])
+        first = redis.call('HINCRBY', key, 't:' .. action, -changes[i]) == -changes[i]
       end
-      if capped > 0 then redis.call('HINCRBY', KEYS[statement], 'w:' .. action, capped) end
-      expire_once(KEYS[statement], period(i, 3))
+      if capped > 0 and redis.call('HINCRBY', key, 'w:' .. action, capped) == capped then first = true end
+      -- A field just created may have created the statement.
+      if first then expire_once(key, ttl[i]) end
     end
   end
 
-  local ranks = {}
   for i = 1, boards do
-    ranks[i] = points[i] > 0 and redis.call('ZREVRANK', KEYS[board(i)], member) + 1 or 0
+    ranks[i] = points_now[i] > 0 and redis.call('ZREVRANK', KEYS[board[i]], member) + 1 or 0
+    if changes[i] ~= largest then differ = true end
   end
 
   local receipt = code
-  if delta ~= 0 then receipt = receipt .. largest end
+  if delta ~= 0 then receipt = receipt .. (largest == delta and delta_text or largest) end
   if capped > 0 then receipt = receipt .. ',' .. capped end
-  for i = 1, boards do
-    if changes[i] ~= largest then
-      receipt = receipt .. ';' .. table.concat(changes, ',')
-      break
-    end
-  end
+  if differ then receipt = receipt .. ';' .. table.concat(changes, ',') end
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
-  rate_record(rate_log, rate_max, rate_window, now_ms, field)
-  return 'new', receipt, points, ranks
+  if rate_max > 0 then rate_record(rate_log, rate_max, rate_window, now_ms, field) end
+  return answer(reply, boards, points_now, ranks, 'new', receipt)
 end
 
-local reply, b = {}, 3
-for _ = 1, tonumber(ARGV[1]) do
-  local status, detail, points, ranks = apply(b)
-  reply[#reply + 1] = status
-  reply[#reply + 1] = detail
-  local boards = tonumber(ARGV[b + 22])
-  for i = 1, boards do
-    reply[#reply + 1] = points and points[i] or 0
-    reply[#reply + 1] = ranks and ranks[i] or 0
-  end
-  b = b + 24 + 5 * boards
-end
+local reply = {}
+for k = 1, tonumber(ARGV[1]) do apply(ARGV[2 + k], reply) end
 return reply

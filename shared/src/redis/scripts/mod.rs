@@ -11,6 +11,7 @@
 mod apply;
 pub mod hot;
 pub mod moderation;
+mod pack;
 mod reply;
 pub mod scores;
 pub mod sign_in;

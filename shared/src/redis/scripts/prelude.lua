@@ -97,12 +97,13 @@ local function marker_field(bucket, field)
 end
 
 -- Where an event id's marker field is among a board's marker buckets (today's, the day
--- before, the day after): "conflict" for another payload's fingerprint, "<i><receipt>" for
+-- before, the day after; `after` false when the caller's day is not near its end, so no
+-- marker can be there yet): "conflict" for another payload's fingerprint, "<i><receipt>" for
 -- this payload's (i: 0 today, 1 the day before, 2 the day after), nil when unseen.
 local function marker_seen(today, before, after, field, fingerprint)
   local seen, i = marker_field(today, field), 0
   if not seen then seen, i = marker_field(before, field), 1 end
-  if not seen then seen, i = marker_field(after, field), 2 end
+  if not seen and after then seen, i = marker_field(after, field), 2 end
   if not seen then return nil end
   if string.sub(seen, 1, 4) ~= fingerprint then return 'conflict' end
   return i .. string.sub(seen, 5)

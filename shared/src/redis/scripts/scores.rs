@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::apply::{KeyList, MarkerSlot, duplicate_of, marker_bucket, short_fingerprint, standings};
+use super::apply::{KeyList, MarkerSlot, bucket_args, duplicate_of, marker_bucket, short_fingerprint, standings};
 use super::{SUBMIT_SCORE, Status, WriteReply};
 use crate::domain::period::Period;
 use crate::domain::scores::ScorePlan;
@@ -94,10 +94,7 @@ pub async fn submit_scores(
     for plan in plans {
         let member = &plan.submission.user_id;
         let slot = MarkerSlot::of(&plan.submission.event_id);
-        for day in [bucket.day, bucket.day - 1, bucket.day + 1] {
-            let index = key_list.add(&mut call, keys.marker_bucket(day, slot.shard));
-            call.arg(index);
-        }
+        bucket_args(&mut call, &mut key_list, keys, &bucket, slot.shard);
         let rate_log = key_list.add(&mut call, keys.rate_log(member, RATE_LOG_NAME));
         call.arg(rate_log)
             .arg(&slot.field[..])

@@ -24,7 +24,8 @@ ARGV[9]    the board's largest value (its max_score)
 ARGV[10]   the value of a zero score (where a sum starts)
 then one block per submission, from ARGV[b] (b = 11 for the first):
 b+0..2     indexes of the event-id marker buckets of the board's local day now (written), the
-           day before and the day after (read: clock skew); shared with apply_event.lua
+           day before and the day after ("0" unless near the day's end); shared with
+           apply_event.lua
 b+3        index of the user's rate-limit log of score submissions on this board (sorted set)
 b+4        marker field: 8 bytes of the event id's digest
 b+5        payload fingerprint: 4 bytes of the payload's digest
