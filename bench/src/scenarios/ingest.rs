@@ -293,6 +293,19 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             rate(Method::Script, busiest) / rate(Method::Seed, busiest),
             2.0,
         ),
+        Target::at_least(
+            format!("ingest events/s, {busiest} clients"),
+            "seed 001 sequence",
+            rate(Method::Script, busiest) / rate(Method::Seed, busiest),
+            1.0,
+        ),
+        // What decides how far one board scales: all its writes land on one Redis node.
+        Target::at_most(
+            format!("Redis CPU per event, {busiest} clients"),
+            "seed 001 sequence",
+            cpu_per_event(Method::Script, busiest).1 / cpu_per_event(Method::Seed, busiest).1,
+            1.0,
+        ),
         Target {
             row: "ingest round trips".into(),
             goal: "exactly 1 per board (a comment feeds 1 board)".into(),

@@ -17,6 +17,7 @@ use chrono_tz::Tz;
 use sha2::{Digest, Sha256};
 
 use super::pack::Block;
+use super::receipt::{Decision, Receipt};
 use super::{APPLY_EVENT, ApplyReply, BoardOutcome, PeriodStanding, Status};
 use crate::domain::period::{EventTimeError, Period, PeriodKind, ttl_secs};
 use crate::domain::scoring::{BoardPlan, Ledger, Mode, RateWindow};
@@ -39,85 +40,6 @@ const DAY_SECS: i64 = 24 * 3600;
 /// local day can the next day's marker bucket already hold an id (written by that clock), so
 /// only then is it read (a read less per event the rest of the day).
 pub const MARKER_CLOCK_SKEW_SECS: i64 = 300;
-
-/// What an event did, as its marker keeps it. The `code` of each variant is the receipt's
-/// first character (the script gets them from `compose`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    Applied,
-    AlreadyCounted,
-    DailyCap,
-    NothingToTakeBack,
-}
-
-impl Decision {
-    pub(super) const ALL: [Decision; 4] = [Decision::Applied, Decision::AlreadyCounted, Decision::DailyCap, Decision::NothingToTakeBack];
-
-    pub(super) const fn code(self) -> char {
-        match self {
-            Decision::Applied => 'a',
-            Decision::AlreadyCounted => 'c',
-            Decision::DailyCap => 'd',
-            Decision::NothingToTakeBack => 't',
-        }
-    }
-
-    /// The `reason` clients see when nothing was applied.
-    pub const fn reason(self) -> Option<&'static str> {
-        match self {
-            Decision::Applied => None,
-            Decision::AlreadyCounted => Some("already_counted"),
-            Decision::DailyCap => Some("daily_cap"),
-            Decision::NothingToTakeBack => Some("nothing_to_take_back"),
-        }
-    }
-
-    pub(super) const fn lua_name(self) -> &'static str {
-        match self {
-            Decision::Applied => "RECEIPT_APPLIED",
-            Decision::AlreadyCounted => "RECEIPT_ALREADY_COUNTED",
-            Decision::DailyCap => "RECEIPT_DAILY_CAP",
-            Decision::NothingToTakeBack => "RECEIPT_NOTHING_TO_TAKE_BACK",
-        }
-    }
-}
-
-/// A marker's receipt: `<code>[<delta>][,<capped>][;<change of period 1>,…][@<minute>]`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Receipt {
-    pub decision: Decision,
-    /// The largest change of any period.
-    pub delta: i64,
-    pub capped: i64,
-    /// Each period's change, when one differs from `delta` (a take-back a period could not
-    /// take in full).
-    pub changes: Option<Vec<i64>>,
-}
-
-impl Receipt {
-    pub fn parse(text: &str) -> Option<Self> {
-        let mut chars = text.chars();
-        let code = chars.next()?;
-        let decision = Decision::ALL.into_iter().find(|d| d.code() == code)?;
-        let rest = chars.as_str();
-        let (head, changes) = match rest.split_once(';') {
-            Some((head, list)) => (head, Some(list.split(',').map(|n| n.parse().ok()).collect::<Option<Vec<i64>>>()?)),
-            None => (rest, None),
-        };
-        let (delta, capped) = head.split_once(',').unwrap_or((head, ""));
-        let number = |text: &str| {
-            if text.is_empty() { Some(0) } else { text.parse().ok() }
-        };
-        Some(Self { decision, delta: number(delta)?, capped: number(capped)?, changes })
-    }
-
-    fn change(&self, period: usize) -> i64 {
-        match &self.changes {
-            Some(changes) => changes.get(period).copied().unwrap_or(0),
-            None => self.delta,
-        }
-    }
-}
 
 /// Where an event id's marker lives on a board: its field and its shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -434,22 +356,6 @@ fn outcome(receipt: &Receipt, periods: &[Period], standings: &[(i64, u64)]) -> B
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn receipts_parse_every_shape_the_script_writes() {
-        let parse = |text| Receipt::parse(text).unwrap();
-        let receipt = |decision, delta, capped, changes| Receipt { decision, delta, capped, changes };
-        assert_eq!(parse("a3"), receipt(Decision::Applied, 3, 0, None));
-        assert_eq!(parse("a2,8"), receipt(Decision::Applied, 2, 8, None));
-        assert_eq!(parse("d,10"), receipt(Decision::DailyCap, 0, 10, None));
-        assert_eq!(parse("c"), receipt(Decision::AlreadyCounted, 0, 0, None));
-        assert_eq!(parse("a-3;-3,-1"), receipt(Decision::Applied, -3, 0, Some(vec![-3, -1])));
-        for bad in ["", "x3", "a3;", "a;1,x", "ab", "a3@1"] {
-            assert_eq!(Receipt::parse(bad), None, "{bad:?}");
-        }
-        assert_eq!(parse("a-3;-3,-1").change(1), -1);
-        assert_eq!(parse("a3").change(1), 3);
-    }
 
     #[test]
     fn a_marker_bucket_is_the_boards_local_day_kept_to_the_end_of_the_next() {

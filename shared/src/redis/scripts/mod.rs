@@ -12,6 +12,7 @@ mod apply;
 pub mod hot;
 pub mod moderation;
 mod pack;
+mod receipt;
 mod reply;
 pub mod scores;
 pub mod sign_in;
@@ -29,7 +30,8 @@ use crate::domain::tiebreak::{MAX_POINTS, Scale, TIME_SPAN};
 use crate::redis::error::StoreError;
 use crate::redis::store::Connection;
 
-pub use apply::{BoardEvent, CHUNK, Decision, MARKER_SHARDS, MarkerSlot, Receipt, apply_events, marker_bucket};
+pub use apply::{BoardEvent, CHUNK, MARKER_SHARDS, MarkerSlot, apply_events, marker_bucket};
+pub use receipt::{Decision, Receipt};
 pub(crate) use reply::Status;
 
 macro_rules! script {
