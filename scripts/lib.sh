@@ -144,6 +144,8 @@ start_moto() {
   echo $! >"$dir/moto.pid"
   wait_http "http://127.0.0.1:$MOTO_PORT/moto-api/" 60 || { cat "$dir/moto.log" >&2; return 1; }
   export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$MOTO_PORT"
+  # moto serves every service on one port: SQS too (the queue function, its tests).
+  export AWS_ENDPOINT_URL_SQS="http://127.0.0.1:$MOTO_PORT"
   export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 }
 

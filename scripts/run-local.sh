@@ -27,6 +27,7 @@ ensure_deps
 run=$(mktemp -d)
 cleanup() {
   if [ -n "${schedule_pid:-}" ]; then kill "$schedule_pid" 2>/dev/null || true; fi
+  if [ -n "${poller_pid:-}" ]; then kill "$poller_pid" 2>/dev/null || true; fi
   if [ -n "${tail_pid:-}" ]; then pkill -P "$$" tail 2>/dev/null || true; kill "$tail_pid" 2>/dev/null || true; fi
   if [ -n "${watch_pid:-}" ]; then
     kill -- "-$watch_pid" 2>/dev/null || true
@@ -53,6 +54,11 @@ fi
 export STANDINGS_TABLE="${STANDINGS_TABLE:-standings-seasons}"
 python3 scripts/local_table.py "$AWS_ENDPOINT_URL_DYNAMODB" "$STANDINGS_TABLE"
 export STANDINGS_AUTH=off
+# The queue and its dead-letter queue on the same moto_server (the SDK's own variable points the
+# `queue` function there); scripts/queue_poller.py below stands in for the event source mapping.
+export AWS_ENDPOINT_URL_SQS="${AWS_ENDPOINT_URL_SQS:-$AWS_ENDPOINT_URL_DYNAMODB}"
+read -r STANDINGS_EVENT_QUEUE_URL STANDINGS_DEAD_LETTER_QUEUE_URL < <(python3 scripts/queue_poller.py create "standings-$$")
+export STANDINGS_EVENT_QUEUE_URL STANDINGS_DEAD_LETTER_QUEUE_URL
 
 port=${PORT:-9000}
 base="http://127.0.0.1:$port"
@@ -73,6 +79,8 @@ if ! $smoke; then
   tail_pid=$!
 fi
 wait_http "$base/" 120 || { $smoke && tail -n 50 "$watch_log"; exit 1; }
+python3 -u scripts/queue_poller.py poll "$base" "$STANDINGS_EVENT_QUEUE_URL" >>"$watch_log" 2>&1 &
+poller_pid=$!
 
 # One scheduled run of `hotness` for the minute of now, through the Lambda Invoke API that
 # `cargo lambda watch` serves (what `cargo lambda invoke hotness` does), with the scheduled

@@ -31,6 +31,7 @@ mod markers;
 mod model;
 mod openapi;
 mod query;
+mod queue;
 mod round_trips;
 mod rules;
 mod runtime_api;

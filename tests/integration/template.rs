@@ -327,9 +327,10 @@ fn statements(function: &Value) -> Vec<Value> {
     policies.iter().flat_map(|p| p["Statement"].as_array().expect("inline statements only").clone()).collect()
 }
 
-/// Only `seasons` (reads) and `archive` touch DynamoDB, only the season table, no wildcard
-/// actions; every function may read the Redis URL secret (once, at start) and nothing else
-/// beyond logs and VPC access.
+/// Only `seasons` (reads) and `archive` touch DynamoDB, only the season table; only `queue`
+/// touches SQS: what its event source mapping needs of the event queue, and sending to the
+/// dead-letter queue; no wildcard actions; every function may read the Redis URL secret (once,
+/// at start) and nothing else beyond logs and VPC access.
 #[test]
 fn each_function_gets_only_the_permissions_it_uses() {
     let template = template();
@@ -342,6 +343,17 @@ fn each_function_gets_only_the_permissions_it_uses() {
         (
             ARCHIVE,
             &[SECRET, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:Query"][..],
+        ),
+        (
+            "QueueFunction",
+            &[
+                SECRET,
+                "sqs:ReceiveMessage",
+                "sqs:DeleteMessage",
+                "sqs:GetQueueAttributes",
+                "sqs:ChangeMessageVisibility",
+                "sqs:SendMessage",
+            ][..],
         ),
     ]);
     let functions = resources_of_type(&template, "AWS::Serverless::Function");
@@ -358,10 +370,18 @@ fn each_function_gets_only_the_permissions_it_uses() {
                 one => vec![one.clone()],
             };
             let season_table = [json!({"Fn::GetAtt": "ArchiveTable.Arn"}), json!({"Fn::Sub": "${ArchiveTable.Arn}/index/*"})];
-            let only = if statement["Action"] == json!([SECRET]) { vec![reference("RedisUrlSecretArn")] } else { season_table.to_vec() };
+            let only = if statement["Action"] == json!([SECRET]) {
+                vec![reference("RedisUrlSecretArn")]
+            } else if statement["Action"] == json!(["sqs:SendMessage"]) {
+                vec![json!({"Fn::GetAtt": "DeadLetterQueue.Arn"})]
+            } else if statement["Action"].to_string().contains("sqs:") {
+                vec![json!({"Fn::GetAtt": "EventQueue.Arn"})]
+            } else {
+                season_table.to_vec()
+            };
             assert!(
                 resources.iter().all(|r| only.contains(r)),
-                "{name}: only the Redis URL secret, the season table and its indexes: {resources:?}"
+                "{name}: only the Redis URL secret, the season table and its indexes, the queues: {resources:?}"
             );
         }
         let expected: BTreeSet<String> = allowed[name.as_str()].iter().map(|a| a.to_string()).collect();

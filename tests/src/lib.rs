@@ -35,6 +35,7 @@ pub mod cluster;
 pub mod load;
 pub mod model;
 pub mod proxy;
+pub mod queue;
 pub mod servers;
 
 /// The Redis every integration test talks to.
@@ -152,7 +153,7 @@ fn read_router(query: query::App, seasons: seasons::App) -> axum::Router {
     standings::http::finish(routes.merge(seasons::routes().into_router().with_state(Arc::new(seasons))))
 }
 
-fn clock_of(now: &Arc<Mutex<DateTime<Utc>>>) -> standings::Clock {
+pub(crate) fn clock_of(now: &Arc<Mutex<DateTime<Utc>>>) -> standings::Clock {
     let now = now.clone();
     Arc::new(move || *now.lock().unwrap())
 }

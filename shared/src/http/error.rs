@@ -111,7 +111,7 @@ pub fn refusal_status(refusal: &Refusal) -> (StatusCode, &'static str) {
 pub fn ingest_status(error: &IngestError) -> (StatusCode, &'static str) {
     let status = match error {
         IngestError::Refused(refusal) => return refusal_status(refusal),
-        IngestError::Conflict(_) => StatusCode::CONFLICT,
+        IngestError::Conflict(_) | IngestError::TakeBackDeferred(_) => StatusCode::CONFLICT,
         IngestError::ScoreOutOfRange(_) | IngestError::Banned(..) | IngestError::PeriodClosed { .. } => StatusCode::UNPROCESSABLE_ENTITY,
         IngestError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
         IngestError::Store(store) => return store_status(store),

@@ -39,6 +39,10 @@ pub enum IngestError {
     PeriodClosed { board: String, period_id: String },
     #[error("too many {action:?} events for this user on board {board:?}; retry in {retry_after_secs} s")]
     RateLimited { board: String, action: String, retry_after_secs: u64 },
+    /// Only for deliveries that ask for it (`record_batch_with`): a take-back whose give has
+    /// not arrived yet on board `0`; nothing written, so a redelivery is a first delivery.
+    #[error("the take-back found nothing to take back on board {0:?} yet; its give may still be on its way")]
+    TakeBackDeferred(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -53,6 +57,7 @@ impl IngestError {
             IngestError::Banned(..) => "user_banned",
             IngestError::PeriodClosed { .. } => "period_closed",
             IngestError::RateLimited { .. } => "rate_limited",
+            IngestError::TakeBackDeferred(_) => "take_back_deferred",
             IngestError::Store(_) => "store_unavailable",
         }
     }
@@ -121,7 +126,7 @@ impl Ingestor {
 
     pub async fn record(&self, event: &Event, now: DateTime<Utc>) -> Result<EventReceipt, IngestError> {
         let plan = plan_event(&self.config, event, now, &self.window)?;
-        self.apply(&[(event, plan)], now).await.pop().expect("one answer per event")
+        self.apply(&[(event, plan)], &[false], now).await.pop().expect("one answer per event")
     }
 
     /// Validates every event first: one invalid event refuses the batch and nothing is
@@ -129,6 +134,18 @@ impl Ingestor {
     /// events, all concurrently on the shared connection; each event gets its own result, in
     /// order.
     pub async fn record_batch(&self, events: &[Event], now: DateTime<Utc>) -> Result<Vec<Result<EventReceipt, IngestError>>, BatchRefusal> {
+        self.record_batch_with(events, &vec![false; events.len()], now).await
+    }
+
+    /// `record_batch`, where `defer[i]` makes event i's take-backs that find nothing to take
+    /// back answer `TakeBackDeferred` and write nothing (a queue's delivery, which may overtake
+    /// its give's, asks for it until it has waited long enough).
+    pub async fn record_batch_with(
+        &self,
+        events: &[Event],
+        defer: &[bool],
+        now: DateTime<Utc>,
+    ) -> Result<Vec<Result<EventReceipt, IngestError>>, BatchRefusal> {
         let planned = events
             .iter()
             .enumerate()
@@ -138,10 +155,15 @@ impl Ingestor {
                     .map_err(|refusal| BatchRefusal { index, refusal })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(self.apply(&planned, now).await)
+        Ok(self.apply(&planned, defer, now).await)
     }
 
-    async fn apply(&self, events: &[(&Event, EventPlan<'_>)], now: DateTime<Utc>) -> Vec<Result<EventReceipt, IngestError>> {
+    async fn apply(
+        &self,
+        events: &[(&Event, EventPlan<'_>)],
+        defer: &[bool],
+        now: DateTime<Utc>,
+    ) -> Vec<Result<EventReceipt, IngestError>> {
         let conn = match self.store.write_connection().await {
             Ok(conn) => conn,
             Err(error) => return events.iter().map(|_| Err(error.clone().into())).collect(),
@@ -172,6 +194,7 @@ impl Ingestor {
                             member: &event.user_id,
                             fingerprint: &plan.fingerprint,
                             timed: event.occurred_at.is_some(),
+                            defer_orphan_take_back: defer.get(e).copied().unwrap_or(false),
                         }
                     })
                     .collect();
@@ -235,6 +258,7 @@ fn board_reply(event: &Event, board_plan: &BoardPlan<'_>, reply: ApplyReply) -> 
         ApplyReply::OutOfRange => Err(IngestError::ScoreOutOfRange(board())),
         ApplyReply::Banned => Err(IngestError::Banned(event.user_id.clone(), board())),
         ApplyReply::PeriodClosed(period_id) => Err(IngestError::PeriodClosed { board: board(), period_id }),
+        ApplyReply::Deferred => Err(IngestError::TakeBackDeferred(board())),
         ApplyReply::RateLimited(retry_after_secs) => {
             Err(IngestError::RateLimited { board: board(), action: board_plan.rule.action.clone(), retry_after_secs })
         }

@@ -151,6 +151,7 @@ fn receipt(board: &Board, submission: &Submission, reply: SubmitReply) -> Result
         SubmitReply::Banned => return Err(ScoreError::Banned(submission.user_id.clone(), board.name.clone())),
         SubmitReply::PeriodClosed(period_id) => return Err(ScoreError::PeriodClosed { board: board.name.clone(), period_id }),
         SubmitReply::RateLimited(retry_after_secs) => return Err(ScoreError::RateLimited { board: board.name.clone(), retry_after_secs }),
+        SubmitReply::Deferred => return Err(ScoreError::Store(StoreError::Protocol("submit_score: a deferred submission".into()))),
     };
     Ok(ScoreReceipt { event_id: submission.event_id.clone(), duplicate, board: board.name.clone(), outcome })
 }

@@ -122,6 +122,9 @@ pub struct BoardEvent<'a> {
     pub fingerprint: &'a str,
     /// Whether the event named its time (`occurred_at`); if not, it landed at `now`.
     pub timed: bool,
+    /// A take-back that finds nothing to take back is answered `Deferred`, nothing written (a
+    /// queue's delivery, which may overtake its give's).
+    pub defer_orphan_take_back: bool,
 }
 
 /// The script's keys, each once: `KEYS[1]` the guard, the others named by index in ARGV.
@@ -231,7 +234,8 @@ fn event_block(
         .number(rate.now_ms)
         .number(plan.time_part)
         .byte(u8::try_from(plan.periods.len()).expect("a board has a handful of periods"))
-        .text(&plan.rule.action);
+        .text(&plan.rule.action)
+        .byte(u8::from(event.defer_orphan_take_back));
     for period in &plan.periods {
         let board = key_list.add(call, keys.period(period));
         let statement = if plan.board.statements { key_list.add(call, keys.statement(event.member, period)) } else { 0 };
@@ -297,6 +301,7 @@ fn read_reply(event: &BoardEvent<'_>, values: &mut impl Iterator<Item = String>,
         Status::Banned => ApplyReply::Banned,
         Status::PeriodClosed => ApplyReply::PeriodClosed(detail),
         Status::RateLimited => ApplyReply::RateLimited(detail.parse().map_err(|_| protocol(&format!("retry-after {detail:?}")))?),
+        Status::Deferred => ApplyReply::Deferred,
         Status::Stale => return Err(status.unexpected("apply_event")),
     };
     Ok(Read::Done(reply))

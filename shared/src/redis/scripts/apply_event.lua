@@ -52,6 +52,9 @@ ARGV[3..]  one block per event, packed (pack.rs; read with `struct.unpack`, sinc
   d  time part of the composite for "reached now" (tiebreak.rs; earlier: larger)
   B  n, the number of period boards
   s  the action (for statements)
+  B  1 when a take-back that finds nothing to take back is to wait for its give (a queue's
+     delivery, which may come before the give's): answered "deferred" with nothing written,
+     so its redelivery is a first delivery again
 then n times: H the period's sorted set (scored points * SPAN + time part), s kind, s id,
   s TTL in seconds ("0": none), H the member's statement of that period (a hash, see below;
   0 when the board keeps no statements)
@@ -72,6 +75,8 @@ points and 1-based rank (0: not on the board)
   "banned", ""           the user is banned from this board; nothing written
   "period_closed", id    a period the event lands in is frozen (archived); nothing written
   "rate_limited", s      the rate limit is used up; a slot frees in s seconds; nothing written
+  "deferred", ""         a take-back with nothing to take back, sent to wait for its give;
+                         nothing written
 receipt: "<code>[<delta>][,<capped>][;<delta of period 1>,...]": code RECEIPT_APPLIED or the
 reason nothing was applied; delta the largest change of any period (for an applied event);
 capped the points the daily cap withheld; the per-period changes only when one differs from
@@ -81,12 +86,12 @@ keeps the member's reached-at time (they held at least the lower score since the
 ]]
 
 -- Written for the interpreter's sake (this script is most of a write's Redis CPU, see
--- docs/benchmarks.md): every number arrives as a number (no tonumber), strings handed to Redis
+-- BENCHMARKS.md, issue 30): every number the caller knows arrives as a number, strings handed to Redis
 -- as they came (a number argument costs a conversion), no closure built per event, and a TTL
 -- set only where the write just before it may have created the key (ZADD, HSET and HINCRBY
 -- say so).
 local GUARD = KEYS[1]
-local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0'
+local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0B'
 local PERIOD = '>HHc0Hc0Hc0H'
 
 -- Appends an event's reply: status, detail, then each of its `boards` periods' points and
@@ -104,7 +109,7 @@ end
 local function apply(block, reply)
   local today, before, after, field, fingerprint, member, give, points_text, points, ledger_index,
     ledger_field, legacy_field, day_index, cap_field, cap, ledger_ttl, day_ttl, refusal,
-    rate_index, rate_max, rate_window, now_ms, now_part, boards, action, pos = struct.unpack(EVENT, block)
+    rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, pos = struct.unpack(EVENT, block)
   local board, kind, id, ttl, statement = {}, {}, {}, {}, {}
   for i = 1, boards do
     board[i], kind[i], id[i], ttl[i], statement[i], pos = struct.unpack(PERIOD, block, pos)
@@ -167,6 +172,8 @@ local function apply(block, reply)
     end
   elseif given then
     delta = -tonumber(given)
+  elseif defer == 1 then
+    return answer(reply, boards, points_now, ranks, 'deferred', '')
   else
     code = RECEIPT_NOTHING_TO_TAKE_BACK
   end
@@ -177,7 +184,7 @@ local function apply(block, reply)
   for i = 1, boards do
     composites[i] = tonumber(redis.call('ZSCORE', KEYS[board[i]], member) or '0')
     local held = points_of(composites[i])
-    if held + delta > MAX_POINTS then return answer(reply, boards, points_now, ranks, 'out_of_range', '') end
+    if held + delta > MAX_POINTS then return answer(reply, boards, {}, ranks, 'out_of_range', '') end
     -- Never below zero: a take-back cannot remove more than the period still holds.
     points_now[i] = math.max(held + delta, 0)
     changes[i] = points_now[i] - held

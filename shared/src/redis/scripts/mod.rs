@@ -161,6 +161,8 @@ pub enum WriteReply<O> {
     PeriodClosed(String),
     /// The rate limit is used up; a slot frees in this many seconds.
     RateLimited(u64),
+    /// A take-back with nothing to take back, sent to wait for its give: nothing written.
+    Deferred,
 }
 
 /// An event's answer on one board (`apply_event.lua`).

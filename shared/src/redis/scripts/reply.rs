@@ -18,6 +18,8 @@ pub(crate) enum Status {
     Banned,
     PeriodClosed,
     RateLimited,
+    /// A take-back sent to wait for its give found nothing to take back yet.
+    Deferred,
     /// The refusal the caller sent for a first delivery outside the event window.
     OutsideWindow,
 }
@@ -34,6 +36,7 @@ impl Status {
             "banned" => Self::Banned,
             "period_closed" => Self::PeriodClosed,
             "rate_limited" => Self::RateLimited,
+            "deferred" => Self::Deferred,
             other if Some(other) == outside_window => Self::OutsideWindow,
             other => return Err(StoreError::Protocol(format!("{script} status {other:?}"))),
         })

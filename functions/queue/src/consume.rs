@@ -1,0 +1,174 @@
+//! What each message of a batch comes to: applied (or a duplicate), worth retrying, or never
+//! applicable. Events go through `Ingestor::record_batch_with` (one script call per board per
+//! chunk), score submissions through `Scores::submit_batch` per board, sign-ins one by one (a
+//! sign-in is one call whatever the path). The HTTP status an error would get (standings::http,
+//! the one mapping) decides: 429 and 503 pass with time, anything else never will.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use standings::domain::message::Message;
+use standings::domain::scores::Submission;
+use standings::domain::scoring::Event;
+use standings::http::ApiError;
+use standings::http::{ingest_status, score_status};
+use standings::services::ingestion::{EventReceipt, IngestError, Ingestor};
+use standings::services::scores::{ScoreError, ScoreReceipt, Scores};
+use standings::services::sign_ins::SignIns;
+
+/// Receives of a take-back that finds nothing to take back before it stops waiting for its
+/// give and counts as nothing (the redrive policy's `maxReceiveCount` must be larger).
+pub const TAKE_BACK_WAITS: u32 = 5;
+
+/// One message of a batch.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub id: String,
+    pub body: String,
+    /// SQS's `ApproximateReceiveCount`: 1 on the first delivery.
+    pub receive_count: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Applied now, or earlier (a duplicate), on every board that takes it.
+    Done,
+    /// Refused for a reason that can pass: handed back to SQS for redelivery.
+    Retry { code: &'static str },
+    /// Can never apply: to the dead-letter queue with its reason.
+    Dead { code: &'static str, message: String },
+}
+
+impl Verdict {
+    fn of_error(error: ApiError) -> Self {
+        let transient = error.status.as_u16() == 429 || (error.status.as_u16() == 503);
+        if transient || error.code == "take_back_deferred" {
+            Verdict::Retry { code: error.code }
+        } else {
+            Verdict::Dead { code: error.code, message: error.message }
+        }
+    }
+
+    /// An event some boards took: retried when any board refused it for a reason that passes
+    /// (those boards apply it on redelivery, the others answer it as a duplicate).
+    fn of_event(result: Result<EventReceipt, IngestError>) -> Self {
+        match result {
+            Ok(receipt) => {
+                let passing = receipt.results.iter().filter(|r| r.refused).find_map(|r| match r.outcome.reason.as_deref() {
+                    Some("rate_limited") => Some("rate_limited"),
+                    Some("store_unavailable") => Some("store_unavailable"),
+                    Some("take_back_deferred") => Some("take_back_deferred"),
+                    _ => None,
+                });
+                passing.map_or(Verdict::Done, |code| Verdict::Retry { code })
+            }
+            Err(error) => {
+                let (status, code) = ingest_status(&error);
+                Self::of_error(ApiError::new(status, code, error.to_string()))
+            }
+        }
+    }
+
+    fn of_score(result: Result<ScoreReceipt, ScoreError>) -> Self {
+        match result {
+            Ok(_) => Verdict::Done,
+            Err(error) => {
+                let (status, code) = score_status(&error);
+                Self::of_error(ApiError::new(status, code, error.to_string()))
+            }
+        }
+    }
+}
+
+/// The verdict of every delivery, in order.
+pub async fn consume(
+    ingestor: &Ingestor,
+    scores: &Scores,
+    sign_ins: &SignIns,
+    deliveries: &[Delivery],
+    now: DateTime<Utc>,
+) -> Vec<Verdict> {
+    let mut verdicts: Vec<Option<Verdict>> = vec![None; deliveries.len()];
+    let mut events: Vec<(usize, Event)> = Vec::new();
+    let mut submissions: BTreeMap<String, Vec<(usize, Submission)>> = BTreeMap::new();
+    let mut requests = Vec::new();
+    for (i, delivery) in deliveries.iter().enumerate() {
+        match Message::parse(&delivery.body) {
+            Ok(Message::Event(event)) => events.push((i, event)),
+            Ok(Message::Score { board, submission }) => submissions.entry(board).or_default().push((i, submission)),
+            Ok(Message::SignIn(request)) => requests.push((i, request)),
+            Err(malformed) => verdicts[i] = Some(Verdict::Dead { code: "malformed", message: malformed.to_string() }),
+        }
+    }
+    apply_events(ingestor, deliveries, events, &mut verdicts, now).await;
+    for (board, items) in submissions {
+        apply_scores(scores, &board, items, &mut verdicts, now).await;
+    }
+    for (i, request) in requests {
+        verdicts[i] = Some(match sign_ins.record(&request, now).await {
+            Ok(_) => Verdict::Done,
+            Err(error) => Verdict::of_error(error.into()),
+        });
+    }
+    verdicts.into_iter().map(|v| v.expect("every delivery gets a verdict")).collect()
+}
+
+/// One batch call for every event. An invalid event refuses a batch as a whole and writes
+/// nothing, so it is set aside (dead) and the rest sent again.
+async fn apply_events(
+    ingestor: &Ingestor,
+    deliveries: &[Delivery],
+    mut events: Vec<(usize, Event)>,
+    verdicts: &mut [Option<Verdict>],
+    now: DateTime<Utc>,
+) {
+    while !events.is_empty() {
+        let batch: Vec<Event> = events.iter().map(|(_, event)| event.clone()).collect();
+        let defer: Vec<bool> = events.iter().map(|&(i, _)| deliveries[i].receive_count < TAKE_BACK_WAITS).collect();
+        match ingestor.record_batch_with(&batch, &defer, now).await {
+            Ok(results) => {
+                for ((i, _), result) in events.iter().zip(results) {
+                    verdicts[*i] = Some(Verdict::of_event(result));
+                }
+                return;
+            }
+            Err(refusal) => {
+                let (i, _) = events.remove(refusal.index);
+                verdicts[i] = Some(Verdict::of_error(refusal.refusal.into()));
+            }
+        }
+    }
+}
+
+/// One batch call per board, in the messages' order; an invalid submission is set aside as
+/// for events, an unknown board refuses all of its messages.
+async fn apply_scores(
+    scores: &Scores,
+    board: &str,
+    mut items: Vec<(usize, Submission)>,
+    verdicts: &mut [Option<Verdict>],
+    now: DateTime<Utc>,
+) {
+    while !items.is_empty() {
+        let batch: Vec<Submission> = items.iter().map(|(_, submission)| submission.clone()).collect();
+        match scores.submit_batch(board, &batch, now).await {
+            Ok(results) => {
+                for ((i, _), result) in items.iter().zip(results) {
+                    verdicts[*i] = Some(Verdict::of_score(result));
+                }
+                return;
+            }
+            Err(refusal) => {
+                let dead = Verdict::of_error(refusal.error.into());
+                match refusal.index {
+                    Some(index) => verdicts[items.remove(index).0] = Some(dead),
+                    None => {
+                        for (i, _) in items.drain(..) {
+                            verdicts[i] = Some(dead.clone());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+//! The dead-letter queue this function writes to itself (`STANDINGS_DEAD_LETTER_QUEUE_URL`): a
+//! message that can never apply goes there with its reason as message attributes, so an
+//! operator sees why without the logs (docs/queue.md#the-dead-letter-queue).
+
+use std::time::Duration;
+
+use aws_sdk_sqs::Client;
+use aws_sdk_sqs::config::retry::RetryConfig;
+use aws_sdk_sqs::config::timeout::TimeoutConfig;
+use aws_sdk_sqs::types::MessageAttributeValue;
+
+pub const DEAD_LETTER_QUEUE_ENV: &str = "STANDINGS_DEAD_LETTER_QUEUE_URL";
+
+/// SQS caps a message attribute with the message at 256 KB; a reason needs far less.
+const MAX_REASON_BYTES: usize = 1024;
+
+/// An SQS client on the TLS stack the other functions use (rustls with ring), up to 3 attempts
+/// of 5 s each; `AWS_ENDPOINT_URL_SQS` points it at a local endpoint.
+pub async fn sqs_client() -> Client {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(https)
+        .retry_config(RetryConfig::standard().with_max_attempts(3))
+        .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(Duration::from_secs(5)).build())
+        .load()
+        .await;
+    Client::new(&sdk)
+}
+
+#[derive(Clone)]
+pub struct DeadLetters {
+    client: Client,
+    url: String,
+}
+
+impl DeadLetters {
+    pub fn new(client: Client, url: impl Into<String>) -> Self {
+        Self { client, url: url.into() }
+    }
+
+    /// A client for the queue at `url`.
+    pub async fn connect(url: impl Into<String>) -> Self {
+        Self::new(sqs_client().await, url)
+    }
+
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Sends `body` with `error_code` and `error_message` attributes.
+    pub async fn send(&self, body: &str, code: &str, message: &str) -> Result<(), aws_sdk_sqs::Error> {
+        let text = |value: &str| MessageAttributeValue::builder().data_type("String").string_value(value).build();
+        let message = truncate(message, MAX_REASON_BYTES);
+        self.client
+            .send_message()
+            .queue_url(&self.url)
+            .message_body(body)
+            .message_attributes("error_code", text(code)?)
+            .message_attributes("error_message", text(message)?)
+            .send()
+            .await?;
+        Ok(())
+    }
+}
+
+fn truncate(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let end = (0..=max).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    &text[..end]
+}

@@ -1,0 +1,206 @@
+//! The `queue` function (docs/queue.md) against real Redis and moto's SQS through the real SDK:
+//! SQS events in the shape Lambda delivers them, a partial batch failure, the dead-letter
+//! queue with reasons, a take-back that overtakes its give, an outage, and a producer nobody
+//! here wrote (boto3) feeding a queue that the test drains as the event source mapping would.
+
+use serde_json::{Value, json};
+use standings::redis::settings::RedisSettings;
+use standings::redis::store::Store;
+use standings_tests::queue::{drain, new_queue, record, sqs, sqs_event};
+use standings_tests::{ADMIN, day, season, spawn_ingest};
+
+fn body(value: Value) -> String {
+    value.to_string()
+}
+
+async fn dead_letters() -> (aws_sdk_sqs::Client, queue::DeadLetters) {
+    let client = sqs().await;
+    let url = new_queue(&client, "dlq").await;
+    (client.clone(), queue::DeadLetters::new(client, url))
+}
+
+fn failures(response: &aws_lambda_events::sqs::SqsBatchResponse) -> Vec<&str> {
+    response.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect()
+}
+
+#[tokio::test]
+async fn a_mixed_batch_applies_once_and_dead_letters_what_never_will_with_its_reason() {
+    let app = spawn_ingest().await;
+    let (status, ban) = app.call(axum::http::Method::POST, "/v1/admin/users/mallory/ban", "", ADMIN).await;
+    assert_eq!(status, 200, "{ban}");
+    let (client, dlq) = dead_letters().await;
+    let dlq_url = dlq.url().to_owned();
+    let queue = app.queue(dlq);
+    let comment = body(json!({"event_id": "c1", "user_id": "ann", "action": "comment", "target": "a1"}));
+    let records = vec![
+        record("m1", &comment, 1),
+        record("m2", &comment, 1),
+        record("m3", &body(json!({"kind": "event", "event_id": "l1", "user_id": "bob", "action": "learning"})), 1),
+        record("m4", &body(json!({"kind": "score", "board": "high-scores", "event_id": "s1", "user_id": "cy", "score": 420})), 1),
+        record("m5", &body(json!({"kind": "sign_in", "event_id": "g1", "user_id": "bob"})), 1),
+        record("m6", "{not json", 1),
+        record("m7", &body(json!({"event_id": "x1", "user_id": "ann", "action": "levitate"})), 1),
+        record("m8", &body(json!({"event_id": "c1", "user_id": "ann", "action": "praise", "target": "a1"})), 1),
+        record("m9", &body(json!({"event_id": "b1", "user_id": "mallory", "action": "comment", "target": "a2"})), 1),
+        record("m10", &body(json!({"kind": "score", "board": "nope", "event_id": "s2", "user_id": "cy", "score": 1})), 1),
+    ];
+    let response = queue.handle(sqs_event(records)).await;
+    assert_eq!(failures(&response), Vec::<&str>::new(), "nothing here passes with time");
+
+    assert_eq!(app.points("activity", day("2026-11-22"), "ann").await, Some(3), "the comment once, though delivered twice");
+    assert_eq!(app.points("points", season("2026-11-22"), "bob").await, Some(11), "learning 10 and a sign-in 1");
+    assert_eq!(app.points("activity", day("2026-11-22"), "mallory").await, None, "banned");
+    let (_, cy) = app.get("/v1/boards/high-scores/users/cy?period=all").await;
+    assert_eq!(cy["score"], 420, "{cy}");
+
+    let mut dead = drain(&client, &dlq_url).await;
+    dead.sort();
+    let codes: Vec<(&str, &str)> = dead.iter().map(|(body, code, _)| (body.as_str(), code.as_str())).collect();
+    let mut expected = vec![
+        ("{not json", "malformed"),
+        (r#"{"action":"levitate","event_id":"x1","user_id":"ann"}"#, "unknown_action"),
+        (r#"{"action":"praise","event_id":"c1","target":"a1","user_id":"ann"}"#, "idempotency_conflict"),
+        (r#"{"action":"comment","event_id":"b1","target":"a2","user_id":"mallory"}"#, "user_banned"),
+        (r#"{"board":"nope","event_id":"s2","kind":"score","score":1,"user_id":"cy"}"#, "unknown_board"),
+    ];
+    expected.sort();
+    assert_eq!(codes, expected);
+    assert!(dead.iter().all(|(_, _, reason)| !reason.is_empty()), "every dead letter says why: {dead:?}");
+}
+
+#[tokio::test]
+async fn a_take_back_that_overtakes_its_give_waits_for_it_and_nothing_is_left_applied() {
+    let app = spawn_ingest().await;
+    let (client, dlq) = dead_letters().await;
+    let dlq_url = dlq.url().to_owned();
+    let queue = app.queue(dlq);
+    let take = body(json!({"event_id": "unlike-1", "user_id": "ann", "action": "praise", "target": "a1", "active": false}));
+    let give = body(json!({"event_id": "like-1", "user_id": "ann", "action": "praise", "target": "a1"}));
+
+    let response = queue.handle(sqs_event(vec![record("t", &take, 1)])).await;
+    assert_eq!(failures(&response), ["t"], "handed back to wait for its give");
+    assert!(app.written_keys().await.iter().all(|k| !k.contains(":evt:")), "no marker: its redelivery is a first delivery");
+
+    let response = queue.handle(sqs_event(vec![record("g", &give, 1)])).await;
+    assert_eq!(failures(&response), Vec::<&str>::new());
+    assert_eq!(app.points("activity", day("2026-11-22"), "ann").await, Some(2));
+
+    let response = queue.handle(sqs_event(vec![record("t", &take, 2)])).await;
+    assert_eq!(failures(&response), Vec::<&str>::new());
+    assert_eq!(app.points("activity", day("2026-11-22"), "ann").await, None, "the like was taken back");
+
+    // A take-back whose give never comes stops waiting after TAKE_BACK_WAITS receives.
+    let orphan = body(json!({"event_id": "unlike-2", "user_id": "bob", "action": "praise", "target": "a9", "active": false}));
+    let response = queue.handle(sqs_event(vec![record("o", &orphan, queue::TAKE_BACK_WAITS)])).await;
+    assert_eq!(failures(&response), Vec::<&str>::new(), "counted as nothing to take back");
+    assert!(drain(&client, &dlq_url).await.is_empty());
+}
+
+#[tokio::test]
+async fn messages_during_a_redis_outage_are_handed_back_then_apply_once() {
+    let app = spawn_ingest().await;
+    let (client, dlq) = dead_letters().await;
+    let dlq_url = dlq.url().to_owned();
+    let comment = body(json!({"event_id": "c1", "user_id": "ann", "action": "comment", "target": "a1"}));
+    let score = body(json!({"kind": "score", "board": "high-scores", "event_id": "s1", "user_id": "ann", "score": 7}));
+    let sign_in = body(json!({"kind": "sign_in", "event_id": "g1", "user_id": "ann"}));
+    let batch = |count| sqs_event(vec![record("m1", &comment, count), record("m2", &score, count), record("m3", &sign_in, count)]);
+    let unreachable = Store::connect(&RedisSettings::standalone("redis://127.0.0.1:1")).unwrap();
+    let response = app.queue_on(unreachable, dlq.clone()).handle(batch(1)).await;
+    assert_eq!(failures(&response), ["m1", "m2", "m3"], "every message redelivered, none dead");
+    assert!(drain(&client, &dlq_url).await.is_empty());
+
+    for count in [2, 3] {
+        let response = app.queue(dlq.clone()).handle(batch(count)).await;
+        assert_eq!(failures(&response), Vec::<&str>::new());
+    }
+    assert_eq!(app.points("activity", day("2026-11-22"), "ann").await, Some(3), "applied once over two deliveries");
+    assert_eq!(app.points("points", season("2026-11-22"), "ann").await, Some(1));
+    assert!(drain(&client, &dlq_url).await.is_empty());
+}
+
+/// boto3 sends a mixed load, take-backs before their gives, duplicates, poison messages; the
+/// first rounds find Redis down. Boards end with exact totals, every poison message is in the
+/// dead-letter queue with its reason, nothing is lost or applied twice.
+#[tokio::test]
+async fn a_boto3_producers_mixed_load_ends_exact_through_an_outage() {
+    let app = spawn_ingest().await;
+    let (client, dlq) = dead_letters().await;
+    let dlq_url = dlq.url().to_owned();
+    let source = standings_tests::queue::new_source_queue(&client).await;
+    let mut bodies = Vec::new();
+    for i in 0..30 {
+        let comment =
+            body(json!({"event_id": format!("c-u{i}"), "user_id": format!("u{i}"), "action": "comment", "target": format!("a{i}")}));
+        bodies.push(comment.clone());
+        bodies.push(comment);
+    }
+    for i in 0..10 {
+        // The take-back first: the queue does not keep order.
+        let praise = |id: &str, active: bool| {
+            body(json!({"event_id": format!("{id}-u{i}"), "user_id": format!("u{i}"), "action": "praise", "target": "p", "active": active}))
+        };
+        bodies.push(praise("unpraise", false));
+        bodies.push(praise("praise", true));
+        bodies.push(body(json!({"kind": "event", "event_id": format!("l-u{i}"), "user_id": format!("u{i}"), "action": "learning"})));
+    }
+    for i in 10..15 {
+        bodies.push(body(json!({"kind": "sign_in", "event_id": format!("g-u{i}"), "user_id": format!("u{i}")})));
+    }
+    for i in 20..25 {
+        bodies.push(body(
+            json!({"kind": "score", "board": "high-scores", "event_id": format!("s-u{i}"), "user_id": format!("u{i}"), "score": 100 + i}),
+        ));
+    }
+    // Ids already taken over HTTP, so the queue's other payloads for them conflict whatever
+    // order the queue delivers in.
+    for id in ["k0", "k1"] {
+        let (status, taken) = app.event(json!({"event_id": id, "user_id": "u40", "action": "page_view", "target": id})).await;
+        assert_eq!(status, 200, "{taken}");
+    }
+    let poison = [
+        "{oops".to_owned(),
+        "[]".to_owned(),
+        body(json!({"kind": "bonus", "event_id": "k9"})),
+        body(json!({"event_id": "k0", "user_id": "u40", "action": "page_view", "target": "elsewhere"})),
+        body(json!({"event_id": "k1", "user_id": "u40", "action": "comment", "target": "k1"})),
+        body(json!({"event_id": "x1", "user_id": "u1", "action": "levitate"})),
+    ];
+    bodies.extend(poison.iter().cloned());
+    standings_tests::queue::produce_with_boto3(&source, &bodies);
+
+    let down = Store::connect(&RedisSettings::standalone("redis://127.0.0.1:1")).unwrap();
+    let rounds = standings_tests::queue::run_mapping(&client, &source, |round| {
+        if round < 3 { app.queue_on(down.clone(), app_dlq(&client, &dlq_url)) } else { app.queue(app_dlq(&client, &dlq_url)) }
+    })
+    .await;
+    assert!(rounds > 3, "{rounds}");
+
+    for i in 0..30 {
+        assert_eq!(app.points("activity", day("2026-11-22"), &format!("u{i}")).await, Some(3), "u{i}: one comment, praise taken back");
+    }
+    for i in 0..10 {
+        assert_eq!(app.points("points", season("2026-11-22"), &format!("u{i}")).await, Some(10), "u{i}");
+    }
+    for i in 10..15 {
+        assert_eq!(app.points("points", season("2026-11-22"), &format!("u{i}")).await, Some(1), "u{i}");
+    }
+    for i in 20..25 {
+        let (_, standing) = app.get(&format!("/v1/boards/high-scores/users/u{i}?period=all")).await;
+        assert_eq!(standing["score"], 100 + i, "{standing}");
+    }
+    assert_eq!(app.points("activity", day("2026-11-22"), "u40").await, Some(2), "the two page views, once each");
+    let mut dead: Vec<(String, String)> = drain(&client, &dlq_url).await.into_iter().map(|(body, code, _)| (body, code)).collect();
+    dead.sort();
+    let mut expected: Vec<(String, String)> = poison
+        .iter()
+        .cloned()
+        .zip(["malformed", "malformed", "malformed", "idempotency_conflict", "idempotency_conflict", "unknown_action"].map(String::from))
+        .collect();
+    expected.sort();
+    assert_eq!(dead, expected);
+}
+
+fn app_dlq(client: &aws_sdk_sqs::Client, url: &str) -> queue::DeadLetters {
+    queue::DeadLetters::new(client.clone(), url)
+}
