@@ -62,7 +62,7 @@ if [ $# -eq 0 ]; then
   STANDINGS_SCREENSHOT_DIR="${CARGO_TARGET_DIR:-$PWD/target}/browser" node --test tests/browser/*.test.mjs \
     || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }
   # On a port of its own with its own servers: the demo loaded and checked, hotness fired.
-  env -u REDIS_URL -u AWS_ENDPOINT_URL_DYNAMODB -u STANDINGS_TABLE PORT="$(free_port)" ./scripts/run-local.sh --smoke
+  env -u REDIS_URL -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_SQS -u STANDINGS_TABLE PORT="$(free_port)" ./scripts/run-local.sh --smoke
   # The tests that write expiring keys, a year from today (no test may depend on the date).
   run_clock_shifted "$run/shifted" $(( 366 * 24 * 3600 ))
 fi

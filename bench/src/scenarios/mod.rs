@@ -9,6 +9,7 @@ mod bootstrap;
 mod hot_synthesis;
 mod ingest;
 mod memory;
+mod queue;
 mod top30;
 
 use futures::future::BoxFuture;
@@ -30,4 +31,5 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "archival", run: |bench| Box::pin(archival::run(bench)) },
     Scenario { name: "memory", run: |bench| Box::pin(memory::run(bench)) },
     Scenario { name: "bootstrap", run: |bench| Box::pin(bootstrap::run(bench)) },
+    Scenario { name: "queue", run: |bench| Box::pin(queue::run(bench)) },
 ];
