@@ -204,3 +204,64 @@ async fn a_boto3_producers_mixed_load_ends_exact_through_an_outage() {
 fn app_dlq(client: &aws_sdk_sqs::Client, url: &str) -> queue::DeadLetters {
     queue::DeadLetters::new(client.clone(), url)
 }
+
+/// An event two boards take, one of which rate-limits it: handed back (the other board answers
+/// the redelivery as a duplicate), never acknowledged with one board's share missing.
+#[tokio::test]
+async fn an_event_one_of_its_boards_refuses_for_now_is_handed_back_whole() {
+    let board = |name: &str, rule: &str| {
+        format!(
+            "[[boards]]\nname = \"{name}\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nrules = [{rule}]\n"
+        )
+    };
+    let config = standings::domain::config::Config::parse(&format!(
+        "{}{}",
+        board("plays", r#"{ action = "play", points = 1, scope = "none" }"#),
+        board("limited", r#"{ action = "play", points = 1, scope = "none", rate_limit = { max = 1, per_secs = 60 } }"#)
+    ))
+    .unwrap();
+    let app = standings_tests::spawn_ingest_with(config).await;
+    let (client, dlq) = dead_letters().await;
+    let dlq_url = dlq.url().to_owned();
+    let queue = app.queue(dlq);
+    let play = |id: &str| body(json!({"event_id": id, "user_id": "ann", "action": "play"}));
+    let response = queue.handle(sqs_event(vec![record("m1", &play("p1"), 1), record("m2", &play("p2"), 1)])).await;
+    assert_eq!(failures(&response), ["m2"], "p2 is rate-limited on one of its boards");
+    let all = || standings::domain::period::Period::containing(standings::domain::period::PeriodKind::All, app.now(), chrono_tz::UTC);
+    assert_eq!(app.points("plays", all(), "ann").await, Some(2), "the unlimited board took both");
+    assert_eq!(app.points("limited", all(), "ann").await, Some(1));
+    assert!(drain(&client, &dlq_url).await.is_empty());
+}
+
+/// An event one board took and another refused for good (its season frozen for archiving):
+/// dead-lettered with that board's reason, never acknowledged as if all had gone well.
+#[tokio::test]
+async fn an_event_one_of_its_boards_refuses_for_good_is_dead_lettered_naming_the_boards() {
+    let config = standings::domain::config::Config::parse(
+        "[[boards]]\nname = \"plays\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\n\
+         rules = [{ action = \"play\", points = 1, scope = \"none\" }]\n\
+         [[boards]]\nname = \"seasonal\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"season\"]\ntop = 10\n\
+         rules = [{ action = \"play\", points = 1, scope = \"none\" }]\n",
+    )
+    .unwrap();
+    let app = standings_tests::spawn_ingest_with(config).await;
+    let frozen = standings::domain::period::Period::containing(standings::domain::period::PeriodKind::Season, app.now(), chrono_tz::UTC);
+    let mut conn = app.redis.clone();
+    let () = redis::cmd("HSET")
+        .arg(app.keys.board("seasonal").guard())
+        .arg(format!("{}season:{}", standings::domain::guard::CLOSED, frozen.id))
+        .arg(1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (client, dlq) = dead_letters().await;
+    let dlq_url = dlq.url().to_owned();
+    let play = body(json!({"event_id": "p1", "user_id": "ann", "action": "play"}));
+    let response = app.queue(dlq).handle(sqs_event(vec![record("m1", &play, 1)])).await;
+    assert_eq!(failures(&response), Vec::<&str>::new());
+    let dead = drain(&client, &dlq_url).await;
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    let (dead_body, code, reason) = &dead[0];
+    assert_eq!((dead_body.as_str(), code.as_str()), (play.as_str(), "period_closed"));
+    assert!(reason.contains("seasonal") && reason.contains("applied on plays"), "{reason}");
+}

@@ -35,32 +35,44 @@ pub enum Verdict {
     Done,
     /// Refused for a reason that can pass: handed back to SQS for redelivery.
     Retry { code: &'static str },
-    /// Can never apply: to the dead-letter queue with its reason.
-    Dead { code: &'static str, message: String },
+    /// Can never apply (on at least one of its boards): to the dead-letter queue with its
+    /// reason. Boards that took it keep it; a redrive answers them as duplicates.
+    Dead { code: String, message: String },
 }
+
+/// Board refusals a redelivery can get past.
+const PASSING: [&str; 3] = ["rate_limited", "store_unavailable", "take_back_deferred"];
 
 impl Verdict {
     fn of_error(error: ApiError) -> Self {
-        let transient = error.status.as_u16() == 429 || (error.status.as_u16() == 503);
+        let transient = matches!(error.status.as_u16(), 429 | 503);
         if transient || error.code == "take_back_deferred" {
             Verdict::Retry { code: error.code }
         } else {
-            Verdict::Dead { code: error.code, message: error.message }
+            Verdict::Dead { code: error.code.to_owned(), message: error.message }
         }
     }
 
     /// An event some boards took: retried when any board refused it for a reason that passes
-    /// (those boards apply it on redelivery, the others answer it as a duplicate).
+    /// (those boards apply it on redelivery, the others answer it as a duplicate);
+    /// dead-lettered when a board refused it for good, so no board's share goes unseen.
     fn of_event(result: Result<EventReceipt, IngestError>) -> Self {
         match result {
             Ok(receipt) => {
-                let passing = receipt.results.iter().filter(|r| r.refused).find_map(|r| match r.outcome.reason.as_deref() {
-                    Some("rate_limited") => Some("rate_limited"),
-                    Some("store_unavailable") => Some("store_unavailable"),
-                    Some("take_back_deferred") => Some("take_back_deferred"),
-                    _ => None,
-                });
-                passing.map_or(Verdict::Done, |code| Verdict::Retry { code })
+                let refused: Vec<_> = receipt.results.iter().filter(|r| r.refused).collect();
+                let reason = |r: &standings::services::ingestion::BoardResult| r.outcome.reason.clone().unwrap_or_default();
+                if let Some(code) = refused.iter().find_map(|r| PASSING.iter().find(|&&c| c == reason(r))) {
+                    return Verdict::Retry { code };
+                }
+                match refused.first() {
+                    None => Verdict::Done,
+                    Some(first) => {
+                        let took: Vec<&str> = receipt.results.iter().filter(|r| !r.refused).map(|r| r.board.as_str()).collect();
+                        let refusals: Vec<String> = refused.iter().map(|r| format!("{}: {}", r.board, reason(r))).collect();
+                        let message = format!("refused on {}; applied on {}", refusals.join(", "), took.join(", "));
+                        Verdict::Dead { code: reason(first), message }
+                    }
+                }
             }
             Err(error) => {
                 let (status, code) = ingest_status(&error);
@@ -97,7 +109,7 @@ pub async fn consume(
             Ok(Message::Event(event)) => events.push((i, event)),
             Ok(Message::Score { board, submission }) => submissions.entry(board).or_default().push((i, submission)),
             Ok(Message::SignIn(request)) => requests.push((i, request)),
-            Err(malformed) => verdicts[i] = Some(Verdict::Dead { code: "malformed", message: malformed.to_string() }),
+            Err(malformed) => verdicts[i] = Some(Verdict::Dead { code: "malformed".into(), message: malformed.to_string() }),
         }
     }
     apply_events(ingestor, deliveries, events, &mut verdicts, now).await;

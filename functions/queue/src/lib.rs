@@ -77,13 +77,13 @@ impl App {
                     self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", code)]);
                     response.add_failure(&delivery.id);
                 }
-                Verdict::Dead { code, message } => match self.dead_letters.send(&delivery.body, code, &message).await {
+                Verdict::Dead { code, message } => match self.dead_letters.send(&delivery.body, &code, &message).await {
                     Ok(()) => {
-                        tracing::warn!(message_id = %delivery.id, code, reason = %message, "dead-lettered");
-                        self.metrics.put(DEAD_LETTERED, Unit::Count, 1.0, &[("Code", code)]);
+                        tracing::warn!(message_id = %delivery.id, code = %code, reason = %message, "dead-lettered");
+                        self.metrics.put(DEAD_LETTERED, Unit::Count, 1.0, &[("Code", code.as_str())]);
                     }
                     Err(error) => {
-                        tracing::error!(message_id = %delivery.id, code, error = %error, "the dead-letter queue refused a message; it is retried");
+                        tracing::error!(message_id = %delivery.id, code = %code, error = %error, "the dead-letter queue refused a message; it is retried");
                         self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", "dead_letter_unavailable")]);
                         response.add_failure(&delivery.id);
                     }
