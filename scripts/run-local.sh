@@ -89,7 +89,7 @@ fire_hotness() {
   local minute
   minute=$(date -u +%Y-%m-%dT%H:%M:00Z)
   sed "s/\"time\": \"[^\"]*\"/\"time\": \"$minute\"/" functions/hotness/fixtures/scheduled-event.json |
-    curl -sS --fail-with-body --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/hotness/invocations" --data-binary @-
+    curl -sS --fail-with-body --max-time 60 --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/hotness/invocations" --data-binary @-
 }
 
 if ! python3 scripts/demo.py "$base"; then
@@ -104,7 +104,8 @@ if $smoke; then
   for path in / /v1/openapi.json /v1/health; do
     # Into a file, not /dev/null: curl cannot truncate /dev/null before a retry and gives up
     # ("Failed to truncate file"), so the retry around the emulator's lost answers never ran.
-    curl -sS --fail-with-body --retry 2 --retry-all-errors -o "$run/smoke-get.out" "$base$path" || { echo "GET $path failed" >&2; tail -n 50 "$watch_log"; exit 1; }
+    # --max-time: an answer the emulator lost may also never come (a CI run hung 18 min here).
+    curl -sS --fail-with-body --max-time 20 --retry 3 --retry-all-errors -o "$run/smoke-get.out" "$base$path" || { echo "GET $path failed" >&2; tail -n 50 "$watch_log"; exit 1; }
   done
   echo "run-local smoke: demo loaded and checked, hotness ran, page served"
   exit 0
