@@ -62,16 +62,6 @@ impl IngestError {
         }
     }
 
-    /// Whether the same event, sent again later, may apply where this refused it: a store that
-    /// was unavailable, a rate limit, a take-back waiting for its give.
-    pub fn passes(&self) -> bool {
-        match self {
-            IngestError::RateLimited { .. } | IngestError::TakeBackDeferred(_) => true,
-            IngestError::Store(error) => !error.is_programming_error(),
-            _ => false,
-        }
-    }
-
     pub fn retry_after_secs(&self) -> Option<u64> {
         match self {
             IngestError::RateLimited { retry_after_secs, .. } => Some(*retry_after_secs),
@@ -245,11 +235,7 @@ fn receipt(event: &Event, plan: &EventPlan<'_>, replies: Vec<Option<Result<Apply
             }
             Err(error) => {
                 results.push(BoardResult::refused(board, &error));
-                // The event's answer: a refusal that passes wins, so a retry is never told
-                // "never" while one of its boards only said "later".
-                if first_refusal.as_ref().is_none_or(|first: &IngestError| error.passes() && !first.passes()) {
-                    first_refusal = Some(error);
-                }
+                first_refusal.get_or_insert(error);
             }
         }
     }
