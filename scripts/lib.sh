@@ -36,10 +36,15 @@ lint_rust() {
 }
 
 # The OpenAPI tests: openapi-spec-validator (pip) validates the document; its jsonschema and
-# referencing check real answers against it (tests/openapi/conforms.py).
+# referencing check real answers against it (tests/openapi/conforms.py). DuckDB (pip) for the
+# journal's objects.
 ensure_test_deps() {
   if ! python3 -c 'import openapi_spec_validator' 2>/dev/null; then
     python3 -m pip install --quiet openapi-spec-validator
+  fi
+  # DuckDB reads the journal's objects in tests/journal/read.py, a reader nobody here wrote.
+  if ! python3 -c 'import duckdb' 2>/dev/null; then
+    python3 -m pip install --quiet duckdb
   fi
 }
 
@@ -146,6 +151,8 @@ start_moto() {
   export AWS_ENDPOINT_URL_DYNAMODB="http://127.0.0.1:$MOTO_PORT"
   # moto serves every service on one port: SQS too (the queue function, its tests).
   export AWS_ENDPOINT_URL_SQS="http://127.0.0.1:$MOTO_PORT"
+  # And S3: the journal bucket (the journal function, its tests).
+  export AWS_ENDPOINT_URL_S3="http://127.0.0.1:$MOTO_PORT"
   export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 }
 

@@ -10,7 +10,7 @@
 # Auth is off (STANDINGS_AUTH=off: local development only).
 #
 #   ./scripts/run-local.sh            serve until Ctrl-C (PORT=9000 by default)
-#   ./scripts/run-local.sh --smoke    start, load and check the demo, fire hotness once, stop
+#   ./scripts/run-local.sh --smoke    start, load and check the demo, fire hotness and the journal once, stop
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
@@ -59,6 +59,12 @@ export STANDINGS_AUTH=off
 export AWS_ENDPOINT_URL_SQS="${AWS_ENDPOINT_URL_SQS:-$AWS_ENDPOINT_URL_DYNAMODB}"
 read -r STANDINGS_EVENT_QUEUE_URL STANDINGS_DEAD_LETTER_QUEUE_URL < <(python3 scripts/queue_poller.py create "standings-$$")
 export STANDINGS_EVENT_QUEUE_URL STANDINGS_DEAD_LETTER_QUEUE_URL
+# The journal's bucket on the same moto_server: every write is journaled, and the journal
+# function below drains it there every minute (docs/journal.md).
+export AWS_ENDPOINT_URL_S3="${AWS_ENDPOINT_URL_S3:-$AWS_ENDPOINT_URL_DYNAMODB}"
+export STANDINGS_JOURNAL_BUCKET="${STANDINGS_JOURNAL_BUCKET:-standings-journal}"
+python3 -c 'import boto3, sys; s3 = boto3.client("s3"); names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+if sys.argv[1] not in names: s3.create_bucket(Bucket=sys.argv[1])' "$STANDINGS_JOURNAL_BUCKET"
 
 port=${PORT:-9000}
 base="http://127.0.0.1:$port"
@@ -98,16 +104,23 @@ if ! python3 scripts/demo.py "$base"; then
 fi
 first_run=$(fire_hotness)
 python3 scripts/local_log.py --hotness "$first_run" || echo "hotness: $first_run"
+# One drain of the journal, as its schedule would (the Invoke API again).
+fire_journal() {
+  curl -sS --fail-with-body --max-time 60 --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/journal/invocations" --data-binary '{"drain": {}}'
+}
+drained=$(fire_journal)
+echo "journal: $drained"
 
 if $smoke; then
   python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert [b["board"] for b in run["boards"]] == ["hot-videos"], run' "$first_run"
+  python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["entries"] > 0 and run["lag_seconds"] < 60, run' "$drained"
   for path in / /v1/openapi.json /v1/health; do
     # Into a file, not /dev/null: curl cannot truncate /dev/null before a retry and gives up
     # ("Failed to truncate file"), so the retry around the emulator's lost answers never ran.
     # --max-time: an answer the emulator lost may also never come (a CI run hung 18 min here).
     curl -sS --fail-with-body --max-time 20 --retry 3 --retry-all-errors -o "$run/smoke-get.out" "$base$path" || { echo "GET $path failed" >&2; tail -n 50 "$watch_log"; exit 1; }
   done
-  echo "run-local smoke: demo loaded and checked, hotness ran, page served"
+  echo "run-local smoke: demo loaded and checked, hotness ran, journal drained, page served"
   exit 0
 fi
 
@@ -116,6 +129,7 @@ fi
   while sleep $((60 - $(date +%s) % 60)); do
     summary=$(fire_hotness) && python3 scripts/local_log.py --hotness "$summary" \
       || echo "$(date +%H:%M:%S) hotness run failed" >&2
+    fire_journal >/dev/null || echo "$(date +%H:%M:%S) journal drain failed" >&2
   done
 ) &
 schedule_pid=$!
@@ -135,6 +149,8 @@ OpenAPI:         $base/v1/openapi.json
 Archive a finished season, then read it:
                  cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port $port archive --data-ascii '{"board":"points","season":"2026-10"}'
                  curl -s '$base/v1/boards/points/seasons/2026-10/top'
+The journal:     every write, drained to s3://$STANDINGS_JOURNAL_BUCKET/journal/ every minute; restore with
+                 cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port $port journal --data-ascii '{"restore": {}}'
 Logs:            one line per request below; the functions' JSON logs and metrics are in
                  $watch_log
 Ctrl-C stops everything.

@@ -43,10 +43,13 @@ cargo build --workspace --all-targets --locked
 
 # cargo lambda watch serves every function at /lambda-url/<package>/..., with its own key prefix
 # and season table (created here, as the template does in AWS); the tests are told both.
-export STANDINGS_WATCH_KEY_PREFIX="watch-$$" STANDINGS_WATCH_TABLE="watch-$$"
+# Its writes are journaled to a bucket of its own, which the journal function drains.
+export STANDINGS_WATCH_KEY_PREFIX="watch-$$" STANDINGS_WATCH_TABLE="watch-$$" STANDINGS_WATCH_JOURNAL_BUCKET="watch-$$"
 STANDINGS_TABLE="$STANDINGS_WATCH_TABLE" cargo run -q --locked -p archive --example create_table
+python3 -c 'import boto3, os, sys; boto3.client("s3").create_bucket(Bucket=sys.argv[1])' "$STANDINGS_WATCH_JOURNAL_BUCKET"
 watch_port=$(free_port)
 STANDINGS_AUTH=off STANDINGS_KEY_PREFIX="$STANDINGS_WATCH_KEY_PREFIX" STANDINGS_TABLE="$STANDINGS_WATCH_TABLE" \
+  STANDINGS_JOURNAL_BUCKET="$STANDINGS_WATCH_JOURNAL_BUCKET" \
   setsid cargo lambda watch --invoke-address 127.0.0.1 --invoke-port "$watch_port" --ignore-changes \
   >"$run/watch.log" 2>&1 &
 watch_pid=$!
@@ -62,7 +65,7 @@ if [ $# -eq 0 ]; then
   STANDINGS_SCREENSHOT_DIR="${CARGO_TARGET_DIR:-$PWD/target}/browser" node --test tests/browser/*.test.mjs \
     || { echo "--- cargo lambda watch log"; tail -n 50 "$run/watch.log"; exit 1; }
   # On a port of its own with its own servers: the demo loaded and checked, hotness fired.
-  env -u REDIS_URL -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_SQS -u STANDINGS_TABLE PORT="$(free_port)" ./scripts/run-local.sh --smoke
+  env -u REDIS_URL -u AWS_ENDPOINT_URL_DYNAMODB -u AWS_ENDPOINT_URL_SQS -u AWS_ENDPOINT_URL_S3 -u STANDINGS_TABLE PORT="$(free_port)" ./scripts/run-local.sh --smoke
   # The tests that write expiring keys, a year from today (no test may depend on the date).
   run_clock_shifted "$run/shifted" $(( 366 * 24 * 3600 ))
 fi

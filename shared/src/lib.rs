@@ -27,3 +27,17 @@ pub fn system_clock() -> Clock {
 pub fn key_prefix_from_env() -> String {
     std::env::var("STANDINGS_KEY_PREFIX").ok().filter(|p| !p.is_empty()).unwrap_or_else(|| "st".to_owned())
 }
+
+/// `STANDINGS_JOURNAL_BUCKET`: the S3 bucket the `journal` function drains each board's journal
+/// to. Set, it turns the journal on in every function that writes (docs/journal.md).
+pub const JOURNAL_BUCKET_ENV: &str = "STANDINGS_JOURNAL_BUCKET";
+
+pub fn journal_bucket_from_env() -> Option<String> {
+    std::env::var(JOURNAL_BUCKET_ENV).ok().filter(|bucket| !bucket.is_empty())
+}
+
+/// The keys of this deployment: `STANDINGS_KEY_PREFIX`, journaled when `STANDINGS_JOURNAL_BUCKET`
+/// is set.
+pub fn keys_from_env() -> Result<redis::keys::Keys, redis::keys::BadPrefix> {
+    Ok(redis::keys::Keys::new(&key_prefix_from_env())?.with_journal(journal_bucket_from_env().is_some()))
+}

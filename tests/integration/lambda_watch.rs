@@ -62,6 +62,34 @@ async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
     assert_eq!(error["error"]["code"], "malformed");
 }
 
+/// An event through the `ingest` function of `cargo lambda watch` is journaled (scripts/test.sh
+/// gives the watch a journal bucket); the journal function's drain fixture moves it to S3; a
+/// restore of an unknown board is refused with its code.
+#[tokio::test]
+async fn an_event_through_cargo_lambda_watch_reaches_s3_through_the_journal_drain() {
+    let event_id = standings_tests::unique_prefix();
+    let event = json!({"event_id": event_id, "user_id": "journaled", "action": "comment", "target": "a1"});
+    let response = reqwest::Client::new().post(format!("{}/lambda-url/ingest/v1/events", watch_url())).json(&event).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+
+    let drained = invoke("journal", "drain-event.json");
+    assert!(drained["entries"].as_u64().is_some_and(|n| n >= 1), "{drained}");
+    let prefix = std::env::var("STANDINGS_WATCH_KEY_PREFIX").expect("scripts/test.sh names the watch's key prefix");
+    let bucket = std::env::var("STANDINGS_WATCH_JOURNAL_BUCKET").expect("scripts/test.sh names the watch's journal bucket");
+    let client = standings_tests::journal::s3().await;
+    let objects = journal::S3Objects::new(client, &bucket);
+    let mut found = 0;
+    for name in journal::Objects::list(&objects, &journal::board_objects(&prefix, "activity")).await.unwrap() {
+        let body = String::from_utf8(journal::Objects::get(&objects, &name).await.unwrap()).unwrap();
+        found += body.lines().filter(|line| line.contains(&format!("\"event_id\":\"{event_id}\""))).count();
+    }
+    assert_eq!(found, 1, "the event is in S3 once");
+
+    let refused = cargo_lambda_invoke("journal", "restore-unknown-board.json");
+    let error = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && error.contains("unknown_board"), "{error}");
+}
+
 /// The archive function's manual fixture through `cargo lambda invoke`, against the key prefix
 /// and season table scripts/test.sh gave `cargo lambda watch`; then the seasons function serves
 /// the season and its distribution over HTTP.

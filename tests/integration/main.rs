@@ -20,6 +20,8 @@ mod hardening;
 mod health;
 mod hot;
 mod hot_metrics;
+mod journal;
+mod journal_restore;
 mod keyspace;
 mod lambda_watch;
 mod layers;

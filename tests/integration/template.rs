@@ -329,7 +329,7 @@ fn statements(function: &Value) -> Vec<Value> {
 
 /// Only `seasons` (reads) and `archive` touch DynamoDB, only the season table; only `queue`
 /// touches SQS: what its event source mapping needs of the event queue, and sending to the
-/// dead-letter queue; no wildcard actions; every function may read the Redis URL secret (once,
+/// dead-letter queue; only `journal` touches S3, only the journal's objects; no wildcard actions; every function may read the Redis URL secret (once,
 /// at start) and nothing else beyond logs and VPC access.
 #[test]
 fn each_function_gets_only_the_permissions_it_uses() {
@@ -345,6 +345,7 @@ fn each_function_gets_only_the_permissions_it_uses() {
             &[SECRET, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:Query"][..],
         ),
         ("QueueFunction", &[SECRET, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"][..]),
+        ("JournalFunction", &[SECRET, "s3:PutObject", "s3:GetObject", "s3:ListBucket"][..]),
     ]);
     let functions = resources_of_type(&template, "AWS::Serverless::Function");
     assert_eq!(functions.iter().map(|(n, _)| n.as_str()).collect::<BTreeSet<_>>(), allowed.keys().copied().collect());
@@ -366,6 +367,11 @@ fn each_function_gets_only_the_permissions_it_uses() {
                 vec![json!({"Fn::GetAtt": "DeadLetterQueue.Arn"})]
             } else if statement["Action"].to_string().contains("sqs:") {
                 vec![json!({"Fn::GetAtt": "EventQueue.Arn"})]
+            } else if statement["Action"] == json!(["s3:ListBucket"]) {
+                assert_eq!(statement["Condition"], json!({"StringLike": {"s3:prefix": "journal/*"}}), "{name}");
+                vec![json!({"Fn::GetAtt": "JournalBucket.Arn"})]
+            } else if statement["Action"].to_string().contains("s3:") {
+                vec![json!({"Fn::Sub": "${JournalBucket.Arn}/journal/*"})]
             } else {
                 season_table.to_vec()
             };
@@ -405,6 +411,32 @@ fn every_function_has_retained_logs_and_an_errors_alarm() {
     assert_eq!(stale["MetricName"], hotness::SYNTHESIS_LAG);
     assert_eq!(stale["Dimensions"], json!([{"Name": "Function", "Value": hotness::FUNCTION}]));
     assert_eq!(stale["TreatMissingData"], "breaching", "no run is no datapoint: that is the failure to catch");
+}
+
+/// The journal's bucket is private, encrypted, TLS-only, retained and expires by the
+/// retention parameter; every function knows it (so every write journals itself), and the lag
+/// alarm watches the metric the drain emits, firing when it goes missing too.
+#[test]
+fn the_journal_bucket_is_private_encrypted_and_drained_under_an_alarm() {
+    let template = template();
+    let bucket = resource(&template, "JournalBucket");
+    assert_eq!(bucket["DeletionPolicy"], "Retain");
+    let p = &bucket["Properties"];
+    assert_eq!(p["BucketEncryption"]["ServerSideEncryptionConfiguration"][0]["ServerSideEncryptionByDefault"]["SSEAlgorithm"], "AES256");
+    for block in ["BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets"] {
+        assert_eq!(p["PublicAccessBlockConfiguration"][block], true, "{block}");
+    }
+    let rules = p["LifecycleConfiguration"]["Rules"].as_array().unwrap();
+    assert!(rules.iter().any(|r| r["ExpirationInDays"] == reference("JournalRetentionDays")));
+    let policy = &resource(&template, "JournalBucketPolicy")["Properties"]["PolicyDocument"]["Statement"][0];
+    assert_eq!((policy["Effect"].as_str(), policy["Condition"]["Bool"]["aws:SecureTransport"].as_bool()), (Some("Deny"), Some(false)));
+    assert_eq!(template["Globals"]["Function"]["Environment"]["Variables"][standings::JOURNAL_BUCKET_ENV], reference("JournalBucket"));
+    let lag = &resource(&template, "JournalLagAlarm")["Properties"];
+    assert_eq!(lag["MetricName"], journal::LAG_METRIC);
+    assert_eq!(lag["Dimensions"], json!([{"Name": "Function", "Value": journal::FUNCTION}]));
+    assert_eq!((lag["Threshold"].as_i64(), lag["TreatMissingData"].as_str()), (Some(300), Some("breaching")));
+    let schedule = &resource(&template, "JournalFunction")["Properties"]["Events"]["EveryMinute"]["Properties"];
+    assert_eq!(schedule["ScheduleExpression"], "rate(1 minute)");
 }
 
 #[test]

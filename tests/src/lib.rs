@@ -32,6 +32,7 @@ use standings::redis::store::{Connection, Store};
 use tower::ServiceExt;
 
 pub mod cluster;
+pub mod journal;
 pub mod load;
 pub mod model;
 pub mod proxy;
@@ -118,6 +119,13 @@ pub async fn spawn_ingest_at(config: Config, settings: &RedisSettings) -> TestAp
 /// An app on `store`, with assertions on `assertions`.
 pub async fn spawn_ingest_with_stores(config: Config, store: Store, assertions: Store) -> TestApp {
     spawn_app(config, Keys::new(&unique_prefix()).unwrap(), store, assertions, None).await
+}
+
+/// An app whose writes are journaled (docs/journal.md), on the suite's Redis.
+pub async fn spawn_journaled(config: Config) -> TestApp {
+    let settings = redis_settings();
+    let keys = Keys::new(&unique_prefix()).unwrap().with_journal(true);
+    spawn_app(config, keys, Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
 }
 
 /// The app on given keys; its `seasons` function reads archived seasons from `archive`, if any.

@@ -37,17 +37,20 @@ const POINTS: i64 = 3;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Method {
     Script,
+    /// The same script with the journal on (docs/journal.md): one `XADD` more per event.
+    Journaled,
     Router,
     Zincrby,
     Seed,
 }
 
-const METHODS: [Method; 4] = [Method::Script, Method::Router, Method::Zincrby, Method::Seed];
+const METHODS: [Method; 5] = [Method::Script, Method::Journaled, Method::Router, Method::Zincrby, Method::Seed];
 
 impl Method {
     fn label(self) -> &'static str {
         match self {
             Method::Script => "`Ingestor::record` (`apply_event.lua`)",
+            Method::Journaled => "`Ingestor::record`, journal on",
             Method::Router => "`POST /v1/events` (ingest router, in process)",
             Method::Zincrby => "raw `ZINCRBY`",
             Method::Seed => "seed 001 `addActivityScore` (port)",
@@ -127,6 +130,7 @@ fn client(bench: &Bench, shared: &Shared, method: Method) -> Result<(Client, Sto
     let store = bench.client()?;
     let client = match method {
         Method::Script => Client::Ingestor(Ingestor::new(shared.config.clone(), bench.keys.clone(), store.clone())),
+        Method::Journaled => Client::Ingestor(Ingestor::new(shared.config.clone(), journaled(bench), store.clone())),
         Method::Router => {
             let metrics = Metrics::with_sink("ingest", Arc::new(|_| ()));
             let app = ingest::App::new(
@@ -184,6 +188,28 @@ async fn window(bench: &Bench, shared: &Arc<Shared>, method: Method, clients: us
     let stats = CommandStats::read(bench).await?;
     let round_trips = built.iter().map(|(_, store)| store.round_trips()).sum::<u64>() - round_trips_before;
     Ok(Window { events, elapsed, round_trips, commands, cpu, stats })
+}
+
+/// The bench's keys with every write journaled.
+fn journaled(bench: &Bench) -> standings::redis::keys::Keys {
+    bench.keys.clone().with_journal(true)
+}
+
+/// The journal stream's bytes per entry (`MEMORY USAGE` over `XLEN`, after the journaled
+/// windows, nothing drained), and what one drain interval (60 s) at `rate` events/s holds.
+async fn journal_memory(bench: &Bench, rate: f64) -> Result<String, BenchError> {
+    let key = journaled(bench).board("activity").journal();
+    let mut conn = bench.client()?.connection().await?;
+    let entries: u64 = conn.xlen(&key).await?;
+    let bytes: u64 = redis::cmd("MEMORY").arg("USAGE").arg(&key).arg("SAMPLES").arg(0).query_async(&mut conn).await?;
+    let per_entry = bytes as f64 / entries.max(1) as f64;
+    Ok(format!(
+        "Journal memory: the `activity` board's stream holds {} entries in {:.1} MB, **{per_entry:.0} bytes an entry**; one \
+         drain interval (60 s) at this run's journaled rate ({rate:.0} events/s) holds {:.1} MB until the drain trims it.",
+        grouped(entries),
+        bytes as f64 / 1e6,
+        per_entry * rate * 60.0 / 1e6,
+    ))
 }
 
 fn median(values: &mut [f64]) -> f64 {
@@ -278,6 +304,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         per_script(inner_calls),
         per_script(inner_micros),
     ));
+    notes.push(journal_memory(bench, rate(Method::Journaled, CLIENTS[CLIENTS.len() - 1])).await?);
     let busiest = CLIENTS[CLIENTS.len() - 1];
     let script_trips = per_event(Method::Script, busiest);
     let targets = vec![
@@ -305,6 +332,13 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             "seed 001 sequence",
             cpu_per_event(Method::Script, busiest).1 / cpu_per_event(Method::Seed, busiest).1,
             1.0,
+        ),
+        // The journal's price: one XADD per applied event, in the same call.
+        Target::at_most(
+            format!("Redis CPU per event, journal on, {busiest} clients"),
+            "the same script, journal off",
+            cpu_per_event(Method::Journaled, busiest).1 / cpu_per_event(Method::Script, busiest).1,
+            1.10,
         ),
         Target {
             row: "ingest round trips".into(),

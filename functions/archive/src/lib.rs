@@ -12,7 +12,6 @@ use serde_json::Value;
 use standings::archive::job::{ArchiveError, Archiver, SeasonReport, Settings};
 use standings::archive::table::{ArchiveSink, SeasonTable, Shard};
 use standings::domain::config::Config;
-use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 
 /// One season (one shard of it), named by the caller.
@@ -92,7 +91,7 @@ pub struct App {
 impl App {
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
-        let keys = Keys::new(&standings::key_prefix_from_env())?;
+        let keys = standings::keys_from_env()?;
         let store = Store::from_env().await?;
         let table = SeasonTable::from_env().await?;
         let archiver = Archiver::new(config, keys, store, table.clone(), table, standings::system_clock(), Settings::default());

@@ -57,7 +57,7 @@ impl App {
 
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
-        let keys = Keys::new(&standings::key_prefix_from_env())?;
+        let keys = standings::keys_from_env()?;
         Ok(Self::new(config, keys, Store::from_env().await?, standings::system_clock(), Metrics::stdout(FUNCTION)))
     }
 

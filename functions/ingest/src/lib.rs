@@ -63,7 +63,7 @@ impl App {
 
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
-        let keys = Keys::new(&standings::key_prefix_from_env())?;
+        let keys = standings::keys_from_env()?;
         let store = Store::from_env().await?;
         Ok(Self::new(config, keys, store, standings::system_clock(), AuthMode::from_env()?, Metrics::stdout("ingest")))
     }

@@ -55,7 +55,7 @@ impl App {
 
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
-        let keys = Keys::new(&standings::key_prefix_from_env())?;
+        let keys = standings::keys_from_env()?;
         let url = std::env::var(DEAD_LETTER_QUEUE_ENV)
             .ok()
             .filter(|url| !url.is_empty())

@@ -32,7 +32,7 @@ impl App {
 
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
-        let keys = Keys::new(&standings::key_prefix_from_env())?;
+        let keys = standings::keys_from_env()?;
         let archive = match SeasonTable::from_env().await {
             Ok(table) => Some(table),
             Err(error) => {

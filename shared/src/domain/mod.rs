@@ -7,6 +7,7 @@ pub mod decay;
 pub mod distribution;
 pub mod guard;
 pub mod ids;
+pub mod journal;
 pub mod message;
 pub mod period;
 pub mod scores;

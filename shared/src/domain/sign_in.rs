@@ -73,6 +73,8 @@ pub struct SignInPlan<'a> {
     pub next_day_periods: Vec<Period>,
     /// Seconds from `now` until the month's bitmap expires.
     pub bitmap_ttl_secs: i64,
+    /// The sign-in's journal entry (`journal::Entry`), "" when the journal is off.
+    pub journal_entry: String,
     /// The function's clock: every TTL the sign-in sets counts from it.
     pub now: DateTime<Utc>,
     pub time_part: i64,

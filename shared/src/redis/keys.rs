@@ -19,6 +19,10 @@ const VERSION: &str = "v1";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
     prefix: String,
+    /// Whether the write scripts append to each board's journal (`with_journal`).
+    journal: bool,
+    /// Writes are a restore's replay of the journal (`replaying`).
+    replay: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -30,15 +34,35 @@ impl Keys {
         let ok = !prefix.is_empty()
             && prefix.len() <= 64
             && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
-        if ok { Ok(Self { prefix: prefix.to_owned() }) } else { Err(BadPrefix) }
+        if ok { Ok(Self { prefix: prefix.to_owned(), journal: false, replay: false }) } else { Err(BadPrefix) }
     }
 
     pub fn prefix(&self) -> &str {
         &self.prefix
     }
 
+    /// These keys with every applied write journaled (docs/journal.md): on wherever the
+    /// journal is drained (`STANDINGS_JOURNAL_BUCKET`), since an undrained stream only grows.
+    pub fn with_journal(mut self, on: bool) -> Self {
+        self.journal = on;
+        self
+    }
+
+    pub fn journal_on(&self) -> bool {
+        self.journal
+    }
+
+    /// These keys for a restore's replay of the journal (docs/journal.md#restore): writes go
+    /// out at the time they were first applied, journal nothing (they are in the journal
+    /// already), and give the keys they create the TTL left of the original's (`BoardKeys::ttl`).
+    pub fn replaying(mut self) -> Self {
+        self.journal = false;
+        self.replay = true;
+        self
+    }
+
     pub fn board(&self, board: &str) -> BoardKeys {
-        BoardKeys { base: format!("{}:{VERSION}:{{{board}}}", self.prefix) }
+        BoardKeys { base: format!("{}:{VERSION}:{{{board}}}", self.prefix), journal: self.journal, replay: self.replay }
     }
 
     pub fn profile(&self, user_id: &str) -> String {
@@ -55,6 +79,8 @@ impl Keys {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoardKeys {
     base: String,
+    journal: bool,
+    replay: bool,
 }
 
 impl BoardKeys {
@@ -129,6 +155,34 @@ impl BoardKeys {
         format!("{}:rate:{user_id}:{action}", self.base)
     }
 
+    /// The board's journal: a stream of every applied write, drained to S3 (docs/journal.md).
+    /// Its key whether or not the journal is on (the scripts take it either way, see
+    /// `journaled`).
+    pub fn journal(&self) -> String {
+        format!("{}:journal", self.base)
+    }
+
+    /// Where a restore of this board from the journal stands (a hash: the object and line to
+    /// go on from), while one is under way.
+    pub fn restore_checkpoint(&self) -> String {
+        format!("{}:restore", self.base)
+    }
+
+    /// Whether writes append to `journal`.
+    pub fn journaled(&self) -> bool {
+        self.journal
+    }
+
+    /// A TTL as the scripts take it (seconds from the write's `now`; 0: none). A replay's `now`
+    /// is the original write's, so it gives the key what is left of the original's TTL on the
+    /// real clock: a key that would have expired by now lives one second.
+    pub fn ttl(&self, secs: i64, now: DateTime<Utc>) -> i64 {
+        if !self.replay || secs <= 0 {
+            return secs;
+        }
+        (secs - (Utc::now() - now).num_seconds()).max(1)
+    }
+
     /// The board's audit log of admin actions (bans, corrections), newest first.
     pub fn audit(&self) -> String {
         format!("{}:audit", self.base)
@@ -188,6 +242,8 @@ mod tests {
             board.rate_log("u1", "learning"),
             board.audit(),
             board.frozen(&day),
+            board.journal(),
+            board.restore_checkpoint(),
         ];
         for key in &keys {
             assert_eq!(hash_tag(key), "activity", "{key}");
@@ -220,6 +276,8 @@ mod tests {
         SignIns(String, String, NaiveDate),
         RateLog(String, String, String),
         Audit(String),
+        Journal(String),
+        Restore(String),
         HotBucket(String, i64),
         HotBoard(String),
         HotNext(String),
@@ -243,6 +301,8 @@ mod tests {
             Spec::SignIns(b, user, d) => keys.board(b).sign_ins(user, &d.format("%Y-%m").to_string()),
             Spec::RateLog(b, user, action) => keys.board(b).rate_log(user, action),
             Spec::Audit(b) => keys.board(b).audit(),
+            Spec::Journal(b) => keys.board(b).journal(),
+            Spec::Restore(b) => keys.board(b).restore_checkpoint(),
             Spec::HotBucket(b, hour) => keys.board(b).hot_bucket(chrono::DateTime::from_timestamp(hour * 3600, 0).unwrap()),
             Spec::HotBoard(b) => keys.board(b).hot_board(),
             Spec::HotNext(b) => keys.board(b).hot_board_next(),
@@ -310,6 +370,8 @@ mod tests {
                 (board(), client_id(), month()).prop_map(|(b, u, d)| Spec::SignIns(b, u, d)),
                 (board(), client_id(), action()).prop_map(|(b, u, a)| Spec::RateLog(b, u, a)),
                 board().prop_map(Spec::Audit),
+                board().prop_map(Spec::Journal),
+                board().prop_map(Spec::Restore),
                 (board(), 0i64..3).prop_map(|(b, h)| Spec::HotBucket(b, h)),
                 board().prop_map(Spec::HotBoard),
                 board().prop_map(Spec::HotNext),
@@ -333,6 +395,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_replay_gives_keys_what_is_left_of_the_original_ttl() {
+        let live = Keys::new("st").unwrap().board("points");
+        let replay = Keys::new("st").unwrap().replaying().board("points");
+        let hour_ago = Utc::now() - chrono::Duration::hours(1);
+        assert_eq!(live.ttl(7200, hour_ago), 7200);
+        assert!((3599..=3600).contains(&replay.ttl(7200, hour_ago)), "{}", replay.ttl(7200, hour_ago));
+        assert_eq!(replay.ttl(1800, hour_ago), 1, "expired by now: one second");
+        assert_eq!(replay.ttl(0, hour_ago), 0, "none stays none");
+        assert!(!replay.journaled(), "a replay journals nothing");
     }
 
     #[test]

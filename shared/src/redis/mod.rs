@@ -2,6 +2,7 @@
 //! its typed wrapper (`scripts`).
 
 pub mod error;
+pub mod journal;
 pub mod keys;
 pub mod probe;
 pub mod scripts;

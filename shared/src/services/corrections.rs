@@ -137,6 +137,20 @@ impl Moderation {
         actor: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<CorrectionReceipt, ModerationError> {
+        self.correct_as(board_name, user_id, request, actor, now, None).await
+    }
+
+    /// `correct`, where a request without a `correction_id` gets `made_up` (a restore's replay:
+    /// the id the first application made up, from its journal entry) instead of a new one.
+    pub async fn correct_as(
+        &self,
+        board_name: &str,
+        user_id: &str,
+        request: &CorrectionRequest,
+        actor: Option<&str>,
+        now: DateTime<Utc>,
+        made_up: Option<String>,
+    ) -> Result<CorrectionReceipt, ModerationError> {
         let board = self.user_board(board_name)?;
         ids::validate_id("user_id", user_id)?;
         request.validate()?;
@@ -151,7 +165,7 @@ impl Moderation {
             .collect::<Result<_, crate::domain::tiebreak::RangeError>>()?;
         let scale = periods.first().map_or(crate::domain::tiebreak::Scale::POINTS, |(period, _)| scores::scale(board, period));
         let (mode, operand) = change.script_operand(&scale);
-        let correction_id = request.correction_id.clone().unwrap_or_else(ids::made_up_id);
+        let correction_id = request.correction_id.clone().or(made_up).unwrap_or_else(ids::made_up_id);
         let fingerprint = scoring::fingerprint(&(user_id, request));
         let correction = ScoreCorrection {
             correction_id: &correction_id,
@@ -169,6 +183,7 @@ impl Moderation {
             now,
             reason: &request.reason,
             statements: board.statements,
+            journal_entry: "",
         };
         let entry = AuditEntry {
             delta: request.delta,
@@ -179,6 +194,8 @@ impl Moderation {
             ..AuditEntry::new(&board.name, AuditKind::Correction, user_id, actor, now)
         };
         let entry_json = entry.json();
+        let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request) } else { String::new() };
+        let correction = ScoreCorrection { journal_entry: &journal_entry, ..correction };
         let mut conn = self.store.write_connection().await?;
         let keys = self.keys.board(&board.name);
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
@@ -197,6 +214,14 @@ impl Moderation {
         let duplicate = duplicate && request.correction_id.is_some();
         Ok(CorrectionReceipt { entry, duplicate, periods })
     }
+}
+
+/// A correction's journal entry: its audit entry and, under `request`, what was asked, so a
+/// replay asks the same.
+fn journal_entry(entry: &AuditEntry, request: &CorrectionRequest) -> String {
+    let mut json = serde_json::to_value(entry).expect("an audit entry always serializes");
+    json["request"] = serde_json::to_value(request).expect("a correction request always serializes");
+    json.to_string()
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use futures::future::join_all;
 use serde::Serialize;
 
 use crate::domain::config::Config;
+use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::EventWindow;
 use crate::domain::scoring::{BoardPlan, Event, EventPlan, Refusal, plan_event};
 use crate::redis::error::StoreError;
@@ -158,6 +159,17 @@ impl Ingestor {
         Ok(self.apply(&planned, defer, now).await)
     }
 
+    /// A restore's replay of `event` as `board`'s journal has it: planned and applied at `at`,
+    /// the time it was first applied, on that board only (each board journals its own share).
+    pub async fn replay(&self, board: &str, event: &Event, at: DateTime<Utc>) -> Result<EventReceipt, IngestError> {
+        let mut plan = plan_event(&self.config, event, at, &self.window)?;
+        plan.boards.retain(|share| share.board.name == board);
+        if plan.boards.is_empty() {
+            return Err(Refusal::UnknownAction(event.action.clone()).into());
+        }
+        self.apply(&[(event, plan)], &[false], at).await.pop().expect("one answer per event")
+    }
+
     async fn apply(
         &self,
         events: &[(&Event, EventPlan<'_>)],
@@ -179,6 +191,11 @@ impl Ingestor {
                 }
             }
         }
+        let entries: Vec<String> = events
+            .iter()
+            .map(|(event, _)| if self.keys.journal_on() { Entry::Event { at: Stamp(now), event }.json() } else { String::new() })
+            .collect();
+        let entries = &entries;
         let calls = shares.iter().flat_map(|(board, list)| list.chunks(CHUNK).map(move |chunk| (*board, chunk)));
         let answers = join_all(calls.map(|(board, chunk)| {
             let mut conn = conn.clone();
@@ -195,6 +212,7 @@ impl Ingestor {
                             fingerprint: &plan.fingerprint,
                             timed: event.occurred_at.is_some(),
                             defer_orphan_take_back: defer.get(e).copied().unwrap_or(false),
+                            journal_entry: &entries[e],
                         }
                     })
                     .collect();

@@ -7,5 +7,6 @@ pub mod ingestion;
 pub mod moderation;
 pub mod profiles;
 pub mod reads;
+pub mod replay;
 pub mod scores;
 pub mod sign_ins;

@@ -184,20 +184,44 @@ impl Moderation {
     /// concurrently) guards the user out and removes them from the board's live periods.
     /// Banning twice is harmless; if a board fails (503), retrying completes the ban.
     pub async fn ban(&self, user_id: &str, actor: Option<&str>, now: DateTime<Utc>) -> Result<BanReceipt, ModerationError> {
-        self.set_ban(user_id, true, actor, now).await
+        self.set_ban(user_id, true, actor, now, None).await
     }
 
     /// Lifts the ban on every user board. Scores removed by the ban are not restored.
     pub async fn unban(&self, user_id: &str, actor: Option<&str>, now: DateTime<Utc>) -> Result<BanReceipt, ModerationError> {
-        self.set_ban(user_id, false, actor, now).await
+        self.set_ban(user_id, false, actor, now, None).await
     }
 
-    async fn set_ban(&self, user_id: &str, banned: bool, actor: Option<&str>, now: DateTime<Utc>) -> Result<BanReceipt, ModerationError> {
+    /// A ban (or unban) of `user_id` on one board only: a restore's replay of the board's journal,
+    /// where a ban is journaled once per board.
+    pub async fn set_ban_on(
+        &self,
+        board: &str,
+        user_id: &str,
+        banned: bool,
+        actor: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<BanReceipt, ModerationError> {
+        self.user_board(board)?;
+        self.set_ban(user_id, banned, actor, now, Some(board)).await
+    }
+
+    async fn set_ban(
+        &self,
+        user_id: &str,
+        banned: bool,
+        actor: Option<&str>,
+        now: DateTime<Utc>,
+        only: Option<&str>,
+    ) -> Result<BanReceipt, ModerationError> {
         ids::validate_id("user_id", user_id)?;
         let kind = if banned { AuditKind::Ban } else { AuditKind::Unban };
         let conn = self.store.write_connection().await?;
-        let boards: Vec<(&Board, Vec<Period>)> =
-            self.user_boards().map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() })).collect();
+        let boards: Vec<(&Board, Vec<Period>)> = self
+            .user_boards()
+            .filter(|board| only.is_none_or(|name| board.name == name))
+            .map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() }))
+            .collect();
         let replies = join_all(boards.iter().map(|(board, live)| {
             let (mut conn, keys) = (conn.clone(), self.keys.board(&board.name));
             let entry = AuditEntry::new(&board.name, kind, user_id, actor, now).json();

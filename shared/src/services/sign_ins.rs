@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::domain::config::Config;
 use crate::domain::ids::{self, IdError};
+use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::{EventWindow, Period, PeriodKind, first_of_month, month_id, previous_month};
 use crate::domain::scoring::fingerprint;
 use crate::domain::sign_in::{Calendar, DateRefusal, MonthBitmap, SignInPlan, SignInRequest, accepted_date, read_calendar};
@@ -78,6 +79,7 @@ pub fn plan_sign_in<'a>(
         periods: periods_of(date),
         next_day_periods: periods_of(next_day),
         bitmap_ttl_secs: Period::on_date(PeriodKind::Month, date, board.timezone).ttl_secs(now),
+        journal_entry: String::new(),
         now,
         time_part: tiebreak::time_part(now)?,
     })
@@ -104,6 +106,9 @@ impl SignIns {
 
     pub async fn record(&self, request: &SignInRequest, now: DateTime<Utc>) -> Result<SignInReceipt, SignInError> {
         let mut plan = plan_sign_in(&self.config, request, now, &self.window)?;
+        if self.keys.journal_on() {
+            plan.journal_entry = Entry::SignIn { at: Stamp(now), request }.json();
+        }
         let board = &plan.board.name;
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(plan.board.wait_replicas);

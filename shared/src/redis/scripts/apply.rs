@@ -125,6 +125,8 @@ pub struct BoardEvent<'a> {
     /// A take-back that finds nothing to take back is answered `Deferred`, nothing written (a
     /// queue's delivery, which may overtake its give's).
     pub defer_orphan_take_back: bool,
+    /// The event's journal entry (`domain::journal::Entry`), "" when the journal is off.
+    pub journal_entry: &'a str,
 }
 
 /// The script's keys, each once: `KEYS[1]` the guard, the others named by index in ARGV.
@@ -162,7 +164,9 @@ pub async fn apply_events(
     let bucket = marker_bucket(now, first.plan.board.timezone);
     let mut call = ScriptCall::new(&APPLY_EVENT);
     let mut key_list = KeyList::new(&mut call, keys.guard());
-    call.arg(events.len()).arg(bucket.ttl_secs);
+    call.arg(events.len()).arg(keys.ttl(bucket.ttl_secs, now));
+    let journal = key_list.add(&mut call, keys.journal());
+    call.arg(journal);
     for event in events {
         let block = event_block(&mut call, &mut key_list, keys, event, &bucket, now);
         call.arg(block.into_bytes());
@@ -200,7 +204,7 @@ fn event_block(
     let plan = event.plan;
     let slot = MarkerSlot::of(event.event_id);
     let day_ledger = keys.day_ledger(event.member, &plan.day.id);
-    let day_ledger_ttl = ttl_secs(plan.day.end.map(|end| end.timestamp() + LEDGER_RETENTION_SECS), now);
+    let day_ledger_ttl = keys.ttl(ttl_secs(plan.day.end.map(|end| end.timestamp() + LEDGER_RETENTION_SECS), now), now);
     let (ledger, ledger_ttl) = match plan.ledger {
         Ledger::Day | Ledger::None => (day_ledger.clone(), day_ledger_ttl),
         Ledger::Lifetime => (keys.lifetime_ledger(event.member), 0),
@@ -235,11 +239,17 @@ fn event_block(
         .number(plan.time_part)
         .byte(u8::try_from(plan.periods.len()).expect("a board has a handful of periods"))
         .text(&plan.rule.action)
-        .byte(u8::from(event.defer_orphan_take_back));
+        .byte(u8::from(event.defer_orphan_take_back))
+        .text(event.journal_entry);
     for period in &plan.periods {
         let board = key_list.add(call, keys.period(period));
         let statement = if plan.board.statements { key_list.add(call, keys.statement(event.member, period)) } else { 0 };
-        block.index(board).text(period.kind.as_str()).text(&period.id).text(period.ttl_secs(now).to_string()).index(statement);
+        block
+            .index(board)
+            .text(period.kind.as_str())
+            .text(&period.id)
+            .text(keys.ttl(period.ttl_secs(now), now).to_string())
+            .index(statement);
     }
     block
 }

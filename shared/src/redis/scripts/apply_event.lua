@@ -16,7 +16,8 @@ KEYS[2..]  every other key the chunk touches, once each; a block names them by i
 
 ARGV[1]    number of events in the chunk
 ARGV[2]    seconds a marker bucket created now is kept (to the end of the next local day)
-ARGV[3..]  one block per event, packed (pack.rs; read with `struct.unpack`, since every
+ARGV[3]    index in KEYS of the board's journal (stream, docs/journal.md)
+ARGV[4..]  one block per event, packed (pack.rs; read with `struct.unpack`, since every
            argument and every tonumber() is a measurable share of a call): big-endian, H an
            index into KEYS (0: none), B a flag, d a number, s a string (Hc0: its length first),
            in this order:
@@ -55,6 +56,8 @@ ARGV[3..]  one block per event, packed (pack.rs; read with `struct.unpack`, sinc
   B  1 when a take-back that finds nothing to take back is to wait for its give (a queue's
      delivery, which may come before the give's): answered "deferred" with nothing written,
      so its redelivery is a first delivery again
+  s  the event's journal entry (JSON, journal.rs), appended with the receipt when the event
+     is applied now; "" when the journal is off
 then n times: H the period's sorted set (scored points * SPAN + time part), s kind, s id,
   s TTL in seconds ("0": none), H the member's statement of that period (a hash, see below;
   0 when the board keeps no statements)
@@ -91,7 +94,8 @@ keeps the member's reached-at time (they held at least the lower score since the
 -- set only where the write just before it may have created the key (ZADD, HSET and HINCRBY
 -- say so).
 local GUARD = KEYS[1]
-local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0B'
+local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0'
+local JOURNAL = KEYS[tonumber(ARGV[3])]
 local PERIOD = '>HHc0Hc0Hc0H'
 
 -- Appends an event's reply: status, detail, then each of its `boards` periods' points and
@@ -109,7 +113,7 @@ end
 local function apply(block, reply)
   local today, before, after, field, fingerprint, member, give, points_text, points, ledger_index,
     ledger_field, legacy_field, day_index, cap_field, cap, ledger_ttl, day_ttl, refusal,
-    rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, pos = struct.unpack(EVENT, block)
+    rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, entry, pos = struct.unpack(EVENT, block)
   local board, kind, id, ttl, statement = {}, {}, {}, {}, {}
   for i = 1, boards do
     board[i], kind[i], id[i], ttl[i], statement[i], pos = struct.unpack(PERIOD, block, pos)
@@ -249,9 +253,10 @@ local function apply(block, reply)
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   if rate_max > 0 then rate_record(rate_log, rate_max, rate_window, now_ms, field) end
+  journal(JOURNAL, entry, receipt)
   return answer(reply, boards, points_now, ranks, 'new', receipt)
 end
 
 local reply = {}
-for k = 1, tonumber(ARGV[1]) do apply(ARGV[2 + k], reply) end
+for k = 1, tonumber(ARGV[1]) do apply(ARGV[3 + k], reply) end
 return reply

@@ -10,7 +10,8 @@ it (and is refused). An unban removes the guard field only: scores are not resto
 
 KEYS[1]    the board's guard (hash)
 KEYS[2]    the board's audit log (list, newest first)
-KEYS[3..]  ban only: the board's n live period sorted sets; then, on a board that keeps
+KEYS[3]    the board's journal (stream, docs/journal.md)
+KEYS[4..]  ban only: the board's n live period sorted sets; then, on a board that keeps
            statements, the user's statement of each of them (deleted with the score, so a
            statement never explains points the user no longer has)
 
@@ -18,23 +19,28 @@ ARGV[1]    member (user id)
 ARGV[2]    "ban" or "unban"
 ARGV[3]    audit entry (JSON); a ban also keeps it as the guard field's value
 ARGV[4]    audit log length kept
-ARGV[5..]  for each live period, in KEYS order: "<kind>:<id>" (so n = #ARGV - 4)
+ARGV[5]    the journal entry (the audit entry), appended with the periods the user was removed
+           from ("<kind>:<id>", comma-separated); "" when the journal is off
+ARGV[6..]  for each live period, in KEYS order: "<kind>:<id>" (so n = #ARGV - 5)
 
-Reply: the positions (1-based, in KEYS[3..] order) of the periods the user was removed from.
+Reply: the positions (1-based, in KEYS[4..] order) of the periods the user was removed from.
 ]]
 
 local member = ARGV[1]
-local removed = {}
+local removed, outcome = {}, {}
 if ARGV[2] == 'ban' then
   redis.call('HSET', KEYS[1], GUARD_BAN .. member, ARGV[3])
-  local n = #ARGV - 4
-  local statements = #KEYS == 2 + 2 * n
+  local n = #ARGV - 5
+  local statements = #KEYS == 3 + 2 * n
   for i = 1, n do
-    local frozen = redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. ARGV[4 + i]) == 1
+    local frozen = redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. ARGV[5 + i]) == 1
     if not frozen then
-      local kind, id = string.match(ARGV[4 + i], '^([^:]*):(.*)$')
-      if remove_member(KEYS[2 + i], KEYS[1], kind, id, member) == 1 then removed[#removed + 1] = i end
-      if statements then redis.call('UNLINK', KEYS[2 + n + i]) end
+      local kind, id = string.match(ARGV[5 + i], '^([^:]*):(.*)$')
+      if remove_member(KEYS[3 + i], KEYS[1], kind, id, member) == 1 then
+        removed[#removed + 1] = i
+        outcome[#outcome + 1] = ARGV[5 + i]
+      end
+      if statements then redis.call('UNLINK', KEYS[3 + n + i]) end
     end
   end
 else
@@ -42,4 +48,5 @@ else
 end
 redis.call('LPUSH', KEYS[2], ARGV[3])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[4]) - 1)
+journal(KEYS[3], ARGV[5], table.concat(outcome, ','))
 return removed

@@ -10,7 +10,8 @@ KEYS[1]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see app
 KEYS[2]    the board's audit log (list, newest first)
 KEYS[3]    the correction's marker: string "<fingerprint>\n<audit entry>\n<periods JSON>",
            kept ARGV[7] seconds
-KEYS[4..]  the n period sorted sets to correct, scored with the tie-break composite; then,
+KEYS[4]    the board's journal (stream, docs/journal.md)
+KEYS[5..]  the n period sorted sets to correct, scored with the tie-break composite; then,
            when ARGV[8] is 1, the member's statement of each of those periods (hash, see
            apply_event.lua), where the correction is itemised as "c:<correction id>" ->
            "<points changed in that period, summed over applications>|<reason>"
@@ -30,7 +31,9 @@ ARGV[11]   "points" (a rule board: 0 points leave the board), "desc" or "asc" (a
            stays)
 ARGV[12]   the board's span: its composites are value * span + time part (tiebreak.rs)
 ARGV[13]   the board's largest value (MAX_POINTS, or the score board's max_score)
-ARGV[14..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
+ARGV[14]   the correction's journal entry (its audit entry), appended with the reply when the
+           correction applies now; "" when the journal is off
+ARGV[15..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
            time part of a score reached now in that period
 
 Values go up when an entry gets better. One that gets better is reached now; one that gets
@@ -57,10 +60,10 @@ if marker then
 end
 
 local member, operand, mode, scale = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[11]
-local FIRST_BOARD = 4
+local FIRST_BOARD = 5
 local statements = ARGV[8] == '1'
 local boards = (#KEYS - FIRST_BOARD + 1) / (statements and 2 or 1)
-local function period(i, part) return ARGV[14 + 4 * (i - 1) + part] end
+local function period(i, part) return ARGV[15 + 4 * (i - 1) + part] end
 local points_board = scale == 'points'
 span = tonumber(ARGV[12])
 local max_value = tonumber(ARGV[13])
@@ -128,4 +131,5 @@ redis.call('LPUSH', KEYS[2], ARGV[4])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[5]) - 1)
 local reply = cjson.encode(periods)
 redis.call('SET', KEYS[3], ARGV[6] .. '\n' .. ARGV[4] .. '\n' .. reply, 'EX', ARGV[7])
+journal(KEYS[4], ARGV[14], reply)
 return {'new', ARGV[4], reply}

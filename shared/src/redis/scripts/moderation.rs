@@ -42,7 +42,7 @@ pub async fn ban<'p>(
         Ban::Unban => ("unban", &[][..], false),
     };
     let mut invocation = BAN_USER.key(keys.guard());
-    invocation.key(keys.audit());
+    invocation.key(keys.audit()).key(keys.journal());
     for period in live {
         invocation.key(keys.period(period));
     }
@@ -51,7 +51,7 @@ pub async fn ban<'p>(
             invocation.key(keys.statement(member, period));
         }
     }
-    invocation.arg(member).arg(mode).arg(audit.entry).arg(audit.keep);
+    invocation.arg(member).arg(mode).arg(audit.entry).arg(audit.keep).arg(if keys.journaled() { audit.entry } else { "" });
     for period in live {
         invocation.arg(format!("{}:{}", period.kind.as_str(), period.id));
     }
@@ -98,6 +98,8 @@ pub struct ScoreCorrection<'a> {
     pub reason: &'a str,
     /// The board keeps statements: the correction is itemised in each period's.
     pub statements: bool,
+    /// Its journal entry (the audit entry and the request), "" when the journal is off.
+    pub journal_entry: &'a str,
 }
 
 /// Adds `delta` to the member's score on every period given, with the audit entry, exactly
@@ -109,7 +111,7 @@ pub async fn correct_score(
     audit: AuditRecord<'_>,
 ) -> Result<CorrectionReply, StoreError> {
     let mut invocation = CORRECT_SCORE.key(keys.guard());
-    invocation.key(keys.audit()).key(keys.correction(correction.correction_id));
+    invocation.key(keys.audit()).key(keys.correction(correction.correction_id)).key(keys.journal());
     for (period, _) in correction.periods {
         invocation.key(keys.period(period));
     }
@@ -125,15 +127,16 @@ pub async fn correct_score(
         .arg(audit.entry)
         .arg(audit.keep)
         .arg(correction.fingerprint)
-        .arg(EVENT_MARKER_TTL_SECS)
+        .arg(keys.ttl(EVENT_MARKER_TTL_SECS as i64, correction.now))
         .arg(if correction.statements { 1 } else { 0 })
         .arg(format!("c:{}", correction.correction_id))
         .arg(correction.reason)
         .arg(correction.kind)
         .arg(correction.scale.span)
-        .arg(correction.scale.max_value);
+        .arg(correction.scale.max_value)
+        .arg(if keys.journaled() { correction.journal_entry } else { "" });
     for (period, time_part) in correction.periods {
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(correction.now)).arg(time_part);
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(keys.ttl(period.ttl_secs(correction.now), correction.now)).arg(time_part);
     }
     let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
     let corrected = |duplicate| {

@@ -130,3 +130,10 @@ local function rate_record(log, max, window, now_ms, entry)
   redis.call('ZADD', log, string.format('%.0f', now_ms), entry)
   redis.call('PEXPIRE', log, window)
 end
+
+-- Appends an applied write to its board's journal (a stream, docs/journal.md): `entry` what was
+-- asked (JSON, journal.rs), `outcome` what it did. An empty entry: the journal is off. In the
+-- write's own call, so a write is applied if and only if it is journaled.
+local function journal(key, entry, outcome)
+  if entry ~= '' then redis.call('XADD', key, '*', 'e', entry, 'o', outcome) end
+end

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::apply::{KeyList, MarkerSlot, bucket_args, duplicate_of, marker_bucket, short_fingerprint, standings};
 use super::{SUBMIT_SCORE, Status, WriteReply};
+use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::Period;
 use crate::domain::scores::ScorePlan;
 use crate::domain::tiebreak::Scale;
@@ -82,7 +83,7 @@ pub async fn submit_scores(
     let mut call = ScriptCall::new(&SUBMIT_SCORE);
     let mut key_list = KeyList::new(&mut call, keys.guard());
     call.arg(plans.len())
-        .arg(bucket.ttl_secs)
+        .arg(keys.ttl(bucket.ttl_secs, now))
         .arg(first.rules.keep.as_str())
         .arg(if board.statements { 1 } else { 0 })
         .arg(limit.map_or(0, |l| l.max))
@@ -91,6 +92,8 @@ pub async fn submit_scores(
         .arg(scale.span)
         .arg(scale.max_value)
         .arg(scale.value(0));
+    let journal = key_list.add(&mut call, keys.journal());
+    call.arg(journal);
     for plan in plans {
         let member = &plan.submission.user_id;
         let slot = MarkerSlot::of(&plan.submission.event_id);
@@ -103,11 +106,17 @@ pub async fn submit_scores(
             .arg(plan.first_delivery.map_or("", |refusal| refusal.code()))
             .arg(scale.value(plan.submission.score))
             .arg(plan.submission.score)
-            .arg(plan.periods.len());
+            .arg(plan.periods.len())
+            .arg(if keys.journaled() { Entry::Score { at: Stamp(now), submission: plan.submission }.json() } else { String::new() });
         for ((period, _), time_part) in plan.periods.iter().zip(&plan.time_parts) {
             let board_key = key_list.add(&mut call, keys.period(period));
             let statement = if board.statements { key_list.add(&mut call, keys.statement(member, period)) } else { 0 };
-            call.arg(board_key).arg(statement).arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(now)).arg(time_part);
+            call.arg(board_key)
+                .arg(statement)
+                .arg(period.kind.as_str())
+                .arg(&period.id)
+                .arg(keys.ttl(period.ttl_secs(now), now))
+                .arg(time_part);
         }
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;

@@ -20,7 +20,8 @@ KEYS[3]    the user's bitmap of the previous month
 KEYS[4]    the user's bitmap of the month of the day after `date` (KEYS[2] unless `date` is a
            month's last day)
 KEYS[5]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see apply_event.lua)
-KEYS[6..]  the board's period sorted sets: n for `date`, then n for the day after (a key may
+KEYS[6]    the board's journal (stream, docs/journal.md)
+KEYS[7..]  the board's period sorted sets: n for `date`, then n for the day after (a key may
            appear in both halves), scored with the tie-break composite (see tiebreak.rs);
            then, when ARGV[13] is 1, the member's statement of each of those periods, in the
            same order (hash, see apply_event.lua): "s:n" sign-ins, "s:p" their points, "s:b"
@@ -41,7 +42,9 @@ ARGV[11]   refusal of a first delivery: "" (none), "too_late" or "in_future" (a 
            whenever it arrives
 ARGV[12]   `date` (YYYY-MM-DD), recorded in the reply so a retry reports the day first signed
 ARGV[13]   1 when the board keeps statements, else 0
-ARGV[14..] for each period sorted set, in KEYS order: period kind, period id, TTL in seconds ("0": none)
+ARGV[14]   the sign-in's journal entry (JSON, journal.rs), appended with the reply when the
+           sign-in is recorded now; "" when the journal is off
+ARGV[15..] for each period sorted set, in KEYS order: period kind, period id, TTL in seconds ("0": none)
 
 Reply: a two-element array {status, body}
   {"new", json}          signed now, or already signed that day; json is stored in the marker
@@ -64,7 +67,7 @@ if ARGV[11] ~= '' then return {ARGV[11], ''} end
 local member = ARGV[2]
 local day, previous_month_days, next_day = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
 local tie = tonumber(ARGV[8])
-local FIRST_BOARD, PERIOD_ARGS = 6, 14
+local FIRST_BOARD, PERIOD_ARGS = 7, 15
 local statements = ARGV[13] == '1'
 local period_keys = (#KEYS - FIRST_BOARD + 1) / (statements and 2 or 1)
 local per_day = period_keys / 2
@@ -95,6 +98,7 @@ local function finish(already_signed, streak, awarded)
     points_awarded = awarded,
   })
   redis.call('SET', KEYS[1], ARGV[1] .. '\n' .. reply, 'EX', ARGV[9])
+  journal(KEYS[6], ARGV[14], reply)
   return {'new', reply}
 end
 

@@ -53,7 +53,8 @@ pub async fn sign_in(conn: &mut Connection, keys: &BoardKeys, plan: &SignInPlan<
         .key(keys.sign_ins(member, &month_id(date)))
         .key(keys.sign_ins(member, &month_id(previous_month)))
         .key(keys.sign_ins(member, &month_id(next_day)))
-        .key(keys.guard());
+        .key(keys.guard())
+        .key(keys.journal());
     for period in plan.periods.iter().chain(&plan.next_day_periods) {
         invocation.key(keys.period(period));
     }
@@ -71,13 +72,14 @@ pub async fn sign_in(conn: &mut Connection, keys: &BoardKeys, plan: &SignInPlan<
         .arg(plan.sign_in.points)
         .arg(bonuses.join(","))
         .arg(plan.time_part)
-        .arg(EVENT_MARKER_TTL_SECS)
-        .arg(plan.bitmap_ttl_secs)
+        .arg(keys.ttl(EVENT_MARKER_TTL_SECS as i64, plan.now))
+        .arg(keys.ttl(plan.bitmap_ttl_secs, plan.now))
         .arg(plan.first_delivery.as_ref().map_or("", |refusal| refusal.code()))
         .arg(date.to_string())
-        .arg(if plan.board.statements { 1 } else { 0 });
+        .arg(if plan.board.statements { 1 } else { 0 })
+        .arg(if keys.journaled() { plan.journal_entry.as_str() } else { "" });
     for period in plan.periods.iter().chain(&plan.next_day_periods) {
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(period.ttl_secs(plan.now));
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(keys.ttl(period.ttl_secs(plan.now), plan.now));
     }
     let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
     let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("sign_in: {e}")));

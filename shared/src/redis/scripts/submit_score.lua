@@ -22,7 +22,8 @@ ARGV[7]    now in ms (the function's clock)
 ARGV[8]    the board's span (time parts per value)
 ARGV[9]    the board's largest value (its max_score)
 ARGV[10]   the value of a zero score (where a sum starts)
-then one block per submission, from ARGV[b] (b = 11 for the first):
+ARGV[11]   index in KEYS of the board's journal (stream, docs/journal.md)
+then one block per submission, from ARGV[b] (b = 12 for the first):
 b+0..2     indexes of the event-id marker buckets of the board's local day now (written), the
            day before and the day after ("0" unless near the day's end); shared with
            apply_event.lua
@@ -35,7 +36,9 @@ b+7        refusal of a first delivery: "" (none), "too_late" or "in_future" (ch
 b+8        the submission's value
 b+9        the submitted score
 b+10       n, the number of periods
-then n sextuples from b+11: index of the period's sorted set, index of the member's statement
+b+11       the submission's journal entry (JSON, journal.rs), appended with the receipt when
+           it is applied now; "" when the journal is off
+then n sextuples from b+12: index of the period's sorted set, index of the member's statement
            of that period (a hash, see apply_event.lua: "n:score" submissions applied, "p:score"
            their sum on "sum" boards; "0" when the board keeps none), kind, id, TTL in seconds
            ("0": none), time part of a score reached now
@@ -60,6 +63,7 @@ local GUARD = KEYS[1]
 local keep, statements = ARGV[3], ARGV[4] == '1'
 local rate_max, rate_window, now_ms = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local board_span, max_value, zero = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
+local JOURNAL = KEYS[tonumber(ARGV[11])]
 
 -- One submission's block, from ARGV[b]: its status, detail and the periods' standing (nil for
 -- a refusal).
@@ -67,8 +71,8 @@ local function submit(b)
   local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local value, n = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 10])
   -- The index in KEYS of period i's sorted set (part 0) or the member's statement (part 1).
-  local function index(i, part) return tonumber(ARGV[b + 11 + 6 * (i - 1) + part]) end
-  local function period(i, part) return ARGV[b + 11 + 6 * (i - 1) + part] end
+  local function index(i, part) return tonumber(ARGV[b + 12 + 6 * (i - 1) + part]) end
+  local function period(i, part) return ARGV[b + 12 + 6 * (i - 1) + part] end
   local bucket, rate_log = KEYS[tonumber(ARGV[b])], KEYS[tonumber(ARGV[b + 3])]
 
   local function standing()
@@ -132,10 +136,11 @@ local function submit(b)
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   rate_record(rate_log, rate_max, rate_window, now_ms, field)
+  journal(JOURNAL, ARGV[b + 11], receipt)
   return 'new', receipt, standing()
 end
 
-local reply, b = {}, 11
+local reply, b = {}, 12
 for _ = 1, tonumber(ARGV[1]) do
   local status, detail, composites, ranks = submit(b)
   reply[#reply + 1] = status
@@ -145,6 +150,6 @@ for _ = 1, tonumber(ARGV[1]) do
     reply[#reply + 1] = composites and composites[i] or ''
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
-  b = b + 11 + 6 * n
+  b = b + 12 + 6 * n
 end
 return reply

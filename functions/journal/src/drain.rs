@@ -1,0 +1,194 @@
+//! The drain (docs/journal.md): each board's journal, oldest entry first, in chunks of one UTC
+//! date, stored as one S3 object per chunk and only then trimmed from Redis.
+//!
+//! A chunk's object is named by its first entry's stream id, which does not change until that
+//! entry is trimmed, and objects are never replaced: a drain that stops after storing a chunk
+//! but before trimming it (a crash, the deadline) finds the object on its next run, trims what
+//! that object holds and goes on, so every entry reaches S3 exactly once whatever stops where.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use futures::future::join_all;
+use serde::Serialize;
+use standings::domain::config::Config;
+use standings::domain::journal::Line;
+use standings::redis::error::StoreError;
+use standings::redis::journal;
+use standings::redis::keys::Keys;
+use standings::redis::store::Store;
+use standings::runtime::metrics::{Metrics, Unit};
+
+use crate::objects::{ObjectError, Objects, Put};
+
+/// Entries read (and stored as one object at most) per step.
+pub const CHUNK_ENTRIES: usize = 5000;
+/// Age of the oldest entry not yet in S3, after a drain (the alarm's metric).
+pub const LAG_METRIC: &str = "JournalLagSeconds";
+pub const DRAINED_METRIC: &str = "JournalEntriesDrained";
+
+#[derive(Debug, thiserror::Error)]
+pub enum DrainError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Objects(#[from] ObjectError),
+    #[error("object {0} holds no journal line to trim through")]
+    Unreadable(String),
+}
+
+/// One board's drain.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BoardDrain {
+    pub board: String,
+    /// Entries trimmed from Redis, every one of them in S3.
+    pub entries: usize,
+    /// Objects this run created.
+    pub objects: usize,
+    /// Age of the oldest entry left in Redis (0: none left).
+    pub lag_seconds: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct DrainReport {
+    pub boards: Vec<BoardDrain>,
+    pub entries: usize,
+    pub lag_seconds: f64,
+}
+
+pub struct Drainer<O> {
+    config: Arc<Config>,
+    keys: Keys,
+    store: Store,
+    objects: O,
+    metrics: Metrics,
+    chunk: usize,
+}
+
+/// The object holding a chunk whose first entry is `first_id`, written on UTC `date` (Hive-style
+/// partitions: Athena and DuckDB read `prefix`, `board` and `dt` as columns; `dt`, since a sign-in has a `date` of its own).
+pub fn object_name(prefix: &str, board: &str, date: &str, first_id: &str) -> String {
+    format!("{}dt={date}/{first_id}.jsonl", board_objects(prefix, board))
+}
+
+/// The folder of every object of one board's journal.
+pub fn board_objects(prefix: &str, board: &str) -> String {
+    format!("journal/prefix={prefix}/board={board}/")
+}
+
+/// Where an object of `board_objects` stands in the board's order of writes: its date, then its
+/// first stream id as numbers (`…-10` after `…-9`). `None` for a name the drain does not write.
+pub fn object_order(name: &str) -> Option<(String, u64, u64)> {
+    let (folder, file) = name.rsplit_once('/')?;
+    let date = folder.rsplit_once("/dt=")?.1;
+    let (ms, seq) = file.strip_suffix(".jsonl")?.split_once('-')?;
+    Some((date.to_owned(), ms.parse().ok()?, seq.parse().ok()?))
+}
+
+impl<O: Objects> Drainer<O> {
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O, metrics: Metrics) -> Self {
+        Self { config, keys, store, objects, metrics, chunk: CHUNK_ENTRIES }
+    }
+
+    /// Smaller chunks (tests: several objects from a few entries).
+    pub fn with_chunk(mut self, entries: usize) -> Self {
+        self.chunk = entries.max(1);
+        self
+    }
+
+    pub fn objects(&self) -> &O {
+        &self.objects
+    }
+
+    /// Drains every board until its journal is empty or `deadline` passes. A board that fails
+    /// keeps its entries for the next run; the others drain regardless.
+    pub async fn drain(&self, deadline: DateTime<Utc>) -> DrainReport {
+        let boards = join_all(self.config.boards().iter().map(|board| async move {
+            let name = board.name.as_str();
+            let mut drained = BoardDrain { board: name.to_owned(), entries: 0, objects: 0, lag_seconds: 0.0, error: None };
+            if let Err(error) = self.drain_board(name, deadline, &mut drained).await {
+                tracing::error!(board = name, error = %error, "journal drain failed; the entries stay in Redis");
+                drained.error = Some(error.to_string());
+            }
+            drained
+        }))
+        .await;
+        let entries = boards.iter().map(|b| b.entries).sum();
+        let lag_seconds = boards.iter().map(|b| b.lag_seconds).fold(0.0, f64::max);
+        self.metrics.put(LAG_METRIC, Unit::Seconds, lag_seconds, &[]);
+        self.metrics.put(DRAINED_METRIC, Unit::Count, entries as f64, &[]);
+        DrainReport { boards, entries, lag_seconds }
+    }
+
+    async fn drain_board(&self, board: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {
+        let keys = self.keys.board(board);
+        let mut conn = self.store.write_connection().await?;
+        while Utc::now() < deadline {
+            let lines = journal::oldest(&mut conn, &keys, board, self.chunk).await?;
+            let Some(first) = lines.first() else { break };
+            let date = first.date().map_or_else(|| "unknown".to_owned(), |d| d.to_string());
+            let chunk: Vec<&Line> = lines.iter().take_while(|line| line.date().map(|d| d.to_string()).as_deref() == Some(&date)).collect();
+            let chunk = if chunk.is_empty() { vec![first] } else { chunk };
+            let name = object_name(self.keys.prefix(), board, &date, &first.id);
+            let last = match self.objects.put_new(&name, body(&chunk)).await? {
+                Put::Created => {
+                    drained.objects += 1;
+                    chunk.last().expect("a chunk has its first line").id.clone()
+                }
+                // Stored by an earlier run that stopped before trimming, or by a racing one.
+                Put::Exists => last_id(&self.objects.get(&name).await?).ok_or(DrainError::Unreadable(name))?,
+            };
+            drained.entries += journal::trim_through(&mut conn, &keys, &last).await?;
+        }
+        let oldest = journal::oldest_ms(&mut conn, &keys).await?;
+        drained.lag_seconds = oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0);
+        Ok(())
+    }
+}
+
+/// JSON lines, one per entry.
+fn body(lines: &[&Line]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for line in lines {
+        serde_json::to_writer(&mut body, line).expect("a journal line always serializes");
+        body.push(b'\n');
+    }
+    body
+}
+
+/// The stream id of an object's last line.
+fn last_id(body: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(body).ok()?;
+    let line: Line = serde_json::from_str(text.lines().rev().find(|l| !l.trim().is_empty())?).ok()?;
+    Some(line.id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_object_reads_back_to_its_last_id() {
+        let lines = [Line::new("1-0", "b", r#"{"kind":"event"}"#, "a1"), Line::new("1-1", "b", r#"{"kind":"event"}"#, "a1")];
+        let body = body(&lines.iter().collect::<Vec<_>>());
+        assert_eq!(String::from_utf8(body.clone()).unwrap().lines().count(), 2);
+        assert_eq!(last_id(&body).as_deref(), Some("1-1"));
+        assert_eq!(last_id(b"not json\n"), None);
+    }
+
+    #[test]
+    fn objects_sort_by_date_then_stream_id() {
+        let name = |id: &str| object_name("st", "points", "2026-11-22", id);
+        assert!(object_order(&name("5-9")) < object_order(&name("5-10")));
+        assert!(object_order(&name("9-0")) < object_order(&name("10-0")));
+        assert!(object_order(&object_name("st", "points", "2026-11-21", "99-0")) < object_order(&name("5-0")));
+        assert_eq!(object_order("journal/prefix=st/board=points/readme.txt"), None);
+    }
+
+    #[test]
+    fn objects_are_partitioned_by_board_and_date() {
+        assert_eq!(object_name("st", "points", "2026-11-22", "17-0"), "journal/prefix=st/board=points/dt=2026-11-22/17-0.jsonl");
+    }
+}

@@ -1,0 +1,188 @@
+//! The `journal` function (docs/journal.md): every minute, EventBridge Scheduler's event drains
+//! each board's journal of applied writes from Redis to S3 (`drain`), where it outlives Redis.
+//! `{"drain": {}}` runs a drain by hand; `{"restore": {"board"?, "overwrite"?}}` brings boards
+//! back from the journal after Redis lost them (`restore`).
+
+mod drain;
+mod objects;
+mod restore;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use lambda_runtime::{Diagnostic, LambdaEvent};
+use serde::Deserialize;
+use serde_json::Value;
+use standings::domain::config::Config;
+use standings::redis::store::Store;
+use standings::runtime::metrics::Metrics;
+
+pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC, board_objects, object_name};
+pub use objects::{ObjectError, Objects, Put, S3Objects, s3_client};
+pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
+
+/// The `Function` dimension of this function's metrics.
+pub const FUNCTION: &str = "journal";
+/// Time kept back from the Lambda deadline to finish the object being stored and answer.
+const DEADLINE_MARGIN_SECS: i64 = 10;
+
+/// What an invocation asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// EventBridge Scheduler's event, or `{"drain": {}}`.
+    Drain,
+    /// `{"restore": {"board": <name, or absent for all>, "overwrite": <bool, default false>}}`.
+    Restore(RestoreRequest),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreRequest {
+    #[serde(default)]
+    pub board: Option<String>,
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("the journal of {0} board(s) could not be drained; their entries stay in Redis for the next run")]
+    Incomplete(usize),
+    #[error(transparent)]
+    Restore(#[from] RestoreError),
+}
+
+impl JournalError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            JournalError::BadRequest(_) => "bad_request",
+            JournalError::Incomplete(_) => "drain_incomplete",
+            JournalError::Restore(error) => error.code(),
+        }
+    }
+}
+
+/// A request by hand: exactly one of its fields.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "snake_case")]
+enum Manual {
+    Drain(NoFields),
+    Restore(RestoreRequest),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoFields {}
+
+impl TryFrom<Value> for Request {
+    type Error = JournalError;
+
+    fn try_from(payload: Value) -> Result<Self, JournalError> {
+        if payload.get("detail-type").is_some() {
+            return Ok(Request::Drain);
+        }
+        match serde_json::from_value::<Manual>(payload) {
+            Ok(Manual::Drain(_)) => Ok(Request::Drain),
+            Ok(Manual::Restore(request)) => Ok(Request::Restore(request)),
+            Err(e) => {
+                Err(JournalError::BadRequest(format!("expected a scheduled event, {{\"drain\": {{}}}} or {{\"restore\": {{…}}}}: {e}")))
+            }
+        }
+    }
+}
+
+/// Everything an invocation needs, built once per container.
+pub struct App {
+    pub drainer: Drainer<S3Objects>,
+    pub restorer: Restorer<S3Objects>,
+    pub store: Store,
+}
+
+impl App {
+    pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
+        let bucket = standings::journal_bucket_from_env()
+            .ok_or_else(|| format!("{} is not set: the journal has nowhere to go", standings::JOURNAL_BUCKET_ENV))?;
+        let config = Arc::new(Config::from_env()?);
+        let keys = standings::keys_from_env()?;
+        let store = Store::from_env().await?;
+        let objects = S3Objects::new(s3_client().await, bucket);
+        let restorer = Restorer::new(config.clone(), keys.clone(), store.clone(), objects.clone(), standings::system_clock());
+        let drainer = Drainer::new(config, keys, store.clone(), objects, Metrics::stdout(FUNCTION));
+        Ok(Self { drainer, restorer, store })
+    }
+
+    pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
+        let deadline = invocation_deadline(event.context.deadline, Utc::now());
+        run(&self.drainer, &self.restorer, event.payload, deadline).await.map_err(diagnostic)
+    }
+}
+
+/// Serves one invocation's payload, stopping before `deadline`: a drain's report, or a
+/// restore's (`{"status": "complete" | "in_progress", "boards": […]}`).
+pub async fn run<O: Objects, R: Objects>(
+    drainer: &Drainer<O>,
+    restorer: &Restorer<R>,
+    payload: Value,
+    deadline: DateTime<Utc>,
+) -> Result<Value, JournalError> {
+    let answer = match Request::try_from(payload)? {
+        Request::Drain => {
+            let report = drainer.drain(deadline).await;
+            tracing::info!(entries = report.entries, lag_seconds = report.lag_seconds, "journal drained");
+            match report.boards.iter().filter(|b| b.error.is_some()).count() {
+                0 => serde_json::to_value(report),
+                failed => return Err(JournalError::Incomplete(failed)),
+            }
+        }
+        Request::Restore(request) => {
+            let report = restorer.restore(request.board.as_deref(), request.overwrite, deadline).await?;
+            tracing::info!(status = ?report.status, "journal restore");
+            serde_json::to_value(report)
+        }
+    };
+    Ok(answer.expect("a report always serializes"))
+}
+
+pub fn diagnostic(error: JournalError) -> Diagnostic {
+    tracing::error!(code = error.code(), error = %error, "journal invocation failed");
+    Diagnostic { error_type: error.code().to_owned(), error_message: error.to_string() }
+}
+
+/// The runtime's deadline less a margin; without one (local emulators), a minute from now.
+pub fn invocation_deadline(deadline_ms: u64, now: DateTime<Utc>) -> DateTime<Utc> {
+    i64::try_from(deadline_ms)
+        .ok()
+        .and_then(DateTime::from_timestamp_millis)
+        .filter(|&deadline| deadline > now)
+        .unwrap_or(now + chrono::Duration::minutes(1))
+        - chrono::Duration::seconds(DEADLINE_MARGIN_SECS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_scheduled_event_or_a_drain_request_drains_and_anything_else_says_what_is_expected() {
+        let scheduled: Value = serde_json::from_str(include_str!("../fixtures/scheduled-event.json")).unwrap();
+        assert_eq!(Request::try_from(scheduled).unwrap(), Request::Drain);
+        assert_eq!(Request::try_from(serde_json::json!({"drain": {}})).unwrap(), Request::Drain);
+        let restore = Request::try_from(serde_json::json!({"restore": {"board": "points"}})).unwrap();
+        assert_eq!(restore, Request::Restore(RestoreRequest { board: Some("points".into()), overwrite: false }));
+        assert_eq!(Request::try_from(serde_json::json!({"restore": {}})).unwrap(), Request::Restore(RestoreRequest::default()));
+        assert!(Request::try_from(serde_json::json!({"restore": {"boards": []}})).is_err());
+        let other = Request::try_from(serde_json::json!({"flush": {}})).unwrap_err();
+        assert_eq!(other.code(), "bad_request");
+        assert!(other.to_string().contains("expected a scheduled event"), "{other}");
+    }
+
+    #[test]
+    fn the_deadline_keeps_a_margin() {
+        let now: DateTime<Utc> = "2026-11-01T01:00:00Z".parse().unwrap();
+        let deadline = now + chrono::Duration::seconds(60);
+        assert_eq!(invocation_deadline(deadline.timestamp_millis() as u64, now), deadline - chrono::Duration::seconds(10));
+        assert_eq!(invocation_deadline(0, now), now + chrono::Duration::seconds(50));
+    }
+}

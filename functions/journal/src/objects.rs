@@ -1,0 +1,112 @@
+//! Where drained journal entries go: objects that are written once and never replaced, so a
+//! drain that stopped between storing a chunk and trimming it (a crash, the deadline) cannot
+//! store its entries twice, and two drains racing cannot shrink what the other stored.
+
+use std::time::Duration;
+
+use aws_sdk_s3::Client;
+use aws_sdk_s3::config::retry::RetryConfig;
+use aws_sdk_s3::config::timeout::TimeoutConfig;
+use aws_sdk_s3::primitives::ByteStream;
+
+/// What storing a new object did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Put {
+    Created,
+    /// An object of that name was already there: left as it was.
+    Exists,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the journal bucket: {0}")]
+pub struct ObjectError(pub String);
+
+/// A bucket of objects, each written at most once.
+pub trait Objects: Send + Sync {
+    /// Stores `body` as `key` unless an object of that name exists.
+    fn put_new(&self, key: &str, body: Vec<u8>) -> impl Future<Output = Result<Put, ObjectError>> + Send;
+    fn get(&self, key: &str) -> impl Future<Output = Result<Vec<u8>, ObjectError>> + Send;
+    /// The names of every object under `prefix`.
+    fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, ObjectError>> + Send;
+}
+
+/// The journal bucket in S3 (`STANDINGS_JOURNAL_BUCKET`). Objects are created with
+/// `If-None-Match: *`, which S3 refuses (412) when the name is taken.
+#[derive(Clone)]
+pub struct S3Objects {
+    client: Client,
+    bucket: String,
+}
+
+impl S3Objects {
+    pub fn new(client: Client, bucket: impl Into<String>) -> Self {
+        Self { client, bucket: bucket.into() }
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+}
+
+/// An S3 client on the TLS stack the other functions use (rustls with ring), up to 3 attempts of
+/// 10 s each. `AWS_ENDPOINT_URL_S3` points it at a local endpoint (moto_server), which is then
+/// addressed by path, not by a bucket's host name.
+pub async fn s3_client() -> Client {
+    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+    let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(https)
+        .retry_config(RetryConfig::standard().with_max_attempts(3))
+        .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(Duration::from_secs(10)).build())
+        .load()
+        .await;
+    let local = std::env::var("AWS_ENDPOINT_URL_S3").is_ok_and(|url| !url.is_empty());
+    Client::from_conf(aws_sdk_s3::config::Builder::from(&sdk).force_path_style(local).build())
+}
+
+impl Objects for S3Objects {
+    async fn put_new(&self, key: &str, body: Vec<u8>) -> Result<Put, ObjectError> {
+        let sent = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type("application/x-ndjson")
+            .if_none_match("*")
+            .body(ByteStream::from(body))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(Put::Created),
+            Err(error) if error.raw_response().is_some_and(|r| r.status().as_u16() == 412) => Ok(Put::Exists),
+            Err(error) => Err(ObjectError(aws_sdk_s3::error::DisplayErrorContext(error).to_string())),
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Vec<u8>, ObjectError> {
+        let object = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .send()
+            .await
+            .map_err(|e| ObjectError(aws_sdk_s3::error::DisplayErrorContext(e).to_string()))?;
+        let bytes = object.body.collect().await.map_err(|e| ObjectError(e.to_string()))?;
+        Ok(bytes.into_bytes().to_vec())
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
+        let mut names = Vec::new();
+        let mut pages = self.client.list_objects_v2().bucket(&self.bucket).prefix(prefix).into_paginator().send();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| ObjectError(aws_sdk_s3::error::DisplayErrorContext(e).to_string()))?;
+            names.extend(page.contents().iter().filter_map(|object| object.key().map(str::to_owned)));
+        }
+        Ok(names)
+    }
+}

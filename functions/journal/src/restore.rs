@@ -1,0 +1,196 @@
+//! Restore (docs/journal.md#restore): a board brought back from its journal in S3 after Redis
+//! lost it, by replaying every line, in the board's order of writes, at the time it was first
+//! applied (`standings::services::replay`).
+//!
+//! Resumable: where it stands (object and line) is kept in the board's slot after every object
+//! and when the deadline stops it, so the next invocation goes on from there. It refuses to
+//! start on a board whose current periods hold data unless told to overwrite.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use standings::Clock;
+use standings::domain::config::Config;
+use standings::domain::journal::Line;
+use standings::redis::error::StoreError;
+use standings::redis::journal;
+use standings::redis::keys::Keys;
+use standings::redis::store::Store;
+use standings::services::moderation::current_periods;
+use standings::services::replay::{ReplayError, Replayed, Replayer};
+
+use crate::drain::{board_objects, object_order};
+use crate::objects::{ObjectError, Objects};
+
+/// Refused lines listed in a report (the count covers them all).
+const LISTED_REFUSALS: usize = 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error("no board named {0:?}")]
+    UnknownBoard(String),
+    #[error("board {0:?} has data in its current periods; restore it with \"overwrite\": true only if that data is to be replayed over")]
+    BoardHasData(String),
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Objects(#[from] ObjectError),
+    #[error("object {0}: {1}")]
+    Unreadable(String, String),
+}
+
+impl RestoreError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            RestoreError::UnknownBoard(_) => "unknown_board",
+            RestoreError::BoardHasData(_) => "board_has_data",
+            RestoreError::Replay(ReplayError::Malformed { .. }) | RestoreError::Unreadable(..) => "journal_unreadable",
+            RestoreError::Replay(ReplayError::Store(_)) | RestoreError::Store(_) => "store_unavailable",
+            RestoreError::Objects(_) => "journal_unavailable",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Complete,
+    InProgress,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BoardRestore {
+    pub board: String,
+    pub status: Status,
+    /// Lines replayed by this invocation, and what they did.
+    pub replayed: usize,
+    pub applied: usize,
+    pub duplicates: usize,
+    pub refused: usize,
+    /// The first refused lines (`<stream id>: <why>`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub refusals: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestoreReport {
+    pub status: Status,
+    pub boards: Vec<BoardRestore>,
+}
+
+pub struct Restorer<O> {
+    config: Arc<Config>,
+    keys: Keys,
+    store: Store,
+    objects: O,
+    replayer: Replayer,
+    clock: Clock,
+}
+
+impl<O: Objects> Restorer<O> {
+    /// `clock` decides which periods are current (the "has data" check).
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O, clock: Clock) -> Self {
+        let replayer = Replayer::new(config.clone(), keys.clone(), store.clone());
+        Self { config, keys, store, objects, replayer, clock }
+    }
+
+    /// Restores `board` (every board when `None`) until done or `deadline`; every call makes
+    /// progress, so calling again until `complete` finishes.
+    pub async fn restore(&self, board: Option<&str>, overwrite: bool, deadline: DateTime<Utc>) -> Result<RestoreReport, RestoreError> {
+        let boards: Vec<String> = match board {
+            Some(name) => vec![self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?.name.clone()],
+            None => self.config.boards().iter().map(|b| b.name.clone()).collect(),
+        };
+        let mut reports = Vec::new();
+        for name in boards {
+            let first = reports.is_empty();
+            if !first && Utc::now() >= deadline {
+                reports.push(BoardRestore::pending(&name));
+                continue;
+            }
+            reports.push(self.restore_board(&name, overwrite, deadline).await?);
+        }
+        let status = if reports.iter().all(|r| r.status == Status::Complete) { Status::Complete } else { Status::InProgress };
+        Ok(RestoreReport { status, boards: reports })
+    }
+
+    async fn restore_board(&self, name: &str, overwrite: bool, deadline: DateTime<Utc>) -> Result<BoardRestore, RestoreError> {
+        let keys = self.keys.board(name);
+        let mut conn = self.store.write_connection().await?;
+        let checkpoint = journal::restore_checkpoint(&mut conn, &keys).await?;
+        if checkpoint.is_none() && !overwrite && self.has_data(name).await? {
+            return Err(RestoreError::BoardHasData(name.to_owned()));
+        }
+        let mut names: Vec<(String, u64, u64, String)> = self
+            .objects
+            .list(&board_objects(self.keys.prefix(), name))
+            .await?
+            .into_iter()
+            .filter_map(|object| object_order(&object).map(|(date, ms, seq)| (date, ms, seq, object)))
+            .collect();
+        names.sort();
+        let mut report = BoardRestore::pending(name);
+        let start = checkpoint.as_ref().map_or(0, |(object, _)| names.iter().position(|n| &n.3 == object).unwrap_or(names.len()));
+        for (index, (.., object)) in names.iter().enumerate().skip(start) {
+            let body = self.objects.get(object).await?;
+            let text = String::from_utf8(body).map_err(|e| RestoreError::Unreadable(object.clone(), e.to_string()))?;
+            let from = match &checkpoint {
+                Some((at, line)) if at == object && index == start => *line,
+                _ => 0,
+            };
+            for (number, text) in text.lines().enumerate().skip(from) {
+                // Every call makes progress: at least one line before the deadline counts.
+                if report.replayed > 0 && Utc::now() >= deadline {
+                    journal::save_restore_checkpoint(&mut conn, &keys, object, number).await?;
+                    return Ok(report);
+                }
+                let line: Line = serde_json::from_str(text).map_err(|e| RestoreError::Unreadable(object.clone(), e.to_string()))?;
+                report.count(&line.id, self.replayer.replay(name, &line).await?);
+            }
+            if let Some(next) = names.get(index + 1) {
+                journal::save_restore_checkpoint(&mut conn, &keys, &next.3, 0).await?;
+            }
+        }
+        journal::clear_restore_checkpoint(&mut conn, &keys).await?;
+        report.status = Status::Complete;
+        Ok(report)
+    }
+
+    /// Whether any current period board of `name` has members.
+    async fn has_data(&self, name: &str) -> Result<bool, RestoreError> {
+        let board = self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
+        let mut conn = self.store.connection().await?;
+        Ok(journal::any_members(&mut conn, &self.keys.board(name), &current_periods(board, (self.clock)())).await?)
+    }
+}
+
+impl BoardRestore {
+    fn pending(board: &str) -> Self {
+        Self {
+            board: board.to_owned(),
+            status: Status::InProgress,
+            replayed: 0,
+            applied: 0,
+            duplicates: 0,
+            refused: 0,
+            refusals: Vec::new(),
+        }
+    }
+
+    fn count(&mut self, id: &str, replayed: Replayed) {
+        self.replayed += 1;
+        match replayed {
+            Replayed::Applied => self.applied += 1,
+            Replayed::Duplicate => self.duplicates += 1,
+            Replayed::Refused(why) => {
+                self.refused += 1;
+                if self.refusals.len() < LISTED_REFUSALS {
+                    self.refusals.push(format!("{id}: {why}"));
+                }
+            }
+        }
+    }
+}

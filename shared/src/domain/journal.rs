@@ -1,0 +1,143 @@
+//! The journal's record of a write (docs/journal.md): what was asked, as the route took it, and
+//! when. The write scripts append it to the board's journal stream in the same call as the
+//! write, with what the write did; the `journal` function drains the streams to S3 as JSON lines
+//! (`Line`). Admin writes (bans, unbans, corrections) record their audit entry instead, which
+//! has the same `kind`, `at` and `user_id`.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::scores::Submission;
+use super::scoring::Event;
+use super::sign_in::SignInRequest;
+
+/// A write's record, as a script appends it.
+#[derive(Debug, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Entry<'a> {
+    Event {
+        at: Stamp,
+        #[serde(flatten)]
+        event: &'a Event,
+    },
+    Score {
+        at: Stamp,
+        #[serde(flatten)]
+        submission: &'a Submission,
+    },
+    /// The request as it came (`date` absent: the day of `at`); the day signed is in the
+    /// outcome.
+    SignIn {
+        at: Stamp,
+        #[serde(flatten)]
+        request: &'a SignInRequest,
+    },
+}
+
+impl Entry<'_> {
+    pub fn json(&self) -> String {
+        serde_json::to_string(self).expect("a journal entry always serializes")
+    }
+}
+
+/// The function's clock when it applied the write, to the millisecond (RFC 3339, UTC).
+#[derive(Debug, Clone, Copy)]
+pub struct Stamp(pub DateTime<Utc>);
+
+impl Serialize for Stamp {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+    }
+}
+
+/// One line of a journal object in S3: the entry's fields, then the stream entry's `id`
+/// (`<ms>-<seq>`, Redis's clock; the order of the board's writes), the `board` and the
+/// script's `outcome` (the receipt of an event or score, the reply of a sign-in or correction).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Line {
+    pub id: String,
+    pub board: String,
+    pub outcome: String,
+    #[serde(flatten)]
+    pub entry: Map<String, Value>,
+}
+
+impl Line {
+    /// The line of stream entry `id` of `board`: `entry` as a script appended it (an object;
+    /// anything else is kept under `entry`, never dropped).
+    pub fn new(id: &str, board: &str, entry: &str, outcome: &str) -> Self {
+        let mut entry = match serde_json::from_str::<Value>(entry) {
+            Ok(Value::Object(map)) => map,
+            _ => Map::from_iter([("entry".to_owned(), Value::String(entry.to_owned()))]),
+        };
+        // An audit entry names its board too: one `board` per line (the stream's).
+        for own in ["id", "board", "outcome"] {
+            entry.remove(own);
+        }
+        Self { id: id.to_owned(), board: board.to_owned(), outcome: outcome.to_owned(), entry }
+    }
+
+    /// The UTC date of the stream id's milliseconds: the object's `date=` partition.
+    pub fn date(&self) -> Option<chrono::NaiveDate> {
+        stream_id_ms(&self.id).and_then(DateTime::from_timestamp_millis).map(|at| at.date_naive())
+    }
+}
+
+/// The milliseconds of a stream id `<ms>-<seq>`.
+pub fn stream_id_ms(id: &str) -> Option<i64> {
+    id.split_once('-').and_then(|(ms, _)| ms.parse().ok())
+}
+
+/// The smallest stream id after `id` (`XTRIM … MINID` keeps it and everything later).
+pub fn next_stream_id(id: &str) -> Option<String> {
+    let (ms, seq) = id.split_once('-')?;
+    let (ms, seq): (u64, u64) = (ms.parse().ok()?, seq.parse().ok()?);
+    Some(match seq.checked_add(1) {
+        Some(seq) => format!("{ms}-{seq}"),
+        None => format!("{}-0", ms.checked_add(1)?),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_entry_is_its_request_with_kind_and_time() {
+        let event: Event = serde_json::from_str(r#"{"event_id":"e-1","user_id":"u1","action":"answer","target":"q9"}"#).unwrap();
+        let at = "2026-11-22T10:00:00.5Z".parse().unwrap();
+        let mut json: Value = serde_json::from_str(&Entry::Event { at: Stamp(at), event: &event }.json()).unwrap();
+        assert_eq!(json["kind"], "event");
+        assert_eq!(json["at"], "2026-11-22T10:00:00.500Z");
+        assert_eq!(json["event_id"], "e-1");
+        assert_eq!(json["target"], "q9");
+        let fields = json.as_object_mut().unwrap();
+        fields.remove("kind");
+        fields.remove("at");
+        let back: Event = serde_json::from_value(json).expect("the rest of an entry is its event");
+        assert_eq!(back, event);
+    }
+
+    #[test]
+    fn a_line_keeps_the_entry_and_names_its_date() {
+        let line = Line::new("1795312800000-3", "activity", r#"{"kind":"score","user_id":"u1"}"#, "k1");
+        let json: Value = serde_json::to_value(&line).unwrap();
+        assert_eq!(json["kind"], "score");
+        assert_eq!(json["id"], "1795312800000-3");
+        assert_eq!(json["outcome"], "k1");
+        assert_eq!(line.date().unwrap().to_string(), "2026-11-22");
+        assert_eq!(Line::new("1-0", "b", "not json", "").entry["entry"], "not json");
+        let audit = serde_json::to_string(&Line::new("1-0", "points", r#"{"kind":"ban","board":"points","user_id":"u1"}"#, "")).unwrap();
+        assert_eq!(audit.matches("\"board\"").count(), 1, "{audit}");
+        let back: Line = serde_json::from_str(&audit).unwrap();
+        assert_eq!(back.board, "points");
+    }
+
+    #[test]
+    fn the_next_stream_id_follows() {
+        assert_eq!(next_stream_id("5-0").as_deref(), Some("5-1"));
+        assert_eq!(next_stream_id(&format!("5-{}", u64::MAX)).as_deref(), Some("6-0"));
+        assert_eq!(next_stream_id("x"), None);
+    }
+}

@@ -1,0 +1,133 @@
+//! A restore's replay of one journal line (docs/journal.md#restore): the write it records, asked
+//! again of the same service, on the same board, at the time it was first applied (`at`), with
+//! keys that journal nothing and measure TTLs from the original write (`Keys::replaying`). The
+//! same writes in the same order at the same times give the same state: the same composites
+//! (so the same tie order), markers, ledgers, caps, statements and calendars.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+use crate::domain::config::Config;
+use crate::domain::journal::Line;
+use crate::domain::scores::Submission;
+use crate::domain::scoring::Event;
+use crate::domain::sign_in::SignInRequest;
+use crate::redis::keys::Keys;
+use crate::redis::store::Store;
+use crate::services::corrections::CorrectionRequest;
+use crate::services::ingestion::Ingestor;
+use crate::services::moderation::Moderation;
+use crate::services::scores::Scores;
+use crate::services::sign_ins::SignIns;
+
+/// What replaying a line did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replayed {
+    Applied,
+    /// The board already holds it (a resumed restore's last line, or a write that survived).
+    Duplicate,
+    /// Refused: the configuration changed since, or the line is not a write this release
+    /// replays; why, for the report.
+    Refused(String),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("journal line {id}: {problem}")]
+    Malformed { id: String, problem: String },
+    /// Redis failed: the line may or may not be applied; the restore stops and resumes here.
+    #[error(transparent)]
+    Store(#[from] crate::redis::error::StoreError),
+}
+
+pub struct Replayer {
+    ingestor: Ingestor,
+    scores: Scores,
+    sign_ins: SignIns,
+    moderation: Moderation,
+}
+
+impl Replayer {
+    /// `keys` as the live functions use them; the replayer's own journal nothing.
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store) -> Self {
+        let keys = keys.replaying();
+        Self {
+            ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
+            scores: Scores::new(config.clone(), keys.clone(), store.clone()),
+            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
+            moderation: Moderation::new(config, keys, store),
+        }
+    }
+
+    pub async fn replay(&self, board: &str, line: &Line) -> Result<Replayed, ReplayError> {
+        let malformed = |problem: String| ReplayError::Malformed { id: line.id.clone(), problem };
+        let mut fields = line.entry.clone();
+        let kind = take_str(&mut fields, "kind").ok_or_else(|| malformed("no kind".into()))?;
+        let at: DateTime<Utc> =
+            take_str(&mut fields, "at").and_then(|at| at.parse().ok()).ok_or_else(|| malformed("no time (`at`)".into()))?;
+        let refused = |error: &dyn std::fmt::Display| Ok(Replayed::Refused(error.to_string()));
+        match kind.as_str() {
+            "event" => {
+                let event: Event = parse(fields).map_err(malformed)?;
+                match self.ingestor.replay(board, &event, at).await {
+                    Ok(receipt) => Ok(if receipt.duplicate { Replayed::Duplicate } else { Replayed::Applied }),
+                    Err(crate::services::ingestion::IngestError::Store(error)) => Err(error.into()),
+                    Err(error) => refused(&error),
+                }
+            }
+            "score" => {
+                let submission: Submission = parse(fields).map_err(malformed)?;
+                match self.scores.submit(board, &submission, at).await {
+                    Ok(receipt) => Ok(if receipt.duplicate { Replayed::Duplicate } else { Replayed::Applied }),
+                    Err(crate::services::scores::ScoreError::Store(error)) => Err(error.into()),
+                    Err(error) => refused(&error),
+                }
+            }
+            "sign_in" => {
+                let request: SignInRequest = parse(fields).map_err(malformed)?;
+                match self.sign_ins.record(&request, at).await {
+                    Ok(receipt) => Ok(if receipt.duplicate { Replayed::Duplicate } else { Replayed::Applied }),
+                    Err(crate::services::sign_ins::SignInError::Store(error)) => Err(error.into()),
+                    Err(error) => refused(&error),
+                }
+            }
+            "correction" => {
+                let user = take_str(&mut fields, "user_id").ok_or_else(|| malformed("no user_id".into()))?;
+                let actor = take_str(&mut fields, "actor");
+                let request: CorrectionRequest =
+                    serde_json::from_value(fields.remove("request").unwrap_or_default()).map_err(|e| malformed(e.to_string()))?;
+                // A made-up id is in the audit entry: the replay makes the same one.
+                let made_up = take_str(&mut fields, "correction_id");
+                match self.moderation.correct_as(board, &user, &request, actor.as_deref(), at, made_up).await {
+                    Ok(receipt) => Ok(if receipt.duplicate { Replayed::Duplicate } else { Replayed::Applied }),
+                    Err(crate::services::moderation::ModerationError::Store(error)) => Err(error.into()),
+                    Err(error) => refused(&error),
+                }
+            }
+            "ban" | "unban" => {
+                let user = take_str(&mut fields, "user_id").ok_or_else(|| malformed("no user_id".into()))?;
+                let actor = take_str(&mut fields, "actor");
+                match self.moderation.set_ban_on(board, &user, kind == "ban", actor.as_deref(), at).await {
+                    Ok(_) => Ok(Replayed::Applied),
+                    Err(crate::services::moderation::ModerationError::Store(error)) => Err(error.into()),
+                    Err(error) => refused(&error),
+                }
+            }
+            other => Ok(Replayed::Refused(format!("a {other:?} entry is not replayed"))),
+        }
+    }
+}
+
+fn take_str(fields: &mut Map<String, Value>, name: &str) -> Option<String> {
+    match fields.remove(name) {
+        Some(Value::String(text)) => Some(text),
+        _ => None,
+    }
+}
+
+fn parse<T: DeserializeOwned>(fields: Map<String, Value>) -> Result<T, String> {
+    serde_json::from_value(Value::Object(fields)).map_err(|e| e.to_string())
+}

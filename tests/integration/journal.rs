@@ -1,0 +1,229 @@
+//! The journal (docs/journal.md): every applied write appends one entry to its board's stream in
+//! the same script call, refusals and duplicates none; the `journal` function's drain moves the
+//! entries to S3 (moto_server, through the real SDK) exactly once, whatever stops it where; a
+//! reader nobody here wrote (DuckDB) finds every applied event once.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::http::{Method, StatusCode};
+use chrono::{Duration, Utc};
+use futures::future::join_all;
+use journal::S3Objects;
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::journal::{CrashAfterPut, lines, new_bucket, object_names, s3};
+use standings_tests::{ADMIN, spawn_journaled};
+
+fn far() -> chrono::DateTime<Utc> {
+    Utc::now() + Duration::minutes(5)
+}
+
+/// How many lines carry each `event_id`.
+fn by_event_id(lines: &[Value]) -> HashMap<String, usize> {
+    let mut counts = HashMap::new();
+    for line in lines {
+        if let Some(id) = line["event_id"].as_str() {
+            *counts.entry(id.to_owned()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+#[tokio::test]
+async fn every_applied_write_is_journaled_once_and_refusals_and_duplicates_are_not() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    let event = json!({"event_id": "e1", "user_id": "ann", "action": "learning"});
+    assert_eq!(app.event(event.clone()).await.0, StatusCode::OK);
+    assert_eq!(app.event(event).await.0, StatusCode::OK, "a duplicate");
+    let conflict = app.event(json!({"event_id": "e1", "user_id": "ann", "action": "qa"})).await;
+    assert_eq!(conflict.0, StatusCode::CONFLICT);
+    assert_eq!(app.post("/v1/sign-ins", &json!({"event_id": "s1", "user_id": "ann"})).await.0, StatusCode::OK);
+    let score = json!({"event_id": "g1", "user_id": "ann", "score": 40});
+    assert_eq!(app.post("/v1/boards/high-scores/scores", &score).await.0, StatusCode::OK);
+    assert_eq!(app.post("/v1/boards/high-scores/scores", &score).await.0, StatusCode::OK, "a duplicate");
+    let correction = json!({"delta": 5, "reason": "missed a lesson"});
+    let (status, _) = app.call(Method::POST, "/v1/admin/boards/points/users/ann/corrections", correction.to_string(), ADMIN).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, _) = app.call(Method::POST, "/v1/admin/users/bob/ban", "{}", ADMIN).await;
+    assert_eq!(status, StatusCode::OK);
+    let refused = app.event(json!({"event_id": "e2", "user_id": "bob", "action": "learning"})).await;
+    assert_eq!(refused.0, StatusCode::UNPROCESSABLE_ENTITY, "{refused:?}");
+
+    // points: the event, the sign-in, the correction, the ban; high-scores: the score and the ban.
+    assert_eq!(app.journal_len("points").await, 4);
+    assert_eq!(app.journal_len("high-scores").await, 2);
+
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await;
+    assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+    let lines = lines(&client, &bucket, &app).await;
+    let points: Vec<&Value> = lines.iter().filter(|l| l["board"] == "points").collect();
+    let kinds: Vec<&str> = points.iter().map(|l| l["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["event", "sign_in", "correction", "ban"]);
+    let event = points[0];
+    assert_eq!(
+        (event["event_id"].as_str(), event["user_id"].as_str(), event["action"].as_str()),
+        (Some("e1"), Some("ann"), Some("learning"))
+    );
+    assert_eq!(event["at"], json!(app.now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)));
+    assert!(event["outcome"].as_str().is_some_and(|o| !o.is_empty()), "{event}");
+    assert!(
+        points[1]["outcome"].as_str().unwrap().contains("\"date\":\"2026-11-22\""),
+        "a sign-in records the day it signed: {}",
+        points[1]
+    );
+    assert_eq!(points[2]["delta"], 5);
+    assert_eq!(points[3]["user_id"], "bob");
+    let score = lines.iter().find(|l| l["kind"] == "score").unwrap();
+    assert_eq!((score["board"].as_str(), score["score"].as_i64()), (Some("high-scores"), Some(40)));
+}
+
+#[tokio::test]
+async fn a_drain_moves_every_entry_to_s3_by_board_and_date_and_trims_only_what_it_stored() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    for i in 0..23 {
+        let (status, _) = app
+            .event(json!({"event_id": format!("e{i}"), "user_id": format!("u{}", i % 5), "action": "page_view", "target": format!("p{i}")}))
+            .await;
+        assert_eq!(status, StatusCode::OK);
+    }
+    assert_eq!(app.journal_len("activity").await, 23);
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let metrics = Arc::new(Mutex::new(Vec::new()));
+    let drainer = app.drainer(S3Objects::new(client.clone(), &bucket), metrics.clone()).with_chunk(7);
+    let report = drainer.drain(far()).await;
+    assert_eq!(report.entries, 23);
+    assert_eq!(report.lag_seconds, 0.0);
+    assert_eq!(app.journal_len("activity").await, 0, "trimmed once stored");
+
+    let names = object_names(&client, &bucket, &app).await;
+    assert_eq!(names.len(), 4, "chunks of 7: {names:?}");
+    let today = Utc::now().date_naive();
+    let partition = format!("journal/prefix={}/board=activity/dt=", app.keys.prefix());
+    assert!(names.iter().all(|n| n.starts_with(&partition) && n.ends_with(".jsonl")), "{names:?}");
+    assert!(names.iter().any(|n| n.contains(&format!("dt={today}/")) || n.contains(&format!("dt={}/", today.pred_opt().unwrap()))));
+    let lines = lines(&client, &bucket, &app).await;
+    let counts = by_event_id(&lines);
+    assert_eq!(counts.len(), 23);
+    assert!(counts.values().all(|&n| n == 1), "{counts:?}");
+    let ids: Vec<&str> = lines.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert!(ids.windows(2).all(|w| w[0] != w[1]));
+
+    let lag = metrics.lock().unwrap().iter().find(|m| m.get("JournalLagSeconds").is_some()).cloned().expect("the lag metric");
+    assert_eq!(lag["JournalLagSeconds"], 0.0);
+    // Nothing new: a second drain stores nothing.
+    assert_eq!(drainer.drain(far()).await.entries, 0);
+    assert_eq!(object_names(&client, &bucket, &app).await.len(), 4);
+}
+
+#[tokio::test]
+async fn a_drain_killed_between_the_s3_write_and_the_trim_loses_nothing_and_duplicates_nothing() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    let send = |from: usize, to: usize| {
+        let app = &app;
+        async move {
+            for i in from..to {
+                let event = json!({"event_id": format!("e{i}"), "user_id": "ann", "action": "page_view", "target": format!("p{i}")});
+                assert_eq!(app.event(event).await.0, StatusCode::OK);
+            }
+        }
+    };
+    send(0, 10).await;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let crashing = CrashAfterPut { inner: S3Objects::new(client.clone(), &bucket), puts: Mutex::new(0) };
+    let killed = app.drainer(crashing, Arc::default()).with_chunk(4).drain(far()).await;
+    assert!(killed.boards.iter().any(|b| b.error.is_some()), "{killed:?}");
+    assert_eq!(app.journal_len("activity").await, 10, "nothing trimmed: the drain died after storing");
+    assert_eq!(object_names(&client, &bucket, &app).await.len(), 1);
+
+    // More writes arrive before the next run, which finds the stored chunk and goes on. It
+    // reads larger chunks: the object, not what it reads now, says what is stored.
+    send(10, 15).await;
+    let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).with_chunk(6).drain(far()).await;
+    assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+    assert_eq!(app.journal_len("activity").await, 0);
+    let counts = by_event_id(&lines(&client, &bucket, &app).await);
+    assert_eq!(counts.len(), 15, "{counts:?}");
+    assert!(counts.values().all(|&n| n == 1), "every event once: {counts:?}");
+}
+
+#[tokio::test]
+async fn concurrent_writes_and_racing_drains_store_every_entry_exactly_once() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let writers = (0..8).map(|w| {
+        let app = &app;
+        async move {
+            for i in 0..40 {
+                let event =
+                    json!({"event_id": format!("w{w}-{i}"), "user_id": format!("u{w}"), "action": "page_view", "target": format!("p{i}")});
+                assert_eq!(app.event(event).await.0, StatusCode::OK);
+            }
+        }
+    });
+    let drains = (0..3).map(|_| {
+        let drainer = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).with_chunk(9);
+        async move {
+            for _ in 0..5 {
+                let report = drainer.drain(far()).await;
+                assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+            }
+        }
+    });
+    futures::join!(join_all(writers), join_all(drains));
+    let last = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await;
+    assert!(last.boards.iter().all(|b| b.error.is_none()));
+    assert_eq!(app.journal_len("activity").await, 0);
+    let counts = by_event_id(&lines(&client, &bucket, &app).await);
+    assert_eq!(counts.len(), 320);
+    assert!(counts.values().all(|&n| n == 1), "{counts:?}");
+}
+
+#[tokio::test]
+async fn duckdb_reads_every_applied_event_once() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    let mut applied = Vec::new();
+    for i in 0..30 {
+        let id = format!("e{i}");
+        let (status, _) = app.event(json!({"event_id": id, "user_id": format!("u{}", i % 4), "action": "learning"})).await;
+        assert_eq!(status, StatusCode::OK);
+        applied.push(id);
+    }
+    // Duplicates and a refusal add nothing.
+    app.event(json!({"event_id": "e3", "user_id": "u3", "action": "learning"})).await;
+    app.event(json!({"event_id": "e3", "user_id": "u3", "action": "qa"})).await;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).with_chunk(8).drain(far()).await;
+
+    // The objects as a bucket listing holds them, under their own names, for DuckDB to read
+    // with its Hive partitioning (board=…/dt=… become columns).
+    let dir = std::env::temp_dir().join(format!("journal-{}", app.keys.prefix()));
+    let objects = S3Objects::new(client.clone(), &bucket);
+    for name in object_names(&client, &bucket, &app).await {
+        let path = dir.join(&name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, journal::Objects::get(&objects, &name).await.unwrap()).unwrap();
+    }
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/journal/read.py");
+    let out = std::process::Command::new("python3").arg(script).arg(dir.join("journal")).output().expect("python3 runs");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: Vec<(String, String, i64)> = serde_json::from_slice(&out.stdout).expect("read.py prints JSON");
+    let mut ids: Vec<String> = rows
+        .iter()
+        .map(|(id, _, n)| {
+            assert_eq!(*n, 1, "{id} appears {n} times");
+            id.clone()
+        })
+        .collect();
+    ids.sort();
+    applied.sort();
+    assert_eq!(ids, applied);
+    assert!(rows.iter().all(|(_, board, _)| board == "points"));
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -1,0 +1,185 @@
+//! Restore (docs/journal.md#restore): after every key of a deployment is gone (its FLUSHALL:
+//! each test owns a key prefix, so this deletes every key of the prefix), the `journal`
+//! function's restore replays the journal from S3 (moto_server, through the real SDK) and
+//! brings back every key a write made, byte for byte (`DUMP`), with its expiry; then a retry of
+//! an event applied before the loss is a duplicate, caps and bans hold. Resumable across
+//! deadlines, and it refuses a board that has data unless told to overwrite.
+
+use std::sync::Arc;
+
+use axum::http::{Method, StatusCode};
+use chrono::{Duration, Utc};
+use journal::{RestoreReport, Restorer, S3Objects, Status};
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::journal::{new_bucket, s3};
+use standings_tests::{ADMIN, TestApp, spawn_journaled};
+
+fn far() -> chrono::DateTime<Utc> {
+    Utc::now() + Duration::minutes(5)
+}
+
+/// Writes of every kind the journal records, on the real clock (TTLs are compared after the
+/// restore, and a key's TTL counts from the clock that wrote it).
+async fn workload(app: &TestApp) {
+    let tick = || app.set_now(Utc::now());
+    let mut events = Vec::new();
+    for i in 0..6 {
+        events.push(json!({"event_id": format!("learn-{i}"), "user_id": "ann", "action": "learning"}));
+    }
+    for (i, user) in ["bob", "cid", "ann", "dan"].iter().enumerate() {
+        events.push(json!({"event_id": format!("view-{i}"), "user_id": user, "action": "page_view", "target": format!("p{i}")}));
+        events.push(json!({"event_id": format!("praise-{i}"), "user_id": user, "action": "praise", "target": "p9"}));
+        events.push(json!({"event_id": format!("qa-{i}"), "user_id": user, "action": "qa"}));
+        events.push(json!({"event_id": format!("invite-{i}"), "user_id": user, "action": "invite", "target": format!("friend-{i}")}));
+    }
+    events.push(json!({"event_id": "unpraise-1", "user_id": "cid", "action": "praise", "target": "p9", "active": false}));
+    for event in events {
+        tick();
+        let (status, reply) = app.event(event).await;
+        assert_eq!(status, StatusCode::OK, "{reply}");
+    }
+    for (i, (user, score)) in [("ann", 40), ("bob", 40), ("ann", 55), ("cid", 10)].into_iter().enumerate() {
+        tick();
+        let body = json!({"event_id": format!("game-{i}"), "user_id": user, "score": score});
+        assert_eq!(app.post("/v1/boards/high-scores/scores", &body).await.0, StatusCode::OK);
+        assert_eq!(app.post("/v1/boards/lap-times/scores", &body).await.0, StatusCode::OK);
+    }
+    for user in ["ann", "bob"] {
+        tick();
+        assert_eq!(app.post("/v1/sign-ins", &json!({"event_id": format!("sign-{user}"), "user_id": user})).await.0, StatusCode::OK);
+    }
+    tick();
+    let correction = json!({"delta": 7, "reason": "missed lesson", "correction_id": "fix-1"});
+    assert_eq!(
+        app.call(Method::POST, "/v1/admin/boards/points/users/bob/corrections", correction.to_string(), ADMIN).await.0,
+        StatusCode::OK
+    );
+    let removal = json!({"remove": true, "reason": "cheated"});
+    assert_eq!(
+        app.call(Method::POST, "/v1/admin/boards/high-scores/users/cid/corrections", removal.to_string(), ADMIN).await.0,
+        StatusCode::OK
+    );
+    tick();
+    assert_eq!(app.call(Method::POST, "/v1/admin/users/dan/ban", "{}", ADMIN).await.0, StatusCode::OK);
+    assert_eq!(app.call(Method::DELETE, "/v1/admin/users/eve/ban", "", ADMIN).await.0, StatusCode::OK);
+}
+
+/// Every key a write made, with its `DUMP` and absolute expiry (ms): not the journal streams
+/// (drained, and not a board's state), not profiles (not journaled).
+async fn state(app: &TestApp) -> Vec<(String, Vec<u8>, i64)> {
+    app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal") && !key.ends_with(":profile")).collect()
+}
+
+/// Every key of the app's prefix deleted: the deployment's Redis lost.
+async fn lose_everything(app: &TestApp) {
+    let mut conn = app.redis.clone();
+    for key in app.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    assert!(app.written_keys().await.is_empty());
+}
+
+fn restorer(app: &TestApp, client: &aws_sdk_s3::Client, bucket: &str) -> Restorer<S3Objects> {
+    let clock: standings::Clock = Arc::new(Utc::now);
+    Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client.clone(), bucket), clock)
+}
+
+async fn drained(app: &TestApp) -> (aws_sdk_s3::Client, String) {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).with_chunk(10).drain(far()).await;
+    assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+    (client, bucket)
+}
+
+/// The same keys and values; expiries within 2 s (a replay sets what is left of each TTL, to
+/// the second), except rate-limit logs, whose windows restart.
+fn assert_same(before: &[(String, Vec<u8>, i64)], after: &[(String, Vec<u8>, i64)]) {
+    let names = |state: &[(String, Vec<u8>, i64)]| state.iter().map(|(key, ..)| key.clone()).collect::<Vec<_>>();
+    assert_eq!(names(before), names(after), "the same keys");
+    for ((key, dump, expiry), (_, dump_after, expiry_after)) in before.iter().zip(after) {
+        assert!(dump == dump_after, "{key} differs after the restore");
+        if !key.contains(":rate:") {
+            assert_eq!(*expiry == -1, *expiry_after == -1, "{key}: expiry {expiry} then {expiry_after}");
+            assert!((expiry - expiry_after).abs() <= 2_000, "{key}: expiry {expiry} then {expiry_after}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn after_a_total_loss_a_restore_brings_every_key_back_byte_equal_and_exactly_once_holds() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    workload(&app).await;
+    let before = state(&app).await;
+    assert!(before.len() > 40, "the workload wrote {} keys", before.len());
+    let (client, bucket) = drained(&app).await;
+    lose_everything(&app).await;
+
+    let report = restorer(&app, &client, &bucket).restore(None, false, far()).await.expect("the restore runs");
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert!(report.boards.iter().all(|b| b.refused == 0 && b.duplicates == 0), "{report:?}");
+    assert_same(&before, &state(&app).await);
+
+    // Exactly once holds across the loss: a retry of an event applied before it is a duplicate.
+    app.set_now(Utc::now());
+    let (status, retry) = app.event(json!({"event_id": "qa-1", "user_id": "cid", "action": "qa"})).await;
+    assert_eq!((status, retry["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "{retry}");
+    let sign_in = app.post("/v1/sign-ins", &json!({"event_id": "sign-ann", "user_id": "ann"})).await;
+    assert_eq!(sign_in.1["duplicate"], true, "{sign_in:?}");
+    // The day's cap (50 on learning) still counts what was given before the loss.
+    let (_, capped) = app.event(json!({"event_id": "learn-6", "user_id": "ann", "action": "learning"})).await;
+    assert_eq!(capped["results"][0]["reason"], "daily_cap", "{capped}");
+    // The ban holds.
+    let (status, _) = app.event(json!({"event_id": "qa-9", "user_id": "dan", "action": "qa"})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+#[tokio::test]
+async fn a_restore_stopped_by_its_deadline_resumes_where_it_stood_and_ends_byte_equal() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    workload(&app).await;
+    let before = state(&app).await;
+    let (client, bucket) = drained(&app).await;
+    lose_everything(&app).await;
+
+    // A deadline already passed: each invocation replays one line, then stops.
+    let restorer = restorer(&app, &client, &bucket);
+    let mut invocations = 0;
+    let last: RestoreReport = loop {
+        invocations += 1;
+        let report = restorer.restore(Some("points"), false, Utc::now() - Duration::seconds(1)).await.expect("the restore runs");
+        assert!(report.boards.iter().all(|b| b.refused == 0 && b.duplicates == 0), "resumed at the right line: {report:?}");
+        if report.status == Status::Complete {
+            break report;
+        }
+        assert!(invocations < 1_000, "no progress");
+    };
+    assert!(invocations > 5, "{invocations} invocations");
+    assert_eq!(last.boards[0].board, "points");
+    let points = |state: &[(String, Vec<u8>, i64)]| state.iter().filter(|(key, ..)| key.contains("{points}")).cloned().collect::<Vec<_>>();
+    assert_same(&points(&before), &points(&state(&app).await));
+}
+
+#[tokio::test]
+async fn a_restore_refuses_a_board_with_data_unless_told_to_overwrite_and_unknown_boards() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    app.set_now(Utc::now());
+    assert_eq!(app.event(json!({"event_id": "q1", "user_id": "ann", "action": "qa"})).await.0, StatusCode::OK);
+    let (client, bucket) = drained(&app).await;
+    let restorer = restorer(&app, &client, &bucket);
+    let refused = restorer.restore(Some("points"), false, far()).await.unwrap_err();
+    assert_eq!(refused.code(), "board_has_data", "{refused}");
+    let before = state(&app).await;
+    // Told to, it replays over the board: what the board still marks is a duplicate.
+    let report = restorer.restore(Some("points"), true, far()).await.expect("an overwrite runs");
+    assert_eq!((report.status, report.boards[0].duplicates, report.boards[0].applied), (Status::Complete, 1, 0), "{report:?}");
+    assert_same(&before, &state(&app).await);
+    assert_eq!(restorer.restore(Some("nope"), false, far()).await.unwrap_err().code(), "unknown_board");
+
+    // Through the function's own entry point, as `{"restore": …}`.
+    let drainer = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default());
+    let answer: Value = journal::run(&drainer, &restorer, json!({"restore": {"board": "invites"}}), far()).await.expect("a restore");
+    assert_eq!(answer["status"], "complete");
+    assert_eq!(answer["boards"][0]["board"], "invites");
+}

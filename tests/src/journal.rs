@@ -1,0 +1,94 @@
+//! The `journal` function's drain on a test app, its bucket on moto_server (S3, through the
+//! real SDK), and the objects read back.
+
+use std::sync::{Arc, Mutex};
+
+use aws_sdk_s3::Client;
+use journal::{Drainer, ObjectError, Objects, Put, S3Objects};
+use serde_json::Value;
+use standings::runtime::metrics::Metrics;
+
+use crate::{TestApp, unique_prefix};
+
+/// An S3 client for moto_server (`AWS_ENDPOINT_URL_S3`, set by scripts/lib.sh).
+pub async fn s3() -> Client {
+    journal::s3_client().await
+}
+
+/// A new, empty bucket of its own; its name.
+pub async fn new_bucket(client: &Client) -> String {
+    let name = format!("journal-{}", unique_prefix().replace([':', '_'], "-"));
+    client.create_bucket().bucket(&name).send().await.expect("moto creates the bucket");
+    name
+}
+
+impl TestApp {
+    /// The journal function's drainer over this app's boards and keys, into `objects`; its
+    /// metric lines go to `metrics`.
+    pub fn drainer<O: Objects>(&self, objects: O, metrics: Arc<Mutex<Vec<Value>>>) -> Drainer<O> {
+        let sink = Metrics::with_sink(
+            journal::FUNCTION,
+            Arc::new(move |line: String| metrics.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line is JSON"))),
+        );
+        Drainer::new(self.config.clone(), self.keys.clone(), self.store.clone(), objects, sink)
+    }
+
+    /// Entries waiting in a board's journal.
+    pub async fn journal_len(&self, board: &str) -> usize {
+        let mut conn = self.redis.clone();
+        standings::redis::journal::len(&mut conn, &self.keys.board(board)).await.expect("XLEN")
+    }
+}
+
+/// The names of every object of this app's journal in `bucket`, in name order.
+pub async fn object_names(client: &Client, bucket: &str, app: &TestApp) -> Vec<String> {
+    let prefix = format!("journal/prefix={}/", app.keys.prefix());
+    let mut names = Vec::new();
+    let mut token = None;
+    loop {
+        let page = client.list_objects_v2().bucket(bucket).prefix(&prefix).set_continuation_token(token).send().await.expect("moto lists");
+        names.extend(page.contents().iter().filter_map(|o| o.key().map(str::to_owned)));
+        match page.next_continuation_token() {
+            Some(next) => token = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    names.sort();
+    names
+}
+
+/// Every line of every object of this app's journal, object by object.
+pub async fn lines(client: &Client, bucket: &str, app: &TestApp) -> Vec<Value> {
+    let objects = S3Objects::new(client.clone(), bucket);
+    let mut lines = Vec::new();
+    for name in object_names(client, bucket, app).await {
+        let body = objects.get(&name).await.expect("moto serves the object");
+        for line in String::from_utf8(body).expect("UTF-8").lines() {
+            lines.push(serde_json::from_str(line).expect("every line is JSON"));
+        }
+    }
+    lines
+}
+
+/// Objects that store each chunk and then fail, as a drain killed between writing to S3 and
+/// trimming Redis would.
+pub struct CrashAfterPut {
+    pub inner: S3Objects,
+    pub puts: Mutex<usize>,
+}
+
+impl Objects for CrashAfterPut {
+    async fn put_new(&self, key: &str, body: Vec<u8>) -> Result<Put, ObjectError> {
+        self.inner.put_new(key, body).await?;
+        *self.puts.lock().unwrap() += 1;
+        Err(ObjectError("killed after the object was stored".into()))
+    }
+
+    async fn get(&self, key: &str) -> Result<Vec<u8>, ObjectError> {
+        self.inner.get(key).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
+        self.inner.list(prefix).await
+    }
+}
