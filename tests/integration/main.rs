@@ -21,6 +21,7 @@ mod health;
 mod hot;
 mod hot_metrics;
 mod journal;
+mod journal_checks;
 mod journal_restore;
 mod keyspace;
 mod lambda_watch;

@@ -435,8 +435,13 @@ fn the_journal_bucket_is_private_encrypted_and_drained_under_an_alarm() {
     assert_eq!(lag["MetricName"], journal::LAG_METRIC);
     assert_eq!(lag["Dimensions"], json!([{"Name": "Function", "Value": journal::FUNCTION}]));
     assert_eq!((lag["Threshold"].as_i64(), lag["TreatMissingData"].as_str()), (Some(300), Some("breaching")));
-    let schedule = &resource(&template, "JournalFunction")["Properties"]["Events"]["EveryMinute"]["Properties"];
-    assert_eq!(schedule["ScheduleExpression"], "rate(1 minute)");
+    let events = &resource(&template, "JournalFunction")["Properties"]["Events"];
+    assert_eq!(events["EveryMinute"]["Properties"]["ScheduleExpression"], "rate(1 minute)");
+    let verify = &events["DailyVerify"]["Properties"];
+    assert_eq!(serde_json::from_str::<Value>(verify["Input"].as_str().unwrap()).unwrap(), json!({"verify": {}}));
+    let mismatch = &resource(&template, "JournalMismatchAlarm")["Properties"];
+    assert_eq!(mismatch["MetricName"], journal::MISMATCH_METRIC);
+    assert_eq!(mismatch["Dimensions"], json!([{"Name": "Function", "Value": journal::FUNCTION}]));
 }
 
 #[test]

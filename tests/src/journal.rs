@@ -4,11 +4,15 @@
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_s3::Client;
-use journal::{Drainer, ObjectError, Objects, Put, S3Objects};
+use journal::{Drainer, Jobs, ObjectError, Objects, Put, S3Objects};
 use serde_json::Value;
 use standings::runtime::metrics::Metrics;
 
-use crate::{TestApp, unique_prefix};
+use standings::domain::config::Config;
+use standings::redis::keys::Keys;
+use standings::redis::store::Store;
+
+use crate::{TestApp, clock_of, redis_settings, spawn_app, unique_prefix};
 
 /// An S3 client for moto_server (`AWS_ENDPOINT_URL_S3`, set by scripts/lib.sh).
 pub async fn s3() -> Client {
@@ -22,7 +26,19 @@ pub async fn new_bucket(client: &Client) -> String {
     name
 }
 
+/// An app whose writes are journaled (docs/journal.md), on the suite's Redis.
+pub async fn spawn_journaled(config: Config) -> TestApp {
+    let settings = redis_settings();
+    let keys = Keys::new(&unique_prefix()).unwrap().with_journal(true);
+    spawn_app(config, keys, Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
+}
+
 impl TestApp {
+    /// The app's injected clock, for jobs run beside it.
+    pub fn clock(&self) -> standings::Clock {
+        clock_of(&self.now)
+    }
+
     /// The journal function's drainer over this app's boards and keys, into `objects`; its
     /// metric lines go to `metrics`.
     pub fn drainer<O: Objects>(&self, objects: O, metrics: Arc<Mutex<Vec<Value>>>) -> Drainer<O> {
@@ -31,6 +47,16 @@ impl TestApp {
             Arc::new(move |line: String| metrics.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line is JSON"))),
         );
         Drainer::new(self.config.clone(), self.keys.clone(), self.store.clone(), objects, sink)
+    }
+
+    /// Everything the journal function does, over this app's boards and keys, into `bucket`, on
+    /// this app's clock; metric lines to `metrics`.
+    pub fn journal_jobs(&self, client: &Client, bucket: &str, metrics: Arc<Mutex<Vec<Value>>>) -> Jobs<S3Objects> {
+        let sink = Metrics::with_sink(
+            journal::FUNCTION,
+            Arc::new(move |line: String| metrics.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line is JSON"))),
+        );
+        Jobs::new(self.config.clone(), self.keys.clone(), self.store.clone(), S3Objects::new(client.clone(), bucket), sink, self.clock())
     }
 
     /// Entries waiting in a board's journal.

@@ -33,6 +33,7 @@ use tower::ServiceExt;
 
 pub mod cluster;
 pub mod journal;
+pub use journal::spawn_journaled;
 pub mod load;
 pub mod model;
 pub mod proxy;
@@ -70,7 +71,7 @@ pub struct TestApp {
     pub store: Store,
     /// The assertion connection (standalone or cluster, like the app's).
     pub redis: Connection,
-    now: Arc<Mutex<DateTime<Utc>>>,
+    pub(crate) now: Arc<Mutex<DateTime<Utc>>>,
     pub config: Arc<Config>,
     /// The EMF metric lines the `ingest` function wrote, parsed.
     pub metrics: Arc<Mutex<Vec<Value>>>,
@@ -121,15 +122,8 @@ pub async fn spawn_ingest_with_stores(config: Config, store: Store, assertions: 
     spawn_app(config, Keys::new(&unique_prefix()).unwrap(), store, assertions, None).await
 }
 
-/// An app whose writes are journaled (docs/journal.md), on the suite's Redis.
-pub async fn spawn_journaled(config: Config) -> TestApp {
-    let settings = redis_settings();
-    let keys = Keys::new(&unique_prefix()).unwrap().with_journal(true);
-    spawn_app(config, keys, Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
-}
-
 /// The app on given keys; its `seasons` function reads archived seasons from `archive`, if any.
-async fn spawn_app(config: Config, keys: Keys, store: Store, assertions: Store, archive: Option<SeasonTable>) -> TestApp {
+pub(crate) async fn spawn_app(config: Config, keys: Keys, store: Store, assertions: Store, archive: Option<SeasonTable>) -> TestApp {
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let config = Arc::new(config);
     let clock = clock_of(&now);

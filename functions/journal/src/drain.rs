@@ -33,7 +33,7 @@ pub enum DrainError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Objects(#[from] ObjectError),
-    #[error("object {0} holds no journal line to trim through")]
+    #[error("object {0} is not this chunk's (no journal line, or another first entry)")]
     Unreadable(String),
 }
 
@@ -112,6 +112,11 @@ impl<O: Objects> Drainer<O> {
                 tracing::error!(board = name, error = %error, "journal drain failed; the entries stay in Redis");
                 drained.error = Some(error.to_string());
             }
+            // Measured whatever happened: a drain that keeps failing is what the lag alarm is for.
+            match self.lag_seconds(name).await {
+                Ok(lag) => drained.lag_seconds = lag,
+                Err(error) => tracing::error!(board = name, error = %error, "journal lag unknown"),
+            }
             drained
         }))
         .await;
@@ -137,14 +142,27 @@ impl<O: Objects> Drainer<O> {
                     drained.objects += 1;
                     chunk.last().expect("a chunk has its first line").id.clone()
                 }
-                // Stored by an earlier run that stopped before trimming, or by a racing one.
-                Put::Exists => last_id(&self.objects.get(&name).await?).ok_or(DrainError::Unreadable(name))?,
+                // Stored by an earlier run that stopped before trimming, or by a racing one: it
+                // must begin with this very entry (a stream rebuilt after a loss on a clock
+                // behind the old one could reuse an old object's name).
+                Put::Exists => {
+                    let stored = self.objects.get(&name).await?;
+                    match ids(&stored) {
+                        Some((stored_first, stored_last)) if stored_first == first.id => stored_last,
+                        _ => return Err(DrainError::Unreadable(name)),
+                    }
+                }
             };
             drained.entries += journal::trim_through(&mut conn, &keys, &last).await?;
         }
-        let oldest = journal::oldest_ms(&mut conn, &keys).await?;
-        drained.lag_seconds = oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0);
         Ok(())
+    }
+
+    /// Seconds since the oldest entry of the board's journal still in Redis was written.
+    async fn lag_seconds(&self, board: &str) -> Result<f64, StoreError> {
+        let mut conn = self.store.connection().await?;
+        let oldest = journal::oldest_ms(&mut conn, &self.keys.board(board)).await?;
+        Ok(oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0))
     }
 }
 
@@ -158,11 +176,17 @@ fn body(lines: &[&Line]) -> Vec<u8> {
     body
 }
 
-/// The stream id of an object's last line.
-fn last_id(body: &[u8]) -> Option<String> {
+/// The stream ids of an object's first and last lines.
+fn ids(body: &[u8]) -> Option<(String, String)> {
     let text = std::str::from_utf8(body).ok()?;
-    let line: Line = serde_json::from_str(text.lines().rev().find(|l| !l.trim().is_empty())?).ok()?;
-    Some(line.id)
+    let id = |line: &str| serde_json::from_str::<Line>(line).ok().map(|line| line.id);
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let first = id(lines.next()?)?;
+    let last = match lines.next_back() {
+        Some(line) => id(line)?,
+        None => first.clone(),
+    };
+    Some((first, last))
 }
 
 #[cfg(test)]
@@ -174,8 +198,8 @@ mod tests {
         let lines = [Line::new("1-0", "b", r#"{"kind":"event"}"#, "a1"), Line::new("1-1", "b", r#"{"kind":"event"}"#, "a1")];
         let body = body(&lines.iter().collect::<Vec<_>>());
         assert_eq!(String::from_utf8(body.clone()).unwrap().lines().count(), 2);
-        assert_eq!(last_id(&body).as_deref(), Some("1-1"));
-        assert_eq!(last_id(b"not json\n"), None);
+        assert_eq!(ids(&body), Some(("1-0".to_owned(), "1-1".to_owned())));
+        assert_eq!(ids(b"not json\n"), None);
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! The `journal` function (docs/journal.md): every minute, EventBridge Scheduler's event drains
 //! each board's journal of applied writes from Redis to S3 (`drain`), where it outlives Redis.
 //! `{"drain": {}}` runs a drain by hand; `{"restore": {"board"?, "overwrite"?}}` brings boards
-//! back from the journal after Redis lost them (`restore`).
+//! back from the journal after Redis lost them (`restore`); `{"verify": {"board"?}}` compares
+//! boards with their journal and `{"dry_run": {…}}` replays one under candidate rules (`shadow`).
 
 mod drain;
 mod objects;
 mod restore;
+mod shadow;
 
 use std::sync::Arc;
 
@@ -13,18 +15,23 @@ use chrono::{DateTime, Utc};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde::Deserialize;
 use serde_json::Value;
+use standings::Clock;
 use standings::domain::config::Config;
+use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::runtime::metrics::Metrics;
 
 pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC, board_objects, object_name};
 pub use objects::{ObjectError, Objects, Put, S3Objects, s3_client};
 pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
+pub use shadow::{Checker, DryRunReport, DryRunRequest, MISMATCH_METRIC, VerifyReport};
 
 /// The `Function` dimension of this function's metrics.
 pub const FUNCTION: &str = "journal";
 /// Time kept back from the Lambda deadline to finish the object being stored and answer.
 const DEADLINE_MARGIN_SECS: i64 = 10;
+/// How long one drain runs at most: the next minute's run takes over.
+const DRAIN_BUDGET_SECS: i64 = 50;
 
 /// What an invocation asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,6 +40,17 @@ pub enum Request {
     Drain,
     /// `{"restore": {"board": <name, or absent for all>, "overwrite": <bool, default false>}}`.
     Restore(RestoreRequest),
+    /// `{"verify": {"board": <name, or absent for all>}}` (also on a daily schedule).
+    Verify(VerifyRequest),
+    /// `{"dry_run": {"board", "period", "period_id", "config"}}`.
+    DryRun(DryRunRequest),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyRequest {
+    #[serde(default)]
+    pub board: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -70,6 +88,8 @@ impl JournalError {
 enum Manual {
     Drain(NoFields),
     Restore(RestoreRequest),
+    Verify(VerifyRequest),
+    DryRun(DryRunRequest),
 }
 
 #[derive(Deserialize)]
@@ -86,17 +106,64 @@ impl TryFrom<Value> for Request {
         match serde_json::from_value::<Manual>(payload) {
             Ok(Manual::Drain(_)) => Ok(Request::Drain),
             Ok(Manual::Restore(request)) => Ok(Request::Restore(request)),
-            Err(e) => {
-                Err(JournalError::BadRequest(format!("expected a scheduled event, {{\"drain\": {{}}}} or {{\"restore\": {{…}}}}: {e}")))
-            }
+            Ok(Manual::Verify(request)) => Ok(Request::Verify(request)),
+            Ok(Manual::DryRun(request)) => Ok(Request::DryRun(request)),
+            Err(e) => Err(JournalError::BadRequest(format!("expected a scheduled event, or one of drain, restore, verify, dry_run: {e}"))),
         }
+    }
+}
+
+/// What the function does, over one bucket of objects.
+pub struct Jobs<O> {
+    pub drainer: Drainer<O>,
+    pub restorer: Restorer<O>,
+    pub checker: Checker<O>,
+}
+
+impl<O: Objects + Clone> Jobs<O> {
+    /// `clock` decides which periods are current (restore's "has data", verify's open periods).
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O, metrics: Metrics, clock: Clock) -> Self {
+        Self {
+            restorer: Restorer::new(config.clone(), keys.clone(), store.clone(), objects.clone(), clock.clone()),
+            checker: Checker::new(config.clone(), keys.clone(), store.clone(), objects.clone(), metrics.clone(), clock),
+            drainer: Drainer::new(config, keys, store, objects, metrics),
+        }
+    }
+
+    /// Serves one invocation's payload, stopping before `deadline`: the report of a drain, a
+    /// restore (`{"status": "complete" | "in_progress", "boards": […]}`), a verify or a dry-run.
+    pub async fn run(&self, payload: Value, deadline: DateTime<Utc>) -> Result<Value, JournalError> {
+        let answer = match Request::try_from(payload)? {
+            Request::Drain => {
+                let report = self.drainer.drain(deadline.min(Utc::now() + chrono::Duration::seconds(DRAIN_BUDGET_SECS))).await;
+                tracing::info!(entries = report.entries, lag_seconds = report.lag_seconds, "journal drained");
+                match report.boards.iter().filter(|b| b.error.is_some()).count() {
+                    0 => serde_json::to_value(report),
+                    failed => return Err(JournalError::Incomplete(failed)),
+                }
+            }
+            Request::Restore(request) => {
+                // Boxed, as are the others below: a replay's future nests every service's.
+                let report = Box::pin(self.restorer.restore(request.board.as_deref(), request.overwrite, deadline)).await?;
+                tracing::info!(status = ?report.status, "journal restore");
+                serde_json::to_value(report)
+            }
+            Request::Verify(request) => {
+                let report = Box::pin(self.checker.verify(request.board.as_deref(), deadline)).await?;
+                if report.mismatches > 0 {
+                    tracing::warn!(mismatches = report.mismatches, "boards differ from their journal");
+                }
+                serde_json::to_value(report)
+            }
+            Request::DryRun(request) => serde_json::to_value(Box::pin(self.checker.dry_run(&request, deadline)).await?),
+        };
+        Ok(answer.expect("a report always serializes"))
     }
 }
 
 /// Everything an invocation needs, built once per container.
 pub struct App {
-    pub drainer: Drainer<S3Objects>,
-    pub restorer: Restorer<S3Objects>,
+    pub jobs: Jobs<S3Objects>,
     pub store: Store,
 }
 
@@ -108,41 +175,14 @@ impl App {
         let keys = standings::keys_from_env()?;
         let store = Store::from_env().await?;
         let objects = S3Objects::new(s3_client().await, bucket);
-        let restorer = Restorer::new(config.clone(), keys.clone(), store.clone(), objects.clone(), standings::system_clock());
-        let drainer = Drainer::new(config, keys, store.clone(), objects, Metrics::stdout(FUNCTION));
-        Ok(Self { drainer, restorer, store })
+        let jobs = Jobs::new(config, keys, store.clone(), objects, Metrics::stdout(FUNCTION), standings::system_clock());
+        Ok(Self { jobs, store })
     }
 
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
         let deadline = invocation_deadline(event.context.deadline, Utc::now());
-        run(&self.drainer, &self.restorer, event.payload, deadline).await.map_err(diagnostic)
+        self.jobs.run(event.payload, deadline).await.map_err(diagnostic)
     }
-}
-
-/// Serves one invocation's payload, stopping before `deadline`: a drain's report, or a
-/// restore's (`{"status": "complete" | "in_progress", "boards": […]}`).
-pub async fn run<O: Objects, R: Objects>(
-    drainer: &Drainer<O>,
-    restorer: &Restorer<R>,
-    payload: Value,
-    deadline: DateTime<Utc>,
-) -> Result<Value, JournalError> {
-    let answer = match Request::try_from(payload)? {
-        Request::Drain => {
-            let report = drainer.drain(deadline).await;
-            tracing::info!(entries = report.entries, lag_seconds = report.lag_seconds, "journal drained");
-            match report.boards.iter().filter(|b| b.error.is_some()).count() {
-                0 => serde_json::to_value(report),
-                failed => return Err(JournalError::Incomplete(failed)),
-            }
-        }
-        Request::Restore(request) => {
-            let report = restorer.restore(request.board.as_deref(), request.overwrite, deadline).await?;
-            tracing::info!(status = ?report.status, "journal restore");
-            serde_json::to_value(report)
-        }
-    };
-    Ok(answer.expect("a report always serializes"))
 }
 
 pub fn diagnostic(error: JournalError) -> Diagnostic {

@@ -14,9 +14,9 @@ use standings::Clock;
 use standings::domain::config::Config;
 use standings::domain::journal::Line;
 use standings::redis::error::StoreError;
-use standings::redis::journal;
-use standings::redis::keys::Keys;
-use standings::redis::store::Store;
+use standings::redis::journal::{self, Checkpoint};
+use standings::redis::keys::{BoardKeys, Keys};
+use standings::redis::store::{Connection, Store};
 use standings::services::moderation::current_periods;
 use standings::services::replay::{ReplayError, Replayed, Replayer};
 
@@ -25,6 +25,8 @@ use crate::objects::{ObjectError, Objects};
 
 /// Refused lines listed in a report (the count covers them all).
 const LISTED_REFUSALS: usize = 20;
+/// A restore's lock outlives its deadline by this much (its last checkpoint is being saved).
+const LOCK_SLACK_MS: u64 = 60_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
@@ -40,6 +42,12 @@ pub enum RestoreError {
     Objects(#[from] ObjectError),
     #[error("object {0}: {1}")]
     Unreadable(String, String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the journal of board {0:?} did not replay within one invocation")]
+    Unfinished(String),
+    #[error("a restore of board {0:?} is running; invoke again once it answers")]
+    Running(String),
 }
 
 impl RestoreError {
@@ -50,6 +58,9 @@ impl RestoreError {
             RestoreError::Replay(ReplayError::Malformed { .. }) | RestoreError::Unreadable(..) => "journal_unreadable",
             RestoreError::Replay(ReplayError::Store(_)) | RestoreError::Store(_) => "store_unavailable",
             RestoreError::Objects(_) => "journal_unavailable",
+            RestoreError::Invalid(_) => "bad_request",
+            RestoreError::Unfinished(_) => "unfinished",
+            RestoreError::Running(_) => "restore_running",
         }
     }
 }
@@ -117,44 +128,76 @@ impl<O: Objects> Restorer<O> {
         Ok(RestoreReport { status, boards: reports })
     }
 
+    /// One board's restore, under its lock: one restore of a board at a time (a caller that
+    /// retries a slow invocation must not start a second).
     async fn restore_board(&self, name: &str, overwrite: bool, deadline: DateTime<Utc>) -> Result<BoardRestore, RestoreError> {
         let keys = self.keys.board(name);
         let mut conn = self.store.write_connection().await?;
-        let checkpoint = journal::restore_checkpoint(&mut conn, &keys).await?;
-        if checkpoint.is_none() && !overwrite && self.has_data(name).await? {
+        let lease = (deadline - Utc::now()).num_milliseconds().max(0).unsigned_abs() + LOCK_SLACK_MS;
+        if !journal::lock_restore(&mut conn, &keys, lease).await? {
+            return Err(RestoreError::Running(name.to_owned()));
+        }
+        let restored = self.restore_locked(name, overwrite, deadline, &mut conn, &keys).await;
+        if let Err(error) = journal::unlock_restore(&mut conn, &keys).await {
+            tracing::warn!(board = name, error = %error, "the restore lock is left to its lease");
+        }
+        restored
+    }
+
+    async fn restore_locked(
+        &self,
+        name: &str,
+        overwrite: bool,
+        deadline: DateTime<Utc>,
+        conn: &mut Connection,
+        keys: &BoardKeys,
+    ) -> Result<BoardRestore, RestoreError> {
+        let mut report = BoardRestore::pending(name);
+        let at = match journal::restore_checkpoint(conn, keys).await? {
+            Checkpoint::Done if !overwrite => {
+                report.status = Status::Complete;
+                return Ok(report);
+            }
+            Checkpoint::At(object, line) => Some((object, line)),
+            Checkpoint::Done | Checkpoint::Fresh => None,
+        };
+        if at.is_none() && !overwrite && self.has_data(name).await? {
             return Err(RestoreError::BoardHasData(name.to_owned()));
         }
-        let mut names: Vec<(String, u64, u64, String)> = self
-            .objects
-            .list(&board_objects(self.keys.prefix(), name))
-            .await?
-            .into_iter()
-            .filter_map(|object| object_order(&object).map(|(date, ms, seq)| (date, ms, seq, object)))
-            .collect();
-        names.sort();
-        let mut report = BoardRestore::pending(name);
-        let start = checkpoint.as_ref().map_or(0, |(object, _)| names.iter().position(|n| &n.3 == object).unwrap_or(names.len()));
-        for (index, (.., object)) in names.iter().enumerate().skip(start) {
-            let body = self.objects.get(object).await?;
-            let text = String::from_utf8(body).map_err(|e| RestoreError::Unreadable(object.clone(), e.to_string()))?;
-            let from = match &checkpoint {
-                Some((at, line)) if at == object && index == start => *line,
+        let names = journal_objects(&self.objects, self.keys.prefix(), name).await?;
+        let start = match &at {
+            Some((object, _)) => names
+                .iter()
+                .position(|n| n == object)
+                .ok_or_else(|| RestoreError::Unreadable(object.clone(), "the restore's checkpoint names an object that is gone".into()))?,
+            None => 0,
+        };
+        for (index, object) in names.iter().enumerate().skip(start) {
+            let lines = read_lines(&self.objects, object).await?;
+            let from = match &at {
+                Some((_, line)) if index == start => *line,
                 _ => 0,
             };
-            for (number, text) in text.lines().enumerate().skip(from) {
+            for (number, line) in lines.iter().enumerate().skip(from) {
                 // Every call makes progress: at least one line before the deadline counts.
                 if report.replayed > 0 && Utc::now() >= deadline {
-                    journal::save_restore_checkpoint(&mut conn, &keys, object, number).await?;
+                    journal::save_restore_checkpoint(conn, keys, object, number).await?;
                     return Ok(report);
                 }
-                let line: Line = serde_json::from_str(text).map_err(|e| RestoreError::Unreadable(object.clone(), e.to_string()))?;
-                report.count(&line.id, self.replayer.replay(name, &line).await?);
+                match self.replayer.replay(name, line).await {
+                    Ok(replayed) => report.count(&line.id, replayed),
+                    Err(error) => {
+                        // Redis failed on this line: the next invocation starts with it.
+                        let _ = journal::save_restore_checkpoint(conn, keys, object, number).await;
+                        return Err(error.into());
+                    }
+                }
             }
             if let Some(next) = names.get(index + 1) {
-                journal::save_restore_checkpoint(&mut conn, &keys, &next.3, 0).await?;
+                journal::save_restore_checkpoint(conn, keys, next, 0).await?;
             }
         }
-        journal::clear_restore_checkpoint(&mut conn, &keys).await?;
+        journal::finish_restore(conn, keys).await?;
         report.status = Status::Complete;
         Ok(report)
     }
@@ -165,6 +208,26 @@ impl<O: Objects> Restorer<O> {
         let mut conn = self.store.connection().await?;
         Ok(journal::any_members(&mut conn, &self.keys.board(name), &current_periods(board, (self.clock)())).await?)
     }
+}
+
+/// The names of every object of `board`'s journal, in the board's order of writes.
+pub(crate) async fn journal_objects<O: Objects>(objects: &O, prefix: &str, board: &str) -> Result<Vec<String>, RestoreError> {
+    let mut names: Vec<((String, u64, u64), String)> = objects
+        .list(&board_objects(prefix, board))
+        .await?
+        .into_iter()
+        .filter_map(|name| object_order(&name).map(|order| (order, name)))
+        .collect();
+    names.sort();
+    Ok(names.into_iter().map(|(_, name)| name).collect())
+}
+
+/// An object's lines.
+pub(crate) async fn read_lines<O: Objects>(objects: &O, name: &str) -> Result<Vec<Line>, RestoreError> {
+    let unreadable = |e: &dyn std::fmt::Display| RestoreError::Unreadable(name.to_owned(), e.to_string());
+    let body = objects.get(name).await?;
+    let text = String::from_utf8(body).map_err(|e| unreadable(&e))?;
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).map_err(|e| unreadable(&e))).collect()
 }
 
 impl BoardRestore {

@@ -88,6 +88,17 @@ impl Period {
         Self::containing(kind, local_midnight(date, tz).with_timezone(&Utc), tz)
     }
 
+    /// The period of `kind` whose id is `id` (`2026-11-22`, `2026-11`, `all`) in `tz`.
+    pub fn named(kind: PeriodKind, id: &str, tz: Tz) -> Result<Self, DateError> {
+        let day = match kind {
+            PeriodKind::Day => parse_day(id)?,
+            PeriodKind::Month | PeriodKind::Season => parse_month(id)?,
+            PeriodKind::All if id == "all" => FIRST_DATE,
+            PeriodKind::All => return Err(DateError::Malformed),
+        };
+        Ok(Self::on_date(kind, day, tz))
+    }
+
     /// What clients show about the period: its id, when it started and when it resets.
     pub fn info(&self) -> PeriodInfo {
         PeriodInfo {

@@ -12,7 +12,19 @@ use crate::redis::store::Connection;
 
 /// The oldest `count` entries of a board's journal, oldest first, as lines of board `board`.
 pub async fn oldest(conn: &mut Connection, keys: &BoardKeys, board: &str, count: usize) -> Result<Vec<Line>, StoreError> {
-    let reply: StreamRangeReply = conn.xrange_count(keys.journal(), "-", "+", count).await?;
+    after(conn, keys, board, None, count).await
+}
+
+/// Up to `count` entries after stream id `after` (from the oldest when `None`), oldest first.
+pub async fn after(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    board: &str,
+    after: Option<&str>,
+    count: usize,
+) -> Result<Vec<Line>, StoreError> {
+    let start = after.map_or_else(|| "-".to_owned(), |id| format!("({id}"));
+    let reply: StreamRangeReply = conn.xrange_count(keys.journal(), start, "+", count).await?;
     Ok(reply
         .ids
         .iter()
@@ -41,20 +53,53 @@ pub async fn len(conn: &mut Connection, keys: &BoardKeys) -> Result<usize, Store
     Ok(conn.xlen(keys.journal()).await?)
 }
 
-/// Where a restore of the board stands: the object and line to go on from, if one is under way.
-pub async fn restore_checkpoint(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<(String, usize)>, StoreError> {
-    let (object, line): (Option<String>, Option<usize>) =
-        redis::cmd("HMGET").arg(keys.restore_checkpoint()).arg("object").arg("line").query_async(conn).await?;
-    Ok(object.zip(line))
+/// Where a restore of a board stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// None under way.
+    Fresh,
+    /// Go on from this object's line.
+    At(String, usize),
+    /// Completed (in the last `RESTORED_MARK_SECS`).
+    Done,
 }
 
-pub async fn save_restore_checkpoint(conn: &mut Connection, keys: &BoardKeys, object: &str, line: usize) -> Result<(), StoreError> {
-    let _: () = conn.hset_multiple(keys.restore_checkpoint(), &[("object", object.to_owned()), ("line", line.to_string())]).await?;
+/// How long a completed restore is remembered: a later `{"restore": {}}` of every board skips it.
+const RESTORED_MARK_SECS: i64 = 24 * 3600;
+
+pub async fn restore_checkpoint(conn: &mut Connection, keys: &BoardKeys) -> Result<Checkpoint, StoreError> {
+    let (object, line, done): (Option<String>, Option<usize>, Option<String>) =
+        redis::cmd("HMGET").arg(keys.restore_checkpoint()).arg("object").arg("line").arg("done").query_async(conn).await?;
+    Ok(match (object.zip(line), done) {
+        (_, Some(_)) => Checkpoint::Done,
+        (Some((object, line)), None) => Checkpoint::At(object, line),
+        (None, None) => Checkpoint::Fresh,
+    })
+}
+
+/// Marks the board's restore complete (for `RESTORED_MARK_SECS`).
+pub async fn finish_restore(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+    let key = keys.restore_checkpoint();
+    let _: () = redis::pipe().atomic().del(&key).hset(&key, "done", 1).expire(&key, RESTORED_MARK_SECS).query_async(conn).await?;
     Ok(())
 }
 
-pub async fn clear_restore_checkpoint(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
-    let _: () = conn.del(keys.restore_checkpoint()).await?;
+/// Takes the board's restore lock for `lease_ms` unless another restore holds it.
+pub async fn lock_restore(conn: &mut Connection, keys: &BoardKeys, lease_ms: u64) -> Result<bool, StoreError> {
+    let set: Option<String> = redis::cmd("SET").arg(keys.restore_lock()).arg(1).arg("NX").arg("PX").arg(lease_ms).query_async(conn).await?;
+    Ok(set.is_some())
+}
+
+pub async fn unlock_restore(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+    let _: () = conn.del(keys.restore_lock()).await?;
+    Ok(())
+}
+
+/// Records that the board's restore goes on from `object`'s `line` (no longer done, if it was).
+pub async fn save_restore_checkpoint(conn: &mut Connection, keys: &BoardKeys, object: &str, line: usize) -> Result<(), StoreError> {
+    let key = keys.restore_checkpoint();
+    let fields = [("object", object.to_owned()), ("line", line.to_string())];
+    let _: () = redis::pipe().atomic().hdel(&key, "done").hset_multiple(&key, &fields).persist(&key).query_async(conn).await?;
     Ok(())
 }
 
@@ -67,4 +112,21 @@ pub async fn any_members(conn: &mut Connection, keys: &BoardKeys, periods: &[cra
         }
     }
     Ok(false)
+}
+
+/// Every member of a period's board with its composite, best first.
+pub async fn members(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    period: &crate::domain::period::Period,
+) -> Result<Vec<(String, f64)>, StoreError> {
+    Ok(conn.zrevrange_withscores(keys.period(period), 0, -1).await?)
+}
+
+/// Deletes `names` (a shadow replay's keys, once compared).
+pub async fn delete(conn: &mut Connection, names: &[String]) -> Result<(), StoreError> {
+    for name in names {
+        let _: () = conn.del(name).await?;
+    }
+    Ok(())
 }

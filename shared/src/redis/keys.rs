@@ -15,6 +15,11 @@ use chrono::{DateTime, Utc};
 use crate::domain::period::Period;
 
 const VERSION: &str = "v1";
+/// How long a shadow replay's keys outlive it at most (see `Keys::shadow`).
+pub const SHADOW_TTL_SECS: i64 = 600;
+/// How long a replay keeps a key that would have expired by now: long enough for the rest of
+/// the replay to read it (a day's later events need its ledger and caps), then it goes.
+pub const REPLAY_EXPIRED_TTL_SECS: i64 = 3600;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
@@ -23,6 +28,8 @@ pub struct Keys {
     journal: bool,
     /// Writes are a restore's replay of the journal (`replaying`).
     replay: bool,
+    /// Every key a write creates expires within this many seconds (`shadow`).
+    ttl_cap: Option<i64>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +41,7 @@ impl Keys {
         let ok = !prefix.is_empty()
             && prefix.len() <= 64
             && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
-        if ok { Ok(Self { prefix: prefix.to_owned(), journal: false, replay: false }) } else { Err(BadPrefix) }
+        if ok { Ok(Self { prefix: prefix.to_owned(), journal: false, replay: false, ttl_cap: None }) } else { Err(BadPrefix) }
     }
 
     pub fn prefix(&self) -> &str {
@@ -61,8 +68,22 @@ impl Keys {
         self
     }
 
+    /// Keys no reader sees, for a replay of the journal that is compared and thrown away
+    /// (verify, rule dry-runs): `<prefix>:shadow-<run>:…`, in each board's slot as the live
+    /// keys are; every key a write creates there expires within `SHADOW_TTL_SECS`.
+    pub fn shadow(&self, run: u64) -> Result<Self, BadPrefix> {
+        let mut keys = Keys::new(&format!("{}:shadow-{run}", self.prefix))?.replaying();
+        keys.ttl_cap = Some(SHADOW_TTL_SECS);
+        Ok(keys)
+    }
+
     pub fn board(&self, board: &str) -> BoardKeys {
-        BoardKeys { base: format!("{}:{VERSION}:{{{board}}}", self.prefix), journal: self.journal, replay: self.replay }
+        BoardKeys {
+            base: format!("{}:{VERSION}:{{{board}}}", self.prefix),
+            journal: self.journal,
+            replay: self.replay,
+            ttl_cap: self.ttl_cap,
+        }
     }
 
     pub fn profile(&self, user_id: &str) -> String {
@@ -81,6 +102,7 @@ pub struct BoardKeys {
     base: String,
     journal: bool,
     replay: bool,
+    ttl_cap: Option<i64>,
 }
 
 impl BoardKeys {
@@ -163,9 +185,14 @@ impl BoardKeys {
     }
 
     /// Where a restore of this board from the journal stands (a hash: the object and line to
-    /// go on from), while one is under way.
+    /// go on from, or `done` for a day once it completed).
     pub fn restore_checkpoint(&self) -> String {
         format!("{}:restore", self.base)
+    }
+
+    /// Held by the one restore of this board running (a string with a lease).
+    pub fn restore_lock(&self) -> String {
+        format!("{}:restore-lock", self.base)
     }
 
     /// Whether writes append to `journal`.
@@ -175,12 +202,17 @@ impl BoardKeys {
 
     /// A TTL as the scripts take it (seconds from the write's `now`; 0: none). A replay's `now`
     /// is the original write's, so it gives the key what is left of the original's TTL on the
-    /// real clock: a key that would have expired by now lives one second.
+    /// real clock; a key that would have expired by now lives `REPLAY_EXPIRED_TTL_SECS` more.
     pub fn ttl(&self, secs: i64, now: DateTime<Utc>) -> i64 {
-        if !self.replay || secs <= 0 {
-            return secs;
+        let left = match secs - (Utc::now() - now).num_seconds() {
+            _ if !self.replay || secs <= 0 => secs,
+            left if left <= 0 => REPLAY_EXPIRED_TTL_SECS,
+            left => left,
+        };
+        match self.ttl_cap {
+            Some(cap) if left == 0 || left > cap => cap,
+            _ => left,
         }
-        (secs - (Utc::now() - now).num_seconds()).max(1)
     }
 
     /// The board's audit log of admin actions (bans, corrections), newest first.
@@ -244,6 +276,7 @@ mod tests {
             board.frozen(&day),
             board.journal(),
             board.restore_checkpoint(),
+            board.restore_lock(),
         ];
         for key in &keys {
             assert_eq!(hash_tag(key), "activity", "{key}");
@@ -278,6 +311,7 @@ mod tests {
         Audit(String),
         Journal(String),
         Restore(String),
+        RestoreLock(String),
         HotBucket(String, i64),
         HotBoard(String),
         HotNext(String),
@@ -303,6 +337,7 @@ mod tests {
             Spec::Audit(b) => keys.board(b).audit(),
             Spec::Journal(b) => keys.board(b).journal(),
             Spec::Restore(b) => keys.board(b).restore_checkpoint(),
+            Spec::RestoreLock(b) => keys.board(b).restore_lock(),
             Spec::HotBucket(b, hour) => keys.board(b).hot_bucket(chrono::DateTime::from_timestamp(hour * 3600, 0).unwrap()),
             Spec::HotBoard(b) => keys.board(b).hot_board(),
             Spec::HotNext(b) => keys.board(b).hot_board_next(),
@@ -372,6 +407,7 @@ mod tests {
                 board().prop_map(Spec::Audit),
                 board().prop_map(Spec::Journal),
                 board().prop_map(Spec::Restore),
+                board().prop_map(Spec::RestoreLock),
                 (board(), 0i64..3).prop_map(|(b, h)| Spec::HotBucket(b, h)),
                 board().prop_map(Spec::HotBoard),
                 board().prop_map(Spec::HotNext),
@@ -404,9 +440,16 @@ mod tests {
         let hour_ago = Utc::now() - chrono::Duration::hours(1);
         assert_eq!(live.ttl(7200, hour_ago), 7200);
         assert!((3599..=3600).contains(&replay.ttl(7200, hour_ago)), "{}", replay.ttl(7200, hour_ago));
-        assert_eq!(replay.ttl(1800, hour_ago), 1, "expired by now: one second");
+        assert_eq!(replay.ttl(1800, hour_ago), REPLAY_EXPIRED_TTL_SECS, "expired by now: kept for the rest of the replay");
         assert_eq!(replay.ttl(0, hour_ago), 0, "none stays none");
         assert!(!replay.journaled(), "a replay journals nothing");
+        let shadow = Keys::new("st").unwrap().shadow(7).unwrap().board("points");
+        assert_eq!((shadow.ttl(0, hour_ago), shadow.ttl(7200, hour_ago)), (SHADOW_TTL_SECS, SHADOW_TTL_SECS));
+        assert!(
+            shadow
+                .period(&Period::on_date(PeriodKind::All, NaiveDate::from_ymd_opt(2026, 1, 1).unwrap(), chrono_tz::UTC))
+                .starts_with("st:shadow-7:v1:{points}:")
+        );
     }
 
     #[test]

@@ -96,13 +96,9 @@ pub fn correction_periods(
             let kind = PeriodKind::parse(kind)
                 .filter(|kind| board.periods.contains(kind))
                 .ok_or_else(|| bad(format!("board {:?} has no period {kind:?}", board.name)))?;
-            let day = match kind {
-                PeriodKind::Day => crate::domain::period::parse_day(id),
-                PeriodKind::Month | PeriodKind::Season => crate::domain::period::parse_month(id),
-                PeriodKind::All if id == "all" => Ok(now.with_timezone(&board.timezone).date_naive()),
-                PeriodKind::All => Err(crate::domain::period::DateError::Malformed),
-            };
-            let day = day.map_err(|e| bad(format!("period_id {id:?} of a {} period: {e}", kind.as_str())))?;
+            let named =
+                Period::named(kind, id, board.timezone).map_err(|e| bad(format!("period_id {id:?} of a {} period: {e}", kind.as_str())))?;
+            let day = named.start.map_or_else(|| now.with_timezone(&board.timezone).date_naive(), |start| start.date_naive());
             let kinds = if only_named {
                 vec![kind]
             } else {

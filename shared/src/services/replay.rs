@@ -48,13 +48,16 @@ pub struct Replayer {
     scores: Scores,
     sign_ins: SignIns,
     moderation: Moderation,
+    sign_in_board: Option<String>,
 }
 
 impl Replayer {
     /// `keys` as the live functions use them; the replayer's own journal nothing.
     pub fn new(config: Arc<Config>, keys: Keys, store: Store) -> Self {
         let keys = keys.replaying();
+        let sign_in_board = config.sign_in_board().map(|board| board.name.clone());
         Self {
+            sign_in_board,
             ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
             scores: Scores::new(config.clone(), keys.clone(), store.clone()),
             sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
@@ -88,6 +91,9 @@ impl Replayer {
             }
             "sign_in" => {
                 let request: SignInRequest = parse(fields).map_err(malformed)?;
+                if self.sign_in_board.as_deref() != Some(board) {
+                    return Ok(Replayed::Refused(format!("board {board:?} takes no sign-ins now")));
+                }
                 match self.sign_ins.record(&request, at).await {
                     Ok(receipt) => Ok(if receipt.duplicate { Replayed::Duplicate } else { Replayed::Applied }),
                     Err(crate::services::sign_ins::SignInError::Store(error)) => Err(error.into()),

@@ -204,7 +204,7 @@ fn event_block(
     let plan = event.plan;
     let slot = MarkerSlot::of(event.event_id);
     let day_ledger = keys.day_ledger(event.member, &plan.day.id);
-    let day_ledger_ttl = keys.ttl(ttl_secs(plan.day.end.map(|end| end.timestamp() + LEDGER_RETENTION_SECS), now), now);
+    let day_ledger_ttl = ttl_secs(plan.day.end.map(|end| end.timestamp() + LEDGER_RETENTION_SECS), now);
     let (ledger, ledger_ttl) = match plan.ledger {
         Ledger::Day | Ledger::None => (day_ledger.clone(), day_ledger_ttl),
         Ledger::Lifetime => (keys.lifetime_ledger(event.member), 0),
@@ -229,8 +229,8 @@ fn event_block(
         .index(key_list.add(call, day_ledger))
         .text(cap_field)
         .number(cap)
-        .text(ledger_ttl.to_string())
-        .text(day_ledger_ttl.to_string())
+        .text(keys.ttl(ledger_ttl, now).to_string())
+        .text(keys.ttl(day_ledger_ttl, now).to_string())
         .text(event.first_delivery.map_or("", |refusal| refusal.code()))
         .index(key_list.add(call, keys.rate_log(event.member, &plan.rule.action)))
         .number(i64::from(rate.max))
