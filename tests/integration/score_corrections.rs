@@ -126,3 +126,23 @@ async fn changes_a_board_does_not_take_are_clear_errors_that_write_nothing() {
     assert_eq!((got.as_u16(), reply["error"]["code"].as_str()), (404, Some("unknown_board")), "not configured here: {reply}");
     assert_eq!(app.keyspace().await, before);
 }
+
+/// Around midnight a removal's live periods include a day the member never reached (the day
+/// before, still open to late events) or one that has not started (the next, open to a clock
+/// ahead): the removal still applies, where the member is and where they are not.
+#[tokio::test]
+async fn a_removal_around_midnight_applies_to_every_live_day_whether_the_member_is_there_or_not() {
+    for (label, now) in [("just before midnight", "2026-11-22T23:59:40Z"), ("just after", "2026-11-23T00:05:00Z")] {
+        let app = spawn_ingest_with(game("best", "desc")).await;
+        app.set_now(at(now));
+        submit(&app, "s1", "cheater", 500).await;
+        submit(&app, "s2", "ann", 300).await;
+        let (status, reply) = correct(&app, "cheater", json!({"remove": true, "reason": "cheated"})).await;
+        assert_eq!(status, 200, "{label}: {reply}");
+        let deltas: Vec<i64> = reply["periods"].as_array().unwrap().iter().map(|p| p["delta"].as_i64().unwrap()).collect();
+        assert_eq!(deltas.len(), 3, "{label}: two days and all-time: {reply}");
+        assert_eq!(deltas.iter().filter(|&&d| d == 0).count(), 1, "{label}: nothing to remove on the other day: {reply}");
+        assert_eq!(top(&app, "day").await, [("ann".to_owned(), 300)], "{label}");
+        assert_eq!(top(&app, "all").await, [("ann".to_owned(), 300)], "{label}");
+    }
+}

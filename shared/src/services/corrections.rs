@@ -155,7 +155,11 @@ impl Moderation {
         let periods: Vec<(Period, i64)> = periods
             .into_iter()
             .map(|period| {
-                let time_part = scores::scale(board, &period).time_part(now)?;
+                // A period that has not started yet (the next day, open to a clock ahead of
+                // ours) is reached no earlier than its start: a score board's time parts count
+                // from there.
+                let reached = period.start.map_or(now, |start| now.max(start.with_timezone(&Utc)));
+                let time_part = scores::scale(board, &period).time_part(reached)?;
                 Ok((period, time_part))
             })
             .collect::<Result<_, crate::domain::tiebreak::RangeError>>()?;

@@ -108,7 +108,8 @@ for i = 1, boards do
     entry.rank = redis.call('ZREVRANK', key, member) + 1
   else
     if held then remove_member(key, KEYS[1], period(i, 0), period(i, 1), member) end
-    entry.delta = -before
+    -- 0 - before, not -before: a member absent from a period has 0, and -0 is not a JSON integer.
+    entry.delta = 0 - before
     if points_board then entry.score = 0 else entry.removed = true end
   end
   if statements then
