@@ -5,8 +5,6 @@
 use std::time::Duration;
 
 use aws_sdk_s3::Client;
-use aws_sdk_s3::config::retry::RetryConfig;
-use aws_sdk_s3::config::timeout::TimeoutConfig;
 use aws_sdk_s3::primitives::ByteStream;
 
 /// What storing a new object did.
@@ -52,18 +50,10 @@ impl S3Objects {
     }
 }
 
-/// An S3 client on the TLS stack the other functions use (rustls with ring), up to 3 attempts of
-/// 10 s each. `AWS_ENDPOINT_URL_S3` points it at a local endpoint (moto_server), which is then
-/// addressed by path, not by a bucket's host name.
+/// An S3 client, up to 3 attempts of 10 s each. `AWS_ENDPOINT_URL_S3` points it at a local
+/// endpoint (moto_server), which is then addressed by path, not by a bucket's host name.
 pub async fn s3_client() -> Client {
-    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
-    let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(https)
-        .retry_config(RetryConfig::standard().with_max_attempts(3))
-        .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(Duration::from_secs(10)).build())
-        .load()
-        .await;
+    let sdk = standings::runtime::aws::sdk_config(3, Duration::from_secs(10)).await;
     let local = std::env::var("AWS_ENDPOINT_URL_S3").is_ok_and(|url| !url.is_empty());
     Client::from_conf(aws_sdk_s3::config::Builder::from(&sdk).force_path_style(local).build())
 }

@@ -5,8 +5,6 @@
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
-use aws_sdk_sqs::config::retry::RetryConfig;
-use aws_sdk_sqs::config::timeout::TimeoutConfig;
 use aws_sdk_sqs::types::MessageAttributeValue;
 
 pub const DEAD_LETTER_QUEUE_ENV: &str = "STANDINGS_DEAD_LETTER_QUEUE_URL";
@@ -14,18 +12,10 @@ pub const DEAD_LETTER_QUEUE_ENV: &str = "STANDINGS_DEAD_LETTER_QUEUE_URL";
 /// SQS caps a message attribute with the message at 256 KB; a reason needs far less.
 const MAX_REASON_BYTES: usize = 1024;
 
-/// An SQS client on the TLS stack the other functions use (rustls with ring), up to 3 attempts
-/// of 5 s each; `AWS_ENDPOINT_URL_SQS` points it at a local endpoint.
+/// An SQS client, up to 3 attempts of 5 s each; `AWS_ENDPOINT_URL_SQS` points it at a local
+/// endpoint.
 pub async fn sqs_client() -> Client {
-    use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
-    let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .http_client(https)
-        .retry_config(RetryConfig::standard().with_max_attempts(3))
-        .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(Duration::from_secs(5)).build())
-        .load()
-        .await;
-    Client::new(&sdk)
+    Client::new(&standings::runtime::aws::sdk_config(3, Duration::from_secs(5)).await)
 }
 
 #[derive(Clone)]

@@ -28,8 +28,6 @@ use std::future::Future;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, WriteRequest};
 
@@ -94,15 +92,7 @@ impl SeasonTable {
 
     /// As [`connect`](Self::connect), for slower endpoints (local emulators).
     pub async fn connect_with_attempt_timeout(name: impl Into<String>, attempt_timeout: Duration) -> Self {
-        use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
-        let https = aws_smithy_http_client::Builder::new().tls_provider(Provider::Rustls(CryptoMode::Ring)).build_https();
-        let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .http_client(https)
-            .retry_config(RetryConfig::standard().with_max_attempts(5))
-            .timeout_config(TimeoutConfig::builder().operation_attempt_timeout(attempt_timeout).build())
-            .load()
-            .await;
-        Self::new(Client::new(&sdk), name)
+        Self::new(Client::new(&crate::runtime::aws::sdk_config(5, attempt_timeout).await), name)
     }
 
     pub fn name(&self) -> &str {
