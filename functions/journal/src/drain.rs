@@ -19,7 +19,7 @@ use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::runtime::metrics::{Metrics, Unit};
 
-use crate::objects::{ObjectError, Objects, Put};
+use standings::archive::objects::{ObjectError, Objects, Put, object_name};
 
 /// Entries read (and stored as one object at most) per step.
 pub const CHUNK_ENTRIES: usize = 5000;
@@ -65,26 +65,6 @@ pub struct Drainer<O> {
     objects: O,
     metrics: Metrics,
     chunk: usize,
-}
-
-/// The object holding a chunk whose first entry is `first_id`, written on UTC `date` (Hive-style
-/// partitions: Athena and DuckDB read `prefix`, `board` and `dt` as columns; `dt`, since a sign-in has a `date` of its own).
-pub fn object_name(prefix: &str, board: &str, date: &str, first_id: &str) -> String {
-    format!("{}dt={date}/{first_id}.jsonl", board_objects(prefix, board))
-}
-
-/// The folder of every object of one board's journal.
-pub fn board_objects(prefix: &str, board: &str) -> String {
-    format!("journal/prefix={prefix}/board={board}/")
-}
-
-/// Where an object of `board_objects` stands in the board's order of writes: its date, then its
-/// first stream id as numbers (`…-10` after `…-9`). `None` for a name the drain does not write.
-pub fn object_order(name: &str) -> Option<(String, u64, u64)> {
-    let (folder, file) = name.rsplit_once('/')?;
-    let date = folder.rsplit_once("/dt=")?.1;
-    let (ms, seq) = file.strip_suffix(".jsonl")?.split_once('-')?;
-    Some((date.to_owned(), ms.parse().ok()?, seq.parse().ok()?))
 }
 
 impl<O: Objects> Drainer<O> {
@@ -200,19 +180,5 @@ mod tests {
         assert_eq!(String::from_utf8(body.clone()).unwrap().lines().count(), 2);
         assert_eq!(ids(&body), Some(("1-0".to_owned(), "1-1".to_owned())));
         assert_eq!(ids(b"not json\n"), None);
-    }
-
-    #[test]
-    fn objects_sort_by_date_then_stream_id() {
-        let name = |id: &str| object_name("st", "points", "2026-11-22", id);
-        assert!(object_order(&name("5-9")) < object_order(&name("5-10")));
-        assert!(object_order(&name("9-0")) < object_order(&name("10-0")));
-        assert!(object_order(&object_name("st", "points", "2026-11-21", "99-0")) < object_order(&name("5-0")));
-        assert_eq!(object_order("journal/prefix=st/board=points/readme.txt"), None);
-    }
-
-    #[test]
-    fn objects_are_partitioned_by_board_and_date() {
-        assert_eq!(object_name("st", "points", "2026-11-22", "17-0"), "journal/prefix=st/board=points/dt=2026-11-22/17-0.jsonl");
     }
 }

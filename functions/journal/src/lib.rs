@@ -5,7 +5,6 @@
 //! boards with their journal and `{"dry_run": {…}}` replays one under candidate rules (`shadow`).
 
 mod drain;
-mod objects;
 mod restore;
 mod shadow;
 
@@ -21,10 +20,11 @@ use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::runtime::metrics::Metrics;
 
-pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC, board_objects, object_name};
-pub use objects::{ObjectError, Objects, Put, S3Objects, s3_client};
+pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC};
 pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
 pub use shadow::{Checker, DryRunReport, DryRunRequest, MISMATCH_METRIC, VerifyReport};
+pub use standings::archive::objects::{ObjectError, Objects, Put, board_objects, object_name};
+pub use standings::archive::s3::{S3Objects, s3_client};
 
 /// The `Function` dimension of this function's metrics.
 pub const FUNCTION: &str = "journal";

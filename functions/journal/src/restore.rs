@@ -12,7 +12,6 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use standings::Clock;
 use standings::domain::config::Config;
-use standings::domain::journal::Line;
 use standings::redis::error::StoreError;
 use standings::redis::journal::{self, Checkpoint};
 use standings::redis::keys::{BoardKeys, Keys};
@@ -20,8 +19,7 @@ use standings::redis::store::{Connection, Store};
 use standings::services::moderation::current_periods;
 use standings::services::replay::{ReplayError, Replayed, Replayer};
 
-use crate::drain::{board_objects, object_order};
-use crate::objects::{ObjectError, Objects};
+use standings::archive::objects::{ObjectError, Objects, ReadError, journal_objects, read_lines};
 
 /// Refused lines listed in a report (the count covers them all).
 const LISTED_REFUSALS: usize = 20;
@@ -210,24 +208,13 @@ impl<O: Objects> Restorer<O> {
     }
 }
 
-/// The names of every object of `board`'s journal, in the board's order of writes.
-pub(crate) async fn journal_objects<O: Objects>(objects: &O, prefix: &str, board: &str) -> Result<Vec<String>, RestoreError> {
-    let mut names: Vec<((String, u64, u64), String)> = objects
-        .list(&board_objects(prefix, board))
-        .await?
-        .into_iter()
-        .filter_map(|name| object_order(&name).map(|order| (order, name)))
-        .collect();
-    names.sort();
-    Ok(names.into_iter().map(|(_, name)| name).collect())
-}
-
-/// An object's lines.
-pub(crate) async fn read_lines<O: Objects>(objects: &O, name: &str) -> Result<Vec<Line>, RestoreError> {
-    let unreadable = |e: &dyn std::fmt::Display| RestoreError::Unreadable(name.to_owned(), e.to_string());
-    let body = objects.get(name).await?;
-    let text = String::from_utf8(body).map_err(|e| unreadable(&e))?;
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).map_err(|e| unreadable(&e))).collect()
+impl From<ReadError> for RestoreError {
+    fn from(error: ReadError) -> Self {
+        match error {
+            ReadError::Unavailable(error) => RestoreError::Objects(error),
+            ReadError::Unreadable(name, why) => RestoreError::Unreadable(name, why),
+        }
+    }
 }
 
 impl BoardRestore {

@@ -22,8 +22,8 @@ use standings::runtime::metrics::{Metrics, Unit};
 use standings::services::moderation::current_periods;
 use standings::services::replay::{Replayed, Replayer};
 
-use crate::objects::Objects;
-use crate::restore::{RestoreError, journal_objects, read_lines};
+use crate::restore::RestoreError;
+use standings::archive::objects::{Objects, journal_objects, read_lines};
 
 /// Members differing between Redis and its journal, after a verify (dimension `Board`).
 pub const MISMATCH_METRIC: &str = "JournalMismatch";

@@ -1,10 +1,14 @@
 //! Season archives: freezing a finished season in Redis (`freeze`), the DynamoDB table that
 //! keeps it (`table`), the job that copies one into the other (`job`) and when it runs
-//! (`schedule`); `table` and `job` need the cargo feature `dynamodb`.
+//! (`schedule`); `table` and `job` need the cargo feature `dynamodb`. The journal's objects
+//! (`objects`: names, order, lines) and its S3 bucket (`s3`, cargo feature `s3`).
 
 pub mod freeze;
 #[cfg(feature = "dynamodb")]
 pub mod job;
+pub mod objects;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod schedule;
 #[cfg(feature = "dynamodb")]
 pub mod table;

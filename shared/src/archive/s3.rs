@@ -1,32 +1,12 @@
-//! Where drained journal entries go: objects that are written once and never replaced, so a
-//! drain that stopped between storing a chunk and trimming it (a crash, the deadline) cannot
-//! store its entries twice, and two drains racing cannot shrink what the other stored.
+//! The journal bucket in S3 (cargo feature `s3`): the `Objects` the `journal` function drains
+//! to and restores from, and the void route reads.
 
 use std::time::Duration;
 
 use aws_sdk_s3::Client;
 use aws_sdk_s3::primitives::ByteStream;
 
-/// What storing a new object did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Put {
-    Created,
-    /// An object of that name was already there: left as it was.
-    Exists,
-}
-
-#[derive(Debug, thiserror::Error)]
-#[error("the journal bucket: {0}")]
-pub struct ObjectError(pub String);
-
-/// A bucket of objects, each written at most once.
-pub trait Objects: Send + Sync {
-    /// Stores `body` as `key` unless an object of that name exists.
-    fn put_new(&self, key: &str, body: Vec<u8>) -> impl Future<Output = Result<Put, ObjectError>> + Send;
-    fn get(&self, key: &str) -> impl Future<Output = Result<Vec<u8>, ObjectError>> + Send;
-    /// The names of every object under `prefix`.
-    fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, ObjectError>> + Send;
-}
+use super::objects::{ObjectError, Objects, Put};
 
 /// The journal bucket in S3 (`STANDINGS_JOURNAL_BUCKET`). Objects are created with
 /// `If-None-Match: *`, which S3 refuses (412) when the name is taken.
@@ -53,7 +33,7 @@ impl S3Objects {
 /// An S3 client, up to 3 attempts of 10 s each. `AWS_ENDPOINT_URL_S3` points it at a local
 /// endpoint (moto_server), which is then addressed by path, not by a bucket's host name.
 pub async fn s3_client() -> Client {
-    let sdk = standings::runtime::aws::sdk_config(3, Duration::from_secs(10)).await;
+    let sdk = crate::runtime::aws::sdk_config(3, Duration::from_secs(10)).await;
     let local = std::env::var("AWS_ENDPOINT_URL_S3").is_ok_and(|url| !url.is_empty());
     Client::from_conf(aws_sdk_s3::config::Builder::from(&sdk).force_path_style(local).build())
 }

@@ -1,0 +1,99 @@
+//! Where drained journal entries go (docs/journal.md): objects that are written once and never replaced, so a
+//! drain that stopped between storing a chunk and trimming it (a crash, the deadline) cannot
+//! store its entries twice, and two drains racing cannot shrink what the other stored.
+
+use crate::domain::journal::Line;
+
+/// What storing a new object did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Put {
+    Created,
+    /// An object of that name was already there: left as it was.
+    Exists,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the journal bucket: {0}")]
+pub struct ObjectError(pub String);
+
+/// A bucket of objects, each written at most once.
+pub trait Objects: Send + Sync {
+    /// Stores `body` as `key` unless an object of that name exists.
+    fn put_new(&self, key: &str, body: Vec<u8>) -> impl Future<Output = Result<Put, ObjectError>> + Send;
+    fn get(&self, key: &str) -> impl Future<Output = Result<Vec<u8>, ObjectError>> + Send;
+    /// The names of every object under `prefix`.
+    fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, ObjectError>> + Send;
+}
+
+/// The object holding a chunk whose first entry is `first_id`, written on UTC `date` (Hive-style
+/// partitions: Athena and DuckDB read `prefix`, `board` and `dt` as columns; `dt`, since a sign-in has a `date` of its own).
+pub fn object_name(prefix: &str, board: &str, date: &str, first_id: &str) -> String {
+    format!("{}{first_id}.jsonl", date_objects(prefix, board, date))
+}
+
+/// The folder of one board's objects of one UTC date (`YYYY-MM-DD`).
+pub fn date_objects(prefix: &str, board: &str, date: &str) -> String {
+    format!("{}dt={date}/", board_objects(prefix, board))
+}
+
+/// The folder of every object of one board's journal.
+pub fn board_objects(prefix: &str, board: &str) -> String {
+    format!("journal/prefix={prefix}/board={board}/")
+}
+
+/// Where an object of `board_objects` stands in the board's order of writes: its date, then its
+/// first stream id as numbers (`…-10` after `…-9`). `None` for a name the drain does not write.
+pub fn object_order(name: &str) -> Option<(String, u64, u64)> {
+    let (folder, file) = name.rsplit_once('/')?;
+    let date = folder.rsplit_once("/dt=")?.1;
+    let (ms, seq) = file.strip_suffix(".jsonl")?.split_once('-')?;
+    Some((date.to_owned(), ms.parse().ok()?, seq.parse().ok()?))
+}
+
+/// Why a board's journal objects could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Unavailable(#[from] ObjectError),
+    #[error("object {0}: {1}")]
+    Unreadable(String, String),
+}
+
+/// The names of every object of `board`'s journal, in the board's order of writes.
+pub async fn journal_objects<O: Objects>(objects: &O, prefix: &str, board: &str) -> Result<Vec<String>, ObjectError> {
+    let mut names: Vec<((String, u64, u64), String)> = objects
+        .list(&board_objects(prefix, board))
+        .await?
+        .into_iter()
+        .filter_map(|name| object_order(&name).map(|order| (order, name)))
+        .collect();
+    names.sort();
+    Ok(names.into_iter().map(|(_, name)| name).collect())
+}
+
+/// An object's lines.
+pub async fn read_lines<O: Objects>(objects: &O, name: &str) -> Result<Vec<Line>, ReadError> {
+    let unreadable = |e: &dyn std::fmt::Display| ReadError::Unreadable(name.to_owned(), e.to_string());
+    let body = objects.get(name).await?;
+    let text = String::from_utf8(body).map_err(|e| unreadable(&e))?;
+    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).map_err(|e| unreadable(&e))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objects_sort_by_date_then_stream_id() {
+        let name = |id: &str| object_name("st", "points", "2026-11-22", id);
+        assert!(object_order(&name("5-9")) < object_order(&name("5-10")));
+        assert!(object_order(&name("9-0")) < object_order(&name("10-0")));
+        assert!(object_order(&object_name("st", "points", "2026-11-21", "99-0")) < object_order(&name("5-0")));
+        assert_eq!(object_order("journal/prefix=st/board=points/readme.txt"), None);
+    }
+
+    #[test]
+    fn objects_are_partitioned_by_board_and_date() {
+        assert_eq!(object_name("st", "points", "2026-11-22", "17-0"), "journal/prefix=st/board=points/dt=2026-11-22/17-0.jsonl");
+    }
+}
