@@ -15,3 +15,4 @@ pub mod scoring;
 pub mod sign_in;
 pub mod statement;
 pub mod tiebreak;
+pub mod void;

@@ -29,6 +29,12 @@ pub enum Line {
         reason: String,
         points: i64,
     },
+    /// An admin's void of points the user's events earned (negative).
+    Void {
+        void_id: String,
+        reason: String,
+        points: i64,
+    },
     SignIns {
         days: i64,
         points: i64,
@@ -52,6 +58,7 @@ impl Line {
         match self {
             Line::Action { points, .. }
             | Line::Correction { points, .. }
+            | Line::Void { points, .. }
             | Line::SignIns { points, .. }
             | Line::StreakBonuses { points }
             | Line::KeptScore { points }
@@ -116,13 +123,18 @@ fn number(fields: &BTreeMap<String, String>, name: &str) -> i64 {
     fields.get(name).and_then(|value| value.parse().ok()).unwrap_or(0)
 }
 
-/// One line per admin correction (`c:<correction id>` → `<points>|<reason>`), in id order.
+/// One line per admin correction (`c:<correction id>` → `<points>|<reason>`), in id order, then
+/// one per void (`v:<void id>`, the same).
 fn correction_lines(fields: &BTreeMap<String, String>) -> impl Iterator<Item = Line> + '_ {
-    fields.iter().filter_map(|(field, value)| {
-        let correction_id = field.strip_prefix("c:")?;
-        let (points, reason) = value.split_once('|').unwrap_or((value, ""));
-        Some(Line::Correction { correction_id: correction_id.to_owned(), reason: reason.to_owned(), points: points.parse().unwrap_or(0) })
-    })
+    let admin = |prefix: &'static str| {
+        fields.iter().filter_map(move |(field, value)| {
+            let id = field.strip_prefix(prefix)?.to_owned();
+            let (points, reason) = value.split_once('|').unwrap_or((value, ""));
+            Some((id, reason.to_owned(), points.parse().unwrap_or(0)))
+        })
+    };
+    let corrections = admin("c:").map(|(correction_id, reason, points)| Line::Correction { correction_id, reason, points });
+    corrections.chain(admin("v:").map(|(void_id, reason, points)| Line::Void { void_id, reason, points }))
 }
 
 /// Lines of a rule board: one per action (in name order), each correction, sign-ins, bonuses.
@@ -184,22 +196,24 @@ mod tests {
             ("w:qa", "5"),
             ("t:qa", "5"),
             ("c:fix-1", "-2|spam"),
+            ("v:cheat-1", "-3|bot ring"),
             ("s:n", "2"),
             ("s:p", "2"),
             ("s:b", "10"),
         ]);
-        let statement = explain(config.board("b").unwrap(), 20, &stored);
+        let statement = explain(config.board("b").unwrap(), 17, &stored);
         assert_eq!(
             statement.lines,
             [
                 Line::Action { action: "qa".into(), events: 3, points: 10, earned: 15, withheld: 5, taken_back: 5 },
                 Line::Correction { correction_id: "fix-1".into(), reason: "spam".into(), points: -2 },
+                Line::Void { void_id: "cheat-1".into(), reason: "bot ring".into(), points: -3 },
                 Line::SignIns { days: 2, points: 2 },
                 Line::StreakBonuses { points: 10 },
             ]
         );
         assert_eq!(statement.unexplained, None);
-        let short = explain(config.board("b").unwrap(), 25, &stored);
+        let short = explain(config.board("b").unwrap(), 22, &stored);
         assert_eq!(short.unexplained, Some(Remainder { points: 5, reason: Unexplained::NotRecorded }));
     }
 

@@ -243,6 +243,23 @@ impl From<ModerationError> for ApiError {
             ModerationError::Change(ChangeError::DeltaOutOfRange(_) | ChangeError::SetOutOfRange(_))
             | ModerationError::Time(_)
             | ModerationError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
+            ModerationError::NotPoints(_) => (StatusCode::UNPROCESSABLE_ENTITY, "not_a_points_board"),
+            ModerationError::RangeTooOld(_) => (StatusCode::UNPROCESSABLE_ENTITY, "range_too_old"),
+            ModerationError::JournalOff => (StatusCode::CONFLICT, "journal_off"),
+            ModerationError::JournalUnavailable(_) | ModerationError::JournalUnreadable(_) => {
+                // What S3 said stays in the log.
+                tracing::error!(%error, "void: the journal could not be read");
+                let unreadable = matches!(error, ModerationError::JournalUnreadable(_));
+                return if unreadable {
+                    Self::new(StatusCode::INTERNAL_SERVER_ERROR, "journal_unreadable", "the journal could not be read")
+                } else {
+                    Self::new(StatusCode::SERVICE_UNAVAILABLE, "journal_unavailable", "the journal bucket is unreachable; retry later")
+                        .with_retry_after(5)
+                };
+            }
+            ModerationError::Stale | ModerationError::Busy => {
+                return Self::new(StatusCode::SERVICE_UNAVAILABLE, "busy", ModerationError::Busy.to_string()).with_retry_after(1);
+            }
             ModerationError::Guard(refusal) => return refusal.into(),
             ModerationError::Store(store) => return Self::store(store),
         };

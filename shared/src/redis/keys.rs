@@ -140,6 +140,11 @@ impl BoardKeys {
         format!("{}:cor:{correction_id}", self.base)
     }
 
+    /// Marker of one admin void on this board: payload fingerprint and the first answer.
+    pub fn void(&self, void_id: &str) -> String {
+        format!("{}:void:{void_id}", self.base)
+    }
+
     /// What made a user's score in one period (a hash of counters, on boards that keep
     /// statements; see `domain::statement`).
     pub fn statement(&self, user_id: &str, period: &Period) -> String {
@@ -301,6 +306,7 @@ mod tests {
         MarkerBucket(String, i64, u16),
         Event(String, String),
         Correction(String, String),
+        Void(String, String),
         Statement(String, String, PeriodKind, NaiveDate),
         DayLedger(String, String, NaiveDate),
         LifetimeLedger(String, String),
@@ -327,6 +333,7 @@ mod tests {
             Spec::MarkerBucket(b, day, shard) => keys.board(b).marker_bucket(*day, *shard),
             Spec::Event(b, id) => keys.board(b).event(id),
             Spec::Correction(b, id) => keys.board(b).correction(id),
+            Spec::Void(b, id) => keys.board(b).void(id),
             Spec::Statement(b, user, k, d) => keys.board(b).statement(user, &period(k, d)),
             Spec::DayLedger(b, user, d) => keys.board(b).day_ledger(user, &d.to_string()),
             Spec::LifetimeLedger(b, user) => keys.board(b).lifetime_ledger(user),
@@ -397,6 +404,7 @@ mod tests {
                 (board(), 0i64..3, 0u16..3).prop_map(|(b, day, shard)| Spec::MarkerBucket(b, day, shard)),
                 (board(), client_id()).prop_map(|(b, id)| Spec::Event(b, id)),
                 (board(), client_id()).prop_map(|(b, id)| Spec::Correction(b, id)),
+                (board(), client_id()).prop_map(|(b, id)| Spec::Void(b, id)),
                 (board(), client_id(), period()).prop_map(|(b, u, (k, d))| Spec::Statement(b, u, k, d)),
                 (board(), client_id(), date()).prop_map(|(b, u, d)| Spec::DayLedger(b, u, d)),
                 (board(), client_id()).prop_map(|(b, u)| Spec::LifetimeLedger(b, u)),

@@ -10,3 +10,4 @@ pub mod reads;
 pub mod replay;
 pub mod scores;
 pub mod sign_ins;
+pub mod voids;

@@ -50,6 +50,21 @@ pub enum ModerationError {
     Conflict(String),
     #[error("{0}")]
     BadPeriod(String),
+    #[error("board {0:?} keeps scores, not points: voids take back points events earned; correct scores with a correction")]
+    NotPoints(String),
+    #[error("from is older than the {0} days the journal keeps")]
+    RangeTooOld(i64),
+    #[error("the journal is off (STANDINGS_JOURNAL_BUCKET is not set): nothing to void from")]
+    JournalOff,
+    #[error("the journal bucket: {0}")]
+    JournalUnavailable(String),
+    #[error("the journal: {0}")]
+    JournalUnreadable(String),
+    /// The journal moved on while a void was decided on it.
+    #[error("the board's journal moved on")]
+    Stale,
+    #[error("writes kept landing in the range; retry the void")]
+    Busy,
     #[error(transparent)]
     Guard(#[from] GuardRefusal),
     #[error(transparent)]
@@ -62,6 +77,7 @@ pub enum AuditKind {
     Ban,
     Unban,
     Correction,
+    Void,
 }
 
 /// One admin action, as kept in a board's audit log.
@@ -87,6 +103,8 @@ pub struct AuditEntry {
     /// A correction's id (the client's, or one made up for it): retrying with it is safe.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correction_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub void_id: Option<String>,
 }
 
 impl AuditEntry {
@@ -102,6 +120,7 @@ impl AuditEntry {
             reason: None,
             actor: actor.map(|a| a.chars().take(MAX_ACTOR_CHARS).collect()),
             correction_id: None,
+            void_id: None,
         }
     }
 

@@ -51,6 +51,7 @@ static SIGN_IN: LazyLock<Script> = script!("sign_in.lua");
 static BAN_USER: LazyLock<Script> = script!("ban.lua");
 static CORRECT_SCORE: LazyLock<Script> = script!("correct_score.lua");
 static SUBMIT_SCORE: LazyLock<Script> = script!("submit_score.lua");
+static VOID_POINTS: LazyLock<Script> = script!("void.lua");
 pub(crate) static FREEZE_SEASON: LazyLock<Script> = script!("freeze_season.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
@@ -67,6 +68,7 @@ pub fn hashes() -> Vec<&'static str> {
         &BAN_USER,
         &CORRECT_SCORE,
         &SUBMIT_SCORE,
+        &VOID_POINTS,
         &FREEZE_SEASON,
     ]
     .into_iter()

@@ -1,6 +1,6 @@
-//! Typed wrappers of the admin scripts: `ban.lua` and `correct_score.lua`.
+//! Typed wrappers of the admin scripts: `ban.lua`, `correct_score.lua` and `void.lua`.
 
-use super::{BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS, PeriodStanding, Status};
+use super::{BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS, PeriodStanding, Status, VOID_POINTS};
 use chrono::{DateTime, Utc};
 
 use crate::domain::period::Period;
@@ -152,5 +152,89 @@ pub async fn correct_score(
         Status::PeriodClosed => Ok(CorrectionReply::PeriodClosed(entry)),
         Status::OutOfRange => Ok(CorrectionReply::OutOfRange),
         other => Err(other.unexpected("correct_score")),
+    }
+}
+
+/// A void of points one user's events earned on one board, per period (`domain::void`).
+#[derive(Debug, Clone)]
+pub struct PointsVoid<'a> {
+    pub void_id: &'a str,
+    /// Of the payload: tells a retry from another void under the same id.
+    pub fingerprint: &'a str,
+    pub member: &'a str,
+    /// Points to remove from each period (positive).
+    pub periods: &'a [(Period, i64)],
+    pub now: DateTime<Utc>,
+    pub reason: &'a str,
+    pub statements: bool,
+    /// The journal's last entry the points were computed from (`"0-0"`: none); `None` when
+    /// no write can land in the range any more.
+    pub journal_seen: Option<&'a str>,
+    /// Its journal entry, "" when the journal is off.
+    pub journal_entry: &'a str,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VoidReply {
+    /// The audit entry (JSON) and the standings after the void; `duplicate` when they are the
+    /// first answer to this void id.
+    Voided {
+        entry: String,
+        periods: Vec<PeriodStanding>,
+        duplicate: bool,
+    },
+    Conflict,
+    Banned,
+    /// The journal moved on since it was read: read it again.
+    Stale,
+}
+
+/// Removes the points of `void` from the member's periods, with the audit entry, exactly once
+/// per void id, atomically.
+pub async fn void_points(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    void: &PointsVoid<'_>,
+    audit: AuditRecord<'_>,
+) -> Result<VoidReply, StoreError> {
+    let mut invocation = VOID_POINTS.key(keys.guard());
+    invocation.key(keys.audit()).key(keys.void(void.void_id)).key(keys.journal());
+    for (period, _) in void.periods {
+        invocation.key(keys.period(period));
+    }
+    if void.statements {
+        for (period, _) in void.periods {
+            invocation.key(keys.statement(void.member, period));
+        }
+    }
+    invocation
+        .arg(void.member)
+        .arg(audit.entry)
+        .arg(audit.keep)
+        .arg(void.fingerprint)
+        .arg(keys.ttl(EVENT_MARKER_TTL_SECS as i64, void.now))
+        .arg(if void.statements { 1 } else { 0 })
+        .arg(format!("v:{}", void.void_id))
+        .arg(void.reason)
+        .arg(if keys.journaled() { void.journal_entry } else { "" })
+        .arg(void.journal_seen.unwrap_or(""));
+    for (period, points) in void.periods {
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(points);
+    }
+    let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
+    let voided = |duplicate| {
+        // cjson encodes an empty table as an object.
+        let periods = if body == "{}" { Ok(Vec::new()) } else { serde_json::from_str(&body) };
+        periods
+            .map(|periods| VoidReply::Voided { entry: entry.clone(), periods, duplicate })
+            .map_err(|e| StoreError::Protocol(format!("void: {e}")))
+    };
+    match Status::parse("void", &status, None)? {
+        Status::New => voided(false),
+        Status::Duplicate => voided(true),
+        Status::Conflict => Ok(VoidReply::Conflict),
+        Status::Banned => Ok(VoidReply::Banned),
+        Status::Stale => Ok(VoidReply::Stale),
+        other => Err(other.unexpected("void")),
     }
 }

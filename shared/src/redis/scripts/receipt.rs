@@ -72,7 +72,8 @@ impl Receipt {
         Some(Self { decision, delta: number(delta)?, capped: number(capped)?, changes })
     }
 
-    pub(super) fn change(&self, period: usize) -> i64 {
+    /// The change to the `period`th period of the event's board.
+    pub fn change(&self, period: usize) -> i64 {
         match &self.changes {
             Some(changes) => changes.get(period).copied().unwrap_or(0),
             None => self.delta,

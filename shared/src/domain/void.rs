@@ -1,0 +1,143 @@
+//! What a void takes away (docs/journal.md#void): of one user's events on one board whose time
+//! (`occurred_at`, or when applied) is in `[from, to)`, the points of every give that still
+//! stands — not taken back since, not voided before — in each period it landed in. A take-back
+//! earns nothing, so voiding one gives nothing back; a give taken back has nothing left to take.
+//! Pure: the user's journal, in the board's order of writes, passed in.
+
+use std::collections::{BTreeMap, HashSet};
+
+use chrono::{DateTime, Utc};
+
+use crate::domain::config::{Board, Scope};
+use crate::domain::period::{Period, PeriodKind};
+use crate::domain::scoring::Event;
+
+/// One of the user's writes on the board, as the journal has it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Written {
+    Event(Applied),
+    /// An earlier void of the gives in `[from, to)` written before it.
+    Void {
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    },
+}
+
+/// An applied event: what it changed in each of the board's periods it landed in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// When it counts: its `occurred_at`, or when it was applied. Picks its periods.
+    pub time: DateTime<Utc>,
+    /// True for a give, false for a take-back.
+    pub give: bool,
+    /// The ledger entry it gives to or takes back from (kind, local day when per day, and
+    /// `action|target`); `None` when nothing can take it back.
+    pub entry: Option<String>,
+    /// Its change to each of the board's periods, in the order of the board's `periods`.
+    pub changes: Vec<i64>,
+}
+
+/// The points a void of `[from, to)` removes, per period of `board`, in the board's period
+/// order then period id; periods with nothing to remove are left out.
+pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<(Period, i64)> {
+    // Gives still standing, by position in `written`; the give standing on each ledger entry.
+    let mut standing: HashSet<usize> = HashSet::new();
+    let mut on_entry: BTreeMap<&str, usize> = BTreeMap::new();
+    for (index, write) in written.iter().enumerate() {
+        match write {
+            Written::Event(event) if event.give && event.changes.iter().any(|&change| change > 0) => {
+                standing.insert(index);
+                if let Some(entry) = &event.entry {
+                    on_entry.insert(entry, index);
+                }
+            }
+            Written::Event(event) if !event.give && event.changes.iter().any(|&change| change < 0) => {
+                if let Some(given) = event.entry.as_deref().and_then(|entry| on_entry.remove(entry)) {
+                    standing.remove(&given);
+                }
+            }
+            Written::Event(_) => {}
+            Written::Void { from, to } => standing.retain(|&given| !in_range(&written[given], *from, *to)),
+        }
+    }
+    let mut amounts: BTreeMap<(usize, String), (Period, i64)> = BTreeMap::new();
+    for index in standing {
+        let Written::Event(event) = &written[index] else { continue };
+        if !in_range(&written[index], from, to) {
+            continue;
+        }
+        for ((order, &kind), &change) in board.periods.iter().enumerate().zip(&event.changes) {
+            if change > 0 {
+                let period = Period::containing(kind, event.time, board.timezone);
+                amounts.entry((order, period.id.clone())).or_insert((period, 0)).1 += change;
+            }
+        }
+    }
+    amounts.into_values().collect()
+}
+
+fn in_range(write: &Written, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
+    matches!(write, Written::Event(event) if from <= event.time && event.time < to)
+}
+
+impl Applied {
+    /// `event` as applied at `at` with `changes` (its receipt's, per period).
+    pub fn of(board: &Board, event: &Event, at: DateTime<Utc>, changes: Vec<i64>) -> Self {
+        let time = event.occurred_at.unwrap_or(at);
+        Self { time, give: event.active, entry: ledger_entry(board, event, time), changes }
+    }
+}
+
+/// The ledger entry an event gives to or takes back from: only a per-day rule's can be taken
+/// back (config validation), so only those are named.
+fn ledger_entry(board: &Board, event: &Event, time: DateTime<Utc>) -> Option<String> {
+    let rule = board.rule(&event.action)?;
+    let target = event.target.as_deref()?;
+    (rule.scope == Scope::UserTargetDay)
+        .then(|| format!("{}|{}|{target}", Period::containing(PeriodKind::Day, time, board.timezone).id, event.action))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::config::Config;
+
+    fn board() -> Config {
+        Config::parse(
+            "[[boards]]\nname = \"p\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\n\
+             rules = [{ action = \"like\", points = 2, scope = \"user_target_day\", reversible = true }]",
+        )
+        .unwrap()
+    }
+
+    fn at(hour: u32) -> DateTime<Utc> {
+        format!("2026-11-22T{hour:02}:00:00Z").parse().unwrap()
+    }
+
+    fn event(hour: u32, give: bool, entry: &str, change: i64) -> Written {
+        Written::Event(Applied { time: at(hour), give, entry: Some(entry.into()), changes: vec![change, change] })
+    }
+
+    fn removed(written: &[Written], from: u32, to: u32) -> Vec<(String, i64)> {
+        let config = board();
+        voided(&config.boards()[0], written, at(from), at(to)).into_iter().map(|(period, points)| (period.id, points)).collect()
+    }
+
+    #[test]
+    fn gives_in_range_that_still_stand_are_removed_in_every_period() {
+        let written = [event(1, true, "a", 2), event(3, true, "b", 2), event(5, true, "c", 2)];
+        assert_eq!(removed(&written, 2, 6), vec![("2026-11-22".into(), 4), ("all".into(), 4)]);
+        assert_eq!(removed(&written, 6, 7), vec![]);
+    }
+
+    #[test]
+    fn a_give_taken_back_or_voided_before_has_nothing_left_and_a_take_back_gives_nothing_back() {
+        let written = [event(1, true, "a", 2), event(3, true, "b", 2), event(4, false, "a", -2), event(8, false, "b", -2)];
+        assert_eq!(removed(&written, 0, 9), vec![]);
+        let written = [event(3, true, "b", 2), Written::Void { from: at(2), to: at(4) }, event(5, true, "c", 2)];
+        assert_eq!(removed(&written, 0, 9), vec![("2026-11-22".into(), 2), ("all".into(), 2)]);
+        // Given again after its take-back: the second give stands.
+        let written = [event(1, true, "a", 2), event(2, false, "a", -2), event(3, true, "a", 2)];
+        assert_eq!(removed(&written, 0, 9), vec![("2026-11-22".into(), 2), ("all".into(), 2)]);
+    }
+}

@@ -1,0 +1,95 @@
+#!lua
+--[[
+void.lua: an admin's void of points one user's events earned (domain/void.rs computes how many,
+per period, from the journal), with its audit entry, exactly once per void id, atomically. All
+checks happen before the first write. A period never loses more than it holds; a period frozen
+for archiving is not live and is left as it is.
+
+KEYS[1]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see apply_event.lua)
+KEYS[2]    the board's audit log (list, newest first)
+KEYS[3]    the void's marker: string "<fingerprint>\n<audit entry>\n<periods JSON>", kept
+           ARGV[5] seconds
+KEYS[4]    the board's journal (stream, docs/journal.md)
+KEYS[5..]  the n period sorted sets (a points board's composites); then, when ARGV[6] is 1, the
+           member's statement of each (hash, see apply_event.lua), where the void is itemised
+           as "v:<void id>" -> "<points removed, a negative number>|<reason>"
+
+ARGV[1]    member (user id)
+ARGV[2]    audit entry (JSON)
+ARGV[3]    audit log length kept
+ARGV[4]    payload fingerprint of the void
+ARGV[5]    marker TTL in seconds
+ARGV[6]    1 when the board keeps statements, else 0
+ARGV[7]    the void's statement field ("v:<void id>")
+ARGV[8]    the void's reason
+ARGV[9]    the void's journal entry (its audit entry and the points per period), appended with
+           the reply when the void applies now; "" when the journal is off
+ARGV[10]   the id of the journal's last entry the points were computed from ("0-0": it was
+           empty): the void is refused as "stale" when the journal has moved on since (a write
+           of the range may have landed in between); "" when the range ended long enough ago
+           that no write can land in it any more
+ARGV[11..] for each period, in KEYS order: period kind, period id, points to remove (positive)
+
+Reply: a three-element array {status, entry, periods}
+  {"new", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}] (the
+                        member's points after the void, and the change; no rank at 0), for
+                        each period not frozen
+  {"duplicate", entry, json}  this void id was seen with this payload: the first answer
+  {"conflict", "", ""}        this void id was seen with another payload; nothing written
+  {"banned", "", ""}          the user is banned from this board; nothing written
+  {"stale", "", ""}           the journal moved on since ARGV[10]; nothing written
+]]
+
+local marker = redis.call('GET', KEYS[3])
+if marker then
+  local first = string.find(marker, '\n', 1, true)
+  if string.sub(marker, 1, first - 1) ~= ARGV[4] then return {'conflict', '', ''} end
+  local second = string.find(marker, '\n', first + 1, true)
+  return {'duplicate', string.sub(marker, first + 1, second - 1), string.sub(marker, second + 1)}
+end
+
+local member = ARGV[1]
+local FIRST_BOARD = 5
+local statements = ARGV[6] == '1'
+local boards = (#KEYS - FIRST_BOARD + 1) / (statements and 2 or 1)
+local function period(i, part) return ARGV[11 + 3 * (i - 1) + part] end
+
+if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 1 then return {'banned', '', ''} end
+if ARGV[10] ~= '' then
+  local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)[1]
+  if (last and last[1] or '0-0') ~= ARGV[10] then return {'stale', '', ''} end
+end
+
+-- An empty table encodes as {}, not []: the caller reads both.
+local periods = {}
+for i = 1, boards do
+  local key, kind, id = KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1)
+  if redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. kind .. ':' .. id) == 0 then
+    local entry = {period = kind, period_id = id}
+    local composite = redis.call('ZSCORE', key, member)
+    local held = composite and points_of(composite) or 0
+    local after = math.max(held - tonumber(period(i, 2)), 0)
+    if after > 0 and after ~= held then
+      -- Less than they had: they held at least this since they reached it.
+      redis.call('ZADD', key, composite_of(after, tonumber(composite) % SPAN), member)
+    elseif after == 0 and composite then
+      remove_member(key, KEYS[1], kind, id, member)
+    end
+    -- 0 - n, not -n: -0 is not a JSON integer.
+    entry.delta = 0 - (held - after)
+    entry.score = after
+    if after > 0 then entry.rank = redis.call('ZREVRANK', key, member) + 1 end
+    local statement = statements and KEYS[FIRST_BOARD - 1 + boards + i]
+    -- A member with points has a statement (with its period's TTL); none is made here.
+    if statement and entry.delta ~= 0 and redis.call('EXISTS', statement) == 1 then
+      redis.call('HSET', statement, ARGV[7], entry.delta .. '|' .. ARGV[8])
+    end
+    periods[#periods + 1] = entry
+  end
+end
+redis.call('LPUSH', KEYS[2], ARGV[2])
+redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
+local reply = cjson.encode(periods)
+redis.call('SET', KEYS[3], ARGV[4] .. '\n' .. ARGV[2] .. '\n' .. reply, 'EX', ARGV[5])
+journal(KEYS[4], ARGV[9], reply)
+return {'new', ARGV[2], reply}

@@ -1,0 +1,284 @@
+//! Voids (docs/journal.md#void): `POST /v1/admin/boards/{board}/users/{user_id}/void` takes away
+//! the points a user's events in `[from, to)` earned, on every live period of one board — found
+//! in the journal (S3, and what the drain has not stored yet), decided by `domain::void`, applied
+//! by one atomic script per board with its audit entry, once per `void_id`, and journaled with
+//! the points it took per period, so a restore replays it as it was.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Duration, NaiveDate, Utc};
+use futures::{StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::moderation::{AUDIT_LOG_LEN, AuditEntry, AuditKind, MAX_REASON_CHARS, Moderation, ModerationError};
+use crate::archive::objects::{Objects, ReadError, date_objects, object_order, read_lines};
+use crate::domain::config::Board;
+use crate::domain::ids;
+use crate::domain::journal::{Line, stream_id_ms};
+use crate::domain::period::{Period, PeriodKind};
+use crate::domain::scoring::{self, Event};
+use crate::domain::void::{Applied, Written, voided};
+use crate::redis::error::StoreError;
+use crate::redis::journal;
+use crate::redis::scripts::moderation::{self as script, AuditRecord, PointsVoid, VoidReply};
+use crate::redis::scripts::{Decision, GuardRefusal, PeriodStanding, Receipt};
+
+/// Times a void reads the journal again when a write landed while it was deciding.
+const ATTEMPTS: usize = 5;
+/// Journal objects read at once.
+const READS_AT_ONCE: usize = 8;
+/// Stream entries read per page.
+const STREAM_PAGE: usize = 1000;
+
+/// `POST /v1/admin/boards/{board}/users/{user_id}/void`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VoidRequest {
+    /// Makes the void exactly-once: a retry gets the first answer, another payload a 409.
+    pub void_id: String,
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    pub reason: String,
+}
+
+/// The void's audit entry and the user's standing on each period it touched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VoidReceipt {
+    #[serde(flatten)]
+    pub entry: AuditEntry,
+    pub duplicate: bool,
+    pub periods: Vec<PeriodStanding>,
+}
+
+/// What a void takes from one period, as its journal entry records it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct VoidedPoints {
+    pub period: String,
+    pub period_id: String,
+    pub points: i64,
+}
+
+/// The void route's work: the journal bucket it reads and how long that keeps objects.
+pub struct Voids<O> {
+    moderation: Moderation,
+    objects: Option<O>,
+    retention: Duration,
+}
+
+impl<O: Objects> Voids<O> {
+    /// `objects`: the journal bucket (`None`: the journal is off, and so are voids);
+    /// `retention_days`: how long it keeps objects (a range older than that is refused).
+    pub fn new(moderation: Moderation, objects: Option<O>, retention_days: i64) -> Self {
+        Self { moderation, objects, retention: Duration::days(retention_days) }
+    }
+
+    pub async fn void(
+        &self,
+        board_name: &str,
+        user_id: &str,
+        request: &VoidRequest,
+        actor: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<VoidReceipt, ModerationError> {
+        let board = self.moderation.user_board(board_name)?;
+        ids::validate_id("user_id", user_id)?;
+        validate(request)?;
+        if board.scores.is_some() {
+            return Err(ModerationError::NotPoints(board.name.clone()));
+        }
+        if request.from < now - self.retention {
+            return Err(ModerationError::RangeTooOld(self.retention.num_days()));
+        }
+        let objects = self.objects.as_ref().filter(|_| self.moderation.keys.journal_on()).ok_or(ModerationError::JournalOff)?;
+        // A write whose time is in the range can still land while `to` is this recent.
+        let settled = request.to <= now - self.moderation.window.grace - Duration::minutes(5);
+        for _ in 0..ATTEMPTS {
+            let (written, last) = self.written(objects, board, user_id, request.from, now).await?;
+            let periods = voided(board, &written, request.from, request.to);
+            let seen = (!settled).then_some(last.as_str());
+            match self.moderation.void_points(board, user_id, request, &periods, seen, actor, now).await {
+                Err(ModerationError::Stale) => continue,
+                done => return done,
+            }
+        }
+        Err(ModerationError::Busy)
+    }
+
+    /// The user's writes on `board` from the day before `from` on, in the board's order, and the
+    /// journal's last entry when they were read ("0-0": none).
+    async fn written(
+        &self,
+        objects: &O,
+        board: &Board,
+        user_id: &str,
+        from: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<Written>, String), ModerationError> {
+        // Redis first, then S3: an entry drained in between is read twice (and kept once), never
+        // missed.
+        let keys = self.moderation.keys.board(&board.name);
+        let mut conn = self.moderation.store.connection().await?;
+        let mut lines: Vec<Line> = Vec::new();
+        loop {
+            let page = journal::after(&mut conn, &keys, &board.name, lines.last().map(|line| line.id.as_str()), STREAM_PAGE).await?;
+            if page.is_empty() {
+                break;
+            }
+            lines.extend(page);
+        }
+        let last = lines.last().map_or_else(|| "0-0".to_owned(), |line| line.id.clone());
+        // Stream ids are Redis's clock, event times the functions': a day either side of `from`.
+        let first = (from - Duration::days(1)).date_naive();
+        let dates = first.iter_days().take_while(|date| *date <= now.date_naive() + Duration::days(1));
+        let prefix = self.moderation.keys.prefix();
+        let mut names: Vec<((String, u64, u64), String)> = Vec::new();
+        for date in dates.collect::<Vec<NaiveDate>>() {
+            let listed = objects.list(&date_objects(prefix, &board.name, &date.to_string())).await.map_err(journal_unavailable)?;
+            names.extend(listed.into_iter().filter_map(|name| object_order(&name).map(|order| (order, name))));
+        }
+        names.sort();
+        // The futures built first: a stream mapping a closure over borrowed names is not `Send`
+        // for every lifetime, which the HTTP handler needs.
+        let reads: Vec<_> = names.iter().map(|(_, name)| read_lines(objects, name)).collect();
+        let stored: Vec<Vec<Line>> =
+            futures::stream::iter(reads).buffered(READS_AT_ONCE).try_collect().await.map_err(|error| match error {
+                ReadError::Unavailable(error) => journal_unavailable(error),
+                unreadable => ModerationError::JournalUnreadable(unreadable.to_string()),
+            })?;
+        lines.extend(stored.into_iter().flatten());
+        let mut seen = BTreeSet::new();
+        let mut mine: Vec<((i64, u64), Written)> = Vec::new();
+        for line in lines {
+            if line.entry.get("user_id").and_then(Value::as_str) != Some(user_id) || !seen.insert(line.id.clone()) {
+                continue;
+            }
+            let order =
+                (stream_id_ms(&line.id).unwrap_or_default(), line.id.split_once('-').and_then(|(_, seq)| seq.parse().ok()).unwrap_or(0));
+            if let Some(write) = written_of(board, &line) {
+                mine.push((order, write));
+            }
+        }
+        mine.sort_by_key(|(order, _)| *order);
+        Ok((mine.into_iter().map(|(_, write)| write).collect(), last))
+    }
+}
+
+/// What a journal line says a user wrote, when it bears on a void: an applied event, or a void.
+fn written_of(board: &Board, line: &Line) -> Option<Written> {
+    let mut fields = line.entry.clone();
+    let kind = fields.remove("kind")?;
+    let at: DateTime<Utc> = fields.remove("at")?.as_str()?.parse().ok()?;
+    match kind.as_str()? {
+        "event" => {
+            let receipt = Receipt::parse(&line.outcome).filter(|receipt| receipt.decision == Decision::Applied)?;
+            let event: Event = serde_json::from_value(Value::Object(fields)).ok()?;
+            let changes = (0..board.periods.len()).map(|period| receipt.change(period)).collect();
+            Some(Written::Event(Applied::of(board, &event, at, changes)))
+        }
+        "void" => {
+            let request: VoidRequest = serde_json::from_value(fields.remove("request")?).ok()?;
+            Some(Written::Void { from: request.from, to: request.to })
+        }
+        _ => None,
+    }
+}
+
+fn journal_unavailable(error: impl std::fmt::Display) -> ModerationError {
+    ModerationError::JournalUnavailable(error.to_string())
+}
+
+fn validate(request: &VoidRequest) -> Result<(), ModerationError> {
+    ids::validate_id("void_id", &request.void_id)?;
+    let chars = request.reason.chars().count();
+    if request.reason.trim().is_empty() || chars > MAX_REASON_CHARS || request.reason.chars().any(char::is_control) {
+        return Err(ModerationError::BadReason);
+    }
+    if request.from >= request.to {
+        return Err(ModerationError::BadPeriod("from must be before to".into()));
+    }
+    Ok(())
+}
+
+impl Moderation {
+    /// Takes `periods`' points from the user on `board` with the void's audit entry, atomically
+    /// and once per void id; `seen`: the journal's last entry they were decided on, when a write
+    /// can still land in the range (refused as `Stale` if the journal moved on). A restore's
+    /// replay calls it with the points the journal recorded.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn void_points(
+        &self,
+        board: &Board,
+        user_id: &str,
+        request: &VoidRequest,
+        periods: &[(Period, i64)],
+        seen: Option<&str>,
+        actor: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<VoidReceipt, ModerationError> {
+        let entry = AuditEntry {
+            reason: Some(request.reason.clone()),
+            void_id: Some(request.void_id.clone()),
+            ..AuditEntry::new(&board.name, AuditKind::Void, user_id, actor, now)
+        };
+        let entry_json = entry.json();
+        let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request, periods) } else { String::new() };
+        let void = PointsVoid {
+            void_id: &request.void_id,
+            fingerprint: &scoring::fingerprint(&(user_id, request)),
+            member: user_id,
+            periods,
+            now,
+            reason: &request.reason,
+            statements: board.statements,
+            journal_seen: seen,
+            journal_entry: &journal_entry,
+        };
+        let mut conn = self.store.write_connection().await?;
+        let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
+        match script::void_points(&mut conn, &self.keys.board(&board.name), &void, audit).await? {
+            VoidReply::Voided { entry, periods, duplicate } => {
+                let entry = serde_json::from_str(&entry).map_err(|e| StoreError::Protocol(format!("void entry: {e}")))?;
+                Ok(VoidReceipt { entry, duplicate, periods })
+            }
+            VoidReply::Conflict => Err(ModerationError::Conflict(request.void_id.clone())),
+            VoidReply::Banned => Err(GuardRefusal::Banned { user_id: user_id.to_owned(), board: board.name.clone() })?,
+            VoidReply::Stale => Err(ModerationError::Stale),
+        }
+    }
+
+    /// A restore's replay of a void line: the points it took, as recorded, at its time.
+    pub async fn replay_void(
+        &self,
+        board_name: &str,
+        user_id: &str,
+        request: &VoidRequest,
+        recorded: &[VoidedPoints],
+        actor: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> Result<VoidReceipt, ModerationError> {
+        let board = self.user_board(board_name)?;
+        let periods = recorded
+            .iter()
+            .map(|voided| {
+                let kind = PeriodKind::parse(&voided.period).ok_or_else(|| ModerationError::BadPeriod(voided.period.clone()))?;
+                let period =
+                    Period::named(kind, &voided.period_id, board.timezone).map_err(|e| ModerationError::BadPeriod(e.to_string()))?;
+                Ok((period, voided.points))
+            })
+            .collect::<Result<Vec<_>, ModerationError>>()?;
+        self.void_points(board, user_id, request, &periods, None, actor, at).await
+    }
+}
+
+/// A void's journal entry: its audit entry, the request, and the points it takes per period.
+fn journal_entry(entry: &AuditEntry, request: &VoidRequest, periods: &[(Period, i64)]) -> String {
+    let mut json = serde_json::to_value(entry).expect("an audit entry always serializes");
+    json["request"] = serde_json::to_value(request).expect("a void request always serializes");
+    let voided: Vec<VoidedPoints> = periods
+        .iter()
+        .map(|(period, points)| VoidedPoints { period: period.kind.as_str().to_owned(), period_id: period.id.clone(), points: *points })
+        .collect();
+    json["periods"] = serde_json::to_value(voided).expect("voided points always serialize");
+    json.to_string()
+}
