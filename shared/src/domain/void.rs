@@ -23,6 +23,23 @@ pub enum Written {
     },
 }
 
+/// An entry of a user's day ledger: the board's local day and `action|target`.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct LedgerEntry {
+    pub day: String,
+    pub field: String,
+}
+
+/// What a void takes: points per period, and the ledger entries of the gives it voids, which
+/// it deletes so that a later take-back of one finds nothing to take back (not their points
+/// twice).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Voided {
+    /// In the board's period order, then period id; only periods with points to take.
+    pub periods: Vec<(Period, i64)>,
+    pub entries: Vec<LedgerEntry>,
+}
+
 /// An applied event: what it changed in each of the board's periods it landed in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Applied {
@@ -30,19 +47,18 @@ pub struct Applied {
     pub time: DateTime<Utc>,
     /// True for a give, false for a take-back.
     pub give: bool,
-    /// The ledger entry it gives to or takes back from (kind, local day when per day, and
-    /// `action|target`); `None` when nothing can take it back.
-    pub entry: Option<String>,
+    /// The day ledger's entry it gives to or takes back from; `None` when nothing can take it
+    /// back.
+    pub entry: Option<LedgerEntry>,
     /// Its change to each of the board's periods, in the order of the board's `periods`.
     pub changes: Vec<i64>,
 }
 
-/// The points a void of `[from, to)` removes, per period of `board`, in the board's period
-/// order then period id; periods with nothing to remove are left out.
-pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateTime<Utc>) -> Vec<(Period, i64)> {
+/// What a void of `[from, to)` takes.
+pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateTime<Utc>) -> Voided {
     // Gives still standing, by position in `written`; the give standing on each ledger entry.
     let mut standing: HashSet<usize> = HashSet::new();
-    let mut on_entry: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut on_entry: BTreeMap<&LedgerEntry, usize> = BTreeMap::new();
     for (index, write) in written.iter().enumerate() {
         match write {
             Written::Event(event) if event.give && event.changes.iter().any(|&change| change > 0) => {
@@ -52,7 +68,7 @@ pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateT
                 }
             }
             Written::Event(event) if !event.give && event.changes.iter().any(|&change| change < 0) => {
-                if let Some(given) = event.entry.as_deref().and_then(|entry| on_entry.remove(entry)) {
+                if let Some(given) = event.entry.as_ref().and_then(|entry| on_entry.remove(entry)) {
                     standing.remove(&given);
                 }
             }
@@ -61,11 +77,13 @@ pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateT
         }
     }
     let mut amounts: BTreeMap<(usize, String), (Period, i64)> = BTreeMap::new();
+    let mut entries = Vec::new();
     for index in standing {
         let Written::Event(event) = &written[index] else { continue };
         if !in_range(&written[index], from, to) {
             continue;
         }
+        entries.extend(event.entry.clone());
         for ((order, &kind), &change) in board.periods.iter().enumerate().zip(&event.changes) {
             if change > 0 {
                 let period = Period::containing(kind, event.time, board.timezone);
@@ -73,7 +91,8 @@ pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateT
             }
         }
     }
-    amounts.into_values().collect()
+    entries.sort();
+    Voided { periods: amounts.into_values().collect(), entries }
 }
 
 fn in_range(write: &Written, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
@@ -90,11 +109,13 @@ impl Applied {
 
 /// The ledger entry an event gives to or takes back from: only a per-day rule's can be taken
 /// back (config validation), so only those are named.
-fn ledger_entry(board: &Board, event: &Event, time: DateTime<Utc>) -> Option<String> {
+fn ledger_entry(board: &Board, event: &Event, time: DateTime<Utc>) -> Option<LedgerEntry> {
     let rule = board.rule(&event.action)?;
     let target = event.target.as_deref()?;
-    (rule.scope == Scope::UserTargetDay)
-        .then(|| format!("{}|{}|{target}", Period::containing(PeriodKind::Day, time, board.timezone).id, event.action))
+    (rule.scope == Scope::UserTargetDay).then(|| LedgerEntry {
+        day: Period::containing(PeriodKind::Day, time, board.timezone).id,
+        field: format!("{}|{target}", event.action),
+    })
 }
 
 #[cfg(test)]
@@ -114,19 +135,23 @@ mod tests {
         format!("2026-11-22T{hour:02}:00:00Z").parse().unwrap()
     }
 
-    fn event(hour: u32, give: bool, entry: &str, change: i64) -> Written {
-        Written::Event(Applied { time: at(hour), give, entry: Some(entry.into()), changes: vec![change, change] })
+    fn event(hour: u32, give: bool, target: &str, change: i64) -> Written {
+        let entry = LedgerEntry { day: "2026-11-22".into(), field: format!("like|{target}") };
+        Written::Event(Applied { time: at(hour), give, entry: Some(entry), changes: vec![change, change] })
     }
 
     fn removed(written: &[Written], from: u32, to: u32) -> Vec<(String, i64)> {
         let config = board();
-        voided(&config.boards()[0], written, at(from), at(to)).into_iter().map(|(period, points)| (period.id, points)).collect()
+        voided(&config.boards()[0], written, at(from), at(to)).periods.into_iter().map(|(period, points)| (period.id, points)).collect()
     }
 
     #[test]
     fn gives_in_range_that_still_stand_are_removed_in_every_period() {
         let written = [event(1, true, "a", 2), event(3, true, "b", 2), event(5, true, "c", 2)];
         assert_eq!(removed(&written, 2, 6), vec![("2026-11-22".into(), 4), ("all".into(), 4)]);
+        let config = board();
+        let entries = voided(&config.boards()[0], &written, at(2), at(6)).entries;
+        assert_eq!(entries.iter().map(|entry| entry.field.as_str()).collect::<Vec<_>>(), ["like|b", "like|c"]);
         assert_eq!(removed(&written, 6, 7), vec![]);
     }
 

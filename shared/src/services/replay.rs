@@ -22,7 +22,7 @@ use crate::services::ingestion::Ingestor;
 use crate::services::moderation::Moderation;
 use crate::services::scores::Scores;
 use crate::services::sign_ins::SignIns;
-use crate::services::voids::{VoidRequest, VoidedPoints};
+use crate::services::voids::{Recorded, VoidRequest};
 
 /// What replaying a line did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -128,9 +128,8 @@ impl Replayer {
                 let actor = take_str(&mut fields, "actor");
                 let request: VoidRequest =
                     serde_json::from_value(fields.remove("request").unwrap_or_default()).map_err(|e| malformed(e.to_string()))?;
-                let periods: Vec<VoidedPoints> =
-                    serde_json::from_value(fields.remove("periods").unwrap_or_default()).map_err(|e| malformed(e.to_string()))?;
-                match self.moderation.replay_void(board, &user, &request, &periods, actor.as_deref(), at).await {
+                let recorded: Recorded = serde_json::from_value(Value::Object(fields)).map_err(|e| malformed(e.to_string()))?;
+                match self.moderation.replay_void(board, &user, &request, &recorded, actor.as_deref(), at).await {
                     Ok(receipt) => Ok(if receipt.duplicate { Replayed::Duplicate } else { Replayed::Applied }),
                     Err(crate::services::moderation::ModerationError::Store(error)) => Err(error.into()),
                     Err(error) => refused(&error),

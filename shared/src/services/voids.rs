@@ -18,7 +18,7 @@ use crate::domain::ids;
 use crate::domain::journal::{Line, stream_id_ms};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::scoring::{self, Event};
-use crate::domain::void::{Applied, Written, voided};
+use crate::domain::void::{Applied, LedgerEntry, Voided, Written, voided};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::scripts::moderation::{self as script, AuditRecord, PointsVoid, VoidReply};
@@ -51,7 +51,16 @@ pub struct VoidReceipt {
     pub periods: Vec<PeriodStanding>,
 }
 
-/// What a void takes from one period, as its journal entry records it.
+/// What a void takes, as its journal entry records it (`periods`, `entries`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default)]
+pub struct Recorded {
+    pub periods: Vec<VoidedPoints>,
+    /// The day ledger entries deleted: `[day, "action|target"]`.
+    pub entries: Vec<(String, String)>,
+}
+
+/// What a void takes from one period.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 pub struct VoidedPoints {
     pub period: String,
@@ -95,9 +104,9 @@ impl<O: Objects> Voids<O> {
         let settled = request.to <= now - self.moderation.window.grace - Duration::minutes(5);
         for _ in 0..ATTEMPTS {
             let (written, last) = self.written(objects, board, user_id, request.from, now).await?;
-            let periods = voided(board, &written, request.from, request.to);
+            let voided = voided(board, &written, request.from, request.to);
             let seen = (!settled).then_some(last.as_str());
-            match self.moderation.void_points(board, user_id, request, &periods, seen, actor, now).await {
+            match self.moderation.void_points(board, user_id, request, &voided, seen, actor, now).await {
                 Err(ModerationError::Stale) => continue,
                 done => return done,
             }
@@ -201,7 +210,7 @@ fn validate(request: &VoidRequest) -> Result<(), ModerationError> {
 }
 
 impl Moderation {
-    /// Takes `periods`' points from the user on `board` with the void's audit entry, atomically
+    /// Takes `voided`'s points from the user on `board` with the void's audit entry, atomically
     /// and once per void id; `seen`: the journal's last entry they were decided on, when a write
     /// can still land in the range (refused as `Stale` if the journal moved on). A restore's
     /// replay calls it with the points the journal recorded.
@@ -211,7 +220,7 @@ impl Moderation {
         board: &Board,
         user_id: &str,
         request: &VoidRequest,
-        periods: &[(Period, i64)],
+        voided: &Voided,
         seen: Option<&str>,
         actor: Option<&str>,
         now: DateTime<Utc>,
@@ -222,12 +231,13 @@ impl Moderation {
             ..AuditEntry::new(&board.name, AuditKind::Void, user_id, actor, now)
         };
         let entry_json = entry.json();
-        let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request, periods) } else { String::new() };
+        let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request, voided) } else { String::new() };
         let void = PointsVoid {
             void_id: &request.void_id,
             fingerprint: &scoring::fingerprint(&(user_id, request)),
             member: user_id,
-            periods,
+            periods: &voided.periods,
+            entries: &voided.entries,
             now,
             reason: &request.reason,
             statements: board.statements,
@@ -253,12 +263,13 @@ impl Moderation {
         board_name: &str,
         user_id: &str,
         request: &VoidRequest,
-        recorded: &[VoidedPoints],
+        recorded: &Recorded,
         actor: Option<&str>,
         at: DateTime<Utc>,
     ) -> Result<VoidReceipt, ModerationError> {
         let board = self.user_board(board_name)?;
         let periods = recorded
+            .periods
             .iter()
             .map(|voided| {
                 let kind = PeriodKind::parse(&voided.period).ok_or_else(|| ModerationError::BadPeriod(voided.period.clone()))?;
@@ -267,18 +278,24 @@ impl Moderation {
                 Ok((period, voided.points))
             })
             .collect::<Result<Vec<_>, ModerationError>>()?;
-        self.void_points(board, user_id, request, &periods, None, actor, at).await
+        let entries = recorded.entries.iter().map(|(day, field)| LedgerEntry { day: day.clone(), field: field.clone() }).collect();
+        self.void_points(board, user_id, request, &Voided { periods, entries }, None, actor, at).await
     }
 }
 
-/// A void's journal entry: its audit entry, the request, and the points it takes per period.
-fn journal_entry(entry: &AuditEntry, request: &VoidRequest, periods: &[(Period, i64)]) -> String {
+/// A void's journal entry: its audit entry, the request, and what it takes (`Recorded`).
+fn journal_entry(entry: &AuditEntry, request: &VoidRequest, voided: &Voided) -> String {
     let mut json = serde_json::to_value(entry).expect("an audit entry always serializes");
     json["request"] = serde_json::to_value(request).expect("a void request always serializes");
-    let voided: Vec<VoidedPoints> = periods
-        .iter()
-        .map(|(period, points)| VoidedPoints { period: period.kind.as_str().to_owned(), period_id: period.id.clone(), points: *points })
-        .collect();
-    json["periods"] = serde_json::to_value(voided).expect("voided points always serialize");
+    let recorded = Recorded {
+        periods: voided
+            .periods
+            .iter()
+            .map(|(period, points)| VoidedPoints { period: period.kind.as_str().to_owned(), period_id: period.id.clone(), points: *points })
+            .collect(),
+        entries: voided.entries.iter().map(|entry| (entry.day.clone(), entry.field.clone())).collect(),
+    };
+    json["periods"] = serde_json::to_value(recorded.periods).expect("voided points always serialize");
+    json["entries"] = serde_json::to_value(recorded.entries).expect("ledger entries always serialize");
     json.to_string()
 }

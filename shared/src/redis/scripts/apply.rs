@@ -101,7 +101,7 @@ pub(super) fn bucket_args(call: &mut ScriptCall<'_>, key_list: &mut KeyList, key
 /// The field a ledger entry (`action|target`) is stored under: 8 bytes of its digest, a third
 /// of a typical entry's bytes, since ledger fields are most of an active member's memory.
 /// Empty for no entry.
-fn ledger_field(entry: &str) -> Vec<u8> {
+pub(super) fn ledger_field(entry: &str) -> Vec<u8> {
     if entry.is_empty() { Vec::new() } else { Sha256::digest(entry.as_bytes())[..8].to_vec() }
 }
 

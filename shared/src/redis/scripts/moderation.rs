@@ -3,7 +3,9 @@
 use super::{BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS, PeriodStanding, Status, VOID_POINTS};
 use chrono::{DateTime, Utc};
 
+use super::apply::ledger_field;
 use crate::domain::period::Period;
+use crate::domain::void::LedgerEntry;
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
@@ -164,6 +166,8 @@ pub struct PointsVoid<'a> {
     pub member: &'a str,
     /// Points to remove from each period (positive).
     pub periods: &'a [(Period, i64)],
+    /// The day ledger entries of the gives voided.
+    pub entries: &'a [LedgerEntry],
     pub now: DateTime<Utc>,
     pub reason: &'a str,
     pub statements: bool,
@@ -207,6 +211,9 @@ pub async fn void_points(
             invocation.key(keys.statement(void.member, period));
         }
     }
+    for entry in void.entries {
+        invocation.key(keys.day_ledger(void.member, &entry.day));
+    }
     invocation
         .arg(void.member)
         .arg(audit.entry)
@@ -217,9 +224,13 @@ pub async fn void_points(
         .arg(format!("v:{}", void.void_id))
         .arg(void.reason)
         .arg(if keys.journaled() { void.journal_entry } else { "" })
-        .arg(void.journal_seen.unwrap_or(""));
+        .arg(void.journal_seen.unwrap_or(""))
+        .arg(void.periods.len());
     for (period, points) in void.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(points);
+    }
+    for entry in void.entries {
+        invocation.arg(ledger_field(&entry.field)).arg(&entry.field);
     }
     let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
     let voided = |duplicate| {

@@ -12,7 +12,9 @@ KEYS[3]    the void's marker: string "<fingerprint>\n<audit entry>\n<periods JSO
 KEYS[4]    the board's journal (stream, docs/journal.md)
 KEYS[5..]  the n period sorted sets (a points board's composites); then, when ARGV[6] is 1, the
            member's statement of each (hash, see apply_event.lua), where the void is itemised
-           as "v:<void id>" -> "<points removed, a negative number>|<reason>"
+           as "v:<void id>" -> "<points removed, a negative number>|<reason>"; then the
+           member's day ledger of each voided give's entry (hash, see apply_event.lua), one
+           per entry
 
 ARGV[1]    member (user id)
 ARGV[2]    audit entry (JSON)
@@ -28,7 +30,11 @@ ARGV[10]   the id of the journal's last entry the points were computed from ("0-
            empty): the void is refused as "stale" when the journal has moved on since (a write
            of the range may have landed in between); "" when the range ended long enough ago
            that no write can land in it any more
-ARGV[11..] for each period, in KEYS order: period kind, period id, points to remove (positive)
+ARGV[11]   n, the number of periods
+ARGV[12..] for each period, in KEYS order: period kind, period id, points to remove (positive);
+           then for each ledger key: the entry's field and its field as earlier releases wrote
+           it, both deleted, so a later take-back of a voided give takes nothing (not its points
+           a second time); the day's cap counter is left as it is
 
 Reply: a three-element array {status, entry, periods}
   {"new", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}] (the
@@ -51,8 +57,9 @@ end
 local member = ARGV[1]
 local FIRST_BOARD = 5
 local statements = ARGV[6] == '1'
-local boards = (#KEYS - FIRST_BOARD + 1) / (statements and 2 or 1)
-local function period(i, part) return ARGV[11 + 3 * (i - 1) + part] end
+local boards = tonumber(ARGV[11])
+local function period(i, part) return ARGV[12 + 3 * (i - 1) + part] end
+local first_ledger = FIRST_BOARD + boards * (statements and 2 or 1)
 
 if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 1 then return {'banned', '', ''} end
 if ARGV[10] ~= '' then
@@ -86,6 +93,10 @@ for i = 1, boards do
     end
     periods[#periods + 1] = entry
   end
+end
+for k = first_ledger, #KEYS do
+  local field = 12 + 3 * boards + 2 * (k - first_ledger)
+  redis.call('HDEL', KEYS[k], ARGV[field], ARGV[field + 1])
 end
 redis.call('LPUSH', KEYS[2], ARGV[2])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
