@@ -51,5 +51,6 @@ mod store_down;
 mod template;
 mod time_and_ties;
 mod tls;
+mod void;
 mod web_page;
 mod window;

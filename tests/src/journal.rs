@@ -6,13 +6,26 @@ use std::sync::{Arc, Mutex};
 use aws_sdk_s3::Client;
 use journal::{Drainer, Jobs, ObjectError, Objects, Put, S3Objects};
 use serde_json::Value;
+use standings::http::AuthMode;
 use standings::runtime::metrics::Metrics;
 
 use standings::domain::config::Config;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 
-use crate::{TestApp, clock_of, redis_settings, spawn_app, unique_prefix};
+use crate::{Caller, TestApp, clock_of, redis_settings, spawn_app, unique_prefix};
+
+/// A call to `router` (another function's, such as `void_router`'s): its status and JSON body.
+pub async fn call(
+    router: &axum::Router,
+    method: axum::http::Method,
+    path: &str,
+    body: &Value,
+    caller: Caller<'_>,
+) -> (axum::http::StatusCode, Value) {
+    let (status, _, value) = crate::send(router, method, path, body.to_string().into(), caller).await;
+    (status, value)
+}
 
 /// An S3 client for moto_server (`AWS_ENDPOINT_URL_S3`, set by scripts/lib.sh).
 pub async fn s3() -> Client {
@@ -57,6 +70,22 @@ impl TestApp {
             Arc::new(move |line: String| metrics.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line is JSON"))),
         );
         Jobs::new(self.config.clone(), self.keys.clone(), self.store.clone(), S3Objects::new(client.clone(), bucket), sink, self.clock())
+    }
+
+    /// The `void` function over this app's boards, keys and clock, reading the journal in
+    /// `bucket` (`None`: the journal is off), which keeps objects `retention_days`.
+    pub fn void_router(&self, client: &Client, bucket: Option<&str>, retention_days: i64) -> axum::Router {
+        let objects = bucket.map(|bucket| S3Objects::new(client.clone(), bucket));
+        let app = void::App::new(
+            self.config.clone(),
+            self.keys.clone(),
+            self.store.clone(),
+            objects,
+            retention_days,
+            self.clock(),
+            AuthMode::Jwt,
+        );
+        void::router(Arc::new(app))
     }
 
     /// Entries waiting in a board's journal.

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use chrono::{DateTime, Duration, NaiveDate, Utc};
+use chrono::{DateTime, Duration, NaiveDate, SubsecRound, Utc};
 use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -102,9 +102,11 @@ impl<O: Objects> Voids<O> {
         let objects = self.objects.as_ref().filter(|_| self.moderation.keys.journal_on()).ok_or(ModerationError::JournalOff)?;
         // A write whose time is in the range can still land while `to` is this recent.
         let settled = request.to <= now - self.moderation.window.grace - Duration::minutes(5);
+        // The journal keeps times to the millisecond.
+        let (from, to) = (request.from.trunc_subsecs(3), request.to.trunc_subsecs(3));
         for _ in 0..ATTEMPTS {
-            let (written, last) = self.written(objects, board, user_id, request.from, now).await?;
-            let voided = voided(board, &written, request.from, request.to);
+            let (written, last) = self.written(objects, board, user_id, from, now).await?;
+            let voided = voided(board, &written, from, to);
             let seen = (!settled).then_some(last.as_str());
             match self.moderation.void_points(board, user_id, request, &voided, seen, actor, now).await {
                 Err(ModerationError::Stale) => continue,

@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 
 use super::apply::ledger_field;
 use crate::domain::period::Period;
-use crate::domain::void::LedgerEntry;
 use crate::domain::tiebreak::Scale;
+use crate::domain::void::LedgerEntry;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::store::Connection;
