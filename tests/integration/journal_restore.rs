@@ -12,7 +12,7 @@ use chrono::{Duration, Utc};
 use journal::{RestoreReport, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
-use standings_tests::journal::{new_bucket, s3};
+use standings_tests::journal::{call, new_bucket, s3};
 use standings_tests::{ADMIN, TestApp, spawn_journaled};
 
 fn far() -> chrono::DateTime<Utc> {
@@ -60,6 +60,13 @@ async fn workload(app: &TestApp) {
         app.call(Method::POST, "/v1/admin/boards/high-scores/users/cid/corrections", removal.to_string(), ADMIN).await.0,
         StatusCode::OK
     );
+    tick();
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let void = json!({"void_id": "void-1", "from": Utc::now() - Duration::hours(1), "to": Utc::now(), "reason": "vote ring"});
+    let (status, voided) = call(&app.void_router(&client, Some(&bucket), 30), Method::POST, "/v1/admin/boards/points/users/bob/void", &void, ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "{voided}");
+    assert!(voided["periods"].as_array().unwrap().iter().any(|period| period["delta"].as_i64() < Some(0)), "{voided}");
     tick();
     assert_eq!(app.call(Method::POST, "/v1/admin/users/dan/ban", "{}", ADMIN).await.0, StatusCode::OK);
     assert_eq!(app.call(Method::DELETE, "/v1/admin/users/eve/ban", "", ADMIN).await.0, StatusCode::OK);
