@@ -20,7 +20,7 @@ use axum::http::Method;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, FileFailurePersistence, TestCaseError, TestRunner};
 use serde_json::{Map, Value, json};
-use standings_tests::{ADMIN, Caller, TestApp, WRITER, send_as_lambda, spawn_ingest};
+use standings_tests::{ADMIN, Caller, TestApp, WRITER, send_as_lambda, spawn_journaled};
 
 const REGRESSIONS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/regressions.txt");
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/fuzz/corpus");
@@ -228,7 +228,8 @@ fn campaign<T: std::fmt::Debug, S: Strategy<Value = T>, F: std::future::Future<O
     check: impl Fn(Rc<TestApp>, T, Rc<RefCell<BTreeMap<u16, u64>>>) -> F,
 ) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let app = Rc::new(runtime.block_on(spawn_ingest()));
+    // Journaled, so the void route reads a journal (and every write appends to one).
+    let app = Rc::new(runtime.block_on(spawn_journaled(standings::domain::config::Config::default_boards())));
     let cases = env_number(cases_var).unwrap_or(default_cases) as u32;
     let budget = env_number("STANDINGS_FUZZ_SECONDS").map(Duration::from_secs);
     let started = Instant::now();
@@ -294,6 +295,7 @@ fn every_route() -> impl Strategy<Value = RouteRequest> {
     routes.extend(ingest::routes().listed().iter().map(|(m, p)| ("ingest", m.clone(), *p)));
     routes.extend(query::routes().listed().iter().map(|(m, p)| ("query", m.clone(), *p)));
     routes.extend(seasons::routes().listed().iter().map(|(m, p)| ("seasons", m.clone(), *p)));
+    routes.extend(void::routes().listed().iter().map(|(m, p)| ("void", m.clone(), *p)));
     let route = prop::sample::select(routes).prop_flat_map(|(function, method, template)| (Just(function), Just(method), filled(template)));
     let query = prop::collection::vec((prop::sample::select(QUERY_KEYS.to_vec()), prop_oneof![text(), "[0-9-]{1,12}"]), 0..3)
         .prop_map(|pairs| pairs.iter().map(|(k, v)| format!("{k}={}", encode(v))).collect::<Vec<_>>().join("&"));
@@ -316,7 +318,20 @@ fn every_route() -> impl Strategy<Value = RouteRequest> {
 
 async fn check_route(app: &TestApp, request: RouteRequest, statuses: &RefCell<BTreeMap<u16, u64>>) -> Result<(), TestCaseError> {
     let caller = [Caller::Anonymous, WRITER, ADMIN][usize::from(request.caller)];
-    let router = if request.function == "ingest" { &app.router } else { &app.query };
+    // The void function's router, over the campaign's one app, reading a bucket of its own.
+    static VOID: tokio::sync::OnceCell<axum::Router> = tokio::sync::OnceCell::const_new();
+    let void = VOID
+        .get_or_init(|| async {
+            let client = standings_tests::journal::s3().await;
+            let bucket = standings_tests::journal::new_bucket(&client).await;
+            app.void_router(&client, Some(&bucket), 30)
+        })
+        .await;
+    let router = match request.function {
+        "ingest" => &app.router,
+        "void" => void,
+        _ => &app.query,
+    };
     let before = app.keyspace().await;
     let (status, body) = send_as_lambda(router, &request.method, &request.path, &request.query, &request.body, caller).await;
     *statuses.borrow_mut().entry(status.as_u16()).or_default() += 1;

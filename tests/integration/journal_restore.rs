@@ -64,7 +64,8 @@ async fn workload(app: &TestApp) {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
     let void = json!({"void_id": "void-1", "from": Utc::now() - Duration::hours(1), "to": Utc::now(), "reason": "vote ring"});
-    let (status, voided) = call(&app.void_router(&client, Some(&bucket), 30), Method::POST, "/v1/admin/boards/points/users/bob/void", &void, ADMIN).await;
+    let (status, voided) =
+        call(&app.void_router(&client, Some(&bucket), 30), Method::POST, "/v1/admin/boards/points/users/bob/void", &void, ADMIN).await;
     assert_eq!(status, StatusCode::OK, "{voided}");
     assert!(voided["periods"].as_array().unwrap().iter().any(|period| period["delta"].as_i64() < Some(0)), "{voided}");
     tick();

@@ -42,7 +42,13 @@ pub(crate) fn operations(routes: &[(Method, &'static str)]) -> Vec<Operation> {
 }
 
 fn routed() -> Vec<Operation> {
-    [operations(ingest::routes().listed()), operations(query::routes().listed()), operations(seasons::routes().listed())].concat()
+    [
+        operations(ingest::routes().listed()),
+        operations(query::routes().listed()),
+        operations(seasons::routes().listed()),
+        operations(void::routes().listed()),
+    ]
+    .concat()
 }
 
 #[test]
@@ -70,7 +76,7 @@ fn scopes(document: &Value, (method, path): &Operation) -> Vec<String> {
 #[test]
 fn the_document_names_the_scope_each_route_needs() {
     let document = document();
-    for operation in operations(ingest::routes().listed()) {
+    for operation in [operations(ingest::routes().listed()), operations(void::routes().listed())].concat() {
         let scope = if operation.1.starts_with("/v1/admin/") { "standings/admin" } else { "standings/write" };
         assert_eq!(scopes(&document, &operation), [scope], "{operation:?}");
     }

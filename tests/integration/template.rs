@@ -25,6 +25,7 @@ const WORKSPACE_MANIFEST: &str = include_str!("../../Cargo.toml");
 const INGEST: &str = "IngestFunction";
 const QUERY: &str = "QueryFunction";
 const SEASONS: &str = "SeasonsFunction";
+const VOID: &str = "VoidFunction";
 const HOTNESS: &str = "HotnessFunction";
 const ARCHIVE: &str = "ArchiveFunction";
 
@@ -108,11 +109,12 @@ fn http_routes(template: &Value, function: &str) -> Vec<Route> {
         .collect()
 }
 
-fn api_functions() -> [(&'static str, Vec<Operation>); 3] {
+fn api_functions() -> [(&'static str, Vec<Operation>); 4] {
     [
         (INGEST, operations(ingest::routes().listed())),
         (QUERY, operations(query::routes().listed())),
         (SEASONS, operations(seasons::routes().listed())),
+        (VOID, operations(void::routes().listed())),
     ]
 }
 
@@ -137,7 +139,7 @@ fn each_function_routes_exactly_its_events_in_the_template() {
         );
     }
     for (name, function) in resources_of_type(&template, "AWS::Serverless::Function") {
-        if ![INGEST, QUERY, SEASONS].contains(&name.as_str()) {
+        if ![INGEST, QUERY, SEASONS, VOID].contains(&name.as_str()) {
             let events = function["Properties"]["Events"].as_object().cloned().unwrap_or_default();
             assert!(events.values().all(|e| e["Type"] != "HttpApi"), "{name} is not an API function");
         }
@@ -150,7 +152,7 @@ fn each_function_routes_exactly_its_events_in_the_template() {
 fn routes_need_the_scope_their_function_checks() {
     let template = template();
     assert_eq!(resource(&template, "HttpApi")["Properties"]["Auth"]["DefaultAuthorizer"], "Jwt", "fail closed");
-    for route in http_routes(&template, INGEST) {
+    for route in [INGEST, VOID].iter().flat_map(|f| http_routes(&template, f)) {
         let scopes = if route.operation.1.starts_with("/v1/admin/") { json!([ADMIN_SCOPE]) } else { json!([WRITE_SCOPE, ADMIN_SCOPE]) };
         assert_eq!(route.auth, json!({"Authorizer": "Jwt", "AuthorizationScopes": scopes}), "{}", route.event);
     }
@@ -163,7 +165,7 @@ fn routes_need_the_scope_their_function_checks() {
 #[test]
 fn the_template_and_the_openapi_document_declare_the_same_operations() {
     let template = template();
-    let routes: Vec<Route> = [INGEST, QUERY, SEASONS].iter().flat_map(|f| http_routes(&template, f)).collect();
+    let routes: Vec<Route> = [INGEST, QUERY, SEASONS, VOID].iter().flat_map(|f| http_routes(&template, f)).collect();
     let (ready, pending) = described(&document());
     let declared: BTreeSet<Operation> = routes.iter().map(|r| r.operation.clone()).collect();
     assert_eq!(declared, ready.union(&pending).cloned().collect(), "operations of the template vs the OpenAPI document");
@@ -176,7 +178,7 @@ fn the_template_and_the_openapi_document_declare_the_same_operations() {
 fn the_local_router_matches_the_template() {
     let template = template();
     let mut deployed = BTreeSet::new();
-    for function in [INGEST, QUERY, SEASONS] {
+    for function in [INGEST, QUERY, SEASONS, VOID] {
         let binary = resource(&template, function)["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap().to_owned();
         deployed.extend(http_routes(&template, function).into_iter().map(|r| (r.operation, binary.clone())));
     }
@@ -329,7 +331,7 @@ fn statements(function: &Value) -> Vec<Value> {
 
 /// Only `seasons` (reads) and `archive` touch DynamoDB, only the season table; only `queue`
 /// touches SQS: what its event source mapping needs of the event queue, and sending to the
-/// dead-letter queue; only `journal` touches S3, only the journal's objects; no wildcard actions; every function may read the Redis URL secret (once,
+/// dead-letter queue; only `journal` (and `void`, reading) touch S3, only the journal's objects; no wildcard actions; every function may read the Redis URL secret (once,
 /// at start) and nothing else beyond logs and VPC access.
 #[test]
 fn each_function_gets_only_the_permissions_it_uses() {
@@ -346,6 +348,7 @@ fn each_function_gets_only_the_permissions_it_uses() {
         ),
         ("QueueFunction", &[SECRET, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"][..]),
         ("JournalFunction", &[SECRET, "s3:PutObject", "s3:GetObject", "s3:ListBucket"][..]),
+        (VOID, &[SECRET, "s3:GetObject", "s3:ListBucket"][..]),
     ]);
     let functions = resources_of_type(&template, "AWS::Serverless::Function");
     assert_eq!(functions.iter().map(|(n, _)| n.as_str()).collect::<BTreeSet<_>>(), allowed.keys().copied().collect());
