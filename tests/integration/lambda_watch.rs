@@ -64,7 +64,8 @@ async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
 
 /// An event through the `ingest` function of `cargo lambda watch` is journaled (scripts/test.sh
 /// gives the watch a journal bucket); the journal function's drain fixture moves it to S3; a
-/// restore of an unknown board is refused with its code.
+/// void through the `void` function finds it there; a restore of an unknown board is refused
+/// with its code.
 #[tokio::test]
 async fn an_event_through_cargo_lambda_watch_reaches_s3_through_the_journal_drain() {
     let event_id = standings_tests::unique_prefix();
@@ -84,6 +85,16 @@ async fn an_event_through_cargo_lambda_watch_reaches_s3_through_the_journal_drai
         found += body.lines().filter(|line| line.contains(&format!("\"event_id\":\"{event_id}\""))).count();
     }
     assert_eq!(found, 1, "the event is in S3 once");
+
+    // The void function of the watch reads it back from S3 and takes its points.
+    let now = chrono::Utc::now();
+    let void =
+        json!({"void_id": event_id, "from": now - chrono::Duration::hours(1), "to": now + chrono::Duration::minutes(1), "reason": "test"});
+    let url = format!("{}/lambda-url/void/v1/admin/boards/activity/users/journaled/void", watch_url());
+    let response = reqwest::Client::new().post(url).json(&void).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let receipt: Value = response.json().await.unwrap();
+    assert!(receipt["periods"].as_array().unwrap().iter().all(|period| period["delta"] == -3), "{receipt}");
 
     let refused = cargo_lambda_invoke("journal", "restore-unknown-board.json");
     let error = String::from_utf8_lossy(&refused.stderr);
