@@ -54,13 +54,19 @@ impl Model {
                 *used += given;
                 self.likes.insert(key, (given, at));
             }
-        } else if !active && let Some((given, _)) = self.likes.remove(&key) {
-            *used -= given;
+        } else if !active && self.likes.get(&key).is_some_and(|(given, _)| *given > 0) {
+            *used -= self.likes.remove(&key).map_or(0, |(given, _)| given);
         }
     }
 
+    /// A voided like stays in the day ledger with nothing given: the same like that day earns
+    /// nothing again, and its take-back takes nothing.
     fn void(&mut self, user: &str, from: DateTime<Utc>, to: DateTime<Utc>) {
-        self.likes.retain(|(who, ..), (_, at)| !(who == user && from <= *at && *at < to));
+        for ((who, ..), (given, at)) in &mut self.likes {
+            if who == user && from <= *at && *at < to {
+                *given = 0;
+            }
+        }
         for (who, at, voided) in &mut self.wins {
             *voided |= who == user && from <= *at && *at < to;
         }
@@ -140,8 +146,8 @@ async fn a_void_takes_exactly_what_the_model_says_from_every_period_part_drained
         model.void("ann", from, to);
         assert_matches(&app, &model, &days, &format!("seed {seed}, after the void")).await;
 
-        // Writes after it: a take-back of a voided like takes nothing (the void deleted its
-        // ledger entry); a second void of the same range takes nothing more.
+        // Writes after it: a take-back of a voided like takes nothing, giving it again earns
+        // nothing; a second void of the same range takes nothing more.
         for step in 40..50 {
             now += Duration::minutes(rng.i64(1..5));
             send(&mut model, &mut days, &mut rng, now, format!("e-{step}")).await;
@@ -182,7 +188,11 @@ async fn a_void_is_exactly_once_audited_itemised_and_bad_input_writes_nothing() 
     let (status, first) = void(&router, "ann", body.clone()).await;
     assert_eq!(status, StatusCode::OK, "{first}");
     assert_eq!((first["kind"].as_str(), first["void_id"].as_str(), first["duplicate"].as_bool()), (Some("void"), Some("v-1"), Some(false)));
-    assert_eq!(first["periods"].as_array().unwrap().iter().map(|p| p["delta"].as_i64().unwrap()).collect::<Vec<_>>(), [-4, -4], "{first}");
+    // Both likes from every period they landed in (one day, or two across midnight).
+    let taken = |kind: &str| {
+        first["periods"].as_array().unwrap().iter().filter(|p| p["period"] == kind).map(|p| p["delta"].as_i64().unwrap()).sum::<i64>()
+    };
+    assert_eq!((taken("day"), taken("all")), (-4, -4), "{first}");
     assert_eq!(app.points("forum", Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC), "ann").await, Some(LIKE));
     let (status, retry) = void(&router, "ann", body.clone()).await;
     assert_eq!((status, retry["duplicate"].as_bool(), &retry["periods"]), (StatusCode::OK, Some(true), &first["periods"]));
@@ -218,6 +228,13 @@ async fn a_void_is_exactly_once_audited_itemised_and_bad_input_writes_nothing() 
             StatusCode::UNPROCESSABLE_ENTITY,
             "range_too_old",
         ),
+        (
+            "forum",
+            "ann",
+            json!({"void_id": "v-3", "from": from, "to": now + Duration::days(92), "reason": "x"}),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "range_too_long",
+        ),
         ("forum", "ann", json!({"void_id": "v 3", "from": from, "to": now, "reason": "x"}), StatusCode::BAD_REQUEST, "invalid_id"),
         ("forum", "a}b", json!({"void_id": "v-3", "from": from, "to": now, "reason": "x"}), StatusCode::BAD_REQUEST, "invalid_id"),
         ("forum", "ann", json!({"void_id": "v-3", "from": from, "to": now, "reason": ""}), StatusCode::BAD_REQUEST, "malformed"),
@@ -241,4 +258,118 @@ async fn a_void_is_exactly_once_audited_itemised_and_bad_input_writes_nothing() 
     let (status, reply) = call(&off, Method::POST, "/v1/admin/boards/forum/users/ann/void", &body, ADMIN).await;
     assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("journal_off")));
     assert_eq!(app.keyspace().await, before, "a refused void writes nothing");
+}
+
+/// The journal bucket, with a take-back sent the first time a void lists it: the take-back lands
+/// after the void started reading and before it applies.
+struct TakeBackMidway {
+    objects: S3Objects,
+    take_back: tokio::sync::Mutex<Option<futures::future::BoxFuture<'static, ()>>>,
+}
+
+impl journal::Objects for TakeBackMidway {
+    async fn put_new(&self, key: &str, body: Vec<u8>) -> Result<journal::Put, journal::ObjectError> {
+        self.objects.put_new(key, body).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Vec<u8>, journal::ObjectError> {
+        self.objects.get(key).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, journal::ObjectError> {
+        if let Some(take_back) = self.take_back.lock().await.take() {
+            take_back.await;
+        }
+        self.objects.list(prefix).await
+    }
+}
+
+#[tokio::test]
+async fn a_take_back_or_another_void_landing_while_a_void_decides_is_never_taken_twice() {
+    let app = spawn_journaled(forum()).await;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let start = Utc::now() - Duration::hours(1);
+    let events = [
+        json!({"event_id": "w0", "user_id": "ann", "action": "win"}),
+        json!({"event_id": "l1", "user_id": "ann", "action": "like", "target": "a"}),
+        json!({"event_id": "w2", "user_id": "ann", "action": "win"}),
+    ];
+    for (i, event) in events.into_iter().enumerate() {
+        app.set_now(start + Duration::minutes(10 * i as i64));
+        assert_eq!(app.event(event).await.0, StatusCode::OK);
+    }
+    app.set_now(Utc::now());
+    let all = || Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC);
+    assert_eq!(app.points("forum", all(), "ann").await, Some(WIN + LIKE + WIN));
+    let (router, take_back) =
+        (app.router.clone(), json!({"event_id": "l1-back", "user_id": "ann", "action": "like", "target": "a", "active": false}));
+    let objects = TakeBackMidway {
+        objects: S3Objects::new(client.clone(), &bucket),
+        take_back: tokio::sync::Mutex::new(Some(Box::pin(async move {
+            let (status, reply) = call(&router, Method::POST, "/v1/events", &take_back, WRITER).await;
+            assert_eq!(status, StatusCode::OK, "{reply}");
+        }))),
+    };
+    let config = std::sync::Arc::new(forum());
+    let voids = standings::services::voids::Voids::new(
+        standings::services::moderation::Moderation::new(config, app.keys.clone(), app.store.clone()),
+        Some(objects),
+        30,
+    );
+    let request = |id: &str| standings::services::voids::VoidRequest {
+        void_id: id.into(),
+        from: start + Duration::minutes(5),
+        to: Utc::now(),
+        reason: "bot".into(),
+    };
+    // The like taken back midway is not taken again: only the second win goes.
+    let receipt = voids.void("forum", "ann", &request("v-1"), None, app.now()).await.expect("the void applies");
+    assert_eq!(receipt.periods.iter().map(|p| p.delta).collect::<Vec<_>>(), [-WIN, -WIN], "a day and all-time: {receipt:?}");
+    assert_eq!(app.points("forum", all(), "ann").await, Some(WIN), "the first win, outside the range, stays");
+
+    // Two more voids of the range at once, under other ids: together they take nothing more.
+    let (second, third) = (request("v-2"), request("v-3"));
+    let (late, also) =
+        tokio::join!(voids.void("forum", "ann", &second, None, app.now()), voids.void("forum", "ann", &third, None, app.now()));
+    for receipt in [late.expect("a void"), also.expect("a void")] {
+        assert!(receipt.periods.iter().all(|p| p.delta == 0), "{receipt:?}");
+    }
+    assert_eq!(app.points("forum", all(), "ann").await, Some(WIN));
+}
+
+#[tokio::test]
+async fn concurrent_voids_of_overlapping_ranges_take_each_give_once() {
+    let app = spawn_journaled(forum()).await;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let router = app.void_router(&client, Some(&bucket), 30);
+    let start = Utc::now() - Duration::hours(3);
+    for i in 0..12 {
+        app.set_now(start + Duration::minutes(10 * i));
+        assert_eq!(app.event(json!({"event_id": format!("w{i}"), "user_id": "ann", "action": "win"})).await.0, StatusCode::OK);
+    }
+    app.set_now(Utc::now());
+    // Eight voids at once over ranges that overlap: wins 2..10 go, each once.
+    let bodies: Vec<Value> = (0..8)
+        .map(|i| {
+            let from = start + Duration::minutes(20 + 10 * (i % 4));
+            json!({"void_id": format!("v-{i}"), "from": from, "to": from.max(start + Duration::minutes(95)) + Duration::minutes(10 * (i / 4)), "reason": "ring"})
+        })
+        .collect();
+    let answers = futures::future::join_all(bodies.iter().map(|body| void(&router, "ann", body.clone()))).await;
+    let mut taken = 0;
+    for (status, receipt) in answers {
+        assert_eq!(status, StatusCode::OK, "{receipt}");
+        taken -= receipt["periods"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["period"] == "all")
+            .map(|p| p["delta"].as_i64().unwrap())
+            .sum::<i64>();
+    }
+    assert_eq!(taken, 9 * WIN, "wins 2 to 10 (20 to 105 minutes in), each once");
+    let all = Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC);
+    assert_eq!(app.points("forum", all, "ann").await, Some(3 * WIN));
 }

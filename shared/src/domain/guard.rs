@@ -1,5 +1,6 @@
 //! The fields of a board's guard hash, which every write checks before it changes anything:
-//! a banned user, a period closed for archiving, and a season whose board was created. The
+//! a banned user, a period closed for archiving, and a season whose board was created; and
+//! how many voids each user's points had. The
 //! Lua scripts get the prefixes from here (see `redis::scripts::compose`).
 
 use crate::domain::period::Period;
@@ -7,6 +8,7 @@ use crate::domain::period::Period;
 pub const BAN: &str = "ban|";
 pub const CLOSED: &str = "closed|";
 pub const LIVE: &str = "live|";
+pub const VOIDS: &str = "voids|";
 
 /// Set while `user_id` is banned from the board.
 pub fn ban_field(user_id: &str) -> String {
@@ -24,6 +26,12 @@ pub fn live_field(period: &Period) -> String {
     format!("{LIVE}{}:{}", period.kind.as_str(), period.id)
 }
 
+/// How many voids the user's points on the board have had: a void decided on a count that
+/// changed since (another void landed meanwhile) is decided again.
+pub fn voids_field(user_id: &str) -> String {
+    format!("{VOIDS}{user_id}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -35,5 +43,6 @@ mod tests {
         assert_eq!(ban_field("u1"), "ban|u1");
         assert_eq!(closed_field(&season), "closed|season:2026-10");
         assert_eq!(live_field(&season), "live|season:2026-10");
+        assert_eq!(voids_field("u1"), "voids|u1");
     }
 }

@@ -67,7 +67,9 @@ pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateT
                     on_entry.insert(entry, index);
                 }
             }
-            Written::Event(event) if !event.give && event.changes.iter().any(|&change| change < 0) => {
+            // An applied take-back ends its give whatever its periods still held (it deleted the
+            // ledger entry even where it could take nothing).
+            Written::Event(event) if !event.give => {
                 if let Some(given) = event.entry.as_ref().and_then(|entry| on_entry.remove(entry)) {
                     standing.remove(&given);
                 }
@@ -161,6 +163,10 @@ mod tests {
         assert_eq!(removed(&written, 0, 9), vec![]);
         let written = [event(3, true, "b", 2), Written::Void { from: at(2), to: at(4) }, event(5, true, "c", 2)];
         assert_eq!(removed(&written, 0, 9), vec![("2026-11-22".into(), 2), ("all".into(), 2)]);
+        // A take-back that found its periods empty (a correction took the points) still ends
+        // its give.
+        let written = [event(1, true, "a", 2), event(2, false, "a", 0)];
+        assert_eq!(removed(&written, 0, 9), vec![]);
         // Given again after its take-back: the second give stands.
         let written = [event(1, true, "a", 2), event(2, false, "a", -2), event(3, true, "a", 2)];
         assert_eq!(removed(&written, 0, 9), vec![("2026-11-22".into(), 2), ("all".into(), 2)]);

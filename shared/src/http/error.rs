@@ -245,6 +245,7 @@ impl From<ModerationError> for ApiError {
             | ModerationError::ScoreOutOfRange(_) => (StatusCode::UNPROCESSABLE_ENTITY, "out_of_range"),
             ModerationError::NotPoints(_) => (StatusCode::UNPROCESSABLE_ENTITY, "not_a_points_board"),
             ModerationError::RangeTooOld(_) => (StatusCode::UNPROCESSABLE_ENTITY, "range_too_old"),
+            ModerationError::RangeTooLong(_) => (StatusCode::UNPROCESSABLE_ENTITY, "range_too_long"),
             ModerationError::JournalOff => (StatusCode::CONFLICT, "journal_off"),
             ModerationError::JournalUnavailable(_) | ModerationError::JournalUnreadable(_) => {
                 // What S3 said stays in the log.

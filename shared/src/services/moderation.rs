@@ -54,16 +54,18 @@ pub enum ModerationError {
     NotPoints(String),
     #[error("from is older than the {0} days the journal keeps")]
     RangeTooOld(i64),
+    #[error("a void takes at most {0} days at once; void a longer range in pieces")]
+    RangeTooLong(i64),
     #[error("the journal is off (STANDINGS_JOURNAL_BUCKET is not set): nothing to void from")]
     JournalOff,
     #[error("the journal bucket: {0}")]
     JournalUnavailable(String),
     #[error("the journal: {0}")]
     JournalUnreadable(String),
-    /// The journal moved on while a void was decided on it.
-    #[error("the board's journal moved on")]
+    /// A take-back or another void landed while a void was decided.
+    #[error("the user's points changed while the void was decided")]
     Stale,
-    #[error("writes kept landing in the range; retry the void")]
+    #[error("the user's points kept changing while the void was decided; retry it")]
     Busy,
     #[error(transparent)]
     Guard(#[from] GuardRefusal),

@@ -21,15 +21,19 @@ use crate::domain::scoring::{self, Event};
 use crate::domain::void::{Applied, LedgerEntry, Voided, Written, voided};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
+use crate::redis::scripts::LEDGER_RETENTION_SECS;
 use crate::redis::scripts::moderation::{self as script, AuditRecord, PointsVoid, VoidReply};
 use crate::redis::scripts::{Decision, GuardRefusal, PeriodStanding, Receipt};
 
-/// Times a void reads the journal again when a write landed while it was deciding.
-const ATTEMPTS: usize = 5;
+/// Times a void reads the journal again when a take-back or another void of the user landed
+/// while it was deciding.
+const ATTEMPTS: usize = 10;
 /// Journal objects read at once.
 const READS_AT_ONCE: usize = 8;
 /// Stream entries read per page.
 const STREAM_PAGE: usize = 1000;
+/// The longest range one void takes (its journal is read within the route's time).
+pub const MAX_RANGE_DAYS: i64 = 92;
 
 /// `POST /v1/admin/boards/{board}/users/{user_id}/void`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -99,16 +103,22 @@ impl<O: Objects> Voids<O> {
         if request.from < now - self.retention {
             return Err(ModerationError::RangeTooOld(self.retention.num_days()));
         }
+        if request.to - request.from > Duration::days(MAX_RANGE_DAYS) {
+            return Err(ModerationError::RangeTooLong(MAX_RANGE_DAYS));
+        }
         let objects = self.objects.as_ref().filter(|_| self.moderation.keys.journal_on()).ok_or(ModerationError::JournalOff)?;
-        // A write whose time is in the range can still land while `to` is this recent.
-        let settled = request.to <= now - self.moderation.window.grace - Duration::minutes(5);
-        // The journal keeps times to the millisecond.
-        let (from, to) = (request.from.trunc_subsecs(3), request.to.trunc_subsecs(3));
+        // The journal keeps times to the millisecond: the range as it compares, as it is
+        // fingerprinted and journaled (a later void reads it back).
+        let request = &VoidRequest { from: request.from.trunc_subsecs(3), to: request.to.trunc_subsecs(3), ..request.clone() };
+        let keys = self.moderation.keys.board(&board.name);
         for _ in 0..ATTEMPTS {
-            let (written, last) = self.written(objects, board, user_id, from, now).await?;
-            let voided = voided(board, &written, from, to);
-            let seen = (!settled).then_some(last.as_str());
-            match self.moderation.void_points(board, user_id, request, &voided, seen, actor, now).await {
+            // Read before the journal: a void landing after it makes this one stale.
+            let seen = script::voids_seen(&mut self.moderation.store.connection().await?, &keys, user_id).await?;
+            let written = self.written(objects, board, user_id, request.from, now).await?;
+            let mut voided = voided(board, &written, request.from, request.to);
+            // A day ledger past its retention is gone, and with it any take-back of its gives.
+            voided.entries.retain(|entry| ledger_kept(board, &entry.day, now));
+            match self.moderation.void_points(board, user_id, request, &voided, Some(seen), actor, now).await {
                 Err(ModerationError::Stale) => continue,
                 done => return done,
             }
@@ -116,8 +126,7 @@ impl<O: Objects> Voids<O> {
         Err(ModerationError::Busy)
     }
 
-    /// The user's writes on `board` from the day before `from` on, in the board's order, and the
-    /// journal's last entry when they were read ("0-0": none).
+    /// The user's writes on `board` from the day before `from` on, in the board's order.
     async fn written(
         &self,
         objects: &O,
@@ -125,7 +134,7 @@ impl<O: Objects> Voids<O> {
         user_id: &str,
         from: DateTime<Utc>,
         now: DateTime<Utc>,
-    ) -> Result<(Vec<Written>, String), ModerationError> {
+    ) -> Result<Vec<Written>, ModerationError> {
         // Redis first, then S3: an entry drained in between is read twice (and kept once), never
         // missed.
         let keys = self.moderation.keys.board(&board.name);
@@ -138,7 +147,6 @@ impl<O: Objects> Voids<O> {
             }
             lines.extend(page);
         }
-        let last = lines.last().map_or_else(|| "0-0".to_owned(), |line| line.id.clone());
         // Stream ids are Redis's clock, event times the functions': a day either side of `from`.
         let first = (from - Duration::days(1)).date_naive();
         let dates = first.iter_days().take_while(|date| *date <= now.date_naive() + Duration::days(1));
@@ -161,7 +169,7 @@ impl<O: Objects> Voids<O> {
         let mut seen = BTreeSet::new();
         let mut mine: Vec<((i64, u64), Written)> = Vec::new();
         for line in lines {
-            if line.entry.get("user_id").and_then(Value::as_str) != Some(user_id) || !seen.insert(line.id.clone()) {
+            if !is_users(&line, user_id) || !seen.insert(line.id.clone()) {
                 continue;
             }
             let order =
@@ -171,7 +179,7 @@ impl<O: Objects> Voids<O> {
             }
         }
         mine.sort_by_key(|(order, _)| *order);
-        Ok((mine.into_iter().map(|(_, write)| write).collect(), last))
+        Ok(mine.into_iter().map(|(_, write)| write).collect())
     }
 }
 
@@ -195,6 +203,18 @@ fn written_of(board: &Board, line: &Line) -> Option<Written> {
     }
 }
 
+fn is_users(line: &Line, user_id: &str) -> bool {
+    line.entry.get("user_id").and_then(Value::as_str) == Some(user_id)
+}
+
+/// Whether the day ledger of `day` (a local day of `board`) is still kept at `now`.
+fn ledger_kept(board: &Board, day: &str, now: DateTime<Utc>) -> bool {
+    Period::named(PeriodKind::Day, day, board.timezone)
+        .ok()
+        .and_then(|day| day.end)
+        .is_some_and(|end| end.timestamp() + LEDGER_RETENTION_SECS > now.timestamp())
+}
+
 fn journal_unavailable(error: impl std::fmt::Display) -> ModerationError {
     ModerationError::JournalUnavailable(error.to_string())
 }
@@ -213,9 +233,9 @@ fn validate(request: &VoidRequest) -> Result<(), ModerationError> {
 
 impl Moderation {
     /// Takes `voided`'s points from the user on `board` with the void's audit entry, atomically
-    /// and once per void id; `seen`: the journal's last entry they were decided on, when a write
-    /// can still land in the range (refused as `Stale` if the journal moved on). A restore's
-    /// replay calls it with the points the journal recorded.
+    /// and once per void id; `seen`: the count of the user's voids they were decided on (refused
+    /// as `Stale` if another landed since, or a take-back took a voided give). A restore's
+    /// replay calls it with what the journal recorded, and no count.
     #[allow(clippy::too_many_arguments)]
     pub async fn void_points(
         &self,
@@ -223,7 +243,7 @@ impl Moderation {
         user_id: &str,
         request: &VoidRequest,
         voided: &Voided,
-        seen: Option<&str>,
+        seen: Option<i64>,
         actor: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<VoidReceipt, ModerationError> {
@@ -243,7 +263,7 @@ impl Moderation {
             now,
             reason: &request.reason,
             statements: board.statements,
-            journal_seen: seen,
+            voids_seen: seen,
             journal_entry: &journal_entry,
         };
         let mut conn = self.store.write_connection().await?;

@@ -34,7 +34,7 @@ pub const MARKER_SHARDS: u16 = 1024;
 /// Most events of one board in one script call: the call holds Redis for about 25 µs an event.
 pub const CHUNK: usize = 100;
 /// Day ledgers outlive their day by this much (~31 days of history).
-const LEDGER_RETENTION_SECS: i64 = 30 * 24 * 3600;
+pub const LEDGER_RETENTION_SECS: i64 = 30 * 24 * 3600;
 const DAY_SECS: i64 = 24 * 3600;
 /// How far ahead of ours another function's clock may run: only this close to the end of the
 /// local day can the next day's marker bucket already hold an id (written by that clock), so

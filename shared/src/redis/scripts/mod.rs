@@ -30,7 +30,7 @@ use crate::domain::tiebreak::{MAX_POINTS, Scale, TIME_SPAN};
 use crate::redis::error::StoreError;
 use crate::redis::store::Connection;
 
-pub use apply::{BoardEvent, CHUNK, MARKER_SHARDS, MarkerSlot, apply_events, marker_bucket};
+pub use apply::{BoardEvent, CHUNK, LEDGER_RETENTION_SECS, MARKER_SHARDS, MarkerSlot, apply_events, marker_bucket};
 pub use receipt::{Decision, Receipt};
 pub(crate) use reply::Status;
 

@@ -4,6 +4,7 @@ use super::{BAN_USER, CORRECT_SCORE, EVENT_MARKER_TTL_SECS, PeriodStanding, Stat
 use chrono::{DateTime, Utc};
 
 use super::apply::ledger_field;
+use crate::domain::guard;
 use crate::domain::period::Period;
 use crate::domain::tiebreak::Scale;
 use crate::domain::void::LedgerEntry;
@@ -171,9 +172,9 @@ pub struct PointsVoid<'a> {
     pub now: DateTime<Utc>,
     pub reason: &'a str,
     pub statements: bool,
-    /// The journal's last entry the points were computed from (`"0-0"`: none); `None` when
-    /// no write can land in the range any more.
-    pub journal_seen: Option<&'a str>,
+    /// The count of the user's voids on the board the points were decided on (`voids_seen`);
+    /// `None` for a restore's replay, which does not check.
+    pub voids_seen: Option<i64>,
     /// Its journal entry, "" when the journal is off.
     pub journal_entry: &'a str,
 }
@@ -189,7 +190,7 @@ pub enum VoidReply {
     },
     Conflict,
     Banned,
-    /// The journal moved on since it was read: read it again.
+    /// A take-back or another void landed since the void was decided: decide again.
     Stale,
 }
 
@@ -224,7 +225,8 @@ pub async fn void_points(
         .arg(format!("v:{}", void.void_id))
         .arg(void.reason)
         .arg(if keys.journaled() { void.journal_entry } else { "" })
-        .arg(void.journal_seen.unwrap_or(""))
+        .arg(guard::voids_field(void.member))
+        .arg(void.voids_seen.map(|seen| seen.to_string()).unwrap_or_default())
         .arg(void.periods.len());
     for (period, points) in void.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(points);
@@ -248,4 +250,10 @@ pub async fn void_points(
         Status::Stale => Ok(VoidReply::Stale),
         other => Err(other.unexpected("void")),
     }
+}
+
+/// The count of `member`'s voids on the board (its guard's field), read before the journal.
+pub async fn voids_seen(conn: &mut Connection, keys: &BoardKeys, member: &str) -> Result<i64, StoreError> {
+    let seen: Option<i64> = redis::cmd("HGET").arg(keys.guard()).arg(guard::voids_field(member)).query_async(conn).await?;
+    Ok(seen.unwrap_or(0))
 }

@@ -5,7 +5,8 @@ per period, from the journal), with its audit entry, exactly once per void id, a
 checks happen before the first write. A period never loses more than it holds; a period frozen
 for archiving is not live and is left as it is.
 
-KEYS[1]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see apply_event.lua)
+KEYS[1]    the board's guard (hash): "ban|<user>", "closed|<kind>:<id>" (see apply_event.lua),
+           and ARGV[10], the count of the user's voids
 KEYS[2]    the board's audit log (list, newest first)
 KEYS[3]    the void's marker: string "<fingerprint>\n<audit entry>\n<periods JSON>", kept
            ARGV[5] seconds
@@ -24,17 +25,18 @@ ARGV[5]    marker TTL in seconds
 ARGV[6]    1 when the board keeps statements, else 0
 ARGV[7]    the void's statement field ("v:<void id>")
 ARGV[8]    the void's reason
-ARGV[9]    the void's journal entry (its audit entry and the points per period), appended with
-           the reply when the void applies now; "" when the journal is off
-ARGV[10]   the id of the journal's last entry the points were computed from ("0-0": it was
-           empty): the void is refused as "stale" when the journal has moved on since (a write
-           of the range may have landed in between); "" when the range ended long enough ago
-           that no write can land in it any more
-ARGV[11]   n, the number of periods
-ARGV[12..] for each period, in KEYS order: period kind, period id, points to remove (positive);
+ARGV[9]    the void's journal entry (its audit entry and what it takes), appended with the
+           reply when the void applies now; "" when the journal is off
+ARGV[10]   the guard field counting the user's voids on this board
+ARGV[11]   that count when the void was decided ("0": none): another void landed since if it
+           differs ("stale"); "" for a restore's replay, which does not check
+ARGV[12]   n, the number of periods
+ARGV[13..] for each period, in KEYS order: period kind, period id, points to remove (positive);
            then for each ledger key: the entry's field and its field as earlier releases wrote
-           it, both deleted, so a later take-back of a voided give takes nothing (not its points
-           a second time); the day's cap counter is left as it is
+           it. Each must still hold a give (not "0"): a take-back that landed since the journal
+           was read took it already ("stale"). The entry is set to "0": the give stays counted
+           (the same like that day earns nothing again) and a later take-back takes nothing
+           (not its points a second time); the day's cap counter is left as it is
 
 Reply: a three-element array {status, entry, periods}
   {"new", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}] (the
@@ -43,7 +45,8 @@ Reply: a three-element array {status, entry, periods}
   {"duplicate", entry, json}  this void id was seen with this payload: the first answer
   {"conflict", "", ""}        this void id was seen with another payload; nothing written
   {"banned", "", ""}          the user is banned from this board; nothing written
-  {"stale", "", ""}           the journal moved on since ARGV[10]; nothing written
+  {"stale", "", ""}           a take-back or another void landed since the void was decided;
+                              nothing written
 ]]
 
 local marker = redis.call('GET', KEYS[3])
@@ -57,14 +60,18 @@ end
 local member = ARGV[1]
 local FIRST_BOARD = 5
 local statements = ARGV[6] == '1'
-local boards = tonumber(ARGV[11])
-local function period(i, part) return ARGV[12 + 3 * (i - 1) + part] end
+local boards = tonumber(ARGV[12])
+local function period(i, part) return ARGV[13 + 3 * (i - 1) + part] end
 local first_ledger = FIRST_BOARD + boards * (statements and 2 or 1)
+local function ledger_field(k) return 13 + 3 * boards + 2 * (k - first_ledger) end
 
 if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 1 then return {'banned', '', ''} end
-if ARGV[10] ~= '' then
-  local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)[1]
-  if (last and last[1] or '0-0') ~= ARGV[10] then return {'stale', '', ''} end
+if ARGV[11] ~= '' and (redis.call('HGET', KEYS[1], ARGV[10]) or '0') ~= ARGV[11] then return {'stale', '', ''} end
+for k = first_ledger, #KEYS do
+  local field = ledger_field(k)
+  local held = redis.call('HMGET', KEYS[k], ARGV[field], ARGV[field + 1])
+  local given = held[1] or held[2]
+  if not given or tonumber(given) == 0 then return {'stale', '', ''} end
 end
 
 -- An empty table encodes as {}, not []: the caller reads both.
@@ -86,18 +93,20 @@ for i = 1, boards do
     entry.delta = 0 - (held - after)
     entry.score = after
     if after > 0 then entry.rank = redis.call('ZREVRANK', key, member) + 1 end
-    local statement = statements and KEYS[FIRST_BOARD - 1 + boards + i]
-    -- A member with points has a statement (with its period's TTL); none is made here.
-    if statement and entry.delta ~= 0 and redis.call('EXISTS', statement) == 1 then
-      redis.call('HSET', statement, ARGV[7], entry.delta .. '|' .. ARGV[8])
+    if statements and entry.delta ~= 0 then
+      local statement = KEYS[FIRST_BOARD - 1 + boards + i]
+      -- A member with points has a statement (with its period's TTL); none is made here.
+      if redis.call('EXISTS', statement) == 1 then redis.call('HSET', statement, ARGV[7], entry.delta .. '|' .. ARGV[8]) end
     end
     periods[#periods + 1] = entry
   end
 end
 for k = first_ledger, #KEYS do
-  local field = 12 + 3 * boards + 2 * (k - first_ledger)
-  redis.call('HDEL', KEYS[k], ARGV[field], ARGV[field + 1])
+  local field = ledger_field(k)
+  redis.call('HSET', KEYS[k], ARGV[field], '0')
+  if ARGV[field + 1] ~= ARGV[field] then redis.call('HDEL', KEYS[k], ARGV[field + 1]) end
 end
+redis.call('HINCRBY', KEYS[1], ARGV[10], 1)
 redis.call('LPUSH', KEYS[2], ARGV[2])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[3]) - 1)
 local reply = cjson.encode(periods)
