@@ -13,7 +13,7 @@ use journal::S3Objects;
 use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings_tests::journal::{CrashAfterPut, lines, new_bucket, object_names, s3};
-use standings_tests::{ADMIN, spawn_journaled};
+use standings_tests::{ADMIN, WRITER, spawn_journaled};
 
 fn far() -> chrono::DateTime<Utc> {
     Utc::now() + Duration::minutes(5)
@@ -49,10 +49,15 @@ async fn every_applied_write_is_journaled_once_and_refusals_and_duplicates_are_n
     assert_eq!(status, StatusCode::OK);
     let refused = app.event(json!({"event_id": "e2", "user_id": "bob", "action": "learning"})).await;
     assert_eq!(refused.0, StatusCode::UNPROCESSABLE_ENTITY, "{refused:?}");
+    let profile = json!({"nickname": "Ann"});
+    assert_eq!(app.call(Method::PUT, "/v1/users/ann/profile", profile.to_string(), WRITER).await.0, StatusCode::OK);
+    let bad = json!({"nickname": "a\nb"});
+    assert_eq!(app.call(Method::PUT, "/v1/users/ann/profile", bad.to_string(), WRITER).await.0, StatusCode::BAD_REQUEST);
 
     // points: the event, the sign-in, the correction, the ban; high-scores: the score and the ban.
     assert_eq!(app.journal_len("points").await, 4);
     assert_eq!(app.journal_len("high-scores").await, 2);
+    assert_eq!(app.journal_len(standings::redis::keys::PROFILES_JOURNAL).await, 1, "the profile, not the refused one");
 
     let client = s3().await;
     let bucket = new_bucket(&client).await;
@@ -76,6 +81,9 @@ async fn every_applied_write_is_journaled_once_and_refusals_and_duplicates_are_n
     );
     assert_eq!(points[2]["delta"], 5);
     assert_eq!(points[3]["user_id"], "bob");
+    let profile = lines.iter().find(|l| l["kind"] == "profile").unwrap();
+    assert_eq!((profile["board"].as_str(), profile["user_id"].as_str()), (Some("_profiles"), Some("ann")));
+    assert_eq!(profile["profile"], json!({"nickname": "Ann"}));
     let score = lines.iter().find(|l| l["kind"] == "score").unwrap();
     assert_eq!((score["board"].as_str(), score["score"].as_i64()), (Some("high-scores"), Some(40)));
 }

@@ -13,7 +13,7 @@ use journal::{RestoreReport, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings_tests::journal::{call, new_bucket, s3};
-use standings_tests::{ADMIN, TestApp, spawn_journaled};
+use standings_tests::{ADMIN, TestApp, WRITER, spawn_journaled};
 
 fn far() -> chrono::DateTime<Utc> {
     Utc::now() + Duration::minutes(5)
@@ -60,6 +60,11 @@ async fn workload(app: &TestApp) {
         app.call(Method::POST, "/v1/admin/boards/high-scores/users/cid/corrections", removal.to_string(), ADMIN).await.0,
         StatusCode::OK
     );
+    for (user, nickname) in [("ann", "Ann"), ("bob", "Bob"), ("ann", "Ann B.")] {
+        tick();
+        let profile = json!({"nickname": nickname, "title": "learner"});
+        assert_eq!(app.call(Method::PUT, &format!("/v1/users/{user}/profile"), profile.to_string(), WRITER).await.0, StatusCode::OK);
+    }
     tick();
     let client = s3().await;
     let bucket = new_bucket(&client).await;
@@ -74,10 +79,9 @@ async fn workload(app: &TestApp) {
 }
 
 /// Every key a write made, with its `DUMP` and absolute expiry (ms): not the journal streams
-/// (drained, and not a board's state), not profiles (not journaled), not the restore's own
-/// checkpoint.
+/// (drained, and not a board's state), not the restore's own checkpoint.
 async fn state(app: &TestApp) -> Vec<(String, Vec<u8>, i64)> {
-    let kept = |key: &str| ![":journal", ":profile", ":restore"].iter().any(|own| key.ends_with(own));
+    let kept = |key: &str| ![":journal", ":restore"].iter().any(|own| key.ends_with(own));
     app.keyspace().await.into_iter().filter(|(key, ..)| kept(key)).collect()
 }
 

@@ -10,6 +10,7 @@ mod hot_synthesis;
 mod ingest;
 mod memory;
 mod queue;
+mod rpo;
 mod top30;
 
 use futures::future::BoxFuture;
@@ -32,4 +33,5 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "memory", run: |bench| Box::pin(memory::run(bench)) },
     Scenario { name: "bootstrap", run: |bench| Box::pin(bootstrap::run(bench)) },
     Scenario { name: "queue", run: |bench| Box::pin(queue::run(bench)) },
+    Scenario { name: "journal-rpo", run: |bench| Box::pin(rpo::run(bench)) },
 ];

@@ -43,7 +43,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             avatar_url: Some(format!("https://cdn.example.com/avatars/{user}.png")),
             title: Some("Regular".into()),
         };
-        profiles::put_profile(&bench.store, &bench.keys, user, &profile).await?;
+        profiles::put_profile(&bench.store, &bench.keys, user, &profile, chrono::Utc::now()).await?;
     }
 
     let reader = Reader::new(bench.keys.clone(), bench.store.clone());

@@ -176,6 +176,6 @@ async fn put_profile(
 ) -> Result<Json<Profile>, ApiError> {
     ids::validate_id("user_id", &user_id)?;
     profile.validate()?;
-    profiles::put_profile(&app.store, &app.keys, &user_id, &profile).await?;
+    profiles::put_profile(&app.store, &app.keys, &user_id, &profile, (app.clock)()).await?;
     Ok(Json(profile))
 }

@@ -15,7 +15,7 @@ use standings::domain::config::Config;
 use standings::domain::journal::Line;
 use standings::redis::error::StoreError;
 use standings::redis::journal;
-use standings::redis::keys::Keys;
+use standings::redis::keys::{Keys, PROFILES_JOURNAL};
 use standings::redis::store::Store;
 use standings::runtime::metrics::{Metrics, Unit};
 
@@ -85,8 +85,8 @@ impl<O: Objects> Drainer<O> {
     /// Drains every board until its journal is empty or `deadline` passes. A board that fails
     /// keeps its entries for the next run; the others drain regardless.
     pub async fn drain(&self, deadline: DateTime<Utc>) -> DrainReport {
-        let boards = join_all(self.config.boards().iter().map(|board| async move {
-            let name = board.name.as_str();
+        let names = self.config.boards().iter().map(|board| board.name.as_str()).chain([PROFILES_JOURNAL]);
+        let boards = join_all(names.map(|name| async move {
             let mut drained = BoardDrain { board: name.to_owned(), entries: 0, objects: 0, lag_seconds: 0.0, error: None };
             if let Err(error) = self.drain_board(name, deadline, &mut drained).await {
                 tracing::error!(board = name, error = %error, "journal drain failed; the entries stay in Redis");

@@ -14,7 +14,7 @@ use standings::Clock;
 use standings::domain::config::Config;
 use standings::redis::error::StoreError;
 use standings::redis::journal::{self, Checkpoint};
-use standings::redis::keys::{BoardKeys, Keys};
+use standings::redis::keys::{BoardKeys, Keys, PROFILES_JOURNAL};
 use standings::redis::store::{Connection, Store};
 use standings::services::moderation::current_periods;
 use standings::services::replay::{ReplayError, Replayed, Replayer};
@@ -110,8 +110,9 @@ impl<O: Objects> Restorer<O> {
     /// progress, so calling again until `complete` finishes.
     pub async fn restore(&self, board: Option<&str>, overwrite: bool, deadline: DateTime<Utc>) -> Result<RestoreReport, RestoreError> {
         let boards: Vec<String> = match board {
+            Some(PROFILES_JOURNAL) => vec![PROFILES_JOURNAL.to_owned()],
             Some(name) => vec![self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?.name.clone()],
-            None => self.config.boards().iter().map(|b| b.name.clone()).collect(),
+            None => self.config.boards().iter().map(|b| b.name.clone()).chain([PROFILES_JOURNAL.to_owned()]).collect(),
         };
         let mut reports = Vec::new();
         for name in boards {
@@ -200,8 +201,13 @@ impl<O: Objects> Restorer<O> {
         Ok(report)
     }
 
-    /// Whether any current period board of `name` has members.
+    /// Whether any current period board of `name` has members; for the profiles' journal,
+    /// whether it holds entries not yet drained (Redis did not lose them).
     async fn has_data(&self, name: &str) -> Result<bool, RestoreError> {
+        if name == PROFILES_JOURNAL {
+            let mut conn = self.store.connection().await?;
+            return Ok(journal::len(&mut conn, &self.keys.profiles_journal()).await? > 0);
+        }
         let board = self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
         let mut conn = self.store.connection().await?;
         Ok(journal::any_members(&mut conn, &self.keys.board(name), &current_periods(board, (self.clock)())).await?)

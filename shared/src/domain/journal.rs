@@ -33,6 +33,8 @@ pub enum Entry<'a> {
         #[serde(flatten)]
         request: &'a SignInRequest,
     },
+    /// A profile replaced (`PUT /v1/users/{user_id}/profile`), in the profiles' journal.
+    Profile { at: Stamp, user_id: &'a str, profile: serde_json::Value },
 }
 
 impl Entry<'_> {

@@ -48,6 +48,13 @@ pub async fn trim_through(conn: &mut Connection, keys: &BoardKeys, through: &str
     Ok(conn.xtrim_options(keys.journal(), &StreamTrimOptions::minid(StreamTrimmingMode::Exact, next)).await?)
 }
 
+/// Appends `entry` to a journal outside the write scripts (the profiles' journal, which no
+/// script's keys share a slot with).
+pub async fn append(conn: &mut Connection, keys: &BoardKeys, entry: &str, outcome: &str) -> Result<(), StoreError> {
+    let _: String = conn.xadd(keys.journal(), "*", &[("e", entry), ("o", outcome)]).await?;
+    Ok(())
+}
+
 /// Entries in a board's journal (tests, operators).
 pub async fn len(conn: &mut Connection, keys: &BoardKeys) -> Result<usize, StoreError> {
     Ok(conn.xlen(keys.journal()).await?)

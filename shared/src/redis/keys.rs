@@ -21,6 +21,10 @@ pub const SHADOW_TTL_SECS: i64 = 600;
 /// the replay to read it (a day's later events need its ledger and caps), then it goes.
 pub const REPLAY_EXPIRED_TTL_SECS: i64 = 3600;
 
+/// The journal of profile changes, drained and restored as if it were a board's: profiles live
+/// outside every board's slot. No board can be named so (board names are `a-z`, `0-9`, `-`).
+pub const PROFILES_JOURNAL: &str = "_profiles";
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
     prefix: String,
@@ -84,6 +88,12 @@ impl Keys {
             replay: self.replay,
             ttl_cap: self.ttl_cap,
         }
+    }
+
+    /// The keys of the profiles' journal (`PROFILES_JOURNAL`): its stream, restore checkpoint
+    /// and lock, named like a board's.
+    pub fn profiles_journal(&self) -> BoardKeys {
+        self.board(PROFILES_JOURNAL)
     }
 
     pub fn profile(&self, user_id: &str) -> String {

@@ -3,11 +3,14 @@
 
 use std::collections::HashMap;
 
+use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
 use redis::cluster_routing::Slot;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::journal::{Entry, Stamp};
 use crate::redis::error::StoreError;
+use crate::redis::journal;
 use crate::redis::keys::Keys;
 use crate::redis::store::Store;
 
@@ -69,7 +72,16 @@ impl Profile {
 }
 
 /// Replaces a user's profile atomically (MULTI: DEL + HSET on one key).
-pub async fn put_profile(store: &Store, keys: &Keys, user_id: &str, profile: &Profile) -> Result<(), StoreError> {
+/// Replaces the user's profile. With the journal on, the change is journaled first (profiles
+/// are outside every board's slot, so not in the same call): an acknowledged change is always in
+/// the journal; one that failed after its entry may still be restored (a replace: the client's
+/// retry settles it).
+pub async fn put_profile(store: &Store, keys: &Keys, user_id: &str, profile: &Profile, now: DateTime<Utc>) -> Result<(), StoreError> {
+    if keys.journal_on() {
+        let profile_json = serde_json::to_value(profile).expect("a profile always serializes");
+        let entry = Entry::Profile { at: Stamp(now), user_id, profile: profile_json }.json();
+        journal::append(&mut store.write_connection().await?, &keys.profiles_journal(), &entry, "").await?;
+    }
     let key = keys.profile(user_id);
     let fields = profile.fields();
     let mut pipe = redis::pipe();

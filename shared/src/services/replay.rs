@@ -20,6 +20,7 @@ use crate::redis::store::Store;
 use crate::services::corrections::CorrectionRequest;
 use crate::services::ingestion::Ingestor;
 use crate::services::moderation::Moderation;
+use crate::services::profiles::{Profile, put_profile};
 use crate::services::scores::Scores;
 use crate::services::sign_ins::SignIns;
 use crate::services::voids::{Recorded, VoidRequest};
@@ -45,6 +46,9 @@ pub enum ReplayError {
 }
 
 pub struct Replayer {
+    /// The replay's keys (journaling nothing) and store: profiles are written directly.
+    keys: Keys,
+    store: Store,
     ingestor: Ingestor,
     scores: Scores,
     sign_ins: SignIns,
@@ -62,7 +66,9 @@ impl Replayer {
             ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
             scores: Scores::new(config.clone(), keys.clone(), store.clone()),
             sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
-            moderation: Moderation::new(config, keys, store),
+            moderation: Moderation::new(config, keys.clone(), store.clone()),
+            keys,
+            store,
         }
     }
 
@@ -134,6 +140,19 @@ impl Replayer {
                     Err(crate::services::moderation::ModerationError::Store(error)) => Err(error.into()),
                     Err(error) => refused(&error),
                 }
+            }
+            "profile" => {
+                let user = take_str(&mut fields, "user_id").ok_or_else(|| malformed("no user_id".into()))?;
+                let profile: Profile =
+                    serde_json::from_value(fields.remove("profile").unwrap_or_default()).map_err(|e| malformed(e.to_string()))?;
+                if let Err(error) = crate::domain::ids::validate_id("user_id", &user) {
+                    return refused(&error);
+                }
+                if let Err(error) = profile.validate() {
+                    return refused(&error);
+                }
+                put_profile(&self.store, &self.keys, &user, &profile, at).await?;
+                Ok(Replayed::Applied)
             }
             other => Ok(Replayed::Refused(format!("a {other:?} entry is not replayed"))),
         }
