@@ -1,22 +1,27 @@
 //! What the store says about itself, read in one round trip: its eviction policy, which decides
 //! whether writes are safe (see `Store::write_connection`) and what `GET /v1/health` reports.
 
+use redis::RedisError;
+
 use super::error::StoreError;
-use super::store::Connection;
 
 /// The value of `field` in an INFO reply.
 fn info_field<'a>(info: &'a str, field: &str) -> Option<&'a str> {
     info.lines().find_map(|line| line.strip_prefix(field)?.strip_prefix(':')).map(str::trim)
 }
 
-/// The store's `maxmemory-policy`: `INFO memory` of the server, or of every primary of a
-/// cluster at once (each board lives on one primary, so one that may evict puts its boards at
-/// risk): the first policy other than `noeviction`, or `noeviction`. A primary that does not
-/// answer is left out (its boards' writes fail on their own); none answering is an error.
-pub(crate) async fn maxmemory_policy(conn: &mut Connection) -> Result<String, StoreError> {
+/// The command each primary answers (`Connection::maxmemory_policy`).
+pub(crate) fn info_memory() -> redis::Cmd {
     let mut info = redis::cmd("INFO");
     info.arg("memory");
-    let answers = conn.on_every_primary(&info).await?;
+    info
+}
+
+/// The store's `maxmemory-policy` from every primary's `INFO memory` (each board lives on one
+/// primary, so one that may evict puts its boards at risk): the first policy other than
+/// `noeviction`, or `noeviction`. A primary that does not answer is left out (its boards'
+/// writes fail on their own); none answering is an error.
+pub(crate) fn policy_of(answers: Vec<(String, Result<String, RedisError>)>) -> Result<String, StoreError> {
     let mut policies = Vec::new();
     let mut last_error = None;
     for (node, answer) in answers {

@@ -130,7 +130,7 @@ impl Store {
         let policy = match fresh {
             Some(policy) => policy,
             None => {
-                let policy = super::probe::maxmemory_policy(&mut conn).await?;
+                let policy = conn.maxmemory_policy().await?;
                 if let Ok(mut last) = self.policy.last.lock() {
                     *last = Some((std::time::Instant::now(), policy.clone()));
                 }
@@ -203,6 +203,12 @@ impl Connection {
             Link::Cluster(cluster) => Some(cluster),
             Link::Standalone(_) => None,
         }
+    }
+
+    /// The store's `maxmemory-policy`, from the server or every primary of a cluster at once
+    /// (`probe::policy_of`).
+    pub async fn maxmemory_policy(&mut self) -> Result<String, StoreError> {
+        super::probe::policy_of(self.on_every_primary(&super::probe::info_memory()).await?)
     }
 
     /// `cmd` on the standalone server, or on every primary of a cluster at once: each node's

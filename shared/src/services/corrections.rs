@@ -5,9 +5,7 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::moderation::{
-    AUDIT_LOG_LEN, AuditEntry, AuditKind, MAX_REASON_CHARS, Moderation, ModerationError, current_periods, live_periods,
-};
+use super::moderation::{AUDIT_LOG_LEN, AuditEntry, AuditKind, Moderation, ModerationError, check_reason, current_periods, live_periods};
 use crate::domain::config::{Board, Order};
 use crate::domain::correction::Change;
 use crate::domain::ids;
@@ -50,11 +48,7 @@ impl CorrectionRequest {
         if let Some(id) = &self.correction_id {
             ids::validate_id("correction_id", id)?;
         }
-        let chars = self.reason.chars().count();
-        if self.reason.trim().is_empty() || chars > MAX_REASON_CHARS || self.reason.chars().any(char::is_control) {
-            return Err(ModerationError::BadReason);
-        }
-        Ok(())
+        check_reason(&self.reason)
     }
 }
 
@@ -227,6 +221,7 @@ fn journal_entry(entry: &AuditEntry, request: &CorrectionRequest) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::services::moderation::MAX_REASON_CHARS;
 
     #[test]
     fn reasons_are_bounded() {

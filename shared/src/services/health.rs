@@ -7,7 +7,6 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::redis::error::StoreError;
-use crate::redis::probe::maxmemory_policy;
 use crate::redis::store::Store;
 
 /// What `GET /v1/health` may tell anyone: enough for an operator to act on (is the store
@@ -28,7 +27,7 @@ pub struct StoreHealth {
 /// One round trip (`INFO memory`), bounded by `timeout`.
 pub async fn check(store: &Store, timeout: Duration) -> Result<StoreHealth, StoreError> {
     let probe = async {
-        let policy = maxmemory_policy(&mut store.connection().await?).await?;
+        let policy = store.connection().await?.maxmemory_policy().await?;
         Ok(StoreHealth {
             mode: if store.is_cluster() { "cluster" } else { "standalone" },
             eviction_risk: policy != "noeviction",

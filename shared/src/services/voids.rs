@@ -11,7 +11,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::moderation::{AUDIT_LOG_LEN, AuditEntry, AuditKind, MAX_REASON_CHARS, Moderation, ModerationError};
+use super::moderation::{AUDIT_LOG_LEN, AuditEntry, AuditKind, Moderation, ModerationError, check_reason};
 use crate::archive::objects::{Objects, ReadError, date_objects, object_order, read_lines};
 use crate::domain::config::Board;
 use crate::domain::ids;
@@ -221,10 +221,7 @@ fn journal_unavailable(error: impl std::fmt::Display) -> ModerationError {
 
 fn validate(request: &VoidRequest) -> Result<(), ModerationError> {
     ids::validate_id("void_id", &request.void_id)?;
-    let chars = request.reason.chars().count();
-    if request.reason.trim().is_empty() || chars > MAX_REASON_CHARS || request.reason.chars().any(char::is_control) {
-        return Err(ModerationError::BadReason);
-    }
+    check_reason(&request.reason)?;
     if request.from >= request.to {
         return Err(ModerationError::BadPeriod("from must be before to".into()));
     }
