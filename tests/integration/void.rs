@@ -260,8 +260,8 @@ async fn a_void_is_exactly_once_audited_itemised_and_bad_input_writes_nothing() 
     assert_eq!(app.keyspace().await, before, "a refused void writes nothing");
 }
 
-/// The journal bucket, with a take-back sent the first time a void lists it: the take-back lands
-/// after the void started reading and before it applies.
+/// The journal bucket, with a write sent the first time a void lists it: the write lands after
+/// the void read Redis and before it applies.
 struct TakeBackMidway {
     objects: S3Objects,
     take_back: tokio::sync::Mutex<Option<futures::future::BoxFuture<'static, ()>>>,
@@ -372,4 +372,43 @@ async fn concurrent_voids_of_overlapping_ranges_take_each_give_once() {
     assert_eq!(taken, 9 * WIN, "wins 2 to 10 (20 to 105 minutes in), each once");
     let all = Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC);
     assert_eq!(app.points("forum", all, "ann").await, Some(3 * WIN));
+}
+
+#[tokio::test]
+async fn a_give_landing_while_a_void_decides_is_left_to_the_next_void() {
+    let app = spawn_journaled(forum()).await;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let start = Utc::now() - Duration::hours(1);
+    app.set_now(start);
+    assert_eq!(app.event(json!({"event_id": "w0", "user_id": "ann", "action": "win"})).await.0, StatusCode::OK);
+    app.set_now(start + Duration::minutes(1));
+    let router = app.router.clone();
+    let objects = TakeBackMidway {
+        objects: S3Objects::new(client.clone(), &bucket),
+        take_back: tokio::sync::Mutex::new(Some(Box::pin(async move {
+            let win = json!({"event_id": "w-mid", "user_id": "ann", "action": "win"});
+            assert_eq!(call(&router, Method::POST, "/v1/events", &win, WRITER).await.0, StatusCode::OK);
+        }))),
+    };
+    let voids = standings::services::voids::Voids::new(
+        standings::services::moderation::Moderation::new(std::sync::Arc::new(forum()), app.keys.clone(), app.store.clone()),
+        Some(objects),
+        30,
+    );
+    let request = |id: &str| standings::services::voids::VoidRequest {
+        void_id: id.into(),
+        from: start - Duration::minutes(1),
+        to: start + Duration::minutes(5),
+        reason: "bot".into(),
+    };
+    let all = || Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC);
+    // The first void read the journal before the second win landed: it takes the first.
+    let first = voids.void("forum", "ann", &request("v-1"), None, app.now()).await.expect("a void");
+    assert_eq!(first.periods.iter().find(|p| p.period == "all").map(|p| p.delta), Some(-WIN), "{first:?}");
+    assert_eq!(app.points("forum", all(), "ann").await, Some(WIN));
+    // The next void of the same range takes the one the first did not read.
+    let second = voids.void("forum", "ann", &request("v-2"), None, app.now()).await.expect("a void");
+    assert_eq!(second.periods.iter().find(|p| p.period == "all").map(|p| p.delta), Some(-WIN), "{second:?}");
+    assert_eq!(app.points("forum", all(), "ann").await, None);
 }

@@ -31,8 +31,7 @@ pub struct LedgerEntry {
 }
 
 /// What a void takes: points per period, and the ledger entries of the gives it voids, which
-/// it deletes so that a later take-back of one finds nothing to take back (not their points
-/// twice).
+/// it sets to 0 so that a later take-back of one takes nothing (not their points twice).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Voided {
     /// In the board's period order, then period id; only periods with points to take.

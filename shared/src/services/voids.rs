@@ -55,6 +55,14 @@ pub struct VoidReceipt {
     pub periods: Vec<PeriodStanding>,
 }
 
+/// What a void was decided on: the count of the user's voids (read first) and the journal's
+/// last entry read.
+#[derive(Debug, Clone, Copy)]
+pub struct Decided<'a> {
+    pub seen: i64,
+    pub through: &'a str,
+}
+
 /// What a void takes, as its journal entry records it (`periods`, `entries`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default)]
@@ -113,12 +121,14 @@ impl<O: Objects> Voids<O> {
         let keys = self.moderation.keys.board(&board.name);
         for _ in 0..ATTEMPTS {
             // Read before the journal: a void landing after it makes this one stale.
-            let seen = script::voids_seen(&mut self.moderation.store.connection().await?, &keys, user_id).await?;
-            let written = self.written(objects, board, user_id, request.from, now).await?;
+            // On the primary, like the journal: a replica's may lag behind each other.
+            let seen = script::voids_seen(&mut self.moderation.store.write_connection().await?, &keys, user_id).await?;
+            let (written, through) = self.written(objects, board, user_id, request.from, now).await?;
             let mut voided = voided(board, &written, request.from, request.to);
             // A day ledger past its retention is gone, and with it any take-back of its gives.
             voided.entries.retain(|entry| ledger_kept(board, &entry.day, now));
-            match self.moderation.void_points(board, user_id, request, &voided, Some(seen), actor, now).await {
+            let decided = Decided { seen, through: &through };
+            match self.moderation.void_points(board, user_id, request, &voided, Some(decided), actor, now).await {
                 Err(ModerationError::Stale) => continue,
                 done => return done,
             }
@@ -126,7 +136,9 @@ impl<O: Objects> Voids<O> {
         Err(ModerationError::Busy)
     }
 
-    /// The user's writes on `board` from the day before `from` on, in the board's order.
+    /// The user's writes on `board` from the day before `from` on, in the board's order, and the
+    /// last entry of the journal read (of any user; `0-0`: none): a void decided now took what
+    /// was written up to there.
     async fn written(
         &self,
         objects: &O,
@@ -134,11 +146,11 @@ impl<O: Objects> Voids<O> {
         user_id: &str,
         from: DateTime<Utc>,
         now: DateTime<Utc>,
-    ) -> Result<Vec<Written>, ModerationError> {
+    ) -> Result<(Vec<Written>, String), ModerationError> {
         // Redis first, then S3: an entry drained in between is read twice (and kept once), never
         // missed.
         let keys = self.moderation.keys.board(&board.name);
-        let mut conn = self.moderation.store.connection().await?;
+        let mut conn = self.moderation.store.write_connection().await?;
         let mut lines: Vec<Line> = Vec::new();
         loop {
             let page = journal::after(&mut conn, &keys, &board.name, lines.last().map(|line| line.id.as_str()), STREAM_PAGE).await?;
@@ -160,31 +172,47 @@ impl<O: Objects> Voids<O> {
         // The futures built first: a stream mapping a closure over borrowed names is not `Send`
         // for every lifetime, which the HTTP handler needs.
         let reads: Vec<_> = names.iter().map(|(_, name)| read_lines(objects, name)).collect();
-        let stored: Vec<Vec<Line>> =
-            futures::stream::iter(reads).buffered(READS_AT_ONCE).try_collect().await.map_err(|error| match error {
+        // Only the user's lines are kept, and the last id of each object.
+        let user_lines = |lines: Vec<Line>| {
+            (
+                lines.iter().map(|line| order_of(&line.id)).max(),
+                lines.into_iter().filter(|line| is_users(line, user_id)).collect::<Vec<_>>(),
+            )
+        };
+        let stored: Vec<(Option<StreamOrder>, Vec<Line>)> =
+            futures::stream::iter(reads).buffered(READS_AT_ONCE).map_ok(user_lines).try_collect().await.map_err(|error| match error {
                 ReadError::Unavailable(error) => journal_unavailable(error),
                 unreadable => ModerationError::JournalUnreadable(unreadable.to_string()),
             })?;
-        lines.extend(stored.into_iter().flatten());
+        let last = lines.iter().map(|line| order_of(&line.id)).chain(stored.iter().filter_map(|(last, _)| *last)).max().unwrap_or((0, 0));
+        lines.extend(stored.into_iter().flat_map(|(_, lines)| lines));
         let mut seen = BTreeSet::new();
-        let mut mine: Vec<((i64, u64), Written)> = Vec::new();
+        let mut mine: Vec<((i64, u64, u8), Written)> = Vec::new();
         for line in lines {
             if !is_users(&line, user_id) || !seen.insert(line.id.clone()) {
                 continue;
             }
-            let order =
-                (stream_id_ms(&line.id).unwrap_or_default(), line.id.split_once('-').and_then(|(_, seq)| seq.parse().ok()).unwrap_or(0));
-            if let Some(write) = written_of(board, &line) {
-                mine.push((order, write));
+            if let Some((write, through)) = written_of(board, &line) {
+                // A void stands where it read the journal up to, after what it read.
+                let ((ms, seq), after) = through.map_or((order_of(&line.id), 0), |through| (order_of(&through), 1));
+                mine.push(((ms, seq, after), write));
             }
         }
         mine.sort_by_key(|(order, _)| *order);
-        Ok(mine.into_iter().map(|(_, write)| write).collect())
+        Ok((mine.into_iter().map(|(_, write)| write).collect(), format!("{}-{}", last.0, last.1)))
     }
 }
 
-/// What a journal line says a user wrote, when it bears on a void: an applied event, or a void.
-fn written_of(board: &Board, line: &Line) -> Option<Written> {
+/// A stream id's place in the board's order of writes: its milliseconds, then its sequence.
+type StreamOrder = (i64, u64);
+
+fn order_of(id: &str) -> StreamOrder {
+    (stream_id_ms(id).unwrap_or_default(), id.split_once('-').and_then(|(_, seq)| seq.parse().ok()).unwrap_or(0))
+}
+
+/// What a journal line says a user wrote, when it bears on a void: an applied event, or a void
+/// with the last entry it read (`through`).
+fn written_of(board: &Board, line: &Line) -> Option<(Written, Option<String>)> {
     let mut fields = line.entry.clone();
     let kind = fields.remove("kind")?;
     let at: DateTime<Utc> = fields.remove("at")?.as_str()?.parse().ok()?;
@@ -193,11 +221,12 @@ fn written_of(board: &Board, line: &Line) -> Option<Written> {
             let receipt = Receipt::parse(&line.outcome).filter(|receipt| receipt.decision == Decision::Applied)?;
             let event: Event = serde_json::from_value(Value::Object(fields)).ok()?;
             let changes = (0..board.periods.len()).map(|period| receipt.change(period)).collect();
-            Some(Written::Event(Applied::of(board, &event, at, changes)))
+            Some((Written::Event(Applied::of(board, &event, at, changes)), None))
         }
         "void" => {
             let request: VoidRequest = serde_json::from_value(fields.remove("request")?).ok()?;
-            Some(Written::Void { from: request.from, to: request.to })
+            let through = fields.remove("through").and_then(|through| through.as_str().map(str::to_owned));
+            Some((Written::Void { from: request.from, to: request.to }, through))
         }
         _ => None,
     }
@@ -240,7 +269,7 @@ impl Moderation {
         user_id: &str,
         request: &VoidRequest,
         voided: &Voided,
-        seen: Option<i64>,
+        decided: Option<Decided<'_>>,
         actor: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<VoidReceipt, ModerationError> {
@@ -250,7 +279,8 @@ impl Moderation {
             ..AuditEntry::new(&board.name, AuditKind::Void, user_id, actor, now)
         };
         let entry_json = entry.json();
-        let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request, voided) } else { String::new() };
+        let through = decided.as_ref().map(|decided| decided.through);
+        let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request, voided, through) } else { String::new() };
         let void = PointsVoid {
             void_id: &request.void_id,
             fingerprint: &scoring::fingerprint(&(user_id, request)),
@@ -260,7 +290,7 @@ impl Moderation {
             now,
             reason: &request.reason,
             statements: board.statements,
-            voids_seen: seen,
+            voids_seen: decided.map(|decided| decided.seen),
             journal_entry: &journal_entry,
         };
         let mut conn = self.store.write_connection().await?;
@@ -303,7 +333,7 @@ impl Moderation {
 }
 
 /// A void's journal entry: its audit entry, the request, and what it takes (`Recorded`).
-fn journal_entry(entry: &AuditEntry, request: &VoidRequest, voided: &Voided) -> String {
+fn journal_entry(entry: &AuditEntry, request: &VoidRequest, voided: &Voided, through: Option<&str>) -> String {
     let mut json = serde_json::to_value(entry).expect("an audit entry always serializes");
     json["request"] = serde_json::to_value(request).expect("a void request always serializes");
     let recorded = Recorded {
@@ -316,5 +346,8 @@ fn journal_entry(entry: &AuditEntry, request: &VoidRequest, voided: &Voided) -> 
     };
     json["periods"] = serde_json::to_value(recorded.periods).expect("voided points always serialize");
     json["entries"] = serde_json::to_value(recorded.entries).expect("ledger entries always serialize");
+    if let Some(through) = through {
+        json["through"] = Value::String(through.to_owned());
+    }
     json.to_string()
 }

@@ -29,7 +29,8 @@ ARGV[9]    the void's journal entry (its audit entry and what it takes), appende
            reply when the void applies now; "" when the journal is off
 ARGV[10]   the guard field counting the user's voids on this board
 ARGV[11]   that count when the void was decided ("0": none): another void landed since if it
-           differs ("stale"); "" for a restore's replay, which does not check
+           differs ("stale"); "" for a restore's replay, which checks nothing (neither this nor
+           the ledger entries below)
 ARGV[12]   n, the number of periods
 ARGV[13..] for each period, in KEYS order: period kind, period id, points to remove (positive);
            then for each ledger key: the entry's field and its field as earlier releases wrote
@@ -67,7 +68,10 @@ local function ledger_field(k) return 13 + 3 * boards + 2 * (k - first_ledger) e
 
 if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 1 then return {'banned', '', ''} end
 if ARGV[11] ~= '' and (redis.call('HGET', KEYS[1], ARGV[10]) or '0') ~= ARGV[11] then return {'stale', '', ''} end
-for k = first_ledger, #KEYS do
+-- A restore's replay does not check: it takes what the void took, whatever a shadow's shorter
+-- TTLs or candidate rules left of the ledgers.
+local replay = ARGV[11] == ''
+for k = first_ledger, replay and 0 or #KEYS do
   local field = ledger_field(k)
   local held = redis.call('HMGET', KEYS[k], ARGV[field], ARGV[field + 1])
   local given = held[1] or held[2]
@@ -103,8 +107,11 @@ for i = 1, boards do
 end
 for k = first_ledger, #KEYS do
   local field = ledger_field(k)
-  redis.call('HSET', KEYS[k], ARGV[field], '0')
-  if ARGV[field + 1] ~= ARGV[field] then redis.call('HDEL', KEYS[k], ARGV[field + 1]) end
+  -- Checked above, or a replay: never a ledger made here, without its TTL.
+  if not replay or redis.call('EXISTS', KEYS[k]) == 1 then
+    redis.call('HSET', KEYS[k], ARGV[field], '0')
+    if ARGV[field + 1] ~= ARGV[field] then redis.call('HDEL', KEYS[k], ARGV[field + 1]) end
+  end
 end
 redis.call('HINCRBY', KEYS[1], ARGV[10], 1)
 redis.call('LPUSH', KEYS[2], ARGV[2])
