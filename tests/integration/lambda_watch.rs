@@ -12,7 +12,7 @@ fn watch_url() -> String {
 
 #[tokio::test]
 async fn the_happy_path_and_an_error_through_cargo_lambda_watch() {
-    let client = reqwest::Client::new();
+    let client = watch_client();
     let url = format!("{}/lambda-url/ingest/v1/events", watch_url());
     let event_id = standings_tests::unique_prefix();
     let event = json!({"event_id": event_id, "user_id": event_id, "action": "comment", "target": "a1"});
@@ -30,13 +30,33 @@ async fn the_happy_path_and_an_error_through_cargo_lambda_watch() {
     assert_eq!(error["error"]["code"], "malformed");
 }
 
+/// A function's first request makes `cargo lambda watch` build it: minutes, not forever. A
+/// build that cannot finish (a full disk) fails the test instead of wedging the suite.
+const WATCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
+
+fn watch_client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(WATCH_TIMEOUT).build().unwrap()
+}
+
 /// `cargo lambda invoke` of `function` with one of the event fixtures kept beside it in the
 /// repo (`functions/<function>/fixtures/`).
 fn cargo_lambda_invoke(function: &str, fixture: &str) -> std::process::Output {
     let port = watch_url().rsplit(':').next().unwrap().to_owned();
     let path = format!("{}/../functions/{function}/fixtures/{fixture}", env!("CARGO_MANIFEST_DIR"));
-    std::process::Command::new("cargo")
-        .args(["lambda", "invoke", "--invoke-address", "127.0.0.1", "--invoke-port", &port, "--data-file", &path, function])
+    std::process::Command::new("timeout")
+        .args([
+            &WATCH_TIMEOUT.as_secs().to_string(),
+            "cargo",
+            "lambda",
+            "invoke",
+            "--invoke-address",
+            "127.0.0.1",
+            "--invoke-port",
+            &port,
+            "--data-file",
+            &path,
+            function,
+        ])
         .output()
         .expect("cargo lambda is installed")
 }
@@ -70,7 +90,7 @@ async fn api_gateway_fixtures_through_cargo_lambda_invoke() {
 async fn an_event_through_cargo_lambda_watch_reaches_s3_through_the_journal_drain() {
     let event_id = standings_tests::unique_prefix();
     let event = json!({"event_id": event_id, "user_id": "journaled", "action": "comment", "target": "a1"});
-    let response = reqwest::Client::new().post(format!("{}/lambda-url/ingest/v1/events", watch_url())).json(&event).send().await.unwrap();
+    let response = watch_client().post(format!("{}/lambda-url/ingest/v1/events", watch_url())).json(&event).send().await.unwrap();
     assert_eq!(response.status(), 200);
 
     let drained = invoke("journal", "drain-event.json");
@@ -91,7 +111,7 @@ async fn an_event_through_cargo_lambda_watch_reaches_s3_through_the_journal_drai
     let void =
         json!({"void_id": event_id, "from": now - chrono::Duration::hours(1), "to": now + chrono::Duration::minutes(1), "reason": "test"});
     let url = format!("{}/lambda-url/void/v1/admin/boards/activity/users/journaled/void", watch_url());
-    let response = reqwest::Client::new().post(url).json(&void).send().await.unwrap();
+    let response = watch_client().post(url).json(&void).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let receipt: Value = response.json().await.unwrap();
     assert!(receipt["periods"].as_array().unwrap().iter().all(|period| period["delta"] == -3), "{receipt}");
@@ -142,7 +162,7 @@ async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over
 
 #[tokio::test]
 async fn top_my_rank_and_an_error_through_cargo_lambda_watch() {
-    let client = reqwest::Client::new();
+    let client = watch_client();
     let base = format!("{}/lambda-url", watch_url());
     let user = standings_tests::unique_prefix();
     for (i, target) in ["x", "y"].iter().enumerate() {
@@ -184,7 +204,7 @@ async fn the_scheduled_event_fixture_runs_hotness_once_per_minute() {
 #[tokio::test]
 async fn a_score_and_a_statement_through_the_router_of_cargo_lambda_watch() {
     // At the paths API Gateway routes (Cargo.toml's router table): ingest and query behind one host.
-    let client = reqwest::Client::new();
+    let client = watch_client();
     let base = watch_url();
     let user = standings_tests::unique_prefix();
     for (i, lap) in [61_000, 59_500, 60_200].into_iter().enumerate() {
