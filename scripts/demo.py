@@ -10,6 +10,8 @@ second run on the same day against the same Redis is answered as duplicates and 
   and follow, and take a few praises back;
 - `points`: a study group's learning, Q&A, notes and reviews, some beyond the daily caps;
 - `invites`: members inviting friends, one friend invited twice (counted once);
+- `xp`: the learners' lessons and practice on the weekly league board: 35 learners fill one
+  bronze cohort of 30 and open a second;
 - `hot-videos`: heat on a few videos;
 - display profiles (nicknames) for the forum's members.
 
@@ -121,6 +123,12 @@ def workload(rng, day):
         for course in rng.sample(range(1, 9), rng.randint(0, 3)):
             event(learner, "review", f"course-{course}")
 
+    for learner in learners[:35]:
+        for _ in range(rng.randint(1, 4)):
+            event(learner, "lesson")
+        for _ in range(rng.randint(0, 3)):
+            event(learner, "practice")
+
     inviters = rng.sample(members, 8)
     for inviter in inviters:
         for n in range(rng.randint(1, 6)):
@@ -187,6 +195,23 @@ def laps(api, rng, day):
     print(f"  {LAP_BOARD}: {len(shown)} members, fastest {shown[0][0]} in {shown[0][1]} ms ({top['period']} {top['period_id']})")
 
 
+def check_league(api):
+    """Every learner on `xp` this week is in exactly one cohort of at most 30, shown best first
+    with its zones."""
+    top = api.ok("GET", "/v1/boards/xp/top?limit=1000")
+    players = {entry["user_id"] for entry in top["entries"]}
+    listing = api.ok("GET", "/v1/boards/xp/leagues")
+    sizes = [c["size"] for tier in listing["tiers"] for c in tier["cohorts"]]
+    if sum(sizes) != len(players) or any(size > listing["cohort_size"] for size in sizes):
+        sys.exit(f"demo: xp has {len(players)} players this week, its cohorts hold {sizes}")
+    for user in sorted(players)[:3]:
+        league = api.ok("GET", f"/v1/boards/xp/users/{user}/league")
+        scores = [entry["score"] for entry in league["entries"]]
+        if user not in {e["user_id"] for e in league["entries"]} or scores != sorted(scores, reverse=True):
+            sys.exit(f"demo: {user}'s league is {league}")
+    print(f"  xp: {len(players)} players in {len(sizes)} cohorts of {listing['cohort_size']} ({listing['period_id']})")
+
+
 def check_hot(api, heat, heat_receipts):
     final = {}  # (item, bucket) -> the item's heat in that bucket after its last call
     for (item, _), receipt in zip(heat, heat_receipts):
@@ -241,6 +266,7 @@ def main(base):
     print(f"demo: {len(events)} events ({fresh} new), {len(heat)} heat calls, {len(MEMBERS)} profiles")
     check_boards(api, events, receipts)
     laps(api, random.Random(day), day)
+    check_league(api)
     check_hot(api, heat, heat_receipts)
     if os.environ.get("STANDINGS_EVENT_QUEUE_URL"):
         queued_scores(api, os.environ["STANDINGS_EVENT_QUEUE_URL"], random.Random(day + "q"), day)

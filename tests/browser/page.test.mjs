@@ -210,6 +210,37 @@ test('a score board where lower is better shows the fastest first', async () => 
   assert.equal(await page.locator('#order-note').count(), 0);
 });
 
+test('a league board shows the player\'s cohort with its zones, the histogram and the statement', async () => {
+  for (const [user, lessons] of [[alice, 3], [bob, 1]]) {
+    for (let i = 0; i < lessons; i += 1) {
+      eventCount += 1;
+      const event = { event_id: `${run}-e${eventCount}`, user_id: user, action: 'lesson' };
+      const { status, body } = await call('POST', `${INGEST}/v1/events`, event);
+      assert.equal(status, 200, JSON.stringify(body));
+    }
+  }
+  await page.click('#board-tabs button[data-board="xp"]');
+  await page.fill('#user-id', alice);
+  await page.click('#search button[type="submit"]');
+  await page.waitForSelector(`#league tbody tr[data-user="${alice}"]`);
+  const league = await api(`/v1/boards/xp/users/${alice}/league`);
+  const shown = await page.$$eval('#league tbody tr', (rows) => rows.map((row) => [row.dataset.user, row.dataset.zone]));
+  assert.deepEqual(shown, league.entries.map((e) => [e.user_id, e.zone]));
+  assert.match(await page.textContent('#league-status'), new RegExp(`^${league.tier} · cohort ${league.cohort} · .* left$`));
+
+  const shape = await api('/v1/boards/xp/distribution?buckets=12');
+  await page.waitForFunction((total) => [...document.querySelectorAll('#histogram .bar')]
+    .reduce((sum, bar) => sum + Number(bar.dataset.count), 0) === total, shape.total);
+  assert.equal(await page.locator('#cutoffs li').count(), shape.cutoffs.length);
+  assert.equal(await page.locator('#histogram .bar.mine').count(), 1, 'the player\'s bucket is marked');
+
+  const statement = await api(`/v1/boards/xp/users/${alice}/statement`);
+  await page.waitForSelector('#statement tbody tr');
+  const lines = await page.$$eval('#statement tbody tr', (rows) => rows.map((row) => Number(row.dataset.points)));
+  assert.deepEqual(lines, statement.lines.map((line) => line.points));
+  assert.equal(await page.textContent('#statement-note'), `Total ${statement.score}.`);
+});
+
 test('screenshots: a desktop and a phone, with nothing wider than the phone', async (t) => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const desktop = join(SCREENSHOTS, 'leaderboard-desktop.png');

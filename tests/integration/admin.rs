@@ -76,7 +76,7 @@ async fn a_ban_racing_concurrent_ingestion_leaves_the_user_on_no_live_board() {
     banned.store(true, Ordering::SeqCst);
     assert_eq!(status, 200, "{ban}");
     assert_eq!(ban["banned"], true);
-    assert_eq!(ban["boards"], json!(["activity", "invites", "points", "high-scores", "lap-times"]), "every board of users");
+    assert_eq!(ban["boards"], json!(["activity", "invites", "points", "high-scores", "lap-times", "xp"]), "every board of users");
     assert!(!ban["removed"].as_array().unwrap().is_empty(), "the cheater had points when banned: {ban}");
     assert_eq!(live_scores(&app, "cheater").await, [None, None, None, None], "off every live board as the ban returns");
 

@@ -331,7 +331,7 @@ async fn unfinished_seasons_unknown_boards_and_bad_requests_are_clear_errors_tha
         let error = archiver.archive_season(board, season, shard, far()).await.unwrap_err();
         assert_eq!(error.code(), code, "{board} {season} {shard:?}: {error}");
     }
-    let error = archive::run(&archiver, json!({"board": "points"}), far()).await.unwrap_err();
+    let error = archive::run(&archiver, &harness.closer(), json!({"board": "points"}), far()).await.unwrap_err();
     assert_eq!(error.code(), "bad_request");
     assert!(table_items(&harness.table).await.is_empty(), "no error wrote anything");
 }
@@ -358,7 +358,7 @@ async fn the_scheduled_event_archives_every_ended_season_not_yet_archived_oldest
     let (archiver, metrics) = archiver_with_metrics(&harness);
     let scheduled: Value = serde_json::from_str(include_str!("../../functions/archive/fixtures/scheduled-event.json")).unwrap();
 
-    let response = archive::run(&archiver, scheduled.clone(), far()).await.unwrap();
+    let response = archive::run(&archiver, &harness.closer(), scheduled.clone(), far()).await.unwrap();
     let summary = |board: &str| -> Vec<_> {
         response.results.iter().filter(|r| r.board == board).map(|r| (r.season.as_str(), r.status, r.total)).collect()
     };
@@ -371,7 +371,7 @@ async fn the_scheduled_event_archives_every_ended_season_not_yet_archived_oldest
     assert_eq!(harness.table.count_entries("points", "2026-09").await.unwrap(), 7);
     assert_eq!(seasons_overdue(&metrics), [0.0]);
 
-    let again = archive::run(&archiver, scheduled, far()).await.unwrap();
+    let again = archive::run(&archiver, &harness.closer(), scheduled, far()).await.unwrap();
     assert!(again.results.iter().all(|r| r.status == Status::AlreadyComplete), "{:?}", again.results);
 }
 
@@ -397,7 +397,7 @@ async fn a_season_whose_live_board_was_lost_is_refused_alarmed_and_never_recorde
     harness.set_now(at("2026-11-02T01:00:00+08:00"));
     let (archiver, metrics) = archiver_with_metrics(&harness);
     let scheduled: Value = serde_json::from_str(include_str!("../../functions/archive/fixtures/scheduled-event.json")).unwrap();
-    let error = archive::run(&archiver, scheduled, far()).await.unwrap_err();
+    let error = archive::run(&archiver, &harness.closer(), scheduled, far()).await.unwrap_err();
     assert_eq!(error.code(), "live_board_lost");
     for season in ["2026-08", "2026-09"] {
         assert!(harness.table.completed("points", season).await.unwrap().is_some(), "{season} archived despite October");

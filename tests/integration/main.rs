@@ -26,6 +26,8 @@ mod journal_restore;
 mod keyspace;
 mod lambda_watch;
 mod layers;
+mod league_model;
+mod leagues;
 mod limits;
 mod local_log;
 mod lua_keys;

@@ -33,6 +33,7 @@ use tower::ServiceExt;
 
 pub mod cluster;
 pub mod journal;
+pub mod league;
 pub use journal::spawn_journaled;
 pub mod load;
 pub mod model;

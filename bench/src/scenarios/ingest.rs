@@ -39,18 +39,21 @@ enum Method {
     Script,
     /// The same script with the journal on (docs/journal.md): one `XADD` more per event.
     Journaled,
+    /// The same script on the same board with a league on its day (docs/leagues.md).
+    League,
     Router,
     Zincrby,
     Seed,
 }
 
-const METHODS: [Method; 5] = [Method::Script, Method::Journaled, Method::Router, Method::Zincrby, Method::Seed];
+const METHODS: [Method; 6] = [Method::Script, Method::Journaled, Method::League, Method::Router, Method::Zincrby, Method::Seed];
 
 impl Method {
     fn label(self) -> &'static str {
         match self {
             Method::Script => "`Ingestor::record` (`apply_event.lua`)",
             Method::Journaled => "`Ingestor::record`, journal on",
+            Method::League => "`Ingestor::record`, the board with a league",
             Method::Router => "`POST /v1/events` (ingest router, in process)",
             Method::Zincrby => "raw `ZINCRBY`",
             Method::Seed => "seed 001 `addActivityScore` (port)",
@@ -122,6 +125,8 @@ fn comment(event_id: String, user: String) -> Event {
 /// What every client of a run shares.
 struct Shared {
     config: Arc<Config>,
+    /// The same boards, `activity` with a league on its day.
+    league: Arc<Config>,
     zincrby_key: String,
     seed_keys: SeedKeys,
 }
@@ -131,6 +136,7 @@ fn client(bench: &Bench, shared: &Shared, method: Method) -> Result<(Client, Sto
     let client = match method {
         Method::Script => Client::Ingestor(Ingestor::new(shared.config.clone(), bench.keys.clone(), store.clone())),
         Method::Journaled => Client::Ingestor(Ingestor::new(shared.config.clone(), journaled(bench), store.clone())),
+        Method::League => Client::Ingestor(Ingestor::new(shared.league.clone(), league_keys(bench)?, store.clone())),
         Method::Router => {
             let metrics = Metrics::with_sink("ingest", Arc::new(|_| ()));
             let app = ingest::App::new(
@@ -195,6 +201,18 @@ fn journaled(bench: &Bench) -> standings::redis::keys::Keys {
     bench.keys.clone().with_journal(true)
 }
 
+/// Keys of their own for the league's windows, so its cohorts are the only league state.
+fn league_keys(bench: &Bench) -> Result<standings::redis::keys::Keys, BenchError> {
+    Ok(standings::redis::keys::Keys::new(&format!("{}:league", bench.keys.prefix()))?)
+}
+
+/// The shipped boards with a league of cohorts of 30 on `activity`'s day.
+fn league_config() -> Result<Config, BenchError> {
+    let activity = r#"periods = ["day", "month"]"#;
+    let league = r#"league = { period = "day", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }"#;
+    Ok(Config::parse(&standings::domain::config::DEFAULT_CONFIG.replacen(activity, &format!("{activity}\n{league}"), 1))?)
+}
+
 /// The journal stream's bytes per entry (`MEMORY USAGE` over `XLEN`, after the journaled
 /// windows, nothing drained), and what one drain interval (60 s) at `rate` events/s holds.
 async fn journal_memory(bench: &Bench, rate: f64) -> Result<String, BenchError> {
@@ -221,6 +239,7 @@ fn median(values: &mut [f64]) -> f64 {
 pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let shared = Arc::new(Shared {
         config: Arc::new(Config::default_boards()),
+        league: Arc::new(league_config()?),
         zincrby_key: format!("{}:raw:zincrby", bench.keys.prefix()),
         seed_keys: SeedKeys::new(bench.keys.prefix()),
     });
@@ -332,6 +351,13 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             "seed 001 sequence",
             cpu_per_event(Method::Script, busiest).1 / cpu_per_event(Method::Seed, busiest).1,
             1.0,
+        ),
+        // A league's price: after a user's first write of the day, one HEXISTS per event.
+        Target::at_most(
+            format!("Redis CPU per event, league board, {busiest} clients"),
+            "the same board without a league",
+            cpu_per_event(Method::League, busiest).1 / cpu_per_event(Method::Script, busiest).1,
+            1.10,
         ),
         // The journal's price: one XADD per applied event, in the same call.
         Target::at_most(

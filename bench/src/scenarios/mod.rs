@@ -8,6 +8,7 @@ mod batch;
 mod bootstrap;
 mod hot_synthesis;
 mod ingest;
+mod league;
 mod memory;
 mod queue;
 mod rpo;
@@ -34,4 +35,5 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "bootstrap", run: |bench| Box::pin(bootstrap::run(bench)) },
     Scenario { name: "queue", run: |bench| Box::pin(queue::run(bench)) },
     Scenario { name: "journal-rpo", run: |bench| Box::pin(rpo::run(bench)) },
+    Scenario { name: "league-close", run: |bench| Box::pin(league::run(bench)) },
 ];

@@ -1,6 +1,8 @@
 //! The `archive` function: the season archive job (`standings::archive::job`) triggered by an EventBridge schedule — every archived
 //! board's last finished season — or by a manual event for one season, optionally one shard:
-//! `{"board": "points", "season": "2026-10", "shard_index": 0, "shard_total": 2}`.
+//! `{"board": "points", "season": "2026-10", "shard_index": 0, "shard_total": 2}`. The
+//! scheduled run also closes every ended league period (docs/leagues.md); one period can be
+//! closed by hand with `{"league": {"board": "xp", "period_id": "2026-W47"}}`.
 
 use std::sync::Arc;
 
@@ -9,10 +11,14 @@ use chrono::{DateTime, Utc};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use standings::archive::job::{ArchiveError, Archiver, SeasonReport, Settings};
+use standings::Clock;
+use standings::archive::job::{ArchiveError, Archiver, OVERDUE_AFTER, SeasonReport, Settings};
 use standings::archive::table::{ArchiveSink, SeasonTable, Shard};
 use standings::domain::config::Config;
+use standings::domain::period::Period;
 use standings::redis::store::Store;
+use standings::runtime::metrics::Unit;
+use standings::services::leagues::{CloseReport, Leagues};
 
 /// One season (one shard of it), named by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -30,12 +36,27 @@ fn one() -> u32 {
     1
 }
 
+/// One ended league period, named by the caller.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeagueRequest {
+    pub board: String,
+    pub period_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LeagueEnvelope {
+    league: LeagueRequest,
+}
+
 /// What an invocation asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArchiveRequest {
-    /// EventBridge's scheduled event: archive whatever is due.
+    /// EventBridge's scheduled event: archive whatever is due, close every ended league period.
     Scheduled(EventBridgeEvent),
     Manual(ManualRequest),
+    League(LeagueRequest),
 }
 
 impl TryFrom<Value> for ArchiveRequest {
@@ -47,16 +68,73 @@ impl TryFrom<Value> for ArchiveRequest {
         let bad = |e: serde_json::Error| ArchiveError::BadRequest(e.to_string());
         if payload.get("detail-type").is_some() {
             serde_json::from_value(payload).map(Self::Scheduled).map_err(bad)
+        } else if payload.get("league").is_some() {
+            serde_json::from_value::<LeagueEnvelope>(payload).map(|e| Self::League(e.league)).map_err(bad)
         } else {
             serde_json::from_value(payload).map(Self::Manual).map_err(bad)
         }
     }
 }
 
-/// The invocation's result: one report per season it worked on.
+/// The invocation's result: one report per season and per league period it worked on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ArchiveResponse {
     pub results: Vec<SeasonReport>,
+    pub leagues: Vec<CloseReport>,
+}
+
+/// The metric a scheduled run puts: league periods ended more than `OVERDUE_AFTER` ago that
+/// are still not closed after the run (the `LeaguesOverdueAlarm`'s metric).
+pub const LEAGUES_OVERDUE: &str = "LeaguesOverdue";
+
+/// The league closes of a run: every board's league, on the job's clock and grace.
+pub struct LeagueCloser {
+    pub config: Arc<Config>,
+    pub leagues: Leagues,
+    pub clock: Clock,
+    pub grace: chrono::Duration,
+}
+
+impl LeagueCloser {
+    /// Every ended period not closed yet, of every board with a league, until `deadline`.
+    pub async fn close_due(&self, deadline: DateTime<Utc>) -> Result<Vec<CloseReport>, ArchiveError> {
+        let now = (self.clock)();
+        let mut reports = Vec::new();
+        for board in self.config.boards().iter().filter(|b| b.league.is_some()) {
+            reports.extend(self.leagues.close_due(board, now, self.grace, deadline).await?);
+        }
+        Ok(reports)
+    }
+
+    /// League periods that ended more than `OVERDUE_AFTER` ago and are still not closed (the
+    /// `LeaguesOverdueAlarm`'s metric, put after every scheduled run).
+    pub async fn overdue(&self) -> Result<u64, ArchiveError> {
+        let now = (self.clock)();
+        let mut overdue = 0;
+        for board in self.config.boards().iter().filter(|b| b.league.is_some()) {
+            let unclosed = self.leagues.unclosed(board, now, self.grace).await?;
+            overdue += unclosed.iter().filter(|p| p.end.is_some_and(|end| end.with_timezone(&Utc) + OVERDUE_AFTER <= now)).count() as u64;
+        }
+        Ok(overdue)
+    }
+
+    /// One named period, which must have ended `grace` ago.
+    pub async fn close(&self, request: &LeagueRequest, deadline: DateTime<Utc>) -> Result<CloseReport, ArchiveError> {
+        let board = self.config.board(&request.board).ok_or_else(|| ArchiveError::UnknownBoard(request.board.clone()))?;
+        let league = board.league.as_ref().ok_or_else(|| ArchiveError::BadRequest(format!("board {:?} has no league", board.name)))?;
+        let period = Period::named(league.period, &request.period_id, board.timezone)
+            .map_err(|e| ArchiveError::BadRequest(format!("period_id {:?}: {e}", request.period_id)))?;
+        let now = (self.clock)();
+        let ready_at = period.end.map(|end| end.with_timezone(&Utc) + self.grace);
+        if ready_at.is_none_or(|ready| ready > now) {
+            return Err(ArchiveError::BadRequest(format!(
+                "{} {} has not ended (with its grace window)",
+                league.period.as_str(),
+                period.id
+            )));
+        }
+        Ok(self.leagues.close(board, league, &period, now, deadline).await?)
+    }
 }
 
 /// The error result Lambda reports (`errorType` is the stable code).
@@ -66,26 +144,42 @@ pub fn diagnostic(error: ArchiveError) -> Diagnostic {
 }
 
 /// Serves one invocation's payload until `deadline`.
-pub async fn run<S: ArchiveSink>(archiver: &Archiver<S>, payload: Value, deadline: DateTime<Utc>) -> Result<ArchiveResponse, ArchiveError> {
-    let results = match ArchiveRequest::try_from(payload)? {
+pub async fn run<S: ArchiveSink>(
+    archiver: &Archiver<S>,
+    closer: &LeagueCloser,
+    payload: Value,
+    deadline: DateTime<Utc>,
+) -> Result<ArchiveResponse, ArchiveError> {
+    let (results, leagues) = match ArchiveRequest::try_from(payload)? {
         ArchiveRequest::Scheduled(event) => {
             tracing::info!(scheduled_for = ?event.time, "scheduled archive run");
-            archiver.archive_due(deadline).await?
+            // A failed season does not hold up the leagues, nor the other way round.
+            let seasons = archiver.archive_due(deadline).await;
+            let leagues = closer.close_due(deadline).await;
+            if let Ok(overdue) = closer.overdue().await {
+                archiver.metrics().put(LEAGUES_OVERDUE, Unit::Count, overdue as f64, &[]);
+            }
+            (seasons?, leagues?)
         }
         ArchiveRequest::Manual(request) => {
             let shard = Shard { index: request.shard_index, total: request.shard_total };
-            vec![archiver.archive_season(&request.board, &request.season, shard, deadline).await?]
+            (vec![archiver.archive_season(&request.board, &request.season, shard, deadline).await?], Vec::new())
         }
+        ArchiveRequest::League(request) => (Vec::new(), vec![closer.close(&request, deadline).await?]),
     };
+    for report in &leagues {
+        tracing::info!(board = %report.board, period_id = %report.period_id, status = report.status, cohorts = report.cohorts_closed, "league close");
+    }
     for report in &results {
         tracing::info!(board = %report.board, season = %report.season, status = ?report.status, items = report.items_written, "archive run");
     }
-    Ok(ArchiveResponse { results })
+    Ok(ArchiveResponse { results, leagues })
 }
 
 /// Everything an invocation needs, built once per container.
 pub struct App {
     pub archiver: Archiver<SeasonTable>,
+    pub closer: LeagueCloser,
 }
 
 impl App {
@@ -94,13 +188,20 @@ impl App {
         let keys = standings::keys_from_env()?;
         let store = Store::from_env().await?;
         let table = SeasonTable::from_env().await?;
-        let archiver = Archiver::new(config, keys, store, table.clone(), table, standings::system_clock(), Settings::default());
-        Ok(Self { archiver })
+        let settings = Settings::default();
+        let closer = LeagueCloser {
+            config: config.clone(),
+            leagues: Leagues::new(keys.clone(), store.clone()),
+            clock: standings::system_clock(),
+            grace: settings.grace,
+        };
+        let archiver = Archiver::new(config, keys, store, table.clone(), table, standings::system_clock(), settings);
+        Ok(Self { archiver, closer })
     }
 
     /// One invocation, stopping before the Lambda deadline.
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<ArchiveResponse, Diagnostic> {
-        run(&self.archiver, event.payload, invocation_deadline(event.context.deadline, Utc::now())).await.map_err(diagnostic)
+        run(&self.archiver, &self.closer, event.payload, invocation_deadline(event.context.deadline, Utc::now())).await.map_err(diagnostic)
     }
 }
 
@@ -129,6 +230,8 @@ mod tests {
         assert!(matches!(ArchiveRequest::try_from(sharded), Ok(ArchiveRequest::Manual(r)) if (r.shard_index, r.shard_total) == (1, 4)));
         let missing = ArchiveRequest::try_from(serde_json::json!({"board": "points"})).unwrap_err();
         assert!(missing.to_string().contains("missing field `season`"), "{missing}");
+        let league = serde_json::json!({"league": {"board": "xp", "period_id": "2026-W47"}});
+        assert!(matches!(ArchiveRequest::try_from(league), Ok(ArchiveRequest::League(r)) if r.period_id == "2026-W47"));
         let unknown = ArchiveRequest::try_from(serde_json::json!({"board": "points", "season": "2026-10", "shard": 1})).unwrap_err();
         assert!(unknown.to_string().contains("unknown field `shard`"), "{unknown}");
     }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use standings::Clock;
 use standings::domain::config::{Board, Config};
 use standings::domain::journal::Line;
-use standings::domain::period::{Period, PeriodKind};
+use standings::domain::period::Period;
 use standings::domain::scores::scale;
 use standings::redis::journal;
 use standings::redis::keys::Keys;
@@ -167,8 +167,9 @@ impl<O: Objects> Checker<O> {
         let candidate = candidate_config(&request.config, &request.board)?;
         let board = candidate.board(&request.board).expect("candidate_config checks the board is there");
         let invalid = |message: String| RestoreError::Invalid(message);
-        let kind = PeriodKind::parse(&request.period)
-            .filter(|kind| live.periods.contains(kind) && board.periods.contains(kind))
+        let kind = live
+            .period_kind(&request.period)
+            .filter(|kind| board.periods.contains(kind))
             .ok_or_else(|| invalid(format!("period {:?} is not a period of both the live and the candidate board", request.period)))?;
         let period = Period::named(kind, &request.period_id, live.timezone).map_err(|e| invalid(format!("period_id: {e}")))?;
         let (check, shadow) = self.replay(&Arc::new(candidate.clone()), &request.board, deadline).await?;

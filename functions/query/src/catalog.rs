@@ -35,6 +35,17 @@ struct BoardSummary<'a> {
     sign_in: Option<&'a SignIn>,
     #[serde(skip_serializing_if = "Option::is_none")]
     decay: Option<&'a Decay>,
+    /// The board's league (docs/leagues.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    league: Option<LeagueSummary<'a>>,
+}
+
+#[derive(Serialize)]
+struct LeagueSummary<'a> {
+    period: &'static str,
+    cohort_size: u32,
+    /// Lowest first.
+    tiers: &'a [String],
 }
 
 #[derive(Serialize)]
@@ -57,6 +68,7 @@ fn summary<'a>(board: &'a Board, now: chrono::DateTime<chrono::Utc>) -> BoardSum
         rules: board.rules.values().collect(),
         sign_in: board.sign_in.as_ref(),
         decay: board.decay.as_ref(),
+        league: board.league.as_ref().map(|l| LeagueSummary { period: l.period.as_str(), cohort_size: l.cohort_size, tiers: &l.tiers }),
     }
 }
 

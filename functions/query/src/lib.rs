@@ -4,6 +4,7 @@ pub mod boards;
 pub mod catalog;
 pub mod health;
 mod hot;
+mod leagues;
 mod sign_ins;
 pub mod web;
 
@@ -18,6 +19,7 @@ use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::services::health::HealthCache;
 use standings::services::hot::HotBoards;
+use standings::services::leagues::Leagues;
 use standings::services::reads::Reader;
 use standings::services::sign_ins::SignIns;
 
@@ -28,6 +30,7 @@ pub struct App {
     pub store: Store,
     pub reader: Reader,
     pub hot: HotBoards,
+    pub leagues: Leagues,
     pub sign_ins: SignIns,
     pub clock: Clock,
     pub health: HealthCache,
@@ -38,6 +41,7 @@ impl App {
         Self {
             reader: Reader::new(keys.clone(), store.clone()),
             hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
+            leagues: Leagues::new(keys.clone(), store.clone()),
             sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
             config,
             keys,
@@ -63,6 +67,9 @@ pub fn routes() -> Routes<Arc<App>> {
         .route(Method::GET, "/v1/boards/{board}/users/{user_id}/statement", boards::statement)
         .route(Method::POST, "/v1/boards/{board}/ranks", boards::ranks)
         .route(Method::GET, "/v1/boards/{board}/distribution", boards::distribution)
+        .route(Method::GET, "/v1/boards/{board}/users/{user_id}/league", leagues::user)
+        .route(Method::GET, "/v1/boards/{board}/users/{user_id}/league/history", leagues::history)
+        .route(Method::GET, "/v1/boards/{board}/leagues", leagues::cohorts)
         .route(Method::GET, "/v1/boards", catalog::list)
         .route(Method::GET, "/v1/hot/{board}", hot::get_hot)
         .route(Method::GET, "/v1/users/{user_id}/sign-ins", sign_ins::get_sign_ins)

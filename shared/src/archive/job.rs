@@ -207,6 +207,11 @@ impl<S: ArchiveSink> Archiver<S> {
         Self { config, keys, store, table, sink, clock, settings, metrics: Metrics::stdout(FUNCTION) }
     }
 
+    /// Where the job puts its metrics (the function's other jobs put theirs there too).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
     /// The same job, putting its metrics into `metrics`.
     pub fn with_metrics(self, metrics: Metrics) -> Self {
         Self { metrics, ..self }

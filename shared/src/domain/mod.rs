@@ -1,4 +1,4 @@
-//! Pure rules, time passed in, no network: board configuration, periods and calendars,
+//! Pure rules, time passed in, no network: board configuration, periods and calendars, leagues,
 //! scoring, the tie-break encoding, ids, decay, board distributions and the guard's fields.
 
 pub mod config;
@@ -8,6 +8,7 @@ pub mod distribution;
 pub mod guard;
 pub mod ids;
 pub mod journal;
+pub mod league;
 pub mod message;
 pub mod period;
 pub mod scores;

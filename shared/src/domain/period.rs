@@ -1,14 +1,17 @@
-//! Periods: which day / month / season an instant belongs to in a board's timezone, when
-//! that period ends, and how long its keys live. Pure: every function takes the time.
+//! Periods: which day / week / month / season an instant belongs to in a board's timezone,
+//! when that period ends, and how long its keys live. Pure: every function takes the time.
 
-use chrono::{DateTime, Datelike, Duration, Months, NaiveDate, TimeZone, Utc};
+use chrono::{DateTime, Datelike, Duration, Months, NaiveDate, TimeZone, Utc, Weekday};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum PeriodKind {
     Day,
+    /// Seven days from the board's first day of the week (`week_start`, Monday by default: the
+    /// ISO week). Named `2026-W48` by the ISO week of its fourth day, so a Monday week's id is
+    /// its ISO week and every other start still gives consecutive weeks consecutive ids.
+    Week(Weekday),
     Month,
     /// A calendar month that is archived when it ends.
     Season,
@@ -16,18 +19,49 @@ pub enum PeriodKind {
     All,
 }
 
+/// The kinds a configuration or a request names; a week starts on Monday until the board says
+/// otherwise (`Board::period_kind` finds the board's own).
+const NAMED: [PeriodKind; 5] = [PeriodKind::Day, PeriodKind::Week(Weekday::Mon), PeriodKind::Month, PeriodKind::Season, PeriodKind::All];
+
+impl Serialize for PeriodKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for PeriodKind {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Self::parse(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown period {name:?}: expected one of day, week, month, season, all")))
+    }
+}
+
 impl PeriodKind {
     pub fn as_str(self) -> &'static str {
         match self {
             PeriodKind::Day => "day",
+            PeriodKind::Week(_) => "week",
             PeriodKind::Month => "month",
             PeriodKind::Season => "season",
             PeriodKind::All => "all",
         }
     }
 
+    /// The kind named `s`, a week starting on Monday (see `NAMED`).
     pub fn parse(s: &str) -> Option<Self> {
-        [PeriodKind::Day, PeriodKind::Month, PeriodKind::Season, PeriodKind::All].into_iter().find(|p| p.as_str() == s)
+        NAMED.into_iter().find(|p| p.as_str() == s)
+    }
+
+    /// Whether every period of this kind contains the whole period of `inner` kind that shares
+    /// an instant with it (a week contains its days, but no month contains its weeks).
+    pub fn contains(self, inner: PeriodKind) -> bool {
+        match (self, inner) {
+            (PeriodKind::All, _) => true,
+            (PeriodKind::Month | PeriodKind::Season, PeriodKind::Month | PeriodKind::Season) => true,
+            (_, PeriodKind::Day) => true,
+            (outer, inner) => outer == inner,
+        }
     }
 
     /// How long a period's board outlives the period's end (docs/keys.md).
@@ -36,6 +70,9 @@ impl PeriodKind {
         match self {
             // ~31 days of history for day boards, as the common hand-rolled design keeps.
             PeriodKind::Day => Some(Duration::days(30)),
+            // Five weeks: this week and the four before it can be read, as a month board's
+            // reader would expect of "last week".
+            PeriodKind::Week(_) => Some(Duration::days(35)),
             // Seed 001 keeps month boards for a year.
             PeriodKind::Month => Some(Duration::days(365)),
             // Archived seasons are deleted by the archive job once verified; the expiry is only a
@@ -59,7 +96,7 @@ pub struct PeriodInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Period {
     pub kind: PeriodKind,
-    /// `2026-11-22` (day), `2026-11` (month, season), `all`.
+    /// `2026-11-22` (day), `2026-W48` (week), `2026-11` (month, season), `all`.
     pub id: String,
     pub start: Option<DateTime<Tz>>,
     /// First instant of the next period (`None` for all-time).
@@ -73,6 +110,12 @@ impl Period {
             PeriodKind::Day => {
                 let day = local.date_naive();
                 (day, day.succ_opt().unwrap_or(NaiveDate::MAX), day.format("%Y-%m-%d").to_string())
+            }
+            PeriodKind::Week(first_day) => {
+                let day = local.date_naive();
+                let back = (7 + day.weekday().num_days_from_monday() - first_day.num_days_from_monday()) % 7;
+                let first = day.checked_sub_signed(Duration::days(i64::from(back))).unwrap_or(NaiveDate::MIN);
+                (first, first.checked_add_signed(Duration::days(7)).unwrap_or(NaiveDate::MAX), week_id(first))
             }
             PeriodKind::Month | PeriodKind::Season => {
                 let first = month_start(local.year(), local.month());
@@ -88,10 +131,12 @@ impl Period {
         Self::containing(kind, local_midnight(date, tz).with_timezone(&Utc), tz)
     }
 
-    /// The period of `kind` whose id is `id` (`2026-11-22`, `2026-11`, `all`) in `tz`.
+    /// The period of `kind` whose id is `id` (`2026-11-22`, `2026-W48`, `2026-11`, `all`) in `tz`.
     pub fn named(kind: PeriodKind, id: &str, tz: Tz) -> Result<Self, DateError> {
         let day = match kind {
             PeriodKind::Day => parse_day(id)?,
+            // The ISO week's Thursday is the fourth day of exactly one week of any start.
+            PeriodKind::Week(_) => parse_week(id)? + Duration::days(3),
             PeriodKind::Month | PeriodKind::Season => parse_month(id)?,
             PeriodKind::All if id == "all" => FIRST_DATE,
             PeriodKind::All => return Err(DateError::Malformed),
@@ -107,6 +152,18 @@ impl Period {
             period_start: self.start.map(|t| t.to_rfc3339()),
             next_reset: self.end.map(|t| t.to_rfc3339()),
         }
+    }
+
+    /// The period of the same kind just before this one (`None` for all-time).
+    pub fn previous(&self) -> Option<Self> {
+        let start = self.start?;
+        Some(Self::containing(self.kind, start.with_timezone(&Utc) - Duration::seconds(1), start.timezone()))
+    }
+
+    /// The period of the same kind just after this one (`None` for all-time).
+    pub fn following(&self) -> Option<Self> {
+        let end = self.end?;
+        Some(Self::containing(self.kind, end.with_timezone(&Utc), end.timezone()))
     }
 
     /// Unix time at which this period's keys expire, if they do.
@@ -161,6 +218,24 @@ pub fn parse_day(text: &str) -> Result<NaiveDate, DateError> {
 /// A `YYYY-MM` month within the accepted range: its first day.
 pub fn parse_month(text: &str) -> Result<NaiveDate, DateError> {
     parse_day(&format!("{text}-01"))
+}
+
+/// A `YYYY-Www` ISO week (`2026-W48`) within the accepted range: its Monday.
+pub fn parse_week(text: &str) -> Result<NaiveDate, DateError> {
+    let (year, week) = text.split_once("-W").ok_or(DateError::Malformed)?;
+    let well_formed = year.len() == 4 && week.len() == 2 && (year.bytes().chain(week.bytes())).all(|b| b.is_ascii_digit());
+    if !well_formed {
+        return Err(DateError::Malformed);
+    }
+    let (year, week) = (year.parse().map_err(|_| DateError::Malformed)?, week.parse().map_err(|_| DateError::Malformed)?);
+    let monday = NaiveDate::from_isoywd_opt(year, week, Weekday::Mon).ok_or(DateError::Malformed)?;
+    in_range(monday)
+}
+
+/// The id of the week that starts on `first`: the ISO week of its fourth day.
+fn week_id(first: NaiveDate) -> String {
+    let fourth = first.checked_add_signed(Duration::days(3)).unwrap_or(NaiveDate::MAX).iso_week();
+    format!("{:04}-W{:02}", fourth.year(), fourth.week())
 }
 
 /// The first day of a month. Period code never panics: at chrono's own limits (far outside
@@ -323,11 +398,50 @@ mod tests {
     #[test]
     fn period_code_never_panics_even_at_chrono_s_limits() {
         for date in [NaiveDate::MAX, NaiveDate::MIN] {
-            for kind in [PeriodKind::Day, PeriodKind::Month, PeriodKind::Season, PeriodKind::All] {
+            for kind in NAMED.into_iter().chain([PeriodKind::Week(Weekday::Sun)]) {
                 let period = Period::on_date(kind, date, Shanghai);
                 let _ = (period.expires_at(), period.info());
             }
         }
+    }
+
+    #[test]
+    fn weeks_start_on_the_boards_first_day_at_local_midnight_and_are_named_by_iso_week() {
+        // Thursday 2026-11-26 in Shanghai.
+        let at = utc("2026-11-26T10:00:00+08:00");
+        let iso = Period::containing(PeriodKind::Week(Weekday::Mon), at, Shanghai);
+        assert_eq!(iso.id, "2026-W48");
+        assert_eq!(iso.start.unwrap().to_rfc3339(), "2026-11-23T00:00:00+08:00");
+        assert_eq!(iso.end.unwrap().to_rfc3339(), "2026-11-30T00:00:00+08:00");
+        let sunday = Period::containing(PeriodKind::Week(Weekday::Sun), at, Shanghai);
+        assert_eq!((sunday.id.as_str(), sunday.start.unwrap().to_rfc3339()), ("2026-W48", "2026-11-22T00:00:00+08:00".into()));
+        // A second before Monday midnight in Shanghai is still last week; the year's last ISO
+        // week may belong to the next year.
+        assert_eq!(Period::containing(PeriodKind::Week(Weekday::Mon), utc("2026-11-22T15:59:59Z"), Shanghai).id, "2026-W47");
+        assert_eq!(Period::containing(PeriodKind::Week(Weekday::Mon), utc("2026-12-31T12:00:00Z"), Shanghai).id, "2026-W53");
+        assert_eq!(Period::containing(PeriodKind::Week(Weekday::Mon), utc("2027-12-31T12:00:00Z"), Shanghai).id, "2027-W52");
+        assert_eq!(Period::containing(PeriodKind::Week(Weekday::Mon), utc("2025-12-30T12:00:00Z"), Shanghai).id, "2026-W01");
+        for start in [Weekday::Mon, Weekday::Wed, Weekday::Sat, Weekday::Sun] {
+            let kind = PeriodKind::Week(start);
+            let week = Period::containing(kind, at, Shanghai);
+            assert_eq!(Period::named(kind, &week.id, Shanghai).unwrap(), week, "{start}");
+            let next = Period::containing(kind, week.end.unwrap().with_timezone(&Utc), Shanghai);
+            assert_eq!(Period::named(kind, &next.id, Shanghai).unwrap(), next, "{start}");
+            assert_ne!(next.id, week.id);
+        }
+        for bad in ["2026-48", "2026-W5", "2026-W54", "2026-W00", "+2026-W48", "2026-w48", "2026-W4x"] {
+            assert_eq!(parse_week(bad), Err(DateError::Malformed), "{bad}");
+        }
+        assert_eq!(parse_week("2019-W01"), Err(DateError::OutOfRange));
+    }
+
+    #[test]
+    fn a_week_contains_its_days_and_no_month_contains_a_week() {
+        let week = PeriodKind::Week(Weekday::Mon);
+        assert!(week.contains(PeriodKind::Day) && PeriodKind::All.contains(week) && week.contains(week));
+        assert!(!PeriodKind::Month.contains(week) && !week.contains(PeriodKind::Month) && !PeriodKind::Day.contains(week));
+        assert_eq!(PeriodKind::parse("week"), Some(week));
+        assert_eq!(serde_json::to_string(&PeriodKind::Week(Weekday::Sun)).unwrap(), "\"week\"");
     }
 
     #[test]

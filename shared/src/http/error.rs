@@ -333,6 +333,8 @@ impl From<ReadError> for ApiError {
         let (status, code) = match &error {
             ReadError::UnknownBoard(_) | ReadError::HotBoard(_) | ReadError::NotArchived(_) => (StatusCode::NOT_FOUND, "unknown_board"),
             ReadError::UnknownPeriod { .. } => (StatusCode::BAD_REQUEST, "unknown_period"),
+            ReadError::NoLeague(_) => (StatusCode::NOT_FOUND, "no_league"),
+            ReadError::UnknownTier { .. } => (StatusCode::BAD_REQUEST, "unknown_tier"),
             ReadError::BadDate(DateError::Malformed) | ReadError::BadRankMode | ReadError::NoUsers | ReadError::BadSeason(_) => {
                 (StatusCode::BAD_REQUEST, "malformed")
             }

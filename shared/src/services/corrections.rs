@@ -62,15 +62,6 @@ pub struct CorrectionReceipt {
     pub periods: Vec<PeriodStanding>,
 }
 
-/// How fine a period kind is: a period contains every finer one of the same instant.
-fn fineness(kind: PeriodKind) -> u8 {
-    match kind {
-        PeriodKind::Day => 0,
-        PeriodKind::Month | PeriodKind::Season => 1,
-        PeriodKind::All => 2,
-    }
-}
-
 /// The periods a correction aims at (see `CorrectionRequest`). A period must have started,
 /// and its board must still be kept (not past its retention).
 pub fn correction_periods(
@@ -87,17 +78,11 @@ pub fn correction_periods(
         (None, None, None) => return Ok(current_periods(board, now)),
         (None, None, Some(at)) => (crate::domain::period::in_range(at).map_err(|e| bad(format!("at: {e}")))?, board.periods.clone()),
         (Some(kind), Some(id), None) => {
-            let kind = PeriodKind::parse(kind)
-                .filter(|kind| board.periods.contains(kind))
-                .ok_or_else(|| bad(format!("board {:?} has no period {kind:?}", board.name)))?;
+            let kind = board.period_kind(kind).ok_or_else(|| bad(format!("board {:?} has no period {kind:?}", board.name)))?;
             let named =
                 Period::named(kind, id, board.timezone).map_err(|e| bad(format!("period_id {id:?} of a {} period: {e}", kind.as_str())))?;
             let day = named.start.map_or_else(|| now.with_timezone(&board.timezone).date_naive(), |start| start.date_naive());
-            let kinds = if only_named {
-                vec![kind]
-            } else {
-                board.periods.iter().copied().filter(|&other| fineness(other) >= fineness(kind)).collect()
-            };
+            let kinds = if only_named { vec![kind] } else { board.periods.iter().copied().filter(|&other| other.contains(kind)).collect() };
             (day, kinds)
         }
         _ => return Err(bad("give period and period_id together, or at alone".into())),

@@ -19,6 +19,7 @@ use crate::redis::keys::Keys;
 use crate::redis::store::Store;
 use crate::services::corrections::CorrectionRequest;
 use crate::services::ingestion::Ingestor;
+use crate::services::leagues::Leagues;
 use crate::services::moderation::Moderation;
 use crate::services::profiles::{Profile, put_profile};
 use crate::services::scores::Scores;
@@ -53,6 +54,8 @@ pub struct Replayer {
     scores: Scores,
     sign_ins: SignIns,
     moderation: Moderation,
+    leagues: Leagues,
+    config: Arc<Config>,
     sign_in_board: Option<String>,
 }
 
@@ -66,7 +69,9 @@ impl Replayer {
             ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
             scores: Scores::new(config.clone(), keys.clone(), store.clone()),
             sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
-            moderation: Moderation::new(config, keys.clone(), store.clone()),
+            moderation: Moderation::new(config.clone(), keys.clone(), store.clone()),
+            leagues: Leagues::new(keys.clone(), store.clone()),
+            config,
             keys,
             store,
         }
@@ -153,6 +158,25 @@ impl Replayer {
                 }
                 put_profile(&self.store, &self.keys, &user, &profile, at).await?;
                 Ok(Replayed::Applied)
+            }
+            "league_close" | "league_open" => {
+                let Some((board_config, league)) = self.config.board(board).and_then(|b| Some((b, b.league.as_ref()?))) else {
+                    return Ok(Replayed::Refused(format!("board {board:?} has no league now")));
+                };
+                let period_id = take_str(&mut fields, "period_id").ok_or_else(|| malformed("no period_id".into()))?;
+                let period = crate::domain::period::Period::named(league.period, &period_id, board_config.timezone)
+                    .map_err(|e| malformed(format!("period_id: {e}")))?;
+                if kind == "league_open" {
+                    self.leagues.open_batch(board_config, league, &period, at).await?;
+                    return Ok(Replayed::Applied);
+                }
+                let cohort = take_str(&mut fields, "cohort").ok_or_else(|| malformed("no cohort".into()))?;
+                let (tier, n) = cohort
+                    .split_once(':')
+                    .and_then(|(t, n)| Some((t.parse().ok()?, n.parse().ok()?)))
+                    .ok_or_else(|| malformed(format!("cohort {cohort:?}")))?;
+                let closed = self.leagues.close_cohort(board_config, league, &period, tier, n, at).await?;
+                Ok(if closed { Replayed::Applied } else { Replayed::Duplicate })
             }
             other => Ok(Replayed::Refused(format!("a {other:?} entry is not replayed"))),
         }

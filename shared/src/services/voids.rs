@@ -321,7 +321,7 @@ impl Moderation {
             .periods
             .iter()
             .map(|voided| {
-                let kind = PeriodKind::parse(&voided.period).ok_or_else(|| ModerationError::BadPeriod(voided.period.clone()))?;
+                let kind = board.period_kind(&voided.period).ok_or_else(|| ModerationError::BadPeriod(voided.period.clone()))?;
                 let period =
                     Period::named(kind, &voided.period_id, board.timezone).map_err(|e| ModerationError::BadPeriod(e.to_string()))?;
                 Ok((period, voided.points))

@@ -9,6 +9,7 @@ use chrono_tz::Tz;
 use serde::Deserialize;
 
 use crate::domain::ids;
+use crate::domain::league::{League, RawLeague};
 use crate::domain::period::PeriodKind;
 use validate::{invalid, validate_board};
 
@@ -192,6 +193,11 @@ struct RawBoard {
     max_score: Option<i64>,
     #[serde(default)]
     statements: bool,
+    /// The first day of the board's weeks (`monday` unless set).
+    #[serde(default)]
+    week_start: Option<String>,
+    #[serde(default)]
+    league: Option<RawLeague>,
 }
 
 /// What a score board keeps, which end is the top, and its per-user submission limit.
@@ -230,11 +236,18 @@ pub struct Board {
     /// Keep, per user and period, the counters that explain a score (opt-in: about 180 bytes
     /// per user and period; see `domain::statement`).
     pub statements: bool,
+    /// Weekly (or other) cohorts in tiers (`domain::league`, docs/leagues.md).
+    pub league: Option<League>,
 }
 
 impl Board {
     pub fn rule(&self, action: &str) -> Option<&Rule> {
         self.rules.get(action)
+    }
+
+    /// The board's period called `name` (`day`, `week`, …): its week starts on the board's day.
+    pub fn period_kind(&self, name: &str) -> Option<PeriodKind> {
+        self.periods.iter().copied().find(|kind| kind.as_str() == name)
     }
 }
 
@@ -306,7 +319,7 @@ mod tests {
     fn the_embedded_default_has_the_spec_boards_and_two_score_boards() {
         let config = Config::default_boards();
         let names: Vec<_> = config.boards().iter().map(|b| b.name.as_str()).collect();
-        assert_eq!(names, ["activity", "invites", "points", "hot-videos", "high-scores", "lap-times"]);
+        assert_eq!(names, ["activity", "invites", "points", "hot-videos", "high-scores", "lap-times", "xp"]);
         let activity = config.board("activity").unwrap();
         assert_eq!(activity.periods, [PeriodKind::Day, PeriodKind::Month]);
         assert_eq!(activity.timezone, chrono_tz::Asia::Shanghai);

@@ -17,6 +17,20 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
     if raw.top == 0 || raw.top > 1000 {
         return Err(invalid(format!("{at}.top"), "must be between 1 and 1000"));
     }
+    let week_start = match raw.week_start.as_deref() {
+        None => chrono::Weekday::Mon,
+        Some(day) => day
+            .parse::<chrono::Weekday>()
+            .ok()
+            .filter(|_| day.len() > 3 && day.bytes().all(|b| b.is_ascii_lowercase()))
+            .ok_or_else(|| invalid(format!("{at}.week_start"), "must be a day of the week: \"monday\" … \"sunday\""))?,
+    };
+    let mut raw = raw;
+    for period in &mut raw.periods {
+        if let PeriodKind::Week(start) = period {
+            *start = week_start;
+        }
+    }
     let mut seen = HashSet::new();
     for (j, period) in raw.periods.iter().enumerate() {
         if !seen.insert(*period) {
@@ -59,6 +73,16 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
     if raw.archive && !raw.periods.contains(&PeriodKind::Season) {
         return Err(invalid(format!("{at}.archive"), "only boards with a season period can be archived"));
     }
+    let league = match raw.league {
+        None => None,
+        Some(_) if raw.kind == BoardKind::Decaying => {
+            return Err(invalid(format!("{at}.league"), "a decaying board has no periods to hold leagues in"));
+        }
+        Some(league) => Some(
+            crate::domain::league::validate(league, &raw.periods)
+                .map_err(|(field, problem)| invalid(format!("{at}.league.{field}"), problem))?,
+        ),
+    };
     let mut rules = BTreeMap::new();
     for (j, rule) in raw.rules.into_iter().enumerate() {
         validate_rule(&format!("{at}.rules[{j}]"), &rule)?;
@@ -115,6 +139,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         wait_replicas: raw.wait_replicas,
         scores,
         statements: raw.statements,
+        league,
     })
 }
 

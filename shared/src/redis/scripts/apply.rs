@@ -241,6 +241,11 @@ fn event_block(
         .text(&plan.rule.action)
         .byte(u8::from(event.defer_orphan_take_back))
         .text(event.journal_entry);
+    let league = plan.board.league.as_ref().and_then(|league| {
+        let at = plan.periods.iter().position(|p| p.kind == league.period)?;
+        Some((league, &plan.periods[at], at + 1))
+    });
+    block.byte(league.map_or(0, |(_, _, at)| u8::try_from(at).expect("a board has a handful of periods")));
     for period in &plan.periods {
         let board = key_list.add(call, keys.period(period));
         let statement = if plan.board.statements { key_list.add(call, keys.statement(event.member, period)) } else { 0 };
@@ -250,6 +255,9 @@ fn event_block(
             .text(&period.id)
             .text(keys.ttl(period.ttl_secs(now), now).to_string())
             .index(statement);
+    }
+    if let Some((league, period, _)) = league {
+        super::league::league_keys(&mut block, call, key_list, keys, league, period);
     }
     block
 }

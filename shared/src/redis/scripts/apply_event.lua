@@ -58,9 +58,14 @@ ARGV[4..]  one block per event, packed (pack.rs; read with `struct.unpack`, sinc
      so its redelivery is a first delivery again
   s  the event's journal entry (JSON, journal.rs), appended with the receipt when the event
      is applied now; "" when the journal is off
+  B  l, which of the n periods is the board's league period (docs/leagues.md); 0: no league
 then n times: H the period's sorted set (scored points * SPAN + time part), s kind, s id,
   s TTL in seconds ("0": none), H the member's statement of that period (a hash, see below;
   0 when the board keeps no statements)
+then, when l > 0, the league's keys of that period (keys.rs): H placements, H cohorts,
+  H cohort counts, H tiers, H waiting players, H the period before's placements, H the
+  period before's results; d cohort size, d the top tier. The member's first write that
+  leaves them on the league period's board places them in a cohort (prelude.lua)
 
 A statement hash counts what made the member's score in one period: "n:<action>" events that
 earned points, "p:<action>" points they earned, "w:<action>" points the daily cap withheld,
@@ -94,9 +99,10 @@ keeps the member's reached-at time (they held at least the lower score since the
 -- set only where the write just before it may have created the key (ZADD, HSET and HINCRBY
 -- say so).
 local GUARD = KEYS[1]
-local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0'
+local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0B'
 local JOURNAL = KEYS[tonumber(ARGV[3])]
 local PERIOD = '>HHc0Hc0Hc0H'
+local LEAGUE = '>HHHHHHHdd'
 
 -- Appends an event's reply: status, detail, then each of its `boards` periods' points and
 -- rank (zeros for a refusal).
@@ -113,7 +119,7 @@ end
 local function apply(block, reply)
   local today, before, after, field, fingerprint, member, give, points_text, points, ledger_index,
     ledger_field, legacy_field, day_index, cap_field, cap, ledger_ttl, day_ttl, refusal,
-    rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, entry, pos = struct.unpack(EVENT, block)
+    rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, entry, league, pos = struct.unpack(EVENT, block)
   local board, kind, id, ttl, statement = {}, {}, {}, {}, {}
   for i = 1, boards do
     board[i], kind[i], id[i], ttl[i], statement[i], pos = struct.unpack(PERIOD, block, pos)
@@ -244,6 +250,12 @@ local function apply(block, reply)
   for i = 1, boards do
     ranks[i] = points_now[i] > 0 and redis.call('ZREVRANK', KEYS[board[i]], member) + 1 or 0
     if changes[i] ~= largest then differ = true end
+  end
+
+  if league > 0 and points_now[league] > 0 then
+    local members, cohorts, counts, tiers, pending, prev_members, prev_results, size, top = struct.unpack(LEAGUE, block, pos)
+    league_place(KEYS[members], KEYS[cohorts], KEYS[counts], KEYS[tiers], KEYS[pending], KEYS[prev_members],
+      KEYS[prev_results], member, size, top, ttl[league], now_ms)
   end
 
   local receipt = code

@@ -13,7 +13,9 @@ KEYS[2]    the board's audit log (list, newest first)
 KEYS[3]    the board's journal (stream, docs/journal.md)
 KEYS[4..]  ban only: the board's n live period sorted sets; then, on a board that keeps
            statements, the user's statement of each of them (deleted with the score, so a
-           statement never explains points the user no longer has)
+           statement never explains points the user no longer has); then, on a league board,
+           for each of the m live league periods its placements, cohorts and waiting players
+           (the user leaves their cohort, docs/leagues.md)
 
 ARGV[1]    member (user id)
 ARGV[2]    "ban" or "unban"
@@ -21,7 +23,8 @@ ARGV[3]    audit entry (JSON); a ban also keeps it as the guard field's value
 ARGV[4]    audit log length kept
 ARGV[5]    the journal entry (the audit entry), appended with the periods the user was removed
            from ("<kind>:<id>", comma-separated); "" when the journal is off
-ARGV[6..]  for each live period, in KEYS order: "<kind>:<id>" (so n = #ARGV - 5)
+ARGV[6]    m, the live league periods
+ARGV[7..]  for each live period, in KEYS order: "<kind>:<id>" (so n = #ARGV - 6)
 
 Reply: the positions (1-based, in KEYS[4..] order) of the periods the user was removed from.
 ]]
@@ -30,18 +33,24 @@ local member = ARGV[1]
 local removed, outcome = {}, {}
 if ARGV[2] == 'ban' then
   redis.call('HSET', KEYS[1], GUARD_BAN .. member, ARGV[3])
-  local n = #ARGV - 5
-  local statements = #KEYS == 3 + 2 * n
+  local m = tonumber(ARGV[6])
+  local n = #ARGV - 6
+  local statements = #KEYS == 3 + 2 * n + 3 * m
   for i = 1, n do
-    local frozen = redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. ARGV[5 + i]) == 1
+    local frozen = redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. ARGV[6 + i]) == 1
     if not frozen then
-      local kind, id = string.match(ARGV[5 + i], '^([^:]*):(.*)$')
+      local kind, id = string.match(ARGV[6 + i], '^([^:]*):(.*)$')
       if remove_member(KEYS[3 + i], KEYS[1], kind, id, member) == 1 then
         removed[#removed + 1] = i
-        outcome[#outcome + 1] = ARGV[5 + i]
+        outcome[#outcome + 1] = ARGV[6 + i]
       end
       if statements then redis.call('UNLINK', KEYS[3 + n + i]) end
     end
+  end
+  for j = 1, m do
+    local at = #KEYS - 3 * (m - j)
+    local placements, cohorts, waiting = KEYS[at - 2], KEYS[at - 1], KEYS[at]
+    league_leave(placements, cohorts, waiting, member)
   end
 else
   redis.call('HDEL', KEYS[1], GUARD_BAN .. member)

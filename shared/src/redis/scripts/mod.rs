@@ -10,6 +10,7 @@
 
 mod apply;
 pub mod hot;
+pub mod league;
 pub mod moderation;
 mod pack;
 mod receipt;
@@ -24,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::distribution::Histogram;
 use crate::domain::guard::{BAN, CLOSED, LIVE};
+use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX};
 use crate::domain::period::EventTimeError;
 use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
 use crate::domain::tiebreak::{MAX_POINTS, Scale, TIME_SPAN};
@@ -53,6 +55,9 @@ static CORRECT_SCORE: LazyLock<Script> = script!("correct_score.lua");
 static SUBMIT_SCORE: LazyLock<Script> = script!("submit_score.lua");
 static VOID_POINTS: LazyLock<Script> = script!("void.lua");
 pub(crate) static FREEZE_SEASON: LazyLock<Script> = script!("freeze_season.lua");
+static READ_COHORT: LazyLock<Script> = script!("read_cohort.lua");
+static CLOSE_LEAGUE: LazyLock<Script> = script!("close_league.lua");
+static OPEN_LEAGUE: LazyLock<Script> = script!("open_league.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -72,6 +77,7 @@ pub fn hashes() -> Vec<&'static str> {
         &FREEZE_SEASON,
     ]
     .into_iter()
+    .chain(league::scripts())
     .map(|script| script.get_hash())
     .collect()
 }
@@ -87,6 +93,7 @@ fn constants() -> String {
     for decision in Decision::ALL {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
+    lua.push_str(&format!("local LEAGUE_CLOSED, LEAGUE_COHORT_CLOSED = '{CLOSED_FIELD}', '{COHORT_CLOSED_PREFIX}'\n"));
     lua.push_str(&format!(
         "local SCORE_SPAN, MAX_SCORE = {SCORE_TIME_SPAN}, {MAX_SCORE}\nlocal SCORE_KEPT, SCORE_NOT_BETTER = '{}', '{}'\n",
         scores::SCORE_KEPT,

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::apply::ledger_field;
 use crate::domain::guard;
+use crate::domain::league::League;
 use crate::domain::period::Period;
 use crate::domain::tiebreak::Scale;
 use crate::domain::void::LedgerEntry;
@@ -20,13 +21,15 @@ pub struct AuditRecord<'a> {
 }
 
 /// What to do to a user's standing on one board.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Ban<'a> {
     /// Guard the user out and remove them from these (live) periods, with their statements
     /// when the board keeps them.
     Ban {
         live: &'a [Period],
         statements: bool,
+        /// The board's league, whose live periods' cohorts the user leaves.
+        league: Option<&'a League>,
     },
     Unban,
 }
@@ -40,10 +43,11 @@ pub async fn ban<'p>(
     action: Ban<'p>,
     audit: AuditRecord<'_>,
 ) -> Result<Vec<&'p Period>, StoreError> {
-    let (mode, live, statements) = match action {
-        Ban::Ban { live, statements } => ("ban", live, statements),
-        Ban::Unban => ("unban", &[][..], false),
+    let (mode, live, statements, league) = match action {
+        Ban::Ban { live, statements, league } => ("ban", live, statements, league),
+        Ban::Unban => ("unban", &[][..], false, None),
     };
+    let league_periods: Vec<&Period> = live.iter().filter(|p| league.is_some_and(|l| l.period == p.kind)).collect();
     let mut invocation = BAN_USER.key(keys.guard());
     invocation.key(keys.audit()).key(keys.journal());
     for period in live {
@@ -54,7 +58,11 @@ pub async fn ban<'p>(
             invocation.key(keys.statement(member, period));
         }
     }
+    for period in &league_periods {
+        invocation.key(keys.league_members(&period.id)).key(keys.league_cohorts(&period.id)).key(keys.league_pending(&period.id));
+    }
     invocation.arg(member).arg(mode).arg(audit.entry).arg(audit.keep).arg(if keys.journaled() { audit.entry } else { "" });
+    invocation.arg(league_periods.len());
     for period in live {
         invocation.arg(format!("{}:{}", period.kind.as_str(), period.id));
     }

@@ -137,3 +137,49 @@ end
 local function journal(key, entry, outcome)
   if entry ~= '' then redis.call('XADD', key, '*', 'e', entry, 'o', outcome) end
 end
+
+-- Leagues (docs/leagues.md). A period's cohorts are one sorted set, every score 0, member
+-- "<tier>:<cohort>|<user>", so a cohort is the lexicographic range of its prefix.
+local function cohort_range(cohort)
+  return '[' .. cohort .. '|', '(' .. cohort .. '}'
+end
+
+-- Puts `member` into the open cohort of their tier (`tiers`: user -> tier; absent: 0, the
+-- lowest; never above `top`), opening the tier's next cohort when the open one holds `size`.
+-- Every key it creates lives `ttl` seconds. Returns the cohort ("<tier>:<n>").
+local function league_join(members, cohorts, counts, tiers, member, size, top, ttl)
+  local tier = tostring(math.min(tonumber(redis.call('HGET', tiers, member) or '0'), top))
+  local n = tonumber(redis.call('HGET', counts, tier) or '0')
+  if n == 0 or redis.call('ZLEXCOUNT', cohorts, cohort_range(tier .. ':' .. n)) >= size then
+    n = redis.call('HINCRBY', counts, tier, 1)
+    expire_once(counts, ttl)
+  end
+  local cohort = tier .. ':' .. n
+  redis.call('ZADD', cohorts, 0, cohort .. '|' .. member)
+  redis.call('HSET', members, member, cohort)
+  expire_once(cohorts, ttl)
+  expire_once(members, ttl)
+  return cohort
+end
+
+-- A user's first write of a league period places them (`league_join`), unless the period
+-- before had players and is not closed yet (`prev_results` has no LEAGUE_CLOSED): their tier
+-- is not known, so they wait in `pending` (user -> ms of that first write) for the close.
+local function league_place(members, cohorts, counts, tiers, pending, prev_members, prev_results, member, size, top, ttl, now_ms)
+  if redis.call('HEXISTS', members, member) == 1 then return end
+  if redis.call('EXISTS', prev_members) == 1 and redis.call('HEXISTS', prev_results, LEAGUE_CLOSED) == 0 then
+    if redis.call('ZADD', pending, 'NX', string.format('%.0f', now_ms), member) == 1 then expire_once(pending, ttl) end
+    return
+  end
+  league_join(members, cohorts, counts, tiers, member, size, top, ttl)
+end
+
+-- Takes `member` out of their cohort of a league period (a ban).
+local function league_leave(members, cohorts, pending, member)
+  local cohort = redis.call('HGET', members, member)
+  if cohort then
+    redis.call('ZREM', cohorts, cohort .. '|' .. member)
+    redis.call('HDEL', members, member)
+  end
+  redis.call('ZREM', pending, member)
+end

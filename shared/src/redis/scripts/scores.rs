@@ -108,6 +108,11 @@ pub async fn submit_scores(
             .arg(plan.submission.score)
             .arg(plan.periods.len())
             .arg(if keys.journaled() { Entry::Score { at: Stamp(now), submission: plan.submission }.json() } else { String::new() });
+        let league = board.league.as_ref().and_then(|league| {
+            let at = plan.periods.iter().position(|(p, _)| p.kind == league.period)?;
+            Some((league, &plan.periods[at].0, at + 1))
+        });
+        call.arg(league.map_or(0, |(_, _, at)| at));
         for ((period, _), time_part) in plan.periods.iter().zip(&plan.time_parts) {
             let board_key = key_list.add(&mut call, keys.period(period));
             let statement = if board.statements { key_list.add(&mut call, keys.statement(member, period)) } else { 0 };
@@ -117,6 +122,9 @@ pub async fn submit_scores(
                 .arg(&period.id)
                 .arg(keys.ttl(period.ttl_secs(now), now))
                 .arg(time_part);
+        }
+        if let Some((league, period, _)) = league {
+            super::league::league_args(&mut call, &mut key_list, keys, league, period);
         }
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;

@@ -38,10 +38,14 @@ b+9        the submitted score
 b+10       n, the number of periods
 b+11       the submission's journal entry (JSON, journal.rs), appended with the receipt when
            it is applied now; "" when the journal is off
-then n sextuples from b+12: index of the period's sorted set, index of the member's statement
+b+12       l, which of the n periods is the board's league period (docs/leagues.md); 0: none
+then n sextuples from b+13: index of the period's sorted set, index of the member's statement
            of that period (a hash, see apply_event.lua: "n:score" submissions applied, "p:score"
            their sum on "sum" boards; "0" when the board keeps none), kind, id, TTL in seconds
            ("0": none), time part of a score reached now
+then, when l > 0, nine: the indexes of the league's keys of that period, as apply_event.lua's
+           block lists them, cohort size and the top tier. A submission that leaves the member
+           on the league period's board places them in a cohort (prelude.lua)
 
 Reply: per submission, in order, 2 + 2n values: status, detail, then for each period the
 member's composite ("" when absent) and 1-based rank (0 when absent); empty for a refusal
@@ -71,8 +75,8 @@ local function submit(b)
   local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local value, n = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 10])
   -- The index in KEYS of period i's sorted set (part 0) or the member's statement (part 1).
-  local function index(i, part) return tonumber(ARGV[b + 12 + 6 * (i - 1) + part]) end
-  local function period(i, part) return ARGV[b + 12 + 6 * (i - 1) + part] end
+  local function index(i, part) return tonumber(ARGV[b + 13 + 6 * (i - 1) + part]) end
+  local function period(i, part) return ARGV[b + 13 + 6 * (i - 1) + part] end
   local bucket, rate_log = KEYS[tonumber(ARGV[b])], KEYS[tonumber(ARGV[b + 3])]
 
   local function standing()
@@ -136,6 +140,13 @@ local function submit(b)
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   rate_record(rate_log, rate_max, rate_window, now_ms, field)
+  local league = tonumber(ARGV[b + 12])
+  if league > 0 and redis.call('ZSCORE', KEYS[index(league, 0)], member) then
+    local at = b + 13 + 6 * n
+    league_place(KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])], KEYS[tonumber(ARGV[at + 2])],
+      KEYS[tonumber(ARGV[at + 3])], KEYS[tonumber(ARGV[at + 4])], KEYS[tonumber(ARGV[at + 5])],
+      KEYS[tonumber(ARGV[at + 6])], member, tonumber(ARGV[at + 7]), tonumber(ARGV[at + 8]), period(league, 4), now_ms)
+  end
   journal(JOURNAL, ARGV[b + 11], receipt)
   return 'new', receipt, standing()
 end
@@ -150,6 +161,6 @@ for _ = 1, tonumber(ARGV[1]) do
     reply[#reply + 1] = composites and composites[i] or ''
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
-  b = b + 12 + 6 * n
+  b = b + 13 + 6 * n + (tonumber(ARGV[b + 12]) > 0 and 9 or 0)
 end
 return reply

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use super::RankMode;
 use crate::domain::config::{Board, BoardKind, Config};
 use crate::domain::ids::{self, IdError};
-use crate::domain::period::{DateError, Period, PeriodKind, parse_day};
+use crate::domain::period::{DateError, Period, parse_day};
 use crate::redis::error::StoreError;
 
 /// Largest page of a board.
@@ -55,6 +55,10 @@ pub enum ReadError {
     StatementGone { board: String, period: &'static str, period_id: String },
     #[error("season {season} of board {board:?} was archived before distributions were kept")]
     DistributionNotArchived { board: String, season: String },
+    #[error("board {0:?} has no league")]
+    NoLeague(String),
+    #[error("board {board:?} has tiers {known:?}")]
+    UnknownTier { board: String, known: Vec<String> },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[cfg(feature = "dynamodb")]
@@ -86,7 +90,7 @@ pub fn archived_board<'a>(config: &'a Config, name: &str) -> Result<&'a Board, R
 pub fn resolve_period(board: &Board, period: Option<&str>, at: Option<&str>, now: DateTime<Utc>) -> Result<Period, ReadError> {
     let kind = match period {
         None => board.periods[0],
-        Some(name) => PeriodKind::parse(name).filter(|kind| board.periods.contains(kind)).ok_or_else(|| ReadError::UnknownPeriod {
+        Some(name) => board.period_kind(name).ok_or_else(|| ReadError::UnknownPeriod {
             board: board.name.clone(),
             known: board.periods.iter().map(|p| p.as_str()).collect(),
         })?,

@@ -1,0 +1,111 @@
+//! Leagues (docs/leagues.md): `GET /v1/boards/{board}/users/{user_id}/league?at=`,
+//! `GET /v1/boards/{board}/users/{user_id}/league/history` and, for operators,
+//! `GET /v1/boards/{board}/leagues?period=&tier=`.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::response::Response;
+use serde::{Deserialize, Serialize};
+use standings::domain::ids;
+use standings::domain::period::{Period, parse_day};
+use standings::http::{ApiError, QueryParams, with_cache};
+use standings::services::leagues::{CohortSize, HistoryEntry, league_of};
+use standings::services::reads::rules::{ReadError, live_board};
+
+use crate::App;
+
+/// A user's own league must reflect their last write: revalidate.
+const USER_CACHE: &str = "private, no-cache";
+/// Results change once a period, cohort sizes with every first write.
+const OPERATOR_CACHE: &str = "public, max-age=5";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LeagueParams {
+    at: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CohortParams {
+    period: Option<String>,
+    tier: Option<String>,
+}
+
+#[derive(Serialize)]
+struct History {
+    board: String,
+    user_id: String,
+    /// Newest first.
+    results: Vec<HistoryEntry>,
+}
+
+#[derive(Serialize)]
+struct TierCohorts {
+    tier: String,
+    cohorts: Vec<CohortSize>,
+}
+
+#[derive(Serialize)]
+struct Cohorts {
+    board: String,
+    period: &'static str,
+    period_id: String,
+    cohort_size: u32,
+    tiers: Vec<TierCohorts>,
+}
+
+pub async fn user(
+    State(app): State<Arc<App>>,
+    Path((board, user_id)): Path<(String, String)>,
+    QueryParams(params): QueryParams<LeagueParams>,
+) -> Result<Response, ApiError> {
+    let board = live_board(&app.config, &board)?;
+    ids::validate_id("user_id", &user_id)?;
+    let league = league_of(board)?;
+    let period = match params.at.as_deref() {
+        None => Period::containing(league.period, (app.clock)(), board.timezone),
+        Some(at) => Period::on_date(league.period, parse_day(at).map_err(ReadError::BadDate)?, board.timezone),
+    };
+    let body = app.leagues.user(board, &period, &user_id).await?;
+    Ok(with_cache(USER_CACHE, Json(body)))
+}
+
+pub async fn history(State(app): State<Arc<App>>, Path((board, user_id)): Path<(String, String)>) -> Result<Response, ApiError> {
+    let board = live_board(&app.config, &board)?;
+    ids::validate_id("user_id", &user_id)?;
+    let results = app.leagues.history(board, (app.clock)(), &user_id).await?;
+    Ok(with_cache(USER_CACHE, Json(History { board: board.name.clone(), user_id, results })))
+}
+
+pub async fn cohorts(
+    State(app): State<Arc<App>>,
+    Path(board): Path<String>,
+    QueryParams(params): QueryParams<CohortParams>,
+) -> Result<Response, ApiError> {
+    let board = live_board(&app.config, &board)?;
+    let league = league_of(board)?;
+    let period = match params.period.as_deref() {
+        None => Period::containing(league.period, (app.clock)(), board.timezone),
+        Some(id) => Period::named(league.period, id, board.timezone).map_err(ReadError::BadDate)?,
+    };
+    let names: Vec<&String> = match params.tier.as_deref() {
+        None => league.tiers.iter().collect(),
+        Some(tier) => vec![
+            league
+                .tiers
+                .iter()
+                .find(|t| *t == tier)
+                .ok_or_else(|| ReadError::UnknownTier { board: board.name.clone(), known: league.tiers.clone() })?,
+        ],
+    };
+    let mut tiers = Vec::with_capacity(names.len());
+    for tier in names {
+        tiers.push(TierCohorts { tier: tier.clone(), cohorts: app.leagues.cohorts(board, &period, tier).await? });
+    }
+    let body =
+        Cohorts { board: board.name.clone(), period: league.period.as_str(), period_id: period.id, cohort_size: league.cohort_size, tiers };
+    Ok(with_cache(OPERATOR_CACHE, Json(body)))
+}

@@ -1,0 +1,44 @@
+#!lua
+--[[
+close_league.lua: record the results of one cohort of an ended league period and every
+member's tier for the next, atomically and once (docs/leagues.md). The caller read the cohort
+with read_cohort.lua and ranked it (league.rs): if anything it read has changed since, nothing
+is written and the caller reads again.
+
+KEYS[1]  the period's board (sorted set)
+KEYS[2]  the period's cohorts (sorted set, see prelude.lua `cohort_range`)
+KEYS[3]  the period's results (hash: user -> result; LEAGUE_COHORT_CLOSED .. cohort once closed)
+KEYS[4]  the league's tiers (hash: user -> tier)
+KEYS[5]  the board's journal (stream, docs/journal.md)
+
+ARGV[1]  the cohort, "<tier>:<n>"
+ARGV[2]  TTL in seconds of the results
+ARGV[3]  the journal entry (JSON), "" when the journal is off
+ARGV[4]  k, the members read; then k quadruples: member, composite as read ("" when not on the
+         board), result (league.rs `Outcome::encode`), next tier
+
+Reply: "closed" (written now), "done" (closed before: nothing written), "stale" (the cohort or
+a member's score changed since it was read: nothing written)
+]]
+
+local cohort = ARGV[1]
+if redis.call('HEXISTS', KEYS[3], LEAGUE_COHORT_CLOSED .. cohort) == 1 then return 'done' end
+local k = tonumber(ARGV[4])
+local low, high = cohort_range(cohort)
+if redis.call('ZLEXCOUNT', KEYS[2], low, high) ~= k then return 'stale' end
+for i = 0, k - 1 do
+  local member, composite = ARGV[5 + 4 * i], ARGV[6 + 4 * i]
+  if redis.call('ZSCORE', KEYS[2], cohort .. '|' .. member) == false
+    or (redis.call('ZSCORE', KEYS[1], member) or '') ~= composite then
+    return 'stale'
+  end
+end
+for i = 0, k - 1 do
+  local member = ARGV[5 + 4 * i]
+  redis.call('HSET', KEYS[3], member, ARGV[7 + 4 * i])
+  redis.call('HSET', KEYS[4], member, ARGV[8 + 4 * i])
+end
+redis.call('HSET', KEYS[3], LEAGUE_COHORT_CLOSED .. cohort, k)
+expire_once(KEYS[3], ARGV[2])
+journal(KEYS[5], ARGV[3], cohort)
+return 'closed'

@@ -1,0 +1,43 @@
+#!lua
+--[[
+open_league.lua: once every cohort of an ended league period is closed, place the players of
+the next period who wrote before the close, in the order they first wrote, then mark the
+ended period closed so the write scripts place the next ones themselves (docs/leagues.md).
+Called until it answers 0; each call places at most ARGV[1].
+
+KEYS[1]  the board's guard (hash): banned players are not placed
+KEYS[2]  the ended period's results (hash); LEAGUE_CLOSED is set when nobody waits any more
+KEYS[3]  the next period's placements (hash)
+KEYS[4]  the next period's cohorts (sorted set)
+KEYS[5]  the next period's cohort counts (hash)
+KEYS[6]  the league's tiers (hash)
+KEYS[7]  the next period's waiting players (sorted set: user -> ms of their first write)
+KEYS[8]  the board's journal (stream, docs/journal.md)
+
+ARGV[1]  most players to place in this call
+ARGV[2]  cohort size
+ARGV[3]  the top tier
+ARGV[4]  TTL in seconds of the next period's keys
+ARGV[5]  TTL in seconds of the ended period's results
+ARGV[6]  the journal entry (JSON), "" when the journal is off
+
+Reply: players still waiting (0: the period is closed)
+]]
+
+if redis.call('HEXISTS', KEYS[2], LEAGUE_CLOSED) == 1 then return 0 end
+local waiting = redis.call('ZRANGE', KEYS[7], 0, tonumber(ARGV[1]) - 1)
+local size, top = tonumber(ARGV[2]), tonumber(ARGV[3])
+local placed = {}
+for _, member in ipairs(waiting) do
+  if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 0 and redis.call('HEXISTS', KEYS[3], member) == 0 then
+    placed[#placed + 1] = member .. '=' .. league_join(KEYS[3], KEYS[4], KEYS[5], KEYS[6], member, size, top, ARGV[4])
+  end
+  redis.call('ZREM', KEYS[7], member)
+end
+local left = redis.call('ZCARD', KEYS[7])
+if left == 0 then
+  redis.call('HSET', KEYS[2], LEAGUE_CLOSED, 1)
+  expire_once(KEYS[2], ARGV[5])
+end
+if #waiting > 0 or left == 0 then journal(KEYS[8], ARGV[6], table.concat(placed, ',')) end
+return left

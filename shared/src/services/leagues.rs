@@ -1,0 +1,382 @@
+//! Leagues (docs/leagues.md): what a user's cohort looks like, what happened to them in the
+//! periods before, the cohorts of a tier for operators, and the close of ended periods that
+//! the `archive` function's scheduled run performs.
+
+use chrono::{DateTime, Duration, Utc};
+use redis::AsyncCommands;
+use serde::Serialize;
+
+use crate::domain::config::Board;
+use crate::domain::journal::Stamp;
+use crate::domain::league::{self, League, Outcome, Zone, Zones};
+use crate::domain::period::Period;
+use crate::domain::scores;
+use crate::domain::tiebreak::Scale;
+use crate::redis::error::StoreError;
+use crate::redis::keys::Keys;
+use crate::redis::scripts::league::{CloseReply, Closing, CohortOf, RawCohort, close_cohort, open_next, read_cohort};
+use crate::redis::store::Store;
+use crate::services::profiles::{self, Profile};
+use crate::services::reads::rules::ReadError;
+
+/// How long a period's results are kept (the history's reach): 26 weeks of weekly leagues.
+pub const RESULTS_RETENTION_SECS: i64 = 182 * 24 * 3600;
+/// How many past periods a user's history looks back on.
+pub const HISTORY_PERIODS: usize = 12;
+/// Players placed per call when a period opens after its predecessor's close.
+const OPEN_BATCH: usize = 500;
+/// Attempts at closing a cohort whose members keep changing (corrections racing the close).
+const CLOSE_ATTEMPTS: usize = 5;
+
+/// One member of a cohort, best first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CohortEntry {
+    pub rank: u32,
+    pub user_id: String,
+    pub score: i64,
+    pub profile: Option<Profile>,
+    pub zone: Zone,
+}
+
+/// `GET /v1/boards/{board}/users/{user_id}/league`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct UserLeague {
+    pub board: String,
+    pub period: &'static str,
+    pub period_id: String,
+    pub period_start: Option<String>,
+    pub next_reset: Option<String>,
+    /// The tier's name: the cohort's, or the one the user would be placed in now.
+    pub tier: String,
+    /// `<tier>:<n>`; `None` (`null`) while the user has not played this period.
+    pub cohort: Option<String>,
+    pub entries: Vec<CohortEntry>,
+    /// Players of the next period wait for the last one's close before they are placed.
+    pub waiting: bool,
+}
+
+/// One period of a user's history.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryEntry {
+    pub period_id: String,
+    pub tier: String,
+    pub cohort: String,
+    pub rank: u32,
+    pub cohort_size: Option<u32>,
+    pub score: i64,
+    pub zone: Zone,
+    pub next_tier: String,
+}
+
+/// One cohort's size, for operators.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CohortSize {
+    pub cohort: String,
+    pub size: u64,
+}
+
+/// What the close did to one ended period of one board.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct CloseReport {
+    pub board: String,
+    pub period_id: String,
+    /// `complete` or `in_progress` (the deadline came first; the next run goes on).
+    pub status: &'static str,
+    pub cohorts_closed: u64,
+    pub players_placed_after: u64,
+}
+
+#[derive(Clone)]
+pub struct Leagues {
+    keys: Keys,
+    store: Store,
+}
+
+/// Members of a cohort in board order: highest composite first, equal composites as Redis
+/// orders them (`ZREVRANGE`: the greater member first), members without a score last.
+pub fn board_order(members: &mut [(String, Option<f64>)]) {
+    members.sort_by(|(a, x), (b, y)| match (x, y) {
+        (Some(x), Some(y)) => y.total_cmp(x).then_with(|| b.cmp(a)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    });
+}
+
+/// `tier:n` → the tier's number.
+fn tier_of(cohort: &str) -> Option<usize> {
+    cohort.split_once(':')?.0.parse().ok()
+}
+
+fn tier_name(league: &League, tier: usize) -> String {
+    league.tiers.get(tier).or(league.tiers.last()).cloned().unwrap_or_default()
+}
+
+/// The board's league, or why there is none.
+pub fn league_of(board: &Board) -> Result<&League, ReadError> {
+    board.league.as_ref().ok_or_else(|| ReadError::NoLeague(board.name.clone()))
+}
+
+/// A cohort ranked: (user, composite, score) best first, with the zones of its size.
+fn ranked(board: &Board, period: &Period, raw: &RawCohort) -> Vec<(String, Option<String>, i64)> {
+    let scale = scores::scale(board, period);
+    let mut members: Vec<(String, Option<f64>)> =
+        raw.members.iter().map(|(m, c)| (m.clone(), c.as_deref().and_then(|c| c.parse().ok()))).collect();
+    board_order(&mut members);
+    let text = |member: &str| raw.members.iter().find(|(m, _)| m == member).and_then(|(_, c)| c.clone());
+    members.into_iter().map(|(m, c)| (m.clone(), text(&m), score_of(board, &scale, c))).collect()
+}
+
+fn score_of(board: &Board, scale: &Scale, composite: Option<f64>) -> i64 {
+    composite.map_or_else(|| scores::absent_score(board).unwrap_or(0), |c| scale.score_of(c))
+}
+
+impl Leagues {
+    pub fn new(keys: Keys, store: Store) -> Self {
+        Self { keys, store }
+    }
+
+    /// The user's cohort of the league period containing `at`, zones marked.
+    pub async fn user(&self, board: &Board, period: &Period, user_id: &str) -> Result<UserLeague, ReadError> {
+        let league = league_of(board)?;
+        let keys = self.keys.board(&board.name);
+        let mut conn = self.store.connection().await?;
+        let raw = read_cohort(&mut conn, &keys, period, CohortOf::User(user_id)).await?;
+        let waiting = raw.cohort.is_none()
+            && conn.zscore::<_, _, Option<f64>>(keys.league_pending(&period.id), user_id).await.map_err(StoreError::from)?.is_some();
+        let ranked = ranked(board, period, &raw);
+        let size = u32::try_from(ranked.len()).unwrap_or(u32::MAX);
+        let tier = raw.cohort.as_deref().and_then(tier_of).or(raw.tier).unwrap_or(0);
+        let zones = Zones::of(league, tier, size);
+        let users: Vec<&str> = ranked.iter().map(|(m, ..)| m.as_str()).collect();
+        let mut profiles = profiles::get_many(&self.store, &self.keys, &users).await?.into_iter();
+        let entries = ranked
+            .iter()
+            .zip(1u32..)
+            .map(|((user, _, score), rank)| CohortEntry {
+                rank,
+                user_id: user.clone(),
+                score: *score,
+                profile: profiles.next().flatten(),
+                zone: zones.zone(rank, size),
+            })
+            .collect();
+        let info = period.info();
+        Ok(UserLeague {
+            board: board.name.clone(),
+            period: info.period,
+            period_id: info.period_id,
+            period_start: info.period_start,
+            next_reset: info.next_reset,
+            tier: tier_name(league, tier),
+            cohort: raw.cohort,
+            entries,
+            waiting,
+        })
+    }
+
+    /// The user's results in the `HISTORY_PERIODS` periods before the one containing `now`,
+    /// newest first (periods they did not play are left out).
+    pub async fn history(&self, board: &Board, now: DateTime<Utc>, user_id: &str) -> Result<Vec<HistoryEntry>, ReadError> {
+        let league = league_of(board)?;
+        let keys = self.keys.board(&board.name);
+        let mut periods = Vec::with_capacity(HISTORY_PERIODS);
+        let mut period = Period::containing(league.period, now, board.timezone);
+        while periods.len() < HISTORY_PERIODS {
+            let Some(previous) = period.previous() else { break };
+            periods.push(previous.clone());
+            period = previous;
+        }
+        let mut pipe = redis::pipe();
+        for period in &periods {
+            pipe.hget(keys.league_results(&period.id), user_id);
+        }
+        let mut conn = self.store.connection().await?;
+        let results: Vec<Option<String>> = pipe.query_async(&mut conn).await.map_err(StoreError::from)?;
+        let played: Vec<(&Period, Outcome)> = periods.iter().zip(results).filter_map(|(p, r)| Some((p, Outcome::decode(&r?)?))).collect();
+        let mut sizes = redis::pipe();
+        for (period, outcome) in &played {
+            sizes.hget(keys.league_results(&period.id), format!("{}{}:{}", league::COHORT_CLOSED_PREFIX, outcome.tier, outcome.cohort));
+        }
+        let sizes: Vec<Option<u32>> = sizes.query_async(&mut conn).await.map_err(StoreError::from)?;
+        Ok(played
+            .into_iter()
+            .zip(sizes)
+            .map(|((period, outcome), cohort_size)| HistoryEntry {
+                period_id: period.id.clone(),
+                tier: tier_name(league, outcome.tier),
+                cohort: format!("{}:{}", outcome.tier, outcome.cohort),
+                rank: outcome.rank,
+                cohort_size,
+                score: outcome.points,
+                zone: outcome.zone,
+                next_tier: tier_name(league, outcome.next_tier),
+            })
+            .collect())
+    }
+
+    /// The cohorts of `tier` (a name) in `period`, with their sizes.
+    pub async fn cohorts(&self, board: &Board, period: &Period, tier: &str) -> Result<Vec<CohortSize>, ReadError> {
+        let league = league_of(board)?;
+        let index = league
+            .tiers
+            .iter()
+            .position(|t| t == tier)
+            .ok_or_else(|| ReadError::UnknownTier { board: board.name.clone(), known: league.tiers.clone() })?;
+        let keys = self.keys.board(&board.name);
+        let mut conn = self.store.connection().await?;
+        let count: Option<u64> = conn.hget(keys.league_counts(&period.id), index.to_string()).await.map_err(StoreError::from)?;
+        let mut pipe = redis::pipe();
+        let names: Vec<String> = (1..=count.unwrap_or(0)).map(|n| format!("{index}:{n}")).collect();
+        for name in &names {
+            pipe.zlexcount(keys.league_cohorts(&period.id), format!("[{name}|"), format!("({name}}}"));
+        }
+        let sizes: Vec<u64> = if names.is_empty() { Vec::new() } else { pipe.query_async(&mut conn).await.map_err(StoreError::from)? };
+        Ok(names.into_iter().zip(sizes).map(|(cohort, size)| CohortSize { cohort, size }).collect())
+    }
+
+    /// The ended periods of `board`'s league (ended at least `grace` before `now`, still kept)
+    /// that had players and are not closed yet, oldest first.
+    pub async fn unclosed(&self, board: &Board, now: DateTime<Utc>, grace: Duration) -> Result<Vec<Period>, StoreError> {
+        let Some(league) = &board.league else { return Ok(Vec::new()) };
+        let keys = self.keys.board(&board.name);
+        let mut ended = Vec::new();
+        let mut period = Period::containing(league.period, now - grace, board.timezone);
+        let oldest = now - league.period.retention().unwrap_or(Duration::days(35));
+        while let Some(previous) = period.previous() {
+            if previous.end.is_none_or(|end| end.with_timezone(&Utc) < oldest) {
+                break;
+            }
+            ended.push(previous.clone());
+            period = previous;
+        }
+        ended.reverse();
+        let mut pipe = redis::pipe();
+        for period in &ended {
+            pipe.hexists(keys.league_results(&period.id), league::CLOSED_FIELD).exists(keys.league_members(&period.id));
+        }
+        let mut conn = self.store.connection().await?;
+        let flags: Vec<bool> = pipe.query_async(&mut conn).await.map_err(StoreError::from)?;
+        Ok(ended.into_iter().zip(flags.chunks(2)).filter(|(_, f)| !f[0] && f[1]).map(|(p, _)| p).collect())
+    }
+
+    /// Closes every period `unclosed` finds, oldest first, until `deadline`.
+    pub async fn close_due(
+        &self,
+        board: &Board,
+        now: DateTime<Utc>,
+        grace: Duration,
+        deadline: DateTime<Utc>,
+    ) -> Result<Vec<CloseReport>, StoreError> {
+        let Some(league) = &board.league else { return Ok(Vec::new()) };
+        let mut reports = Vec::new();
+        for period in self.unclosed(board, now, grace).await? {
+            let report = self.close(board, league, &period, now, deadline).await?;
+            let done = report.status == "complete";
+            reports.push(report);
+            if !done {
+                break;
+            }
+        }
+        Ok(reports)
+    }
+
+    /// Closes one ended period: every cohort of every tier, then opens the next period.
+    pub async fn close(
+        &self,
+        board: &Board,
+        league: &League,
+        period: &Period,
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> Result<CloseReport, StoreError> {
+        let keys = self.keys.board(&board.name);
+        let mut conn = self.store.connection().await?;
+        let mut report = CloseReport {
+            board: board.name.clone(),
+            period_id: period.id.clone(),
+            status: "in_progress",
+            cohorts_closed: 0,
+            players_placed_after: 0,
+        };
+        let counts: std::collections::HashMap<String, u32> = conn.hgetall(keys.league_counts(&period.id)).await?;
+        let mut cohorts: Vec<(usize, u32)> =
+            counts.iter().filter_map(|(t, n)| Some((t.parse().ok()?, *n))).flat_map(|(t, n)| (1..=n).map(move |c| (t, c))).collect();
+        cohorts.sort_unstable();
+        for (tier, cohort) in cohorts {
+            if Utc::now() >= deadline {
+                return Ok(report);
+            }
+            if self.close_cohort(board, league, period, tier, cohort, now).await? {
+                report.cohorts_closed += 1;
+            }
+        }
+        if period.following().is_none() {
+            report.status = "complete";
+            return Ok(report);
+        }
+        loop {
+            if Utc::now() >= deadline {
+                return Ok(report);
+            }
+            let (placed, left) = self.open_batch(board, league, period, now).await?;
+            report.players_placed_after += placed;
+            if left == 0 {
+                report.status = "complete";
+                return Ok(report);
+            }
+        }
+    }
+
+    /// Closes cohort `<tier>:<cohort>` of `period` (close_league.lua): true when this call did.
+    pub async fn close_cohort(
+        &self,
+        board: &Board,
+        league: &League,
+        period: &Period,
+        tier: usize,
+        cohort: u32,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let keys = self.keys.board(&board.name);
+        let mut conn = self.store.connection().await?;
+        let name = format!("{tier}:{cohort}");
+        let results_ttl = keys.ttl(RESULTS_RETENTION_SECS, now);
+        let entry = serde_json::json!({"kind": "league_close", "at": Stamp(now), "period_id": period.id, "cohort": name}).to_string();
+        for _ in 0..CLOSE_ATTEMPTS {
+            let raw = read_cohort(&mut conn, &keys, period, CohortOf::Cohort(&name)).await?;
+            let ranked = ranked(board, period, &raw);
+            let standings: Vec<(String, i64)> = ranked.iter().map(|(m, _, s)| (m.clone(), *s)).collect();
+            let outcomes = league::close_cohort(league, tier, cohort, &standings);
+            let closing: Vec<Closing<'_>> = ranked
+                .iter()
+                .zip(&outcomes)
+                .map(|((member, composite, _), (_, outcome))| Closing {
+                    member,
+                    composite: composite.as_deref(),
+                    result: outcome.encode(),
+                    next_tier: outcome.next_tier,
+                })
+                .collect();
+            match close_cohort(&mut conn, &keys, period, &name, results_ttl, &entry, &closing).await? {
+                CloseReply::Closed => return Ok(true),
+                CloseReply::Done => return Ok(false),
+                CloseReply::Stale => continue,
+            }
+        }
+        Err(StoreError::Protocol(format!("league cohort {name} kept changing while it was closed")))
+    }
+
+    /// Places one batch of the players waiting for `ended`'s close in the period after it
+    /// (open_league.lua): (placed, still waiting).
+    pub async fn open_batch(&self, board: &Board, league: &League, ended: &Period, now: DateTime<Utc>) -> Result<(u64, u64), StoreError> {
+        let Some(next) = ended.following() else { return Ok((0, 0)) };
+        let keys = self.keys.board(&board.name);
+        let mut conn = self.store.connection().await?;
+        let ttls = (keys.ttl(next.ttl_secs(now), now), keys.ttl(RESULTS_RETENTION_SECS, now));
+        let entry = serde_json::json!({"kind": "league_open", "at": Stamp(now), "period_id": ended.id}).to_string();
+        let before: u64 = conn.zcard(keys.league_pending(&next.id)).await?;
+        let left = open_next(&mut conn, &keys, league, ended, &next, OPEN_BATCH, ttls, &entry).await?;
+        Ok((before.saturating_sub(left), left))
+    }
+}

@@ -1,0 +1,200 @@
+//! Leagues over HTTP (docs/leagues.md): placement on the first write, full cohorts, the
+//! reads, the close through the `archive` function's scheduled run, players who write before
+//! the close, bans, score boards, and bad requests.
+
+use axum::http::Method;
+use chrono::Duration;
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::{ADMIN, TestApp, at, scheduled_event, spawn_ingest_with};
+
+fn config() -> Config {
+    Config::parse(
+        r#"
+        [[boards]]
+        name = "lg"
+        kind = "cumulative"
+        timezone = "Asia/Shanghai"
+        periods = ["week", "day"]
+        week_start = "sunday"
+        top = 10
+        rules = [{ action = "play", points = 1, max_points = 100, scope = "none" }]
+        league = { period = "week", cohort_size = 3, tiers = ["bronze", "silver", "gold"], promote = 1, demote = 1, per_tier = { silver = { promote = 0.34 } } }
+
+        [[boards]]
+        name = "laps"
+        kind = "scores"
+        keep = "best"
+        order = "asc"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        league = { period = "week", cohort_size = 2, tiers = ["slow", "fast"], promote = 1, demote = 1 }
+
+        [[boards]]
+        name = "plain"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "play", points = 1, max_points = 100, scope = "none" }]
+        "#,
+    )
+    .expect("a valid configuration")
+}
+
+async fn play(app: &TestApp, id: &str, user: &str, points: u32) {
+    let (status, body) = app.event(json!({"event_id": id, "user_id": user, "action": "play", "points": points})).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+async fn league(app: &TestApp, board: &str, user: &str) -> Value {
+    let (status, body) = app.get(&format!("/v1/boards/{board}/users/{user}/league")).await;
+    assert_eq!(status, 200, "{body}");
+    body
+}
+
+fn entries(body: &Value) -> Vec<(String, i64, String)> {
+    body["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["user_id"].as_str().unwrap().to_owned(), e["score"].as_i64().unwrap(), e["zone"].as_str().unwrap().to_owned()))
+        .collect()
+}
+
+fn row(user: &str, score: i64, zone: &str) -> (String, i64, String) {
+    (user.to_owned(), score, zone.to_owned())
+}
+
+async fn close(app: &TestApp) -> Value {
+    let scheduled: Value = serde_json::to_value(scheduled_event(app.now())).unwrap();
+    let archiver = standings_tests::ArchiveHarness::with_config(config()).await;
+    let response =
+        archive::run(&archiver.archiver(archiver.table.clone()), &app.closer(), scheduled, app.now() + Duration::minutes(5)).await.unwrap();
+    serde_json::to_value(response.leagues).unwrap()
+}
+
+#[tokio::test]
+async fn first_writes_fill_one_cohort_at_a_time_and_the_week_closes_once_with_zones() {
+    let app = spawn_ingest_with(config()).await;
+    // Thursday 2026-11-26 in Shanghai: the Sunday week of 2026-11-22.
+    app.set_now(at("2026-11-26T10:00:00+08:00"));
+    let fresh = league(&app, "lg", "nobody").await;
+    assert_eq!((fresh["tier"].as_str(), fresh["cohort"].is_null(), fresh["period_id"].as_str()), (Some("bronze"), true, Some("2026-W48")));
+    assert_eq!(fresh["period_start"], "2026-11-22T00:00:00+08:00");
+    assert_eq!(fresh["next_reset"], "2026-11-29T00:00:00+08:00");
+    assert_eq!(fresh["entries"], json!([]));
+
+    for (i, (user, points)) in [("a", 5), ("b", 9), ("c", 5), ("d", 1)].into_iter().enumerate() {
+        app.set_now(at("2026-11-26T10:00:00+08:00") + Duration::seconds(i as i64));
+        play(&app, &format!("e{i}"), user, points).await;
+    }
+    // a, b, c fill cohort 0:1; d opens 0:2. a reached 5 a second before c: a ranks above c.
+    let first = league(&app, "lg", "c").await;
+    assert_eq!(first["cohort"], "0:1");
+    assert_eq!(entries(&first), [row("b", 9, "promote"), row("a", 5, "stay"), row("c", 5, "stay")], "bronze demotes nobody");
+    assert_eq!(league(&app, "lg", "d").await["cohort"], "0:2");
+    let (status, listing) = app.get("/v1/boards/lg/leagues?tier=bronze").await;
+    assert_eq!(status, 200, "{listing}");
+    assert_eq!(listing["tiers"], json!([{"tier": "bronze", "cohorts": [{"cohort": "0:1", "size": 3}, {"cohort": "0:2", "size": 1}]}]));
+    // A second write is no second placement; points on the day board count nowhere else.
+    play(&app, "e9", "a", 10).await;
+    assert_eq!(entries(&league(&app, "lg", "a").await)[0], row("a", 15, "promote"));
+
+    // Sunday 00:30 is past the week and its 30-minute grace.
+    app.set_now(at("2026-11-29T00:30:01+08:00"));
+    let reports = close(&app).await;
+    assert_eq!(
+        reports,
+        json!([{"board": "lg", "period_id": "2026-W48", "status": "complete", "cohorts_closed": 2, "players_placed_after": 0}])
+    );
+    assert_eq!(close(&app).await, json!([]), "closed once");
+    let (status, history) = app.get("/v1/boards/lg/users/a/league/history").await;
+    assert_eq!(status, 200, "{history}");
+    assert_eq!(
+        history["results"],
+        json!([{"period_id": "2026-W48", "tier": "bronze", "cohort": "0:1", "rank": 1, "cohort_size": 3, "score": 15, "zone": "promote", "next_tier": "silver"}])
+    );
+    // d was alone: nobody moves in a cohort of one.
+    assert_eq!(app.get("/v1/boards/lg/users/d/league/history").await.1["results"][0]["zone"], "stay");
+    // a starts the next week in silver; the others stay in bronze.
+    assert_eq!(league(&app, "lg", "a").await["tier"], "silver");
+    play(&app, "n1", "a", 1).await;
+    play(&app, "n2", "b", 1).await;
+    assert_eq!(league(&app, "lg", "a").await["cohort"], "1:1");
+    assert_eq!(league(&app, "lg", "b").await["cohort"], "0:1");
+}
+
+#[tokio::test]
+async fn players_who_write_before_last_week_closes_wait_and_are_placed_in_order_by_the_close() {
+    let app = spawn_ingest_with(config()).await;
+    app.set_now(at("2026-11-26T10:00:00+08:00"));
+    for (i, user) in ["a", "b", "c"].into_iter().enumerate() {
+        play(&app, &format!("w1-{i}"), user, 10 - i as u32).await;
+    }
+    // The next week began; the close has not run: a's tier for it is not known yet.
+    app.set_now(at("2026-11-29T00:05:00+08:00"));
+    play(&app, "w2-c", "c", 1).await;
+    play(&app, "w2-a", "a", 1).await;
+    let waiting = league(&app, "lg", "a").await;
+    assert_eq!((waiting["cohort"].is_null(), waiting["waiting"].as_bool()), (true, Some(true)));
+    assert_eq!(app.get("/v1/boards/lg/users/a/league").await.1["period_id"], "2026-W49");
+
+    app.set_now(at("2026-11-29T01:00:00+08:00"));
+    let reports = close(&app).await;
+    assert_eq!(reports[0]["players_placed_after"], 2);
+    // a promoted to silver; c stayed in bronze (bronze demotes nobody).
+    let a = league(&app, "lg", "a").await;
+    assert_eq!((a["tier"].as_str(), a["cohort"].as_str(), a["waiting"].as_bool()), (Some("silver"), Some("1:1"), Some(false)));
+    assert_eq!(league(&app, "lg", "c").await["cohort"], "0:1");
+    // From now on a first write places at once.
+    play(&app, "w2-b", "b", 1).await;
+    assert_eq!(league(&app, "lg", "b").await["cohort"], "0:1");
+}
+
+#[tokio::test]
+async fn a_banned_player_leaves_their_cohort_and_a_newcomer_takes_the_place() {
+    let app = spawn_ingest_with(config()).await;
+    app.set_now(at("2026-11-26T10:00:00+08:00"));
+    for (i, user) in ["a", "b", "c"].into_iter().enumerate() {
+        play(&app, &format!("e{i}"), user, 3).await;
+    }
+    let (status, _) = app.call(Method::POST, "/v1/admin/users/b/ban", "{}", ADMIN).await;
+    assert_eq!(status, 200);
+    assert_eq!(entries(&league(&app, "lg", "a").await).len(), 2);
+    assert!(league(&app, "lg", "b").await["cohort"].is_null());
+    play(&app, "e9", "d", 1).await;
+    assert_eq!(league(&app, "lg", "d").await["cohort"], "0:1", "the open cohort had room again");
+}
+
+#[tokio::test]
+async fn a_score_board_league_ranks_by_the_boards_order() {
+    let app = spawn_ingest_with(config()).await;
+    app.set_now(at("2026-11-26T10:00:00Z"));
+    for (i, (user, score)) in [("slow", 90), ("quick", 40)].into_iter().enumerate() {
+        let (status, body) =
+            app.post("/v1/boards/laps/scores", &json!({"event_id": format!("s{i}"), "user_id": user, "score": score})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let body = league(&app, "laps", "slow").await;
+    assert_eq!(entries(&body), [row("quick", 40, "promote"), row("slow", 90, "stay")], "lower is better; the bottom tier demotes nobody");
+}
+
+#[tokio::test]
+async fn bad_league_requests_are_refused_with_their_own_codes() {
+    let app = spawn_ingest_with(config()).await;
+    for (path, status, code) in [
+        ("/v1/boards/plain/users/a/league", 404, "no_league"),
+        ("/v1/boards/nope/users/a/league", 404, "unknown_board"),
+        ("/v1/boards/lg/users/a%7Bb%7D/league", 400, "invalid_id"),
+        ("/v1/boards/lg/users/a/league?at=2026-13-01", 400, "malformed"),
+        ("/v1/boards/lg/users/a/league?week=1", 400, "malformed"),
+        ("/v1/boards/lg/leagues?tier=platinum", 400, "unknown_tier"),
+        ("/v1/boards/lg/leagues?period=2026-48", 400, "malformed"),
+        ("/v1/boards/plain/leagues", 404, "no_league"),
+    ] {
+        let (got, body) = app.get(path).await;
+        assert_eq!((got.as_u16(), body["error"]["code"].as_str()), (status, Some(code)), "{path}: {body}");
+    }
+}
