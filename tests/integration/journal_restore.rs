@@ -32,6 +32,8 @@ async fn workload(app: &TestApp) {
         events.push(json!({"event_id": format!("praise-{i}"), "user_id": user, "action": "praise", "target": "p9"}));
         events.push(json!({"event_id": format!("qa-{i}"), "user_id": user, "action": "qa"}));
         events.push(json!({"event_id": format!("invite-{i}"), "user_id": user, "action": "invite", "target": format!("friend-{i}")}));
+        // The weekly league: placements in cohorts (dan's ban below takes him out of his).
+        events.push(json!({"event_id": format!("lesson-{i}"), "user_id": user, "action": "lesson"}));
     }
     events.push(json!({"event_id": "unpraise-1", "user_id": "cid", "action": "praise", "target": "p9", "active": false}));
     for event in events {
@@ -199,4 +201,59 @@ async fn a_restore_refuses_a_board_with_data_unless_told_to_overwrite_and_unknow
     let answer: Value = jobs.run(json!({"restore": {"board": "invites"}}), far()).await.expect("a restore");
     assert_eq!(answer["status"], "complete");
     assert_eq!(answer["boards"][0]["board"], "invites");
+}
+
+/// A league's state as values (no expiries): tiers, a closed week's results, the next week's
+/// placements, cohorts and counts.
+async fn league_state(app: &TestApp, closed: &str, next: &str) -> Vec<Value> {
+    let keys = app.keys.board("lg");
+    let mut conn = app.redis.clone();
+    let mut state = Vec::new();
+    for hash in [keys.league_tiers(), keys.league_results(closed), keys.league_members(next), keys.league_counts(next)] {
+        let fields: std::collections::BTreeMap<String, String> = redis::cmd("HGETALL").arg(&hash).query_async(&mut conn).await.unwrap();
+        state.push(json!(fields));
+    }
+    let cohorts: Vec<String> = redis::cmd("ZRANGE").arg(keys.league_cohorts(next)).arg(0).arg(-1).query_async(&mut conn).await.unwrap();
+    state.push(json!(cohorts));
+    state
+}
+
+#[tokio::test]
+async fn a_restore_brings_back_cohorts_closes_results_and_tiers() {
+    let config = Config::parse(
+        r#"
+        [[boards]]
+        name = "lg"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "play", points = 1, max_points = 100, scope = "none" }]
+        league = { period = "week", cohort_size = 2, tiers = ["bronze", "silver"], promote = 1, demote = 1 }
+        "#,
+    )
+    .unwrap();
+    let app = spawn_journaled(config).await;
+    let play = |id: &str, user: &str, points: u32| json!({"event_id": id, "user_id": user, "action": "play", "points": points});
+    let monday = standings_tests::at("2026-11-16T08:00:00Z");
+    for (i, (user, points)) in [("ann", 5), ("bob", 9), ("cid", 3), ("dan", 4), ("eve", 1)].into_iter().enumerate() {
+        app.set_now(monday + Duration::seconds(i as i64));
+        assert_eq!(app.event(play(&format!("w1-{i}"), user, points)).await.0, StatusCode::OK);
+    }
+    // The next week: bob writes before the close (he waits), the close, then ann writes.
+    app.set_now(standings_tests::at("2026-11-23T00:10:00Z"));
+    assert_eq!(app.event(play("w2-bob", "bob", 1)).await.0, StatusCode::OK);
+    app.set_now(standings_tests::at("2026-11-23T01:00:00Z"));
+    let reports = app.closer().close_due(Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!((reports[0].cohorts_closed, reports[0].players_placed_after), (3, 1), "{reports:?}");
+    assert_eq!(app.event(play("w2-ann", "ann", 1)).await.0, StatusCode::OK);
+    let before = league_state(&app, "2026-W47", "2026-W48").await;
+    assert_eq!(before[0], json!({"bob": "1", "dan": "1", "ann": "0", "cid": "0", "eve": "0"}), "bob and dan promoted");
+
+    let (client, bucket) = drained(&app).await;
+    lose_everything(&app).await;
+    let report = restorer(&app, &client, &bucket).restore(Some("lg"), false, far()).await.expect("the restore runs");
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert!(report.boards.iter().all(|b| b.refused == 0), "{report:?}");
+    assert_eq!(league_state(&app, "2026-W47", "2026-W48").await, before);
 }

@@ -220,3 +220,47 @@ async fn a_score_and_a_statement_through_the_router_of_cargo_lambda_watch() {
         client.get(format!("{base}/v1/boards/lap-times/users/{user}/statement")).send().await.unwrap().json().await.unwrap();
     assert_eq!((&statement["lines"], &statement["unexplained"]), (&json!([{"kind": "kept_score", "points": 59_500}]), &Value::Null));
 }
+
+#[tokio::test]
+async fn a_league_week_closed_through_cargo_lambda_invoke_then_its_cohort_over_http() {
+    use standings::domain::config::Config;
+    use standings::domain::league::Outcome;
+    use standings::redis::store::Store;
+    use standings::services::ingestion::Ingestor;
+
+    let prefix = std::env::var("STANDINGS_WATCH_KEY_PREFIX").expect("scripts/test.sh names the watch's key prefix");
+    let keys = Keys::new(&prefix).unwrap();
+    let store = Store::connect(&standings_tests::redis_settings()).unwrap();
+    let ingestor = Ingestor::new(std::sync::Arc::new(Config::default_boards()), keys.clone(), store.clone());
+    // Lessons on Wednesday of ISO week 2026-W40 in Shanghai (the fixture's week): two players.
+    let wednesday = standings_tests::at("2026-09-30T10:00:00+08:00");
+    for (i, (user, lessons)) in [("league-a", 3), ("league-b", 1)].into_iter().enumerate() {
+        for n in 0..lessons {
+            let event: standings::domain::scoring::Event =
+                serde_json::from_value(json!({"event_id": format!("{user}-{n}"), "user_id": user, "action": "lesson"})).unwrap();
+            let receipt = ingestor.record(&event, wednesday + chrono::Duration::seconds(i as i64 * 10 + n)).await.unwrap();
+            assert!(receipt.results[0].outcome.applied);
+        }
+    }
+
+    let done = invoke("archive", "league-close-event.json");
+    assert_eq!(
+        done["leagues"],
+        json!([{"board": "xp", "period_id": "2026-W40", "status": "complete", "cohorts_closed": 1, "players_placed_after": 0}]),
+        "{done}"
+    );
+    let again = invoke("archive", "league-close-event.json");
+    assert_eq!(again["leagues"][0]["cohorts_closed"], 0, "closed once: {again}");
+    let mut conn = store.connection().await.unwrap();
+    let result: String =
+        redis::cmd("HGET").arg(keys.board("xp").league_results("2026-W40")).arg("league-a").query_async(&mut conn).await.unwrap();
+    let outcome = Outcome::decode(&result).unwrap();
+    assert_eq!((outcome.rank, outcome.points, outcome.next_tier), (1, 30, 0), "a cohort of two moves nobody");
+
+    let url = format!("{}/lambda-url/query/v1/boards/xp/users/league-b/league?at=2026-09-30", watch_url());
+    let league: Value = watch_client().get(url).send().await.unwrap().json().await.unwrap();
+    let users: Vec<_> =
+        league["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap(), e["zone"].as_str().unwrap())).collect();
+    assert_eq!(users, [("league-a", "stay"), ("league-b", "stay")], "{league}");
+    assert_eq!((&league["period_id"], &league["tier"]), (&json!("2026-W40"), &json!("bronze")));
+}

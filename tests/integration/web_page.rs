@@ -37,8 +37,9 @@ async fn every_asset_the_page_references_is_served_with_its_type() {
     let app = spawn_ingest().await;
     let html = page(&app).await;
     let assets = referenced_assets(&html);
-    assert_eq!(assets, ["assets/favicon.svg", "assets/app.css", "assets/app.js"]);
-    for (asset, content_type) in assets.iter().zip(["image/svg+xml", "text/css; charset=utf-8", "text/javascript; charset=utf-8"]) {
+    assert_eq!(assets, ["assets/favicon.svg", "assets/app.css", "assets/panels.js", "assets/app.js"]);
+    let script = "text/javascript; charset=utf-8";
+    for (asset, content_type) in assets.iter().zip(["image/svg+xml", "text/css; charset=utf-8", script, script]) {
         let (status, headers, body) = app.fetch_query(Method::GET, &format!("/{asset}")).await;
         assert_eq!(status, 200, "{asset}");
         assert_eq!(headers["content-type"], content_type, "{asset}");
@@ -52,11 +53,13 @@ async fn every_asset_the_page_references_is_served_with_its_type() {
 #[tokio::test]
 async fn the_script_never_parses_data_as_html() {
     let app = spawn_ingest().await;
-    let (_, _, script) = app.fetch_query(Method::GET, "/assets/app.js").await;
-    for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"] {
-        assert!(!script.contains(sink), "app.js uses {sink}");
+    for file in ["app.js", "panels.js"] {
+        let (_, _, script) = app.fetch_query(Method::GET, &format!("/assets/{file}")).await;
+        for sink in ["innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "setAttribute('style'"] {
+            assert!(!script.contains(sink), "{file} uses {sink}");
+        }
+        assert!(script.contains("textContent"), "{file}");
     }
-    assert!(script.contains("textContent"));
 }
 
 #[tokio::test]

@@ -25,6 +25,7 @@ struct Asset {
 
 const ASSETS: &[Asset] = &[
     Asset { name: "app.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../web/app.js") },
+    Asset { name: "panels.js", content_type: "text/javascript; charset=utf-8", body: include_str!("../web/panels.js") },
     Asset { name: "app.css", content_type: "text/css; charset=utf-8", body: include_str!("../web/app.css") },
     Asset { name: "favicon.svg", content_type: "image/svg+xml", body: include_str!("../web/favicon.svg") },
 ];

@@ -1,0 +1,99 @@
+// Standings live page: the panels beside a board (a found player's league and statement, the
+// board's score distribution). Loaded before app.js, whose helpers ($, el, getJson, state, …)
+// these functions use when app.js calls them; like app.js, data reaches the page as text only.
+'use strict';
+
+// ---- A player's league (boards with one) and statement (boards that keep them)
+
+async function refreshLeague() {
+  const board = state.board;
+  const panel = $('league-panel');
+  if (!state.user || !board || !board.league) {
+    panel.hidden = true;
+    return;
+  }
+  const seq = ++state.seq.league;
+  const league = await getJson(`/v1/boards/${enc(board.name)}/users/${enc(state.user)}/league${query({ at: state.at })}`);
+  if (seq !== state.seq.league) return;
+  panel.hidden = false;
+  panel.dataset.tier = league.tier;
+  const left = league.next_reset ? ` · ${duration(new Date(league.next_reset).getTime() - Date.now())} left` : '';
+  if (league.cohort === null) {
+    $('league-status').textContent = league.waiting
+      ? `${league.tier} · placed in a cohort once last ${league.period} closes${left}`
+      : `${league.tier} · joins a cohort with their first points this ${league.period}${left}`;
+  } else {
+    $('league-status').textContent = `${league.tier} · cohort ${league.cohort} · ${league.entries.length} players${left}`;
+  }
+  fill($('league').tBodies[0], league.entries.map((entry) => {
+    const row = standingRow(entry);
+    row.classList.add(`zone-${entry.zone}`);
+    row.dataset.zone = entry.zone;
+    row.append(el('td', { class: 'zone' }, ZONE_NAMES[entry.zone] || entry.zone));
+    return row;
+  }));
+}
+
+function statementLine(line) {
+  const label = {
+    action: () => `${line.action}: ${line.events} × (${line.earned} earned${line.withheld ? `, ${line.withheld} over the daily cap` : ''}${line.taken_back ? `, ${line.taken_back} taken back` : ''})`,
+    correction: () => `correction: ${line.reason}`,
+    void: () => `void: ${line.reason}`,
+    sign_ins: () => `${line.days} sign-ins`,
+    streak_bonuses: () => 'streak bonuses',
+    kept_score: () => 'kept score',
+    submissions: () => `${line.submissions} submissions`,
+  }[line.kind];
+  return el('tr', { data: { kind: line.kind, points: line.points } },
+    el('td', { class: 'name' }, label ? label() : line.kind), el('td', { class: 'score' }, line.points));
+}
+
+async function refreshStatement() {
+  const board = state.board;
+  const panel = $('statement-panel');
+  if (!state.user || !board || !board.statements) {
+    panel.hidden = true;
+    return;
+  }
+  const seq = ++state.seq.statement;
+  let statement;
+  try {
+    statement = await getJson(`/v1/boards/${enc(board.name)}/users/${enc(state.user)}/statement${query({ period: state.period, at: state.at })}`);
+  } catch (error) {
+    if (seq !== state.seq.statement || !(error instanceof ApiError) || error.status >= 500) throw error;
+    panel.hidden = true;
+    return;
+  }
+  if (seq !== state.seq.statement) return;
+  panel.hidden = false;
+  fill($('statement').tBodies[0], statement.lines.map(statementLine));
+  const unexplained = statement.unexplained;
+  $('statement-note').textContent = unexplained
+    ? `${unexplained.points} points not itemised (${unexplained.reason.replace('_', ' ')}); total ${statement.score}.`
+    : `Total ${statement.score}.`;
+}
+
+// ---- The board's score distribution
+
+async function refreshDistribution() {
+  const board = state.board;
+  if (!board) return;
+  const seq = ++state.seq.distribution;
+  const shape = await getJson(`/v1/boards/${enc(board.name)}/distribution${query({ period: state.period, at: state.at, buckets: 12 })}`);
+  if (seq !== state.seq.distribution) return;
+  const most = Math.max(1, ...shape.buckets.map((b) => b.count));
+  $('distribution-status').textContent = shape.total
+    ? `${shape.total} ${shape.total === 1 ? 'player' : 'players'}, ${shape.buckets.length} score ranges`
+    : 'No scores yet.';
+  fill($('histogram'), shape.buckets.map((bucket) => {
+    const mine = state.userScore !== null && state.userScore >= bucket.min && state.userScore <= bucket.max;
+    const bar = el('div', {
+      class: mine ? 'bar mine' : 'bar',
+      title: `${bucket.min}–${bucket.max}: ${bucket.count}`, data: { min: bucket.min, max: bucket.max, count: bucket.count },
+    });
+    // Through CSSOM, not a style attribute: the page's Content-Security-Policy allows no inline style.
+    bar.style.height = `${Math.round((100 * bucket.count) / most)}%`;
+    return bar;
+  }));
+  fill($('cutoffs'), shape.cutoffs.map((c) => el('li', { data: { top: c.top_percent, score: c.score } }, `top ${c.top_percent}%: ${c.score}`)));
+}
