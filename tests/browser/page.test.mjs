@@ -229,10 +229,10 @@ test('a league board shows the player\'s cohort with its zones, the histogram an
   assert.match(await page.textContent('#league-status'), new RegExp(`^${league.tier} · cohort ${league.cohort} · .* left$`));
 
   const shape = await api('/v1/boards/xp/distribution?buckets=12');
-  await page.waitForFunction((total) => [...document.querySelectorAll('#histogram .bar')]
+  await page.waitForFunction((total) => [...document.querySelectorAll('#histogram .bucket')]
     .reduce((sum, bar) => sum + Number(bar.dataset.count), 0) === total, shape.total);
   assert.equal(await page.locator('#cutoffs li').count(), shape.cutoffs.length);
-  assert.equal(await page.locator('#histogram .bar.mine').count(), 1, 'the player\'s bucket is marked');
+  assert.equal(await page.locator('#histogram .bucket.mine').count(), 1, 'the player\'s bucket is marked');
 
   const statement = await api(`/v1/boards/xp/users/${alice}/statement`);
   await page.waitForSelector('#statement tbody tr');

@@ -1,5 +1,6 @@
 //! Model-based test of leagues: generated weeks — concurrent first writes, writes at equal and
-//! later seconds (ties), bans, idle users, several weeks in a row — go through the real
+//! later seconds (ties), bans, idle users, players of the next week who write before the close
+//! (they wait, then the close places them in order), several weeks in a row — go through the real
 //! `ingest` router and Lua scripts, the real close run of the `archive` function and the real
 //! Redis (standalone, and the cluster in the suite's second pass). Cohorts, ranks, zones,
 //! results and every user's next tier must equal the plain-Rust model (tests/src/league.rs),
@@ -58,6 +59,8 @@ struct Week {
     /// Users whose first writes of the week go out at once, at the week's first second.
     concurrent: Vec<(u8, u8)>,
     steps: Vec<Step>,
+    /// Users who write in the next week before this one is closed, in this order.
+    early: Vec<(u8, u8)>,
 }
 
 fn week() -> impl Strategy<Value = Week> {
@@ -66,7 +69,8 @@ fn week() -> impl Strategy<Value = Week> {
         12 => (0..USERS, 1u8..6, 0u8..3).prop_map(|(user, points, advance)| Step::Write { user, points, advance }),
         1 => (0..USERS).prop_map(|user| Step::Ban { user }),
     ];
-    (concurrent, prop::collection::vec(step, 0..30)).prop_map(|(concurrent, steps)| Week { concurrent, steps })
+    let early = prop::collection::btree_map(0..USERS, 1u8..4, 0..4).prop_map(|m| m.into_iter().collect());
+    (concurrent, prop::collection::vec(step, 0..30), early).prop_map(|(concurrent, steps, early)| Week { concurrent, steps, early })
 }
 
 fn week_of(at: DateTime<Utc>) -> Period {
@@ -107,19 +111,22 @@ async fn run(app: &TestApp, weeks: &[Week]) -> Result<(), TestCaseError> {
         let period = week_of(start);
         // Concurrent first writes: any order may win, so the model checks the sizes each tier's
         // cohorts must have, then takes the cohorts as they came.
-        let joiners: Vec<(String, u8)> =
+        let writers: Vec<(String, u8)> =
             week.concurrent.iter().map(|&(u, p)| (format!("u{u}"), p)).filter(|(u, _)| !model.banned.contains(u)).collect();
+        // Players placed by the last close write again: points only.
+        let (placed, joiners): (Vec<_>, Vec<_>) = writers.into_iter().partition(|(u, _)| model.placed(u));
         let expected: HashMap<usize, Vec<usize>> =
             (0..3).map(|tier| (tier, model.sizes_after(tier, joiners.iter().filter(|(u, _)| model.tier_of(u) == tier).count()))).collect();
-        let sends = joiners.iter().map(|(user, points)| {
+        let sends = joiners.iter().chain(&placed).map(|(user, points)| {
             let id = format!("w{w}-{user}");
             async move { write(app, &id, user, *points).await }
         });
         for status in futures::future::join_all(sends).await {
             prop_assert_eq!(status, 200);
         }
-        for (user, points) in &joiners {
-            model.points.insert(user.clone(), (i64::from(*points), start.timestamp()));
+        for (user, points) in joiners.iter().chain(&placed) {
+            let (held, _) = model.points.get(user).copied().unwrap_or_default();
+            model.points.insert(user.clone(), (held + i64::from(*points), start.timestamp()));
         }
         let stored = stored_cohorts(app, &period).await;
         for tier in 0..3 {
@@ -182,10 +189,24 @@ async fn run(app: &TestApp, weeks: &[Week]) -> Result<(), TestCaseError> {
             prop_assert_eq!(shown, expected, "week {} tier {}", w, tier);
         }
 
+        // Some players of the next week write before this one closes: they wait.
+        let next = week_of(start).end.unwrap().with_timezone(&Utc);
+        let mut early = Vec::new();
+        for (i, (user, points)) in week.early.iter().enumerate() {
+            let (user, at) = (format!("u{user}"), next + Duration::seconds(60 + i as i64));
+            app.set_now(at);
+            let status = write(app, &next_id(), &user, *points).await;
+            prop_assert_eq!(status, if model.banned.contains(&user) { 422 } else { 200 });
+            if !model.banned.contains(&user) {
+                let (_, body) = app.get(&format!("/v1/boards/lg/users/{user}/league")).await;
+                prop_assert_eq!((&body["cohort"], &body["waiting"]), (&json!(null), &json!(true)), "{}", body);
+                early.push((user, i64::from(*points), at.timestamp()));
+            }
+        }
+
         // The week closes; some users sit the next one out and keep their tier.
-        let next = start + Duration::days(7);
         app.set_now(next + Duration::hours(1));
-        let reports = app.closer().close_due(next + Duration::hours(2)).await.unwrap();
+        let reports = app.closer().close_due(Utc::now() + Duration::minutes(5)).await.unwrap();
         let results = model.close();
         if !results.is_empty() {
             prop_assert_eq!(reports.len(), 1);
@@ -213,8 +234,22 @@ async fn run(app: &TestApp, weeks: &[Week]) -> Result<(), TestCaseError> {
             prop_assert_eq!(tier.unwrap_or(0), model.tier_of(&user), "{}'s tier after week {}", user, w);
         }
         // A second run changes nothing.
-        prop_assert!(app.closer().close_due(next + Duration::hours(2)).await.unwrap().is_empty());
-        start = next;
+        prop_assert!(app.closer().close_due(Utc::now() + Duration::minutes(5)).await.unwrap().is_empty());
+        // The close placed the waiting players, in the order they wrote, in their new tiers.
+        for (user, points, at) in early {
+            model.write(&user, points, at);
+        }
+        let placed = stored_cohorts(app, &week_of(next)).await;
+        let mut want = BTreeMap::new();
+        for (&tier, cohorts) in &model.cohorts {
+            for (n, cohort) in cohorts.iter().enumerate() {
+                let mut sorted = cohort.clone();
+                sorted.sort();
+                want.insert((tier, n as u32 + 1), sorted);
+            }
+        }
+        prop_assert_eq!(placed, want, "the waiting players of week {}", w + 1);
+        start = next + Duration::hours(1);
     }
     Ok(())
 }

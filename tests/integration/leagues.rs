@@ -71,7 +71,9 @@ async fn close(app: &TestApp) -> Value {
     let scheduled: Value = serde_json::to_value(scheduled_event(app.now())).unwrap();
     let archiver = standings_tests::ArchiveHarness::with_config(config()).await;
     let response =
-        archive::run(&archiver.archiver(archiver.table.clone()), &app.closer(), scheduled, app.now() + Duration::minutes(5)).await.unwrap();
+        archive::run(&archiver.archiver(archiver.table.clone()), &app.closer(), scheduled, chrono::Utc::now() + Duration::minutes(5))
+            .await
+            .unwrap();
     serde_json::to_value(response.leagues).unwrap()
 }
 
@@ -97,7 +99,14 @@ async fn first_writes_fill_one_cohort_at_a_time_and_the_week_closes_once_with_zo
     assert_eq!(league(&app, "lg", "d").await["cohort"], "0:2");
     let (status, listing) = app.get("/v1/boards/lg/leagues?tier=bronze").await;
     assert_eq!(status, 200, "{listing}");
-    assert_eq!(listing["tiers"], json!([{"tier": "bronze", "cohorts": [{"cohort": "0:1", "size": 3}, {"cohort": "0:2", "size": 1}]}]));
+    assert_eq!(
+        listing["tiers"],
+        json!([{"tier": "bronze", "cohorts_total": 2, "cohorts": [{"cohort": "0:1", "size": 3}, {"cohort": "0:2", "size": 1}]}])
+    );
+    let (_, page) = app.get("/v1/boards/lg/leagues?tier=bronze&offset=1&limit=1").await;
+    assert_eq!(page["tiers"][0]["cohorts"], json!([{"cohort": "0:2", "size": 1}]), "{page}");
+    let (status, _) = app.get("/v1/boards/lg/leagues?limit=1001").await;
+    assert_eq!(status, 400);
     // A second write is no second placement; points on the day board count nowhere else.
     play(&app, "e9", "a", 10).await;
     assert_eq!(entries(&league(&app, "lg", "a").await)[0], row("a", 15, "promote"));
@@ -197,4 +206,29 @@ async fn bad_league_requests_are_refused_with_their_own_codes() {
         let (got, body) = app.get(path).await;
         assert_eq!((got.as_u16(), body["error"]["code"].as_str()), (status, Some(code)), "{path}: {body}");
     }
+}
+
+#[tokio::test]
+async fn a_close_stopped_by_its_deadline_is_finished_by_the_next_run_and_a_manual_close_waits_for_older_periods() {
+    let app = spawn_ingest_with(config()).await;
+    app.set_now(at("2026-11-19T10:00:00+08:00"));
+    play(&app, "w47", "a", 1).await;
+    app.set_now(at("2026-11-26T10:00:00+08:00"));
+    for (i, user) in ["a", "b", "c", "d"].into_iter().enumerate() {
+        play(&app, &format!("w48-{i}"), user, 4 - i as u32).await;
+    }
+    app.set_now(at("2026-11-29T01:00:00+08:00"));
+    // W48's players wait for W47 (a played it): W47 must close first.
+    let request = archive::LeagueRequest { board: "lg".into(), period_id: "2026-W48".into() };
+    let refused = app.closer().close(&request, chrono::Utc::now() + Duration::minutes(5)).await.unwrap_err();
+    assert!(refused.to_string().contains("2026-W47 is not closed yet"), "{refused}");
+
+    let stopped = app.closer().close_due(chrono::Utc::now() - Duration::seconds(1)).await.unwrap();
+    assert_eq!(serde_json::to_value(&stopped).unwrap()[0]["status"], "in_progress");
+    let reports = app.closer().close_due(chrono::Utc::now() + Duration::minutes(5)).await.unwrap();
+    let summary: Vec<_> = reports.iter().map(|r| (r.period_id.as_str(), r.status, r.cohorts_closed, r.players_placed_after)).collect();
+    assert_eq!(summary, [("2026-W47", "complete", 1, 4), ("2026-W48", "complete", 2, 0)], "W48's four waited for W47");
+    let history = app.get("/v1/boards/lg/users/a/league/history").await.1;
+    let weeks: Vec<_> = history["results"].as_array().unwrap().iter().map(|r| r["period_id"].as_str().unwrap().to_owned()).collect();
+    assert_eq!(weeks, ["2026-W48", "2026-W47"], "newest first");
 }

@@ -81,7 +81,7 @@ impl LeagueModel {
         self.tier.get(user).copied().unwrap_or(0)
     }
 
-    fn placed(&self, user: &str) -> bool {
+    pub fn placed(&self, user: &str) -> bool {
         self.cohorts.values().flatten().any(|cohort| cohort.iter().any(|u| u == user))
     }
 

@@ -80,7 +80,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         raw.samples.push(raw_read(bench, &key).await?);
         let leagues = Leagues::new(bench.keys.clone(), bench.store.clone());
         let started = Instant::now();
-        let report = leagues.close(board, league, &week, after, after + chrono::Duration::hours(1)).await?;
+        let report = leagues.close(board, league, &week, after, Utc::now() + chrono::Duration::hours(1)).await?;
         close.samples.push(started.elapsed());
         if report.status != "complete" {
             return Err(format!("the close did not complete: {report:?}").into());

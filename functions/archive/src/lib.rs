@@ -100,10 +100,21 @@ impl LeagueCloser {
     pub async fn close_due(&self, deadline: DateTime<Utc>) -> Result<Vec<CloseReport>, ArchiveError> {
         let now = (self.clock)();
         let mut reports = Vec::new();
+        let mut failures = Vec::new();
+        // One board's failure does not hold up the others; the first is the run's error.
         for board in self.config.boards().iter().filter(|b| b.league.is_some()) {
-            reports.extend(self.leagues.close_due(board, now, self.grace, deadline).await?);
+            match self.leagues.close_due(board, now, self.grace, deadline).await {
+                Ok(closed) => reports.extend(closed),
+                Err(error) => {
+                    tracing::error!(board = %board.name, %error, "league periods not closed");
+                    failures.push(error);
+                }
+            }
         }
-        Ok(reports)
+        match failures.into_iter().next() {
+            Some(first) => Err(first.into()),
+            None => Ok(reports),
+        }
     }
 
     /// League periods that ended more than `OVERDUE_AFTER` ago and are still not closed (the
@@ -132,6 +143,10 @@ impl LeagueCloser {
                 league.period.as_str(),
                 period.id
             )));
+        }
+        // Tiers move one period at a time: the periods before this one close first.
+        if let Some(older) = self.leagues.unclosed(board, now, self.grace).await?.into_iter().find(|p| p.start < period.start) {
+            return Err(ArchiveError::BadRequest(format!("{} {} is not closed yet: close it first", league.period.as_str(), older.id)));
         }
         Ok(self.leagues.close(board, league, &period, now, deadline).await?)
     }

@@ -1,6 +1,6 @@
 //! Leagues (docs/leagues.md): `GET /v1/boards/{board}/users/{user_id}/league?at=`,
 //! `GET /v1/boards/{board}/users/{user_id}/league/history` and, for operators,
-//! `GET /v1/boards/{board}/leagues?period=&tier=`.
+//! `GET /v1/boards/{board}/leagues?period=&tier=&offset=&limit=`.
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use standings::domain::ids;
 use standings::domain::period::{Period, parse_day};
 use standings::http::{ApiError, QueryParams, with_cache};
 use standings::services::leagues::{CohortSize, HistoryEntry, league_of};
-use standings::services::reads::rules::{ReadError, live_board};
+use standings::services::reads::rules::{MAX_OFFSET, ReadError, bounded, live_board};
 
 use crate::App;
 
@@ -32,7 +32,13 @@ pub struct LeagueParams {
 pub struct CohortParams {
     period: Option<String>,
     tier: Option<String>,
+    offset: Option<u64>,
+    limit: Option<u64>,
 }
+
+/// Cohorts listed per tier at most (a tier of a million players has 33,334).
+const MAX_COHORTS: u64 = 1000;
+const DEFAULT_COHORTS: u64 = 100;
 
 #[derive(Serialize)]
 struct History {
@@ -45,6 +51,8 @@ struct History {
 #[derive(Serialize)]
 struct TierCohorts {
     tier: String,
+    /// Every cohort the tier opened this period.
+    cohorts_total: u64,
     cohorts: Vec<CohortSize>,
 }
 
@@ -101,9 +109,12 @@ pub async fn cohorts(
                 .ok_or_else(|| ReadError::UnknownTier { board: board.name.clone(), known: league.tiers.clone() })?,
         ],
     };
+    let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
+    let limit = bounded("limit", params.limit, DEFAULT_COHORTS, 1..=MAX_COHORTS)?;
     let mut tiers = Vec::with_capacity(names.len());
     for tier in names {
-        tiers.push(TierCohorts { tier: tier.clone(), cohorts: app.leagues.cohorts(board, &period, tier).await? });
+        let (cohorts, cohorts_total) = app.leagues.cohorts(board, &period, tier, offset, limit).await?;
+        tiers.push(TierCohorts { tier: tier.clone(), cohorts_total, cohorts });
     }
     let body =
         Cohorts { board: board.name.clone(), period: league.period.as_str(), period_id: period.id, cohort_size: league.cohort_size, tiers };

@@ -202,7 +202,10 @@ async function refreshTop() {
 // ---- A player's standing, around-me and past seasons
 
 async function refreshUser() {
-  if (!state.user || !state.board) return;
+  if (!state.user || !state.board) {
+    state.userScore = null;
+    return;
+  }
   const seq = ++state.seq.user;
   const path = `/v1/boards/${enc(state.board.name)}/users/${enc(state.user)}${query({ period: state.period, at: state.at, around: 3 })}`;
   let standing;
@@ -229,6 +232,7 @@ async function refreshUser() {
 
 /** A search the API refused (e.g. an id with characters ids never have): say why. */
 function showUserRefusal(error) {
+  state.userScore = null;
   $('user-result').hidden = false;
   $('user-result').classList.add('refused');
   $('user-note').textContent = error.message;

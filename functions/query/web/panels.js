@@ -13,7 +13,15 @@ async function refreshLeague() {
     return;
   }
   const seq = ++state.seq.league;
-  const league = await getJson(`/v1/boards/${enc(board.name)}/users/${enc(state.user)}/league${query({ at: state.at })}`);
+  let league;
+  try {
+    league = await getJson(`/v1/boards/${enc(board.name)}/users/${enc(state.user)}/league${query({ at: state.at })}`);
+  } catch (error) {
+    // A refused search (say, an id with characters ids never have) is shown by the standing.
+    if (seq !== state.seq.league || !(error instanceof ApiError) || error.status >= 500) throw error;
+    panel.hidden = true;
+    return;
+  }
   if (seq !== state.seq.league) return;
   panel.hidden = false;
   panel.dataset.tier = league.tier;
@@ -87,13 +95,13 @@ async function refreshDistribution() {
     : 'No scores yet.';
   fill($('histogram'), shape.buckets.map((bucket) => {
     const mine = state.userScore !== null && state.userScore >= bucket.min && state.userScore <= bucket.max;
-    const bar = el('div', {
-      class: mine ? 'bar mine' : 'bar',
+    const bucketBar = el('div', {
+      class: mine ? 'bucket mine' : 'bucket',
       title: `${bucket.min}–${bucket.max}: ${bucket.count}`, data: { min: bucket.min, max: bucket.max, count: bucket.count },
     });
     // Through CSSOM, not a style attribute: the page's Content-Security-Policy allows no inline style.
-    bar.style.height = `${Math.round((100 * bucket.count) / most)}%`;
-    return bar;
+    bucketBar.style.height = `${Math.round((100 * bucket.count) / most)}%`;
+    return bucketBar;
   }));
   fill($('cutoffs'), shape.cutoffs.map((c) => el('li', { data: { top: c.top_percent, score: c.score } }, `top ${c.top_percent}%: ${c.score}`)));
 }

@@ -19,8 +19,17 @@ use crate::redis::store::Store;
 use crate::services::profiles::{self, Profile};
 use crate::services::reads::rules::ReadError;
 
-/// How long a period's results are kept (the history's reach): 26 weeks of weekly leagues.
+/// How long a period's results are kept at least (the history's reach): 26 weeks of weekly
+/// leagues. Never less than the period's own keys live, plus a margin (`results_secs`): a
+/// period whose results expired before its placements would look unclosed again.
 pub const RESULTS_RETENTION_SECS: i64 = 182 * 24 * 3600;
+
+/// Seconds a period's results are kept (`RESULTS_RETENTION_SECS`, or the period's retention
+/// and 30 days more when that is longer).
+fn results_secs(league: &League) -> i64 {
+    let period = league.period.retention().map_or(0, |d| d.num_seconds()) + 30 * 24 * 3600;
+    RESULTS_RETENTION_SECS.max(period)
+}
 /// How many past periods a user's history looks back on.
 pub const HISTORY_PERIODS: usize = 12;
 /// Players placed per call when a period opens after its predecessor's close.
@@ -215,8 +224,16 @@ impl Leagues {
             .collect())
     }
 
-    /// The cohorts of `tier` (a name) in `period`, with their sizes.
-    pub async fn cohorts(&self, board: &Board, period: &Period, tier: &str) -> Result<Vec<CohortSize>, ReadError> {
+    /// Up to `limit` cohorts of `tier` (a name) in `period` from the 0-based `offset`, with their
+    /// sizes, and how many cohorts the tier has.
+    pub async fn cohorts(
+        &self,
+        board: &Board,
+        period: &Period,
+        tier: &str,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(Vec<CohortSize>, u64), ReadError> {
         let league = league_of(board)?;
         let index = league
             .tiers
@@ -227,16 +244,18 @@ impl Leagues {
         let mut conn = self.store.connection().await?;
         let count: Option<u64> = conn.hget(keys.league_counts(&period.id), index.to_string()).await.map_err(StoreError::from)?;
         let mut pipe = redis::pipe();
-        let names: Vec<String> = (1..=count.unwrap_or(0)).map(|n| format!("{index}:{n}")).collect();
+        let total = count.unwrap_or(0);
+        let names: Vec<String> = (offset + 1..=total.min(offset.saturating_add(limit))).map(|n| format!("{index}:{n}")).collect();
         for name in &names {
             pipe.zlexcount(keys.league_cohorts(&period.id), format!("[{name}|"), format!("({name}}}"));
         }
         let sizes: Vec<u64> = if names.is_empty() { Vec::new() } else { pipe.query_async(&mut conn).await.map_err(StoreError::from)? };
-        Ok(names.into_iter().zip(sizes).map(|(cohort, size)| CohortSize { cohort, size }).collect())
+        Ok((names.into_iter().zip(sizes).map(|(cohort, size)| CohortSize { cohort, size }).collect(), total))
     }
 
     /// The ended periods of `board`'s league (ended at least `grace` before `now`, still kept)
-    /// that had players and are not closed yet, oldest first.
+    /// that had players (placed, or waiting themselves, or players of the next period waiting
+    /// for them) and are not closed yet, oldest first.
     pub async fn unclosed(&self, board: &Board, now: DateTime<Utc>, grace: Duration) -> Result<Vec<Period>, StoreError> {
         let Some(league) = &board.league else { return Ok(Vec::new()) };
         let keys = self.keys.board(&board.name);
@@ -253,11 +272,13 @@ impl Leagues {
         ended.reverse();
         let mut pipe = redis::pipe();
         for period in &ended {
-            pipe.hexists(keys.league_results(&period.id), league::CLOSED_FIELD).exists(keys.league_members(&period.id));
+            let next = period.following().map_or_else(String::new, |p| p.id);
+            let played = [keys.league_members(&period.id), keys.league_pending(&period.id), keys.league_pending(&next)];
+            pipe.hexists(keys.league_results(&period.id), league::CLOSED_FIELD).exists(&played);
         }
         let mut conn = self.store.connection().await?;
-        let flags: Vec<bool> = pipe.query_async(&mut conn).await.map_err(StoreError::from)?;
-        Ok(ended.into_iter().zip(flags.chunks(2)).filter(|(_, f)| !f[0] && f[1]).map(|(p, _)| p).collect())
+        let flags: Vec<u64> = pipe.query_async(&mut conn).await.map_err(StoreError::from)?;
+        Ok(ended.into_iter().zip(flags.chunks(2)).filter(|(_, f)| f[0] == 0 && f[1] > 0).map(|(p, _)| p).collect())
     }
 
     /// Closes every period `unclosed` finds, oldest first, until `deadline`.
@@ -339,9 +360,9 @@ impl Leagues {
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
         let keys = self.keys.board(&board.name);
-        let mut conn = self.store.connection().await?;
         let name = format!("{tier}:{cohort}");
-        let results_ttl = keys.ttl(RESULTS_RETENTION_SECS, now);
+        let mut conn = self.store.write_connection().await?;
+        let results_ttl = keys.ttl(results_secs(league), now);
         let entry = serde_json::json!({"kind": "league_close", "at": Stamp(now), "period_id": period.id, "cohort": name}).to_string();
         for _ in 0..CLOSE_ATTEMPTS {
             let raw = read_cohort(&mut conn, &keys, period, CohortOf::Cohort(&name)).await?;
@@ -358,7 +379,9 @@ impl Leagues {
                     next_tier: outcome.next_tier,
                 })
                 .collect();
-            match close_cohort(&mut conn, &keys, period, &name, results_ttl, &entry, &closing).await? {
+            // Tiers are kept for good, except under a shadow replay's TTL cap.
+            let ttls = (results_ttl, keys.ttl(0, now));
+            match close_cohort(&mut conn, &keys, period, &name, ttls, &entry, &closing).await? {
                 CloseReply::Closed => return Ok(true),
                 CloseReply::Done => return Ok(false),
                 CloseReply::Stale => continue,
@@ -372,8 +395,8 @@ impl Leagues {
     pub async fn open_batch(&self, board: &Board, league: &League, ended: &Period, now: DateTime<Utc>) -> Result<(u64, u64), StoreError> {
         let Some(next) = ended.following() else { return Ok((0, 0)) };
         let keys = self.keys.board(&board.name);
-        let mut conn = self.store.connection().await?;
-        let ttls = (keys.ttl(next.ttl_secs(now), now), keys.ttl(RESULTS_RETENTION_SECS, now));
+        let mut conn = self.store.write_connection().await?;
+        let ttls = (keys.ttl(next.ttl_secs(now), now), keys.ttl(results_secs(league), now));
         let entry = serde_json::json!({"kind": "league_open", "at": Stamp(now), "period_id": ended.id}).to_string();
         let before: u64 = conn.zcard(keys.league_pending(&next.id)).await?;
         let left = open_next(&mut conn, &keys, league, ended, &next, OPEN_BATCH, ttls, &entry).await?;

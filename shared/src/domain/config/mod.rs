@@ -390,6 +390,67 @@ mod tests {
     }
 
     #[test]
+    fn weeks_and_leagues_are_validated_field_by_field() {
+        let week = BOARD.replace(r#"periods = ["day"]"#, r#"periods = ["week", "season"]"#);
+        let league = r#"league = { period = "week", cohort_size = 3, tiers = ["a", "b"], promote = 1, demote = 1 }"#;
+        let parsed = Config::parse(&format!(
+            "{week}
+week_start = \"sunday\"
+{league}"
+        ))
+        .unwrap();
+        assert_eq!(parsed.boards()[0].periods[0], PeriodKind::Week(chrono::Weekday::Sun));
+        assert_eq!(parsed.boards()[0].league.as_ref().unwrap().period, PeriodKind::Week(chrono::Weekday::Sun));
+        assert_eq!(
+            problem_field(&format!(
+                "{week}
+week_start = \"sun\""
+            )),
+            "boards[0].week_start"
+        );
+        assert_eq!(
+            problem_field(&format!(
+                "{BOARD}
+week_start = \"monday\""
+            )),
+            "boards[0].week_start"
+        );
+        assert_eq!(
+            problem_field(&format!(
+                "{week}
+{}",
+                league.replace("cohort_size = 3", "cohort_size = 1")
+            )),
+            "boards[0].league.cohort_size"
+        );
+        let season = league.replace(r#"period = "week""#, r#"period = "season""#);
+        assert_eq!(
+            problem_field(&format!(
+                "{week}
+archive = true
+{season}"
+            )),
+            "boards[0].league.period"
+        );
+        assert!(
+            Config::parse(&format!(
+                "{week}
+{season}"
+            ))
+            .is_ok(),
+            "a season league on a board that is not archived"
+        );
+        assert_eq!(
+            problem_field(&format!(
+                "{week}
+sign_in = {{ points = 1 }}
+{league}"
+            )),
+            "boards[0].league"
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_syntax_errors() {
         assert!(matches!(
             Config::parse(&format!("{BOARD}\ncolour = \"red\"")),

@@ -25,6 +25,9 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
             .filter(|_| day.len() > 3 && day.bytes().all(|b| b.is_ascii_lowercase()))
             .ok_or_else(|| invalid(format!("{at}.week_start"), "must be a day of the week: \"monday\" … \"sunday\""))?,
     };
+    if raw.week_start.is_some() && !raw.periods.iter().any(|p| matches!(p, PeriodKind::Week(_))) {
+        return Err(invalid(format!("{at}.week_start"), "the board has no week period"));
+    }
     let mut raw = raw;
     for period in &mut raw.periods {
         if let PeriodKind::Week(start) = period {
@@ -78,10 +81,23 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         Some(_) if raw.kind == BoardKind::Decaying => {
             return Err(invalid(format!("{at}.league"), "a decaying board has no periods to hold leagues in"));
         }
-        Some(league) => Some(
-            crate::domain::league::validate(league, &raw.periods)
-                .map_err(|(field, problem)| invalid(format!("{at}.league.{field}"), problem))?,
-        ),
+        Some(_) if raw.sign_in.is_some() => {
+            return Err(invalid(
+                format!("{at}.league"),
+                "sign-ins score outside the write scripts that place players: a board takes sign-ins or a league",
+            ));
+        }
+        Some(league) => {
+            let league = crate::domain::league::validate(league, &raw.periods)
+                .map_err(|(field, problem)| invalid(format!("{at}.league.{field}"), problem))?;
+            if league.period == PeriodKind::Season && raw.archive {
+                return Err(invalid(
+                    format!("{at}.league.period"),
+                    "the archive freezes a season's board before its league closes: use a month period for a monthly league",
+                ));
+            }
+            Some(league)
+        }
     };
     let mut rules = BTreeMap::new();
     for (j, rule) in raw.rules.into_iter().enumerate() {

@@ -63,8 +63,8 @@ then n times: H the period's sorted set (scored points * SPAN + time part), s ki
   s TTL in seconds ("0": none), H the member's statement of that period (a hash, see below;
   0 when the board keeps no statements)
 then, when l > 0, the league's keys of that period (keys.rs): H placements, H cohorts,
-  H cohort counts, H tiers, H waiting players, H the period before's placements, H the
-  period before's results; d cohort size, d the top tier. The member's first write that
+  H cohort counts, H tiers, H waiting players, H the period before's placements, H its
+  waiting players, H its results; d cohort size, d the top tier. The member's first write that
   leaves them on the league period's board places them in a cohort (prelude.lua)
 
 A statement hash counts what made the member's score in one period: "n:<action>" events that
@@ -102,7 +102,7 @@ local GUARD = KEYS[1]
 local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0B'
 local JOURNAL = KEYS[tonumber(ARGV[3])]
 local PERIOD = '>HHc0Hc0Hc0H'
-local LEAGUE = '>HHHHHHHdd'
+local LEAGUE = '>HHHHHHHHdd'
 
 -- Appends an event's reply: status, detail, then each of its `boards` periods' points and
 -- rank (zeros for a refusal).
@@ -253,9 +253,10 @@ local function apply(block, reply)
   end
 
   if league > 0 and points_now[league] > 0 then
-    local members, cohorts, counts, tiers, pending, prev_members, prev_results, size, top = struct.unpack(LEAGUE, block, pos)
+    local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, size, top =
+      struct.unpack(LEAGUE, block, pos)
     league_place(KEYS[members], KEYS[cohorts], KEYS[counts], KEYS[tiers], KEYS[pending], KEYS[prev_members],
-      KEYS[prev_results], member, size, top, ttl[league], now_ms)
+      KEYS[prev_pending], KEYS[prev_results], member, size, top, ttl[league], now_ms)
   end
 
   local receipt = code

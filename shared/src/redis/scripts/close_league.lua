@@ -10,12 +10,15 @@ KEYS[2]  the period's cohorts (sorted set, see prelude.lua `cohort_range`)
 KEYS[3]  the period's results (hash: user -> result; LEAGUE_COHORT_CLOSED .. cohort once closed)
 KEYS[4]  the league's tiers (hash: user -> tier)
 KEYS[5]  the board's journal (stream, docs/journal.md)
+KEYS[6]  the board's guard (hash): banned members are not in the cohort as read_cohort.lua reads it
 
 ARGV[1]  the cohort, "<tier>:<n>"
 ARGV[2]  TTL in seconds of the results
 ARGV[3]  the journal entry (JSON), "" when the journal is off
-ARGV[4]  k, the members read; then k quadruples: member, composite as read ("" when not on the
-         board), result (league.rs `Outcome::encode`), next tier
+ARGV[4]  k, the members read
+ARGV[5]  TTL in seconds of the tiers ("0": none; a shadow replay's keys expire)
+then k quadruples from ARGV[6]: member, composite as read ("" when not on the board), result
+         (league.rs `Outcome::encode`), next tier
 
 Reply: "closed" (written now), "done" (closed before: nothing written), "stale" (the cohort or
 a member's score changed since it was read: nothing written)
@@ -25,20 +28,27 @@ local cohort = ARGV[1]
 if redis.call('HEXISTS', KEYS[3], LEAGUE_COHORT_CLOSED .. cohort) == 1 then return 'done' end
 local k = tonumber(ARGV[4])
 local low, high = cohort_range(cohort)
-if redis.call('ZLEXCOUNT', KEYS[2], low, high) ~= k then return 'stale' end
+local present = 0
+for _, entry in ipairs(redis.call('ZRANGEBYLEX', KEYS[2], low, high)) do
+  local member = string.sub(entry, #cohort + 2)
+  if redis.call('HEXISTS', KEYS[6], GUARD_BAN .. member) == 0 then present = present + 1 end
+end
+if present ~= k then return 'stale' end
 for i = 0, k - 1 do
-  local member, composite = ARGV[5 + 4 * i], ARGV[6 + 4 * i]
+  local member, composite = ARGV[6 + 4 * i], ARGV[7 + 4 * i]
   if redis.call('ZSCORE', KEYS[2], cohort .. '|' .. member) == false
+    or redis.call('HEXISTS', KEYS[6], GUARD_BAN .. member) == 1
     or (redis.call('ZSCORE', KEYS[1], member) or '') ~= composite then
     return 'stale'
   end
 end
 for i = 0, k - 1 do
-  local member = ARGV[5 + 4 * i]
-  redis.call('HSET', KEYS[3], member, ARGV[7 + 4 * i])
-  redis.call('HSET', KEYS[4], member, ARGV[8 + 4 * i])
+  local member = ARGV[6 + 4 * i]
+  redis.call('HSET', KEYS[3], member, ARGV[8 + 4 * i])
+  redis.call('HSET', KEYS[4], member, ARGV[9 + 4 * i])
 end
 redis.call('HSET', KEYS[3], LEAGUE_COHORT_CLOSED .. cohort, k)
 expire_once(KEYS[3], ARGV[2])
+if k > 0 then expire_once(KEYS[4], ARGV[5]) end
 journal(KEYS[5], ARGV[3], cohort)
 return 'closed'

@@ -16,7 +16,7 @@ use crate::redis::store::{Connection, ScriptCall};
 /// The keys a write script places a user with: `period`'s (the league's period the write
 /// lands in) and the period before's (whether it is closed yet), in the order the scripts'
 /// headers list them.
-fn league_key_list(keys: &BoardKeys, period: &Period) -> [String; 7] {
+fn league_key_list(keys: &BoardKeys, period: &Period) -> [String; 8] {
     let previous = period.previous().map_or_else(String::new, |p| p.id);
     [
         keys.league_members(&period.id),
@@ -25,6 +25,7 @@ fn league_key_list(keys: &BoardKeys, period: &Period) -> [String; 7] {
         keys.league_tiers(),
         keys.league_pending(&period.id),
         keys.league_members(&previous),
+        keys.league_pending(&previous),
         keys.league_results(&previous),
     ]
 }
@@ -89,6 +90,7 @@ pub async fn read_cohort(conn: &mut Connection, keys: &BoardKeys, period: &Perio
         .key(keys.league_cohorts(&period.id))
         .key(keys.league_tiers())
         .key(keys.period(period))
+        .key(keys.guard())
         .arg(user)
         .arg(cohort);
     let reply: Vec<String> = invocation.invoke_async(conn).await?;
@@ -123,13 +125,14 @@ pub enum CloseReply {
     Stale,
 }
 
-/// Records one cohort's results and next tiers, once, if the cohort is as read.
+/// Records one cohort's results and next tiers, once, if the cohort is as read; `ttls` are the
+/// results' and the tiers' (0: none).
 pub async fn close_cohort(
     conn: &mut Connection,
     keys: &BoardKeys,
     period: &Period,
     cohort: &str,
-    results_ttl: i64,
+    (results_ttl, tiers_ttl): (i64, i64),
     journal_entry: &str,
     closing: &[Closing<'_>],
 ) -> Result<CloseReply, StoreError> {
@@ -138,8 +141,9 @@ pub async fn close_cohort(
         .key(keys.league_cohorts(&period.id))
         .key(keys.league_results(&period.id))
         .key(keys.league_tiers())
-        .key(keys.journal());
-    call.arg(cohort).arg(results_ttl).arg(if keys.journaled() { journal_entry } else { "" }).arg(closing.len());
+        .key(keys.journal())
+        .key(keys.guard());
+    call.arg(cohort).arg(results_ttl).arg(if keys.journaled() { journal_entry } else { "" }).arg(closing.len()).arg(tiers_ttl);
     for line in closing {
         call.arg(line.member).arg(line.composite.unwrap_or("")).arg(&line.result).arg(line.next_tier);
     }

@@ -163,11 +163,13 @@ local function league_join(members, cohorts, counts, tiers, member, size, top, t
 end
 
 -- A user's first write of a league period places them (`league_join`), unless the period
--- before had players and is not closed yet (`prev_results` has no LEAGUE_CLOSED): their tier
--- is not known, so they wait in `pending` (user -> ms of that first write) for the close.
-local function league_place(members, cohorts, counts, tiers, pending, prev_members, prev_results, member, size, top, ttl, now_ms)
+-- before had players (placed, or still waiting themselves) and is not closed yet
+-- (`prev_results` has no LEAGUE_CLOSED): their tier is not known, so they wait in `pending`
+-- (user -> ms of that first write) for the close.
+local function league_place(members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, member, size,
+    top, ttl, now_ms)
   if redis.call('HEXISTS', members, member) == 1 then return end
-  if redis.call('EXISTS', prev_members) == 1 and redis.call('HEXISTS', prev_results, LEAGUE_CLOSED) == 0 then
+  if redis.call('EXISTS', prev_members, prev_pending) > 0 and redis.call('HEXISTS', prev_results, LEAGUE_CLOSED) == 0 then
     if redis.call('ZADD', pending, 'NX', string.format('%.0f', now_ms), member) == 1 then expire_once(pending, ttl) end
     return
   end

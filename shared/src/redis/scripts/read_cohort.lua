@@ -7,6 +7,8 @@ KEYS[1]  the period's placements (hash: user -> "<tier>:<cohort>")
 KEYS[2]  the period's cohorts (sorted set, see prelude.lua `cohort_range`)
 KEYS[3]  the league's tiers (hash: user -> tier; absent: 0)
 KEYS[4]  the period's board (sorted set)
+KEYS[5]  the board's guard (hash): banned members are left out (a ban after the period's event
+         window no longer reaches its cohorts, see ban.lua)
 
 ARGV[1]  the user, or "" to read the cohort ARGV[2] ("<tier>:<n>")
 
@@ -27,7 +29,9 @@ local low, high = cohort_range(cohort)
 local prefix = #cohort + 2
 for _, entry in ipairs(redis.call('ZRANGEBYLEX', KEYS[2], low, high)) do
   local member = string.sub(entry, prefix)
-  reply[#reply + 1] = member
-  reply[#reply + 1] = redis.call('ZSCORE', KEYS[4], member) or ''
+  if redis.call('HEXISTS', KEYS[5], GUARD_BAN .. member) == 0 then
+    reply[#reply + 1] = member
+    reply[#reply + 1] = redis.call('ZSCORE', KEYS[4], member) or ''
+  end
 end
 return reply

@@ -43,7 +43,7 @@ then n sextuples from b+13: index of the period's sorted set, index of the membe
            of that period (a hash, see apply_event.lua: "n:score" submissions applied, "p:score"
            their sum on "sum" boards; "0" when the board keeps none), kind, id, TTL in seconds
            ("0": none), time part of a score reached now
-then, when l > 0, nine: the indexes of the league's keys of that period, as apply_event.lua's
+then, when l > 0, ten: the indexes of the league's keys of that period, as apply_event.lua's
            block lists them, cohort size and the top tier. A submission that leaves the member
            on the league period's board places them in a cohort (prelude.lua)
 
@@ -145,7 +145,8 @@ local function submit(b)
     local at = b + 13 + 6 * n
     league_place(KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])], KEYS[tonumber(ARGV[at + 2])],
       KEYS[tonumber(ARGV[at + 3])], KEYS[tonumber(ARGV[at + 4])], KEYS[tonumber(ARGV[at + 5])],
-      KEYS[tonumber(ARGV[at + 6])], member, tonumber(ARGV[at + 7]), tonumber(ARGV[at + 8]), period(league, 4), now_ms)
+      KEYS[tonumber(ARGV[at + 6])], KEYS[tonumber(ARGV[at + 7])], member, tonumber(ARGV[at + 8]),
+      tonumber(ARGV[at + 9]), period(league, 4), now_ms)
   end
   journal(JOURNAL, ARGV[b + 11], receipt)
   return 'new', receipt, standing()
@@ -161,6 +162,6 @@ for _ = 1, tonumber(ARGV[1]) do
     reply[#reply + 1] = composites and composites[i] or ''
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
-  b = b + 13 + 6 * n + (tonumber(ARGV[b + 12]) > 0 and 9 or 0)
+  b = b + 13 + 6 * n + (tonumber(ARGV[b + 12]) > 0 and 10 or 0)
 end
 return reply
