@@ -32,6 +32,15 @@ fn config() -> Config {
         league = { period = "week", cohort_size = 2, tiers = ["slow", "fast"], promote = 1, demote = 1 }
 
         [[boards]]
+        name = "drops"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "drill", points = 1, max_points = 100, scope = "none" }]
+        league = { period = "week", cohort_size = 3, tiers = ["bronze", "silver", "gold"], promote = 1, demote = 1, idle = "drop" }
+
+        [[boards]]
         name = "plain"
         kind = "cumulative"
         timezone = "UTC"
@@ -231,4 +240,35 @@ async fn a_close_stopped_by_its_deadline_is_finished_by_the_next_run_and_a_manua
     let history = app.get("/v1/boards/lg/users/a/league/history").await.1;
     let weeks: Vec<_> = history["results"].as_array().unwrap().iter().map(|r| r["period_id"].as_str().unwrap().to_owned()).collect();
     assert_eq!(weeks, ["2026-W48", "2026-W47"], "newest first");
+}
+
+#[tokio::test]
+async fn on_a_league_that_drops_idle_players_one_who_sits_a_week_out_goes_down_a_tier_once() {
+    let app = spawn_ingest_with(config()).await;
+    let drill = |id: &str, user: &str, points: u32| json!({"event_id": id, "user_id": user, "action": "drill", "points": points});
+    app.set_now(at("2026-11-18T10:00:00Z"));
+    for (i, (user, points)) in [("a", 9), ("b", 5), ("c", 1)].into_iter().enumerate() {
+        assert_eq!(app.event(drill(&format!("w47-{i}"), user, points)).await.0, 200);
+    }
+    app.set_now(at("2026-11-24T10:00:00Z"));
+    assert_eq!(app.closer().close_due(chrono::Utc::now() + Duration::minutes(5)).await.unwrap().len(), 1);
+    assert_eq!(league(&app, "drops", "a").await["tier"], "silver", "a won week 47");
+    // Week 48: only b plays; a sits it out and drops back to bronze, c is in bronze already.
+    assert_eq!(app.event(drill("w48-b", "b", 1)).await.0, 200);
+    app.set_now(at("2026-12-01T10:00:00Z"));
+    let reports = app.closer().close_due(chrono::Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(reports.iter().map(|r| r.status).collect::<Vec<_>>(), ["complete"]);
+    assert_eq!(league(&app, "drops", "a").await["tier"], "bronze");
+    let history = app.get("/v1/boards/drops/users/a/league/history").await.1;
+    assert_eq!(
+        history["results"][0],
+        json!({"period_id": "2026-W48", "tier": "silver", "cohort": null, "rank": null, "cohort_size": null, "score": 0, "zone": "idle", "next_tier": "bronze"})
+    );
+    assert_eq!(
+        app.get("/v1/boards/drops/users/c/league/history").await.1["results"].as_array().unwrap().len(),
+        1,
+        "c was in bronze: nothing to drop"
+    );
+    assert!(app.closer().close_due(chrono::Utc::now() + Duration::minutes(5)).await.unwrap().is_empty(), "closed once");
+    assert_eq!(league(&app, "drops", "a").await["tier"], "bronze", "dropped once");
 }

@@ -17,6 +17,10 @@ use super::period::PeriodKind;
 /// The field of a period's results (`league_results`) set once every cohort is closed and the
 /// next period's waiting players placed; the write scripts place directly from then on.
 pub const CLOSED_FIELD: &str = "#closed";
+/// The results' field that records how far the drop of idle players went (`Idle::Drop`): an
+/// `HSCAN` cursor of the tiers, `done` once finished.
+pub const IDLE_CURSOR_FIELD: &str = "#idle";
+
 /// Prefix of the results' field that marks one cohort closed (`#c:<tier>:<cohort>`). No user
 /// id contains `#` (`ids`).
 pub const COHORT_CLOSED_PREFIX: &str = "#c:";
@@ -66,6 +70,19 @@ pub struct RawLeague {
     pub demote: ZoneSize,
     #[serde(default)]
     pub per_tier: BTreeMap<String, TierZones>,
+    #[serde(default)]
+    pub idle: Idle,
+}
+
+/// What happens to the tier of a player who did not play a period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Idle {
+    /// They keep it.
+    #[default]
+    Keep,
+    /// They drop one tier (not below the lowest) at the period's close.
+    Drop,
 }
 
 /// A board's league, validated.
@@ -78,6 +95,7 @@ pub struct League {
     pub tiers: Vec<String>,
     /// Per tier, lowest first: (promote, demote).
     pub zones: Vec<(ZoneSize, ZoneSize)>,
+    pub idle: Idle,
 }
 
 /// Where a member of a closed cohort ends.
@@ -87,6 +105,8 @@ pub enum Zone {
     Promote,
     Stay,
     Demote,
+    /// Did not play the period, and dropped a tier for it (`Idle::Drop`; results only).
+    Idle,
 }
 
 impl Zone {
@@ -95,11 +115,12 @@ impl Zone {
             Zone::Promote => "promote",
             Zone::Stay => "stay",
             Zone::Demote => "demote",
+            Zone::Idle => "idle",
         }
     }
 
     pub fn parse(text: &str) -> Option<Self> {
-        [Zone::Promote, Zone::Stay, Zone::Demote].into_iter().find(|z| z.as_str() == text)
+        [Zone::Promote, Zone::Stay, Zone::Demote, Zone::Idle].into_iter().find(|z| z.as_str() == text)
     }
 }
 
@@ -140,8 +161,13 @@ pub fn next_tier(tier: usize, zone: Zone, tiers: usize) -> usize {
     match zone {
         Zone::Promote => (tier + 1).min(tiers.saturating_sub(1)),
         Zone::Stay => tier,
-        Zone::Demote => tier.saturating_sub(1),
+        Zone::Demote | Zone::Idle => tier.saturating_sub(1),
     }
+}
+
+/// The result of a player who did not play a period and dropped from `tier` for it.
+pub fn idle_outcome(tier: usize) -> Outcome {
+    Outcome { tier, cohort: 0, rank: 0, zone: Zone::Idle, next_tier: next_tier(tier, Zone::Idle, usize::MAX), points: 0 }
 }
 
 /// What one member of a closed cohort got.
@@ -237,7 +263,7 @@ pub fn validate(raw: RawLeague, periods: &[PeriodKind]) -> Result<League, (Strin
         }
         zones.push((promote, demote));
     }
-    Ok(League { period, cohort_size: size, tiers: raw.tiers, zones })
+    Ok(League { period, cohort_size: size, tiers: raw.tiers, zones, idle: raw.idle })
 }
 
 #[cfg(test)]
@@ -250,6 +276,7 @@ mod tests {
             cohort_size: 30,
             tiers: ["bronze", "silver", "gold"].map(str::to_owned).to_vec(),
             zones: vec![(promote, demote); 3],
+            idle: Idle::Keep,
         }
     }
 
@@ -285,6 +312,8 @@ mod tests {
                 ("u5", 6, Zone::Demote, 0)
             ]
         );
+        // drop_idle.lua writes this line itself.
+        assert_eq!(idle_outcome(2).encode(), "2,0,0,idle,1,0");
         let encoded = results[0].1.encode();
         assert_eq!(encoded, "1,4,1,promote,2,60");
         assert_eq!(Outcome::decode(&encoded), Some(results[0].1.clone()));
@@ -300,6 +329,7 @@ mod tests {
             promote: ZoneSize::Count(10),
             demote: ZoneSize::Fraction(0.2),
             per_tier: BTreeMap::new(),
+            idle: Idle::Keep,
         };
         let ok = validate(raw(), &week).unwrap();
         assert_eq!(ok.period, week[0], "the board's own week");

@@ -14,7 +14,7 @@ use crate::domain::scores;
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::scripts::league::{CloseReply, Closing, CohortOf, RawCohort, close_cohort, open_next, read_cohort};
+use crate::redis::scripts::league::{CloseReply, Closing, CohortOf, RawCohort, close_cohort, drop_idle, open_next, read_cohort};
 use crate::redis::store::Store;
 use crate::services::profiles::{self, Profile};
 use crate::services::reads::rules::ReadError;
@@ -69,8 +69,9 @@ pub struct UserLeague {
 pub struct HistoryEntry {
     pub period_id: String,
     pub tier: String,
-    pub cohort: String,
-    pub rank: u32,
+    /// `None` for a period the player sat out (`zone: idle`).
+    pub cohort: Option<String>,
+    pub rank: Option<u32>,
     pub cohort_size: Option<u32>,
     pub score: i64,
     pub zone: Zone,
@@ -214,8 +215,8 @@ impl Leagues {
             .map(|((period, outcome), cohort_size)| HistoryEntry {
                 period_id: period.id.clone(),
                 tier: tier_name(league, outcome.tier),
-                cohort: format!("{}:{}", outcome.tier, outcome.cohort),
-                rank: outcome.rank,
+                cohort: (outcome.zone != Zone::Idle).then(|| format!("{}:{}", outcome.tier, outcome.cohort)),
+                rank: (outcome.zone != Zone::Idle).then_some(outcome.rank),
                 cohort_size,
                 score: outcome.points,
                 zone: outcome.zone,
@@ -332,6 +333,13 @@ impl Leagues {
                 report.cohorts_closed += 1;
             }
         }
+        if league.idle == league::Idle::Drop {
+            while self.drop_idle_step(board, league, period, now).await? {
+                if Utc::now() >= deadline {
+                    return Ok(report);
+                }
+            }
+        }
         if period.following().is_none() {
             report.status = "complete";
             return Ok(report);
@@ -388,6 +396,14 @@ impl Leagues {
             }
         }
         Err(StoreError::Protocol(format!("league cohort {name} kept changing while it was closed")))
+    }
+
+    /// One step of the drop of `ended`'s idle players (`Idle::Drop`): whether players are left.
+    pub async fn drop_idle_step(&self, board: &Board, league: &League, ended: &Period, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let keys = self.keys.board(&board.name);
+        let mut conn = self.store.write_connection().await?;
+        let entry = serde_json::json!({"kind": "league_idle", "at": Stamp(now), "period_id": ended.id}).to_string();
+        drop_idle(&mut conn, &keys, ended, keys.ttl(results_secs(league), now), &entry).await
     }
 
     /// Places one batch of the players waiting for `ended`'s close in the period after it

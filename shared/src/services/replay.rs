@@ -159,7 +159,7 @@ impl Replayer {
                 put_profile(&self.store, &self.keys, &user, &profile, at).await?;
                 Ok(Replayed::Applied)
             }
-            "league_close" | "league_open" => {
+            "league_close" | "league_open" | "league_idle" => {
                 let Some((board_config, league)) = self.config.board(board).and_then(|b| Some((b, b.league.as_ref()?))) else {
                     return Ok(Replayed::Refused(format!("board {board:?} has no league now")));
                 };
@@ -168,6 +168,13 @@ impl Replayer {
                     .map_err(|e| malformed(format!("period_id: {e}")))?;
                 if kind == "league_open" {
                     self.leagues.open_batch(board_config, league, &period, at).await?;
+                    return Ok(Replayed::Applied);
+                }
+                if kind == "league_idle" {
+                    if league.idle != crate::domain::league::Idle::Drop {
+                        return Ok(Replayed::Refused(format!("board {board:?}'s league keeps idle players now")));
+                    }
+                    self.leagues.drop_idle_step(board_config, league, &period, at).await?;
                     return Ok(Replayed::Applied);
                 }
                 let cohort = take_str(&mut fields, "cohort").ok_or_else(|| malformed("no cohort".into()))?;

@@ -5,7 +5,7 @@ use redis::Script;
 
 use super::apply::KeyList;
 use super::pack::Block;
-use super::{CLOSE_LEAGUE, OPEN_LEAGUE, READ_COHORT};
+use super::{CLOSE_LEAGUE, DROP_IDLE, OPEN_LEAGUE, READ_COHORT};
 use crate::domain::league::League;
 use crate::domain::period::Period;
 use crate::redis::error::StoreError;
@@ -183,7 +183,25 @@ pub async fn open_next(
     conn.run_script(&call, ReplicaWait::NONE).await
 }
 
+/// One step of `ended`'s drop of idle players (drop_idle.lua): whether players are left.
+pub async fn drop_idle(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    ended: &Period,
+    results_ttl: i64,
+    journal_entry: &str,
+) -> Result<bool, StoreError> {
+    let mut call = ScriptCall::new(&DROP_IDLE);
+    call.key(keys.league_tiers()).key(keys.league_results(&ended.id)).key(keys.journal());
+    call.arg(IDLE_STEP).arg(results_ttl).arg(if keys.journaled() { journal_entry } else { "" });
+    let left: u64 = conn.run_script(&call, ReplicaWait::NONE).await?;
+    Ok(left > 0)
+}
+
+/// Players an idle drop step looks at.
+const IDLE_STEP: u64 = 500;
+
 /// The scripts' hashes, for the health check's list.
-pub(super) fn scripts() -> [&'static std::sync::LazyLock<Script>; 3] {
-    [&READ_COHORT, &CLOSE_LEAGUE, &OPEN_LEAGUE]
+pub(super) fn scripts() -> [&'static std::sync::LazyLock<Script>; 4] {
+    [&READ_COHORT, &CLOSE_LEAGUE, &OPEN_LEAGUE, &DROP_IDLE]
 }

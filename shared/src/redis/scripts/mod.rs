@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::domain::distribution::Histogram;
 use crate::domain::guard::{BAN, CLOSED, LIVE};
-use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX};
+use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX, IDLE_CURSOR_FIELD};
 use crate::domain::period::EventTimeError;
 use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
 use crate::domain::tiebreak::{MAX_POINTS, Scale, TIME_SPAN};
@@ -58,6 +58,7 @@ pub(crate) static FREEZE_SEASON: LazyLock<Script> = script!("freeze_season.lua")
 static READ_COHORT: LazyLock<Script> = script!("read_cohort.lua");
 static CLOSE_LEAGUE: LazyLock<Script> = script!("close_league.lua");
 static OPEN_LEAGUE: LazyLock<Script> = script!("open_league.lua");
+static DROP_IDLE: LazyLock<Script> = script!("drop_idle.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -93,7 +94,9 @@ fn constants() -> String {
     for decision in Decision::ALL {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
-    lua.push_str(&format!("local LEAGUE_CLOSED, LEAGUE_COHORT_CLOSED = '{CLOSED_FIELD}', '{COHORT_CLOSED_PREFIX}'\n"));
+    lua.push_str(&format!(
+        "local LEAGUE_CLOSED, LEAGUE_COHORT_CLOSED, LEAGUE_IDLE_CURSOR = '{CLOSED_FIELD}', '{COHORT_CLOSED_PREFIX}', '{IDLE_CURSOR_FIELD}'\n"
+    ));
     lua.push_str(&format!(
         "local SCORE_SPAN, MAX_SCORE = {SCORE_TIME_SPAN}, {MAX_SCORE}\nlocal SCORE_KEPT, SCORE_NOT_BETTER = '{}', '{}'\n",
         scores::SCORE_KEPT,
