@@ -10,12 +10,11 @@
 //! from the receipt and the member's standing now, read in the same call; the bucket that held
 //! it names the day an event sent without `occurred_at` landed on.
 
-use std::collections::HashMap;
-
 use chrono::{DateTime, Duration, NaiveDate, Utc};
 use chrono_tz::Tz;
 use sha2::{Digest, Sha256};
 
+use super::key_list::KeyList;
 use super::pack::Block;
 use super::receipt::{Decision, Receipt};
 use super::{APPLY_EVENT, ApplyReply, BoardOutcome, PeriodStanding, Status};
@@ -127,25 +126,6 @@ pub struct BoardEvent<'a> {
     pub defer_orphan_take_back: bool,
     /// The event's journal entry (`domain::journal::Entry`), "" when the journal is off.
     pub journal_entry: &'a str,
-}
-
-/// The script's keys, each once: `KEYS[1]` the guard, the others named by index in ARGV.
-pub(super) struct KeyList(HashMap<String, usize>);
-
-impl KeyList {
-    pub(super) fn new(call: &mut ScriptCall<'_>, guard: String) -> Self {
-        call.key(&guard);
-        Self(HashMap::from([(guard, 1)]))
-    }
-
-    /// The 1-based index of `key` in the call's keys, added if new.
-    pub(super) fn add(&mut self, call: &mut ScriptCall<'_>, key: String) -> usize {
-        let next = self.0.len() + 1;
-        *self.0.entry(key).or_insert_with_key(|key| {
-            call.key(key);
-            next
-        })
-    }
 }
 
 /// Applies a chunk of one board's events (at most `CHUNK`) in order: dedupe, ledgers, caps,

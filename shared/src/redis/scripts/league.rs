@@ -3,7 +3,7 @@
 
 use redis::Script;
 
-use super::apply::KeyList;
+use super::key_list::KeyList;
 use super::pack::Block;
 use super::{CLOSE_LEAGUE, DROP_IDLE, OPEN_LEAGUE, READ_COHORT};
 use crate::domain::league::League;

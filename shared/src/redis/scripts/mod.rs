@@ -10,6 +10,7 @@
 
 mod apply;
 pub mod hot;
+mod key_list;
 pub mod league;
 pub mod moderation;
 mod pack;

@@ -4,7 +4,8 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::apply::{KeyList, MarkerSlot, bucket_args, duplicate_of, marker_bucket, short_fingerprint, standings};
+use super::apply::{MarkerSlot, bucket_args, duplicate_of, marker_bucket, short_fingerprint, standings};
+use super::key_list::KeyList;
 use super::{SUBMIT_SCORE, Status, WriteReply};
 use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::Period;
