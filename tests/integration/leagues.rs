@@ -253,6 +253,10 @@ async fn on_a_league_that_drops_idle_players_one_who_sits_a_week_out_goes_down_a
     app.set_now(at("2026-11-24T10:00:00Z"));
     assert_eq!(app.closer().close_due(chrono::Utc::now() + Duration::minutes(5)).await.unwrap().len(), 1);
     assert_eq!(league(&app, "drops", "a").await["tier"], "silver", "a won week 47");
+    // Closing by hand a week nobody played (or whose results are gone) drops nobody.
+    let unplayed = archive::LeagueRequest { board: "drops".into(), period_id: "2026-W30".into() };
+    app.closer().close(&unplayed, chrono::Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(league(&app, "drops", "a").await["tier"], "silver", "nobody sat out a week nobody played");
     // Week 48: only b plays; a sits it out and drops back to bronze, c is in bronze already.
     assert_eq!(app.event(drill("w48-b", "b", 1)).await.0, 200);
     app.set_now(at("2026-12-01T10:00:00Z"));

@@ -186,7 +186,7 @@ impl Leagues {
     }
 
     /// The user's results in the `HISTORY_PERIODS` periods before the one containing `now`,
-    /// newest first (periods they did not play are left out).
+    /// newest first (periods they did not play are left out, unless they dropped a tier for it).
     pub async fn history(&self, board: &Board, now: DateTime<Utc>, user_id: &str) -> Result<Vec<HistoryEntry>, ReadError> {
         let league = league_of(board)?;
         let keys = self.keys.board(&board.name);
@@ -403,7 +403,7 @@ impl Leagues {
         let keys = self.keys.board(&board.name);
         let mut conn = self.store.write_connection().await?;
         let entry = serde_json::json!({"kind": "league_idle", "at": Stamp(now), "period_id": ended.id}).to_string();
-        drop_idle(&mut conn, &keys, ended, keys.ttl(results_secs(league), now), &entry).await
+        drop_idle(&mut conn, &keys, league, ended, keys.ttl(results_secs(league), now), &entry).await
     }
 
     /// Places one batch of the players waiting for `ended`'s close in the period after it

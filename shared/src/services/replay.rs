@@ -174,7 +174,10 @@ impl Replayer {
                     if league.idle != crate::domain::league::Idle::Drop {
                         return Ok(Replayed::Refused(format!("board {board:?}'s league keeps idle players now")));
                     }
-                    self.leagues.drop_idle_step(board_config, league, &period, at).await?;
+                    // Steps end where the live server's hash order ended them; the replay's
+                    // server may need more, so it finishes the drop at its first line (nothing
+                    // else writes the tiers before the period opens; later lines are no-ops).
+                    while self.leagues.drop_idle_step(board_config, league, &period, at).await? {}
                     return Ok(Replayed::Applied);
                 }
                 let cohort = take_str(&mut fields, "cohort").ok_or_else(|| malformed("no cohort".into()))?;

@@ -187,13 +187,14 @@ pub async fn open_next(
 pub async fn drop_idle(
     conn: &mut Connection,
     keys: &BoardKeys,
+    league: &League,
     ended: &Period,
     results_ttl: i64,
     journal_entry: &str,
 ) -> Result<bool, StoreError> {
     let mut call = ScriptCall::new(&DROP_IDLE);
-    call.key(keys.league_tiers()).key(keys.league_results(&ended.id)).key(keys.journal());
-    call.arg(IDLE_STEP).arg(results_ttl).arg(if keys.journaled() { journal_entry } else { "" });
+    call.key(keys.league_tiers()).key(keys.league_results(&ended.id)).key(keys.journal()).key(keys.guard());
+    call.arg(IDLE_STEP).arg(results_ttl).arg(if keys.journaled() { journal_entry } else { "" }).arg(top_tier(league));
     let left: u64 = conn.run_script(&call, ReplicaWait::NONE).await?;
     Ok(left > 0)
 }
