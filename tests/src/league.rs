@@ -2,33 +2,38 @@
 //! from docs/leagues.md (not from the scripts) for the model-based test.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 
 use archive::LeagueCloser;
+use chrono::{DateTime, Utc};
+use standings::domain::config::Config;
+use standings::redis::keys::Keys;
+use standings::redis::store::Store;
 use standings::services::leagues::Leagues;
 
 use crate::{ArchiveHarness, TestApp, clock_of};
 
+/// The `archive` function's league closes on these boards, keys and clock, with its grace.
+fn closer(config: &Arc<Config>, keys: &Keys, store: &Store, now: &Arc<Mutex<DateTime<Utc>>>) -> LeagueCloser {
+    LeagueCloser {
+        config: config.clone(),
+        leagues: Leagues::new(keys.clone(), store.clone()),
+        clock: clock_of(now),
+        grace: ArchiveHarness::settings().grace,
+    }
+}
+
 impl ArchiveHarness {
     /// The league closes of the harness's archive job: its keys, boards and clock.
     pub fn closer(&self) -> LeagueCloser {
-        LeagueCloser {
-            config: self.config.clone(),
-            leagues: Leagues::new(self.keys.clone(), self.store.clone()),
-            clock: clock_of(&self.now),
-            grace: Self::settings().grace,
-        }
+        closer(&self.config, &self.keys, &self.store, &self.now)
     }
 }
 
 impl TestApp {
     /// The `archive` function's league closes on this app's keys, boards and clock.
     pub fn closer(&self) -> LeagueCloser {
-        LeagueCloser {
-            config: self.config.clone(),
-            leagues: Leagues::new(self.keys.clone(), self.store.clone()),
-            clock: clock_of(&self.now),
-            grace: ArchiveHarness::settings().grace,
-        }
+        closer(&self.config, &self.keys, &self.store, &self.now)
     }
 }
 

@@ -5,6 +5,16 @@
 
 // ---- A player's league (boards with one) and statement (boards that keep them)
 
+/** A found player's panel, or null when the API refused the search (the standing says why). */
+async function getUnlessRefused(path) {
+  try {
+    return await getJson(path);
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status >= 500) throw error;
+    return null;
+  }
+}
+
 async function refreshLeague() {
   const board = state.board;
   const panel = $('league-panel');
@@ -13,16 +23,12 @@ async function refreshLeague() {
     return;
   }
   const seq = ++state.seq.league;
-  let league;
-  try {
-    league = await getJson(`/v1/boards/${enc(board.name)}/users/${enc(state.user)}/league${query({ at: state.at })}`);
-  } catch (error) {
-    // A refused search (say, an id with characters ids never have) is shown by the standing.
-    if (seq !== state.seq.league || !(error instanceof ApiError) || error.status >= 500) throw error;
+  const league = await getUnlessRefused(`/v1/boards/${enc(board.name)}/users/${enc(state.user)}/league${query({ at: state.at })}`);
+  if (seq !== state.seq.league) return;
+  if (!league) {
     panel.hidden = true;
     return;
   }
-  if (seq !== state.seq.league) return;
   panel.hidden = false;
   panel.dataset.tier = league.tier;
   const left = league.next_reset ? ` · ${duration(new Date(league.next_reset).getTime() - Date.now())} left` : '';
@@ -64,16 +70,10 @@ async function refreshStatement() {
     return;
   }
   const seq = ++state.seq.statement;
-  let statement;
-  try {
-    statement = await getJson(`/v1/boards/${enc(board.name)}/users/${enc(state.user)}/statement${query({ period: state.period, at: state.at })}`);
-  } catch (error) {
-    if (seq !== state.seq.statement || !(error instanceof ApiError) || error.status >= 500) throw error;
-    panel.hidden = true;
-    return;
-  }
+  const statement = await getUnlessRefused(`/v1/boards/${enc(board.name)}/users/${enc(state.user)}/statement${query({ period: state.period, at: state.at })}`);
   if (seq !== state.seq.statement) return;
-  panel.hidden = false;
+  panel.hidden = !statement;
+  if (!statement) return;
   fill($('statement').tBodies[0], statement.lines.map(statementLine));
   const unexplained = statement.unexplained;
   $('statement-note').textContent = unexplained

@@ -190,13 +190,7 @@ impl Leagues {
     pub async fn history(&self, board: &Board, now: DateTime<Utc>, user_id: &str) -> Result<Vec<HistoryEntry>, ReadError> {
         let league = league_of(board)?;
         let keys = self.keys.board(&board.name);
-        let mut periods = Vec::with_capacity(HISTORY_PERIODS);
-        let mut period = Period::containing(league.period, now, board.timezone);
-        while periods.len() < HISTORY_PERIODS {
-            let Some(previous) = period.previous() else { break };
-            periods.push(previous.clone());
-            period = previous;
-        }
+        let periods: Vec<Period> = Period::containing(league.period, now, board.timezone).before().take(HISTORY_PERIODS).collect();
         let mut pipe = redis::pipe();
         for period in &periods {
             pipe.hget(keys.league_results(&period.id), user_id);
@@ -260,16 +254,11 @@ impl Leagues {
     pub async fn unclosed(&self, board: &Board, now: DateTime<Utc>, grace: Duration) -> Result<Vec<Period>, StoreError> {
         let Some(league) = &board.league else { return Ok(Vec::new()) };
         let keys = self.keys.board(&board.name);
-        let mut ended = Vec::new();
-        let mut period = Period::containing(league.period, now - grace, board.timezone);
         let oldest = now - league.period.retention().unwrap_or(Duration::days(35));
-        while let Some(previous) = period.previous() {
-            if previous.end.is_none_or(|end| end.with_timezone(&Utc) < oldest) {
-                break;
-            }
-            ended.push(previous.clone());
-            period = previous;
-        }
+        let mut ended: Vec<Period> = Period::containing(league.period, now - grace, board.timezone)
+            .before()
+            .take_while(|p| p.end.is_some_and(|end| end.with_timezone(&Utc) >= oldest))
+            .collect();
         ended.reverse();
         let mut pipe = redis::pipe();
         for period in &ended {

@@ -160,6 +160,11 @@ impl Period {
         Some(Self::containing(self.kind, start.with_timezone(&Utc) - Duration::seconds(1), start.timezone()))
     }
 
+    /// The periods of the same kind before this one, the latest first.
+    pub fn before(&self) -> impl Iterator<Item = Period> {
+        std::iter::successors(self.previous(), Period::previous)
+    }
+
     /// The period of the same kind just after this one (`None` for all-time).
     pub fn following(&self) -> Option<Self> {
         let end = self.end?;
