@@ -36,8 +36,19 @@ pub fn journal_bucket_from_env() -> Option<String> {
     std::env::var(JOURNAL_BUCKET_ENV).ok().filter(|bucket| !bucket.is_empty())
 }
 
+/// `STANDINGS_EVENT_BUS`: the EventBridge bus the `journal` function sends rank-change
+/// notifications to. Set, it turns their recording on in every function that writes
+/// (docs/notifications.md).
+pub const EVENT_BUS_ENV: &str = "STANDINGS_EVENT_BUS";
+
+pub fn event_bus_from_env() -> Option<String> {
+    std::env::var(EVENT_BUS_ENV).ok().filter(|bus| !bus.is_empty())
+}
+
 /// The keys of this deployment: `STANDINGS_KEY_PREFIX`, journaled when `STANDINGS_JOURNAL_BUCKET`
-/// is set.
+/// is set, recording rank moves when `STANDINGS_EVENT_BUS` is.
 pub fn keys_from_env() -> Result<redis::keys::Keys, redis::keys::BadPrefix> {
-    Ok(redis::keys::Keys::new(&key_prefix_from_env())?.with_journal(journal_bucket_from_env().is_some()))
+    Ok(redis::keys::Keys::new(&key_prefix_from_env())?
+        .with_journal(journal_bucket_from_env().is_some())
+        .with_notices(event_bus_from_env().is_some()))
 }

@@ -19,7 +19,11 @@ use standings::redis::keys::{Keys, PROFILES_JOURNAL};
 use standings::redis::store::Store;
 use standings::runtime::metrics::{Metrics, Unit};
 
+use standings::archive::bus::BusError;
 use standings::archive::objects::{ObjectError, Objects, Put, object_name};
+use standings::redis::notices;
+
+use crate::notices::{NOTICE_LAG_METRIC, NOTICES_SENT_METRIC, Notifier};
 
 /// Entries read (and stored as one object at most) per step.
 pub const CHUNK_ENTRIES: usize = 5000;
@@ -33,6 +37,8 @@ pub enum DrainError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Objects(#[from] ObjectError),
+    #[error(transparent)]
+    Bus(#[from] BusError),
     #[error("object {0} is not this chunk's (no journal line, or another first entry)")]
     Unreadable(String),
 }
@@ -47,6 +53,10 @@ pub struct BoardDrain {
     pub objects: usize,
     /// Age of the oldest entry left in Redis (0: none left).
     pub lag_seconds: f64,
+    /// Rank-change notifications sent (docs/notifications.md).
+    pub notifications: usize,
+    /// Age of the oldest rank move not yet sent or held by a quiet time (0: none).
+    pub notification_lag_seconds: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -56,6 +66,8 @@ pub struct DrainReport {
     pub boards: Vec<BoardDrain>,
     pub entries: usize,
     pub lag_seconds: f64,
+    pub notifications: usize,
+    pub notification_lag_seconds: f64,
 }
 
 pub struct Drainer<O> {
@@ -65,11 +77,18 @@ pub struct Drainer<O> {
     objects: O,
     metrics: Metrics,
     chunk: usize,
+    notifier: Option<Notifier>,
 }
 
 impl<O: Objects> Drainer<O> {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O, metrics: Metrics) -> Self {
-        Self { config, keys, store, objects, metrics, chunk: CHUNK_ENTRIES }
+        Self { config, keys, store, objects, metrics, chunk: CHUNK_ENTRIES, notifier: None }
+    }
+
+    /// Also sends each board's rank-change notifications (`STANDINGS_EVENT_BUS`).
+    pub fn with_notifier(mut self, notifier: Notifier) -> Self {
+        self.notifier = Some(notifier);
+        self
     }
 
     /// Smaller chunks (tests: several objects from a few entries).
@@ -87,10 +106,24 @@ impl<O: Objects> Drainer<O> {
     pub async fn drain(&self, deadline: DateTime<Utc>) -> DrainReport {
         let names = self.config.boards().iter().map(|board| board.name.as_str()).chain([PROFILES_JOURNAL]);
         let boards = join_all(names.map(|name| async move {
-            let mut drained = BoardDrain { board: name.to_owned(), entries: 0, objects: 0, lag_seconds: 0.0, error: None };
+            let mut drained = BoardDrain {
+                board: name.to_owned(),
+                entries: 0,
+                objects: 0,
+                lag_seconds: 0.0,
+                notifications: 0,
+                notification_lag_seconds: 0.0,
+                error: None,
+            };
             if let Err(error) = self.drain_board(name, deadline, &mut drained).await {
                 tracing::error!(board = name, error = %error, "journal drain failed; the entries stay in Redis");
                 drained.error = Some(error.to_string());
+            }
+            // The notices drain apart: a failing bucket does not hold back notifications, nor
+            // a failing bus the journal.
+            if let Err(error) = self.notify_board(name, deadline, &mut drained).await {
+                tracing::error!(board = name, error = %error, "notification drain failed; the moves stay in Redis");
+                drained.error.get_or_insert_with(|| error.to_string());
             }
             // Measured whatever happened: a drain that keeps failing is what the lag alarm is for.
             match self.lag_seconds(name).await {
@@ -102,9 +135,28 @@ impl<O: Objects> Drainer<O> {
         .await;
         let entries = boards.iter().map(|b| b.entries).sum();
         let lag_seconds = boards.iter().map(|b| b.lag_seconds).fold(0.0, f64::max);
+        let notifications = boards.iter().map(|b| b.notifications).sum();
+        let notification_lag_seconds = boards.iter().map(|b| b.notification_lag_seconds).fold(0.0, f64::max);
         self.metrics.put(LAG_METRIC, Unit::Seconds, lag_seconds, &[]);
         self.metrics.put(DRAINED_METRIC, Unit::Count, entries as f64, &[]);
-        DrainReport { boards, entries, lag_seconds }
+        if self.notifier.is_some() {
+            self.metrics.put(NOTICE_LAG_METRIC, Unit::Seconds, notification_lag_seconds, &[]);
+            self.metrics.put(NOTICES_SENT_METRIC, Unit::Count, notifications as f64, &[]);
+        }
+        DrainReport { boards, entries, lag_seconds, notifications, notification_lag_seconds }
+    }
+
+    async fn notify_board(&self, name: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {
+        let (Some(notifier), Some(board)) = (&self.notifier, self.config.boards().iter().find(|b| b.name == name)) else {
+            return Ok(());
+        };
+        let keys = self.keys.board(name);
+        let mut conn = self.store.write_connection().await?;
+        let sent = notifier.drain_board(&mut conn, &keys, board, deadline).await;
+        drained.notifications = *sent.as_ref().unwrap_or(&0);
+        let oldest = notices::oldest_ms(&mut conn, &keys).await?;
+        drained.notification_lag_seconds = oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0);
+        sent.map(|_| ())
     }
 
     async fn drain_board(&self, board: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {

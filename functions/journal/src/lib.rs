@@ -1,10 +1,12 @@
 //! The `journal` function (docs/journal.md): every minute, EventBridge Scheduler's event drains
-//! each board's journal of applied writes from Redis to S3 (`drain`), where it outlives Redis.
+//! each board's journal of applied writes from Redis to S3 (`drain`), where it outlives Redis,
+//! and its rank-change notifications to EventBridge (`notices`, docs/notifications.md).
 //! `{"drain": {}}` runs a drain by hand; `{"restore": {"board"?, "overwrite"?}}` brings boards
 //! back from the journal after Redis lost them (`restore`); `{"verify": {"board"?}}` compares
 //! boards with their journal and `{"dry_run": {…}}` replays one under candidate rules (`shadow`).
 
 mod drain;
+mod notices;
 mod restore;
 mod shadow;
 
@@ -21,6 +23,8 @@ use standings::redis::store::Store;
 use standings::runtime::metrics::Metrics;
 
 pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC};
+pub use notices::{NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_SENT_METRIC, Notifier};
+pub use standings::archive::bus::{Bus, BusError, EventBridgeBus, eventbridge_client};
 pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
 pub use shadow::{Checker, DryRunReport, DryRunRequest, MISMATCH_METRIC, VerifyReport};
 pub use standings::archive::objects::{ObjectError, Objects, Put, board_objects, object_name};
@@ -175,7 +179,10 @@ impl App {
         let keys = standings::keys_from_env()?;
         let store = Store::from_env().await?;
         let objects = S3Objects::new(s3_client().await, bucket);
-        let jobs = Jobs::new(config, keys, store.clone(), objects, Metrics::stdout(FUNCTION), standings::system_clock());
+        let mut jobs = Jobs::new(config, keys, store.clone(), objects, Metrics::stdout(FUNCTION), standings::system_clock());
+        if let Some(bus) = standings::event_bus_from_env() {
+            jobs.drainer = jobs.drainer.with_notifier(Notifier::new(EventBridgeBus::new(eventbridge_client().await, bus)));
+        }
         Ok(Self { jobs, store })
     }
 

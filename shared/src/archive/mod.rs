@@ -1,8 +1,10 @@
 //! Season archives: freezing a finished season in Redis (`freeze`), the DynamoDB table that
 //! keeps it (`table`), the job that copies one into the other (`job`) and when it runs
 //! (`schedule`); `table` and `job` need the cargo feature `dynamodb`. The journal's objects
-//! (`objects`: names, order, lines) and its S3 bucket (`s3`, cargo feature `s3`).
+//! (`objects`: names, order, lines) and its S3 bucket (`s3`, cargo feature `s3`); the event bus
+//! rank-change notifications go to (`bus`; EventBridge with cargo feature `eventbridge`).
 
+pub mod bus;
 pub mod freeze;
 #[cfg(feature = "dynamodb")]
 pub mod job;

@@ -1,5 +1,5 @@
 //! Pure rules, time passed in, no network: board configuration, periods and calendars, leagues,
-//! scoring, the tie-break encoding, ids, decay, board distributions and the guard's fields.
+//! scoring, rank-change notifications, the tie-break encoding, ids, decay, board distributions and the guard's fields.
 
 pub mod config;
 pub mod correction;
@@ -10,6 +10,7 @@ pub mod ids;
 pub mod journal;
 pub mod league;
 pub mod message;
+pub mod notify;
 pub mod period;
 pub mod scores;
 pub mod scoring;

@@ -4,6 +4,7 @@
 pub mod error;
 pub mod journal;
 pub mod keys;
+pub mod notices;
 pub mod probe;
 pub mod scripts;
 pub mod settings;

@@ -10,6 +10,7 @@ use serde::Deserialize;
 
 use crate::domain::ids;
 use crate::domain::league::{League, RawLeague};
+use crate::domain::notify::{Notify, RawNotify};
 use crate::domain::period::PeriodKind;
 use validate::{invalid, validate_board};
 
@@ -198,6 +199,8 @@ struct RawBoard {
     week_start: Option<String>,
     #[serde(default)]
     league: Option<RawLeague>,
+    #[serde(default)]
+    notify: Option<RawNotify>,
 }
 
 /// What a score board keeps, which end is the top, and its per-user submission limit.
@@ -238,6 +241,8 @@ pub struct Board {
     pub statements: bool,
     /// Weekly (or other) cohorts in tiers (`domain::league`, docs/leagues.md).
     pub league: Option<League>,
+    /// Rank-change notifications (`domain::notify`, docs/notifications.md).
+    pub notify: Option<Notify>,
 }
 
 impl Board {

@@ -99,6 +99,19 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
             Some(league)
         }
     };
+    let notify = match raw.notify {
+        None => None,
+        Some(_) if raw.kind == BoardKind::Decaying || raw.sign_in.is_some() => {
+            return Err(invalid(
+                format!("{at}.notify"),
+                "notifications follow the rule and score writes: a decaying or sign-in board has none",
+            ));
+        }
+        Some(notify) => Some(
+            crate::domain::notify::validate(notify, &raw.periods)
+                .map_err(|(field, problem)| invalid(format!("{at}.notify.{field}"), problem))?,
+        ),
+    };
     let mut rules = BTreeMap::new();
     for (j, rule) in raw.rules.into_iter().enumerate() {
         validate_rule(&format!("{at}.rules[{j}]"), &rule)?;
@@ -156,6 +169,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         scores,
         statements: raw.statements,
         league,
+        notify,
     })
 }
 

@@ -30,6 +30,8 @@ pub struct Keys {
     prefix: String,
     /// Whether the write scripts append to each board's journal (`with_journal`).
     journal: bool,
+    /// Whether the write scripts record rank moves on boards that notify (`with_notices`).
+    notices: bool,
     /// Writes are a restore's replay of the journal (`replaying`).
     replay: bool,
     /// Every key a write creates expires within this many seconds (`shadow`).
@@ -45,7 +47,7 @@ impl Keys {
         let ok = !prefix.is_empty()
             && prefix.len() <= 64
             && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
-        if ok { Ok(Self { prefix: prefix.to_owned(), journal: false, replay: false, ttl_cap: None }) } else { Err(BadPrefix) }
+        if ok { Ok(Self { prefix: prefix.to_owned(), journal: false, notices: false, replay: false, ttl_cap: None }) } else { Err(BadPrefix) }
     }
 
     pub fn prefix(&self) -> &str {
@@ -63,11 +65,19 @@ impl Keys {
         self.journal
     }
 
+    /// These keys with rank moves recorded on boards that notify (docs/notifications.md): on
+    /// wherever they are delivered (`STANDINGS_EVENT_BUS`), since an undrained stream only grows.
+    pub fn with_notices(mut self, on: bool) -> Self {
+        self.notices = on;
+        self
+    }
+
     /// These keys for a restore's replay of the journal (docs/journal.md#restore): writes go
     /// out at the time they were first applied, journal nothing (they are in the journal
     /// already), and give the keys they create the TTL left of the original's (`BoardKeys::ttl`).
     pub fn replaying(mut self) -> Self {
         self.journal = false;
+        self.notices = false;
         self.replay = true;
         self
     }
@@ -85,6 +95,7 @@ impl Keys {
         BoardKeys {
             base: format!("{}:{VERSION}:{{{board}}}", self.prefix),
             journal: self.journal,
+            notices: self.notices,
             replay: self.replay,
             ttl_cap: self.ttl_cap,
         }
@@ -111,6 +122,7 @@ impl Keys {
 pub struct BoardKeys {
     base: String,
     journal: bool,
+    notices: bool,
     replay: bool,
     ttl_cap: Option<i64>,
 }
@@ -208,6 +220,22 @@ impl BoardKeys {
     /// Held by the one restore of this board running (a string with a lease).
     pub fn restore_lock(&self) -> String {
         format!("{}:restore-lock", self.base)
+    }
+
+    /// The board's rank moves not yet delivered (a stream beside the journal, drained by the same
+    /// function to EventBridge; docs/notifications.md).
+    pub fn notices(&self) -> String {
+        format!("{}:notices", self.base)
+    }
+
+    /// Users' crossings held back by a quiet time (hash: user -> windows, JSON).
+    pub fn notices_quiet(&self) -> String {
+        format!("{}:notices-quiet", self.base)
+    }
+
+    /// Whether writes record their rank moves in `notices` (the board must also notify).
+    pub fn noticed(&self) -> bool {
+        self.notices
     }
 
     /// Whether writes append to `journal`.

@@ -147,6 +147,8 @@ pub async fn apply_events(
     call.arg(events.len()).arg(keys.ttl(bucket.ttl_secs, now));
     let journal = key_list.add(&mut call, keys.journal());
     call.arg(journal);
+    let notices = first.plan.board.notify.as_ref().filter(|_| keys.noticed()).map(|_| key_list.add(&mut call, keys.notices()));
+    call.arg(notices.unwrap_or(0));
     for event in events {
         let block = event_block(&mut call, &mut key_list, keys, event, &bucket, now);
         call.arg(block.into_bytes());
@@ -226,6 +228,8 @@ fn event_block(
         Some((league, &plan.periods[at], at + 1))
     });
     block.byte(league.map_or(0, |(_, _, at)| u8::try_from(at).expect("a board has a handful of periods")));
+    let notify = plan.board.notify.as_ref().filter(|_| keys.noticed());
+    block.text(if notify.is_some() { event.event_id } else { "" });
     for period in &plan.periods {
         let board = key_list.add(call, keys.period(period));
         let statement = if plan.board.statements { key_list.add(call, keys.statement(event.member, period)) } else { 0 };
@@ -234,12 +238,18 @@ fn event_block(
             .text(period.kind.as_str())
             .text(&period.id)
             .text(keys.ttl(period.ttl_secs(now), now).to_string())
-            .index(statement);
+            .index(statement)
+            .byte(notify.map_or(0, |notify| notify_top(notify, period)));
     }
     if let Some((league, period, _)) = league {
         super::league::league_keys(&mut block, call, key_list, keys, league, period);
     }
     block
+}
+
+/// The top watched on `period`'s board, as the scripts take it (`MAX_TOP` fits a byte).
+pub(super) fn notify_top(notify: &crate::domain::notify::Notify, period: &Period) -> u8 {
+    u8::try_from(notify.top_of(period.kind)).expect("validated: top <= MAX_TOP")
 }
 
 /// One event's reply, or a duplicate whose first delivery landed in other periods than the

@@ -17,7 +17,9 @@ KEYS[2..]  every other key the chunk touches, once each; a block names them by i
 ARGV[1]    number of events in the chunk
 ARGV[2]    seconds a marker bucket created now is kept (to the end of the next local day)
 ARGV[3]    index in KEYS of the board's journal (stream, docs/journal.md)
-ARGV[4..]  one block per event, packed (pack.rs; read with `struct.unpack`, since every
+ARGV[4]    index in KEYS of the board's notices (stream, docs/notifications.md); 0: the board
+           records no rank moves
+ARGV[5..]  one block per event, packed (pack.rs; read with `struct.unpack`, since every
            argument and every tonumber() is a measurable share of a call): big-endian, H an
            index into KEYS (0: none), B a flag, d a number, s a string (Hc0: its length first),
            in this order:
@@ -59,9 +61,10 @@ ARGV[4..]  one block per event, packed (pack.rs; read with `struct.unpack`, sinc
   s  the event's journal entry (JSON, journal.rs), appended with the receipt when the event
      is applied now; "" when the journal is off
   B  l, which of the n periods is the board's league period (docs/leagues.md); 0: no league
+  s  the event id as notifications name it; "" when the board records no rank moves
 then n times: H the period's sorted set (scored points * SPAN + time part), s kind, s id,
   s TTL in seconds ("0": none), H the member's statement of that period (a hash, see below;
-  0 when the board keeps no statements)
+  0 when the board keeps no statements), B the top watched for notifications (0: none)
 then, when l > 0, the league's keys of that period (keys.rs): H placements, H cohorts,
   H cohort counts, H tiers, H waiting players, H the period before's placements, H its
   waiting players, H its results; d cohort size, d the top tier. The member's first write that
@@ -99,9 +102,10 @@ keeps the member's reached-at time (they held at least the lower score since the
 -- set only where the write just before it may have created the key (ZADD, HSET and HINCRBY
 -- say so).
 local GUARD = KEYS[1]
-local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0B'
+local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0BHc0'
 local JOURNAL = KEYS[tonumber(ARGV[3])]
-local PERIOD = '>HHc0Hc0Hc0H'
+local NOTICES = KEYS[tonumber(ARGV[4])]
+local PERIOD = '>HHc0Hc0Hc0HB'
 local LEAGUE = '>HHHHHHHHdd'
 
 -- Appends an event's reply: status, detail, then each of its `boards` periods' points and
@@ -119,10 +123,11 @@ end
 local function apply(block, reply)
   local today, before, after, field, fingerprint, member, give, points_text, points, ledger_index,
     ledger_field, legacy_field, day_index, cap_field, cap, ledger_ttl, day_ttl, refusal,
-    rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, entry, league, pos = struct.unpack(EVENT, block)
-  local board, kind, id, ttl, statement = {}, {}, {}, {}, {}
+    rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, entry, league, notice, pos =
+    struct.unpack(EVENT, block)
+  local board, kind, id, ttl, statement, top = {}, {}, {}, {}, {}, {}
   for i = 1, boards do
-    board[i], kind[i], id[i], ttl[i], statement[i], pos = struct.unpack(PERIOD, block, pos)
+    board[i], kind[i], id[i], ttl[i], statement[i], top[i], pos = struct.unpack(PERIOD, block, pos)
   end
   local points_now, ranks = {}, {}
 
@@ -189,7 +194,7 @@ local function apply(block, reply)
   end
 
   -- Every check happens before the first write: a refused event leaves no trace.
-  local composites, changes = {}, {}
+  local composites, changes, ranks_before = {}, {}, {}
   local largest, differ = 0, false
   for i = 1, boards do
     composites[i] = tonumber(redis.call('ZSCORE', KEYS[board[i]], member) or '0')
@@ -199,6 +204,14 @@ local function apply(block, reply)
     points_now[i] = math.max(held + delta, 0)
     changes[i] = points_now[i] - held
     if math.abs(changes[i]) > math.abs(largest) then largest = changes[i] end
+  end
+  if notice ~= '' then
+    for i = 1, boards do
+      ranks_before[i] = -1
+      if top[i] > 0 and changes[i] ~= 0 and composites[i] > 0 then
+        ranks_before[i] = redis.call('ZREVRANK', KEYS[board[i]], member)
+      end
+    end
   end
 
   if delta ~= 0 then
@@ -252,11 +265,27 @@ local function apply(block, reply)
     if changes[i] ~= largest then differ = true end
   end
 
+  local joined = false
   if league > 0 and points_now[league] > 0 then
-    local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, size, top =
+    local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, size, top_tier =
       struct.unpack(LEAGUE, block, pos)
-    league_place(KEYS[members], KEYS[cohorts], KEYS[counts], KEYS[tiers], KEYS[pending], KEYS[prev_members],
-      KEYS[prev_pending], KEYS[prev_results], member, size, top, ttl[league], now_ms)
+    joined = league_place(KEYS[members], KEYS[cohorts], KEYS[counts], KEYS[tiers], KEYS[pending], KEYS[prev_members],
+      KEYS[prev_pending], KEYS[prev_results], member, size, top_tier, ttl[league], now_ms)
+  end
+
+  if notice ~= '' then
+    local moves = {}
+    for i = 1, boards do
+      if top[i] > 0 and changes[i] ~= 0 then
+        record_move(moves, 'T', KEYS[board[i]], kind[i], id[i], top[i], member, ranks_before[i], ranks[i] - 1)
+      end
+    end
+    if league > 0 and changes[league] ~= 0 then
+      local members, cohorts = struct.unpack('>HH', block, pos)
+      record_cohort(moves, 'L', KEYS[board[league]], KEYS[members], KEYS[cohorts], kind[league], id[league], member,
+        composites[league], joined)
+    end
+    record_moves(NOTICES, notice, moves)
   end
 
   local receipt = code
@@ -271,5 +300,5 @@ local function apply(block, reply)
 end
 
 local reply = {}
-for k = 1, tonumber(ARGV[1]) do apply(ARGV[3 + k], reply) end
+for k = 1, tonumber(ARGV[1]) do apply(ARGV[4 + k], reply) end
 return reply

@@ -8,6 +8,7 @@ use crate::domain::guard;
 use crate::domain::league::League;
 use crate::domain::period::Period;
 use crate::domain::tiebreak::Scale;
+use crate::domain::notify::Notify;
 use crate::domain::void::LedgerEntry;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
@@ -30,6 +31,8 @@ pub enum Ban<'a> {
         statements: bool,
         /// The board's league, whose live periods' cohorts the user leaves.
         league: Option<&'a League>,
+        /// The board's notifications, when its rank moves are recorded.
+        notify: Option<&'a Notify>,
     },
     Unban,
 }
@@ -43,13 +46,13 @@ pub async fn ban<'p>(
     action: Ban<'p>,
     audit: AuditRecord<'_>,
 ) -> Result<Vec<&'p Period>, StoreError> {
-    let (mode, live, statements, league) = match action {
-        Ban::Ban { live, statements, league } => ("ban", live, statements, league),
-        Ban::Unban => ("unban", &[][..], false, None),
+    let (mode, live, statements, league, notify) = match action {
+        Ban::Ban { live, statements, league, notify } => ("ban", live, statements, league, notify.filter(|_| keys.noticed())),
+        Ban::Unban => ("unban", &[][..], false, None, None),
     };
     let league_periods: Vec<&Period> = live.iter().filter(|p| league.is_some_and(|l| l.period == p.kind)).collect();
     let mut invocation = BAN_USER.key(keys.guard());
-    invocation.key(keys.audit()).key(keys.journal());
+    invocation.key(keys.audit()).key(keys.journal()).key(keys.notices());
     for period in live {
         invocation.key(keys.period(period));
     }
@@ -65,6 +68,9 @@ pub async fn ban<'p>(
     invocation.arg(league_periods.len());
     for period in live {
         invocation.arg(format!("{}:{}", period.kind.as_str(), period.id));
+    }
+    for period in live {
+        invocation.arg(notify.map_or(0, |notify| super::apply::notify_top(notify, period)));
     }
     let removed: Vec<usize> = invocation.invoke_async(conn).await?;
     removed

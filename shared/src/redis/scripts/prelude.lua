@@ -165,7 +165,7 @@ end
 -- A user's first write of a league period places them (`league_join`), unless the period
 -- before had players (placed, or still waiting themselves) and is not closed yet
 -- (`prev_results` has no LEAGUE_CLOSED): their tier is not known, so they wait in `pending`
--- (user -> ms of that first write) for the close.
+-- (user -> ms of that first write) for the close. True when it placed them now.
 local function league_place(members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, member, size,
     top, ttl, now_ms)
   if redis.call('HEXISTS', members, member) == 1 then return end
@@ -184,4 +184,61 @@ local function league_leave(members, cohorts, pending, member)
     redis.call('HDEL', members, member)
   end
   redis.call('ZREM', pending, member)
+end
+
+-- Rank-change notifications (docs/notifications.md). The scripts record each applied write's
+-- moves on the boards that notify; the drain names the crossings (domain/notify). A move on a
+-- period board: "<tag> <kind> <id> <top> <member> <before> <after> <lo> <names…>", ranks
+-- 0-based (-1: not on the board), `names` the members at ranks lo.. after the move that it
+-- shifted inside the top, and the one it pushed out: at most top + 1, read only when the
+-- member moved into, out of or inside the top. `tag`: 'T', or 'BT' for a ban.
+local function record_move(moves, tag, key, kind, id, top, member, before, after)
+  if before == after then return end
+  local a = before < 0 and math.huge or before
+  local b = after < 0 and math.huge or after
+  if a >= top and b >= top then return end
+  local lo, hi
+  if b < a then lo, hi = b + 1, math.min(a, top) else lo, hi = a, math.min(b - 1, top - 1) end
+  local line = {tag, kind, id, top, member, before, after, lo}
+  if hi >= lo then
+    local names = redis.call('ZREVRANGE', key, lo, hi)
+    for i = 1, #names do line[8 + i] = names[i] end
+  end
+  moves[#moves + 1] = table.concat(line, ' ')
+end
+
+-- A move inside the member's league cohort (`placements`, `cohorts`: the league period's keys,
+-- `board` its sorted set): "<tag> <kind> <id> <cohort> <member> <before> <cohort best first…>"
+-- with `before` the member's 0-based place before the write (-1: it placed them), found from
+-- `old`, their composite before. Nothing when their place and the cohort's size are unchanged.
+-- A cohort is ranked as ZREVRANGE ranks (composite, then member, both descending).
+local function record_cohort(moves, tag, board, placements, cohorts, kind, id, member, old, joined)
+  local cohort = redis.call('HGET', placements, member)
+  if not cohort then return end
+  local names = redis.call('ZRANGEBYLEX', cohorts, cohort_range(cohort))
+  for i = 1, #names do names[i] = string.sub(names[i], #cohort + 2) end
+  local composites, score = redis.call('ZMSCORE', board, unpack(names)), {}
+  for i = 1, #names do score[names[i]] = tonumber(composites[i] or '0') end
+  table.sort(names, function(x, y)
+    if score[x] ~= score[y] then return score[x] > score[y] end
+    return x > y
+  end)
+  local before, after = -1, -1
+  if not joined then
+    before = 0
+    for i = 1, #names do
+      local other = names[i]
+      if other ~= member and (score[other] > old or (score[other] == old and other > member)) then before = before + 1 end
+    end
+  end
+  for i = 1, #names do
+    if names[i] == member then after = i - 1 end
+  end
+  if before == after then return end
+  moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, before, table.concat(names, ' ')}, ' ')
+end
+
+-- Appends a write's moves to the board's notices (nothing when it moved nobody).
+local function record_moves(stream, write_id, moves)
+  if #moves > 0 then redis.call('XADD', stream, '*', 'e', write_id, 'm', table.concat(moves, '\n')) end
 end

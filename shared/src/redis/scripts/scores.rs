@@ -95,6 +95,9 @@ pub async fn submit_scores(
         .arg(scale.value(0));
     let journal = key_list.add(&mut call, keys.journal());
     call.arg(journal);
+    let notify = board.notify.as_ref().filter(|_| keys.noticed());
+    let notices = if notify.is_some() { key_list.add(&mut call, keys.notices()) } else { 0 };
+    call.arg(notices);
     for plan in plans {
         let member = &plan.submission.user_id;
         let slot = MarkerSlot::of(&plan.submission.event_id);
@@ -114,6 +117,7 @@ pub async fn submit_scores(
             Some((league, &plan.periods[at].0, at + 1))
         });
         call.arg(league.map_or(0, |(_, _, at)| at));
+        call.arg(if notify.is_some() { plan.submission.event_id.as_str() } else { "" });
         for ((period, _), time_part) in plan.periods.iter().zip(&plan.time_parts) {
             let board_key = key_list.add(&mut call, keys.period(period));
             let statement = if board.statements { key_list.add(&mut call, keys.statement(member, period)) } else { 0 };
@@ -122,7 +126,8 @@ pub async fn submit_scores(
                 .arg(period.kind.as_str())
                 .arg(&period.id)
                 .arg(keys.ttl(period.ttl_secs(now), now))
-                .arg(time_part);
+                .arg(time_part)
+                .arg(notify.map_or(0, |notify| super::apply::notify_top(notify, period)));
         }
         if let Some((league, period, _)) = league {
             super::league::league_args(&mut call, &mut key_list, keys, league, period);

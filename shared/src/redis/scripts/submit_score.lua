@@ -23,7 +23,9 @@ ARGV[8]    the board's span (time parts per value)
 ARGV[9]    the board's largest value (its max_score)
 ARGV[10]   the value of a zero score (where a sum starts)
 ARGV[11]   index in KEYS of the board's journal (stream, docs/journal.md)
-then one block per submission, from ARGV[b] (b = 12 for the first):
+ARGV[12]   index in KEYS of the board's notices (stream, docs/notifications.md); "0": the
+           board records no rank moves
+then one block per submission, from ARGV[b] (b = 13 for the first):
 b+0..2     indexes of the event-id marker buckets of the board's local day now (written), the
            day before and the day after ("0" unless near the day's end); shared with
            apply_event.lua
@@ -39,13 +41,16 @@ b+10       n, the number of periods
 b+11       the submission's journal entry (JSON, journal.rs), appended with the receipt when
            it is applied now; "" when the journal is off
 b+12       l, which of the n periods is the board's league period (docs/leagues.md); 0: none
-then n sextuples from b+13: index of the period's sorted set, index of the member's statement
+b+13       the submission id as notifications name it; "" when the board records no rank moves
+then n septuples from b+14: index of the period's sorted set, index of the member's statement
            of that period (a hash, see apply_event.lua: "n:score" submissions applied, "p:score"
            their sum on "sum" boards; "0" when the board keeps none), kind, id, TTL in seconds
-           ("0": none), time part of a score reached now
+           ("0": none), time part of a score reached now, the top watched for notifications
+           ("0": none)
 then, when l > 0, ten: the indexes of the league's keys of that period, as apply_event.lua's
            block lists them, cohort size and the top tier. A submission that leaves the member
-           on the league period's board places them in a cohort (prelude.lua)
+           on the league period's board places them in a cohort (prelude.lua). An applied
+           submission records its rank moves as apply_event.lua does
 
 Reply: per submission, in order, 2 + 2n values: status, detail, then for each period the
 member's composite ("" when absent) and 1-based rank (0 when absent); empty for a refusal
@@ -68,6 +73,7 @@ local keep, statements = ARGV[3], ARGV[4] == '1'
 local rate_max, rate_window, now_ms = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local board_span, max_value, zero = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local JOURNAL = KEYS[tonumber(ARGV[11])]
+local NOTICES = KEYS[tonumber(ARGV[12])]
 
 -- One submission's block, from ARGV[b]: its status, detail and the periods' standing (nil for
 -- a refusal).
@@ -75,8 +81,9 @@ local function submit(b)
   local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local value, n = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 10])
   -- The index in KEYS of period i's sorted set (part 0) or the member's statement (part 1).
-  local function index(i, part) return tonumber(ARGV[b + 13 + 6 * (i - 1) + part]) end
-  local function period(i, part) return ARGV[b + 13 + 6 * (i - 1) + part] end
+  local function index(i, part) return tonumber(ARGV[b + 14 + 7 * (i - 1) + part]) end
+  local function period(i, part) return ARGV[b + 14 + 7 * (i - 1) + part] end
+  local notice = ARGV[b + 13]
   local bucket, rate_log = KEYS[tonumber(ARGV[b])], KEYS[tonumber(ARGV[b + 3])]
 
   local function standing()
@@ -100,9 +107,10 @@ local function submit(b)
 
   -- Every check before the first write: a refused submission leaves no trace. A sum that
   -- would leave the range is refused in that period only (flag "o"); in every period, the whole.
-  local kept, flags, changed, fits = {}, '', false, false
+  local kept, flags, changed, fits, olds = {}, '', false, false, {}
   for i = 1, n do
     local held = redis.call('ZSCORE', KEYS[index(i, 0)], member)
+    olds[i] = tonumber(held or '0')
     held = held and math.floor(tonumber(held) / board_span)
     local new = value
     if keep == 'best' and held then
@@ -123,6 +131,12 @@ local function submit(b)
   end
   if not fits then return 'out_of_range', '' end
 
+  local ranks_before = {}
+  for i = 1, n do
+    if notice ~= '' and kept[i] and index(i, 6) > 0 then
+      ranks_before[i] = olds[i] > 0 and redis.call('ZREVRANK', KEYS[index(i, 0)], member) or -1
+    end
+  end
   for i = 1, n do
     if kept[i] then
       redis.call('ZADD', KEYS[index(i, 0)], string.format('%.0f', kept[i] * board_span + tonumber(period(i, 5))), member)
@@ -140,19 +154,33 @@ local function submit(b)
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   rate_record(rate_log, rate_max, rate_window, now_ms, field)
-  local league = tonumber(ARGV[b + 12])
+  local league, joined = tonumber(ARGV[b + 12]), false
+  local at = b + 14 + 7 * n
   if league > 0 and redis.call('ZSCORE', KEYS[index(league, 0)], member) then
-    local at = b + 13 + 6 * n
-    league_place(KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])], KEYS[tonumber(ARGV[at + 2])],
+    joined = league_place(KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])], KEYS[tonumber(ARGV[at + 2])],
       KEYS[tonumber(ARGV[at + 3])], KEYS[tonumber(ARGV[at + 4])], KEYS[tonumber(ARGV[at + 5])],
       KEYS[tonumber(ARGV[at + 6])], KEYS[tonumber(ARGV[at + 7])], member, tonumber(ARGV[at + 8]),
       tonumber(ARGV[at + 9]), period(league, 4), now_ms)
+  end
+  if notice ~= '' then
+    local moves = {}
+    for i = 1, n do
+      if ranks_before[i] then
+        local after = redis.call('ZREVRANK', KEYS[index(i, 0)], member)
+        record_move(moves, 'T', KEYS[index(i, 0)], period(i, 2), period(i, 3), index(i, 6), member, ranks_before[i], after)
+      end
+    end
+    if league > 0 and kept[league] then
+      record_cohort(moves, 'L', KEYS[index(league, 0)], KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])],
+        period(league, 2), period(league, 3), member, olds[league], joined)
+    end
+    record_moves(NOTICES, notice, moves)
   end
   journal(JOURNAL, ARGV[b + 11], receipt)
   return 'new', receipt, standing()
 end
 
-local reply, b = {}, 12
+local reply, b = {}, 13
 for _ = 1, tonumber(ARGV[1]) do
   local status, detail, composites, ranks = submit(b)
   reply[#reply + 1] = status
@@ -162,6 +190,6 @@ for _ = 1, tonumber(ARGV[1]) do
     reply[#reply + 1] = composites and composites[i] or ''
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
-  b = b + 13 + 6 * n + (tonumber(ARGV[b + 12]) > 0 and 10 or 0)
+  b = b + 14 + 7 * n + (tonumber(ARGV[b + 12]) > 0 and 10 or 0)
 end
 return reply

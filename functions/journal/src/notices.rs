@@ -1,0 +1,95 @@
+//! Rank-change notifications' half of the drain (docs/notifications.md): each board's notices,
+//! oldest first, named as crossings (`domain::notify`), held back by the board's quiet time or
+//! sent to the event bus, and only then trimmed, together with the held windows that replace
+//! them. A run that stops after sending and before trimming sends the same events, with the
+//! same ids, on its next run: at least once, in order per board.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use standings::archive::bus::{Bus, BusError};
+use standings::domain::config::Board;
+use standings::domain::notify::{self, Detail};
+use standings::redis::keys::BoardKeys;
+use standings::redis::notices;
+use standings::redis::store::Connection;
+
+use crate::drain::DrainError;
+
+/// Entries read (and events sent before a trim, at most a few per entry) per step.
+pub const NOTICE_CHUNK: usize = 500;
+/// Age of the oldest move not yet sent or held (the alarm's metric).
+pub const NOTICE_LAG_METRIC: &str = "NotificationLagSeconds";
+pub const NOTICES_SENT_METRIC: &str = "NotificationsSent";
+
+/// A `Bus` behind a pointer (the drain holds whichever it was given).
+pub trait AnyBus: Send + Sync {
+    fn put_events<'a>(&'a self, events: &'a [Detail]) -> Pin<Box<dyn Future<Output = Result<(), BusError>> + Send + 'a>>;
+}
+
+impl<B: Bus> AnyBus for B {
+    fn put_events<'a>(&'a self, events: &'a [Detail]) -> Pin<Box<dyn Future<Output = Result<(), BusError>> + Send + 'a>> {
+        Box::pin(self.put(events))
+    }
+}
+
+#[derive(Clone)]
+pub struct Notifier {
+    bus: Arc<dyn AnyBus>,
+    chunk: usize,
+}
+
+impl Notifier {
+    pub fn new(bus: impl Bus + 'static) -> Self {
+        Self { bus: Arc::new(bus), chunk: NOTICE_CHUNK }
+    }
+
+    /// Smaller steps (tests: a stop between two of them).
+    pub fn with_chunk(mut self, entries: usize) -> Self {
+        self.chunk = entries.max(1);
+        self
+    }
+
+    /// Sends what `board`'s notices and held windows have due, until none is left or `deadline`
+    /// passes. Returns the events sent.
+    pub async fn drain_board(&self, conn: &mut Connection, keys: &BoardKeys, board: &Board, deadline: DateTime<Utc>) -> Result<usize, DrainError> {
+        let quiet_ms = board.notify.as_ref().map_or(0, |n| i64::from(n.quiet_secs) * 1000);
+        let league = board.league.as_ref();
+        let mut sent = 0;
+        while Utc::now() < deadline {
+            let entries = notices::oldest(conn, keys, self.chunk).await?;
+            let was = if quiet_ms > 0 { notices::held(conn, keys).await? } else { Default::default() };
+            if entries.is_empty() && was.is_empty() {
+                break;
+            }
+            let mut held = was.clone();
+            let mut events = Vec::new();
+            for entry in &entries {
+                let write_id = Some(entry.write_id.as_str()).filter(|id| !id.is_empty());
+                for detail in notify::details(&board.name, &entry.id, write_id, &entry.moves, league) {
+                    if quiet_ms > 0 {
+                        notify::merge(&mut held, detail, entry.at_ms(), quiet_ms);
+                    } else {
+                        events.push(detail);
+                    }
+                }
+            }
+            let read_all = entries.len() < self.chunk;
+            if quiet_ms > 0 {
+                // Later entries are no older than the last read (or than now, when none is
+                // left): a window due by then can take no more crossings.
+                let horizon = if read_all { notices::now_ms(conn).await? } else { entries.last().map_or(0, |e| e.at_ms()) };
+                events.extend(notify::due(&mut held, horizon));
+            }
+            self.bus.put_events(&events).await?;
+            sent += events.len();
+            notices::commit(conn, keys, entries.last().map(|e| e.id.as_str()), &was, &held).await?;
+            if read_all {
+                break;
+            }
+        }
+        Ok(sent)
+    }
+}
