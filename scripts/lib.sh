@@ -153,6 +153,8 @@ start_moto() {
   export AWS_ENDPOINT_URL_SQS="http://127.0.0.1:$MOTO_PORT"
   # And S3: the journal bucket (the journal function, its tests).
   export AWS_ENDPOINT_URL_S3="http://127.0.0.1:$MOTO_PORT"
+  # And EventBridge: the bus rank-change notifications go to (the journal function, its tests).
+  export AWS_ENDPOINT_URL_EVENTBRIDGE="http://127.0.0.1:$MOTO_PORT"
   export AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 AWS_EC2_METADATA_DISABLED=true
 }
 

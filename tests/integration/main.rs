@@ -34,6 +34,7 @@ mod lua_keys;
 mod malformed;
 mod markers;
 mod model;
+mod notifications;
 mod openapi;
 mod query;
 mod queue;

@@ -37,6 +37,7 @@ pub mod league;
 pub use journal::spawn_journaled;
 pub mod load;
 pub mod model;
+pub mod notify;
 pub mod proxy;
 pub mod queue;
 pub mod servers;

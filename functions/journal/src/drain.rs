@@ -104,6 +104,11 @@ impl<O: Objects> Drainer<O> {
     /// Drains every board until its journal is empty or `deadline` passes. A board that fails
     /// keeps its entries for the next run; the others drain regardless.
     pub async fn drain(&self, deadline: DateTime<Utc>) -> DrainReport {
+        self.drain_releasing(deadline, false).await
+    }
+
+    /// `drain`, also sending every crossing a quiet time holds when `release`.
+    pub async fn drain_releasing(&self, deadline: DateTime<Utc>, release: bool) -> DrainReport {
         let names = self.config.boards().iter().map(|board| board.name.as_str()).chain([PROFILES_JOURNAL]);
         let boards = join_all(names.map(|name| async move {
             let mut drained = BoardDrain {
@@ -121,7 +126,7 @@ impl<O: Objects> Drainer<O> {
             }
             // The notices drain apart: a failing bucket does not hold back notifications, nor
             // a failing bus the journal.
-            if let Err(error) = self.notify_board(name, deadline, &mut drained).await {
+            if let Err(error) = self.notify_board(name, deadline, release, &mut drained).await {
                 tracing::error!(board = name, error = %error, "notification drain failed; the moves stay in Redis");
                 drained.error.get_or_insert_with(|| error.to_string());
             }
@@ -146,12 +151,13 @@ impl<O: Objects> Drainer<O> {
         DrainReport { boards, entries, lag_seconds, notifications, notification_lag_seconds }
     }
 
-    async fn notify_board(&self, name: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {
+    async fn notify_board(&self, name: &str, deadline: DateTime<Utc>, release: bool, drained: &mut BoardDrain) -> Result<(), DrainError> {
         let (Some(notifier), Some(board)) = (&self.notifier, self.config.boards().iter().find(|b| b.name == name)) else {
             return Ok(());
         };
         let keys = self.keys.board(name);
         let mut conn = self.store.write_connection().await?;
+        let notifier = if release { notifier.clone().releasing_held() } else { notifier.clone() };
         let sent = notifier.drain_board(&mut conn, &keys, board, deadline).await;
         drained.notifications = *sent.as_ref().unwrap_or(&0);
         let oldest = notices::oldest_ms(&mut conn, &keys).await?;

@@ -24,9 +24,9 @@ use standings::runtime::metrics::Metrics;
 
 pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC};
 pub use notices::{NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_SENT_METRIC, Notifier};
-pub use standings::archive::bus::{Bus, BusError, EventBridgeBus, eventbridge_client};
 pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
 pub use shadow::{Checker, DryRunReport, DryRunRequest, MISMATCH_METRIC, VerifyReport};
+pub use standings::archive::bus::{Bus, BusError, EventBridgeBus, eventbridge_client};
 pub use standings::archive::objects::{ObjectError, Objects, Put, board_objects, object_name};
 pub use standings::archive::s3::{S3Objects, s3_client};
 
@@ -42,6 +42,9 @@ const DRAIN_BUDGET_SECS: i64 = 50;
 pub enum Request {
     /// EventBridge Scheduler's event, or `{"drain": {}}`.
     Drain,
+    /// `{"drain": {"release_held": true}}`: a drain that also sends every crossing a quiet time
+    /// holds (docs/notifications.md).
+    DrainReleasing,
     /// `{"restore": {"board": <name, or absent for all>, "overwrite": <bool, default false>}}`.
     Restore(RestoreRequest),
     /// `{"verify": {"board": <name, or absent for all>}}` (also on a daily schedule).
@@ -90,7 +93,7 @@ impl JournalError {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "snake_case")]
 enum Manual {
-    Drain(NoFields),
+    Drain(DrainFields),
     Restore(RestoreRequest),
     Verify(VerifyRequest),
     DryRun(DryRunRequest),
@@ -98,7 +101,10 @@ enum Manual {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct NoFields {}
+struct DrainFields {
+    #[serde(default)]
+    release_held: bool,
+}
 
 impl TryFrom<Value> for Request {
     type Error = JournalError;
@@ -108,7 +114,8 @@ impl TryFrom<Value> for Request {
             return Ok(Request::Drain);
         }
         match serde_json::from_value::<Manual>(payload) {
-            Ok(Manual::Drain(_)) => Ok(Request::Drain),
+            Ok(Manual::Drain(DrainFields { release_held: false })) => Ok(Request::Drain),
+            Ok(Manual::Drain(DrainFields { release_held: true })) => Ok(Request::DrainReleasing),
             Ok(Manual::Restore(request)) => Ok(Request::Restore(request)),
             Ok(Manual::Verify(request)) => Ok(Request::Verify(request)),
             Ok(Manual::DryRun(request)) => Ok(Request::DryRun(request)),
@@ -138,8 +145,9 @@ impl<O: Objects + Clone> Jobs<O> {
     /// restore (`{"status": "complete" | "in_progress", "boards": […]}`), a verify or a dry-run.
     pub async fn run(&self, payload: Value, deadline: DateTime<Utc>) -> Result<Value, JournalError> {
         let answer = match Request::try_from(payload)? {
-            Request::Drain => {
-                let report = self.drainer.drain(deadline.min(Utc::now() + chrono::Duration::seconds(DRAIN_BUDGET_SECS))).await;
+            request @ (Request::Drain | Request::DrainReleasing) => {
+                let deadline = deadline.min(Utc::now() + chrono::Duration::seconds(DRAIN_BUDGET_SECS));
+                let report = self.drainer.drain_releasing(deadline, request == Request::DrainReleasing).await;
                 tracing::info!(entries = report.entries, lag_seconds = report.lag_seconds, "journal drained");
                 match report.boards.iter().filter(|b| b.error.is_some()).count() {
                     0 => serde_json::to_value(report),
@@ -216,6 +224,7 @@ mod tests {
         let scheduled: Value = serde_json::from_str(include_str!("../fixtures/scheduled-event.json")).unwrap();
         assert_eq!(Request::try_from(scheduled).unwrap(), Request::Drain);
         assert_eq!(Request::try_from(serde_json::json!({"drain": {}})).unwrap(), Request::Drain);
+        assert_eq!(Request::try_from(serde_json::json!({"drain": {"release_held": true}})).unwrap(), Request::DrainReleasing);
         let restore = Request::try_from(serde_json::json!({"restore": {"board": "points"}})).unwrap();
         assert_eq!(restore, Request::Restore(RestoreRequest { board: Some("points".into()), overwrite: false }));
         assert_eq!(Request::try_from(serde_json::json!({"restore": {}})).unwrap(), Request::Restore(RestoreRequest::default()));

@@ -39,11 +39,12 @@ impl<B: Bus> AnyBus for B {
 pub struct Notifier {
     bus: Arc<dyn AnyBus>,
     chunk: usize,
+    release: bool,
 }
 
 impl Notifier {
     pub fn new(bus: impl Bus + 'static) -> Self {
-        Self { bus: Arc::new(bus), chunk: NOTICE_CHUNK }
+        Self { bus: Arc::new(bus), chunk: NOTICE_CHUNK, release: false }
     }
 
     /// Smaller steps (tests: a stop between two of them).
@@ -52,9 +53,22 @@ impl Notifier {
         self
     }
 
+    /// Sends every window a quiet time holds now, due or not (an operator turning notifications
+    /// off, `{"drain": {"release_held": true}}`; tests).
+    pub fn releasing_held(mut self) -> Self {
+        self.release = true;
+        self
+    }
+
     /// Sends what `board`'s notices and held windows have due, until none is left or `deadline`
     /// passes. Returns the events sent.
-    pub async fn drain_board(&self, conn: &mut Connection, keys: &BoardKeys, board: &Board, deadline: DateTime<Utc>) -> Result<usize, DrainError> {
+    pub async fn drain_board(
+        &self,
+        conn: &mut Connection,
+        keys: &BoardKeys,
+        board: &Board,
+        deadline: DateTime<Utc>,
+    ) -> Result<usize, DrainError> {
         let quiet_ms = board.notify.as_ref().map_or(0, |n| i64::from(n.quiet_secs) * 1000);
         let league = board.league.as_ref();
         let mut sent = 0;
@@ -80,7 +94,11 @@ impl Notifier {
             if quiet_ms > 0 {
                 // Later entries are no older than the last read (or than now, when none is
                 // left): a window due by then can take no more crossings.
-                let horizon = if read_all { notices::now_ms(conn).await? } else { entries.last().map_or(0, |e| e.at_ms()) };
+                let horizon = match (self.release, read_all) {
+                    (true, true) => i64::MAX,
+                    (_, true) => notices::now_ms(conn).await?,
+                    (_, false) => entries.last().map_or(0, |e| e.at_ms()),
+                };
                 events.extend(notify::due(&mut held, horizon));
             }
             self.bus.put_events(&events).await?;

@@ -257,7 +257,11 @@ impl Moderation {
         let replies = join_all(boards.iter().map(|(board, live)| {
             let (mut conn, keys) = (conn.clone(), self.keys.board(&board.name));
             let entry = AuditEntry::new(&board.name, kind, user_id, actor, now).json();
-            let action = if banned { Ban::Ban { live, statements: board.statements, league: board.league.as_ref(), notify: board.notify.as_ref() } } else { Ban::Unban };
+            let action = if banned {
+                Ban::Ban { live, statements: board.statements, league: board.league.as_ref(), notify: board.notify.as_ref() }
+            } else {
+                Ban::Unban
+            };
             async move { script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN }).await }
         }))
         .await;

@@ -147,7 +147,17 @@ pub enum Move {
     /// `T|BT <kind> <id> <top> <member> <before> <after> <lo> <names…>`: 0-based ranks (-1: not
     /// on the board); `names` are the members at ranks `lo`.. after the move whom it shifted
     /// inside the top (and the one it pushed out).
-    Top { period: String, period_id: String, top: u32, member: String, before: Option<u32>, after: Option<u32>, lo: u32, names: Vec<String>, banned: bool },
+    Top {
+        period: String,
+        period_id: String,
+        top: u32,
+        member: String,
+        before: Option<u32>,
+        after: Option<u32>,
+        lo: u32,
+        names: Vec<String>,
+        banned: bool,
+    },
     /// `L|BL <kind> <id> <cohort> <member> <before> <names…>`: the member's cohort in order after
     /// the move (without a banned member), and the member's 0-based place before (-1: not in it).
     Cohort { period: String, period_id: String, cohort: String, member: String, before: Option<u32>, order: Vec<String>, banned: bool },
@@ -289,9 +299,7 @@ fn cohort_crossings(
         let (b, a) = (place(&prior, user), place(&after_list, user).expect("listed"));
         let (zb, za) = (b.map(&zone_before), zone_after(a));
         // Passed by the mover: behind the user before (or not in the cohort), ahead after.
-        let passed = *user != member
-            && b.is_some_and(|b| mover_before.is_none_or(|mb| mb > b))
-            && mover_after.is_some_and(|ma| ma < a);
+        let passed = *user != member && b.is_some_and(|b| mover_before.is_none_or(|mb| mb > b)) && mover_after.is_some_and(|ma| ma < a);
         let by = passed.then(|| member.to_owned());
         let mut push = |crossing| {
             out.push(Crossing {

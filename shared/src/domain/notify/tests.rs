@@ -118,8 +118,11 @@ fn notify_is_validated_against_the_boards_periods() {
     let raw = |toml: &str| toml::from_str::<RawNotify>(toml).unwrap();
     let ok = validate(raw("top = 10"), &periods).unwrap();
     assert_eq!((ok.top, ok.quiet_secs, ok.top_of(PeriodKind::Day)), (10, 0, 10));
-    let some = validate(raw(r#"top = 3
-periods = ["season"]"#), &periods)
+    let some = validate(
+        raw(r#"top = 3
+periods = ["season"]"#),
+        &periods,
+    )
     .unwrap();
     assert_eq!((some.top_of(PeriodKind::Day), some.top_of(PeriodKind::Season)), (0, 3));
     assert_eq!(validate(raw("top = 0"), &periods).unwrap_err().0, "top");

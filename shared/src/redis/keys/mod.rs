@@ -47,7 +47,11 @@ impl Keys {
         let ok = !prefix.is_empty()
             && prefix.len() <= 64
             && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
-        if ok { Ok(Self { prefix: prefix.to_owned(), journal: false, notices: false, replay: false, ttl_cap: None }) } else { Err(BadPrefix) }
+        if ok {
+            Ok(Self { prefix: prefix.to_owned(), journal: false, notices: false, replay: false, ttl_cap: None })
+        } else {
+            Err(BadPrefix)
+        }
     }
 
     pub fn prefix(&self) -> &str {

@@ -174,6 +174,7 @@ local function league_place(members, cohorts, counts, tiers, pending, prev_membe
     return
   end
   league_join(members, cohorts, counts, tiers, member, size, top, ttl)
+  return true
 end
 
 -- Takes `member` out of their cohort of a league period (a ban).

@@ -1,0 +1,281 @@
+//! Rank-change notifications (docs/notifications.md), end to end: writes through the app, the
+//! `journal` function's drain sending to a bus on moto_server, a rule delivering to an SQS queue
+//! read back through the real SDK. Scripted sequences give exactly the expected events.
+
+use std::sync::atomic::AtomicUsize;
+
+use axum::http::Method;
+use journal::Notifier;
+use serde_json::json;
+use standings::domain::config::Config;
+use standings::domain::notify::CrossingKind::*;
+use standings_tests::notify::{FailingAfter, Seen, s, seen, spawn_notified, subscribed};
+use standings_tests::{ADMIN, ArchiveHarness, TestApp, at};
+
+fn config() -> Config {
+    Config::parse(
+        r#"
+        [[boards]]
+        name = "race"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["all"]
+        top = 10
+        rules = [
+          { action = "lap", points = 1, max_points = 100, scope = "none" },
+          { action = "like", points = 5, scope = "user_target_day", reversible = true },
+        ]
+        notify = { top = 3 }
+
+        [[boards]]
+        name = "calm"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["all"]
+        top = 10
+        rules = [{ action = "step", points = 1, max_points = 100, scope = "none" }]
+        notify = { top = 10, quiet_secs = 60 }
+
+        [[boards]]
+        name = "lg"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "drill", points = 1, max_points = 100, scope = "none" }]
+        league = { period = "week", cohort_size = 4, tiers = ["bronze", "silver"], promote = 1, demote = 1 }
+        notify = { top = 10 }
+
+        [[boards]]
+        name = "laps"
+        kind = "scores"
+        keep = "best"
+        timezone = "UTC"
+        periods = ["all"]
+        top = 10
+        notify = { top = 2 }
+
+        [[boards]]
+        name = "quiet"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["all"]
+        top = 10
+        rules = [{ action = "hum", points = 1, max_points = 100, scope = "none" }]
+        "#,
+    )
+    .expect("a valid configuration")
+}
+
+/// An event a second after the one before: ties go to whoever reached the score first.
+async fn write(app: &TestApp, body: serde_json::Value) -> u16 {
+    app.set_now(app.now() + chrono::Duration::seconds(1));
+    app.event(body).await.0.as_u16()
+}
+
+async fn lap(app: &TestApp, id: &str, user: &str, points: u32) {
+    assert_eq!(write(app, json!({"event_id": id, "user_id": user, "action": "lap", "points": points})).await, 200);
+}
+
+/// The race's script: gives, a duplicate, a conflict, a tie, a take-back, a ban, a banned write.
+async fn race(app: &TestApp) {
+    lap(app, "e1", "a", 10).await;
+    lap(app, "e2", "b", 5).await;
+    lap(app, "e3", "c", 7).await;
+    lap(app, "e4", "d", 20).await;
+    lap(app, "e4", "d", 20).await;
+    assert_eq!(write(app, json!({"event_id": "e4", "user_id": "d", "action": "lap", "points": 30})).await, 409);
+    assert_eq!(write(app, json!({"event_id": "e5", "user_id": "e", "action": "like", "target": "t1"})).await, 200);
+    lap(app, "e6", "e", 5).await;
+    let take_back = json!({"event_id": "e7", "user_id": "e", "action": "like", "target": "t1", "active": false});
+    assert_eq!(write(app, take_back).await, 200);
+    let (status, _) = app.call(Method::POST, "/v1/admin/users/d/ban", "{}".to_owned(), ADMIN).await;
+    assert_eq!(status, 200);
+    assert_eq!(write(app, json!({"event_id": "e8", "user_id": "d", "action": "lap", "points": 50})).await, 422);
+}
+
+fn race_expected() -> Vec<Seen> {
+    vec![
+        s("a", EnteredTop, None, Some(1), None),
+        s("a", TookFirst, None, Some(1), None),
+        s("b", EnteredTop, None, Some(2), None),
+        s("c", EnteredTop, None, Some(2), None),
+        s("b", Overtaken, Some(2), Some(3), Some("c")),
+        s("d", EnteredTop, None, Some(1), None),
+        s("d", TookFirst, None, Some(1), None),
+        s("a", LostFirst, Some(1), Some(2), Some("d")),
+        s("c", Overtaken, Some(2), Some(3), Some("d")),
+        s("b", LeftTop, Some(3), Some(4), Some("d")),
+        // e ties a at 10, but a got there first: e passes only c.
+        s("e", EnteredTop, Some(5), Some(3), None),
+        s("c", LeftTop, Some(3), Some(4), Some("e")),
+        // The take-back drops e behind b, who reached 5 first.
+        s("e", LeftTop, Some(3), Some(5), None),
+        s("c", EnteredTop, Some(4), Some(3), None),
+        // The ban: d is told nothing.
+        s("a", TookFirst, Some(2), Some(1), None),
+        s("b", EnteredTop, Some(4), Some(3), None),
+    ]
+}
+
+#[tokio::test]
+async fn a_scripted_race_sends_exactly_its_crossings_in_order() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    race(&app).await;
+    let report = app.notify(Notifier::new(bus.bus.clone())).await;
+    assert_eq!(report.notifications, race_expected().len(), "{report:?}");
+    let got = bus.received().await;
+    assert_eq!(seen(&got), race_expected());
+    let first = &got[0];
+    assert!(first.id.starts_with("race:") && first.id.ends_with(":0"), "{}", first.id);
+    assert_eq!((first.board.as_str(), first.period.as_str(), first.event_id.as_deref()), ("race", "all", Some("e1")));
+    let ban = &got[got.len() - 1];
+    assert_eq!(ban.event_id, None, "a ban has no event id");
+    let ids: std::collections::HashSet<_> = got.iter().map(|d| d.id.clone()).collect();
+    assert_eq!(ids.len(), got.len(), "every event has an id of its own");
+    assert_eq!(app.notices_len("race").await, 0, "delivered moves are trimmed");
+    // Nothing is sent twice, and a board without `notify` records nothing.
+    assert_eq!(write(&app, json!({"event_id": "h1", "user_id": "a", "action": "hum", "points": 3})).await, 200);
+    assert_eq!(app.notify(Notifier::new(bus.bus.clone())).await.notifications, 0);
+    assert!(bus.received().await.is_empty());
+    assert_eq!(app.notices_len("quiet").await, 0);
+}
+
+#[tokio::test]
+async fn a_drain_stopped_mid_delivery_sends_everything_at_least_once_with_the_same_ids() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    race(&app).await;
+    let failing = FailingAfter { inner: bus.bus.clone(), left: AtomicUsize::new(4) };
+    let report = app.notify(Notifier::new(failing)).await;
+    assert!(report.boards.iter().any(|b| b.board == "race" && b.error.is_some()), "{report:?}");
+    let early = bus.received().await;
+    assert_eq!(seen(&early), race_expected()[..4].to_vec());
+    assert!(app.notices_len("race").await > 0, "nothing is trimmed before all of it is sent");
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    let all = bus.received().await;
+    assert_eq!(seen(&all), race_expected(), "the next run sends everything again, in order");
+    let again: Vec<&str> = all[..4].iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(again, early.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), "a redelivery carries the same ids");
+}
+
+#[tokio::test]
+async fn a_quiet_time_merges_a_users_crossings_into_one_event_with_the_last_state() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    let step = |id: &'static str, user: &'static str, points: u32| {
+        let app = &app;
+        async move { assert_eq!(write(app, json!({"event_id": id, "user_id": user, "action": "step", "points": points})).await, 200) }
+    };
+    step("s0", "x", 50).await;
+    step("s1", "u", 40).await;
+    // Five players pass u, one after another, within the quiet time.
+    for (i, user) in ["o1", "o2", "o3", "o4", "o5"].into_iter().enumerate() {
+        let id: &'static str = Box::leak(format!("p{i}").into_boxed_str());
+        step(id, user, 41 + i as u32).await;
+    }
+    let held = app.notify(Notifier::new(bus.bus.clone())).await;
+    assert_eq!(held.notifications, 0, "the quiet time holds every crossing back");
+    assert!(bus.received().await.is_empty());
+    assert_eq!(app.notices_len("calm").await, 0, "held crossings leave the stream for the board's held windows");
+    app.notify(Notifier::new(bus.bus.clone()).releasing_held()).await;
+    let got = bus.received().await;
+    let of = |user: &str| seen(&got).into_iter().filter(|c| c.0 == user).collect::<Vec<_>>();
+    assert_eq!(
+        of("u"),
+        vec![s("u", EnteredTop, None, Some(2), None), s("u", Overtaken, Some(2), Some(7), Some("o5"))],
+        "overtaken five times: one event, the last state"
+    );
+    assert_eq!(of("x"), vec![s("x", EnteredTop, None, Some(1), None), s("x", TookFirst, None, Some(1), None)]);
+    assert_eq!(of("o5"), vec![s("o5", EnteredTop, None, Some(2), None)]);
+    assert_eq!(of("o1"), vec![s("o1", EnteredTop, None, Some(2), None), s("o1", Overtaken, Some(2), Some(6), Some("o5"))]);
+    assert_eq!(got.len(), 2 + 2 + 4 * 2 + 1);
+}
+
+#[tokio::test]
+async fn league_zones_are_entered_and_left_as_the_cohort_fills_and_players_pass() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    for (id, user, points) in [("d1", "p1", 5), ("d2", "p2", 3), ("d3", "p3", 2), ("d4", "p4", 1), ("d5", "p2", 5)] {
+        assert_eq!(write(&app, json!({"event_id": id, "user_id": user, "action": "drill", "points": points})).await, 200);
+    }
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    let league: Vec<Seen> = seen(&bus.received().await)
+        .into_iter()
+        .filter(|c| matches!(c.1, EnteredPromotion | LeftPromotion | EnteredDemotion | LeftDemotion))
+        .collect();
+    // Bronze is the lowest tier: nobody demotes. A cohort of four promotes one, of three none.
+    assert_eq!(
+        league,
+        vec![
+            s("p1", EnteredPromotion, Some(1), Some(1), None),
+            s("p2", EnteredPromotion, Some(2), Some(1), None),
+            s("p1", LeftPromotion, Some(1), Some(2), Some("p2")),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn score_boards_notify_only_for_scores_that_move_someone() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    for (id, user, score) in [("g1", "a", 100), ("g2", "b", 90), ("g3", "a", 50), ("g4", "c", 120), ("g4", "c", 120)] {
+        app.set_now(app.now() + chrono::Duration::seconds(1));
+        let (status, _) = app.post("/v1/boards/laps/scores", &json!({"event_id": id, "user_id": user, "score": score})).await;
+        assert_eq!(status, 200);
+    }
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    assert_eq!(
+        seen(&bus.received().await),
+        vec![
+            s("a", EnteredTop, None, Some(1), None),
+            s("a", TookFirst, None, Some(1), None),
+            s("b", EnteredTop, None, Some(2), None),
+            s("c", EnteredTop, None, Some(1), None),
+            s("c", TookFirst, None, Some(1), None),
+            s("a", LostFirst, Some(1), Some(2), Some("c")),
+            s("b", LeftTop, Some(2), Some(3), Some("c")),
+        ],
+        "a worse best score (g3) and a duplicate (g4 again) move nobody"
+    );
+}
+
+#[tokio::test]
+async fn an_archived_season_notifies_nobody() {
+    let mut harness = ArchiveHarness::with_config(
+        Config::parse(
+            r#"[[boards]]
+name = "points"
+kind = "cumulative"
+timezone = "Asia/Shanghai"
+periods = ["season"]
+top = 10
+archive = true
+rules = [{ action = "learning", points = 10, scope = "none" }]
+notify = { top = 3 }
+"#,
+        )
+        .unwrap(),
+    )
+    .await;
+    harness.keys = harness.keys.clone().with_notices(true);
+    let app = harness.app().await;
+    let bus = subscribed().await;
+    app.set_now(at("2026-10-20T12:00:00+08:00"));
+    assert_eq!(write(&app, json!({"event_id": "l1", "user_id": "ann", "action": "learning"})).await, 200);
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    assert_eq!(seen(&bus.received().await).len(), 2, "ann entered the top and took first");
+    let far = chrono::Utc::now() + chrono::Duration::minutes(5);
+    harness
+        .archiver(harness.table.clone())
+        .archive_season("points", "2026-10", standings::archive::table::Shard::WHOLE, far)
+        .await
+        .unwrap();
+    app.set_now(at("2026-10-31T12:00:00+08:00"));
+    let late =
+        write(&app, json!({"event_id": "l2", "user_id": "bob", "action": "learning", "occurred_at": "2026-10-31T11:00:00+08:00"})).await;
+    assert_ne!(late, 200, "the archived season takes no more writes");
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    assert!(bus.received().await.is_empty(), "neither the archive nor a refused write notifies");
+}
