@@ -193,14 +193,14 @@ end
 -- 0-based (-1: not on the board), `names` the members at ranks lo.. after the move that it
 -- shifted inside the top, and the one it pushed out: at most top + 1, read only when the
 -- member moved into, out of or inside the top. `tag`: 'T', or 'BT' for a ban.
-local function record_move(moves, tag, key, kind, id, top, member, before, after)
-  if before == after then return end
-  local a = before < 0 and math.huge or before
-  local b = after < 0 and math.huge or after
+local function record_move(moves, tag, key, kind, id, top, member, rank_was, rank_now)
+  if rank_was == rank_now then return end
+  local a = rank_was < 0 and math.huge or rank_was
+  local b = rank_now < 0 and math.huge or rank_now
   if a >= top and b >= top then return end
   local lo, hi
   if b < a then lo, hi = b + 1, math.min(a, top) else lo, hi = a, math.min(b - 1, top - 1) end
-  local line = {tag, kind, id, top, member, before, after, lo}
+  local line = {tag, kind, id, top, member, rank_was, rank_now, lo}
   if hi >= lo then
     local names = redis.call('ZREVRANGE', key, lo, hi)
     for i = 1, #names do line[8 + i] = names[i] end
@@ -224,19 +224,19 @@ local function record_cohort(moves, tag, board, placements, cohorts, kind, id, m
     if score[x] ~= score[y] then return score[x] > score[y] end
     return x > y
   end)
-  local before, after = -1, -1
+  local place_was, place_now = -1, -1
   if not joined then
-    before = 0
+    place_was = 0
     for i = 1, #names do
       local other = names[i]
-      if other ~= member and (score[other] > old or (score[other] == old and other > member)) then before = before + 1 end
+      if other ~= member and (score[other] > old or (score[other] == old and other > member)) then place_was = place_was + 1 end
     end
   end
   for i = 1, #names do
-    if names[i] == member then after = i - 1 end
+    if names[i] == member then place_now = i - 1 end
   end
-  if before == after then return end
-  moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, before, table.concat(names, ' ')}, ' ')
+  if place_was == place_now then return end
+  moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(names, ' ')}, ' ')
 end
 
 -- Appends a write's moves to the board's notices (nothing when it moved nobody).

@@ -166,8 +166,8 @@ local function submit(b)
     local moves = {}
     for i = 1, n do
       if ranks_before[i] then
-        local after = redis.call('ZREVRANK', KEYS[index(i, 0)], member)
-        record_move(moves, 'T', KEYS[index(i, 0)], period(i, 2), period(i, 3), index(i, 6), member, ranks_before[i], after)
+        local rank_now = redis.call('ZREVRANK', KEYS[index(i, 0)], member)
+        record_move(moves, 'T', KEYS[index(i, 0)], period(i, 2), period(i, 3), index(i, 6), member, ranks_before[i], rank_now)
       end
     end
     if league > 0 and kept[league] then
