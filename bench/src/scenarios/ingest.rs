@@ -41,12 +41,25 @@ enum Method {
     Journaled,
     /// The same script on the same board with a league on its day (docs/leagues.md).
     League,
+    /// The same script on the same board with rank-change notifications of its top 10
+    /// (docs/notifications.md); and the league board with them (its cohorts' zones too).
+    Notified,
+    LeagueNotified,
     Router,
     Zincrby,
     Seed,
 }
 
-const METHODS: [Method; 6] = [Method::Script, Method::Journaled, Method::League, Method::Router, Method::Zincrby, Method::Seed];
+const METHODS: [Method; 8] = [
+    Method::Script,
+    Method::Journaled,
+    Method::League,
+    Method::Notified,
+    Method::LeagueNotified,
+    Method::Router,
+    Method::Zincrby,
+    Method::Seed,
+];
 
 impl Method {
     fn label(self) -> &'static str {
@@ -54,6 +67,8 @@ impl Method {
             Method::Script => "`Ingestor::record` (`apply_event.lua`)",
             Method::Journaled => "`Ingestor::record`, journal on",
             Method::League => "`Ingestor::record`, the board with a league",
+            Method::Notified => "`Ingestor::record`, the board notifying its top 10",
+            Method::LeagueNotified => "`Ingestor::record`, the league board notifying its top 10 and zones",
             Method::Router => "`POST /v1/events` (ingest router, in process)",
             Method::Zincrby => "raw `ZINCRBY`",
             Method::Seed => "seed 001 `addActivityScore` (port)",
@@ -127,6 +142,9 @@ struct Shared {
     config: Arc<Config>,
     /// The same boards, `activity` with a league on its day.
     league: Arc<Config>,
+    /// The same boards, `activity` notifying its top 10; and the league's, too.
+    notified: Arc<Config>,
+    league_notified: Arc<Config>,
     zincrby_key: String,
     seed_keys: SeedKeys,
 }
@@ -137,6 +155,10 @@ fn client(bench: &Bench, shared: &Shared, method: Method) -> Result<(Client, Sto
         Method::Script => Client::Ingestor(Ingestor::new(shared.config.clone(), bench.keys.clone(), store.clone())),
         Method::Journaled => Client::Ingestor(Ingestor::new(shared.config.clone(), journaled(bench), store.clone())),
         Method::League => Client::Ingestor(Ingestor::new(shared.league.clone(), league_keys(bench)?, store.clone())),
+        Method::Notified => Client::Ingestor(Ingestor::new(shared.notified.clone(), noticed(bench, "notify")?, store.clone())),
+        Method::LeagueNotified => {
+            Client::Ingestor(Ingestor::new(shared.league_notified.clone(), noticed(bench, "league-notify")?, store.clone()))
+        }
         Method::Router => {
             let metrics = Metrics::with_sink("ingest", Arc::new(|_| ()));
             let app = ingest::App::new(
@@ -206,12 +228,20 @@ fn league_keys(bench: &Bench) -> Result<standings::redis::keys::Keys, BenchError
     Ok(standings::redis::keys::Keys::new(&format!("{}:league", bench.keys.prefix()))?)
 }
 
-/// The shipped boards with a league of cohorts of 30 on `activity`'s day.
-fn league_config() -> Result<Config, BenchError> {
-    let activity = r#"periods = ["day", "month"]"#;
-    let league = r#"league = { period = "day", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }"#;
-    Ok(Config::parse(&standings::domain::config::DEFAULT_CONFIG.replacen(activity, &format!("{activity}\n{league}"), 1))?)
+/// Keys of their own recording rank moves (nothing drains them during the run).
+fn noticed(bench: &Bench, name: &str) -> Result<standings::redis::keys::Keys, BenchError> {
+    Ok(standings::redis::keys::Keys::new(&format!("{}:{name}", bench.keys.prefix()))?.with_notices(true))
 }
+
+/// The shipped boards with `lines` added to `activity`'s: a league of cohorts of 30 on its day,
+/// notifications of its top 10.
+fn activity_with(lines: &[&str]) -> Result<Config, BenchError> {
+    let activity = r#"periods = ["day", "month"]"#;
+    Ok(Config::parse(&standings::domain::config::DEFAULT_CONFIG.replacen(activity, &format!("{activity}\n{}", lines.join("\n")), 1))?)
+}
+
+const LEAGUE: &str = r#"league = { period = "day", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }"#;
+const NOTIFY: &str = "notify = { top = 10 }";
 
 /// The journal stream's bytes per entry (`MEMORY USAGE` over `XLEN`, after the journaled
 /// windows, nothing drained), and what one drain interval (60 s) at `rate` events/s holds.
@@ -239,7 +269,9 @@ fn median(values: &mut [f64]) -> f64 {
 pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let shared = Arc::new(Shared {
         config: Arc::new(Config::default_boards()),
-        league: Arc::new(league_config()?),
+        league: Arc::new(activity_with(&[LEAGUE])?),
+        notified: Arc::new(activity_with(&[NOTIFY])?),
+        league_notified: Arc::new(activity_with(&[LEAGUE, NOTIFY])?),
         zincrby_key: format!("{}:raw:zincrby", bench.keys.prefix()),
         seed_keys: SeedKeys::new(bench.keys.prefix()),
     });
@@ -358,6 +390,20 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             "the same board without a league",
             cpu_per_event(Method::League, busiest).1 / cpu_per_event(Method::Script, busiest).1,
             1.10,
+        ),
+        // Notifications' price: a rank read before each write of a member on the board, and
+        // the moves recorded when one crosses the top (or moves in its cohort).
+        Target::at_most(
+            format!("Redis CPU per event, notifications on, {busiest} clients"),
+            "the same board without",
+            cpu_per_event(Method::Notified, busiest).1 / cpu_per_event(Method::Script, busiest).1,
+            1.10,
+        ),
+        Target::at_most(
+            format!("Redis CPU per event, league board with notifications, {busiest} clients"),
+            "the same league board without",
+            cpu_per_event(Method::LeagueNotified, busiest).1 / cpu_per_event(Method::League, busiest).1,
+            1.50,
         ),
         // The journal's price: one XADD per applied event, in the same call.
         Target::at_most(
