@@ -65,6 +65,11 @@ export AWS_ENDPOINT_URL_S3="${AWS_ENDPOINT_URL_S3:-$AWS_ENDPOINT_URL_DYNAMODB}"
 export STANDINGS_JOURNAL_BUCKET="${STANDINGS_JOURNAL_BUCKET:-standings-journal}"
 python3 -c 'import boto3, sys; s3 = boto3.client("s3"); names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
 if sys.argv[1] not in names: s3.create_bucket(Bucket=sys.argv[1])' "$STANDINGS_JOURNAL_BUCKET"
+# The rank-change notifications' bus on the same moto_server, with the template's example rule to
+# a queue of its own (docs/notifications.md); the journal drain sends to it every minute.
+export AWS_ENDPOINT_URL_EVENTBRIDGE="${AWS_ENDPOINT_URL_EVENTBRIDGE:-$AWS_ENDPOINT_URL_DYNAMODB}"
+export STANDINGS_EVENT_BUS="${STANDINGS_EVENT_BUS:-standings-notifications}"
+STANDINGS_RANK_CHANGED_QUEUE_URL=$(python3 scripts/local_bus.py "$STANDINGS_EVENT_BUS")
 
 port=${PORT:-9000}
 base="http://127.0.0.1:$port"
@@ -114,13 +119,16 @@ echo "journal: $drained"
 if $smoke; then
   python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert [b["board"] for b in run["boards"]] == ["hot-videos"], run' "$first_run"
   python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["entries"] > 0 and run["lag_seconds"] < 60, run' "$drained"
+  # The demo's league board notifies with a quiet time: its crossings are held, then released.
+  released=$(curl -sS --fail-with-body --max-time 60 -X POST "$base/2015-03-31/functions/journal/invocations" --data-binary '{"drain": {"release_held": true}}')
+  python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["notifications"] > 0, run' "$released"
   for path in / /v1/openapi.json /v1/health; do
     # Into a file, not /dev/null: curl cannot truncate /dev/null before a retry and gives up
     # ("Failed to truncate file"), so the retry around the emulator's lost answers never ran.
     # --max-time: an answer the emulator lost may also never come (a CI run hung 18 min here).
     curl -sS --fail-with-body --max-time 20 --retry 3 --retry-all-errors -o "$run/smoke-get.out" "$base$path" || { echo "GET $path failed" >&2; tail -n 50 "$watch_log"; exit 1; }
   done
-  echo "run-local smoke: demo loaded and checked, hotness ran, journal drained, page served"
+  echo "run-local smoke: demo loaded and checked, hotness ran, journal drained, notifications sent, page served"
   exit 0
 fi
 
@@ -151,6 +159,8 @@ Archive a finished season, then read it:
                  curl -s '$base/v1/boards/points/seasons/2026-10/top'
 The journal:     every write, drained to s3://$STANDINGS_JOURNAL_BUCKET/journal/ every minute; restore with
                  cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port $port journal --data-ascii '{"restore": {}}'
+Notifications:   the xp board's rank changes, sent to the bus $STANDINGS_EVENT_BUS every minute; read them with
+                 aws --endpoint-url $AWS_ENDPOINT_URL_EVENTBRIDGE sqs receive-message --queue-url $STANDINGS_RANK_CHANGED_QUEUE_URL
 Logs:            one line per request below; the functions' JSON logs and metrics are in
                  $watch_log
 Ctrl-C stops everything.

@@ -35,6 +35,7 @@ mod malformed;
 mod markers;
 mod model;
 mod notifications;
+mod notify_model;
 mod openapi;
 mod query;
 mod queue;

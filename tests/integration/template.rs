@@ -347,7 +347,7 @@ fn each_function_gets_only_the_permissions_it_uses() {
             &[SECRET, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:Query"][..],
         ),
         ("QueueFunction", &[SECRET, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"][..]),
-        ("JournalFunction", &[SECRET, "s3:PutObject", "s3:GetObject", "s3:ListBucket"][..]),
+        ("JournalFunction", &[SECRET, "s3:PutObject", "s3:GetObject", "s3:ListBucket", "events:PutEvents"][..]),
         (VOID, &[SECRET, "s3:GetObject", "s3:ListBucket"][..]),
     ]);
     let functions = resources_of_type(&template, "AWS::Serverless::Function");
@@ -366,6 +366,8 @@ fn each_function_gets_only_the_permissions_it_uses() {
             let season_table = [json!({"Fn::GetAtt": "ArchiveTable.Arn"}), json!({"Fn::Sub": "${ArchiveTable.Arn}/index/*"})];
             let only = if statement["Action"] == json!([SECRET]) {
                 vec![reference("RedisUrlSecretArn")]
+            } else if statement["Action"] == json!(["events:PutEvents"]) {
+                vec![json!({"Fn::GetAtt": "NotificationBus.Arn"})]
             } else if statement["Action"] == json!(["sqs:SendMessage"]) {
                 vec![json!({"Fn::GetAtt": "DeadLetterQueue.Arn"})]
             } else if statement["Action"].to_string().contains("sqs:") {
@@ -445,6 +447,36 @@ fn the_journal_bucket_is_private_encrypted_and_drained_under_an_alarm() {
     let mismatch = &resource(&template, "JournalMismatchAlarm")["Properties"];
     assert_eq!(mismatch["MetricName"], journal::MISMATCH_METRIC);
     assert_eq!(mismatch["Dimensions"], json!([{"Name": "Function", "Value": journal::FUNCTION}]));
+}
+
+/// Rank-change notifications (docs/notifications.md): every function knows the bus (so boards
+/// with `notify` record moves), only the journal function may put events on it, the example
+/// rule delivers to a queue that lets only that rule send, and the lag alarm watches the
+/// drain's metric.
+#[test]
+fn notifications_go_to_the_stacks_bus_with_an_example_rule_to_a_queue() {
+    let template = template();
+    assert_eq!(template["Globals"]["Function"]["Environment"]["Variables"][standings::EVENT_BUS_ENV], reference("NotificationBus"));
+    assert_eq!(resource(&template, "NotificationBus")["Type"], "AWS::Events::EventBus");
+    let puts: Vec<String> = resources_of_type(&template, "AWS::Serverless::Function")
+        .into_iter()
+        .filter(|(_, function)| function.to_string().contains("events:PutEvents"))
+        .map(|(name, _)| name.clone())
+        .collect();
+    assert_eq!(puts, vec!["JournalFunction".to_owned()]);
+    let rule = &resource(&template, "RankChangedToQueueRule")["Properties"];
+    assert_eq!(rule["EventBusName"], reference("NotificationBus"));
+    assert_eq!(
+        rule["EventPattern"],
+        json!({"source": [standings::domain::notify::SOURCE], "detail-type": [standings::domain::notify::DETAIL_TYPE]})
+    );
+    let statement = &resource(&template, "RankChangedQueuePolicy")["Properties"]["PolicyDocument"]["Statement"][0];
+    assert_eq!(statement["Principal"]["Service"], "events.amazonaws.com");
+    assert!(statement["Condition"]["ArnEquals"]["aws:SourceArn"].to_string().contains("RankChangedToQueueRule"));
+    let lag = &resource(&template, "NotificationLagAlarm")["Properties"];
+    assert_eq!(lag["MetricName"], journal::NOTICE_LAG_METRIC);
+    assert_eq!(lag["Dimensions"], json!([{"Name": "Function", "Value": journal::FUNCTION}]));
+    assert_eq!((lag["Threshold"].as_i64(), lag["TreatMissingData"].as_str()), (Some(300), Some("breaching")));
 }
 
 #[test]

@@ -19,11 +19,10 @@ use standings::redis::keys::{Keys, PROFILES_JOURNAL};
 use standings::redis::store::Store;
 use standings::runtime::metrics::{Metrics, Unit};
 
-use standings::archive::bus::BusError;
 use standings::archive::objects::{ObjectError, Objects, Put, object_name};
 use standings::redis::notices;
 
-use crate::notices::{NOTICE_LAG_METRIC, NOTICES_SENT_METRIC, Notifier};
+use crate::notices::{NOTICE_LAG_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
 
 /// Entries read (and stored as one object at most) per step.
 pub const CHUNK_ENTRIES: usize = 5000;
@@ -38,7 +37,7 @@ pub enum DrainError {
     #[error(transparent)]
     Objects(#[from] ObjectError),
     #[error(transparent)]
-    Bus(#[from] BusError),
+    Notices(#[from] NoticeError),
     #[error("object {0} is not this chunk's (no journal line, or another first entry)")]
     Unreadable(String),
 }
@@ -162,7 +161,7 @@ impl<O: Objects> Drainer<O> {
         drained.notifications = *sent.as_ref().unwrap_or(&0);
         let oldest = notices::oldest_ms(&mut conn, &keys).await?;
         drained.notification_lag_seconds = oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0);
-        sent.map(|_| ())
+        Ok(sent.map(|_| ())?)
     }
 
     async fn drain_board(&self, board: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {

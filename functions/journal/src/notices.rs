@@ -16,7 +16,16 @@ use standings::redis::keys::BoardKeys;
 use standings::redis::notices;
 use standings::redis::store::Connection;
 
-use crate::drain::DrainError;
+use standings::redis::error::StoreError;
+
+/// Why a board's notices were not sent: they stay in Redis for the next run.
+#[derive(Debug, thiserror::Error)]
+pub enum NoticeError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Bus(#[from] BusError),
+}
 
 /// Entries read (and events sent before a trim, at most a few per entry) per step.
 pub const NOTICE_CHUNK: usize = 500;
@@ -68,7 +77,7 @@ impl Notifier {
         keys: &BoardKeys,
         board: &Board,
         deadline: DateTime<Utc>,
-    ) -> Result<usize, DrainError> {
+    ) -> Result<usize, NoticeError> {
         let quiet_ms = board.notify.as_ref().map_or(0, |n| i64::from(n.quiet_secs) * 1000);
         let league = board.league.as_ref();
         let mut sent = 0;
