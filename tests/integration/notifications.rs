@@ -279,3 +279,22 @@ notify = { top = 3 }
     app.notify(Notifier::new(bus.bus.clone())).await;
     assert!(bus.received().await.is_empty(), "neither the archive nor a refused write notifies");
 }
+
+#[tokio::test]
+async fn a_drain_leaves_a_board_whose_notices_another_drain_holds() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    lap(&app, "e1", "a", 10).await;
+    let lock = app.keys.board("race").notices_lock();
+    let mut conn = app.redis.clone();
+    let _: () = redis::cmd("SET").arg(&lock).arg("another-drain").arg("PX").arg(60_000).query_async(&mut conn).await.unwrap();
+    assert_eq!(app.notify(Notifier::new(bus.bus.clone())).await.notifications, 0);
+    assert_eq!(app.notices_len("race").await, 1, "left to the drain that holds the board");
+    let held: Option<String> = redis::cmd("GET").arg(&lock).query_async(&mut conn).await.unwrap();
+    assert_eq!(held.as_deref(), Some("another-drain"), "another drain's lock is not released");
+    let _: () = redis::cmd("DEL").arg(&lock).query_async(&mut conn).await.unwrap();
+    assert_eq!(app.notify(Notifier::new(bus.bus.clone())).await.notifications, 2);
+    assert_eq!(seen(&bus.received().await).len(), 2);
+    let left: Option<String> = redis::cmd("GET").arg(&lock).query_async(&mut conn).await.unwrap();
+    assert_eq!(left, None, "a drain releases its own lock");
+}

@@ -119,15 +119,23 @@ impl<O: Objects> Drainer<O> {
                 notification_lag_seconds: 0.0,
                 error: None,
             };
-            if let Err(error) = self.drain_board(name, deadline, &mut drained).await {
+            // The two streams drain side by side: a failing (or long) journal does not hold
+            // notifications back, nor a failing bus the journal.
+            let (journal, notices) =
+                futures::join!(self.drain_board(name, deadline, &mut drained), self.notify_board(name, deadline, release));
+            if let Err(error) = journal {
                 tracing::error!(board = name, error = %error, "journal drain failed; the entries stay in Redis");
                 drained.error = Some(error.to_string());
             }
-            // The notices drain apart: a failing bucket does not hold back notifications, nor
-            // a failing bus the journal.
-            if let Err(error) = self.notify_board(name, deadline, release, &mut drained).await {
-                tracing::error!(board = name, error = %error, "notification drain failed; the moves stay in Redis");
-                drained.error.get_or_insert_with(|| error.to_string());
+            // The lag is measured whatever happened: a drain that keeps failing is what the alarm is for.
+            let (sent, lag) = notices;
+            drained.notification_lag_seconds = lag;
+            match sent {
+                Ok(sent) => drained.notifications = sent,
+                Err(error) => {
+                    tracing::error!(board = name, error = %error, "notification drain failed; the moves stay in Redis");
+                    drained.error.get_or_insert_with(|| error.to_string());
+                }
             }
             // Measured whatever happened: a drain that keeps failing is what the lag alarm is for.
             match self.lag_seconds(name).await {
@@ -150,18 +158,27 @@ impl<O: Objects> Drainer<O> {
         DrainReport { boards, entries, lag_seconds, notifications, notification_lag_seconds }
     }
 
-    async fn notify_board(&self, name: &str, deadline: DateTime<Utc>, release: bool, drained: &mut BoardDrain) -> Result<(), DrainError> {
+    /// Sends a board's notifications; the events sent and the age of the oldest move not sent
+    /// (recorded, or held past its window's end).
+    async fn notify_board(&self, name: &str, deadline: DateTime<Utc>, release: bool) -> (Result<usize, DrainError>, f64) {
         let (Some(notifier), Some(board)) = (&self.notifier, self.config.boards().iter().find(|b| b.name == name)) else {
-            return Ok(());
+            return (Ok(0), 0.0);
         };
         let keys = self.keys.board(name);
-        let mut conn = self.store.write_connection().await?;
+        let mut conn = match self.store.write_connection().await {
+            Ok(conn) => conn,
+            Err(error) => return (Err(error.into()), 0.0),
+        };
         let notifier = if release { notifier.clone().releasing_held() } else { notifier.clone() };
-        let sent = notifier.drain_board(&mut conn, &keys, board, deadline).await;
-        drained.notifications = *sent.as_ref().unwrap_or(&0);
-        let oldest = notices::oldest_ms(&mut conn, &keys).await?;
-        drained.notification_lag_seconds = oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0);
-        Ok(sent.map(|_| ())?)
+        let sent = notifier.drain_board(&mut conn, &keys, board, deadline).await.map(|sent| sent.unwrap_or(0)).map_err(DrainError::from);
+        let lag = match notice_lag(&mut conn, &keys).await {
+            Ok(lag) => lag,
+            Err(error) => {
+                tracing::error!(board = name, error = %error, "notification lag unknown");
+                0.0
+            }
+        };
+        (sent, lag)
     }
 
     async fn drain_board(&self, board: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {
@@ -201,6 +218,16 @@ impl<O: Objects> Drainer<O> {
         let oldest = journal::oldest_ms(&mut conn, &self.keys.board(board)).await?;
         Ok(oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0))
     }
+}
+
+/// Seconds since the oldest move of a board not sent: recorded and not yet read, or held past
+/// its window's end.
+async fn notice_lag(conn: &mut standings::redis::store::Connection, keys: &standings::redis::keys::BoardKeys) -> Result<f64, StoreError> {
+    let now = Utc::now().timestamp_millis();
+    let oldest = notices::oldest_ms(conn, keys).await?;
+    let overdue = notices::held(conn, keys).await?.values().flatten().map(|w| w.due_ms).min().filter(|&due| due < now);
+    let since = [oldest, overdue].into_iter().flatten().min();
+    Ok(since.map_or(0.0, |ms| ((now - ms).max(0) as f64) / 1000.0))
 }
 
 /// JSON lines, one per entry.

@@ -27,8 +27,12 @@ pub enum NoticeError {
     Bus(#[from] BusError),
 }
 
-/// Entries read (and events sent before a trim, at most a few per entry) per step.
-pub const NOTICE_CHUNK: usize = 500;
+/// Entries read per step (each names a few events, at most `MAX_TOP` + 3): what is sent before
+/// a trim, so what a failed step sends again.
+pub const NOTICE_CHUNK: usize = 100;
+/// How long a drain holds a board's notices: beyond the drain's 50 s budget, so it runs out
+/// only for a drain that died.
+const LOCK_LEASE_MS: u64 = 120_000;
 /// Age of the oldest move not yet sent or held (the alarm's metric).
 pub const NOTICE_LAG_METRIC: &str = "NotificationLagSeconds";
 pub const NOTICES_SENT_METRIC: &str = "NotificationsSent";
@@ -70,8 +74,24 @@ impl Notifier {
     }
 
     /// Sends what `board`'s notices and held windows have due, until none is left or `deadline`
-    /// passes. Returns the events sent.
+    /// passes. Returns the events sent, or `None` when another drain of the board is running.
     pub async fn drain_board(
+        &self,
+        conn: &mut Connection,
+        keys: &BoardKeys,
+        board: &Board,
+        deadline: DateTime<Utc>,
+    ) -> Result<Option<usize>, NoticeError> {
+        let token = format!("{:016x}", fastrand::u64(..));
+        if !notices::lock(conn, keys, &token, LOCK_LEASE_MS).await? {
+            return Ok(None);
+        }
+        let sent = self.drain_locked(conn, keys, board, deadline).await;
+        notices::unlock(conn, keys, &token).await?;
+        sent.map(Some)
+    }
+
+    async fn drain_locked(
         &self,
         conn: &mut Connection,
         keys: &BoardKeys,
@@ -83,7 +103,8 @@ impl Notifier {
         let mut sent = 0;
         while Utc::now() < deadline {
             let entries = notices::oldest(conn, keys, self.chunk).await?;
-            let was = if quiet_ms > 0 { notices::held(conn, keys).await? } else { Default::default() };
+            // Read whatever the quiet time is now: windows held before it was turned off go out.
+            let was = notices::held(conn, keys).await?;
             if entries.is_empty() && was.is_empty() {
                 break;
             }
@@ -100,18 +121,17 @@ impl Notifier {
                 }
             }
             let read_all = entries.len() < self.chunk;
-            if quiet_ms > 0 {
-                // Later entries are no older than the last read (or than now, when none is
-                // left): a window due by then can take no more crossings.
-                let horizon = match (self.release, read_all) {
-                    (true, true) => i64::MAX,
-                    (_, true) => notices::now_ms(conn).await?,
-                    (_, false) => entries.last().map_or(0, |e| e.at_ms()),
-                };
-                events.extend(notify::due(&mut held, horizon));
-            }
-            self.bus.put_events(&events).await?;
-            sent += events.len();
+            // Later entries are no older than the last read (or than now, when none is left): a
+            // window due by then can take no more crossings.
+            let horizon = match (self.release || quiet_ms == 0, read_all) {
+                (true, true) => i64::MAX,
+                (_, true) => notices::now_ms(conn).await?,
+                (_, false) => entries.last().map_or(0, |e| e.at_ms()),
+            };
+            let mut due = notify::due(&mut held, horizon);
+            due.append(&mut events);
+            self.bus.put_events(&due).await?;
+            sent += due.len();
             notices::commit(conn, keys, entries.last().map(|e| e.id.as_str()), &was, &held).await?;
             if read_all {
                 break;

@@ -1,7 +1,7 @@
 //! Where rank-change notifications go (docs/notifications.md): a `Bus` takes a board's events
 //! in order; `EventBridgeBus` (cargo feature `eventbridge`) sends them with `PutEvents`.
 
-use crate::domain::notify::{DETAIL_TYPE, Detail, SOURCE};
+use crate::domain::notify::Detail;
 
 /// A bus that refused or failed to take events: the drain sends them again on its next run
 /// (consumers deduplicate on `detail.id`).
@@ -25,6 +25,7 @@ mod eventbridge {
     use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 
     use super::*;
+    use crate::domain::notify::{DETAIL_TYPE, SOURCE};
 
     /// The bus named by `STANDINGS_EVENT_BUS` (a name or an ARN).
     #[derive(Clone)]

@@ -61,6 +61,24 @@ pub async fn now_ms(conn: &mut Connection) -> Result<i64, StoreError> {
     Ok(secs * 1000 + micros / 1000)
 }
 
+/// Takes the board's drain lock for `lease_ms` unless another drain holds it; `token` names
+/// this drain, so only it releases the lock.
+pub async fn lock(conn: &mut Connection, keys: &BoardKeys, token: &str, lease_ms: u64) -> Result<bool, StoreError> {
+    let set: Option<String> =
+        redis::cmd("SET").arg(keys.notices_lock()).arg(token).arg("NX").arg("PX").arg(lease_ms).query_async(conn).await?;
+    Ok(set.is_some())
+}
+
+/// Releases the lock if this drain (`token`) still holds it.
+pub async fn unlock(conn: &mut Connection, keys: &BoardKeys, token: &str) -> Result<(), StoreError> {
+    let key = keys.notices_lock();
+    let held: Option<String> = conn.get(&key).await?;
+    if held.as_deref() == Some(token) {
+        let _: () = conn.del(&key).await?;
+    }
+    Ok(())
+}
+
 /// The windows a quiet time holds, per user.
 pub async fn held(conn: &mut Connection, keys: &BoardKeys) -> Result<BTreeMap<String, Vec<Window>>, StoreError> {
     let raw: BTreeMap<String, String> = conn.hgetall(keys.notices_quiet()).await?;

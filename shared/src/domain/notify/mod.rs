@@ -136,7 +136,7 @@ pub struct Detail {
     pub rank_after: Option<u32>,
     /// Who passed the user (an overtaking write's member); `None` when nobody did.
     pub by: Option<String>,
-    /// The write that moved the ranks (its event, submission or correction id); `None` for a ban.
+    /// The write that moved the ranks (its event or submission id); `None` for a ban.
     pub event_id: Option<String>,
 }
 

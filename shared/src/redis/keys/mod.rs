@@ -237,6 +237,12 @@ impl BoardKeys {
         format!("{}:notices-quiet", self.base)
     }
 
+    /// Held by the one drain of this board's notices running (a string with a lease): two at
+    /// once would each replace the other's held windows.
+    pub fn notices_lock(&self) -> String {
+        format!("{}:notices-lock", self.base)
+    }
+
     /// Whether writes record their rank moves in `notices` (the board must also notify).
     pub fn noticed(&self) -> bool {
         self.notices

@@ -280,7 +280,7 @@ local function apply(block, reply)
         record_move(moves, 'T', KEYS[board[i]], kind[i], id[i], top[i], member, ranks_before[i], ranks[i] - 1)
       end
     end
-    if league > 0 and changes[league] ~= 0 then
+    if league > 0 and top[league] > 0 and changes[league] ~= 0 then
       local members, cohorts = struct.unpack('>HH', block, pos)
       record_cohort(moves, 'L', KEYS[board[league]], KEYS[members], KEYS[cohorts], kind[league], id[league], member,
         composites[league], joined)

@@ -211,31 +211,37 @@ end
 -- A move inside the member's league cohort (`placements`, `cohorts`: the league period's keys,
 -- `board` its sorted set): "<tag> <kind> <id> <cohort> <member> <before> <cohort best first…>"
 -- with `before` the member's 0-based place before the write (-1: it placed them), found from
--- `old`, their composite before. Nothing when their place and the cohort's size are unchanged.
--- A cohort is ranked as ZREVRANGE ranks (composite, then member, both descending).
+-- `old`, their composite before (0: none). Nothing when their place and the cohort's size are
+-- unchanged. The order is the league's own (services/leagues.rs `board_order`): composite, the
+-- greater member first among equals, members without a score last by name.
+local function cohort_ahead(x, sx, y, sy)
+  if sx and sy then
+    if sx ~= sy then return sx > sy end
+    return x > y
+  end
+  if sx then return true end
+  if sy then return false end
+  return x < y
+end
+
 local function record_cohort(moves, tag, board, placements, cohorts, kind, id, member, old, joined)
   local cohort = redis.call('HGET', placements, member)
   if not cohort then return end
   local names = redis.call('ZRANGEBYLEX', cohorts, cohort_range(cohort))
   for i = 1, #names do names[i] = string.sub(names[i], #cohort + 2) end
   local composites, score = redis.call('ZMSCORE', board, unpack(names)), {}
-  for i = 1, #names do score[names[i]] = tonumber(composites[i] or '0') end
-  table.sort(names, function(x, y)
-    if score[x] ~= score[y] then return score[x] > score[y] end
-    return x > y
-  end)
-  local place_was, place_now = -1, -1
-  if not joined then
-    place_was = 0
-    for i = 1, #names do
-      local other = names[i]
-      if other ~= member and (score[other] > old or (score[other] == old and other > member)) then place_was = place_was + 1 end
+  for i = 1, #names do score[names[i]] = composites[i] and tonumber(composites[i]) end
+  local place_was, place_now, was = -1, 0, old > 0 and old
+  if not joined then place_was = 0 end
+  for i = 1, #names do
+    local other = names[i]
+    if other ~= member then
+      if not joined and cohort_ahead(other, score[other], member, was) then place_was = place_was + 1 end
+      if cohort_ahead(other, score[other], member, score[member]) then place_now = place_now + 1 end
     end
   end
-  for i = 1, #names do
-    if names[i] == member then place_now = i - 1 end
-  end
   if place_was == place_now then return end
+  table.sort(names, function(x, y) return cohort_ahead(x, score[x], y, score[y]) end)
   moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(names, ' ')}, ' ')
 end
 

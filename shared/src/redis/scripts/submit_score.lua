@@ -170,7 +170,7 @@ local function submit(b)
         record_move(moves, 'T', KEYS[index(i, 0)], period(i, 2), period(i, 3), index(i, 6), member, ranks_before[i], rank_now)
       end
     end
-    if league > 0 and kept[league] then
+    if league > 0 and kept[league] and index(league, 6) > 0 then
       record_cohort(moves, 'L', KEYS[index(league, 0)], KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])],
         period(league, 2), period(league, 3), member, olds[league], joined)
     end
