@@ -4,6 +4,7 @@ example rule delivering every `Standings Rank Changed` event to it; prints the q
 Idempotent: a second run reuses what exists."""
 
 import json
+import os
 import sys
 
 import boto3
@@ -11,7 +12,8 @@ import boto3
 
 def main() -> None:
     bus = sys.argv[1]
-    events, sqs = boto3.client("events"), boto3.client("sqs")
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+    events, sqs = boto3.client("events", region_name=region), boto3.client("sqs", region_name=region)
     if bus not in [b["Name"] for b in events.list_event_buses()["EventBuses"]]:
         events.create_event_bus(Name=bus)
     url = sqs.create_queue(QueueName=f"{bus}-rank-changed")["QueueUrl"]
