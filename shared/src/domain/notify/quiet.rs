@@ -45,7 +45,8 @@ pub fn due(pending: &mut BTreeMap<String, Vec<Window>>, horizon_ms: i64) -> Vec<
     ready.sort_by(|a, b| (a.due_ms, &a.last.user_id).cmp(&(b.due_ms, &b.last.user_id)));
     ready
         .into_iter()
-        .filter(|w| w.first == CrossingKind::Overtaken || w.first == w.last.crossing)
+        // A window's crossings share one dimension: `overtaken` always matches its first.
+        .filter(|w| w.first == w.last.crossing)
         .map(|w| Detail { rank_before: w.rank_before, ..w.last })
         .collect()
 }
