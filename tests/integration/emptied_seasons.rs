@@ -102,3 +102,42 @@ async fn a_season_emptied_then_written_again_is_lost_if_it_then_vanishes() {
     let error = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
     assert_eq!(error.code(), "live_board_lost");
 }
+
+/// A flush of the whole database takes the board's guard with it, so Redis alone cannot tell a
+/// flushed season from one nobody played: an hourly run that saw the season with members
+/// remembers it in the table, and the season is then refused as lost.
+#[tokio::test]
+async fn a_season_flushed_with_its_guard_is_lost_once_a_run_saw_it_had_members() {
+    let harness = ArchiveHarness::new().await;
+    let ingest = harness.app().await;
+    ingest.set_now(at("2026-10-20T12:00:00+08:00"));
+    let (status, body) = ingest.event(json!({"event_id": "e1", "user_id": "ann", "action": "learning"})).await;
+    assert_eq!(status, 200, "{body}");
+    harness.set_now(at("2026-10-20T13:00:00+08:00"));
+    harness.archiver(harness.table.clone()).archive_due(far()).await.unwrap();
+
+    let mut conn = harness.redis.clone();
+    for key in ingest.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    assert!(ingest.written_keys().await.is_empty(), "every key of the board is gone, its guard too");
+    harness.set_now(at("2026-11-01T01:00:00+08:00"));
+    let archiver = harness.archiver(harness.table.clone());
+    let error = archiver.archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
+    assert_eq!(error.code(), "live_board_lost");
+    let again = archiver.archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
+    assert_eq!(again.code(), "live_board_lost", "a re-run refuses it again");
+    assert!(harness.table.completed("points", SEASON).await.unwrap().is_none());
+}
+
+/// The same flush of a season no run saw with members (it was never played, as far as anything
+/// outside Redis knows): archived as the empty season it looks like.
+#[tokio::test]
+async fn a_season_no_run_saw_with_members_is_archived_empty_after_a_flush() {
+    let harness = ArchiveHarness::new().await;
+    harness.set_now(at("2026-10-20T13:00:00+08:00"));
+    harness.archiver(harness.table.clone()).archive_due(far()).await.unwrap();
+    harness.set_now(at("2026-11-01T01:00:00+08:00"));
+    let report = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap();
+    assert_eq!((report.status, report.total), (Status::Complete, 0));
+}

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::domain::distribution::{CUTOFF_SHARES, Histogram, MAX_BUCKETS};
-use crate::domain::guard::{closed_field, live_field};
+use crate::domain::guard::{closed_field, emptied_field, live_field};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
@@ -32,20 +32,30 @@ pub struct Frozen {
     /// The period's board had members and was gone (expired, evicted, flushed) when it was
     /// frozen: the period is closed, and must not be archived as empty.
     pub lost: bool,
+    /// Nothing in Redis says whether the period had members: no board, and its guard holds
+    /// neither the period's live nor its emptied field (never played, or flushed with the
+    /// guard). The job decides from what its runs saw while the period ran.
+    pub unwitnessed: bool,
 }
 
 /// Closes `period` to events and renames its board to the frozen key, atomically; a re-run
 /// only reports.
 pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<Frozen, StoreError> {
-    let (members, present, lost): (u64, u8, u8) = scripts::FREEZE_SEASON
+    let (members, present, lost, unwitnessed): (u64, u8, u8, u8) = scripts::FREEZE_SEASON
         .key(keys.guard())
         .key(keys.period(period))
         .key(keys.frozen(period))
         .arg(closed_field(period))
         .arg(live_field(period))
+        .arg(emptied_field(period))
         .invoke_async(conn)
         .await?;
-    Ok(Frozen { members, present: present == 1, lost: lost == 1 })
+    Ok(Frozen { members, present: present == 1, lost: lost == 1, unwitnessed: unwitnessed == 1 })
+}
+
+/// Whether `period`'s live board has members (a sorted set exists only while it has some).
+pub async fn has_members(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<bool, StoreError> {
+    Ok(redis::cmd("EXISTS").arg(keys.period(period)).query_async(conn).await?)
 }
 
 /// One member of a frozen board with its final standing.

@@ -16,7 +16,7 @@ use super::schedule::{Backoff, stopping_margin, unarchived_candidates};
 use super::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, TableError, entry_item, put_request};
 use crate::Clock;
 use crate::domain::config::{Board, Config};
-use crate::domain::period::Period;
+use crate::domain::period::{Period, PeriodKind};
 use crate::domain::scores;
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
@@ -232,6 +232,7 @@ impl<S: ArchiveSink> Archiver<S> {
             .filter(|b| b.archive)
             .flat_map(|board| unarchived_candidates(board, now, self.settings.grace).into_iter().map(move |season| (board, season)))
             .collect();
+        self.see_running_seasons(now).await;
         // Every overdue candidate counts until this run finishes it.
         let mut overdue = candidates.iter().filter(|(_, season)| is_overdue(season)).count() as u64;
         let mut reports = Vec::new();
@@ -258,6 +259,25 @@ impl<S: ArchiveSink> Archiver<S> {
         match failures.into_iter().next() {
             Some(first) => Err(first),
             None => Ok(reports),
+        }
+    }
+
+    /// Records in the table every archived board's running season that has members, once.
+    /// A failure only weakens what a later flush can be told apart from (logged, not fatal).
+    async fn see_running_seasons(&self, now: DateTime<Utc>) {
+        for board in self.config.boards().iter().filter(|b| b.archive) {
+            let season = Period::containing(PeriodKind::Season, now, board.timezone);
+            let keys = self.keys.board(&board.name);
+            let seen = async {
+                let mut conn = self.store.connection().await?;
+                if freeze::has_members(&mut conn, &keys, &season).await? {
+                    self.table.record_seen(&board.name, &season.id, now).await?;
+                }
+                Ok::<_, ArchiveError>(())
+            };
+            if let Err(error) = seen.await {
+                tracing::warn!(board = %board.name, season = %season.id, code = error.code(), %error, "running season not recorded");
+            }
         }
     }
 
@@ -297,7 +317,9 @@ impl<S: ArchiveSink> Archiver<S> {
         }
 
         let frozen = freeze::freeze(&mut conn, &job.keys, &job.season).await?;
-        if frozen.lost {
+        // A flush takes the guard with the board: only what the runs saw can tell it apart
+        // from a season nobody played.
+        if frozen.lost || (frozen.unwitnessed && self.table.seen(board, season).await?) {
             return Err(ArchiveError::LiveBoardLost { board: board.to_owned(), season: season.to_owned() });
         }
         let total = frozen.members;

@@ -1,5 +1,5 @@
 //! The fields of a board's guard hash, which every write checks before it changes anything:
-//! a banned user, a period closed for archiving, and a season whose board was created; and
+//! a banned user, a period closed for archiving, a season whose board was created or emptied; and
 //! how many voids each user's points had. The
 //! Lua scripts get the prefixes from here (see `redis::scripts::compose`).
 
@@ -8,6 +8,7 @@ use crate::domain::period::Period;
 pub const BAN: &str = "ban|";
 pub const CLOSED: &str = "closed|";
 pub const LIVE: &str = "live|";
+pub const EMPTIED: &str = "emptied|";
 pub const VOIDS: &str = "voids|";
 
 /// Set while `user_id` is banned from the board.
@@ -24,6 +25,12 @@ pub fn closed_field(period: &Period) -> String {
 /// can tell a lost board from an empty season.
 pub fn live_field(period: &Period) -> String {
     format!("{LIVE}{}:{}", period.kind.as_str(), period.id)
+}
+
+/// Set by the write scripts when a take-back, correction, ban or void empties `period`'s board
+/// (seasons only): the archive then archives the season as empty on purpose, not as lost.
+pub fn emptied_field(period: &Period) -> String {
+    format!("{EMPTIED}{}:{}", period.kind.as_str(), period.id)
 }
 
 /// How many voids the user's points on the board have had: a void decided on a count that

@@ -15,6 +15,8 @@ use crate::domain::distribution::Histogram;
 const RANK_DIGITS: usize = 10;
 pub(super) const STATUS_SK: &str = "STATUS";
 pub(super) const DISTRIBUTION_SK: &str = "DISTRIBUTION";
+/// A running season's record that a scheduled run saw its board with members.
+pub(super) const SEEN_SK: &str = "SEEN";
 /// The attributes an [`ArchivedEntry`] is read from (`rank` and `total` are reserved words).
 pub(super) const ENTRY_PROJECTION: &str = "board, season, #rank, user_id, points, reached_at, #total";
 

@@ -8,6 +8,7 @@
 //! |------|----|----|--------|--------|
 //! | a member's final standing | `SEASON#<board>#<season>` | `RANK#<rank, 10 digits>` | `USER#<user_id>` | `<board>#<season>` |
 //! | a season's archive is complete | `ARCHIVE#<board>#<season>` | `STATUS` | – | – |
+//! | a running season was seen with members | `ARCHIVE#<board>#<season>` | `SEEN` | – | – |
 //! | a season's distribution (a histogram per bucket count) | `ARCHIVE#<board>#<season>` | `DISTRIBUTION` | – | – |
 //! | a shard's checkpoint | `ARCHIVE#<board>#<season>` | `SHARD#<total>#<index>` | – | – |
 //!

@@ -51,6 +51,40 @@ impl SeasonTable {
         }
     }
 
+    /// Records that a run saw the season's live board with members (kept outside Redis, so a
+    /// flush of the whole database cannot pass for a season nobody played). The first sighting
+    /// is kept.
+    pub async fn record_seen(&self, board: &str, season: &str, at: DateTime<Utc>) -> Result<(), TableError> {
+        let put = self
+            .client
+            .put_item()
+            .table_name(&self.name)
+            .item(PK, s(archive_pk(board, season)))
+            .item(SK, s(SEEN_SK))
+            .item("seen_at", time(at))
+            .condition_expression("attribute_not_exists(pk)")
+            .send()
+            .await;
+        match put {
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
+            other => other.map(drop).map_err(Into::into),
+        }
+    }
+
+    /// Whether a run ever saw the season's live board with members (strongly consistent).
+    pub async fn seen(&self, board: &str, season: &str) -> Result<bool, TableError> {
+        let output = self
+            .client
+            .get_item()
+            .table_name(&self.name)
+            .key(PK, s(archive_pk(board, season)))
+            .key(SK, s(SEEN_SK))
+            .consistent_read(true)
+            .send()
+            .await?;
+        Ok(output.item().is_some())
+    }
+
     /// Stores the season's histograms, `histograms[n - 1]` for `n` buckets (they share the
     /// size, the lowest and highest points and the cut-offs). Written again by a rerun before
     /// the season is complete; never after.

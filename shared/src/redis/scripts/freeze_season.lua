@@ -11,16 +11,21 @@ KEYS[3]  the frozen sorted set the archive job pages through (see keys.rs `froze
 ARGV[1]  the guard field, "closed|<kind>:<id>"
 ARGV[2]  the guard field the write scripts set when the period's board is created,
          "live|<kind>:<id>"
+ARGV[3]  the guard field the write scripts set when a take-back, correction, ban or void
+         empties the period's board, "emptied|<kind>:<id>"
 
 The closed field's value is the number of members frozen. It outlives the frozen set, which the
 archive job deletes once the archive is verified, so a late re-run still learns the size. A
-period whose board was created but is gone (expired, evicted, flushed) is closed with the value
-"lost": it is never reported as an empty period.
+period whose board was created but is gone (expired, evicted) is closed with the value "lost":
+it is never reported as an empty period. A period with no board and neither field (never
+played, or flushed with its guard: Redis cannot tell) is closed with "unwitnessed", for the
+archive job to decide from what it saw while the period ran.
 
-Reply: {members, present, lost}
-  members  members frozen (the closed field's value; 0 when lost)
-  present  1 while the frozen set exists; 0 once released, or when the period had no members
-  lost     1 when the period's board had members and vanished before it was frozen
+Reply: {members, present, lost, unwitnessed}
+  members      members frozen (the closed field's value; 0 when lost or unwitnessed)
+  present      1 while the frozen set exists; 0 once released, or when the period had none
+  lost         1 when the period's board had members and vanished before it was frozen
+  unwitnessed  1 when nothing in Redis says whether the period had members
 ]]
 
 local members = redis.call('HGET', KEYS[1], ARGV[1])
@@ -32,11 +37,14 @@ if not members then
     members = redis.call('ZCARD', KEYS[3])
   elseif redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then
     members = 'lost'
-  else
+  elseif redis.call('HEXISTS', KEYS[1], ARGV[3]) == 1 then
     members = 0
+  else
+    members = 'unwitnessed'
   end
   redis.call('HSET', KEYS[1], ARGV[1], members)
-  redis.call('HDEL', KEYS[1], ARGV[2])
+  redis.call('HDEL', KEYS[1], ARGV[2], ARGV[3])
 end
-if members == 'lost' then return {0, 0, 1} end
-return {tonumber(members), redis.call('EXISTS', KEYS[3]), 0}
+if members == 'lost' then return {0, 0, 1, 0} end
+if members == 'unwitnessed' then return {0, 0, 0, 1} end
+return {tonumber(members), redis.call('EXISTS', KEYS[3]), 0, 0}

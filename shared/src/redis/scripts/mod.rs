@@ -25,7 +25,7 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::distribution::Histogram;
-use crate::domain::guard::{BAN, CLOSED, LIVE};
+use crate::domain::guard::{BAN, CLOSED, EMPTIED, LIVE};
 use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX, IDLE_CURSOR_FIELD};
 use crate::domain::period::EventTimeError;
 use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
@@ -90,7 +90,7 @@ const PRELUDE: &str = include_str!("prelude.lua");
 /// definition.
 fn constants() -> String {
     let mut lua = format!(
-        "local SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\nlocal GUARD_BAN, GUARD_CLOSED, GUARD_LIVE = '{BAN}', '{CLOSED}', '{LIVE}'\n"
+        "local SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\nlocal GUARD_BAN, GUARD_CLOSED, GUARD_LIVE, GUARD_EMPTIED = '{BAN}', '{CLOSED}', '{LIVE}', '{EMPTIED}'\n"
     );
     for decision in Decision::ALL {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
@@ -302,7 +302,7 @@ mod tests {
     fn every_script_is_composed_with_the_constants_and_the_prelude() {
         let text = super::constants();
         assert!(text.starts_with(&format!("local SPAN = {TIME_SPAN}\nlocal MAX_POINTS = {MAX_POINTS}\n")));
-        assert!(text.contains("GUARD_BAN, GUARD_CLOSED, GUARD_LIVE = 'ban|', 'closed|', 'live|'"));
+        assert!(text.contains("GUARD_BAN, GUARD_CLOSED, GUARD_LIVE, GUARD_EMPTIED = 'ban|', 'closed|', 'live|', 'emptied|'"));
         for decision in super::Decision::ALL {
             assert!(text.contains(&format!("local {} = '{}'\n", decision.lua_name(), decision.code())));
         }

@@ -73,12 +73,13 @@ local function expire_period_once(key, guard_key, kind, id, ttl)
 end
 
 -- Removes `member` from the board of period `kind:id`. A season board this empties was
--- emptied on purpose (a take-back, a correction, a ban): the guard forgets that it had members,
--- so the archive archives the season as empty instead of refusing it as lost.
+-- emptied on purpose (a take-back, a correction, a ban): the guard says so, so the archive
+-- archives the season as empty instead of refusing it as lost.
 local function remove_member(key, guard_key, kind, id, member)
   local removed = redis.call('ZREM', key, member)
   if removed == 1 and kind == 'season' and redis.call('EXISTS', key) == 0 then
     redis.call('HDEL', guard_key, GUARD_LIVE .. kind .. ':' .. id)
+    redis.call('HSET', guard_key, GUARD_EMPTIED .. kind .. ':' .. id, 1)
   end
   return removed
 end
