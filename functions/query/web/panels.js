@@ -78,7 +78,7 @@ async function refreshStatement() {
   const unexplained = statement.unexplained;
   $('statement-note').textContent = unexplained
     ? `${unexplained.points} points not itemised (${unexplained.reason.replace('_', ' ')}); total ${statement.score}.`
-    : `Total ${statement.score}.`;
+    : statement.score === null ? 'No score on this board.' : `Total ${statement.score}.`;
 }
 
 // ---- The board's score distribution

@@ -87,15 +87,18 @@ pub struct Remainder {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Statement {
-    pub score: i64,
+    /// `None`: the user is not on a score board (no score, which on an ascending board must
+    /// not read as the best one); a rule board's absent member has 0 points.
+    pub score: Option<i64>,
     pub lines: Vec<Line>,
     /// `None` when the lines sum exactly to the score.
     pub unexplained: Option<Remainder>,
 }
 
-/// The statement of `score` from the counters of one period's statement hash (`fields`, as
-/// stored; empty when there is none).
-pub fn explain(board: &Board, score: i64, fields: &BTreeMap<String, String>) -> Statement {
+/// The statement of `score` (`None`: the member is not on the board) from the counters of one
+/// period's statement hash (`fields`, as stored; empty when there is none).
+pub fn explain(board: &Board, held: Option<i64>, fields: &BTreeMap<String, String>) -> Statement {
+    let score = held.unwrap_or(0);
     let lines = match board.scores.map(|rules| rules.keep) {
         Some(Keep::Sum) => {
             let submissions = number(fields, "n:score");
@@ -116,7 +119,7 @@ pub fn explain(board: &Board, score: i64, fields: &BTreeMap<String, String>) -> 
         Unexplained::NotKept
     };
     let unexplained = (covered != score).then_some(Remainder { points: score - covered, reason });
-    Statement { score, lines, unexplained }
+    Statement { score: if board.scores.is_some() { held } else { Some(score) }, lines, unexplained }
 }
 
 fn number(fields: &BTreeMap<String, String>, name: &str) -> i64 {
@@ -201,7 +204,7 @@ mod tests {
             ("s:p", "2"),
             ("s:b", "10"),
         ]);
-        let statement = explain(config.board("b").unwrap(), 17, &stored);
+        let statement = explain(config.board("b").unwrap(), Some(17), &stored);
         assert_eq!(
             statement.lines,
             [
@@ -213,14 +216,14 @@ mod tests {
             ]
         );
         assert_eq!(statement.unexplained, None);
-        let short = explain(config.board("b").unwrap(), 22, &stored);
+        let short = explain(config.board("b").unwrap(), Some(22), &stored);
         assert_eq!(short.unexplained, Some(Remainder { points: 5, reason: Unexplained::NotRecorded }));
     }
 
     #[test]
     fn without_statements_the_whole_score_is_unexplained_and_says_why() {
         let config = board("kind = \"cumulative\"\nrules = [{ action = \"qa\", points = 5, scope = \"none\" }]");
-        let statement = explain(config.board("b").unwrap(), 40, &BTreeMap::new());
+        let statement = explain(config.board("b").unwrap(), Some(40), &BTreeMap::new());
         assert_eq!(statement.lines, []);
         assert_eq!(statement.unexplained, Some(Remainder { points: 40, reason: Unexplained::NotKept }));
     }
@@ -228,9 +231,9 @@ mod tests {
     #[test]
     fn a_score_board_explains_its_kept_score_or_its_sum() {
         let best = board("kind = \"scores\"\nkeep = \"best\"");
-        assert_eq!(explain(best.board("b").unwrap(), 70, &BTreeMap::new()).lines, [Line::KeptScore { points: 70 }]);
+        assert_eq!(explain(best.board("b").unwrap(), Some(70), &BTreeMap::new()).lines, [Line::KeptScore { points: 70 }]);
         let sum = board("kind = \"scores\"\nkeep = \"sum\"\nstatements = true");
-        let statement = explain(sum.board("b").unwrap(), 12, &fields(&[("n:score", "3"), ("p:score", "12")]));
+        let statement = explain(sum.board("b").unwrap(), Some(12), &fields(&[("n:score", "3"), ("p:score", "12")]));
         assert_eq!((statement.lines, statement.unexplained), (vec![Line::Submissions { submissions: 3, points: 12 }], None));
     }
 }

@@ -291,7 +291,7 @@ impl Reader {
         if closed {
             return Err(ReadError::StatementGone { board: board.name.clone(), period: period.kind.as_str(), period_id: period.id.clone() });
         }
-        let score = composite.map_or(0, |c| scores::scale(board, period).score_of(c));
+        let score = composite.map(|c| scores::scale(board, period).score_of(c));
         Ok(statement::explain(board, score, &fields))
     }
 
