@@ -45,6 +45,8 @@ async fn a_key_of_the_wrong_type_is_an_internal_error_not_a_retry_later() {
     assert!(headers.get("retry-after").is_none(), "a programming error is not worth retrying");
     let message = reply["error"]["message"].as_str().unwrap();
     assert!(!message.contains("WRONGTYPE") && !message.contains("redis"), "no internals leak: {message}");
+    let counted = app.metrics.lock().unwrap().iter().any(|line| line["Code"] == "internal" && line["Events"] == 1.0);
+    assert!(counted, "the error is counted in Events{{Code=internal}}: {:?}", app.metrics.lock().unwrap());
 }
 
 #[tokio::test]
