@@ -3,7 +3,7 @@
 # integration tests against real Redis — a standalone redis-server, a 6-node Redis Cluster and a
 # TLS-only server with an ACL user — and a real moto_server (DynamoDB), the functions through
 # `cargo lambda watch`, and (without test filters) the page in headless Chromium, a smoke run
-# of scripts/run-local.sh and the clock-sensitive tests with the real clock a year ahead, all started here on loopback and stopped on exit. Extra arguments go to
+# of scripts/run-local.sh and the integration suite again with the real clock a year ahead, all started here on loopback and stopped on exit. Extra arguments go to
 # both `cargo test` runs (e.g. a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
