@@ -5,6 +5,7 @@ is what this reads, unchanged.
 
 Usage: tail -F <log> | python3 scripts/local_log.py
        python3 scripts/local_log.py --hotness '<a hotness run's answer>'
+       python3 scripts/local_log.py --journal '<a journal drain's answer>'
 """
 import json
 import sys
@@ -44,9 +45,20 @@ def hotness_line(answer):
     return f"{datetime.datetime.now():%H:%M:%S} hotness ran: {boards or 'no boards'}"
 
 
+def journal_line(answer):
+    """One line for a scheduled journal drain: entries stored in S3, notifications sent, lag."""
+    import datetime
+    run = json.loads(answer)
+    return (f"{datetime.datetime.now():%H:%M:%S} journal drained: {run.get('entries', '?')} entries, "
+            f"{run.get('notifications', 0)} notifications, lag {run.get('lag_seconds', '?')} s")
+
+
 def main():
     if sys.argv[1:2] == ["--hotness"]:
         print(hotness_line(sys.argv[2]))
+        return
+    if sys.argv[1:2] == ["--journal"]:
+        print(journal_line(sys.argv[2]))
         return
     for line in sys.stdin:
         shown = readable(line)

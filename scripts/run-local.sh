@@ -137,7 +137,8 @@ fi
   while sleep $((60 - $(date +%s) % 60)); do
     summary=$(fire_hotness) && python3 scripts/local_log.py --hotness "$summary" \
       || echo "$(date +%H:%M:%S) hotness run failed" >&2
-    fire_journal >/dev/null || echo "$(date +%H:%M:%S) journal drain failed" >&2
+    drain=$(fire_journal) && python3 scripts/local_log.py --journal "$drain" \
+      || echo "$(date +%H:%M:%S) journal drain failed" >&2
   done
 ) &
 schedule_pid=$!

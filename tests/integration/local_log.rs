@@ -30,3 +30,19 @@ fn requests_become_one_line_metrics_disappear_errors_stay() {
         ]
     );
 }
+
+#[test]
+fn each_scheduled_job_run_gets_one_line() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/local_log.py");
+    let line = |flag: &str, answer: &str| {
+        let output = Command::new("python3").args([script, flag, answer]).output().expect("python3 runs");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let out = String::from_utf8(output.stdout).unwrap();
+        assert_eq!(out.lines().count(), 1, "{out}");
+        out[9..].trim_end().to_owned()
+    };
+    let drained = r#"{"entries": 42, "notifications": 3, "lag_seconds": 1.5, "boards": []}"#;
+    assert_eq!(line("--journal", drained), "journal drained: 42 entries, 3 notifications, lag 1.5 s");
+    let hot = r#"{"boards": [{"board": "hot-videos", "members": 7}]}"#;
+    assert_eq!(line("--hotness", hot), "hotness ran: hot-videos 7 members");
+}
