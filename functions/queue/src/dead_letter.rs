@@ -1,6 +1,6 @@
 //! The dead-letter queue this function writes to itself (`STANDINGS_DEAD_LETTER_QUEUE_URL`): a
 //! message that can never apply goes there with its reason as message attributes, so an
-//! operator sees why without the logs (docs/queue.md#the-dead-letter-queue).
+//! operator sees why without the logs (docs/queue.md#runbook-messages-in-the-dead-letter-queue).
 
 use std::time::Duration;
 
