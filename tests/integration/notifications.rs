@@ -9,7 +9,7 @@ use journal::Notifier;
 use serde_json::json;
 use standings::domain::config::Config;
 use standings::domain::notify::CrossingKind::*;
-use standings_tests::notify::{FailingAfter, Seen, s, seen, spawn_notified, subscribed};
+use standings_tests::notify::{FailingAfter, HangingAfter, Seen, s, seen, spawn_notified, subscribed};
 use standings_tests::{ADMIN, ArchiveHarness, TestApp, at};
 
 fn config() -> Config {
@@ -44,6 +44,16 @@ fn config() -> Config {
         top = 10
         rules = [{ action = "drill", points = 1, max_points = 100, scope = "none" }]
         league = { period = "week", cohort_size = 4, tiers = ["bronze", "silver"], promote = 1, demote = 1 }
+        notify = { top = 10 }
+
+        [[boards]]
+        name = "ladder"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "climb", points = 1, max_points = 100, scope = "none" }]
+        league = { period = "week", cohort_size = 2, tiers = ["bronze", "silver"], promote = 1, demote = 1 }
         notify = { top = 10 }
 
         [[boards]]
@@ -216,6 +226,39 @@ async fn league_zones_are_entered_and_left_as_the_cohort_fills_and_players_pass(
     );
 }
 
+/// Demotion needs a tier above the lowest: week 47 promotes p1 and p3 to silver, where week
+/// 48 puts them in one cohort of two, whose last place demotes.
+#[tokio::test]
+async fn a_higher_tiers_cohort_enters_and_leaves_its_demotion_zone() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    let climb = |id: &str, user: &str, points: u32| json!({"event_id": id, "user_id": user, "action": "climb", "points": points});
+    app.set_now(at("2026-11-17T10:00:00Z"));
+    for (id, user, points) in [("w47-1", "p1", 5), ("w47-2", "p2", 3), ("w47-3", "p3", 5), ("w47-4", "p4", 3)] {
+        assert_eq!(write(&app, climb(id, user, points)).await, 200);
+    }
+    app.set_now(at("2026-11-24T10:00:00Z"));
+    let closes = app.closer().close_due(chrono::Utc::now() + chrono::Duration::minutes(5)).await.unwrap();
+    assert!(closes.iter().any(|c| c.period_id == "2026-W47" && c.status == "complete"), "{closes:?}");
+    for (id, user, points) in [("w48-1", "p1", 5), ("w48-2", "p3", 3), ("w48-3", "p3", 5)] {
+        assert_eq!(write(&app, climb(id, user, points)).await, 200);
+    }
+    let (_, league) = app.get("/v1/boards/ladder/users/p1/league").await;
+    assert_eq!(league["tier"], "silver", "{league}");
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    let demotions: Vec<Seen> =
+        seen(&bus.received().await).into_iter().filter(|c| matches!(c.1, EnteredDemotion | LeftDemotion)).collect();
+    assert_eq!(
+        demotions,
+        vec![
+            // p3 joins p1's cohort behind them: a cohort of two demotes one.
+            s("p3", EnteredDemotion, None, Some(2), None),
+            s("p3", LeftDemotion, Some(2), Some(1), None),
+            s("p1", EnteredDemotion, Some(1), Some(2), Some("p3")),
+        ]
+    );
+}
+
 #[tokio::test]
 async fn score_boards_notify_only_for_scores_that_move_someone() {
     let app = spawn_notified(config()).await;
@@ -297,4 +340,42 @@ async fn a_drain_leaves_a_board_whose_notices_another_drain_holds() {
     assert_eq!(seen(&bus.received().await).len(), 2);
     let left: Option<String> = redis::cmd("GET").arg(&lock).query_async(&mut conn).await.unwrap();
     assert_eq!(left, None, "a drain releases its own lock");
+}
+
+/// A drain killed while the bus holds its events (its future dropped, as a Lambda past its
+/// deadline is) keeps the board's lock: runs within its lease leave the board alone, and the
+/// first run after the lease sends every move again, in order, with the same ids.
+#[tokio::test]
+async fn a_drain_killed_mid_delivery_holds_the_board_for_its_lease_then_everything_is_resent() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    race(&app).await;
+    let waiting = app.notices_len("race").await;
+    let reached = std::sync::Arc::new(tokio::sync::Notify::new());
+    let hanging = HangingAfter { inner: bus.bus.clone(), left: 4, reached: reached.clone() };
+    tokio::select! {
+        _ = app.notify(Notifier::new(hanging)) => panic!("the bus never answers"),
+        _ = reached.notified() => {}
+    }
+    let early = bus.received().await;
+    assert_eq!(seen(&early), race_expected()[..4].to_vec());
+
+    let lock = app.keys.board("race").notices_lock();
+    let mut conn = app.redis.clone();
+    let lease: i64 = redis::cmd("PTTL").arg(&lock).query_async(&mut conn).await.unwrap();
+    assert!((1..=120_000).contains(&lease), "the dead drain's lock has a lease: {lease} ms");
+    assert_eq!(app.notify(Notifier::new(bus.bus.clone())).await.notifications, 0, "within the lease the board is left alone");
+    assert_eq!(app.notices_len("race").await, waiting, "nothing was trimmed");
+
+    // The lease runs out (as 120 s would): the lock expires on Redis's clock.
+    let _: () = redis::cmd("PEXPIRE").arg(&lock).arg(1).query_async(&mut conn).await.unwrap();
+    while redis::cmd("EXISTS").arg(&lock).query_async::<bool>(&mut conn).await.unwrap() {
+        tokio::task::yield_now().await;
+    }
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    let all = bus.received().await;
+    assert_eq!(seen(&all), race_expected(), "the next run after the lease sends everything, in order");
+    let again: Vec<&str> = all[..4].iter().map(|d| d.id.as_str()).collect();
+    assert_eq!(again, early.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), "a redelivery carries the same ids");
+    assert_eq!(app.notices_len("race").await, 0);
 }

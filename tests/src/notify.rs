@@ -91,6 +91,23 @@ impl<B: Bus> Bus for FailingAfter<B> {
     }
 }
 
+/// A bus that takes `left` events, says so on `reached`, then never answers: a drain killed
+/// mid-delivery (the Lambda's deadline, a crash) when its future is dropped there.
+pub struct HangingAfter<B> {
+    pub inner: B,
+    pub left: usize,
+    pub reached: Arc<tokio::sync::Notify>,
+}
+
+impl<B: Bus> Bus for HangingAfter<B> {
+    async fn put(&self, events: &[Detail]) -> Result<(), BusError> {
+        let take = self.left.min(events.len());
+        self.inner.put(&events[..take]).await?;
+        self.reached.notify_one();
+        std::future::pending().await
+    }
+}
+
 /// No journal bucket: these apps journal nothing, so the drain never stores an object.
 struct NoBucket;
 
