@@ -88,6 +88,54 @@ async fn every_applied_write_is_journaled_once_and_refusals_and_duplicates_are_n
     assert_eq!((score["board"].as_str(), score["score"].as_i64()), (Some("high-scores"), Some(40)));
 }
 
+/// The batch routes and the queue apply through the same script calls as single writes: each
+/// applied item is journaled once, duplicates (inside a batch, or redelivered) and refusals not.
+#[tokio::test]
+async fn batches_and_queue_messages_are_journaled_once_per_applied_item() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    let events = json!({"events": [
+        {"event_id": "b1", "user_id": "ann", "action": "learning"},
+        {"event_id": "b2", "user_id": "bob", "action": "learning"},
+        {"event_id": "b1", "user_id": "ann", "action": "learning"},
+        {"event_id": "b1", "user_id": "ann", "action": "qa"},
+    ]});
+    let (status, reply) = app.post("/v1/events:batch", &events).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    let scores = json!({"scores": [
+        {"event_id": "g1", "user_id": "ann", "score": 40},
+        {"event_id": "g1", "user_id": "ann", "score": 40},
+        {"event_id": "g1", "user_id": "ann", "score": 41},
+    ]});
+    let (status, reply) = app.post("/v1/boards/high-scores/scores:batch", &scores).await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    assert_eq!(app.journal_len("points").await, 2, "b1 and b2: not b1 again, not b1's conflicting payload");
+    assert_eq!(app.journal_len("high-scores").await, 1, "g1 once, not again nor with another score");
+
+    let client = standings_tests::queue::sqs().await;
+    let dlq = standings_tests::queue::new_queue(&client, "dlq").await;
+    let queue = app.queue(queue::DeadLetters::new(client.clone(), dlq));
+    let message = json!({"event_id": "q1", "user_id": "dee", "action": "learning"}).to_string();
+    let score = json!({"kind": "score", "board": "high-scores", "event_id": "q2", "user_id": "dee", "score": 7}).to_string();
+    let records = vec![
+        standings_tests::queue::record("m1", &message, 1),
+        standings_tests::queue::record("m2", &message, 2),
+        standings_tests::queue::record("m3", &score, 1),
+        standings_tests::queue::record("m4", "{not json", 1),
+    ];
+    let response = queue.handle(standings_tests::queue::sqs_event(records)).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    assert_eq!(app.journal_len("points").await, 3, "q1 once, though delivered twice");
+    assert_eq!(app.journal_len("high-scores").await, 2);
+
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await;
+    assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+    let counts = by_event_id(&lines(&client, &bucket, &app).await);
+    let expected: HashMap<String, usize> = ["b1", "b2", "g1", "q1", "q2"].iter().map(|id| (id.to_string(), 1)).collect();
+    assert_eq!(counts, expected);
+}
+
 #[tokio::test]
 async fn a_drain_moves_every_entry_to_s3_by_board_and_date_and_trims_only_what_it_stored() {
     let app = spawn_journaled(Config::default_boards()).await;
