@@ -276,3 +276,37 @@ async fn on_a_league_that_drops_idle_players_one_who_sits_a_week_out_goes_down_a
     assert!(app.closer().close_due(chrono::Utc::now() + Duration::minutes(5)).await.unwrap().is_empty(), "closed once");
     assert_eq!(league(&app, "drops", "a").await["tier"], "bronze", "dropped once");
 }
+
+/// A week board is read like any period: every read names the week, when it started and when
+/// it resets, in the board's timezone, and its key expires on its own.
+#[tokio::test]
+async fn a_week_is_read_like_any_period_with_its_start_and_reset() {
+    let app = standings_tests::spawn_ingest().await;
+    app.set_now(at("2026-11-22T10:00:00+08:00"));
+    let (status, reply) = app.event(json!({"event_id": "l1", "user_id": "u1", "action": "lesson"})).await;
+    assert_eq!(status, 200, "{reply}");
+    for path in [
+        "/v1/boards/xp/top?period=week",
+        "/v1/boards/xp/users/u1?period=week",
+        "/v1/boards/xp/distribution?period=week",
+        "/v1/boards/xp/users/u1/statement?period=week",
+        "/v1/boards/xp/users/u1/league",
+    ] {
+        let (status, body) = app.get(path).await;
+        assert_eq!(status, 200, "{path}: {body}");
+        let week = (&body["period_id"], &body["period_start"], &body["next_reset"]);
+        assert_eq!(week, (&json!("2026-W47"), &json!("2026-11-16T00:00:00+08:00"), &json!("2026-11-23T00:00:00+08:00")), "{path}: {body}");
+    }
+    let (_, next) = app.get("/v1/boards/xp/top?period=week&at=2026-11-23").await;
+    assert_eq!((&next["period_id"], &next["entries"]), (&json!("2026-W48"), &json!([])), "{next}");
+    let (_, top) = app.get("/v1/boards/xp/top?period=week").await;
+    assert_eq!((&top["entries"][0]["user_id"], &top["entries"][0]["score"]), (&json!("u1"), &json!(10)), "{top}");
+    let week = standings::domain::period::Period::containing(
+        standings::domain::period::PeriodKind::Week(chrono::Weekday::Mon),
+        app.now(),
+        chrono_tz::Asia::Shanghai,
+    );
+    let key = app.keys.board("xp").period(&week);
+    let ttl: i64 = redis::cmd("TTL").arg(&key).query_async(&mut app.redis.clone()).await.unwrap();
+    assert!((7 * 86_400..=42 * 86_400).contains(&ttl), "the week's board expires on its own, 35 days after the week: TTL {ttl}");
+}

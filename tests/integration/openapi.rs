@@ -184,6 +184,27 @@ async fn real_answers_match_the_documented_schemas() {
         samples.push(sample("get", "/v1/hot/{board}", app.get(path).await));
     }
     samples.push(sample("get", "/v1/health", app.get("/v1/health").await));
+    // The league board (`xp`, weekly cohorts): its week read like any period, and its routes.
+    for (id, user) in [("x1", "u1"), ("x2", "u2"), ("x3", "u2")] {
+        let lesson = json!({"event_id": id, "user_id": user, "action": "lesson", "target": id});
+        samples.push(sample("post", "/v1/events", app.event(lesson).await));
+    }
+    samples.push(sample("get", "/v1/boards/{board}/top", app.get("/v1/boards/xp/top?period=week").await));
+    samples.push(sample("get", "/v1/boards/{board}/users/{user_id}", app.get("/v1/boards/xp/users/u1?period=week").await));
+    for path in ["/v1/boards/xp/users/u1/league", "/v1/boards/xp/users/nobody/league", "/v1/boards/activity/users/u1/league"] {
+        samples.push(sample("get", "/v1/boards/{board}/users/{user_id}/league", app.get(path).await));
+    }
+    samples.push(sample(
+        "get",
+        "/v1/boards/{board}/users/{user_id}/league/history",
+        app.get("/v1/boards/xp/users/u1/league/history").await,
+    ));
+    for path in ["/v1/boards/xp/leagues", "/v1/boards/xp/leagues?tier=bronze", "/v1/boards/xp/leagues?tier=nope"] {
+        samples.push(sample("get", "/v1/boards/{board}/leagues", app.get(path).await));
+    }
+    for path in ["/v1/boards/points/users/u1/statement?period=season", "/v1/boards/nope/users/u1/statement"] {
+        samples.push(sample("get", "/v1/boards/{board}/users/{user_id}/statement", app.get(path).await));
+    }
 
     let sign_in = json!({"event_id": "s1", "user_id": "u1"});
     samples.push(sample("post", "/v1/sign-ins", app.post("/v1/sign-ins", &sign_in).await));
