@@ -246,8 +246,7 @@ async fn a_higher_tiers_cohort_enters_and_leaves_its_demotion_zone() {
     let (_, league) = app.get("/v1/boards/ladder/users/p1/league").await;
     assert_eq!(league["tier"], "silver", "{league}");
     app.notify(Notifier::new(bus.bus.clone())).await;
-    let demotions: Vec<Seen> =
-        seen(&bus.received().await).into_iter().filter(|c| matches!(c.1, EnteredDemotion | LeftDemotion)).collect();
+    let demotions: Vec<Seen> = seen(&bus.received().await).into_iter().filter(|c| matches!(c.1, EnteredDemotion | LeftDemotion)).collect();
     assert_eq!(
         demotions,
         vec![

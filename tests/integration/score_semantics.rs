@@ -70,7 +70,11 @@ async fn a_user_not_on_an_ascending_board_has_no_score_not_the_best_one() {
     assert_eq!(nobody["score"], Value::Null, "{listed}");
     let (status, statement) = app.get("/v1/boards/game/users/nobody/statement?period=all").await;
     assert_eq!(status, 200, "{statement}");
-    assert_eq!((&statement["score"], &statement["lines"], &statement["unexplained"]), (&Value::Null, &json!([]), &Value::Null), "{statement}");
+    assert_eq!(
+        (&statement["score"], &statement["lines"], &statement["unexplained"]),
+        (&Value::Null, &json!([]), &Value::Null),
+        "{statement}"
+    );
     let (_, ann) = app.get("/v1/boards/game/users/ann/statement?period=all").await;
     assert_eq!(ann["score"], 61_250, "{ann}");
 }

@@ -232,7 +232,8 @@ impl<S: ArchiveSink> Archiver<S> {
             .filter(|b| b.archive)
             .flat_map(|board| unarchived_candidates(board, now, self.settings.grace).into_iter().map(move |season| (board, season)))
             .collect();
-        self.see_running_seasons(now).await;
+        // Boxed: the scheduled run's future stays shallow enough for rustc's layout.
+        Box::pin(self.see_running_seasons(now)).await;
         // Every overdue candidate counts until this run finishes it.
         let mut overdue = candidates.iter().filter(|(_, season)| is_overdue(season)).count() as u64;
         let mut reports = Vec::new();
@@ -267,18 +268,18 @@ impl<S: ArchiveSink> Archiver<S> {
     async fn see_running_seasons(&self, now: DateTime<Utc>) {
         for board in self.config.boards().iter().filter(|b| b.archive) {
             let season = Period::containing(PeriodKind::Season, now, board.timezone);
-            let keys = self.keys.board(&board.name);
-            let seen = async {
-                let mut conn = self.store.connection().await?;
-                if freeze::has_members(&mut conn, &keys, &season).await? {
-                    self.table.record_seen(&board.name, &season.id, now).await?;
-                }
-                Ok::<_, ArchiveError>(())
-            };
-            if let Err(error) = seen.await {
+            if let Err(error) = self.see_running_season(board, &season, now).await {
                 tracing::warn!(board = %board.name, season = %season.id, code = error.code(), %error, "running season not recorded");
             }
         }
+    }
+
+    async fn see_running_season(&self, board: &Board, season: &Period, now: DateTime<Utc>) -> Result<(), ArchiveError> {
+        let mut conn = self.store.connection().await?;
+        if freeze::has_members(&mut conn, &self.keys.board(&board.name), season).await? {
+            self.table.record_seen(&board.name, &season.id, now).await?;
+        }
+        Ok(())
     }
 
     /// Archives `shard` of `board`'s `season`, resuming from its checkpoint, until done or
