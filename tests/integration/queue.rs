@@ -265,3 +265,73 @@ async fn an_event_one_of_its_boards_refuses_for_good_is_dead_lettered_naming_the
     assert_eq!((dead_body.as_str(), code.as_str()), (play.as_str(), "period_closed"));
     assert!(reason.contains("seasonal") && reason.contains("applied on plays"), "{reason}");
 }
+
+/// A batch's sign-ins go to Redis as one script call (the sign-in board's chunk), each
+/// answered as it would be alone: applied once, a redelivery a duplicate, a conflict dead.
+#[tokio::test]
+async fn the_sign_ins_of_a_batch_are_one_script_call_each_applied_once() {
+    let app = spawn_ingest().await;
+    let (client, dlq) = dead_letters().await;
+    let dlq_url = dlq.url().to_owned();
+    let queue = app.queue(dlq);
+    let sign_in = |id: &str, user: &str| body(json!({"kind": "sign_in", "event_id": id, "user_id": user}));
+    let records = vec![
+        record("m1", &sign_in("s1", "ann"), 1),
+        record("m2", &sign_in("s2", "bob"), 1),
+        record("m3", &sign_in("s1", "ann"), 2),
+        record("m4", &sign_in("s3", "ann"), 1),
+        record("m5", &sign_in("s2", "cy"), 1),
+    ];
+    // The first call in a fresh Redis also loads the script (NOSCRIPT, SCRIPT LOAD, retry).
+    assert_eq!(app.post("/v1/sign-ins", &json!({"event_id": "warm", "user_id": "warm"})).await.0, 200);
+    let before = app.store.round_trips();
+    let response = queue.handle(sqs_event(records)).await;
+    assert_eq!(failures(&response), Vec::<&str>::new());
+    assert_eq!(app.store.round_trips() - before, 1, "one script call for the batch's sign-ins");
+    for user in ["ann", "bob"] {
+        assert_eq!(app.points("points", season("2026-11-22"), user).await, Some(1), "{user} signed in once");
+        let (_, calendar) = app.get(&format!("/v1/users/{user}/sign-ins")).await;
+        assert_eq!(calendar["streak"], 1, "{calendar}");
+    }
+    assert_eq!(app.points("points", season("2026-11-22"), "cy").await, None, "s2 was bob's");
+    let dead = drain(&client, &dlq_url).await;
+    let codes: Vec<&str> = dead.iter().map(|(_, code, _)| code.as_str()).collect();
+    assert_eq!(codes, ["idempotency_conflict"], "{dead:?}");
+}
+
+/// Messages that can never apply for the score's range or the event window are dead-lettered
+/// with their reason and counted in `MessagesDeadLettered` by code; the rest applies.
+#[tokio::test]
+async fn out_of_range_and_too_late_messages_are_dead_lettered_and_counted() {
+    let app = spawn_ingest().await;
+    let (client, dlq) = dead_letters().await;
+    let dlq_url = dlq.url().to_owned();
+    let (queue, metrics) = app.queue_with_metrics(dlq);
+    let late = (app.now() - chrono::Duration::hours(2)).to_rfc3339();
+    let records = vec![
+        record(
+            "m1",
+            &body(json!({"kind": "score", "board": "high-scores", "event_id": "s1", "user_id": "cy", "score": 2_000_000_000u64})),
+            1,
+        ),
+        record("m2", &body(json!({"event_id": "l1", "user_id": "ann", "action": "learning", "occurred_at": late})), 1),
+        record("m3", &body(json!({"event_id": "l2", "user_id": "ann", "action": "learning"})), 1),
+    ];
+    let response = queue.handle(sqs_event(records)).await;
+    assert_eq!(failures(&response), Vec::<&str>::new());
+    assert_eq!(app.points("points", season("2026-11-22"), "ann").await, Some(10), "l2 applied, l1 not");
+    let (status, cy) = app.get("/v1/boards/high-scores/users/cy?period=all").await;
+    assert_eq!((status.as_u16(), &cy["score"]), (200, &Value::Null), "{cy}");
+    let mut codes: Vec<String> = drain(&client, &dlq_url).await.into_iter().map(|(_, code, _)| code).collect();
+    codes.sort();
+    assert_eq!(codes, ["out_of_range", "too_late"]);
+    let mut counted: Vec<String> = metrics
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|line| line["MessagesDeadLettered"] == 1.0)
+        .map(|line| line["Code"].as_str().unwrap().to_owned())
+        .collect();
+    counted.sort();
+    assert_eq!(counted, ["out_of_range", "too_late"]);
+}

@@ -88,6 +88,18 @@ impl TestApp {
         let metrics = standings::runtime::metrics::Metrics::with_sink(queue::FUNCTION, std::sync::Arc::new(|_| ()));
         queue::App::new(self.config.clone(), self.keys.clone(), store, dead_letters, clock_of(&self.now), metrics)
     }
+
+    /// `queue` whose metric lines (EMF, as JSON values) are collected in the answer's second half.
+    pub fn queue_with_metrics(&self, dead_letters: queue::DeadLetters) -> (queue::App, std::sync::Arc<std::sync::Mutex<Vec<Value>>>) {
+        let lines: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = std::sync::Arc::default();
+        let sink = lines.clone();
+        let metrics = standings::runtime::metrics::Metrics::with_sink(
+            queue::FUNCTION,
+            std::sync::Arc::new(move |line: String| sink.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line"))),
+        );
+        let app = queue::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), dead_letters, clock_of(&self.now), metrics);
+        (app, lines)
+    }
 }
 
 /// A queue of its own whose messages stay invisible for 5 minutes after a receive (the

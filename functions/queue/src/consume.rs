@@ -1,7 +1,7 @@
 //! What each message of a batch comes to: applied (or a duplicate), worth retrying, or never
 //! applicable. Events go through `Ingestor::record_batch_with` (one script call per board per
-//! chunk), score submissions through `Scores::submit_batch` per board, sign-ins one by one (a
-//! sign-in is one call whatever the path). The HTTP status an error would get (standings::http,
+//! chunk), score submissions through `Scores::submit_batch` per board, sign-ins through
+//! `SignIns::record_batch` (one script call per chunk). The HTTP status an error would get (standings::http,
 //! the one mapping) decides: 429 and 503 pass with time, anything else never will.
 
 use std::collections::BTreeMap;
@@ -116,8 +116,9 @@ pub async fn consume(
     for (board, items) in submissions {
         apply_scores(scores, &board, items, &mut verdicts, now).await;
     }
-    for (i, request) in requests {
-        verdicts[i] = Some(match sign_ins.record(&request, now).await {
+    let (at, requests): (Vec<usize>, Vec<_>) = requests.into_iter().unzip();
+    for (i, answer) in at.into_iter().zip(sign_ins.record_batch(&requests, now).await) {
+        verdicts[i] = Some(match answer {
             Ok(_) => Verdict::Done,
             Err(error) => Verdict::of_error(error.into()),
         });

@@ -16,6 +16,7 @@ use crate::domain::sign_in::{Calendar, DateRefusal, MonthBitmap, SignInPlan, Sig
 use crate::domain::tiebreak::{self, RangeError};
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
+use crate::redis::scripts::CHUNK;
 use crate::redis::scripts::GuardRefusal;
 use crate::redis::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
 use crate::redis::store::Store;
@@ -105,29 +106,52 @@ impl SignIns {
     }
 
     pub async fn record(&self, request: &SignInRequest, now: DateTime<Utc>) -> Result<SignInReceipt, SignInError> {
+        let mut plan = self.plan(request, now)?;
+        let board = &plan.board.name;
+        let mut conn = self.store.write_connection().await?;
+        let wait = self.store.replica_wait().with_replicas(plan.board.wait_replicas);
+        let reply = script::sign_in(&mut conn, &self.keys.board(board), &plan, wait).await?;
+        receipt(request, &mut plan, reply)
+    }
+
+    /// Every sign-in of `requests`, in order, one script call per `CHUNK` (a queue's batch):
+    /// each answered as `record` would answer it alone. A store failure answers every
+    /// sign-in of its chunk.
+    pub async fn record_batch(&self, requests: &[SignInRequest], now: DateTime<Utc>) -> Vec<Result<SignInReceipt, SignInError>> {
+        let mut answers: Vec<Option<Result<SignInReceipt, SignInError>>> = requests.iter().map(|_| None).collect();
+        let (mut indices, mut plans) = (Vec::new(), Vec::new());
+        for (i, request) in requests.iter().enumerate() {
+            match self.plan(request, now) {
+                Ok(plan) => {
+                    indices.push(i);
+                    plans.push(plan);
+                }
+                Err(error) => answers[i] = Some(Err(error)),
+            }
+        }
+        for (chunk, at) in plans.chunks_mut(CHUNK).zip(indices.chunks(CHUNK)) {
+            let board = chunk[0].board;
+            let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
+            let replies = match self.store.write_connection().await {
+                Ok(mut conn) => script::sign_in_chunk(&mut conn, &self.keys.board(&board.name), chunk, wait).await,
+                Err(error) => Err(error),
+            };
+            for (k, (plan, &i)) in chunk.iter_mut().zip(at).enumerate() {
+                answers[i] = Some(match &replies {
+                    Ok(replies) => receipt(&requests[i], plan, replies[k].clone()),
+                    Err(error) => Err(error.clone().into()),
+                });
+            }
+        }
+        answers.into_iter().map(|answer| answer.expect("every sign-in is answered")).collect()
+    }
+
+    fn plan<'a>(&'a self, request: &'a SignInRequest, now: DateTime<Utc>) -> Result<SignInPlan<'a>, SignInError> {
         let mut plan = plan_sign_in(&self.config, request, now, &self.window)?;
         if self.keys.journal_on() {
             plan.journal_entry = Entry::SignIn { at: Stamp(now), request }.json();
         }
-        let board = &plan.board.name;
-        let mut conn = self.store.write_connection().await?;
-        let wait = self.store.replica_wait().with_replicas(plan.board.wait_replicas);
-        let (duplicate, outcome) = match script::sign_in(&mut conn, &self.keys.board(board), &plan, wait).await? {
-            SignInReply::New(outcome) => (false, outcome),
-            SignInReply::Duplicate(outcome) => (true, outcome),
-            SignInReply::Conflict => return Err(SignInError::Conflict(request.event_id.clone())),
-            SignInReply::OutsideWindow => {
-                return Err(plan
-                    .first_delivery
-                    .take()
-                    .map_or_else(|| StoreError::Protocol("sign_in: unasked window refusal".into()).into(), SignInError::Date));
-            }
-            SignInReply::Banned => Err(GuardRefusal::Banned { user_id: request.user_id.clone(), board: board.clone() })?,
-            SignInReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.clone(), period_id })?,
-            SignInReply::OutOfRange => return Err(SignInError::ScoreOutOfRange(board.clone())),
-        };
-        let date = outcome.date.unwrap_or(plan.date);
-        Ok(SignInReceipt { event_id: request.event_id.clone(), duplicate, date, outcome })
+        Ok(plan)
     }
 
     /// A user's sign-ins in `month` (`YYYY-MM`, default: the current month in the board's
@@ -148,6 +172,27 @@ impl SignIns {
         let (this, previous) = (this.unwrap_or_default(), previous.unwrap_or_default());
         Ok(read_calendar(user_id, month, MonthBitmap::new(&this), MonthBitmap::new(&previous), today))
     }
+}
+
+/// What a sign-in's script reply means for the caller.
+fn receipt(request: &SignInRequest, plan: &mut SignInPlan<'_>, reply: SignInReply) -> Result<SignInReceipt, SignInError> {
+    let board = &plan.board.name;
+    let (duplicate, outcome) = match reply {
+        SignInReply::New(outcome) => (false, outcome),
+        SignInReply::Duplicate(outcome) => (true, outcome),
+        SignInReply::Conflict => return Err(SignInError::Conflict(request.event_id.clone())),
+        SignInReply::OutsideWindow => {
+            return Err(plan
+                .first_delivery
+                .take()
+                .map_or_else(|| StoreError::Protocol("sign_in: unasked window refusal".into()).into(), SignInError::Date));
+        }
+        SignInReply::Banned => Err(GuardRefusal::Banned { user_id: request.user_id.clone(), board: board.clone() })?,
+        SignInReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.clone(), period_id })?,
+        SignInReply::OutOfRange => return Err(SignInError::ScoreOutOfRange(board.clone())),
+    };
+    let date = outcome.date.unwrap_or(plan.date);
+    Ok(SignInReceipt { event_id: request.event_id.clone(), duplicate, date, outcome })
 }
 
 #[cfg(test)]

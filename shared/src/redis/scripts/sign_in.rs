@@ -42,54 +42,88 @@ pub enum SignInReply {
 /// Signs `member` in for `plan.date`: bitmap, streak, points and bonuses, atomically, in one
 /// round trip (with `wait` for replicas in the same one).
 pub async fn sign_in(conn: &mut Connection, keys: &BoardKeys, plan: &SignInPlan<'_>, wait: ReplicaWait) -> Result<SignInReply, StoreError> {
+    let mut replies = sign_in_chunk(conn, keys, std::slice::from_ref(plan), wait).await?;
+    replies.pop().ok_or_else(|| StoreError::Protocol("sign_in: no reply".into()))
+}
+
+/// Signs in every plan of `plans` (all of the sign-in board), in order, in one script call:
+/// what a queue's batch does (at most `CHUNK` a call).
+pub async fn sign_in_chunk(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    plans: &[SignInPlan<'_>],
+    wait: ReplicaWait,
+) -> Result<Vec<SignInReply>, StoreError> {
+    let mut invocation = ScriptCall::new(&SIGN_IN);
+    invocation.arg(plans.len());
+    for plan in plans {
+        let (plan_keys, args) = one(keys, plan);
+        invocation.arg(plan_keys.len()).arg(args.len());
+        for key in plan_keys {
+            invocation.key(key);
+        }
+        for arg in args {
+            invocation.arg(arg);
+        }
+    }
+    let flat: Vec<String> = conn.run_script(&invocation, wait).await?;
+    if flat.len() != 2 * plans.len() {
+        return Err(StoreError::Protocol(format!("sign_in: {} values for {} sign-ins", flat.len(), plans.len())));
+    }
+    plans.iter().zip(flat.chunks(2)).map(|(plan, pair)| reply(plan, &pair[0], &pair[1])).collect()
+}
+
+/// One sign-in's keys and arguments, as the script numbers them.
+fn one(keys: &BoardKeys, plan: &SignInPlan<'_>) -> (Vec<String>, Vec<String>) {
     let (date, member) = (plan.date, plan.user_id.as_str());
     let next_day = date.succ_opt().expect("planned dates have a next day");
     let previous_month = previous_month(date);
     let bonuses: Vec<String> = plan.sign_in.streak_bonuses.iter().map(|(days, bonus)| format!("{days}:{bonus}")).collect();
+    let periods = || plan.periods.iter().chain(&plan.next_day_periods);
 
-    let mut invocation = ScriptCall::new(&SIGN_IN);
-    invocation
-        .key(keys.event(&plan.event_id))
-        .key(keys.sign_ins(member, &month_id(date)))
-        .key(keys.sign_ins(member, &month_id(previous_month)))
-        .key(keys.sign_ins(member, &month_id(next_day)))
-        .key(keys.guard())
-        .key(keys.journal());
-    for period in plan.periods.iter().chain(&plan.next_day_periods) {
-        invocation.key(keys.period(period));
-    }
+    let mut plan_keys = vec![
+        keys.event(&plan.event_id),
+        keys.sign_ins(member, &month_id(date)),
+        keys.sign_ins(member, &month_id(previous_month)),
+        keys.sign_ins(member, &month_id(next_day)),
+        keys.guard(),
+        keys.journal(),
+    ];
+    plan_keys.extend(periods().map(|period| keys.period(period)));
     if plan.board.statements {
-        for period in plan.periods.iter().chain(&plan.next_day_periods) {
-            invocation.key(keys.statement(member, period));
-        }
+        plan_keys.extend(periods().map(|period| keys.statement(member, period)));
     }
-    invocation
-        .arg(&plan.fingerprint)
-        .arg(member)
-        .arg(date.day())
-        .arg(days_in_month(previous_month))
-        .arg(next_day.day())
-        .arg(plan.sign_in.points)
-        .arg(bonuses.join(","))
-        .arg(plan.time_part)
-        .arg(keys.ttl(EVENT_MARKER_TTL_SECS as i64, plan.now))
-        .arg(keys.ttl(plan.bitmap_ttl_secs, plan.now))
-        .arg(plan.first_delivery.as_ref().map_or("", |refusal| refusal.code()))
-        .arg(date.to_string())
-        .arg(if plan.board.statements { 1 } else { 0 })
-        .arg(if keys.journaled() { plan.journal_entry.as_str() } else { "" });
-    for period in plan.periods.iter().chain(&plan.next_day_periods) {
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(keys.ttl(period.ttl_secs(plan.now), plan.now));
+    let mut args = vec![
+        plan.fingerprint.clone(),
+        member.to_owned(),
+        date.day().to_string(),
+        days_in_month(previous_month).to_string(),
+        next_day.day().to_string(),
+        plan.sign_in.points.to_string(),
+        bonuses.join(","),
+        plan.time_part.to_string(),
+        keys.ttl(EVENT_MARKER_TTL_SECS as i64, plan.now).to_string(),
+        keys.ttl(plan.bitmap_ttl_secs, plan.now).to_string(),
+        plan.first_delivery.as_ref().map_or("", |refusal| refusal.code()).to_owned(),
+        date.to_string(),
+        if plan.board.statements { "1" } else { "0" }.to_owned(),
+        if keys.journaled() { plan.journal_entry.clone() } else { String::new() },
+    ];
+    for period in periods() {
+        args.extend([period.kind.as_str().to_owned(), period.id.clone(), keys.ttl(period.ttl_secs(plan.now), plan.now).to_string()]);
     }
-    let (status, body): (String, String) = conn.run_script(&invocation, wait).await?;
-    let outcome = || serde_json::from_str(&body).map_err(|e| StoreError::Protocol(format!("sign_in: {e}")));
-    match Status::parse("sign_in", &status, plan.first_delivery.as_ref().map(|refusal| refusal.code()))? {
+    (plan_keys, args)
+}
+
+fn reply(plan: &SignInPlan<'_>, status: &str, body: &str) -> Result<SignInReply, StoreError> {
+    let outcome = || serde_json::from_str(body).map_err(|e| StoreError::Protocol(format!("sign_in: {e}")));
+    match Status::parse("sign_in", status, plan.first_delivery.as_ref().map(|refusal| refusal.code()))? {
         Status::New => Ok(SignInReply::New(outcome()?)),
         Status::Duplicate => Ok(SignInReply::Duplicate(outcome()?)),
         Status::Conflict => Ok(SignInReply::Conflict),
         Status::OutsideWindow => Ok(SignInReply::OutsideWindow),
         Status::Banned => Ok(SignInReply::Banned),
-        Status::PeriodClosed => Ok(SignInReply::PeriodClosed(body)),
+        Status::PeriodClosed => Ok(SignInReply::PeriodClosed(body.to_owned())),
         Status::OutOfRange => Ok(SignInReply::OutOfRange),
         other => Err(other.unexpected("sign_in")),
     }
