@@ -33,6 +33,15 @@ ensure_lint_deps() {
 lint_rust() {
   cargo fmt --all --check
   cargo clippy --workspace --all-targets --locked -- -D warnings
+  # The functions that need no AWS API link no AWS SDK (bootstrap size, cold starts).
+  local function
+  for function in ingest query hotness; do
+    if cargo tree -p "$function" -e normal --locked | grep -q aws-sdk; then
+      echo "$function links an AWS SDK crate:" >&2
+      cargo tree -p "$function" -e normal --locked -i aws-smithy-runtime >&2 || true
+      return 1
+    fi
+  done
 }
 
 # The OpenAPI tests: openapi-spec-validator (pip) validates the document; its jsonschema and

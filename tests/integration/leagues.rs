@@ -310,3 +310,78 @@ async fn a_week_is_read_like_any_period_with_its_start_and_reset() {
     let ttl: i64 = redis::cmd("TTL").arg(&key).query_async(&mut app.redis.clone()).await.unwrap();
     assert!((7 * 86_400..=42 * 86_400).contains(&ttl), "the week's board expires on its own, 35 days after the week: TTL {ttl}");
 }
+
+/// Inside cohorts every guarantee of the board holds: a redelivered event counts (and places)
+/// once, a conflicting one is refused, the daily cap and the rate limit hold, a refused
+/// first write places nobody.
+#[tokio::test]
+async fn duplicates_caps_and_rate_limits_hold_inside_cohorts() {
+    let app = spawn_ingest_with(
+        Config::parse(
+            r#"
+            [[boards]]
+            name = "guarded"
+            kind = "cumulative"
+            timezone = "UTC"
+            periods = ["week"]
+            top = 10
+            rules = [
+              { action = "drill", points = 5, scope = "none", daily_cap = 10 },
+              { action = "sprint", points = 1, scope = "none", rate_limit = { max = 1, per_secs = 60 } },
+            ]
+            league = { period = "week", cohort_size = 3, tiers = ["bronze", "silver"], promote = 1, demote = 1 }
+            "#,
+        )
+        .unwrap(),
+    )
+    .await;
+    let drill = |id: &str, user: &str| json!({"event_id": id, "user_id": user, "action": "drill"});
+    for _ in 0..2 {
+        let (status, body) = app.event(drill("d1", "a")).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    assert_eq!(app.event(json!({"event_id": "d1", "user_id": "a", "action": "sprint"})).await.0, 409);
+    for id in ["d2", "d3"] {
+        assert_eq!(app.event(drill(id, "a")).await.0, 200);
+    }
+    assert_eq!(app.event(json!({"event_id": "r1", "user_id": "b", "action": "sprint"})).await.0, 200);
+    let (status, limited) = app.event(json!({"event_id": "r2", "user_id": "b", "action": "sprint"})).await;
+    assert_eq!((status.as_u16(), limited["error"]["code"].as_str()), (429, Some("rate_limited")), "{limited}");
+    app.set_now(app.now() + Duration::seconds(1));
+    let (status, refused) = app.event(json!({"event_id": "r3", "user_id": "c", "action": "sprint"})).await;
+    assert_eq!(status, 200, "{refused}");
+    let (status, limited) = app.event(json!({"event_id": "r4", "user_id": "c", "action": "sprint"})).await;
+    assert_eq!(status, 429, "{limited}");
+
+    let cohort = league(&app, "guarded", "a").await;
+    // Bronze is the lowest tier: its last place stays.
+    assert_eq!(entries(&cohort), [row("a", 10, "promote"), row("b", 1, "stay"), row("c", 1, "stay")], "{cohort}");
+    let (_, listing) = app.get("/v1/boards/guarded/leagues?tier=bronze").await;
+    assert_eq!(listing["tiers"][0]["cohorts"], json!([{"cohort": "0:1", "size": 3}]), "each placed once: {listing}");
+}
+
+/// A league week not closed a day after its end counts in `LeaguesOverdue`, which every
+/// scheduled run puts (the `LeaguesOverdueAlarm`'s metric), until a run closes it.
+#[tokio::test]
+async fn a_week_left_unclosed_a_day_past_its_end_is_overdue_until_a_run_closes_it() {
+    let app = spawn_ingest_with(config()).await;
+    play(&app, "p1", "a", 3).await;
+    app.set_now(at("2026-12-01T10:00:00+08:00"));
+    assert_eq!(app.closer().overdue().await.unwrap(), 1);
+    let harness = standings_tests::ArchiveHarness::with_config(config()).await;
+    let lines: std::sync::Arc<std::sync::Mutex<Vec<Value>>> = std::sync::Arc::default();
+    let sink = lines.clone();
+    let metrics = standings::runtime::metrics::Metrics::with_sink(
+        "archive",
+        std::sync::Arc::new(move |line: String| sink.lock().unwrap().push(serde_json::from_str(&line).unwrap())),
+    );
+    let archiver = harness.archiver(harness.table.clone()).with_metrics(metrics);
+    let overdue = || -> Vec<f64> { lines.lock().unwrap().iter().filter_map(|l| l[archive::LEAGUES_OVERDUE].as_f64()).collect() };
+    let scheduled = || serde_json::to_value(scheduled_event(app.now())).unwrap();
+    // A run out of time closes nothing: still overdue.
+    let _ = archive::run(&archiver, &app.closer(), scheduled(), chrono::Utc::now() - Duration::seconds(1)).await;
+    assert_eq!(overdue(), [1.0]);
+    archive::run(&archiver, &app.closer(), scheduled(), chrono::Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(overdue(), [1.0, 0.0]);
+    assert_eq!(app.closer().overdue().await.unwrap(), 0);
+}

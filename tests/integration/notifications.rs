@@ -47,6 +47,15 @@ fn config() -> Config {
         notify = { top = 10 }
 
         [[boards]]
+        name = "brief"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["all"]
+        top = 10
+        rules = [{ action = "jog", points = 1, max_points = 100, scope = "none" }]
+        notify = { top = 10, quiet_secs = 5 }
+
+        [[boards]]
         name = "ladder"
         kind = "cumulative"
         timezone = "UTC"
@@ -377,4 +386,42 @@ async fn a_drain_killed_mid_delivery_holds_the_board_for_its_lease_then_everythi
     let again: Vec<&str> = all[..4].iter().map(|d| d.id.as_str()).collect();
     assert_eq!(again, early.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), "a redelivery carries the same ids");
     assert_eq!(app.notices_len("race").await, 0);
+}
+
+/// Redis's clock, in ms.
+async fn redis_ms(app: &TestApp) -> u64 {
+    let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut app.redis.clone()).await.unwrap();
+    secs * 1000 + micros / 1000
+}
+
+/// Without a forced release, a quiet time ends on Redis's clock: before its end a drain holds
+/// the crossings back (lag 0: nothing is late), after it a drain that cannot send reports the
+/// lag, and the next one sends the merged crossings.
+#[tokio::test]
+async fn a_quiet_time_ends_on_redis_clock_then_its_merged_crossings_go_out() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    for (id, user, points) in [("j1", "x", 50), ("j2", "u", 40), ("j3", "o1", 41), ("j4", "o2", 42)] {
+        assert_eq!(write(&app, json!({"event_id": id, "user_id": user, "action": "jog", "points": points})).await, 200);
+    }
+    let written = redis_ms(&app).await;
+    let held = app.notify(Notifier::new(bus.bus.clone())).await;
+    assert_eq!((held.notifications, held.notification_lag_seconds), (0, 0.0), "held, not late: {held:?}");
+    // Wait on Redis's clock (the one the windows are measured on) until the quiet time is over.
+    while redis_ms(&app).await < written + 5_000 + 1_100 {
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let failing = FailingAfter { inner: bus.bus.clone(), left: AtomicUsize::new(0) };
+    let late = app.notify(Notifier::new(failing)).await;
+    let brief = late.boards.iter().find(|b| b.board == "brief").expect("the brief board is drained");
+    assert!(brief.error.is_some() && brief.notification_lag_seconds > 0.0, "{late:?}");
+    let sent = app.notify(Notifier::new(bus.bus.clone())).await;
+    assert_eq!(sent.notification_lag_seconds, 0.0, "{sent:?}");
+    let got = seen(&bus.received().await);
+    let of = |user: &str| got.iter().filter(|c| c.0 == user).cloned().collect::<Vec<_>>();
+    assert_eq!(of("u"), vec![s("u", EnteredTop, None, Some(2), None), s("u", Overtaken, Some(2), Some(4), Some("o2"))]);
+    assert_eq!(of("x"), vec![s("x", EnteredTop, None, Some(1), None), s("x", TookFirst, None, Some(1), None)]);
+    assert_eq!(of("o1"), vec![s("o1", EnteredTop, None, Some(2), None), s("o1", Overtaken, Some(2), Some(3), Some("o2"))]);
+    assert_eq!(of("o2"), vec![s("o2", EnteredTop, None, Some(2), None)]);
+    assert_eq!(got.len(), 7);
 }

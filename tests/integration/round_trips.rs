@@ -61,3 +61,26 @@ async fn a_batch_costs_one_round_trip_per_board_per_chunk() {
         assert_eq!((&retry["applied"], &retry["delta"]), (&first["applied"], &first["delta"]));
     }
 }
+
+/// The journal rides in the write's own script call: with it on, an event still costs one
+/// round trip per board, and a sign-in and a score one each.
+#[tokio::test]
+async fn the_journal_adds_no_round_trip() {
+    let app = standings_tests::spawn_journaled(config_with_two_comment_boards()).await;
+    let (status, _) = app.event(json!({"event_id": "warm", "user_id": "u0", "action": "comment", "target": "t"})).await;
+    assert_eq!(status, 200);
+    assert_eq!(app.post("/v1/sign-ins", &json!({"event_id": "warm-s", "user_id": "u0"})).await.0, 200);
+    assert_eq!(app.post("/v1/boards/high-scores/scores", &json!({"event_id": "warm-g", "user_id": "u0", "score": 1})).await.0, 200);
+    let writes = [
+        ("/v1/events", json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "t1"}), 2),
+        ("/v1/sign-ins", json!({"event_id": "s1", "user_id": "u1"}), 1),
+        ("/v1/boards/high-scores/scores", json!({"event_id": "g1", "user_id": "u1", "score": 7}), 1),
+    ];
+    for (path, body, boards) in writes {
+        let before = app.store.round_trips();
+        let (status, reply) = app.post(path, &body).await;
+        assert_eq!(status, 200, "{reply}");
+        assert_eq!(app.store.round_trips() - before, boards, "{path}");
+    }
+    assert_eq!(app.journal_len("reach").await, 2, "warm and e1, each in its own call");
+}

@@ -1,9 +1,10 @@
 //! Generated submissions to a score board in each of the six keep × order pairs (and two with a
-//! declared `max_score`), on day, month, season and all-time periods, through the real router and `submit_score.lua`, compared answer by
+//! declared `max_score`), on day, week, month, season and all-time periods, through the real router and `submit_score.lua`, compared answer by
 //! answer (status, duplicate, applied, and each period's score, rank, changed and reason) and
 //! board by board with a model written from the documented rules (docs/boards.md#score-boards,
 //! docs/concepts.md#how-long-exactly-once-lasts), not from the code: scores up to the limit
-//! and sums past it, retries inside and past the marker window, on other days.
+//! and sums past it, scores outside the range either side, retries inside and past the marker
+//! window, on other days.
 
 use std::collections::HashMap;
 
@@ -31,7 +32,8 @@ struct Op {
 }
 
 fn ops(limit: i64) -> impl Strategy<Value = Vec<Op>> {
-    let score = prop_oneof![4 => 0i64..8, 1 => (limit - 3)..=limit, 1 => 0..=limit];
+    // Mostly small scores (ties), some at the limit, a few just outside the range either side.
+    let score = prop_oneof![8 => 0i64..8, 2 => (limit - 3)..=limit, 2 => 0..=limit, 1 => (limit + 1)..=(limit + 2), 1 => -2i64..0];
     let advance = prop_oneof![6 => 0i64..400, 1 => Just(23 * 3600), 1 => Just(26 * 3600), 1 => Just(47 * 3600), 1 => Just(50 * 3600)];
     prop::collection::vec((0u8..10, 0u8..4, score, advance).prop_map(|(id, user, score, advance)| Op { id, user, score, advance }), 1..30)
 }
@@ -65,11 +67,13 @@ impl Model {
         if self.ascending { a < b } else { a > b }
     }
 
-    /// Period ids of a moment (UTC board): its day, its month, its season (a month), all-time.
+    /// Period ids of a moment (UTC board): its day, its ISO week, its month, its season (a
+    /// month), all-time.
     fn periods(ts: i64) -> Vec<String> {
         let day = chrono::DateTime::from_timestamp(ts, 0).unwrap().date_naive();
         let month = day.format("%Y-%m");
-        vec![format!("day:{day}"), format!("month:{month}"), format!("season:{month}"), "all:all".to_owned()]
+        let week = day.format("%G-W%V");
+        vec![format!("day:{day}"), format!("week:{week}"), format!("month:{month}"), format!("season:{month}"), "all:all".to_owned()]
     }
 
     /// Ties: seconds from the period's start on day, month and season boards; steps of 256 s
@@ -111,6 +115,10 @@ impl Model {
     /// The answer `submit` must give at `ts`, and the model moved on.
     fn submit(&mut self, op: &Op, ts: i64) -> (u16, Value) {
         let (id, user) = (format!("e{}", op.id), format!("u{}", op.user));
+        // A score outside the board's range is refused as it comes, whatever its id did.
+        if !(0..=self.limit).contains(&op.score) {
+            return (422, json!({"code": "out_of_range"}));
+        }
         let today = ts.div_euclid(86_400);
         if let Some(first) = self.seen.get(&id).filter(|first| (today - first.day).abs() <= 1).cloned() {
             if (first.user.as_str(), first.score) != (user.as_str(), op.score) {
@@ -188,7 +196,7 @@ async fn run_case(keep: &'static str, ascending: bool, limit: i64, ops: &[Op]) -
     let order = if ascending { "asc" } else { "desc" };
     let declared = if limit == LIMIT { String::new() } else { format!("max_score = {limit}\n") };
     let config = Config::parse(&format!(
-        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"{keep}\"\norder = \"{order}\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"month\", \"season\", \"all\"]\ntop = 10\n{declared}"
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"{keep}\"\norder = \"{order}\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"week\", \"month\", \"season\", \"all\"]\ntop = 10\n{declared}"
     ))
     .unwrap();
     let app: TestApp = spawn_ingest_with(config).await;
@@ -210,6 +218,9 @@ async fn run_case(keep: &'static str, ascending: bool, limit: i64, ops: &[Op]) -
             app.now().date_naive().to_string()
         } else if kind == "month" || kind == "season" {
             format!("{id}-01")
+        } else if kind == "week" {
+            let (year, week) = id.split_once("-W").unwrap();
+            chrono::NaiveDate::from_isoywd_opt(year.parse().unwrap(), week.parse().unwrap(), chrono::Weekday::Mon).unwrap().to_string()
         } else {
             id.to_owned()
         };

@@ -296,6 +296,10 @@ fn the_archive_schedule_keeps_retrying_and_an_alarm_watches_what_is_overdue() {
     assert_eq!(overdue["MetricName"], standings::archive::job::SEASONS_OVERDUE);
     assert_eq!(overdue["Dimensions"], json!([{"Name": "Function", "Value": standings::archive::job::FUNCTION}]));
     assert_eq!(overdue["TreatMissingData"], "breaching", "no run is no datapoint");
+    let leagues = &resource(&template, "LeaguesOverdueAlarm")["Properties"];
+    assert_eq!(leagues["MetricName"], archive::LEAGUES_OVERDUE);
+    assert_eq!((&leagues["Namespace"], &leagues["Dimensions"]), (&overdue["Namespace"], &overdue["Dimensions"]));
+    assert_eq!(leagues["TreatMissingData"], "breaching");
 }
 
 /// Every alarm notifies the stack's topic: none can fire unheard.
