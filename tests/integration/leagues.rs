@@ -384,4 +384,9 @@ async fn a_week_left_unclosed_a_day_past_its_end_is_overdue_until_a_run_closes_i
     archive::run(&archiver, &app.closer(), scheduled(), chrono::Utc::now() + Duration::minutes(5)).await.unwrap();
     assert_eq!(overdue(), [1.0, 0.0]);
     assert_eq!(app.closer().overdue().await.unwrap(), 0);
+    // The closed week's results outlive it by their retention, and no longer.
+    let results = app.keys.board("lg").league_results("2026-W48");
+    let ttl: i64 = redis::cmd("TTL").arg(&results).query_async(&mut app.redis.clone()).await.unwrap();
+    let kept = standings::services::leagues::RESULTS_RETENTION_SECS;
+    assert!((kept - 86_400..=kept).contains(&ttl), "results kept {kept} s: TTL {ttl}");
 }

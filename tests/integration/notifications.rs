@@ -425,3 +425,18 @@ async fn a_quiet_time_ends_on_redis_clock_then_its_merged_crossings_go_out() {
     assert_eq!(of("o2"), vec![s("o2", EnteredTop, None, Some(2), None)]);
     assert_eq!(got.len(), 7);
 }
+
+/// A drain reads the notices a few entries at a time: the steps' boundaries change nothing of
+/// what is sent, nor its order, nor its ids (the same sequence as one big step).
+#[tokio::test]
+async fn a_drain_in_small_steps_sends_the_same_events_in_the_same_order() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    race(&app).await;
+    let report = app.notify(Notifier::new(bus.bus.clone()).with_chunk(2)).await;
+    assert_eq!(report.notifications, race_expected().len(), "{report:?}");
+    let got = bus.received().await;
+    assert_eq!(seen(&got), race_expected());
+    assert!(got[0].id.starts_with("race:") && got[0].id.ends_with(":0"), "{}", got[0].id);
+    assert_eq!(app.notices_len("race").await, 0);
+}

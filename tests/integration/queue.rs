@@ -227,6 +227,8 @@ async fn an_event_one_of_its_boards_refuses_for_now_is_handed_back_whole() {
     let play = |id: &str| body(json!({"event_id": id, "user_id": "ann", "action": "play"}));
     let response = queue.handle(sqs_event(vec![record("m1", &play("p1"), 1), record("m2", &play("p2"), 1)])).await;
     assert_eq!(failures(&response), ["m2"], "p2 is rate-limited on one of its boards");
+    // What Lambda reads: the partial batch response's JSON, as ReportBatchItemFailures wants it.
+    assert_eq!(serde_json::to_value(&response).unwrap(), json!({"batchItemFailures": [{"itemIdentifier": "m2"}]}));
     let all = || standings::domain::period::Period::containing(standings::domain::period::PeriodKind::All, app.now(), chrono_tz::UTC);
     assert_eq!(app.points("plays", all(), "ann").await, Some(2), "the unlimited board took both");
     assert_eq!(app.points("limited", all(), "ann").await, Some(1));
