@@ -1,5 +1,6 @@
 //! Restore (docs/journal.md#restore): after every key of a deployment is gone (its FLUSHALL:
-//! each test owns a key prefix, so this deletes every key of the prefix), the `journal`
+//! each test owns a key prefix, so this deletes every key of the prefix; one test flushes a
+//! redis-server of its own for real), the `journal`
 //! function's restore replays the journal from S3 (moto_server, through the real SDK) and
 //! brings back every key a write made, byte for byte (`DUMP`), with its expiry; then a retry of
 //! an event applied before the loss is a duplicate, caps and bans hold. Resumable across
@@ -152,6 +153,25 @@ async fn after_a_total_loss_a_restore_brings_every_key_back_byte_equal_and_exact
     // The ban holds.
     let (status, _) = app.event(json!({"event_id": "qa-9", "user_id": "dan", "action": "qa"})).await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+}
+
+/// The loss itself: a redis-server of the test's own emptied by `FLUSHALL` (every key of the
+/// deployment, guards, markers and the journal's undrained stream too), then restored.
+#[tokio::test]
+async fn after_a_literal_flushall_a_restore_brings_every_key_back_byte_equal() {
+    let server = standings_tests::servers::RedisServer::start(&[]).await;
+    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
+    let app = standings_tests::journal::spawn_journaled_at(Config::default_boards(), &settings).await;
+    workload(&app).await;
+    let before = state(&app).await;
+    let (client, bucket) = drained(&app).await;
+    let mut conn = app.redis.clone();
+    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+    let keys: u64 = redis::cmd("DBSIZE").query_async(&mut conn).await.unwrap();
+    assert_eq!(keys, 0);
+    let report = restorer(&app, &client, &bucket).restore(None, false, far()).await.expect("the restore runs");
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert_same(&before, &state(&app).await);
 }
 
 #[tokio::test]

@@ -46,6 +46,12 @@ pub async fn spawn_journaled(config: Config) -> TestApp {
     spawn_app(config, keys, Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
 }
 
+/// A journaling app on the Redis `settings` name (e.g. a server of the test's own).
+pub async fn spawn_journaled_at(config: Config, settings: &standings::redis::settings::RedisSettings) -> TestApp {
+    let keys = Keys::new(&unique_prefix()).unwrap().with_journal(true);
+    spawn_app(config, keys, Store::connect(settings).unwrap(), Store::connect(settings).unwrap(), None).await
+}
+
 impl TestApp {
     /// The app's injected clock, for jobs run beside it.
     pub fn clock(&self) -> standings::Clock {
