@@ -141,3 +141,46 @@ async fn a_season_no_run_saw_with_members_is_archived_empty_after_a_flush() {
     let report = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap();
     assert_eq!((report.status, report.total), (Status::Complete, 0));
 }
+
+/// The runbook's way back from `live_board_lost` after a flush: let the season take writes
+/// again, restore the board from the journal, and the next run archives what it had.
+#[tokio::test]
+async fn a_flushed_season_refused_as_lost_comes_back_from_the_journal_and_is_archived() {
+    let mut harness = ArchiveHarness::new().await;
+    harness.keys = harness.keys.clone().with_journal(true);
+    let ingest = harness.app().await;
+    ingest.set_now(at("2026-10-20T12:00:00+08:00"));
+    for (id, user) in [("e1", "ann"), ("e2", "bob"), ("e3", "ann")] {
+        let (status, body) = ingest.event(json!({"event_id": id, "user_id": user, "action": "learning"})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    harness.set_now(at("2026-10-20T13:00:00+08:00"));
+    harness.archiver(harness.table.clone()).archive_due(far()).await.unwrap();
+    let client = standings_tests::journal::s3().await;
+    let bucket = standings_tests::journal::new_bucket(&client).await;
+    let objects = || journal::S3Objects::new(client.clone(), &bucket);
+    let drained = ingest.drainer(objects(), std::sync::Arc::default()).drain(chrono::Utc::now() + chrono::Duration::minutes(5)).await;
+    assert!(drained.boards.iter().all(|b| b.error.is_none()), "{drained:?}");
+
+    let mut conn = harness.redis.clone();
+    for key in ingest.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    harness.set_now(at("2026-11-01T01:00:00+08:00"));
+    let archiver = harness.archiver(harness.table.clone());
+    let lost = archiver.archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
+    assert_eq!(lost.code(), "live_board_lost");
+
+    let closed = standings::domain::guard::closed_field(&ArchiveHarness::season(SEASON));
+    let _: u64 = redis::cmd("HDEL").arg(harness.keys.board("points").guard()).arg(&closed).query_async(&mut conn).await.unwrap();
+    let clock: standings::Clock = std::sync::Arc::new(chrono::Utc::now);
+    let restorer = journal::Restorer::new(ingest.config.clone(), ingest.keys.clone(), ingest.store.clone(), objects(), clock);
+    let restored = restorer.restore(Some("points"), false, chrono::Utc::now() + chrono::Duration::minutes(5)).await.unwrap();
+    assert_eq!(restored.status, journal::Status::Complete, "{restored:?}");
+    assert!(restored.boards.iter().all(|b| b.refused == 0), "{restored:?}");
+
+    let report = archiver.archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap();
+    assert_eq!((report.status, report.total), (Status::Complete, 2));
+    let archived: Vec<(String, i64)> = harness.archived(SEASON).await.into_iter().map(|e| (e.user_id, e.points)).collect();
+    assert_eq!(archived, [("ann".to_owned(), 20), ("bob".to_owned(), 10)]);
+}

@@ -337,3 +337,26 @@ async fn out_of_range_and_too_late_messages_are_dead_lettered_and_counted() {
     counted.sort();
     assert_eq!(counted, ["out_of_range", "too_late"]);
 }
+
+/// One sign-in of a batch that Redis cannot apply (its calendar key holds another type) fails
+/// alone: the ones around it apply once, and only it goes to the dead-letter queue.
+#[tokio::test]
+async fn a_sign_in_redis_cannot_apply_fails_alone_in_its_chunk() {
+    let app = spawn_ingest().await;
+    let (client, dlq) = dead_letters().await;
+    let dlq_url = dlq.url().to_owned();
+    let queue = app.queue(dlq);
+    let calendar = app.keys.board("points").sign_ins("mallory", "2026-11");
+    let () = redis::cmd("HSET").arg(&calendar).arg("not").arg("a bitmap").query_async(&mut app.redis.clone()).await.unwrap();
+    let sign_in = |id: &str, user: &str| body(json!({"kind": "sign_in", "event_id": id, "user_id": user}));
+    let records =
+        vec![record("m1", &sign_in("s1", "ann"), 1), record("m2", &sign_in("s2", "mallory"), 1), record("m3", &sign_in("s3", "bob"), 1)];
+    let response = queue.handle(sqs_event(records)).await;
+    assert_eq!(failures(&response), Vec::<&str>::new(), "a programming error is not worth retrying");
+    for user in ["ann", "bob"] {
+        assert_eq!(app.points("points", season("2026-11-22"), user).await, Some(1), "{user} signed in once");
+    }
+    let dead = drain(&client, &dlq_url).await;
+    let codes: Vec<(&str, &str)> = dead.iter().map(|(body, code, _)| (body.as_str(), code.as_str())).collect();
+    assert_eq!(codes, [(r#"{"event_id":"s2","kind":"sign_in","user_id":"mallory"}"#, "internal")], "{dead:?}");
+}

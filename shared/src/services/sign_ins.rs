@@ -132,13 +132,24 @@ impl SignIns {
         for (chunk, at) in plans.chunks_mut(CHUNK).zip(indices.chunks(CHUNK)) {
             let board = chunk[0].board;
             let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
+            let keys = self.keys.board(&board.name);
             let replies = match self.store.write_connection().await {
-                Ok(mut conn) => script::sign_in_chunk(&mut conn, &self.keys.board(&board.name), chunk, wait).await,
+                Ok(mut conn) => script::sign_in_chunk(&mut conn, &keys, chunk, wait).await,
                 Err(error) => Err(error),
             };
             for (k, (plan, &i)) in chunk.iter_mut().zip(at).enumerate() {
                 answers[i] = Some(match &replies {
                     Ok(replies) => receipt(&requests[i], plan, replies[k].clone()),
+                    // One sign-in Redis cannot apply (a key of the wrong type) stopped the call
+                    // where it stood, after the ones before it applied: each is sent again
+                    // alone, so those answer as the duplicates they are and only it fails.
+                    Err(error) if error.is_programming_error() => match self.store.write_connection().await {
+                        Ok(mut conn) => match script::sign_in(&mut conn, &keys, plan, wait).await {
+                            Ok(reply) => receipt(&requests[i], plan, reply),
+                            Err(error) => Err(error.into()),
+                        },
+                        Err(error) => Err(error.into()),
+                    },
                     Err(error) => Err(error.clone().into()),
                 });
             }
