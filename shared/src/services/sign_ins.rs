@@ -142,7 +142,9 @@ impl SignIns {
                     Ok(replies) => receipt(&requests[i], plan, replies[k].clone()),
                     // One sign-in Redis cannot apply (a key of the wrong type) stopped the call
                     // where it stood, after the ones before it applied: each is sent again
-                    // alone, so those answer as the duplicates they are and only it fails.
+                    // alone, so those answer as the duplicates they are and only it fails (a
+                    // sign-in's day bit is its first write: one stopped half-way is not counted
+                    // twice, it reads as already signed).
                     Err(error) if error.is_programming_error() => match self.store.write_connection().await {
                         Ok(mut conn) => match script::sign_in(&mut conn, &keys, plan, wait).await {
                             Ok(reply) => receipt(&requests[i], plan, reply),
