@@ -1,3 +1,7 @@
+// The scheduled run's future (seasons, then leagues, each through Redis and DynamoDB) nests
+// deeper than rustc's default layout query depth.
+#![recursion_limit = "256"]
+
 use lambda_runtime::{LambdaEvent, service_fn};
 use serde_json::Value;
 

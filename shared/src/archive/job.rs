@@ -232,8 +232,7 @@ impl<S: ArchiveSink> Archiver<S> {
             .filter(|b| b.archive)
             .flat_map(|board| unarchived_candidates(board, now, self.settings.grace).into_iter().map(move |season| (board, season)))
             .collect();
-        // Boxed: the scheduled run's future stays shallow enough for rustc's layout.
-        Box::pin(self.see_running_seasons(now)).await;
+        self.see_running_seasons(now).await;
         // Every overdue candidate counts until this run finishes it.
         let mut overdue = candidates.iter().filter(|(_, season)| is_overdue(season)).count() as u64;
         let mut reports = Vec::new();

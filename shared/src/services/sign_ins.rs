@@ -107,10 +107,7 @@ impl SignIns {
 
     pub async fn record(&self, request: &SignInRequest, now: DateTime<Utc>) -> Result<SignInReceipt, SignInError> {
         let mut plan = self.plan(request, now)?;
-        let board = &plan.board.name;
-        let mut conn = self.store.write_connection().await?;
-        let wait = self.store.replica_wait().with_replicas(plan.board.wait_replicas);
-        let reply = script::sign_in(&mut conn, &self.keys.board(board), &plan, wait).await?;
+        let reply = self.sign_in_alone(&plan).await?;
         receipt(request, &mut plan, reply)
     }
 
@@ -130,33 +127,35 @@ impl SignIns {
             }
         }
         for (chunk, at) in plans.chunks_mut(CHUNK).zip(indices.chunks(CHUNK)) {
-            let board = chunk[0].board;
-            let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
-            let keys = self.keys.board(&board.name);
-            let replies = match self.store.write_connection().await {
-                Ok(mut conn) => script::sign_in_chunk(&mut conn, &keys, chunk, wait).await,
-                Err(error) => Err(error),
-            };
+            let replies = self.sign_in_chunk(chunk).await;
             for (k, (plan, &i)) in chunk.iter_mut().zip(at).enumerate() {
-                answers[i] = Some(match &replies {
-                    Ok(replies) => receipt(&requests[i], plan, replies[k].clone()),
+                let reply = match &replies {
+                    Ok(replies) => Ok(replies[k].clone()),
                     // One sign-in Redis cannot apply (a key of the wrong type) stopped the call
                     // where it stood, after the ones before it applied: each is sent again
                     // alone, so those answer as the duplicates they are and only it fails (a
                     // sign-in's day bit is its first write: one stopped half-way is not counted
                     // twice, it reads as already signed).
-                    Err(error) if error.is_programming_error() => match self.store.write_connection().await {
-                        Ok(mut conn) => match script::sign_in(&mut conn, &keys, plan, wait).await {
-                            Ok(reply) => receipt(&requests[i], plan, reply),
-                            Err(error) => Err(error.into()),
-                        },
-                        Err(error) => Err(error.into()),
-                    },
-                    Err(error) => Err(error.clone().into()),
-                });
+                    Err(error) if error.is_programming_error() => self.sign_in_alone(plan).await,
+                    Err(error) => Err(error.clone()),
+                };
+                answers[i] = Some(reply.map_err(SignInError::from).and_then(|reply| receipt(&requests[i], plan, reply)));
             }
         }
         answers.into_iter().map(|answer| answer.expect("every sign-in is answered")).collect()
+    }
+
+    /// One script call for `plans` (all of the sign-in board), with the board's replica wait.
+    async fn sign_in_chunk(&self, plans: &[SignInPlan<'_>]) -> Result<Vec<SignInReply>, StoreError> {
+        let board = plans[0].board;
+        let mut conn = self.store.write_connection().await?;
+        let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
+        script::sign_in_chunk(&mut conn, &self.keys.board(&board.name), plans, wait).await
+    }
+
+    async fn sign_in_alone(&self, plan: &SignInPlan<'_>) -> Result<SignInReply, StoreError> {
+        let mut replies = self.sign_in_chunk(std::slice::from_ref(plan)).await?;
+        replies.pop().ok_or_else(|| StoreError::Protocol("sign_in: no reply".into()))
     }
 
     fn plan<'a>(&'a self, request: &'a SignInRequest, now: DateTime<Utc>) -> Result<SignInPlan<'a>, SignInError> {

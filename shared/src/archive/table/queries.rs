@@ -15,74 +15,60 @@ use super::{Item, SeasonTable, TableError};
 impl SeasonTable {
     /// The season's completion record, if its archive is complete (strongly consistent).
     pub async fn completed(&self, board: &str, season: &str) -> Result<Option<CompletedSeason>, TableError> {
-        let output = self
-            .client
-            .get_item()
-            .table_name(&self.name)
-            .key(PK, s(archive_pk(board, season)))
-            .key(SK, s(STATUS_SK))
-            .consistent_read(true)
-            .send()
-            .await?;
-        output
-            .item()
-            .map(|item| Ok(CompletedSeason { total: get_n(item, "total")?, completed_at: get_time(item, "completed_at")? }))
+        self.archive_item(board, season, STATUS_SK)
+            .await?
+            .map(|item| Ok(CompletedSeason { total: get_n(&item, "total")?, completed_at: get_time(&item, "completed_at")? }))
             .transpose()
     }
 
     /// Records that the season's archive is complete; a second call keeps the first record.
     pub async fn mark_complete(&self, board: &str, season: &str, total: u64, at: DateTime<Utc>) -> Result<(), TableError> {
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.name)
-            .item(PK, s(archive_pk(board, season)))
-            .item(SK, s(STATUS_SK))
-            .item("board", s(board))
-            .item("season", s(season))
-            .item("total", n(total))
-            .item("completed_at", time(at))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match put {
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
-            other => other.map(drop).map_err(Into::into),
-        }
+        let attributes = [("board", s(board)), ("season", s(season)), ("total", n(total)), ("completed_at", time(at))];
+        self.put_first(board, season, STATUS_SK, attributes).await
     }
 
     /// Records that a run saw the season's live board with members (kept outside Redis, so a
     /// flush of the whole database cannot pass for a season nobody played). The first sighting
     /// is kept.
     pub async fn record_seen(&self, board: &str, season: &str, at: DateTime<Utc>) -> Result<(), TableError> {
-        let put = self
-            .client
-            .put_item()
-            .table_name(&self.name)
-            .item(PK, s(archive_pk(board, season)))
-            .item(SK, s(SEEN_SK))
-            .item("seen_at", time(at))
-            .condition_expression("attribute_not_exists(pk)")
-            .send()
-            .await;
-        match put {
-            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
-            other => other.map(drop).map_err(Into::into),
-        }
+        self.put_first(board, season, SEEN_SK, [("seen_at", time(at))]).await
     }
 
     /// Whether a run ever saw the season's live board with members (strongly consistent).
     pub async fn seen(&self, board: &str, season: &str) -> Result<bool, TableError> {
+        Ok(self.archive_item(board, season, SEEN_SK).await?.is_some())
+    }
+
+    /// The season's archive record `sk`, read strongly consistent.
+    async fn archive_item(&self, board: &str, season: &str, sk: &str) -> Result<Option<Item>, TableError> {
         let output = self
             .client
             .get_item()
             .table_name(&self.name)
             .key(PK, s(archive_pk(board, season)))
-            .key(SK, s(SEEN_SK))
+            .key(SK, s(sk))
             .consistent_read(true)
             .send()
             .await?;
-        Ok(output.item().is_some())
+        Ok(output.item)
+    }
+
+    /// Writes the season's archive record `sk` unless it exists: the first write is kept.
+    async fn put_first<const N: usize>(
+        &self,
+        board: &str,
+        season: &str,
+        sk: &str,
+        attributes: [(&str, AttributeValue); N],
+    ) -> Result<(), TableError> {
+        let mut put = self.client.put_item().table_name(&self.name).item(PK, s(archive_pk(board, season))).item(SK, s(sk));
+        for (name, value) in attributes {
+            put = put.item(name, value);
+        }
+        match put.condition_expression("attribute_not_exists(pk)").send().await {
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
+            other => other.map(drop).map_err(Into::into),
+        }
     }
 
     /// Stores the season's histograms, `histograms[n - 1]` for `n` buckets (they share the

@@ -39,15 +39,9 @@ pub enum SignInReply {
     OutOfRange,
 }
 
-/// Signs `member` in for `plan.date`: bitmap, streak, points and bonuses, atomically, in one
-/// round trip (with `wait` for replicas in the same one).
-pub async fn sign_in(conn: &mut Connection, keys: &BoardKeys, plan: &SignInPlan<'_>, wait: ReplicaWait) -> Result<SignInReply, StoreError> {
-    let mut replies = sign_in_chunk(conn, keys, std::slice::from_ref(plan), wait).await?;
-    replies.pop().ok_or_else(|| StoreError::Protocol("sign_in: no reply".into()))
-}
-
 /// Signs in every plan of `plans` (all of the sign-in board), in order, in one script call:
-/// what a queue's batch does (at most `CHUNK` a call).
+/// bitmap, streak, points and bonuses of each, atomically, in one round trip (with `wait` for
+/// replicas in the same one). The HTTP route sends one plan; a queue's batch up to `CHUNK`.
 pub async fn sign_in_chunk(
     conn: &mut Connection,
     keys: &BoardKeys,
