@@ -390,3 +390,18 @@ async fn a_week_left_unclosed_a_day_past_its_end_is_overdue_until_a_run_closes_i
     let kept = standings::services::leagues::RESULTS_RETENTION_SECS;
     assert!((kept - 86_400..=kept).contains(&ttl), "results kept {kept} s: TTL {ttl}");
 }
+
+#[tokio::test]
+async fn a_new_players_history_is_empty_before_any_week_has_closed() {
+    let app = spawn_ingest_with(config()).await;
+    app.set_now(at("2026-11-26T10:00:00+08:00"));
+    // Nobody has played, and a player placed this week: no week has closed for either.
+    for user in ["never", "w"] {
+        if user == "w" {
+            play(&app, "h1", "w", 3).await;
+        }
+        let (status, history) = app.get(&format!("/v1/boards/lg/users/{user}/league/history")).await;
+        assert_eq!(status, 200, "{history}");
+        assert_eq!(history["results"], json!([]), "{history}");
+    }
+}

@@ -202,7 +202,9 @@ impl Leagues {
         for (period, outcome) in &played {
             sizes.hget(keys.league_results(&period.id), format!("{}{}:{}", league::COHORT_CLOSED_PREFIX, outcome.tier, outcome.cohort));
         }
-        let sizes: Vec<Option<u32>> = sizes.query_async(&mut conn).await.map_err(StoreError::from)?;
+        // Redis refuses an empty pipeline: a player who has played no closed period has none.
+        let sizes: Vec<Option<u32>> =
+            if played.is_empty() { Vec::new() } else { sizes.query_async(&mut conn).await.map_err(StoreError::from)? };
         Ok(played
             .into_iter()
             .zip(sizes)
