@@ -1,5 +1,12 @@
 //! The Redis connection: standalone (`ConnectionManager`, reconnecting) or cluster
 //! (`cluster_async`), plain or TLS, built once per container and shared by every request.
+//!
+//! A request that finds its connection dead (Redis restarted, a failover, an idle connection
+//! closed) is sent once more on a new one before it fails: the manager only reconnects after
+//! the request that saw the old connection die has failed, which would otherwise cost every
+//! container one 503 per restart. Sending again is safe for every request: reads repeat, and
+//! every write script is idempotent by its id (a resent write that did run is a duplicate).
+//! The cluster client re-sends on its own (`cluster_async`'s retries).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Once};
@@ -269,7 +276,12 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         match &mut self.link {
-            Link::Standalone(c) => c.req_packed_command(cmd),
+            Link::Standalone(c) => Box::pin(async move {
+                match c.req_packed_command(cmd).await {
+                    Err(error) if error.is_connection_dropped() => c.req_packed_command(cmd).await,
+                    answer => answer,
+                }
+            }),
             Link::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -277,7 +289,12 @@ impl ConnectionLike for Connection {
     fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         match &mut self.link {
-            Link::Standalone(c) => c.req_packed_commands(pipeline, offset, count),
+            Link::Standalone(c) => Box::pin(async move {
+                match c.req_packed_commands(pipeline, offset, count).await {
+                    Err(error) if error.is_connection_dropped() => c.req_packed_commands(pipeline, offset, count).await,
+                    answer => answer,
+                }
+            }),
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }

@@ -38,7 +38,9 @@ async fn acknowledged_events_survive_a_kill_and_errored_ones_apply_once_when_ret
     );
     assert_eq!(deliveries.len(), TASKS * EVENTS_PER_TASK);
     assert!(before_kill >= TASKS * EVENTS_PER_TASK / 4, "the kill came mid-load");
-    assert!(!retried.is_empty(), "the kill interrupted requests");
+    // Requests in flight at the kill were sent again on a new connection (store.rs) or, when
+    // Redis was not back yet, answered 503 and retried by the load: either way once.
+    assert!(deliveries.iter().any(|d| d.acknowledged_at >= restarted_at), "the load went on after the restart");
 
     // Exactly once: the scores are the sum over every event, each counted once.
     let expected = load::expected_points(&deliveries);

@@ -7,6 +7,7 @@ mod eviction_probe;
 mod failover;
 mod out_of_memory;
 mod replica_wait;
+mod restart;
 
 /// The default `activity` board's comment rule, and sign-ins, waiting for one replica on
 /// every write.
