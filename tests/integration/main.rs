@@ -37,6 +37,7 @@ mod model;
 mod notifications;
 mod notify_model;
 mod openapi;
+mod partial_writes;
 mod query;
 mod queue;
 mod round_trips;

@@ -153,3 +153,10 @@ impl Objects for CrashAfterPut {
         self.inner.list(prefix).await
     }
 }
+
+/// An app whose writes are journaled and record rank moves, every key a write can touch.
+pub async fn spawn_recording(config: Config) -> TestApp {
+    let settings = redis_settings();
+    let keys = Keys::new(&unique_prefix()).unwrap().with_journal(true).with_notices(true);
+    spawn_app(config, keys, Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
+}

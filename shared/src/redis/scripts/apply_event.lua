@@ -193,7 +193,8 @@ local function apply(block, reply)
     code = RECEIPT_NOTHING_TO_TAKE_BACK
   end
 
-  -- Every check happens before the first write: a refused event leaves no trace.
+  -- Every check happens before the first write: a refused event leaves no trace, and a key
+  -- of another type fails the event with nothing written.
   local composites, changes, ranks_before = {}, {}, {}
   local largest, differ = 0, false
   for i = 1, boards do
@@ -213,6 +214,25 @@ local function apply(block, reply)
       end
     end
   end
+
+  -- Every key written below that no check above has read (prelude.lua `writable`).
+  if cap_field ~= '' and delta ~= 0 then writable(KEYS[day_index], 'hash') end
+  for i = 1, boards do
+    if statement[i] > 0 and (changes[i] ~= 0 or capped > 0) then writable(KEYS[statement[i]], 'hash') end
+  end
+  if league > 0 and points_now[league] > 0 then
+    local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results = struct.unpack('>HHHHHHHH', block, pos)
+    writable(KEYS[members], 'hash')
+    writable(KEYS[cohorts], 'zset')
+    writable(KEYS[counts], 'hash')
+    writable(KEYS[tiers], 'hash')
+    writable(KEYS[pending], 'zset')
+    writable(KEYS[prev_members], 'hash')
+    writable(KEYS[prev_pending], 'zset')
+    writable(KEYS[prev_results], 'hash')
+  end
+  if notice ~= '' then writable(NOTICES, 'stream') end
+  if entry ~= '' then writable(JOURNAL, 'stream') end
 
   if delta ~= 0 then
     delta_text = delta_text or tostring(delta)

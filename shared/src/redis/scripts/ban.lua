@@ -35,11 +35,23 @@ Reply: the positions (1-based, in KEYS[5..] order) of the periods the user was r
 
 local member = ARGV[1]
 local removed, outcome, moves = {}, {}, {}
+-- Every key written here, checked before the first write (prelude.lua `writable`).
+writable(KEYS[1], 'hash')
+writable(KEYS[2], 'list')
+if ARGV[5] ~= '' then writable(KEYS[3], 'stream') end
 if ARGV[2] == 'ban' then
-  redis.call('HSET', KEYS[1], GUARD_BAN .. member, ARGV[3])
   local m = tonumber(ARGV[6])
   local n = (#ARGV - 6) / 2
   local statements = #KEYS == 4 + 2 * n + 3 * m
+  writable(KEYS[4], 'stream')
+  for i = 1, n do writable(KEYS[4 + i], 'zset') end
+  for j = 1, m do
+    local at = #KEYS - 3 * (m - j)
+    writable(KEYS[at - 2], 'hash')
+    writable(KEYS[at - 1], 'zset')
+    writable(KEYS[at], 'zset')
+  end
+  redis.call('HSET', KEYS[1], GUARD_BAN .. member, ARGV[3])
   for i = 1, n do
     local frozen = redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. ARGV[6 + i]) == 1
     if not frozen then

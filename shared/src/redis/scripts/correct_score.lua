@@ -90,6 +90,13 @@ for i = 1, boards do
   if points_board and values[i] == 0 then values[i] = false end
 end
 
+-- Every key written below that no check above has read (prelude.lua `writable`).
+writable(KEYS[2], 'list')
+if ARGV[14] ~= '' then writable(KEYS[4], 'stream') end
+if statements then
+  for i = 1, boards do writable(KEYS[FIRST_BOARD - 1 + boards + i], 'hash') end
+end
+
 local periods = {}
 for i = 1, boards do
   local key = KEYS[FIRST_BOARD - 1 + i]

@@ -57,6 +57,17 @@ local function guard_refusal_of_args(guard_key, member, n, first)
     function(i) return period_arg(first, i, 0) end, function(i) return period_arg(first, i, 1) end)
 end
 
+-- Redis keeps whatever a script wrote before an error. A write script calls this before its
+-- first write for every key it writes, or reads after that write, that nothing before it has
+-- read: a key holding another type (a programming error, answered 500) then fails the call
+-- with nothing written, instead of leaving points without their marker and journal entry.
+local function writable(key, kind)
+  local held = redis.call('TYPE', key).ok
+  if held ~= 'none' and held ~= kind then
+    error({err = 'WRONGTYPE ' .. key .. ' holds a ' .. held .. ' where a ' .. kind .. ' is written'})
+  end
+end
+
 -- TTLs are set once, on a key that exists without one, and never refreshed ('0': none). They
 -- come as seconds from the caller's clock (period.rs `ttl_secs`), not as absolute times.
 local function expire_once(key, ttl)

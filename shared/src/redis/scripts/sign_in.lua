@@ -151,6 +151,14 @@ local function sign_in(k, a, kc)
     if add[key].total > MAX_POINTS then return {'out_of_range', ''} end
   end
 
+  -- Every key written below that no check above has read (prelude.lua `writable`).
+  if statements then
+    for _, key in ipairs(order) do
+      if add[key].points > 0 then writable(KEYS[k + FIRST_BOARD - 1 + period_keys + add[key].period], 'hash') end
+    end
+  end
+  if ARGV[a + 14] ~= '' then writable(KEYS[k + 6], 'stream') end
+
   redis.call('SETBIT', KEYS[k + 2], day - 1, 1)
   if day == 1 then redis.call('BITFIELD', KEYS[k + 2], 'SET', 'u32', CARRY, before) end
   if next_signed and next_day == 1 then redis.call('BITFIELD', KEYS[k + 4], 'SET', 'u32', CARRY, streak) end

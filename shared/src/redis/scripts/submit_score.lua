@@ -137,6 +137,24 @@ local function submit(b)
       ranks_before[i] = olds[i] > 0 and redis.call('ZREVRANK', KEYS[index(i, 0)], member) or -1
     end
   end
+  -- Every key written below that no check above has read (prelude.lua `writable`).
+  local league, at = tonumber(ARGV[b + 12]), b + 14 + 7 * n
+  for i = 1, n do
+    if statements and string.sub(flags, i, i) ~= 'o' then writable(KEYS[index(i, 1)], 'hash') end
+  end
+  if league > 0 then
+    writable(KEYS[tonumber(ARGV[at])], 'hash')
+    writable(KEYS[tonumber(ARGV[at + 1])], 'zset')
+    writable(KEYS[tonumber(ARGV[at + 2])], 'hash')
+    writable(KEYS[tonumber(ARGV[at + 3])], 'hash')
+    writable(KEYS[tonumber(ARGV[at + 4])], 'zset')
+    writable(KEYS[tonumber(ARGV[at + 5])], 'hash')
+    writable(KEYS[tonumber(ARGV[at + 6])], 'zset')
+    writable(KEYS[tonumber(ARGV[at + 7])], 'hash')
+  end
+  if notice ~= '' then writable(NOTICES, 'stream') end
+  if ARGV[b + 11] ~= '' then writable(JOURNAL, 'stream') end
+
   for i = 1, n do
     if kept[i] then
       redis.call('ZADD', KEYS[index(i, 0)], string.format('%.0f', kept[i] * board_span + tonumber(period(i, 5))), member)
@@ -154,8 +172,7 @@ local function submit(b)
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   rate_record(rate_log, rate_max, rate_window, now_ms, field)
-  local league, joined = tonumber(ARGV[b + 12]), false
-  local at = b + 14 + 7 * n
+  local joined = false
   if league > 0 and redis.call('ZSCORE', KEYS[index(league, 0)], member) then
     joined = league_place(KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])], KEYS[tonumber(ARGV[at + 2])],
       KEYS[tonumber(ARGV[at + 3])], KEYS[tonumber(ARGV[at + 4])], KEYS[tonumber(ARGV[at + 5])],
