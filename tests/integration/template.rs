@@ -443,9 +443,20 @@ fn the_journal_bucket_is_private_encrypted_and_drained_under_an_alarm() {
     let lag = &resource(&template, "JournalLagAlarm")["Properties"];
     assert_eq!(lag["MetricName"], journal::LAG_METRIC);
     assert_eq!(lag["Dimensions"], json!([{"Name": "Function", "Value": journal::FUNCTION}]));
-    assert_eq!((lag["Threshold"].as_i64(), lag["TreatMissingData"].as_str()), (Some(300), Some("breaching")));
+    assert_eq!(lag["TreatMissingData"], "breaching", "a drain that stopped reporting is lagging");
     let events = &resource(&template, "JournalFunction")["Properties"]["Events"];
     assert_eq!(events["EveryMinute"]["Properties"]["ScheduleExpression"], "rate(1 minute)");
+    // The alarm fires within 5 minutes of the first entry left undrained past two intervals:
+    // the next run (within an interval) reports its age over the threshold, in the metric's
+    // period then (one more period at worst, for the period boundary), and the alarm needs
+    // `DatapointsToAlarm` such periods in a row.
+    let (interval, period) = (60, lag["Period"].as_i64().unwrap());
+    let threshold = lag["Threshold"].as_i64().unwrap();
+    let needed = lag["DatapointsToAlarm"].as_i64().unwrap_or(lag["EvaluationPeriods"].as_i64().unwrap());
+    assert!(threshold <= 2 * interval, "an entry two intervals old breaches ({threshold} s)");
+    assert!(threshold >= interval, "a drained minute's oldest entry does not breach ({threshold} s)");
+    let worst = interval + period + needed * period;
+    assert!(worst <= 300, "fires {worst} s after the entry is two intervals old, not within 5 minutes");
     let verify = &events["DailyVerify"]["Properties"];
     assert_eq!(serde_json::from_str::<Value>(verify["Input"].as_str().unwrap()).unwrap(), json!({"verify": {}}));
     let mismatch = &resource(&template, "JournalMismatchAlarm")["Properties"];
