@@ -14,11 +14,11 @@ use crate::domain::config::{Board, Keep, Order, ScoreRules};
 use crate::domain::ids::{self, IdError};
 use crate::domain::period::{EventTimeError, EventWindow, Period, PeriodKind};
 use crate::domain::scoring::fingerprint;
-use crate::domain::tiebreak::{EPOCH_SECS, RangeError, Scale};
+use crate::domain::tiebreak::{EPOCH_SECS, RangeError, Scale, time_span_for};
 
 pub use crate::domain::tiebreak::MAX_SCORE;
 /// Distinct time parts of a score board's composite at the default `MAX_SCORE` (2^23).
-pub const SCORE_TIME_SPAN: i64 = 1 << 23;
+pub const SCORE_TIME_SPAN: i64 = time_span_for(MAX_SCORE);
 /// Tie-break resolution of all-time score boards at the default `MAX_SCORE`: 2^23 steps of
 /// 256 s cover 2020..2088.
 pub const ALL_TIME_STEP_SECS: i64 = 256;
@@ -37,12 +37,11 @@ pub fn scale(board: &Board, period: &Period) -> Scale {
     Scale { span, max_value: scores.max_score, ascending: scores.order == Order::Asc, origin, step }
 }
 
-/// Time parts of a score board whose scores reach `max_score`: the composite's 53 exact bits
-/// less the bits the scores need. 2^23 at the default `MAX_SCORE` (30 bits); 2^31, every
-/// second from 2020 to 2088 even on all-time boards, at 4,194,303 (22 bits) or less.
+/// Time parts of a score board whose scores reach `max_score` (`tiebreak::time_span_for`):
+/// 2^23 at the default `MAX_SCORE`; 2^31, every second from 2020 to 2088 even on all-time
+/// boards, at 4,194,303 or less.
 pub fn score_time_span(max_score: i64) -> i64 {
-    let score_bits = 64 - max_score.max(1).leading_zeros();
-    1 << (53 - score_bits)
+    time_span_for(max_score)
 }
 
 /// What an all-time score board's time parts cover: 2020 to 2088, as rule boards.

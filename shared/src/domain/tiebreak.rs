@@ -17,11 +17,22 @@ use chrono::{DateTime, Utc};
 
 /// 2020-01-01T00:00:00Z.
 pub const EPOCH_SECS: i64 = 1_577_836_800;
-/// Number of distinct seconds the time part can hold (2^31).
-pub const TIME_SPAN: i64 = 1 << 31;
+/// The bits a double (a Redis score, a Lua number) holds exactly: a composite's value bits and
+/// time bits share them. The one place the layout is decided.
+pub const EXACT_BITS: u32 = 53;
 pub const MAX_POINTS: i64 = (1 << 22) - 1;
+/// Number of distinct seconds the time part can hold (2^31): what the points leave.
+pub const TIME_SPAN: i64 = time_span_for(MAX_POINTS);
 /// The largest score a score board takes (2^30 - 1), unless it declares a smaller `max_score`.
 pub const MAX_SCORE: i64 = (1 << 30) - 1;
+
+/// Distinct time parts of a composite whose values reach `max_value`: the exact bits the
+/// values leave (2^31 at `MAX_POINTS`, 2^23 at `MAX_SCORE`).
+pub const fn time_span_for(max_value: i64) -> i64 {
+    let value = if max_value < 1 { 1 } else { max_value };
+    let value_bits = 64 - value.leading_zeros();
+    1 << (EXACT_BITS - value_bits)
+}
 pub const LAST_SECS: i64 = EPOCH_SECS + TIME_SPAN - 1;
 
 /// How one board period packs a score and the time it was reached into one exact double:
@@ -80,7 +91,7 @@ impl Scale {
 
     /// Score and reached-at time (to the scale's step) of a stored composite.
     pub fn decode(&self, composite: f64) -> Result<(i64, DateTime<Utc>), RangeError> {
-        if !(composite.is_finite() && composite >= 0.0 && composite < (1u64 << 53) as f64 && composite.fract() == 0.0) {
+        if !(composite.is_finite() && composite >= 0.0 && composite < (1u64 << EXACT_BITS) as f64 && composite.fract() == 0.0) {
             return Err(RangeError::Points);
         }
         let composite = composite as i64;
