@@ -35,6 +35,7 @@ mod malformed;
 mod markers;
 mod model;
 mod notifications;
+mod notify_lease;
 mod notify_model;
 mod openapi;
 mod partial_writes;

@@ -153,3 +153,19 @@ pub fn seen(details: &[Detail]) -> Vec<Seen> {
 pub fn s(user: &str, crossing: CrossingKind, before: Option<u32>, after: Option<u32>, by: Option<&str>) -> Seen {
     (user.to_owned(), crossing, before, after, by.map(str::to_owned))
 }
+
+/// A bus that tells `reached` when it holds a put, then waits for `go` before passing it on: a
+/// drain slower than its lease.
+pub struct Gated<B> {
+    pub inner: B,
+    pub reached: Arc<tokio::sync::Notify>,
+    pub go: Arc<tokio::sync::Notify>,
+}
+
+impl<B: Bus> Bus for Gated<B> {
+    async fn put(&self, events: &[Detail]) -> Result<(), BusError> {
+        self.reached.notify_one();
+        self.go.notified().await;
+        self.inner.put(events).await
+    }
+}

@@ -53,16 +53,23 @@ pub struct Notifier {
     bus: Arc<dyn AnyBus>,
     chunk: usize,
     release: bool,
+    lease_ms: u64,
 }
 
 impl Notifier {
     pub fn new(bus: impl Bus + 'static) -> Self {
-        Self { bus: Arc::new(bus), chunk: NOTICE_CHUNK, release: false }
+        Self { bus: Arc::new(bus), chunk: NOTICE_CHUNK, release: false, lease_ms: LOCK_LEASE_MS }
     }
 
     /// Smaller steps (tests: a stop between two of them).
     pub fn with_chunk(mut self, entries: usize) -> Self {
         self.chunk = entries.max(1);
+        self
+    }
+
+    /// Another lease (tests: a drain slower than its lease).
+    pub fn with_lease_ms(mut self, lease_ms: u64) -> Self {
+        self.lease_ms = lease_ms.max(1);
         self
     }
 
@@ -83,19 +90,23 @@ impl Notifier {
         deadline: DateTime<Utc>,
     ) -> Result<Option<usize>, NoticeError> {
         let token = format!("{:016x}", fastrand::u64(..));
-        if !notices::lock(conn, keys, &token, LOCK_LEASE_MS).await? {
+        if !notices::lock(conn, keys, &token, self.lease_ms).await? {
             return Ok(None);
         }
-        let sent = self.drain_locked(conn, keys, board, deadline).await;
+        let sent = self.drain_locked(conn, keys, board, &token, deadline).await;
         notices::unlock(conn, keys, &token).await?;
         sent.map(Some)
     }
 
+    /// Each step renews the lease before it sends and commits only while the lease is still
+    /// this drain's: a drain slower than its lease stops at its next step, and one whose lease
+    /// ran out while it sent commits nothing (the next drain sends those again, same ids).
     async fn drain_locked(
         &self,
         conn: &mut Connection,
         keys: &BoardKeys,
         board: &Board,
+        token: &str,
         deadline: DateTime<Utc>,
     ) -> Result<usize, NoticeError> {
         let quiet_ms = board.notify.as_ref().map_or(0, |n| i64::from(n.quiet_secs) * 1000);
@@ -130,9 +141,16 @@ impl Notifier {
             };
             let mut due = notify::due(&mut held, horizon);
             due.append(&mut events);
+            if !notices::renew(conn, keys, token, self.lease_ms).await? {
+                tracing::warn!(board = %board.name, "the notification drain's lease ran out; another drain goes on");
+                break;
+            }
             self.bus.put_events(&due).await?;
             sent += due.len();
-            notices::commit(conn, keys, entries.last().map(|e| e.id.as_str()), &was, &held).await?;
+            if !notices::commit(conn, keys, token, entries.last().map(|e| e.id.as_str()), &was, &held).await? {
+                tracing::warn!(board = %board.name, "the notification drain's lease ran out while it sent; nothing committed");
+                break;
+            }
             if read_all {
                 break;
             }

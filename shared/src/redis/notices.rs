@@ -1,6 +1,7 @@
 //! A board's notices as the drain sees them (docs/notifications.md): the stream of rank moves
 //! the write scripts record (prelude.lua's `record_moves`), and the crossings a quiet time holds
-//! back. Entries are trimmed only with the state that replaces them, in one transaction.
+//! back. Entries are trimmed only with the state that replaces them, in one script call that
+//! first checks the drain still holds the board's lease.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +12,7 @@ use crate::domain::journal::{next_stream_id, stream_id_ms};
 use crate::domain::notify::Window;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
+use crate::redis::scripts;
 use crate::redis::store::Connection;
 
 /// One entry: the moves of one applied write.
@@ -69,13 +71,16 @@ pub async fn lock(conn: &mut Connection, keys: &BoardKeys, token: &str, lease_ms
     Ok(set.is_some())
 }
 
-/// Releases the lock if this drain (`token`) still holds it.
+/// Renews the lease of this drain (`token`) for `lease_ms` from now; false when it is not this
+/// drain's any more (it ran out, and another drain may hold it).
+pub async fn renew(conn: &mut Connection, keys: &BoardKeys, token: &str, lease_ms: u64) -> Result<bool, StoreError> {
+    let held: u8 = scripts::NOTICES_LEASE.key(keys.notices_lock()).arg(token).arg("renew").arg(lease_ms).invoke_async(conn).await?;
+    Ok(held == 1)
+}
+
+/// Releases the lock if this drain (`token`) still holds it, in one step (compare and delete).
 pub async fn unlock(conn: &mut Connection, keys: &BoardKeys, token: &str) -> Result<(), StoreError> {
-    let key = keys.notices_lock();
-    let held: Option<String> = conn.get(&key).await?;
-    if held.as_deref() == Some(token) {
-        let _: () = conn.del(&key).await?;
-    }
+    let _: u8 = scripts::NOTICES_LEASE.key(keys.notices_lock()).arg(token).arg("release").arg(0).invoke_async(conn).await?;
     Ok(())
 }
 
@@ -91,28 +96,31 @@ pub async fn held(conn: &mut Connection, keys: &BoardKeys) -> Result<BTreeMap<St
 }
 
 /// Replaces the held windows of every user whose windows changed from `was` to `now`, and
-/// trims the stream through `through` (delivered or merged), atomically.
+/// trims the stream through `through` (delivered or merged), atomically, if this drain
+/// (`token`) still holds the board's lease; false (nothing written) when it does not.
 pub async fn commit(
     conn: &mut Connection,
     keys: &BoardKeys,
+    token: &str,
     through: Option<&str>,
     was: &BTreeMap<String, Vec<Window>>,
     now: &BTreeMap<String, Vec<Window>>,
-) -> Result<(), StoreError> {
-    let key = keys.notices_quiet();
-    let mut pipe = redis::pipe();
-    pipe.atomic();
+) -> Result<bool, StoreError> {
+    let mut call = scripts::NOTICES_COMMIT.key(keys.notices_lock());
+    call.key(keys.notices_quiet()).key(keys.notices()).arg(token);
+    match through {
+        Some(through) => {
+            let next = next_stream_id(through).ok_or_else(|| StoreError::Protocol(format!("notices: stream id {through:?}")))?;
+            call.arg(next)
+        }
+        None => call.arg(""),
+    };
     for user in was.keys().filter(|user| !now.contains_key(*user)) {
-        pipe.hdel(&key, user).ignore();
+        call.arg(user).arg("");
     }
     for (user, windows) in now.iter().filter(|(user, windows)| was.get(*user) != Some(windows)) {
-        let json = serde_json::to_string(windows).expect("windows serialize");
-        pipe.hset(&key, user, json).ignore();
+        call.arg(user).arg(serde_json::to_string(windows).expect("windows serialize"));
     }
-    if let Some(through) = through {
-        let next = next_stream_id(through).ok_or_else(|| StoreError::Protocol(format!("notices: stream id {through:?}")))?;
-        pipe.cmd("XTRIM").arg(keys.notices()).arg("MINID").arg(next).ignore();
-    }
-    let _: () = pipe.query_async(conn).await?;
-    Ok(())
+    let committed: u8 = call.invoke_async(conn).await?;
+    Ok(committed == 1)
 }

@@ -56,6 +56,8 @@ static CORRECT_SCORE: LazyLock<Script> = script!("correct_score.lua");
 static SUBMIT_SCORE: LazyLock<Script> = script!("submit_score.lua");
 static VOID_POINTS: LazyLock<Script> = script!("void.lua");
 pub(crate) static FREEZE_SEASON: LazyLock<Script> = script!("freeze_season.lua");
+pub(crate) static NOTICES_LEASE: LazyLock<Script> = script!("notices_lease.lua");
+pub(crate) static NOTICES_COMMIT: LazyLock<Script> = script!("notices_commit.lua");
 static READ_COHORT: LazyLock<Script> = script!("read_cohort.lua");
 static CLOSE_LEAGUE: LazyLock<Script> = script!("close_league.lua");
 static OPEN_LEAGUE: LazyLock<Script> = script!("open_league.lua");
@@ -77,6 +79,8 @@ pub fn hashes() -> Vec<&'static str> {
         &SUBMIT_SCORE,
         &VOID_POINTS,
         &FREEZE_SEASON,
+        &NOTICES_LEASE,
+        &NOTICES_COMMIT,
     ]
     .into_iter()
     .chain(league::scripts())
