@@ -134,6 +134,8 @@ enum Source {
 enum KeySpec {
     None,
     First,
+    /// The argument after a subcommand (`XINFO STREAM key`).
+    AfterSubcommand,
     FirstTwo,
     All,
     /// MSET-style key, value pairs.
@@ -165,6 +167,8 @@ fn key_spec(command: &str) -> Option<KeySpec> {
         | "SMEMBERS" | "SCARD" | "SPOP" | "SRANDMEMBER" | "SSCAN" | "LPUSH" | "RPUSH" | "LPUSHX" | "RPUSHX" | "LPOP" | "RPOP"
         | "LRANGE" | "LLEN" | "LINDEX" | "LSET" | "LREM" | "LTRIM" | "LINSERT" | "LPOS" | "SETBIT" | "GETBIT" | "BITCOUNT" | "BITPOS"
         | "BITFIELD" | "BITFIELD_RO" | "PFADD" | "XADD" | "XLEN" | "XRANGE" | "XREVRANGE" | "XTRIM" | "XDEL" => First,
+        // XINFO STREAM <key>.
+        "XINFO" => AfterSubcommand,
         _ => return Option::None,
     })
 }
@@ -582,6 +586,7 @@ impl Script {
         match spec {
             KeySpec::None => Vec::new(),
             KeySpec::First => items.iter().take(1).copied().collect(),
+            KeySpec::AfterSubcommand => items.iter().skip(1).take(1).copied().collect(),
             KeySpec::FirstTwo => items.iter().take(2).copied().collect(),
             KeySpec::All => items.to_vec(),
             KeySpec::Pairs => items.iter().step_by(2).copied().collect(),

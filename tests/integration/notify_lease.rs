@@ -64,3 +64,38 @@ async fn a_drain_slower_than_its_lease_commits_nothing_and_leaves_the_next_drain
     assert_eq!(holder.as_deref(), Some("next-drain"), "the slow drain's unlock left the next drain's lock");
     assert_eq!(app.notices_len("race").await, waiting, "a drain whose lease ran out commits nothing: the next drain reads it all");
 }
+
+/// A bus that failed for hours left the board's notices full: a write still applies, the
+/// stream stays at its cap (the oldest move dropped, not the write refused), and the next drain
+/// counts the drop once in `NotificationsDropped`.
+#[tokio::test]
+async fn full_notices_drop_their_oldest_moves_and_the_drain_counts_them_once() {
+    use standings::domain::notify::NOTICES_MAX_LEN;
+    let app = spawn_notified(config()).await;
+    let stream = app.keys.board("race").notices();
+    let mut conn = app.redis.clone();
+    // Moves nobody could send: as many as the stream keeps.
+    for start in (0..NOTICES_MAX_LEN).step_by(10_000) {
+        let mut pipe = redis::pipe();
+        for _ in start..(start + 10_000).min(NOTICES_MAX_LEN) {
+            pipe.cmd("XADD").arg(&stream).arg("*").arg("e").arg("old").arg("m").arg("").ignore();
+        }
+        let () = pipe.query_async(&mut conn).await.unwrap();
+    }
+    let oldest: Vec<(String, Vec<(String, String)>)> =
+        redis::cmd("XRANGE").arg(&stream).arg("-").arg("+").arg("COUNT").arg(1).query_async(&mut conn).await.unwrap();
+
+    let (status, body) = app.event(json!({"event_id": "n1", "user_id": "a", "action": "lap", "points": 2})).await;
+    assert_eq!(status, 200, "a full stream refuses no write: {body}");
+    assert_eq!(app.notices_len("race").await as u64, NOTICES_MAX_LEN, "the stream stays at its cap");
+    let first: Vec<(String, Vec<(String, String)>)> =
+        redis::cmd("XRANGE").arg(&stream).arg("-").arg("+").arg("COUNT").arg(1).query_async(&mut conn).await.unwrap();
+    assert_ne!(first[0].0, oldest[0].0, "the oldest move was dropped");
+
+    let bus = subscribed().await;
+    let report = app.notify(Notifier::new(bus.bus.clone())).await;
+    assert_eq!(report.boards.iter().map(|b| b.notifications_dropped).sum::<u64>(), 1, "{report:?}");
+    assert_eq!(app.notices_len("race").await, 0, "everything else was sent");
+    let again = app.notify(Notifier::new(bus.bus.clone())).await;
+    assert_eq!(again.boards.iter().map(|b| b.notifications_dropped).sum::<u64>(), 0, "counted once");
+}

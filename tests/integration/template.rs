@@ -492,6 +492,10 @@ fn notifications_go_to_the_stacks_bus_with_an_example_rule_to_a_queue() {
     assert_eq!(lag["MetricName"], journal::NOTICE_LAG_METRIC);
     assert_eq!(lag["Dimensions"], json!([{"Name": "Function", "Value": journal::FUNCTION}]));
     assert_eq!((lag["Threshold"].as_i64(), lag["TreatMissingData"].as_str()), (Some(300), Some("breaching")));
+    let dropped = &resource(&template, "NotificationsDroppedAlarm")["Properties"];
+    assert_eq!(dropped["MetricName"], journal::NOTICES_DROPPED_METRIC);
+    assert_eq!(dropped["Dimensions"], json!([{"Name": "Function", "Value": journal::FUNCTION}]));
+    assert_eq!((dropped["Statistic"].as_str(), dropped["Threshold"].as_i64()), (Some("Sum"), Some(0)), "one drop alarms");
 }
 
 #[test]

@@ -22,7 +22,7 @@ use standings::runtime::metrics::{Metrics, Unit};
 use standings::archive::objects::{ObjectError, Objects, Put, object_name};
 use standings::redis::notices;
 
-use crate::notices::{NOTICE_LAG_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
+use crate::notices::{NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
 
 /// Entries read (and stored as one object at most) per step.
 pub const CHUNK_ENTRIES: usize = 5000;
@@ -56,8 +56,15 @@ pub struct BoardDrain {
     pub notifications: usize,
     /// Age of the oldest rank move not yet sent or held by a quiet time (0: none).
     pub notification_lag_seconds: f64,
+    /// Rank moves the full notices dropped since the last run asked (docs/notifications.md).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub notifications_dropped: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -117,6 +124,7 @@ impl<O: Objects> Drainer<O> {
                 lag_seconds: 0.0,
                 notifications: 0,
                 notification_lag_seconds: 0.0,
+                notifications_dropped: 0,
                 error: None,
             };
             // The two streams drain side by side: a failing (or long) journal does not hold
@@ -128,8 +136,9 @@ impl<O: Objects> Drainer<O> {
                 drained.error = Some(error.to_string());
             }
             // The lag is measured whatever happened: a drain that keeps failing is what the alarm is for.
-            let (sent, lag) = notices;
+            let (sent, lag, dropped) = notices;
             drained.notification_lag_seconds = lag;
+            drained.notifications_dropped = dropped;
             match sent {
                 Ok(sent) => drained.notifications = sent,
                 Err(error) => {
@@ -149,25 +158,27 @@ impl<O: Objects> Drainer<O> {
         let lag_seconds = boards.iter().map(|b| b.lag_seconds).fold(0.0, f64::max);
         let notifications = boards.iter().map(|b| b.notifications).sum();
         let notification_lag_seconds = boards.iter().map(|b| b.notification_lag_seconds).fold(0.0, f64::max);
+        let dropped: u64 = boards.iter().map(|b| b.notifications_dropped).sum();
         self.metrics.put(LAG_METRIC, Unit::Seconds, lag_seconds, &[]);
         self.metrics.put(DRAINED_METRIC, Unit::Count, entries as f64, &[]);
         if self.notifier.is_some() {
             self.metrics.put(NOTICE_LAG_METRIC, Unit::Seconds, notification_lag_seconds, &[]);
             self.metrics.put(NOTICES_SENT_METRIC, Unit::Count, notifications as f64, &[]);
+            self.metrics.put(NOTICES_DROPPED_METRIC, Unit::Count, dropped as f64, &[]);
         }
         DrainReport { boards, entries, lag_seconds, notifications, notification_lag_seconds }
     }
 
-    /// Sends a board's notifications; the events sent and the age of the oldest move not sent
-    /// (recorded, or held past its window's end).
-    async fn notify_board(&self, name: &str, deadline: DateTime<Utc>, release: bool) -> (Result<usize, DrainError>, f64) {
+    /// Sends a board's notifications; the events sent, the age of the oldest move not sent
+    /// (recorded, or held past its window's end) and the moves the full stream dropped.
+    async fn notify_board(&self, name: &str, deadline: DateTime<Utc>, release: bool) -> (Result<usize, DrainError>, f64, u64) {
         let (Some(notifier), Some(board)) = (&self.notifier, self.config.boards().iter().find(|b| b.name == name)) else {
-            return (Ok(0), 0.0);
+            return (Ok(0), 0.0, 0);
         };
         let keys = self.keys.board(name);
         let mut conn = match self.store.write_connection().await {
             Ok(conn) => conn,
-            Err(error) => return (Err(error.into()), 0.0),
+            Err(error) => return (Err(error.into()), 0.0, 0),
         };
         let notifier = if release { notifier.clone().releasing_held() } else { notifier.clone() };
         let sent = notifier.drain_board(&mut conn, &keys, board, deadline).await.map(|sent| sent.unwrap_or(0)).map_err(DrainError::from);
@@ -178,7 +189,17 @@ impl<O: Objects> Drainer<O> {
                 0.0
             }
         };
-        (sent, lag)
+        let dropped = match standings::redis::notices::dropped(&mut conn, &keys).await {
+            Ok(dropped) => dropped,
+            Err(error) => {
+                tracing::error!(board = name, error = %error, "notification drops unknown");
+                0
+            }
+        };
+        if dropped > 0 {
+            tracing::warn!(board = name, dropped, "the board's notices were full: its oldest rank moves were dropped unsent");
+        }
+        (sent, lag, dropped)
     }
 
     async fn drain_board(&self, board: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {

@@ -23,7 +23,7 @@ use standings::redis::store::Store;
 use standings::runtime::metrics::Metrics;
 
 pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC};
-pub use notices::{NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_SENT_METRIC, Notifier};
+pub use notices::{NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, Notifier};
 pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
 pub use shadow::{Checker, DryRunReport, DryRunRequest, MISMATCH_METRIC, VerifyReport};
 pub use standings::archive::bus::{Bus, BusError, EventBridgeBus, eventbridge_client};

@@ -36,6 +36,8 @@ const LOCK_LEASE_MS: u64 = 120_000;
 /// Age of the oldest move not yet sent or held (the alarm's metric).
 pub const NOTICE_LAG_METRIC: &str = "NotificationLagSeconds";
 pub const NOTICES_SENT_METRIC: &str = "NotificationsSent";
+/// Moves dropped because a board's notices were full (the bus failing for long).
+pub const NOTICES_DROPPED_METRIC: &str = "NotificationsDropped";
 
 /// A `Bus` behind a pointer (the drain holds whichever it was given).
 pub trait AnyBus: Send + Sync {

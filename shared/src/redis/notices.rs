@@ -84,6 +84,11 @@ pub async fn unlock(conn: &mut Connection, keys: &BoardKeys, token: &str) -> Res
     Ok(())
 }
 
+/// Moves the stream dropped (it holds at most `NOTICES_MAX_LEN`) since the drain last asked.
+pub async fn dropped(conn: &mut Connection, keys: &BoardKeys) -> Result<u64, StoreError> {
+    Ok(scripts::NOTICES_DROPPED.key(keys.notices()).key(keys.notices_count()).invoke_async(conn).await?)
+}
+
 /// The windows a quiet time holds, per user.
 pub async fn held(conn: &mut Connection, keys: &BoardKeys) -> Result<BTreeMap<String, Vec<Window>>, StoreError> {
     let raw: BTreeMap<String, String> = conn.hgetall(keys.notices_quiet()).await?;
@@ -107,7 +112,7 @@ pub async fn commit(
     now: &BTreeMap<String, Vec<Window>>,
 ) -> Result<bool, StoreError> {
     let mut call = scripts::NOTICES_COMMIT.key(keys.notices_lock());
-    call.key(keys.notices_quiet()).key(keys.notices()).arg(token);
+    call.key(keys.notices_quiet()).key(keys.notices()).key(keys.notices_count()).arg(token);
     match through {
         Some(through) => {
             let next = next_stream_id(through).ok_or_else(|| StoreError::Protocol(format!("notices: stream id {through:?}")))?;

@@ -17,6 +17,10 @@ pub use quiet::{Window, due, merge};
 
 /// Largest `top` a board may watch: an overtaking write names at most this many members.
 pub const MAX_TOP: u32 = 100;
+/// The most moves a board's notices hold while the bus cannot take them: past it the oldest
+/// are dropped (and counted, `NotificationsDropped`), so a long outage of the bus never fills
+/// Redis. About 20 MB a board at a few hundred bytes a move.
+pub const NOTICES_MAX_LEN: u64 = 100_000;
 /// Longest quiet time (a day).
 pub const MAX_QUIET_SECS: u32 = 24 * 3600;
 /// EventBridge's `Source` and `DetailType` of every notification, and the version of its

@@ -232,6 +232,12 @@ impl BoardKeys {
         format!("{}:notices", self.base)
     }
 
+    /// What the notification drain has counted of the board's notices (hash: `delivered`, the
+    /// entries it trimmed after sending; `dropped`, the drops it reported).
+    pub fn notices_count(&self) -> String {
+        format!("{}:notices-count", self.base)
+    }
+
     /// Users' crossings held back by a quiet time (hash: user -> windows, JSON).
     pub fn notices_quiet(&self) -> String {
         format!("{}:notices-quiet", self.base)

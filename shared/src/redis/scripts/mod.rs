@@ -58,6 +58,7 @@ static VOID_POINTS: LazyLock<Script> = script!("void.lua");
 pub(crate) static FREEZE_SEASON: LazyLock<Script> = script!("freeze_season.lua");
 pub(crate) static NOTICES_LEASE: LazyLock<Script> = script!("notices_lease.lua");
 pub(crate) static NOTICES_COMMIT: LazyLock<Script> = script!("notices_commit.lua");
+pub(crate) static NOTICES_DROPPED: LazyLock<Script> = script!("notices_dropped.lua");
 static READ_COHORT: LazyLock<Script> = script!("read_cohort.lua");
 static CLOSE_LEAGUE: LazyLock<Script> = script!("close_league.lua");
 static OPEN_LEAGUE: LazyLock<Script> = script!("open_league.lua");
@@ -81,6 +82,7 @@ pub fn hashes() -> Vec<&'static str> {
         &FREEZE_SEASON,
         &NOTICES_LEASE,
         &NOTICES_COMMIT,
+        &NOTICES_DROPPED,
     ]
     .into_iter()
     .chain(league::scripts())
@@ -99,6 +101,7 @@ fn constants() -> String {
     for decision in Decision::ALL {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
+    lua.push_str(&format!("local NOTICES_MAX_LEN = {}\n", crate::domain::notify::NOTICES_MAX_LEN));
     lua.push_str(&format!(
         "local LEAGUE_CLOSED, LEAGUE_COHORT_CLOSED, LEAGUE_IDLE_CURSOR = '{CLOSED_FIELD}', '{COHORT_CLOSED_PREFIX}', '{IDLE_CURSOR_FIELD}'\n"
     ));

@@ -257,7 +257,11 @@ local function record_cohort(moves, tag, board, placements, cohorts, kind, id, m
   moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(names, ' ')}, ' ')
 end
 
--- Appends a write's moves to the board's notices (nothing when it moved nobody).
+-- Appends a write's moves to the board's notices (nothing when it moved nobody). The stream
+-- keeps at most NOTICES_MAX_LEN entries: past that (a bus failing for hours) the oldest moves
+-- are dropped, so Redis never fills with them; the drain counts the drops (notices_dropped.lua).
 local function record_moves(stream, write_id, moves)
-  if #moves > 0 then redis.call('XADD', stream, '*', 'e', write_id, 'm', table.concat(moves, '\n')) end
+  if #moves > 0 then
+    redis.call('XADD', stream, 'MAXLEN', NOTICES_MAX_LEN, '*', 'e', write_id, 'm', table.concat(moves, '\n'))
+  end
 end
