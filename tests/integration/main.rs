@@ -41,6 +41,7 @@ mod openapi;
 mod partial_writes;
 mod query;
 mod queue;
+mod queue_fifo;
 mod round_trips;
 mod rules;
 mod runtime_api;

@@ -27,6 +27,8 @@ pub struct Delivery {
     pub body: String,
     /// SQS's `ApproximateReceiveCount`: 1 on the first delivery.
     pub receive_count: u32,
+    /// Its `MessageGroupId` on a FIFO queue (`None` on a standard one).
+    pub group: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

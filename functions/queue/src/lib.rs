@@ -7,6 +7,7 @@
 mod consume;
 mod dead_letter;
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
@@ -65,37 +66,86 @@ impl App {
     }
 
     /// One batch: every message applied, retried or dead-lettered. A message whose trip to the
-    /// dead-letter queue fails is retried instead, so nothing is dropped.
+    /// dead-letter queue fails is retried instead, so nothing is dropped. A FIFO queue's batch
+    /// is applied in rounds (`fifo_rounds`): a group stops at its first message handed back,
+    /// which is reported with every later message of its group, unapplied, as AWS requires.
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
         let deliveries: Vec<Delivery> = event.records.iter().map(delivery).collect();
-        let verdicts = consume(&self.ingestor, &self.scores, &self.sign_ins, &deliveries, (self.clock)()).await;
         let mut response = SqsBatchResponse::default();
-        for (delivery, verdict) in deliveries.iter().zip(verdicts) {
-            match verdict {
-                Verdict::Done => {}
-                Verdict::Retry { code } => {
-                    self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", code)]);
-                    response.add_failure(&delivery.id);
-                }
-                Verdict::Dead { code, message } => match self.dead_letters.send(&delivery.body, &code, &message).await {
-                    Ok(()) => {
-                        tracing::warn!(message_id = %delivery.id, code = %code, reason = %message, "dead-lettered");
-                        self.metrics.put(DEAD_LETTERED, Unit::Count, 1.0, &[("Code", code.as_str())]);
-                    }
-                    Err(error) => {
-                        tracing::error!(message_id = %delivery.id, code = %code, error = %error, "the dead-letter queue refused a message; it is retried");
-                        self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", "dead_letter_unavailable")]);
-                        response.add_failure(&delivery.id);
-                    }
-                },
+        let mut stopped: HashSet<&str> = HashSet::new();
+        let mut settled = vec![false; deliveries.len()];
+        for round in fifo_rounds(&deliveries) {
+            let round: Vec<usize> =
+                round.into_iter().filter(|&i| deliveries[i].group.as_deref().is_none_or(|g| !stopped.contains(g))).collect();
+            if round.is_empty() {
+                continue;
             }
+            let batch: Vec<Delivery> = round.iter().map(|&i| deliveries[i].clone()).collect();
+            let verdicts = consume(&self.ingestor, &self.scores, &self.sign_ins, &batch, (self.clock)()).await;
+            for (&i, verdict) in round.iter().zip(verdicts) {
+                settled[i] = true;
+                if !self.settle(&deliveries[i], verdict).await {
+                    response.add_failure(&deliveries[i].id);
+                    if let Some(group) = &deliveries[i].group {
+                        stopped.insert(group);
+                    }
+                }
+            }
+        }
+        for (delivery, _) in deliveries.iter().zip(settled).filter(|(_, settled)| !settled) {
+            self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", "group_stopped")]);
+            response.add_failure(&delivery.id);
         }
         response
     }
+
+    /// Ends one message: `false` when it is handed back (a batch item failure).
+    async fn settle(&self, delivery: &Delivery, verdict: Verdict) -> bool {
+        match verdict {
+            Verdict::Done => true,
+            Verdict::Retry { code } => {
+                self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", code)]);
+                false
+            }
+            Verdict::Dead { code, message } => match self.dead_letters.send(delivery, &code, &message).await {
+                Ok(()) => {
+                    tracing::warn!(message_id = %delivery.id, code = %code, reason = %message, "dead-lettered");
+                    self.metrics.put(DEAD_LETTERED, Unit::Count, 1.0, &[("Code", code.as_str())]);
+                    true
+                }
+                Err(error) => {
+                    tracing::error!(message_id = %delivery.id, code = %code, error = %error, "the dead-letter queue refused a message; it is retried");
+                    self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", "dead_letter_unavailable")]);
+                    false
+                }
+            },
+        }
+    }
+}
+
+/// The batch's messages in rounds applied one after the other: a standard queue's in one; a
+/// FIFO queue's the n-th message of every group in round n, so a group's messages apply in
+/// their order and a group can stop at a failure while the others go on.
+fn fifo_rounds(deliveries: &[Delivery]) -> Vec<Vec<usize>> {
+    if deliveries.iter().all(|d| d.group.is_none()) {
+        return vec![(0..deliveries.len()).collect()];
+    }
+    let mut rounds: Vec<Vec<usize>> = Vec::new();
+    let mut seen: HashMap<Option<&str>, usize> = HashMap::new();
+    for (i, delivery) in deliveries.iter().enumerate() {
+        let n = seen.entry(delivery.group.as_deref()).or_default();
+        if rounds.len() <= *n {
+            rounds.push(Vec::new());
+        }
+        rounds[*n].push(i);
+        *n += 1;
+    }
+    rounds
 }
 
 fn delivery(message: &SqsMessage) -> Delivery {
     Delivery {
+        group: message.attributes.get("MessageGroupId").cloned(),
         id: message.message_id.clone().unwrap_or_default(),
         body: message.body.clone().unwrap_or_default(),
         receive_count: message.attributes.get("ApproximateReceiveCount").and_then(|n| n.parse().ok()).unwrap_or(1),
