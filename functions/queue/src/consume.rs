@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use standings::domain::message::Message;
+use standings::domain::message::{Message, write_time};
+use standings::domain::period::EventWindow;
 use standings::domain::scores::Submission;
 use standings::domain::scoring::Event;
 use standings::http::ApiError;
@@ -29,6 +30,9 @@ pub struct Delivery {
     pub receive_count: u32,
     /// Its `MessageGroupId` on a FIFO queue (`None` on a standard one).
     pub group: Option<String>,
+    /// When SQS took it (`SentTimestamp`): when a message that names no time of its own
+    /// happened (`domain::message::write_time`).
+    pub sent_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,20 +110,27 @@ pub async fn consume(
     let mut events: Vec<(usize, Event)> = Vec::new();
     let mut submissions: BTreeMap<String, Vec<(usize, Submission)>> = BTreeMap::new();
     let mut requests = Vec::new();
+    // When each message's write happens: an untimed one when SQS took it.
+    let mut times = vec![now; deliveries.len()];
     for (i, delivery) in deliveries.iter().enumerate() {
-        match Message::parse(&delivery.body) {
+        let message = Message::parse(&delivery.body);
+        if let Ok(message) = &message {
+            times[i] = write_time(message.timed(), delivery.sent_at, now, &EventWindow::default());
+        }
+        match message {
             Ok(Message::Event(event)) => events.push((i, event)),
             Ok(Message::Score { board, submission }) => submissions.entry(board).or_default().push((i, submission)),
             Ok(Message::SignIn(request)) => requests.push((i, request)),
             Err(malformed) => verdicts[i] = Some(Verdict::Dead { code: "malformed".into(), message: malformed.to_string() }),
         }
     }
-    apply_events(ingestor, deliveries, events, &mut verdicts, now).await;
+    apply_events(ingestor, deliveries, events, &mut verdicts, &times).await;
     for (board, items) in submissions {
-        apply_scores(scores, &board, items, &mut verdicts, now).await;
+        apply_scores(scores, &board, items, &mut verdicts, &times).await;
     }
     let (at, requests): (Vec<usize>, Vec<_>) = requests.into_iter().unzip();
-    for (i, answer) in at.into_iter().zip(sign_ins.record_batch(&requests, now).await) {
+    let request_times: Vec<DateTime<Utc>> = at.iter().map(|&i| times[i]).collect();
+    for (i, answer) in at.into_iter().zip(sign_ins.record_batch_at(&requests, &request_times).await) {
         verdicts[i] = Some(match answer {
             Ok(_) => Verdict::Done,
             Err(error) => Verdict::of_error(error.into()),
@@ -135,12 +146,13 @@ async fn apply_events(
     deliveries: &[Delivery],
     mut events: Vec<(usize, Event)>,
     verdicts: &mut [Option<Verdict>],
-    now: DateTime<Utc>,
+    times: &[DateTime<Utc>],
 ) {
     while !events.is_empty() {
         let batch: Vec<Event> = events.iter().map(|(_, event)| event.clone()).collect();
         let defer: Vec<bool> = events.iter().map(|&(i, _)| deliveries[i].receive_count < TAKE_BACK_WAITS).collect();
-        match ingestor.record_batch_with(&batch, &defer, now).await {
+        let at: Vec<DateTime<Utc>> = events.iter().map(|&(i, _)| times[i]).collect();
+        match ingestor.record_batch_with(&batch, &defer, &at).await {
             Ok(results) => {
                 for ((i, _), result) in events.iter().zip(results) {
                     verdicts[*i] = Some(Verdict::of_event(result));
@@ -162,11 +174,12 @@ async fn apply_scores(
     board: &str,
     mut items: Vec<(usize, Submission)>,
     verdicts: &mut [Option<Verdict>],
-    now: DateTime<Utc>,
+    times: &[DateTime<Utc>],
 ) {
     while !items.is_empty() {
         let batch: Vec<Submission> = items.iter().map(|(_, submission)| submission.clone()).collect();
-        match scores.submit_batch(board, &batch, now).await {
+        let at: Vec<DateTime<Utc>> = items.iter().map(|&(i, _)| times[i]).collect();
+        match scores.submit_batch_at(board, &batch, &at).await {
             Ok(results) => {
                 for ((i, _), result) in items.iter().zip(results) {
                     verdicts[*i] = Some(Verdict::of_score(result));

@@ -146,6 +146,7 @@ fn fifo_rounds(deliveries: &[Delivery]) -> Vec<Vec<usize>> {
 fn delivery(message: &SqsMessage) -> Delivery {
     Delivery {
         group: message.attributes.get("MessageGroupId").cloned(),
+        sent_at: message.attributes.get("SentTimestamp").and_then(|ms| ms.parse().ok()).and_then(chrono::DateTime::from_timestamp_millis),
         id: message.message_id.clone().unwrap_or_default(),
         body: message.body.clone().unwrap_or_default(),
         receive_count: message.attributes.get("ApproximateReceiveCount").and_then(|n| n.parse().ok()).unwrap_or(1),

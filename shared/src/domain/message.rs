@@ -3,9 +3,11 @@
 //! "score"` with `board` is a score submission as `POST /v1/boards/{board}/scores` takes it;
 //! `"kind": "sign_in"` is a sign-in as `POST /v1/sign-ins` takes it.
 
+use chrono::{DateTime, Utc};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+use super::period::EventWindow;
 use super::scores::Submission;
 use super::scoring::Event;
 use super::sign_in::SignInRequest;
@@ -39,12 +41,35 @@ impl Message {
         }
     }
 
+    /// Whether the message names its own time: an event's or a score's `occurred_at`, a
+    /// sign-in's `date`.
+    pub fn timed(&self) -> bool {
+        match self {
+            Message::Event(event) => event.occurred_at.is_some(),
+            Message::Score { submission, .. } => submission.occurred_at.is_some(),
+            Message::SignIn(request) => request.date.is_some(),
+        }
+    }
+
     pub fn event_id(&self) -> &str {
         match self {
             Message::Event(event) => &event.event_id,
             Message::Score { submission, .. } => &submission.event_id,
             Message::SignIn(request) => &request.event_id,
         }
+    }
+}
+
+/// When a queue message's write happens (docs/queue.md#when-a-message-happened): one that
+/// names its time is applied `now` (its time is checked against the event window, as over
+/// HTTP); one that does not happened when SQS took it (`sent`, its `SentTimestamp`, on SQS's
+/// clock, never later than `now`), which decides its period, its day and its place among equal
+/// scores, as long as that is within the window's grace; later than that (a backlog), or
+/// without a `SentTimestamp`, it counts at `now`, never refused for lateness.
+pub fn write_time(timed: bool, sent: Option<DateTime<Utc>>, now: DateTime<Utc>, window: &EventWindow) -> DateTime<Utc> {
+    match sent {
+        Some(sent) if !timed && sent >= now - window.grace => sent.min(now),
+        _ => now,
     }
 }
 
@@ -74,6 +99,23 @@ mod tests {
         assert!(matches!(&score, Message::Score { board, submission } if board == "high-scores" && submission.score == 42));
         let sign_in = Message::parse(r#"{"kind":"sign_in","event_id":"g1","user_id":"u1"}"#).unwrap();
         assert!(matches!(sign_in, Message::SignIn(r) if r.user_id == "u1"));
+    }
+
+    proptest::proptest! {
+        /// An untimed message happened when SQS took it while that is within the grace; a timed
+        /// one, or one sent longer ago, counts now; never in the future, never refused.
+        #[test]
+        fn a_message_happens_when_sqs_took_it_within_the_grace(timed: bool, ago_ms in -120_000i64..3_600_000) {
+            let window = EventWindow::default();
+            let now = DateTime::from_timestamp(1_795_312_800, 0).unwrap();
+            let sent = now - chrono::Duration::milliseconds(ago_ms);
+            let at = write_time(timed, Some(sent), now, &window);
+            let within = ago_ms <= window.grace.num_milliseconds();
+            let in_the_future = ago_ms < 0;
+            let expected = if timed || !within || in_the_future { now } else { sent };
+            proptest::prop_assert_eq!(at, expected);
+            proptest::prop_assert_eq!(write_time(timed, None, now, &window), now);
+        }
     }
 
     #[test]

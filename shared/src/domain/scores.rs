@@ -108,6 +108,8 @@ pub struct ScorePlan<'a> {
     /// cannot claim to have got somewhere first; in a period that has not started yet, the
     /// client's time, which is inside it).
     pub time_parts: Vec<i64>,
+    /// When it is applied (the function's clock, or when SQS took an untimed message).
+    pub now: DateTime<Utc>,
 }
 
 /// Validates a submission to a score board (`board.scores` is set) at `now`.
@@ -146,7 +148,7 @@ pub fn plan_submission<'a>(
             scale.time_part(reached).unwrap_or(if reached.timestamp() < scale.origin { scale.span - 1 } else { 0 })
         })
         .collect();
-    Ok(ScorePlan { board, submission, rules, fingerprint: fingerprint(submission), first_delivery, periods, time_parts })
+    Ok(ScorePlan { board, submission, rules, fingerprint: fingerprint(submission), first_delivery, periods, time_parts, now })
 }
 
 #[cfg(test)]

@@ -127,7 +127,7 @@ impl Ingestor {
 
     pub async fn record(&self, event: &Event, now: DateTime<Utc>) -> Result<EventReceipt, IngestError> {
         let plan = plan_event(&self.config, event, now, &self.window)?;
-        self.apply(&[(event, plan)], &[false], now).await.pop().expect("one answer per event")
+        self.apply(&[(event, plan)], &[false], &[now]).await.pop().expect("one answer per event")
     }
 
     /// Validates every event first: one invalid event refuses the batch and nothing is
@@ -135,28 +135,30 @@ impl Ingestor {
     /// events, all concurrently on the shared connection; each event gets its own result, in
     /// order.
     pub async fn record_batch(&self, events: &[Event], now: DateTime<Utc>) -> Result<Vec<Result<EventReceipt, IngestError>>, BatchRefusal> {
-        self.record_batch_with(events, &vec![false; events.len()], now).await
+        self.record_batch_with(events, &vec![false; events.len()], &vec![now; events.len()]).await
     }
 
     /// `record_batch`, where `defer[i]` makes event i's take-backs that find nothing to take
     /// back answer `TakeBackDeferred` and write nothing (a queue's delivery, which may overtake
-    /// its give's, asks for it until it has waited long enough).
+    /// its give's, asks for it until it has waited long enough), and event i happens at
+    /// `times[i]` (a queue's untimed message: when SQS took it).
     pub async fn record_batch_with(
         &self,
         events: &[Event],
         defer: &[bool],
-        now: DateTime<Utc>,
+        times: &[DateTime<Utc>],
     ) -> Result<Vec<Result<EventReceipt, IngestError>>, BatchRefusal> {
         let planned = events
             .iter()
+            .zip(times)
             .enumerate()
-            .map(|(index, event)| {
+            .map(|(index, (event, &now))| {
                 plan_event(&self.config, event, now, &self.window)
                     .map(|plan| (event, plan))
                     .map_err(|refusal| BatchRefusal { index, refusal })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(self.apply(&planned, defer, now).await)
+        Ok(self.apply(&planned, defer, times).await)
     }
 
     /// A restore's replay of `event` as `board`'s journal has it: planned and applied at `at`,
@@ -167,14 +169,15 @@ impl Ingestor {
         if plan.boards.is_empty() {
             return Err(Refusal::UnknownAction(event.action.clone()).into());
         }
-        self.apply(&[(event, plan)], &[false], at).await.pop().expect("one answer per event")
+        self.apply(&[(event, plan)], &[false], &[at]).await.pop().expect("one answer per event")
     }
 
+    /// Applies `events`, event i at `times[i]`.
     async fn apply(
         &self,
         events: &[(&Event, EventPlan<'_>)],
         defer: &[bool],
-        now: DateTime<Utc>,
+        times: &[DateTime<Utc>],
     ) -> Vec<Result<EventReceipt, IngestError>> {
         let conn = match self.store.write_connection().await {
             Ok(conn) => conn,
@@ -193,7 +196,8 @@ impl Ingestor {
         }
         let entries: Vec<String> = events
             .iter()
-            .map(|(event, _)| if self.keys.journal_on() { Entry::Event { at: Stamp(now), event }.json() } else { String::new() })
+            .zip(times)
+            .map(|((event, _), &at)| if self.keys.journal_on() { Entry::Event { at: Stamp(at), event }.json() } else { String::new() })
             .collect();
         let entries = &entries;
         let calls = shares.iter().flat_map(|(board, list)| list.chunks(CHUNK).map(move |chunk| (*board, chunk)));
@@ -213,22 +217,39 @@ impl Ingestor {
                             timed: event.occurred_at.is_some(),
                             defer_orphan_take_back: defer.get(e).copied().unwrap_or(false),
                             journal_entry: &entries[e],
+                            now: times[e],
                         }
                     })
                     .collect();
                 let wait = self.store.replica_wait().with_replicas(items[0].plan.board.wait_replicas);
-                (chunk, scripts::apply_events(&mut conn, &self.keys.board(board), &items, now, wait).await)
+                let keys = self.keys.board(board);
+                let answers: Vec<Result<ApplyReply, StoreError>> =
+                    match scripts::apply_events(&mut conn, &keys, &items, wait).await {
+                        Ok(replies) => replies.into_iter().map(Ok).collect(),
+                        // An event Redis cannot apply (a key of another type) stopped the chunk where
+                        // it stood, after the ones before it applied: each is sent again alone, so
+                        // those answer as the duplicates they are and only it fails.
+                        Err(error) if error.is_programming_error() && items.len() > 1 => {
+                            let mut each = Vec::with_capacity(items.len());
+                            for item in &items {
+                                let reply = scripts::apply_events(&mut conn, &keys, std::slice::from_ref(item), wait).await;
+                                each.push(reply.and_then(|mut replies| {
+                                    replies.pop().ok_or_else(|| StoreError::Protocol("apply_event: no reply".into()))
+                                }));
+                            }
+                            each
+                        }
+                        Err(error) => items.iter().map(|_| Err(error.clone())).collect(),
+                    };
+                (chunk, answers)
             }
         }))
         .await;
 
         let mut replies: Vec<Vec<Option<Result<ApplyReply, StoreError>>>> =
             events.iter().map(|(_, plan)| plan.boards.iter().map(|_| None).collect()).collect();
-        for (chunk, answer) in answers {
-            match answer {
-                Ok(answers) => chunk.iter().zip(answers).for_each(|(&(e, b), reply)| replies[e][b] = Some(Ok(reply))),
-                Err(error) => chunk.iter().for_each(|&(e, b)| replies[e][b] = Some(Err(error.clone()))),
-            }
+        for (chunk, answers) in answers {
+            chunk.iter().zip(answers).for_each(|(&(e, b), reply)| replies[e][b] = Some(reply));
         }
         events.iter().zip(replies).map(|((event, plan), replies)| receipt(event, plan, replies)).collect()
     }

@@ -90,7 +90,7 @@ impl Scores {
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
         let keys = self.keys.board(&board.name);
-        let reply = submit_score(&mut conn, &keys, &plan, now, wait).await?;
+        let reply = submit_score(&mut conn, &keys, &plan, wait).await?;
         receipt(board, submission, reply)
     }
 
@@ -103,11 +103,23 @@ impl Scores {
         submissions: &[Submission],
         now: DateTime<Utc>,
     ) -> Result<Vec<Result<ScoreReceipt, ScoreError>>, ScoreBatchRefusal> {
+        self.submit_batch_at(board, submissions, &vec![now; submissions.len()]).await
+    }
+
+    /// `submit_batch`, submission i applied at `times[i]` (a queue's untimed message: when SQS
+    /// took it).
+    pub async fn submit_batch_at(
+        &self,
+        board: &str,
+        submissions: &[Submission],
+        times: &[DateTime<Utc>],
+    ) -> Result<Vec<Result<ScoreReceipt, ScoreError>>, ScoreBatchRefusal> {
         let board = self.score_board(board).map_err(|error| ScoreBatchRefusal { index: None, error })?;
         let plans = submissions
             .iter()
+            .zip(times)
             .enumerate()
-            .map(|(index, submission)| {
+            .map(|(index, (submission, &now))| {
                 plan_submission(board, submission, now, &self.window)
                     .map_err(|refusal| ScoreBatchRefusal { index: Some(index), error: refusal.into() })
             })
@@ -120,15 +132,24 @@ impl Scores {
         let keys = self.keys.board(&board.name);
         let mut results = Vec::with_capacity(plans.len());
         // One chunk after the other: a batch applies in its order (on `latest` the last wins).
-        // After a chunk fails none is tried: a retry of the batch must not be overtaken by
-        // later chunks already applied. (A script that fails part-way keeps what it applied
-        // before the failure; those items are answered as failed too, and a retry finds them
-        // as duplicates.)
+        // After a chunk fails for a reason that passes none is tried: a retry of the batch must
+        // not be overtaken by later chunks already applied. A submission Redis cannot apply (a
+        // key of another type) stopped its chunk where it stood, after the ones before it
+        // applied: the chunk is sent again one by one, so those answer as the duplicates they
+        // are, only it fails, and the batch goes on.
         let mut chunks = plans.chunks(CHUNK);
         for chunk in chunks.by_ref() {
             let refs: Vec<&ScorePlan<'_>> = chunk.iter().collect();
-            match submit_scores(&mut conn, &keys, &refs, now, wait).await {
+            match submit_scores(&mut conn, &keys, &refs, wait).await {
                 Ok(replies) => results.extend(chunk.iter().zip(replies).map(|(plan, reply)| receipt(board, plan.submission, reply))),
+                Err(error) if error.is_programming_error() => {
+                    for plan in chunk {
+                        results.push(match submit_score(&mut conn, &keys, plan, wait).await {
+                            Ok(reply) => receipt(board, plan.submission, reply),
+                            Err(error) => Err(ScoreError::Store(error)),
+                        });
+                    }
+                }
                 Err(error) => {
                     results.extend(chunk.iter().map(|_| Err(ScoreError::Store(error.clone()))));
                     results.extend(chunks.flatten().map(|_| Err(ScoreError::Store(error.clone()))));

@@ -115,9 +115,15 @@ impl SignIns {
     /// each answered as `record` would answer it alone. A store failure answers every
     /// sign-in of its chunk.
     pub async fn record_batch(&self, requests: &[SignInRequest], now: DateTime<Utc>) -> Vec<Result<SignInReceipt, SignInError>> {
+        self.record_batch_at(requests, &vec![now; requests.len()]).await
+    }
+
+    /// `record_batch`, sign-in i recorded at `times[i]` (a queue's message without `date`: when
+    /// SQS took it, so one sent before midnight counts for its day).
+    pub async fn record_batch_at(&self, requests: &[SignInRequest], times: &[DateTime<Utc>]) -> Vec<Result<SignInReceipt, SignInError>> {
         let mut answers: Vec<Option<Result<SignInReceipt, SignInError>>> = requests.iter().map(|_| None).collect();
         let (mut indices, mut plans) = (Vec::new(), Vec::new());
-        for (i, request) in requests.iter().enumerate() {
+        for (i, (request, &now)) in requests.iter().zip(times).enumerate() {
             match self.plan(request, now) {
                 Ok(plan) => {
                     indices.push(i);

@@ -126,6 +126,9 @@ pub struct BoardEvent<'a> {
     pub defer_orphan_take_back: bool,
     /// The event's journal entry (`domain::journal::Entry`), "" when the journal is off.
     pub journal_entry: &'a str,
+    /// When the write happens (the function's clock, or when SQS took an untimed message):
+    /// its marker bucket's day, its rate window and the clock its TTLs count from.
+    pub now: DateTime<Utc>,
 }
 
 /// Applies a chunk of one board's events (at most `CHUNK`) in order: dedupe, ledgers, caps,
@@ -135,27 +138,30 @@ pub async fn apply_events(
     conn: &mut Connection,
     keys: &BoardKeys,
     events: &[BoardEvent<'_>],
-    now: DateTime<Utc>,
     wait: ReplicaWait,
 ) -> Result<Vec<ApplyReply>, StoreError> {
     let Some(first) = events.first() else {
         return Ok(Vec::new());
     };
-    let bucket = marker_bucket(now, first.plan.board.timezone);
+    let tz = first.plan.board.timezone;
+    // Each event's marker goes to the bucket of its own day; the latest event's bucket lives
+    // longest, so its TTL covers every bucket the chunk creates.
+    let latest = events.iter().map(|event| event.now).max().expect("a chunk has an event");
     let mut call = ScriptCall::new(&APPLY_EVENT);
     let mut key_list = KeyList::new(&mut call, keys.guard());
-    call.arg(events.len()).arg(keys.ttl(bucket.ttl_secs, now));
+    call.arg(events.len()).arg(keys.ttl(marker_bucket(latest, tz).ttl_secs, latest));
     let journal = key_list.add(&mut call, keys.journal());
     call.arg(journal);
     let notices = first.plan.board.notify.as_ref().filter(|_| keys.noticed()).map(|_| key_list.add(&mut call, keys.notices()));
     call.arg(notices.unwrap_or(0));
     for event in events {
-        let block = event_block(&mut call, &mut key_list, keys, event, &bucket, now);
+        let block = event_block(&mut call, &mut key_list, keys, event, &marker_bucket(event.now, tz), event.now);
         call.arg(block.into_bytes());
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;
     let mut values = reply.into_iter();
-    let read = events.iter().map(|event| read_reply(event, &mut values, bucket.start)).collect::<Result<Vec<_>, _>>()?;
+    let read =
+        events.iter().map(|event| read_reply(event, &mut values, marker_bucket(event.now, tz).start)).collect::<Result<Vec<_>, _>>()?;
     let mut replies = Vec::with_capacity(read.len());
     for (event, read) in events.iter().zip(read) {
         replies.push(match read {

@@ -57,10 +57,9 @@ pub async fn submit_score(
     conn: &mut Connection,
     keys: &BoardKeys,
     plan: &ScorePlan<'_>,
-    now: DateTime<Utc>,
     wait: ReplicaWait,
 ) -> Result<SubmitReply, StoreError> {
-    let mut replies = submit_scores(conn, keys, &[plan], now, wait).await?;
+    let mut replies = submit_scores(conn, keys, &[plan], wait).await?;
     replies.pop().ok_or_else(|| StoreError::Protocol("submit_score: no reply".into()))
 }
 
@@ -71,13 +70,15 @@ pub async fn submit_scores(
     conn: &mut Connection,
     keys: &BoardKeys,
     plans: &[&ScorePlan<'_>],
-    now: DateTime<Utc>,
     wait: ReplicaWait,
 ) -> Result<Vec<SubmitReply>, StoreError> {
     let Some(first) = plans.first() else {
         return Ok(Vec::new());
     };
     let board = first.board;
+    // Each submission's marker goes to the bucket of its own day; the latest one's bucket lives
+    // longest (its TTL covers every bucket of the chunk), and its clock is the rate window's.
+    let now = plans.iter().map(|plan| plan.now).max().expect("a chunk has a submission");
     let bucket = marker_bucket(now, board.timezone);
     let scale = first.periods.first().map_or(Scale::POINTS, |(_, scale)| *scale);
     let limit = first.rules.rate_limit;
@@ -101,7 +102,7 @@ pub async fn submit_scores(
     for plan in plans {
         let member = &plan.submission.user_id;
         let slot = MarkerSlot::of(&plan.submission.event_id);
-        bucket_args(&mut call, &mut key_list, keys, &bucket, slot.shard);
+        bucket_args(&mut call, &mut key_list, keys, &marker_bucket(plan.now, board.timezone), slot.shard);
         let rate_log = key_list.add(&mut call, keys.rate_log(member, RATE_LOG_NAME));
         call.arg(rate_log)
             .arg(&slot.field[..])
@@ -111,7 +112,7 @@ pub async fn submit_scores(
             .arg(scale.value(plan.submission.score))
             .arg(plan.submission.score)
             .arg(plan.periods.len())
-            .arg(if keys.journaled() { Entry::Score { at: Stamp(now), submission: plan.submission }.json() } else { String::new() });
+            .arg(if keys.journaled() { Entry::Score { at: Stamp(plan.now), submission: plan.submission }.json() } else { String::new() });
         let league = board.league.as_ref().and_then(|league| {
             let at = plan.periods.iter().position(|(p, _)| p.kind == league.period)?;
             Some((league, &plan.periods[at].0, at + 1))
@@ -125,7 +126,7 @@ pub async fn submit_scores(
                 .arg(statement)
                 .arg(period.kind.as_str())
                 .arg(&period.id)
-                .arg(keys.ttl(period.ttl_secs(now), now))
+                .arg(keys.ttl(period.ttl_secs(plan.now), plan.now))
                 .arg(time_part)
                 .arg(notify.map_or(0, |notify| super::apply::notify_top(notify, period)));
         }
@@ -137,7 +138,7 @@ pub async fn submit_scores(
     let mut values = reply.into_iter();
     let mut replies = Vec::with_capacity(plans.len());
     for plan in plans {
-        replies.push(read_reply(conn, keys, plan, &mut values, bucket.start).await?);
+        replies.push(read_reply(conn, keys, plan, &mut values, marker_bucket(plan.now, board.timezone).start).await?);
     }
     Ok(replies)
 }
