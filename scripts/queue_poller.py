@@ -7,6 +7,9 @@ handed back (`batchItemFailures`) for the queue's visibility timeout to redelive
 
   queue_poller.py create <base name>      prints the two queue URLs (event queue, dead letters)
   queue_poller.py poll <invoke base URL> <event queue URL>
+
+A function error (the whole invocation failed) hands the whole batch back, as Lambda's event
+source mapping does; it is never read as a batch with no failures.
 """
 
 import json
@@ -45,6 +48,16 @@ def record(message: dict, arn: str) -> dict:
     }
 
 
+def handed_back(function_error, answer, message_ids) -> set:
+    """The messages of a batch SQS redelivers, from the Invoke API's answer: every one when the
+    function failed (the `X-Amz-Function-Error` header, or an error object as the body, which is
+    what Lambda's runtime answers for an unhandled error), else its `batchItemFailures`."""
+    failed_whole = function_error or not isinstance(answer, dict) or "errorType" in answer or "errorMessage" in answer
+    if failed_whole:
+        return set(message_ids)
+    return {f["itemIdentifier"] for f in answer.get("batchItemFailures") or []}
+
+
 def poll(base: str, url: str) -> None:
     sqs = boto3.client("sqs", region_name=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1")
     arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -56,11 +69,13 @@ def poll(base: str, url: str) -> None:
         payload = json.dumps({"Records": [record(m, arn) for m in batch]}).encode()
         try:
             with urllib.request.urlopen(urllib.request.Request(invoke, data=payload, method="POST"), timeout=60) as answer:
-                failed = {f["itemIdentifier"] for f in json.load(answer).get("batchItemFailures", [])}
-        except Exception as error:  # the function is down or failed the batch: SQS would redeliver it all
+                failed = handed_back(answer.headers.get("X-Amz-Function-Error"), json.load(answer), [m["MessageId"] for m in batch])
+        except Exception as error:  # the function is down: SQS would redeliver it all
             print(f"queue: invocation failed ({error}); the batch is redelivered", file=sys.stderr, flush=True)
             time.sleep(1)
             continue
+        if len(failed) == len(batch):
+            print(f"queue: the whole batch of {len(batch)} failed; it is redelivered", file=sys.stderr, flush=True)
         done = [{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(batch) if m["MessageId"] not in failed]
         if done:
             sqs.delete_message_batch(QueueUrl=url, Entries=done)
@@ -72,5 +87,7 @@ if __name__ == "__main__":
         create(sys.argv[2])
     elif sys.argv[1:2] == ["poll"]:
         poll(sys.argv[2], sys.argv[3])
+    elif sys.argv[1:2] == ["handed-back"]:  # tests: <X-Amz-Function-Error or ""> <answer JSON> <message id>...
+        print(" ".join(sorted(handed_back(sys.argv[2] or None, json.loads(sys.argv[3]), sys.argv[4:]))))
     else:
         sys.exit(__doc__)

@@ -58,3 +58,26 @@ async fn a_fifo_group_stops_at_its_first_message_handed_back_and_reports_every_l
     assert_eq!(dead.len(), 1, "{dead:?}");
     assert_eq!(dead[0].1, "unknown_action");
 }
+
+/// A batch of which every message is handed back is no function error (the partial batch
+/// response succeeds), so `Errors` never sees it: the function counts it in `BatchesFailed`,
+/// which `QueueBatchesFailedAlarm` watches; a batch where anything applied is not counted.
+#[tokio::test]
+async fn a_batch_whose_every_message_is_handed_back_is_counted_as_failed() {
+    let app = spawn_ingest().await;
+    let (client, url) = fifo_dead_letters().await;
+    let (queue, metrics) = app.queue_with_metrics(queue::DeadLetters::new(client, url));
+    let take_back = |id: &str| json!({"event_id": id, "user_id": "ann", "action": "praise", "target": id, "active": false});
+    let failed = |metrics: &std::sync::Mutex<Vec<Value>>| -> f64 {
+        metrics.lock().unwrap().iter().filter_map(|line| line.get(queue::BATCHES_FAILED).and_then(Value::as_f64)).sum()
+    };
+    let waiting = vec![record("w1", &take_back("t1").to_string(), 1), record("w2", &take_back("t2").to_string(), 1)];
+    assert_eq!(failures(&queue.handle(sqs_event(waiting)).await), ["w1", "w2"]);
+    assert_eq!(failed(&metrics), 1.0);
+    let mixed = vec![
+        record("w3", &take_back("t3").to_string(), 1),
+        record("c1", &json!({"event_id": "c1", "user_id": "ann", "action": "comment", "target": "a"}).to_string(), 1),
+    ];
+    assert_eq!(failures(&queue.handle(sqs_event(mixed)).await), ["w3"]);
+    assert_eq!(failed(&metrics), 1.0, "a batch where something applied is not a failed batch");
+}

@@ -510,3 +510,42 @@ fn the_season_table_is_on_demand_recoverable_and_retained() {
         assert_eq!(environment(&resource(&template, function)["Properties"])["STANDINGS_TABLE"], reference("ArchiveTable"), "{function}");
     }
 }
+
+/// The queue's wiring numbers against each other (docs/queue.md): a message is invisible longer
+/// than any invocation that may hold it (six function timeouts plus the longest batching
+/// window, as Lambda advises); a take-back waits for its give fewer receives than the redrive
+/// takes; the dead-letter queue keeps messages longer than the source queue (a redriven
+/// message keeps its first enqueue time); the pollers' cap is one SQS accepts (2 or more); the
+/// example rule to a queue retries, then dead-letters; a batch that fails whole is alarmed.
+#[test]
+fn the_queue_wiring_numbers_hold_against_each_other() {
+    let template = template();
+    let queue = &resource(&template, "EventQueue")["Properties"];
+    let function_timeout = resource(&template, "QueueFunction")["Properties"]["Timeout"].as_i64().unwrap();
+    let window_max = template["Parameters"]["QueueBatchingWindowSeconds"]["MaxValue"].as_i64().unwrap();
+    let visibility = queue["VisibilityTimeout"].as_i64().unwrap();
+    assert!(visibility >= 6 * function_timeout + window_max, "{visibility} s < 6 x {function_timeout} s + {window_max} s");
+    let receives = queue["RedrivePolicy"]["maxReceiveCount"].as_i64().unwrap();
+    assert!(i64::from(queue::TAKE_BACK_WAITS) < receives, "a take-back stops waiting before the redrive takes it");
+    let dlq = &resource(&template, "DeadLetterQueue")["Properties"];
+    assert!(dlq["MessageRetentionPeriod"].as_i64().unwrap() > queue["MessageRetentionPeriod"].as_i64().unwrap());
+    assert_eq!(dlq["MessageRetentionPeriod"].as_i64(), Some(14 * 24 * 3600));
+
+    let mapping = &resource(&template, "QueueMapping")["Properties"];
+    assert_eq!(mapping["MaximumBatchingWindowInSeconds"], reference("QueueBatchingWindowSeconds"));
+    assert_eq!(mapping["FunctionResponseTypes"], json!(["ReportBatchItemFailures"]));
+    let rule = &template["Rules"]["QueueConcurrencyCapsThePollers"];
+    assert_eq!(
+        rule["Assertions"][0]["Assert"],
+        json!({"Fn::Not": [{"Fn::Contains": [["0", "1"], {"Ref": "QueueReservedConcurrency"}]}]}),
+        "MaximumConcurrency is 2 or more whenever set"
+    );
+
+    let target = &resource(&template, "RankChangedToQueueRule")["Properties"]["Targets"][0];
+    assert!(target["RetryPolicy"]["MaximumRetryAttempts"].as_i64().unwrap() > 0);
+    assert_eq!(target["DeadLetterConfig"]["Arn"], json!({"Fn::GetAtt": "RankChangedDeadLetterQueue.Arn"}));
+
+    let alarm = &resource(&template, "QueueBatchesFailedAlarm")["Properties"];
+    assert_eq!(alarm["MetricName"], queue::BATCHES_FAILED);
+    assert_eq!(alarm["Dimensions"], json!([{"Name": "Function", "Value": queue::FUNCTION}]));
+}

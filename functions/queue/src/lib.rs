@@ -29,6 +29,9 @@ pub const FUNCTION: &str = "queue";
 pub const DEAD_LETTERED: &str = "MessagesDeadLettered";
 /// Messages handed back for redelivery (dimension `Code`: why).
 pub const RETRIED: &str = "MessagesRetried";
+/// Batches of which every message was handed back (a partial batch response is no function
+/// error, so `Errors` does not see them).
+pub const BATCHES_FAILED: &str = "BatchesFailed";
 
 /// Everything an invocation needs, built once per container.
 pub struct App {
@@ -95,6 +98,10 @@ impl App {
         for (delivery, _) in deliveries.iter().zip(settled).filter(|(_, settled)| !settled) {
             self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", "group_stopped")]);
             response.add_failure(&delivery.id);
+        }
+        if !deliveries.is_empty() && response.batch_item_failures.len() == deliveries.len() {
+            tracing::error!(messages = deliveries.len(), "every message of the batch was handed back");
+            self.metrics.put(BATCHES_FAILED, Unit::Count, 1.0, &[]);
         }
         response
     }
