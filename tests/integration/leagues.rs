@@ -266,7 +266,7 @@ async fn on_a_league_that_drops_idle_players_one_who_sits_a_week_out_goes_down_a
     let history = app.get("/v1/boards/drops/users/a/league/history").await.1;
     assert_eq!(
         history["results"][0],
-        json!({"period_id": "2026-W48", "tier": "silver", "cohort": null, "rank": null, "cohort_size": null, "score": 0, "zone": "idle", "next_tier": "bronze"})
+        json!({"period_id": "2026-W48", "tier": "silver", "cohort": null, "rank": null, "cohort_size": null, "score": null, "zone": "idle", "next_tier": "bronze"})
     );
     assert_eq!(
         app.get("/v1/boards/drops/users/c/league/history").await.1["results"].as_array().unwrap().len(),
@@ -404,4 +404,32 @@ async fn a_new_players_history_is_empty_before_any_week_has_closed() {
         assert_eq!(status, 200, "{history}");
         assert_eq!(history["results"], json!([]), "{history}");
     }
+}
+
+/// On a score board (lower is better here) 0 is a score: a cohort member whose entry was removed
+/// has no score, shown as `null` and ranked last, never as 0 (the best time), in the cohort and
+/// in the results the close stores.
+#[tokio::test]
+async fn a_cohort_member_with_no_score_on_a_score_board_is_null_not_zero() {
+    let app = spawn_ingest_with(config()).await;
+    app.set_now(at("2026-11-26T10:00:00Z"));
+    for (id, user, score) in [("q1", "ann", 70_000), ("q2", "bob", 65_000)] {
+        let (status, body) = app.post("/v1/boards/laps/scores", &json!({"event_id": id, "user_id": user, "score": score})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = app
+        .call(Method::POST, "/v1/admin/boards/laps/users/bob/corrections", json!({"remove": true, "reason": "void lap"}).to_string(), ADMIN)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let cohort = league(&app, "laps", "ann").await;
+    let scores: Vec<(&str, &Value)> =
+        cohort["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap(), &e["score"])).collect();
+    assert_eq!(scores, [("ann", &json!(70_000)), ("bob", &Value::Null)], "{cohort}");
+
+    app.set_now(at("2026-11-30T00:30:01Z"));
+    close(&app).await;
+    let (status, history) = app.get("/v1/boards/laps/users/bob/league/history").await;
+    assert_eq!(status, 200, "{history}");
+    assert_eq!(history["results"][0]["score"], Value::Null, "{history}");
+    assert_eq!(app.get("/v1/boards/laps/users/ann/league/history").await.1["results"][0]["score"], 70_000);
 }

@@ -43,6 +43,7 @@ mod partial_writes;
 mod query;
 mod queue;
 mod queue_fifo;
+mod queue_poller;
 mod queue_time;
 mod round_trips;
 mod rules;

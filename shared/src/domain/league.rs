@@ -167,7 +167,7 @@ pub fn next_tier(tier: usize, zone: Zone, tiers: usize) -> usize {
 
 /// The result of a player who did not play a period and dropped from `tier` for it.
 pub fn idle_outcome(tier: usize) -> Outcome {
-    Outcome { tier, cohort: 0, rank: 0, zone: Zone::Idle, next_tier: next_tier(tier, Zone::Idle, usize::MAX), points: 0 }
+    Outcome { tier, cohort: 0, rank: 0, zone: Zone::Idle, next_tier: next_tier(tier, Zone::Idle, usize::MAX), points: None }
 }
 
 /// What one member of a closed cohort got.
@@ -178,13 +178,17 @@ pub struct Outcome {
     pub rank: u32,
     pub zone: Zone,
     pub next_tier: usize,
-    pub points: i64,
+    /// `None` for a member with no score (on a score board, where 0 is a score like any
+    /// other), and for a player who sat the period out.
+    pub points: Option<i64>,
 }
 
 impl Outcome {
-    /// As a close stores it (`league_results`): `tier,cohort,rank,zone,next_tier,points`.
+    /// As a close stores it (`league_results`): `tier,cohort,rank,zone,next_tier,points`, the
+    /// points empty for none.
     pub fn encode(&self) -> String {
-        format!("{},{},{},{},{},{}", self.tier, self.cohort, self.rank, self.zone.as_str(), self.next_tier, self.points)
+        let points = self.points.map_or_else(String::new, |p| p.to_string());
+        format!("{},{},{},{},{},{points}", self.tier, self.cohort, self.rank, self.zone.as_str(), self.next_tier)
     }
 
     pub fn decode(text: &str) -> Option<Self> {
@@ -196,14 +200,17 @@ impl Outcome {
             rank: next()?.parse().ok()?,
             zone: Zone::parse(next()?)?,
             next_tier: next()?.parse().ok()?,
-            points: next()?.parse().ok()?,
+            points: match next()? {
+                "" => None,
+                points => Some(points.parse().ok()?),
+            },
         })
     }
 }
 
 /// Closes one cohort of `tier`: `standings` are its members best first (board order, ties
-/// already broken by who reached the score first), with their points.
-pub fn close_cohort(league: &League, tier: usize, cohort: u32, standings: &[(String, i64)]) -> Vec<(String, Outcome)> {
+/// already broken by who reached the score first), with their points (`None`: no score).
+pub fn close_cohort(league: &League, tier: usize, cohort: u32, standings: &[(String, Option<i64>)]) -> Vec<(String, Outcome)> {
     let size = u32::try_from(standings.len()).unwrap_or(u32::MAX);
     let zones = Zones::of(league, tier, size);
     standings
@@ -298,7 +305,7 @@ mod tests {
     #[test]
     fn a_close_ranks_the_cohort_in_board_order_and_moves_tiers() {
         let counts = league(ZoneSize::Count(10), ZoneSize::Count(10));
-        let standings: Vec<(String, i64)> = (0..6).map(|i| (format!("u{i}"), 60 - i * 10)).collect();
+        let standings: Vec<(String, Option<i64>)> = (0..6).map(|i| (format!("u{i}"), Some(60 - i * 10))).collect();
         let results = close_cohort(&counts, 1, 4, &standings);
         let summary: Vec<_> = results.iter().map(|(u, r)| (u.as_str(), r.rank, r.zone, r.next_tier)).collect();
         assert_eq!(
@@ -313,7 +320,12 @@ mod tests {
             ]
         );
         // drop_idle.lua writes this line itself.
-        assert_eq!(idle_outcome(2).encode(), "2,0,0,idle,1,0");
+        assert_eq!(idle_outcome(2).encode(), "2,0,0,idle,1,");
+        // An earlier release stored an idle period's score as 0, and a score board's absent
+        // member's too: both read as they were stored.
+        assert_eq!(Outcome::decode("2,0,0,idle,1,0").map(|o| o.points), Some(Some(0)));
+        let absent = Outcome { points: None, ..results[5].1.clone() };
+        assert_eq!(Outcome::decode(&absent.encode()), Some(absent));
         let encoded = results[0].1.encode();
         assert_eq!(encoded, "1,4,1,promote,2,60");
         assert_eq!(Outcome::decode(&encoded), Some(results[0].1.clone()));

@@ -42,7 +42,8 @@ const CLOSE_ATTEMPTS: usize = 5;
 pub struct CohortEntry {
     pub rank: u32,
     pub user_id: String,
-    pub score: i64,
+    /// `None` (`null`) for a member with no score on a score board (0 is a score there).
+    pub score: Option<i64>,
     pub profile: Option<Profile>,
     pub zone: Zone,
 }
@@ -73,7 +74,8 @@ pub struct HistoryEntry {
     pub cohort: Option<String>,
     pub rank: Option<u32>,
     pub cohort_size: Option<u32>,
-    pub score: i64,
+    /// `None` (`null`): no score on a score board, or a period sat out.
+    pub score: Option<i64>,
     pub zone: Zone,
     pub next_tier: String,
 }
@@ -128,7 +130,7 @@ pub fn league_of(board: &Board) -> Result<&League, ReadError> {
 }
 
 /// A cohort ranked: (user, composite, score) best first, with the zones of its size.
-fn ranked(board: &Board, period: &Period, raw: &RawCohort) -> Vec<(String, Option<String>, i64)> {
+fn ranked(board: &Board, period: &Period, raw: &RawCohort) -> Vec<(String, Option<String>, Option<i64>)> {
     let scale = scores::scale(board, period);
     let mut members: Vec<(String, Option<f64>)> =
         raw.members.iter().map(|(m, c)| (m.clone(), c.as_deref().and_then(|c| c.parse().ok()))).collect();
@@ -137,8 +139,8 @@ fn ranked(board: &Board, period: &Period, raw: &RawCohort) -> Vec<(String, Optio
     members.into_iter().map(|(m, c)| (m.clone(), text(&m), score_of(board, &scale, c))).collect()
 }
 
-fn score_of(board: &Board, scale: &Scale, composite: Option<f64>) -> i64 {
-    composite.map_or_else(|| scores::absent_score(board).unwrap_or(0), |c| scale.score_of(c))
+fn score_of(board: &Board, scale: &Scale, composite: Option<f64>) -> Option<i64> {
+    composite.map_or_else(|| scores::absent_score(board), |c| Some(scale.score_of(c)))
 }
 
 impl Leagues {
@@ -366,7 +368,7 @@ impl Leagues {
         for _ in 0..CLOSE_ATTEMPTS {
             let raw = read_cohort(&mut conn, &keys, period, CohortOf::Cohort(&name)).await?;
             let ranked = ranked(board, period, &raw);
-            let standings: Vec<(String, i64)> = ranked.iter().map(|(m, _, s)| (m.clone(), *s)).collect();
+            let standings: Vec<(String, Option<i64>)> = ranked.iter().map(|(m, _, s)| (m.clone(), *s)).collect();
             let outcomes = league::close_cohort(league, tier, cohort, &standings);
             let closing: Vec<Closing<'_>> = ranked
                 .iter()

@@ -34,8 +34,8 @@ for i = 1, #step[2], 2 do
   if tier > 0 and redis.call('HEXISTS', KEYS[2], user) == 0
     and redis.call('HEXISTS', KEYS[4], GUARD_BAN .. user) == 0 then
     redis.call('HSET', KEYS[1], user, tier - 1)
-    -- league.rs `idle_outcome`: tier, no cohort, no rank, zone idle, the tier below, no points.
-    redis.call('HSET', KEYS[2], user, tier .. ',0,0,idle,' .. (tier - 1) .. ',0')
+    -- league.rs `idle_outcome`: tier, no cohort, no rank, zone idle, the tier below, no score.
+    redis.call('HSET', KEYS[2], user, tier .. ',0,0,idle,' .. (tier - 1) .. ',')
     dropped[#dropped + 1] = user
   end
 end
