@@ -42,6 +42,7 @@ mod openapi;
 mod partial_writes;
 mod query;
 mod queue;
+mod queue_dead_letters;
 mod queue_fifo;
 mod queue_poller;
 mod queue_time;

@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
+use chrono::{DateTime, Utc};
 use standings::Clock;
 use standings::domain::config::Config;
 use standings::redis::keys::Keys;
@@ -21,7 +22,7 @@ use standings::services::scores::Scores;
 use standings::services::sign_ins::SignIns;
 
 pub use consume::{Delivery, TAKE_BACK_WAITS, Verdict, consume};
-pub use dead_letter::{DEAD_LETTER_QUEUE_ENV, DeadLetters, sqs_client};
+pub use dead_letter::{DEAD_LETTER_QUEUE_ENV, DeadLetters, MAX_MESSAGE_BYTES, sqs_client};
 
 /// The `Function` dimension of this function's metrics.
 pub const FUNCTION: &str = "queue";
@@ -29,6 +30,9 @@ pub const FUNCTION: &str = "queue";
 pub const DEAD_LETTERED: &str = "MessagesDeadLettered";
 /// Messages handed back for redelivery (dimension `Code`: why).
 pub const RETRIED: &str = "MessagesRetried";
+/// How long before the invocation's deadline the last dead-letter send must end: the answer
+/// still has to reach Lambda.
+const DEADLINE_MARGIN: chrono::Duration = chrono::Duration::seconds(2);
 /// Batches of which every message was handed back (a partial batch response is no function
 /// error, so `Errors` does not see them).
 pub const BATCHES_FAILED: &str = "BatchesFailed";
@@ -73,6 +77,13 @@ impl App {
     /// is applied in rounds (`fifo_rounds`): a group stops at its first message handed back,
     /// which is reported with every later message of its group, unapplied, as AWS requires.
     pub async fn handle(&self, event: SqsEvent) -> SqsBatchResponse {
+        self.handle_until(event, None).await
+    }
+
+    /// `handle` within the invocation's `deadline` (Lambda's `context.deadline`): a message
+    /// whose trip to the dead-letter queue cannot finish `DEADLINE_MARGIN` before it is handed
+    /// back instead, so the answer always goes out in time.
+    pub async fn handle_until(&self, event: SqsEvent, deadline: Option<DateTime<Utc>>) -> SqsBatchResponse {
         let deliveries: Vec<Delivery> = event.records.iter().map(delivery).collect();
         let mut response = SqsBatchResponse::default();
         let mut stopped: HashSet<&str> = HashSet::new();
@@ -87,7 +98,7 @@ impl App {
             let verdicts = consume(&self.ingestor, &self.scores, &self.sign_ins, &batch, (self.clock)()).await;
             for (&i, verdict) in round.iter().zip(verdicts) {
                 settled[i] = true;
-                if !self.settle(&deliveries[i], verdict).await {
+                if !self.settle(&deliveries[i], verdict, deadline).await {
                     response.add_failure(&deliveries[i].id);
                     if let Some(group) = &deliveries[i].group {
                         stopped.insert(group);
@@ -107,25 +118,42 @@ impl App {
     }
 
     /// Ends one message: `false` when it is handed back (a batch item failure).
-    async fn settle(&self, delivery: &Delivery, verdict: Verdict) -> bool {
+    async fn settle(&self, delivery: &Delivery, verdict: Verdict, deadline: Option<DateTime<Utc>>) -> bool {
         match verdict {
             Verdict::Done => true,
             Verdict::Retry { code } => {
                 self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", code)]);
                 false
             }
-            Verdict::Dead { code, message } => match self.dead_letters.send(delivery, &code, &message).await {
-                Ok(()) => {
-                    tracing::warn!(message_id = %delivery.id, code = %code, reason = %message, "dead-lettered");
-                    self.metrics.put(DEAD_LETTERED, Unit::Count, 1.0, &[("Code", code.as_str())]);
-                    true
-                }
-                Err(error) => {
-                    tracing::error!(message_id = %delivery.id, code = %code, error = %error, "the dead-letter queue refused a message; it is retried");
-                    self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", "dead_letter_unavailable")]);
-                    false
-                }
-            },
+            Verdict::Dead { code, message } => {
+                let left = deadline.map(|deadline| (deadline - Utc::now() - DEADLINE_MARGIN).to_std().unwrap_or_default());
+                let sent = match left {
+                    None => Some(self.dead_letters.send(delivery, &code, &message).await),
+                    Some(left) if left.is_zero() => None,
+                    Some(left) => tokio::time::timeout(left, self.dead_letters.send(delivery, &code, &message)).await.ok(),
+                };
+                let Some(sent) = sent else {
+                    tracing::warn!(message_id = %delivery.id, code = %code, "no time left to dead-letter the message before the invocation's deadline; it is retried");
+                    self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", "dead_letter_deadline")]);
+                    return false;
+                };
+                self.dead_lettered(delivery, &code, &message, sent)
+            }
+        }
+    }
+
+    fn dead_lettered(&self, delivery: &Delivery, code: &str, message: &str, sent: Result<(), aws_sdk_sqs::Error>) -> bool {
+        match sent {
+            Ok(()) => {
+                tracing::warn!(message_id = %delivery.id, code = %code, reason = %message, "dead-lettered");
+                self.metrics.put(DEAD_LETTERED, Unit::Count, 1.0, &[("Code", code)]);
+                true
+            }
+            Err(error) => {
+                tracing::error!(message_id = %delivery.id, code = %code, reason = %message, error = %error, "the dead-letter queue refused a message; it is retried");
+                self.metrics.put(RETRIED, Unit::Count, 1.0, &[("Code", "dead_letter_unavailable")]);
+                false
+            }
         }
     }
 }

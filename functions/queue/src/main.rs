@@ -8,7 +8,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     standings::services::health::warn_if_evicting(&app.store).await;
     let app = &app;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        Ok::<_, lambda_runtime::Error>(app.handle(event.payload).await)
+        let deadline = chrono::DateTime::from_timestamp_millis(i64::try_from(event.context.deadline).unwrap_or(i64::MAX));
+        Ok::<_, lambda_runtime::Error>(app.handle_until(event.payload, deadline).await)
     }))
     .await
 }
