@@ -38,6 +38,7 @@ mod model;
 mod notifications;
 mod notify_lease;
 mod notify_model;
+mod notify_put_events;
 mod openapi;
 mod partial_writes;
 mod query;
