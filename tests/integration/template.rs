@@ -549,3 +549,13 @@ fn the_queue_wiring_numbers_hold_against_each_other() {
     assert_eq!(alarm["MetricName"], queue::BATCHES_FAILED);
     assert_eq!(alarm["Dimensions"], json!([{"Name": "Function", "Value": queue::FUNCTION}]));
 }
+
+/// A verify or dry-run replays in one invocation of the journal function into shadow keys that
+/// expire: they must outlive the longest invocation, or a long replay loses its early keys and
+/// compares against a half-gone shadow.
+#[test]
+fn shadow_keys_outlive_the_journal_functions_longest_invocation() {
+    let template = template();
+    let timeout = resource(&template, "JournalFunction")["Properties"]["Timeout"].as_i64().unwrap();
+    assert!(standings::redis::keys::SHADOW_TTL_SECS > timeout, "{} s <= {timeout} s", standings::redis::keys::SHADOW_TTL_SECS);
+}

@@ -136,13 +136,23 @@ impl<O: Objects> Checker<O> {
         let mut report = VerifyReport { mismatches: 0, boards: Vec::new() };
         for board in boards {
             let periods = current_periods(board, (self.clock)());
-            let (check, shadow) = self.replay(&self.config, &board.name, deadline).await?;
-            let mut checked = BoardCheck { board: board.name.clone(), replayed: check.0, refused: check.1, periods: Vec::new() };
-            for period in &periods {
-                let (live, replayed) = self.compare(&shadow, &board.name, period).await?;
+            let (replayer, shadow) = self.shadow_replayer(&self.config)?;
+            let (mut counts, mut last) = ((0, 0), None);
+            self.replay(&replayer, &board.name, deadline, &mut counts, &mut last).await?;
+            // A consistent cut: the live members and the journal's newest entry read at one
+            // instant, then the journal replayed up to exactly that entry. Writes going on
+            // meanwhile are on neither side: only real differences remain.
+            let mut conn = self.store.connection().await?;
+            let (live, cut) = journal::members_at_cut(&mut conn, &self.keys.board(&board.name), &periods).await?;
+            if let Some(cut) = &cut {
+                self.replay_stream(&replayer, &board.name, deadline, &mut counts, &mut last, cut).await?;
+            }
+            let mut checks = Vec::new();
+            for (period, live) in periods.iter().zip(live) {
+                let replayed = journal::members(&mut conn, &shadow.board(&board.name), period).await?;
                 let score = |composite: f64| scale(board, period).score_of(composite);
                 let differences = differences(&live, &replayed, score);
-                checked.periods.push(PeriodCheck {
+                checks.push(PeriodCheck {
                     period: period.kind.as_str(),
                     period_id: period.id.clone(),
                     members: live.len(),
@@ -150,6 +160,7 @@ impl<O: Objects> Checker<O> {
                     differences: differences.into_iter().take(LISTED).collect(),
                 });
             }
+            let checked = BoardCheck { board: board.name.clone(), replayed: counts.0, refused: counts.1, periods: checks };
             self.discard(&shadow, &board.name, &periods).await?;
             let mismatches: usize = checked.periods.iter().map(|p| p.mismatches).sum();
             self.metrics.put(MISMATCH_METRIC, Unit::Count, mismatches as f64, &[("Board", board.name.as_str())]);
@@ -172,7 +183,9 @@ impl<O: Objects> Checker<O> {
             .filter(|kind| board.periods.contains(kind))
             .ok_or_else(|| invalid(format!("period {:?} is not a period of both the live and the candidate board", request.period)))?;
         let period = Period::named(kind, &request.period_id, live.timezone).map_err(|e| invalid(format!("period_id: {e}")))?;
-        let (check, shadow) = self.replay(&Arc::new(candidate.clone()), &request.board, deadline).await?;
+        let (replayer, shadow) = self.shadow_replayer(&Arc::new(candidate.clone()))?;
+        let (mut check, mut last) = ((0, 0), None);
+        self.replay(&replayer, &request.board, deadline, &mut check, &mut last).await?;
         let (before, after) = self.compare(&shadow, &request.board, &period).await?;
         self.discard(&shadow, &request.board, std::slice::from_ref(&period)).await?;
         let before = ranked(&before, |c| scale(live, &period).score_of(c));
@@ -192,31 +205,59 @@ impl<O: Objects> Checker<O> {
         })
     }
 
-    /// The board's journal replayed under `config` into fresh shadow keys: (lines replayed,
-    /// lines refused), and the keys.
-    async fn replay(&self, config: &Arc<Config>, board: &str, deadline: DateTime<Utc>) -> Result<((usize, usize), Keys), RestoreError> {
+    /// A replayer under `config` into fresh shadow keys, and the keys.
+    fn shadow_replayer(&self, config: &Arc<Config>) -> Result<(Replayer, Keys), RestoreError> {
         let run = u64::try_from(Utc::now().timestamp_micros()).unwrap_or_default();
         let shadow = self.keys.shadow(run).map_err(|e| RestoreError::Invalid(e.to_string()))?;
-        let replayer = Replayer::new(config.clone(), shadow.clone(), self.store.clone());
-        let (mut counts, mut last) = ((0, 0), None::<String>);
+        Ok((Replayer::new(config.clone(), shadow.clone(), self.store.clone()), shadow))
+    }
+
+    /// The board's journal replayed with `replayer`, counting (lines replayed, lines refused)
+    /// into `counts`; `last` ends as the last line's stream id.
+    async fn replay(
+        &self,
+        replayer: &Replayer,
+        board: &str,
+        deadline: DateTime<Utc>,
+        counts: &mut (usize, usize),
+        last: &mut Option<String>,
+    ) -> Result<(), RestoreError> {
+        // The stream's end as the replay starts: writes going on meanwhile are not chased.
+        let mut conn = self.store.connection().await?;
+        let until = journal::newest_id(&mut conn, &self.keys.board(board)).await?;
         for name in journal_objects(&self.objects, self.keys.prefix(), board).await? {
             for line in read_lines(&self.objects, &name).await? {
-                replay_counted(&replayer, board, &line, deadline, &mut counts).await?;
-                last = Some(line.id);
+                replay_counted(replayer, board, &line, deadline, counts).await?;
+                *last = Some(line.id);
             }
         }
-        // Then what the drain has not stored yet, after the last line stored.
+        match until {
+            Some(until) => self.replay_stream(replayer, board, deadline, counts, last, &until).await,
+            None => Ok(()),
+        }
+    }
+
+    /// What the drain has not stored yet, after `last` and up to `until` (included).
+    async fn replay_stream(
+        &self,
+        replayer: &Replayer,
+        board: &str,
+        deadline: DateTime<Utc>,
+        counts: &mut (usize, usize),
+        last: &mut Option<String>,
+        until: &str,
+    ) -> Result<(), RestoreError> {
         let mut conn = self.store.connection().await?;
         let live = self.keys.board(board);
         loop {
-            let page = journal::after(&mut conn, &live, board, last.as_deref(), STREAM_PAGE).await?;
+            let page = journal::after_until(&mut conn, &live, board, last.as_deref(), until, STREAM_PAGE).await?;
             let Some(end) = page.last().map(|line| line.id.clone()) else { break };
             for line in &page {
-                replay_counted(&replayer, board, line, deadline, &mut counts).await?;
+                replay_counted(replayer, board, line, deadline, counts).await?;
             }
-            last = Some(end);
+            *last = Some(end);
         }
-        Ok((counts, shadow))
+        Ok(())
     }
 
     /// The live and the shadow members of `period`, best first.

@@ -23,8 +23,20 @@ pub async fn after(
     after: Option<&str>,
     count: usize,
 ) -> Result<Vec<Line>, StoreError> {
+    after_until(conn, keys, board, after, "+", count).await
+}
+
+/// `after`, up to and including the entry `until` (`+`: the newest).
+pub async fn after_until(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    board: &str,
+    after: Option<&str>,
+    until: &str,
+    count: usize,
+) -> Result<Vec<Line>, StoreError> {
     let start = after.map_or_else(|| "-".to_owned(), |id| format!("({id}"));
-    let reply: StreamRangeReply = conn.xrange_count(keys.journal(), start, "+", count).await?;
+    let reply: StreamRangeReply = conn.xrange_count(keys.journal(), start, until, count).await?;
     Ok(reply
         .ids
         .iter()
@@ -128,6 +140,36 @@ pub async fn members(
     period: &crate::domain::period::Period,
 ) -> Result<Vec<(String, f64)>, StoreError> {
     Ok(conn.zrevrange_withscores(keys.period(period), 0, -1).await?)
+}
+
+/// The newest journal entry's stream id (`None`: the stream is empty).
+pub async fn newest_id(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<String>, StoreError> {
+    let reply: StreamRangeReply = conn.xrevrange_count(keys.journal(), "+", "-", 1).await?;
+    Ok(reply.ids.first().map(|entry| entry.id.clone()))
+}
+
+/// The members of each of `periods`, best first, and the newest journal entry's id, read at
+/// one instant (`MULTI`, one slot): a consistent cut, since every write is journaled in its own
+/// call — the members are exactly what the journal says up to that entry.
+pub async fn members_at_cut(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    periods: &[crate::domain::period::Period],
+) -> Result<(Vec<Vec<(String, f64)>>, Option<String>), StoreError> {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    for period in periods {
+        pipe.zrevrange_withscores(keys.period(period), 0, -1);
+    }
+    pipe.cmd("XREVRANGE").arg(keys.journal()).arg("+").arg("-").arg("COUNT").arg(1);
+    let mut replies: Vec<redis::Value> = pipe.query_async(conn).await?;
+    let newest: StreamRangeReply = redis::FromRedisValue::from_redis_value(replies.pop().unwrap_or(redis::Value::Nil))
+        .map_err(|e| StoreError::Protocol(format!("journal: newest entry: {e}")))?;
+    let members = replies
+        .into_iter()
+        .map(|reply| redis::FromRedisValue::from_redis_value(reply).map_err(|e| StoreError::Protocol(format!("journal: members: {e}"))))
+        .collect::<Result<Vec<Vec<(String, f64)>>, _>>()?;
+    Ok((members, newest.ids.first().map(|entry| entry.id.clone())))
 }
 
 /// Deletes `names` (a shadow replay's keys, once compared).

@@ -15,8 +15,10 @@ use chrono::{DateTime, Utc};
 use crate::domain::period::Period;
 
 const VERSION: &str = "v1";
-/// How long a shadow replay's keys outlive it at most (see `Keys::shadow`).
-pub const SHADOW_TTL_SECS: i64 = 600;
+/// How long a shadow replay's keys live (see `Keys::shadow`): longer than the invocation that
+/// owns them can run (Lambda's 15 minutes), so no replay loses its early keys while it goes on,
+/// and short enough that a killed one's keys soon go.
+pub const SHADOW_TTL_SECS: i64 = 1200;
 /// How long a replay keeps a key that would have expired by now: long enough for the rest of
 /// the replay to read it (a day's later events need its ledger and caps), then it goes.
 pub const REPLAY_EXPIRED_TTL_SECS: i64 = 3600;
