@@ -126,6 +126,12 @@ pub async fn release_frozen(conn: &mut Connection, keys: &BoardKeys, period: &Pe
             let _: u64 = redis::cmd("UNLINK").arg(&statements).query_async(conn).await?;
             start += RELEASE_PAGE;
         }
+        // Users of the season no longer on its board (taken back to 0, corrected away, emptied)
+        // keep a statement too: found by name in the board's slot.
+        let left = conn.scan_slot_of(&keys.guard(), &keys.statement_pattern(period)).await?;
+        for page in left.chunks(RELEASE_PAGE as usize) {
+            let _: u64 = redis::cmd("UNLINK").arg(page).query_async(conn).await?;
+        }
     }
     let _: u64 = redis::cmd("UNLINK").arg(keys.frozen(period)).query_async(conn).await?;
     Ok(())

@@ -244,6 +244,33 @@ impl Connection {
             .collect())
     }
 
+    /// Every key matching `pattern` on the node holding `key`'s slot (`SCAN … MATCH`, a page
+    /// at a time): the keys of one hash tag, found without knowing their names. O(the node's
+    /// keys): for rare jobs (a season's release), never a request.
+    pub async fn scan_slot_of(&mut self, key: &str, pattern: &str) -> Result<Vec<String>, StoreError> {
+        use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+        let mut found = Vec::new();
+        let mut cursor = 0u64;
+        loop {
+            let mut scan = redis::cmd("SCAN");
+            scan.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+            let (next, keys): (u64, Vec<String>) = match &self.link {
+                Link::Standalone(_) => scan.query_async(self).await?,
+                Link::Cluster(cluster) => {
+                    self.round_trips.fetch_add(1, Ordering::Relaxed);
+                    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(key, SlotAddr::Master)));
+                    let reply = cluster.clone().route_command(scan, route).await?;
+                    FromRedisValue::from_redis_value(reply).map_err(|e| StoreError::Protocol(format!("SCAN: {e}")))?
+                }
+            };
+            found.extend(keys);
+            if next == 0 {
+                return Ok(found);
+            }
+            cursor = next;
+        }
+    }
+
     /// Runs a script with EVALSHA; NOSCRIPT (after `SCRIPT FLUSH`, or on a node that never saw
     /// it) is answered by loading the script and running it again. With `wait.replicas > 0`
     /// the script is followed by `WAIT` in the same pipeline, on the same connection (so it

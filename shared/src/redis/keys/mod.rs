@@ -179,6 +179,12 @@ impl BoardKeys {
         format!("{}:stmt:{}:{}:{user_id}", self.base, period.kind.as_str(), period.id)
     }
 
+    /// Every user's statement of `period` (a `SCAN MATCH` pattern: board and period ids are
+    /// allow-listed, with no glob characters).
+    pub fn statement_pattern(&self, period: &Period) -> String {
+        format!("{}:stmt:{}:{}:*", self.base, period.kind.as_str(), period.id)
+    }
+
     /// What a user was given on one local day (the day ledger), and the day's cap counters.
     pub fn day_ledger(&self, user_id: &str, day_id: &str) -> String {
         format!("{}:ledger:{user_id}:{day_id}", self.base)
