@@ -1,14 +1,10 @@
-//! The `journal` function (docs/journal.md): every minute, EventBridge Scheduler's event drains
-//! each board's journal of applied writes from Redis to S3 (`drain`), where it outlives Redis,
-//! and its rank-change notifications to EventBridge (`notices`, docs/notifications.md).
-//! `{"drain": {}}` runs a drain by hand; `{"restore": {"board"?, "overwrite"?}}` brings boards
-//! back from the journal after Redis lost them (`restore`); `{"verify": {"board"?}}` compares
-//! boards with their journal and `{"dry_run": {…}}` replays one under candidate rules (`shadow`).
-
-mod drain;
-mod notices;
-mod restore;
-mod shadow;
+//! The `journal` function (docs/journal.md): wiring only. Every minute, EventBridge Scheduler's
+//! event drains each board's journal of applied writes from Redis to S3, where it outlives Redis,
+//! and its rank-change notifications to EventBridge (docs/notifications.md). `{"drain": {}}` runs
+//! a drain by hand; `{"restore": {"board"?, "overwrite"?}}` brings boards back from the journal
+//! after Redis lost them; `{"verify": {"board"?}}` compares boards with their journal and
+//! `{"dry_run": {…}}` replays one under candidate rules. The jobs themselves live in the shared
+//! crate (`standings::services::journal`).
 
 use std::sync::Arc;
 
@@ -22,13 +18,14 @@ use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::runtime::metrics::Metrics;
 
-pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC};
-pub use notices::{NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, Notifier};
-pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
-pub use shadow::{Checker, DryRunReport, DryRunRequest, MISMATCH_METRIC, VerifyReport};
 pub use standings::archive::bus::{Bus, BusError, EventBridgeBus, eventbridge_client};
 pub use standings::archive::objects::{ObjectError, Objects, Put, board_objects, object_name};
 pub use standings::archive::s3::{S3Objects, s3_client};
+pub use standings::services::journal::{
+    BoardDrain, BoardRestore, CHUNK_ENTRIES, Checker, DRAINED_METRIC, DrainError, DrainReport, Drainer, DryRunReport, DryRunRequest,
+    LAG_METRIC, MISMATCH_METRIC, NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, Notifier, RestoreError,
+    RestoreReport, Restorer, Status, VerifyReport,
+};
 
 /// The `Function` dimension of this function's metrics.
 pub const FUNCTION: &str = "journal";

@@ -1,80 +1,15 @@
-//! `GET /v1/boards`: what a client needs to render a board picker and explain scoring.
+//! `GET /v1/boards` (`standings::services::reads::catalog`), cached for a minute.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use serde::Serialize;
-use standings::domain::config::{Board, BoardKind, Decay, Keep, Order, RateLimit, Rule, SignIn};
-use standings::domain::period::{Period, PeriodInfo};
+use standings::http::with_cache;
+use standings::services::reads::catalog::catalog;
 
 use crate::App;
-use standings::http::with_cache;
-
-#[derive(Serialize)]
-struct BoardSummary<'a> {
-    name: &'a str,
-    kind: BoardKind,
-    timezone: &'static str,
-    top: u32,
-    archive: bool,
-    /// Which end is the top: `asc` only on score boards where lower is better.
-    order: Order,
-    /// Score boards: which submission is kept.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    keep: Option<Keep>,
-    /// Score boards: the per-user limit on submissions.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    rate_limit: Option<RateLimit>,
-    /// Whether scores on this board are explained line by line (`…/statement`).
-    statements: bool,
-    /// The current period of each kind, with its start and next reset.
-    periods: Vec<PeriodInfo>,
-    rules: Vec<&'a Rule>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sign_in: Option<&'a SignIn>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    decay: Option<&'a Decay>,
-    /// The board's league (docs/leagues.md).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    league: Option<LeagueSummary<'a>>,
-}
-
-#[derive(Serialize)]
-struct LeagueSummary<'a> {
-    period: &'static str,
-    cohort_size: u32,
-    /// Lowest first.
-    tiers: &'a [String],
-}
-
-#[derive(Serialize)]
-struct Catalog<'a> {
-    boards: Vec<BoardSummary<'a>>,
-}
-
-fn summary<'a>(board: &'a Board, now: chrono::DateTime<chrono::Utc>) -> BoardSummary<'a> {
-    BoardSummary {
-        name: &board.name,
-        kind: board.kind,
-        timezone: board.timezone.name(),
-        top: board.top,
-        archive: board.archive,
-        order: board.scores.map_or(Order::Desc, |rules| rules.order),
-        keep: board.scores.map(|rules| rules.keep),
-        rate_limit: board.scores.and_then(|rules| rules.rate_limit),
-        statements: board.statements,
-        periods: board.periods.iter().map(|&kind| Period::containing(kind, now, board.timezone).info()).collect(),
-        rules: board.rules.values().collect(),
-        sign_in: board.sign_in.as_ref(),
-        decay: board.decay.as_ref(),
-        league: board.league.as_ref().map(|l| LeagueSummary { period: l.period.as_str(), cohort_size: l.cohort_size, tiers: &l.tiers }),
-    }
-}
 
 pub async fn list(State(app): State<Arc<App>>) -> axum::response::Response {
-    let now = (app.clock)();
-    let catalog = Catalog { boards: app.config.boards().iter().map(|board| summary(board, now)).collect() };
     // Resets move the periods on; a minute of caching keeps them accurate enough.
-    with_cache("public, max-age=60", Json(catalog))
+    with_cache("public, max-age=60", Json(catalog(&app.config, (app.clock)())))
 }

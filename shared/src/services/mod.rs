@@ -4,6 +4,7 @@ pub mod corrections;
 pub mod health;
 pub mod hot;
 pub mod ingestion;
+pub mod journal;
 pub mod leagues;
 pub mod moderation;
 pub mod profiles;

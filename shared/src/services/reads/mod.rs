@@ -1,6 +1,7 @@
 //! The read path: pages of a board, a member with the entries around them, ranks in either
 //! mode and percentiles, with profiles joined in at most one more round trip.
 
+pub mod catalog;
 pub mod rules;
 
 use std::collections::BTreeMap;

@@ -8,21 +8,21 @@
 
 use std::sync::Arc;
 
+use crate::domain::config::Config;
+use crate::domain::journal::Line;
+use crate::redis::error::StoreError;
+use crate::redis::journal;
+use crate::redis::keys::{Keys, PROFILES_JOURNAL};
+use crate::redis::store::Store;
+use crate::runtime::metrics::{Metrics, Unit};
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde::Serialize;
-use standings::domain::config::Config;
-use standings::domain::journal::Line;
-use standings::redis::error::StoreError;
-use standings::redis::journal;
-use standings::redis::keys::{Keys, PROFILES_JOURNAL};
-use standings::redis::store::Store;
-use standings::runtime::metrics::{Metrics, Unit};
 
-use standings::archive::objects::{ObjectError, Objects, Put, object_name};
-use standings::redis::notices;
+use crate::archive::objects::{ObjectError, Objects, Put, object_name};
+use crate::redis::notices;
 
-use crate::notices::{NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
+use super::notices::{NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
 
 /// Entries read (and stored as one object at most) per step.
 pub const CHUNK_ENTRIES: usize = 5000;
@@ -189,7 +189,7 @@ impl<O: Objects> Drainer<O> {
                 0.0
             }
         };
-        let dropped = match standings::redis::notices::dropped(&mut conn, &keys).await {
+        let dropped = match crate::redis::notices::dropped(&mut conn, &keys).await {
             Ok(dropped) => dropped,
             Err(error) => {
                 tracing::error!(board = name, error = %error, "notification drops unknown");
@@ -243,7 +243,7 @@ impl<O: Objects> Drainer<O> {
 
 /// Seconds since the oldest move of a board not sent: recorded and not yet read, or held past
 /// its window's end.
-async fn notice_lag(conn: &mut standings::redis::store::Connection, keys: &standings::redis::keys::BoardKeys) -> Result<f64, StoreError> {
+async fn notice_lag(conn: &mut crate::redis::store::Connection, keys: &crate::redis::keys::BoardKeys) -> Result<f64, StoreError> {
     let now = Utc::now().timestamp_millis();
     let oldest = notices::oldest_ms(conn, keys).await?;
     let overdue = notices::held(conn, keys).await?.values().flatten().map(|w| w.due_ms).min().filter(|&due| due < now);

@@ -1,6 +1,6 @@
 //! Restore (docs/journal.md#restore): a board brought back from its journal in S3 after Redis
 //! lost it, by replaying every line, in the board's order of writes, at the time it was first
-//! applied (`standings::services::replay`).
+//! applied (`crate::services::replay`).
 //!
 //! Resumable: where it stands (object and line) is kept in the board's slot after every object
 //! and when the deadline stops it, so the next invocation goes on from there. It refuses to
@@ -8,18 +8,18 @@
 
 use std::sync::Arc;
 
+use crate::Clock;
+use crate::domain::config::Config;
+use crate::redis::error::StoreError;
+use crate::redis::journal::{self, Checkpoint};
+use crate::redis::keys::{BoardKeys, Keys, PROFILES_JOURNAL};
+use crate::redis::store::{Connection, Store};
+use crate::services::moderation::current_periods;
+use crate::services::replay::{ReplayError, Replayed, Replayer};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use standings::Clock;
-use standings::domain::config::Config;
-use standings::redis::error::StoreError;
-use standings::redis::journal::{self, Checkpoint};
-use standings::redis::keys::{BoardKeys, Keys, PROFILES_JOURNAL};
-use standings::redis::store::{Connection, Store};
-use standings::services::moderation::current_periods;
-use standings::services::replay::{ReplayError, Replayed, Replayer};
 
-use standings::archive::objects::{ObjectError, Objects, ReadError, journal_objects, read_lines};
+use crate::archive::objects::{ObjectError, Objects, ReadError, journal_objects, read_lines};
 
 /// Refused lines listed in a report (the count covers them all).
 const LISTED_REFUSALS: usize = 20;

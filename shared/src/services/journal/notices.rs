@@ -8,15 +8,15 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::archive::bus::{Bus, BusError};
+use crate::domain::config::Board;
+use crate::domain::notify::{self, Detail};
+use crate::redis::keys::BoardKeys;
+use crate::redis::notices;
+use crate::redis::store::Connection;
 use chrono::{DateTime, Utc};
-use standings::archive::bus::{Bus, BusError};
-use standings::domain::config::Board;
-use standings::domain::notify::{self, Detail};
-use standings::redis::keys::BoardKeys;
-use standings::redis::notices;
-use standings::redis::store::Connection;
 
-use standings::redis::error::StoreError;
+use crate::redis::error::StoreError;
 
 /// Why a board's notices were not sent: they stay in Redis for the next run.
 #[derive(Debug, thiserror::Error)]

@@ -8,22 +8,22 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use crate::Clock;
+use crate::domain::config::{Board, Config};
+use crate::domain::journal::Line;
+use crate::domain::period::Period;
+use crate::domain::scores::scale;
+use crate::redis::journal;
+use crate::redis::keys::Keys;
+use crate::redis::store::Store;
+use crate::runtime::metrics::{Metrics, Unit};
+use crate::services::moderation::current_periods;
+use crate::services::replay::{Replayed, Replayer};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use standings::Clock;
-use standings::domain::config::{Board, Config};
-use standings::domain::journal::Line;
-use standings::domain::period::Period;
-use standings::domain::scores::scale;
-use standings::redis::journal;
-use standings::redis::keys::Keys;
-use standings::redis::store::Store;
-use standings::runtime::metrics::{Metrics, Unit};
-use standings::services::moderation::current_periods;
-use standings::services::replay::{Replayed, Replayer};
 
-use crate::restore::RestoreError;
-use standings::archive::objects::{Objects, journal_objects, read_lines};
+use super::restore::RestoreError;
+use crate::archive::objects::{Objects, journal_objects, read_lines};
 
 /// Members differing between Redis and its journal, after a verify (dimension `Board`).
 pub const MISMATCH_METRIC: &str = "JournalMismatch";

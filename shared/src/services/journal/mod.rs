@@ -1,0 +1,13 @@
+//! The journal's jobs (docs/journal.md), run by the `journal` function: the drain of each
+//! board's journal to S3 and of its notices to the event bus, the restore of boards from the
+//! journal, and the verify and rule dry-runs that replay it into shadow keys.
+
+mod drain;
+mod notices;
+mod restore;
+mod shadow;
+
+pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC};
+pub use notices::{NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
+pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
+pub use shadow::{Checker, DryRunReport, DryRunRequest, MISMATCH_METRIC, VerifyReport};

@@ -1,0 +1,74 @@
+//! `GET /v1/boards`: what a client needs to render a board picker and explain scoring, as the
+//! configuration says now.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::domain::config::{Board, BoardKind, Config, Decay, Keep, Order, RateLimit, Rule, SignIn};
+use crate::domain::period::{Period, PeriodInfo};
+
+#[derive(Serialize)]
+pub struct BoardSummary<'a> {
+    name: &'a str,
+    kind: BoardKind,
+    timezone: &'static str,
+    top: u32,
+    archive: bool,
+    /// Which end is the top: `asc` only on score boards where lower is better.
+    order: Order,
+    /// Score boards: which submission is kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep: Option<Keep>,
+    /// Score boards: the per-user limit on submissions.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rate_limit: Option<RateLimit>,
+    /// Whether scores on this board are explained line by line (`…/statement`).
+    statements: bool,
+    /// The current period of each kind, with its start and next reset.
+    periods: Vec<PeriodInfo>,
+    rules: Vec<&'a Rule>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sign_in: Option<&'a SignIn>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    decay: Option<&'a Decay>,
+    /// The board's league (docs/leagues.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    league: Option<LeagueSummary<'a>>,
+}
+
+#[derive(Serialize)]
+pub struct LeagueSummary<'a> {
+    period: &'static str,
+    cohort_size: u32,
+    /// Lowest first.
+    tiers: &'a [String],
+}
+
+#[derive(Serialize)]
+pub struct Catalog<'a> {
+    boards: Vec<BoardSummary<'a>>,
+}
+
+fn summary<'a>(board: &'a Board, now: DateTime<Utc>) -> BoardSummary<'a> {
+    BoardSummary {
+        name: &board.name,
+        kind: board.kind,
+        timezone: board.timezone.name(),
+        top: board.top,
+        archive: board.archive,
+        order: board.scores.map_or(Order::Desc, |rules| rules.order),
+        keep: board.scores.map(|rules| rules.keep),
+        rate_limit: board.scores.and_then(|rules| rules.rate_limit),
+        statements: board.statements,
+        periods: board.periods.iter().map(|&kind| Period::containing(kind, now, board.timezone).info()).collect(),
+        rules: board.rules.values().collect(),
+        sign_in: board.sign_in.as_ref(),
+        decay: board.decay.as_ref(),
+        league: board.league.as_ref().map(|l| LeagueSummary { period: l.period.as_str(), cohort_size: l.cohort_size, tiers: &l.tiers }),
+    }
+}
+
+/// Every board's summary at `now` (its current periods).
+pub fn catalog(config: &Config, now: DateTime<Utc>) -> Catalog<'_> {
+    Catalog { boards: config.boards().iter().map(|board| summary(board, now)).collect() }
+}
