@@ -234,6 +234,7 @@ async fn run(app: &TestApp, weeks: &[Week]) -> Result<(), TestCaseError> {
             let tier: Option<usize> =
                 redis::cmd("HGET").arg(app.keys.board("lg").league_tiers()).arg(&user).query_async(&mut app.redis.clone()).await.unwrap();
             prop_assert_eq!(tier.unwrap_or(0), model.tier_of(&user), "{}'s tier after week {}", user, w);
+            prop_assert_ne!(tier, Some(0), "the bottom tier is not stored: {}'s after week {}", user, w);
         }
         // A second run changes nothing.
         prop_assert!(app.closer().close_due(Utc::now() + Duration::minutes(5)).await.unwrap().is_empty());

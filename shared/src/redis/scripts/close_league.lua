@@ -8,7 +8,7 @@ is written and the caller reads again.
 KEYS[1]  the period's board (sorted set)
 KEYS[2]  the period's cohorts (sorted set, see prelude.lua `cohort_range`)
 KEYS[3]  the period's results (hash: user -> result; LEAGUE_COHORT_CLOSED .. cohort once closed)
-KEYS[4]  the league's tiers (hash: user -> tier)
+KEYS[4]  the league's tiers (hash: user -> tier; the bottom tier, 0, is not stored)
 KEYS[5]  the board's journal (stream, docs/journal.md)
 KEYS[6]  the board's guard (hash): banned members are not in the cohort as read_cohort.lua reads it
 
@@ -45,7 +45,13 @@ end
 for i = 0, k - 1 do
   local member = ARGV[6 + 4 * i]
   redis.call('HSET', KEYS[3], member, ARGV[8 + 4 * i])
-  redis.call('HSET', KEYS[4], member, ARGV[9 + 4 * i])
+  -- The bottom tier is every player's without an entry: not stored, so the hash holds only
+  -- players above it (it never expires).
+  if ARGV[9 + 4 * i] == '0' then
+    redis.call('HDEL', KEYS[4], member)
+  else
+    redis.call('HSET', KEYS[4], member, ARGV[9 + 4 * i])
+  end
 end
 redis.call('HSET', KEYS[3], LEAGUE_COHORT_CLOSED .. cohort, k)
 expire_once(KEYS[3], ARGV[2])

@@ -33,7 +33,8 @@ for i = 1, #step[2], 2 do
   local user, tier = step[2][i], math.min(tonumber(step[2][i + 1]), top)
   if tier > 0 and redis.call('HEXISTS', KEYS[2], user) == 0
     and redis.call('HEXISTS', KEYS[4], GUARD_BAN .. user) == 0 then
-    redis.call('HSET', KEYS[1], user, tier - 1)
+    -- The bottom tier is not stored (close_league.lua).
+    if tier == 1 then redis.call('HDEL', KEYS[1], user) else redis.call('HSET', KEYS[1], user, tier - 1) end
     -- league.rs `idle_outcome`: tier, no cohort, no rank, zone idle, the tier below, no score.
     redis.call('HSET', KEYS[2], user, tier .. ',0,0,idle,' .. (tier - 1) .. ',')
     dropped[#dropped + 1] = user
