@@ -11,7 +11,8 @@ use serde::{Deserialize, Serialize};
 use standings::domain::ids;
 use standings::domain::period::{Period, parse_day};
 use standings::http::{ApiError, QueryParams, with_cache};
-use standings::services::leagues::{CohortSize, HistoryEntry, league_of};
+use standings::services::leagues::{HistoryEntry, league_of};
+use standings::services::reads::cohorts;
 use standings::services::reads::rules::{MAX_OFFSET, ReadError, bounded, live_board};
 
 use crate::App;
@@ -48,23 +49,6 @@ struct History {
     results: Vec<HistoryEntry>,
 }
 
-#[derive(Serialize)]
-struct TierCohorts {
-    tier: String,
-    /// Every cohort the tier opened this period.
-    cohorts_total: u64,
-    cohorts: Vec<CohortSize>,
-}
-
-#[derive(Serialize)]
-struct Cohorts {
-    board: String,
-    period: &'static str,
-    period_id: String,
-    cohort_size: u32,
-    tiers: Vec<TierCohorts>,
-}
-
 pub async fn user(
     State(app): State<Arc<App>>,
     Path((board, user_id)): Path<(String, String)>,
@@ -99,24 +83,8 @@ pub async fn cohorts(
         None => Period::containing(league.period, (app.clock)(), board.timezone),
         Some(id) => Period::named(league.period, id, board.timezone).map_err(ReadError::BadDate)?,
     };
-    let names: Vec<&String> = match params.tier.as_deref() {
-        None => league.tiers.iter().collect(),
-        Some(tier) => vec![
-            league
-                .tiers
-                .iter()
-                .find(|t| *t == tier)
-                .ok_or_else(|| ReadError::UnknownTier { board: board.name.clone(), known: league.tiers.clone() })?,
-        ],
-    };
     let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
     let limit = bounded("limit", params.limit, DEFAULT_COHORTS, 1..=MAX_COHORTS)?;
-    let mut tiers = Vec::with_capacity(names.len());
-    for tier in names {
-        let (cohorts, cohorts_total) = app.leagues.cohorts(board, &period, tier, offset, limit).await?;
-        tiers.push(TierCohorts { tier: tier.clone(), cohorts_total, cohorts });
-    }
-    let body =
-        Cohorts { board: board.name.clone(), period: league.period.as_str(), period_id: period.id, cohort_size: league.cohort_size, tiers };
+    let body = cohorts::cohorts(&app.leagues, board, period, params.tier.as_deref(), offset, limit).await?;
     Ok(with_cache(OPERATOR_CACHE, Json(body)))
 }

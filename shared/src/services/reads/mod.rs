@@ -2,6 +2,7 @@
 //! mode and percentiles, with profiles joined in at most one more round trip.
 
 pub mod catalog;
+pub mod cohorts;
 pub mod rules;
 
 use std::collections::BTreeMap;
