@@ -223,3 +223,32 @@ async fn a_first_write_that_places_a_player_writes_nothing_when_a_key_it_writes_
     let score = write("/v1/boards/laps/scores", json!({"event_id": "w6", "user_id": "fresh", "score": 6000}));
     writes_nothing_when_any_key_it_writes_is_of_another_type("a new player's score", &[], score).await;
 }
+
+/// The league's close writes each member's result and next tier, then its journal entry: a
+/// tiers hash of another type fails the close before any result is written, and once repaired
+/// the close applies once.
+#[tokio::test]
+async fn a_league_close_writes_nothing_when_a_key_it_writes_is_of_another_type() {
+    let app = spawn_recording(config()).await;
+    app.set_now(standings_tests::at("2026-11-18T10:00:00Z"));
+    for (id, user, points) in [("k1", "ann", 6), ("k2", "bob", 4)] {
+        let (status, body) = app.event(json!({"event_id": id, "user_id": user, "action": "drill", "points": points})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let board = app.keys.board("lg");
+    let tiers = board.league_tiers();
+    let results = board.league_results("2026-W47");
+    let mut conn = app.redis.clone();
+    let _: () = redis::cmd("SET").arg(&tiers).arg("not a hash").query_async(&mut conn).await.unwrap();
+    app.set_now(standings_tests::at("2026-11-23T01:00:00Z"));
+    let closed = app.closer().close_due(chrono::Utc::now() + chrono::Duration::minutes(5)).await;
+    assert!(closed.is_err() || closed.as_ref().is_ok_and(|r| r.iter().all(|r| r.status != "complete")), "{closed:?}");
+    let written: bool = redis::cmd("EXISTS").arg(&results).query_async(&mut conn).await.unwrap();
+    assert!(!written, "no result written before the failure");
+
+    let _: () = redis::cmd("DEL").arg(&tiers).query_async(&mut conn).await.unwrap();
+    let reports = app.closer().close_due(chrono::Utc::now() + chrono::Duration::minutes(5)).await.unwrap();
+    assert_eq!(reports.iter().map(|r| r.status).collect::<Vec<_>>(), ["complete"]);
+    let stored: std::collections::HashMap<String, String> = redis::cmd("HGETALL").arg(&results).query_async(&mut conn).await.unwrap();
+    assert!(stored.contains_key("ann") && stored.contains_key("bob"), "{stored:?}");
+}

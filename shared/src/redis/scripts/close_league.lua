@@ -42,6 +42,9 @@ for i = 0, k - 1 do
     return 'stale'
   end
 end
+-- Every key written below that no check above has read (prelude.lua `writable`).
+writable(KEYS[4], 'hash')
+if ARGV[3] ~= '' then writable(KEYS[5], 'stream') end
 for i = 0, k - 1 do
   local member = ARGV[6 + 4 * i]
   redis.call('HSET', KEYS[3], member, ARGV[8 + 4 * i])

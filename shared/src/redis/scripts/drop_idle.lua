@@ -28,6 +28,9 @@ if cursor == 'done' then return 0 end
 if not cursor and redis.call('EXISTS', KEYS[2]) == 0 then return 0 end
 local step = redis.call('HSCAN', KEYS[1], cursor or '0', 'COUNT', ARGV[1])
 local top = tonumber(ARGV[4])
+-- Every key written below that no check above has read (prelude.lua `writable`).
+writable(KEYS[4], 'hash')
+if ARGV[3] ~= '' then writable(KEYS[3], 'stream') end
 local dropped = {}
 for i = 1, #step[2], 2 do
   local user, tier = step[2][i], math.min(tonumber(step[2][i + 1]), top)

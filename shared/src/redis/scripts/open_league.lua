@@ -27,6 +27,14 @@ Reply: players still waiting (0: the period is closed)
 if redis.call('HEXISTS', KEYS[2], LEAGUE_CLOSED) == 1 then return 0 end
 local waiting = redis.call('ZRANGE', KEYS[7], 0, tonumber(ARGV[1]) - 1)
 local size, top = tonumber(ARGV[2]), tonumber(ARGV[3])
+-- Every key written (or read after the first write) that no check above has read (prelude.lua
+-- `writable`).
+writable(KEYS[1], 'hash')
+writable(KEYS[3], 'hash')
+writable(KEYS[4], 'zset')
+writable(KEYS[5], 'hash')
+writable(KEYS[6], 'hash')
+if ARGV[6] ~= '' then writable(KEYS[8], 'stream') end
 local placed = {}
 for _, member in ipairs(waiting) do
   if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 0 and redis.call('HEXISTS', KEYS[3], member) == 0 then

@@ -78,6 +78,15 @@ for k = first_ledger, replay and 0 or #KEYS do
   if not given or tonumber(given) == 0 then return {'stale', '', ''} end
 end
 
+-- Every key written below that no check above has read (prelude.lua `writable`).
+for i = 1, boards do
+  writable(KEYS[FIRST_BOARD - 1 + i], 'zset')
+  if statements then writable(KEYS[FIRST_BOARD - 1 + boards + i], 'hash') end
+end
+for k = first_ledger, #KEYS do writable(KEYS[k], 'hash') end
+writable(KEYS[2], 'list')
+if ARGV[9] ~= '' then writable(KEYS[4], 'stream') end
+
 -- An empty table encodes as {}, not []: the caller reads both.
 local periods = {}
 for i = 1, boards do
