@@ -146,22 +146,23 @@ pub async fn apply_events(
     let tz = first.plan.board.timezone;
     // Each event's marker goes to the bucket of its own day; the latest event's bucket lives
     // longest, so its TTL covers every bucket the chunk creates.
-    let latest = events.iter().map(|event| event.now).max().expect("a chunk has an event");
+    let buckets: Vec<MarkerBucket> = events.iter().map(|event| marker_bucket(event.now, tz)).collect();
+    let (latest, bucket) = events.iter().map(|event| event.now).zip(&buckets).max_by_key(|(now, _)| *now).expect("a chunk has an event");
     let mut call = ScriptCall::new(&APPLY_EVENT);
     let mut key_list = KeyList::new(&mut call, keys.guard());
-    call.arg(events.len()).arg(keys.ttl(marker_bucket(latest, tz).ttl_secs, latest));
+    call.arg(events.len()).arg(keys.ttl(bucket.ttl_secs, latest));
     let journal = key_list.add(&mut call, keys.journal());
     call.arg(journal);
     let notices = first.plan.board.notify.as_ref().filter(|_| keys.noticed()).map(|_| key_list.add(&mut call, keys.notices()));
     call.arg(notices.unwrap_or(0));
-    for event in events {
-        let block = event_block(&mut call, &mut key_list, keys, event, &marker_bucket(event.now, tz), event.now);
+    for (event, bucket) in events.iter().zip(&buckets) {
+        let block = event_block(&mut call, &mut key_list, keys, event, bucket, event.now);
         call.arg(block.into_bytes());
     }
     let reply: Vec<String> = conn.run_script(&call, wait).await?;
     let mut values = reply.into_iter();
     let read =
-        events.iter().map(|event| read_reply(event, &mut values, marker_bucket(event.now, tz).start)).collect::<Result<Vec<_>, _>>()?;
+        events.iter().zip(&buckets).map(|(event, bucket)| read_reply(event, &mut values, bucket.start)).collect::<Result<Vec<_>, _>>()?;
     let mut replies = Vec::with_capacity(read.len());
     for (event, read) in events.iter().zip(read) {
         replies.push(match read {

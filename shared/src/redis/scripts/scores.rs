@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::apply::{MarkerSlot, bucket_args, duplicate_of, marker_bucket, short_fingerprint, standings};
+use super::apply::{MarkerBucket, MarkerSlot, bucket_args, duplicate_of, marker_bucket, short_fingerprint, standings};
 use super::key_list::KeyList;
 use super::{SUBMIT_SCORE, Status, WriteReply};
 use crate::domain::journal::{Entry, Stamp};
@@ -78,8 +78,8 @@ pub async fn submit_scores(
     let board = first.board;
     // Each submission's marker goes to the bucket of its own day; the latest one's bucket lives
     // longest (its TTL covers every bucket of the chunk), and its clock is the rate window's.
-    let now = plans.iter().map(|plan| plan.now).max().expect("a chunk has a submission");
-    let bucket = marker_bucket(now, board.timezone);
+    let buckets: Vec<MarkerBucket> = plans.iter().map(|plan| marker_bucket(plan.now, board.timezone)).collect();
+    let (now, bucket) = plans.iter().map(|plan| plan.now).zip(&buckets).max_by_key(|(now, _)| *now).expect("a chunk has a submission");
     let scale = first.periods.first().map_or(Scale::POINTS, |(_, scale)| *scale);
     let limit = first.rules.rate_limit;
     let mut call = ScriptCall::new(&SUBMIT_SCORE);
@@ -99,10 +99,10 @@ pub async fn submit_scores(
     let notify = board.notify.as_ref().filter(|_| keys.noticed());
     let notices = if notify.is_some() { key_list.add(&mut call, keys.notices()) } else { 0 };
     call.arg(notices);
-    for plan in plans {
+    for (plan, bucket) in plans.iter().zip(&buckets) {
         let member = &plan.submission.user_id;
         let slot = MarkerSlot::of(&plan.submission.event_id);
-        bucket_args(&mut call, &mut key_list, keys, &marker_bucket(plan.now, board.timezone), slot.shard);
+        bucket_args(&mut call, &mut key_list, keys, bucket, slot.shard);
         let rate_log = key_list.add(&mut call, keys.rate_log(member, RATE_LOG_NAME));
         call.arg(rate_log)
             .arg(&slot.field[..])
@@ -137,8 +137,8 @@ pub async fn submit_scores(
     let reply: Vec<String> = conn.run_script(&call, wait).await?;
     let mut values = reply.into_iter();
     let mut replies = Vec::with_capacity(plans.len());
-    for plan in plans {
-        replies.push(read_reply(conn, keys, plan, &mut values, marker_bucket(plan.now, board.timezone).start).await?);
+    for (plan, bucket) in plans.iter().zip(&buckets) {
+        replies.push(read_reply(conn, keys, plan, &mut values, bucket.start).await?);
     }
     Ok(replies)
 }
