@@ -173,9 +173,8 @@ async fn a_flushed_season_refused_as_lost_comes_back_from_the_journal_and_is_arc
 
     let closed = standings::domain::guard::closed_field(&ArchiveHarness::season(SEASON));
     let _: u64 = redis::cmd("HDEL").arg(harness.keys.board("points").guard()).arg(&closed).query_async(&mut conn).await.unwrap();
-    let clock: standings::Clock = std::sync::Arc::new(chrono::Utc::now);
-    let restorer = journal::Restorer::new(ingest.config.clone(), ingest.keys.clone(), ingest.store.clone(), objects(), clock);
-    let restored = restorer.restore(Some("points"), false, chrono::Utc::now() + chrono::Duration::minutes(5)).await.unwrap();
+    let restorer = journal::Restorer::new(ingest.config.clone(), ingest.keys.clone(), ingest.store.clone(), objects());
+    let restored = restorer.restore(Some("points"), chrono::Utc::now() + chrono::Duration::minutes(5)).await.unwrap();
     assert_eq!(restored.status, journal::Status::Complete, "{restored:?}");
     assert!(restored.boards.iter().all(|b| b.refused == 0), "{restored:?}");
 

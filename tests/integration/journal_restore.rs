@@ -4,7 +4,7 @@
 //! function's restore replays the journal from S3 (moto_server, through the real SDK) and
 //! brings back every key a write made, byte for byte (`DUMP`), with its expiry; then a retry of
 //! an event applied before the loss is a duplicate, caps and bans hold. Resumable across
-//! deadlines, and it refuses a board that has data unless told to overwrite.
+//! deadlines; a board that lost nothing is left as it is.
 
 use std::sync::Arc;
 
@@ -98,8 +98,7 @@ async fn lose_everything(app: &TestApp) {
 }
 
 fn restorer(app: &TestApp, client: &aws_sdk_s3::Client, bucket: &str) -> Restorer<S3Objects> {
-    let clock: standings::Clock = Arc::new(Utc::now);
-    Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client.clone(), bucket), clock)
+    Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client.clone(), bucket))
 }
 
 async fn drained(app: &TestApp) -> (aws_sdk_s3::Client, String) {
@@ -133,13 +132,14 @@ async fn after_a_total_loss_a_restore_brings_every_key_back_byte_equal_and_exact
     let (client, bucket) = drained(&app).await;
     lose_everything(&app).await;
 
-    let report = restorer(&app, &client, &bucket).restore(None, false, far()).await.expect("the restore runs");
+    let report = restorer(&app, &client, &bucket).restore(None, far()).await.expect("the restore runs");
     assert_eq!(report.status, Status::Complete, "{report:?}");
     assert!(report.boards.iter().all(|b| b.refused == 0 && b.duplicates == 0), "{report:?}");
     assert_same(&before, &state(&app).await);
-    // Invoked again (a retry of the same command), it knows every board is done.
-    let again = restorer(&app, &client, &bucket).restore(None, false, far()).await.expect("a second restore runs");
-    assert!(again.status == Status::Complete && again.boards.iter().all(|b| b.replayed == 0), "{again:?}");
+    // Invoked again (a retry of the same command), it finds every key intact and writes none.
+    let again = restorer(&app, &client, &bucket).restore(None, far()).await.expect("a second restore runs");
+    assert_eq!(again.status, Status::Complete, "{again:?}");
+    assert_same(&before, &state(&app).await);
 
     // Exactly once holds across the loss: a retry of an event applied before it is a duplicate.
     app.set_now(Utc::now());
@@ -169,7 +169,7 @@ async fn after_a_literal_flushall_a_restore_brings_every_key_back_byte_equal() {
     let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
     let keys: u64 = redis::cmd("DBSIZE").query_async(&mut conn).await.unwrap();
     assert_eq!(keys, 0);
-    let report = restorer(&app, &client, &bucket).restore(None, false, far()).await.expect("the restore runs");
+    let report = restorer(&app, &client, &bucket).restore(None, far()).await.expect("the restore runs");
     assert_eq!(report.status, Status::Complete, "{report:?}");
     assert_same(&before, &state(&app).await);
 }
@@ -187,7 +187,7 @@ async fn a_restore_stopped_by_its_deadline_resumes_where_it_stood_and_ends_byte_
     let mut invocations = 0;
     let last: RestoreReport = loop {
         invocations += 1;
-        let report = restorer.restore(Some("points"), false, Utc::now() - Duration::seconds(1)).await.expect("the restore runs");
+        let report = restorer.restore(Some("points"), Utc::now() - Duration::seconds(1)).await.expect("the restore runs");
         assert!(report.boards.iter().all(|b| b.refused == 0 && b.duplicates == 0), "resumed at the right line: {report:?}");
         if report.status == Status::Complete {
             break report;
@@ -201,26 +201,27 @@ async fn a_restore_stopped_by_its_deadline_resumes_where_it_stood_and_ends_byte_
 }
 
 #[tokio::test]
-async fn a_restore_refuses_a_board_with_data_unless_told_to_overwrite_and_unknown_boards() {
+async fn a_restore_of_a_board_that_lost_nothing_writes_nothing_and_unknown_boards_are_refused() {
     let app = spawn_journaled(Config::default_boards()).await;
     app.set_now(Utc::now());
     assert_eq!(app.event(json!({"event_id": "q1", "user_id": "ann", "action": "qa"})).await.0, StatusCode::OK);
     let (client, bucket) = drained(&app).await;
+    // One more write, still in the stream: the restore reads it too.
+    assert_eq!(app.event(json!({"event_id": "q2", "user_id": "bob", "action": "qa"})).await.0, StatusCode::OK);
     let restorer = restorer(&app, &client, &bucket);
-    let refused = restorer.restore(Some("points"), false, far()).await.unwrap_err();
-    assert_eq!(refused.code(), "board_has_data", "{refused}");
     let before = state(&app).await;
-    // Told to, it replays over the board: what the board still marks is a duplicate.
-    let report = restorer.restore(Some("points"), true, far()).await.expect("an overwrite runs");
-    assert_eq!((report.status, report.boards[0].duplicates, report.boards[0].applied), (Status::Complete, 1, 0), "{report:?}");
+    let report = restorer.restore(Some("points"), far()).await.expect("a restore runs");
+    assert_eq!((report.status, report.boards[0].replayed), (Status::Complete, 2), "{report:?}");
     assert_same(&before, &state(&app).await);
-    assert_eq!(restorer.restore(Some("nope"), false, far()).await.unwrap_err().code(), "unknown_board");
+    assert_eq!(restorer.restore(Some("nope"), far()).await.unwrap_err().code(), "unknown_board");
 
-    // Through the function's own entry point, as `{"restore": …}`.
+    // Through the function's own entry point, as `{"restore": …}` (`overwrite` of earlier
+    // runbooks is accepted and changes nothing).
     let jobs = app.journal_jobs(&client, &bucket, Arc::default());
-    let answer: Value = jobs.run(json!({"restore": {"board": "invites"}}), far()).await.expect("a restore");
+    let answer: Value = jobs.run(json!({"restore": {"board": "points", "overwrite": true}}), far()).await.expect("a restore");
     assert_eq!(answer["status"], "complete");
-    assert_eq!(answer["boards"][0]["board"], "invites");
+    assert_eq!(answer["boards"][0]["board"], "points");
+    assert_same(&before, &state(&app).await);
 }
 
 /// A league's state as values (no expiries): tiers, a closed week's results, the next week's
@@ -272,7 +273,7 @@ async fn a_restore_brings_back_cohorts_closes_results_and_tiers() {
 
     let (client, bucket) = drained(&app).await;
     lose_everything(&app).await;
-    let report = restorer(&app, &client, &bucket).restore(Some("lg"), false, far()).await.expect("the restore runs");
+    let report = restorer(&app, &client, &bucket).restore(Some("lg"), far()).await.expect("the restore runs");
     assert_eq!(report.status, Status::Complete, "{report:?}");
     assert!(report.boards.iter().all(|b| b.refused == 0), "{report:?}");
     assert_eq!(league_state(&app, "2026-W47", "2026-W48").await, before);

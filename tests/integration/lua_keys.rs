@@ -538,7 +538,7 @@ impl Script {
         let t = &self.tokens;
         let mut found = Vec::new();
         for i in 0..t.len() {
-            let is_call = name_of(t.get(i)) == Some("redis")
+            let is_call = matches!(name_of(t.get(i)), Some("redis" | "raw_redis"))
                 && is_sym(t.get(i + 1), ".")
                 && matches!(name_of(t.get(i + 2)), Some("call" | "pcall"))
                 && is_sym(t.get(i + 3), "(");
@@ -547,6 +547,21 @@ impl Script {
             }
             let line = t[i].line;
             let args = split_args(t, i + 4, closing(t, i + 3));
+            // prelude.lua's `redis.call` forwards what a script passed it: checked where it is
+            // called. A restore applies a recorded write command (checked against EFFECT) to a
+            // key that must still come from KEYS.
+            match args.first().map(|&(a, _)| name_of(t.get(a))) {
+                Some(Some("forwarded_command")) => continue,
+                Some(Some("effect_command")) => {
+                    if let Some(&(a, b)) = args.get(1)
+                        && !self.is_key(a, b)
+                    {
+                        found.push(format!("{}:{line}: a recorded command's key does not come from KEYS", self.file));
+                    }
+                    continue;
+                }
+                _ => {}
+            }
             // The command and its arguments: literal, or a table built for `unpack`.
             let (command, items): (Option<String>, Vec<(usize, usize)>) = match args.first() {
                 Some(&(a, b)) if b == a + 1 => match &t[a].tok {

@@ -47,6 +47,7 @@ mod queue_dead_letters;
 mod queue_fifo;
 mod queue_poller;
 mod queue_time;
+mod restore_losses;
 mod round_trips;
 mod rules;
 mod runtime_api;

@@ -42,7 +42,7 @@ pub enum Request {
     /// `{"drain": {"release_held": true}}`: a drain that also sends every crossing a quiet time
     /// holds (docs/notifications.md).
     DrainReleasing,
-    /// `{"restore": {"board": <name, or absent for all>, "overwrite": <bool, default false>}}`.
+    /// `{"restore": {"board": <name, or absent for all>}}`.
     Restore(RestoreRequest),
     /// `{"verify": {"board": <name, or absent for all>}}` (also on a daily schedule).
     Verify(VerifyRequest),
@@ -62,6 +62,8 @@ pub struct VerifyRequest {
 pub struct RestoreRequest {
     #[serde(default)]
     pub board: Option<String>,
+    /// Accepted from runbooks of earlier releases and ignored: a restore never writes a key
+    /// that was not lost, so there is nothing to overwrite.
     #[serde(default)]
     pub overwrite: bool,
 }
@@ -129,10 +131,10 @@ pub struct Jobs<O> {
 }
 
 impl<O: Objects + Clone> Jobs<O> {
-    /// `clock` decides which periods are current (restore's "has data", verify's open periods).
+    /// `clock` decides which periods are current (verify's open periods).
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O, metrics: Metrics, clock: Clock) -> Self {
         Self {
-            restorer: Restorer::new(config.clone(), keys.clone(), store.clone(), objects.clone(), clock.clone()),
+            restorer: Restorer::new(config.clone(), keys.clone(), store.clone(), objects.clone()),
             checker: Checker::new(config.clone(), keys.clone(), store.clone(), objects.clone(), metrics.clone(), clock),
             drainer: Drainer::new(config, keys, store, objects, metrics),
         }
@@ -153,7 +155,7 @@ impl<O: Objects + Clone> Jobs<O> {
             }
             Request::Restore(request) => {
                 // Boxed, as are the others below: a replay's future nests every service's.
-                let report = Box::pin(self.restorer.restore(request.board.as_deref(), request.overwrite, deadline)).await?;
+                let report = Box::pin(self.restorer.restore(request.board.as_deref(), deadline)).await?;
                 tracing::info!(status = ?report.status, "journal restore");
                 serde_json::to_value(report)
             }

@@ -12,6 +12,101 @@ use super::scores::Submission;
 use super::scoring::Event;
 use super::sign_in::SignInRequest;
 
+/// The write commands a journaled write records as its effects (prelude.lua `redis.call`), the
+/// only ones a restore applies: each is deterministic on the key it names, so applying a key's
+/// recorded commands in order from where the key began gives the key the write left.
+pub const EFFECT_COMMANDS: &[&str] = &[
+    "ZADD",
+    "ZREM",
+    "ZINCRBY",
+    "ZREMRANGEBYSCORE",
+    "ZREMRANGEBYRANK",
+    "HSET",
+    "HDEL",
+    "HINCRBY",
+    "HSETNX",
+    "SET",
+    "DEL",
+    "UNLINK",
+    "BITFIELD",
+    "SETBIT",
+    "LPUSH",
+    "LTRIM",
+    "SADD",
+    "SREM",
+    "INCR",
+    "INCRBY",
+];
+
+/// Marks a recorded argument that is not printable ASCII: the rest is its bytes in hex.
+const BINARY_ARG: char = '\u{1}';
+
+/// What one journaled write did (`x` of its stream entry, `effects` of its line): its write
+/// commands as they ran, keys named relative to the board's (`:<rest>`), and each key it wrote
+/// with the key's absolute expiry after the write (ms; -1 none, -2 the write left no key).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Effects {
+    pub commands: Vec<Command>,
+    pub expiries: Vec<(String, i64)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub name: String,
+    /// Relative to the board's keys.
+    pub key: String,
+    pub args: Vec<Vec<u8>>,
+}
+
+impl Effects {
+    /// Reads a line's `effects`; refuses a command outside `EFFECT_COMMANDS` and a key outside
+    /// the board's (so a line can never write another board's keys).
+    pub fn parse(value: &Value) -> Result<Self, String> {
+        let empty = Vec::new();
+        let parts = value.as_array().filter(|parts| parts.len() == 2).ok_or("effects: not [commands, expiries]")?;
+        // Lua's cjson writes an empty list as {}.
+        let list = |value: &'_ Value| -> Result<Vec<Value>, String> {
+            match value {
+                Value::Array(items) => Ok(items.clone()),
+                Value::Object(map) if map.is_empty() => Ok(empty.clone()),
+                _ => Err("effects: not a list".into()),
+            }
+        };
+        let mut commands = Vec::new();
+        for command in list(&parts[0])? {
+            let words = command.as_array().filter(|w| w.len() >= 2).ok_or("effects: a command without a key")?;
+            let text = |word: &Value| word.as_str().map(str::to_owned).ok_or_else(|| "effects: a word that is not text".to_string());
+            let name = text(&words[0])?;
+            if !EFFECT_COMMANDS.contains(&name.as_str()) {
+                return Err(format!("effects: {name:?} is not a recorded write"));
+            }
+            let key = relative_key(&text(&words[1])?)?;
+            let args = words[2..].iter().map(|word| text(word).and_then(|word| decode_arg(&word))).collect::<Result<_, _>>()?;
+            commands.push(Command { name, key, args });
+        }
+        let flat = list(&parts[1])?;
+        let mut expiries = Vec::new();
+        for pair in flat.chunks(2) {
+            let [key, at] = pair else { return Err("effects: an expiry without its key".into()) };
+            let key = relative_key(key.as_str().ok_or("effects: an expiry's key is not text")?)?;
+            expiries.push((key, at.as_i64().ok_or("effects: an expiry that is not whole ms")?));
+        }
+        Ok(Self { commands, expiries })
+    }
+}
+
+fn relative_key(key: &str) -> Result<String, String> {
+    if key.starts_with(':') { Ok(key.to_owned()) } else { Err(format!("effects: key {key:?} is not one of the board's")) }
+}
+
+fn decode_arg(word: &str) -> Result<Vec<u8>, String> {
+    let Some(hex) = word.strip_prefix(BINARY_ARG) else { return Ok(word.as_bytes().to_vec()) };
+    if hex.len() % 2 != 0 {
+        return Err("effects: odd hex".into());
+    }
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).map_err(|_| "effects: bad hex".to_string())).collect()
+}
+
 /// A write's record, as a script appends it.
 #[derive(Debug, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -61,6 +156,9 @@ pub struct Line {
     pub id: String,
     pub board: String,
     pub outcome: String,
+    /// What the write did (`Effects`); absent on lines of releases before 2026-11-26.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effects: Option<Value>,
     #[serde(flatten)]
     pub entry: Map<String, Value>,
 }
@@ -74,10 +172,16 @@ impl Line {
             _ => Map::from_iter([("entry".to_owned(), Value::String(entry.to_owned()))]),
         };
         // An audit entry names its board too: one `board` per line (the stream's).
-        for own in ["id", "board", "outcome"] {
+        for own in ["id", "board", "outcome", "effects"] {
             entry.remove(own);
         }
-        Self { id: id.to_owned(), board: board.to_owned(), outcome: outcome.to_owned(), entry }
+        Self { id: id.to_owned(), board: board.to_owned(), outcome: outcome.to_owned(), effects: None, entry }
+    }
+
+    /// The line with the effects its stream entry recorded (`x`; "" or unreadable: none).
+    pub fn with_effects(mut self, effects: &str) -> Self {
+        self.effects = (!effects.is_empty()).then(|| serde_json::from_str(effects).ok()).flatten();
+        self
     }
 
     /// The UTC date of the stream id's milliseconds: the object's `date=` partition.
@@ -134,6 +238,20 @@ mod tests {
         assert_eq!(audit.matches("\"board\"").count(), 1, "{audit}");
         let back: Line = serde_json::from_str(&audit).unwrap();
         assert_eq!(back.board, "points");
+    }
+
+    #[test]
+    fn effects_read_commands_binary_words_and_expiries_and_refuse_other_keys_and_commands() {
+        let value = serde_json::json!([[["HSET", ":evt:1:2", "\u{1}00ff41", "a1"], ["ZADD", ":z:all:all", "30000", "ann"]], [":evt:1:2", 5, ":z:all:all", -1]]);
+        let effects = Effects::parse(&value).unwrap();
+        assert_eq!(effects.commands[0].args, vec![vec![0, 0xff, 0x41], b"a1".to_vec()]);
+        assert_eq!(effects.commands[1].key, ":z:all:all");
+        assert_eq!(effects.expiries, vec![(":evt:1:2".to_owned(), 5), (":z:all:all".to_owned(), -1)]);
+        assert_eq!(Effects::parse(&serde_json::json!([{}, {}])).unwrap(), Effects::default());
+        assert!(Effects::parse(&serde_json::json!([[["FLUSHALL", ":x"]], []])).is_err());
+        assert!(Effects::parse(&serde_json::json!([[["DEL", "other:{b}:z"]], []])).is_err());
+        assert!(Effects::parse(&serde_json::json!([[["DEL", "!other:{b}:z"]], []])).is_err());
+        assert!(Effects::parse(&serde_json::json!([[["SET", ":k", "\u{1}0"]], []])).is_err());
     }
 
     #[test]

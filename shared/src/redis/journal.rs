@@ -42,7 +42,7 @@ pub async fn after_until(
         .iter()
         .map(|entry| {
             let field = |name: &str| entry.get::<String>(name).unwrap_or_default();
-            Line::new(&entry.id, board, &field("e"), &field("o"))
+            Line::new(&entry.id, board, &field("e"), &field("o")).with_effects(&field("x"))
         })
         .collect())
 }

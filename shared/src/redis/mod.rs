@@ -6,6 +6,7 @@ pub mod journal;
 pub mod keys;
 pub mod notices;
 pub mod probe;
+pub mod restore;
 pub mod scripts;
 pub mod settings;
 pub mod store;

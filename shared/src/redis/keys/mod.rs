@@ -230,6 +230,17 @@ impl BoardKeys {
     }
 
     /// Held by the one restore of this board running (a string with a lease).
+    /// A restore's record of which keys it restores (claimed) and which it found intact.
+    pub fn restore_claims(&self) -> String {
+        format!("{}:restore-claims", self.base)
+    }
+
+    /// The key a journal line's effects name relative to the board's (`:<rest>`, checked by
+    /// `Effects::parse`): in the board's slot, whatever the rest says.
+    pub fn relative(&self, key: &str) -> String {
+        format!("{}{key}", self.base)
+    }
+
     pub fn restore_lock(&self) -> String {
         format!("{}:restore-lock", self.base)
     }

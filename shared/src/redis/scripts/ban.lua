@@ -33,6 +33,8 @@ ARGV[7..]  for each live period, in KEYS order: "<kind>:<id>"; then for each the
 Reply: the positions (1-based, in KEYS[5..] order) of the periods the user was removed from.
 ]]
 
+effects_begin(ARGV[5] ~= '' and KEYS[3])
+
 local member = ARGV[1]
 local removed, outcome, moves = {}, {}, {}
 -- Every key written here, checked before the first write (prelude.lua `writable`).

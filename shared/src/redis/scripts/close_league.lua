@@ -24,6 +24,8 @@ Reply: "closed" (written now), "done" (closed before: nothing written), "stale" 
 a member's score changed since it was read: nothing written)
 ]]
 
+effects_begin(ARGV[3] ~= '' and KEYS[5])
+
 local cohort = ARGV[1]
 if redis.call('HEXISTS', KEYS[3], LEAGUE_COHORT_CLOSED .. cohort) == 1 then return 'done' end
 local k = tonumber(ARGV[4])

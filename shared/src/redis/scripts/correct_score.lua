@@ -51,6 +51,8 @@ Reply: a three-element array {status, entry, periods}
                               written
 ]]
 
+effects_begin(ARGV[14] ~= '' and KEYS[4])
+
 local marker = redis.call('GET', KEYS[3])
 if marker then
   local first = string.find(marker, '\n', 1, true)

@@ -23,6 +23,8 @@ drops one twice, see docs/leagues.md).
 Reply: 1 while players are left to look at, 0 once done
 ]]
 
+effects_begin(ARGV[3] ~= '' and KEYS[3])
+
 local cursor = redis.call('HGET', KEYS[2], LEAGUE_IDLE_CURSOR)
 if cursor == 'done' then return 0 end
 if not cursor and redis.call('EXISTS', KEYS[2]) == 0 then return 0 end

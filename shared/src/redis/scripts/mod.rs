@@ -63,6 +63,7 @@ static READ_COHORT: LazyLock<Script> = script!("read_cohort.lua");
 static CLOSE_LEAGUE: LazyLock<Script> = script!("close_league.lua");
 static OPEN_LEAGUE: LazyLock<Script> = script!("open_league.lua");
 static DROP_IDLE: LazyLock<Script> = script!("drop_idle.lua");
+pub(crate) static RESTORE_LINES: LazyLock<Script> = script!("restore_lines.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -83,6 +84,7 @@ pub fn hashes() -> Vec<&'static str> {
         &NOTICES_LEASE,
         &NOTICES_COMMIT,
         &NOTICES_DROPPED,
+        &RESTORE_LINES,
     ]
     .into_iter()
     .chain(league::scripts())
@@ -101,6 +103,8 @@ fn constants() -> String {
     for decision in Decision::ALL {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
+    let effects: Vec<String> = crate::domain::journal::EFFECT_COMMANDS.iter().map(|c| format!("{c} = true")).collect();
+    lua.push_str(&format!("local EFFECT = {{{}}}\n", effects.join(", ")));
     lua.push_str(&format!("local NOTICES_MAX_LEN = {}\n", crate::domain::notify::NOTICES_MAX_LEN));
     lua.push_str(&format!(
         "local LEAGUE_CLOSED, LEAGUE_COHORT_CLOSED, LEAGUE_IDLE_CURSOR = '{CLOSED_FIELD}', '{COHORT_CLOSED_PREFIX}', '{IDLE_CURSOR_FIELD}'\n"

@@ -24,6 +24,8 @@ ARGV[6]  the journal entry (JSON), "" when the journal is off
 Reply: players still waiting (0: the period is closed)
 ]]
 
+effects_begin(ARGV[6] ~= '' and KEYS[8])
+
 if redis.call('HEXISTS', KEYS[2], LEAGUE_CLOSED) == 1 then return 0 end
 local waiting = redis.call('ZRANGE', KEYS[7], 0, tonumber(ARGV[1]) - 1)
 local size, top = tonumber(ARGV[2]), tonumber(ARGV[3])

@@ -78,6 +78,7 @@ local NOTICES = KEYS[tonumber(ARGV[12])]
 -- One submission's block, from ARGV[b]: its status, detail and the periods' standing (nil for
 -- a refusal).
 local function submit(b)
+  effects_begin(ARGV[b + 11] ~= '' and JOURNAL)
   local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local value, n = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 10])
   -- The index in KEYS of period i's sorted set (part 0) or the member's statement (part 1).

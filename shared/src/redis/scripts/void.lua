@@ -50,6 +50,8 @@ Reply: a three-element array {status, entry, periods}
                               nothing written
 ]]
 
+effects_begin(ARGV[9] ~= '' and KEYS[4])
+
 local marker = redis.call('GET', KEYS[3])
 if marker then
   local first = string.find(marker, '\n', 1, true)

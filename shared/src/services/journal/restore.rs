@@ -1,37 +1,45 @@
-//! Restore (docs/journal.md#restore): a board brought back from its journal in S3 after Redis
-//! lost it, by replaying every line, in the board's order of writes, at the time it was first
-//! applied (`crate::services::replay`).
+//! Restore (docs/journal.md#restore): a board brought back from its journal after Redis lost
+//! some or all of it. Every line carries what its write did (`Effects`); the restore applies
+//! that, in the board's order of writes, to the keys that were lost, and never decides a write
+//! again under today's rules. Lines of releases that recorded no effects are decided again
+//! (`crate::services::replay`), as those releases did.
 //!
-//! Resumable: where it stands (object and line) is kept in the board's slot after every object
-//! and when the deadline stops it, so the next invocation goes on from there. It refuses to
-//! start on a board whose current periods hold data unless told to overwrite.
+//! The journal's objects in S3 come first, then the board's stream as it stood when the restore
+//! began (the tail not drained yet). Each run of lines is applied in one script call with the
+//! checkpoint after it (`restore_lines.lua`), so a restore stopped at any instant (its
+//! deadline, a SIGKILL, a failover) goes on from exactly there; the lock it holds has a short
+//! lease renewed by every run, so a killed restore's lock is gone within `LOCK_LEASE_MS`.
 
 use std::sync::Arc;
 
-use crate::Clock;
 use crate::domain::config::Config;
+use crate::domain::journal::{Effects, Line, stream_id_ms};
 use crate::redis::error::StoreError;
-use crate::redis::journal::{self, Checkpoint};
+use crate::redis::journal;
 use crate::redis::keys::{BoardKeys, Keys, PROFILES_JOURNAL};
+use crate::redis::restore::{self, Run};
 use crate::redis::store::{Connection, Store};
-use crate::services::moderation::current_periods;
 use crate::services::replay::{ReplayError, Replayed, Replayer};
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
-use crate::archive::objects::{ObjectError, Objects, ReadError, journal_objects, read_lines};
+use crate::archive::objects::{ObjectError, Objects, ReadError, journal_objects, object_order, read_lines};
 
 /// Refused lines listed in a report (the count covers them all).
 const LISTED_REFUSALS: usize = 20;
-/// A restore's lock outlives its deadline by this much (its last checkpoint is being saved).
-const LOCK_SLACK_MS: u64 = 60_000;
+/// A restore's lock lives this long past its last run: a killed restore holds up the next one
+/// at most this long.
+pub const LOCK_LEASE_MS: u64 = 30_000;
+/// Lines, and arguments, one script call carries at most.
+const RUN_LINES: usize = 200;
+const RUN_WEIGHT: usize = 16_000;
+/// Stream entries read per page of the undrained tail.
+const TAIL_PAGE: usize = 1_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RestoreError {
     #[error("no board named {0:?}")]
     UnknownBoard(String),
-    #[error("board {0:?} has data in its current periods; restore it with \"overwrite\": true only if that data is to be replayed over")]
-    BoardHasData(String),
     #[error(transparent)]
     Replay(#[from] ReplayError),
     #[error(transparent)]
@@ -52,7 +60,6 @@ impl RestoreError {
     pub fn code(&self) -> &'static str {
         match self {
             RestoreError::UnknownBoard(_) => "unknown_board",
-            RestoreError::BoardHasData(_) => "board_has_data",
             RestoreError::Replay(ReplayError::Malformed { .. }) | RestoreError::Unreadable(..) => "journal_unreadable",
             RestoreError::Replay(ReplayError::Store(_)) | RestoreError::Store(_) => "store_unavailable",
             RestoreError::Objects(_) => "journal_unavailable",
@@ -74,7 +81,8 @@ pub enum Status {
 pub struct BoardRestore {
     pub board: String,
     pub status: Status,
-    /// Lines replayed by this invocation, and what they did.
+    /// Lines read by this invocation, and what they did: applied (their effects, on the keys
+    /// that were lost), duplicates and refusals (lines decided again: see the module).
     pub replayed: usize,
     pub applied: usize,
     pub duplicates: usize,
@@ -82,6 +90,12 @@ pub struct BoardRestore {
     /// The first refused lines (`<stream id>: <why>`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refusals: Vec<String>,
+    /// The last line restored so far (its stream id) and its time: once complete, the recovery
+    /// point. Writes after it that were not drained were lost with the stream.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub through: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovery_point: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -96,19 +110,33 @@ pub struct Restorer<O> {
     store: Store,
     objects: O,
     replayer: Replayer,
-    clock: Clock,
+    lease_ms: u64,
+}
+
+/// One board's restore under way: where it stands and the run it is filling.
+struct Progress<'a> {
+    conn: &'a mut Connection,
+    keys: &'a BoardKeys,
+    token: &'a str,
+    run: Run,
+    report: BoardRestore,
 }
 
 impl<O: Objects> Restorer<O> {
-    /// `clock` decides which periods are current (the "has data" check).
-    pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O, clock: Clock) -> Self {
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O) -> Self {
         let replayer = Replayer::new(config.clone(), keys.clone(), store.clone());
-        Self { config, keys, store, objects, replayer, clock }
+        Self { config, keys, store, objects, replayer, lease_ms: LOCK_LEASE_MS }
+    }
+
+    /// The lock's lease (tests stop restores and take the lock over again at once).
+    pub fn with_lease_ms(mut self, lease_ms: u64) -> Self {
+        self.lease_ms = lease_ms;
+        self
     }
 
     /// Restores `board` (every board when `None`) until done or `deadline`; every call makes
     /// progress, so calling again until `complete` finishes.
-    pub async fn restore(&self, board: Option<&str>, overwrite: bool, deadline: DateTime<Utc>) -> Result<RestoreReport, RestoreError> {
+    pub async fn restore(&self, board: Option<&str>, deadline: DateTime<Utc>) -> Result<RestoreReport, RestoreError> {
         let boards: Vec<String> = match board {
             Some(PROFILES_JOURNAL) => vec![PROFILES_JOURNAL.to_owned()],
             Some(name) => vec![self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?.name.clone()],
@@ -121,7 +149,7 @@ impl<O: Objects> Restorer<O> {
                 reports.push(BoardRestore::pending(&name));
                 continue;
             }
-            reports.push(self.restore_board(&name, overwrite, deadline).await?);
+            reports.push(self.restore_board(&name, deadline).await?);
         }
         let status = if reports.iter().all(|r| r.status == Status::Complete) { Status::Complete } else { Status::InProgress };
         Ok(RestoreReport { status, boards: reports })
@@ -129,89 +157,119 @@ impl<O: Objects> Restorer<O> {
 
     /// One board's restore, under its lock: one restore of a board at a time (a caller that
     /// retries a slow invocation must not start a second).
-    async fn restore_board(&self, name: &str, overwrite: bool, deadline: DateTime<Utc>) -> Result<BoardRestore, RestoreError> {
+    async fn restore_board(&self, name: &str, deadline: DateTime<Utc>) -> Result<BoardRestore, RestoreError> {
         let keys = self.keys.board(name);
         let mut conn = self.store.write_connection().await?;
-        let lease = (deadline - Utc::now()).num_milliseconds().max(0).unsigned_abs() + LOCK_SLACK_MS;
-        if !journal::lock_restore(&mut conn, &keys, lease).await? {
+        let token = format!("{:016x}", fastrand::u64(..));
+        if !restore::lock(&mut conn, &keys, &token, self.lease_ms).await? {
             return Err(RestoreError::Running(name.to_owned()));
         }
-        let restored = self.restore_locked(name, overwrite, deadline, &mut conn, &keys).await;
-        if let Err(error) = journal::unlock_restore(&mut conn, &keys).await {
+        let mut progress =
+            Progress { conn: &mut conn, keys: &keys, token: &token, run: Run::default(), report: BoardRestore::pending(name) };
+        let restored = self.restore_locked(name, deadline, &mut progress).await;
+        let report = progress.report;
+        if let Err(error) = restore::unlock(&mut conn, &keys, &token).await {
             tracing::warn!(board = name, error = %error, "the restore lock is left to its lease");
         }
-        restored
+        restored.map(|()| report)
     }
 
-    async fn restore_locked(
-        &self,
-        name: &str,
-        overwrite: bool,
-        deadline: DateTime<Utc>,
-        conn: &mut Connection,
-        keys: &BoardKeys,
-    ) -> Result<BoardRestore, RestoreError> {
-        let mut report = BoardRestore::pending(name);
-        let at = match journal::restore_checkpoint(conn, keys).await? {
-            Checkpoint::Done if !overwrite => {
-                report.status = Status::Complete;
-                return Ok(report);
-            }
-            Checkpoint::At(object, line) => Some((object, line)),
-            Checkpoint::Done | Checkpoint::Fresh => None,
-        };
-        if at.is_none() && !overwrite && self.has_data(name).await? {
-            return Err(RestoreError::BoardHasData(name.to_owned()));
-        }
+    async fn restore_locked(&self, name: &str, deadline: DateTime<Utc>, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
+        let mut through = restore::through(progress.conn, progress.keys).await?;
+        progress.report.through.clone_from(&through);
+        // The undrained tail as it stands now; the board takes no writes while it is restored.
+        let until = journal::newest_id(progress.conn, progress.keys).await?;
         let names = journal_objects(&self.objects, self.keys.prefix(), name).await?;
-        let start = match &at {
-            Some((object, _)) => names
-                .iter()
-                .position(|n| n == object)
-                .ok_or_else(|| RestoreError::Unreadable(object.clone(), "the restore's checkpoint names an object that is gone".into()))?,
-            None => 0,
-        };
-        for (index, object) in names.iter().enumerate().skip(start) {
-            let lines = read_lines(&self.objects, object).await?;
-            let from = match &at {
-                Some((_, line)) if index == start => *line,
-                _ => 0,
-            };
-            for (number, line) in lines.iter().enumerate().skip(from) {
-                // Every call makes progress: at least one line before the deadline counts.
-                if report.replayed > 0 && Utc::now() >= deadline {
-                    journal::save_restore_checkpoint(conn, keys, object, number).await?;
-                    return Ok(report);
-                }
-                match self.replayer.replay(name, line).await {
-                    Ok(replayed) => report.count(&line.id, replayed),
-                    Err(error) => {
-                        // Redis failed on this line: the next invocation starts with it.
-                        let _ = journal::save_restore_checkpoint(conn, keys, object, number).await;
-                        return Err(error.into());
-                    }
-                }
+        for (index, object) in names.iter().enumerate() {
+            // Every line of an object comes before the next object's first.
+            let next_first = names.get(index + 1).and_then(|next| object_order(next)).map(|(_, ms, seq)| (ms, seq));
+            if let (Some(next), Some(done)) = (next_first, through.as_deref().and_then(order))
+                && next <= done
+            {
+                continue;
             }
-            if let Some(next) = names.get(index + 1) {
-                journal::save_restore_checkpoint(conn, keys, next, 0).await?;
+            for line in read_lines(&self.objects, object).await? {
+                if self.stop(progress, deadline).await? {
+                    return Ok(());
+                }
+                if through.as_deref().and_then(order) >= order(&line.id) {
+                    continue;
+                }
+                self.feed(name, progress, &line).await?;
+                through = Some(line.id.clone());
             }
         }
-        journal::finish_restore(conn, keys).await?;
-        report.status = Status::Complete;
-        Ok(report)
+        if let Some(until) = until {
+            loop {
+                let page = journal::after_until(progress.conn, progress.keys, name, through.as_deref(), &until, TAIL_PAGE).await?;
+                let Some(last) = page.last() else { break };
+                let last = last.id.clone();
+                for line in &page {
+                    if self.stop(progress, deadline).await? {
+                        return Ok(());
+                    }
+                    self.feed(name, progress, line).await?;
+                }
+                through = Some(last);
+            }
+        }
+        self.flush(progress).await?;
+        restore::finish(progress.conn, progress.keys).await?;
+        progress.report.status = Status::Complete;
+        Ok(())
     }
 
-    /// Whether any current period board of `name` has members; for the profiles' journal,
-    /// whether it holds entries not yet drained (Redis did not lose them).
-    async fn has_data(&self, name: &str) -> Result<bool, RestoreError> {
-        if name == PROFILES_JOURNAL {
-            let mut conn = self.store.connection().await?;
-            return Ok(journal::len(&mut conn, &self.keys.profiles_journal()).await? > 0);
+    /// At the deadline (once this invocation has made progress): applies what it gathered and
+    /// answers true, so the restore goes on from there in the next invocation.
+    async fn stop(&self, progress: &mut Progress<'_>, deadline: DateTime<Utc>) -> Result<bool, RestoreError> {
+        if progress.report.replayed == 0 || Utc::now() < deadline {
+            return Ok(false);
         }
-        let board = self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
-        let mut conn = self.store.connection().await?;
-        Ok(journal::any_members(&mut conn, &self.keys.board(name), &current_periods(board, (self.clock)())).await?)
+        self.flush(progress).await?;
+        Ok(true)
     }
+
+    /// Adds `line` to the run (sent when full); a line without effects is decided again on its
+    /// own, after the run before it.
+    async fn feed(&self, name: &str, progress: &mut Progress<'_>, line: &Line) -> Result<(), RestoreError> {
+        progress.report.replayed += 1;
+        match line.effects.as_ref().map(Effects::parse) {
+            Some(Ok(effects)) => {
+                progress.run.push(progress.keys, &line.id, &effects);
+                progress.report.applied += 1;
+                progress.report.passed(&line.id);
+                if progress.run.lines() >= RUN_LINES || progress.run.weight() >= RUN_WEIGHT {
+                    self.flush(progress).await?;
+                }
+            }
+            Some(Err(why)) => progress.report.refuse(&line.id, why),
+            None => {
+                self.flush(progress).await?;
+                let replayed = self.replayer.replay(name, line).await?;
+                restore::save_through(progress.conn, progress.keys, &line.id).await?;
+                progress.report.passed(&line.id);
+                progress.report.count(&line.id, replayed);
+            }
+        }
+        Ok(())
+    }
+
+    async fn flush(&self, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
+        if progress.run.lines() == 0 {
+            return Ok(());
+        }
+        let run = std::mem::take(&mut progress.run);
+        if !restore::apply(progress.conn, progress.keys, progress.token, self.lease_ms, &run).await? {
+            return Err(RestoreError::Running(progress.report.board.clone()));
+        }
+        Ok(())
+    }
+}
+
+/// A stream id as a comparable pair.
+fn order(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
 }
 
 impl From<ReadError> for RestoreError {
@@ -233,20 +291,30 @@ impl BoardRestore {
             duplicates: 0,
             refused: 0,
             refusals: Vec::new(),
+            through: None,
+            recovery_point: None,
+        }
+    }
+
+    /// The restore has gone through line `id`.
+    fn passed(&mut self, id: &str) {
+        self.through = Some(id.to_owned());
+        self.recovery_point =
+            stream_id_ms(id).and_then(DateTime::from_timestamp_millis).map(|at| at.to_rfc3339_opts(SecondsFormat::Millis, true));
+    }
+
+    fn refuse(&mut self, id: &str, why: String) {
+        self.refused += 1;
+        if self.refusals.len() < LISTED_REFUSALS {
+            self.refusals.push(format!("{id}: {why}"));
         }
     }
 
     fn count(&mut self, id: &str, replayed: Replayed) {
-        self.replayed += 1;
         match replayed {
             Replayed::Applied => self.applied += 1,
             Replayed::Duplicate => self.duplicates += 1,
-            Replayed::Refused(why) => {
-                self.refused += 1;
-                if self.refusals.len() < LISTED_REFUSALS {
-                    self.refusals.push(format!("{id}: {why}"));
-                }
-            }
+            Replayed::Refused(why) => self.refuse(id, why),
         }
     }
 }

@@ -1,0 +1,81 @@
+#!lua
+--[[
+restore_lines.lua: a restore applies the recorded effects of a run of journal lines to one
+board (docs/journal.md#restore), and records how far it got, in one call: a restore killed at
+any instant has applied exactly the lines its checkpoint says.
+
+A key is restored only if it was lost: the first time the restore meets a key, a key that
+exists is intact and is never written by this restore; a missing one is claimed, and every
+recorded command on it is applied from there on, in the board's order of writes. A key whose
+recorded expiry has passed is not written at all (it would be gone by now).
+
+KEYS[1]    the restore's claims (hash: key -> "1" claimed, "0" intact)
+KEYS[2]    the restore's checkpoint (hash: "through" -> the last stream id applied)
+KEYS[3]    the restore's lock (string: the running restore's token)
+KEYS[4..]  the keys the lines write, once each
+
+ARGV[1]    the restore's token: nothing is applied unless it still holds the lock
+ARGV[2]    the lock's lease in ms, renewed by this call
+ARGV[3]    the stream id of the last line of this call (the checkpoint after it)
+ARGV[4]    number of lines
+ARGV[5..]  per line: c (commands), e (expiries); then c times: n (words), the command's name,
+           the index in KEYS of its key, its n - 2 other words; then e times: the index in KEYS
+           of a key the line wrote, its absolute expiry after the write in ms (-1: none, -2:
+           the write left no key)
+
+Reply: 1, or 0 when the lock is not this restore's (nothing applied)
+]]
+
+if raw_redis.call('GET', KEYS[3]) ~= ARGV[1] then return 0 end
+raw_redis.call('PEXPIRE', KEYS[3], ARGV[2])
+
+local time = raw_redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local status = {}
+
+-- Whether this restore writes KEYS[k]: claimed now or before, never an intact key. A key
+-- whose life recorded by this line ended before now is neither claimed nor written.
+local function restoring(k, expiry)
+  local known = status[k]
+  if known == nil then
+    known = raw_redis.call('HGET', KEYS[1], KEYS[k])
+    if not known then
+      if expiry and expiry >= 0 and expiry <= now then return false end
+      known = raw_redis.call('EXISTS', KEYS[k]) == 1 and '0' or '1'
+      raw_redis.call('HSET', KEYS[1], KEYS[k], known)
+    end
+    status[k] = known
+  end
+  return known == '1'
+end
+
+local a = 5
+for _ = 1, tonumber(ARGV[4]) do
+  local c, e = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+  a = a + 2
+  -- The expiries come after the commands; read them first.
+  local expiry, b = {}, a
+  for _ = 1, c do b = b + 1 + tonumber(ARGV[b]) end
+  for i = 0, e - 1 do expiry[tonumber(ARGV[b + 2 * i])] = tonumber(ARGV[b + 2 * i + 1]) end
+  for _ = 1, c do
+    local n, effect_command, k = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
+    if not EFFECT[effect_command] then error({err = 'ERR ' .. effect_command .. ' is not a recorded write'}) end
+    if restoring(k, expiry[k]) then
+      raw_redis.call(effect_command, KEYS[k], unpack(ARGV, a + 3, a + n))
+    end
+    a = a + 1 + n
+  end
+  for i = 0, e - 1 do
+    local k, at = tonumber(ARGV[a + 2 * i]), tonumber(ARGV[a + 2 * i + 1])
+    if status[k] == '1' then
+      if at > 0 then
+        raw_redis.call('PEXPIREAT', KEYS[k], at)
+      elseif at == -1 then
+        raw_redis.call('PERSIST', KEYS[k])
+      end
+    end
+  end
+  a = a + 2 * e
+end
+raw_redis.call('HSET', KEYS[2], 'through', ARGV[3])
+return 1

@@ -1,0 +1,214 @@
+//! Restores on the day Redis failed (docs/journal.md#restore): a loss of only some keys, with
+//! writes not drained yet; history past every marker window with its ledger intact; a rule
+//! change between the writes and the loss; a restore stopped mid-call again and again. Each
+//! restore brings back exactly what the writes did and leaves every intact key as it was.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use chrono::{Duration, Utc};
+use journal::{Restorer, S3Objects, Status};
+use serde_json::json;
+use standings::domain::config::Config;
+use standings_tests::journal::{new_bucket, s3};
+use standings_tests::{TestApp, spawn_journaled};
+
+type State = Vec<(String, Vec<u8>, i64)>;
+
+fn far() -> chrono::DateTime<Utc> {
+    Utc::now() + Duration::minutes(5)
+}
+
+fn forum(comment_points: u32) -> Config {
+    Config::parse(&format!(
+        r#"
+        [[boards]]
+        name = "forum"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["all", "week"]
+        top = 10
+        statements = true
+        rules = [
+          {{ action = "comment", points = {comment_points}, scope = "none" }},
+          {{ action = "learn", points = 10, scope = "user_target" }},
+        ]
+        "#
+    ))
+    .unwrap()
+}
+
+async fn state(app: &TestApp) -> State {
+    app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect()
+}
+
+async fn drain(app: &TestApp) -> (aws_sdk_s3::Client, String) {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).with_chunk(4).drain(far()).await;
+    assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+    (client, bucket)
+}
+
+fn restorer(app: &TestApp, config: Config, client: &aws_sdk_s3::Client, bucket: &str) -> Restorer<S3Objects> {
+    Restorer::new(Arc::new(config), app.keys.clone(), app.store.clone(), S3Objects::new(client.clone(), bucket))
+}
+
+async fn delete(app: &TestApp, keys: &[String]) {
+    let mut conn = app.redis.clone();
+    for key in keys {
+        let _: () = redis::cmd("DEL").arg(key).query_async(&mut conn).await.unwrap();
+    }
+}
+
+/// The same keys, values and expiries (within 2 s).
+fn assert_same(before: &State, after: &State) {
+    let names = |state: &State| state.iter().map(|(key, ..)| key.clone()).collect::<Vec<_>>();
+    assert_eq!(names(before), names(after), "the same keys");
+    for ((key, dump, expiry), (_, dump_after, expiry_after)) in before.iter().zip(after) {
+        assert!(dump == dump_after, "{key} differs after the restore");
+        assert_eq!(*expiry == -1, *expiry_after == -1, "{key}: expiry {expiry} then {expiry_after}");
+        assert!((expiry - expiry_after).abs() <= 2_000, "{key}: expiry {expiry} then {expiry_after}");
+    }
+}
+
+/// A member's points on a board's all-time period.
+async fn points(app: &TestApp, board: &str, user: &str) -> i64 {
+    let all = standings::domain::period::Period::named(standings::domain::period::PeriodKind::All, "all", "UTC".parse().unwrap()).unwrap();
+    app.points(board, all, user).await.unwrap_or(0)
+}
+
+/// Three learners at 40 points; some of it drained, the rest still in the board's stream; then
+/// only the board's sorted sets are lost (markers, ledgers and the stream survive).
+#[tokio::test]
+async fn a_partial_loss_with_an_undrained_tail_restores_every_point_and_touches_nothing_intact() {
+    let app = spawn_journaled(forum(3)).await;
+    app.set_now(Utc::now());
+    let learn =
+        |i: usize, user: &str| json!({"event_id": format!("{user}-{i}"), "user_id": user, "action": "learn", "target": format!("c{i}")});
+    for user in ["ann", "bob", "cid"] {
+        for i in 0..2 {
+            assert_eq!(app.event(learn(i, user)).await.0, StatusCode::OK);
+        }
+    }
+    let (client, bucket) = drain(&app).await;
+    for user in ["ann", "bob", "cid"] {
+        for i in 2..4 {
+            assert_eq!(app.event(learn(i, user)).await.0, StatusCode::OK);
+        }
+    }
+    let before = state(&app).await;
+    for user in ["ann", "bob", "cid"] {
+        assert_eq!(points(&app, "forum", user).await, 40);
+    }
+    let sets: Vec<String> = before.iter().map(|(key, ..)| key.clone()).filter(|key| key.contains(":z:")).collect();
+    assert_eq!(sets.len(), 2, "{sets:?}");
+    delete(&app, &sets).await;
+    assert_eq!(points(&app, "forum", "ann").await, 0);
+
+    let report = restorer(&app, forum(3), &client, &bucket).restore(Some("forum"), far()).await.expect("the restore runs");
+    assert_eq!((report.status, report.boards[0].replayed, report.boards[0].refused), (Status::Complete, 12, 0), "{report:?}");
+    assert_same(&before, &state(&app).await);
+    for user in ["ann", "bob", "cid"] {
+        assert_eq!(points(&app, "forum", user).await, 40);
+    }
+}
+
+/// An all-time board past every marker window (its markers expired), lost while its target
+/// ledger survived: the ledger does not make the restore skip what it records.
+#[tokio::test]
+async fn a_lost_all_time_board_past_the_marker_window_comes_back_though_its_ledger_survived() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    app.set_now(Utc::now());
+    for (i, user) in ["ann", "bob", "ann"].into_iter().enumerate() {
+        let invite = json!({"event_id": format!("inv-{i}"), "user_id": user, "action": "invite", "target": format!("friend-{i}")});
+        assert_eq!(app.event(invite).await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain(&app).await;
+    let before = state(&app).await;
+    let invites = app.keys.board("invites");
+    let lost: Vec<String> =
+        before.iter().map(|(key, ..)| key.clone()).filter(|key| key.contains("{invites}") && !key.ends_with(":targets")).collect();
+    assert!(lost.iter().any(|key| key.contains(":evt:")), "the markers go too: {lost:?}");
+    delete(&app, &lost).await;
+    assert!(state(&app).await.iter().any(|(key, ..)| *key == invites.target_ledger()));
+
+    let report = restorer(&app, Config::default_boards(), &client, &bucket).restore(Some("invites"), far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert_eq!((points(&app, "invites", "ann").await, points(&app, "invites", "bob").await), (200, 100));
+    assert_same(&before, &state(&app).await);
+}
+
+/// `comment` worth 3 when ten comments were written, 5 when the board is restored: the restore
+/// brings back the 30 points the writes made, not what today's rule would give.
+#[tokio::test]
+async fn a_rule_change_then_a_total_loss_restores_what_the_writes_did() {
+    let app = spawn_journaled(forum(3)).await;
+    app.set_now(Utc::now());
+    for i in 0..10 {
+        assert_eq!(app.event(json!({"event_id": format!("c{i}"), "user_id": "ann", "action": "comment"})).await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain(&app).await;
+    let before = state(&app).await;
+    delete(&app, &app.written_keys().await).await;
+
+    let report = restorer(&app, forum(5), &client, &bucket).restore(Some("forum"), far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert_eq!(points(&app, "forum", "ann").await, 30);
+    assert_same(&before, &state(&app).await);
+    let (status, statement) = app.get("/v1/boards/forum/users/ann/statement?period=all").await;
+    assert_eq!(status, StatusCode::OK, "{statement}");
+    assert!(statement.to_string().contains("30"), "the statement counts 30 points: {statement}");
+}
+
+/// A restore stopped at arbitrary instants (its task dropped mid-call, as a killed process
+/// leaves Redis: a call sent runs whole, its reply never read; the lock is left to its short
+/// lease), then run again until complete, ends equal to the state before the loss.
+#[tokio::test]
+async fn a_restore_killed_again_and_again_ends_equal() {
+    let app = spawn_journaled(forum(3)).await;
+    app.set_now(Utc::now());
+    for i in 0..60 {
+        let user = ["ann", "bob", "cid"][i % 3];
+        let event = json!({"event_id": format!("e{i}"), "user_id": user, "action": if i % 2 == 0 { "comment" } else { "learn" }, "target": format!("c{}", i % 7)});
+        assert_eq!(app.event(event).await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain(&app).await;
+    let before = state(&app).await;
+    delete(&app, &app.written_keys().await).await;
+
+    let restorer = Arc::new(restorer(&app, forum(3), &client, &bucket).with_lease_ms(50));
+    let mut kills = 0;
+    for round in 0..200u64 {
+        let task = tokio::spawn({
+            let restorer = restorer.clone();
+            // A deadline already passed: one run of lines per invocation.
+            async move { restorer.restore(Some("forum"), Utc::now() - Duration::seconds(1)).await }
+        });
+        // Killed after a few of the runtime's turns, at a different point each round.
+        for _ in 0..(round % 7) {
+            tokio::task::yield_now().await;
+        }
+        if round % 3 != 2 && !task.is_finished() {
+            task.abort();
+            kills += 1;
+            let _ = task.await;
+            continue;
+        }
+        match task.await.unwrap() {
+            Ok(report) if report.status == Status::Complete => break,
+            Ok(_) => {}
+            Err(error) => assert_eq!(error.code(), "restore_running", "{error}"),
+        }
+    }
+    assert!(kills > 10, "{kills} kills");
+    // However it was stopped, one more run to the end.
+    let report = loop {
+        match restorer.restore(Some("forum"), far()).await {
+            Ok(report) => break report,
+            Err(error) => assert_eq!(error.code(), "restore_running", "{error}"),
+        }
+    };
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert_same(&before, &state(&app).await);
+}
