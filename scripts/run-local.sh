@@ -103,16 +103,20 @@ fire_hotness() {
     curl -sS --fail-with-body --max-time 60 --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/hotness/invocations" --data-binary @-
 }
 
+# One drain of the journal, as its schedule would (the Invoke API again). The first one, before
+# any write, tells the boards their journal is empty: a new deployment's boards take journaled
+# writes once a drain has seen that (docs/journal.md#fence).
+fire_journal() {
+  curl -sS --fail-with-body --max-time 60 --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/journal/invocations" --data-binary '{"drain": {}}'
+}
+fire_journal >/dev/null
+
 if ! python3 scripts/demo.py "$base"; then
   $smoke && tail -n 50 "$watch_log"
   exit 1
 fi
 first_run=$(fire_hotness)
 python3 scripts/local_log.py --hotness "$first_run" || echo "hotness: $first_run"
-# One drain of the journal, as its schedule would (the Invoke API again).
-fire_journal() {
-  curl -sS --fail-with-body --max-time 60 --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/journal/invocations" --data-binary '{"drain": {}}'
-}
 drained=$(fire_journal)
 echo "journal: $drained"
 

@@ -31,7 +31,7 @@ fn forum(comment_points: u32) -> Config {
         statements = true
         rules = [
           {{ action = "comment", points = {comment_points}, scope = "none" }},
-          {{ action = "learn", points = 10, scope = "user_target" }},
+          {{ action = "learn", points = 10, scope = "user_target_day", reversible = true }},
         ]
         "#
     ))
@@ -163,12 +163,13 @@ async fn a_rule_change_then_a_total_loss_restores_what_the_writes_did() {
 
 /// A restore stopped at arbitrary instants (its task dropped mid-call, as a killed process
 /// leaves Redis: a call sent runs whole, its reply never read; the lock is left to its short
-/// lease), then run again until complete, ends equal to the state before the loss.
+/// lease), then run again until complete, ends equal to the state before the loss. Each
+/// attempt has connections of its own, as a new process would.
 #[tokio::test]
 async fn a_restore_killed_again_and_again_ends_equal() {
     let app = spawn_journaled(forum(3)).await;
     app.set_now(Utc::now());
-    for i in 0..60 {
+    for i in 0..24 {
         let user = ["ann", "bob", "cid"][i % 3];
         let event = json!({"event_id": format!("e{i}"), "user_id": user, "action": if i % 2 == 0 { "comment" } else { "learn" }, "target": format!("c{}", i % 7)});
         assert_eq!(app.event(event).await.0, StatusCode::OK);
@@ -177,14 +178,16 @@ async fn a_restore_killed_again_and_again_ends_equal() {
     let before = state(&app).await;
     delete(&app, &app.written_keys().await).await;
 
-    let restorer = Arc::new(restorer(&app, forum(3), &client, &bucket).with_lease_ms(50));
+    let process = || {
+        let store = standings::redis::store::Store::connect(&standings_tests::redis_settings()).unwrap();
+        let objects = S3Objects::new(client.clone(), &bucket);
+        Arc::new(Restorer::new(Arc::new(forum(3)), app.keys.clone(), store, objects).with_lease_ms(50))
+    };
     let mut kills = 0;
-    for round in 0..200u64 {
-        let task = tokio::spawn({
-            let restorer = restorer.clone();
-            // A deadline already passed: one run of lines per invocation.
-            async move { restorer.restore(Some("forum"), Utc::now() - Duration::seconds(1)).await }
-        });
+    for round in 0..60u64 {
+        let restorer = process();
+        // A deadline already passed: one run of lines per invocation.
+        let task = tokio::spawn(async move { restorer.restore(Some("forum"), Utc::now() - Duration::seconds(1)).await });
         // Killed after a few of the runtime's turns, at a different point each round.
         for _ in 0..(round % 7) {
             tokio::task::yield_now().await;
@@ -192,23 +195,95 @@ async fn a_restore_killed_again_and_again_ends_equal() {
         if round % 3 != 2 && !task.is_finished() {
             task.abort();
             kills += 1;
-            let _ = task.await;
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(30), task).await.expect("a killed restore ends within 30 s");
             continue;
         }
-        match task.await.unwrap() {
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(30), task).await.expect("a restore ends within 30 s");
+        match ended.unwrap() {
             Ok(report) if report.status == Status::Complete => break,
             Ok(_) => {}
             Err(error) => assert_eq!(error.code(), "restore_running", "{error}"),
         }
     }
     assert!(kills > 10, "{kills} kills");
-    // However it was stopped, one more run to the end.
+    // However it was stopped, one more run to the end (once the killed one's lease is out).
     let report = loop {
-        match restorer.restore(Some("forum"), far()).await {
+        let restorer = process();
+        let attempt = tokio::time::timeout(std::time::Duration::from_secs(30), restorer.restore(Some("forum"), far()));
+        match attempt.await.expect("the last restore ends within 30 s") {
             Ok(report) => break report,
             Err(error) => assert_eq!(error.code(), "restore_running", "{error}"),
         }
     };
     assert_eq!(report.status, Status::Complete, "{report:?}");
     assert_same(&before, &state(&app).await);
+}
+
+/// A take-back sent after the loss, before the restore: refused (503 `board_restoring`, with
+/// a Retry-After) rather than decided against the missing history ("nothing to take back"),
+/// until the restore completes; then it takes back what the restore brought back.
+#[tokio::test]
+async fn a_board_that_lost_its_data_refuses_writes_until_its_restore_completes() {
+    let app = spawn_journaled(forum(3)).await;
+    app.set_now(Utc::now());
+    let learn = |id: &str, active: bool| json!({"event_id": id, "user_id": "ann", "action": "learn", "target": "c1", "active": active});
+    assert_eq!(app.event(learn("give", true)).await.0, StatusCode::OK);
+    assert_eq!(app.event(json!({"event_id": "c0", "user_id": "ann", "action": "comment"})).await.0, StatusCode::OK);
+    let (client, bucket) = drain(&app).await;
+    delete(&app, &app.written_keys().await).await;
+
+    let (status, refused) = app.event(learn("take", false)).await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{refused}");
+    assert!(app.written_keys().await.is_empty(), "the refusal wrote nothing");
+    // The drain sees the loss (the journal holds the board's objects) and leaves the fence up.
+    let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await;
+    assert!(report.boards.iter().any(|b| b.board == "forum" && b.lost), "{report:?}");
+    assert_eq!(app.event(learn("take", false)).await.0, StatusCode::SERVICE_UNAVAILABLE);
+
+    let report = restorer(&app, forum(3), &client, &bucket).restore(Some("forum"), far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert_eq!(points(&app, "forum", "ann").await, 13);
+    let (status, taken) = app.event(learn("take", false)).await;
+    assert_eq!(status, StatusCode::OK, "{taken}");
+    assert_eq!(taken["results"][0]["delta"], -10, "{taken}");
+    assert_eq!(points(&app, "forum", "ann").await, 3);
+}
+
+/// A new deployment: its boards' guards say nothing yet. The first journaled write waits for
+/// the drain's first run (at most a minute on the template's schedule), which finds no object
+/// of the board in the journal and lets writes in; no operator.
+#[tokio::test]
+async fn a_new_board_takes_writes_once_the_drain_finds_its_journal_empty() {
+    let app = spawn_journaled(forum(3)).await;
+    app.set_now(Utc::now());
+    delete(&app, &app.written_keys().await).await;
+    let comment = json!({"event_id": "c0", "user_id": "ann", "action": "comment"});
+    let (status, refused) = app.event(comment.clone()).await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{refused}");
+    let (_, _) = drain(&app).await;
+    assert_eq!(app.event(comment).await.0, StatusCode::OK);
+    assert_eq!(points(&app, "forum", "ann").await, 3);
+}
+
+/// While a restore runs (stopped by its deadline part-way here), the board refuses journaled
+/// writes even where its guard survived a partial loss; reads go on.
+#[tokio::test]
+async fn a_restore_under_way_fences_the_board() {
+    let app = spawn_journaled(forum(3)).await;
+    app.set_now(Utc::now());
+    for i in 0..6 {
+        assert_eq!(app.event(json!({"event_id": format!("c{i}"), "user_id": "ann", "action": "comment"})).await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain(&app).await;
+    let sets: Vec<String> = app.written_keys().await.into_iter().filter(|key| key.contains(":z:")).collect();
+    delete(&app, &sets).await;
+    let restorer = restorer(&app, forum(3), &client, &bucket);
+    let first = restorer.restore(Some("forum"), Utc::now() - Duration::seconds(1)).await.unwrap();
+    assert_eq!(first.status, Status::InProgress, "{first:?}");
+    let (status, refused) = app.event(json!({"event_id": "late", "user_id": "bob", "action": "comment"})).await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{refused}");
+    assert_eq!(app.get("/v1/boards/forum/top?period=all").await.0, StatusCode::OK);
+    assert_eq!(restorer.restore(Some("forum"), far()).await.unwrap().status, Status::Complete);
+    assert_eq!(app.event(json!({"event_id": "late", "user_id": "bob", "action": "comment"})).await.0, StatusCode::OK);
+    assert_eq!((points(&app, "forum", "ann").await, points(&app, "forum", "bob").await), (18, 3));
 }

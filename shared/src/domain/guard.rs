@@ -10,6 +10,13 @@ pub const CLOSED: &str = "closed|";
 pub const LIVE: &str = "live|";
 pub const EMPTIED: &str = "emptied|";
 pub const VOIDS: &str = "voids|";
+/// Set while a restore of the board runs (docs/journal.md#fence): journaled writes are refused.
+pub const FENCE: &str = "fence";
+/// Set once the board's journal is known to hold nothing Redis lacks: by the drain when the
+/// journal holds no object of the board yet (a new board), and by a restore when it completes.
+/// A guard without it (a whole-board loss, a FLUSHALL) refuses journaled writes until a
+/// restore completes, so no write is decided against history Redis lost.
+pub const BORN: &str = "born";
 
 /// Set while `user_id` is banned from the board.
 pub fn ban_field(user_id: &str) -> String {

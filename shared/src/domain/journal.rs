@@ -242,7 +242,10 @@ mod tests {
 
     #[test]
     fn effects_read_commands_binary_words_and_expiries_and_refuse_other_keys_and_commands() {
-        let value = serde_json::json!([[["HSET", ":evt:1:2", "\u{1}00ff41", "a1"], ["ZADD", ":z:all:all", "30000", "ann"]], [":evt:1:2", 5, ":z:all:all", -1]]);
+        let value = serde_json::json!([
+            [["HSET", ":evt:1:2", "\u{1}00ff41", "a1"], ["ZADD", ":z:all:all", "30000", "ann"]],
+            [":evt:1:2", 5, ":z:all:all", -1]
+        ]);
         let effects = Effects::parse(&value).unwrap();
         assert_eq!(effects.commands[0].args, vec![vec![0, 0xff, 0x41], b"a1".to_vec()]);
         assert_eq!(effects.commands[1].key, ":z:all:all");

@@ -273,6 +273,9 @@ impl From<ModerationError> for ApiError {
 pub const STORE_FULL: &str = "the leaderboard store is out of memory on at least one node; retry later with the same ids: \
     whatever was already applied is answered as a duplicate, never applied twice";
 
+/// Seconds a client waits before retrying a write to a board being restored.
+pub const RESTORING_RETRY_SECS: u64 = 30;
+
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
         Self::store(&error)
@@ -281,7 +284,9 @@ impl From<StoreError> for ApiError {
 
 /// Status and code of a store failure (see `ApiError::store`, which also logs it).
 pub fn store_status(error: &StoreError) -> (StatusCode, &'static str) {
-    if error.is_programming_error() {
+    if error.is_restoring() {
+        (StatusCode::SERVICE_UNAVAILABLE, "board_restoring")
+    } else if error.is_programming_error() {
         (StatusCode::INTERNAL_SERVER_ERROR, "internal")
     } else if error.is_out_of_memory() {
         (StatusCode::SERVICE_UNAVAILABLE, "store_full")
@@ -296,6 +301,12 @@ impl ApiError {
     /// The one answer for every store failure: a programming error, full, misconfigured, or
     /// unavailable.
     pub fn store(error: &StoreError) -> Self {
+        if error.is_restoring() {
+            tracing::warn!("write refused: the board is being restored from its journal");
+            let message = "this board is being restored from its journal; writes resume when the restore completes (reads may \
+                answer from what is restored so far); retry later with the same ids";
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_restoring", message).with_retry_after(RESTORING_RETRY_SECS);
+        }
         if error.is_programming_error() {
             tracing::error!(error = %error, "store programming error");
             return Self::internal();

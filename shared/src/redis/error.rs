@@ -41,6 +41,12 @@ impl StoreError {
         }
     }
 
+    /// The board is being restored from its journal, or lost and not restored yet
+    /// (docs/journal.md#fence): a journaled write was refused with nothing written.
+    pub fn is_restoring(&self) -> bool {
+        matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_RESTORING"))
+    }
+
     /// Redis refused a write because it reached `maxmemory` (policy `noeviction`).
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self, StoreError::Redis(e) if e.code() == Some("OOM"))

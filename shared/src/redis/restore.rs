@@ -109,8 +109,44 @@ pub async fn save_through(conn: &mut Connection, keys: &BoardKeys, through: &str
     Ok(())
 }
 
-/// Ends a restore: its checkpoint and claims go, in one step.
-pub async fn finish(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
-    let _: () = redis::pipe().atomic().del(keys.restore_checkpoint()).unlink(keys.restore_claims()).query_async(conn).await?;
+/// Fences the board for a restore (docs/journal.md#fence): journaled writes are refused until
+/// `finish`. A guard that exists now is intact, and recorded so before the fence field makes
+/// it exist; a missing one says the board was lost (no `BORN`), which refuses writes already.
+pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+    let guard = keys.guard();
+    let exists: bool = redis::cmd("EXISTS").arg(&guard).query_async(conn).await?;
+    if exists {
+        let _: () = redis::pipe()
+            .atomic()
+            .hset_nx(keys.restore_claims(), &guard, "0")
+            .hset(&guard, crate::domain::guard::FENCE, 1)
+            .query_async(conn)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Ends a restore, in one step: its checkpoint and claims go, and the board takes writes again
+/// (its guard says its history is all in Redis).
+/// `guarded`: false for the profiles' journal, which has no guard.
+pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool) -> Result<(), StoreError> {
+    let guard = keys.guard();
+    let mut pipe = redis::pipe();
+    pipe.atomic().del(keys.restore_checkpoint()).unlink(keys.restore_claims());
+    if guarded {
+        pipe.hdel(&guard, crate::domain::guard::FENCE).hset(&guard, crate::domain::guard::BORN, 1);
+    }
+    let _: () = pipe.query_async(conn).await?;
+    Ok(())
+}
+
+/// Whether the board's guard says its history is all in Redis (`BORN`); see `begin`.
+pub async fn born(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
+    Ok(redis::cmd("HEXISTS").arg(keys.guard()).arg(crate::domain::guard::BORN).query_async(conn).await?)
+}
+
+/// Marks a board whose journal holds nothing yet as born: its first writes go ahead.
+pub async fn mark_born(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+    let _: () = redis::cmd("HSET").arg(keys.guard()).arg(crate::domain::guard::BORN).arg(1).query_async(conn).await?;
     Ok(())
 }

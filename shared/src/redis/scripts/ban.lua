@@ -34,6 +34,7 @@ Reply: the positions (1-based, in KEYS[5..] order) of the periods the user was r
 ]]
 
 effects_begin(ARGV[5] ~= '' and KEYS[3])
+fence_check(KEYS[1])
 
 local member = ARGV[1]
 local removed, outcome, moves = {}, {}, {}

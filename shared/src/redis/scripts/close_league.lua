@@ -25,6 +25,7 @@ a member's score changed since it was read: nothing written)
 ]]
 
 effects_begin(ARGV[3] ~= '' and KEYS[5])
+fence_check(KEYS[6])
 
 local cohort = ARGV[1]
 if redis.call('HEXISTS', KEYS[3], LEAGUE_COHORT_CLOSED .. cohort) == 1 then return 'done' end

@@ -24,6 +24,7 @@ Reply: 1 while players are left to look at, 0 once done
 ]]
 
 effects_begin(ARGV[3] ~= '' and KEYS[3])
+fence_check(KEYS[4])
 
 local cursor = redis.call('HGET', KEYS[2], LEAGUE_IDLE_CURSOR)
 if cursor == 'done' then return 0 end

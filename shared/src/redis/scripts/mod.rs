@@ -25,7 +25,7 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::distribution::Histogram;
-use crate::domain::guard::{BAN, CLOSED, EMPTIED, LIVE};
+use crate::domain::guard::{BAN, BORN, CLOSED, EMPTIED, FENCE, LIVE};
 use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX, IDLE_CURSOR_FIELD};
 use crate::domain::period::EventTimeError;
 use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
@@ -103,6 +103,7 @@ fn constants() -> String {
     for decision in Decision::ALL {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
+    lua.push_str(&format!("local GUARD_FENCE, GUARD_BORN = '{FENCE}', '{BORN}'\n"));
     let effects: Vec<String> = crate::domain::journal::EFFECT_COMMANDS.iter().map(|c| format!("{c} = true")).collect();
     lua.push_str(&format!("local EFFECT = {{{}}}\n", effects.join(", ")));
     lua.push_str(&format!("local NOTICES_MAX_LEN = {}\n", crate::domain::notify::NOTICES_MAX_LEN));

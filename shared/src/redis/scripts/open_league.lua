@@ -25,6 +25,7 @@ Reply: players still waiting (0: the period is closed)
 ]]
 
 effects_begin(ARGV[6] ~= '' and KEYS[8])
+fence_check(KEYS[1])
 
 if redis.call('HEXISTS', KEYS[2], LEAGUE_CLOSED) == 1 then return 0 end
 local waiting = redis.call('ZRANGE', KEYS[7], 0, tonumber(ARGV[1]) - 1)

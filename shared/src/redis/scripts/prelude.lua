@@ -85,12 +85,30 @@ local function period_arg(first, i, field)
   return ARGV[first + 3 * (i - 1) + field]
 end
 
+-- A journaled write (`effects_begin` ran) is refused with nothing written while the board is
+-- restored (GUARD_FENCE), or when its guard does not say the board's history is all in Redis
+-- (no GUARD_BORN: the board was lost and its journal not restored yet): the error's code,
+-- BOARD_RESTORING, is answered 503 board_restoring (docs/journal.md#fence). `born` and `fence`
+-- are those fields of the guard.
+local function refuse_restoring(born, fence)
+  if effects and (fence or not born) then
+    error({err = 'BOARD_RESTORING the board is being restored from its journal'})
+  end
+end
+
+local function fence_check(guard_key)
+  local fields = redis.call('HMGET', guard_key, GUARD_BORN, GUARD_FENCE)
+  refuse_restoring(fields[1], fields[2])
+end
+
 -- The board guard's refusal of a write for `member` to the periods kind_of(i):id_of(i),
 -- i = 1..n: 'banned', '' or 'period_closed', <id>; nil when the write may go ahead.
 local function guard_refusal(guard_key, member, n, kind_of, id_of)
   local fields = {GUARD_BAN .. member}
   for i = 1, n do fields[i + 1] = GUARD_CLOSED .. kind_of(i) .. ':' .. id_of(i) end
+  fields[n + 2], fields[n + 3] = GUARD_BORN, GUARD_FENCE
   local guards = redis.call('HMGET', guard_key, unpack(fields))
+  refuse_restoring(guards[n + 2], guards[n + 3])
   if guards[1] then return 'banned', '' end
   for i = 1, n do
     if guards[i + 1] then return 'period_closed', id_of(i) end

@@ -51,6 +51,7 @@ Reply: a three-element array {status, entry, periods}
 ]]
 
 effects_begin(ARGV[9] ~= '' and KEYS[4])
+fence_check(KEYS[1])
 
 local marker = redis.call('GET', KEYS[3])
 if marker then

@@ -13,13 +13,14 @@ use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{Keys, PROFILES_JOURNAL};
+use crate::redis::restore;
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde::Serialize;
 
-use crate::archive::objects::{ObjectError, Objects, Put, object_name};
+use crate::archive::objects::{ObjectError, Objects, Put, journal_objects, object_name};
 use crate::redis::notices;
 
 use super::notices::{NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
@@ -29,6 +30,8 @@ pub const CHUNK_ENTRIES: usize = 5000;
 /// Age of the oldest entry not yet in S3, after a drain (the alarm's metric).
 pub const LAG_METRIC: &str = "JournalLagSeconds";
 pub const DRAINED_METRIC: &str = "JournalEntriesDrained";
+/// Boards that lost their data in Redis and refuse writes until restored (`BoardsLostAlarm`).
+pub const LOST_METRIC: &str = "BoardsLost";
 
 #[derive(Debug, thiserror::Error)]
 pub enum DrainError {
@@ -59,6 +62,9 @@ pub struct BoardDrain {
     /// Rank moves the full notices dropped since the last run asked (docs/notifications.md).
     #[serde(skip_serializing_if = "is_zero")]
     pub notifications_dropped: u64,
+    /// The board lost its data in Redis and waits for a restore (docs/journal.md#fence).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub lost: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
@@ -125,6 +131,7 @@ impl<O: Objects> Drainer<O> {
                 notifications: 0,
                 notification_lag_seconds: 0.0,
                 notifications_dropped: 0,
+                lost: false,
                 error: None,
             };
             // The two streams drain side by side: a failing (or long) journal does not hold
@@ -161,6 +168,7 @@ impl<O: Objects> Drainer<O> {
         let dropped: u64 = boards.iter().map(|b| b.notifications_dropped).sum();
         self.metrics.put(LAG_METRIC, Unit::Seconds, lag_seconds, &[]);
         self.metrics.put(DRAINED_METRIC, Unit::Count, entries as f64, &[]);
+        self.metrics.put(LOST_METRIC, Unit::Count, boards.iter().filter(|b| b.lost).count() as f64, &[]);
         if self.notifier.is_some() {
             self.metrics.put(NOTICE_LAG_METRIC, Unit::Seconds, notification_lag_seconds, &[]);
             self.metrics.put(NOTICES_SENT_METRIC, Unit::Count, notifications as f64, &[]);
@@ -205,6 +213,17 @@ impl<O: Objects> Drainer<O> {
     async fn drain_board(&self, board: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {
         let keys = self.keys.board(board);
         let mut conn = self.store.write_connection().await?;
+        if board != PROFILES_JOURNAL && !restore::born(&mut conn, &keys).await? {
+            // Journaled writes wait for this (docs/journal.md#fence): a board whose journal holds
+            // nothing yet is new; one whose journal holds objects lost its history in Redis,
+            // and stays refused until a restore completes.
+            if journal_objects(&self.objects, self.keys.prefix(), board).await?.is_empty() {
+                restore::mark_born(&mut conn, &keys).await?;
+            } else {
+                tracing::error!(board, "the board's data was lost: its writes are refused until it is restored from the journal");
+                drained.lost = true;
+            }
+        }
         while Utc::now() < deadline {
             let lines = journal::oldest(&mut conn, &keys, board, self.chunk).await?;
             let Some(first) = lines.first() else { break };

@@ -7,7 +7,7 @@ mod notices;
 mod restore;
 mod shadow;
 
-pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC};
+pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC, LOST_METRIC};
 pub use notices::{NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
 pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
 pub use shadow::{Checker, DryRunReport, DryRunRequest, MISMATCH_METRIC, VerifyReport};

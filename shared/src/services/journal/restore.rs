@@ -175,6 +175,9 @@ impl<O: Objects> Restorer<O> {
     }
 
     async fn restore_locked(&self, name: &str, deadline: DateTime<Utc>, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
+        if name != PROFILES_JOURNAL {
+            restore::begin(progress.conn, progress.keys).await?;
+        }
         let mut through = restore::through(progress.conn, progress.keys).await?;
         progress.report.through.clone_from(&through);
         // The undrained tail as it stands now; the board takes no writes while it is restored.
@@ -214,7 +217,7 @@ impl<O: Objects> Restorer<O> {
             }
         }
         self.flush(progress).await?;
-        restore::finish(progress.conn, progress.keys).await?;
+        restore::finish(progress.conn, progress.keys, name != PROFILES_JOURNAL).await?;
         progress.report.status = Status::Complete;
         Ok(())
     }
