@@ -412,3 +412,44 @@ async fn a_give_landing_while_a_void_decides_is_left_to_the_next_void() {
     assert_eq!(second.periods.iter().find(|p| p.period == "all").map(|p| p.delta), Some(-WIN), "{second:?}");
     assert_eq!(app.points("forum", all(), "ann").await, None);
 }
+
+/// +3 at T1, a ban, an unban, +3 at T3, then a void of [T0, T2): the ban already took the T1
+/// points, so the void takes nothing and the T3 points stay. A correction lowering the board
+/// likewise takes from what the window's gives still contribute.
+#[tokio::test]
+async fn a_void_takes_only_what_its_window_still_contributes_after_bans_and_corrections() {
+    let app = spawn_journaled(forum()).await;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let router = app.void_router(&client, Some(&bucket), 30);
+    let t0 = Utc::now() - Duration::hours(3);
+    let all = || Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC);
+    app.set_now(t0 + Duration::minutes(10));
+    assert_eq!(app.event(json!({"event_id": "w1", "user_id": "ann", "action": "win"})).await.0, StatusCode::OK);
+    app.set_now(t0 + Duration::minutes(20));
+    assert_eq!(app.call(Method::POST, "/v1/admin/users/ann/ban", "{}", ADMIN).await.0, StatusCode::OK);
+    assert_eq!(app.call(Method::DELETE, "/v1/admin/users/ann/ban", "", ADMIN).await.0, StatusCode::OK);
+    app.set_now(t0 + Duration::hours(2));
+    assert_eq!(app.event(json!({"event_id": "w3", "user_id": "ann", "action": "win"})).await.0, StatusCode::OK);
+    assert_eq!(app.points("forum", all(), "ann").await, Some(WIN));
+    app.set_now(Utc::now());
+    let body = json!({"void_id": "v1", "from": t0, "to": t0 + Duration::hours(1), "reason": "ring"});
+    let (status, voided) = void(&router, "ann", body).await;
+    assert_eq!(status, StatusCode::OK, "{voided}");
+    assert_eq!(app.points("forum", all(), "ann").await, Some(WIN), "{voided}");
+
+    // bob: +3 at T1, +3 at T3, a correction of -3 (the oldest first: T1's), then a void of
+    // [T0, T2): nothing of the window is left to take.
+    app.set_now(t0 + Duration::minutes(10));
+    assert_eq!(app.event(json!({"event_id": "b1", "user_id": "bob", "action": "win"})).await.0, StatusCode::OK);
+    app.set_now(t0 + Duration::hours(2));
+    assert_eq!(app.event(json!({"event_id": "b3", "user_id": "bob", "action": "win"})).await.0, StatusCode::OK);
+    let correction = json!({"delta": -WIN, "reason": "double count", "correction_id": "fix-b", "period": "all", "period_id": "all"});
+    let (status, corrected) = app.call(Method::POST, "/v1/admin/boards/forum/users/bob/corrections", correction.to_string(), ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "{corrected}");
+    app.set_now(Utc::now());
+    let body = json!({"void_id": "v2", "from": t0, "to": t0 + Duration::hours(1), "reason": "ring"});
+    let (status, voided) = void(&router, "bob", body).await;
+    assert_eq!(status, StatusCode::OK, "{voided}");
+    assert_eq!(app.points("forum", all(), "bob").await, Some(WIN), "{voided}");
+}

@@ -1,10 +1,12 @@
 //! What a void takes away (docs/journal.md#void): of one user's events on one board whose time
-//! (`occurred_at`, or when applied) is in `[from, to)`, the points of every give that still
-//! stands — not taken back since, not voided before — in each period it landed in. A take-back
-//! earns nothing, so voiding one gives nothing back; a give taken back has nothing left to take.
-//! Pure: the user's journal, in the board's order of writes, passed in.
+//! (`occurred_at`, or when applied) is in `[from, to)`, the points each give still contributes
+//! now, in each period it landed in: not taken back since, not voided before, not removed by a
+//! ban (which empties the periods it names) or a correction (a removal empties a period; a
+//! lowering takes from the oldest contributions first). A take-back earns nothing, so voiding
+//! one gives nothing back; points earned outside the window are never taken. Pure: the user's
+//! journal, in the board's order of writes, passed in.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
@@ -20,6 +22,13 @@ pub enum Written {
     Void {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
+    },
+    /// A ban or correction that lowered one period (kind name and id) by `by` points, or
+    /// removed all the user held there (`None`).
+    Lowered {
+        period: String,
+        period_id: String,
+        by: Option<i64>,
     },
 }
 
@@ -55,13 +64,14 @@ pub struct Applied {
 
 /// What a void of `[from, to)` takes.
 pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateTime<Utc>) -> Voided {
-    // Gives still standing, by position in `written`; the give standing on each ledger entry.
-    let mut standing: HashSet<usize> = HashSet::new();
+    // What each give still contributes to each of the board's periods, by position in
+    // `written`; the give standing on each ledger entry.
+    let mut left: BTreeMap<usize, Vec<i64>> = BTreeMap::new();
     let mut on_entry: BTreeMap<&LedgerEntry, usize> = BTreeMap::new();
     for (index, write) in written.iter().enumerate() {
         match write {
             Written::Event(event) if event.give && event.changes.iter().any(|&change| change > 0) => {
-                standing.insert(index);
+                left.insert(index, event.changes.iter().map(|&change| change.max(0)).collect());
                 if let Some(entry) = &event.entry {
                     on_entry.insert(entry, index);
                 }
@@ -70,22 +80,39 @@ pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateT
             // ledger entry even where it could take nothing).
             Written::Event(event) if !event.give => {
                 if let Some(given) = event.entry.as_ref().and_then(|entry| on_entry.remove(entry)) {
-                    standing.remove(&given);
+                    left.remove(&given);
                 }
             }
             Written::Event(_) => {}
-            Written::Void { from, to } => standing.retain(|&given| !in_range(&written[given], *from, *to)),
+            Written::Void { from, to } => left.retain(|&given, _| !in_range(&written[given], *from, *to)),
+            Written::Lowered { period, period_id, by } => {
+                let Some(order) = board.periods.iter().position(|kind| kind.as_str() == period) else { continue };
+                let mut by = by.unwrap_or(i64::MAX);
+                // Oldest first: `left` is in the order of writes.
+                for (&given, contributions) in left.iter_mut() {
+                    if by <= 0 {
+                        break;
+                    }
+                    let Written::Event(event) = &written[given] else { continue };
+                    if Period::containing(board.periods[order], event.time, board.timezone).id != *period_id {
+                        continue;
+                    }
+                    let taken = contributions[order].min(by);
+                    contributions[order] -= taken;
+                    by -= taken;
+                }
+            }
         }
     }
     let mut amounts: BTreeMap<(usize, String), (Period, i64)> = BTreeMap::new();
     let mut entries = Vec::new();
-    for index in standing {
+    for (index, contributions) in left {
         let Written::Event(event) = &written[index] else { continue };
         if !in_range(&written[index], from, to) {
             continue;
         }
         entries.extend(event.entry.clone());
-        for ((order, &kind), &change) in board.periods.iter().enumerate().zip(&event.changes) {
+        for ((order, &kind), &change) in board.periods.iter().enumerate().zip(&contributions) {
             if change > 0 {
                 let period = Period::containing(kind, event.time, board.timezone);
                 amounts.entry((order, period.id.clone())).or_insert((period, 0)).1 += change;
@@ -166,6 +193,20 @@ mod tests {
         // its give.
         let written = [event(1, true, "a", 2), event(2, false, "a", 0)];
         assert_eq!(removed(&written, 0, 9), vec![]);
+        // A ban emptied the periods: what was earned in the window before it contributes
+        // nothing now; what was earned after it is outside the window.
+        let lowered = |id: &str, by: Option<i64>| Written::Lowered {
+            period: if id == "all" { "all" } else { "day" }.into(),
+            period_id: id.into(),
+            by,
+        };
+        let written = [event(1, true, "a", 2), lowered("2026-11-22", None), lowered("all", None), event(3, true, "b", 2)];
+        assert_eq!(removed(&written, 0, 2), vec![]);
+        assert_eq!(removed(&written, 0, 9), vec![("2026-11-22".into(), 2), ("all".into(), 2)]);
+        // A correction lowering one period takes the oldest contributions first.
+        let written = [event(1, true, "a", 2), event(2, true, "b", 2), lowered("all", Some(3))];
+        assert_eq!(removed(&written, 0, 9), vec![("2026-11-22".into(), 4), ("all".into(), 1)]);
+        assert_eq!(removed(&written, 2, 9), vec![("2026-11-22".into(), 2), ("all".into(), 1)]);
         // Given again after its take-back: the second give stands.
         let written = [event(1, true, "a", 2), event(2, false, "a", -2), event(3, true, "a", 2)];
         assert_eq!(removed(&written, 0, 9), vec![("2026-11-22".into(), 2), ("all".into(), 2)]);

@@ -192,10 +192,10 @@ impl<O: Objects> Voids<O> {
             if !is_users(&line, user_id) || !seen.insert(line.id.clone()) {
                 continue;
             }
-            if let Some((write, through)) = written_of(board, &line) {
+            if let Some((writes, through)) = written_of(board, &line) {
                 // A void stands where it read the journal up to, after what it read.
                 let ((ms, seq), after) = through.map_or((order_of(&line.id), 0), |through| (order_of(&through), 1));
-                mine.push(((ms, seq, after), write));
+                mine.extend(writes.into_iter().map(|write| ((ms, seq, after), write)));
             }
         }
         mine.sort_by_key(|(order, _)| *order);
@@ -212,7 +212,7 @@ fn order_of(id: &str) -> StreamOrder {
 
 /// What a journal line says a user wrote, when it bears on a void: an applied event, or a void
 /// with the last entry it read (`through`).
-fn written_of(board: &Board, line: &Line) -> Option<(Written, Option<String>)> {
+fn written_of(board: &Board, line: &Line) -> Option<(Vec<Written>, Option<String>)> {
     let mut fields = line.entry.clone();
     let kind = fields.remove("kind")?;
     let at: DateTime<Utc> = fields.remove("at")?.as_str()?.parse().ok()?;
@@ -221,15 +221,45 @@ fn written_of(board: &Board, line: &Line) -> Option<(Written, Option<String>)> {
             let receipt = Receipt::parse(&line.outcome).filter(|receipt| receipt.decision == Decision::Applied)?;
             let event: Event = serde_json::from_value(Value::Object(fields)).ok()?;
             let changes = (0..board.periods.len()).map(|period| receipt.change(period)).collect();
-            Some((Written::Event(Applied::of(board, &event, at, changes)), None))
+            Some((vec![Written::Event(Applied::of(board, &event, at, changes))], None))
         }
+        // A ban empties the periods its outcome names (`kind:id`, comma-separated); a
+        // correction changes those of its answer.
+        "ban" => Some((lowered_by_ban(&line.outcome), None)),
+        "correction" => Some((lowered_by_correction(&line.outcome)?, None)),
         "void" => {
             let request: VoidRequest = serde_json::from_value(fields.remove("request")?).ok()?;
             let through = fields.remove("through").and_then(|through| through.as_str().map(str::to_owned));
-            Some((Written::Void { from: request.from, to: request.to }, through))
+            Some((vec![Written::Void { from: request.from, to: request.to }], through))
         }
         _ => None,
     }
+}
+
+fn lowered_by_ban(outcome: &str) -> Vec<Written> {
+    outcome
+        .split(',')
+        .filter_map(|period| period.split_once(':'))
+        .map(|(kind, id)| Written::Lowered { period: kind.to_owned(), period_id: id.to_owned(), by: None })
+        .collect()
+}
+
+fn lowered_by_correction(outcome: &str) -> Option<Vec<Written>> {
+    let periods: Vec<Value> = serde_json::from_str(outcome).ok()?;
+    let lowered: Vec<Written> = periods
+        .iter()
+        .filter_map(|period| {
+            let (kind, id) = (period.get("period")?.as_str()?, period.get("period_id")?.as_str()?);
+            let removed = period.get("removed").and_then(Value::as_bool) == Some(true);
+            let delta = period.get("delta").and_then(Value::as_i64).unwrap_or(0);
+            (removed || delta < 0).then(|| Written::Lowered {
+                period: kind.to_owned(),
+                period_id: id.to_owned(),
+                by: if removed { None } else { Some(-delta) },
+            })
+        })
+        .collect();
+    Some(lowered)
 }
 
 fn is_users(line: &Line, user_id: &str) -> bool {
