@@ -48,6 +48,7 @@ mod queue_fifo;
 mod queue_poller;
 mod queue_time;
 mod restore_losses;
+mod restore_model;
 mod round_trips;
 mod rules;
 mod runtime_api;

@@ -46,6 +46,12 @@ pub async fn spawn_journaled(config: Config) -> TestApp {
     spawn_app(config, keys, Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
 }
 
+/// A journaling app on `keys` (another configuration over the same prefix: a rule change).
+pub async fn spawn_journaled_on(config: Config, keys: Keys) -> TestApp {
+    let settings = redis_settings();
+    spawn_app(config, keys.with_journal(true), Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
+}
+
 /// A journaling app on the Redis `settings` name (e.g. a server of the test's own).
 pub async fn spawn_journaled_at(config: Config, settings: &standings::redis::settings::RedisSettings) -> TestApp {
     let keys = Keys::new(&unique_prefix()).unwrap().with_journal(true);
