@@ -73,6 +73,16 @@ impl Bench {
         Ok(Store::connect(&self.settings)?)
     }
 
+    /// What the journal's first drain does for a new deployment (docs/journal.md#fence): every
+    /// board of `config` takes journaled writes.
+    pub async fn born(&self, config: &standings::domain::config::Config) -> Result<(), BenchError> {
+        let mut conn = self.connection().await?;
+        for board in config.boards() {
+            standings::redis::restore::mark_born(&mut conn, &self.keys.board(&board.name)).await?;
+        }
+        Ok(())
+    }
+
     /// Deletes every key of this run (DEL, not UNLINK: memory is back before the next scenario).
     pub async fn clean(&self) -> Result<(), BenchError> {
         let mut conn = self.connection().await?;

@@ -179,6 +179,9 @@ fn client(bench: &Bench, shared: &Shared, method: Method) -> Result<(Client, Sto
 
 async fn window(bench: &Bench, shared: &Arc<Shared>, method: Method, clients: usize, tag: &str) -> Result<Window, BenchError> {
     let mut built = Vec::with_capacity(clients);
+    if matches!(method, Method::Journaled) {
+        bench.born(&shared.config).await?;
+    }
     for index in 0..clients {
         let (client, store) = client(bench, shared, method)?;
         send(&client, shared, format!("{tag}-warm-{index}"), format!("u{}", index as u64 % USERS)).await?;

@@ -11,6 +11,7 @@ mod ingest;
 mod league;
 mod memory;
 mod queue;
+mod restore;
 mod rpo;
 mod top30;
 
@@ -36,4 +37,5 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "queue", run: |bench| Box::pin(queue::run(bench)) },
     Scenario { name: "journal-rpo", run: |bench| Box::pin(rpo::run(bench)) },
     Scenario { name: "league-close", run: |bench| Box::pin(league::run(bench)) },
+    Scenario { name: "journal-restore", run: |bench| Box::pin(restore::run(bench)) },
 ];

@@ -34,6 +34,7 @@ const USERS: u64 = 10_000;
 pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let config = Arc::new(Config::default_boards());
     let keys = bench.keys.clone().with_journal(true);
+    bench.born(&config).await?;
     let client = journal::s3_client().await;
     let bucket = format!("{}-rpo", bench.keys.prefix()).to_lowercase().replace(['_', ':'], "-");
     client.create_bucket().bucket(&bucket).send().await?;

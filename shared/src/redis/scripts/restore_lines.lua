@@ -31,18 +31,30 @@ raw_redis.call('PEXPIRE', KEYS[3], ARGV[2])
 
 local time = raw_redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local status = {}
+-- What the restore decided about each key of this call before it, read at once; what it
+-- decides now is written at once at the end. `status`: this call's view ('1' restoring, '0'
+-- intact); `expires`: the expiry this call last set on a key.
+local status, expires, claims, decided = {}, {}, {}, {}
+local KEEPS_EXPIRY = {ZADD = true, ZINCRBY = true, HSET = true, HINCRBY = true, HSETNX = true, SADD = true, LPUSH = true,
+  INCR = true, INCRBY = true, SETBIT = true, BITFIELD = true}
+if #KEYS > 3 then
+  local names = {}
+  for k = 4, #KEYS do names[k - 3] = KEYS[k] end
+  local held = raw_redis.call('HMGET', KEYS[1], unpack(names))
+  for k = 4, #KEYS do claims[k] = held[k - 3] end
+end
 
 -- Whether this restore writes KEYS[k]: claimed now or before, never an intact key. A key
 -- whose life recorded by this line ended before now is neither claimed nor written.
 local function restoring(k, expiry)
+  if expiry and expiry >= 0 and expiry <= now then return false end
   local known = status[k]
   if known == nil then
-    known = raw_redis.call('HGET', KEYS[1], KEYS[k])
+    known = claims[k]
     if not known then
-      if expiry and expiry >= 0 and expiry <= now then return false end
       known = raw_redis.call('EXISTS', KEYS[k]) == 1 and '0' or '1'
-      raw_redis.call('HSET', KEYS[1], KEYS[k], known)
+      decided[#decided + 1] = KEYS[k]
+      decided[#decided + 1] = known
     end
     status[k] = known
   end
@@ -62,20 +74,28 @@ for _ = 1, tonumber(ARGV[4]) do
     if not EFFECT[effect_command] then error({err = 'ERR ' .. effect_command .. ' is not a recorded write'}) end
     if restoring(k, expiry[k]) then
       raw_redis.call(effect_command, KEYS[k], unpack(ARGV, a + 3, a + n))
+      -- Anything but adding to a key may have removed it, or its expiry (SET).
+      if not KEEPS_EXPIRY[effect_command] then expires[k] = nil end
     end
     a = a + 1 + n
   end
   for i = 0, e - 1 do
     local k, at = tonumber(ARGV[a + 2 * i]), tonumber(ARGV[a + 2 * i + 1])
-    if status[k] == '1' then
+    -- A write keeps a key's expiry: set again only when the record changes it. (A key this
+    -- restore made has no expiry until it sets one; PERSIST undoes only its own.)
+    if status[k] == '1' and expires[k] ~= at then
       if at > 0 then
         raw_redis.call('PEXPIREAT', KEYS[k], at)
-      elseif at == -1 then
+      elseif at == -1 and expires[k] and expires[k] > 0 then
         raw_redis.call('PERSIST', KEYS[k])
       end
+      expires[k] = at
     end
   end
   a = a + 2 * e
+end
+for i = 1, #decided, 2000 do
+  raw_redis.call('HSET', KEYS[1], unpack(decided, i, math.min(i + 1999, #decided)))
 end
 raw_redis.call('HSET', KEYS[2], 'through', ARGV[3])
 return 1
