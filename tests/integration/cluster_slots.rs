@@ -20,7 +20,7 @@ async fn slot_of(app: &TestApp, key: &str) -> Slot {
     slot
 }
 
-/// `<prefix>:v1:{<tag>}:…` → `<tag>`: the board (or `u:<user>` for profiles).
+/// `<prefix>:v1:{<tag>}:…` → `<tag>`: the board (or `_profiles-<n>` for profiles).
 fn tag_of(key: &str) -> &str {
     let rest = key.split_once(":v1:{").expect("every key has the layout <prefix>:v1:{tag}:…").1;
     rest.split_once('}').unwrap().0
@@ -60,7 +60,12 @@ async fn every_key_a_board_writes_hashes_to_that_boards_slot() {
         assert_eq!(slot, slot_of(&app, &format!("{{{}}}", tag_of(&key))).await, "{key} is in its tag's slot");
     }
     let tags: Vec<&str> = slots_by_tag.keys().map(String::as_str).collect();
-    assert_eq!(tags, ["activity", "hot-videos", "invites", "points", "u:u1"]);
+    let profile_shard = tag_of(&app.keys.profile("u1")).to_owned();
+    assert!(profile_shard.starts_with("_profiles-"), "{profile_shard}");
+    assert_eq!(
+        tags,
+        ["_profiles-", "activity", "hot-videos", "invites", "points"].map(|t| if t == "_profiles-" { profile_shard.as_str() } else { t })
+    );
     for (tag, slots) in &slots_by_tag {
         assert_eq!(slots.len(), 1, "{tag}'s keys span slots {slots:?}");
     }

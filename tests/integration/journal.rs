@@ -57,7 +57,9 @@ async fn every_applied_write_is_journaled_once_and_refusals_and_duplicates_are_n
     // points: the event, the sign-in, the correction, the ban; high-scores: the score and the ban.
     assert_eq!(app.journal_len("points").await, 4);
     assert_eq!(app.journal_len("high-scores").await, 2);
-    assert_eq!(app.journal_len(standings::redis::keys::PROFILES_JOURNAL).await, 1, "the profile, not the refused one");
+    let profiles = app.keys.profile_shard_journal("ann");
+    let profile_lines = standings::redis::journal::len(&mut app.redis.clone(), &profiles).await.unwrap();
+    assert_eq!(profile_lines, 1, "the profile, not the refused one (in ann's profile shard)");
 
     let client = s3().await;
     let bucket = new_bucket(&client).await;
@@ -82,7 +84,9 @@ async fn every_applied_write_is_journaled_once_and_refusals_and_duplicates_are_n
     assert_eq!(points[2]["delta"], 5);
     assert_eq!(points[3]["user_id"], "bob");
     let profile = lines.iter().find(|l| l["kind"] == "profile").unwrap();
-    assert_eq!((profile["board"].as_str(), profile["user_id"].as_str()), (Some("_profiles"), Some("ann")));
+    let key = app.keys.profile("ann");
+    let ann_shard = key[key.find('{').unwrap() + 1..key.find('}').unwrap()].to_owned();
+    assert_eq!((profile["board"].as_str(), profile["user_id"].as_str()), (Some(ann_shard.as_str()), Some("ann")));
     assert_eq!(profile["profile"], json!({"nickname": "Ann"}));
     let score = lines.iter().find(|l| l["kind"] == "score").unwrap();
     assert_eq!((score["board"].as_str(), score["score"].as_i64()), (Some("high-scores"), Some(40)));

@@ -13,7 +13,7 @@ use chrono::{Duration, Utc};
 use journal::{RestoreReport, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
-use standings_tests::journal::{call, new_bucket, s3};
+use standings_tests::journal::{call, drain_to_new_bucket, new_bucket, s3};
 use standings_tests::{ADMIN, TestApp, WRITER, spawn_journaled};
 
 fn far() -> chrono::DateTime<Utc> {
@@ -102,11 +102,7 @@ fn restorer(app: &TestApp, client: &aws_sdk_s3::Client, bucket: &str) -> Restore
 }
 
 async fn drained(app: &TestApp) -> (aws_sdk_s3::Client, String) {
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).with_chunk(10).drain(far()).await;
-    assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
-    (client, bucket)
+    drain_to_new_bucket(app, 10).await
 }
 
 /// The same keys and values; expiries within 2 s (a replay sets what is left of each TTL, to

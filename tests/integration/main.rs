@@ -49,6 +49,7 @@ mod queue_poller;
 mod queue_time;
 mod restore_losses;
 mod restore_model;
+mod restore_profiles;
 mod round_trips;
 mod rules;
 mod runtime_api;

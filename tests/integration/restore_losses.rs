@@ -10,7 +10,7 @@ use chrono::{Duration, Utc};
 use journal::{Restorer, S3Objects, Status};
 use serde_json::json;
 use standings::domain::config::Config;
-use standings_tests::journal::{new_bucket, s3};
+use standings_tests::journal::drain_to_new_bucket;
 use standings_tests::{TestApp, spawn_journaled};
 
 type State = Vec<(String, Vec<u8>, i64)>;
@@ -43,11 +43,7 @@ async fn state(app: &TestApp) -> State {
 }
 
 async fn drain(app: &TestApp) -> (aws_sdk_s3::Client, String) {
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).with_chunk(4).drain(far()).await;
-    assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
-    (client, bucket)
+    drain_to_new_bucket(app, 4).await
 }
 
 fn restorer(app: &TestApp, config: Config, client: &aws_sdk_s3::Client, bucket: &str) -> Restorer<S3Objects> {
@@ -249,6 +245,46 @@ async fn a_board_that_lost_its_data_refuses_writes_until_its_restore_completes()
     assert_eq!(points(&app, "forum", "ann").await, 3);
 }
 
+/// Every read of a lost board (a page, a user's rank, a statement, a distribution, a list's
+/// ranks) answers 503 `board_restoring` with a Retry-After until its restore completes, rather
+/// than an empty or partial board as if it were the truth; then each answers what was lost.
+#[tokio::test]
+async fn a_lost_board_answers_every_read_with_board_restoring_until_it_is_restored() {
+    let app = spawn_journaled(forum(3)).await;
+    app.set_now(Utc::now());
+    for i in 0..3 {
+        assert_eq!(app.event(json!({"event_id": format!("c{i}"), "user_id": "ann", "action": "comment"})).await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain(&app).await;
+    delete(&app, &app.written_keys().await).await;
+    let ranks =
+        || app.call_query(axum::http::Method::POST, "/v1/boards/forum/ranks", json!({"user_ids": ["ann"], "period": "all"}).to_string());
+    let reads = [
+        "/v1/boards/forum/top?period=all",
+        "/v1/boards/forum/users/ann?period=all",
+        "/v1/boards/forum/users/ann/statement?period=week",
+        "/v1/boards/forum/distribution?period=all",
+    ];
+    for path in reads {
+        let (status, headers, body) = app.fetch_query(axum::http::Method::GET, path).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{path}: {body}");
+        assert!(body.contains("board_restoring"), "{path}: {body}");
+        assert_eq!(headers.get("retry-after").and_then(|v| v.to_str().ok()), Some("30"), "{path}");
+    }
+    let (status, refused) = ranks().await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{refused}");
+
+    let report = restorer(&app, forum(3), &client, &bucket).restore(Some("forum"), far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    for path in reads {
+        assert_eq!(app.get(path).await.0, StatusCode::OK, "{path}");
+    }
+    let (status, top) = app.get("/v1/boards/forum/top?period=all").await;
+    assert_eq!((status, top["entries"][0]["score"].as_i64()), (StatusCode::OK, Some(9)), "{top}");
+    let (status, listed) = ranks().await;
+    assert_eq!((status, listed["entries"][0]["rank"].as_u64()), (StatusCode::OK, Some(1)), "{listed}");
+}
+
 /// A new deployment: its boards' guards say nothing yet. The first journaled write waits for
 /// the drain's first run (at most a minute on the template's schedule), which finds no object
 /// of the board in the journal and lets writes in; no operator.
@@ -266,7 +302,8 @@ async fn a_new_board_takes_writes_once_the_drain_finds_its_journal_empty() {
 }
 
 /// While a restore runs (stopped by its deadline part-way here), the board refuses journaled
-/// writes even where its guard survived a partial loss; reads go on.
+/// writes even where its guard survived a partial loss, and reads say the same: a part-way
+/// board is not an answer.
 #[tokio::test]
 async fn a_restore_under_way_fences_the_board() {
     let app = spawn_journaled(forum(3)).await;
@@ -282,8 +319,10 @@ async fn a_restore_under_way_fences_the_board() {
     assert_eq!(first.status, Status::InProgress, "{first:?}");
     let (status, refused) = app.event(json!({"event_id": "late", "user_id": "bob", "action": "comment"})).await;
     assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{refused}");
-    assert_eq!(app.get("/v1/boards/forum/top?period=all").await.0, StatusCode::OK);
+    let (status, read) = app.get("/v1/boards/forum/top?period=all").await;
+    assert_eq!((status, read["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{read}");
     assert_eq!(restorer.restore(Some("forum"), far()).await.unwrap().status, Status::Complete);
+    assert_eq!(app.get("/v1/boards/forum/top?period=all").await.0, StatusCode::OK);
     assert_eq!(app.event(json!({"event_id": "late", "user_id": "bob", "action": "comment"})).await.0, StatusCode::OK);
     assert_eq!((points(&app, "forum", "ann").await, points(&app, "forum", "bob").await), (18, 3));
 }

@@ -39,6 +39,17 @@ pub async fn new_bucket(client: &Client) -> String {
     name
 }
 
+/// Drains `app`'s journal into a new bucket, `chunk` entries an object, with five minutes to go;
+/// every board must drain.
+pub async fn drain_to_new_bucket(app: &TestApp, chunk: usize) -> (Client, String) {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let deadline = chrono::Utc::now() + chrono::Duration::minutes(5);
+    let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).with_chunk(chunk).drain(deadline).await;
+    assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+    (client, bucket)
+}
+
 /// An app whose writes are journaled (docs/journal.md), on the suite's Redis.
 pub async fn spawn_journaled(config: Config) -> TestApp {
     let settings = redis_settings();

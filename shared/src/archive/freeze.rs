@@ -99,7 +99,7 @@ pub async fn frozen_histograms(conn: &Connection, keys: &BoardKeys, period: &Per
     let key = keys.frozen(period);
     let reads = (1..=MAX_BUCKETS).map(|buckets| {
         let (mut conn, key) = (conn.clone(), &key);
-        async move { scripts::read_distribution(&mut conn, key, scale, buckets, &CUTOFF_SHARES).await }
+        async move { scripts::read_distribution(&mut conn, key, None, scale, buckets, &CUTOFF_SHARES).await }
     });
     futures::future::try_join_all(reads).await
 }

@@ -302,9 +302,9 @@ impl ApiError {
     /// unavailable.
     pub fn store(error: &StoreError) -> Self {
         if error.is_restoring() {
-            tracing::warn!("write refused: the board is being restored from its journal");
-            let message = "this board is being restored from its journal; writes resume when the restore completes (reads may \
-                answer from what is restored so far); retry later with the same ids";
+            tracing::warn!("refused: the board is being restored from its journal");
+            let message = "this board is being restored from its journal; reads and writes resume when the restore completes; \
+                retry later (writes with the same ids)";
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_restoring", message).with_retry_after(RESTORING_RETRY_SECS);
         }
         if error.is_programming_error() {

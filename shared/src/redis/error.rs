@@ -19,6 +19,9 @@ pub enum StoreError {
     NotReplicated { wanted: u32, acknowledged: u32 },
     /// Writes are refused: the store may evict keys, and with them the boards, ledgers and
     /// event markers exactly-once rests on.
+    /// A read found its board being restored, or lost (docs/journal.md#fence).
+    #[error("the board is being restored from its journal")]
+    Restoring,
     #[error("the store's maxmemory-policy is {0:?}; writes need noeviction (or STANDINGS_ALLOW_EVICTING_POLICY=true)")]
     EvictingPolicy(String),
 }
@@ -44,7 +47,7 @@ impl StoreError {
     /// The board is being restored from its journal, or lost and not restored yet
     /// (docs/journal.md#fence): a journaled write was refused with nothing written.
     pub fn is_restoring(&self) -> bool {
-        matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_RESTORING"))
+        matches!(self, StoreError::Restoring) || matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_RESTORING"))
     }
 
     /// Redis refused a write because it reached `maxmemory` (policy `noeviction`).

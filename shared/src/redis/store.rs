@@ -271,6 +271,55 @@ impl Connection {
         }
     }
 
+    /// Every key matching `pattern` on the standalone server or on every live primary of a
+    /// cluster (`SCAN … MATCH`, a page at a time). O(the store's keys): for a one-off job (the
+    /// move of profiles to their shards), never a request.
+    pub async fn scan_every_primary(&mut self, pattern: &str) -> Result<Vec<String>, StoreError> {
+        use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
+        let cluster = self.cluster().cloned();
+        let nodes: Vec<Option<(String, u16)>> = match &cluster {
+            None => vec![None],
+            Some(_) => {
+                let text: String = redis::cmd("CLUSTER").arg("NODES").query_async(self).await?;
+                text.lines()
+                    .filter_map(|line| {
+                        let parts: Vec<&str> = line.split(' ').collect();
+                        let flags = parts.get(2)?;
+                        if !flags.contains("master") || flags.contains("fail") {
+                            return None;
+                        }
+                        let address = parts.get(1)?.split('@').next()?;
+                        let (host, port) = address.rsplit_once(':')?;
+                        Some(Some((host.to_owned(), port.parse().ok()?)))
+                    })
+                    .collect()
+            }
+        };
+        let mut found = Vec::new();
+        for node in nodes {
+            let mut cursor = 0u64;
+            loop {
+                let mut scan = redis::cmd("SCAN");
+                scan.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
+                let (next, keys): (u64, Vec<String>) = match (&cluster, &node) {
+                    (Some(cluster), Some((host, port))) => {
+                        self.round_trips.fetch_add(1, Ordering::Relaxed);
+                        let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host: host.clone(), port: *port });
+                        let reply = cluster.clone().route_command(scan, route).await?;
+                        FromRedisValue::from_redis_value(reply).map_err(|e| StoreError::Protocol(format!("SCAN: {e}")))?
+                    }
+                    _ => scan.query_async(self).await?,
+                };
+                found.extend(keys);
+                if next == 0 {
+                    break;
+                }
+                cursor = next;
+            }
+        }
+        Ok(found)
+    }
+
     /// Runs a script with EVALSHA; NOSCRIPT (after `SCRIPT FLUSH`, or on a node that never saw
     /// it) is answered by loading the script and running it again. With `wait.replicas > 0`
     /// the script is followed by `WAIT` in the same pipeline, on the same connection (so it

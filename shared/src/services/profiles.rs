@@ -5,13 +5,14 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use futures::future::try_join_all;
+use redis::AsyncCommands;
 use redis::cluster_routing::Slot;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::journal::{Entry, Stamp};
 use crate::redis::error::StoreError;
-use crate::redis::journal;
 use crate::redis::keys::Keys;
+use crate::redis::scripts::{self, profile::Put};
 use crate::redis::store::Store;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,7 +64,7 @@ impl Profile {
         })
     }
 
-    fn fields(&self) -> Vec<(&'static str, &str)> {
+    pub(crate) fn fields(&self) -> Vec<(&'static str, &str)> {
         [("nickname", &self.nickname), ("avatar_url", &self.avatar_url), ("title", &self.title)]
             .into_iter()
             .filter_map(|(name, value)| value.as_deref().map(|v| (name, v)))
@@ -76,22 +77,58 @@ impl Profile {
 /// are outside every board's slot, so not in the same call): an acknowledged change is always in
 /// the journal; one that failed after its entry may still be restored (a replace: the client's
 /// retry settles it).
+/// Replaces `user_id`'s profile and journals the change, in one call (docs/journal.md#profiles).
 pub async fn put_profile(store: &Store, keys: &Keys, user_id: &str, profile: &Profile, now: DateTime<Utc>) -> Result<(), StoreError> {
-    if keys.journal_on() {
+    let entry = if keys.journal_on() {
         let profile_json = serde_json::to_value(profile).expect("a profile always serializes");
-        let entry = Entry::Profile { at: Stamp(now), user_id, profile: profile_json }.json();
-        journal::append(&mut store.write_connection().await?, &keys.profiles_journal(), &entry, "").await?;
-    }
-    let key = keys.profile(user_id);
-    let fields = profile.fields();
-    let mut pipe = redis::pipe();
-    pipe.atomic().del(&key).ignore();
-    if !fields.is_empty() {
-        pipe.hset_multiple(&key, &fields).ignore();
-    }
+        Entry::Profile { at: Stamp(now), user_id, profile: profile_json }.json()
+    } else {
+        String::new()
+    };
     let mut conn = store.write_connection().await?;
-    let () = pipe.query_async(&mut conn).await?;
+    scripts::profile::put(&mut conn, keys, user_id, Put::Replace, &entry, &profile.fields()).await?;
+    // A profile of the layout before shards, not moved yet, goes: a read would find it where
+    // this change cleared the profile.
+    let () = conn.del(keys.legacy_profile(user_id)).await?;
     Ok(())
+}
+
+/// Moves profiles of the layout before shards (a slot per user) into their shards, each move
+/// journaled (docs/journal.md#profiles): a profile changed since stays as changed. Until
+/// `deadline`; true once none is left (then `profiles_moved` is set and reads stop looking
+/// for them). Run by every drain until done.
+pub async fn move_legacy(store: &Store, keys: &Keys, now: DateTime<Utc>, deadline: DateTime<Utc>) -> Result<bool, StoreError> {
+    let mut conn = store.write_connection().await?;
+    let moved: bool = conn.exists(keys.profiles_moved()).await?;
+    if moved {
+        return Ok(true);
+    }
+    // `<prefix>:v1:{u:<user>}:profile`: the user is what stands between these two parts.
+    let empty = keys.legacy_profile("");
+    let Some((head, tail)) = empty.split_once("}") else { return Ok(false) };
+    let tail = format!("}}{tail}");
+    for legacy in conn.scan_every_primary(&keys.legacy_profile("*")).await? {
+        if Utc::now() >= deadline {
+            return Ok(false);
+        }
+        let Some(user_id) = legacy.strip_prefix(head).and_then(|rest| rest.strip_suffix(tail.as_str())) else { continue };
+        if crate::domain::ids::validate_id("user_id", user_id).is_err() {
+            continue;
+        }
+        let fields: HashMap<String, String> = conn.hgetall(&legacy).await?;
+        if let Some(profile) = Profile::from_fields(fields) {
+            let entry = if keys.journal_on() {
+                let profile_json = serde_json::to_value(&profile).expect("a profile always serializes");
+                Entry::Profile { at: Stamp(now), user_id, profile: profile_json }.json()
+            } else {
+                String::new()
+            };
+            scripts::profile::put(&mut conn, keys, user_id, Put::Move, &entry, &profile.fields()).await?;
+        }
+        let () = conn.del(&legacy).await?;
+    }
+    let () = conn.set(keys.profiles_moved(), 1).await?;
+    Ok(true)
 }
 
 pub async fn get_profile(store: &Store, keys: &Keys, user_id: &str) -> Result<Option<Profile>, StoreError> {
@@ -102,27 +139,63 @@ pub async fn get_profile(store: &Store, keys: &Keys, user_id: &str) -> Result<Op
 /// a slot of its own and a pipeline may only address one slot, so there is one pipeline per
 /// slot, all sent at once (multiplexed on the per-node connections). A user without a profile
 /// gets `None`.
+/// The profiles of `user_ids`, in their order: one pipeline per profile shard's slot (per
+/// node), all at once. Until the drain has moved every profile of the layout before shards
+/// (`Keys::profiles_moved`, read in the same round), users without a profile in their shard
+/// are looked up there in a second round.
 pub async fn get_many(store: &Store, keys: &Keys, user_ids: &[&str]) -> Result<Vec<Option<Profile>>, StoreError> {
     let profile_keys: Vec<String> = user_ids.iter().map(|user_id| keys.profile(user_id)).collect();
+    let (mut profiles, moved) = read_profiles(store, &profile_keys, Some(keys.profiles_moved())).await?;
+    if !moved {
+        let missing: Vec<usize> = (0..user_ids.len()).filter(|&i| profiles[i].is_none()).collect();
+        if !missing.is_empty() {
+            let legacy: Vec<String> = missing.iter().map(|&i| keys.legacy_profile(user_ids[i])).collect();
+            let (found, _) = read_profiles(store, &legacy, None).await?;
+            for (index, profile) in missing.into_iter().zip(found) {
+                profiles[index] = profile;
+            }
+        }
+    }
+    Ok(profiles)
+}
+
+/// `HGETALL` of each key, pipelined per slot, slots at once; with `flag`, whether it exists.
+async fn read_profiles(store: &Store, profile_keys: &[String], flag: Option<String>) -> Result<(Vec<Option<Profile>>, bool), StoreError> {
+    let slot = |key: &str| store.is_cluster().then(|| Slot::for_key(key));
     let mut groups: HashMap<Option<Slot>, Vec<usize>> = HashMap::new();
     for (index, key) in profile_keys.iter().enumerate() {
-        groups.entry(store.is_cluster().then(|| Slot::for_key(key))).or_default().push(index);
+        groups.entry(slot(key)).or_default().push(index);
+    }
+    let flag_slot = flag.as_deref().map(slot);
+    if let Some(flag_slot) = flag_slot {
+        groups.entry(flag_slot).or_default();
     }
     let conn = store.connection().await?;
-    let replies = try_join_all(groups.values().map(|indices| {
+    let replies = try_join_all(groups.iter().map(|(group, indices)| {
         let mut pipe = redis::pipe();
         for &index in indices {
             pipe.hgetall(&profile_keys[index]);
         }
+        let asks_flag = flag_slot == Some(*group);
+        if let (true, Some(flag)) = (asks_flag, &flag) {
+            pipe.exists(flag);
+        }
         let mut conn = conn.clone();
-        async move { pipe.query_async::<Vec<HashMap<String, String>>>(&mut conn).await }
+        async move {
+            let mut values: Vec<redis::Value> = pipe.query_async(&mut conn).await?;
+            let flagged = if asks_flag { redis::from_redis_value::<bool>(values.pop().unwrap_or(redis::Value::Nil))? } else { false };
+            let hashes: Vec<HashMap<String, String>> = values.into_iter().map(redis::from_redis_value).collect::<Result<_, _>>()?;
+            Ok::<_, redis::RedisError>((hashes, flagged))
+        }
     }))
     .await?;
-    let mut profiles = vec![None; user_ids.len()];
-    for (indices, hashes) in groups.values().zip(replies) {
+    let mut profiles = vec![None; profile_keys.len()];
+    let mut flagged = false;
+    for (indices, (hashes, flag)) in groups.values().zip(replies) {
+        flagged |= flag;
         for (&index, fields) in indices.iter().zip(hashes) {
             profiles[index] = Profile::from_fields(fields);
         }
     }
-    Ok(profiles)
+    Ok((profiles, flagged))
 }

@@ -2,7 +2,7 @@
 //!
 //! Layout: `<prefix>:v1:{<tag>}:<kind>:…`. The first `{…}` of a key is its Redis Cluster hash
 //! tag: the board name for everything a board's scripts touch (so one script's keys share a
-//! slot), the user id for per-user data read outside scripts (profiles). `prefix` lets tenants
+//! slot), a profile shard (`_profiles-<n>`) for a profile and its journal. `prefix` lets tenants
 //! and tests share one Redis; it is validated to contain no braces. Ids reaching this module
 //! have already passed `ids`' allow-lists.
 //!
@@ -25,7 +25,34 @@ pub const REPLAY_EXPIRED_TTL_SECS: i64 = 3600;
 
 /// The journal of profile changes, drained and restored as if it were a board's: profiles live
 /// outside every board's slot. No board can be named so (board names are `a-z`, `0-9`, `-`).
+/// Since profile shards, `<PROFILES_JOURNAL>-<n>` is shard n's journal, with its profiles in its
+/// slot (one script call changes a profile and journals it); `_profiles` itself is the journal
+/// of releases before, drained and restored until it is empty.
 pub const PROFILES_JOURNAL: &str = "_profiles";
+/// Profile shards: each a slot of its own, so profile writes spread over a cluster's nodes.
+pub const PROFILE_SHARDS: u32 = 16;
+
+/// The profile shard a user's profile lives in: FNV-1a of the id, stable across releases
+/// (changing it would hide every profile).
+fn profile_shard(user_id: &str) -> u32 {
+    let hash = user_id.bytes().fold(0x811c_9dc5_u32, |hash, byte| (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193));
+    hash % PROFILE_SHARDS
+}
+
+/// The journal (and key tag) of profile shard `shard`.
+pub fn profile_journal(shard: u32) -> String {
+    format!("{PROFILES_JOURNAL}-{shard}")
+}
+
+/// Every journal of profiles: the shards', then the one of releases before shards.
+pub fn profile_journals() -> Vec<String> {
+    (0..PROFILE_SHARDS).map(profile_journal).chain([PROFILES_JOURNAL.to_owned()]).collect()
+}
+
+/// Whether journal `name` holds profiles (no board is guarded, fenced or configured so).
+pub fn is_profile_journal(name: &str) -> bool {
+    name.starts_with(PROFILES_JOURNAL)
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Keys {
@@ -113,8 +140,30 @@ impl Keys {
         self.board(PROFILES_JOURNAL)
     }
 
+    /// A user's profile (hash), in their profile shard's slot beside its journal.
     pub fn profile(&self, user_id: &str) -> String {
+        format!("{}{}", self.board(&profile_journal(profile_shard(user_id))).base, Self::profile_relative(user_id))
+    }
+
+    /// A profile's key relative to its shard's keys (as a journal line's effects name it).
+    pub fn profile_relative(user_id: &str) -> String {
+        format!(":profile:{user_id}")
+    }
+
+    /// The journal of `user_id`'s profile shard.
+    pub fn profile_shard_journal(&self, user_id: &str) -> BoardKeys {
+        self.board(&profile_journal(profile_shard(user_id)))
+    }
+
+    /// A profile as releases before profile shards stored it (a slot per user): read until the
+    /// drain has moved every one (`profiles_moved`), then gone.
+    pub fn legacy_profile(&self, user_id: &str) -> String {
         format!("{}:{VERSION}:{{u:{user_id}}}:profile", self.prefix)
+    }
+
+    /// Set once no profile of the layout before shards is left: reads stop looking for them.
+    pub fn profiles_moved(&self) -> String {
+        format!("{}:moved", self.board(&profile_journal(0)).base)
     }
 
     /// Pattern matching every key under this prefix (for tests and operators).

@@ -47,9 +47,16 @@ fn every_board_key_carries_the_board_tag_first() {
 }
 
 #[test]
-fn profiles_are_tagged_by_user() {
+fn profiles_live_in_their_shard_beside_its_journal() {
     let keys = Keys::new("st").unwrap();
-    assert_eq!(keys.profile("u1"), "st:v1:{u:u1}:profile");
+    let profile = keys.profile("u1");
+    let shard = keys.profile_shard_journal("u1");
+    assert_eq!(hash_tag(&profile), hash_tag(&shard.journal()));
+    assert!(profile.starts_with("st:v1:{_profiles-") && profile.ends_with("}:profile:u1"), "{profile}");
+    assert_eq!(keys.legacy_profile("u1"), "st:v1:{u:u1}:profile");
+    // Users spread over every shard.
+    let shards: std::collections::HashSet<String> = (0..400).map(|i| hash_tag(&keys.profile(&format!("user-{i}"))).to_owned()).collect();
+    assert_eq!(shards.len(), super::PROFILE_SHARDS as usize);
 }
 
 /// One key Standings can build, named by its kind and the ids it is built from.

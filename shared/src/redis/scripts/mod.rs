@@ -14,6 +14,7 @@ mod key_list;
 pub mod league;
 pub mod moderation;
 mod pack;
+pub mod profile;
 mod receipt;
 mod reply;
 pub mod scores;
@@ -64,6 +65,7 @@ static CLOSE_LEAGUE: LazyLock<Script> = script!("close_league.lua");
 static OPEN_LEAGUE: LazyLock<Script> = script!("open_league.lua");
 static DROP_IDLE: LazyLock<Script> = script!("drop_idle.lua");
 pub(crate) static RESTORE_LINES: LazyLock<Script> = script!("restore_lines.lua");
+static PUT_PROFILE: LazyLock<Script> = script!("put_profile.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -85,6 +87,7 @@ pub fn hashes() -> Vec<&'static str> {
         &NOTICES_COMMIT,
         &NOTICES_DROPPED,
         &RESTORE_LINES,
+        &PUT_PROFILE,
     ]
     .into_iter()
     .chain(league::scripts())
@@ -224,8 +227,16 @@ pub struct RawWindow {
 
 /// Reads a window of one board and the counts behind competition ranks and percentiles, in
 /// one round trip, from one consistent snapshot.
-pub async fn read_board(conn: &mut Connection, board_key: &str, scale: &Scale, window: Window<'_>) -> Result<RawWindow, StoreError> {
+/// `guard`: the board's guard on a journaled deployment, whose fence the read honours.
+pub async fn read_board(
+    conn: &mut Connection,
+    board_key: &str,
+    guard: Option<&str>,
+    scale: &Scale,
+    window: Window<'_>,
+) -> Result<RawWindow, StoreError> {
     let mut invocation = READ_BOARD.key(board_key);
+    invocation.key(guard);
     invocation.arg(scale.span);
     match window {
         Window::Page { offset, limit } => invocation.arg("page").arg(offset).arg(limit),
@@ -256,10 +267,12 @@ pub struct MemberPlace {
 pub async fn read_members(
     conn: &mut Connection,
     board_key: &str,
+    guard: Option<&str>,
     scale: &Scale,
     members: &[&str],
 ) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
     let mut invocation = READ_MEMBERS.key(board_key);
+    invocation.key(guard);
     invocation.arg(scale.span);
     for member in members {
         invocation.arg(*member);
@@ -282,11 +295,13 @@ pub async fn read_members(
 pub async fn read_distribution(
     conn: &mut Connection,
     board_key: &str,
+    guard: Option<&str>,
     scale: &Scale,
     buckets: u64,
     shares: &[u32],
 ) -> Result<Histogram, StoreError> {
     let mut invocation = READ_DISTRIBUTION.key(board_key);
+    invocation.key(guard);
     invocation.arg(scale.span).arg(buckets);
     for share in shares {
         invocation.arg(*share);

@@ -96,6 +96,17 @@ local function refuse_restoring(born, fence)
   end
 end
 
+-- A read of a journaled board passes its guard as `guard_key` (nil: no journal) and is refused
+-- like a write while the board is restored or lost: a part-way board is not an answer.
+local function read_fence(guard_key)
+  if guard_key then
+    local fields = redis.call('HMGET', guard_key, GUARD_BORN, GUARD_FENCE)
+    if fields[2] or not fields[1] then
+      error({err = 'BOARD_RESTORING the board is being restored from its journal'})
+    end
+  end
+end
+
 local function fence_check(guard_key)
   local fields = redis.call('HMGET', guard_key, GUARD_BORN, GUARD_FENCE)
   refuse_restoring(fields[1], fields[2])

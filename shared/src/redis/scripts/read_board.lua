@@ -5,6 +5,8 @@ entries, and for every entry how many members have strictly more points (competi
 Read-only (`no-writes`): allowed on replicas and while the server is out of memory.
 
 KEYS[1]  the board's sorted set (composite scores, see tiebreak.rs)
+KEYS[2]  the board's guard on a journaled deployment (absent: no journal): a board being
+         restored, or lost, answers BOARD_RESTORING (docs/journal.md#fence)
 
 ARGV[1]  time parts per point: the board's composite span (SPAN, or SCORE_SPAN on a score
          board, where "points" are values: higher is better whatever the board's order)
@@ -24,6 +26,7 @@ Reply: {total, rank, below, start, entries}
            either end.
 ]]
 
+read_fence(KEYS[2])
 local key = KEYS[1]
 span = tonumber(ARGV[1])
 local total = redis.call('ZCARD', key)

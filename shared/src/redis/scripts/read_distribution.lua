@@ -7,6 +7,8 @@ lookup per share, never a scan. Read-only (`no-writes`): allowed on replicas and
 server is out of memory.
 
 KEYS[1]   the board's sorted set (composite scores, see tiebreak.rs)
+KEYS[2]   the board's guard on a journaled deployment (absent: no journal): a board being
+          restored, or lost, answers BOARD_RESTORING (docs/journal.md#fence)
 
 ARGV[1]   the board's composite span (see read_board.lua): on a score board "points" are
           values, higher is better, and the caller turns them back into scores
@@ -25,6 +27,7 @@ an empty board
             (1-based, highest first), the lowest points still inside the top p %
 ]]
 
+read_fence(KEYS[2])
 local key = KEYS[1]
 span = tonumber(ARGV[1])
 local total = redis.call('ZCARD', key)

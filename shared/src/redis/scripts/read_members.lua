@@ -4,6 +4,8 @@ read_members.lua: the standing of a given list of members on one board ("my frie
 one round trip, from one consistent snapshot. Read-only.
 
 KEYS[1]  the board's sorted set (composite scores, see tiebreak.rs)
+KEYS[2]  the board's guard on a journaled deployment (absent: no journal): a board being
+         restored, or lost, answers BOARD_RESTORING (docs/journal.md#fence)
 
 ARGV[1]   the board's composite span (see read_board.lua)
 ARGV[2..] member ids (distinct)
@@ -15,6 +17,7 @@ Reply: {total, standings}
              above counts members with strictly more points (competition rank).
 ]]
 
+read_fence(KEYS[2])
 local key = KEYS[1]
 span = tonumber(ARGV[1])
 local above_points = {}

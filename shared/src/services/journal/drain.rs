@@ -12,10 +12,11 @@ use crate::domain::config::Config;
 use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
-use crate::redis::keys::{Keys, PROFILES_JOURNAL};
+use crate::redis::keys::{Keys, is_profile_journal, profile_journals};
 use crate::redis::restore;
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
+use crate::services::profiles;
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde::Serialize;
@@ -121,7 +122,13 @@ impl<O: Objects> Drainer<O> {
 
     /// `drain`, also sending every crossing a quiet time holds when `release`.
     pub async fn drain_releasing(&self, deadline: DateTime<Utc>, release: bool) -> DrainReport {
-        let names = self.config.boards().iter().map(|board| board.name.as_str()).chain([PROFILES_JOURNAL]);
+        // Profiles of the layout before shards move to their shards (journaled there) first,
+        // until none is left (docs/journal.md#profiles).
+        if let Err(error) = profiles::move_legacy(&self.store, &self.keys, Utc::now(), deadline).await {
+            tracing::warn!(error = %error, "profiles of the layout before shards not moved yet");
+        }
+        let profile_journals = profile_journals();
+        let names = self.config.boards().iter().map(|board| board.name.as_str()).chain(profile_journals.iter().map(String::as_str));
         let boards = join_all(names.map(|name| async move {
             let mut drained = BoardDrain {
                 board: name.to_owned(),
@@ -213,7 +220,7 @@ impl<O: Objects> Drainer<O> {
     async fn drain_board(&self, board: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {
         let keys = self.keys.board(board);
         let mut conn = self.store.write_connection().await?;
-        if board != PROFILES_JOURNAL && !restore::born(&mut conn, &keys).await? {
+        if !is_profile_journal(board) && !restore::born(&mut conn, &keys).await? {
             // Journaled writes wait for this (docs/journal.md#fence): a board whose journal holds
             // nothing yet is new; one whose journal holds objects lost its history in Redis,
             // and stays refused until a restore completes.

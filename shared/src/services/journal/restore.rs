@@ -16,9 +16,10 @@ use crate::domain::config::Config;
 use crate::domain::journal::{Effects, Line, stream_id_ms};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
-use crate::redis::keys::{BoardKeys, Keys, PROFILES_JOURNAL};
+use crate::redis::keys::{BoardKeys, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, profile_journal};
 use crate::redis::restore::{self, Run};
 use crate::redis::store::{Connection, Store};
+use crate::services::journal::legacy_profiles;
 use crate::services::replay::{ReplayError, Replayed, Replayer};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -137,10 +138,12 @@ impl<O: Objects> Restorer<O> {
     /// Restores `board` (every board when `None`) until done or `deadline`; every call makes
     /// progress, so calling again until `complete` finishes.
     pub async fn restore(&self, board: Option<&str>, deadline: DateTime<Utc>) -> Result<RestoreReport, RestoreError> {
+        // Profiles: every shard's journal, each with its share of the journal before shards.
+        let profiles = || (0..PROFILE_SHARDS).map(profile_journal);
         let boards: Vec<String> = match board {
-            Some(PROFILES_JOURNAL) => vec![PROFILES_JOURNAL.to_owned()],
+            Some(PROFILES_JOURNAL) => profiles().collect(),
             Some(name) => vec![self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?.name.clone()],
-            None => self.config.boards().iter().map(|b| b.name.clone()).chain([PROFILES_JOURNAL.to_owned()]).collect(),
+            None => self.config.boards().iter().map(|b| b.name.clone()).chain(profiles()).collect(),
         };
         let mut reports = Vec::new();
         for name in boards {
@@ -175,11 +178,21 @@ impl<O: Objects> Restorer<O> {
     }
 
     async fn restore_locked(&self, name: &str, deadline: DateTime<Utc>, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
-        if name != PROFILES_JOURNAL {
+        let profiles = is_profile_journal(name);
+        if !profiles {
             restore::begin(progress.conn, progress.keys).await?;
         }
         let mut through = restore::through(progress.conn, progress.keys).await?;
         progress.report.through.clone_from(&through);
+        if profiles && through.as_deref().is_none_or(|done| done == legacy_profiles::PHASE) {
+            for effects in legacy_profiles::effects(&self.objects, &self.keys, progress.conn, name).await? {
+                progress.run.push(progress.keys, legacy_profiles::PHASE, &effects);
+                if progress.run.lines() >= RUN_LINES || progress.run.weight() >= RUN_WEIGHT {
+                    self.flush(progress).await?;
+                }
+            }
+            self.flush(progress).await?;
+        }
         // The undrained tail as it stands now; the board takes no writes while it is restored.
         let until = journal::newest_id(progress.conn, progress.keys).await?;
         let names = journal_objects(&self.objects, self.keys.prefix(), name).await?;
@@ -217,7 +230,7 @@ impl<O: Objects> Restorer<O> {
             }
         }
         self.flush(progress).await?;
-        restore::finish(progress.conn, progress.keys, name != PROFILES_JOURNAL).await?;
+        restore::finish(progress.conn, progress.keys, !profiles).await?;
         progress.report.status = Status::Complete;
         Ok(())
     }

@@ -17,7 +17,7 @@ use crate::domain::scores;
 use crate::domain::statement::{self, Statement};
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
-use crate::redis::keys::Keys;
+use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::scripts::{self, MemberPlace, RawWindow, Window};
 use crate::redis::store::Store;
 use crate::services::profiles::{self, Profile};
@@ -193,6 +193,9 @@ pub fn counts(board: &Board, score: i64) -> BTreeMap<String, i64> {
     count_field(board).into_iter().map(|(name, points)| (name, score / points)).collect()
 }
 
+/// A guard's `born` and `fence` fields.
+type GuardFence = (Option<String>, Option<String>);
+
 #[derive(Clone)]
 pub struct Reader {
     keys: Keys,
@@ -243,9 +246,10 @@ impl Reader {
         let mut seen = std::collections::HashSet::new();
         let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
         let mut conn = self.store.connection().await?;
-        let key = self.keys.board(&board.name).period(period);
+        let keys = self.keys.board(&board.name);
         let scale = scores::scale(board, period);
-        let (total, places) = scripts::read_members(&mut conn, &key, &scale, &distinct).await?;
+        let fence = self.fence(&keys);
+        let (total, places) = scripts::read_members(&mut conn, &keys.period(period), fence.as_deref(), &scale, &distinct).await?;
         let ordered: Vec<_> =
             order_listing(&distinct, places, &scale, mode).into_iter().filter(|(_, place, _)| include_missing || place.is_some()).collect();
         let members: Vec<&str> = ordered.iter().map(|(member, ..)| *member).collect();
@@ -271,9 +275,11 @@ impl Reader {
     /// `CUTOFF_SHARES`: one read-only script, one round trip.
     pub async fn distribution(&self, board: &Board, period: &Period, buckets: u64) -> Result<Distribution, StoreError> {
         let mut conn = self.store.connection().await?;
-        let key = self.keys.board(&board.name).period(period);
+        let keys = self.keys.board(&board.name);
         let scale = scores::scale(board, period);
-        Ok(Distribution::of(scripts::read_distribution(&mut conn, &key, &scale, buckets, &CUTOFF_SHARES).await?, &scale))
+        let (key, fence) = (keys.period(period), self.fence(&keys));
+        let histogram = scripts::read_distribution(&mut conn, &key, fence.as_deref(), &scale, buckets, &CUTOFF_SHARES).await?;
+        Ok(Distribution::of(histogram, &scale))
     }
 
     /// The member's score and its statement counters, from one snapshot (one `MULTI`, every
@@ -282,14 +288,21 @@ impl Reader {
     pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, ReadError> {
         let mut conn = self.store.connection().await?;
         let keys = self.keys.board(&board.name);
-        let (closed, composite, fields): (bool, Option<f64>, BTreeMap<String, String>) = redis::pipe()
+        let (closed, fence, composite, fields): (bool, GuardFence, Option<f64>, BTreeMap<String, String>) = redis::pipe()
             .atomic()
             .hexists(keys.guard(), guard::closed_field(period))
+            .cmd("HMGET")
+            .arg(keys.guard())
+            .arg(guard::BORN)
+            .arg(guard::FENCE)
             .zscore(keys.period(period), user_id)
             .hgetall(keys.statement(user_id, period))
             .query_async(&mut conn)
             .await
             .map_err(StoreError::from)?;
+        if self.keys.journal_on() && (fence.0.is_none() || fence.1.is_some()) {
+            return Err(StoreError::Restoring.into());
+        }
         if closed {
             return Err(ReadError::StatementGone { board: board.name.clone(), period: period.kind.as_str(), period_id: period.id.clone() });
         }
@@ -299,7 +312,15 @@ impl Reader {
 
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>) -> Result<RawWindow, StoreError> {
         let mut conn = self.store.connection().await?;
-        scripts::read_board(&mut conn, &self.keys.board(&board.name).period(period), &scores::scale(board, period), window).await
+        let keys = self.keys.board(&board.name);
+        let fence = self.fence(&keys);
+        scripts::read_board(&mut conn, &keys.period(period), fence.as_deref(), &scores::scale(board, period), window).await
+    }
+
+    /// The guard whose fence a read honours: on a journaled deployment, a board being restored
+    /// or lost answers `board_restoring` rather than a part of itself (docs/journal.md#fence).
+    fn fence(&self, keys: &BoardKeys) -> Option<String> {
+        self.keys.journal_on().then(|| keys.guard())
     }
 
     async fn standings(&self, board: &Board, period: &Period, raw: RawWindow, mode: RankMode) -> Result<Vec<Standing>, StoreError> {
