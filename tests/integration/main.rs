@@ -47,6 +47,7 @@ mod queue_dead_letters;
 mod queue_fifo;
 mod queue_poller;
 mod queue_time;
+mod restore_failures;
 mod restore_losses;
 mod restore_model;
 mod restore_profiles;

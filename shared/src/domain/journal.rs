@@ -81,7 +81,9 @@ impl Effects {
                 return Err(format!("effects: {name:?} is not a recorded write"));
             }
             let key = relative_key(&text(&words[1])?)?;
-            let args = words[2..].iter().map(|word| text(word).and_then(|word| decode_arg(&word))).collect::<Result<_, _>>()?;
+            let args: Vec<Vec<u8>> =
+                words[2..].iter().map(|word| text(word).and_then(|word| decode_arg(&word))).collect::<Result<_, _>>()?;
+            check_args(&name, &args)?;
             commands.push(Command { name, key, args });
         }
         let flat = list(&parts[1])?;
@@ -93,6 +95,29 @@ impl Effects {
         }
         Ok(Self { commands, expiries })
     }
+}
+
+/// Refuses the argument shapes Redis would refuse once the restore's call has begun writing
+/// (a score that is no number, a count that is no integer, a field without its value): a
+/// call that fails part-way keeps its first writes.
+fn check_args(name: &str, args: &[Vec<u8>]) -> Result<(), String> {
+    let text = |arg: &Vec<u8>| String::from_utf8_lossy(arg).into_owned();
+    let float = |arg: &Vec<u8>| matches!(text(arg).as_str(), "inf" | "+inf" | "-inf") || text(arg).parse::<f64>().is_ok_and(f64::is_finite);
+    let integer = |arg: &Vec<u8>| text(arg).parse::<i64>().is_ok();
+    let ok = match name {
+        "ZADD" => {
+            let flags = args.iter().take_while(|arg| matches!(text(arg).as_str(), "NX" | "XX" | "GT" | "LT" | "CH")).count();
+            let pairs = &args[flags..];
+            !pairs.is_empty() && pairs.len() % 2 == 0 && pairs.chunks(2).all(|pair| float(&pair[0]))
+        }
+        "ZINCRBY" => args.len() == 2 && float(&args[0]),
+        "HINCRBY" => args.len() == 2 && integer(&args[1]),
+        "INCRBY" => args.len() == 1 && integer(&args[0]),
+        "INCR" => args.is_empty(),
+        "HSET" => !args.is_empty() && args.len() % 2 == 0,
+        _ => true,
+    };
+    if ok { Ok(()) } else { Err(format!("effects: {name} with arguments Redis would refuse")) }
 }
 
 fn relative_key(key: &str) -> Result<String, String> {
@@ -208,6 +233,23 @@ pub fn next_stream_id(id: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn effects_redis_would_refuse_are_refused_before_they_are_sent() {
+        let parse = |commands: serde_json::Value| Effects::parse(&serde_json::json!([commands, []]));
+        assert!(parse(serde_json::json!([["ZADD", ":z", "12.5", "ann"], ["HINCRBY", ":s", "n", "-3"], ["INCR", ":c"]])).is_ok());
+        assert!(parse(serde_json::json!([["ZADD", ":z", "GT", "CH", "7", "ann"]])).is_ok());
+        for bad in [
+            serde_json::json!([["ZADD", ":z", "seven", "ann"]]),
+            serde_json::json!([["ZADD", ":z", "7"]]),
+            serde_json::json!([["ZINCRBY", ":z", "nan", "ann"]]),
+            serde_json::json!([["HINCRBY", ":s", "n", "1.5"]]),
+            serde_json::json!([["HSET", ":h", "field"]]),
+            serde_json::json!([["INCRBY", ":c"]]),
+        ] {
+            assert!(parse(bad.clone()).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn an_event_entry_is_its_request_with_kind_and_time() {

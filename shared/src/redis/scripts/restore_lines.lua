@@ -61,6 +61,38 @@ local function restoring(k, expiry)
   return known == '1'
 end
 
+-- Before the first write: every command is a recorded write, and every key an earlier call of
+-- this restore claimed (and wrote) holds what this call's first command on it writes, or
+-- nothing. Redis keeps a script's writes made before an error: a call that failed part-way
+-- would keep them, and its retry apply them again. (Keys claimed now are missing; DEL and SET
+-- take a key of any type.)
+local FAMILY = {ZADD = 'zset', ZREM = 'zset', ZINCRBY = 'zset', ZREMRANGEBYSCORE = 'zset', ZREMRANGEBYRANK = 'zset',
+  HSET = 'hash', HDEL = 'hash', HINCRBY = 'hash', HSETNX = 'hash', SETBIT = 'string', BITFIELD = 'string',
+  INCR = 'string', INCRBY = 'string', LPUSH = 'list', LTRIM = 'list', SADD = 'set', SREM = 'set'}
+do
+  local checked, a = {}, 5
+  for _ = 1, tonumber(ARGV[4]) do
+    local c, e = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
+    a = a + 2
+    for _ = 1, c do
+      local n, effect_command, k = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
+      if not EFFECT[effect_command] then error({err = 'ERR ' .. effect_command .. ' is not a recorded write'}) end
+      if not checked[k] then
+        checked[k] = true
+        local family = FAMILY[effect_command]
+        if family and claims[k] == '1' then
+          local held = raw_redis.call('TYPE', KEYS[k])['ok']
+          if held ~= 'none' and held ~= family then
+            error({err = 'WRONGTYPE a key this restore brought back holds a ' .. held .. ' now'})
+          end
+        end
+      end
+      a = a + 1 + n
+    end
+    a = a + 2 * e
+  end
+end
+
 local a = 5
 for _ = 1, tonumber(ARGV[4]) do
   local c, e = tonumber(ARGV[a]), tonumber(ARGV[a + 1])
@@ -71,7 +103,6 @@ for _ = 1, tonumber(ARGV[4]) do
   for i = 0, e - 1 do expiry[tonumber(ARGV[b + 2 * i])] = tonumber(ARGV[b + 2 * i + 1]) end
   for _ = 1, c do
     local n, effect_command, k = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
-    if not EFFECT[effect_command] then error({err = 'ERR ' .. effect_command .. ' is not a recorded write'}) end
     if restoring(k, expiry[k]) then
       raw_redis.call(effect_command, KEYS[k], unpack(ARGV, a + 3, a + n))
       -- Anything but adding to a key may have removed it, or its expiry (SET).

@@ -1,0 +1,105 @@
+//! A restore's call that fails applies nothing (docs/journal.md#restore): Redis keeps the writes
+//! a script made before an error, so `restore_lines.lua` checks every key it is about to write
+//! before the first write, and a line whose record cannot be applied is refused before it is
+//! sent.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use chrono::{Duration, Utc};
+use journal::{Restorer, S3Objects, Status};
+use serde_json::json;
+use standings::domain::config::Config;
+use standings_tests::journal::drain_to_new_bucket;
+use standings_tests::{TestApp, spawn_journaled};
+
+fn forum() -> Config {
+    Config::parse(
+        r#"
+        [[boards]]
+        name = "forum"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["all", "week"]
+        top = 10
+        statements = true
+        rules = [{ action = "comment", points = 3, scope = "none" }]
+        "#,
+    )
+    .unwrap()
+}
+
+async fn comments(app: &TestApp, n: usize) {
+    app.set_now(Utc::now());
+    for i in 0..n {
+        assert_eq!(app.event(json!({"event_id": format!("c{i}"), "user_id": "ann", "action": "comment"})).await.0, StatusCode::OK);
+    }
+}
+
+async fn delete_all(app: &TestApp) {
+    let mut conn = app.redis.clone();
+    for key in app.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+}
+
+/// The first restore call claims the statement key of ann (and brings back one line); then
+/// something writes that key as another type. The next call, whose lines write the board's
+/// sets before that statement, fails and writes nothing at all: no set gains points a retry
+/// would add again, and the checkpoint stays where it was.
+#[tokio::test]
+async fn a_restore_call_that_meets_a_key_of_another_type_writes_nothing() {
+    let app = spawn_journaled(forum()).await;
+    comments(&app, 6).await;
+    let (client, bucket) = drain_to_new_bucket(&app, 4).await;
+    delete_all(&app).await;
+    let restorer = Restorer::new(Arc::new(forum()), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
+    let first = restorer.restore(Some("forum"), Utc::now() - Duration::seconds(1)).await.unwrap();
+    assert_eq!((first.status, first.boards[0].replayed), (Status::InProgress, 1), "{first:?}");
+
+    let statement = app.written_keys().await.into_iter().find(|key| key.contains(":stmt:all:")).expect("the statement restored");
+    let _: () = redis::cmd("DEL").arg(&statement).query_async(&mut app.redis.clone()).await.unwrap();
+    let _: () = redis::cmd("SET").arg(&statement).arg("not a hash").query_async(&mut app.redis.clone()).await.unwrap();
+    let before = app.keyspace().await;
+    let failed = restorer.restore(Some("forum"), Utc::now() + Duration::minutes(5)).await;
+    assert!(failed.is_err(), "{failed:?}");
+    assert!(before == app.keyspace().await, "the failed call wrote nothing (sets, markers, checkpoint, claims)");
+}
+
+/// A journal line whose recorded command cannot run (a score that is no number: a damaged
+/// object, or a hand-edited stream) is refused and reported; the lines around it are restored.
+#[tokio::test]
+async fn a_line_whose_record_cannot_be_applied_is_refused_and_the_rest_restored() {
+    let app = spawn_journaled(forum()).await;
+    comments(&app, 2).await;
+    let journal = app.keys.board("forum").journal();
+    let effects = json!([[["ZADD", ":z:all:all", "not-a-number", "bob"]], []]);
+    let entry = json!({"kind": "event", "at": "2026-11-22T12:00:00.000Z", "event_id": "bad", "user_id": "bob", "action": "comment"});
+    let _: String = redis::cmd("XADD")
+        .arg(&journal)
+        .arg("*")
+        .arg("e")
+        .arg(entry.to_string())
+        .arg("o")
+        .arg("a3")
+        .arg("x")
+        .arg(effects.to_string())
+        .query_async(&mut app.redis.clone())
+        .await
+        .unwrap();
+    comments_from(&app, 2, 4).await;
+    let (client, bucket) = drain_to_new_bucket(&app, 100).await;
+    delete_all(&app).await;
+    let restorer = Restorer::new(Arc::new(forum()), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
+    let report = restorer.restore(Some("forum"), Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!((report.status, report.boards[0].refused), (Status::Complete, 1), "{report:?}");
+    let (_, top) = app.get("/v1/boards/forum/top?period=all").await;
+    assert_eq!(top["entries"][0]["score"], 12, "{top}");
+    assert_eq!(top["total"], 1, "{top}");
+}
+
+async fn comments_from(app: &TestApp, from: usize, to: usize) {
+    for i in from..to {
+        assert_eq!(app.event(json!({"event_id": format!("c{i}"), "user_id": "ann", "action": "comment"})).await.0, StatusCode::OK);
+    }
+}
