@@ -108,13 +108,13 @@ fn check_args(name: &str, args: &[Vec<u8>]) -> Result<(), String> {
         "ZADD" => {
             let flags = args.iter().take_while(|arg| matches!(text(arg).as_str(), "NX" | "XX" | "GT" | "LT" | "CH")).count();
             let pairs = &args[flags..];
-            !pairs.is_empty() && pairs.len() % 2 == 0 && pairs.chunks(2).all(|pair| float(&pair[0]))
+            !pairs.is_empty() && pairs.len().is_multiple_of(2) && pairs.chunks(2).all(|pair| float(&pair[0]))
         }
         "ZINCRBY" => args.len() == 2 && float(&args[0]),
         "HINCRBY" => args.len() == 2 && integer(&args[1]),
         "INCRBY" => args.len() == 1 && integer(&args[0]),
         "INCR" => args.is_empty(),
-        "HSET" => !args.is_empty() && args.len() % 2 == 0,
+        "HSET" => !args.is_empty() && args.len().is_multiple_of(2),
         _ => true,
     };
     if ok { Ok(()) } else { Err(format!("effects: {name} with arguments Redis would refuse")) }
