@@ -9,7 +9,8 @@ exists is intact and is never written by this restore; a missing one is claimed,
 recorded command on it is applied from there on, in the board's order of writes. A key whose
 recorded expiry has passed is not written at all (it would be gone by now).
 
-KEYS[1]    the restore's claims (hash: key -> "1" claimed, "0" intact)
+KEYS[1]    the restore's claims (hash: key -> "0" intact, "1" claimed, "1:<ms>" claimed and
+           given that absolute expiry by this restore: a later call sets it only if it changes)
 KEYS[2]    the restore's checkpoint (hash: "through" -> the last stream id applied)
 KEYS[3]    the restore's lock (string: the running restore's token)
 KEYS[4..]  the keys the lines write, once each
@@ -33,7 +34,7 @@ local time = raw_redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 -- What the restore decided about each key of this call before it, read at once; what it
 -- decides now is written at once at the end. `status`: this call's view ('1' restoring, '0'
--- intact); `expires`: the expiry this call last set on a key.
+-- intact); `expires`: the expiry this restore last set on a key (nil: none known).
 local status, expires, claims, decided = {}, {}, {}, {}
 local KEEPS_EXPIRY = {ZADD = true, ZINCRBY = true, HSET = true, HINCRBY = true, HSETNX = true, SADD = true, LPUSH = true,
   INCR = true, INCRBY = true, SETBIT = true, BITFIELD = true}
@@ -41,8 +42,17 @@ if #KEYS > 3 then
   local names = {}
   for k = 4, #KEYS do names[k - 3] = KEYS[k] end
   local held = raw_redis.call('HMGET', KEYS[1], unpack(names))
-  for k = 4, #KEYS do claims[k] = held[k - 3] end
+  for k = 4, #KEYS do
+    local claim = held[k - 3]
+    if claim and string.sub(claim, 1, 2) == '1:' then
+      expires[k] = tonumber(string.sub(claim, 3))
+      claim = '1'
+    end
+    claims[k] = claim
+  end
 end
+local expires_before = {}
+for k, at in pairs(expires) do expires_before[k] = at end
 
 -- Whether this restore writes KEYS[k]: claimed now or before, never an intact key. A key
 -- whose life recorded by this line ended before now is neither claimed nor written.
@@ -124,6 +134,13 @@ for _ = 1, tonumber(ARGV[4]) do
     end
   end
   a = a + 2 * e
+end
+-- Claims decided now, and the expiries this call changed on claimed keys.
+for k, known in pairs(status) do
+  if known == '1' and expires[k] ~= expires_before[k] then
+    decided[#decided + 1] = KEYS[k]
+    decided[#decided + 1] = expires[k] and ('1:' .. expires[k]) or '1'
+  end
 end
 for i = 1, #decided, 2000 do
   raw_redis.call('HSET', KEYS[1], unpack(decided, i, math.min(i + 1999, #decided)))

@@ -114,12 +114,15 @@ pub struct Restorer<O> {
     lease_ms: u64,
 }
 
-/// One board's restore under way: where it stands and the run it is filling.
+/// One board's restore under way: where it stands, the run it is filling, and the run Redis
+/// is applying meanwhile (at most one: the next is sent only once it succeeded, so a call
+/// that fails stops the restore at its checkpoint).
 struct Progress<'a> {
     conn: &'a mut Connection,
     keys: &'a BoardKeys,
     token: &'a str,
     run: Run,
+    in_flight: Option<tokio::task::JoinHandle<Result<bool, StoreError>>>,
     report: BoardRestore,
 }
 
@@ -167,9 +170,20 @@ impl<O: Objects> Restorer<O> {
         if !restore::lock(&mut conn, &keys, &token, self.lease_ms).await? {
             return Err(RestoreError::Running(name.to_owned()));
         }
-        let mut progress =
-            Progress { conn: &mut conn, keys: &keys, token: &token, run: Run::default(), report: BoardRestore::pending(name) };
-        let restored = self.restore_locked(name, deadline, &mut progress).await;
+        let mut progress = Progress {
+            conn: &mut conn,
+            keys: &keys,
+            token: &token,
+            run: Run::default(),
+            in_flight: None,
+            report: BoardRestore::pending(name),
+        };
+        let mut restored = self.restore_locked(name, deadline, &mut progress).await;
+        // Whatever ended the restore, the run Redis is applying is awaited before the lock goes.
+        let landed = self.landed(&mut progress).await;
+        if restored.is_ok() {
+            restored = landed;
+        }
         let report = progress.report;
         if let Err(error) = restore::unlock(&mut conn, &keys, &token).await {
             tracing::warn!(board = name, error = %error, "the restore lock is left to its lease");
@@ -230,6 +244,7 @@ impl<O: Objects> Restorer<O> {
             }
         }
         self.flush(progress).await?;
+        self.landed(progress).await?;
         restore::finish(progress.conn, progress.keys, !profiles).await?;
         progress.report.status = Status::Complete;
         Ok(())
@@ -261,6 +276,7 @@ impl<O: Objects> Restorer<O> {
             Some(Err(why)) => progress.report.refuse(&line.id, why),
             None => {
                 self.flush(progress).await?;
+                self.landed(progress).await?;
                 let replayed = self.replayer.replay(name, line).await?;
                 restore::save_through(progress.conn, progress.keys, &line.id).await?;
                 progress.report.passed(&line.id);
@@ -270,12 +286,24 @@ impl<O: Objects> Restorer<O> {
         Ok(())
     }
 
+    /// Sends the run gathered so far, once the one before it has landed; the next run is
+    /// gathered while Redis applies it.
     async fn flush(&self, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
         if progress.run.lines() == 0 {
             return Ok(());
         }
+        self.landed(progress).await?;
         let run = std::mem::take(&mut progress.run);
-        if !restore::apply(progress.conn, progress.keys, progress.token, self.lease_ms, &run).await? {
+        let (mut conn, keys, token, lease_ms) = (progress.conn.clone(), progress.keys.clone(), progress.token.to_owned(), self.lease_ms);
+        progress.in_flight = Some(tokio::spawn(async move { restore::apply(&mut conn, &keys, &token, lease_ms, &run).await }));
+        Ok(())
+    }
+
+    /// Waits for the run Redis is applying, if any: an error, or the lock found another's.
+    async fn landed(&self, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
+        let Some(call) = progress.in_flight.take() else { return Ok(()) };
+        let held = call.await.map_err(|e| StoreError::Protocol(format!("restore call: {e}")))??;
+        if !held {
             return Err(RestoreError::Running(progress.report.board.clone()));
         }
         Ok(())
