@@ -132,9 +132,9 @@ async fn first_writes_fill_one_cohort_at_a_time_and_the_week_closes_once_with_zo
     assert_eq!(status, 200, "{history}");
     assert_eq!(
         history["results"],
-        json!([{"period_id": "2026-W48", "tier": "bronze", "cohort": "0:1", "rank": 1, "cohort_size": 3, "score": 15, "zone": "promote", "next_tier": "silver"}])
+        json!([{"period_id": "2026-W48", "tier": "bronze", "cohort": "0:1", "rank": 1, "cohort_size": 4, "score": 15, "zone": "promote", "next_tier": "silver"}])
     );
-    // d was alone: nobody moves in a cohort of one.
+    // d, alone in 0:2 (less than half a cohort), was ranked with 0:1: a group of 4, last.
     assert_eq!(app.get("/v1/boards/lg/users/d/league/history").await.1["results"][0]["zone"], "stay");
     // a starts the next week in silver; the others stay in bronze.
     assert_eq!(league(&app, "lg", "a").await["tier"], "silver");

@@ -27,6 +27,7 @@ mod journal_restore;
 mod keyspace;
 mod lambda_watch;
 mod layers;
+mod league_fairness;
 mod league_model;
 mod leagues;
 mod limits;

@@ -159,11 +159,25 @@ impl LeagueModel {
     pub fn close(&mut self) -> HashMap<String, ModelResult> {
         let mut results = HashMap::new();
         for (&tier, cohorts) in &self.cohorts {
-            for cohort in cohorts.iter().filter(|c| !c.is_empty()) {
-                let mut sorted = cohort.clone();
-                sorted.sort();
-                let ranking = self.ranking(cohort);
+            // A last cohort holding fewer than half a cohort is ranked with the one before it.
+            let mut groups: Vec<Vec<&Vec<String>>> = cohorts.iter().map(|cohort| vec![cohort]).collect();
+            if groups.len() >= 2 && 2 * cohorts[cohorts.len() - 1].len() < self.size {
+                let last = groups.pop().unwrap();
+                groups.last_mut().unwrap().extend(last);
+            }
+            for group in groups {
+                let everyone: Vec<String> = group.iter().flat_map(|cohort| cohort.iter().cloned()).collect();
+                if everyone.is_empty() {
+                    continue;
+                }
+                let own = |user: &str| {
+                    let mut sorted = group.iter().find(|cohort| cohort.iter().any(|u| u == user)).map(|c| (*c).clone()).unwrap_or_default();
+                    sorted.sort();
+                    sorted
+                };
+                let ranking = self.ranking(&everyone);
                 for (i, (user, points)) in ranking.iter().enumerate() {
+                    let sorted = own(user);
                     let zone = self.zone(tier, i + 1, ranking.len());
                     let next_tier = match zone {
                         "promote" => tier + 1,

@@ -224,6 +224,13 @@ pub fn close_cohort(league: &League, tier: usize, cohort: u32, standings: &[(Str
         .collect()
 }
 
+/// Whether a tier's last cohort, holding `last_size` players, is ranked with the cohort before
+/// it at the close (docs/leagues.md#fair-ends): fewer than half a cohort can hardly move
+/// anyone on its own (a late starter alone in a cohort of one could never be promoted).
+pub fn joins_the_cohort_before(last_size: usize, cohort_size: u32) -> bool {
+    2 * last_size < cohort_size as usize
+}
+
 /// Why a league section is refused: the field and the problem.
 pub fn validate(raw: RawLeague, periods: &[PeriodKind]) -> Result<League, (String, String)> {
     let bad = |field: &str, problem: &str| Err((field.to_owned(), problem.to_owned()));

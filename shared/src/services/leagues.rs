@@ -13,9 +13,9 @@ use crate::domain::period::Period;
 use crate::domain::scores;
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
-use crate::redis::keys::Keys;
+use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::scripts::league::{CloseReply, Closing, CohortOf, RawCohort, close_cohort, drop_idle, open_next, read_cohort};
-use crate::redis::store::Store;
+use crate::redis::store::{Connection, Store};
 use crate::services::profiles::{self, Profile};
 use crate::services::reads::rules::ReadError;
 
@@ -322,9 +322,7 @@ impl Leagues {
             if Utc::now() >= deadline {
                 return Ok(report);
             }
-            if self.close_cohort(board, league, period, tier, cohort, now).await? {
-                report.cohorts_closed += 1;
-            }
+            report.cohorts_closed += self.close_cohort(board, league, period, tier, cohort, now).await?;
         }
         if league.idle == league::Idle::Drop {
             while self.drop_idle_step(board, league, period, now).await? {
@@ -350,7 +348,10 @@ impl Leagues {
         }
     }
 
-    /// Closes cohort `<tier>:<cohort>` of `period` (close_league.lua): true when this call did.
+    /// Closes cohort `<tier>:<cohort>` of `period` (close_league.lua): how many cohorts this
+    /// call closed (0: closed before).
+    /// A tier's last cohort too small to stand alone (`league::joins_the_cohort_before`) is
+    /// closed with the cohort before it, as one group, whichever of the two is asked for.
     pub async fn close_cohort(
         &self,
         board: &Board,
@@ -359,17 +360,29 @@ impl Leagues {
         tier: usize,
         cohort: u32,
         now: DateTime<Utc>,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<u64, StoreError> {
         let keys = self.keys.board(&board.name);
         let name = format!("{tier}:{cohort}");
         let mut conn = self.store.write_connection().await?;
         let results_ttl = keys.ttl(results_secs(league), now);
         let entry = serde_json::json!({"kind": "league_close", "at": Stamp(now), "period_id": period.id, "cohort": name}).to_string();
+        let group = self.group(&mut conn, &keys, league, period, tier, cohort).await?;
+        let names: Vec<String> = group.iter().map(|n| format!("{tier}:{n}")).collect();
         for _ in 0..CLOSE_ATTEMPTS {
-            let raw = read_cohort(&mut conn, &keys, period, CohortOf::Cohort(&name)).await?;
+            // Each member with their own cohort, the group ranked as one.
+            let mut raw = RawCohort { tier: None, cohort: None, members: Vec::new() };
+            let mut own = std::collections::HashMap::new();
+            for (n, name) in group.iter().zip(&names) {
+                let read = read_cohort(&mut conn, &keys, period, CohortOf::Cohort(name)).await?;
+                own.extend(read.members.iter().map(|(member, _)| (member.clone(), *n)));
+                raw.members.extend(read.members);
+            }
             let ranked = ranked(board, period, &raw);
             let standings: Vec<(String, Option<i64>)> = ranked.iter().map(|(m, _, s)| (m.clone(), *s)).collect();
-            let outcomes = league::close_cohort(league, tier, cohort, &standings);
+            let mut outcomes = league::close_cohort(league, tier, cohort, &standings);
+            for (member, outcome) in &mut outcomes {
+                outcome.cohort = own.get(member).copied().unwrap_or(cohort);
+            }
             let closing: Vec<Closing<'_>> = ranked
                 .iter()
                 .zip(&outcomes)
@@ -382,13 +395,36 @@ impl Leagues {
                 .collect();
             // Tiers are kept for good, except under a shadow replay's TTL cap.
             let ttls = (results_ttl, keys.ttl(0, now));
-            match close_cohort(&mut conn, &keys, period, &name, ttls, &entry, &closing).await? {
-                CloseReply::Closed => return Ok(true),
-                CloseReply::Done => return Ok(false),
+            match close_cohort(&mut conn, &keys, period, &names.join(","), ttls, &entry, &closing).await? {
+                CloseReply::Closed => return Ok(group.len() as u64),
+                CloseReply::Done => return Ok(0),
                 CloseReply::Stale => continue,
             }
         }
         Err(StoreError::Protocol(format!("league cohort {name} kept changing while it was closed")))
+    }
+
+    /// The cohorts closed together with cohort `n` of `tier`: itself, or itself and the tier's
+    /// last cohort when that one is too small to stand alone.
+    async fn group(
+        &self,
+        conn: &mut Connection,
+        keys: &BoardKeys,
+        league: &League,
+        period: &Period,
+        tier: usize,
+        n: u32,
+    ) -> Result<Vec<u32>, StoreError> {
+        let last: Option<u32> = conn.hget(keys.league_counts(&period.id), tier).await?;
+        let Some(last) = last.filter(|last| *last >= 2) else { return Ok(vec![n]) };
+        let small = |raw: RawCohort| league::joins_the_cohort_before(raw.members.len(), league.cohort_size);
+        if n == last && small(read_cohort(conn, keys, period, CohortOf::Cohort(&format!("{tier}:{last}"))).await?) {
+            Ok(vec![n - 1, n])
+        } else if n + 1 == last && small(read_cohort(conn, keys, period, CohortOf::Cohort(&format!("{tier}:{last}"))).await?) {
+            Ok(vec![n, n + 1])
+        } else {
+            Ok(vec![n])
+        }
     }
 
     /// One step of the drop of `ended`'s idle players (`Idle::Drop`): whether players are left.

@@ -186,7 +186,7 @@ impl Replayer {
                     .and_then(|(t, n)| Some((t.parse().ok()?, n.parse().ok()?)))
                     .ok_or_else(|| malformed(format!("cohort {cohort:?}")))?;
                 let closed = self.leagues.close_cohort(board_config, league, &period, tier, n, at).await?;
-                Ok(if closed { Replayed::Applied } else { Replayed::Duplicate })
+                Ok(if closed > 0 { Replayed::Applied } else { Replayed::Duplicate })
             }
             other => Ok(Replayed::Refused(format!("a {other:?} entry is not replayed"))),
         }

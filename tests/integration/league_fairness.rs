@@ -1,0 +1,103 @@
+//! No cohort of one (docs/leagues.md#fair-ends): a tier's last cohort, when it holds fewer than
+//! half a cohort, is ranked with the cohort before it at the close, so a late starter can win
+//! their way up like anyone else.
+
+use chrono::Duration;
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::{TestApp, at, scheduled_event, spawn_ingest_with};
+
+fn config() -> Config {
+    Config::parse(
+        r#"
+        [[boards]]
+        name = "xp30"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "play", points = 1, max_points = 1000, scope = "none" }]
+        league = { period = "week", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }
+        "#,
+    )
+    .expect("a valid configuration")
+}
+
+async fn play(app: &TestApp, id: &str, user: &str, points: u32) {
+    let (status, body) = app.event(json!({"event_id": id, "user_id": user, "action": "play", "points": points})).await;
+    assert_eq!(status, 200, "{body}");
+}
+
+async fn close(app: &TestApp) -> Value {
+    let scheduled: Value = serde_json::to_value(scheduled_event(app.now())).unwrap();
+    let archiver = standings_tests::ArchiveHarness::with_config(config()).await;
+    let response =
+        archive::run(&archiver.archiver(archiver.table.clone()), &app.closer(), scheduled, chrono::Utc::now() + Duration::minutes(5))
+            .await
+            .unwrap();
+    serde_json::to_value(response.leagues).unwrap()
+}
+
+async fn result(app: &TestApp, user: &str) -> Value {
+    let (status, history) = app.get(&format!("/v1/boards/xp30/users/{user}/league/history")).await;
+    assert_eq!(status, 200, "{history}");
+    history["results"][0].clone()
+}
+
+/// 31 players of one tier: 30 fill the first cohort, the 31st starts last, alone in a second
+/// cohort, and scores the most. At the close the two are ranked as one group of 31: the 31st
+/// is first and promoted, with the ten best of the first cohort's promotions shared fairly.
+#[tokio::test]
+async fn a_tier_of_31_whose_31st_starts_last_and_wins_promotes_them() {
+    let app = spawn_ingest_with(config()).await;
+    // Thursday of the Monday week of 2026-11-23.
+    for i in 1..=30u32 {
+        app.set_now(at("2026-11-26T10:00:00Z") + Duration::seconds(i64::from(i)));
+        play(&app, &format!("e{i}"), &format!("p{i:02}"), i).await;
+    }
+    app.set_now(at("2026-11-28T10:00:00Z"));
+    play(&app, "late", "p31", 100).await;
+    let (_, view) = app.get("/v1/boards/xp30/users/p31/league").await;
+    assert_eq!(view["cohort"], "0:2", "{view}");
+
+    app.set_now(at("2026-11-30T00:30:01Z"));
+    let reports = close(&app).await;
+    assert_eq!(reports[0]["status"], "complete", "{reports}");
+    let late = result(&app, "p31").await;
+    assert_eq!(
+        (late["rank"].as_u64(), late["zone"].as_str(), late["next_tier"].as_str()),
+        (Some(1), Some("promote"), Some("silver")),
+        "{late}"
+    );
+    assert_eq!(late["cohort_size"], 31, "{late}");
+    // Ten of 31 promote (10 × 31 / 30): the 31st and the nine best of the rest; bronze demotes nobody.
+    let mut zones = std::collections::BTreeMap::new();
+    for user in (1..=31u32).map(|i| format!("p{i:02}")) {
+        let zone = result(&app, &user).await["zone"].as_str().unwrap().to_owned();
+        zones.insert(user, zone);
+    }
+    let up: Vec<&String> = zones.iter().filter(|(_, zone)| *zone == "promote").map(|(user, _)| user).collect();
+    assert_eq!(up, ["p22", "p23", "p24", "p25", "p26", "p27", "p28", "p29", "p30", "p31"], "{zones:?}");
+    assert!(zones.values().all(|zone| zone != "demote"));
+}
+
+/// A last cohort of half a cohort or more stands on its own: 30 + 15 players close as two
+/// cohorts, each with its own zones.
+#[tokio::test]
+async fn a_last_cohort_of_half_a_cohort_or_more_closes_on_its_own() {
+    let app = spawn_ingest_with(config()).await;
+    for i in 1..=45u32 {
+        app.set_now(at("2026-11-26T10:00:00Z") + Duration::seconds(i64::from(i)));
+        play(&app, &format!("e{i}"), &format!("p{i:02}"), i).await;
+    }
+    app.set_now(at("2026-11-30T00:30:01Z"));
+    close(&app).await;
+    let last = result(&app, "p45").await;
+    assert_eq!((last["cohort"].as_str(), last["rank"].as_u64(), last["cohort_size"].as_u64()), (Some("0:2"), Some(1), Some(15)), "{last}");
+    let first = result(&app, "p30").await;
+    assert_eq!(
+        (first["cohort"].as_str(), first["rank"].as_u64(), first["cohort_size"].as_u64()),
+        (Some("0:1"), Some(1), Some(30)),
+        "{first}"
+    );
+}
