@@ -101,3 +101,79 @@ async fn a_last_cohort_of_half_a_cohort_or_more_closes_on_its_own() {
         "{first}"
     );
 }
+
+fn silver_config() -> Config {
+    Config::parse(
+        r#"
+        [[boards]]
+        name = "keep"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "play", points = 1, max_points = 1000, scope = "none" }]
+        league = { period = "week", cohort_size = 3, tiers = ["bronze", "silver", "gold"], promote = 1, demote = 1 }
+
+        [[boards]]
+        name = "drop"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "play", points = 1, max_points = 1000, scope = "none" }]
+        league = { period = "week", cohort_size = 3, tiers = ["bronze", "silver", "gold"], promote = 1, demote = 1, idle = "drop" }
+        "#,
+    )
+    .expect("a valid configuration")
+}
+
+/// A silver cohort of three; c's points are corrected back to 0 (a cheat's points taken away).
+/// At the close c is as if they never played (zone `idle`): not ranked last and demoted in
+/// the place of the others; they keep silver where idle players keep their tier, and go down
+/// one where idle players drop. The two who played are ranked as a cohort of two.
+#[tokio::test]
+async fn a_member_corrected_to_nothing_closes_as_one_who_did_not_play() {
+    let app = spawn_ingest_with(silver_config()).await;
+    app.set_now(at("2026-11-26T10:00:00Z"));
+    for board in ["keep", "drop"] {
+        for user in ["a", "b", "c"] {
+            let tiers = app.keys.board(board).league_tiers();
+            let _: () = redis::cmd("HSET").arg(tiers).arg(user).arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+        }
+    }
+    for (i, (user, points)) in [("a", 9), ("b", 5), ("c", 7)].into_iter().enumerate() {
+        app.set_now(at("2026-11-26T10:00:00Z") + Duration::seconds(i as i64));
+        let (status, body) = app.event(json!({"event_id": format!("e{i}"), "user_id": user, "action": "play", "points": points})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    for board in ["keep", "drop"] {
+        let correction = json!({"delta": -7, "reason": "cheated", "correction_id": format!("zero-{board}")});
+        let path = format!("/v1/admin/boards/{board}/users/c/corrections");
+        let (status, body) = app.call(axum::http::Method::POST, &path, correction.to_string(), standings_tests::ADMIN).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    app.set_now(at("2026-11-30T00:30:01Z"));
+    let archiver = standings_tests::ArchiveHarness::with_config(silver_config()).await;
+    let scheduled: Value = serde_json::to_value(scheduled_event(app.now())).unwrap();
+    archive::run(&archiver.archiver(archiver.table.clone()), &app.closer(), scheduled, chrono::Utc::now() + Duration::minutes(5))
+        .await
+        .unwrap();
+    for (board, c_next) in [("keep", "silver"), ("drop", "bronze")] {
+        let history = |user: &str| format!("/v1/boards/{board}/users/{user}/league/history");
+        let c = app.get(&history("c")).await.1["results"][0].clone();
+        assert_eq!(
+            (c["zone"].as_str(), c["rank"].clone(), c["next_tier"].as_str()),
+            (Some("idle"), Value::Null, Some(c_next)),
+            "{board}: {c}"
+        );
+        for (user, rank) in [("a", 1), ("b", 2)] {
+            let row = app.get(&history(user)).await.1["results"][0].clone();
+            // A cohort of two in silver: 1 × 2 / 3 rounds to nobody moving.
+            assert_eq!(
+                (row["rank"].as_u64(), row["cohort_size"].as_u64(), row["zone"].as_str()),
+                (Some(rank), Some(2), Some("stay")),
+                "{board}: {row}"
+            );
+        }
+    }
+}

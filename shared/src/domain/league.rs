@@ -105,7 +105,8 @@ pub enum Zone {
     Promote,
     Stay,
     Demote,
-    /// Did not play the period, and dropped a tier for it (`Idle::Drop`; results only).
+    /// Did not play the period (sat it out, or ended it with no score): dropped a tier for it
+    /// under `Idle::Drop`, kept it otherwise (results only).
     Idle,
 }
 
@@ -209,17 +210,27 @@ impl Outcome {
 }
 
 /// Closes one cohort of `tier`: `standings` are its members best first (board order, ties
-/// already broken by who reached the score first), with their points (`None`: no score).
+/// already broken by who reached the score first), with their points (`None`: no score). A
+/// member with no score at the close (corrected or voided to nothing, an entry removed) did not
+/// play the period: not ranked (zone `Idle`), keeping their tier, or dropping one under
+/// `Idle::Drop`, as one who never played; the zones are those of the members ranked.
 pub fn close_cohort(league: &League, tier: usize, cohort: u32, standings: &[(String, Option<i64>)]) -> Vec<(String, Outcome)> {
-    let size = u32::try_from(standings.len()).unwrap_or(u32::MAX);
+    let size = u32::try_from(standings.iter().filter(|(_, points)| points.is_some()).count()).unwrap_or(u32::MAX);
     let zones = Zones::of(league, tier, size);
+    let idle_tier = if league.idle == Idle::Drop { tier.saturating_sub(1) } else { tier };
+    let mut rank = 0;
     standings
         .iter()
-        .zip(1u32..)
-        .map(|((user, points), rank)| {
-            let zone = zones.zone(rank, size);
-            let next_tier = next_tier(tier, zone, league.tiers.len());
-            (user.clone(), Outcome { tier, cohort, rank, zone, next_tier, points: *points })
+        .map(|(user, points)| {
+            let outcome = match points {
+                None => Outcome { tier, cohort, rank: 0, zone: Zone::Idle, next_tier: idle_tier, points: None },
+                Some(_) => {
+                    rank += 1;
+                    let zone = zones.zone(rank, size);
+                    Outcome { tier, cohort, rank, zone, next_tier: next_tier(tier, zone, league.tiers.len()), points: *points }
+                }
+            };
+            (user.clone(), outcome)
         })
         .collect()
 }
@@ -307,6 +318,22 @@ mod tests {
         assert_eq!(Zones::of(&shares, 1, 9), Zones { promote: 1, demote: 0 });
         let zones = Zones { promote: 2, demote: 1 };
         assert_eq!((1..=4).map(|r| zones.zone(r, 4)).collect::<Vec<_>>(), [Zone::Promote, Zone::Promote, Zone::Stay, Zone::Demote]);
+    }
+
+    #[test]
+    fn a_member_with_no_score_at_the_close_did_not_play() {
+        let mut counts = league(ZoneSize::Count(10), ZoneSize::Count(10));
+        let standings = vec![("a".to_owned(), Some(9)), ("b".to_owned(), Some(5)), ("c".to_owned(), None)];
+        let summary = |results: Vec<(String, Outcome)>| -> Vec<(String, u32, Zone, usize)> {
+            results.into_iter().map(|(u, r)| (u, r.rank, r.zone, r.next_tier)).collect()
+        };
+        // Zones of the two ranked: 10 of 30 is 0 of 2.
+        assert_eq!(
+            summary(close_cohort(&counts, 1, 1, &standings)),
+            [("a".into(), 1, Zone::Stay, 1), ("b".into(), 2, Zone::Stay, 1), ("c".into(), 0, Zone::Idle, 1)]
+        );
+        counts.idle = Idle::Drop;
+        assert_eq!(summary(close_cohort(&counts, 1, 1, &standings))[2], ("c".into(), 0, Zone::Idle, 0));
     }
 
     #[test]

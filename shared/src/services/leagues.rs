@@ -213,7 +213,7 @@ impl Leagues {
             .map(|((period, outcome), cohort_size)| HistoryEntry {
                 period_id: period.id.clone(),
                 tier: tier_name(league, outcome.tier),
-                cohort: (outcome.zone != Zone::Idle).then(|| format!("{}:{}", outcome.tier, outcome.cohort)),
+                cohort: (outcome.cohort != 0).then(|| format!("{}:{}", outcome.tier, outcome.cohort)),
                 rank: (outcome.zone != Zone::Idle).then_some(outcome.rank),
                 cohort_size,
                 score: outcome.points,
@@ -378,7 +378,9 @@ impl Leagues {
                 raw.members.extend(read.members);
             }
             let ranked = ranked(board, period, &raw);
-            let standings: Vec<(String, Option<i64>)> = ranked.iter().map(|(m, _, s)| (m.clone(), *s)).collect();
+            // Off the board at the close (corrected or voided to nothing): no score, whatever a
+            // read shows for such a member (0 on a points board).
+            let standings: Vec<(String, Option<i64>)> = ranked.iter().map(|(m, c, s)| (m.clone(), c.as_ref().and(*s))).collect();
             let mut outcomes = league::close_cohort(league, tier, cohort, &standings);
             for (member, outcome) in &mut outcomes {
                 outcome.cohort = own.get(member).copied().unwrap_or(cohort);

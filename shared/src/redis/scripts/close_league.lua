@@ -71,8 +71,13 @@ for i = 0, k - 1 do
     redis.call('HSET', KEYS[4], member, ARGV[9 + 4 * i])
   end
 end
--- Each cohort's mark holds the size of the group its members were ranked in.
-for _, cohort in ipairs(cohorts) do redis.call('HSET', KEYS[3], LEAGUE_COHORT_CLOSED .. cohort, k) end
+-- Each cohort's mark holds the size of the group its members were ranked in: not the members
+-- who ended with no score, whose result's zone is "idle" (league.rs `Outcome::encode`).
+local ranked = 0
+for i = 0, k - 1 do
+  if not string.find(ARGV[8 + 4 * i], ',idle,', 1, true) then ranked = ranked + 1 end
+end
+for _, cohort in ipairs(cohorts) do redis.call('HSET', KEYS[3], LEAGUE_COHORT_CLOSED .. cohort, ranked) end
 expire_once(KEYS[3], ARGV[2])
 if k > 0 then expire_once(KEYS[4], ARGV[5]) end
 journal(KEYS[5], ARGV[3], ARGV[1])
