@@ -177,3 +177,32 @@ async fn a_member_corrected_to_nothing_closes_as_one_who_did_not_play() {
         }
     }
 }
+
+/// A player who never wrote this week is given points by a correction: they are placed in a
+/// cohort as a first write would place them, ranked at the close, and not dropped as idle.
+#[tokio::test]
+async fn a_correction_that_puts_a_player_on_the_week_places_them_and_they_are_not_idle() {
+    let app = spawn_ingest_with(silver_config()).await;
+    app.set_now(at("2026-11-26T10:00:00Z"));
+    for (i, user) in ["a", "b"].into_iter().enumerate() {
+        app.set_now(at("2026-11-26T10:00:00Z") + Duration::seconds(i as i64));
+        let (status, body) = app.event(json!({"event_id": format!("e{i}"), "user_id": user, "action": "play", "points": 3})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let correction = json!({"delta": 50, "reason": "missed lessons", "correction_id": "fix-z"});
+    let (status, body) = app
+        .call(axum::http::Method::POST, "/v1/admin/boards/drop/users/z/corrections", correction.to_string(), standings_tests::ADMIN)
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, view) = app.get("/v1/boards/drop/users/z/league").await;
+    assert_eq!(view["cohort"], "0:1", "placed like a first write: {view}");
+
+    app.set_now(at("2026-11-30T00:30:01Z"));
+    let archiver = standings_tests::ArchiveHarness::with_config(silver_config()).await;
+    let scheduled: Value = serde_json::to_value(scheduled_event(app.now())).unwrap();
+    archive::run(&archiver.archiver(archiver.table.clone()), &app.closer(), scheduled, chrono::Utc::now() + Duration::minutes(5))
+        .await
+        .unwrap();
+    let z = app.get("/v1/boards/drop/users/z/league/history").await.1["results"][0].clone();
+    assert_eq!((z["rank"].as_u64(), z["zone"].as_str(), z["next_tier"].as_str()), (Some(1), Some("promote"), Some("silver")), "{z}");
+}

@@ -163,6 +163,7 @@ impl Moderation {
             reason: &request.reason,
             statements: board.statements,
             journal_entry: "",
+            league: board.league.as_ref(),
         };
         let entry = AuditEntry {
             delta: request.delta,

@@ -14,7 +14,11 @@ KEYS[4]    the board's journal (stream, docs/journal.md)
 KEYS[5..]  the n period sorted sets to correct, scored with the tie-break composite; then,
            when ARGV[8] is 1, the member's statement of each of those periods (hash, see
            apply_event.lua), where the correction is itemised as "c:<correction id>" ->
-           "<points changed in that period, summed over applications>|<reason>"
+           "<points changed in that period, summed over applications>|<reason>"; then, when
+           ARGV[15] > 0, the league's keys of that period as apply_event.lua lists them (eight)
+           and the period's results (hash): a correction that leaves the member on the league
+           period's board places them in a cohort as a first write does (prelude.lua), unless
+           the period is closed (LEAGUE_CLOSED in its results)
 
 ARGV[1]    member (user id)
 ARGV[2]    the operand: the change in values ("add"), the value ("set"), unused ("remove")
@@ -33,7 +37,9 @@ ARGV[12]   the board's span: its composites are value * span + time part (tiebre
 ARGV[13]   the board's largest value (MAX_POINTS, or the score board's max_score)
 ARGV[14]   the correction's journal entry (its audit entry), appended with the reply when the
            correction applies now; "" when the journal is off
-ARGV[15..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
+ARGV[15]   l, which of the n periods is the board's league period (docs/leagues.md); 0: none
+ARGV[16]   the league's cohort size, ARGV[17] its top tier, ARGV[18] now (ms) (l > 0)
+ARGV[19..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
            time part of a score reached now in that period
 
 Values go up when an entry gets better. One that gets better is reached now; one that gets
@@ -64,8 +70,11 @@ end
 local member, operand, mode, scale = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[11]
 local FIRST_BOARD = 5
 local statements = ARGV[8] == '1'
-local boards = (#KEYS - FIRST_BOARD + 1) / (statements and 2 or 1)
-local function period(i, part) return ARGV[15 + 4 * (i - 1) + part] end
+local league = tonumber(ARGV[15])
+local LEAGUE_KEYS = 9
+local boards = (#KEYS - FIRST_BOARD + 1 - (league > 0 and LEAGUE_KEYS or 0)) / (statements and 2 or 1)
+local league_at = #KEYS - LEAGUE_KEYS + 1
+local function period(i, part) return ARGV[19 + 4 * (i - 1) + part] end
 local points_board = scale == 'points'
 span = tonumber(ARGV[12])
 local max_value = tonumber(ARGV[13])
@@ -97,6 +106,12 @@ writable(KEYS[2], 'list')
 if ARGV[14] ~= '' then writable(KEYS[4], 'stream') end
 if statements then
   for i = 1, boards do writable(KEYS[FIRST_BOARD - 1 + boards + i], 'hash') end
+end
+if league > 0 then
+  writable(KEYS[league_at], 'hash')
+  writable(KEYS[league_at + 1], 'zset')
+  writable(KEYS[league_at + 2], 'hash')
+  writable(KEYS[league_at + 4], 'zset')
 end
 
 local periods = {}
@@ -136,6 +151,11 @@ for i = 1, boards do
     end
   end
   periods[i] = entry
+end
+if league > 0 and values[league] and redis.call('HEXISTS', KEYS[league_at + 8], LEAGUE_CLOSED) == 0 then
+  league_place(KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 2], KEYS[league_at + 3], KEYS[league_at + 4],
+    KEYS[league_at + 5], KEYS[league_at + 6], KEYS[league_at + 7], member, tonumber(ARGV[16]), tonumber(ARGV[17]),
+    period(league, 2), tonumber(ARGV[18]))
 end
 redis.call('LPUSH', KEYS[2], ARGV[4])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[5]) - 1)

@@ -46,6 +46,17 @@ pub(super) fn league_keys(
     block.number(i64::from(league.cohort_size)).number(top_tier(league));
 }
 
+/// The keys a correction places a user with (correct_score.lua): `league_key_list`'s, then
+/// the period's results, whose close ends placements.
+pub(super) fn correction_keys(keys: &BoardKeys, period: &Period) -> impl Iterator<Item = String> {
+    league_key_list(keys, period).into_iter().chain([keys.league_results(&period.id)])
+}
+
+/// The league's cohort size and top tier, as the write scripts take them.
+pub(super) fn sizes(league: &League) -> (u32, i64) {
+    (league.cohort_size, top_tier(league))
+}
+
 /// The same as plain arguments (submit_score.lua's block).
 pub(super) fn league_args(call: &mut ScriptCall<'_>, key_list: &mut KeyList, keys: &BoardKeys, league: &League, period: &Period) {
     for key in league_key_list(keys, period) {

@@ -117,6 +117,9 @@ pub struct ScoreCorrection<'a> {
     pub statements: bool,
     /// Its journal entry (the audit entry and the request), "" when the journal is off.
     pub journal_entry: &'a str,
+    /// The board's league, if one of `periods` is its period: a correction placing the member
+    /// on it places them in a cohort.
+    pub league: Option<&'a League>,
 }
 
 /// Adds `delta` to the member's score on every period given, with the audit entry, exactly
@@ -137,6 +140,15 @@ pub async fn correct_score(
             invocation.key(keys.statement(correction.member, period));
         }
     }
+    let league = correction.league.and_then(|league| {
+        let at = correction.periods.iter().position(|(p, _)| p.kind == league.period)?;
+        Some((league, &correction.periods[at].0, at + 1))
+    });
+    if let Some((_, period, _)) = league {
+        for key in super::league::correction_keys(keys, period) {
+            invocation.key(key);
+        }
+    }
     invocation
         .arg(correction.member)
         .arg(correction.operand)
@@ -152,6 +164,8 @@ pub async fn correct_score(
         .arg(correction.scale.span)
         .arg(correction.scale.max_value)
         .arg(if keys.journaled() { correction.journal_entry } else { "" });
+    let (size, top) = league.map_or((0, 0), |(league, _, _)| super::league::sizes(league));
+    invocation.arg(league.map_or(0, |(_, _, at)| at)).arg(size).arg(top).arg(correction.now.timestamp_millis());
     for (period, time_part) in correction.periods {
         invocation.arg(period.kind.as_str()).arg(&period.id).arg(keys.ttl(period.ttl_secs(correction.now), correction.now)).arg(time_part);
     }
