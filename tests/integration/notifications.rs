@@ -161,6 +161,44 @@ async fn a_scripted_race_sends_exactly_its_crossings_in_order() {
     assert_eq!(app.notices_len("quiet").await, 0);
 }
 
+/// Ties are not passes: in one second (a queue batch, one clock), b reaches 10 first, then z
+/// reaches 10 too. Redis orders the equal scores by user id, z above b, but z passed nobody:
+/// no `took_first` for z, no `lost_first` for b. A third, y, reaching 10 in that second and
+/// ranked below z and above b by id, passes nobody either, and enters the top only by points.
+#[tokio::test]
+async fn an_equal_score_reached_in_the_same_second_is_not_a_pass() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    lap(&app, "t1", "a", 4).await;
+    lap(&app, "t2", "c", 6).await;
+    app.set_now(app.now() + chrono::Duration::seconds(1));
+    for (id, user) in [("t3", "b"), ("t4", "z"), ("t5", "y")] {
+        assert_eq!(app.event(json!({"event_id": id, "user_id": user, "action": "lap", "points": 10})).await.0, 200);
+    }
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    let got = seen(&bus.received().await);
+    let expected = vec![
+        s("a", EnteredTop, None, Some(1), None),
+        s("a", TookFirst, None, Some(1), None),
+        s("c", EnteredTop, None, Some(1), None),
+        s("c", TookFirst, None, Some(1), None),
+        s("a", LostFirst, Some(1), Some(2), Some("c")),
+        // b passes c and a: first.
+        s("b", EnteredTop, None, Some(1), None),
+        s("b", TookFirst, None, Some(1), None),
+        s("c", LostFirst, Some(1), Some(2), Some("b")),
+        s("a", Overtaken, Some(2), Some(3), Some("b")),
+        // z ties b: placed above b by id, but passes only c and a.
+        s("z", EnteredTop, None, Some(1), None),
+        s("c", Overtaken, Some(2), Some(3), Some("z")),
+        s("a", LeftTop, Some(3), Some(4), Some("z")),
+        // y ties z and b: between them by id, passes only c.
+        s("y", EnteredTop, None, Some(2), None),
+        s("c", LeftTop, Some(3), Some(4), Some("y")),
+    ];
+    assert_eq!(got, expected);
+}
+
 #[tokio::test]
 async fn a_drain_stopped_mid_delivery_sends_everything_at_least_once_with_the_same_ids() {
     let app = spawn_notified(config()).await;

@@ -207,6 +207,14 @@ pub struct Crossing {
     pub by: Option<String>,
 }
 
+/// A name a move recorded as tied with its climber (prelude.lua `record_move`).
+fn tied(name: &str) -> bool {
+    name.starts_with(TIED)
+}
+
+/// Marks a tied name in a recorded move; no user id holds it (`ids`).
+const TIED: char = '=';
+
 /// The crossings a move makes, movers first. `league` names the zones of cohort moves (none
 /// without it).
 pub fn crossings(m: &Move, league: Option<&League>) -> Vec<Crossing> {
@@ -226,13 +234,19 @@ pub fn crossings(m: &Move, league: Option<&League>) -> Vec<Crossing> {
             };
             let (a, b, n) = (before.unwrap_or(u32::MAX), after.unwrap_or(u32::MAX), *top);
             if b < a {
-                if b < n && a >= n {
+                // Ties are not passes (docs/notifications.md): a name marked '=' holds the
+                // climber's very composite, below them only by Redis's order of equal scores.
+                let tied_at = |rank: u32| names.iter().enumerate().any(|(i, name)| lo + i as u32 == rank && tied(name));
+                if b < n && a >= n && !tied_at(n) {
                     push(member, CrossingKind::EnteredTop, a, b, None);
                 }
-                if b == 0 {
+                if b == 0 && !tied_at(1) {
                     push(member, CrossingKind::TookFirst, a, b, None);
                 }
                 for (i, name) in names.iter().enumerate() {
+                    if tied(name) {
+                        continue;
+                    }
                     let after = lo + i as u32;
                     let before = after - 1;
                     if before == 0 {

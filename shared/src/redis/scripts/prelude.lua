@@ -307,6 +307,18 @@ local function record_move(moves, tag, key, kind, id, top, member, rank_was, ran
   local line = {tag, kind, id, top, member, rank_was, rank_now, lo}
   if hi >= lo then
     local names = redis.call('ZREVRANGE', key, lo, hi)
+    -- Ties are not passes: a climber whose composite equals others' (the same points reached
+    -- in the same second) is above them only by Redis's order of equal scores (by member).
+    -- Those names are marked '=' (no id holds it): domain/notify names no crossing for them.
+    if b < a and #names > 0 then
+      local composite = redis.call('ZSCORE', key, member)
+      if composite and redis.call('ZCOUNT', key, composite, composite) > 1 then
+        local held = redis.call('ZMSCORE', key, unpack(names))
+        for i = 1, #names do
+          if held[i] == composite then names[i] = '=' .. names[i] end
+        end
+      end
+    end
     for i = 1, #names do line[8 + i] = names[i] end
   end
   moves[#moves + 1] = table.concat(line, ' ')
