@@ -164,6 +164,7 @@ impl Moderation {
             statements: board.statements,
             journal_entry: "",
             league: board.league.as_ref(),
+            notify: board.notify.as_ref(),
         };
         let entry = AuditEntry {
             delta: request.delta,

@@ -18,7 +18,8 @@ KEYS[5..]  the n period sorted sets to correct, scored with the tie-break compos
            ARGV[15] > 0, the league's keys of that period as apply_event.lua lists them (eight)
            and the period's results (hash): a correction that leaves the member on the league
            period's board places them in a cohort as a first write does (prelude.lua), unless
-           the period is closed (LEAGUE_CLOSED in its results)
+           the period is closed (LEAGUE_CLOSED in its results); then, when ARGV[19] is not
+           "", the board's notices (stream, docs/notifications.md)
 
 ARGV[1]    member (user id)
 ARGV[2]    the operand: the change in values ("add"), the value ("set"), unused ("remove")
@@ -39,8 +40,10 @@ ARGV[14]   the correction's journal entry (its audit entry), appended with the r
            correction applies now; "" when the journal is off
 ARGV[15]   l, which of the n periods is the board's league period (docs/leagues.md); 0: none
 ARGV[16]   the league's cohort size, ARGV[17] its top tier, ARGV[18] now (ms) (l > 0)
-ARGV[19..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
-           time part of a score reached now in that period
+ARGV[19]   the correction as notifications name it (its id); "" when the board records no
+           rank moves. An applied correction records its rank moves as apply_event.lua does
+ARGV[20..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
+           time part of a score reached now in that period, the top watched ("0": none)
 
 Values go up when an entry gets better. One that gets better is reached now; one that gets
 worse keeps the member's reached-at time (they held at least that since then), as a take-back
@@ -71,10 +74,12 @@ local member, operand, mode, scale = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[1
 local FIRST_BOARD = 5
 local statements = ARGV[8] == '1'
 local league = tonumber(ARGV[15])
+local notice = ARGV[19]
+local NOTICES = notice ~= '' and KEYS[#KEYS]
 local LEAGUE_KEYS = 9
-local boards = (#KEYS - FIRST_BOARD + 1 - (league > 0 and LEAGUE_KEYS or 0)) / (statements and 2 or 1)
-local league_at = #KEYS - LEAGUE_KEYS + 1
-local function period(i, part) return ARGV[19 + 4 * (i - 1) + part] end
+local boards = (#KEYS - FIRST_BOARD + 1 - (league > 0 and LEAGUE_KEYS or 0) - (NOTICES and 1 or 0)) / (statements and 2 or 1)
+local league_at = FIRST_BOARD + boards * (statements and 2 or 1)
+local function period(i, part) return ARGV[20 + 5 * (i - 1) + part] end
 local points_board = scale == 'points'
 span = tonumber(ARGV[12])
 local max_value = tonumber(ARGV[13])
@@ -85,9 +90,12 @@ local function score_of(value) return scale == 'asc' and max_value - value or va
 local refusal, closed = guard_refusal(KEYS[1], member, boards, function(i) return period(i, 0) end, function(i) return period(i, 1) end)
 if refusal then return {refusal, closed, ''} end
 
-local composites, values = {}, {}
+local composites, values, ranks_before = {}, {}, {}
 for i = 1, boards do
   composites[i] = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)
+  if NOTICES and tonumber(period(i, 4)) > 0 then
+    ranks_before[i] = composites[i] and redis.call('ZREVRANK', KEYS[FIRST_BOARD - 1 + i], member) or -1
+  end
   local held = composites[i] and points_of(composites[i])
   if mode == 'add' then
     values[i] = (held or zero) + operand
@@ -107,6 +115,7 @@ if ARGV[14] ~= '' then writable(KEYS[4], 'stream') end
 if statements then
   for i = 1, boards do writable(KEYS[FIRST_BOARD - 1 + boards + i], 'hash') end
 end
+if NOTICES then writable(NOTICES, 'stream') end
 if league > 0 then
   writable(KEYS[league_at], 'hash')
   writable(KEYS[league_at + 1], 'zset')
@@ -152,10 +161,27 @@ for i = 1, boards do
   end
   periods[i] = entry
 end
+local joined = false
 if league > 0 and values[league] and redis.call('HEXISTS', KEYS[league_at + 8], LEAGUE_CLOSED) == 0 then
-  league_place(KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 2], KEYS[league_at + 3], KEYS[league_at + 4],
+  joined = league_place(KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 2], KEYS[league_at + 3], KEYS[league_at + 4],
     KEYS[league_at + 5], KEYS[league_at + 6], KEYS[league_at + 7], member, tonumber(ARGV[16]), tonumber(ARGV[17]),
     period(league, 2), tonumber(ARGV[18]))
+end
+if NOTICES then
+  -- Rank moves, as any write that moves its member records them (prelude.lua).
+  local moves = {}
+  for i = 1, boards do
+    if ranks_before[i] and periods[i].delta ~= 0 then
+      local rank_now = values[i] and periods[i].rank - 1 or -1
+      record_move(moves, 'T', KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1), tonumber(period(i, 4)), member,
+        ranks_before[i], rank_now)
+    end
+  end
+  if league > 0 and ranks_before[league] and periods[league].delta ~= 0 then
+    record_cohort(moves, 'L', KEYS[FIRST_BOARD - 1 + league], KEYS[league_at], KEYS[league_at + 1], period(league, 0),
+      period(league, 1), member, tonumber(composites[league]) or 0, joined)
+  end
+  record_moves(NOTICES, notice, moves)
 end
 redis.call('LPUSH', KEYS[2], ARGV[4])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[5]) - 1)

@@ -120,6 +120,8 @@ pub struct ScoreCorrection<'a> {
     /// The board's league, if one of `periods` is its period: a correction placing the member
     /// on it places them in a cohort.
     pub league: Option<&'a League>,
+    /// What the board notifies: a correction that moves members records their rank moves.
+    pub notify: Option<&'a Notify>,
 }
 
 /// Adds `delta` to the member's score on every period given, with the audit entry, exactly
@@ -149,6 +151,10 @@ pub async fn correct_score(
             invocation.key(key);
         }
     }
+    let notify = correction.notify.filter(|_| keys.noticed());
+    if notify.is_some() {
+        invocation.key(keys.notices());
+    }
     invocation
         .arg(correction.member)
         .arg(correction.operand)
@@ -166,8 +172,11 @@ pub async fn correct_score(
         .arg(if keys.journaled() { correction.journal_entry } else { "" });
     let (size, top) = league.map_or((0, 0), |(league, _, _)| super::league::sizes(league));
     invocation.arg(league.map_or(0, |(_, _, at)| at)).arg(size).arg(top).arg(correction.now.timestamp_millis());
+    invocation.arg(if notify.is_some() { correction.correction_id } else { "" });
     for (period, time_part) in correction.periods {
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(keys.ttl(period.ttl_secs(correction.now), correction.now)).arg(time_part);
+        let ttl = keys.ttl(period.ttl_secs(correction.now), correction.now);
+        let top = notify.map_or(0, |notify| super::apply::notify_top(notify, period));
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(ttl).arg(time_part).arg(top);
     }
     let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
     let corrected = |duplicate| {
@@ -205,6 +214,8 @@ pub struct PointsVoid<'a> {
     pub voids_seen: Option<i64>,
     /// Its journal entry, "" when the journal is off.
     pub journal_entry: &'a str,
+    /// What the board notifies: a void that moves members records their rank moves.
+    pub notify: Option<&'a Notify>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -243,6 +254,10 @@ pub async fn void_points(
     for entry in void.entries {
         invocation.key(keys.day_ledger(void.member, &entry.day));
     }
+    let notify = void.notify.filter(|_| keys.noticed());
+    if notify.is_some() {
+        invocation.key(keys.notices());
+    }
     invocation
         .arg(void.member)
         .arg(audit.entry)
@@ -255,9 +270,11 @@ pub async fn void_points(
         .arg(if keys.journaled() { void.journal_entry } else { "" })
         .arg(guard::voids_field(void.member))
         .arg(void.voids_seen.map(|seen| seen.to_string()).unwrap_or_default())
-        .arg(void.periods.len());
+        .arg(void.periods.len())
+        .arg(if notify.is_some() { void.void_id } else { "" });
     for (period, points) in void.periods {
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(points);
+        let top = notify.map_or(0, |notify| super::apply::notify_top(notify, period));
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(points).arg(top);
     }
     for entry in void.entries {
         invocation.arg(ledger_field(&entry.field)).arg(&entry.field);

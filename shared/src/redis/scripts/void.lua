@@ -15,7 +15,8 @@ KEYS[5..]  the n period sorted sets (a points board's composites); then, when AR
            member's statement of each (hash, see apply_event.lua), where the void is itemised
            as "v:<void id>" -> "<points removed, a negative number>|<reason>"; then the
            member's day ledger of each voided give's entry (hash, see apply_event.lua), one
-           per entry
+           per entry; then, when ARGV[13] is not "", the board's notices (stream,
+           docs/notifications.md)
 
 ARGV[1]    member (user id)
 ARGV[2]    audit entry (JSON)
@@ -32,7 +33,10 @@ ARGV[11]   that count when the void was decided ("0": none): another void landed
            differs ("stale"); "" for a restore's replay, which checks nothing (neither this nor
            the ledger entries below)
 ARGV[12]   n, the number of periods
-ARGV[13..] for each period, in KEYS order: period kind, period id, points to remove (positive);
+ARGV[13]   the void as notifications name it (its id); "" when the board records no rank moves.
+           An applied void records its rank moves as apply_event.lua does
+ARGV[14..] for each period, in KEYS order: period kind, period id, points to remove (positive),
+           the top watched ("0": none);
            then for each ledger key: the entry's field and its field as earlier releases wrote
            it. Each must still hold a give (not "0"): a take-back that landed since the journal
            was read took it already ("stale"). The entry is set to "0": the give stays counted
@@ -65,16 +69,19 @@ local member = ARGV[1]
 local FIRST_BOARD = 5
 local statements = ARGV[6] == '1'
 local boards = tonumber(ARGV[12])
-local function period(i, part) return ARGV[13 + 3 * (i - 1) + part] end
+local notice = ARGV[13]
+local NOTICES = notice ~= '' and KEYS[#KEYS]
+local function period(i, part) return ARGV[14 + 4 * (i - 1) + part] end
 local first_ledger = FIRST_BOARD + boards * (statements and 2 or 1)
-local function ledger_field(k) return 13 + 3 * boards + 2 * (k - first_ledger) end
+local last_ledger = #KEYS - (NOTICES and 1 or 0)
+local function ledger_field(k) return 14 + 4 * boards + 2 * (k - first_ledger) end
 
 if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 1 then return {'banned', '', ''} end
 if ARGV[11] ~= '' and (redis.call('HGET', KEYS[1], ARGV[10]) or '0') ~= ARGV[11] then return {'stale', '', ''} end
 -- A restore's replay does not check: it takes what the void took, whatever a shadow's shorter
 -- TTLs or candidate rules left of the ledgers.
 local replay = ARGV[11] == ''
-for k = first_ledger, replay and 0 or #KEYS do
+for k = first_ledger, replay and 0 or last_ledger do
   local field = ledger_field(k)
   local held = redis.call('HMGET', KEYS[k], ARGV[field], ARGV[field + 1])
   local given = held[1] or held[2]
@@ -86,18 +93,21 @@ for i = 1, boards do
   writable(KEYS[FIRST_BOARD - 1 + i], 'zset')
   if statements then writable(KEYS[FIRST_BOARD - 1 + boards + i], 'hash') end
 end
-for k = first_ledger, #KEYS do writable(KEYS[k], 'hash') end
+for k = first_ledger, last_ledger do writable(KEYS[k], 'hash') end
 writable(KEYS[2], 'list')
+if NOTICES then writable(NOTICES, 'stream') end
 if ARGV[9] ~= '' then writable(KEYS[4], 'stream') end
 
 -- An empty table encodes as {}, not []: the caller reads both.
-local periods = {}
+local periods, moves = {}, {}
 for i = 1, boards do
   local key, kind, id = KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1)
   if redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. kind .. ':' .. id) == 0 then
     local entry = {period = kind, period_id = id}
     local composite = redis.call('ZSCORE', key, member)
     local held = composite and points_of(composite) or 0
+    local top, rank_was = NOTICES and tonumber(period(i, 3)) or 0, -1
+    if top > 0 and composite then rank_was = redis.call('ZREVRANK', key, member) end
     local after = math.max(held - tonumber(period(i, 2)), 0)
     if after > 0 and after ~= held then
       -- Less than they had: they held at least this since they reached it.
@@ -109,6 +119,9 @@ for i = 1, boards do
     entry.delta = 0 - (held - after)
     entry.score = after
     if after > 0 then entry.rank = redis.call('ZREVRANK', key, member) + 1 end
+    if top > 0 and entry.delta ~= 0 then
+      record_move(moves, 'T', key, kind, id, top, member, rank_was, entry.rank and entry.rank - 1 or -1)
+    end
     if statements and entry.delta ~= 0 then
       local statement = KEYS[FIRST_BOARD - 1 + boards + i]
       -- A member with points has a statement (with its period's TTL); none is made here.
@@ -117,7 +130,8 @@ for i = 1, boards do
     periods[#periods + 1] = entry
   end
 end
-for k = first_ledger, #KEYS do
+if NOTICES then record_moves(NOTICES, notice, moves) end
+for k = first_ledger, last_ledger do
   local field = ledger_field(k)
   -- Checked above, or a replay: never a ledger made here, without its TTL.
   if not replay or redis.call('EXISTS', KEYS[k]) == 1 then
