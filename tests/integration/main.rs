@@ -40,6 +40,7 @@ mod notifications;
 mod notify_lease;
 mod notify_model;
 mod notify_put_events;
+mod notify_repairs;
 mod openapi;
 mod partial_writes;
 mod query;

@@ -149,3 +149,31 @@ async fn profiles_of_the_old_layout_are_read_then_moved_by_the_drain_and_restore
     let cid_profile: Option<String> = redis::cmd("HGET").arg(app.keys.profile("cid")).arg("nickname").query_async(&mut conn).await.unwrap();
     assert_eq!(cid_profile.as_deref(), Some("Journaled Cid"), "{cid}");
 }
+
+/// A profile change acknowledged between two invocations of its shard's restore (the first
+/// stopped by its deadline after bringing back an older profile) is what the finished restore
+/// leaves: no older line is written over it.
+#[tokio::test]
+async fn a_profile_changed_during_its_shards_restore_keeps_the_change() {
+    let app = spawn_journaled(forum()).await;
+    app.set_now(Utc::now());
+    for nickname in ["Ann 1", "Ann 2", "Ann 3"] {
+        assert_eq!(put(&app, "ann", nickname).await, StatusCode::OK);
+    }
+    let (client, bucket) = drain(&app).await;
+    let mut conn = app.redis.clone();
+    for key in app.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let key = app.keys.profile("ann");
+    let shard = key[key.find('{').unwrap() + 1..key.find('}').unwrap()].to_owned();
+    let restorer =
+        Restorer::new(Arc::new(app.config.as_ref().clone()), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
+    let first = restorer.restore(Some(&shard), Utc::now() - Duration::seconds(1)).await.unwrap();
+    assert_eq!(first.status, Status::InProgress, "{first:?}");
+    assert_eq!(put(&app, "ann", "Live Ann").await, StatusCode::OK);
+    let done = restorer.restore(Some(&shard), far()).await.unwrap();
+    assert_eq!(done.status, Status::Complete, "{done:?}");
+    let nickname: Option<String> = redis::cmd("HGET").arg(&key).arg("nickname").query_async(&mut conn).await.unwrap();
+    assert_eq!(nickname.as_deref(), Some("Live Ann"));
+}

@@ -104,17 +104,39 @@ fn check_args(name: &str, args: &[Vec<u8>]) -> Result<(), String> {
     let text = |arg: &Vec<u8>| String::from_utf8_lossy(arg).into_owned();
     let float = |arg: &Vec<u8>| matches!(text(arg).as_str(), "inf" | "+inf" | "-inf") || text(arg).parse::<f64>().is_ok_and(f64::is_finite);
     let integer = |arg: &Vec<u8>| text(arg).parse::<i64>().is_ok();
+    // A score range bound: a float or ±inf, exclusive with a leading '('.
+    let bound = |arg: &Vec<u8>| {
+        let text = text(arg);
+        let value = text.strip_prefix('(').unwrap_or(&text).to_owned();
+        float(&value.into_bytes())
+    };
     let ok = match name {
         "ZADD" => {
-            let flags = args.iter().take_while(|arg| matches!(text(arg).as_str(), "NX" | "XX" | "GT" | "LT" | "CH")).count();
-            let pairs = &args[flags..];
-            !pairs.is_empty() && pairs.len().is_multiple_of(2) && pairs.chunks(2).all(|pair| float(&pair[0]))
+            let flags: Vec<String> =
+                args.iter().map(text).take_while(|arg| matches!(arg.as_str(), "NX" | "XX" | "GT" | "LT" | "CH")).collect();
+            let pairs = &args[flags.len()..];
+            let exclusive = |a: &str, b: &str| flags.iter().any(|f| f == a) && flags.iter().any(|f| f == b);
+            !exclusive("NX", "XX")
+                && !exclusive("NX", "GT")
+                && !exclusive("NX", "LT")
+                && !exclusive("GT", "LT")
+                && !pairs.is_empty()
+                && pairs.len().is_multiple_of(2)
+                && pairs.chunks(2).all(|pair| float(&pair[0]))
         }
         "ZINCRBY" => args.len() == 2 && float(&args[0]),
         "HINCRBY" => args.len() == 2 && integer(&args[1]),
         "INCRBY" => args.len() == 1 && integer(&args[0]),
-        "INCR" => args.is_empty(),
+        "INCR" | "DEL" | "UNLINK" => args.is_empty(),
         "HSET" => !args.is_empty() && args.len().is_multiple_of(2),
+        "HSETNX" => args.len() == 2,
+        "ZREM" | "HDEL" | "SADD" | "SREM" | "LPUSH" => !args.is_empty(),
+        "ZREMRANGEBYRANK" | "LTRIM" => args.len() == 2 && args.iter().all(integer),
+        "ZREMRANGEBYSCORE" => args.len() == 2 && args.iter().all(bound),
+        "SETBIT" => args.len() == 2 && text(&args[0]).parse::<u32>().is_ok() && matches!(text(&args[1]).as_str(), "0" | "1"),
+        // A value, then options (EX/PX/KEEPTTL/NX/XX…) Redis checks; recorded as the script ran it.
+        "SET" => !args.is_empty(),
+        // BITFIELD's subcommands are checked by Redis; recorded only as the scripts write them.
         _ => true,
     };
     if ok { Ok(()) } else { Err(format!("effects: {name} with arguments Redis would refuse")) }

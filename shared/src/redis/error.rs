@@ -17,11 +17,11 @@ pub enum StoreError {
     Timeout(Duration),
     #[error("only {acknowledged} of {wanted} replicas acknowledged the write in time")]
     NotReplicated { wanted: u32, acknowledged: u32 },
-    /// Writes are refused: the store may evict keys, and with them the boards, ledgers and
-    /// event markers exactly-once rests on.
     /// A read found its board being restored, or lost (docs/journal.md#fence).
     #[error("the board is being restored from its journal")]
     Restoring,
+    /// Writes are refused: the store may evict keys, and with them the boards, ledgers and
+    /// event markers exactly-once rests on.
     #[error("the store's maxmemory-policy is {0:?}; writes need noeviction (or STANDINGS_ALLOW_EVICTING_POLICY=true)")]
     EvictingPolicy(String),
 }

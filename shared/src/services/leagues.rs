@@ -420,13 +420,25 @@ impl Leagues {
         let last: Option<u32> = conn.hget(keys.league_counts(&period.id), tier).await?;
         let Some(last) = last.filter(|last| *last >= 2) else { return Ok(vec![n]) };
         let small = |raw: RawCohort| league::joins_the_cohort_before(raw.members.len(), league.cohort_size);
-        if n == last && small(read_cohort(conn, keys, period, CohortOf::Cohort(&format!("{tier}:{last}"))).await?) {
-            Ok(vec![n - 1, n])
+        let pair = if n == last && small(read_cohort(conn, keys, period, CohortOf::Cohort(&format!("{tier}:{last}"))).await?) {
+            [n - 1, n]
         } else if n + 1 == last && small(read_cohort(conn, keys, period, CohortOf::Cohort(&format!("{tier}:{last}"))).await?) {
-            Ok(vec![n, n + 1])
+            [n, n + 1]
         } else {
-            Ok(vec![n])
-        }
+            return Ok(vec![n]);
+        };
+        // One of the two closed alone already (the last was larger then, and a ban shrank it
+        // since): the other closes alone too, never left unclosed.
+        let marks: Vec<Option<String>> = redis::cmd("HMGET")
+            .arg(keys.league_results(&period.id))
+            .arg(pair.map(|c| format!("{}{tier}:{c}", league::COHORT_CLOSED_PREFIX)).to_vec())
+            .query_async(conn)
+            .await?;
+        Ok(match marks.as_slice() {
+            [Some(_), None] => vec![pair[1]],
+            [None, Some(_)] => vec![pair[0]],
+            _ => pair.to_vec(),
+        })
     }
 
     /// One step of the drop of `ended`'s idle players (`Idle::Drop`): whether players are left.

@@ -72,11 +72,6 @@ impl Profile {
     }
 }
 
-/// Replaces a user's profile atomically (MULTI: DEL + HSET on one key).
-/// Replaces the user's profile. With the journal on, the change is journaled first (profiles
-/// are outside every board's slot, so not in the same call): an acknowledged change is always in
-/// the journal; one that failed after its entry may still be restored (a replace: the client's
-/// retry settles it).
 /// Replaces `user_id`'s profile and journals the change, in one call (docs/journal.md#profiles).
 pub async fn put_profile(store: &Store, keys: &Keys, user_id: &str, profile: &Profile, now: DateTime<Utc>) -> Result<(), StoreError> {
     let entry = if keys.journal_on() {
@@ -94,9 +89,10 @@ pub async fn put_profile(store: &Store, keys: &Keys, user_id: &str, profile: &Pr
 }
 
 /// Moves profiles of the layout before shards (a slot per user) into their shards, each move
-/// journaled (docs/journal.md#profiles): a profile changed since stays as changed. Until
-/// `deadline`; true once none is left (then `profiles_moved` is set and reads stop looking
-/// for them). Run by every drain until done.
+/// journaled (docs/journal.md#profiles): a profile changed since stays as changed. A page of
+/// SCAN at a time on each primary, until `deadline`, the cursors kept between runs
+/// (`Keys::profiles_move_cursor`); true once every primary was scanned to its end (then
+/// `profiles_moved` is set and reads stop looking for them). Run by every drain until done.
 pub async fn move_legacy(store: &Store, keys: &Keys, now: DateTime<Utc>, deadline: DateTime<Utc>) -> Result<bool, StoreError> {
     let mut conn = store.write_connection().await?;
     let moved: bool = conn.exists(keys.profiles_moved()).await?;
@@ -105,29 +101,48 @@ pub async fn move_legacy(store: &Store, keys: &Keys, now: DateTime<Utc>, deadlin
     }
     // `<prefix>:v1:{u:<user>}:profile`: the user is what stands between these two parts.
     let empty = keys.legacy_profile("");
-    let Some((head, tail)) = empty.split_once("}") else { return Ok(false) };
+    let Some((head, tail)) = empty.split_once('}') else { return Ok(false) };
     let tail = format!("}}{tail}");
-    for legacy in conn.scan_every_primary(&keys.legacy_profile("*")).await? {
-        if Utc::now() >= deadline {
-            return Ok(false);
-        }
-        let Some(user_id) = legacy.strip_prefix(head).and_then(|rest| rest.strip_suffix(tail.as_str())) else { continue };
-        if crate::domain::ids::validate_id("user_id", user_id).is_err() {
-            continue;
-        }
-        let fields: HashMap<String, String> = conn.hgetall(&legacy).await?;
-        if let Some(profile) = Profile::from_fields(fields) {
-            let entry = if keys.journal_on() {
-                let profile_json = serde_json::to_value(&profile).expect("a profile always serializes");
-                Entry::Profile { at: Stamp(now), user_id, profile: profile_json }.json()
-            } else {
-                String::new()
+    let pattern = keys.legacy_profile("*");
+    let cursors_key = keys.profiles_move_cursor();
+    let mut cursors: HashMap<String, String> = conn.hgetall(&cursors_key).await?;
+    for node in conn.primaries().await? {
+        let name = node.as_ref().map_or_else(|| "standalone".to_owned(), |(host, port)| format!("{host}:{port}"));
+        loop {
+            let mut cursor: u64 = match cursors.get(&name).map(String::as_str) {
+                Some("done") => break,
+                Some(at) => at.parse().unwrap_or(0),
+                None => 0,
             };
-            scripts::profile::put(&mut conn, keys, user_id, Put::Move, &entry, &profile.fields()).await?;
+            if Utc::now() >= deadline {
+                return Ok(false);
+            }
+            let (next, found) = conn.scan_page(&node, cursor, &pattern).await?;
+            for legacy in found {
+                let Some(user_id) = legacy.strip_prefix(head).and_then(|rest| rest.strip_suffix(tail.as_str())) else { continue };
+                if crate::domain::ids::validate_id("user_id", user_id).is_err() {
+                    continue;
+                }
+                let fields: HashMap<String, String> = conn.hgetall(&legacy).await?;
+                if let Some(profile) = Profile::from_fields(fields) {
+                    let entry = if keys.journal_on() {
+                        let profile_json = serde_json::to_value(&profile).expect("a profile always serializes");
+                        Entry::Profile { at: Stamp(now), user_id, profile: profile_json }.json()
+                    } else {
+                        String::new()
+                    };
+                    scripts::profile::put(&mut conn, keys, user_id, Put::Move, &entry, &profile.fields()).await?;
+                }
+                let () = conn.del(&legacy).await?;
+            }
+            cursor = next;
+            let at = if cursor == 0 { "done".to_owned() } else { cursor.to_string() };
+            let () = conn.hset(&cursors_key, &name, &at).await?;
+            cursors.insert(name.clone(), at);
         }
-        let () = conn.del(&legacy).await?;
     }
     let () = conn.set(keys.profiles_moved(), 1).await?;
+    let () = conn.del(&cursors_key).await?;
     Ok(true)
 }
 
@@ -135,10 +150,6 @@ pub async fn get_profile(store: &Store, keys: &Keys, user_id: &str) -> Result<Op
     Ok(get_many(store, keys, &[user_id]).await?.pop().flatten())
 }
 
-/// Profiles of many users in one pipelined round trip. On a cluster each user's profile is in
-/// a slot of its own and a pipeline may only address one slot, so there is one pipeline per
-/// slot, all sent at once (multiplexed on the per-node connections). A user without a profile
-/// gets `None`.
 /// The profiles of `user_ids`, in their order: one pipeline per profile shard's slot (per
 /// node), all at once. Until the drain has moved every profile of the layout before shards
 /// (`Keys::profiles_moved`, read in the same round), users without a profile in their shard

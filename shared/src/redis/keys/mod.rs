@@ -134,12 +134,6 @@ impl Keys {
         }
     }
 
-    /// The keys of the profiles' journal (`PROFILES_JOURNAL`): its stream, restore checkpoint
-    /// and lock, named like a board's.
-    pub fn profiles_journal(&self) -> BoardKeys {
-        self.board(PROFILES_JOURNAL)
-    }
-
     /// A user's profile (hash), in their profile shard's slot beside its journal.
     pub fn profile(&self, user_id: &str) -> String {
         format!("{}{}", self.board(&profile_journal(profile_shard(user_id))).base, Self::profile_relative(user_id))
@@ -159,6 +153,12 @@ impl Keys {
     /// drain has moved every one (`profiles_moved`), then gone.
     pub fn legacy_profile(&self, user_id: &str) -> String {
         format!("{}:{VERSION}:{{u:{user_id}}}:profile", self.prefix)
+    }
+
+    /// How far the drain's move of profiles of the layout before shards has scanned each
+    /// primary (hash: node -> SCAN cursor, or "done").
+    pub fn profiles_move_cursor(&self) -> String {
+        format!("{}:move-cursor", self.board(&profile_journal(0)).base)
     }
 
     /// Set once no profile of the layout before shards is left: reads stop looking for them.

@@ -18,7 +18,7 @@ KEYS[5..]  the n period sorted sets to correct, scored with the tie-break compos
            ARGV[15] > 0, the league's keys of that period as apply_event.lua lists them (eight)
            and the period's results (hash): a correction that leaves the member on the league
            period's board places them in a cohort as a first write does (prelude.lua), unless
-           the period is closed (LEAGUE_CLOSED in its results); then, when ARGV[19] is not
+           the period's close has begun (its results exist); then, when ARGV[19] is not
            "", the board's notices (stream, docs/notifications.md)
 
 ARGV[1]    member (user id)
@@ -75,9 +75,11 @@ local FIRST_BOARD = 5
 local statements = ARGV[8] == '1'
 local league = tonumber(ARGV[15])
 local notice = ARGV[19]
-local NOTICES = notice ~= '' and KEYS[#KEYS]
+-- The notices are the last key, when there are any (`notice` names the write).
+local NOTICES = KEYS[#KEYS]
+local noticed = notice ~= ''
 local LEAGUE_KEYS = 9
-local boards = (#KEYS - FIRST_BOARD + 1 - (league > 0 and LEAGUE_KEYS or 0) - (NOTICES and 1 or 0)) / (statements and 2 or 1)
+local boards = (#KEYS - FIRST_BOARD + 1 - (league > 0 and LEAGUE_KEYS or 0) - (noticed and 1 or 0)) / (statements and 2 or 1)
 local league_at = FIRST_BOARD + boards * (statements and 2 or 1)
 local function period(i, part) return ARGV[20 + 5 * (i - 1) + part] end
 local points_board = scale == 'points'
@@ -93,7 +95,7 @@ if refusal then return {refusal, closed, ''} end
 local composites, values, ranks_before = {}, {}, {}
 for i = 1, boards do
   composites[i] = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)
-  if NOTICES and tonumber(period(i, 4)) > 0 then
+  if noticed and tonumber(period(i, 4)) > 0 then
     ranks_before[i] = composites[i] and redis.call('ZREVRANK', KEYS[FIRST_BOARD - 1 + i], member) or -1
   end
   local held = composites[i] and points_of(composites[i])
@@ -115,12 +117,17 @@ if ARGV[14] ~= '' then writable(KEYS[4], 'stream') end
 if statements then
   for i = 1, boards do writable(KEYS[FIRST_BOARD - 1 + boards + i], 'hash') end
 end
-if NOTICES then writable(NOTICES, 'stream') end
+if noticed then writable(NOTICES, 'stream') end
 if league > 0 then
   writable(KEYS[league_at], 'hash')
   writable(KEYS[league_at + 1], 'zset')
   writable(KEYS[league_at + 2], 'hash')
+  writable(KEYS[league_at + 3], 'hash')
   writable(KEYS[league_at + 4], 'zset')
+  writable(KEYS[league_at + 5], 'hash')
+  writable(KEYS[league_at + 6], 'zset')
+  writable(KEYS[league_at + 7], 'hash')
+  writable(KEYS[league_at + 8], 'hash')
 end
 
 local periods = {}
@@ -162,12 +169,13 @@ for i = 1, boards do
   periods[i] = entry
 end
 local joined = false
-if league > 0 and values[league] and redis.call('HEXISTS', KEYS[league_at + 8], LEAGUE_CLOSED) == 0 then
+-- Not once the period's close has begun (its results exist): its cohorts are being closed.
+if league > 0 and values[league] and redis.call('EXISTS', KEYS[league_at + 8]) == 0 then
   joined = league_place(KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 2], KEYS[league_at + 3], KEYS[league_at + 4],
     KEYS[league_at + 5], KEYS[league_at + 6], KEYS[league_at + 7], member, tonumber(ARGV[16]), tonumber(ARGV[17]),
     period(league, 2), tonumber(ARGV[18]))
 end
-if NOTICES then
+if noticed then
   -- Rank moves, as any write that moves its member records them (prelude.lua).
   local moves = {}
   for i = 1, boards do

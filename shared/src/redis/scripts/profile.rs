@@ -25,10 +25,9 @@ pub async fn put(
     entry: &str,
     fields: &[(&str, &str)],
 ) -> Result<bool, StoreError> {
+    let shard = keys.profile_shard_journal(user_id);
     let mut call = PUT_PROFILE.key(keys.profile(user_id));
-    if !entry.is_empty() {
-        call.key(keys.profile_shard_journal(user_id).journal());
-    }
+    call.key(shard.journal()).key(shard.restore_claims());
     call.arg(match how {
         Put::Replace => "put",
         Put::Move => "move",

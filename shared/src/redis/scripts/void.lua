@@ -70,10 +70,12 @@ local FIRST_BOARD = 5
 local statements = ARGV[6] == '1'
 local boards = tonumber(ARGV[12])
 local notice = ARGV[13]
-local NOTICES = notice ~= '' and KEYS[#KEYS]
+-- The notices are the last key, when there are any (`notice` names the write).
+local NOTICES = KEYS[#KEYS]
+local noticed = notice ~= ''
 local function period(i, part) return ARGV[14 + 4 * (i - 1) + part] end
 local first_ledger = FIRST_BOARD + boards * (statements and 2 or 1)
-local last_ledger = #KEYS - (NOTICES and 1 or 0)
+local last_ledger = #KEYS - (noticed and 1 or 0)
 local function ledger_field(k) return 14 + 4 * boards + 2 * (k - first_ledger) end
 
 if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 1 then return {'banned', '', ''} end
@@ -95,7 +97,7 @@ for i = 1, boards do
 end
 for k = first_ledger, last_ledger do writable(KEYS[k], 'hash') end
 writable(KEYS[2], 'list')
-if NOTICES then writable(NOTICES, 'stream') end
+if noticed then writable(NOTICES, 'stream') end
 if ARGV[9] ~= '' then writable(KEYS[4], 'stream') end
 
 -- An empty table encodes as {}, not []: the caller reads both.
@@ -106,7 +108,7 @@ for i = 1, boards do
     local entry = {period = kind, period_id = id}
     local composite = redis.call('ZSCORE', key, member)
     local held = composite and points_of(composite) or 0
-    local top, rank_was = NOTICES and tonumber(period(i, 3)) or 0, -1
+    local top, rank_was = noticed and tonumber(period(i, 3)) or 0, -1
     if top > 0 and composite then rank_was = redis.call('ZREVRANK', key, member) end
     local after = math.max(held - tonumber(period(i, 2)), 0)
     if after > 0 and after ~= held then
@@ -130,7 +132,7 @@ for i = 1, boards do
     periods[#periods + 1] = entry
   end
 end
-if NOTICES then record_moves(NOTICES, notice, moves) end
+if noticed then record_moves(NOTICES, notice, moves) end
 for k = first_ledger, last_ledger do
   local field = ledger_field(k)
   -- Checked above, or a replay: never a ledger made here, without its TTL.

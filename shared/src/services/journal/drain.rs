@@ -93,6 +93,9 @@ pub struct Drainer<O> {
     notifier: Option<Notifier>,
 }
 
+/// Seconds of each drain run the move of profiles to their shards may take (docs/journal.md#profiles).
+const PROFILE_MOVE_SECS: i64 = 10;
+
 impl<O: Objects> Drainer<O> {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O, metrics: Metrics) -> Self {
         Self { config, keys, store, objects, metrics, chunk: CHUNK_ENTRIES, notifier: None }
@@ -124,7 +127,10 @@ impl<O: Objects> Drainer<O> {
     pub async fn drain_releasing(&self, deadline: DateTime<Utc>, release: bool) -> DrainReport {
         // Profiles of the layout before shards move to their shards (journaled there) first,
         // until none is left (docs/journal.md#profiles).
-        if let Err(error) = profiles::move_legacy(&self.store, &self.keys, Utc::now(), deadline).await {
+        // A bounded share of the run, so a long move never holds the boards' drain back; the
+        // move goes on from where it stood at the next run.
+        let budget = deadline.min(Utc::now() + chrono::Duration::seconds(PROFILE_MOVE_SECS));
+        if let Err(error) = profiles::move_legacy(&self.store, &self.keys, Utc::now(), budget).await {
             tracing::warn!(error = %error, "profiles of the layout before shards not moved yet");
         }
         let profile_journals = profile_journals();

@@ -145,6 +145,7 @@ impl<O: Objects> Restorer<O> {
         let profiles = || (0..PROFILE_SHARDS).map(profile_journal);
         let boards: Vec<String> = match board {
             Some(PROFILES_JOURNAL) => profiles().collect(),
+            Some(shard) if profiles().any(|name| name == shard) => vec![shard.to_owned()],
             Some(name) => vec![self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?.name.clone()],
             None => self.config.boards().iter().map(|b| b.name.clone()).chain(profiles()).collect(),
         };
