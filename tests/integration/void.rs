@@ -289,7 +289,10 @@ async fn a_take_back_or_another_void_landing_while_a_void_decides_is_never_taken
     let app = spawn_journaled(forum()).await;
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    let start = Utc::now() - Duration::hours(1);
+    // Yesterday (UTC), 11:00 to noon: the writes, the take-back and the void on one day,
+    // whatever the hour the test runs at (a take-back after midnight finds nothing to take).
+    let noon = (Utc::now().date_naive() - Duration::days(1)).and_hms_opt(12, 0, 0).unwrap().and_utc();
+    let start = noon - Duration::hours(1);
     let events = [
         json!({"event_id": "w0", "user_id": "ann", "action": "win"}),
         json!({"event_id": "l1", "user_id": "ann", "action": "like", "target": "a"}),
@@ -299,7 +302,7 @@ async fn a_take_back_or_another_void_landing_while_a_void_decides_is_never_taken
         app.set_now(start + Duration::minutes(10 * i as i64));
         assert_eq!(app.event(event).await.0, StatusCode::OK);
     }
-    app.set_now(Utc::now());
+    app.set_now(noon);
     let all = || Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC);
     assert_eq!(app.points("forum", all(), "ann").await, Some(WIN + LIKE + WIN));
     let (router, take_back) =
@@ -320,7 +323,7 @@ async fn a_take_back_or_another_void_landing_while_a_void_decides_is_never_taken
     let request = |id: &str| standings::services::voids::VoidRequest {
         void_id: id.into(),
         from: start + Duration::minutes(5),
-        to: Utc::now(),
+        to: noon,
         reason: "bot".into(),
     };
     // The like taken back midway is not taken again: only the second win goes.
