@@ -28,9 +28,10 @@ async fn play(app: &TestApp, id: &str, user: &str, points: u32) {
     assert_eq!(status, 200, "{body}");
 }
 
-async fn close(app: &TestApp) -> Value {
+/// The `archive` function's scheduled run at the app's time, which closes ended league weeks.
+async fn close(app: &TestApp, config: Config) -> Value {
     let scheduled: Value = serde_json::to_value(scheduled_event(app.now())).unwrap();
-    let archiver = standings_tests::ArchiveHarness::with_config(config()).await;
+    let archiver = standings_tests::ArchiveHarness::with_config(config).await;
     let response =
         archive::run(&archiver.archiver(archiver.table.clone()), &app.closer(), scheduled, chrono::Utc::now() + Duration::minutes(5))
             .await
@@ -61,7 +62,7 @@ async fn a_tier_of_31_whose_31st_starts_last_and_wins_promotes_them() {
     assert_eq!(view["cohort"], "0:2", "{view}");
 
     app.set_now(at("2026-11-30T00:30:01Z"));
-    let reports = close(&app).await;
+    let reports = close(&app, config()).await;
     assert_eq!(reports[0]["status"], "complete", "{reports}");
     let late = result(&app, "p31").await;
     assert_eq!(
@@ -91,7 +92,7 @@ async fn a_last_cohort_of_half_a_cohort_or_more_closes_on_its_own() {
         play(&app, &format!("e{i}"), &format!("p{i:02}"), i).await;
     }
     app.set_now(at("2026-11-30T00:30:01Z"));
-    close(&app).await;
+    close(&app, config()).await;
     let last = result(&app, "p45").await;
     assert_eq!((last["cohort"].as_str(), last["rank"].as_u64(), last["cohort_size"].as_u64()), (Some("0:2"), Some(1), Some(15)), "{last}");
     let first = result(&app, "p30").await;
@@ -153,11 +154,7 @@ async fn a_member_corrected_to_nothing_closes_as_one_who_did_not_play() {
         assert_eq!(status, 200, "{body}");
     }
     app.set_now(at("2026-11-30T00:30:01Z"));
-    let archiver = standings_tests::ArchiveHarness::with_config(silver_config()).await;
-    let scheduled: Value = serde_json::to_value(scheduled_event(app.now())).unwrap();
-    archive::run(&archiver.archiver(archiver.table.clone()), &app.closer(), scheduled, chrono::Utc::now() + Duration::minutes(5))
-        .await
-        .unwrap();
+    close(&app, silver_config()).await;
     for (board, c_next) in [("keep", "silver"), ("drop", "bronze")] {
         let history = |user: &str| format!("/v1/boards/{board}/users/{user}/league/history");
         let c = app.get(&history("c")).await.1["results"][0].clone();
@@ -198,11 +195,7 @@ async fn a_correction_that_puts_a_player_on_the_week_places_them_and_they_are_no
     assert_eq!(view["cohort"], "0:1", "placed like a first write: {view}");
 
     app.set_now(at("2026-11-30T00:30:01Z"));
-    let archiver = standings_tests::ArchiveHarness::with_config(silver_config()).await;
-    let scheduled: Value = serde_json::to_value(scheduled_event(app.now())).unwrap();
-    archive::run(&archiver.archiver(archiver.table.clone()), &app.closer(), scheduled, chrono::Utc::now() + Duration::minutes(5))
-        .await
-        .unwrap();
+    close(&app, silver_config()).await;
     let z = app.get("/v1/boards/drop/users/z/league/history").await.1["results"][0].clone();
     assert_eq!((z["rank"].as_u64(), z["zone"].as_str(), z["next_tier"].as_str()), (Some(1), Some("promote"), Some("silver")), "{z}");
 }
