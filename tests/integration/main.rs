@@ -62,6 +62,7 @@ mod score_model;
 mod score_semantics;
 mod scores;
 mod semantics;
+mod sharded_boards;
 mod sign_ins;
 mod startup_check;
 mod statements;

@@ -178,7 +178,7 @@ impl Moderation {
         let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request) } else { String::new() };
         let correction = ScoreCorrection { journal_entry: &journal_entry, ..correction };
         let mut conn = self.store.write_connection().await?;
-        let keys = self.keys.board(&board.name);
+        let keys = self.keys.board_of_user(&board.name, board.shards, user_id);
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
         let (entry, duplicate, periods) = match script::correct_score(&mut conn, &keys, &correction, audit).await? {
             CorrectionReply::Corrected { entry, periods, duplicate } => {
@@ -193,6 +193,8 @@ impl Moderation {
         // Under a made-up id a duplicate can only be the client library's own re-send of this
         // request: the caller sent it once.
         let duplicate = duplicate && request.correction_id.is_some();
+        let mut periods = periods;
+        crate::services::reads::sharded::rank_standings(&conn, &self.keys, board, user_id, &mut periods).await?;
         Ok(CorrectionReceipt { entry, duplicate, periods })
     }
 }

@@ -255,7 +255,7 @@ impl Moderation {
             .map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() }))
             .collect();
         let replies = join_all(boards.iter().map(|(board, live)| {
-            let (mut conn, keys) = (conn.clone(), self.keys.board(&board.name));
+            let (mut conn, keys) = (conn.clone(), self.keys.board_of_user(&board.name, board.shards, user_id));
             let entry = AuditEntry::new(&board.name, kind, user_id, actor, now).json();
             let action = if banned {
                 Ban::Ban { live, statements: board.statements, league: board.league.as_ref(), notify: board.notify.as_ref() }
@@ -284,12 +284,23 @@ impl Moderation {
         if !(1..=MAX_AUDIT_PAGE).contains(&limit) {
             return Err(ModerationError::BadLimit);
         }
-        let mut conn = self.store.connection().await?;
-        let raw: Vec<String> = conn.lrange(self.keys.board(&board.name).audit(), 0, limit as isize - 1).await.map_err(StoreError::from)?;
-        let entries = raw
+        let conn = self.store.connection().await?;
+        // A sharded board keeps a log per shard (each user's actions in their shard): merged.
+        let logs = futures::future::try_join_all(self.keys.board_shards(&board.name, board.shards).into_iter().map(|keys| {
+            let mut conn = conn.clone();
+            async move { conn.lrange::<_, Vec<String>>(keys.audit(), 0, limit as isize - 1).await }
+        }))
+        .await
+        .map_err(StoreError::from)?;
+        let mut entries: Vec<AuditEntry> = logs
             .iter()
+            .flatten()
             .map(|entry| serde_json::from_str(entry).map_err(|e| StoreError::Protocol(format!("audit entry: {e}"))))
             .collect::<Result<_, _>>()?;
+        if logs.len() > 1 {
+            entries.sort_by(|a, b| b.at.cmp(&a.at));
+            entries.truncate(limit);
+        }
         Ok(AuditPage { board: board.name.clone(), entries })
     }
 }

@@ -7,13 +7,16 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::domain::config::{Board, BoardKind, Config};
-use crate::domain::period::{EventTimeError, EventWindow};
+use crate::domain::period::{EventTimeError, EventWindow, Period};
 use crate::domain::scores::{ScorePlan, Submission, SubmissionRefusal, plan_submission};
 use crate::redis::error::StoreError;
-use crate::redis::keys::Keys;
+use crate::redis::keys::{BoardKeys, Keys, user_shard};
 use crate::redis::scripts::CHUNK;
 use crate::redis::scripts::scores::{ScoreOutcome, SubmitReply, submit_score, submit_scores};
-use crate::redis::store::Store;
+use crate::redis::sharded::{self, ShardSet};
+use crate::redis::settings::ReplicaWait;
+use crate::redis::store::{Connection, Store};
+use futures::future::try_join_all;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScoreError {
@@ -89,9 +92,54 @@ impl Scores {
         let plan = plan_submission(board, submission, now, &self.window)?;
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
-        let keys = self.keys.board(&board.name);
+        let keys = self.keys.board_of_user(&board.name, board.shards, &submission.user_id);
         let reply = submit_score(&mut conn, &keys, &plan, wait).await?;
-        receipt(board, submission, reply)
+        let mut receipts = [receipt(board, submission, reply)];
+        self.rank_on_whole_board(board, &[&submission.user_id], &mut receipts).await?;
+        let [receipt] = receipts;
+        receipt
+    }
+
+    /// On a sharded board, turns each receipt's ranks (its shard's) into ranks on the whole
+    /// board: one parallel read of every shard per period (docs/scaling.md). `users[i]` sent
+    /// `receipts[i]`.
+    async fn rank_on_whole_board(&self, board: &Board, users: &[&str], receipts: &mut [Result<ScoreReceipt, ScoreError>]) -> Result<(), StoreError> {
+        if board.shards <= 1 {
+            return Ok(());
+        }
+        // Per period: (receipt, standing, user, composite) of every standing held.
+        type Probe<'u> = (usize, usize, &'u str, f64);
+        let mut by_period: Vec<(Period, Vec<Probe<'_>>)> = Vec::new();
+        for (r, (user, receipt)) in users.iter().zip(receipts.iter()).enumerate() {
+            let Ok(receipt) = receipt else { continue };
+            for (s, standing) in receipt.outcome.periods.iter().enumerate() {
+                let (Some(composite), Some(kind)) = (standing.composite, board.period_kind(&standing.period)) else { continue };
+                // Only its kind and id name its keys.
+                let period = Period { kind, id: standing.period_id.clone(), start: None, end: None };
+                let probe = (r, s, *user, composite as f64);
+                match by_period.iter_mut().find(|(known, _)| *known == period) {
+                    Some((_, probes)) => probes.push(probe),
+                    None => by_period.push((period, vec![probe])),
+                }
+            }
+        }
+        let conn = self.store.write_connection().await?;
+        let counted = try_join_all(by_period.iter().map(|(period, probes)| {
+            let sets: Vec<ShardSet> =
+                self.keys.board_shards(&board.name, board.shards).iter().map(|shard| ShardSet { set: shard.period(period), guard: None }).collect();
+            let probes: Vec<(&str, f64)> = probes.iter().map(|&(_, _, user, composite)| (user, composite)).collect();
+            let conn = &conn;
+            async move { sharded::counts(conn, &sets, &probes, &[]).await.map(|(before, _)| before) }
+        }))
+        .await?;
+        for ((_, probes), before) in by_period.iter().zip(counted) {
+            for (&(r, s, ..), before) in probes.iter().zip(before) {
+                if let Ok(receipt) = &mut receipts[r] {
+                    receipt.outcome.periods[s].rank = Some(before + 1);
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Up to `MAX_BATCH` submissions to one board: validated together (one invalid refuses
@@ -124,41 +172,72 @@ impl Scores {
                     .map_err(|refusal| ScoreBatchRefusal { index: Some(index), error: refusal.into() })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let mut conn = match self.store.write_connection().await {
+        let conn = match self.store.write_connection().await {
             Ok(conn) => conn,
             Err(error) => return Ok(plans.iter().map(|_| Err(error.clone().into())).collect()),
         };
-        let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
-        let keys = self.keys.board(&board.name);
-        let mut results = Vec::with_capacity(plans.len());
-        // One chunk after the other: a batch applies in its order (on `latest` the last wins).
-        // After a chunk fails for a reason that passes none is tried: a retry of the batch must
-        // not be overtaken by later chunks already applied. A submission Redis cannot apply (a
-        // key of another type) stopped its chunk where it stood, after the ones before it
-        // applied: the chunk is sent again one by one, so those answer as the duplicates they
-        // are, only it fails, and the batch goes on.
-        let mut chunks = plans.chunks(CHUNK);
-        for chunk in chunks.by_ref() {
-            let refs: Vec<&ScorePlan<'_>> = chunk.iter().collect();
-            match submit_scores(&mut conn, &keys, &refs, wait).await {
-                Ok(replies) => results.extend(chunk.iter().zip(replies).map(|(plan, reply)| receipt(board, plan.submission, reply))),
-                Err(error) if error.is_programming_error() => {
-                    for plan in chunk {
-                        results.push(match submit_score(&mut conn, &keys, plan, wait).await {
-                            Ok(reply) => receipt(board, plan.submission, reply),
-                            Err(error) => Err(ScoreError::Store(error)),
-                        });
-                    }
-                }
-                Err(error) => {
-                    results.extend(chunk.iter().map(|_| Err(ScoreError::Store(error.clone()))));
-                    results.extend(chunks.flatten().map(|_| Err(ScoreError::Store(error.clone()))));
-                    break;
-                }
+        // Each shard's submissions in the batch's order (a user's all go to one shard, so each
+        // user's keep their order), the shards in parallel: one call per shard per chunk.
+        let mut shards: Vec<Vec<usize>> = vec![Vec::new(); board.shards as usize];
+        for (index, plan) in plans.iter().enumerate() {
+            shards[user_shard(&plan.submission.user_id, board.shards) as usize].push(index);
+        }
+        let applied = futures::future::join_all(shards.iter().enumerate().filter(|(_, indexes)| !indexes.is_empty()).map(|(shard, indexes)| {
+            let (conn, keys) = (conn.clone(), self.keys.board_shard(&board.name, board.shards, shard as u32));
+            let plans: Vec<&ScorePlan<'_>> = indexes.iter().map(|&i| &plans[i]).collect();
+            async move { (indexes, apply_in_order(conn, board, &keys, &plans, self.store.replica_wait().with_replicas(board.wait_replicas)).await) }
+        }))
+        .await;
+        let mut results: Vec<Option<Result<ScoreReceipt, ScoreError>>> = (0..plans.len()).map(|_| None).collect();
+        for (indexes, answers) in applied {
+            for (&index, answer) in indexes.iter().zip(answers) {
+                results[index] = Some(answer);
             }
+        }
+        let mut results: Vec<Result<ScoreReceipt, ScoreError>> = results.into_iter().map(|r| r.expect("every submission is answered")).collect();
+        let users: Vec<&str> = submissions.iter().map(|s| s.user_id.as_str()).collect();
+        if let Err(error) = self.rank_on_whole_board(board, &users, &mut results).await {
+            // Applied, but their ranks unknown: answered as the store failing (a retry is a duplicate).
+            results.iter_mut().filter(|r| r.is_ok()).for_each(|r| *r = Err(ScoreError::Store(error.clone())));
         }
         Ok(results)
     }
+}
+
+/// Applies one board's (or shard's) submissions in their order, a chunk a call. After a chunk
+/// fails for a reason that passes none is tried: a retry of the batch must not be overtaken
+/// by later chunks already applied. A submission Redis cannot apply (a key of another type)
+/// stopped its chunk where it stood, after the ones before it applied: the chunk is sent
+/// again one by one, so those answer as the duplicates they are, only it fails, and the rest
+/// goes on.
+async fn apply_in_order(
+    mut conn: Connection,
+    board: &Board,
+    keys: &BoardKeys,
+    plans: &[&ScorePlan<'_>],
+    wait: ReplicaWait,
+) -> Vec<Result<ScoreReceipt, ScoreError>> {
+    let mut results = Vec::with_capacity(plans.len());
+    let mut chunks = plans.chunks(CHUNK);
+    for chunk in chunks.by_ref() {
+        match submit_scores(&mut conn, keys, chunk, wait).await {
+            Ok(replies) => results.extend(chunk.iter().zip(replies).map(|(plan, reply)| receipt(board, plan.submission, reply))),
+            Err(error) if error.is_programming_error() => {
+                for plan in chunk {
+                    results.push(match submit_score(&mut conn, keys, plan, wait).await {
+                        Ok(reply) => receipt(board, plan.submission, reply),
+                        Err(error) => Err(ScoreError::Store(error)),
+                    });
+                }
+            }
+            Err(error) => {
+                results.extend(chunk.iter().map(|_| Err(ScoreError::Store(error.clone()))));
+                results.extend(chunks.flatten().map(|_| Err(ScoreError::Store(error.clone()))));
+                break;
+            }
+        }
+    }
+    results
 }
 
 /// A submission's receipt from its script reply, or why it was refused.

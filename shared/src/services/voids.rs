@@ -118,7 +118,7 @@ impl<O: Objects> Voids<O> {
         // The journal keeps times to the millisecond: the range as it compares, as it is
         // fingerprinted and journaled (a later void reads it back).
         let request = &VoidRequest { from: request.from.trunc_subsecs(3), to: request.to.trunc_subsecs(3), ..request.clone() };
-        let keys = self.moderation.keys.board(&board.name);
+        let keys = self.moderation.keys.board_of_user(&board.name, board.shards, user_id);
         for _ in 0..ATTEMPTS {
             // Read before the journal: a void landing after it makes this one stale.
             // On the primary, like the journal: a replica's may lag behind each other.
@@ -149,7 +149,7 @@ impl<O: Objects> Voids<O> {
     ) -> Result<(Vec<Written>, String), ModerationError> {
         // Redis first, then S3: an entry drained in between is read twice (and kept once), never
         // missed.
-        let keys = self.moderation.keys.board(&board.name);
+        let keys = self.moderation.keys.board_of_user(&board.name, board.shards, user_id);
         let mut conn = self.moderation.store.write_connection().await?;
         let mut lines: Vec<Line> = Vec::new();
         loop {
@@ -326,9 +326,11 @@ impl Moderation {
         };
         let mut conn = self.store.write_connection().await?;
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
-        match script::void_points(&mut conn, &self.keys.board(&board.name), &void, audit).await? {
+        match script::void_points(&mut conn, &self.keys.board_of_user(&board.name, board.shards, user_id), &void, audit).await? {
             VoidReply::Voided { entry, periods, duplicate } => {
                 let entry = serde_json::from_str(&entry).map_err(|e| StoreError::Protocol(format!("void entry: {e}")))?;
+                let mut periods = periods;
+                crate::services::reads::sharded::rank_standings(&conn, &self.keys, board, user_id, &mut periods).await?;
                 Ok(VoidReceipt { entry, duplicate, periods })
             }
             VoidReply::Conflict => Err(ModerationError::Conflict(request.void_id.clone())),

@@ -201,6 +201,8 @@ struct RawBoard {
     league: Option<RawLeague>,
     #[serde(default)]
     notify: Option<RawNotify>,
+    #[serde(default)]
+    shards: Option<u32>,
 }
 
 /// What a score board keeps, which end is the top, and its per-user submission limit.
@@ -243,6 +245,9 @@ pub struct Board {
     pub league: Option<League>,
     /// Rank-change notifications (`domain::notify`, docs/notifications.md).
     pub notify: Option<Notify>,
+    /// How many slots the board's entries are spread over, each user's in one (docs/scaling.md);
+    /// 1: the board lives in one slot.
+    pub shards: u32,
 }
 
 impl Board {
@@ -255,6 +260,9 @@ impl Board {
         self.periods.iter().copied().find(|kind| kind.as_str() == name)
     }
 }
+
+/// The most shards a board may be spread over (`shards`, docs/scaling.md).
+pub const MAX_SHARDS: u32 = 64;
 
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -76,6 +76,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
     if raw.archive && !raw.periods.contains(&PeriodKind::Season) {
         return Err(invalid(format!("{at}.archive"), "only boards with a season period can be archived"));
     }
+    let shards = validate_shards(at, &raw)?;
     let league = match raw.league {
         None => None,
         Some(_) if raw.kind == BoardKind::Decaying => {
@@ -156,6 +157,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         _ => None,
     };
     Ok(Board {
+        shards,
         name: raw.name,
         kind: raw.kind,
         timezone,
@@ -171,6 +173,31 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         league,
         notify,
     })
+}
+
+/// A board spread over shards (docs/scaling.md): 1..=`MAX_SHARDS`, and only what is built for
+/// it (score boards, without archive, league or notifications yet), never half-supported.
+fn validate_shards(at: &str, raw: &RawBoard) -> Result<u32, ConfigError> {
+    let Some(shards) = raw.shards else { return Ok(1) };
+    let field = format!("{at}.shards");
+    if !(1..=MAX_SHARDS).contains(&shards) {
+        return Err(invalid(field, format!("must be within 1..={}", MAX_SHARDS)));
+    }
+    if shards == 1 {
+        return Ok(1);
+    }
+    let refusal = match raw.kind {
+        BoardKind::Decaying => Some("a decaying (hot) board cannot be sharded: its synthesis reads every bucket at once"),
+        BoardKind::Cumulative => Some("only score boards (kind = \"scores\") can be sharded yet"),
+        BoardKind::Scores if raw.league.is_some() => Some("a board with a `league` cannot be sharded: cohorts span every member"),
+        BoardKind::Scores if raw.notify.is_some() => Some("a board with `notify` cannot be sharded: rank moves need the whole board"),
+        BoardKind::Scores if raw.archive => Some("a board with `archive = true` cannot be sharded yet"),
+        BoardKind::Scores => None,
+    };
+    match refusal {
+        Some(problem) => Err(invalid(field, problem)),
+        None => Ok(shards),
+    }
 }
 
 fn validate_rule(at: &str, rule: &Rule) -> Result<(), ConfigError> {

@@ -14,6 +14,9 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::period::Period;
 
+mod shards;
+pub use shards::{SLOTS, journal_board, journal_names, slot, user_shard};
+
 const VERSION: &str = "v1";
 /// How long a shadow replay's keys live (see `Keys::shadow`): longer than the invocation that
 /// owns them can run (Lambda's 15 minutes), so no replay loses its early keys while it goes on,
@@ -35,8 +38,12 @@ pub const PROFILE_SHARDS: u32 = 16;
 /// The profile shard a user's profile lives in: FNV-1a of the id, stable across releases
 /// (changing it would hide every profile).
 fn profile_shard(user_id: &str) -> u32 {
-    let hash = user_id.bytes().fold(0x811c_9dc5_u32, |hash, byte| (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193));
-    hash % PROFILE_SHARDS
+    fnv1a(user_id) % PROFILE_SHARDS
+}
+
+/// FNV-1a (32 bits) of an id: how users are spread over profile shards and board shards.
+fn fnv1a(id: &str) -> u32 {
+    id.bytes().fold(0x811c_9dc5_u32, |hash, byte| (hash ^ u32::from(byte)).wrapping_mul(0x0100_0193))
 }
 
 /// The journal (and key tag) of profile shard `shard`.

@@ -12,7 +12,7 @@ use crate::domain::config::Config;
 use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
-use crate::redis::keys::{Keys, is_profile_journal, profile_journals};
+use crate::redis::keys::{Keys, is_profile_journal, journal_names, profile_journals};
 use crate::redis::restore;
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
@@ -133,8 +133,9 @@ impl<O: Objects> Drainer<O> {
         if let Err(error) = profiles::move_legacy(&self.store, &self.keys, Utc::now(), budget).await {
             tracing::warn!(error = %error, "profiles of the layout before shards not moved yet");
         }
-        let profile_journals = profile_journals();
-        let names = self.config.boards().iter().map(|board| board.name.as_str()).chain(profile_journals.iter().map(String::as_str));
+        let journals: Vec<String> =
+            self.config.boards().iter().flat_map(|board| journal_names(&board.name, board.shards)).chain(profile_journals()).collect();
+        let names = journals.iter().map(String::as_str);
         let boards = join_all(names.map(|name| async move {
             let mut drained = BoardDrain {
                 board: name.to_owned(),

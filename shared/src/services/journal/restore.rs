@@ -16,7 +16,7 @@ use crate::domain::config::Config;
 use crate::domain::journal::{Effects, Line, stream_id_ms};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
-use crate::redis::keys::{BoardKeys, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, profile_journal};
+use crate::redis::keys::{BoardKeys, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, profile_journal};
 use crate::redis::restore::{self, Run};
 use crate::redis::store::{Connection, Store};
 use crate::services::journal::legacy_profiles;
@@ -146,8 +146,17 @@ impl<O: Objects> Restorer<O> {
         let boards: Vec<String> = match board {
             Some(PROFILES_JOURNAL) => profiles().collect(),
             Some(shard) if profiles().any(|name| name == shard) => vec![shard.to_owned()],
-            Some(name) => vec![self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?.name.clone()],
-            None => self.config.boards().iter().map(|b| b.name.clone()).chain(profiles()).collect(),
+            // A sharded board's name restores every shard; a shard's, that one.
+            Some(name) => {
+                let board = self.config.board(journal_board(name)).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
+                let journals = journal_names(&board.name, board.shards);
+                match journals.iter().find(|journal| *journal == name) {
+                    Some(shard) if board.name != name => vec![shard.clone()],
+                    _ if board.name == name => journals,
+                    _ => return Err(RestoreError::UnknownBoard(name.to_owned())),
+                }
+            }
+            None => self.config.boards().iter().flat_map(|b| journal_names(&b.name, b.shards)).chain(profiles()).collect(),
         };
         let mut reports = Vec::new();
         for name in boards {

@@ -14,7 +14,8 @@ use crate::domain::journal::Line;
 use crate::domain::period::Period;
 use crate::domain::scores::scale;
 use crate::redis::journal;
-use crate::redis::keys::Keys;
+use crate::redis::keys::{Keys, journal_names};
+use crate::redis::sharded;
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
 use crate::services::moderation::current_periods;
@@ -137,29 +138,38 @@ impl<O: Objects> Checker<O> {
         for board in boards {
             let periods = current_periods(board, (self.clock)());
             let (replayer, shadow) = self.shadow_replayer(&self.config)?;
-            let (mut counts, mut last) = ((0, 0), None);
-            self.replay(&replayer, &board.name, deadline, &mut counts, &mut last).await?;
-            // A consistent cut: the live members and the journal's newest entry read at one
-            // instant, then the journal replayed up to exactly that entry. Writes going on
-            // meanwhile are on neither side: only real differences remain.
-            let mut conn = self.store.connection().await?;
-            let (live, cut) = journal::members_at_cut(&mut conn, &self.keys.board(&board.name), &periods).await?;
-            if let Some(cut) = &cut {
-                self.replay_stream(&replayer, &board.name, deadline, &mut counts, &mut last, cut).await?;
+            let mut counts = (0, 0);
+            let mut compared: Vec<(usize, Vec<Difference>)> = vec![(0, Vec::new()); periods.len()];
+            // Each shard's journal on its own (one shard of one slot: the board's).
+            for journal in journal_names(&board.name, board.shards) {
+                let mut last = None;
+                self.replay(&replayer, &board.name, &journal, deadline, &mut counts, &mut last).await?;
+                // A consistent cut: the live members and the journal's newest entry read at one
+                // instant, then the journal replayed up to exactly that entry. Writes going on
+                // meanwhile are on neither side: only real differences remain.
+                let mut conn = self.store.connection().await?;
+                let (live, cut) = journal::members_at_cut(&mut conn, &self.keys.board(&journal), &periods).await?;
+                if let Some(cut) = &cut {
+                    self.replay_stream(&replayer, &board.name, &journal, deadline, &mut counts, &mut last, cut).await?;
+                }
+                for ((period, live), (members, found)) in periods.iter().zip(live).zip(compared.iter_mut()) {
+                    let replayed = journal::members(&mut conn, &shadow.board(&journal), period).await?;
+                    let score = |composite: f64| scale(board, period).score_of(composite);
+                    *members += live.len();
+                    found.extend(differences(&live, &replayed, score));
+                }
             }
-            let mut checks = Vec::new();
-            for (period, live) in periods.iter().zip(live) {
-                let replayed = journal::members(&mut conn, &shadow.board(&board.name), period).await?;
-                let score = |composite: f64| scale(board, period).score_of(composite);
-                let differences = differences(&live, &replayed, score);
-                checks.push(PeriodCheck {
+            let checks = periods
+                .iter()
+                .zip(compared)
+                .map(|(period, (members, differences))| PeriodCheck {
                     period: period.kind.as_str(),
                     period_id: period.id.clone(),
-                    members: live.len(),
+                    members,
                     mismatches: differences.len(),
                     differences: differences.into_iter().take(LISTED).collect(),
-                });
-            }
+                })
+                .collect();
             let checked = BoardCheck { board: board.name.clone(), replayed: counts.0, refused: counts.1, periods: checks };
             self.discard(&shadow, &board.name, &periods).await?;
             let mismatches: usize = checked.periods.iter().map(|p| p.mismatches).sum();
@@ -184,8 +194,10 @@ impl<O: Objects> Checker<O> {
             .ok_or_else(|| invalid(format!("period {:?} is not a period of both the live and the candidate board", request.period)))?;
         let period = Period::named(kind, &request.period_id, live.timezone).map_err(|e| invalid(format!("period_id: {e}")))?;
         let (replayer, shadow) = self.shadow_replayer(&Arc::new(candidate.clone()))?;
-        let (mut check, mut last) = ((0, 0), None);
-        self.replay(&replayer, &request.board, deadline, &mut check, &mut last).await?;
+        let mut check = (0, 0);
+        for journal in journal_names(&live.name, live.shards) {
+            self.replay(&replayer, &live.name, &journal, deadline, &mut check, &mut None).await?;
+        }
         let (before, after) = self.compare(&shadow, &request.board, &period).await?;
         self.discard(&shadow, &request.board, std::slice::from_ref(&period)).await?;
         let before = ranked(&before, |c| scale(live, &period).score_of(c));
@@ -218,39 +230,42 @@ impl<O: Objects> Checker<O> {
         &self,
         replayer: &Replayer,
         board: &str,
+        journal: &str,
         deadline: DateTime<Utc>,
         counts: &mut (usize, usize),
         last: &mut Option<String>,
     ) -> Result<(), RestoreError> {
         // The stream's end as the replay starts: writes going on meanwhile are not chased.
         let mut conn = self.store.connection().await?;
-        let until = journal::newest_id(&mut conn, &self.keys.board(board)).await?;
-        for name in journal_objects(&self.objects, self.keys.prefix(), board).await? {
+        let until = journal::newest_id(&mut conn, &self.keys.board(journal)).await?;
+        for name in journal_objects(&self.objects, self.keys.prefix(), journal).await? {
             for line in read_lines(&self.objects, &name).await? {
                 replay_counted(replayer, board, &line, deadline, counts).await?;
                 *last = Some(line.id);
             }
         }
         match until {
-            Some(until) => self.replay_stream(replayer, board, deadline, counts, last, &until).await,
+            Some(until) => self.replay_stream(replayer, board, journal, deadline, counts, last, &until).await,
             None => Ok(()),
         }
     }
 
     /// What the drain has not stored yet, after `last` and up to `until` (included).
+    #[allow(clippy::too_many_arguments)]
     async fn replay_stream(
         &self,
         replayer: &Replayer,
         board: &str,
+        journal: &str,
         deadline: DateTime<Utc>,
         counts: &mut (usize, usize),
         last: &mut Option<String>,
         until: &str,
     ) -> Result<(), RestoreError> {
         let mut conn = self.store.connection().await?;
-        let live = self.keys.board(board);
+        let live = self.keys.board(journal);
         loop {
-            let page = journal::after_until(&mut conn, &live, board, last.as_deref(), until, STREAM_PAGE).await?;
+            let page = journal::after_until(&mut conn, &live, journal, last.as_deref(), until, STREAM_PAGE).await?;
             let Some(end) = page.last().map(|line| line.id.clone()) else { break };
             for line in &page {
                 replay_counted(replayer, board, line, deadline, counts).await?;
@@ -260,21 +275,34 @@ impl<O: Objects> Checker<O> {
         Ok(())
     }
 
-    /// The live and the shadow members of `period`, best first.
+    /// The live and the shadow members of `period`, best first (every shard's, merged).
     async fn compare(&self, shadow: &Keys, board: &str, period: &Period) -> Result<(Vec<(String, f64)>, Vec<(String, f64)>), RestoreError> {
         let mut conn = self.store.connection().await?;
-        let live = journal::members(&mut conn, &self.keys.board(board), period).await?;
-        let replayed = journal::members(&mut conn, &shadow.board(board), period).await?;
+        let (mut live, mut replayed) = (Vec::new(), Vec::new());
+        for journal in self.journals(board) {
+            live.extend(journal::members(&mut conn, &self.keys.board(&journal), period).await?);
+            replayed.extend(journal::members(&mut conn, &shadow.board(&journal), period).await?);
+        }
+        sharded::sort(&mut live);
+        sharded::sort(&mut replayed);
         Ok((live, replayed))
+    }
+
+    /// The journals of `board`: one per shard.
+    fn journals(&self, board: &str) -> Vec<String> {
+        journal_names(board, self.config.board(board).map_or(1, |b| b.shards))
     }
 
     /// Deletes the shadow's keys that carry no TTL or were read; the rest expire on their own.
     async fn discard(&self, shadow: &Keys, board: &str, periods: &[Period]) -> Result<(), RestoreError> {
-        let keys = shadow.board(board);
-        let mut names = vec![keys.guard(), keys.audit()];
-        names.extend(periods.iter().map(|period| keys.period(period)));
         let mut conn = self.store.write_connection().await?;
-        Ok(journal::delete(&mut conn, &names).await?)
+        for journal in self.journals(board) {
+            let keys = shadow.board(&journal);
+            let mut names = vec![keys.guard(), keys.audit()];
+            names.extend(periods.iter().map(|period| keys.period(period)));
+            journal::delete(&mut conn, &names).await?;
+        }
+        Ok(())
     }
 }
 

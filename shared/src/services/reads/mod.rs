@@ -4,6 +4,7 @@
 pub mod catalog;
 pub mod cohorts;
 pub mod rules;
+pub mod sharded;
 
 use std::collections::BTreeMap;
 
@@ -246,10 +247,14 @@ impl Reader {
         let mut seen = std::collections::HashSet::new();
         let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
         let mut conn = self.store.connection().await?;
-        let keys = self.keys.board(&board.name);
         let scale = scores::scale(board, period);
-        let fence = self.fence(&keys);
-        let (total, places) = scripts::read_members(&mut conn, &keys.period(period), fence.as_deref(), &scale, &distinct).await?;
+        let (total, places) = if board.shards > 1 {
+            sharded::members(&conn, &sharded::sets(&self.keys, board, period), &scale, &distinct).await?
+        } else {
+            let keys = self.keys.board(&board.name);
+            let fence = self.fence(&keys);
+            scripts::read_members(&mut conn, &keys.period(period), fence.as_deref(), &scale, &distinct).await?
+        };
         let ordered: Vec<_> =
             order_listing(&distinct, places, &scale, mode).into_iter().filter(|(_, place, _)| include_missing || place.is_some()).collect();
         let members: Vec<&str> = ordered.iter().map(|(member, ..)| *member).collect();
@@ -275,8 +280,12 @@ impl Reader {
     /// `CUTOFF_SHARES`: one read-only script, one round trip.
     pub async fn distribution(&self, board: &Board, period: &Period, buckets: u64) -> Result<Distribution, StoreError> {
         let mut conn = self.store.connection().await?;
-        let keys = self.keys.board(&board.name);
         let scale = scores::scale(board, period);
+        if board.shards > 1 {
+            let histogram = sharded::distribution(&conn, &sharded::sets(&self.keys, board, period), &scale, buckets, &CUTOFF_SHARES).await?;
+            return Ok(Distribution::of(histogram, &scale));
+        }
+        let keys = self.keys.board(&board.name);
         let (key, fence) = (keys.period(period), self.fence(&keys));
         let histogram = scripts::read_distribution(&mut conn, &key, fence.as_deref(), &scale, buckets, &CUTOFF_SHARES).await?;
         Ok(Distribution::of(histogram, &scale))
@@ -287,7 +296,7 @@ impl Reader {
     /// explain (its statements are released with it): `StatementGone`.
     pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, ReadError> {
         let mut conn = self.store.connection().await?;
-        let keys = self.keys.board(&board.name);
+        let keys = self.keys.board_of_user(&board.name, board.shards, user_id);
         let (closed, fence, composite, fields): (bool, GuardFence, Option<f64>, BTreeMap<String, String>) = redis::pipe()
             .atomic()
             .hexists(keys.guard(), guard::closed_field(period))
@@ -312,9 +321,17 @@ impl Reader {
 
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>) -> Result<RawWindow, StoreError> {
         let mut conn = self.store.connection().await?;
+        let scale = scores::scale(board, period);
+        if board.shards > 1 {
+            let sets = sharded::sets(&self.keys, board, period);
+            return match window {
+                Window::Page { offset, limit } => sharded::page(&conn, &sets, &scale, offset, limit).await,
+                Window::Around { member, around } => sharded::around(&conn, &sets, &scale, member, around).await,
+            };
+        }
         let keys = self.keys.board(&board.name);
         let fence = self.fence(&keys);
-        scripts::read_board(&mut conn, &keys.period(period), fence.as_deref(), &scores::scale(board, period), window).await
+        scripts::read_board(&mut conn, &keys.period(period), fence.as_deref(), &scale, window).await
     }
 
     /// The guard whose fence a read honours: on a journaled deployment, a board being restored

@@ -1,0 +1,127 @@
+//! Where a sharded board's keys live (docs/scaling.md): shard `k` of a board spread over `n`
+//! has a hash tag of its own, `{<board>:<k>:<salt>}`, with the smallest salt that puts the tag
+//! in the k-th of n equal ranges of the 16,384 cluster slots. A cluster's primaries own
+//! contiguous equal ranges (as `redis-cli --cluster create` assigns them), so n shards land
+//! n / primaries on each primary, as evenly as the division allows. A board of one shard keeps
+//! the tag it always had (`{<board>}`).
+//!
+//! A user's writes all go to one shard (FNV-1a of the user id, modulo n): every key a write
+//! touches (its period sets, markers, ledgers, rate logs, statements, journal, guard) is in
+//! that shard's slot, so a write stays one script call. Both the salt rule and the hash are
+//! part of the data's layout: changing either hides every sharded board's data.
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
+
+use super::{BoardKeys, Keys};
+
+/// Redis Cluster's slot count.
+pub const SLOTS: u32 = 16_384;
+
+/// The cluster slot of a key (CRC16/XMODEM of its hash tag, or of the key when it has none).
+pub fn slot(key: &str) -> u32 {
+    let bytes = key.as_bytes();
+    let tagged = key
+        .find('{')
+        .and_then(|open| key[open + 1..].find('}').filter(|len| *len > 0).map(|len| &bytes[open + 1..open + 1 + len]));
+    u32::from(crc16::State::<crc16::XMODEM>::calculate(tagged.unwrap_or(bytes))) % SLOTS
+}
+
+/// The shard (0..shards) holding `user_id`'s entries on a board of `shards` shards.
+pub fn user_shard(user_id: &str, shards: u32) -> u32 {
+    super::fnv1a(user_id) % shards.max(1)
+}
+
+/// The hash tags of a board's shards, computed once per board and shard count.
+fn tags(board: &str, shards: u32) -> Arc<Vec<String>> {
+    static CACHE: OnceLock<RwLock<HashMap<(String, u32), Arc<Vec<String>>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = (board.to_owned(), shards);
+    if let Some(tags) = cache.read().expect("shard tag cache").get(&key) {
+        return tags.clone();
+    }
+    let tags = Arc::new(if shards <= 1 { vec![board.to_owned()] } else { (0..shards).map(|k| tag(board, shards, k)).collect() });
+    cache.write().expect("shard tag cache").insert(key, tags.clone());
+    tags
+}
+
+/// Shard `k`'s tag: the first salt whose slot falls in the k-th equal range of the slots.
+fn tag(board: &str, shards: u32, k: u32) -> String {
+    let (low, high) = (k * SLOTS / shards, (k + 1) * SLOTS / shards);
+    (0u32..)
+        .map(|salt| format!("{board}:{k}:{salt}"))
+        .find(|tag| (low..high).contains(&slot(&format!("{{{tag}}}"))))
+        .expect("CRC16 reaches every range")
+}
+
+/// The journals of a board of `shards` shards: its own name when one, else each shard's tag
+/// (each shard journals, drains, restores and verifies on its own; docs/journal.md).
+pub fn journal_names(board: &str, shards: u32) -> Vec<String> {
+    tags(board, shards).to_vec()
+}
+
+/// The board journal `name` belongs to: a shard's tag starts with its board's name and a `:`,
+/// which no board name holds.
+pub fn journal_board(name: &str) -> &str {
+    name.split(':').next().unwrap_or(name)
+}
+
+impl Keys {
+    /// The keys of shard `shard` of `board` spread over `shards` (1: the board's own keys).
+    pub fn board_shard(&self, board: &str, shards: u32, shard: u32) -> BoardKeys {
+        self.board(&tags(board, shards)[shard as usize])
+    }
+
+    /// The keys of every shard of `board`, in shard order.
+    pub fn board_shards(&self, board: &str, shards: u32) -> Vec<BoardKeys> {
+        tags(board, shards).iter().map(|tag| self.board(tag)).collect()
+    }
+
+    /// The keys of the shard holding `user_id`'s entries on `board`: every write of theirs
+    /// goes there.
+    pub fn board_of_user(&self, board: &str, shards: u32, user_id: &str) -> BoardKeys {
+        self.board_shard(board, shards, user_shard(user_id, shards))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slots_match_redis() {
+        // Values from `CLUSTER KEYSLOT` on Redis 7.
+        assert_eq!(slot("foo"), 12182);
+        assert_eq!(slot("{user1000}.following"), slot("{user1000}.followers"));
+        assert_eq!(slot("a{}b"), slot("a{}b"));
+        assert_eq!(slot("123456789"), 0x31C3 % SLOTS);
+    }
+
+    #[test]
+    fn shards_spread_one_to_each_equal_range_of_slots() {
+        let keys = Keys::new("st").unwrap();
+        for shards in [2, 3, 8, 12, 64] {
+            let boards = keys.board_shards("launch", shards);
+            for (k, shard) in boards.iter().enumerate() {
+                let slot = slot(&shard.guard());
+                assert!((k as u32 * SLOTS / shards..(k as u32 + 1) * SLOTS / shards).contains(&slot), "{shards}: {k} at {slot}");
+            }
+        }
+        // One shard is the layout every board had before shards.
+        assert_eq!(keys.board_shard("launch", 1, 0), keys.board("launch"));
+        // The layout is data: these tags must never change.
+        let guards: Vec<String> = keys.board_shards("launch", 3).iter().map(BoardKeys::guard).collect();
+        assert_eq!(guards, ["st:v1:{launch:0:0}:guard", "st:v1:{launch:1:0}:guard", "st:v1:{launch:2:0}:guard"]);
+    }
+
+    #[test]
+    fn users_spread_over_every_shard_and_always_reach_the_same() {
+        let counts = (0..1200).fold(vec![0; 12], |mut counts, i| {
+            counts[user_shard(&format!("user-{i}"), 12) as usize] += 1;
+            counts
+        });
+        assert!(counts.iter().all(|c| (60..140).contains(c)), "{counts:?}");
+        assert_eq!(user_shard("u1", 12), user_shard("u1", 12));
+        assert_eq!(user_shard("u1", 1), 0);
+    }
+}

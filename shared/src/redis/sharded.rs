@@ -1,0 +1,192 @@
+//! Reads of a board spread over shards (docs/scaling.md): each shard's sorted set answers its
+//! part in one `MULTI` (a snapshot of that shard), the shards in parallel (the cluster client
+//! keeps one connection a node, so the shards of one node share it, pipelined). Exact against
+//! one sorted set holding every member: a composite already holds the tie part, so counts of
+//! the shards add up, and equal composites order by member id as `ZREVRANGE` orders them.
+//! There is no snapshot across shards: a read while writes go on may see one shard before a
+//! write and another after it.
+
+use futures::future::try_join_all;
+use redis::{FromRedisValue, Pipeline, Value};
+
+use super::error::StoreError;
+use super::store::Connection;
+use crate::domain::guard;
+
+/// One shard's sorted set of a period, with the guard whose fence a read honours.
+#[derive(Debug, Clone)]
+pub struct ShardSet {
+    pub set: String,
+    pub guard: Option<String>,
+}
+
+/// An entry as stored: member and composite.
+pub type Entry = (String, f64);
+
+/// Whether `a` is ranked before `b` on one sorted set holding both (`ZREVRANGE` order: higher
+/// composites first, equal composites by member id, greater first).
+pub fn before(a: (&str, f64), b: (&str, f64)) -> bool {
+    a.1 > b.1 || (a.1 == b.1 && a.0 > b.0)
+}
+
+/// Sorts entries in rank order (see `before`).
+pub fn sort(entries: &mut [Entry]) {
+    entries.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+}
+
+fn composite(c: f64) -> String {
+    format!("{c:.0}")
+}
+
+/// Runs `build`'s commands on every shard in parallel, each shard's in one `MULTI` after its
+/// fence check (a board being restored answers `Restoring`, as the read scripts do); each
+/// shard's replies, the fence's left out, read as one `T`.
+async fn each<T: FromRedisValue + Send>(
+    conn: &Connection,
+    shards: &[ShardSet],
+    build: impl Fn(usize, &ShardSet, &mut Pipeline),
+) -> Result<Vec<T>, StoreError> {
+    let protocol = |e: redis::ParsingError| StoreError::Protocol(format!("sharded read: {e}"));
+    try_join_all(shards.iter().enumerate().map(|(i, shard)| {
+        let mut pipe = redis::pipe();
+        pipe.atomic();
+        if let Some(guard) = &shard.guard {
+            pipe.cmd("HMGET").arg(guard).arg(guard::BORN).arg(guard::FENCE);
+        }
+        build(i, shard, &mut pipe);
+        let (mut conn, fenced) = (conn.clone(), shard.guard.is_some());
+        async move {
+            let mut values: Vec<Value> = pipe.query_async(&mut conn).await?;
+            if fenced {
+                let (born, fence): (Option<String>, Option<String>) = FromRedisValue::from_redis_value(values.remove(0)).map_err(protocol)?;
+                if born.is_none() || fence.is_some() {
+                    return Err(StoreError::Restoring);
+                }
+            }
+            T::from_redis_value(Value::Array(values)).map_err(protocol)
+        }
+    }))
+    .await
+}
+
+/// Every shard's size and its first `count` entries in rank order.
+pub async fn tops(conn: &Connection, shards: &[ShardSet], count: u64) -> Result<Vec<(u64, Vec<Entry>)>, StoreError> {
+    each(conn, shards, |_, shard, pipe| {
+        pipe.zcard(&shard.set).zrevrange_withscores(&shard.set, 0, count as isize - 1);
+    })
+    .await
+}
+
+/// Every shard's size and its lowest and highest composites (`None` on an empty shard).
+pub async fn bounds(conn: &Connection, shards: &[ShardSet]) -> Result<Vec<(u64, Option<f64>, Option<f64>)>, StoreError> {
+    let replies: Vec<(u64, Vec<Entry>, Vec<Entry>)> = each(conn, shards, |_, shard, pipe| {
+        pipe.zcard(&shard.set).zrange_withscores(&shard.set, 0, 0).zrange_withscores(&shard.set, -1, -1);
+    })
+    .await?;
+    Ok(replies.into_iter().map(|(size, low, high)| (size, low.first().map(|e| e.1), high.first().map(|e| e.1))).collect())
+}
+
+/// What the shards hold around a probe `(member, composite)`: for each, members ranked before
+/// it, members with composites strictly below `below_under`, the `width` nearest entries
+/// ranked before it and after it, and its size.
+pub struct Around {
+    pub total: u64,
+    pub ranked_before: u64,
+    pub below: u64,
+    pub nearest: Vec<Entry>,
+}
+
+/// The neighbourhood of `(member, composite)` over every shard (see `Around`).
+pub async fn around(
+    conn: &Connection,
+    shards: &[ShardSet],
+    member: &str,
+    value_floor: f64,
+    at: f64,
+    width: u64,
+) -> Result<Around, StoreError> {
+    type Reply = (u64, u64, Vec<String>, Vec<Entry>, Vec<Entry>, u64);
+    let replies: Vec<Reply> = each(conn, shards, |_, shard, pipe| {
+        let c = composite(at);
+        pipe.zcard(&shard.set)
+            .zcount(&shard.set, format!("({c}"), "+inf")
+            .zrangebyscore(&shard.set, &c, &c)
+            .zrangebyscore_limit_withscores(&shard.set, format!("({c}"), "+inf", 0, width as isize)
+            .zrevrangebyscore_limit_withscores(&shard.set, format!("({c}"), "-inf", 0, width as isize)
+            .zcount(&shard.set, "-inf", format!("({}", composite(value_floor)));
+    })
+    .await?;
+    let mut out = Around { total: 0, ranked_before: 0, below: 0, nearest: Vec::new() };
+    for (total, higher, equal, above, below, under) in replies {
+        out.total += total;
+        out.below += under;
+        out.ranked_before += higher + equal.iter().filter(|other| other.as_str() > member).count() as u64;
+        out.nearest.extend(equal.into_iter().filter(|other| other != member).map(|other| (other, at)));
+        out.nearest.extend(above);
+        out.nearest.extend(below);
+    }
+    Ok(out)
+}
+
+/// Each shard's size and the composites of `members[i]` on shard `home[i]` (`None`: absent).
+pub async fn scores(conn: &Connection, shards: &[ShardSet], members: &[&str], home: &[usize]) -> Result<(u64, Vec<Option<f64>>), StoreError> {
+    let replies: Vec<(u64, Vec<Option<f64>>)> = each(conn, shards, |i, shard, pipe| {
+        pipe.zcard(&shard.set);
+        let mine: Vec<&str> = members.iter().zip(home).filter(|(_, h)| **h == i).map(|(m, _)| *m).collect();
+        // ZMSCORE needs a member: an empty list asks for none ("").
+        pipe.cmd("ZMSCORE").arg(&shard.set).arg(if mine.is_empty() { vec![""] } else { mine });
+    })
+    .await?;
+    let mut found = vec![None; members.len()];
+    let mut total = 0;
+    for (i, (size, composites)) in replies.into_iter().enumerate() {
+        total += size;
+        let mut composites = composites.into_iter();
+        for (slot, _) in found.iter_mut().zip(home).filter(|(_, h)| **h == i) {
+            *slot = composites.next().flatten();
+        }
+    }
+    Ok((total, found))
+}
+
+/// For each probe `(member, composite)`, the members of every shard ranked before it; and for
+/// each floor, the members with a composite at or above it (strictly more points than the
+/// value below the floor).
+pub async fn counts(conn: &Connection, shards: &[ShardSet], probes: &[(&str, f64)], floors: &[f64]) -> Result<(Vec<u64>, Vec<u64>), StoreError> {
+    let replies: Vec<Vec<Value>> = each(conn, shards, |_, shard, pipe| {
+        for (_, c) in probes {
+            pipe.zcount(&shard.set, format!("({}", composite(*c)), "+inf");
+        }
+        for (_, c) in probes {
+            pipe.zrangebyscore(&shard.set, composite(*c), composite(*c));
+        }
+        for floor in floors {
+            pipe.zcount(&shard.set, composite(*floor), "+inf");
+        }
+    })
+    .await?;
+    let replies = replies.into_iter().map(|values| regroup(values, probes.len(), floors.len())).collect::<Result<Vec<_>, _>>()?;
+    let mut before = vec![0; probes.len()];
+    let mut above = vec![0; floors.len()];
+    for (higher, equal, at_least) in replies {
+        for (i, (member, _)) in probes.iter().enumerate() {
+            before[i] += higher[i] + equal[i].iter().filter(|other| other.as_str() > *member).count() as u64;
+        }
+        for (total, count) in above.iter_mut().zip(at_least) {
+            *total += count;
+        }
+    }
+    Ok((before, above))
+}
+
+fn regroup(values: Vec<redis::Value>, probes: usize, floors: usize) -> Result<(Vec<u64>, Vec<Vec<String>>, Vec<u64>), StoreError> {
+    if values.len() != 2 * probes + floors {
+        return Err(StoreError::Protocol("sharded counts: reply length".into()));
+    }
+    let mut values = values.into_iter();
+    let protocol = |e: redis::ParsingError| StoreError::Protocol(format!("sharded counts: {e}"));
+    let higher = values.by_ref().take(probes).map(u64::from_redis_value).collect::<Result<_, _>>().map_err(protocol)?;
+    let equal = values.by_ref().take(probes).map(Vec::<String>::from_redis_value).collect::<Result<_, _>>().map_err(protocol)?;
+    let at_least = values.map(u64::from_redis_value).collect::<Result<_, _>>().map_err(protocol)?;
+    Ok((higher, equal, at_least))
+}

@@ -1,0 +1,199 @@
+//! Reads of a board spread over shards (docs/scaling.md): the same windows and places the read
+//! scripts give of one sorted set, merged from every shard's part (`redis::sharded`).
+
+use crate::domain::config::Board;
+use crate::domain::distribution::Histogram;
+use crate::domain::period::Period;
+use crate::domain::tiebreak::Scale;
+use crate::redis::error::StoreError;
+use crate::redis::keys::{Keys, user_shard};
+use crate::redis::scripts::{MemberPlace, PeriodStanding, RawEntry, RawWindow};
+use crate::redis::sharded::{self, Entry, ShardSet};
+use crate::redis::store::Connection;
+
+/// Every shard's sorted set of `period`, with its guard when reads honour fences.
+pub fn sets(keys: &Keys, board: &Board, period: &Period) -> Vec<ShardSet> {
+    keys.board_shards(&board.name, board.shards)
+        .into_iter()
+        .map(|shard| ShardSet { set: shard.period(period), guard: keys.journal_on().then(|| shard.guard()) })
+        .collect()
+}
+
+fn value(scale: &Scale, composite: f64) -> i64 {
+    (composite / scale.span as f64).floor() as i64
+}
+
+/// The lowest composite of the value above `composite`'s: members at or above it have
+/// strictly more points.
+fn next_value_floor(scale: &Scale, composite: f64) -> f64 {
+    ((value(scale, composite) + 1) * scale.span) as f64
+}
+
+/// Entries in rank order from `start`, with `above` (members with strictly more points) for
+/// each: `first_above` for the first, then as `read_board.lua` counts it.
+fn ranked(scale: &Scale, window: Vec<Entry>, start: u64, first_above: u64) -> Vec<RawEntry> {
+    let mut previous: Option<i64> = None;
+    let mut above = first_above;
+    window
+        .into_iter()
+        .enumerate()
+        .map(|(i, (member, composite))| {
+            let points = value(scale, composite);
+            if previous.is_some_and(|p| p != points) {
+                above = start + i as u64;
+            }
+            previous = Some(points);
+            RawEntry { member, composite, above }
+        })
+        .collect()
+}
+
+/// `limit` entries from `offset`: each shard's first `offset + limit`, merged.
+pub async fn page(conn: &Connection, sets: &[ShardSet], scale: &Scale, offset: u64, limit: u64) -> Result<RawWindow, StoreError> {
+    let tops = sharded::tops(conn, sets, offset + limit).await?;
+    let total = tops.iter().map(|(size, _)| size).sum();
+    let mut merged: Vec<Entry> = tops.into_iter().flat_map(|(_, entries)| entries).collect();
+    sharded::sort(&mut merged);
+    let window: Vec<Entry> = merged.iter().skip(offset as usize).take(limit as usize).cloned().collect();
+    // Everyone with more points than the first entry is ranked before it: in the merged prefix.
+    let first_above = window.first().map_or(0, |(_, first)| {
+        merged.iter().take(offset as usize).filter(|(_, c)| value(scale, *c) > value(scale, *first)).count() as u64
+    });
+    Ok(RawWindow { total, position: None, below: None, start: offset, entries: ranked(scale, window, offset, first_above) })
+}
+
+/// The member and `around` entries on each side (shifted to stay full at either end).
+pub async fn around(
+    conn: &Connection,
+    sets: &[ShardSet],
+    scale: &Scale,
+    member: &str,
+    around: u64,
+) -> Result<RawWindow, StoreError> {
+    let home = user_shard(member, sets.len() as u32) as usize;
+    let (_, found) = sharded::scores(conn, &sets[home..=home], &[member], &[0]).await?;
+    let width = 2 * around + 1;
+    let Some(composite) = found[0] else {
+        let tops = sharded::tops(conn, sets, 0).await?;
+        return Ok(RawWindow { total: tops.iter().map(|(size, _)| size).sum(), position: None, below: None, start: 0, entries: Vec::new() });
+    };
+    let floor = (value(scale, composite) * scale.span) as f64;
+    let near = sharded::around(conn, sets, member, floor, composite, width).await?;
+    let rank = near.ranked_before;
+    let start = rank.saturating_sub(around).min(near.total.saturating_sub(width));
+    let mut candidates = near.nearest;
+    candidates.push((member.to_owned(), composite));
+    sharded::sort(&mut candidates);
+    // The member's place among the candidates: they hold the nearest `width` on each side.
+    let at = candidates.iter().position(|(m, _)| m == member).expect("the member is a candidate");
+    let first = at - (rank - start) as usize;
+    let window: Vec<Entry> = candidates.into_iter().skip(first).take(width as usize).collect();
+    let (_, above) = match window.first() {
+        Some((_, c)) => sharded::counts(conn, sets, &[], &[next_value_floor(scale, *c)]).await?,
+        None => (Vec::new(), vec![0]),
+    };
+    Ok(RawWindow { total: near.total, position: Some(rank), below: Some(near.below), start, entries: ranked(scale, window, start, above[0]) })
+}
+
+/// The places of `members` (distinct), in their order, with the board's size.
+pub async fn members(conn: &Connection, sets: &[ShardSet], scale: &Scale, members: &[&str]) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
+    let home: Vec<usize> = members.iter().map(|m| user_shard(m, sets.len() as u32) as usize).collect();
+    let (total, found) = sharded::scores(conn, sets, members, &home).await?;
+    let probes: Vec<(&str, f64)> = members.iter().zip(&found).filter_map(|(m, c)| Some((*m, (*c)?))).collect();
+    let floors: Vec<f64> = probes.iter().map(|(_, c)| next_value_floor(scale, *c)).collect();
+    let (before, above) = sharded::counts(conn, sets, &probes, &floors).await?;
+    let mut places = probes.iter().zip(before).zip(above).map(|((&(_, composite), position), above)| MemberPlace { position, composite, above });
+    Ok((total, found.iter().map(|c| c.and_then(|_| places.next())).collect()))
+}
+
+/// How many members of every shard are ranked before `(member, composite)` in each probe.
+pub async fn ranks(conn: &Connection, sets: &[ShardSet], probes: &[(&str, f64)]) -> Result<Vec<u64>, StoreError> {
+    Ok(sharded::counts(conn, sets, probes, &[]).await?.0)
+}
+
+/// Turns the ranks of `user_id` in `standings` (their shard's, as a write script answers) into
+/// ranks on the whole board: their composites from their shard, then every shard's count of
+/// members before them. Nothing to do on a board of one shard.
+pub async fn rank_standings(conn: &Connection, keys: &Keys, board: &Board, user_id: &str, standings: &mut [PeriodStanding]) -> Result<(), StoreError> {
+    if board.shards <= 1 {
+        return Ok(());
+    }
+    let home = user_shard(user_id, board.shards) as usize;
+    for standing in standings.iter_mut().filter(|standing| standing.rank.is_some()) {
+        let Some(kind) = board.period_kind(&standing.period) else { continue };
+        // Only its kind and id name its keys.
+        let period = Period { kind, id: standing.period_id.clone(), start: None, end: None };
+        let sets: Vec<ShardSet> = keys.board_shards(&board.name, board.shards).iter().map(|shard| ShardSet { set: shard.period(&period), guard: None }).collect();
+        let (_, found) = sharded::scores(conn, &sets[home..=home], &[user_id], &[0]).await?;
+        standing.rank = match found[0] {
+            Some(composite) => Some(ranks(conn, &sets, &[(user_id, composite)]).await?[0] + 1),
+            None => None,
+        };
+    }
+    Ok(())
+}
+
+/// Refinements a cut-off search asks for at once: each round narrows every share's range of
+/// values to a 64th.
+const CUTOFF_PROBES: i64 = 64;
+
+/// The board's histogram (as `read_distribution.lua` gives of one set): sizes and ends, then
+/// the buckets' counts, then rounds narrowing each cut-off's value until it is exact.
+pub async fn distribution(conn: &Connection, sets: &[ShardSet], scale: &Scale, buckets: u64, shares: &[u32]) -> Result<Histogram, StoreError> {
+    let bounds = sharded::bounds(conn, sets).await?;
+    let total: u64 = bounds.iter().map(|(size, ..)| size).sum();
+    let lowest = bounds.iter().filter_map(|(_, low, _)| low.map(|c| value(scale, c))).min();
+    let highest = bounds.iter().filter_map(|(_, _, high)| high.map(|c| value(scale, c))).max();
+    let (Some(lowest), Some(highest)) = (lowest, highest) else {
+        return Ok(Histogram { total: 0, lowest: 0, highest: 0, width: 0, counts: Vec::new(), cutoffs: Vec::new() });
+    };
+    let wanted = buckets.max(1) as i64;
+    let width = (highest - lowest + wanted) / wanted;
+    let edges: Vec<i64> = (lowest..=highest).step_by(width as usize).chain([highest + 1]).collect();
+    let floor = |v: i64| (v * scale.span) as f64;
+    let (_, at_least) = sharded::counts(conn, sets, &[], &edges.iter().map(|v| floor(*v)).collect::<Vec<_>>()).await?;
+    let counts = at_least.windows(2).map(|pair| pair[0] - pair[1]).collect();
+    // Each share's rank, and the values [low, high] known to hold the member at that rank:
+    // members with at least `low` points reach the rank, with more than `high` do not.
+    let ranks: Vec<u64> = shares.iter().map(|p| ((total * u64::from(*p) + 99) / 100).max(1)).collect();
+    let mut ranges: Vec<(i64, i64)> = vec![(lowest, highest); ranks.len()];
+    while ranges.iter().any(|(low, high)| low < high) {
+        let steps: Vec<Vec<i64>> = ranges
+            .iter()
+            .map(|&(low, high)| {
+                let step = ((high - low + 1) + CUTOFF_PROBES - 1) / CUTOFF_PROBES;
+                if low < high { (low + 1..=high).step_by(step.max(1) as usize).collect() } else { Vec::new() }
+            })
+            .collect();
+        let floors: Vec<f64> = steps.iter().flatten().map(|v| floor(*v)).collect();
+        let (_, reached) = sharded::counts(conn, sets, &[], &floors).await?;
+        let mut reached = reached.into_iter();
+        for ((range, rank), probes) in ranges.iter_mut().zip(&ranks).zip(&steps) {
+            let counted: Vec<(i64, u64)> = probes.iter().map(|v| (*v, reached.next().unwrap_or(0))).collect();
+            // The highest probe still reaching the rank raises `low`; the first above it caps `high`.
+            for (v, count) in counted {
+                if count >= *rank {
+                    range.0 = v;
+                } else {
+                    range.1 = range.1.min(v - 1);
+                    break;
+                }
+            }
+        }
+    }
+    Ok(Histogram { total, lowest, highest, width, counts, cutoffs: ranges.into_iter().map(|(low, _)| low).collect() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn above_counts_follow_the_first_entry() {
+        let scale = Scale { span: 10, ..Scale::POINTS };
+        let window = vec![("a".into(), 55.0), ("b".into(), 51.0), ("c".into(), 43.0), ("d".into(), 40.0), ("e".into(), 30.0)];
+        let above: Vec<u64> = ranked(&scale, window, 7, 4).iter().map(|e| e.above).collect();
+        // 5 and 5 share the first entry's count; 4 and 4 start at their position; 3 likewise.
+        assert_eq!(above, [4, 4, 9, 9, 11]);
+    }
+}

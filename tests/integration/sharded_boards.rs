@@ -1,0 +1,213 @@
+//! Boards spread over shards (docs/scaling.md): generated writes to a sharded board and, in
+//! the same steps, to the same board in one slot; after each step every read of the sharded
+//! one (pages, a user's rank and neighbours, id lists, distributions, in both rank modes)
+//! equals the one-slot board's, which `score_model.rs` holds to a model written from the
+//! documented rules. Ties are reached in the same second on purpose. Also: where a sharded
+//! write's keys live, and the configurations refused.
+
+use axum::http::Method;
+use chrono::Duration;
+use proptest::prelude::*;
+use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings::redis::keys::{SLOTS, slot, user_shard};
+use standings_tests::{ADMIN, TestApp, at, spawn_ingest_with};
+
+const SHARDS: u32 = 5;
+const USERS: u8 = 14;
+
+fn boards(keep: &str, order: &str) -> Config {
+    let board = |name: &str, shards: u32| {
+        format!(
+            "[[boards]]\nname = \"{name}\"\nkind = \"scores\"\nkeep = \"{keep}\"\norder = \"{order}\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nstatements = true\nshards = {shards}\n"
+        )
+    };
+    Config::parse(&format!("{}{}", board("solo", 1), board("wide", SHARDS))).unwrap()
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Score { id: u8, user: u8, score: i64, advance: i64 },
+    Batch(Vec<(u8, u8, i64)>),
+    Correct { user: u8, set: i64 },
+    Ban { user: u8, banned: bool },
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    let score = prop_oneof![6 => 0i64..6, 1 => 0i64..1000];
+    let op = prop_oneof![
+        8 => (0u8..40, 0..USERS, score.clone(), prop_oneof![3 => Just(0i64), 1 => 1i64..90])
+            .prop_map(|(id, user, score, advance)| Op::Score { id, user, score, advance }),
+        2 => prop::collection::vec((0u8..40, 0..USERS, score), 1..8).prop_map(Op::Batch),
+        1 => (0..USERS, 0i64..6).prop_map(|(user, set)| Op::Correct { user, set }),
+        1 => (0..USERS, any::<bool>()).prop_map(|(user, banned)| Op::Ban { user, banned }),
+    ];
+    prop::collection::vec(op, 1..25)
+}
+
+/// The answer without what differs by design between two boards: their names.
+fn answer(mut value: Value) -> Value {
+    if let Some(object) = value.as_object_mut() {
+        object.remove("board");
+    }
+    value
+}
+
+/// An answer as both boards give it: without the board's name, and a batch's without ranks
+/// (a sharded board's batch answers ranks as of the batch's end, docs/scaling.md).
+fn comparable(mut value: Value, op: &Op) -> Value {
+    fn strip(value: &mut Value, ranks: bool) {
+        match value {
+            Value::Object(object) => {
+                object.remove("board");
+                if ranks {
+                    object.remove("rank");
+                }
+                object.values_mut().for_each(|v| strip(v, ranks));
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| strip(v, ranks)),
+            _ => {}
+        }
+    }
+    strip(&mut value, matches!(op, Op::Batch(_)));
+    serde_json::from_str(&value.to_string().replace("solo", "B").replace("wide", "B")).unwrap()
+}
+
+async fn apply(app: &TestApp, board: &str, op: &Op, step: usize) -> (u16, Value) {
+    let (status, body) = match op {
+        Op::Score { id, user, score, .. } => {
+            app.post(&format!("/v1/boards/{board}/scores"), &json!({"event_id": format!("e{user}-{id}"), "user_id": format!("u{user}"), "score": score})).await
+        }
+        Op::Batch(items) => {
+            let scores: Vec<Value> =
+                items.iter().map(|(id, user, score)| json!({"event_id": format!("e{user}-{id}"), "user_id": format!("u{user}"), "score": score})).collect();
+            app.post(&format!("/v1/boards/{board}/scores:batch"), &json!({ "scores": scores })).await
+        }
+        Op::Correct { user, set } => {
+            let body = json!({"correction_id": format!("c{step}"), "set": set, "period": "all", "period_id": "all", "reason": "model"});
+            app.call(Method::POST, &format!("/v1/admin/boards/{board}/users/u{user}/corrections"), body.to_string(), ADMIN).await
+        }
+        Op::Ban { .. } => unreachable!("a ban is of every board at once"),
+    };
+    (status.as_u16(), body)
+}
+
+/// Every read of both boards, compared.
+async fn same_reads(app: &TestApp) -> Result<(), TestCaseError> {
+    let mut paths = Vec::new();
+    for period in ["day", "all"] {
+        for mode in ["unique", "competition"] {
+            for (offset, limit) in [(0, 10), (3, 4), (12, 5)] {
+                paths.push(format!("top?period={period}&rank_mode={mode}&offset={offset}&limit={limit}"));
+            }
+            for user in (0..USERS).step_by(3) {
+                paths.push(format!("users/u{user}?period={period}&rank_mode={mode}&around=2"));
+            }
+        }
+        paths.push(format!("distribution?period={period}&buckets=4"));
+    }
+    paths.push("users/u2/statement?period=all".to_owned());
+    for path in paths {
+        let (solo_status, solo) = app.get(&format!("/v1/boards/solo/{path}")).await;
+        let (wide_status, wide) = app.get(&format!("/v1/boards/wide/{path}")).await;
+        prop_assert_eq!(solo_status, wide_status, "{}", path);
+        prop_assert_eq!(answer(solo), answer(wide), "{}", path);
+    }
+    let ids: Vec<String> = (0..USERS + 2).rev().map(|u| format!("u{u}")).collect();
+    for mode in ["unique", "competition"] {
+        let body = json!({"user_ids": ids, "period": "all", "rank_mode": mode}).to_string();
+        let (_, solo) = app.call_query(Method::POST, "/v1/boards/solo/ranks", body.clone()).await;
+        let (_, wide) = app.call_query(Method::POST, "/v1/boards/wide/ranks", body).await;
+        prop_assert_eq!(answer(solo), answer(wide), "ranks {}", mode);
+    }
+    Ok(())
+}
+
+#[test]
+fn a_sharded_board_reads_exactly_as_one_sorted_set() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let mut runner = TestRunner::new(RunnerConfig { cases: 10, failure_persistence: None, ..RunnerConfig::default() });
+    let pairs = prop::sample::select(vec![("best", "desc"), ("best", "asc"), ("latest", "desc"), ("latest", "asc"), ("sum", "desc"), ("sum", "asc")]);
+    runner
+        .run(&(pairs, ops()), |((keep, order), ops)| {
+            runtime.block_on(async {
+                let app = spawn_ingest_with(boards(keep, order)).await;
+                app.set_now(at("2026-11-22T08:00:00Z"));
+                for (step, op) in ops.iter().enumerate() {
+                    if let Op::Score { advance, .. } = op {
+                        app.set_now(app.now() + Duration::seconds(*advance));
+                    }
+                    if let Op::Ban { user, banned } = op {
+                        let method = if *banned { Method::POST } else { Method::DELETE };
+                        let (status, body) = app.call(method, &format!("/v1/admin/users/u{user}/ban"), "{}".to_owned(), ADMIN).await;
+                        prop_assert_eq!(status.as_u16(), 200, "{}", body);
+                        same_reads(&app).await?;
+                        continue;
+                    }
+                    let (solo_status, solo) = apply(&app, "solo", op, step).await;
+                    let (wide_status, wide) = apply(&app, "wide", op, step).await;
+                    prop_assert_eq!(solo_status, wide_status, "{:?}: {} / {}", op, solo, wide);
+                    prop_assert!(solo_status < 500 && solo_status != 400, "{:?}: {}", op, solo);
+                    prop_assert_eq!(comparable(solo, op), comparable(wide, op), "{:?}", op);
+                    same_reads(&app).await?;
+                }
+                Ok(())
+            })
+        })
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_sharded_writes_keys_are_all_in_its_users_shard() {
+    let app = spawn_ingest_with(boards("best", "desc")).await;
+    app.set_now(at("2026-11-22T08:00:00Z"));
+    for user in 0..40 {
+        let (status, body) = app.post("/v1/boards/wide/scores", &json!({"event_id": format!("e{user}"), "user_id": format!("u{user}"), "score": user})).await;
+        assert_eq!(status, 200, "{body}");
+    }
+    let (status, body) = app.call(Method::POST, "/v1/admin/boards/wide/users/u3/corrections", json!({"correction_id": "c1", "set": 2, "period": "all", "period_id": "all", "reason": "r"}).to_string(), ADMIN).await;
+    assert_eq!(status, 200, "{body}");
+    let shard_tags: Vec<String> = app.keys.board_shards("wide", SHARDS).iter().map(|keys| keys.guard()).collect();
+    let mut written_by_shard = vec![0; SHARDS as usize];
+    for key in app.written_keys().await.into_iter().filter(|key| key.contains("{wide")) {
+        assert!(!key.contains("{wide}"), "no key of the sharded board stays in the board's one slot: {key}");
+        let shard = shard_tags.iter().position(|guard| slot(guard) == slot(&key)).unwrap_or_else(|| panic!("{key} is in no shard's slot"));
+        written_by_shard[shard] += 1;
+        // A key naming a user (a statement, a rate log) is in that user's shard.
+        if let Some(user) = key.split(':').find(|part| part.starts_with('u') && part[1..].parse::<u32>().is_ok()) {
+            assert_eq!(shard as u32, user_shard(user, SHARDS), "{key}");
+        }
+        if app.store.is_cluster() {
+            let server: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(&key).query_async(&mut app.redis.clone()).await.unwrap();
+            assert_eq!(u32::from(server), slot(&key), "{key}");
+        }
+    }
+    // Every shard took writes, each in its own slot, the slots an equal range apart.
+    assert!(written_by_shard.iter().all(|n| *n > 0), "{written_by_shard:?}");
+    for (k, guard) in shard_tags.iter().enumerate() {
+        let k = k as u32;
+        assert!((k * SLOTS / SHARDS..(k + 1) * SLOTS / SHARDS).contains(&slot(guard)), "{guard}");
+    }
+}
+
+#[test]
+fn boards_that_cannot_be_sharded_are_refused_naming_the_field() {
+    let score = "name = \"g\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\ntop = 10\n";
+    for (extra, why) in [
+        ("periods = [\"all\"]\nshards = 0\n", "within 1..=64"),
+        ("periods = [\"all\"]\nshards = 65\n", "within 1..=64"),
+        ("periods = [\"week\"]\nshards = 4\nleague = { period = \"week\", cohort_size = 4, tiers = [\"bronze\", \"silver\"], promote = 1, demote = 1 }\n", "league"),
+        ("periods = [\"season\"]\narchive = true\nshards = 4\n", "archive"),
+        ("periods = [\"all\"]\nshards = 4\nnotify = { top = 10 }\n", "notify"),
+    ] {
+        let error = Config::parse(&format!("[[boards]]\n{score}{extra}")).unwrap_err().to_string();
+        assert!(error.contains("boards[0].shards") && error.contains(why), "{extra}: {error}");
+    }
+    let rules = "[[boards]]\nname = \"r\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nshards = 2\n[[boards.rules]]\naction = \"a\"\npoints = 1\nscope = \"user_target_day\"\n";
+    let error = Config::parse(rules).unwrap_err().to_string();
+    assert!(error.contains("boards[0].shards") && error.contains("score boards"), "{error}");
+    let hot = "[[boards]]\nname = \"h\"\nkind = \"decaying\"\ntimezone = \"UTC\"\ntop = 10\nshards = 2\ndecay = { mode = \"window\", window_hours = 24, weights = \"linear\", linear_step = 0.04, synthesized_ttl_secs = 300 }\n";
+    let error = Config::parse(hot).unwrap_err().to_string();
+    assert!(error.contains("shards"), "{error}");
+}
