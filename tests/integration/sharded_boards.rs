@@ -77,11 +77,17 @@ fn comparable(mut value: Value, op: &Op) -> Value {
 async fn apply(app: &TestApp, board: &str, op: &Op, step: usize) -> (u16, Value) {
     let (status, body) = match op {
         Op::Score { id, user, score, .. } => {
-            app.post(&format!("/v1/boards/{board}/scores"), &json!({"event_id": format!("e{user}-{id}"), "user_id": format!("u{user}"), "score": score})).await
+            app.post(
+                &format!("/v1/boards/{board}/scores"),
+                &json!({"event_id": format!("e{user}-{id}"), "user_id": format!("u{user}"), "score": score}),
+            )
+            .await
         }
         Op::Batch(items) => {
-            let scores: Vec<Value> =
-                items.iter().map(|(id, user, score)| json!({"event_id": format!("e{user}-{id}"), "user_id": format!("u{user}"), "score": score})).collect();
+            let scores: Vec<Value> = items
+                .iter()
+                .map(|(id, user, score)| json!({"event_id": format!("e{user}-{id}"), "user_id": format!("u{user}"), "score": score}))
+                .collect();
             app.post(&format!("/v1/boards/{board}/scores:batch"), &json!({ "scores": scores })).await
         }
         Op::Correct { user, set } => {
@@ -128,7 +134,14 @@ async fn same_reads(app: &TestApp) -> Result<(), TestCaseError> {
 fn a_sharded_board_reads_exactly_as_one_sorted_set() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let mut runner = TestRunner::new(RunnerConfig { cases: 10, failure_persistence: None, ..RunnerConfig::default() });
-    let pairs = prop::sample::select(vec![("best", "desc"), ("best", "asc"), ("latest", "desc"), ("latest", "asc"), ("sum", "desc"), ("sum", "asc")]);
+    let pairs = prop::sample::select(vec![
+        ("best", "desc"),
+        ("best", "asc"),
+        ("latest", "desc"),
+        ("latest", "asc"),
+        ("sum", "desc"),
+        ("sum", "asc"),
+    ]);
     runner
         .run(&(pairs, ops()), |((keep, order), ops)| {
             runtime.block_on(async {
@@ -163,10 +176,19 @@ async fn a_sharded_writes_keys_are_all_in_its_users_shard() {
     let app = spawn_ingest_with(boards("best", "desc")).await;
     app.set_now(at("2026-11-22T08:00:00Z"));
     for user in 0..40 {
-        let (status, body) = app.post("/v1/boards/wide/scores", &json!({"event_id": format!("e{user}"), "user_id": format!("u{user}"), "score": user})).await;
+        let (status, body) = app
+            .post("/v1/boards/wide/scores", &json!({"event_id": format!("e{user}"), "user_id": format!("u{user}"), "score": user}))
+            .await;
         assert_eq!(status, 200, "{body}");
     }
-    let (status, body) = app.call(Method::POST, "/v1/admin/boards/wide/users/u3/corrections", json!({"correction_id": "c1", "set": 2, "period": "all", "period_id": "all", "reason": "r"}).to_string(), ADMIN).await;
+    let (status, body) = app
+        .call(
+            Method::POST,
+            "/v1/admin/boards/wide/users/u3/corrections",
+            json!({"correction_id": "c1", "set": 2, "period": "all", "period_id": "all", "reason": "r"}).to_string(),
+            ADMIN,
+        )
+        .await;
     assert_eq!(status, 200, "{body}");
     let shard_tags: Vec<String> = app.keys.board_shards("wide", SHARDS).iter().map(|keys| keys.guard()).collect();
     let mut written_by_shard = vec![0; SHARDS as usize];
@@ -197,7 +219,10 @@ fn boards_that_cannot_be_sharded_are_refused_naming_the_field() {
     for (extra, why) in [
         ("periods = [\"all\"]\nshards = 0\n", "within 1..=64"),
         ("periods = [\"all\"]\nshards = 65\n", "within 1..=64"),
-        ("periods = [\"week\"]\nshards = 4\nleague = { period = \"week\", cohort_size = 4, tiers = [\"bronze\", \"silver\"], promote = 1, demote = 1 }\n", "league"),
+        (
+            "periods = [\"week\"]\nshards = 4\nleague = { period = \"week\", cohort_size = 4, tiers = [\"bronze\", \"silver\"], promote = 1, demote = 1 }\n",
+            "league",
+        ),
         ("periods = [\"season\"]\narchive = true\nshards = 4\n", "archive"),
         ("periods = [\"all\"]\nshards = 4\nnotify = { top = 10 }\n", "notify"),
     ] {

@@ -8,6 +8,6 @@ pub mod notices;
 pub mod probe;
 pub mod restore;
 pub mod scripts;
-pub mod sharded;
 pub mod settings;
+pub mod sharded;
 pub mod store;

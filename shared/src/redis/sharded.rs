@@ -58,7 +58,8 @@ async fn each<T: FromRedisValue + Send>(
         async move {
             let mut values: Vec<Value> = pipe.query_async(&mut conn).await?;
             if fenced {
-                let (born, fence): (Option<String>, Option<String>) = FromRedisValue::from_redis_value(values.remove(0)).map_err(protocol)?;
+                let (born, fence): (Option<String>, Option<String>) =
+                    FromRedisValue::from_redis_value(values.remove(0)).map_err(protocol)?;
                 if born.is_none() || fence.is_some() {
                     return Err(StoreError::Restoring);
                 }
@@ -129,7 +130,12 @@ pub async fn around(
 }
 
 /// Each shard's size and the composites of `members[i]` on shard `home[i]` (`None`: absent).
-pub async fn scores(conn: &Connection, shards: &[ShardSet], members: &[&str], home: &[usize]) -> Result<(u64, Vec<Option<f64>>), StoreError> {
+pub async fn scores(
+    conn: &Connection,
+    shards: &[ShardSet],
+    members: &[&str],
+    home: &[usize],
+) -> Result<(u64, Vec<Option<f64>>), StoreError> {
     let replies: Vec<(u64, Vec<Option<f64>>)> = each(conn, shards, |i, shard, pipe| {
         pipe.zcard(&shard.set);
         let mine: Vec<&str> = members.iter().zip(home).filter(|(_, h)| **h == i).map(|(m, _)| *m).collect();
@@ -152,7 +158,12 @@ pub async fn scores(conn: &Connection, shards: &[ShardSet], members: &[&str], ho
 /// For each probe `(member, composite)`, the members of every shard ranked before it; and for
 /// each floor, the members with a composite at or above it (strictly more points than the
 /// value below the floor).
-pub async fn counts(conn: &Connection, shards: &[ShardSet], probes: &[(&str, f64)], floors: &[f64]) -> Result<(Vec<u64>, Vec<u64>), StoreError> {
+pub async fn counts(
+    conn: &Connection,
+    shards: &[ShardSet],
+    probes: &[(&str, f64)],
+    floors: &[f64],
+) -> Result<(Vec<u64>, Vec<u64>), StoreError> {
     let replies: Vec<Vec<Value>> = each(conn, shards, |_, shard, pipe| {
         for (_, c) in probes {
             pipe.zcount(&shard.set, format!("({}", composite(*c)), "+inf");
@@ -179,7 +190,10 @@ pub async fn counts(conn: &Connection, shards: &[ShardSet], probes: &[(&str, f64
     Ok((before, above))
 }
 
-fn regroup(values: Vec<redis::Value>, probes: usize, floors: usize) -> Result<(Vec<u64>, Vec<Vec<String>>, Vec<u64>), StoreError> {
+/// One shard's counts: above each probe, the members equal to each, at or above each floor.
+type ShardCounts = (Vec<u64>, Vec<Vec<String>>, Vec<u64>);
+
+fn regroup(values: Vec<redis::Value>, probes: usize, floors: usize) -> Result<ShardCounts, StoreError> {
     if values.len() != 2 * probes + floors {
         return Err(StoreError::Protocol("sharded counts: reply length".into()));
     }

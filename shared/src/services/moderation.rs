@@ -298,7 +298,7 @@ impl Moderation {
             .map(|entry| serde_json::from_str(entry).map_err(|e| StoreError::Protocol(format!("audit entry: {e}"))))
             .collect::<Result<_, _>>()?;
         if logs.len() > 1 {
-            entries.sort_by(|a, b| b.at.cmp(&a.at));
+            entries.sort_by_key(|entry| std::cmp::Reverse(entry.at));
             entries.truncate(limit);
         }
         Ok(AuditPage { board: board.name.clone(), entries })

@@ -13,8 +13,8 @@ use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, user_shard};
 use crate::redis::scripts::CHUNK;
 use crate::redis::scripts::scores::{ScoreOutcome, SubmitReply, submit_score, submit_scores};
-use crate::redis::sharded::{self, ShardSet};
 use crate::redis::settings::ReplicaWait;
+use crate::redis::sharded::{self, ShardSet};
 use crate::redis::store::{Connection, Store};
 use futures::future::try_join_all;
 
@@ -103,7 +103,12 @@ impl Scores {
     /// On a sharded board, turns each receipt's ranks (its shard's) into ranks on the whole
     /// board: one parallel read of every shard per period (docs/scaling.md). `users[i]` sent
     /// `receipts[i]`.
-    async fn rank_on_whole_board(&self, board: &Board, users: &[&str], receipts: &mut [Result<ScoreReceipt, ScoreError>]) -> Result<(), StoreError> {
+    async fn rank_on_whole_board(
+        &self,
+        board: &Board,
+        users: &[&str],
+        receipts: &mut [Result<ScoreReceipt, ScoreError>],
+    ) -> Result<(), StoreError> {
         if board.shards <= 1 {
             return Ok(());
         }
@@ -125,8 +130,12 @@ impl Scores {
         }
         let conn = self.store.write_connection().await?;
         let counted = try_join_all(by_period.iter().map(|(period, probes)| {
-            let sets: Vec<ShardSet> =
-                self.keys.board_shards(&board.name, board.shards).iter().map(|shard| ShardSet { set: shard.period(period), guard: None }).collect();
+            let sets: Vec<ShardSet> = self
+                .keys
+                .board_shards(&board.name, board.shards)
+                .iter()
+                .map(|shard| ShardSet { set: shard.period(period), guard: None })
+                .collect();
             let probes: Vec<(&str, f64)> = probes.iter().map(|&(_, _, user, composite)| (user, composite)).collect();
             let conn = &conn;
             async move { sharded::counts(conn, &sets, &probes, &[]).await.map(|(before, _)| before) }
@@ -182,19 +191,26 @@ impl Scores {
         for (index, plan) in plans.iter().enumerate() {
             shards[user_shard(&plan.submission.user_id, board.shards) as usize].push(index);
         }
-        let applied = futures::future::join_all(shards.iter().enumerate().filter(|(_, indexes)| !indexes.is_empty()).map(|(shard, indexes)| {
-            let (conn, keys) = (conn.clone(), self.keys.board_shard(&board.name, board.shards, shard as u32));
-            let plans: Vec<&ScorePlan<'_>> = indexes.iter().map(|&i| &plans[i]).collect();
-            async move { (indexes, apply_in_order(conn, board, &keys, &plans, self.store.replica_wait().with_replicas(board.wait_replicas)).await) }
-        }))
-        .await;
+        let applied =
+            futures::future::join_all(shards.iter().enumerate().filter(|(_, indexes)| !indexes.is_empty()).map(|(shard, indexes)| {
+                let (conn, keys) = (conn.clone(), self.keys.board_shard(&board.name, board.shards, shard as u32));
+                let plans: Vec<&ScorePlan<'_>> = indexes.iter().map(|&i| &plans[i]).collect();
+                async move {
+                    (
+                        indexes,
+                        apply_in_order(conn, board, &keys, &plans, self.store.replica_wait().with_replicas(board.wait_replicas)).await,
+                    )
+                }
+            }))
+            .await;
         let mut results: Vec<Option<Result<ScoreReceipt, ScoreError>>> = (0..plans.len()).map(|_| None).collect();
         for (indexes, answers) in applied {
             for (&index, answer) in indexes.iter().zip(answers) {
                 results[index] = Some(answer);
             }
         }
-        let mut results: Vec<Result<ScoreReceipt, ScoreError>> = results.into_iter().map(|r| r.expect("every submission is answered")).collect();
+        let mut results: Vec<Result<ScoreReceipt, ScoreError>> =
+            results.into_iter().map(|r| r.expect("every submission is answered")).collect();
         let users: Vec<&str> = submissions.iter().map(|s| s.user_id.as_str()).collect();
         if let Err(error) = self.rank_on_whole_board(board, &users, &mut results).await {
             // Applied, but their ranks unknown: answered as the store failing (a retry is a duplicate).

@@ -21,9 +21,8 @@ pub const SLOTS: u32 = 16_384;
 /// The cluster slot of a key (CRC16/XMODEM of its hash tag, or of the key when it has none).
 pub fn slot(key: &str) -> u32 {
     let bytes = key.as_bytes();
-    let tagged = key
-        .find('{')
-        .and_then(|open| key[open + 1..].find('}').filter(|len| *len > 0).map(|len| &bytes[open + 1..open + 1 + len]));
+    let tagged =
+        key.find('{').and_then(|open| key[open + 1..].find('}').filter(|len| *len > 0).map(|len| &bytes[open + 1..open + 1 + len]));
     u32::from(crc16::State::<crc16::XMODEM>::calculate(tagged.unwrap_or(bytes))) % SLOTS
 }
 
@@ -34,7 +33,8 @@ pub fn user_shard(user_id: &str, shards: u32) -> u32 {
 
 /// The hash tags of a board's shards, computed once per board and shard count.
 fn tags(board: &str, shards: u32) -> Arc<Vec<String>> {
-    static CACHE: OnceLock<RwLock<HashMap<(String, u32), Arc<Vec<String>>>>> = OnceLock::new();
+    type Cache = RwLock<HashMap<(String, u32), Arc<Vec<String>>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     let key = (board.to_owned(), shards);
     if let Some(tags) = cache.read().expect("shard tag cache").get(&key) {

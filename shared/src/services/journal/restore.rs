@@ -16,7 +16,9 @@ use crate::domain::config::Config;
 use crate::domain::journal::{Effects, Line, stream_id_ms};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
-use crate::redis::keys::{BoardKeys, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, profile_journal};
+use crate::redis::keys::{
+    BoardKeys, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, profile_journal,
+};
 use crate::redis::restore::{self, Run};
 use crate::redis::store::{Connection, Store};
 use crate::services::journal::legacy_profiles;

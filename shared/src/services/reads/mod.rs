@@ -282,7 +282,8 @@ impl Reader {
         let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
         if board.shards > 1 {
-            let histogram = sharded::distribution(&conn, &sharded::sets(&self.keys, board, period), &scale, buckets, &CUTOFF_SHARES).await?;
+            let histogram =
+                sharded::distribution(&conn, &sharded::sets(&self.keys, board, period), &scale, buckets, &CUTOFF_SHARES).await?;
             return Ok(Distribution::of(histogram, &scale));
         }
         let keys = self.keys.board(&board.name);

@@ -63,19 +63,19 @@ pub async fn page(conn: &Connection, sets: &[ShardSet], scale: &Scale, offset: u
 }
 
 /// The member and `around` entries on each side (shifted to stay full at either end).
-pub async fn around(
-    conn: &Connection,
-    sets: &[ShardSet],
-    scale: &Scale,
-    member: &str,
-    around: u64,
-) -> Result<RawWindow, StoreError> {
+pub async fn around(conn: &Connection, sets: &[ShardSet], scale: &Scale, member: &str, around: u64) -> Result<RawWindow, StoreError> {
     let home = user_shard(member, sets.len() as u32) as usize;
     let (_, found) = sharded::scores(conn, &sets[home..=home], &[member], &[0]).await?;
     let width = 2 * around + 1;
     let Some(composite) = found[0] else {
         let tops = sharded::tops(conn, sets, 0).await?;
-        return Ok(RawWindow { total: tops.iter().map(|(size, _)| size).sum(), position: None, below: None, start: 0, entries: Vec::new() });
+        return Ok(RawWindow {
+            total: tops.iter().map(|(size, _)| size).sum(),
+            position: None,
+            below: None,
+            start: 0,
+            entries: Vec::new(),
+        });
     };
     let floor = (value(scale, composite) * scale.span) as f64;
     let near = sharded::around(conn, sets, member, floor, composite, width).await?;
@@ -92,17 +92,29 @@ pub async fn around(
         Some((_, c)) => sharded::counts(conn, sets, &[], &[next_value_floor(scale, *c)]).await?,
         None => (Vec::new(), vec![0]),
     };
-    Ok(RawWindow { total: near.total, position: Some(rank), below: Some(near.below), start, entries: ranked(scale, window, start, above[0]) })
+    Ok(RawWindow {
+        total: near.total,
+        position: Some(rank),
+        below: Some(near.below),
+        start,
+        entries: ranked(scale, window, start, above[0]),
+    })
 }
 
 /// The places of `members` (distinct), in their order, with the board's size.
-pub async fn members(conn: &Connection, sets: &[ShardSet], scale: &Scale, members: &[&str]) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
+pub async fn members(
+    conn: &Connection,
+    sets: &[ShardSet],
+    scale: &Scale,
+    members: &[&str],
+) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
     let home: Vec<usize> = members.iter().map(|m| user_shard(m, sets.len() as u32) as usize).collect();
     let (total, found) = sharded::scores(conn, sets, members, &home).await?;
     let probes: Vec<(&str, f64)> = members.iter().zip(&found).filter_map(|(m, c)| Some((*m, (*c)?))).collect();
     let floors: Vec<f64> = probes.iter().map(|(_, c)| next_value_floor(scale, *c)).collect();
     let (before, above) = sharded::counts(conn, sets, &probes, &floors).await?;
-    let mut places = probes.iter().zip(before).zip(above).map(|((&(_, composite), position), above)| MemberPlace { position, composite, above });
+    let mut places =
+        probes.iter().zip(before).zip(above).map(|((&(_, composite), position), above)| MemberPlace { position, composite, above });
     Ok((total, found.iter().map(|c| c.and_then(|_| places.next())).collect()))
 }
 
@@ -114,7 +126,13 @@ pub async fn ranks(conn: &Connection, sets: &[ShardSet], probes: &[(&str, f64)])
 /// Turns the ranks of `user_id` in `standings` (their shard's, as a write script answers) into
 /// ranks on the whole board: their composites from their shard, then every shard's count of
 /// members before them. Nothing to do on a board of one shard.
-pub async fn rank_standings(conn: &Connection, keys: &Keys, board: &Board, user_id: &str, standings: &mut [PeriodStanding]) -> Result<(), StoreError> {
+pub async fn rank_standings(
+    conn: &Connection,
+    keys: &Keys,
+    board: &Board,
+    user_id: &str,
+    standings: &mut [PeriodStanding],
+) -> Result<(), StoreError> {
     if board.shards <= 1 {
         return Ok(());
     }
@@ -123,7 +141,8 @@ pub async fn rank_standings(conn: &Connection, keys: &Keys, board: &Board, user_
         let Some(kind) = board.period_kind(&standing.period) else { continue };
         // Only its kind and id name its keys.
         let period = Period { kind, id: standing.period_id.clone(), start: None, end: None };
-        let sets: Vec<ShardSet> = keys.board_shards(&board.name, board.shards).iter().map(|shard| ShardSet { set: shard.period(&period), guard: None }).collect();
+        let sets: Vec<ShardSet> =
+            keys.board_shards(&board.name, board.shards).iter().map(|shard| ShardSet { set: shard.period(&period), guard: None }).collect();
         let (_, found) = sharded::scores(conn, &sets[home..=home], &[user_id], &[0]).await?;
         standing.rank = match found[0] {
             Some(composite) => Some(ranks(conn, &sets, &[(user_id, composite)]).await?[0] + 1),
@@ -139,7 +158,13 @@ const CUTOFF_PROBES: i64 = 64;
 
 /// The board's histogram (as `read_distribution.lua` gives of one set): sizes and ends, then
 /// the buckets' counts, then rounds narrowing each cut-off's value until it is exact.
-pub async fn distribution(conn: &Connection, sets: &[ShardSet], scale: &Scale, buckets: u64, shares: &[u32]) -> Result<Histogram, StoreError> {
+pub async fn distribution(
+    conn: &Connection,
+    sets: &[ShardSet],
+    scale: &Scale,
+    buckets: u64,
+    shares: &[u32],
+) -> Result<Histogram, StoreError> {
     let bounds = sharded::bounds(conn, sets).await?;
     let total: u64 = bounds.iter().map(|(size, ..)| size).sum();
     let lowest = bounds.iter().filter_map(|(_, low, _)| low.map(|c| value(scale, c))).min();
@@ -155,7 +180,7 @@ pub async fn distribution(conn: &Connection, sets: &[ShardSet], scale: &Scale, b
     let counts = at_least.windows(2).map(|pair| pair[0] - pair[1]).collect();
     // Each share's rank, and the values [low, high] known to hold the member at that rank:
     // members with at least `low` points reach the rank, with more than `high` do not.
-    let ranks: Vec<u64> = shares.iter().map(|p| ((total * u64::from(*p) + 99) / 100).max(1)).collect();
+    let ranks: Vec<u64> = shares.iter().map(|p| (total * u64::from(*p)).div_ceil(100).max(1)).collect();
     let mut ranges: Vec<(i64, i64)> = vec![(lowest, highest); ranks.len()];
     while ranges.iter().any(|(low, high)| low < high) {
         let steps: Vec<Vec<i64>> = ranges
