@@ -63,6 +63,7 @@ mod score_semantics;
 mod scores;
 mod semantics;
 mod sharded_boards;
+mod sharded_journal;
 mod sign_ins;
 mod startup_check;
 mod statements;

@@ -153,18 +153,26 @@ impl Scores {
 
     /// Up to `MAX_BATCH` submissions to one board: validated together (one invalid refuses
     /// the batch and writes nothing), then applied in their order, one script call per
-    /// `CHUNK`. Each gets its own answer, as `submit` would have given it.
+    /// `CHUNK` (per shard). Each gets its own answer, as `submit` would have given it; on a
+    /// sharded board its ranks are as the batch left the board.
     pub async fn submit_batch(
         &self,
         board: &str,
         submissions: &[Submission],
         now: DateTime<Utc>,
     ) -> Result<Vec<Result<ScoreReceipt, ScoreError>>, ScoreBatchRefusal> {
-        self.submit_batch_at(board, submissions, &vec![now; submissions.len()]).await
+        let mut results = self.submit_batch_at(board, submissions, &vec![now; submissions.len()]).await?;
+        let board = self.score_board(board).map_err(|error| ScoreBatchRefusal { index: None, error })?;
+        let users: Vec<&str> = submissions.iter().map(|s| s.user_id.as_str()).collect();
+        if let Err(error) = self.rank_on_whole_board(board, &users, &mut results).await {
+            // Applied, but their ranks unknown: answered as the store failing (a retry is a duplicate).
+            results.iter_mut().filter(|r| r.is_ok()).for_each(|r| *r = Err(ScoreError::Store(error.clone())));
+        }
+        Ok(results)
     }
 
     /// `submit_batch`, submission i applied at `times[i]` (a queue's untimed message: when SQS
-    /// took it).
+    /// took it). Nobody reads a queue's ranks: on a sharded board they are not counted (`None`).
     pub async fn submit_batch_at(
         &self,
         board: &str,
@@ -211,10 +219,9 @@ impl Scores {
         }
         let mut results: Vec<Result<ScoreReceipt, ScoreError>> =
             results.into_iter().map(|r| r.expect("every submission is answered")).collect();
-        let users: Vec<&str> = submissions.iter().map(|s| s.user_id.as_str()).collect();
-        if let Err(error) = self.rank_on_whole_board(board, &users, &mut results).await {
-            // Applied, but their ranks unknown: answered as the store failing (a retry is a duplicate).
-            results.iter_mut().filter(|r| r.is_ok()).for_each(|r| *r = Err(ScoreError::Store(error.clone())));
+        if board.shards > 1 {
+            // A shard's ranks are not the board's.
+            results.iter_mut().flatten().flat_map(|receipt| &mut receipt.outcome.periods).for_each(|standing| standing.rank = None);
         }
         Ok(results)
     }
