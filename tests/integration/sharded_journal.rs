@@ -32,9 +32,10 @@ async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode,
     app.post("/v1/boards/wide/scores", &json!({"event_id": id, "user_id": user, "score": score})).await
 }
 
-/// Every key but the journal streams and the restore's own, with value and expiry.
+/// Every key but the journal streams and the restore's own, with value and expiry (and the
+/// layout record: derived, recorded again by the first probe after a loss).
 async fn state(app: &TestApp) -> Vec<(String, Vec<u8>, i64)> {
-    let kept = |key: &str| ![":journal", ":restore"].iter().any(|own| key.ends_with(own));
+    let kept = |key: &str| ![":journal", ":restore", ":layout"].iter().any(|own| key.ends_with(own));
     app.keyspace().await.into_iter().filter(|(key, ..)| kept(key)).collect()
 }
 
@@ -104,4 +105,63 @@ async fn a_sharded_board_journals_verifies_and_restores_shard_by_shard() {
     // Exactly once holds across the loss: a retry is a duplicate, in the user's shard.
     let (status, retry) = submit(&app, "s4", "u4", 5).await;
     assert_eq!((status, retry["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "{retry}");
+}
+
+fn game(shards: u32) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nshards = {shards}\n"
+    ))
+    .unwrap()
+}
+
+/// A deploy that changes `shards` of a board holding data: its writes are refused with 503
+/// `board_resharding` (nothing written), its reads keep answering from where the data is.
+async fn assert_refused_and_read_as_before(old: &TestApp, new: &TestApp) {
+    let (_, top) = old.get("/v1/boards/game/top?period=all").await;
+    // The layout record aside (the probe records a board written before records existed).
+    let keyspace = || async { old.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":layout")).collect::<Vec<_>>() };
+    let keys_before = keyspace().await;
+    let (status, body) = new.post("/v1/boards/game/scores", &json!({"event_id": "n1", "user_id": "u1", "score": 99})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_resharding")), "{body}");
+    let correction = json!({"correction_id": "c9", "set": 1, "reason": "r", "period": "all", "period_id": "all"});
+    let (status, _) = new.call(Method::POST, "/v1/admin/boards/game/users/u1/corrections", correction.to_string(), ADMIN).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(keyspace().await, keys_before, "nothing written");
+    assert_eq!(new.get("/v1/boards/game/top?period=all").await, (StatusCode::OK, top.clone()));
+    let (status, user) = new.get("/v1/boards/game/users/u3?period=all").await;
+    assert_eq!(
+        (status, user["rank"].as_u64()),
+        (StatusCode::OK, top["entries"].as_array().unwrap().iter().position(|e| e["user_id"] == "u3").map(|p| p as u64 + 1))
+    );
+}
+
+async fn seed(app: &TestApp) {
+    for user in 0..8 {
+        let (status, body) = app
+            .post("/v1/boards/game/scores", &json!({"event_id": format!("s{user}"), "user_id": format!("u{user}"), "score": 10 + user}))
+            .await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+}
+
+#[tokio::test]
+async fn changing_shards_of_a_board_that_holds_data_refuses_its_writes_and_reads_where_the_data_is() {
+    // One slot, then four.
+    let one = spawn_journaled(game(1)).await;
+    seed(&one).await;
+    let four = standings_tests::journal::spawn_journaled_on(game(4), one.keys.clone()).await;
+    assert_refused_and_read_as_before(&one, &four).await;
+
+    // Written before layouts were recorded: the data found in the one slot is its layout.
+    let old = spawn_journaled(game(1)).await;
+    seed(&old).await;
+    let _: () = redis::cmd("DEL").arg(old.keys.board_layout("game")).query_async(&mut old.redis.clone()).await.unwrap();
+    let four = standings_tests::journal::spawn_journaled_on(game(4), old.keys.clone()).await;
+    assert_refused_and_read_as_before(&old, &four).await;
+
+    // Four shards, then back to one.
+    let four = spawn_journaled(game(4)).await;
+    seed(&four).await;
+    let one = standings_tests::journal::spawn_journaled_on(game(1), four.keys.clone()).await;
+    assert_refused_and_read_as_before(&four, &one).await;
 }

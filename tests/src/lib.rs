@@ -146,7 +146,8 @@ pub(crate) async fn spawn_app(config: Config, keys: Keys, store: Store, assertio
         // What the journal's first drain does for a new deployment (docs/journal.md#fence):
         // its journal holds nothing yet, so every board takes journaled writes.
         for shard in config.boards().iter().flat_map(|board| keys.board_shards(&board.name, board.shards)) {
-            let _: () = redis::cmd("HSET").arg(shard.guard()).arg(standings::domain::guard::BORN).arg(1).query_async(&mut redis).await.unwrap();
+            let _: () =
+                redis::cmd("HSET").arg(shard.guard()).arg(standings::domain::guard::BORN).arg(1).query_async(&mut redis).await.unwrap();
         }
     }
     TestApp {

@@ -292,6 +292,8 @@ pub fn store_status(error: &StoreError) -> (StatusCode, &'static str) {
         (StatusCode::SERVICE_UNAVAILABLE, "store_full")
     } else if matches!(error, StoreError::EvictingPolicy(_)) {
         (StatusCode::SERVICE_UNAVAILABLE, "store_misconfigured")
+    } else if matches!(error, StoreError::Resharding { .. }) {
+        (StatusCode::SERVICE_UNAVAILABLE, "board_resharding")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
     }
@@ -315,6 +317,14 @@ impl ApiError {
             tracing::error!(error = %error, "store out of memory");
             // Memory is freed by expiring keys or by an operator, not within a second.
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", STORE_FULL).with_retry_after(5);
+        }
+        if let StoreError::Resharding { board, recorded, configured } = &error {
+            tracing::error!(board, recorded, configured, "writes refused: the board's data is in another layout than configured");
+            let message = format!(
+                "board {board:?} holds its data in {recorded} shard(s) but is configured with {configured}; \
+                 writes resume once it is moved (docs/scaling.md#changing-shards); reads answer from its data"
+            );
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_resharding", &message).with_retry_after(RESTORING_RETRY_SECS);
         }
         if let StoreError::EvictingPolicy(policy) = &error {
             tracing::error!(maxmemory_policy = %policy, "writes refused: the store may evict keys");

@@ -20,6 +20,10 @@ pub enum StoreError {
     /// A read found its board being restored, or lost (docs/journal.md#fence).
     #[error("the board is being restored from its journal")]
     Restoring,
+    /// A board's data is in another layout than the configuration's (docs/scaling.md):
+    /// writes are refused until it is moved or the configuration restored.
+    #[error("board {board:?} holds its data in {recorded} shard(s); the configuration says {configured}")]
+    Resharding { board: String, recorded: u32, configured: u32 },
     /// Writes are refused: the store may evict keys, and with them the boards, ledgers and
     /// event markers exactly-once rests on.
     #[error("the store's maxmemory-policy is {0:?}; writes need noeviction (or STANDINGS_ALLOW_EVICTING_POLICY=true)")]

@@ -4,6 +4,7 @@
 pub mod error;
 pub mod journal;
 pub mod keys;
+pub mod layout;
 pub mod notices;
 pub mod probe;
 pub mod restore;

@@ -46,6 +46,7 @@ pub struct Store {
     round_trips: Arc<AtomicU64>,
     replica_wait: ReplicaWait,
     policy: Arc<PolicyGate>,
+    layouts: Arc<super::layout::Layouts>,
 }
 
 /// How long a probe of the store's eviction policy is trusted before writes probe again.
@@ -91,7 +92,13 @@ impl Store {
             Backend::Standalone(ConnectionManager::new_lazy_with_config(client, config)?)
         };
         let policy = Arc::new(PolicyGate { allow_evicting: settings.allow_evicting_policy, ..PolicyGate::default() });
-        Ok(Self { backend: Arc::new(backend), round_trips: Arc::default(), replica_wait: settings.replica_wait, policy })
+        Ok(Self {
+            backend: Arc::new(backend),
+            round_trips: Arc::default(),
+            replica_wait: settings.replica_wait,
+            policy,
+            layouts: Arc::default(),
+        })
     }
 
     /// From the environment, `REDIS_URL` read from Secrets Manager when `REDIS_URL_SECRET`
@@ -145,6 +152,27 @@ impl Store {
             }
         };
         if self.writes_accepted(&policy) { Ok(conn) } else { Err(StoreError::EvictingPolicy(policy)) }
+    }
+
+    /// The shards `board`'s data is in, as recorded in Redis (`layout`): what reads read.
+    pub async fn board_shards(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<u32, StoreError> {
+        let mut conn = self.connection().await?;
+        self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), false).await
+    }
+
+    /// Refuses a write to `board` while its data is in another layout than the configuration's
+    /// (`Resharding`): it would land where no read looks.
+    pub async fn check_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<(), StoreError> {
+        let mut conn = self.connection().await?;
+        match self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await? {
+            recorded if recorded == board.shards => Ok(()),
+            recorded => Err(StoreError::Resharding { board: board.name.clone(), recorded, configured: board.shards }),
+        }
+    }
+
+    /// Forgets the probed layout of `board` (a reshard recorded a new one).
+    pub fn forget_layout(&self, board: &str) {
+        self.layouts.forget(board);
     }
 
     /// Whether writes go ahead under `maxmemory-policy` `policy`: with `noeviction`, or with

@@ -178,6 +178,7 @@ impl Moderation {
         let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request) } else { String::new() };
         let correction = ScoreCorrection { journal_entry: &journal_entry, ..correction };
         let mut conn = self.store.write_connection().await?;
+        self.store.check_layout(&self.keys, board).await?;
         let keys = self.keys.board_of_user(&board.name, board.shards, user_id);
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
         let (entry, duplicate, periods) = match script::correct_score(&mut conn, &keys, &correction, audit).await? {

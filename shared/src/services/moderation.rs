@@ -255,14 +255,18 @@ impl Moderation {
             .map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() }))
             .collect();
         let replies = join_all(boards.iter().map(|(board, live)| {
-            let (mut conn, keys) = (conn.clone(), self.keys.board_of_user(&board.name, board.shards, user_id));
+            let (mut conn, keys, store) = (conn.clone(), self.keys.clone(), self.store.clone());
             let entry = AuditEntry::new(&board.name, kind, user_id, actor, now).json();
             let action = if banned {
                 Ban::Ban { live, statements: board.statements, league: board.league.as_ref(), notify: board.notify.as_ref() }
             } else {
                 Ban::Unban
             };
-            async move { script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN }).await }
+            async move {
+                // Where the user's data is: the recorded layout (a ban is never refused for a reshard).
+                let keys = keys.board_of_user(&board.name, store.board_shards(&keys, board).await?, user_id);
+                script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN }).await
+            }
         }))
         .await;
         let mut removed = Vec::new();
@@ -286,7 +290,8 @@ impl Moderation {
         }
         let conn = self.store.connection().await?;
         // A sharded board keeps a log per shard (each user's actions in their shard): merged.
-        let logs = futures::future::try_join_all(self.keys.board_shards(&board.name, board.shards).into_iter().map(|keys| {
+        let shards = self.store.board_shards(&self.keys, board).await?;
+        let logs = futures::future::try_join_all(self.keys.board_shards(&board.name, shards).into_iter().map(|keys| {
             let mut conn = conn.clone();
             async move { conn.lrange::<_, Vec<String>>(keys.audit(), 0, limit as isize - 1).await }
         }))

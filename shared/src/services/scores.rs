@@ -92,6 +92,7 @@ impl Scores {
         let plan = plan_submission(board, submission, now, &self.window)?;
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
+        self.store.check_layout(&self.keys, board).await?;
         let keys = self.keys.board_of_user(&board.name, board.shards, &submission.user_id);
         let reply = submit_score(&mut conn, &keys, &plan, wait).await?;
         let mut receipts = [receipt(board, submission, reply)];
@@ -189,7 +190,11 @@ impl Scores {
                     .map_err(|refusal| ScoreBatchRefusal { index: Some(index), error: refusal.into() })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let conn = match self.store.write_connection().await {
+        let connected = match self.store.check_layout(&self.keys, board).await {
+            Ok(()) => self.store.write_connection().await,
+            Err(error) => Err(error),
+        };
+        let conn = match connected {
             Ok(conn) => conn,
             Err(error) => return Ok(plans.iter().map(|_| Err(error.clone().into())).collect()),
         };

@@ -326,6 +326,7 @@ impl Moderation {
         };
         let mut conn = self.store.write_connection().await?;
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
+        self.store.check_layout(&self.keys, board).await?;
         match script::void_points(&mut conn, &self.keys.board_of_user(&board.name, board.shards, user_id), &void, audit).await? {
             VoidReply::Voided { entry, periods, duplicate } => {
                 let entry = serde_json::from_str(&entry).map_err(|e| StoreError::Protocol(format!("void entry: {e}")))?;

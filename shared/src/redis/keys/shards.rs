@@ -67,6 +67,12 @@ pub fn journal_board(name: &str) -> &str {
 }
 
 impl Keys {
+    /// How many shards `board`'s data is in (a string; `redis::layout`), beside its one-slot
+    /// keys.
+    pub fn board_layout(&self, board: &str) -> String {
+        format!("{}:layout", self.board(board).guard().trim_end_matches(":guard"))
+    }
+
     /// The keys of shard `shard` of `board` spread over `shards` (1: the board's own keys).
     pub fn board_shard(&self, board: &str, shards: u32, shard: u32) -> BoardKeys {
         self.board(&tags(board, shards)[shard as usize])

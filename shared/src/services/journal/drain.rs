@@ -133,8 +133,18 @@ impl<O: Objects> Drainer<O> {
         if let Err(error) = profiles::move_legacy(&self.store, &self.keys, Utc::now(), budget).await {
             tracing::warn!(error = %error, "profiles of the layout before shards not moved yet");
         }
-        let journals: Vec<String> =
-            self.config.boards().iter().flat_map(|board| journal_names(&board.name, board.shards)).chain(profile_journals()).collect();
+        // Each board's shards as configured and, while it is being resharded, as its data is
+        // (docs/scaling.md#changing-shards): no stream is left undrained.
+        let mut journals: Vec<String> = Vec::new();
+        for board in self.config.boards() {
+            let recorded = self.store.board_shards(&self.keys, board).await.unwrap_or(board.shards);
+            for name in journal_names(&board.name, board.shards).into_iter().chain(journal_names(&board.name, recorded)) {
+                if !journals.contains(&name) {
+                    journals.push(name);
+                }
+            }
+        }
+        journals.extend(profile_journals());
         let names = journals.iter().map(String::as_str);
         let boards = join_all(names.map(|name| async move {
             let mut drained = BoardDrain {

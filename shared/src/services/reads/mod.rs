@@ -248,8 +248,9 @@ impl Reader {
         let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
         let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
-        let (total, places) = if board.shards > 1 {
-            sharded::members(&conn, &sharded::sets(&self.keys, board, period), &scale, &distinct).await?
+        let shards = self.store.board_shards(&self.keys, board).await?;
+        let (total, places) = if shards > 1 {
+            sharded::members(&conn, &sharded::sets(&self.keys, board, shards, period), &scale, &distinct).await?
         } else {
             let keys = self.keys.board(&board.name);
             let fence = self.fence(&keys);
@@ -281,9 +282,10 @@ impl Reader {
     pub async fn distribution(&self, board: &Board, period: &Period, buckets: u64) -> Result<Distribution, StoreError> {
         let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
-        if board.shards > 1 {
+        let shards = self.store.board_shards(&self.keys, board).await?;
+        if shards > 1 {
             let histogram =
-                sharded::distribution(&conn, &sharded::sets(&self.keys, board, period), &scale, buckets, &CUTOFF_SHARES).await?;
+                sharded::distribution(&conn, &sharded::sets(&self.keys, board, shards, period), &scale, buckets, &CUTOFF_SHARES).await?;
             return Ok(Distribution::of(histogram, &scale));
         }
         let keys = self.keys.board(&board.name);
@@ -297,7 +299,8 @@ impl Reader {
     /// explain (its statements are released with it): `StatementGone`.
     pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, ReadError> {
         let mut conn = self.store.connection().await?;
-        let keys = self.keys.board_of_user(&board.name, board.shards, user_id);
+        let shards = self.store.board_shards(&self.keys, board).await?;
+        let keys = self.keys.board_of_user(&board.name, shards, user_id);
         let (closed, fence, composite, fields): (bool, GuardFence, Option<f64>, BTreeMap<String, String>) = redis::pipe()
             .atomic()
             .hexists(keys.guard(), guard::closed_field(period))
@@ -323,8 +326,9 @@ impl Reader {
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>) -> Result<RawWindow, StoreError> {
         let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
-        if board.shards > 1 {
-            let sets = sharded::sets(&self.keys, board, period);
+        let shards = self.store.board_shards(&self.keys, board).await?;
+        if shards > 1 {
+            let sets = sharded::sets(&self.keys, board, shards, period);
             return match window {
                 Window::Page { offset, limit } => sharded::page(&conn, &sets, &scale, offset, limit).await,
                 Window::Around { member, around } => sharded::around(&conn, &sets, &scale, member, around).await,

@@ -11,9 +11,9 @@ use crate::redis::scripts::{MemberPlace, PeriodStanding, RawEntry, RawWindow};
 use crate::redis::sharded::{self, Entry, ShardSet};
 use crate::redis::store::Connection;
 
-/// Every shard's sorted set of `period`, with its guard when reads honour fences.
-pub fn sets(keys: &Keys, board: &Board, period: &Period) -> Vec<ShardSet> {
-    keys.board_shards(&board.name, board.shards)
+/// Every sorted set of `period` of `board`'s `shards` (its recorded layout), with its guard when reads honour fences.
+pub fn sets(keys: &Keys, board: &Board, shards: u32, period: &Period) -> Vec<ShardSet> {
+    keys.board_shards(&board.name, shards)
         .into_iter()
         .map(|shard| ShardSet { set: shard.period(period), guard: keys.journal_on().then(|| shard.guard()) })
         .collect()

@@ -1,0 +1,93 @@
+//! The layout a board's data is in (docs/scaling.md#changing-shards): how many shards, as
+//! recorded in Redis beside the board's one-slot keys (`Keys::board_layout`). A function whose
+//! configuration says otherwise refuses the board's writes (`StoreError::Resharding`) and
+//! reads the recorded layout, so a changed `shards` never splits a board or hides its data.
+//!
+//! Probed once per board per container every `LAYOUT_PROBE_SECS` (the write path stays one
+//! round trip per board in between); a board with no record is recorded at its first probe:
+//! in its configured layout when it holds no data in the one-slot layout, in that layout when
+//! it does (a board written before shards existed).
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+
+use super::error::StoreError;
+use super::keys::Keys;
+use super::store::Connection;
+use crate::domain::config::{Board, BoardKind};
+use crate::domain::period::Period;
+
+/// How long a probe of a board's recorded layout is trusted.
+pub const LAYOUT_PROBE_SECS: u64 = 30;
+
+/// The recorded layouts probed by this container.
+#[derive(Default)]
+pub struct Layouts {
+    probed: Mutex<HashMap<String, (Instant, u32)>>,
+}
+
+impl Layouts {
+    /// The shards `board`'s data is in, probed at most every `LAYOUT_PROBE_SECS`. A read
+    /// (`record` false) never writes: on a board with no record yet it finds the layout
+    /// without recording it (and probes again next time).
+    pub async fn recorded(
+        &self,
+        conn: &mut Connection,
+        keys: &Keys,
+        board: &Board,
+        now: DateTime<Utc>,
+        record: bool,
+    ) -> Result<u32, StoreError> {
+        // Only score boards can be sharded (`config::validate`): the others are in one slot.
+        if board.kind != BoardKind::Scores {
+            return Ok(1);
+        }
+        let cached = self.probed.lock().ok().and_then(|probed| {
+            probed.get(&board.name).filter(|(at, _)| at.elapsed() < Duration::from_secs(LAYOUT_PROBE_SECS)).map(|(_, shards)| *shards)
+        });
+        if let Some(shards) = cached {
+            return Ok(shards);
+        }
+        let (shards, recorded) = probe(conn, keys, board, now, record).await?;
+        if let Some(mut probed) = self.probed.lock().ok().filter(|_| recorded) {
+            probed.insert(board.name.clone(), (Instant::now(), shards));
+        }
+        Ok(shards)
+    }
+
+    /// Forgets what was probed (a reshard changed the record).
+    pub fn forget(&self, board: &str) {
+        if let Ok(mut probed) = self.probed.lock() {
+            probed.remove(board);
+        }
+    }
+}
+
+/// Reads the record; records it when there is none and `record`. Whether it is recorded.
+async fn probe(conn: &mut Connection, keys: &Keys, board: &Board, now: DateTime<Utc>, record: bool) -> Result<(u32, bool), StoreError> {
+    let one_slot = keys.board(&board.name);
+    let layout = keys.board_layout(&board.name);
+    let mut data = vec![one_slot.guard()];
+    data.extend(board.periods.iter().map(|kind| one_slot.period(&Period::containing(*kind, now, board.timezone))));
+    let (recorded, held): (Option<u32>, u64) =
+        redis::pipe().get(&layout).cmd("EXISTS").arg(&data).query_async(conn).await.map_err(StoreError::from)?;
+    if let Some(shards) = recorded {
+        return Ok((shards, true));
+    }
+    let shards = if board.shards > 1 && held > 0 { 1 } else { board.shards };
+    if !record {
+        return Ok((shards, false));
+    }
+    // Another container may record it first: theirs stands.
+    let before: Option<u32> =
+        redis::cmd("SET").arg(&layout).arg(shards).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
+    Ok((before.unwrap_or(shards), true))
+}
+
+/// Records `shards` as the layout of `board` (a reshard's last step), whatever was recorded.
+pub async fn record(conn: &mut Connection, keys: &Keys, board: &str, shards: u32) -> Result<(), StoreError> {
+    redis::cmd("SET").arg(keys.board_layout(board)).arg(shards).query_async(conn).await.map_err(StoreError::from)
+}
