@@ -64,6 +64,7 @@ mod scores;
 mod semantics;
 mod sharded_boards;
 mod sharded_journal;
+mod sharded_reshard;
 mod sign_ins;
 mod startup_check;
 mod statements;

@@ -3,7 +3,8 @@
 //! and its rank-change notifications to EventBridge (docs/notifications.md). `{"drain": {}}` runs
 //! a drain by hand; `{"restore": {"board"?, "overwrite"?}}` brings boards back from the journal
 //! after Redis lost them; `{"verify": {"board"?}}` compares boards with their journal and
-//! `{"dry_run": {…}}` replays one under candidate rules. The jobs themselves live in the shared
+//! `{"dry_run": {…}}` replays one under candidate rules; `{"reshard": {"board"}}` moves a board
+//! to the shards its configuration says (docs/scaling.md). The jobs themselves live in the shared
 //! crate (`standings::services::journal`).
 
 use std::sync::Arc;
@@ -23,8 +24,8 @@ pub use standings::archive::objects::{ObjectError, Objects, Put, board_objects, 
 pub use standings::archive::s3::{S3Objects, s3_client};
 pub use standings::services::journal::{
     BoardDrain, BoardRestore, CHUNK_ENTRIES, Checker, DRAINED_METRIC, DrainError, DrainReport, Drainer, DryRunReport, DryRunRequest,
-    LAG_METRIC, MISMATCH_METRIC, NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, Notifier, RestoreError,
-    RestoreReport, Restorer, Status, VerifyReport,
+    LAG_METRIC, MISMATCH_METRIC, NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, Notifier, Resharder,
+    RestoreError, RestoreReport, Restorer, Status, VerifyReport,
 };
 
 /// The `Function` dimension of this function's metrics.
@@ -48,6 +49,14 @@ pub enum Request {
     Verify(VerifyRequest),
     /// `{"dry_run": {"board", "period", "period_id", "config"}}`.
     DryRun(DryRunRequest),
+    /// `{"reshard": {"board": <name>}}` (docs/scaling.md#changing-shards).
+    Reshard(ReshardRequest),
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReshardRequest {
+    pub board: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -96,6 +105,7 @@ enum Manual {
     Restore(RestoreRequest),
     Verify(VerifyRequest),
     DryRun(DryRunRequest),
+    Reshard(ReshardRequest),
 }
 
 #[derive(Deserialize)]
@@ -118,7 +128,10 @@ impl TryFrom<Value> for Request {
             Ok(Manual::Restore(request)) => Ok(Request::Restore(request)),
             Ok(Manual::Verify(request)) => Ok(Request::Verify(request)),
             Ok(Manual::DryRun(request)) => Ok(Request::DryRun(request)),
-            Err(e) => Err(JournalError::BadRequest(format!("expected a scheduled event, or one of drain, restore, verify, dry_run: {e}"))),
+            Ok(Manual::Reshard(request)) => Ok(Request::Reshard(request)),
+            Err(e) => Err(JournalError::BadRequest(format!(
+                "expected a scheduled event, or one of drain, restore, verify, dry_run, reshard: {e}"
+            ))),
         }
     }
 }
@@ -128,6 +141,7 @@ pub struct Jobs<O> {
     pub drainer: Drainer<O>,
     pub restorer: Restorer<O>,
     pub checker: Checker<O>,
+    pub resharder: Resharder<O>,
 }
 
 impl<O: Objects + Clone> Jobs<O> {
@@ -135,6 +149,7 @@ impl<O: Objects + Clone> Jobs<O> {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O, metrics: Metrics, clock: Clock) -> Self {
         Self {
             restorer: Restorer::new(config.clone(), keys.clone(), store.clone(), objects.clone()),
+            resharder: Resharder::new(config.clone(), keys.clone(), store.clone(), objects.clone()),
             checker: Checker::new(config.clone(), keys.clone(), store.clone(), objects.clone(), metrics.clone(), clock),
             drainer: Drainer::new(config, keys, store, objects, metrics),
         }
@@ -167,6 +182,11 @@ impl<O: Objects + Clone> Jobs<O> {
                 serde_json::to_value(report)
             }
             Request::DryRun(request) => serde_json::to_value(Box::pin(self.checker.dry_run(&request, deadline)).await?),
+            Request::Reshard(request) => {
+                let report = Box::pin(self.resharder.reshard(&request.board, deadline)).await?;
+                tracing::info!(board = %report.board, from = report.from, to = report.to, status = ?report.status, moved = report.moved, "reshard");
+                serde_json::to_value(report)
+            }
         };
         Ok(answer.expect("a report always serializes"))
     }

@@ -18,6 +18,9 @@ pub struct Run {
     args: Vec<Vec<u8>>,
     lines: usize,
     through: String,
+    /// Each line's stream fields (entry, outcome, effects), when the run copies its lines to
+    /// a journal (`copy`).
+    copies: Vec<[String; 3]>,
 }
 
 impl Run {
@@ -47,6 +50,13 @@ impl Run {
         self.through = id.to_owned();
     }
 
+    /// `push`, and the line's stream fields to append to the target's journal as it is applied
+    /// (a reshard: the new layout journals the history it was given).
+    pub fn push_copied(&mut self, keys: &BoardKeys, id: &str, effects: &Effects, fields: [String; 3]) {
+        self.push(keys, id, effects);
+        self.copies.push(fields);
+    }
+
     pub fn lines(&self) -> usize {
         self.lines
     }
@@ -65,14 +75,36 @@ impl Run {
 /// Applies `run` and moves the checkpoint to its last line, if restore `token` still holds
 /// the board's lock (renewed for `lease_ms`); false, with nothing applied, when it does not.
 pub async fn apply(conn: &mut Connection, keys: &BoardKeys, token: &str, lease_ms: u64, run: &Run) -> Result<bool, StoreError> {
+    apply_at(conn, keys, &keys.restore_checkpoint(), token, lease_ms, run).await
+}
+
+/// `apply`, with the checkpoint in `checkpoint` (a key in the board's slot), and the run's
+/// copies appended to the board's journal.
+pub async fn apply_at(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    checkpoint: &str,
+    token: &str,
+    lease_ms: u64,
+    run: &Run,
+) -> Result<bool, StoreError> {
     let mut call = scripts::RESTORE_LINES.key(keys.restore_claims());
-    call.key(keys.restore_checkpoint()).key(keys.restore_lock());
+    call.key(checkpoint).key(keys.restore_lock());
     for key in &run.keys {
         call.key(key);
+    }
+    if !run.copies.is_empty() {
+        call.key(keys.journal());
     }
     call.arg(token).arg(lease_ms).arg(&run.through).arg(run.lines);
     for arg in &run.args {
         call.arg(arg.as_slice());
+    }
+    if !run.copies.is_empty() {
+        call.arg(run.keys.len() + 4);
+        for [entry, outcome, effects] in &run.copies {
+            call.arg(entry).arg(outcome).arg(effects);
+        }
     }
     let held: u8 = call.invoke_async(conn).await?;
     Ok(held == 1)

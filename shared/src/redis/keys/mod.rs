@@ -297,6 +297,26 @@ impl BoardKeys {
         format!("{}{key}", self.base)
     }
 
+    /// How far a reshard moving lines into this shard got (hash: `through` -> `<source
+    /// shard>/<stream id>`; docs/scaling.md#changing-shards).
+    pub fn reshard_checkpoint(&self) -> String {
+        format!("{}:reshard", self.base)
+    }
+
+    /// Pattern matching every key of this board (or shard), and every period set of it.
+    pub fn pattern_all(&self) -> String {
+        format!("{}:*", self.base)
+    }
+
+    pub fn period_pattern(&self) -> String {
+        format!("{}:z:*", self.base)
+    }
+
+    /// A key of this board (or shard) relative to its keys (`relative`'s inverse).
+    pub fn relative_of<'k>(&self, key: &'k str) -> Option<&'k str> {
+        key.strip_prefix(self.base.as_str())
+    }
+
     pub fn restore_lock(&self) -> String {
         format!("{}:restore-lock", self.base)
     }

@@ -1,5 +1,6 @@
 //! Where a sharded board's keys live (docs/scaling.md): shard `k` of a board spread over `n`
-//! has a hash tag of its own, `{<board>:<k>:<salt>}`, with the smallest salt that puts the tag
+//! has a hash tag of its own, `{<board>:<k>of<n>:<salt>}` (no two layouts share a tag), with
+//! the smallest salt that puts the tag
 //! in the k-th of n equal ranges of the 16,384 cluster slots. A cluster's primaries own
 //! contiguous equal ranges (as `redis-cli --cluster create` assigns them), so n shards land
 //! n / primaries on each primary, as evenly as the division allows. A board of one shard keeps
@@ -49,7 +50,7 @@ fn tags(board: &str, shards: u32) -> Arc<Vec<String>> {
 fn tag(board: &str, shards: u32, k: u32) -> String {
     let (low, high) = (k * SLOTS / shards, (k + 1) * SLOTS / shards);
     (0u32..)
-        .map(|salt| format!("{board}:{k}:{salt}"))
+        .map(|salt| format!("{board}:{k}of{shards}:{salt}"))
         .find(|tag| (low..high).contains(&slot(&format!("{{{tag}}}"))))
         .expect("CRC16 reaches every range")
 }
@@ -117,7 +118,10 @@ mod tests {
         assert_eq!(keys.board_shard("launch", 1, 0), keys.board("launch"));
         // The layout is data: these tags must never change.
         let guards: Vec<String> = keys.board_shards("launch", 3).iter().map(BoardKeys::guard).collect();
-        assert_eq!(guards, ["st:v1:{launch:0:0}:guard", "st:v1:{launch:1:0}:guard", "st:v1:{launch:2:0}:guard"]);
+        assert_eq!(guards, ["st:v1:{launch:0of3:0}:guard", "st:v1:{launch:1of3:1}:guard", "st:v1:{launch:2of3:3}:guard"]);
+        // No two layouts of a board share a shard's tag (a reshard moves from one to the other).
+        let all: Vec<String> = (1..=64).flat_map(|n| keys.board_shards("launch", n)).map(|shard| shard.guard()).collect();
+        assert_eq!(all.iter().collect::<std::collections::HashSet<_>>().len(), all.len());
     }
 
     #[test]

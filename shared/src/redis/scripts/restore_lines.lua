@@ -24,6 +24,11 @@ ARGV[5..]  per line: c (commands), e (expiries); then c times: n (words), the co
            of a key the line wrote, its absolute expiry after the write in ms (-1: none, -2:
            the write left no key)
 
+then, optionally (a reshard, docs/scaling.md#changing-shards), after the lines: the index in
+           KEYS of a journal stream, and per line its entry, outcome and effects (the stream
+           fields e, o and x): each line is appended there as it is applied, so the board's new
+           layout journals its whole history
+
 Reply: 1, or 0 when the lock is not this restore's (nothing applied)
 ]]
 
@@ -101,6 +106,11 @@ do
     end
     a = a + 2 * e
   end
+  -- The journal a reshard copies the lines to holds nothing else.
+  if ARGV[a] then
+    local held = raw_redis.call('TYPE', KEYS[tonumber(ARGV[a])])['ok']
+    if held ~= 'none' and held ~= 'stream' then error({err = 'WRONGTYPE the journal holds a ' .. held}) end
+  end
 end
 
 local a = 5
@@ -134,6 +144,13 @@ for _ = 1, tonumber(ARGV[4]) do
     end
   end
   a = a + 2 * e
+end
+if ARGV[a] then
+  local journal = KEYS[tonumber(ARGV[a])]
+  for i = 0, tonumber(ARGV[4]) - 1 do
+    local at = a + 1 + 3 * i
+    raw_redis.call('XADD', journal, '*', 'e', ARGV[at], 'o', ARGV[at + 1], 'x', ARGV[at + 2])
+  end
 end
 -- Claims decided now, and the expiries this call changed on claimed keys.
 for k, known in pairs(status) do

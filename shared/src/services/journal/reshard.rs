@@ -1,0 +1,315 @@
+//! Moving a board to the number of shards its configuration now says (docs/scaling.md#changing-
+//! shards): `{"reshard": {"board": …}}` on the `journal` function. The journal's recorded
+//! effects of every line of the old layout are applied in the user's shard of the new one
+//! (`restore_lines.lua`, with the line copied into that shard's journal in the same call, so
+//! the new layout's journal holds the board's whole history and a restore needs nothing else);
+//! every period set is then compared, the layout recorded and the old keys freed.
+//!
+//! Fenced: the old shards' guards refuse journaled writes from the first step (a function still
+//! configured the old way included), functions configured the new way refuse the board's writes
+//! until the layout is recorded (`board_resharding`), and reads of the old layout answer
+//! `board_restoring` while it moves. Resumable: each shard of the new layout records how far it
+//! got in the call that applies a run (`<source shard>/<stream id>`), so an invocation stopped
+//! by its deadline, or killed, goes on where the lines it applied end.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::restore::{RestoreError, Status};
+use crate::archive::objects::{Objects, journal_objects, read_lines};
+use crate::domain::config::{BoardKind, Config};
+use crate::domain::guard;
+use crate::domain::journal::{Effects, Line};
+use crate::redis::keys::{BoardKeys, Keys, journal_names, user_shard};
+use crate::redis::store::{Connection, Store};
+use crate::redis::{journal, layout, restore};
+
+/// Lines a run applies in one call, and a stream page read at once.
+const RUN_LINES: usize = 200;
+const STREAM_PAGE: usize = 1000;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReshardReport {
+    pub board: String,
+    pub from: u32,
+    pub to: u32,
+    pub status: Status,
+    /// Lines applied to the new layout by this invocation.
+    pub moved: usize,
+    /// Period sets compared, old layout against new, before the switch.
+    pub periods_checked: usize,
+}
+
+pub struct Resharder<O> {
+    config: Arc<Config>,
+    keys: Keys,
+    store: Store,
+    objects: O,
+    lease_ms: u64,
+}
+
+/// A line's place in the move: its source shard, then its stream id's numbers.
+type Place = (usize, u64, u64);
+
+fn place(source: usize, id: &str) -> Option<Place> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((source, ms.parse().ok()?, seq.parse().ok()?))
+}
+
+fn parse_place(through: &str) -> Option<Place> {
+    let (source, id) = through.split_once('/')?;
+    place(source.parse().ok()?, id)
+}
+
+impl<O: Objects> Resharder<O> {
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O) -> Self {
+        Self { config, keys, store, objects, lease_ms: super::restore::LOCK_LEASE_MS }
+    }
+
+    pub fn with_lease_ms(mut self, lease_ms: u64) -> Self {
+        self.lease_ms = lease_ms;
+        self
+    }
+
+    /// Moves `name` from the layout its data is in to its configured one, until done or
+    /// `deadline`; invoked again, it goes on.
+    pub async fn reshard(&self, name: &str, deadline: DateTime<Utc>) -> Result<ReshardReport, RestoreError> {
+        let board =
+            self.config.board(name).filter(|b| b.kind == BoardKind::Scores).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
+        if !self.keys.journal_on() {
+            return Err(RestoreError::Invalid(
+                "a reshard applies the board's journal: it needs the journal on (STANDINGS_JOURNAL_BUCKET)".into(),
+            ));
+        }
+        let (from, to) = (self.store.board_shards(&self.keys, board).await?, board.shards);
+        let mut report = ReshardReport { board: name.to_owned(), from, to, status: Status::Complete, moved: 0, periods_checked: 0 };
+        if from == to {
+            return Ok(report);
+        }
+        let mut conn = self.store.write_connection().await?;
+        let targets = self.keys.board_shards(name, to);
+        let token = format!("{:016x}", fastrand::u64(..));
+        let mut locked = Vec::new();
+        for target in &targets {
+            if !restore::lock(&mut conn, target, &token, self.lease_ms).await? {
+                for held in &locked {
+                    restore::unlock(&mut conn, held, &token).await?;
+                }
+                return Err(RestoreError::Running(name.to_owned()));
+            }
+            locked.push(target.clone());
+        }
+        let moved = self.move_locked(&mut conn, name, from, &targets, &token, deadline, &mut report).await;
+        for target in &targets {
+            if let Err(error) = restore::unlock(&mut conn, target, &token).await {
+                tracing::warn!(board = name, error = %error, "a reshard lock is left to its lease");
+            }
+        }
+        moved.map(|()| report)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn move_locked(
+        &self,
+        conn: &mut Connection,
+        name: &str,
+        from: u32,
+        targets: &[BoardKeys],
+        token: &str,
+        deadline: DateTime<Utc>,
+        report: &mut ReshardReport,
+    ) -> Result<(), RestoreError> {
+        let sources = self.keys.board_shards(name, from);
+        for source in &sources {
+            let _: () = redis::cmd("HSET")
+                .arg(source.guard())
+                .arg(guard::FENCE)
+                .arg(1)
+                .query_async(conn)
+                .await
+                .map_err(crate::redis::error::StoreError::from)?;
+        }
+        let mut done: Vec<Option<Place>> = Vec::with_capacity(targets.len());
+        for target in targets {
+            let through: Option<String> = redis::cmd("HGET")
+                .arg(target.reshard_checkpoint())
+                .arg("through")
+                .query_async(conn)
+                .await
+                .map_err(crate::redis::error::StoreError::from)?;
+            done.push(through.as_deref().and_then(parse_place));
+        }
+        if done.iter().all(Option::is_none) {
+            for target in targets {
+                if !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
+                    return Err(RestoreError::Invalid(format!(
+                        "the new layout of board {name:?} already holds boards (a layout it had before?): delete its keys first"
+                    )));
+                }
+            }
+            // A new shard's guard may exist (the drain marks a journal with no objects born): it
+            // takes the moved lines' bans all the same.
+            for target in targets {
+                let _: () = redis::cmd("HSET")
+                    .arg(target.restore_claims())
+                    .arg(target.guard())
+                    .arg("1")
+                    .query_async(conn)
+                    .await
+                    .map_err(crate::redis::error::StoreError::from)?;
+            }
+        }
+        let mut runs: Vec<restore::Run> = targets.iter().map(|_| restore::Run::default()).collect();
+        for (index, journal_name) in journal_names(name, from).iter().enumerate() {
+            for line in self.lines(conn, &sources[index], journal_name).await? {
+                // Every invocation moves a line at least: one past its deadline still goes on.
+                if report.moved > 0 && Utc::now() >= deadline {
+                    self.flush_all(conn, targets, token, &mut runs).await?;
+                    report.status = Status::InProgress;
+                    return Ok(());
+                }
+                let at = place(index, &line.id)
+                    .ok_or_else(|| RestoreError::Invalid(format!("line {} of {journal_name}: no stream id", line.id)))?;
+                let user = line.entry.get("user_id").and_then(|u| u.as_str()).ok_or_else(|| {
+                    RestoreError::Invalid(format!("line {} of {journal_name} names no user: it cannot be moved to a shard", line.id))
+                })?;
+                let t = user_shard(user, targets.len() as u32) as usize;
+                if done[t].is_some_and(|through| at <= through) {
+                    continue;
+                }
+                let (effects, recorded) = match &line.effects {
+                    Some(recorded) => (
+                        Effects::parse(recorded).map_err(|e| RestoreError::Invalid(format!("line {}: {e}", line.id)))?,
+                        recorded.to_string(),
+                    ),
+                    None => {
+                        return Err(RestoreError::Invalid(format!(
+                            "line {} of {journal_name} records no effects (written before 2026-11-26): a board holding such lines cannot be moved",
+                            line.id
+                        )));
+                    }
+                };
+                let entry = serde_json::Value::Object(line.entry.clone()).to_string();
+                runs[t].push_copied(&targets[t], &format!("{index}/{}", line.id), &effects, [entry, line.outcome.clone(), recorded]);
+                report.moved += 1;
+                if runs[t].lines() >= RUN_LINES {
+                    self.flush(conn, &targets[t], token, &mut runs[t]).await?;
+                }
+            }
+        }
+        self.flush_all(conn, targets, token, &mut runs).await?;
+        report.periods_checked = self.compare(conn, name, &sources, targets).await?;
+        // The switch: the new layout takes writes, the old one's keys go (its history is in
+        // the new layout's journal now).
+        layout::record(conn, &self.keys, name, targets.len() as u32).await?;
+        self.store.forget_layout(name);
+        for target in targets {
+            restore::finish(conn, target, true).await?;
+            let _: () = redis::cmd("DEL")
+                .arg(target.reshard_checkpoint())
+                .query_async(conn)
+                .await
+                .map_err(crate::redis::error::StoreError::from)?;
+        }
+        let record = self.keys.board_layout(name);
+        for source in &sources {
+            let old: Vec<String> =
+                conn.scan_slot_of(&source.guard(), &source.pattern_all()).await?.into_iter().filter(|key| *key != record).collect();
+            for chunk in old.chunks(500) {
+                let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await.map_err(crate::redis::error::StoreError::from)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every line of one shard of the old layout: its objects, then its stream after them.
+    async fn lines(&self, conn: &mut Connection, source: &BoardKeys, journal_name: &str) -> Result<Vec<Line>, RestoreError> {
+        let mut lines = Vec::new();
+        for object in journal_objects(&self.objects, self.keys.prefix(), journal_name).await? {
+            lines.extend(read_lines(&self.objects, &object).await.map_err(|e| RestoreError::Unreadable(object.clone(), e.to_string()))?);
+        }
+        let Some(until) = journal::newest_id(conn, source).await? else { return Ok(lines) };
+        let mut last = lines.last().map(|line| line.id.clone());
+        loop {
+            let page = journal::after_until(conn, source, journal_name, last.as_deref(), &until, STREAM_PAGE).await?;
+            let Some(end) = page.last().map(|line| line.id.clone()) else { break };
+            lines.extend(page);
+            last = Some(end);
+        }
+        Ok(lines)
+    }
+
+    async fn flush(&self, conn: &mut Connection, target: &BoardKeys, token: &str, run: &mut restore::Run) -> Result<(), RestoreError> {
+        if run.lines() == 0 {
+            return Ok(());
+        }
+        if !restore::apply_at(conn, target, &target.reshard_checkpoint(), token, self.lease_ms, run).await? {
+            return Err(RestoreError::Running(target.guard()));
+        }
+        *run = restore::Run::default();
+        Ok(())
+    }
+
+    async fn flush_all(
+        &self,
+        conn: &mut Connection,
+        targets: &[BoardKeys],
+        token: &str,
+        runs: &mut [restore::Run],
+    ) -> Result<(), RestoreError> {
+        for (target, run) in targets.iter().zip(runs.iter_mut()) {
+            self.flush(conn, target, token, run).await?;
+        }
+        Ok(())
+    }
+
+    /// Every period set of the old layout against the same period's sets of the new: the
+    /// same members with the same composites, or the board stays fenced. The count compared.
+    async fn compare(
+        &self,
+        conn: &mut Connection,
+        name: &str,
+        sources: &[BoardKeys],
+        targets: &[BoardKeys],
+    ) -> Result<usize, RestoreError> {
+        let mut periods: BTreeMap<String, ()> = BTreeMap::new();
+        for source in sources {
+            for key in conn.scan_slot_of(&source.guard(), &source.period_pattern()).await? {
+                if let Some(relative) = source.relative_of(&key) {
+                    periods.insert(relative.to_owned(), ());
+                }
+            }
+        }
+        for relative in periods.keys() {
+            let members = |shards: &[BoardKeys]| shards.iter().map(|shard| shard.relative(relative)).collect::<Vec<_>>();
+            let (mut old, mut new) = (Vec::new(), Vec::new());
+            for key in members(sources) {
+                old.extend(
+                    redis::AsyncCommands::zrange_withscores::<_, Vec<(String, f64)>>(conn, key, 0, -1)
+                        .await
+                        .map_err(crate::redis::error::StoreError::from)?,
+                );
+            }
+            for key in members(targets) {
+                new.extend(
+                    redis::AsyncCommands::zrange_withscores::<_, Vec<(String, f64)>>(conn, key, 0, -1)
+                        .await
+                        .map_err(crate::redis::error::StoreError::from)?,
+                );
+            }
+            crate::redis::sharded::sort(&mut old);
+            crate::redis::sharded::sort(&mut new);
+            if old != new {
+                return Err(RestoreError::Invalid(format!(
+                    "reshard of board {name:?}: period {relative} holds {} entries in the old layout and {} in the new, not the same: the board stays fenced",
+                    old.len(),
+                    new.len()
+                )));
+            }
+        }
+        Ok(periods.len())
+    }
+}

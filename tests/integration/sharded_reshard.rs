@@ -1,0 +1,150 @@
+//! Changing a board's `shards` with live data (docs/scaling.md#changing-shards): a deploy with
+//! the new count refuses its writes (503 `board_resharding`) and reads where the data is; the
+//! journal function's `reshard` moves it (part drained to S3, part still in the streams), in
+//! invocations stopped by their deadline again and again; afterwards every read equals the
+//! board's before, retries are duplicates, bans hold, the old layout is gone, and a restore
+//! after the whole deployment is lost brings the moved board back from the new layout's journal.
+
+use std::sync::{Arc, Mutex};
+
+use axum::http::{Method, StatusCode};
+use chrono::{Duration, Utc};
+use journal::{Jobs, Restorer, S3Objects, Status};
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
+use standings_tests::{ADMIN, TestApp, spawn_journaled};
+
+fn far() -> chrono::DateTime<Utc> {
+    Utc::now() + Duration::minutes(5)
+}
+
+fn game(shards: u32) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"sum\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nstatements = true\nshards = {shards}\n"
+    ))
+    .unwrap()
+}
+
+async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode, Value) {
+    app.set_now(Utc::now());
+    app.post("/v1/boards/game/scores", &json!({"event_id": id, "user_id": user, "score": score})).await
+}
+
+/// Every read of the board, with the ranks of a list of users.
+async fn reads(app: &TestApp) -> Vec<Value> {
+    let mut reads = Vec::new();
+    for path in [
+        "top?period=all&limit=50",
+        "top?period=day&rank_mode=competition&offset=2&limit=5",
+        "users/u7?period=all&around=3",
+        "users/u12/statement?period=all",
+        "distribution?period=all&buckets=5",
+    ] {
+        let (status, body) = app.get(&format!("/v1/boards/game/{path}")).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        reads.push(body);
+    }
+    let ids: Vec<String> = (0..30).map(|u| format!("u{u}")).collect();
+    let (_, ranks) = app.call_query(Method::POST, "/v1/boards/game/ranks", json!({"user_ids": ids, "period": "all"}).to_string()).await;
+    reads.push(ranks);
+    reads
+}
+
+/// Reshards with every invocation past its deadline (each moves a run and stops), until done.
+async fn reshard_in_steps(jobs: &Jobs<S3Objects>) -> Value {
+    for step in 0..200 {
+        let report = jobs
+            .run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1))
+            .await
+            .unwrap_or_else(|e| panic!("step {step}: {e:?}"));
+        if report["status"] == "complete" {
+            return report;
+        }
+    }
+    panic!("the reshard did not finish in 200 invocations");
+}
+
+async fn keys_of(app: &TestApp, tag_start: &str) -> Vec<String> {
+    app.written_keys().await.into_iter().filter(|key| key.contains(tag_start)).collect()
+}
+
+#[tokio::test]
+async fn a_board_moved_from_one_shard_to_eight_then_to_three_reads_as_before() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let metrics = || Arc::new(Mutex::new(Vec::new()));
+    let one = spawn_journaled(game(1)).await;
+    for i in 0..40 {
+        let (status, body) = submit(&one, &format!("s{i}"), &format!("u{}", i % 23), 1 + i % 7).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let correction = json!({"correction_id": "c1", "delta": 5, "reason": "r", "period": "all", "period_id": "all"});
+    assert_eq!(
+        one.call(Method::POST, "/v1/admin/boards/game/users/u12/corrections", correction.to_string(), ADMIN).await.0,
+        StatusCode::OK
+    );
+    assert_eq!(one.call(Method::POST, "/v1/admin/users/u3/ban", "{}", ADMIN).await.0, StatusCode::OK);
+    // Part of the history in S3, the rest still in the board's stream.
+    one.journal_jobs(&client, &bucket, metrics()).run(json!({"drain": {}}), far()).await.expect("a drain");
+    for i in (40..55).filter(|i| i % 23 != 3) {
+        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{}", i % 23), 2).await.0, StatusCode::OK);
+    }
+    let before = reads(&one).await;
+
+    // Deployed with 8: refused until moved; reads answer from the one slot.
+    let eight = spawn_journaled_on(game(8), one.keys.clone()).await;
+    let (status, body) = submit(&eight, "n1", "u1", 1).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_resharding")), "{body}");
+    assert_eq!(reads(&eight).await, before);
+    let jobs = eight.journal_jobs(&client, &bucket, metrics());
+    let report = reshard_in_steps(&jobs).await;
+    assert_eq!((report["from"].as_u64(), report["to"].as_u64()), (Some(1), Some(8)), "{report}");
+    assert_eq!(reads(&eight).await, before, "every read as before the move");
+    assert!(keys_of(&eight, "{game}").await.iter().all(|key| key.ends_with(":layout")), "the old layout's keys are freed");
+    let (status, retry) = submit(&eight, "s5", "u5", 6).await;
+    assert_eq!((status, retry["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "a retry is a duplicate: {retry}");
+    let (status, banned) = submit(&eight, "b1", "u3", 1).await;
+    assert_eq!((status, banned["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("user_banned")), "{banned}");
+    assert_eq!(submit(&eight, "n1", "u1", 4).await.0, StatusCode::OK, "writes resume");
+    let before = reads(&eight).await;
+
+    // From 8 to 3, again in steps.
+    let three = spawn_journaled_on(game(3), one.keys.clone()).await;
+    assert_eq!(submit(&three, "n2", "u2", 1).await.0, StatusCode::SERVICE_UNAVAILABLE);
+    let jobs = three.journal_jobs(&client, &bucket, metrics());
+    let report = reshard_in_steps(&jobs).await;
+    assert_eq!((report["from"].as_u64(), report["to"].as_u64()), (Some(8), Some(3)), "{report}");
+    assert_eq!(reads(&three).await, before);
+    for shard in three.keys.board_shards("game", 8) {
+        let tag = shard.guard().split('{').nth(1).unwrap().split('}').next().unwrap().to_owned();
+        assert!(keys_of(&three, &format!("{{{tag}}}")).await.is_empty(), "shard {tag} of the old layout is freed");
+    }
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["moved"], 0, "done: nothing more to move");
+
+    // Redis lost: the new layout's journal holds the whole history.
+    jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    let mut conn = three.redis.clone();
+    for key in three.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let restorer = Restorer::new(three.config.clone(), three.keys.clone(), three.store.clone(), S3Objects::new(client.clone(), &bucket));
+    let restored = restorer.restore(Some("game"), far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    assert_eq!(reads(&three).await, before, "restored from the new layout's journal alone");
+}
+
+#[tokio::test]
+async fn a_reshard_refuses_a_new_layout_that_already_holds_boards() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    assert_eq!(submit(&one, "s1", "u1", 3).await.0, StatusCode::OK);
+    // Something left in the new layout (a layout the board had before, say).
+    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
+    let stray = four.keys.board_shard("game", 4, 2).relative(":z:all:all");
+    let _: () = redis::cmd("ZADD").arg(&stray).arg(1).arg("x").query_async(&mut four.redis.clone()).await.unwrap();
+    let error = four.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await.unwrap_err();
+    assert!(error.to_string().contains("already holds"), "{error}");
+    assert_eq!(error.code(), "bad_request");
+}
