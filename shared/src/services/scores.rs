@@ -7,16 +7,14 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::domain::config::{Board, BoardKind, Config};
-use crate::domain::period::{EventTimeError, EventWindow, Period};
+use crate::domain::period::{EventTimeError, EventWindow};
 use crate::domain::scores::{ScorePlan, Submission, SubmissionRefusal, plan_submission};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, user_shard};
 use crate::redis::scripts::CHUNK;
 use crate::redis::scripts::scores::{ScoreOutcome, SubmitReply, submit_score, submit_scores};
 use crate::redis::settings::ReplicaWait;
-use crate::redis::sharded::{self, ShardSet};
 use crate::redis::store::{Connection, Store};
-use futures::future::try_join_all;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScoreError {
@@ -96,84 +94,25 @@ impl Scores {
         let keys = self.keys.board_of_user(&board.name, board.shards, &submission.user_id);
         let reply = submit_score(&mut conn, &keys, &plan, wait).await?;
         let mut receipts = [receipt(board, submission, reply)];
-        self.rank_on_whole_board(board, &[&submission.user_id], &mut receipts).await?;
+        without_shard_ranks(board, &mut receipts);
         let [receipt] = receipts;
         receipt
     }
 
-    /// On a sharded board, turns each receipt's ranks (its shard's) into ranks on the whole
-    /// board: one parallel read of every shard per period (docs/scaling.md). `users[i]` sent
-    /// `receipts[i]`.
-    async fn rank_on_whole_board(
-        &self,
-        board: &Board,
-        users: &[&str],
-        receipts: &mut [Result<ScoreReceipt, ScoreError>],
-    ) -> Result<(), StoreError> {
-        if board.shards <= 1 {
-            return Ok(());
-        }
-        // Per period: (receipt, standing, user, composite) of every standing held.
-        type Probe<'u> = (usize, usize, &'u str, f64);
-        let mut by_period: Vec<(Period, Vec<Probe<'_>>)> = Vec::new();
-        for (r, (user, receipt)) in users.iter().zip(receipts.iter()).enumerate() {
-            let Ok(receipt) = receipt else { continue };
-            for (s, standing) in receipt.outcome.periods.iter().enumerate() {
-                let (Some(composite), Some(kind)) = (standing.composite, board.period_kind(&standing.period)) else { continue };
-                // Only its kind and id name its keys.
-                let period = Period { kind, id: standing.period_id.clone(), start: None, end: None };
-                let probe = (r, s, *user, composite as f64);
-                match by_period.iter_mut().find(|(known, _)| *known == period) {
-                    Some((_, probes)) => probes.push(probe),
-                    None => by_period.push((period, vec![probe])),
-                }
-            }
-        }
-        let conn = self.store.write_connection().await?;
-        let counted = try_join_all(by_period.iter().map(|(period, probes)| {
-            let sets: Vec<ShardSet> = self
-                .keys
-                .board_shards(&board.name, board.shards)
-                .iter()
-                .map(|shard| ShardSet { set: shard.period(period), guard: None })
-                .collect();
-            let probes: Vec<(&str, f64)> = probes.iter().map(|&(_, _, user, composite)| (user, composite)).collect();
-            let conn = &conn;
-            async move { sharded::counts(conn, &sets, &probes, &[]).await.map(|(before, _)| before) }
-        }))
-        .await?;
-        for ((_, probes), before) in by_period.iter().zip(counted) {
-            for (&(r, s, ..), before) in probes.iter().zip(before) {
-                if let Ok(receipt) = &mut receipts[r] {
-                    receipt.outcome.periods[s].rank = Some(before + 1);
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Up to `MAX_BATCH` submissions to one board: validated together (one invalid refuses
     /// the batch and writes nothing), then applied in their order, one script call per
-    /// `CHUNK` (per shard). Each gets its own answer, as `submit` would have given it; on a
-    /// sharded board its ranks are as the batch left the board.
+    /// `CHUNK` (per shard). Each gets its own answer, as `submit` would have given it.
     pub async fn submit_batch(
         &self,
         board: &str,
         submissions: &[Submission],
         now: DateTime<Utc>,
     ) -> Result<Vec<Result<ScoreReceipt, ScoreError>>, ScoreBatchRefusal> {
-        let mut results = self.submit_batch_at(board, submissions, &vec![now; submissions.len()]).await?;
-        let board = self.score_board(board).map_err(|error| ScoreBatchRefusal { index: None, error })?;
-        let users: Vec<&str> = submissions.iter().map(|s| s.user_id.as_str()).collect();
-        if let Err(error) = self.rank_on_whole_board(board, &users, &mut results).await {
-            // Applied, but their ranks unknown: answered as the store failing (a retry is a duplicate).
-            results.iter_mut().filter(|r| r.is_ok()).for_each(|r| *r = Err(ScoreError::Store(error.clone())));
-        }
-        Ok(results)
+        self.submit_batch_at(board, submissions, &vec![now; submissions.len()]).await
     }
 
     /// `submit_batch`, submission i applied at `times[i]` (a queue's untimed message: when SQS
-    /// took it). Nobody reads a queue's ranks: on a sharded board they are not counted (`None`).
+    /// took it).
     pub async fn submit_batch_at(
         &self,
         board: &str,
@@ -224,10 +163,7 @@ impl Scores {
         }
         let mut results: Vec<Result<ScoreReceipt, ScoreError>> =
             results.into_iter().map(|r| r.expect("every submission is answered")).collect();
-        if board.shards > 1 {
-            // A shard's ranks are not the board's.
-            results.iter_mut().flatten().flat_map(|receipt| &mut receipt.outcome.periods).for_each(|standing| standing.rank = None);
-        }
+        without_shard_ranks(board, &mut results);
         Ok(results)
     }
 }
@@ -266,6 +202,15 @@ async fn apply_in_order(
         }
     }
     results
+}
+
+/// On a sharded board a write answers no rank (`null`): its script knows the rank in its shard
+/// only, and counting the others would cost a round trip to every shard on every write
+/// (docs/scaling.md#what-a-write-answers). Reads give the exact rank.
+fn without_shard_ranks(board: &Board, receipts: &mut [Result<ScoreReceipt, ScoreError>]) {
+    if board.shards > 1 {
+        receipts.iter_mut().flatten().flat_map(|receipt| &mut receipt.outcome.periods).for_each(|standing| standing.rank = None);
+    }
 }
 
 /// A submission's receipt from its script reply, or why it was refused.

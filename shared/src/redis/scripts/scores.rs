@@ -37,10 +37,6 @@ pub struct ScoreStanding {
     /// the score range there (the other periods took it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The entry as stored (on a sharded board, what its rank on the whole board is counted
-    /// from: `rank` is the shard's until then).
-    #[serde(skip)]
-    pub composite: Option<u64>,
 }
 
 /// What a submission did on its board: a duplicate answers its first delivery's decision with
@@ -218,7 +214,6 @@ fn outcome(receipt: &str, periods: &[&Period], scales: &[Scale], standing: &[(Op
             rank: (rank > 0).then_some(rank),
             changed: flag == '1',
             reason: (flag == 'o').then(|| "out_of_range".to_owned()),
-            composite: composite.map(|c| c as u64),
         })
         .collect();
     Some(ScoreOutcome { applied, reason: (!applied).then(|| "not_better".to_owned()), periods })
