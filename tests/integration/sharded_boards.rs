@@ -5,7 +5,7 @@
 //! documented rules. Ties are reached in the same second on purpose. Also: where a sharded
 //! write's keys live, and the configurations refused.
 
-use axum::http::Method;
+use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
@@ -183,6 +183,11 @@ async fn a_sharded_writes_keys_are_all_in_its_users_shard() {
         // One script call, in the user's shard: it knows no rank on the whole board.
         assert!(body["periods"].as_array().unwrap().iter().all(|p| p["rank"].is_null()), "{body}");
     }
+    // Once the layout and the policy are probed (every 30 s a container), a write is one round
+    // trip: its script call in its user's shard.
+    let before = app.store.round_trips();
+    let (status, _) = app.post("/v1/boards/wide/scores", &json!({"event_id": "one-trip", "user_id": "u77", "score": 5})).await;
+    assert_eq!((status, app.store.round_trips() - before), (StatusCode::OK, 1));
     let (status, body) = app
         .call(
             Method::POST,
