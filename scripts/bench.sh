@@ -17,6 +17,10 @@ prepare_run_dir
 start_redis "$run"
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 start_moto "$run"
+# Scenario 13 spreads one board over a cluster: the same 6 nodes the tests use.
+mkdir -p "$run/cluster"
+start_cluster "$run/cluster"
+export STANDINGS_BENCH_CLUSTER_URL="redis://127.0.0.1:${CLUSTER_PORTS[0]}"
 
 # Run directly (not `cargo run`): the bootstrap scenario builds the release functions itself.
 "$target_dir/bench-tool/standings-bench" "$@"

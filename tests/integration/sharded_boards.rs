@@ -110,6 +110,7 @@ async fn same_reads(app: &TestApp) -> Result<(), TestCaseError> {
             for user in (0..USERS).step_by(3) {
                 paths.push(format!("users/u{user}?period={period}&rank_mode={mode}&around=2"));
             }
+            paths.push(format!("users/u4?period={period}&rank_mode={mode}&around=0"));
         }
         paths.push(format!("distribution?period={period}&buckets=4"));
     }

@@ -13,6 +13,7 @@ mod memory;
 mod queue;
 mod restore;
 mod rpo;
+mod sharded;
 mod top30;
 
 use futures::future::BoxFuture;
@@ -38,4 +39,5 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "journal-rpo", run: |bench| Box::pin(rpo::run(bench)) },
     Scenario { name: "league-close", run: |bench| Box::pin(league::run(bench)) },
     Scenario { name: "journal-restore", run: |bench| Box::pin(restore::run(bench)) },
+    Scenario { name: "sharded-board", run: |bench| Box::pin(sharded::run(bench)) },
 ];

@@ -209,7 +209,7 @@ impl Reader {
     }
 
     pub async fn page(&self, board: &Board, period: &Period, offset: u64, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
-        let raw = self.read(board, period, Window::Page { offset, limit }).await?;
+        let raw = self.read(board, period, Window::Page { offset, limit }, mode).await?;
         let total = raw.total;
         Ok(Page { total, entries: self.standings(board, period, raw, mode).await? })
     }
@@ -222,7 +222,7 @@ impl Reader {
         around: u64,
         mode: RankMode,
     ) -> Result<MemberStanding, StoreError> {
-        let raw = self.read(board, period, Window::Around { member: user_id, around }).await?;
+        let raw = self.read(board, period, Window::Around { member: user_id, around }, mode).await?;
         let (total, below) = (raw.total, raw.below);
         let entries = self.standings(board, period, raw, mode).await?;
         let own = entries.iter().find(|e| e.holder.user_id == user_id);
@@ -323,7 +323,9 @@ impl Reader {
         Ok(statement::explain(board, score, &fields))
     }
 
-    async fn read(&self, board: &Board, period: &Period, window: Window<'_>) -> Result<RawWindow, StoreError> {
+    /// A window of the board; `mode` says whether entries' `above` counts are read (a sharded
+    /// board reads them in a round of their own, for competition ranks only).
+    async fn read(&self, board: &Board, period: &Period, window: Window<'_>, mode: RankMode) -> Result<RawWindow, StoreError> {
         let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
         let shards = self.store.board_shards(&self.keys, board).await?;
@@ -331,7 +333,9 @@ impl Reader {
             let sets = sharded::sets(&self.keys, board, shards, period);
             return match window {
                 Window::Page { offset, limit } => sharded::page(&conn, &sets, &scale, offset, limit).await,
-                Window::Around { member, around } => sharded::around(&conn, &sets, &scale, member, around).await,
+                Window::Around { member, around } => {
+                    sharded::around(&conn, &sets, &scale, member, around, mode == RankMode::Competition).await
+                }
             };
         }
         let keys = self.keys.board(&board.name);

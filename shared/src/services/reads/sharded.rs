@@ -63,7 +63,16 @@ pub async fn page(conn: &Connection, sets: &[ShardSet], scale: &Scale, offset: u
 }
 
 /// The member and `around` entries on each side (shifted to stay full at either end).
-pub async fn around(conn: &Connection, sets: &[ShardSet], scale: &Scale, member: &str, around: u64) -> Result<RawWindow, StoreError> {
+/// The entries' `above` (competition ranks) take a round of their own: read when
+/// `competition`, else 0 (unique ranks need only positions).
+pub async fn around(
+    conn: &Connection,
+    sets: &[ShardSet],
+    scale: &Scale,
+    member: &str,
+    around: u64,
+    competition: bool,
+) -> Result<RawWindow, StoreError> {
     let home = user_shard(member, sets.len() as u32) as usize;
     let (_, found) = sharded::scores(conn, &sets[home..=home], &[member], &[0]).await?;
     let width = 2 * around + 1;
@@ -78,7 +87,8 @@ pub async fn around(conn: &Connection, sets: &[ShardSet], scale: &Scale, member:
         });
     };
     let floor = (value(scale, composite) * scale.span) as f64;
-    let near = sharded::around(conn, sets, member, floor, composite, width).await?;
+    // A window of the member alone needs no neighbours (it never shifts past the member).
+    let near = sharded::around(conn, sets, member, floor, composite, if around == 0 { 0 } else { width }).await?;
     let rank = near.ranked_before;
     let start = rank.saturating_sub(around).min(near.total.saturating_sub(width));
     let mut candidates = near.nearest;
@@ -89,8 +99,8 @@ pub async fn around(conn: &Connection, sets: &[ShardSet], scale: &Scale, member:
     let first = at - (rank - start) as usize;
     let window: Vec<Entry> = candidates.into_iter().skip(first).take(width as usize).collect();
     let (_, above) = match window.first() {
-        Some((_, c)) => sharded::counts(conn, sets, &[], &[next_value_floor(scale, *c)]).await?,
-        None => (Vec::new(), vec![0]),
+        Some((_, c)) if competition => sharded::counts(conn, sets, &[], &[next_value_floor(scale, *c)]).await?,
+        _ => (Vec::new(), vec![0]),
     };
     Ok(RawWindow {
         total: near.total,
