@@ -13,10 +13,10 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
+use redis::aio::ConnectionLike;
 
 use super::error::StoreError;
 use super::keys::Keys;
-use super::store::Connection;
 use crate::domain::config::{Board, BoardKind};
 use crate::domain::period::Period;
 
@@ -35,7 +35,7 @@ impl Layouts {
     /// without recording it (and probes again next time).
     pub async fn recorded(
         &self,
-        conn: &mut Connection,
+        conn: &mut (impl ConnectionLike + Send),
         keys: &Keys,
         board: &Board,
         now: DateTime<Utc>,
@@ -67,7 +67,13 @@ impl Layouts {
 }
 
 /// Reads the record; records it when there is none and `record`. Whether it is recorded.
-async fn probe(conn: &mut Connection, keys: &Keys, board: &Board, now: DateTime<Utc>, record: bool) -> Result<(u32, bool), StoreError> {
+async fn probe(
+    conn: &mut (impl ConnectionLike + Send),
+    keys: &Keys,
+    board: &Board,
+    now: DateTime<Utc>,
+    record: bool,
+) -> Result<(u32, bool), StoreError> {
     let one_slot = keys.board(&board.name);
     let layout = keys.board_layout(&board.name);
     let mut data = vec![one_slot.guard()];
@@ -88,6 +94,6 @@ async fn probe(conn: &mut Connection, keys: &Keys, board: &Board, now: DateTime<
 }
 
 /// Records `shards` as the layout of `board` (a reshard's last step), whatever was recorded.
-pub async fn record(conn: &mut Connection, keys: &Keys, board: &str, shards: u32) -> Result<(), StoreError> {
+pub async fn record(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &str, shards: u32) -> Result<(), StoreError> {
     redis::cmd("SET").arg(keys.board_layout(board)).arg(shards).query_async(conn).await.map_err(StoreError::from)
 }

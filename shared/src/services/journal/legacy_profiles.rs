@@ -16,7 +16,7 @@ use crate::redis::keys::{Keys, PROFILES_JOURNAL};
 use crate::redis::store::Connection;
 use crate::services::profiles::Profile;
 
-use super::restore::RestoreError;
+use super::error::RestoreError;
 
 /// The checkpoint of a shard's restore while it applies these (every stream id is above it):
 /// applied again whole after a stop, a replace being the same however often it is applied.

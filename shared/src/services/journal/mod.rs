@@ -3,6 +3,7 @@
 //! journal, and the verify and rule dry-runs that replay it into shadow keys.
 
 mod drain;
+mod error;
 mod legacy_profiles;
 mod notices;
 mod reshard;

@@ -22,11 +22,11 @@ use crate::redis::keys::{
 use crate::redis::restore::{self, Run};
 use crate::redis::store::{Connection, Store};
 use crate::services::journal::legacy_profiles;
-use crate::services::replay::{ReplayError, Replayed, Replayer};
+use crate::services::replay::{Replayed, Replayer};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
-use crate::archive::objects::{ObjectError, Objects, ReadError, journal_objects, object_order, read_lines};
+use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, read_lines};
 
 /// Refused lines listed in a report (the count covers them all).
 const LISTED_REFUSALS: usize = 20;
@@ -39,39 +39,7 @@ const RUN_WEIGHT: usize = 16_000;
 /// Stream entries read per page of the undrained tail.
 const TAIL_PAGE: usize = 1_000;
 
-#[derive(Debug, thiserror::Error)]
-pub enum RestoreError {
-    #[error("no board named {0:?}")]
-    UnknownBoard(String),
-    #[error(transparent)]
-    Replay(#[from] ReplayError),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Objects(#[from] ObjectError),
-    #[error("object {0}: {1}")]
-    Unreadable(String, String),
-    #[error("{0}")]
-    Invalid(String),
-    #[error("the journal of board {0:?} did not replay within one invocation")]
-    Unfinished(String),
-    #[error("a restore of board {0:?} is running; invoke again once it answers")]
-    Running(String),
-}
-
-impl RestoreError {
-    pub fn code(&self) -> &'static str {
-        match self {
-            RestoreError::UnknownBoard(_) => "unknown_board",
-            RestoreError::Replay(ReplayError::Malformed { .. }) | RestoreError::Unreadable(..) => "journal_unreadable",
-            RestoreError::Replay(ReplayError::Store(_)) | RestoreError::Store(_) => "store_unavailable",
-            RestoreError::Objects(_) => "journal_unavailable",
-            RestoreError::Invalid(_) => "bad_request",
-            RestoreError::Unfinished(_) => "unfinished",
-            RestoreError::Running(_) => "restore_running",
-        }
-    }
-}
+pub use super::error::RestoreError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

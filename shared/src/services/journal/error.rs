@@ -1,0 +1,40 @@
+//! The journal's jobs' one error type (restore, verify, dry-runs, reshard), mapped to an
+//! invocation's error code in one place (`code`).
+
+use crate::archive::objects::ObjectError;
+use crate::redis::error::StoreError;
+use crate::services::replay::ReplayError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RestoreError {
+    #[error("no board named {0:?}")]
+    UnknownBoard(String),
+    #[error(transparent)]
+    Replay(#[from] ReplayError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Objects(#[from] ObjectError),
+    #[error("object {0}: {1}")]
+    Unreadable(String, String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("the journal of board {0:?} did not replay within one invocation")]
+    Unfinished(String),
+    #[error("a restore of board {0:?} is running; invoke again once it answers")]
+    Running(String),
+}
+
+impl RestoreError {
+    pub fn code(&self) -> &'static str {
+        match self {
+            RestoreError::UnknownBoard(_) => "unknown_board",
+            RestoreError::Replay(ReplayError::Malformed { .. }) | RestoreError::Unreadable(..) => "journal_unreadable",
+            RestoreError::Replay(ReplayError::Store(_)) | RestoreError::Store(_) => "store_unavailable",
+            RestoreError::Objects(_) => "journal_unavailable",
+            RestoreError::Invalid(_) => "bad_request",
+            RestoreError::Unfinished(_) => "unfinished",
+            RestoreError::Running(_) => "restore_running",
+        }
+    }
+}
