@@ -143,8 +143,44 @@ async fn a_reshard_refuses_a_new_layout_that_already_holds_boards() {
     // Something left in the new layout (a layout the board had before, say).
     let four = spawn_journaled_on(game(4), one.keys.clone()).await;
     let stray = four.keys.board_shard("game", 4, 2).relative(":z:all:all");
+    assert_eq!(submit(&four, "s2", "u2", 3).await.0, StatusCode::SERVICE_UNAVAILABLE);
     let _: () = redis::cmd("ZADD").arg(&stray).arg(1).arg("x").query_async(&mut four.redis.clone()).await.unwrap();
     let error = four.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await.unwrap_err();
     assert!(error.to_string().contains("already holds"), "{error}");
     assert_eq!(error.code(), "bad_request");
+}
+
+/// A move that recorded the new layout and died before the rest of its switch: the next
+/// invocation finishes it (the new shards born and unfenced, the old layout freed).
+#[tokio::test]
+async fn a_move_stopped_after_recording_its_layout_is_finished_by_the_next_invocation() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    for i in 0..6 {
+        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{i}"), 2 + i).await.0, StatusCode::OK);
+    }
+    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
+    let jobs = four.journal_jobs(&client, &bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    four.set_now(one.now());
+    let before = reads(&four).await;
+    // The state of a move killed right after it recorded the layout: its checkpoints, the new
+    // shards fenced and not born yet, an old key left.
+    let mut conn = four.redis.clone();
+    for shard in four.keys.board_shards("game", 4) {
+        let _: () = redis::cmd("HSET").arg(shard.reshard_checkpoint()).arg("from").arg(1).query_async(&mut conn).await.unwrap();
+        let _: () = redis::cmd("HSET").arg(shard.guard()).arg("fence").arg(1).query_async(&mut conn).await.unwrap();
+    }
+    let leftover = one.keys.board("game").relative(":z:all:all");
+    let _: () = redis::cmd("ZADD").arg(&leftover).arg(1).arg("ghost").query_async(&mut conn).await.unwrap();
+    assert_eq!(submit(&four, "late", "u1", 9).await.0, StatusCode::SERVICE_UNAVAILABLE, "fenced");
+
+    let report = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
+    assert_eq!(report["status"], "complete", "{report}");
+    assert!(keys_of(&four, "{game}").await.iter().all(|key| key.ends_with(":layout")), "the old layout is freed");
+    assert!(four.written_keys().await.iter().all(|key| !key.ends_with(":reshard")), "no checkpoint left");
+    four.set_now(one.now());
+    assert_eq!(reads(&four).await, before);
+    assert_eq!(submit(&four, "late", "u1", 9).await.0, StatusCode::OK, "writes resume");
 }

@@ -4,9 +4,9 @@
 //! reads the recorded layout, so a changed `shards` never splits a board or hides its data.
 //!
 //! Probed once per board per container every `LAYOUT_PROBE_SECS` (the write path stays one
-//! round trip per board in between); a board with no record is recorded at its first probe:
-//! in its configured layout when it holds no data in the one-slot layout, in that layout when
-//! it does (a board written before shards existed).
+//! round trip per board in between). With no record, a board's data is in its one slot when
+//! it holds any there (a board written before shards existed, or never sharded: nothing is
+//! recorded for it), else in its configured layout, recorded by its first write.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -45,23 +45,29 @@ impl Layouts {
         if board.kind != BoardKind::Scores {
             return Ok(1);
         }
+        // A replay writes where the journal says (a shadow's keys hold no layout of their own).
+        if keys.replays() {
+            return Ok(board.shards);
+        }
+        // By the record's key: containers may hold several prefixes' keys (a test, a shadow).
+        let layout = keys.board_layout(&board.name);
         let cached = self.probed.lock().ok().and_then(|probed| {
-            probed.get(&board.name).filter(|(at, _)| at.elapsed() < Duration::from_secs(LAYOUT_PROBE_SECS)).map(|(_, shards)| *shards)
+            probed.get(&layout).filter(|(at, _)| at.elapsed() < Duration::from_secs(LAYOUT_PROBE_SECS)).map(|(_, shards)| *shards)
         });
         if let Some(shards) = cached {
             return Ok(shards);
         }
         let (shards, recorded) = probe(conn, keys, board, now, record).await?;
         if let Some(mut probed) = self.probed.lock().ok().filter(|_| recorded) {
-            probed.insert(board.name.clone(), (Instant::now(), shards));
+            probed.insert(layout, (Instant::now(), shards));
         }
         Ok(shards)
     }
 
-    /// Forgets what was probed (a reshard changed the record).
-    pub fn forget(&self, board: &str) {
+    /// Forgets what was probed of record `record` (a reshard changed it).
+    pub fn forget(&self, record: &str) {
         if let Ok(mut probed) = self.probed.lock() {
-            probed.remove(board);
+            probed.remove(record);
         }
     }
 }
@@ -84,7 +90,9 @@ async fn probe(
         return Ok((shards, true));
     }
     let shards = if board.shards > 1 && held > 0 { 1 } else { board.shards };
-    if !record {
+    // Only a sharded layout needs a record: data in the one slot is found there again by the
+    // next probe (and a board of one shard writes no key a read or a restore would not).
+    if !record || shards == 1 {
         return Ok((shards, false));
     }
     // Another container may record it first: theirs stands.

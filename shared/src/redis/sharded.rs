@@ -72,10 +72,23 @@ async fn each<T: FromRedisValue + Send>(
 
 /// Every shard's size and its first `count` entries in rank order.
 pub async fn tops(conn: &Connection, shards: &[ShardSet], count: u64) -> Result<Vec<(u64, Vec<Entry>)>, StoreError> {
+    if count == 0 {
+        // ZREVRANGE 0 -1 would be the whole board.
+        return Err(StoreError::Protocol("sharded top of no entries".into()));
+    }
     each(conn, shards, |_, shard, pipe| {
         pipe.zcard(&shard.set).zrevrange_withscores(&shard.set, 0, count as isize - 1);
     })
     .await
+}
+
+/// Every shard's size.
+pub async fn sizes(conn: &Connection, shards: &[ShardSet]) -> Result<Vec<u64>, StoreError> {
+    let replies: Vec<(u64,)> = each(conn, shards, |_, shard, pipe| {
+        pipe.zcard(&shard.set);
+    })
+    .await?;
+    Ok(replies.into_iter().map(|(size,)| size).collect())
 }
 
 /// Every shard's size and its lowest and highest composites (`None` on an empty shard).
@@ -123,8 +136,8 @@ pub async fn around(
         out.below += under;
         out.ranked_before += higher + equal.iter().filter(|other| other.as_str() > member).count() as u64;
         out.nearest.extend(equal.into_iter().filter(|other| other != member).map(|other| (other, at)));
-        out.nearest.extend(above);
-        out.nearest.extend(below);
+        // Written meanwhile, the member may show among its own shard's neighbours too.
+        out.nearest.extend(above.into_iter().chain(below).filter(|(other, _)| other != member));
     }
     Ok(out)
 }

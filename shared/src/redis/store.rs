@@ -171,8 +171,8 @@ impl Store {
     }
 
     /// Forgets the probed layout of `board` (a reshard recorded a new one).
-    pub fn forget_layout(&self, board: &str) {
-        self.layouts.forget(board);
+    pub fn forget_layout(&self, keys: &super::keys::Keys, board: &str) {
+        self.layouts.forget(&keys.board_layout(board));
     }
 
     /// Whether writes go ahead under `maxmemory-policy` `policy`: with `noeviction`, or with

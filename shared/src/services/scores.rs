@@ -129,8 +129,9 @@ impl Scores {
                     .map_err(|refusal| ScoreBatchRefusal { index: Some(index), error: refusal.into() })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let connected = match self.store.check_layout(&self.keys, board).await {
-            Ok(()) => self.store.write_connection().await,
+        // The store's policy first: a refused write records nothing, the layout included.
+        let connected = match self.store.write_connection().await {
+            Ok(conn) => self.store.check_layout(&self.keys, board).await.map(|()| conn),
             Err(error) => Err(error),
         };
         let conn = match connected {

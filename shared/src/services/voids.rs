@@ -21,6 +21,7 @@ use crate::domain::scoring::{self, Event};
 use crate::domain::void::{Applied, LedgerEntry, Voided, Written, voided};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
+use crate::redis::keys::user_journal;
 use crate::redis::scripts::LEDGER_RETENTION_SECS;
 use crate::redis::scripts::moderation::{self as script, AuditRecord, PointsVoid, VoidReply};
 use crate::redis::scripts::{Decision, GuardRefusal, PeriodStanding, Receipt};
@@ -165,7 +166,9 @@ impl<O: Objects> Voids<O> {
         let prefix = self.moderation.keys.prefix();
         let mut names: Vec<((String, u64, u64), String)> = Vec::new();
         for date in dates.collect::<Vec<NaiveDate>>() {
-            let listed = objects.list(&date_objects(prefix, &board.name, &date.to_string())).await.map_err(journal_unavailable)?;
+            // The user's writes are in their shard's journal (the board's own on one shard).
+            let journal = user_journal(&board.name, board.shards, user_id);
+            let listed = objects.list(&date_objects(prefix, &journal, &date.to_string())).await.map_err(journal_unavailable)?;
             names.extend(listed.into_iter().filter_map(|name| object_order(&name).map(|order| (order, name))));
         }
         names.sort();

@@ -15,7 +15,7 @@ use chrono::{DateTime, Utc};
 use crate::domain::period::Period;
 
 mod shards;
-pub use shards::{SLOTS, journal_board, journal_names, slot, user_shard};
+pub use shards::{SLOTS, journal_board, journal_names, slot, user_journal, user_shard};
 
 const VERSION: &str = "v1";
 /// How long a shadow replay's keys live (see `Keys::shadow`): longer than the invocation that
@@ -99,6 +99,12 @@ impl Keys {
     pub fn with_journal(mut self, on: bool) -> Self {
         self.journal = on;
         self
+    }
+
+    /// Whether these keys are a replay's (a restore's or a shadow's), which writes where the
+    /// journal says and probes no layout.
+    pub fn replays(&self) -> bool {
+        self.replay
     }
 
     pub fn journal_on(&self) -> bool {

@@ -61,6 +61,11 @@ pub fn journal_names(board: &str, shards: u32) -> Vec<String> {
     tags(board, shards).to_vec()
 }
 
+/// The journal holding `user_id`'s writes on a board of `shards` shards.
+pub fn user_journal(board: &str, shards: u32, user_id: &str) -> String {
+    tags(board, shards)[user_shard(user_id, shards) as usize].clone()
+}
+
 /// The board journal `name` belongs to: a shard's tag starts with its board's name and a `:`,
 /// which no board name holds.
 pub fn journal_board(name: &str) -> &str {

@@ -86,11 +86,13 @@ impl<O: Objects> Resharder<O> {
         }
         let (from, to) = (self.store.board_shards(&self.keys, board).await?, board.shards);
         let mut report = ReshardReport { board: name.to_owned(), from, to, status: Status::Complete, moved: 0, periods_checked: 0 };
-        if from == to {
-            return Ok(report);
-        }
         let mut conn = self.store.write_connection().await?;
         let targets = self.keys.board_shards(name, to);
+        // A move that recorded the new layout and stopped before its end: finished now.
+        let unfinished = if from == to { self.moved_from(&mut conn, &targets).await? } else { None };
+        if from == to && unfinished.is_none() {
+            return Ok(report);
+        }
         let token = format!("{:016x}", fastrand::u64(..));
         let mut locked = Vec::new();
         for target in &targets {
@@ -102,7 +104,10 @@ impl<O: Objects> Resharder<O> {
             }
             locked.push(target.clone());
         }
-        let moved = self.move_locked(&mut conn, name, from, &targets, &token, deadline, &mut report).await;
+        let moved = match unfinished {
+            Some(moved_from) => self.finish_move(&mut conn, name, moved_from, &targets).await,
+            None => self.move_locked(&mut conn, name, from, &targets, &token, deadline, &mut report).await,
+        };
         for target in &targets {
             if let Err(error) = restore::unlock(&mut conn, target, &token).await {
                 tracing::warn!(board = name, error = %error, "a reshard lock is left to its lease");
@@ -143,12 +148,23 @@ impl<O: Objects> Resharder<O> {
             done.push(through.as_deref().and_then(parse_place));
         }
         if done.iter().all(Option::is_none) {
-            for target in targets {
-                if !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
+            for (target, journal_name) in targets.iter().zip(journal_names(name, targets.len() as u32)) {
+                let objects = journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?;
+                if !objects.is_empty() || !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
                     return Err(RestoreError::Invalid(format!(
-                        "the new layout of board {name:?} already holds boards (a layout it had before?): delete its keys first"
+                        "the new layout of board {name:?} already holds boards or journal objects (a layout it had before?): \
+                         delete its keys and its objects under {journal_name:?} first"
                     )));
                 }
+                // What the move is from, for a move that records the layout and stops before
+                // its end (see `moved_from`).
+                let _: () = redis::cmd("HSET")
+                    .arg(target.reshard_checkpoint())
+                    .arg("from")
+                    .arg(from)
+                    .query_async(conn)
+                    .await
+                    .map_err(crate::redis::error::StoreError::from)?;
             }
             // A new shard's guard may exist (the drain marks a journal with no objects born): it
             // takes the moved lines' bans all the same.
@@ -202,43 +218,74 @@ impl<O: Objects> Resharder<O> {
         }
         self.flush_all(conn, targets, token, &mut runs).await?;
         report.periods_checked = self.compare(conn, name, &sources, targets).await?;
-        // The switch: the new layout takes writes, the old one's keys go (its history is in
-        // the new layout's journal now).
-        layout::record(conn, &self.keys, name, targets.len() as u32).await?;
-        self.store.forget_layout(name);
+        self.finish_move(conn, name, from, targets).await
+    }
+
+    /// The layout a move recorded and did not finish (`from` in a new shard's checkpoint).
+    async fn moved_from(&self, conn: &mut Connection, targets: &[BoardKeys]) -> Result<Option<u32>, RestoreError> {
         for target in targets {
-            restore::finish(conn, target, true).await?;
-            let _: () = redis::cmd("DEL")
+            let from: Option<u32> = redis::cmd("HGET")
                 .arg(target.reshard_checkpoint())
+                .arg("from")
                 .query_async(conn)
                 .await
                 .map_err(crate::redis::error::StoreError::from)?;
+            if from.is_some() {
+                return Ok(from);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The switch, every step of which may run again: the new layout recorded (writes resume on
+    /// every container within 30 s) and born, the old layout's keys freed (its history is in
+    /// the new layout's journal now), the checkpoints last.
+    async fn finish_move(&self, conn: &mut Connection, name: &str, from: u32, targets: &[BoardKeys]) -> Result<(), RestoreError> {
+        layout::record(conn, &self.keys, name, targets.len() as u32).await?;
+        self.store.forget_layout(&self.keys, name);
+        for target in targets {
+            restore::finish(conn, target, true).await?;
         }
         let record = self.keys.board_layout(name);
-        for source in &sources {
+        for source in self.keys.board_shards(name, from) {
             let old: Vec<String> =
                 conn.scan_slot_of(&source.guard(), &source.pattern_all()).await?.into_iter().filter(|key| *key != record).collect();
             for chunk in old.chunks(500) {
                 let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await.map_err(crate::redis::error::StoreError::from)?;
             }
         }
+        for target in targets {
+            let _: () = redis::cmd("DEL")
+                .arg(target.reshard_checkpoint())
+                .query_async(conn)
+                .await
+                .map_err(crate::redis::error::StoreError::from)?;
+        }
         Ok(())
     }
 
-    /// Every line of one shard of the old layout: its objects, then its stream after them.
+    /// Every line of one shard of the old layout, in order: its stream read first, then its
+    /// objects up to the stream's first line (a drain storing and trimming lines meanwhile moves
+    /// them from the one to the other, never out of both).
     async fn lines(&self, conn: &mut Connection, source: &BoardKeys, journal_name: &str) -> Result<Vec<Line>, RestoreError> {
+        let mut tail: Vec<Line> = Vec::new();
+        if let Some(until) = journal::newest_id(conn, source).await? {
+            loop {
+                let last = tail.last().map(|line| line.id.clone());
+                let page = journal::after_until(conn, source, journal_name, last.as_deref(), &until, STREAM_PAGE).await?;
+                if page.is_empty() {
+                    break;
+                }
+                tail.extend(page);
+            }
+        }
+        let first = tail.first().and_then(|line| place(0, &line.id));
         let mut lines = Vec::new();
         for object in journal_objects(&self.objects, self.keys.prefix(), journal_name).await? {
-            lines.extend(read_lines(&self.objects, &object).await.map_err(|e| RestoreError::Unreadable(object.clone(), e.to_string()))?);
+            let stored = read_lines(&self.objects, &object).await.map_err(|e| RestoreError::Unreadable(object.clone(), e.to_string()))?;
+            lines.extend(stored.into_iter().filter(|line| first.is_none_or(|first| place(0, &line.id).is_some_and(|at| at < first))));
         }
-        let Some(until) = journal::newest_id(conn, source).await? else { return Ok(lines) };
-        let mut last = lines.last().map(|line| line.id.clone());
-        loop {
-            let page = journal::after_until(conn, source, journal_name, last.as_deref(), &until, STREAM_PAGE).await?;
-            let Some(end) = page.last().map(|line| line.id.clone()) else { break };
-            lines.extend(page);
-            last = Some(end);
-        }
+        lines.extend(tail);
         Ok(lines)
     }
 

@@ -77,14 +77,8 @@ pub async fn around(
     let (_, found) = sharded::scores(conn, &sets[home..=home], &[member], &[0]).await?;
     let width = 2 * around + 1;
     let Some(composite) = found[0] else {
-        let tops = sharded::tops(conn, sets, 0).await?;
-        return Ok(RawWindow {
-            total: tops.iter().map(|(size, _)| size).sum(),
-            position: None,
-            below: None,
-            start: 0,
-            entries: Vec::new(),
-        });
+        let total = sharded::sizes(conn, sets).await?.iter().sum();
+        return Ok(RawWindow { total, position: None, below: None, start: 0, entries: Vec::new() });
     };
     let floor = (value(scale, composite) * scale.span) as f64;
     // A window of the member alone needs no neighbours (it never shifts past the member).
