@@ -57,8 +57,8 @@ impl Layouts {
         if let Some(shards) = cached {
             return Ok(shards);
         }
-        let (shards, recorded) = probe(conn, keys, board, now, record).await?;
-        if let Some(mut probed) = self.probed.lock().ok().filter(|_| recorded) {
+        let (shards, holds) = probe(conn, keys, board, now, record).await?;
+        if let Some(mut probed) = self.probed.lock().ok().filter(|_| holds) {
             probed.insert(layout, (Instant::now(), shards));
         }
         Ok(shards)
@@ -72,7 +72,8 @@ impl Layouts {
     }
 }
 
-/// Reads the record; records it when there is none and `record`. Whether it is recorded.
+/// Reads the record; records it when there is none and `record`. Whether the answer holds
+/// until the next probe (a read of a sharded board not written yet probes again).
 async fn probe(
     conn: &mut (impl ConnectionLike + Send),
     keys: &Keys,
@@ -92,7 +93,11 @@ async fn probe(
     let shards = if board.shards > 1 && held > 0 { 1 } else { board.shards };
     // Only a sharded layout needs a record: data in the one slot is found there again by the
     // next probe (and a board of one shard writes no key a read or a restore would not).
-    if !record || shards == 1 {
+    if shards == 1 {
+        // Nothing to record: known as well as a record would tell (cached).
+        return Ok((1, true));
+    }
+    if !record {
         return Ok((shards, false));
     }
     // Another container may record it first: theirs stands.
