@@ -247,3 +247,44 @@ fn boards_that_cannot_be_sharded_are_refused_naming_the_field() {
     let error = Config::parse(hot).unwrap_err().to_string();
     assert!(error.contains("shards"), "{error}");
 }
+
+/// Concurrent submissions to a sharded `sum` board from many clients at once: every one lands
+/// once, in its user's shard, and the board sums exactly; a batch is one script call per shard
+/// it touches.
+#[tokio::test]
+async fn concurrent_writes_to_a_sharded_board_sum_exactly_and_a_batch_is_a_call_per_shard() {
+    let app = spawn_ingest_with(boards("sum", "desc")).await;
+    app.set_now(at("2026-11-22T08:00:00Z"));
+    let app = std::sync::Arc::new(app);
+    let tasks: Vec<_> = (0..200)
+        .map(|i| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                let body = json!({"event_id": format!("c{i}"), "user_id": format!("u{}", i % 20), "score": 1 + i % 3});
+                // Each sent twice at once: the second is a duplicate, never a second sum.
+                let (first, second) = tokio::join!(app.post("/v1/boards/wide/scores", &body), app.post("/v1/boards/wide/scores", &body));
+                assert_eq!((first.0, second.0), (StatusCode::OK, StatusCode::OK));
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let (_, top) = app.get("/v1/boards/wide/top?period=all&limit=50").await;
+    let expected = |user: usize| (0..200).filter(|i| i % 20 == user).map(|i| 1 + i % 3).sum::<usize>() as i64;
+    assert_eq!(top["total"], 20);
+    for entry in top["entries"].as_array().unwrap() {
+        let user: usize = entry["user_id"].as_str().unwrap()[1..].parse().unwrap();
+        assert_eq!(entry["score"].as_i64(), Some(expected(user)), "{entry}");
+    }
+    let total: i64 = top["entries"].as_array().unwrap().iter().map(|e| e["score"].as_i64().unwrap()).sum();
+    assert_eq!(total, (0..200).map(|i| 1 + i % 3).sum::<i64>());
+
+    // A batch of users spread over every shard: one call per shard touched.
+    let scores: Vec<Value> = (0..40).map(|i| json!({"event_id": format!("b{i}"), "user_id": format!("u{i}"), "score": 1})).collect();
+    let shards_touched = (0..40).map(|i| user_shard(&format!("u{i}"), SHARDS)).collect::<std::collections::HashSet<_>>().len() as u64;
+    let before = app.store.round_trips();
+    let (status, body) = app.post("/v1/boards/wide/scores:batch", &json!({ "scores": scores })).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(app.store.round_trips() - before, shards_touched);
+}
