@@ -23,6 +23,7 @@ use crate::archive::objects::{Objects, journal_objects, read_lines};
 use crate::domain::config::{BoardKind, Config};
 use crate::domain::guard;
 use crate::domain::journal::{Effects, Line};
+use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, journal_names, user_shard};
 use crate::redis::store::{Connection, Store};
 use crate::redis::{journal, layout, restore};
@@ -62,6 +63,11 @@ fn place(source: usize, id: &str) -> Option<Place> {
 fn parse_place(through: &str) -> Option<Place> {
     let (source, id) = through.split_once('/')?;
     place(source.parse().ok()?, id)
+}
+
+/// A field of a new shard's reshard checkpoint (`through`, `from`).
+async fn checkpoint<T: redis::FromRedisValue>(conn: &mut Connection, target: &BoardKeys, field: &str) -> Result<Option<T>, StoreError> {
+    Ok(redis::cmd("HGET").arg(target.reshard_checkpoint()).arg(field).query_async(conn).await?)
 }
 
 impl<O: Objects> Resharder<O> {
@@ -129,22 +135,12 @@ impl<O: Objects> Resharder<O> {
     ) -> Result<(), RestoreError> {
         let sources = self.keys.board_shards(name, from);
         for source in &sources {
-            let _: () = redis::cmd("HSET")
-                .arg(source.guard())
-                .arg(guard::FENCE)
-                .arg(1)
-                .query_async(conn)
-                .await
-                .map_err(crate::redis::error::StoreError::from)?;
+            let _: () =
+                redis::cmd("HSET").arg(source.guard()).arg(guard::FENCE).arg(1).query_async(conn).await.map_err(StoreError::from)?;
         }
         let mut done: Vec<Option<Place>> = Vec::with_capacity(targets.len());
         for target in targets {
-            let through: Option<String> = redis::cmd("HGET")
-                .arg(target.reshard_checkpoint())
-                .arg("through")
-                .query_async(conn)
-                .await
-                .map_err(crate::redis::error::StoreError::from)?;
+            let through: Option<String> = checkpoint(conn, target, "through").await?;
             done.push(through.as_deref().and_then(parse_place));
         }
         if done.iter().all(Option::is_none) {
@@ -164,7 +160,7 @@ impl<O: Objects> Resharder<O> {
                     .arg(from)
                     .query_async(conn)
                     .await
-                    .map_err(crate::redis::error::StoreError::from)?;
+                    .map_err(StoreError::from)?;
             }
             // A new shard's guard may exist (the drain marks a journal with no objects born): it
             // takes the moved lines' bans all the same.
@@ -175,7 +171,7 @@ impl<O: Objects> Resharder<O> {
                     .arg("1")
                     .query_async(conn)
                     .await
-                    .map_err(crate::redis::error::StoreError::from)?;
+                    .map_err(StoreError::from)?;
             }
         }
         let mut runs: Vec<restore::Run> = targets.iter().map(|_| restore::Run::default()).collect();
@@ -224,12 +220,7 @@ impl<O: Objects> Resharder<O> {
     /// The layout a move recorded and did not finish (`from` in a new shard's checkpoint).
     async fn moved_from(&self, conn: &mut Connection, targets: &[BoardKeys]) -> Result<Option<u32>, RestoreError> {
         for target in targets {
-            let from: Option<u32> = redis::cmd("HGET")
-                .arg(target.reshard_checkpoint())
-                .arg("from")
-                .query_async(conn)
-                .await
-                .map_err(crate::redis::error::StoreError::from)?;
+            let from: Option<u32> = checkpoint(conn, target, "from").await?;
             if from.is_some() {
                 return Ok(from);
             }
@@ -251,15 +242,11 @@ impl<O: Objects> Resharder<O> {
             let old: Vec<String> =
                 conn.scan_slot_of(&source.guard(), &source.pattern_all()).await?.into_iter().filter(|key| *key != record).collect();
             for chunk in old.chunks(500) {
-                let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await.map_err(crate::redis::error::StoreError::from)?;
+                let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await.map_err(StoreError::from)?;
             }
         }
         for target in targets {
-            let _: () = redis::cmd("DEL")
-                .arg(target.reshard_checkpoint())
-                .query_async(conn)
-                .await
-                .map_err(crate::redis::error::StoreError::from)?;
+            let _: () = redis::cmd("DEL").arg(target.reshard_checkpoint()).query_async(conn).await.map_err(StoreError::from)?;
         }
         Ok(())
     }
@@ -335,16 +322,12 @@ impl<O: Objects> Resharder<O> {
             let (mut old, mut new) = (Vec::new(), Vec::new());
             for key in members(sources) {
                 old.extend(
-                    redis::AsyncCommands::zrange_withscores::<_, Vec<(String, f64)>>(conn, key, 0, -1)
-                        .await
-                        .map_err(crate::redis::error::StoreError::from)?,
+                    redis::AsyncCommands::zrange_withscores::<_, Vec<(String, f64)>>(conn, key, 0, -1).await.map_err(StoreError::from)?,
                 );
             }
             for key in members(targets) {
                 new.extend(
-                    redis::AsyncCommands::zrange_withscores::<_, Vec<(String, f64)>>(conn, key, 0, -1)
-                        .await
-                        .map_err(crate::redis::error::StoreError::from)?,
+                    redis::AsyncCommands::zrange_withscores::<_, Vec<(String, f64)>>(conn, key, 0, -1).await.map_err(StoreError::from)?,
                 );
             }
             crate::redis::sharded::sort(&mut old);

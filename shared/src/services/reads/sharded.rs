@@ -143,10 +143,8 @@ pub async fn rank_standings(
     let home = user_shard(user_id, board.shards) as usize;
     for standing in standings.iter_mut().filter(|standing| standing.rank.is_some()) {
         let Some(kind) = board.period_kind(&standing.period) else { continue };
-        // Only its kind and id name its keys.
-        let period = Period { kind, id: standing.period_id.clone(), start: None, end: None };
-        let sets: Vec<ShardSet> =
-            keys.board_shards(&board.name, board.shards).iter().map(|shard| ShardSet { set: shard.period(&period), guard: None }).collect();
+        let Ok(period) = Period::named(kind, &standing.period_id, board.timezone) else { continue };
+        let sets = sets(keys, board, board.shards, &period);
         let (_, found) = sharded::scores(conn, &sets[home..=home], &[user_id], &[0]).await?;
         standing.rank = match found[0] {
             Some(composite) => Some(ranks(conn, &sets, &[(user_id, composite)]).await?[0] + 1),
