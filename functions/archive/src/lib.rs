@@ -18,7 +18,9 @@ use standings::domain::config::Config;
 use standings::domain::period::Period;
 use standings::redis::store::Store;
 use standings::runtime::metrics::Unit;
+use standings::services::catalog::Catalog;
 use standings::services::leagues::{CloseReport, Leagues};
+use standings::services::runtime_boards::{self, DefineError, EndReport, RuntimeBoards};
 
 /// One season (one shard of it), named by the caller.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -50,6 +52,17 @@ struct LeagueEnvelope {
     league: LeagueRequest,
 }
 
+/// `{"runtime": {}}`: end every deleted runtime board (docs/runtime-boards.md#deleting).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuntimeEnvelope {
+    runtime: RuntimeRequest,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuntimeRequest {}
+
 /// What an invocation asks for.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ArchiveRequest {
@@ -57,6 +70,8 @@ pub enum ArchiveRequest {
     Scheduled(EventBridgeEvent),
     Manual(ManualRequest),
     League(LeagueRequest),
+    /// End every deleted runtime board (the every-minute schedule).
+    Runtime,
 }
 
 impl TryFrom<Value> for ArchiveRequest {
@@ -68,6 +83,8 @@ impl TryFrom<Value> for ArchiveRequest {
         let bad = |e: serde_json::Error| ArchiveError::BadRequest(e.to_string());
         if payload.get("detail-type").is_some() {
             serde_json::from_value(payload).map(Self::Scheduled).map_err(bad)
+        } else if payload.get("runtime").is_some() {
+            serde_json::from_value::<RuntimeEnvelope>(payload).map(|_| Self::Runtime).map_err(bad)
         } else if payload.get("league").is_some() {
             serde_json::from_value::<LeagueEnvelope>(payload).map(|e| Self::League(e.league)).map_err(bad)
         } else {
@@ -81,6 +98,9 @@ impl TryFrom<Value> for ArchiveRequest {
 pub struct ArchiveResponse {
     pub results: Vec<SeasonReport>,
     pub leagues: Vec<CloseReport>,
+    /// Deleted runtime boards this run worked on.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub ended: Vec<EndReport>,
 }
 
 /// The metric a scheduled run puts: league periods ended more than `OVERDUE_AFTER` ago that
@@ -181,6 +201,8 @@ pub async fn run<S: ArchiveSink>(
             (vec![archiver.archive_season(&request.board, &request.season, shard, deadline).await?], Vec::new())
         }
         ArchiveRequest::League(request) => (Vec::new(), vec![closer.close(&request, deadline).await?]),
+        // `App::handle`'s (the deleted boards' ends need the catalog's own service).
+        ArchiveRequest::Runtime => (Vec::new(), Vec::new()),
     };
     for report in &leagues {
         tracing::info!(board = %report.board, period_id = %report.period_id, status = report.status, cohorts = report.cohorts_closed, "league close");
@@ -188,13 +210,16 @@ pub async fn run<S: ArchiveSink>(
     for report in &results {
         tracing::info!(board = %report.board, season = %report.season, status = ?report.status, items = report.items_written, "archive run");
     }
-    Ok(ArchiveResponse { results, leagues })
+    Ok(ArchiveResponse { results, leagues, ended: Vec::new() })
 }
 
 /// Everything an invocation needs, built once per container.
 pub struct App {
-    pub archiver: Archiver<SeasonTable>,
+    /// The archive job for the boards as of each invocation (declared and runtime).
+    pub archiver: Catalog<Archiver<SeasonTable>>,
     pub closer: LeagueCloser,
+    pub boards: RuntimeBoards,
+    pub clock: Clock,
 }
 
 impl App {
@@ -210,14 +235,52 @@ impl App {
             clock: standings::system_clock(),
             grace: settings.grace,
         };
-        let archiver = Archiver::new(config, keys, store, table.clone(), table, standings::system_clock(), settings);
-        Ok(Self { archiver, closer })
+        let boards = RuntimeBoards::new(config.clone(), keys.clone(), store.clone(), runtime_boards::limit_from_env());
+        let (built_keys, built_store) = (keys.clone(), store.clone());
+        let build = move |config| {
+            Archiver::new(
+                config,
+                built_keys.clone(),
+                built_store.clone(),
+                table.clone(),
+                table.clone(),
+                standings::system_clock(),
+                settings.clone(),
+            )
+        };
+        let archiver = Catalog::new(config, keys, store, build).with_refresh(std::time::Duration::ZERO);
+        Ok(Self { archiver, closer, boards, clock: standings::system_clock() })
     }
 
-    /// One invocation, stopping before the Lambda deadline.
+    /// One invocation, stopping before the Lambda deadline: a scheduled run (or
+    /// `{"runtime": {}}`) also ends every deleted runtime board.
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<ArchiveResponse, Diagnostic> {
-        run(&self.archiver, &self.closer, event.payload, invocation_deadline(event.context.deadline, Utc::now())).await.map_err(diagnostic)
+        let deadline = invocation_deadline(event.context.deadline, Utc::now());
+        let ends = event.payload.get("detail-type").is_some() || event.payload.get("runtime").is_some();
+        let archiver = self.archiver.current().await.map_err(|e| diagnostic(ArchiveError::from(e)))?;
+        let mut response = run(&archiver, &self.closer, event.payload, deadline).await.map_err(diagnostic)?;
+        if ends {
+            response.ended = end_boards(&self.boards, &archiver, (self.clock)(), deadline).await.map_err(diagnostic)?;
+        }
+        Ok(response)
     }
+}
+
+/// Ends every deleted runtime board as far as it goes before `deadline`.
+pub async fn end_boards<S: ArchiveSink>(
+    boards: &RuntimeBoards,
+    archiver: &Archiver<S>,
+    now: DateTime<Utc>,
+    deadline: DateTime<Utc>,
+) -> Result<Vec<EndReport>, ArchiveError> {
+    let reports = boards.finish_ended(archiver, now, deadline).await.map_err(|error| match error {
+        DefineError::Store(store) => ArchiveError::from(store),
+        other => ArchiveError::BadRequest(other.to_string()),
+    })?;
+    for report in &reports {
+        tracing::info!(board = %report.board, status = report.status, "runtime board end");
+    }
+    Ok(reports)
 }
 
 /// The invocation's deadline (milliseconds since the epoch, from the runtime API). Lambda's is

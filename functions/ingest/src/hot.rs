@@ -14,7 +14,7 @@ pub async fn post_heat(
     Path((board, item_id)): Path<(String, String)>,
     JsonBody(heat): JsonBody<Heat>,
 ) -> Result<Json<HeatReceipt>, ApiError> {
-    let receipt = app.hot.add_heat(&board, &item_id, &heat, (app.clock)()).await?;
+    let receipt = app.services().await?.hot.add_heat(&board, &item_id, &heat, (app.clock)()).await?;
     tracing::debug!(board = %receipt.board, item_id = %receipt.item_id, duplicate = receipt.duplicate, "heat recorded");
     Ok(Json(receipt))
 }

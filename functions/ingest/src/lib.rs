@@ -22,22 +22,42 @@ use standings::http::{ApiError, AuthMode, ErrorDetail, JsonBody, require_admin, 
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::runtime::metrics::{Metrics, Unit};
+use standings::services::catalog::Catalog;
 use standings::services::hot::HotBoards;
 use standings::services::ingestion::{EventReceipt, Ingestor, MAX_BATCH};
 use standings::services::moderation::Moderation;
 use standings::services::profiles::{self, Profile};
+use standings::services::runtime_boards::{self, RuntimeBoards};
 use standings::services::scores::Scores;
 use standings::services::sign_ins::SignIns;
 
 use crate::observe::Tally;
 
-/// Everything a request needs, built once per container.
-pub struct App {
+/// What a request needs from the boards as of now (`Catalog`): built once per catalog version.
+pub struct Services {
     pub ingestor: Ingestor,
     pub scores: Scores,
     pub hot: HotBoards,
     pub sign_ins: SignIns,
     pub moderation: Moderation,
+}
+
+impl Services {
+    fn new(config: Arc<Config>, keys: &Keys, store: &Store) -> Self {
+        Self {
+            ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
+            scores: Scores::new(config.clone(), keys.clone(), store.clone()),
+            hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
+            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
+            moderation: Moderation::new(config, keys.clone(), store.clone()),
+        }
+    }
+}
+
+/// Everything a request needs, built once per container.
+pub struct App {
+    pub catalog: Catalog<Services>,
+    pub boards: RuntimeBoards,
     pub store: Store,
     pub keys: Keys,
     pub clock: Clock,
@@ -47,12 +67,12 @@ pub struct App {
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock, auth: AuthMode, metrics: Metrics) -> Self {
+        let (built_keys, built_store) = (keys.clone(), store.clone());
         Self {
-            ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
-            scores: Scores::new(config.clone(), keys.clone(), store.clone()),
-            hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
-            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
-            moderation: Moderation::new(config, keys.clone(), store.clone()),
+            catalog: Catalog::new(config.clone(), keys.clone(), store.clone(), move |config| {
+                Services::new(config, &built_keys, &built_store)
+            }),
+            boards: RuntimeBoards::new(config, keys.clone(), store.clone(), runtime_boards::limit_from_env()),
             store,
             keys,
             clock,
@@ -66,6 +86,11 @@ impl App {
         let keys = standings::keys_from_env()?;
         let store = Store::from_env().await?;
         Ok(Self::new(config, keys, store, standings::system_clock(), AuthMode::from_env()?, Metrics::stdout("ingest")))
+    }
+
+    /// The services for the boards as of now (declared and runtime, docs/runtime-boards.md).
+    pub async fn services(&self) -> Result<Arc<Services>, ApiError> {
+        Ok(self.catalog.current().await?)
     }
 
     /// Times the store work of one request for the `RedisLatency` metric.
@@ -104,7 +129,7 @@ pub fn router(app: Arc<App>) -> Router {
 
 async fn post_event(State(app): State<Arc<App>>, JsonBody(event): JsonBody<Event>) -> Result<Json<EventReceipt>, ApiError> {
     tracing::Span::current().record("event_id", &*ids::loggable(&event.event_id));
-    let result = app.timed("/v1/events", app.ingestor.record(&event, (app.clock)())).await;
+    let result = app.timed("/v1/events", app.services().await?.ingestor.record(&event, (app.clock)())).await;
     let mut tally = Tally::default();
     tally.record(&event.event_id, &result);
     tally.flush(&app.metrics);
@@ -160,7 +185,7 @@ async fn post_batch(State(app): State<Arc<App>>, JsonBody(batch): JsonBody<Batch
     if batch.events.len() > MAX_BATCH {
         return Err(ApiError::too_large(format!("a batch holds at most {MAX_BATCH} events")));
     }
-    let outcomes = app.timed("/v1/events:batch", app.ingestor.record_batch(&batch.events, (app.clock)())).await?;
+    let outcomes = app.timed("/v1/events:batch", app.services().await?.ingestor.record_batch(&batch.events, (app.clock)())).await?;
     let mut tally = Tally::default();
     for (event, outcome) in batch.events.iter().zip(&outcomes) {
         tally.record(&event.event_id, outcome);

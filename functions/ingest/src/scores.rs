@@ -21,7 +21,7 @@ pub async fn post_score(
     JsonBody(submission): JsonBody<Submission>,
 ) -> Result<Json<ScoreReceipt>, ApiError> {
     tracing::Span::current().record("event_id", &*ids::loggable(&submission.event_id));
-    let result = app.timed("/v1/boards/{board}/scores", app.scores.submit(&board, &submission, (app.clock)())).await;
+    let result = app.timed("/v1/boards/{board}/scores", app.services().await?.scores.submit(&board, &submission, (app.clock)())).await;
     let mut tally = Tally::of("ScoreSubmissions");
     tally.record_score(&board, &submission.event_id, &result);
     tally.flush(&app.metrics);
@@ -42,7 +42,9 @@ pub async fn post_score_batch(
     if batch.scores.len() > MAX_BATCH {
         return Err(ApiError::too_large(format!("a batch holds at most {MAX_BATCH} scores")));
     }
-    let outcomes = app.timed("/v1/boards/{board}/scores:batch", app.scores.submit_batch(&board, &batch.scores, (app.clock)())).await?;
+    let outcomes = app
+        .timed("/v1/boards/{board}/scores:batch", app.services().await?.scores.submit_batch(&board, &batch.scores, (app.clock)()))
+        .await?;
     let mut tally = Tally::of("ScoreSubmissions");
     for (submission, outcome) in batch.scores.iter().zip(&outcomes) {
         tally.record_score(&board, &submission.event_id, outcome);

@@ -15,7 +15,7 @@ pub async fn post_sign_in(
     JsonBody(request): JsonBody<SignInRequest>,
 ) -> Result<Json<SignInReceipt>, ApiError> {
     tracing::Span::current().record("event_id", &*standings::domain::ids::loggable(&request.event_id));
-    let receipt = app.timed("/v1/sign-ins", app.sign_ins.record(&request, (app.clock)())).await?;
+    let receipt = app.timed("/v1/sign-ins", app.services().await?.sign_ins.record(&request, (app.clock)())).await?;
     tracing::info!(duplicate = receipt.duplicate, date = %receipt.date, points = receipt.outcome.points_awarded, "sign-in recorded");
     Ok(Json(receipt))
 }

@@ -18,6 +18,7 @@ use standings::domain::config::Config;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::runtime::metrics::Metrics;
+use standings::services::catalog::Catalog;
 
 pub use standings::archive::bus::{Bus, BusError, EventBridgeBus, eventbridge_client};
 pub use standings::archive::objects::{ObjectError, Objects, Put, board_objects, object_name};
@@ -194,7 +195,8 @@ impl<O: Objects + Clone> Jobs<O> {
 
 /// Everything an invocation needs, built once per container.
 pub struct App {
-    pub jobs: Jobs<S3Objects>,
+    /// The jobs for the boards as of each invocation (declared and runtime, read on every run).
+    pub jobs: Catalog<Jobs<S3Objects>>,
     pub store: Store,
 }
 
@@ -206,16 +208,27 @@ impl App {
         let keys = standings::keys_from_env()?;
         let store = Store::from_env().await?;
         let objects = S3Objects::new(s3_client().await, bucket);
-        let mut jobs = Jobs::new(config, keys, store.clone(), objects, Metrics::stdout(FUNCTION), standings::system_clock());
-        if let Some(bus) = standings::event_bus_from_env() {
-            jobs.drainer = jobs.drainer.with_notifier(Notifier::new(EventBridgeBus::new(eventbridge_client().await, bus)));
-        }
+        let notifier = match standings::event_bus_from_env() {
+            Some(bus) => Some(Notifier::new(EventBridgeBus::new(eventbridge_client().await, bus))),
+            None => None,
+        };
+        let (built_keys, built_store, metrics) = (keys.clone(), store.clone(), Metrics::stdout(FUNCTION));
+        let build = move |config| {
+            let mut jobs =
+                Jobs::new(config, built_keys.clone(), built_store.clone(), objects.clone(), metrics.clone(), standings::system_clock());
+            if let Some(notifier) = &notifier {
+                jobs.drainer = jobs.drainer.with_notifier(notifier.clone());
+            }
+            jobs
+        };
+        let jobs = Catalog::new(config, keys, store.clone(), build).with_refresh(std::time::Duration::ZERO);
         Ok(Self { jobs, store })
     }
 
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
         let deadline = invocation_deadline(event.context.deadline, Utc::now());
-        self.jobs.run(event.payload, deadline).await.map_err(diagnostic)
+        let jobs = self.jobs.current().await.map_err(|error| diagnostic(JournalError::from(RestoreError::from(error))))?;
+        jobs.run(event.payload, deadline).await.map_err(diagnostic)
     }
 }
 

@@ -47,7 +47,8 @@ pub async fn top(
     Path(board): Path<String>,
     QueryParams(params): QueryParams<TopParams>,
 ) -> Result<Response, ApiError> {
-    let board = live_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = live_board(&config, &board)?;
     let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
     let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
     let offset = bounded("offset", params.offset, 0, 0..=max_offset(board))?;
@@ -62,7 +63,8 @@ pub async fn user(
     Path((board, user_id)): Path<(String, String)>,
     QueryParams(params): QueryParams<UserParams>,
 ) -> Result<Response, ApiError> {
-    let board = live_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = live_board(&config, &board)?;
     ids::validate_id("user_id", &user_id)?;
     let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
     let around = bounded("around", params.around, DEFAULT_AROUND, 0..=MAX_AROUND)?;
@@ -95,7 +97,8 @@ pub async fn statement(
     Path((board, user_id)): Path<(String, String)>,
     QueryParams(params): QueryParams<StatementParams>,
 ) -> Result<Response, ApiError> {
-    let board = live_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = live_board(&config, &board)?;
     ids::validate_id("user_id", &user_id)?;
     let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
     let statement = app.reader.statement(board, &period, &user_id).await?;
@@ -133,7 +136,8 @@ pub async fn ranks(
     Path(board): Path<String>,
     JsonBody(request): JsonBody<RanksRequest>,
 ) -> Result<Response, ApiError> {
-    let board = live_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = live_board(&config, &board)?;
     let user_ids = listed_users(&request.user_ids)?;
     let period = resolve_period(board, request.period.as_deref(), request.at.as_deref(), (app.clock)())?;
     let mode = rank_mode(request.rank_mode.as_deref())?;
@@ -156,7 +160,8 @@ pub async fn distribution(
     Path(board): Path<String>,
     QueryParams(params): QueryParams<DistributionParams>,
 ) -> Result<Response, ApiError> {
-    let board = live_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = live_board(&config, &board)?;
     let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
     let buckets = bounded("buckets", params.buckets, DEFAULT_BUCKETS, 1..=MAX_BUCKETS)?;
     let distribution = app.reader.distribution(board, &period, buckets).await?;

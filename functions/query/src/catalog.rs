@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use standings::http::with_cache;
+use standings::http::{ApiError, with_cache};
 use standings::services::reads::catalog::catalog;
 
 use crate::App;
 
-pub async fn list(State(app): State<Arc<App>>) -> axum::response::Response {
-    // Resets move the periods on; a minute of caching keeps them accurate enough.
-    with_cache("public, max-age=60", Json(catalog(&app.config, (app.clock)())))
+pub async fn list(State(app): State<Arc<App>>) -> Result<axum::response::Response, ApiError> {
+    // Resets move the periods on, runtime boards come and go (docs/runtime-boards.md): ten
+    // seconds of caching keeps both accurate enough.
+    Ok(with_cache("public, max-age=10", Json(catalog(&*app.config().await?, (app.clock)()))))
 }

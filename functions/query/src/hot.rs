@@ -26,6 +26,6 @@ pub async fn get_hot(
     Path(board): Path<String>,
     QueryParams(params): QueryParams<HotParams>,
 ) -> Result<impl IntoResponse, ApiError> {
-    let top = app.hot.top(&board, params.limit, (app.clock)()).await?;
+    let top = app.services().await?.hot.top(&board, params.limit, (app.clock)()).await?;
     Ok(([(header::CACHE_CONTROL, CACHE_CONTROL)], Json(top)))
 }

@@ -54,7 +54,8 @@ pub async fn user(
     Path((board, user_id)): Path<(String, String)>,
     QueryParams(params): QueryParams<LeagueParams>,
 ) -> Result<Response, ApiError> {
-    let board = live_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = live_board(&config, &board)?;
     ids::validate_id("user_id", &user_id)?;
     let league = league_of(board)?;
     let period = match params.at.as_deref() {
@@ -66,7 +67,8 @@ pub async fn user(
 }
 
 pub async fn history(State(app): State<Arc<App>>, Path((board, user_id)): Path<(String, String)>) -> Result<Response, ApiError> {
-    let board = live_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = live_board(&config, &board)?;
     ids::validate_id("user_id", &user_id)?;
     let results = app.leagues.history(board, (app.clock)(), &user_id).await?;
     Ok(with_cache(USER_CACHE, Json(History { board: board.name.clone(), user_id, results })))
@@ -77,7 +79,8 @@ pub async fn cohorts(
     Path(board): Path<String>,
     QueryParams(params): QueryParams<CohortParams>,
 ) -> Result<Response, ApiError> {
-    let board = live_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = live_board(&config, &board)?;
     let league = league_of(board)?;
     let period = match params.period.as_deref() {
         None => Period::containing(league.period, (app.clock)(), board.timezone),

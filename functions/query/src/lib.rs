@@ -14,36 +14,47 @@ use axum::Router;
 use axum::http::Method;
 use standings::Clock;
 use standings::domain::config::Config;
+use standings::http::ApiError;
 use standings::http::routing::Routes;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
+use standings::services::catalog::Catalog;
 use standings::services::health::HealthCache;
 use standings::services::hot::HotBoards;
 use standings::services::leagues::Leagues;
 use standings::services::reads::Reader;
 use standings::services::sign_ins::SignIns;
 
+/// What a request needs from the boards as of now (`Catalog`): built once per catalog version.
+pub struct Services {
+    pub config: Arc<Config>,
+    pub hot: HotBoards,
+    pub sign_ins: SignIns,
+}
+
 /// Everything a request needs, built once per container.
 pub struct App {
-    pub config: Arc<Config>,
+    pub catalog: Catalog<Services>,
     pub keys: Keys,
     pub store: Store,
     pub reader: Reader,
-    pub hot: HotBoards,
     pub leagues: Leagues,
-    pub sign_ins: SignIns,
     pub clock: Clock,
     pub health: HealthCache,
 }
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, clock: Clock) -> Self {
-        Self {
-            reader: Reader::new(keys.clone(), store.clone()),
-            hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
-            leagues: Leagues::new(keys.clone(), store.clone()),
-            sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
+        let (built_keys, built_store) = (keys.clone(), store.clone());
+        let build = move |config: Arc<Config>| Services {
+            hot: HotBoards::new(config.clone(), built_keys.clone(), built_store.clone()),
+            sign_ins: SignIns::new(config.clone(), built_keys.clone(), built_store.clone()),
             config,
+        };
+        Self {
+            catalog: Catalog::new(config, keys.clone(), store.clone(), build),
+            reader: Reader::new(keys.clone(), store.clone()),
+            leagues: Leagues::new(keys.clone(), store.clone()),
             keys,
             store,
             clock,
@@ -55,6 +66,16 @@ impl App {
         let config = Arc::new(Config::from_env()?);
         let keys = standings::keys_from_env()?;
         Ok(Self::new(config, keys, Store::from_env().await?, standings::system_clock()))
+    }
+
+    /// The services for the boards as of now (declared and runtime, docs/runtime-boards.md).
+    pub async fn services(&self) -> Result<Arc<Services>, ApiError> {
+        Ok(self.catalog.current().await?)
+    }
+
+    /// Every board as of now.
+    pub async fn config(&self) -> Result<Arc<Config>, ApiError> {
+        Ok(self.services().await?.config.clone())
     }
 }
 

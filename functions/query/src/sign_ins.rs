@@ -22,5 +22,5 @@ pub async fn get_sign_ins(
     Path(user_id): Path<String>,
     QueryParams(query): QueryParams<MonthQuery>,
 ) -> Result<Json<Calendar>, ApiError> {
-    Ok(Json(app.sign_ins.calendar(&user_id, query.month.as_deref(), (app.clock)()).await?))
+    Ok(Json(app.services().await?.sign_ins.calendar(&user_id, query.month.as_deref(), (app.clock)()).await?))
 }

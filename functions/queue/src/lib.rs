@@ -17,6 +17,7 @@ use standings::domain::config::Config;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::runtime::metrics::{Metrics, Unit};
+use standings::services::catalog::Catalog;
 use standings::services::ingestion::Ingestor;
 use standings::services::scores::Scores;
 use standings::services::sign_ins::SignIns;
@@ -37,11 +38,16 @@ const DEADLINE_MARGIN: chrono::Duration = chrono::Duration::seconds(2);
 /// error, so `Errors` does not see them).
 pub const BATCHES_FAILED: &str = "BatchesFailed";
 
-/// Everything an invocation needs, built once per container.
-pub struct App {
+/// What a batch needs from the boards as of now (`Catalog`): built once per catalog version.
+pub struct Services {
     pub ingestor: Ingestor,
     pub scores: Scores,
     pub sign_ins: SignIns,
+}
+
+/// Everything an invocation needs, built once per container.
+pub struct App {
+    pub catalog: Catalog<Services>,
     pub dead_letters: DeadLetters,
     pub store: Store,
     pub clock: Clock,
@@ -50,15 +56,13 @@ pub struct App {
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, dead_letters: DeadLetters, clock: Clock, metrics: Metrics) -> Self {
-        Self {
-            ingestor: Ingestor::new(config.clone(), keys.clone(), store.clone()),
-            scores: Scores::new(config.clone(), keys.clone(), store.clone()),
-            sign_ins: SignIns::new(config, keys, store.clone()),
-            dead_letters,
-            store,
-            clock,
-            metrics,
-        }
+        let (built_keys, built_store) = (keys.clone(), store.clone());
+        let build = move |config: Arc<Config>| Services {
+            ingestor: Ingestor::new(config.clone(), built_keys.clone(), built_store.clone()),
+            scores: Scores::new(config.clone(), built_keys.clone(), built_store.clone()),
+            sign_ins: SignIns::new(config, built_keys.clone(), built_store.clone()),
+        };
+        Self { catalog: Catalog::new(config, keys, store.clone(), build), dead_letters, store, clock, metrics }
     }
 
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -95,7 +99,13 @@ impl App {
                 continue;
             }
             let batch: Vec<Delivery> = round.iter().map(|&i| deliveries[i].clone()).collect();
-            let verdicts = consume(&self.ingestor, &self.scores, &self.sign_ins, &batch, (self.clock)()).await;
+            let verdicts = match self.catalog.current().await {
+                Ok(services) => consume(&services.ingestor, &services.scores, &services.sign_ins, &batch, (self.clock)()).await,
+                Err(error) => {
+                    tracing::error!(error = %error, "the boards could not be read: the batch is handed back");
+                    batch.iter().map(|_| Verdict::Retry { code: "store_unavailable" }).collect()
+                }
+            };
             for (&i, verdict) in round.iter().zip(verdicts) {
                 settled[i] = true;
                 if !self.settle(&deliveries[i], verdict, deadline).await {

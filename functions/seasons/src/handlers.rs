@@ -104,7 +104,8 @@ pub async fn season_top(
     QueryParams(params): QueryParams<TopParams>,
 ) -> Result<Response, ApiError> {
     let table = table(&app)?;
-    let board = archived_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = archived_board(&config, &board)?;
     let period = named_season(board, &season)?;
     let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
     let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
@@ -122,7 +123,8 @@ pub async fn season_user(
     QueryParams(params): QueryParams<UserParams>,
 ) -> Result<Response, ApiError> {
     let table = table(&app)?;
-    let board = archived_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = archived_board(&config, &board)?;
     let period = named_season(board, &season)?;
     ids::validate_id("user_id", &user_id)?;
     let around = bounded("around", params.around, DEFAULT_AROUND, 0..=MAX_AROUND)?;
@@ -153,7 +155,8 @@ pub async fn season_distribution(
     QueryParams(params): QueryParams<DistributionParams>,
 ) -> Result<Response, ApiError> {
     let table = table(&app)?;
-    let board = archived_board(&app.config, &board)?;
+    let config = app.config().await?;
+    let board = archived_board(&config, &board)?;
     let period = named_season(board, &season)?;
     let buckets = bounded("buckets", params.buckets, DEFAULT_BUCKETS, 1..=MAX_BUCKETS)?;
     let (completed, histogram) = try_join(table.completed(&board.name, &season), table.distribution(&board.name, &season, buckets)).await?;
@@ -176,7 +179,7 @@ pub async fn user_seasons(
     let table = table(&app)?;
     ids::validate_id("user_id", &user_id)?;
     if let Some(board) = &params.board {
-        archived_board(&app.config, board)?;
+        archived_board(&*app.config().await?, board)?;
     }
     let seasons = table
         .user_history(&user_id, params.board.as_deref())

@@ -10,13 +10,16 @@ use axum::Router;
 use axum::http::Method;
 use standings::archive::table::SeasonTable;
 use standings::domain::config::Config;
+use standings::http::ApiError;
 use standings::http::routing::Routes;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
+use standings::services::catalog::Catalog;
 
 /// Everything a request needs, built once per container.
 pub struct App {
-    pub config: Arc<Config>,
+    /// The boards as of now (declared and runtime, docs/runtime-boards.md).
+    pub catalog: Catalog<()>,
     pub keys: Keys,
     /// Today's profiles, joined into archived rows.
     pub store: Store,
@@ -27,7 +30,11 @@ pub struct App {
 
 impl App {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, archive: Option<SeasonTable>) -> Self {
-        Self { config, keys, store, archive }
+        Self { catalog: Catalog::new(config, keys.clone(), store.clone(), |_| ()), keys, store, archive }
+    }
+
+    pub async fn config(&self) -> Result<Arc<Config>, ApiError> {
+        Ok(self.catalog.config().await?)
     }
 
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {

@@ -16,6 +16,7 @@ use standings::http::routing::Routes;
 use standings::http::{ApiError, AuthMode, JsonBody, Subject, require_admin};
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
+use standings::services::catalog::Catalog;
 use standings::services::moderation::Moderation;
 use standings::services::voids::{VoidReceipt, VoidRequest, Voids};
 
@@ -27,7 +28,8 @@ pub const DEFAULT_RETENTION_DAYS: i64 = 3650;
 
 /// Everything a request needs, built once per container.
 pub struct App {
-    pub voids: Voids<S3Objects>,
+    /// Voids for the boards as of now (declared and runtime, docs/runtime-boards.md).
+    pub voids: Catalog<Voids<S3Objects>>,
     pub clock: Clock,
     pub auth: AuthMode,
 }
@@ -42,7 +44,10 @@ impl App {
         clock: Clock,
         auth: AuthMode,
     ) -> Self {
-        Self { voids: Voids::new(Moderation::new(config, keys, store), objects, retention_days), clock, auth }
+        let (built_keys, built_store) = (keys.clone(), store.clone());
+        let build =
+            move |config| Voids::new(Moderation::new(config, built_keys.clone(), built_store.clone()), objects.clone(), retention_days);
+        Self { voids: Catalog::new(config, keys, store, build), clock, auth }
     }
 
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
@@ -81,7 +86,7 @@ async fn void(
     Subject(actor): Subject,
     JsonBody(request): JsonBody<VoidRequest>,
 ) -> Result<Json<VoidReceipt>, ApiError> {
-    let receipt = app.voids.void(&board, &user_id, &request, actor.as_deref(), (app.clock)()).await?;
+    let receipt = app.voids.current().await?.void(&board, &user_id, &request, actor.as_deref(), (app.clock)()).await?;
     let removed: i64 = receipt.periods.iter().map(|period| period.delta).sum();
     tracing::warn!(board = %board, user_id = %user_id, void_id = %request.void_id, removed, actor = ?actor, "points voided");
     Ok(Json(receipt))

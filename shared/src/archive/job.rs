@@ -290,6 +290,23 @@ impl<S: ArchiveSink> Archiver<S> {
         shard: Shard,
         deadline: DateTime<Utc>,
     ) -> Result<SeasonReport, ArchiveError> {
+        self.archive(board, season, shard, deadline, false).await
+    }
+
+    /// Archives the season of a runtime board deleted before it ended (docs/runtime-boards.md):
+    /// its writes are refused already (the guard's `ended`), so its season needs no grace.
+    pub async fn archive_ended(&self, board: &str, season: &str, deadline: DateTime<Utc>) -> Result<SeasonReport, ArchiveError> {
+        self.archive(board, season, Shard { index: 0, total: 1 }, deadline, true).await
+    }
+
+    async fn archive(
+        &self,
+        board: &str,
+        season: &str,
+        shard: Shard,
+        deadline: DateTime<Utc>,
+        ended: bool,
+    ) -> Result<SeasonReport, ArchiveError> {
         let config = self.config.board(board).ok_or_else(|| ArchiveError::UnknownBoard(board.to_owned()))?;
         if !config.archive {
             return Err(ArchiveError::NotArchived(board.to_owned()));
@@ -312,7 +329,7 @@ impl<S: ArchiveSink> Archiver<S> {
             return Ok(job.report(Status::AlreadyComplete, done.total, None));
         }
         let ready_at = job.season.end.expect("a season ends").with_timezone(&Utc) + self.settings.grace;
-        if now < ready_at {
+        if now < ready_at && !ended {
             return Err(ArchiveError::SeasonNotEnded { board: board.to_owned(), season: season.to_owned(), ready_at });
         }
 

@@ -17,6 +17,9 @@ pub const FENCE: &str = "fence";
 /// A guard without it (a whole-board loss, a FLUSHALL) refuses journaled writes until a
 /// restore completes, so no write is decided against history Redis lost.
 pub const BORN: &str = "born";
+/// Set when a runtime board is deleted (docs/runtime-boards.md#deleting): every write is
+/// refused (409 `board_ended`) while its end is archived and its keys freed.
+pub const ENDED: &str = "ended";
 
 /// Set while `user_id` is banned from the board.
 pub fn ban_field(user_id: &str) -> String {

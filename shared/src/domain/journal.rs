@@ -177,6 +177,9 @@ pub enum Entry<'a> {
     },
     /// A profile replaced (`PUT /v1/users/{user_id}/profile`), in the profiles' journal.
     Profile { at: Stamp, user_id: &'a str, profile: serde_json::Value },
+    /// A runtime board created, ended or removed (`put`, `end`, `remove`), in the catalog's
+    /// journal (docs/runtime-boards.md); `definition` is the board's, or why it ends.
+    Definition { at: Stamp, board: &'a str, change: &'a str, definition: serde_json::Value },
 }
 
 impl Entry<'_> {

@@ -6,6 +6,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
+use crate::domain::config::ConfigError;
 use crate::domain::correction::ChangeError;
 use crate::domain::ids::IdError;
 use crate::domain::period::DateError;
@@ -18,6 +19,7 @@ use crate::services::ingestion::{BatchRefusal, IngestError};
 use crate::services::moderation::ModerationError;
 use crate::services::profiles::ProfileError;
 use crate::services::reads::rules::ReadError;
+use crate::services::runtime_boards::DefineError;
 use crate::services::scores::{ScoreBatchRefusal, ScoreError};
 use crate::services::sign_ins::SignInError;
 
@@ -286,6 +288,8 @@ impl From<StoreError> for ApiError {
 pub fn store_status(error: &StoreError) -> (StatusCode, &'static str) {
     if error.is_restoring() {
         (StatusCode::SERVICE_UNAVAILABLE, "board_restoring")
+    } else if error.is_ended() {
+        (StatusCode::CONFLICT, "board_ended")
     } else if error.is_programming_error() {
         (StatusCode::INTERNAL_SERVER_ERROR, "internal")
     } else if error.is_out_of_memory() {
@@ -308,6 +312,9 @@ impl ApiError {
             let message = "this board is being restored from its journal; reads and writes resume when the restore completes; \
                 retry later (writes with the same ids)";
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_restoring", message).with_retry_after(RESTORING_RETRY_SECS);
+        }
+        if error.is_ended() {
+            return Self::new(StatusCode::CONFLICT, "board_ended", "this board has ended (it is being deleted): it takes no more writes");
         }
         if error.is_programming_error() {
             tracing::error!(error = %error, "store programming error");
@@ -369,6 +376,22 @@ impl From<ReadError> for ApiError {
             ReadError::Store(store) => return Self::store(store),
             #[cfg(feature = "dynamodb")]
             ReadError::Table(table) => return Self::unavailable(table),
+        };
+        Self::new(status, code, error.to_string())
+    }
+}
+
+impl From<DefineError> for ApiError {
+    fn from(error: DefineError) -> Self {
+        let (status, code) = match &error {
+            DefineError::Invalid(ConfigError::Invalid { field, problem }) => {
+                return Self::new(StatusCode::BAD_REQUEST, "invalid_board", format!("{field}: {problem}"));
+            }
+            DefineError::Invalid(_) => (StatusCode::BAD_REQUEST, "invalid_board"),
+            DefineError::Exists(_) | DefineError::Declared(_) => (StatusCode::CONFLICT, "board_exists"),
+            DefineError::Full(_) => (StatusCode::UNPROCESSABLE_ENTITY, "board_limit"),
+            DefineError::Unknown(_) => (StatusCode::NOT_FOUND, "unknown_board"),
+            DefineError::Store(store) => return Self::store(store),
         };
         Self::new(status, code, error.to_string())
     }

@@ -54,6 +54,12 @@ impl StoreError {
         matches!(self, StoreError::Restoring) || matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_RESTORING"))
     }
 
+    /// The runtime board is being deleted (docs/runtime-boards.md#deleting): a write was
+    /// refused with nothing written.
+    pub fn is_ended(&self) -> bool {
+        matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_ENDED"))
+    }
+
     /// Redis refused a write because it reached `maxmemory` (policy `noeviction`).
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self, StoreError::Redis(e) if e.code() == Some("OOM"))

@@ -1,5 +1,6 @@
 //! What the functions call: each service combines the domain rules with the Redis adapter.
 
+pub mod catalog;
 pub mod corrections;
 pub mod health;
 pub mod hot;
@@ -10,6 +11,7 @@ pub mod moderation;
 pub mod profiles;
 pub mod reads;
 pub mod replay;
+pub mod runtime_boards;
 pub mod scores;
 pub mod sign_ins;
 pub mod voids;

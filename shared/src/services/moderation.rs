@@ -30,7 +30,7 @@ pub const MAX_REASON_CHARS: usize = 200;
 
 /// An admin's reason (a correction's, a void's): 1 to `MAX_REASON_CHARS` characters, not blank,
 /// no control characters.
-pub(super) fn check_reason(reason: &str) -> Result<(), ModerationError> {
+pub fn check_reason(reason: &str) -> Result<(), ModerationError> {
     let chars = reason.chars().count();
     if reason.trim().is_empty() || chars > MAX_REASON_CHARS || reason.chars().any(char::is_control) {
         return Err(ModerationError::BadReason);

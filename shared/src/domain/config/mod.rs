@@ -1,7 +1,10 @@
 //! Board configuration: parsed from TOML (embedded default or `STANDINGS_CONFIG`) and
 //! validated once at start, with errors that name the offending field.
 
+mod runtime;
 mod validate;
+
+pub use runtime::{Definition, MAX_RUNTIME_BOARDS};
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -26,6 +29,8 @@ pub enum ConfigError {
     Read { path: String, source: std::io::Error },
     #[error("board configuration is not valid TOML: {0}")]
     Syntax(String),
+    #[error("board definition is not valid: {0}")]
+    Definition(String),
     #[error("board configuration: {field}: {problem}")]
     Invalid { field: String, problem: String },
 }
@@ -248,6 +253,9 @@ pub struct Board {
     /// How many slots the board's entries are spread over, each user's in one (docs/scaling.md);
     /// 1: the board lives in one slot.
     pub shards: u32,
+    /// Created at runtime (`PUT /v1/admin/boards/{board}`, docs/runtime-boards.md), not declared
+    /// in the configuration file.
+    pub runtime: bool,
 }
 
 impl Board {
@@ -303,6 +311,14 @@ impl Config {
             return Err(invalid(format!("boards[{}].sign_in", second.0), "only one board can take sign-ins"));
         }
         Ok(Self { boards })
+    }
+
+    /// This configuration with the runtime boards `extra` after the declared ones (a runtime
+    /// board never shares a declared board's name: `Definition::parse` refuses it).
+    pub fn with_runtime(&self, extra: impl IntoIterator<Item = Board>) -> Self {
+        let mut boards = self.boards.clone();
+        boards.extend(extra.into_iter().filter(|board| self.board(&board.name).is_none()));
+        Self { boards }
     }
 
     pub fn boards(&self) -> &[Board] {

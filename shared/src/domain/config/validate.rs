@@ -172,6 +172,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         statements: raw.statements,
         league,
         notify,
+        runtime: false,
     })
 }
 

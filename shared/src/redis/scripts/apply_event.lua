@@ -149,9 +149,10 @@ local function apply(block, reply)
   -- Refusals that depend on the board's state, checked with one read.
   local fields = {GUARD_BAN .. member}
   for i = 1, boards do fields[i + 1] = GUARD_CLOSED .. kind[i] .. ':' .. id[i] end
-  fields[boards + 2], fields[boards + 3] = GUARD_BORN, GUARD_FENCE
+  fields[boards + 2], fields[boards + 3], fields[boards + 4] = GUARD_BORN, GUARD_FENCE, GUARD_ENDED
   local guards = redis.call('HMGET', GUARD, unpack(fields))
   refuse_restoring(guards[boards + 2], guards[boards + 3])
+  refuse_ended(guards[boards + 4])
   if guards[1] then return answer(reply, boards, points_now, ranks, 'banned', '') end
   for i = 1, boards do
     if guards[i + 1] then return answer(reply, boards, points_now, ranks, 'period_closed', id[i]) end

@@ -9,6 +9,7 @@
 //! or a helper.
 
 mod apply;
+pub mod catalog;
 pub mod hot;
 mod key_list;
 pub mod league;
@@ -26,7 +27,7 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::distribution::Histogram;
-use crate::domain::guard::{BAN, BORN, CLOSED, EMPTIED, FENCE, LIVE};
+use crate::domain::guard::{BAN, BORN, CLOSED, EMPTIED, ENDED, FENCE, LIVE};
 use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX, IDLE_CURSOR_FIELD};
 use crate::domain::period::EventTimeError;
 use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
@@ -66,6 +67,7 @@ static OPEN_LEAGUE: LazyLock<Script> = script!("open_league.lua");
 static DROP_IDLE: LazyLock<Script> = script!("drop_idle.lua");
 pub(crate) static RESTORE_LINES: LazyLock<Script> = script!("restore_lines.lua");
 static PUT_PROFILE: LazyLock<Script> = script!("put_profile.lua");
+static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -88,6 +90,7 @@ pub fn hashes() -> Vec<&'static str> {
         &NOTICES_DROPPED,
         &RESTORE_LINES,
         &PUT_PROFILE,
+        &DEFINE_BOARD,
     ]
     .into_iter()
     .chain(league::scripts())
@@ -106,7 +109,7 @@ fn constants() -> String {
     for decision in Decision::ALL {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
-    lua.push_str(&format!("local GUARD_FENCE, GUARD_BORN = '{FENCE}', '{BORN}'\n"));
+    lua.push_str(&format!("local GUARD_FENCE, GUARD_BORN, GUARD_ENDED = '{FENCE}', '{BORN}', '{ENDED}'\n"));
     let effects: Vec<String> = crate::domain::journal::EFFECT_COMMANDS.iter().map(|c| format!("{c} = true")).collect();
     lua.push_str(&format!("local EFFECT = {{{}}}\n", effects.join(", ")));
     lua.push_str(&format!("local NOTICES_MAX_LEN = {}\n", crate::domain::notify::NOTICES_MAX_LEN));

@@ -96,6 +96,14 @@ local function refuse_restoring(born, fence)
   end
 end
 
+-- A runtime board being deleted (GUARD_ENDED, docs/runtime-boards.md#deleting) takes no more
+-- points, journaled or not: the error's code, BOARD_ENDED, is answered 409 board_ended.
+local function refuse_ended(ended)
+  if ended then
+    error({err = 'BOARD_ENDED the board has ended: it takes no more writes'})
+  end
+end
+
 -- A read of a journaled board passes its guard as `guard_key` (nil: no journal) and is refused
 -- like a write while the board is restored or lost: a part-way board is not an answer.
 local function read_fence(guard_key)
@@ -117,9 +125,10 @@ end
 local function guard_refusal(guard_key, member, n, kind_of, id_of)
   local fields = {GUARD_BAN .. member}
   for i = 1, n do fields[i + 1] = GUARD_CLOSED .. kind_of(i) .. ':' .. id_of(i) end
-  fields[n + 2], fields[n + 3] = GUARD_BORN, GUARD_FENCE
+  fields[n + 2], fields[n + 3], fields[n + 4] = GUARD_BORN, GUARD_FENCE, GUARD_ENDED
   local guards = redis.call('HMGET', guard_key, unpack(fields))
   refuse_restoring(guards[n + 2], guards[n + 3])
+  refuse_ended(guards[n + 4])
   if guards[1] then return 'banned', '' end
   for i = 1, n do
     if guards[i + 1] then return 'period_closed', id_of(i) end

@@ -56,6 +56,7 @@ Reply: a three-element array {status, entry, periods}
 
 effects_begin(ARGV[9] ~= '' and KEYS[4])
 fence_check(KEYS[1])
+refuse_ended(redis.call('HGET', KEYS[1], GUARD_ENDED))
 
 local marker = redis.call('GET', KEYS[3])
 if marker then

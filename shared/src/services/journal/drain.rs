@@ -12,10 +12,11 @@ use crate::domain::config::Config;
 use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
-use crate::redis::keys::{Keys, is_profile_journal, journal_names, profile_journals};
+use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, journal_names, profile_journals};
 use crate::redis::restore;
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
+use crate::services::catalog::boards_now;
 use crate::services::profiles;
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
@@ -135,8 +136,16 @@ impl<O: Objects> Drainer<O> {
         }
         // Each board's shards as configured and, while it is being resharded, as its data is
         // (docs/scaling.md#changing-shards): no stream is left undrained.
-        let mut journals: Vec<String> = Vec::new();
-        for board in self.config.boards() {
+        // The runtime boards' definitions (docs/runtime-boards.md) are a journal of their own.
+        let mut journals: Vec<String> = vec![CATALOG_JOURNAL.to_owned()];
+        let config = match boards_now(&self.config, &self.keys, &self.store).await {
+            Ok(config) => Arc::new(config),
+            Err(error) => {
+                tracing::error!(error = %error, "runtime boards unknown: only the declared boards are drained");
+                self.config.clone()
+            }
+        };
+        for board in config.boards() {
             let recorded = self.store.board_shards(&self.keys, board).await.unwrap_or(board.shards);
             for name in journal_names(&board.name, board.shards).into_iter().chain(journal_names(&board.name, recorded)) {
                 if !journals.contains(&name) {

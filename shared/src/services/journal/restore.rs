@@ -17,10 +17,11 @@ use crate::domain::journal::{Effects, Line, stream_id_ms};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{
-    BoardKeys, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, profile_journal,
+    BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, profile_journal,
 };
 use crate::redis::restore::{self, Run};
 use crate::redis::store::{Connection, Store};
+use crate::services::catalog::boards_now;
 use crate::services::journal::legacy_profiles;
 use crate::services::replay::{Replayed, Replayer};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -113,12 +114,15 @@ impl<O: Objects> Restorer<O> {
     pub async fn restore(&self, board: Option<&str>, deadline: DateTime<Utc>) -> Result<RestoreReport, RestoreError> {
         // Profiles: every shard's journal, each with its share of the journal before shards.
         let profiles = || (0..PROFILE_SHARDS).map(profile_journal);
+        let mut reports_before = Vec::new();
         let boards: Vec<String> = match board {
             Some(PROFILES_JOURNAL) => profiles().collect(),
             Some(shard) if profiles().any(|name| name == shard) => vec![shard.to_owned()],
+            Some(CATALOG_JOURNAL) => vec![CATALOG_JOURNAL.to_owned()],
             // A sharded board's name restores every shard; a shard's, that one.
             Some(name) => {
-                let board = self.config.board(journal_board(name)).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
+                let config = boards_now(&self.config, &self.keys, &self.store).await?;
+                let board = config.board(journal_board(name)).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
                 let journals = journal_names(&board.name, board.shards);
                 match journals.iter().find(|journal| *journal == name) {
                     Some(shard) if board.name != name => vec![shard.clone()],
@@ -126,9 +130,18 @@ impl<O: Objects> Restorer<O> {
                     _ => return Err(RestoreError::UnknownBoard(name.to_owned())),
                 }
             }
-            None => self.config.boards().iter().flat_map(|b| journal_names(&b.name, b.shards)).chain(profiles()).collect(),
+            // The runtime boards' definitions first: they say which boards there are to restore.
+            None => {
+                let catalog = self.restore_board(CATALOG_JOURNAL, deadline).await?;
+                if catalog.status != Status::Complete {
+                    return Ok(RestoreReport { status: Status::InProgress, boards: vec![catalog] });
+                }
+                reports_before.push(catalog);
+                let config = boards_now(&self.config, &self.keys, &self.store).await?;
+                config.boards().iter().flat_map(|b| journal_names(&b.name, b.shards)).chain(profiles()).collect()
+            }
         };
-        let mut reports = Vec::new();
+        let mut reports = reports_before;
         for name in boards {
             let first = reports.is_empty();
             if !first && Utc::now() >= deadline {

@@ -1,0 +1,122 @@
+//! Boards created at runtime (docs/runtime-boards.md): a definition is a `[[boards]]` entry
+//! written as JSON and validated as one, named by its route.
+
+use serde_json::{Map, Value};
+
+use super::validate::{invalid, validate_board};
+use super::*;
+
+/// How many runtime boards a deployment holds unless `STANDINGS_MAX_RUNTIME_BOARDS` says.
+pub const MAX_RUNTIME_BOARDS: u32 = 10_000;
+
+/// A runtime board: its definition as stored (canonical JSON, keys sorted, so the same
+/// definition sent again is recognised whatever its key order) and the board it defines.
+#[derive(Debug, Clone)]
+pub struct Definition {
+    pub text: String,
+    pub board: Board,
+}
+
+impl Definition {
+    /// The definition `body` of board `name`. Errors name the body's field (`top`,
+    /// `rules[0].points`); `name` in the body may be left out, or must be the route's.
+    pub fn parse(name: &str, body: &Value) -> Result<Self, ConfigError> {
+        if ids::validate_board_name(name).is_err() {
+            return Err(invalid("board", "must be 1-32 characters of a-z, 0-9 and '-'"));
+        }
+        let Some(object) = body.as_object() else {
+            return Err(invalid("body", "a board definition is a JSON object"));
+        };
+        let mut object: Map<String, Value> = object.clone();
+        match object.get("name") {
+            None => {
+                object.insert("name".into(), Value::String(name.to_owned()));
+            }
+            Some(Value::String(given)) if given == name => {}
+            Some(_) => return Err(invalid("name", "must be the board named in the path (or left out)")),
+        }
+        let text = Value::Object(object).to_string();
+        let board = Self::stored(&text)?;
+        Ok(Self { text, board })
+    }
+
+    /// The board a stored definition defines (checked again: a release may refuse what an
+    /// older one took).
+    pub fn stored(text: &str) -> Result<Board, ConfigError> {
+        let raw: RawBoard = serde_json::from_str(text).map_err(|e| ConfigError::Definition(e.to_string()))?;
+        let refusal = match raw.kind {
+            BoardKind::Decaying => Some(("kind", "a hot (decaying) board is declared in the configuration file, not at runtime")),
+            _ if raw.sign_in.is_some() => Some(("sign_in", "sign-ins have one board, declared in the configuration file")),
+            _ if raw.league.is_some() => Some(("league", "a league board is declared in the configuration file, not at runtime")),
+            _ if raw.notify.is_some() => Some(("notify", "notifications are declared in the configuration file, not at runtime")),
+            _ => None,
+        };
+        if let Some((field, problem)) = refusal {
+            return Err(invalid(field, problem));
+        }
+        let mut board = validate_board("board", raw).map_err(|error| match error {
+            ConfigError::Invalid { field, problem } => {
+                let field = field.strip_prefix("board.").unwrap_or(&field).to_owned();
+                ConfigError::Invalid { field, problem }
+            }
+            other => other,
+        })?;
+        board.runtime = true;
+        Ok(board)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn scores() -> Value {
+        json!({"kind": "scores", "timezone": "UTC", "periods": ["week", "all"], "top": 100, "keep": "best"})
+    }
+
+    #[test]
+    fn a_definition_is_a_board_entry_named_by_its_route_and_stored_with_sorted_keys() {
+        let definition = Definition::parse("cup-2027", &scores()).unwrap();
+        assert_eq!(definition.board.name, "cup-2027");
+        assert!(definition.board.runtime);
+        assert_eq!(definition.board.scores.unwrap().keep, Keep::Best);
+        let mut named = scores();
+        named["name"] = json!("cup-2027");
+        let reordered: Value = serde_json::from_str(&named.to_string()).unwrap();
+        assert_eq!(Definition::parse("cup-2027", &reordered).unwrap().text, definition.text);
+        assert!(definition.text.starts_with("{\"keep\":\"best\",\"kind\":\"scores\",\"name\":\"cup-2027\""), "{}", definition.text);
+    }
+
+    fn field_of(name: &str, body: Value) -> String {
+        match Definition::parse(name, &body).unwrap_err() {
+            ConfigError::Invalid { field, .. } => field,
+            ConfigError::Definition(message) => message,
+            other => panic!("{other}"),
+        }
+    }
+
+    #[test]
+    fn each_bad_field_is_named() {
+        let mut bad_top = scores();
+        bad_top["top"] = json!(0);
+        assert_eq!(field_of("cup", bad_top), "top");
+        let mut other_name = scores();
+        other_name["name"] = json!("other");
+        assert_eq!(field_of("cup", other_name), "name");
+        assert_eq!(field_of("Cup!", scores()), "board");
+        assert_eq!(field_of("cup", json!([1])), "body");
+        let mut unknown = scores();
+        unknown["colour"] = json!("red");
+        assert!(field_of("cup", unknown).contains("unknown field `colour`"));
+        let mut rules = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day"], "top": 10,
+            "rules": [{"action": "post", "points": 0, "scope": "none"}]});
+        assert_eq!(field_of("forum", rules.clone()), "rules[0].points");
+        rules["rules"][0]["points"] = json!(5);
+        rules["sign_in"] = json!({"points": 1});
+        assert_eq!(field_of("forum", rules), "sign_in");
+        let mut hot = scores();
+        hot["kind"] = json!("decaying");
+        assert_eq!(field_of("hot", hot), "kind");
+    }
+}

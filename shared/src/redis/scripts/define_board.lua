@@ -1,0 +1,62 @@
+#!lua
+--[[
+define_board.lua: creates, ends or removes a runtime board's definition (docs/runtime-boards.md)
+and journals the change in the same call: a restore brings definitions back with the boards,
+and a change that fails journals nothing. Every key is checked before the first write.
+
+KEYS[1]  definitions (hash: board -> definition JSON)
+KEYS[2]  boards ended (hash: board -> {reason, at} JSON): being deleted while their definition
+         is still there (their writes refused), deleted once it is gone; a name once ended is
+         never defined again (its journal and guard stay)
+KEYS[3]  version (string: bumped by every change; functions reload definitions when it moves)
+KEYS[4]  the catalog's journal (stream)
+KEYS[5]  the catalog's guard (hash): a lost catalog refuses changes until it is restored
+
+ARGV[1]  "put", "end" or "remove"
+ARGV[2]  the board
+ARGV[3]  put: the definition; end: why and when it ends; remove: ''
+ARGV[4]  put: how many runtime boards the deployment may hold
+ARGV[5]  the journal entry ('' when the deployment journals nothing)
+
+Reply: put: 'created', 'same' (this very definition is there), 'exists' (another, or the board
+is ending), 'full'; end: 'ending' (now or already), 'unknown'; remove: 'removed', 'unknown'
+]]
+
+local function expect_type(key, kind)
+  local held = raw_redis.call('TYPE', key)['ok']
+  if held ~= 'none' and held ~= kind then
+    error({err = 'WRONGTYPE a catalog key holds a ' .. held})
+  end
+end
+
+expect_type(KEYS[1], 'hash')
+expect_type(KEYS[2], 'hash')
+expect_type(KEYS[3], 'string')
+expect_type(KEYS[4], 'stream')
+expect_type(KEYS[5], 'hash')
+effects_begin(ARGV[5] ~= '' and KEYS[4])
+fence_check(KEYS[5])
+
+local op, board = ARGV[1], ARGV[2]
+local held = redis.call('HGET', KEYS[1], board)
+local ending = redis.call('HEXISTS', KEYS[2], board) == 1
+if op == 'put' then
+  if held then
+    if held == ARGV[3] and not ending then return 'same' end
+    return 'exists'
+  end
+  if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 'full' end
+  redis.call('HSET', KEYS[1], board, ARGV[3])
+elseif op == 'end' then
+  if not held then return 'unknown' end
+  if ending then return 'ending' end
+  redis.call('HSET', KEYS[2], board, ARGV[3])
+else
+  if not held then return 'unknown' end
+  redis.call('HDEL', KEYS[1], board)
+end
+redis.call('INCR', KEYS[3])
+journal(KEYS[4], ARGV[5], op)
+if op == 'put' then return 'created' end
+if op == 'end' then return 'ending' end
+return 'removed'

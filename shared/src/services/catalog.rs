@@ -1,0 +1,128 @@
+//! The boards a function serves (docs/runtime-boards.md): the declared ones and the runtime
+//! ones, reloaded when the catalog's version moves. The version is asked at most once per
+//! `refresh` (default 5 s, `STANDINGS_CATALOG_REFRESH_SECS`), so a write on a warm function
+//! costs no round trip for it, and a board created anywhere is served everywhere within
+//! `refresh` plus one request. Whatever the function builds from the boards (its services) is
+//! built once per version and shared.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::domain::config::{Config, Definition};
+use crate::redis::catalog;
+use crate::redis::error::StoreError;
+use crate::redis::keys::Keys;
+use crate::redis::store::Store;
+
+/// How long a function serves the boards it knows before asking whether they changed.
+pub const DEFAULT_REFRESH: Duration = Duration::from_secs(5);
+
+/// `STANDINGS_CATALOG_REFRESH_SECS` (0: ask before every request).
+pub fn refresh_from_env() -> Duration {
+    std::env::var("STANDINGS_CATALOG_REFRESH_SECS").ok().and_then(|s| s.parse().ok()).map_or(DEFAULT_REFRESH, Duration::from_secs)
+}
+
+/// The declared boards and the runtime ones the catalog holds now: for the jobs that run once
+/// a minute or by hand (drain, restore, verify, archive), which read it on every run.
+pub async fn boards_now(declared: &Config, keys: &Keys, store: &Store) -> Result<Config, StoreError> {
+    let mut conn = store.connection().await?;
+    let loaded = catalog::load(&mut conn, keys).await?;
+    Ok(declared.with_runtime(runtime_boards(&loaded.definitions)))
+}
+
+/// The boards of stored definitions; one that no longer validates is logged and left out.
+fn runtime_boards(definitions: &std::collections::BTreeMap<String, String>) -> Vec<crate::domain::config::Board> {
+    definitions
+        .iter()
+        .filter_map(|(name, text)| match Definition::stored(text) {
+            Ok(board) if board.name == *name => Some(board),
+            Ok(_) => None,
+            Err(error) => {
+                tracing::error!(board = %name, error = %error, "a runtime board's definition no longer validates: not served");
+                None
+            }
+        })
+        .collect()
+}
+
+type Build<T> = Box<dyn Fn(Arc<Config>) -> T + Send + Sync>;
+
+struct Cached<T> {
+    checked: Instant,
+    version: Option<u64>,
+    config: Arc<Config>,
+    built: Arc<T>,
+}
+
+/// The boards, and `T` built from them, as of the catalog's last version seen.
+pub struct Catalog<T> {
+    declared: Arc<Config>,
+    keys: Keys,
+    store: Store,
+    refresh: Duration,
+    build: Build<T>,
+    cached: Mutex<Option<Arc<Cached<T>>>>,
+}
+
+impl<T> Catalog<T> {
+    pub fn new(declared: Arc<Config>, keys: Keys, store: Store, build: impl Fn(Arc<Config>) -> T + Send + Sync + 'static) -> Self {
+        Self { declared, keys, store, refresh: refresh_from_env(), build: Box::new(build), cached: Mutex::new(None) }
+    }
+
+    pub fn with_refresh(mut self, refresh: Duration) -> Self {
+        self.refresh = refresh;
+        self
+    }
+
+    /// The boards declared in the configuration file (never changed at runtime).
+    pub fn declared(&self) -> &Arc<Config> {
+        &self.declared
+    }
+
+    /// `T` for the boards as of now (at most `refresh` old).
+    pub async fn current(&self) -> Result<Arc<T>, StoreError> {
+        Ok(self.snapshot().await?.built.clone())
+    }
+
+    /// Every board as of now (at most `refresh` old).
+    pub async fn config(&self) -> Result<Arc<Config>, StoreError> {
+        Ok(self.snapshot().await?.config.clone())
+    }
+
+    /// Forgets what is cached: the next request reads the catalog (after this function
+    /// changed it, so it serves its own change at once).
+    pub fn invalidate(&self) {
+        *self.cached.lock().expect("catalog cache poisoned") = None;
+    }
+
+    async fn snapshot(&self) -> Result<Arc<Cached<T>>, StoreError> {
+        let held = self.cached.lock().expect("catalog cache poisoned").clone();
+        if let Some(held) = &held
+            && held.checked.elapsed() < self.refresh
+        {
+            return Ok(held.clone());
+        }
+        let mut conn = self.store.connection().await?;
+        let checked = Instant::now();
+        if let Some(held) = &held {
+            let (version, born) = catalog::version(&mut conn, &self.keys).await?;
+            // A lost catalog (no version while the journal says it had one) keeps the boards
+            // this function knew until it is restored; their own guards refuse their writes.
+            let lost = version.is_none() && held.version.is_some() && self.keys.journal_on() && !born;
+            if version == held.version || lost {
+                let fresh = Arc::new(Cached { checked, version: held.version, config: held.config.clone(), built: held.built.clone() });
+                return Ok(self.keep(fresh));
+            }
+        }
+        let loaded = catalog::load(&mut conn, &self.keys).await?;
+        let runtime = runtime_boards(&loaded.definitions);
+        let config = Arc::new(self.declared.with_runtime(runtime));
+        let built = Arc::new((self.build)(config.clone()));
+        Ok(self.keep(Arc::new(Cached { checked, version: loaded.version, config, built })))
+    }
+
+    fn keep(&self, fresh: Arc<Cached<T>>) -> Arc<Cached<T>> {
+        *self.cached.lock().expect("catalog cache poisoned") = Some(fresh.clone());
+        fresh
+    }
+}

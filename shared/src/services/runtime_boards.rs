@@ -1,0 +1,246 @@
+//! Boards created at runtime (docs/runtime-boards.md): `PUT`, `GET` and `DELETE
+//! /v1/admin/boards/{board}`, and the end of a deleted board (its writes refused at once, its
+//! last season archived where it archives, its keys freed, its definition forgotten), each step
+//! safe to run again.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::domain::config::{Board, Config, ConfigError, Definition, MAX_RUNTIME_BOARDS};
+use crate::domain::journal::{Entry, Stamp};
+use crate::redis::catalog::{self, mark_ended};
+use crate::redis::error::StoreError;
+use crate::redis::keys::{BoardKeys, Keys};
+use crate::redis::restore;
+use crate::redis::scripts::catalog::{Change, Defined, define};
+use crate::redis::store::{Connection, Store};
+
+/// `STANDINGS_MAX_RUNTIME_BOARDS`: how many runtime boards the deployment holds (default
+/// `MAX_RUNTIME_BOARDS`).
+pub fn limit_from_env() -> u32 {
+    std::env::var("STANDINGS_MAX_RUNTIME_BOARDS").ok().and_then(|s| s.parse().ok()).unwrap_or(MAX_RUNTIME_BOARDS)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DefineError {
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+    #[error("board {0:?} exists with another definition (or has ended): runtime boards are not redefined")]
+    Exists(String),
+    #[error("board {0:?} is declared in the configuration file")]
+    Declared(String),
+    #[error("the deployment holds its most runtime boards ({0}): delete one first")]
+    Full(u32),
+    #[error("no runtime board {0:?}")]
+    Unknown(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A runtime board as the admin routes answer it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BoardDefinition {
+    pub board: String,
+    /// `active`, or `ending` once deleted (its writes refused until its end is done).
+    pub state: &'static str,
+    pub definition: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Value>,
+}
+
+/// A board deleted and not finished yet: its definition and why and when it ended.
+#[derive(Debug, Clone)]
+pub struct Ending {
+    pub board: Board,
+    pub at: DateTime<Utc>,
+}
+
+pub struct RuntimeBoards {
+    declared: Arc<Config>,
+    keys: Keys,
+    store: Store,
+    limit: u32,
+}
+
+impl RuntimeBoards {
+    pub fn new(declared: Arc<Config>, keys: Keys, store: Store, limit: u32) -> Self {
+        Self { declared, keys, store, limit }
+    }
+
+    /// Creates `name` from `body`: true when created, false when this very definition was there.
+    pub async fn put(&self, name: &str, body: &Value, now: DateTime<Utc>) -> Result<(bool, BoardDefinition), DefineError> {
+        let definition = Definition::parse(name, body)?;
+        if self.declared.board(name).is_some() {
+            return Err(DefineError::Declared(name.to_owned()));
+        }
+        let stored: Value = serde_json::from_str(&definition.text).expect("a definition is JSON");
+        let entry = self.entry(name, "put", &stored, now);
+        let mut conn = self.store.write_connection().await?;
+        let change = Change::Put { definition: &definition.text, limit: self.limit };
+        let created = match define(&mut conn, &self.keys, name, change, &entry).await? {
+            Defined::Created => true,
+            Defined::Same => false,
+            Defined::Full => return Err(DefineError::Full(self.limit)),
+            _ => return Err(DefineError::Exists(name.to_owned())),
+        };
+        if created && self.keys.journal_on() {
+            // Nothing of a new name is in the journal (an ended name is never defined again):
+            // its first writes need not wait for the drain to say so.
+            for shard in self.shards(&definition.board) {
+                restore::mark_born(&mut conn, &shard).await?;
+            }
+        }
+        Ok((created, BoardDefinition { board: name.to_owned(), state: "active", definition: stored, ended: None }))
+    }
+
+    pub async fn get(&self, name: &str) -> Result<BoardDefinition, DefineError> {
+        let mut conn = self.store.connection().await?;
+        let loaded = catalog::load(&mut conn, &self.keys).await?;
+        let Some(text) = loaded.definitions.get(name) else { return Err(DefineError::Unknown(name.to_owned())) };
+        let ended = loaded.ending.get(name).and_then(|why| serde_json::from_str(why).ok());
+        let state = if ended.is_some() { "ending" } else { "active" };
+        let definition = serde_json::from_str(text).map_err(|e| StoreError::Protocol(format!("a stored definition: {e}")))?;
+        Ok(BoardDefinition { board: name.to_owned(), state, definition, ended })
+    }
+
+    /// Deletes `name`: its writes are refused from this call on; the rest of its end is
+    /// `finish`'s. Again on an ending board: the same answer.
+    pub async fn end(&self, name: &str, reason: Option<&str>, now: DateTime<Utc>) -> Result<BoardDefinition, DefineError> {
+        let why = json!({"reason": reason, "at": now.to_rfc3339_opts(SecondsFormat::Millis, true)});
+        let entry = self.entry(name, "end", &why, now);
+        let mut conn = self.store.write_connection().await?;
+        if define(&mut conn, &self.keys, name, Change::End { why: &why.to_string() }, &entry).await? == Defined::Unknown {
+            return Err(DefineError::Unknown(name.to_owned()));
+        }
+        let current = self.get(name).await?;
+        let board = Definition::stored(&current.definition.to_string())?;
+        mark_ended(&mut conn, &self.shards(&board)).await?;
+        Ok(current)
+    }
+
+    /// Every board deleted whose end is not done yet.
+    pub async fn ending(&self) -> Result<Vec<Ending>, DefineError> {
+        let mut conn = self.store.connection().await?;
+        let loaded = catalog::load(&mut conn, &self.keys).await?;
+        let mut ending = Vec::new();
+        for (name, why) in &loaded.ending {
+            let Some(text) = loaded.definitions.get(name) else { continue };
+            let at = serde_json::from_str::<Value>(why)
+                .ok()
+                .and_then(|why| why["at"].as_str().and_then(|at| DateTime::parse_from_rfc3339(at).ok()))
+                .map(|at| at.with_timezone(&Utc))
+                .ok_or_else(|| StoreError::Protocol(format!("board {name:?} ended without a time")))?;
+            ending.push(Ending { board: Definition::stored(text)?, at });
+        }
+        Ok(ending)
+    }
+
+    /// The last steps of a deleted board's end, once its archive (if any) is done: writes
+    /// refused again (a guard lost since), every key but the guards freed (they keep refusing
+    /// a function whose catalog is a few seconds old), the definition forgotten.
+    /// False (nothing freed) while a journal stream of the board holds lines the drain has
+    /// not stored yet: the board's history is kept whole.
+    pub async fn finish(&self, board: &Board, now: DateTime<Utc>) -> Result<bool, DefineError> {
+        let mut conn = self.store.write_connection().await?;
+        let shards = self.shards(board);
+        mark_ended(&mut conn, &shards).await?;
+        if self.keys.journal_on() {
+            for shard in &shards {
+                let undrained: u64 = redis::cmd("XLEN").arg(shard.journal()).query_async(&mut conn).await.map_err(StoreError::from)?;
+                if undrained > 0 {
+                    return Ok(false);
+                }
+            }
+        }
+        let mut all = shards.clone();
+        all.push(self.keys.board(&board.name));
+        let guards: Vec<String> = all.iter().map(BoardKeys::guard).collect();
+        for keys in &all {
+            free(&mut conn, keys, &guards).await?;
+        }
+        let entry = self.entry(&board.name, "remove", &Value::Null, now);
+        define(&mut conn, &self.keys, &board.name, Change::Remove, &entry).await?;
+        Ok(true)
+    }
+
+    fn shards(&self, board: &Board) -> Vec<BoardKeys> {
+        self.keys.board_shards(&board.name, board.shards)
+    }
+
+    fn entry(&self, board: &str, change: &str, definition: &Value, now: DateTime<Utc>) -> String {
+        if !self.keys.journal_on() {
+            return String::new();
+        }
+        Entry::Definition { at: Stamp(now), board, change, definition: definition.clone() }.json()
+    }
+}
+
+/// Unlinks every key of `keys`' slot and pattern but `kept`.
+async fn free(conn: &mut Connection, keys: &BoardKeys, kept: &[String]) -> Result<(), StoreError> {
+    let found: Vec<String> =
+        conn.scan_slot_of(&keys.guard(), &keys.pattern_all()).await?.into_iter().filter(|key| !kept.contains(key)).collect();
+    for chunk in found.chunks(500) {
+        let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await?;
+    }
+    Ok(())
+}
+
+/// Where a deleted board's end stands after a run (`finish_ended`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EndReport {
+    pub board: String,
+    /// `done` (keys freed, definition forgotten), `archiving` (its season's archive goes on
+    /// next run), `draining` (its journal still holds lines the drain has not stored), `failed`.
+    pub status: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub season: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[cfg(feature = "dynamodb")]
+impl RuntimeBoards {
+    /// Ends every deleted board, each as far as it goes before `deadline`: its season archived
+    /// first where it archives (`archiver` must know the board: built on the boards as of now),
+    /// then `finish`. One board's failure is reported, never holds the others up.
+    pub async fn finish_ended<S: crate::archive::table::ArchiveSink>(
+        &self,
+        archiver: &crate::archive::job::Archiver<S>,
+        now: DateTime<Utc>,
+        deadline: DateTime<Utc>,
+    ) -> Result<Vec<EndReport>, DefineError> {
+        use crate::archive::job::Status;
+        use crate::domain::period::{Period, PeriodKind};
+        let mut reports = Vec::new();
+        for Ending { board, at } in self.ending().await? {
+            let season = (board.archive && board.periods.contains(&PeriodKind::Season))
+                .then(|| Period::containing(PeriodKind::Season, at, board.timezone).id);
+            let mut report = EndReport { board: board.name.clone(), status: "done", season: season.clone(), error: None };
+            // Again, before its season is frozen: a guard lost since the deletion refuses anew.
+            let mut conn = self.store.write_connection().await?;
+            mark_ended(&mut conn, &self.shards(&board)).await?;
+            if let Some(season) = &season {
+                match archiver.archive_ended(&board.name, season, deadline).await {
+                    Ok(archived) if matches!(archived.status, Status::Complete | Status::AlreadyComplete) => {}
+                    Ok(_) => report.status = "archiving",
+                    Err(error) => {
+                        tracing::error!(board = %board.name, season, error = %error, "a deleted board's season could not be archived");
+                        (report.status, report.error) = ("failed", Some(error.to_string()));
+                    }
+                }
+            }
+            if report.status == "done" {
+                match self.finish(&board, now).await {
+                    Ok(true) => tracing::info!(board = %board.name, "deleted board ended: keys freed, definition forgotten"),
+                    Ok(false) => report.status = "draining",
+                    Err(error) => (report.status, report.error) = ("failed", Some(error.to_string())),
+                }
+            }
+            reports.push(report);
+        }
+        Ok(reports)
+    }
+}
