@@ -166,7 +166,7 @@ async fn the_board_list_matches_the_configuration_file() {
     let app = spawn_ingest().await;
     let (status, headers, catalog) = app.get_with_headers("/v1/boards").await;
     assert_eq!(status, 200);
-    assert_eq!(headers["cache-control"], "public, max-age=60");
+    assert_eq!(headers["cache-control"], "public, max-age=10");
     let file: toml::Value = toml::from_str(include_str!("../../shared/boards.toml")).unwrap();
     let configured = file["boards"].as_array().unwrap();
     let listed = catalog["boards"].as_array().unwrap();

@@ -56,6 +56,7 @@ mod restore_profiles;
 mod round_trips;
 mod rules;
 mod runtime_api;
+mod runtime_boards;
 mod score_batch;
 mod score_corrections;
 mod score_model;

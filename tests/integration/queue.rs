@@ -286,6 +286,8 @@ async fn the_sign_ins_of_a_batch_are_one_script_call_each_applied_once() {
     ];
     // The first call in a fresh Redis also loads the script (NOSCRIPT, SCRIPT LOAD, retry).
     assert_eq!(app.post("/v1/sign-ins", &json!({"event_id": "warm", "user_id": "warm"})).await.0, 200);
+    // A cold container reads the boards' catalog once, then serves from it (docs/runtime-boards.md).
+    queue.catalog.current().await.unwrap();
     let before = app.store.round_trips();
     let response = queue.handle(sqs_event(records)).await;
     assert_eq!(failures(&response), Vec::<&str>::new());

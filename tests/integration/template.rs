@@ -252,7 +252,10 @@ fn the_template_sets_only_variables_the_code_reads_and_no_plain_redis_url() {
 /// EventBridge Scheduler fills them.
 fn scheduled_input(template: &Value, function: &str, scheduled_time: &str) -> (Value, Value) {
     let events = resource(template, function)["Properties"]["Events"].as_object().unwrap();
-    let [schedule] = <[&Value; 1]>::try_from(events.values().collect::<Vec<_>>()).expect("one event: the schedule");
+    // The schedule of scheduled events (`archive`'s other, `{"runtime": {}}`, is tested on its own).
+    let scheduled = json!({"Fn::FindInMap": ["ScheduledEvent", "Input", "Json"]});
+    let schedules: Vec<&Value> = events.values().filter(|event| event["Properties"]["Input"] == scheduled).collect();
+    let [schedule] = <[&Value; 1]>::try_from(schedules).expect("one event: the schedule");
     assert_eq!(schedule["Type"], "ScheduleV2", "{function}: an EventBridge Scheduler schedule");
     let properties = schedule["Properties"].clone();
     assert_eq!(properties["Input"], json!({"Fn::FindInMap": ["ScheduledEvent", "Input", "Json"]}));
@@ -291,6 +294,9 @@ fn the_archive_schedule_keeps_retrying_and_an_alarm_watches_what_is_overdue() {
     assert_eq!(schedule["ScheduleExpression"], "rate(1 hour)");
     assert!(input["detail-type"].is_string());
     serde_json::from_value::<EventBridgeEvent>(input).expect("an EventBridge event");
+    // Deleted runtime boards are ended every minute (docs/runtime-boards.md#deleting).
+    let runtime = &resource(&template, ARCHIVE)["Properties"]["Events"]["EveryMinuteRuntime"]["Properties"];
+    assert_eq!((&runtime["ScheduleExpression"], &runtime["Input"]), (&json!("rate(1 minute)"), &json!("{\"runtime\": {}}")));
     let overdue = &resource(&template, "ArchiveOverdueAlarm")["Properties"];
     assert_eq!(overdue["Namespace"], standings::runtime::metrics::NAMESPACE);
     assert_eq!(overdue["MetricName"], standings::archive::job::SEASONS_OVERDUE);

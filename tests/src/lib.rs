@@ -40,6 +40,7 @@ pub mod model;
 pub mod notify;
 pub mod proxy;
 pub mod queue;
+pub mod runtime;
 pub mod servers;
 
 /// The Redis every integration test talks to.
@@ -145,7 +146,9 @@ pub(crate) async fn spawn_app(config: Config, keys: Keys, store: Store, assertio
     if keys.journal_on() {
         // What the journal's first drain does for a new deployment (docs/journal.md#fence):
         // its journal holds nothing yet, so every board takes journaled writes.
-        for shard in config.boards().iter().flat_map(|board| keys.board_shards(&board.name, board.shards)) {
+        // The runtime boards' catalog (docs/runtime-boards.md) likewise.
+        let catalog = [keys.catalog()];
+        for shard in config.boards().iter().flat_map(|board| keys.board_shards(&board.name, board.shards)).chain(catalog) {
             let _: () =
                 redis::cmd("HSET").arg(shard.guard()).arg(standings::domain::guard::BORN).arg(1).query_async(&mut redis).await.unwrap();
         }
@@ -163,7 +166,7 @@ pub(crate) async fn spawn_app(config: Config, keys: Keys, store: Store, assertio
 }
 
 /// The read functions behind one router, as the HTTP API puts them behind one host.
-fn read_router(query: query::App, seasons: seasons::App) -> axum::Router {
+pub(crate) fn read_router(query: query::App, seasons: seasons::App) -> axum::Router {
     let routes = query::routes().into_router().with_state(Arc::new(query));
     standings::http::finish(routes.merge(seasons::routes().into_router().with_state(Arc::new(seasons))))
 }
@@ -202,7 +205,13 @@ fn context_json(method: &Method, path: &str, caller: Caller<'_>) -> Value {
     context
 }
 
-async fn send(router: &Router, method: Method, path: &str, body: Body, caller: Caller<'_>) -> (StatusCode, axum::http::HeaderMap, Value) {
+pub(crate) async fn send(
+    router: &Router,
+    method: Method,
+    path: &str,
+    body: Body,
+    caller: Caller<'_>,
+) -> (StatusCode, axum::http::HeaderMap, Value) {
     let mut request = Request::builder().method(method).uri(path).header("content-type", "application/json");
     if let Some(context) = request_context(caller) {
         request = request.extension(context);
@@ -332,9 +341,14 @@ impl TestApp {
     pub async fn written_keys(&self) -> Vec<String> {
         // Not the flag that profiles were moved to their shards, which the spawn set as a first
         // drain would (and a drain sets again after a loss): no write makes it.
-        let moved = self.keys.profiles_moved();
-        let mut keys: Vec<String> =
-            cluster::scan_all(&self.redis, &self.keys.all_pattern()).await.into_iter().filter(|key| *key != moved).collect();
+        // Nor the runtime boards' catalog's guard, which says (as a first drain would) that its
+        // journal holds nothing Redis lacks.
+        let (moved, catalog) = (self.keys.profiles_moved(), self.keys.catalog().guard());
+        let mut keys: Vec<String> = cluster::scan_all(&self.redis, &self.keys.all_pattern())
+            .await
+            .into_iter()
+            .filter(|key| *key != moved && *key != catalog)
+            .collect();
         keys.sort();
         keys
     }

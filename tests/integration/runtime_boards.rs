@@ -1,0 +1,180 @@
+//! Boards created at runtime (`PUT/GET/DELETE /v1/admin/boards/{board}`, docs/runtime-boards.md):
+//! the definition's life, every route on a runtime board, other warm instances, the limit.
+
+use std::time::{Duration, Instant};
+
+use axum::http::{Method, StatusCode};
+use serde_json::{Value, json};
+use standings::domain::period::{Period, PeriodKind};
+use standings_tests::runtime::call_on;
+use standings_tests::{ADMIN, Caller, TestApp, WRITER, spawn_ingest};
+
+fn cup() -> Value {
+    json!({"kind": "scores", "timezone": "UTC", "periods": ["week", "all"], "top": 10, "keep": "best", "statements": true})
+}
+
+fn quiz() -> Value {
+    json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day", "all"], "top": 10,
+        "rules": [{"action": "quiz_passed", "points": 7, "scope": "none"}]})
+}
+
+async fn definitions(app: &TestApp) -> Vec<String> {
+    redis::cmd("HKEYS").arg(app.keys.catalog().definitions()).query_async(&mut app.redis.clone()).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_definition_is_created_once_read_back_and_never_silently_replaced() {
+    let app = spawn_ingest().await;
+    let (status, created) = app.define("cup-2027", &cup()).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    assert_eq!((created["board"].as_str(), created["state"].as_str()), (Some("cup-2027"), Some("active")));
+    assert_eq!(created["definition"]["keep"], "best");
+    let (again, same) = app.define("cup-2027", &cup()).await;
+    assert_eq!((again, &same), (StatusCode::OK, &created), "the same definition again is the same answer");
+    let (status, read) = app.call(Method::GET, "/v1/admin/boards/cup-2027", "", ADMIN).await;
+    assert_eq!((status, &read), (StatusCode::OK, &created));
+
+    let mut other = cup();
+    other["top"] = json!(20);
+    let (status, body) = app.define("cup-2027", &other).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("board_exists")), "{body}");
+    let (status, body) = app.define("points", &cup()).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("board_exists")), "a declared name: {body}");
+
+    let mut bad = cup();
+    bad["top"] = json!(0);
+    let (status, body) = app.define("cup-2028", &bad).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("invalid_board")), "{body}");
+    assert!(body["error"]["message"].as_str().unwrap().starts_with("top:"), "the field is named: {body}");
+    let (status, body) = app.define("Cup!", &cup()).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, body) = app.define("cup-2029", &json!({"kind": "scores", "colour": "red"})).await;
+    assert!(status == StatusCode::BAD_REQUEST && body["error"]["message"].as_str().unwrap().contains("colour"), "{body}");
+    let (status, body) = app.call(Method::GET, "/v1/admin/boards/nope", "", ADMIN).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("unknown_board")));
+
+    for caller in [Caller::Anonymous, WRITER] {
+        let (status, _) = app.call(Method::PUT, "/v1/admin/boards/cup-2030", cup().to_string(), caller).await;
+        assert!(status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN, "{status}");
+    }
+    assert_eq!(definitions(&app).await, vec!["cup-2027"], "only the one created is stored");
+}
+
+#[tokio::test]
+async fn a_runtime_board_serves_the_routes_a_declared_board_does() {
+    let app = spawn_ingest().await.reading_runtime_boards();
+    assert_eq!(app.define("cup-2027", &cup()).await.0, StatusCode::CREATED);
+    assert_eq!(app.define("quiz", &quiz()).await.0, StatusCode::CREATED);
+
+    // Writes: scores, a batch of them, events and a batch of events, a correction.
+    let (status, body) = app.post("/v1/boards/cup-2027/scores", &json!({"event_id": "s1", "user_id": "ann", "score": 40})).await;
+    assert_eq!((status, body["periods"][0]["rank"].as_u64()), (StatusCode::OK, Some(1)), "{body}");
+    let batch = json!({"scores": [{"event_id": "s2", "user_id": "bo", "score": 50}, {"event_id": "s3", "user_id": "ann", "score": 45}]});
+    let (status, body) = app.post("/v1/boards/cup-2027/scores:batch", &batch).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (status, body) = app.event(json!({"event_id": "q1", "user_id": "ann", "action": "quiz_passed"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let events = json!({"events": [{"event_id": "q2", "user_id": "bo", "action": "quiz_passed"}, {"event_id": "q3", "user_id": "bo", "action": "quiz_passed"}]});
+    assert_eq!(app.post("/v1/events:batch", &events).await.0, StatusCode::OK);
+    let correction = json!({"correction_id": "c1", "reason": "a judge's call", "delta": 3});
+    let (status, body) = app.call(Method::POST, "/v1/admin/boards/quiz/users/ann/corrections", correction.to_string(), ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // State: the sorted sets hold exactly what was written.
+    let week = Period::containing(PeriodKind::Week(chrono::Weekday::Mon), app.now(), chrono_tz::UTC);
+    assert_eq!(app.ranking("cup-2027", &week).await, vec!["bo", "ann"]);
+    let all = Period::containing(PeriodKind::All, app.now(), chrono_tz::UTC);
+    assert_eq!((app.points("quiz", all.clone(), "ann").await, app.points("quiz", all, "bo").await), (Some(10), Some(14)));
+
+    // Reads.
+    let (status, top) = app.get("/v1/boards/cup-2027/top?period=week").await;
+    assert_eq!(status, StatusCode::OK, "{top}");
+    let entries: Vec<(&str, i64)> =
+        top["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap(), e["score"].as_i64().unwrap())).collect();
+    assert_eq!(entries, vec![("bo", 50), ("ann", 45)]);
+    let (status, me) = app.get("/v1/boards/quiz/users/ann?period=all").await;
+    assert_eq!((status, me["rank"].as_u64(), me["score"].as_i64()), (StatusCode::OK, Some(2), Some(10)), "{me}");
+    let (status, statement) = app.get("/v1/boards/cup-2027/users/ann/statement?period=week").await;
+    assert_eq!(status, StatusCode::OK, "{statement}");
+    let (status, distribution) = app.get("/v1/boards/quiz/distribution?period=all&buckets=2").await;
+    assert_eq!((status, distribution["total"].as_u64()), (StatusCode::OK, Some(2)), "{distribution}");
+    let (status, ranks) =
+        app.call_query(Method::POST, "/v1/boards/quiz/ranks", json!({"user_ids": ["bo", "cy"], "period": "all"}).to_string()).await;
+    assert_eq!(status, StatusCode::OK, "{ranks}");
+    let (status, catalog) = app.get("/v1/boards").await;
+    let names: Vec<&str> = catalog["boards"].as_array().unwrap().iter().filter_map(|b| b["name"].as_str()).collect();
+    assert!(status == StatusCode::OK && names.contains(&"cup-2027") && names.contains(&"quiz") && names.contains(&"points"), "{catalog}");
+}
+
+#[tokio::test]
+async fn a_board_created_on_one_instance_is_served_by_every_warm_instance_within_ten_seconds() {
+    let app = spawn_ingest().await;
+    // Two warm containers that served requests before the board existed.
+    let writer = app.ingest_instance(standings::services::catalog::DEFAULT_REFRESH, 10_000);
+    let reader = app.query_instance(standings::services::catalog::DEFAULT_REFRESH);
+    let score = |id: &str| json!({"event_id": id, "user_id": "ann", "score": 40});
+    let (status, _) = call_on(&writer, Method::POST, "/v1/boards/cup-2027/scores", &score("s0"), WRITER).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "not created yet");
+    assert_eq!(call_on(&reader, Method::GET, "/v1/boards/cup-2027/top", &Value::Null, Caller::Anonymous).await.0, StatusCode::NOT_FOUND);
+
+    let created = Instant::now();
+    assert_eq!(app.define("cup-2027", &cup()).await.0, StatusCode::CREATED);
+    let (mut written, mut read) = (None, None);
+    let mut attempt = 0;
+    while (written.is_none() || read.is_none()) && created.elapsed() < Duration::from_secs(12) {
+        attempt += 1;
+        if written.is_none()
+            && call_on(&writer, Method::POST, "/v1/boards/cup-2027/scores", &score(&format!("s{attempt}")), WRITER).await.0
+                == StatusCode::OK
+        {
+            written = Some(created.elapsed());
+        }
+        if read.is_none()
+            && call_on(&reader, Method::GET, "/v1/boards/cup-2027/top", &Value::Null, Caller::Anonymous).await.0 == StatusCode::OK
+        {
+            read = Some(created.elapsed());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (written, read) = (written.expect("the writer serves the board"), read.expect("the reader serves the board"));
+    assert!(written < Duration::from_secs(10) && read < Duration::from_secs(10), "served after {written:?} and {read:?}");
+}
+
+#[tokio::test]
+async fn a_warm_instance_asks_nothing_for_the_catalog_between_refreshes() {
+    let app = spawn_ingest().await;
+    assert_eq!(app.define("cup-2027", &cup()).await.0, StatusCode::CREATED);
+    let writer = app.ingest_instance(Duration::from_secs(3600), 10_000);
+    let score = |id: &str| json!({"event_id": id, "user_id": "ann", "score": 40});
+    assert_eq!(call_on(&writer, Method::POST, "/v1/boards/cup-2027/scores", &score("warm"), WRITER).await.0, StatusCode::OK);
+    let before = app.store.round_trips();
+    for i in 0..5 {
+        assert_eq!(call_on(&writer, Method::POST, "/v1/boards/cup-2027/scores", &score(&format!("s{i}")), WRITER).await.0, StatusCode::OK);
+    }
+    assert_eq!(app.store.round_trips() - before, 5, "one round trip per write: the definition comes from the cache");
+}
+
+#[tokio::test]
+async fn the_deployment_holds_at_most_its_limit_of_runtime_boards_even_when_created_at_once() {
+    let app = spawn_ingest().await;
+    let instance = app.ingest_instance(Duration::ZERO, 10);
+    let puts = (0..40).map(|i| {
+        let instance = instance.clone();
+        async move { call_on(&instance, Method::PUT, &format!("/v1/admin/boards/cup-{i}"), &cup(), ADMIN).await }
+    });
+    let answers = futures::future::join_all(puts).await;
+    let created = answers.iter().filter(|(status, _)| *status == StatusCode::CREATED).count();
+    let refused: Vec<&Value> =
+        answers.iter().filter(|(status, _)| *status == StatusCode::UNPROCESSABLE_ENTITY).map(|(_, body)| body).collect();
+    assert_eq!((created, refused.len()), (10, 30), "{answers:?}");
+    assert!(refused.iter().all(|body| body["error"]["code"] == "board_limit"), "{refused:?}");
+    assert_eq!(definitions(&app).await.len(), 10);
+    // The same definition sent by many at once is created once.
+    let same = (0..20).map(|_| {
+        let instance = app.ingest_instance(Duration::ZERO, 100);
+        async move { call_on(&instance, Method::PUT, "/v1/admin/boards/final", &cup(), ADMIN).await.0 }
+    });
+    let statuses = futures::future::join_all(same).await;
+    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::CREATED).count(), 1, "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == StatusCode::CREATED || *s == StatusCode::OK), "{statuses:?}");
+}
