@@ -57,6 +57,7 @@ mod round_trips;
 mod rules;
 mod runtime_api;
 mod runtime_boards;
+mod runtime_boards_end;
 mod score_batch;
 mod score_corrections;
 mod score_model;

@@ -45,6 +45,7 @@ if op == 'put' then
     if held == ARGV[3] and not ending then return 'same' end
     return 'exists'
   end
+  if ending then return 'exists' end
   if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 'full' end
   redis.call('HSET', KEYS[1], board, ARGV[3])
 elseif op == 'end' then

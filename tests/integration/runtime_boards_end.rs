@@ -1,0 +1,144 @@
+//! A runtime board's end and its journal (docs/runtime-boards.md): deleted, its writes refused at
+//! once, its season archived rank for rank, its keys freed, its name never reused; a queue
+//! message applied to it; a restore after every key was lost brings definitions and boards back.
+
+use std::sync::Arc;
+
+use axum::http::{Method, StatusCode};
+use chrono::{Duration, Utc};
+use serde_json::{Value, json};
+use standings::domain::period::{Period, PeriodKind};
+use standings::services::catalog::boards_now;
+use standings::services::runtime_boards::{RuntimeBoards, limit_from_env};
+use standings_tests::journal::{drain_to_new_bucket, spawn_journaled};
+use standings_tests::queue::{new_queue, record, sqs, sqs_event};
+use standings_tests::{ADMIN, ArchiveHarness, TestApp, cluster, spawn_ingest};
+
+fn spring_cup() -> Value {
+    json!({"kind": "scores", "timezone": "UTC", "periods": ["season", "all"], "top": 10, "keep": "best", "archive": true})
+}
+
+async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode, Value) {
+    app.post("/v1/boards/spring-cup/scores", &json!({"event_id": id, "user_id": user, "score": score})).await
+}
+
+async fn keys_of(app: &TestApp, board: &str) -> Vec<String> {
+    let tag = format!("{{{board}}}");
+    app.written_keys().await.into_iter().filter(|key| key.contains(&tag)).collect()
+}
+
+#[tokio::test]
+async fn a_deleted_board_refuses_writes_at_once_then_is_archived_rank_for_rank_and_freed() {
+    let harness = ArchiveHarness::new().await;
+    let app = harness.app().await;
+    assert_eq!(app.define("spring-cup", &spring_cup()).await.0, StatusCode::CREATED);
+    for (id, user, score) in [("s1", "ann", 40), ("s2", "bo", 70), ("s3", "cy", 55), ("s4", "ann", 90)] {
+        assert_eq!(submit(&app, id, user, score).await.0, StatusCode::OK);
+    }
+    let season = Period::containing(PeriodKind::Season, app.now(), chrono_tz::UTC);
+    let live = app.ranking("spring-cup", &season).await;
+    assert_eq!(live, vec!["ann", "bo", "cy"]);
+
+    let (status, ended) = app.call(Method::DELETE, "/v1/admin/boards/spring-cup?reason=season%20over", "", ADMIN).await;
+    assert_eq!(
+        (status, ended["state"].as_str(), ended["ended"]["reason"].as_str()),
+        (StatusCode::ACCEPTED, Some("ending"), Some("season over"))
+    );
+    let (again, same) = app.call(Method::DELETE, "/v1/admin/boards/spring-cup?reason=season%20over", "", ADMIN).await;
+    assert_eq!((again, &same), (StatusCode::ACCEPTED, &ended), "deleting again is the same answer");
+
+    let before = app.keyspace().await;
+    let (status, body) = submit(&app, "s5", "dee", 99).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("board_ended")), "{body}");
+    let correction = json!({"reason": "late fix", "set": 5});
+    let (status, body) = app.call(Method::POST, "/v1/admin/boards/spring-cup/users/bo/corrections", correction.to_string(), ADMIN).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("board_ended")), "{body}");
+    assert_eq!(app.keyspace().await, before, "a refused write writes nothing");
+    let (status, top) = app.get("/v1/boards/spring-cup/top?period=season").await;
+    assert_eq!((status, top["entries"].as_array().map(Vec::len)), (StatusCode::OK, Some(3)), "reads go on until the end is done");
+
+    // The archive function's every-minute run ends it.
+    let config = Arc::new(boards_now(&app.config, &app.keys, &app.store).await.unwrap());
+    let archiver = standings::archive::job::Archiver::new(
+        config,
+        app.keys.clone(),
+        app.store.clone(),
+        harness.table.clone(),
+        harness.table.clone(),
+        app.clock(),
+        ArchiveHarness::settings(),
+    );
+    let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+    let reports = archive::end_boards(&boards, &archiver, app.now(), Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!((reports[0].status, reports[0].season.as_deref()), ("done", Some(season.id.as_str())), "{reports:?}");
+    let archived = harness.table.ranks("spring-cup", &season.id, 1, 1000).await.unwrap();
+    let ranked: Vec<(&str, u64)> = archived.iter().map(|entry| (entry.user_id.as_str(), entry.rank)).collect();
+    assert_eq!(ranked, vec![("ann", 1), ("bo", 2), ("cy", 3)]);
+
+    assert_eq!(keys_of(&app, "spring-cup").await, vec![app.keys.board("spring-cup").guard()], "only the guard that refuses stays");
+    let (status, _) = app.call(Method::GET, "/v1/admin/boards/spring-cup", "", ADMIN).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, body) = app.define("spring-cup", &spring_cup()).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("board_exists")), "a name is never reused: {body}");
+    assert_eq!(submit(&app, "s6", "dee", 99).await.0, StatusCode::CONFLICT, "a warm instance's stale catalog still meets the guard");
+    let again = archive::end_boards(&boards, &archiver, app.now(), Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert!(again.is_empty(), "nothing left to end: {again:?}");
+}
+
+#[tokio::test]
+async fn a_queued_score_for_a_runtime_board_is_applied_once() {
+    let app = spawn_ingest().await.reading_runtime_boards();
+    assert_eq!(app.define("spring-cup", &spring_cup()).await.0, StatusCode::CREATED);
+    let client = sqs().await;
+    let queue = app.queue(queue::DeadLetters::new(client.clone(), new_queue(&client, "dlq").await));
+    let message = json!({"kind": "score", "board": "spring-cup", "event_id": "q1", "user_id": "ann", "score": 42}).to_string();
+    let response = queue.handle(sqs_event(vec![record("m1", &message, 1), record("m2", &message, 2)])).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    let (status, me) = app.get("/v1/boards/spring-cup/users/ann?period=all").await;
+    assert_eq!((status, me["score"].as_i64()), (StatusCode::OK, Some(42)), "{me}");
+}
+
+#[tokio::test]
+async fn a_restore_after_every_key_was_lost_brings_runtime_boards_and_their_definitions_back() {
+    let app = spawn_journaled(standings::domain::config::Config::default_boards()).await.reading_runtime_boards();
+    let quiz = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day", "all"], "top": 10, "statements": true,
+        "rules": [{"action": "quiz_passed", "points": 7, "scope": "none"}]});
+    assert_eq!(app.define("quiz", &quiz).await.0, StatusCode::CREATED);
+    assert_eq!(app.define("spring-cup", &spring_cup()).await.0, StatusCode::CREATED);
+    for (i, user) in ["ann", "bo", "ann", "cy"].iter().enumerate() {
+        assert_eq!(app.event(json!({"event_id": format!("q{i}"), "user_id": user, "action": "quiz_passed"})).await.0, StatusCode::OK);
+        assert_eq!(submit(&app, &format!("s{i}"), user, 10 * i as i64 + 5).await.0, StatusCode::OK);
+    }
+    assert_eq!(app.event(json!({"event_id": "late", "user_id": "dee", "action": "quiz_passed"})).await.0, StatusCode::OK);
+    // Drained to S3 in objects of 3 lines (a total loss takes the streams too).
+    let (client, bucket) = drain_to_new_bucket(&app, 3).await;
+    let before = state(&app).await;
+    let catalog = [app.keys.catalog().definitions(), app.keys.catalog().catalog_version()];
+    assert!(catalog.iter().all(|key| before.iter().any(|(name, ..)| name == key)), "the catalog is in the state compared");
+
+    // Every key of the deployment lost, the catalog's guard too.
+    let mut conn = app.redis.clone();
+    for key in cluster::scan_all(&app.redis, &app.keys.all_pattern()).await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let (status, body) = app.event(json!({"event_id": "lost", "user_id": "eve", "action": "quiz_passed"})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+    let (status, body) = app.define("other", &spring_cup()).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+
+    let jobs = app.journal_jobs(&client, &bucket, Arc::default());
+    let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(report.status, journal::Status::Complete, "{report:?}");
+    let names: Vec<&str> = report.boards.iter().map(|b| b.board.as_str()).collect();
+    assert!(names[0] == "_catalog" && names.contains(&"quiz") && names.contains(&"spring-cup"), "{names:?}");
+    assert_eq!(state(&app).await, before, "every key back, byte for byte");
+    assert_eq!(app.event(json!({"event_id": "late", "user_id": "dee", "action": "quiz_passed"})).await.1["duplicate"], true);
+    let (status, me) = app.get("/v1/boards/quiz/users/ann?period=all").await;
+    assert_eq!((status, me["score"].as_i64()), (StatusCode::OK, Some(14)), "{me}");
+}
+
+/// Every key with its value and expiry, but the journal streams (drained, not a board's state).
+async fn state(app: &TestApp) -> Vec<(String, Vec<u8>, i64)> {
+    app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect()
+}
