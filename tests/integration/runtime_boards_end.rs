@@ -111,6 +111,8 @@ async fn a_restore_after_every_key_was_lost_brings_runtime_boards_and_their_defi
         assert_eq!(submit(&app, &format!("s{i}"), user, 10 * i as i64 + 5).await.0, StatusCode::OK);
     }
     assert_eq!(app.event(json!({"event_id": "late", "user_id": "dee", "action": "quiz_passed"})).await.0, StatusCode::OK);
+    // A board deleted before the loss (its end not run yet) must come back refusing writes.
+    assert_eq!(app.call(Method::DELETE, "/v1/admin/boards/spring-cup", "", ADMIN).await.0, StatusCode::ACCEPTED);
     // Drained to S3 in objects of 3 lines (a total loss takes the streams too).
     let (client, bucket) = drain_to_new_bucket(&app, 3).await;
     let before = state(&app).await;
@@ -136,9 +138,42 @@ async fn a_restore_after_every_key_was_lost_brings_runtime_boards_and_their_defi
     assert_eq!(app.event(json!({"event_id": "late", "user_id": "dee", "action": "quiz_passed"})).await.1["duplicate"], true);
     let (status, me) = app.get("/v1/boards/quiz/users/ann?period=all").await;
     assert_eq!((status, me["score"].as_i64()), (StatusCode::OK, Some(14)), "{me}");
+    let (status, body) = submit(&app, "after", "eve", 1).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("board_ended")), "{body}");
 }
 
 /// Every key with its value and expiry, but the journal streams (drained, not a board's state).
 async fn state(app: &TestApp) -> Vec<(String, Vec<u8>, i64)> {
     app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect()
+}
+
+#[tokio::test]
+async fn an_event_feeding_a_deleted_board_and_a_declared_one_still_counts_on_the_declared_one() {
+    let app = spawn_ingest().await;
+    let shared = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["all"], "top": 10,
+        "rules": [{"action": "comment", "points": 1, "scope": "none"}]});
+    assert_eq!(app.define("chatter", &shared).await.0, StatusCode::CREATED);
+    // A warm container that read the catalog before the deletion.
+    let stale = app.ingest_instance(std::time::Duration::from_secs(3600), 10);
+    let comment = |id: &str| json!({"event_id": id, "user_id": "ann", "action": "comment", "target": format!("post-{id}")});
+    let (status, body) =
+        standings_tests::runtime::call_on(&stale, Method::POST, "/v1/events", &comment("c0"), standings_tests::WRITER).await;
+    assert_eq!((status, body["results"].as_array().map(Vec::len)), (StatusCode::OK, Some(2)), "both boards: {body}");
+    assert_eq!(app.call(Method::DELETE, "/v1/admin/boards/chatter", "", ADMIN).await.0, StatusCode::ACCEPTED);
+
+    let (status, body) =
+        standings_tests::runtime::call_on(&stale, Method::POST, "/v1/events", &comment("c1"), standings_tests::WRITER).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let result = |board: &str| body["results"].as_array().unwrap().iter().find(|r| r["board"] == board).cloned().unwrap();
+    assert_eq!(result("activity")["applied"], true, "{body}");
+    assert_eq!(
+        (result("chatter")["applied"].as_bool(), result("chatter")["reason"].as_str()),
+        (Some(false), Some("board_ended")),
+        "{body}"
+    );
+    let (status, body) = app.event(comment("c2")).await;
+    let boards: Vec<&str> = body["results"].as_array().unwrap().iter().filter_map(|r| r["board"].as_str()).collect();
+    assert_eq!((status, boards), (StatusCode::OK, vec!["activity"]), "a fresh catalog sends nothing to an ending board");
+    let all = Period::containing(PeriodKind::All, app.now(), chrono_tz::UTC);
+    assert_eq!(app.points("chatter", all, "ann").await, Some(1), "only the comment before the deletion");
 }

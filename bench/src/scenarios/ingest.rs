@@ -25,6 +25,7 @@ use standings::http::AuthMode;
 use standings::redis::store::Store;
 use standings::runtime::metrics::Metrics;
 use standings::services::ingestion::Ingestor;
+use standings::services::runtime_boards::RuntimeBoards;
 
 use crate::harness::{Bench, BenchError, CommandStats, Cpu, Report, Table, Target, call, grouped};
 use crate::seed001::{Activity, SeedKeys, add_activity_score};
@@ -46,17 +47,21 @@ enum Method {
     Notified,
     LeagueNotified,
     Router,
+    /// The same route, the board created at runtime (docs/runtime-boards.md): its definition
+    /// from the function's catalog cache.
+    RuntimeRouter,
     Zincrby,
     Seed,
 }
 
-const METHODS: [Method; 8] = [
+const METHODS: [Method; 9] = [
     Method::Script,
     Method::Journaled,
     Method::League,
     Method::Notified,
     Method::LeagueNotified,
     Method::Router,
+    Method::RuntimeRouter,
     Method::Zincrby,
     Method::Seed,
 ];
@@ -70,6 +75,7 @@ impl Method {
             Method::Notified => "`Ingestor::record`, the board notifying its top 10",
             Method::LeagueNotified => "`Ingestor::record`, the league board notifying its top 10 and zones",
             Method::Router => "`POST /v1/events` (ingest router, in process)",
+            Method::RuntimeRouter => "`POST /v1/events`, the board created at runtime",
             Method::Zincrby => "raw `ZINCRBY`",
             Method::Seed => "seed 001 `addActivityScore` (port)",
         }
@@ -145,6 +151,8 @@ struct Shared {
     /// The same boards, `activity` notifying its top 10; and the league's, too.
     notified: Arc<Config>,
     league_notified: Arc<Config>,
+    /// Every shipped board but `activity`, which the runtime router's keys hold at runtime.
+    without_activity: Arc<Config>,
     zincrby_key: String,
     seed_keys: SeedKeys,
 }
@@ -159,16 +167,13 @@ fn client(bench: &Bench, shared: &Shared, method: Method) -> Result<(Client, Sto
         Method::LeagueNotified => {
             Client::Ingestor(Ingestor::new(shared.league_notified.clone(), noticed(bench, "league-notify")?, store.clone()))
         }
-        Method::Router => {
+        Method::Router | Method::RuntimeRouter => {
             let metrics = Metrics::with_sink("ingest", Arc::new(|_| ()));
-            let app = ingest::App::new(
-                shared.config.clone(),
-                bench.keys.clone(),
-                store.clone(),
-                standings::system_clock(),
-                AuthMode::Off,
-                metrics,
-            );
+            let (config, keys) = match method {
+                Method::Router => (shared.config.clone(), bench.keys.clone()),
+                _ => (shared.without_activity.clone(), runtime_keys(bench)?),
+            };
+            let app = ingest::App::new(config, keys, store.clone(), standings::system_clock(), AuthMode::Off, metrics);
             Client::Router(ingest::router(Arc::new(app)))
         }
         Method::Zincrby => Client::Zincrby(store.clone()),
@@ -181,6 +186,9 @@ async fn window(bench: &Bench, shared: &Arc<Shared>, method: Method, clients: us
     let mut built = Vec::with_capacity(clients);
     if matches!(method, Method::Journaled) {
         bench.born(&shared.config).await?;
+    }
+    if matches!(method, Method::RuntimeRouter) {
+        define_activity(bench, shared).await?;
     }
     for index in 0..clients {
         let (client, store) = client(bench, shared, method)?;
@@ -226,6 +234,22 @@ fn journaled(bench: &Bench) -> standings::redis::keys::Keys {
     bench.keys.clone().with_journal(true)
 }
 
+/// Keys of their own for the runtime board's windows: a catalog of their own.
+fn runtime_keys(bench: &Bench) -> Result<standings::redis::keys::Keys, BenchError> {
+    Ok(standings::redis::keys::Keys::new(&format!("{}:runtime", bench.keys.prefix()))?)
+}
+
+/// `activity` as the shipped file declares it, created at runtime under `runtime_keys` (again
+/// after the run's cleanup: the same definition is a 200).
+async fn define_activity(bench: &Bench, shared: &Shared) -> Result<(), BenchError> {
+    let file: toml::Value = toml::from_str(standings::domain::config::DEFAULT_CONFIG)?;
+    let mut activity = serde_json::to_value(file["boards"][0].clone())?;
+    activity.as_object_mut().ok_or("the first shipped board is a table")?.remove("name");
+    let boards = RuntimeBoards::new(shared.without_activity.clone(), runtime_keys(bench)?, bench.client()?, 10);
+    boards.put("activity", &activity, Utc::now()).await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
 /// Keys of their own for the league's windows, so its cohorts are the only league state.
 fn league_keys(bench: &Bench) -> Result<standings::redis::keys::Keys, BenchError> {
     Ok(standings::redis::keys::Keys::new(&format!("{}:league", bench.keys.prefix()))?)
@@ -241,6 +265,13 @@ fn noticed(bench: &Bench, name: &str) -> Result<standings::redis::keys::Keys, Be
 fn activity_with(lines: &[&str]) -> Result<Config, BenchError> {
     let activity = r#"periods = ["day", "month"]"#;
     Ok(Config::parse(&standings::domain::config::DEFAULT_CONFIG.replacen(activity, &format!("{activity}\n{}", lines.join("\n")), 1))?)
+}
+
+/// The shipped boards but `activity` (the first).
+fn without_activity() -> Result<Config, BenchError> {
+    let file = standings::domain::config::DEFAULT_CONFIG;
+    let second = file.match_indices("[[boards]]").nth(1).ok_or("the shipped file has two boards")?.0;
+    Ok(Config::parse(&file[second..])?)
 }
 
 const LEAGUE: &str = r#"league = { period = "day", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }"#;
@@ -275,6 +306,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         league: Arc::new(activity_with(&[LEAGUE])?),
         notified: Arc::new(activity_with(&[NOTIFY])?),
         league_notified: Arc::new(activity_with(&[LEAGUE, NOTIFY])?),
+        without_activity: Arc::new(without_activity()?),
         zincrby_key: format!("{}:raw:zincrby", bench.keys.prefix()),
         seed_keys: SeedKeys::new(bench.keys.prefix()),
     });
@@ -408,6 +440,19 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             cpu_per_event(Method::LeagueNotified, busiest).1 / cpu_per_event(Method::League, busiest).1,
             1.50,
         ),
+        // A runtime board's price on the write path: its definition from the catalog cache.
+        Target::at_most(
+            format!("Redis CPU per event, runtime board, {busiest} clients"),
+            "the same board declared",
+            cpu_per_event(Method::RuntimeRouter, busiest).1 / cpu_per_event(Method::Router, busiest).1,
+            1.10,
+        ),
+        Target {
+            row: "runtime board round trips".into(),
+            goal: "exactly 1 per board, the definition cached".into(),
+            measured: format!("{:.3} per event", per_event(Method::RuntimeRouter, busiest)),
+            met: per_event(Method::RuntimeRouter, busiest) == 1.0,
+        },
         // The journal's price: one XADD per applied event, in the same call.
         Target::at_most(
             format!("Redis CPU per event, journal on, {busiest} clients"),

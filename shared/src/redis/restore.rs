@@ -160,11 +160,15 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
 
 /// Ends a restore, in one step: its checkpoint and claims go, and the board takes writes again
 /// (its guard says its history is all in Redis).
-/// `guarded`: false for the profiles' journal, which has no guard.
-pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool) -> Result<(), StoreError> {
+/// `guarded`: false for the profiles' journal, which has no guard. `ended`: the board is a
+/// runtime board being deleted, whose guard refuses its writes from the same step on.
+pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool, ended: bool) -> Result<(), StoreError> {
     let guard = keys.guard();
     let mut pipe = redis::pipe();
     pipe.atomic().del(keys.restore_checkpoint()).unlink(keys.restore_claims());
+    if ended {
+        pipe.hset(&guard, crate::domain::guard::ENDED, 1);
+    }
     if guarded {
         pipe.hdel(&guard, crate::domain::guard::FENCE).hset(&guard, crate::domain::guard::BORN, 1);
     }

@@ -62,11 +62,21 @@ pub struct Catalog<T> {
     refresh: Duration,
     build: Build<T>,
     cached: Mutex<Option<Arc<Cached<T>>>>,
+    /// Set by `invalidate`: the next request asks the version whatever its age.
+    recheck: std::sync::atomic::AtomicBool,
 }
 
 impl<T> Catalog<T> {
     pub fn new(declared: Arc<Config>, keys: Keys, store: Store, build: impl Fn(Arc<Config>) -> T + Send + Sync + 'static) -> Self {
-        Self { declared, keys, store, refresh: refresh_from_env(), build: Box::new(build), cached: Mutex::new(None) }
+        Self {
+            declared,
+            keys,
+            store,
+            refresh: refresh_from_env(),
+            build: Box::new(build),
+            cached: Mutex::new(None),
+            recheck: Default::default(),
+        }
     }
 
     pub fn with_refresh(mut self, refresh: Duration) -> Self {
@@ -89,16 +99,19 @@ impl<T> Catalog<T> {
         Ok(self.snapshot().await?.config.clone())
     }
 
-    /// Forgets what is cached: the next request reads the catalog (after this function
-    /// changed it, so it serves its own change at once).
+    /// Makes the next request ask the catalog's version (after this function changed it, so it
+    /// serves its own change at once). What is cached stays: a catalog found lost meanwhile
+    /// keeps the boards this function knew.
     pub fn invalidate(&self) {
-        *self.cached.lock().expect("catalog cache poisoned") = None;
+        self.recheck.store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     async fn snapshot(&self) -> Result<Arc<Cached<T>>, StoreError> {
         let held = self.cached.lock().expect("catalog cache poisoned").clone();
+        let recheck = self.recheck.swap(false, std::sync::atomic::Ordering::SeqCst);
         if let Some(held) = &held
             && held.checked.elapsed() < self.refresh
+            && !recheck
         {
             return Ok(held.clone());
         }
@@ -115,14 +128,25 @@ impl<T> Catalog<T> {
             }
         }
         let loaded = catalog::load(&mut conn, &self.keys).await?;
-        let runtime = runtime_boards(&loaded.definitions);
+        let runtime = runtime_boards(&loaded.definitions).into_iter().map(|mut board| {
+            board.ending = loaded.ending.contains_key(&board.name);
+            board
+        });
         let config = Arc::new(self.declared.with_runtime(runtime));
         let built = Arc::new((self.build)(config.clone()));
         Ok(self.keep(Arc::new(Cached { checked, version: loaded.version, config, built })))
     }
 
+    /// Caches `fresh`, unless a request that read a newer version meanwhile cached that: a
+    /// slow read never puts an older catalog back.
     fn keep(&self, fresh: Arc<Cached<T>>) -> Arc<Cached<T>> {
-        *self.cached.lock().expect("catalog cache poisoned") = Some(fresh.clone());
-        fresh
+        let mut cached = self.cached.lock().expect("catalog cache poisoned");
+        match cached.as_ref() {
+            Some(newer) if newer.version > fresh.version => newer.clone(),
+            _ => {
+                *cached = Some(fresh.clone());
+                fresh
+            }
+        }
     }
 }

@@ -59,6 +59,7 @@ impl IngestError {
             IngestError::PeriodClosed { .. } => "period_closed",
             IngestError::RateLimited { .. } => "rate_limited",
             IngestError::TakeBackDeferred(_) => "take_back_deferred",
+            IngestError::Store(store) if store.is_ended() => "board_ended",
             IngestError::Store(_) => "store_unavailable",
         }
     }
@@ -263,6 +264,9 @@ fn receipt(event: &Event, plan: &EventPlan<'_>, replies: Vec<Option<Result<Apply
     for (board_plan, reply) in plan.boards.iter().zip(replies) {
         let board = &board_plan.board.name;
         let answer = match (reply, &board_plan.refused) {
+            // A runtime board deleted since this function read its catalog: that board only
+            // refuses (docs/runtime-boards.md#deleting); the others keep what they applied.
+            (Some(Err(error)), _) if error.is_ended() => Err(IngestError::Store(error)),
             (Some(reply), _) => board_reply(event, board_plan, reply?),
             (None, Some(refusal)) => Err(IngestError::Refused(refusal.clone())),
             (None, None) => unreachable!("every board without a refusal is sent"),

@@ -251,6 +251,8 @@ impl Moderation {
         let conn = self.store.write_connection().await?;
         let boards: Vec<(&Board, Vec<Period>)> = self
             .user_boards()
+            // A runtime board being deleted takes no ban (docs/runtime-boards.md#deleting).
+            .filter(|b| !b.ending)
             .filter(|board| only.is_none_or(|name| board.name == name))
             .map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() }))
             .collect();

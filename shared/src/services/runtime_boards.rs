@@ -80,7 +80,7 @@ impl RuntimeBoards {
         let entry = self.entry(name, "put", &stored, now);
         let mut conn = self.store.write_connection().await?;
         let change = Change::Put { definition: &definition.text, limit: self.limit };
-        let created = match define(&mut conn, &self.keys, name, change, &entry).await? {
+        let created = match define(&mut conn, &self.keys, name, change, &entry, self.store.replica_wait()).await? {
             Defined::Created => true,
             Defined::Same => false,
             Defined::Full => return Err(DefineError::Full(self.limit)),
@@ -112,7 +112,9 @@ impl RuntimeBoards {
         let why = json!({"reason": reason, "at": now.to_rfc3339_opts(SecondsFormat::Millis, true)});
         let entry = self.entry(name, "end", &why, now);
         let mut conn = self.store.write_connection().await?;
-        if define(&mut conn, &self.keys, name, Change::End { why: &why.to_string() }, &entry).await? == Defined::Unknown {
+        if define(&mut conn, &self.keys, name, Change::End { why: &why.to_string() }, &entry, self.store.replica_wait()).await?
+            == Defined::Unknown
+        {
             return Err(DefineError::Unknown(name.to_owned()));
         }
         let current = self.get(name).await?;
@@ -133,7 +135,10 @@ impl RuntimeBoards {
                 .and_then(|why| why["at"].as_str().and_then(|at| DateTime::parse_from_rfc3339(at).ok()))
                 .map(|at| at.with_timezone(&Utc))
                 .ok_or_else(|| StoreError::Protocol(format!("board {name:?} ended without a time")))?;
-            ending.push(Ending { board: Definition::stored(text)?, at });
+            match Definition::stored(text) {
+                Ok(board) => ending.push(Ending { board, at }),
+                Err(error) => tracing::error!(board = %name, error = %error, "a deleted board's definition no longer validates: not ended"),
+            }
         }
         Ok(ending)
     }
@@ -162,7 +167,7 @@ impl RuntimeBoards {
             free(&mut conn, keys, &guards).await?;
         }
         let entry = self.entry(&board.name, "remove", &Value::Null, now);
-        define(&mut conn, &self.keys, &board.name, Change::Remove, &entry).await?;
+        define(&mut conn, &self.keys, &board.name, Change::Remove, &entry, self.store.replica_wait()).await?;
         Ok(true)
     }
 
@@ -213,21 +218,40 @@ impl RuntimeBoards {
         deadline: DateTime<Utc>,
     ) -> Result<Vec<EndReport>, DefineError> {
         use crate::archive::job::Status;
+        use crate::archive::schedule::unarchived_candidates;
         use crate::domain::period::{Period, PeriodKind};
         let mut reports = Vec::new();
         for Ending { board, at } in self.ending().await? {
-            let season = (board.archive && board.periods.contains(&PeriodKind::Season))
-                .then(|| Period::containing(PeriodKind::Season, at, board.timezone).id);
-            let mut report = EndReport { board: board.name.clone(), status: "done", season: season.clone(), error: None };
-            // Again, before its season is frozen: a guard lost since the deletion refuses anew.
-            let mut conn = self.store.write_connection().await?;
-            mark_ended(&mut conn, &self.shards(&board)).await?;
-            if let Some(season) = &season {
-                match archiver.archive_ended(&board.name, season, deadline).await {
+            let mut report = EndReport { board: board.name.clone(), status: "done", season: None, error: None };
+            // Every season not archived yet (one that ended within the grace, one a run failed
+            // on), oldest first, then the one the deletion fell in: its keys go next.
+            let seasons: Vec<Period> = if board.archive && board.periods.contains(&PeriodKind::Season) {
+                let mut seasons = unarchived_candidates(&board, at, chrono::Duration::zero());
+                seasons.push(Period::containing(PeriodKind::Season, at, board.timezone));
+                seasons.dedup_by(|a, b| a.id == b.id);
+                seasons
+            } else {
+                Vec::new()
+            };
+            let ended = async {
+                // Again, before its seasons are frozen: a guard lost since the deletion refuses anew.
+                let mut conn = self.store.write_connection().await?;
+                mark_ended(&mut conn, &self.shards(&board)).await?;
+                Ok::<_, DefineError>(())
+            };
+            if let Err(error) = ended.await {
+                (report.status, report.error) = ("failed", Some(error.to_string()));
+            }
+            for season in &seasons {
+                if report.status != "done" {
+                    break;
+                }
+                report.season = Some(season.id.clone());
+                match archiver.archive_ended(&board.name, &season.id, deadline).await {
                     Ok(archived) if matches!(archived.status, Status::Complete | Status::AlreadyComplete) => {}
                     Ok(_) => report.status = "archiving",
                     Err(error) => {
-                        tracing::error!(board = %board.name, season, error = %error, "a deleted board's season could not be archived");
+                        tracing::error!(board = %board.name, season = %season.id, error = %error, "a deleted board's season could not be archived");
                         (report.status, report.error) = ("failed", Some(error.to_string()));
                     }
                 }

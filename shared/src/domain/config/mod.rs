@@ -256,6 +256,9 @@ pub struct Board {
     /// Created at runtime (`PUT /v1/admin/boards/{board}`, docs/runtime-boards.md), not declared
     /// in the configuration file.
     pub runtime: bool,
+    /// A runtime board being deleted: reads go on, writes are refused (its guard says so), and
+    /// no event is fanned out to it nor any ban made on it.
+    pub ending: bool,
 }
 
 impl Board {
@@ -336,7 +339,7 @@ impl Config {
 
     /// Every board that scores `action`, in configuration order (the event fan-out).
     pub fn boards_for_action<'a>(&'a self, action: &str) -> impl Iterator<Item = (&'a Board, &'a Rule)> {
-        self.boards.iter().filter_map(move |b| b.rule(action).map(|r| (b, r)))
+        self.boards.iter().filter(|b| !b.ending).filter_map(move |b| b.rule(action).map(|r| (b, r)))
     }
 }
 

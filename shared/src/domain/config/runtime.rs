@@ -43,7 +43,15 @@ impl Definition {
     /// The board a stored definition defines (checked again: a release may refuse what an
     /// older one took).
     pub fn stored(text: &str) -> Result<Board, ConfigError> {
-        let raw: RawBoard = serde_json::from_str(text).map_err(|e| ConfigError::Definition(e.to_string()))?;
+        // The path of a field that does not parse (`rules[0].points`), not a column of the text.
+        let raw: RawBoard = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text)).map_err(|error| {
+            let field = error.path().to_string();
+            let problem = error.into_inner().to_string();
+            match field.as_str() {
+                "." | "" => ConfigError::Definition(problem),
+                _ => invalid(field, problem.split(" at line ").next().unwrap_or(&problem)),
+            }
+        })?;
         let refusal = match raw.kind {
             BoardKind::Decaying => Some(("kind", "a hot (decaying) board is declared in the configuration file, not at runtime")),
             _ if raw.sign_in.is_some() => Some(("sign_in", "sign-ins have one board, declared in the configuration file")),
@@ -101,6 +109,12 @@ mod tests {
         let mut bad_top = scores();
         bad_top["top"] = json!(0);
         assert_eq!(field_of("cup", bad_top), "top");
+        let mut wrong_type = scores();
+        wrong_type["top"] = json!("ten");
+        assert_eq!(field_of("cup", wrong_type), "top", "a field of the wrong type is named too");
+        let mut bad_period = scores();
+        bad_period["periods"] = json!(["week", "fortnight"]);
+        assert_eq!(field_of("cup", bad_period), "periods[1]");
         let mut other_name = scores();
         other_name["name"] = json!("other");
         assert_eq!(field_of("cup", other_name), "name");
@@ -108,7 +122,7 @@ mod tests {
         assert_eq!(field_of("cup", json!([1])), "body");
         let mut unknown = scores();
         unknown["colour"] = json!("red");
-        assert!(field_of("cup", unknown).contains("unknown field `colour`"));
+        assert_eq!(field_of("cup", unknown), "colour");
         let mut rules = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day"], "top": 10,
             "rules": [{"action": "post", "points": 0, "scope": "none"}]});
         assert_eq!(field_of("forum", rules.clone()), "rules[0].points");

@@ -173,6 +173,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         league,
         notify,
         runtime: false,
+        ending: false,
     })
 }
 

@@ -14,7 +14,9 @@ use chrono::{DateTime, Utc};
 
 use crate::domain::period::Period;
 
+mod catalog;
 mod shards;
+pub use catalog::CATALOG_JOURNAL;
 pub use shards::{SLOTS, journal_board, journal_names, slot, user_journal, user_shard};
 
 const VERSION: &str = "v1";
@@ -32,11 +34,6 @@ pub const REPLAY_EXPIRED_TTL_SECS: i64 = 3600;
 /// slot (one script call changes a profile and journals it); `_profiles` itself is the journal
 /// of releases before, drained and restored until it is empty.
 pub const PROFILES_JOURNAL: &str = "_profiles";
-/// The journal (and key tag) of runtime boards' definitions (docs/runtime-boards.md): one slot,
-/// journaled, drained and restored as a board's, restored before any board. No board can be
-/// named so.
-pub const CATALOG_JOURNAL: &str = "_catalog";
-
 /// Profile shards: each a slot of its own, so profile writes spread over a cluster's nodes.
 pub const PROFILE_SHARDS: u32 = 16;
 
@@ -150,12 +147,6 @@ impl Keys {
             replay: self.replay,
             ttl_cap: self.ttl_cap,
         }
-    }
-
-    /// The keys of the runtime boards' catalog (`CATALOG_JOURNAL`): its journal, guard and
-    /// restore bookkeeping as a board's, and `definitions`, `ending`, `catalog_version`.
-    pub fn catalog(&self) -> BoardKeys {
-        self.board(CATALOG_JOURNAL)
     }
 
     /// A user's profile (hash), in their profile shard's slot beside its journal.
@@ -332,22 +323,6 @@ impl BoardKeys {
     /// A key of this board (or shard) relative to its keys (`relative`'s inverse).
     pub fn relative_of<'k>(&self, key: &'k str) -> Option<&'k str> {
         key.strip_prefix(self.base.as_str())
-    }
-
-    /// Of the catalog's keys (`Keys::catalog`): runtime boards' definitions (hash: board ->
-    /// definition JSON).
-    pub fn definitions(&self) -> String {
-        format!("{}:definitions", self.base)
-    }
-
-    /// Of the catalog's keys: runtime boards being deleted (hash: board -> why and when).
-    pub fn ending(&self) -> String {
-        format!("{}:ending", self.base)
-    }
-
-    /// Of the catalog's keys: bumped by every change of a definition (functions reload on a move).
-    pub fn catalog_version(&self) -> String {
-        format!("{}:version", self.base)
     }
 
     pub fn restore_lock(&self) -> String {

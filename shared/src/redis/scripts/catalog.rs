@@ -43,7 +43,15 @@ pub enum Defined {
 }
 
 /// Applies `change` to `board` in the catalog and journals `entry` with it ('' journals nothing).
-pub async fn define(conn: &mut Connection, keys: &Keys, board: &str, change: Change<'_>, entry: &str) -> Result<Defined, StoreError> {
+/// `wait`: the replicas that must hold the change before it is answered, as a board write's.
+pub async fn define(
+    conn: &mut Connection,
+    keys: &Keys,
+    board: &str,
+    change: Change<'_>,
+    entry: &str,
+    wait: ReplicaWait,
+) -> Result<Defined, StoreError> {
     let catalog = keys.catalog();
     let mut call = ScriptCall::new(&DEFINE_BOARD);
     call.key(catalog.definitions()).key(catalog.ending()).key(catalog.catalog_version()).key(catalog.journal()).key(catalog.guard());
@@ -54,7 +62,7 @@ pub async fn define(conn: &mut Connection, keys: &Keys, board: &str, change: Cha
         Change::Remove => call.arg("").arg(0),
     };
     call.arg(entry);
-    let reply: String = conn.run_script(&call, ReplicaWait::NONE).await?;
+    let reply: String = conn.run_script(&call, wait).await?;
     Ok(match reply.as_str() {
         "created" => Defined::Created,
         "same" => Defined::Same,

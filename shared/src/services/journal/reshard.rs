@@ -235,7 +235,7 @@ impl<O: Objects> Resharder<O> {
         layout::record(conn, &self.keys, name, targets.len() as u32).await?;
         self.store.forget_layout(&self.keys, name);
         for target in targets {
-            restore::finish(conn, target, true).await?;
+            restore::finish(conn, target, true, false).await?;
         }
         let record = self.keys.board_layout(name);
         for source in self.keys.board_shards(name, from) {

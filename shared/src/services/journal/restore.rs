@@ -238,7 +238,15 @@ impl<O: Objects> Restorer<O> {
         }
         self.flush(progress).await?;
         self.landed(progress).await?;
-        restore::finish(progress.conn, progress.keys, !profiles).await?;
+        // A runtime board being deleted comes back refusing writes (its guard's `ended` is not
+        // journaled: the catalog says it ends).
+        let ending: bool = redis::cmd("HEXISTS")
+            .arg(self.keys.catalog().ending())
+            .arg(journal_board(name))
+            .query_async(&mut *progress.conn)
+            .await
+            .map_err(StoreError::from)?;
+        restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
         Ok(())
     }

@@ -1,0 +1,34 @@
+//! The keys of the runtime boards' catalog (docs/runtime-boards.md).
+
+use super::{BoardKeys, Keys};
+
+/// The journal (and key tag) of runtime boards' definitions (docs/runtime-boards.md): one slot,
+/// journaled, drained and restored as a board's, restored before any board. No board can be
+/// named so.
+pub const CATALOG_JOURNAL: &str = "_catalog";
+
+impl Keys {
+    /// The keys of the runtime boards' catalog (`CATALOG_JOURNAL`): its journal, guard and
+    /// restore bookkeeping as a board's, and `definitions`, `ending`, `catalog_version`.
+    pub fn catalog(&self) -> BoardKeys {
+        self.board(CATALOG_JOURNAL)
+    }
+}
+
+impl BoardKeys {
+    /// Of the catalog's keys (`Keys::catalog`): runtime boards' definitions (hash: board ->
+    /// definition JSON).
+    pub fn definitions(&self) -> String {
+        format!("{}:definitions", self.base)
+    }
+
+    /// Of the catalog's keys: runtime boards being deleted (hash: board -> why and when).
+    pub fn ending(&self) -> String {
+        format!("{}:ending", self.base)
+    }
+
+    /// Of the catalog's keys: bumped by every change of a definition (functions reload on a move).
+    pub fn catalog_version(&self) -> String {
+        format!("{}:version", self.base)
+    }
+}
