@@ -17,4 +17,5 @@ pub mod scoring;
 pub mod sign_in;
 pub mod statement;
 pub mod tiebreak;
+pub mod tournament;
 pub mod void;

@@ -1,0 +1,166 @@
+//! A tournament's definition (`PUT /v1/admin/tournaments/{id}`): every field checked, each
+//! error naming it.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Prize, Reset, Tournament};
+use crate::domain::config::{Keep, Order};
+use crate::domain::ids;
+
+pub const MAX_TITLE_CHARS: usize = 100;
+const MAX_DESCRIPTION_CHARS: usize = 1_000;
+/// The most players one instance takes (`max_size`).
+pub const MAX_SIZE: u32 = 1_000_000;
+pub const MAX_PRIZES: usize = 100;
+/// The largest `metadata` (and each prize's `reward`), as JSON text.
+pub const MAX_METADATA_BYTES: usize = 4_096;
+/// Windows end within ten years of their start: the composite's time part has room for it.
+const MAX_WINDOW_DAYS: i64 = 3_650;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {problem}")]
+pub struct TournamentError {
+    pub field: String,
+    pub problem: String,
+}
+
+fn invalid(field: impl Into<String>, problem: impl Into<String>) -> TournamentError {
+    TournamentError { field: field.into(), problem: problem.into() }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    title: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    category: Option<String>,
+    keep: Keep,
+    #[serde(default)]
+    order: Order,
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+    #[serde(default)]
+    reset: Option<Reset>,
+    #[serde(default)]
+    duration_secs: Option<i64>,
+    #[serde(default)]
+    max_size: Option<u32>,
+    #[serde(default)]
+    max_entries: Option<u32>,
+    join_required: bool,
+    #[serde(default)]
+    prizes: Vec<Prize>,
+    #[serde(default)]
+    metadata: Option<Value>,
+}
+
+/// The longest a reset period lasts: an instance never outlives its own period.
+fn reset_length(reset: Reset) -> Duration {
+    match reset {
+        Reset::Day => Duration::days(1),
+        Reset::Week => Duration::weeks(1),
+        Reset::Month => Duration::days(28),
+    }
+}
+
+fn text(field: &str, value: &str, max: usize) -> Result<(), TournamentError> {
+    let chars = value.chars().count();
+    if value.trim().is_empty() || chars > max || value.chars().any(char::is_control) {
+        return Err(invalid(field, format!("must be 1-{max} characters, not blank, no control characters")));
+    }
+    Ok(())
+}
+
+fn small_json(field: &str, value: &Value) -> Result<(), TournamentError> {
+    if value.to_string().len() > MAX_METADATA_BYTES {
+        return Err(invalid(field, format!("must be at most {MAX_METADATA_BYTES} bytes of JSON")));
+    }
+    Ok(())
+}
+
+impl Tournament {
+    /// The tournament `id` defined by `body`; errors name the body's field.
+    pub fn parse(id: &str, body: &Value) -> Result<Self, TournamentError> {
+        if ids::validate_board_name(id).is_err() || id.len() > 30 {
+            return Err(invalid("tournament_id", "must be 1-30 characters of a-z, 0-9 and '-'"));
+        }
+        let raw: Raw = serde_path_to_error::deserialize(body).map_err(|error| {
+            let field = error.path().to_string();
+            let problem = error.into_inner().to_string();
+            invalid(if field == "." { "body".to_owned() } else { field }, problem)
+        })?;
+        text("title", &raw.title, MAX_TITLE_CHARS)?;
+        if let Some(description) = &raw.description {
+            text("description", description, MAX_DESCRIPTION_CHARS)?;
+        }
+        if let Some(category) = &raw.category
+            && ids::validate_board_name(category).is_err()
+        {
+            return Err(invalid("category", "must be 1-32 characters of a-z, 0-9 and '-'"));
+        }
+        if raw.end <= raw.start {
+            return Err(invalid("end", "must be after start"));
+        }
+        if raw.end - raw.start > Duration::days(MAX_WINDOW_DAYS) {
+            return Err(invalid("end", format!("must be within {MAX_WINDOW_DAYS} days of start")));
+        }
+        let duration = match (raw.reset, raw.duration_secs) {
+            (None, None) => None,
+            (None, Some(_)) => return Err(invalid("duration_secs", "only a recurring tournament (reset) has a duration")),
+            (Some(_), None) => return Err(invalid("duration_secs", "a recurring tournament (reset) needs one")),
+            (Some(reset), Some(secs)) => {
+                let duration = Duration::seconds(secs);
+                if secs < 1 || duration > reset_length(reset) {
+                    return Err(invalid(
+                        "duration_secs",
+                        format!("must be within 1..={} for this reset", reset_length(reset).num_seconds()),
+                    ));
+                }
+                Some(duration)
+            }
+        };
+        if raw.max_size.is_some_and(|size| !(1..=MAX_SIZE).contains(&size)) {
+            return Err(invalid("max_size", format!("must be within 1..={MAX_SIZE}")));
+        }
+        if raw.max_entries == Some(0) {
+            return Err(invalid("max_entries", "must be at least 1"));
+        }
+        if raw.prizes.len() > MAX_PRIZES {
+            return Err(invalid("prizes", format!("at most {MAX_PRIZES}")));
+        }
+        for (i, prize) in raw.prizes.iter().enumerate() {
+            let [from, to] = prize.ranks;
+            if from < 1 || to < from {
+                return Err(invalid(format!("prizes[{i}].ranks"), "must be [from, to] with 1 <= from <= to"));
+            }
+            if let Some(j) = raw.prizes[..i].iter().position(|other| other.ranks[0] <= to && from <= other.ranks[1]) {
+                return Err(invalid(format!("prizes[{i}].ranks"), format!("overlaps prizes[{j}]")));
+            }
+            small_json(&format!("prizes[{i}].reward"), &prize.reward)?;
+        }
+        if let Some(metadata) = &raw.metadata {
+            small_json("metadata", metadata)?;
+        }
+        Ok(Self {
+            id: id.to_owned(),
+            title: raw.title,
+            description: raw.description,
+            category: raw.category,
+            keep: raw.keep,
+            order: raw.order,
+            start: raw.start,
+            end: raw.end,
+            reset: raw.reset,
+            duration,
+            max_size: raw.max_size,
+            max_entries: raw.max_entries,
+            join_required: raw.join_required,
+            prizes: raw.prizes,
+            metadata: raw.metadata,
+        })
+    }
+}

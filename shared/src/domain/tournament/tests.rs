@@ -1,0 +1,185 @@
+use chrono::{Datelike, NaiveDate, TimeZone};
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+fn body() -> Value {
+    json!({"title": "Winter cup", "keep": "best", "order": "desc", "start": "2026-12-01T00:00:00Z",
+        "end": "2026-12-08T00:00:00Z", "join_required": true, "max_size": 100, "max_entries": 3,
+        "prizes": [{"ranks": [1, 1], "reward": {"gems": 500}}, {"ranks": [2, 10], "reward": {"gems": 50}}]})
+}
+
+#[test]
+fn a_definition_is_checked_field_by_field() {
+    let cup = Tournament::parse("winter-cup", &body()).unwrap();
+    assert_eq!((cup.keep, cup.order, cup.max_size, cup.max_entries), (Keep::Best, Order::Desc, Some(100), Some(3)));
+    let field = |change: &dyn Fn(&mut Value)| {
+        let mut body = body();
+        change(&mut body);
+        Tournament::parse("winter-cup", &body).unwrap_err().field
+    };
+    assert_eq!(field(&|b| b["end"] = json!("2026-11-30T00:00:00Z")), "end");
+    assert_eq!(field(&|b| b["title"] = json!(" ")), "title");
+    assert_eq!(field(&|b| b["max_size"] = json!(0)), "max_size");
+    assert_eq!(field(&|b| b["max_entries"] = json!(0)), "max_entries");
+    assert_eq!(field(&|b| b["keep"] = json!("most")), "keep");
+    assert_eq!(field(&|b| b["start"] = json!("tomorrow")), "start");
+    assert_eq!(field(&|b| b["colour"] = json!("red")), "colour");
+    assert_eq!(field(&|b| b["prizes"][1]["ranks"] = json!([1, 3])), "prizes[1].ranks", "overlapping ranges");
+    assert_eq!(field(&|b| b["prizes"][0]["ranks"] = json!([0, 1])), "prizes[0].ranks");
+    assert_eq!(field(&|b| b["reset"] = json!("day")), "duration_secs", "a recurring tournament needs its duration");
+    assert_eq!(field(&|b| b["duration_secs"] = json!(60)), "duration_secs", "a one-off has none");
+    assert_eq!(
+        field(&|b| {
+            b["reset"] = json!("day");
+            b["duration_secs"] = json!(86_401);
+        }),
+        "duration_secs"
+    );
+    assert_eq!(field(&|b| b["category"] = json!("Weekly!")), "category");
+    assert_eq!(field(&|b| b["metadata"] = json!({"blob": "x".repeat(5000)})), "metadata");
+    assert_eq!(Tournament::parse("Winter Cup", &body()).unwrap_err().field, "tournament_id");
+}
+
+#[test]
+fn prizes_go_by_rank_range() {
+    let cup = Tournament::parse("winter-cup", &body()).unwrap();
+    assert_eq!(cup.prize_of(1), Some(&json!({"gems": 500})));
+    assert_eq!((cup.prize_of(2), cup.prize_of(10)), (Some(&json!({"gems": 50})), Some(&json!({"gems": 50}))));
+    assert_eq!(cup.prize_of(11), None);
+}
+
+#[test]
+fn a_one_off_is_open_from_its_start_until_its_end_exclusive() {
+    let cup = Tournament::parse("winter-cup", &body()).unwrap();
+    assert_eq!(cup.state_at(at("2026-11-30T23:59:59Z")), State::Upcoming);
+    assert_eq!(cup.open_at(at("2026-12-01T00:00:00Z")).unwrap().id, "all");
+    assert_eq!(cup.state_at(at("2026-12-07T23:59:59Z")), State::Open);
+    assert_eq!(cup.state_at(at("2026-12-08T00:00:00Z")), State::Ended, "the end is not in the window");
+    assert_eq!(cup.instance_named(None, at("2026-12-09T00:00:00Z")).unwrap().id, "all", "the last one that ran");
+}
+
+#[test]
+fn a_daily_tournament_opens_at_each_midnight_for_its_duration() {
+    let mut daily = body();
+    daily["reset"] = json!("day");
+    daily["duration_secs"] = json!(3600);
+    let daily = Tournament::parse("daily", &daily).unwrap();
+    let open = daily.open_at(at("2026-12-03T00:30:00Z")).unwrap();
+    assert_eq!((open.id.as_str(), open.start, open.end), ("2026-12-03", at("2026-12-03T00:00:00Z"), at("2026-12-03T01:00:00Z")));
+    assert_eq!(daily.state_at(at("2026-12-03T01:00:00Z")), State::Upcoming);
+    assert_eq!(daily.next_after(at("2026-12-03T01:00:00Z")).unwrap().start, at("2026-12-04T00:00:00Z"));
+    assert_eq!(daily.next_after(at("2026-12-07T00:10:00Z")), None, "the last day's instance is the last");
+    assert_eq!(daily.state_at(at("2026-12-07T01:00:00Z")), State::Ended);
+    assert_eq!(daily.instance_named(Some("2026-12-05"), at("2026-12-07T00:00:00Z")).unwrap().end, at("2026-12-05T01:00:00Z"));
+    assert_eq!(daily.instance_named(Some("2026-12-09"), at("2026-12-07T00:00:00Z")), None, "after the window");
+    assert_eq!(daily.instance_named(None, at("2026-12-05T12:00:00Z")).unwrap().id, "2026-12-05", "the last one that ran");
+}
+
+/// The model: plain arithmetic on seconds since the reset's boundary, written apart from the
+/// periods the code uses.
+struct Model {
+    start: i64,
+    end: i64,
+    reset: Option<Reset>,
+    duration: i64,
+}
+
+impl Model {
+    /// Seconds since the start of `t`'s day, week (Monday) or month, UTC.
+    fn since_reset(reset: Reset, t: i64) -> i64 {
+        match reset {
+            Reset::Day => t.rem_euclid(86_400),
+            // 1970-01-05 was a Monday.
+            Reset::Week => (t - 4 * 86_400).rem_euclid(7 * 86_400),
+            Reset::Month => {
+                let date = Utc.timestamp_opt(t, 0).unwrap();
+                let first = NaiveDate::from_ymd_opt(date.year(), date.month(), 1).unwrap().and_hms_opt(0, 0, 0).unwrap().and_utc();
+                t - first.timestamp()
+            }
+        }
+    }
+
+    fn open(&self, t: i64) -> bool {
+        self.start <= t && t < self.end && self.reset.is_none_or(|reset| Self::since_reset(reset, t) < self.duration)
+    }
+
+    fn id(&self, t: i64) -> String {
+        let date = Utc.timestamp_opt(t, 0).unwrap();
+        match self.reset {
+            None => "all".into(),
+            Some(Reset::Day) => date.format("%Y-%m-%d").to_string(),
+            Some(Reset::Week) => date.format("%G-W%V").to_string(),
+            Some(Reset::Month) => date.format("%Y-%m").to_string(),
+        }
+    }
+
+    /// The first minute after `t` at which an instance opens (minutes suffice: every time in
+    /// the test is a whole minute).
+    fn next_start(&self, t: i64) -> Option<i64> {
+        let mut m = t + 60;
+        while m < self.end {
+            if self.open(m) && (!self.open(m - 60) || self.id(m - 60) != self.id(m)) {
+                return Some(m);
+            }
+            m += 60;
+        }
+        None
+    }
+}
+
+fn tournament(start: i64, length: i64, reset: Option<Reset>, duration: i64) -> Tournament {
+    let mut body = body();
+    body["start"] = json!(Utc.timestamp_opt(start, 0).unwrap().to_rfc3339());
+    body["end"] = json!(Utc.timestamp_opt(start + length, 0).unwrap().to_rfc3339());
+    if let Some(reset) = reset {
+        body["reset"] = json!(reset);
+        body["duration_secs"] = json!(duration);
+    }
+    Tournament::parse("t", &body).unwrap()
+}
+
+const BASE: i64 = 1_798_761_600; // 2027-01-01T00:00:00Z
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn the_open_instance_its_id_the_state_and_the_next_reset_match_the_model(
+        start in 0..(40 * 1440i64),
+        length in 1..(40 * 1440i64),
+        reset in prop_oneof![Just(None), Just(Some(Reset::Day)), Just(Some(Reset::Week)), Just(Some(Reset::Month))],
+        duration in 1..(28 * 1440i64),
+        probes in proptest::collection::vec(-(2 * 1440i64)..(85 * 1440i64), 6),
+    ) {
+        let (start, length) = (BASE + start * 60, length * 60);
+        let duration = match reset {
+            Some(Reset::Day) => (duration % 1440 + 1) * 60,
+            Some(Reset::Week) => (duration % (7 * 1440) + 1) * 60,
+            _ => duration * 60,
+        };
+        let model = Model { start, end: start + length, reset, duration };
+        let cup = tournament(start, length, reset, duration);
+        // Random minutes, and every edge: the window's, and the first instance's open and close.
+        let first = model.next_start(start - 60).unwrap_or(start);
+        let edges = [start - 60, start, start + length - 60, start + length, first, first + duration - 60, first + duration];
+        for t in probes.into_iter().map(|probe| BASE + probe * 60).chain(edges) {
+            let now = Utc.timestamp_opt(t, 0).unwrap();
+            let open = cup.open_at(now);
+            prop_assert_eq!(open.is_some(), model.open(t), "open at {}", now);
+            if let Some(instance) = &open {
+                prop_assert_eq!(&instance.id, &model.id(t));
+                prop_assert!(instance.start <= now && now < instance.end);
+            }
+            let next = model.next_start(t);
+            prop_assert_eq!(cup.next_after(now).map(|i| i.start.timestamp()), next, "next after {}", now);
+            let state = if model.open(t) { State::Open } else if next.is_some() { State::Upcoming } else { State::Ended };
+            prop_assert_eq!(cup.state_at(now), state);
+        }
+    }
+}
