@@ -84,6 +84,15 @@ async fn a_deleted_board_refuses_writes_at_once_then_is_archived_rank_for_rank_a
     assert_eq!(submit(&app, "s6", "dee", 99).await.0, StatusCode::CONFLICT, "a warm instance's stale catalog still meets the guard");
     let again = archive::end_boards(&boards, &archiver, app.now(), Utc::now() + Duration::minutes(5)).await.unwrap();
     assert!(again.is_empty(), "nothing left to end: {again:?}");
+
+    // Its archived season is still read by its name; it is no board to list any more.
+    // (The `seasons` function has not read its catalog yet in this test: it reads it now.)
+    let (status, archived) = app.get(&format!("/v1/boards/spring-cup/seasons/{}/top", season.id)).await;
+    let users: Vec<&str> =
+        archived["entries"].as_array().map(|e| e.iter().filter_map(|e| e["user_id"].as_str()).collect()).unwrap_or_default();
+    assert_eq!((status, users), (StatusCode::OK, vec!["ann", "bo", "cy"]), "{archived}");
+    let (_, listed) = app.get("/v1/boards").await;
+    assert!(listed["boards"].as_array().unwrap().iter().all(|b| b["name"] != "spring-cup"), "{listed}");
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::domain::config::{Config, Definition};
+use crate::domain::config::{Board, Config, Definition};
 use crate::redis::catalog;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
@@ -31,7 +31,7 @@ pub async fn boards_now(declared: &Config, keys: &Keys, store: &Store) -> Result
 }
 
 /// The boards of stored definitions; one that no longer validates is logged and left out.
-fn runtime_boards(definitions: &std::collections::BTreeMap<String, String>) -> Vec<crate::domain::config::Board> {
+fn runtime_boards(definitions: &std::collections::BTreeMap<String, String>) -> Vec<Board> {
     definitions
         .iter()
         .filter_map(|(name, text)| match Definition::stored(text) {
@@ -43,6 +43,17 @@ fn runtime_boards(definitions: &std::collections::BTreeMap<String, String>) -> V
             }
         })
         .collect()
+}
+
+/// Runtime boards whose end is done, from the definition their tombstone keeps: ending for
+/// good (no write, no fan-out, not listed), their archived seasons still read by name.
+fn retired_boards(loaded: &catalog::Catalog) -> impl Iterator<Item = Board> + '_ {
+    loaded.ending.iter().filter(|(name, _)| !loaded.definitions.contains_key(*name)).filter_map(|(name, why)| {
+        let why: serde_json::Value = serde_json::from_str(why).ok()?;
+        let mut board = Definition::stored(&why.get("definition")?.to_string()).ok().filter(|board| board.name == *name)?;
+        board.ending = true;
+        Some(board)
+    })
 }
 
 type Build<T> = Box<dyn Fn(Arc<Config>) -> T + Send + Sync>;
@@ -132,6 +143,7 @@ impl<T> Catalog<T> {
             board.ending = loaded.ending.contains_key(&board.name);
             board
         });
+        let runtime: Vec<Board> = runtime.chain(retired_boards(&loaded)).collect();
         let config = Arc::new(self.declared.with_runtime(runtime));
         let built = Arc::new((self.build)(config.clone()));
         Ok(self.keep(Arc::new(Cached { checked, version: loaded.version, config, built })))

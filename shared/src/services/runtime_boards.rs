@@ -166,8 +166,15 @@ impl RuntimeBoards {
         for keys in &all {
             free(&mut conn, keys, &guards).await?;
         }
+        // Why and when it ended, with the definition: its archived seasons stay readable.
+        let loaded = catalog::load(&mut conn, &self.keys).await?;
+        let mut retired: Value = loaded.ending.get(&board.name).and_then(|why| serde_json::from_str(why).ok()).unwrap_or(Value::Null);
+        if let (Some(why), Some(text)) = (retired.as_object_mut(), loaded.definitions.get(&board.name)) {
+            why.insert("definition".into(), serde_json::from_str(text).unwrap_or(Value::Null));
+        }
+        let retired = if retired.is_object() { retired.to_string() } else { String::new() };
         let entry = self.entry(&board.name, "remove", &Value::Null, now);
-        define(&mut conn, &self.keys, &board.name, Change::Remove, &entry, self.store.replica_wait()).await?;
+        define(&mut conn, &self.keys, &board.name, Change::Remove { retired: &retired }, &entry, self.store.replica_wait()).await?;
         Ok(true)
     }
 

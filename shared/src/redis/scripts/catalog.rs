@@ -13,8 +13,9 @@ pub enum Change<'a> {
     Put { definition: &'a str, limit: u32 },
     /// Mark the board ending (`why`: the reason and time, JSON).
     End { why: &'a str },
-    /// Forget the board (its end is done).
-    Remove,
+    /// Forget the board's definition (its end is done), keeping `retired` (why and when it
+    /// ended, with the definition) in its place among the ended boards.
+    Remove { retired: &'a str },
 }
 
 impl Change<'_> {
@@ -22,7 +23,7 @@ impl Change<'_> {
         match self {
             Change::Put { .. } => "put",
             Change::End { .. } => "end",
-            Change::Remove => "remove",
+            Change::Remove { .. } => "remove",
         }
     }
 }
@@ -59,7 +60,7 @@ pub async fn define(
     match change {
         Change::Put { definition, limit } => call.arg(definition).arg(limit),
         Change::End { why } => call.arg(why).arg(0),
-        Change::Remove => call.arg("").arg(0),
+        Change::Remove { retired } => call.arg(retired).arg(0),
     };
     call.arg(entry);
     let reply: String = conn.run_script(&call, wait).await?;

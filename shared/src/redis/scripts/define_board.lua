@@ -14,7 +14,8 @@ KEYS[5]  the catalog's guard (hash): a lost catalog refuses changes until it is 
 
 ARGV[1]  "put", "end" or "remove"
 ARGV[2]  the board
-ARGV[3]  put: the definition; end: why and when it ends; remove: ''
+ARGV[3]  put: the definition; end: why and when it ends; remove: why and when it ended with
+         its definition (kept: its archived seasons are read by it), or '' to keep what is there
 ARGV[4]  put: how many runtime boards the deployment may hold
 ARGV[5]  the journal entry ('' when the deployment journals nothing)
 
@@ -55,6 +56,7 @@ elseif op == 'end' then
 else
   if not held then return 'unknown' end
   redis.call('HDEL', KEYS[1], board)
+  if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], board, ARGV[3]) end
 end
 redis.call('INCR', KEYS[3])
 journal(KEYS[4], ARGV[5], op)

@@ -70,5 +70,6 @@ fn summary<'a>(board: &'a Board, now: DateTime<Utc>) -> BoardSummary<'a> {
 
 /// Every board's summary at `now` (its current periods).
 pub fn catalog(config: &Config, now: DateTime<Utc>) -> Catalog<'_> {
-    Catalog { boards: config.boards().iter().map(|board| summary(board, now)).collect() }
+    // A runtime board deleted (or ended) is no board to list (docs/runtime-boards.md).
+    Catalog { boards: config.boards().iter().filter(|board| !board.ending).map(|board| summary(board, now)).collect() }
 }
