@@ -186,3 +186,40 @@ async fn an_event_feeding_a_deleted_board_and_a_declared_one_still_counts_on_the
     let all = Period::containing(PeriodKind::All, app.now(), chrono_tz::UTC);
     assert_eq!(app.points("chatter", all, "ann").await, Some(1), "only the comment before the deletion");
 }
+
+#[tokio::test]
+async fn a_runtime_board_is_voided_from_its_journal_and_verified_against_it() {
+    let app = spawn_journaled(standings::domain::config::Config::default_boards()).await.reading_runtime_boards();
+    let quiz = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["all"], "top": 10,
+        "rules": [{"action": "quiz_passed", "points": 7, "scope": "none"}]});
+    assert_eq!(app.define("quiz", &quiz).await.0, StatusCode::CREATED);
+    // The journal's objects are dated by Redis's clock: the writes are made now.
+    app.set_now(Utc::now());
+    let from = app.now() - Duration::minutes(1);
+    for (i, user) in ["ann", "ann", "bo"].iter().enumerate() {
+        assert_eq!(app.event(json!({"event_id": format!("q{i}"), "user_id": user, "action": "quiz_passed"})).await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain_to_new_bucket(&app, 2).await;
+
+    // The `void` function, built on the declared boards, finds the runtime board in its catalog.
+    let void = json!({"void_id": "v1", "from": from, "to": app.now() + Duration::minutes(1), "reason": "answers leaked"});
+    let router = app.void_router(&client, Some(&bucket), 30);
+    let (status, receipt) =
+        standings_tests::journal::call(&router, Method::POST, "/v1/admin/boards/quiz/users/ann/void", &void, ADMIN).await;
+    assert_eq!((status, receipt["periods"][0]["delta"].as_i64()), (StatusCode::OK, Some(-14)), "{receipt}");
+    let all = Period::containing(PeriodKind::All, app.now(), chrono_tz::UTC);
+    assert_eq!(
+        (app.points("quiz", all.clone(), "ann").await, app.points("quiz", all, "bo").await),
+        (None, Some(7)),
+        "ann leaves the board"
+    );
+
+    // The journal function's jobs are built on the boards as of each invocation.
+    let config = Arc::new(boards_now(&app.config, &app.keys, &app.store).await.unwrap());
+    let sink = standings::runtime::metrics::Metrics::with_sink(journal::FUNCTION, Arc::new(|_| ()));
+    let jobs = journal::Jobs::new(config, app.keys.clone(), app.store.clone(), journal::S3Objects::new(client, &bucket), sink, app.clock());
+    let drained = jobs.drainer.drain(Utc::now() + Duration::minutes(5)).await;
+    assert!(drained.boards.iter().all(|b| b.error.is_none()) && drained.entries > 0, "the void's line: {drained:?}");
+    let report = jobs.checker.verify(Some("quiz"), Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(report.mismatches, 0, "{report:?}");
+}
