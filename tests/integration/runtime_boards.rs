@@ -58,6 +58,12 @@ async fn a_definition_is_created_once_read_back_and_never_silently_replaced() {
         assert!(status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN, "{status}");
     }
     assert_eq!(definitions(&app).await, vec!["cup-2027"], "only the one created is stored");
+
+    // A name holding a board's state (once declared, since removed from the file) is taken.
+    let guard = app.keys.board("old-cup").guard();
+    let _: () = redis::cmd("HSET").arg(&guard).arg("born").arg(1).query_async(&mut app.redis.clone()).await.unwrap();
+    let (status, body) = app.define("old-cup", &cup()).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("board_exists")), "{body}");
 }
 
 #[tokio::test]

@@ -79,6 +79,19 @@ impl RuntimeBoards {
         let stored: Value = serde_json::from_str(&definition.text).expect("a definition is JSON");
         let entry = self.entry(name, "put", &stored, now);
         let mut conn = self.store.write_connection().await?;
+        // A name that already holds a board's state (a board once declared, since removed from
+        // the file) is not a new board: its data and journal are not this definition's.
+        let keys = self.keys.board(name);
+        let held: u32 = redis::cmd("EXISTS")
+            .arg(keys.guard())
+            .arg(self.keys.board_layout(name))
+            .query_async(&mut conn)
+            .await
+            .map_err(StoreError::from)?;
+        let defined = catalog::load(&mut conn, &self.keys).await?.definitions.contains_key(name);
+        if held > 0 && !defined {
+            return Err(DefineError::Exists(name.to_owned()));
+        }
         let change = Change::Put { definition: &definition.text, limit: self.limit };
         let created = match define(&mut conn, &self.keys, name, change, &entry, self.store.replica_wait()).await? {
             Defined::Created => true,
