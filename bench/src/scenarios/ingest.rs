@@ -25,8 +25,10 @@ use standings::http::AuthMode;
 use standings::redis::store::Store;
 use standings::runtime::metrics::Metrics;
 use standings::services::ingestion::Ingestor;
-use standings::services::runtime_boards::RuntimeBoards;
 
+use super::ingest_boards::{
+    LEAGUE, NOTIFY, activity_with, define_activity, journaled, league_keys, noticed, runtime_keys, without_activity,
+};
 use crate::harness::{Bench, BenchError, CommandStats, Cpu, Report, Table, Target, call, grouped};
 use crate::seed001::{Activity, SeedKeys, add_activity_score};
 
@@ -188,7 +190,7 @@ async fn window(bench: &Bench, shared: &Arc<Shared>, method: Method, clients: us
         bench.born(&shared.config).await?;
     }
     if matches!(method, Method::RuntimeRouter) {
-        define_activity(bench, shared).await?;
+        define_activity(bench, &shared.without_activity).await?;
     }
     for index in 0..clients {
         let (client, store) = client(bench, shared, method)?;
@@ -228,54 +230,6 @@ async fn window(bench: &Bench, shared: &Arc<Shared>, method: Method, clients: us
     let round_trips = built.iter().map(|(_, store)| store.round_trips()).sum::<u64>() - round_trips_before;
     Ok(Window { events, elapsed, round_trips, commands, cpu, stats })
 }
-
-/// The bench's keys with every write journaled.
-fn journaled(bench: &Bench) -> standings::redis::keys::Keys {
-    bench.keys.clone().with_journal(true)
-}
-
-/// Keys of their own for the runtime board's windows: a catalog of their own.
-fn runtime_keys(bench: &Bench) -> Result<standings::redis::keys::Keys, BenchError> {
-    Ok(standings::redis::keys::Keys::new(&format!("{}:runtime", bench.keys.prefix()))?)
-}
-
-/// `activity` as the shipped file declares it, created at runtime under `runtime_keys` (again
-/// after the run's cleanup: the same definition is a 200).
-async fn define_activity(bench: &Bench, shared: &Shared) -> Result<(), BenchError> {
-    let file: toml::Value = toml::from_str(standings::domain::config::DEFAULT_CONFIG)?;
-    let mut activity = serde_json::to_value(file["boards"][0].clone())?;
-    activity.as_object_mut().ok_or("the first shipped board is a table")?.remove("name");
-    let boards = RuntimeBoards::new(shared.without_activity.clone(), runtime_keys(bench)?, bench.client()?, 10);
-    boards.put("activity", &activity, Utc::now()).await.map_err(|e| e.to_string())?;
-    Ok(())
-}
-
-/// Keys of their own for the league's windows, so its cohorts are the only league state.
-fn league_keys(bench: &Bench) -> Result<standings::redis::keys::Keys, BenchError> {
-    Ok(standings::redis::keys::Keys::new(&format!("{}:league", bench.keys.prefix()))?)
-}
-
-/// Keys of their own recording rank moves (nothing drains them during the run).
-fn noticed(bench: &Bench, name: &str) -> Result<standings::redis::keys::Keys, BenchError> {
-    Ok(standings::redis::keys::Keys::new(&format!("{}:{name}", bench.keys.prefix()))?.with_notices(true))
-}
-
-/// The shipped boards with `lines` added to `activity`'s: a league of cohorts of 30 on its day,
-/// notifications of its top 10.
-fn activity_with(lines: &[&str]) -> Result<Config, BenchError> {
-    let activity = r#"periods = ["day", "month"]"#;
-    Ok(Config::parse(&standings::domain::config::DEFAULT_CONFIG.replacen(activity, &format!("{activity}\n{}", lines.join("\n")), 1))?)
-}
-
-/// The shipped boards but `activity` (the first).
-fn without_activity() -> Result<Config, BenchError> {
-    let file = standings::domain::config::DEFAULT_CONFIG;
-    let second = file.match_indices("[[boards]]").nth(1).ok_or("the shipped file has two boards")?.0;
-    Ok(Config::parse(&file[second..])?)
-}
-
-const LEAGUE: &str = r#"league = { period = "day", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }"#;
-const NOTIFY: &str = "notify = { top = 10 }";
 
 /// The journal stream's bytes per entry (`MEMORY USAGE` over `XLEN`, after the journaled
 /// windows, nothing drained), and what one drain interval (60 s) at `rate` events/s holds.

@@ -8,6 +8,7 @@ mod batch;
 mod bootstrap;
 mod hot_synthesis;
 mod ingest;
+mod ingest_boards;
 mod league;
 mod memory;
 mod queue;
