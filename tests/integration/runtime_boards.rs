@@ -184,3 +184,18 @@ async fn the_deployment_holds_at_most_its_limit_of_runtime_boards_even_when_crea
     assert_eq!(statuses.iter().filter(|s| **s == StatusCode::CREATED).count(), 1, "{statuses:?}");
     assert!(statuses.iter().all(|s| *s == StatusCode::CREATED || *s == StatusCode::OK), "{statuses:?}");
 }
+
+#[tokio::test]
+async fn a_catalog_key_of_the_wrong_type_fails_the_change_with_nothing_written() {
+    let app = spawn_ingest().await;
+    let catalog = app.keys.catalog();
+    for (key, kind) in [(catalog.ending(), "hash"), (catalog.catalog_version(), "string"), (catalog.journal(), "stream")] {
+        let _: () = redis::cmd("SADD").arg(&key).arg("x").query_async(&mut app.redis.clone()).await.unwrap();
+        let before = app.keyspace().await;
+        let (status, body) = app.define("cup-2027", &cup()).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::INTERNAL_SERVER_ERROR, Some("internal")), "{key} not a {kind}");
+        assert_eq!(app.keyspace().await, before, "{key}: nothing written");
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut app.redis.clone()).await.unwrap();
+    }
+    assert_eq!(app.define("cup-2027", &cup()).await.0, StatusCode::CREATED);
+}

@@ -88,7 +88,12 @@ impl RuntimeBoards {
             .query_async(&mut conn)
             .await
             .map_err(StoreError::from)?;
-        let defined = catalog::load(&mut conn, &self.keys).await?.definitions.contains_key(name);
+        let defined: bool = redis::cmd("HEXISTS")
+            .arg(self.keys.catalog().definitions())
+            .arg(name)
+            .query_async(&mut conn)
+            .await
+            .map_err(StoreError::from)?;
         if held > 0 && !defined {
             return Err(DefineError::Exists(name.to_owned()));
         }

@@ -23,18 +23,11 @@ Reply: put: 'created', 'same' (this very definition is there), 'exists' (another
 is ending), 'full'; end: 'ending' (now or already), 'unknown'; remove: 'removed', 'unknown'
 ]]
 
-local function expect_type(key, kind)
-  local held = raw_redis.call('TYPE', key)['ok']
-  if held ~= 'none' and held ~= kind then
-    error({err = 'WRONGTYPE a catalog key holds a ' .. held})
-  end
-end
-
-expect_type(KEYS[1], 'hash')
-expect_type(KEYS[2], 'hash')
-expect_type(KEYS[3], 'string')
-expect_type(KEYS[4], 'stream')
-expect_type(KEYS[5], 'hash')
+writable(KEYS[1], 'hash')
+writable(KEYS[2], 'hash')
+writable(KEYS[3], 'string')
+writable(KEYS[4], 'stream')
+writable(KEYS[5], 'hash')
 effects_begin(ARGV[5] ~= '' and KEYS[4])
 fence_check(KEYS[5])
 
