@@ -7,6 +7,9 @@
 # both `cargo test` runs (e.g. a test name filter).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A failing test's own message is what tells why; an async test's backtrace is runtime frames
+# that push it out of a CI log's excerpt.
+export RUST_BACKTRACE=0
 . scripts/lib.sh
 ensure_deps
 ensure_test_deps

@@ -47,7 +47,7 @@ async fn an_equal_score_reached_in_the_same_second_is_not_a_pass() {
     for (id, user) in [("t3", "b"), ("t4", "z"), ("t5", "y")] {
         assert_eq!(app.event(json!({"event_id": id, "user_id": user, "action": "lap", "points": 10})).await.0, 200);
     }
-    app.notify(Notifier::new(bus.bus.clone())).await;
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
     let got = seen(&bus.received().await);
     let expected = vec![
         s("a", EnteredTop, None, Some(1), None),
@@ -82,7 +82,7 @@ async fn a_correction_that_moves_members_notifies_their_crossings() {
     lap(&app, "c2", "b", 5).await;
     lap(&app, "c3", "c", 7).await;
     lap(&app, "c4", "d", 3).await;
-    app.notify(Notifier::new(bus.bus.clone())).await;
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
     bus.received().await;
     for (user, body) in [
         ("b", json!({"delta": 10, "reason": "missed laps", "correction_id": "fix-b"})),
@@ -93,7 +93,7 @@ async fn a_correction_that_moves_members_notifies_their_crossings() {
         let (status, reply) = app.call(Method::POST, &path, body.to_string(), ADMIN).await;
         assert_eq!(status, 200, "{reply}");
     }
-    app.notify(Notifier::new(bus.bus.clone())).await;
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
     let got = bus.received().await;
     let expected = vec![
         s("b", TookFirst, Some(3), Some(1), None),
@@ -118,7 +118,7 @@ async fn a_void_that_moves_members_notifies_their_crossings() {
     lap(&app, "v1", "a", 10).await;
     lap(&app, "v2", "b", 5).await;
     lap(&app, "v3", "c", 7).await;
-    app.notify(Notifier::new(bus.bus.clone())).await;
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
     bus.received().await;
     let client = standings_tests::journal::s3().await;
     let bucket = standings_tests::journal::new_bucket(&client).await;
@@ -127,7 +127,7 @@ async fn a_void_that_moves_members_notifies_their_crossings() {
     let body = json!({"void_id": "void-a", "from": start, "to": start + chrono::Duration::seconds(2), "reason": "bot laps"});
     let (status, reply) = standings_tests::journal::call(&router, Method::POST, "/v1/admin/boards/race/users/a/void", &body, ADMIN).await;
     assert_eq!(status, 200, "{reply}");
-    app.notify(Notifier::new(bus.bus.clone())).await;
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
     let got = bus.received().await;
     let expected =
         vec![s("a", LostFirst, Some(1), None, None), s("a", LeftTop, Some(1), None, None), s("c", TookFirst, Some(2), Some(1), None)];

@@ -137,6 +137,15 @@ impl TestApp {
         drainer.drain(chrono::Utc::now() + chrono::Duration::minutes(1)).await
     }
 
+    /// `notify`, failing the test with the drain's own error when a board's drain failed: a
+    /// test that expects every crossing delivered says why one was not.
+    pub async fn notify_all(&self, notifier: Notifier) -> DrainReport {
+        let report = self.notify(notifier).await;
+        let failed: Vec<_> = report.boards.iter().filter_map(|b| b.error.as_ref().map(|e| (b.board.clone(), e.clone()))).collect();
+        assert!(failed.is_empty(), "a notification drain failed: {failed:?}");
+        report
+    }
+
     /// Moves waiting in a board's notices.
     pub async fn notices_len(&self, board: &str) -> usize {
         standings::redis::notices::len(&mut self.redis.clone(), &self.keys.board(board)).await.expect("XLEN")
