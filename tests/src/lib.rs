@@ -137,8 +137,8 @@ pub(crate) async fn spawn_app(config: Config, keys: Keys, store: Store, assertio
         Arc::new(move |line: String| sink.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line is JSON"))),
     );
     let ingest = ingest::App::new(config.clone(), keys.clone(), store.clone(), clock.clone(), AuthMode::Jwt, metrics);
-    let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock);
-    let seasons = seasons::App::new(config.clone(), keys.clone(), store.clone(), archive);
+    let query = query::App::new(config.clone(), keys.clone(), store.clone(), clock.clone());
+    let seasons = seasons::App::new(config.clone(), keys.clone(), store.clone(), archive, clock);
     let mut redis = assertions.connection().await.expect("the assertion connection reaches Redis");
     // What the journal's first drain does for a new deployment: no profile of the layout before
     // profile shards to move (docs/journal.md#profiles).

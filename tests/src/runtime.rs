@@ -37,7 +37,7 @@ impl TestApp {
     pub fn query_instance(&self, refresh: Duration) -> Router {
         let mut query = query::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), clock_of(&self.now));
         query.catalog = query.catalog.with_refresh(refresh);
-        let seasons = seasons::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), None);
+        let seasons = seasons::App::new(self.config.clone(), self.keys.clone(), self.store.clone(), None, clock_of(&self.now));
         read_router(query, seasons)
     }
 

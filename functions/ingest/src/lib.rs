@@ -5,6 +5,7 @@ mod hot;
 pub mod observe;
 mod scores;
 mod sign_ins;
+mod tournaments;
 
 use std::sync::Arc;
 
@@ -30,6 +31,7 @@ use standings::services::profiles::{self, Profile};
 use standings::services::runtime_boards::{self, RuntimeBoards};
 use standings::services::scores::Scores;
 use standings::services::sign_ins::SignIns;
+use standings::services::tournaments::{TournamentAdmin, Tournaments};
 
 use crate::observe::Tally;
 
@@ -40,6 +42,7 @@ pub struct Services {
     pub hot: HotBoards,
     pub sign_ins: SignIns,
     pub moderation: Moderation,
+    pub tournaments: Tournaments,
 }
 
 impl Services {
@@ -49,7 +52,8 @@ impl Services {
             scores: Scores::new(config.clone(), keys.clone(), store.clone()),
             hot: HotBoards::new(config.clone(), keys.clone(), store.clone()),
             sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
-            moderation: Moderation::new(config, keys.clone(), store.clone()),
+            moderation: Moderation::new(config.clone(), keys.clone(), store.clone()),
+            tournaments: Tournaments::new(config, keys.clone(), store.clone()),
         }
     }
 }
@@ -58,6 +62,7 @@ impl Services {
 pub struct App {
     pub catalog: Catalog<Services>,
     pub boards: RuntimeBoards,
+    pub tournaments: TournamentAdmin,
     pub store: Store,
     pub keys: Keys,
     pub clock: Clock,
@@ -72,7 +77,8 @@ impl App {
             catalog: Catalog::new(config.clone(), keys.clone(), store.clone(), move |config| {
                 Services::new(config, &built_keys, &built_store)
             }),
-            boards: RuntimeBoards::new(config, keys.clone(), store.clone(), runtime_boards::limit_from_env()),
+            boards: RuntimeBoards::new(config.clone(), keys.clone(), store.clone(), runtime_boards::limit_from_env()),
+            tournaments: TournamentAdmin::new(config, keys.clone(), store.clone(), runtime_boards::limit_from_env()),
             store,
             keys,
             clock,
@@ -106,7 +112,12 @@ impl App {
 /// Every route of this function: the router is built from these lists, and the OpenAPI test
 /// compares them with the document.
 pub fn routes() -> Routes<Arc<App>> {
-    write_routes().merge(admin::routes())
+    write_routes().merge(admin_routes())
+}
+
+/// Routes that need the `standings/admin` scope.
+fn admin_routes() -> Routes<Arc<App>> {
+    admin::routes().merge(tournaments::admin_routes())
 }
 
 /// Routes that need the `standings/write` scope.
@@ -119,10 +130,11 @@ fn write_routes() -> Routes<Arc<App>> {
         .route(Method::PUT, "/v1/users/{user_id}/profile", put_profile)
         .route(Method::POST, "/v1/hot/{board}/items/{item_id}", hot::post_heat)
         .route(Method::POST, "/v1/sign-ins", sign_ins::post_sign_in)
+        .merge(tournaments::write_routes())
 }
 
 pub fn router(app: Arc<App>) -> Router {
-    let admin = admin::routes().into_router().route_layer(from_fn_with_state(app.auth, require_admin));
+    let admin = admin_routes().into_router().route_layer(from_fn_with_state(app.auth, require_admin));
     let routes = write_routes().into_router().route_layer(from_fn_with_state(app.auth, require_write)).merge(admin);
     standings::http::finish(routes).with_state(app)
 }

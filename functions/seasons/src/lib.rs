@@ -1,8 +1,10 @@
 //! The `seasons` function: archived seasons, read from the DynamoDB table the `archive`
-//! function writes (docs/archival.md). Open routes, like `query`'s. A function of its own so
+//! function writes (docs/archival.md), and tournaments' reads (docs/tournaments.md), whose
+//! ended instances are read from it too. Open routes, like `query`'s. A function of its own so
 //! that `query`, on every live read's path, is built without the DynamoDB SDK.
 
 mod handlers;
+mod tournaments;
 
 use std::sync::Arc;
 
@@ -14,12 +16,19 @@ use standings::http::ApiError;
 use standings::http::routing::Routes;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
+use standings::Clock;
 use standings::services::catalog::Catalog;
+use standings::services::reads::Reader;
+use standings::services::tournaments::Tournaments;
 
 /// Everything a request needs, built once per container.
 pub struct App {
-    /// The boards as of now (declared and runtime, docs/runtime-boards.md).
-    pub catalog: Catalog<()>,
+    /// The boards as of now (declared and runtime, docs/runtime-boards.md), and the
+    /// tournaments among them.
+    pub catalog: Catalog<Tournaments>,
+    /// Live and frozen standings of tournaments' instances.
+    pub reader: Reader,
+    pub clock: Clock,
     pub keys: Keys,
     /// Today's profiles, joined into archived rows.
     pub store: Store,
@@ -29,8 +38,22 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(config: Arc<Config>, keys: Keys, store: Store, archive: Option<SeasonTable>) -> Self {
-        Self { catalog: Catalog::new(config, keys.clone(), store.clone(), |_| ()), keys, store, archive }
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store, archive: Option<SeasonTable>, clock: Clock) -> Self {
+        let (built_keys, built_store) = (keys.clone(), store.clone());
+        Self {
+            catalog: Catalog::new(config, keys.clone(), store.clone(), move |config| {
+                Tournaments::new(config, built_keys.clone(), built_store.clone())
+            }),
+            reader: Reader::new(keys.clone(), store.clone()),
+            clock,
+            keys,
+            store,
+            archive,
+        }
+    }
+
+    pub async fn tournaments(&self) -> Result<Arc<Tournaments>, ApiError> {
+        Ok(self.catalog.current().await?)
     }
 
     pub async fn config(&self) -> Result<Arc<Config>, ApiError> {
@@ -47,7 +70,7 @@ impl App {
                 None
             }
         };
-        Ok(Self::new(config, keys, Store::from_env().await?, archive))
+        Ok(Self::new(config, keys, Store::from_env().await?, archive, standings::system_clock()))
     }
 }
 
@@ -59,6 +82,11 @@ pub fn routes() -> Routes<Arc<App>> {
         .route(Method::GET, "/v1/boards/{board}/seasons/{season}/users/{user_id}", handlers::season_user)
         .route(Method::GET, "/v1/boards/{board}/seasons/{season}/distribution", handlers::season_distribution)
         .route(Method::GET, "/v1/users/{user_id}/seasons", handlers::user_seasons)
+        .route(Method::GET, "/v1/tournaments", tournaments::list)
+        .route(Method::GET, "/v1/tournaments/{tournament_id}", tournaments::one)
+        .route(Method::GET, "/v1/tournaments/{tournament_id}/top", tournaments::top)
+        .route(Method::GET, "/v1/tournaments/{tournament_id}/users/{user_id}", tournaments::user)
+        .route(Method::GET, "/v1/tournaments/{tournament_id}/results", tournaments::results)
 }
 
 pub fn router(app: Arc<App>) -> Router {

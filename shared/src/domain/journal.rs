@@ -180,6 +180,8 @@ pub enum Entry<'a> {
     /// A runtime board created, ended or removed (`put`, `end`, `remove`), in the catalog's
     /// journal (docs/runtime-boards.md); `definition` is the board's, or why it ends.
     Definition { at: Stamp, board: &'a str, change: &'a str, definition: serde_json::Value },
+    /// A player joined a tournament's instance (docs/tournaments.md).
+    Join { at: Stamp, user_id: &'a str, instance: &'a str },
 }
 
 impl Entry<'_> {

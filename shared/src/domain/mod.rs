@@ -17,5 +17,4 @@ pub mod scoring;
 pub mod sign_in;
 pub mod statement;
 pub mod tiebreak;
-pub mod tournament;
 pub mod void;

@@ -30,9 +30,11 @@ pub fn scale(board: &Board, period: &Period) -> Scale {
         return Scale::POINTS;
     };
     let span = score_time_span(scores.max_score);
-    let (origin, step) = match (period.kind, period.start) {
-        (PeriodKind::All, _) | (_, None) => (EPOCH_SECS, ((ALL_TIME_RANGE_SECS + span - 1) / span).max(1)),
-        (_, Some(start)) => (start.timestamp(), 1),
+    let (origin, step) = match (period.kind, period.start, &board.tournament) {
+        // A tournament's window fits its span (`Tournament::max_score`): every second counts.
+        (_, _, Some(tournament)) => (tournament.origin_of(period), 1),
+        (PeriodKind::All, _, _) | (_, None, _) => (EPOCH_SECS, ((ALL_TIME_RANGE_SECS + span - 1) / span).max(1)),
+        (_, Some(start), _) => (start.timestamp(), 1),
     };
     Scale { span, max_value: scores.max_score, ascending: scores.order == Order::Asc, origin, step }
 }

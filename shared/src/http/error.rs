@@ -13,7 +13,7 @@ use crate::domain::period::DateError;
 use crate::domain::scores::SubmissionRefusal;
 use crate::domain::scoring::Refusal;
 use crate::redis::error::StoreError;
-use crate::redis::scripts::GuardRefusal;
+use crate::redis::scripts::{GuardRefusal, SeatRefusal};
 use crate::services::hot::HotError;
 use crate::services::ingestion::{BatchRefusal, IngestError};
 use crate::services::moderation::ModerationError;
@@ -22,6 +22,7 @@ use crate::services::reads::rules::ReadError;
 use crate::services::runtime_boards::DefineError;
 use crate::services::scores::{ScoreBatchRefusal, ScoreError};
 use crate::services::sign_ins::SignInError;
+use crate::services::tournaments::PlayError;
 
 /// The `error` object of every error body.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -186,6 +187,9 @@ pub fn score_status(error: &ScoreError) -> (StatusCode, &'static str) {
         ScoreError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
         ScoreError::PeriodClosed { .. } => (StatusCode::UNPROCESSABLE_ENTITY, "period_closed"),
         ScoreError::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+        ScoreError::Seat(SeatRefusal::NotJoined) => (StatusCode::FORBIDDEN, "not_joined"),
+        ScoreError::Seat(SeatRefusal::Full) => (StatusCode::CONFLICT, "tournament_full"),
+        ScoreError::Seat(SeatRefusal::EntryLimit) => (StatusCode::UNPROCESSABLE_ENTITY, "entry_limit"),
         ScoreError::Store(store) => store_status(store),
     }
 }
@@ -391,7 +395,32 @@ impl From<DefineError> for ApiError {
             DefineError::Exists(_) | DefineError::Declared(_) => (StatusCode::CONFLICT, "board_exists"),
             DefineError::Full(_) => (StatusCode::UNPROCESSABLE_ENTITY, "board_limit"),
             DefineError::Unknown(_) => (StatusCode::NOT_FOUND, "unknown_board"),
+            DefineError::Tournament(_) => (StatusCode::CONFLICT, "is_tournament"),
             DefineError::Store(store) => return Self::store(store),
+        };
+        Self::new(status, code, error.to_string())
+    }
+}
+
+impl From<PlayError> for ApiError {
+    fn from(error: PlayError) -> Self {
+        let (status, code) = match error {
+            PlayError::Score(score) => return score.into(),
+            PlayError::Define(define) => return define.into(),
+            PlayError::Store(store) => return Self::store(&store),
+            PlayError::Invalid(invalid) => return Self::new(StatusCode::BAD_REQUEST, "invalid_tournament", invalid.to_string()),
+            PlayError::Unknown(_) => (StatusCode::NOT_FOUND, "unknown_tournament"),
+            PlayError::UnknownInstance { .. } => (StatusCode::NOT_FOUND, "unknown_instance"),
+            PlayError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
+            PlayError::Closed(_) => (StatusCode::CONFLICT, "tournament_closed"),
+            PlayError::Full { .. } => (StatusCode::CONFLICT, "tournament_full"),
+            PlayError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
+            PlayError::NoResults { .. } => (StatusCode::NOT_FOUND, "results_pending"),
+            PlayError::Archive(why) => {
+                tracing::error!(error = %why, "the results table failed");
+                return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", "the results table is unavailable; retry later")
+                    .with_retry_after(5);
+            }
         };
         Self::new(status, code, error.to_string())
     }

@@ -302,6 +302,7 @@ fn board_reply(event: &Event, board_plan: &BoardPlan<'_>, reply: ApplyReply) -> 
         ApplyReply::Banned => Err(IngestError::Banned(event.user_id.clone(), board())),
         ApplyReply::PeriodClosed(period_id) => Err(IngestError::PeriodClosed { board: board(), period_id }),
         ApplyReply::Deferred => Err(IngestError::TakeBackDeferred(board())),
+        ApplyReply::Seat(_) => Err(IngestError::Store(StoreError::Protocol("apply_event: a tournament's refusal".into()))),
         ApplyReply::RateLimited(retry_after_secs) => {
             Err(IngestError::RateLimited { board: board(), action: board_plan.rule.action.clone(), retry_after_secs })
         }

@@ -14,4 +14,5 @@ pub mod replay;
 pub mod runtime_boards;
 pub mod scores;
 pub mod sign_ins;
+pub mod tournaments;
 pub mod voids;

@@ -36,6 +36,8 @@ pub enum DefineError {
     Full(u32),
     #[error("no runtime board {0:?}")]
     Unknown(String),
+    #[error("{0:?} is a tournament's board: a tournament's instance ends through POST /v1/admin/tournaments/{{id}}/end")]
+    Tournament(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -72,7 +74,11 @@ impl RuntimeBoards {
 
     /// Creates `name` from `body`: true when created, false when this very definition was there.
     pub async fn put(&self, name: &str, body: &Value, now: DateTime<Utc>) -> Result<(bool, BoardDefinition), DefineError> {
-        let definition = Definition::parse(name, body)?;
+        self.create(name, Definition::parse(name, body)?, now).await
+    }
+
+    /// Creates `name` from a checked `definition` (a board's, or a tournament's).
+    pub async fn create(&self, name: &str, definition: Definition, now: DateTime<Utc>) -> Result<(bool, BoardDefinition), DefineError> {
         if self.declared.board(name).is_some() {
             return Err(DefineError::Declared(name.to_owned()));
         }
@@ -127,6 +133,11 @@ impl RuntimeBoards {
     /// Deletes `name`: its writes are refused from this call on; the rest of its end is
     /// `finish`'s. Again on an ending board: the same answer.
     pub async fn end(&self, name: &str, reason: Option<&str>, now: DateTime<Utc>) -> Result<BoardDefinition, DefineError> {
+        if let Ok(defined) = self.get(name).await
+            && Definition::stored(&defined.definition.to_string()).is_ok_and(|board| board.tournament.is_some())
+        {
+            return Err(DefineError::Tournament(name.to_owned()));
+        }
         let why = json!({"reason": reason, "at": now.to_rfc3339_opts(SecondsFormat::Millis, true)});
         let entry = self.entry(name, "end", &why, now);
         let mut conn = self.store.write_connection().await?;

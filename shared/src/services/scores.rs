@@ -11,7 +11,7 @@ use crate::domain::period::{EventTimeError, EventWindow};
 use crate::domain::scores::{ScorePlan, Submission, SubmissionRefusal, plan_submission};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, user_shard};
-use crate::redis::scripts::CHUNK;
+use crate::redis::scripts::{CHUNK, SeatRefusal};
 use crate::redis::scripts::scores::{ScoreOutcome, SubmitReply, submit_score, submit_scores};
 use crate::redis::settings::ReplicaWait;
 use crate::redis::store::{Connection, Store};
@@ -34,8 +34,19 @@ pub enum ScoreError {
     PeriodClosed { board: String, period_id: String },
     #[error("too many score submissions for this user on board {board:?}; retry in {retry_after_secs} s")]
     RateLimited { board: String, retry_after_secs: u64 },
+    /// A tournament's seat or attempts (docs/tournaments.md).
+    #[error("{}", seat_message(.0))]
+    Seat(SeatRefusal),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+fn seat_message(refusal: &SeatRefusal) -> &'static str {
+    match refusal {
+        SeatRefusal::NotJoined => "join the tournament before submitting a score",
+        SeatRefusal::Full => "the tournament is full",
+        SeatRefusal::EntryLimit => "this player's attempts in the tournament are used up",
+    }
 }
 
 /// A batch refused as a whole (nothing written): its board is unknown, or `scores[index]` is
@@ -78,15 +89,21 @@ impl Scores {
         Self { config, keys, store, window: EventWindow::default() }
     }
 
+    /// A score board the score routes take: a tournament's takes its scores through the
+    /// tournament's route, which checks its window first (docs/tournaments.md).
     fn score_board(&self, name: &str) -> Result<&Board, ScoreError> {
         self.config
             .board(name)
-            .filter(|b| b.kind == BoardKind::Scores)
+            .filter(|b| b.kind == BoardKind::Scores && b.tournament.is_none())
             .ok_or_else(|| ScoreError::UnknownBoard(crate::domain::ids::loggable(name).into_owned()))
     }
 
     pub async fn submit(&self, board: &str, submission: &Submission, now: DateTime<Utc>) -> Result<ScoreReceipt, ScoreError> {
-        let board = self.score_board(board)?;
+        self.submit_to(self.score_board(board)?, submission, now).await
+    }
+
+    /// `submit` on `board` as given (a tournament's, its window checked by the caller).
+    pub async fn submit_to(&self, board: &Board, submission: &Submission, now: DateTime<Utc>) -> Result<ScoreReceipt, ScoreError> {
         let plan = plan_submission(board, submission, now, &self.window)?;
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
@@ -226,6 +243,7 @@ fn receipt(board: &Board, submission: &Submission, reply: SubmitReply) -> Result
         SubmitReply::PeriodClosed(period_id) => return Err(ScoreError::PeriodClosed { board: board.name.clone(), period_id }),
         SubmitReply::RateLimited(retry_after_secs) => return Err(ScoreError::RateLimited { board: board.name.clone(), retry_after_secs }),
         SubmitReply::Deferred => return Err(ScoreError::Store(StoreError::Protocol("submit_score: a deferred submission".into()))),
+        SubmitReply::Seat(refusal) => return Err(ScoreError::Seat(refusal)),
     };
     Ok(ScoreReceipt { event_id: submission.event_id.clone(), duplicate, board: board.name.clone(), outcome })
 }

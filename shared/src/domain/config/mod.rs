@@ -2,9 +2,10 @@
 //! validated once at start, with errors that name the offending field.
 
 mod runtime;
+pub mod tournament;
 mod validate;
 
-pub use runtime::{Definition, MAX_RUNTIME_BOARDS};
+pub use runtime::{CLOSED, Definition, MAX_RUNTIME_BOARDS};
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -259,6 +260,9 @@ pub struct Board {
     /// A runtime board being deleted: reads go on, writes are refused (its guard says so), and
     /// no event is fanned out to it nor any ban made on it.
     pub ending: bool,
+    /// The tournament this score board runs (docs/tournaments.md): its window, joins, entry
+    /// limit and prizes; each instance is a period of the board.
+    pub tournament: Option<std::sync::Arc<tournament::Tournament>>,
 }
 
 impl Board {

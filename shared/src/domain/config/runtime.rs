@@ -1,10 +1,19 @@
 //! Boards created at runtime (docs/runtime-boards.md): a definition is a `[[boards]]` entry
 //! written as JSON and validated as one, named by its route.
 
-use serde_json::{Map, Value};
+use std::sync::Arc;
 
+use serde_json::{Map, Value, json};
+
+use super::tournament::{Tournament, TournamentError};
 use super::validate::{invalid, validate_board};
 use super::*;
+
+/// The key of a stored definition that makes the board a tournament's (docs/tournaments.md).
+const TOURNAMENT: &str = "tournament";
+/// The key of a tournament's definition that records instances ended early: instance id ->
+/// `{at, reason}`.
+pub const CLOSED: &str = "closed";
 
 /// How many runtime boards a deployment holds unless `STANDINGS_MAX_RUNTIME_BOARDS` says.
 pub const MAX_RUNTIME_BOARDS: u32 = 10_000;
@@ -28,6 +37,9 @@ impl Definition {
             return Err(invalid("body", "a board definition is a JSON object"));
         };
         let mut object: Map<String, Value> = object.clone();
+        if object.contains_key(TOURNAMENT) {
+            return Err(invalid(TOURNAMENT, "a tournament is defined at /v1/admin/tournaments/{tournament_id}"));
+        }
         match object.get("name") {
             None => {
                 object.insert("name".into(), Value::String(name.to_owned()));
@@ -40,9 +52,23 @@ impl Definition {
         Ok(Self { text, board })
     }
 
+    /// The tournament `id` defined by `body` (`PUT /v1/admin/tournaments/{id}`): stored beside
+    /// the runtime boards, as the score board that holds its instances.
+    pub fn tournament(id: &str, body: &Value) -> Result<Self, TournamentError> {
+        Tournament::parse(id, body)?;
+        let text = json!({"name": id, TOURNAMENT: body}).to_string();
+        let board = Self::stored(&text).map_err(|error| TournamentError { field: "body".into(), problem: error.to_string() })?;
+        Ok(Self { text, board })
+    }
+
     /// The board a stored definition defines (checked again: a release may refuse what an
     /// older one took).
     pub fn stored(text: &str) -> Result<Board, ConfigError> {
+        if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text)
+            && let (Some(Value::String(name)), Some(body)) = (object.get("name"), object.get(TOURNAMENT))
+        {
+            return tournament_board(name, body, object.get(CLOSED));
+        }
         // The path of a field that does not parse (`rules[0].points`), not a column of the text.
         let raw: RawBoard = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text)).map_err(|error| {
             let field = error.path().to_string();
@@ -72,6 +98,28 @@ impl Definition {
         board.runtime = true;
         Ok(board)
     }
+}
+
+/// The score board of tournament `id`: one period, the instance's (UTC), and a score range
+/// whose composite keeps every second of the window for first-to-reach ties.
+fn tournament_board(id: &str, body: &Value, closed: Option<&Value>) -> Result<Board, ConfigError> {
+    let mut tournament = Tournament::parse(id, body).map_err(|error| invalid(format!("tournament.{}", error.field), error.problem))?;
+    for (instance, why) in closed.and_then(Value::as_object).into_iter().flatten() {
+        let at = why["at"].as_str().and_then(|at| at.parse().ok());
+        let at = at.ok_or_else(|| invalid(format!("{CLOSED}.{instance}.at"), "an RFC 3339 time"))?;
+        tournament.closed.insert(instance.clone(), at);
+    }
+    let kind = tournament.period_kind();
+    let raw = json!({
+        "name": id, "kind": "scores", "keep": tournament.keep, "order": tournament.order, "timezone": "UTC",
+        "periods": [kind.as_str()], "top": 1000, "max_score": tournament.max_score(),
+    });
+    let raw: RawBoard = serde_json::from_value(raw).map_err(|error| ConfigError::Definition(error.to_string()))?;
+    let mut board = validate_board("board", raw)?;
+    board.periods = vec![kind];
+    board.runtime = true;
+    board.tournament = Some(Arc::new(tournament));
+    Ok(board)
 }
 
 #[cfg(test)]

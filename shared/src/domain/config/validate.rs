@@ -174,6 +174,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
         notify,
         runtime: false,
         ending: false,
+        tournament: None,
     })
 }
 

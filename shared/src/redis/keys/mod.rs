@@ -16,6 +16,7 @@ use crate::domain::period::Period;
 
 mod catalog;
 mod shards;
+mod tournament;
 pub use catalog::CATALOG_JOURNAL;
 pub use shards::{SLOTS, journal_board, journal_names, slot, user_journal, user_shard};
 

@@ -317,7 +317,7 @@ fn read_reply(event: &BoardEvent<'_>, values: &mut impl Iterator<Item = String>,
         Status::PeriodClosed => ApplyReply::PeriodClosed(detail),
         Status::RateLimited => ApplyReply::RateLimited(detail.parse().map_err(|_| protocol(&format!("retry-after {detail:?}")))?),
         Status::Deferred => ApplyReply::Deferred,
-        Status::Stale => return Err(status.unexpected("apply_event")),
+        Status::Stale | Status::Seat(_) => return Err(status.unexpected("apply_event")),
     };
     Ok(Read::Done(reply))
 }

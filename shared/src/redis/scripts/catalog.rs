@@ -16,6 +16,9 @@ pub enum Change<'a> {
     /// Forget the board's definition (its end is done), keeping `retired` (why and when it
     /// ended, with the definition) in its place among the ended boards.
     Remove { retired: &'a str },
+    /// Replace the board's definition `expected` with `definition` (a tournament's record of
+    /// an instance ended early).
+    Replace { definition: &'a str, expected: &'a str },
 }
 
 impl Change<'_> {
@@ -24,6 +27,7 @@ impl Change<'_> {
             Change::Put { .. } => "put",
             Change::End { .. } => "end",
             Change::Remove { .. } => "remove",
+            Change::Replace { .. } => "replace",
         }
     }
 }
@@ -40,6 +44,9 @@ pub enum Defined {
     Full,
     Ending,
     Removed,
+    Replaced,
+    /// The definition was not the one expected: nothing written.
+    Changed,
     Unknown,
 }
 
@@ -61,6 +68,7 @@ pub async fn define(
         Change::Put { definition, limit } => call.arg(definition).arg(limit),
         Change::End { why } => call.arg(why).arg(0),
         Change::Remove { retired } => call.arg(retired).arg(0),
+        Change::Replace { definition, expected } => call.arg(definition).arg(expected),
     };
     call.arg(entry);
     let reply: String = conn.run_script(&call, wait).await?;
@@ -71,6 +79,8 @@ pub async fn define(
         "full" => Defined::Full,
         "ending" => Defined::Ending,
         "removed" => Defined::Removed,
+        "replaced" => Defined::Replaced,
+        "changed" => Defined::Changed,
         "unknown" => Defined::Unknown,
         other => return Err(StoreError::Protocol(format!("define_board answered {other:?}"))),
     })

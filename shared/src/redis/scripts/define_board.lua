@@ -12,15 +12,19 @@ KEYS[3]  version (string: bumped by every change; functions reload definitions w
 KEYS[4]  the catalog's journal (stream)
 KEYS[5]  the catalog's guard (hash): a lost catalog refuses changes until it is restored
 
-ARGV[1]  "put", "end" or "remove"
+ARGV[1]  "put", "end", "remove" or "replace"
 ARGV[2]  the board
-ARGV[3]  put: the definition; end: why and when it ends; remove: why and when it ended with
-         its definition (kept: its archived seasons are read by it), or '' to keep what is there
-ARGV[4]  put: how many runtime boards the deployment may hold
+ARGV[3]  put, replace: the definition; end: why and when it ends; remove: why and when it
+         ended with its definition (kept: its archived seasons are read by it), or '' to keep
+         what is there
+ARGV[4]  put: how many runtime boards the deployment may hold; replace: the definition it
+         replaces (a tournament's instance ended early, docs/tournaments.md)
 ARGV[5]  the journal entry ('' when the deployment journals nothing)
 
 Reply: put: 'created', 'same' (this very definition is there), 'exists' (another, or the board
-is ending), 'full'; end: 'ending' (now or already), 'unknown'; remove: 'removed', 'unknown'
+is ending), 'full'; end: 'ending' (now or already), 'unknown'; remove: 'removed', 'unknown';
+replace: 'replaced', 'changed' (the definition is not ARGV[4] any more: read it again),
+'unknown'
 ]]
 
 writable(KEYS[1], 'hash')
@@ -42,6 +46,10 @@ if op == 'put' then
   if ending then return 'exists' end
   if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 'full' end
   redis.call('HSET', KEYS[1], board, ARGV[3])
+elseif op == 'replace' then
+  if not held or ending then return 'unknown' end
+  if held ~= ARGV[4] then return 'changed' end
+  redis.call('HSET', KEYS[1], board, ARGV[3])
 elseif op == 'end' then
   if not held then return 'unknown' end
   if ending then return 'ending' end
@@ -55,4 +63,5 @@ redis.call('INCR', KEYS[3])
 journal(KEYS[4], ARGV[5], op)
 if op == 'put' then return 'created' end
 if op == 'end' then return 'ending' end
+if op == 'replace' then return 'replaced' end
 return 'removed'

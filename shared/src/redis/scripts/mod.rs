@@ -20,6 +20,7 @@ mod receipt;
 mod reply;
 pub mod scores;
 pub mod sign_in;
+pub mod tournament;
 
 use std::sync::LazyLock;
 
@@ -68,6 +69,7 @@ static DROP_IDLE: LazyLock<Script> = script!("drop_idle.lua");
 pub(crate) static RESTORE_LINES: LazyLock<Script> = script!("restore_lines.lua");
 static PUT_PROFILE: LazyLock<Script> = script!("put_profile.lua");
 static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
+static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -91,6 +93,7 @@ pub fn hashes() -> Vec<&'static str> {
         &RESTORE_LINES,
         &PUT_PROFILE,
         &DEFINE_BOARD,
+        &JOIN_TOURNAMENT,
     ]
     .into_iter()
     .chain(league::scripts())
@@ -194,6 +197,19 @@ pub enum WriteReply<O> {
     RateLimited(u64),
     /// A take-back with nothing to take back, sent to wait for its give: nothing written.
     Deferred,
+    /// A tournament's seat or attempts refused it (docs/tournaments.md).
+    Seat(SeatRefusal),
+}
+
+/// Why a tournament's board took no submission from a player.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeatRefusal {
+    /// The tournament needs a join first.
+    NotJoined,
+    /// A first submission to an instance whose seats are taken.
+    Full,
+    /// The player's submissions in the instance are used up.
+    EntryLimit,
 }
 
 /// An event's answer on one board (`apply_event.lua`).

@@ -22,6 +22,7 @@ pub(crate) enum Status {
     Deferred,
     /// The refusal the caller sent for a first delivery outside the event window.
     OutsideWindow,
+    Seat(super::SeatRefusal),
 }
 
 impl Status {
@@ -37,6 +38,9 @@ impl Status {
             "period_closed" => Self::PeriodClosed,
             "rate_limited" => Self::RateLimited,
             "deferred" => Self::Deferred,
+            "not_joined" => Self::Seat(super::SeatRefusal::NotJoined),
+            "tournament_full" => Self::Seat(super::SeatRefusal::Full),
+            "entry_limit" => Self::Seat(super::SeatRefusal::EntryLimit),
             other if Some(other) == outside_window => Self::OutsideWindow,
             other => return Err(StoreError::Protocol(format!("{script} status {other:?}"))),
         })

@@ -47,6 +47,9 @@ pub struct ScoreOutcome {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     pub periods: Vec<ScoreStanding>,
+    /// On a tournament's board: the player's submissions applied in the instance now.
+    #[serde(skip)]
+    pub entries: Option<u32>,
 }
 
 /// A submission's answer (`OutOfRange`: a sum would leave the score range).
@@ -99,6 +102,21 @@ pub async fn submit_scores(
     let notify = board.notify.as_ref().filter(|_| keys.noticed());
     let notices = if notify.is_some() { key_list.add(&mut call, keys.notices()) } else { 0 };
     call.arg(notices);
+    // A tournament's chunk is one submission, in the instance its time opened (one period).
+    match (&board.tournament, first.periods.first()) {
+        (Some(tournament), Some((instance, _))) => {
+            let players = key_list.add(&mut call, keys.players(instance));
+            let entries = key_list.add(&mut call, keys.entries(instance));
+            call.arg(players)
+                .arg(entries)
+                .arg(if tournament.join_required { 1 } else { 0 })
+                .arg(tournament.max_size.unwrap_or(0))
+                .arg(tournament.max_entries.unwrap_or(0));
+        }
+        _ => {
+            call.arg(0).arg(0).arg(0).arg(0).arg(0);
+        }
+    }
     for (plan, bucket) in plans.iter().zip(&buckets) {
         let member = &plan.submission.user_id;
         let slot = MarkerSlot::of(&plan.submission.event_id);
@@ -160,17 +178,25 @@ async fn read_reply(
         standing.push((composite.parse().ok(), rank.parse().map_err(|_| protocol("rank"))?));
     }
     let board = plan.board;
+    let entries = match &board.tournament {
+        Some(_) => Some(values.next().and_then(|n| n.parse::<u32>().ok()).ok_or_else(|| protocol("entries"))?),
+        None => None,
+    };
     let timed = plan.submission.occurred_at.is_some();
     let periods: Vec<&Period> = plan.periods.iter().map(|(period, _)| period).collect();
     let scales: Vec<Scale> = plan.periods.iter().map(|(_, scale)| *scale).collect();
     let status = Status::parse("submit_score", &status, plan.first_delivery.map(|refusal| refusal.code()))?;
+    let with_entries = |mut outcome: ScoreOutcome| {
+        outcome.entries = entries;
+        outcome
+    };
     Ok(match status {
-        Status::New => SubmitReply::New(outcome(&detail, &periods, &scales, &standing).ok_or_else(|| protocol("receipt"))?),
+        Status::New => SubmitReply::New(with_entries(outcome(&detail, &periods, &scales, &standing).ok_or_else(|| protocol("receipt"))?)),
         Status::Duplicate => {
             let (landed, receipt) =
                 duplicate_of(&detail, timed, today, periods.iter().copied(), board.timezone).ok_or_else(|| protocol("duplicate"))?;
             match landed {
-                None => SubmitReply::Duplicate(outcome(receipt, &periods, &scales, &standing).ok_or_else(|| protocol("receipt"))?),
+                None => SubmitReply::Duplicate(with_entries(outcome(receipt, &periods, &scales, &standing).ok_or_else(|| protocol("receipt"))?)),
                 Some(landed) => {
                     // Sent without a time on another local day: its standing is in that day's periods.
                     let scales: Vec<Scale> = landed.iter().map(|period| crate::domain::scores::scale(board, period)).collect();
@@ -186,6 +212,7 @@ async fn read_reply(
         Status::Banned => SubmitReply::Banned,
         Status::PeriodClosed => SubmitReply::PeriodClosed(detail),
         Status::RateLimited => SubmitReply::RateLimited(detail.parse().map_err(|_| protocol("retry-after"))?),
+        Status::Seat(refusal) => SubmitReply::Seat(refusal),
         other => return Err(other.unexpected("submit_score")),
     })
 }
@@ -216,5 +243,5 @@ fn outcome(receipt: &str, periods: &[&Period], scales: &[Scale], standing: &[(Op
             reason: (flag == 'o').then(|| "out_of_range".to_owned()),
         })
         .collect();
-    Some(ScoreOutcome { applied, reason: (!applied).then(|| "not_better".to_owned()), periods })
+    Some(ScoreOutcome { applied, reason: (!applied).then(|| "not_better".to_owned()), periods, entries: None })
 }

@@ -25,7 +25,13 @@ ARGV[10]   the value of a zero score (where a sum starts)
 ARGV[11]   index in KEYS of the board's journal (stream, docs/journal.md)
 ARGV[12]   index in KEYS of the board's notices (stream, docs/notifications.md); "0": the
            board records no rank moves
-then one block per submission, from ARGV[b] (b = 13 for the first):
+ARGV[13]   index in KEYS of the tournament instance's players (set, docs/tournaments.md); "0":
+           the board runs no tournament (ARGV[14..17] are then "0")
+ARGV[14]   index in KEYS of the instance's entries (hash: member -> submissions applied)
+ARGV[15]   1 when a player must join before submitting; 0: a first submission joins them
+ARGV[16]   the most players of the instance ("0": no cap)
+ARGV[17]   the most submissions a player makes in the instance ("0": no limit)
+then one block per submission, from ARGV[b] (b = 18 for the first):
 b+0..2     indexes of the event-id marker buckets of the board's local day now (written), the
            day before and the day after ("0" unless near the day's end); shared with
            apply_event.lua
@@ -53,7 +59,8 @@ then, when l > 0, ten: the indexes of the league's keys of that period, as apply
            submission records its rank moves as apply_event.lua does
 
 Reply: per submission, in order, 2 + 2n values: status, detail, then for each period the
-member's composite ("" when absent) and 1-based rank (0 when absent); empty for a refusal
+member's composite ("" when absent) and 1-based rank (0 when absent); empty for a refusal;
+on a tournament's board one more: the member's submissions applied in the instance now
   "new", receipt            applied now; standing after it
   "duplicate", i..receipt   seen with this payload (i: the bucket that held it, 0 today, 1 the
                             day before, 2 the day after); the first receipt and standing now
@@ -63,6 +70,9 @@ member's composite ("" when absent) and 1-based rank (0 when absent); empty for 
   "period_closed", id       a period the submission lands in is frozen; nothing written
   "rate_limited", s         the limit is used up; a slot frees in s seconds; nothing written
   "out_of_range", ""        a sum would leave 0..=max in every period; nothing written
+  "not_joined", ""          a tournament that needs a join, not joined; nothing written
+  "tournament_full", size   a first submission to a full instance; nothing written
+  "entry_limit", ""         the player's submissions are used up; nothing written
 receipt: SCORE_KEPT or SCORE_NOT_BETTER (a "best" submission no period kept), then one
 character per period: "1" when that period's entry changed, "0" when it did not, "o" when a
 sum would have left 0..=max there (that period only is left as it was).
@@ -74,6 +84,8 @@ local rate_max, rate_window, now_ms = tonumber(ARGV[5]), tonumber(ARGV[6]), tonu
 local board_span, max_value, zero = tonumber(ARGV[8]), tonumber(ARGV[9]), tonumber(ARGV[10])
 local JOURNAL = KEYS[tonumber(ARGV[11])]
 local NOTICES = KEYS[tonumber(ARGV[12])]
+local PLAYERS, ENTRIES = KEYS[tonumber(ARGV[13])], KEYS[tonumber(ARGV[14])]
+local join_required, max_size, max_entries = ARGV[15] == '1', tonumber(ARGV[16]), tonumber(ARGV[17])
 
 -- One submission's block, from ARGV[b]: its status, detail and the periods' standing (nil for
 -- a refusal).
@@ -105,6 +117,20 @@ local function submit(b)
   if refusal then return refusal, closed end
   local wait = rate_wait(rate_log, rate_max, rate_window, now_ms)
   if wait then return 'rate_limited', tostring(wait) end
+  -- A tournament's seat and attempts, in the same call as the score: exact under concurrency.
+  local seated = true
+  if PLAYERS then
+    -- Both are read here, before any write: a key of another type fails the call unwritten.
+    seated = redis.call('SISMEMBER', PLAYERS, member) == 1
+    if not seated and join_required then return 'not_joined', '' end
+    if not seated and max_size > 0 then
+      local size = redis.call('SCARD', PLAYERS)
+      if size >= max_size then return 'tournament_full', tostring(size) end
+    end
+    if tonumber(redis.call('HGET', ENTRIES, member) or '0') >= (max_entries > 0 and max_entries or math.huge) then
+      return 'entry_limit', ''
+    end
+  end
 
   -- Every check before the first write: a refused submission leaves no trace. A sum that
   -- would leave the range is refused in that period only (flag "o"); in every period, the whole.
@@ -169,6 +195,15 @@ local function submit(b)
     end
   end
 
+  if PLAYERS then
+    if not seated then
+      redis.call('SADD', PLAYERS, member)
+      expire_once(PLAYERS, period(1, 4))
+    end
+    redis.call('HINCRBY', ENTRIES, member, 1)
+    expire_once(ENTRIES, period(1, 4))
+  end
+
   local receipt = ((keep == 'best' and not changed) and SCORE_NOT_BETTER or SCORE_KEPT) .. flags
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
@@ -198,7 +233,7 @@ local function submit(b)
   return 'new', receipt, standing()
 end
 
-local reply, b = {}, 13
+local reply, b = {}, 18
 for _ = 1, tonumber(ARGV[1]) do
   local status, detail, composites, ranks = submit(b)
   reply[#reply + 1] = status
@@ -208,6 +243,7 @@ for _ = 1, tonumber(ARGV[1]) do
     reply[#reply + 1] = composites and composites[i] or ''
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
+  if PLAYERS then reply[#reply + 1] = redis.call('HGET', ENTRIES, ARGV[b + 6]) or '0' end
   b = b + 14 + 7 * n + (tonumber(ARGV[b + 12]) > 0 and 10 or 0)
 end
 return reply

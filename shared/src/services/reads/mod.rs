@@ -201,11 +201,19 @@ type GuardFence = (Option<String>, Option<String>);
 pub struct Reader {
     keys: Keys,
     store: Store,
+    /// Pages and neighbours come from a period's frozen board (a tournament's instance whose
+    /// results are being archived), not its live one.
+    frozen: bool,
 }
 
 impl Reader {
     pub fn new(keys: Keys, store: Store) -> Self {
-        Self { keys, store }
+        Self { keys, store, frozen: false }
+    }
+
+    /// This reader, on frozen boards (`BoardKeys::frozen`).
+    pub fn of_frozen(&self) -> Self {
+        Self { frozen: true, ..self.clone() }
     }
 
     pub async fn page(&self, board: &Board, period: &Period, offset: u64, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
@@ -340,7 +348,8 @@ impl Reader {
         }
         let keys = self.keys.board(&board.name);
         let fence = self.fence(&keys);
-        scripts::read_board(&mut conn, &keys.period(period), fence.as_deref(), &scale, window).await
+        let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
+        scripts::read_board(&mut conn, &set, fence.as_deref(), &scale, window).await
     }
 
     /// The guard whose fence a read honours: on a journaled deployment, a board being restored

@@ -161,6 +161,7 @@ impl Tournament {
             join_required: raw.join_required,
             prizes: raw.prizes,
             metadata: raw.metadata,
+            closed: std::collections::BTreeMap::new(),
         })
     }
 }

@@ -9,12 +9,15 @@ mod definition;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::domain::config::{Keep, Order};
+use super::{Keep, Order};
 use crate::domain::period::{Period, PeriodKind};
+use crate::domain::tiebreak::{EXACT_BITS, MAX_SCORE};
 
 pub use definition::{MAX_METADATA_BYTES, MAX_PRIZES, MAX_SIZE, MAX_TITLE_CHARS, TournamentError};
 
@@ -64,6 +67,8 @@ pub struct Tournament {
     pub join_required: bool,
     pub prizes: Vec<Prize>,
     pub metadata: Option<Value>,
+    /// Instances ended early (`POST /v1/admin/tournaments/{id}/end`): instance id -> when.
+    pub closed: BTreeMap<String, DateTime<Utc>>,
 }
 
 /// Where a tournament stands at an instant.
@@ -99,12 +104,20 @@ impl Tournament {
             return None;
         }
         let Some(reset) = self.reset else {
-            return Some(Instance { id: "all".into(), start: self.start, end: self.end });
+            return Some(self.cut(Instance { id: "all".into(), start: self.start, end: self.end }));
         };
         let period = Period::containing(reset.period_kind(), at, chrono_tz::UTC);
         let opens = period.start.expect("a reset period starts").with_timezone(&Utc);
         let closes = opens + self.duration.expect("a recurring tournament has a duration");
-        Some(Instance { id: period.id, start: opens.max(self.start), end: closes.min(self.end) })
+        Some(self.cut(Instance { id: period.id, start: opens.max(self.start), end: closes.min(self.end) }))
+    }
+
+    /// `instance` as it ran: ended when it was ended early, if it was (never before it opened).
+    fn cut(&self, mut instance: Instance) -> Instance {
+        if let Some(&closed) = self.closed.get(&instance.id) {
+            instance.end = instance.end.min(closed.max(instance.start));
+        }
+        instance
     }
 
     /// The instance open at `at`: a write's own time decides where it lands, or that it is
@@ -168,6 +181,27 @@ impl Tournament {
         let kind = self.reset?.period_kind();
         let opens = Period::containing(kind, probe, chrono_tz::UTC).start?.with_timezone(&Utc);
         self.instance_of_period(opens - Duration::seconds(1)).filter(|i| i.start < i.end)
+    }
+
+    /// The longest an instance runs (`[start, end)` of a one-off, `duration_secs` of a
+    /// recurring one).
+    pub fn window(&self) -> Duration {
+        self.duration.unwrap_or(self.end - self.start)
+    }
+
+    /// The highest score the tournament takes: every second of its window keeps its own time
+    /// part beside it in one exact double (`tiebreak::time_span_for`), so equal scores rank by
+    /// who reached them first to the second. `MAX_SCORE` up to a window of 2^23 s (97 days).
+    pub fn max_score(&self) -> i64 {
+        let secs = self.window().num_seconds().max(1);
+        let time_bits = 64 - (secs - 1).leading_zeros();
+        MAX_SCORE.min((1i64 << (EXACT_BITS - time_bits)) - 1)
+    }
+
+    /// Where the time parts of `period` (one of the tournament's instances) count from: the
+    /// instance's opening.
+    pub fn origin_of(&self, period: &Period) -> i64 {
+        period.start.map_or(self.start, |start| start.with_timezone(&Utc).max(self.start)).timestamp()
     }
 
     /// The reward of `rank` (1-based), if a prize covers it.

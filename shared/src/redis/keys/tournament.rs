@@ -1,0 +1,17 @@
+//! The keys of a tournament's instance (docs/tournaments.md), beside its board's period in the
+//! board's slot: the submitting script reads and writes them in the same call as the score.
+
+use super::BoardKeys;
+use crate::domain::period::Period;
+
+impl BoardKeys {
+    /// The players of one instance (a set; its size is the instance's `size`).
+    pub fn players(&self, period: &Period) -> String {
+        format!("{}:players:{}:{}", self.base, period.kind.as_str(), period.id)
+    }
+
+    /// The submissions each player made in one instance (a hash: user -> count).
+    pub fn entries(&self, period: &Period) -> String {
+        format!("{}:entries:{}:{}", self.base, period.kind.as_str(), period.id)
+    }
+}

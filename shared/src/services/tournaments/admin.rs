@@ -1,0 +1,137 @@
+//! `PUT`/`GET /v1/admin/tournaments/{id}` and `POST /v1/admin/tournaments/{id}/end`: a
+//! tournament's definition kept with the runtime boards' (the catalog: journaled, restored,
+//! limited, cached by every function), and the early end of its open instance, recorded in the
+//! definition (so every function and a restore know it) before the instance is frozen.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::PlayError;
+use crate::archive::freeze;
+use crate::domain::config::{CLOSED, Config, Definition};
+use crate::domain::journal::{Entry, Stamp};
+use crate::domain::period::Period;
+use crate::redis::error::StoreError;
+use crate::redis::keys::Keys;
+use crate::redis::scripts::catalog::{Change, Defined, define};
+use crate::redis::store::Store;
+use crate::services::runtime_boards::{DefineError, RuntimeBoards};
+
+/// How often an early end reads the definition again when another change got in between.
+const REPLACE_ATTEMPTS: usize = 5;
+
+/// A tournament as the admin routes answer it: its definition as sent, and the instances
+/// ended early (`{instance: {at, reason}}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TournamentDefinition {
+    pub tournament_id: String,
+    pub definition: Value,
+    pub closed: Value,
+}
+
+/// `POST /v1/admin/tournaments/{id}/end`'s answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstanceEnded {
+    pub tournament_id: String,
+    pub instance: String,
+    pub ended_at: String,
+    pub reason: Option<String>,
+}
+
+pub struct TournamentAdmin {
+    boards: RuntimeBoards,
+    keys: Keys,
+    store: Store,
+}
+
+impl From<DefineError> for PlayError {
+    fn from(error: DefineError) -> Self {
+        match error {
+            DefineError::Store(store) => PlayError::Store(store),
+            other => PlayError::Define(other),
+        }
+    }
+}
+
+impl TournamentAdmin {
+    pub fn new(declared: Arc<Config>, keys: Keys, store: Store, limit: u32) -> Self {
+        Self { boards: RuntimeBoards::new(declared, keys.clone(), store.clone(), limit), keys, store }
+    }
+
+    /// Creates tournament `id`: true when created, false when this very definition was there.
+    pub async fn put(&self, id: &str, body: &Value, now: DateTime<Utc>) -> Result<(bool, TournamentDefinition), PlayError> {
+        let definition = Definition::tournament(id, body)?;
+        let (created, defined) = self.boards.create(id, definition, now).await?;
+        Ok((created, of_stored(id, &defined.definition)?))
+    }
+
+    pub async fn get(&self, id: &str) -> Result<TournamentDefinition, PlayError> {
+        let defined = self.boards.get(id).await.map_err(|error| match error {
+            DefineError::Unknown(_) => PlayError::Unknown(id.to_owned()),
+            other => other.into(),
+        })?;
+        of_stored(id, &defined.definition)
+    }
+
+    /// Ends the instance open at `now`: recorded first (refused from then on by every function
+    /// within its catalog refresh), then frozen (refused in Redis at once). Again: the same
+    /// answer, and the freeze done if a first call stopped before it.
+    pub async fn end(&self, id: &str, reason: Option<&str>, now: DateTime<Utc>) -> Result<InstanceEnded, PlayError> {
+        let catalog = self.keys.catalog();
+        let mut conn = self.store.write_connection().await?;
+        for _ in 0..REPLACE_ATTEMPTS {
+            let text: Option<String> =
+                redis::cmd("HGET").arg(catalog.definitions()).arg(id).query_async(&mut conn).await.map_err(StoreError::from)?;
+            let text = text.ok_or_else(|| PlayError::Unknown(id.to_owned()))?;
+            let board = Definition::stored(&text).map_err(|e| StoreError::Protocol(format!("a stored definition: {e}")))?;
+            let tournament = board.tournament.as_deref().ok_or_else(|| PlayError::Unknown(id.to_owned()))?;
+            let mut stored: Value = serde_json::from_str(&text).map_err(|e| StoreError::Protocol(format!("a stored definition: {e}")))?;
+            let (instance, ended_at, why) = match tournament.open_at(now) {
+                Some(open) => {
+                    let why = json!({"at": now.to_rfc3339_opts(SecondsFormat::Millis, true), "reason": reason});
+                    (open, now, Some(why))
+                }
+                None => match tournament.instance_named(None, now).filter(|last| tournament.closed.contains_key(&last.id)) {
+                    Some(last) => (last.clone(), last.end, None),
+                    None => return Err(PlayError::Closed(id.to_owned())),
+                },
+            };
+            if let Some(why) = why {
+                stored[CLOSED][&instance.id] = why;
+                let replaced = stored.to_string();
+                let entry = if self.keys.journal_on() {
+                    Entry::Definition { at: Stamp(now), board: id, change: "replace", definition: stored.clone() }.json()
+                } else {
+                    String::new()
+                };
+                let change = Change::Replace { definition: &replaced, expected: &text };
+                match define(&mut conn, &self.keys, id, change, &entry, self.store.replica_wait()).await? {
+                    Defined::Replaced => {}
+                    Defined::Changed => continue,
+                    _ => return Err(PlayError::Unknown(id.to_owned())),
+                }
+            }
+            let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC)
+                .map_err(|e| StoreError::Protocol(format!("instance {:?}: {e}", instance.id)))?;
+            freeze::freeze(&mut conn, &self.keys.board(id), &period).await?;
+            let reason = stored[CLOSED][&instance.id]["reason"].as_str().map(str::to_owned);
+            return Ok(InstanceEnded {
+                tournament_id: id.to_owned(),
+                instance: instance.id,
+                ended_at: ended_at.to_rfc3339_opts(SecondsFormat::Millis, true),
+                reason,
+            });
+        }
+        Err(PlayError::Store(StoreError::Protocol("the tournament's definition kept changing".into())))
+    }
+}
+
+/// The admin view of a stored tournament definition (`{name, tournament, closed?}`).
+fn of_stored(id: &str, stored: &Value) -> Result<TournamentDefinition, PlayError> {
+    let definition = stored.get("tournament").cloned().ok_or_else(|| PlayError::Unknown(id.to_owned()))?;
+    let closed = stored.get(CLOSED).cloned().unwrap_or_else(|| json!({}));
+    Ok(TournamentDefinition { tournament_id: id.to_owned(), definition, closed })
+}

@@ -1,0 +1,176 @@
+//! Tournaments (docs/tournaments.md): a runtime score board open for a window, once or on every
+//! reset, with seats, attempts and prizes. Joins and scores are one script call each, decided
+//! on the write's own time (`Tournament::open_at`) and refused in Redis too once an instance is
+//! ended early or frozen for its results; reads of an instance come from its live board, its
+//! frozen board, or (once archived) the results table (the `seasons` function).
+
+mod admin;
+#[cfg(feature = "dynamodb")]
+mod standings;
+mod view;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::domain::config::tournament::{Instance, Tournament, TournamentError};
+use crate::domain::config::{Board, Config};
+use crate::domain::ids::{self, IdError};
+use crate::domain::journal::{Entry, Stamp};
+use crate::domain::period::Period;
+use crate::domain::scores::Submission;
+use crate::redis::error::StoreError;
+use crate::redis::keys::Keys;
+use crate::redis::scripts::tournament::{Joined, join};
+use crate::redis::store::Store;
+use crate::services::scores::{ScoreError, Scores};
+
+pub use admin::{InstanceEnded, TournamentAdmin, TournamentDefinition};
+#[cfg(feature = "dynamodb")]
+pub use standings::{InstanceTop, PlayerStanding, RESULTS_PAGE, Results, Row};
+pub use view::{TournamentView, entries_left};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlayError {
+    #[error("no tournament is named {0:?}")]
+    Unknown(String),
+    #[error(transparent)]
+    Invalid(#[from] TournamentError),
+    #[error(transparent)]
+    InvalidId(#[from] IdError),
+    #[error("tournament {0:?} is not open now")]
+    Closed(String),
+    #[error("tournament {tournament:?} is full ({size} players)")]
+    Full { tournament: String, size: u64 },
+    #[error("user {0:?} is banned from tournament {1:?}")]
+    Banned(String, String),
+    #[error("no instance {instance:?} of tournament {tournament:?}")]
+    UnknownInstance { tournament: String, instance: String },
+    #[error(transparent)]
+    Score(ScoreError),
+    #[error(transparent)]
+    Define(crate::services::runtime_boards::DefineError),
+    #[error("instance {instance:?} of tournament {tournament:?} has no results yet: they are stored within minutes of its end")]
+    NoResults { tournament: String, instance: String },
+    /// The results table failed (what it said stays in the log).
+    #[error("the results table: {0}")]
+    Archive(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<ScoreError> for PlayError {
+    fn from(error: ScoreError) -> Self {
+        match error {
+            // A period closed on a tournament's board: its instance was ended early or frozen.
+            ScoreError::PeriodClosed { board, .. } => PlayError::Closed(board),
+            ScoreError::Store(store) => PlayError::Store(store),
+            other => PlayError::Score(other),
+        }
+    }
+}
+
+/// `POST /v1/tournaments/{id}/join`'s answer; the same again for a player already in.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JoinReceipt {
+    pub tournament_id: String,
+    pub instance: String,
+    pub joined: bool,
+    pub size: u64,
+    pub max_size: Option<u32>,
+}
+
+/// `POST /v1/tournaments/{id}/scores`'s body: no time of its own, the server's decides.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Play {
+    pub event_id: String,
+    pub user_id: String,
+    pub score: i64,
+}
+
+/// A submission's answer: the player's kept score and rank in the instance, and attempts left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PlayReceipt {
+    pub tournament_id: String,
+    pub instance: String,
+    pub event_id: String,
+    pub duplicate: bool,
+    /// Whether this submission changed the kept score (`false`: not better, or equal).
+    pub applied: bool,
+    pub score: Option<i64>,
+    pub rank: Option<u64>,
+    /// `null` when the tournament has no `max_entries`.
+    pub entries_left: Option<u32>,
+}
+
+/// The tournament services a request needs, over the boards as of now.
+pub struct Tournaments {
+    config: Arc<Config>,
+    keys: Keys,
+    store: Store,
+    scores: Scores,
+}
+
+impl Tournaments {
+    pub fn new(config: Arc<Config>, keys: Keys, store: Store) -> Self {
+        Self { scores: Scores::new(config.clone(), keys.clone(), store.clone()), config, keys, store }
+    }
+
+    /// The tournament `id` and its board.
+    pub fn find(&self, id: &str) -> Result<(&Board, &Tournament), PlayError> {
+        self.config
+            .board(id)
+            .and_then(|board| Some((board, board.tournament.as_deref()?)))
+            .ok_or_else(|| PlayError::Unknown(ids::loggable(id).into_owned()))
+    }
+
+    /// Every tournament, in name order.
+    pub fn all(&self) -> impl Iterator<Item = (&Board, &Tournament)> {
+        self.config.boards().iter().filter_map(|board| Some((board, board.tournament.as_deref()?)))
+    }
+
+    /// The instance open at `now` (its period on the tournament's board), or `Closed`.
+    fn open(&self, board: &Board, tournament: &Tournament, now: DateTime<Utc>) -> Result<(Instance, Period), PlayError> {
+        let instance = tournament.open_at(now).ok_or_else(|| PlayError::Closed(board.name.clone()))?;
+        Ok((instance, Period::containing(tournament.period_kind(), now, chrono_tz::UTC)))
+    }
+
+    pub async fn join(&self, id: &str, user_id: &str, now: DateTime<Utc>) -> Result<JoinReceipt, PlayError> {
+        let (board, tournament) = self.find(id)?;
+        ids::validate_id("user_id", user_id)?;
+        let (instance, period) = self.open(board, tournament, now)?;
+        let keys = self.keys.board(&board.name);
+        let entry = if keys.journaled() { Entry::Join { at: Stamp(now), user_id, instance: &instance.id }.json() } else { String::new() };
+        let ttl = keys.ttl(period.ttl_secs(now), now).to_string();
+        let mut conn = self.store.write_connection().await?;
+        let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
+        let size = match join(&mut conn, &keys, &period, user_id, tournament.max_size, &ttl, &entry, wait).await? {
+            Joined::Now(size) | Joined::Already(size) => size,
+            Joined::Full(size) => return Err(PlayError::Full { tournament: board.name.clone(), size }),
+            Joined::Banned => return Err(PlayError::Banned(user_id.to_owned(), board.name.clone())),
+            Joined::Closed => return Err(PlayError::Closed(board.name.clone())),
+        };
+        Ok(JoinReceipt { tournament_id: board.name.clone(), instance: instance.id, joined: true, size, max_size: tournament.max_size })
+    }
+
+    /// A score in the instance open at `now`: seat, attempts and score in one script call.
+    pub async fn submit(&self, id: &str, play: &Play, now: DateTime<Utc>) -> Result<PlayReceipt, PlayError> {
+        let (board, tournament) = self.find(id)?;
+        let submission = Submission { event_id: play.event_id.clone(), user_id: play.user_id.clone(), score: play.score, occurred_at: None };
+        let (instance, _) = self.open(board, tournament, now)?;
+        let receipt = self.scores.submit_to(board, &submission, now).await?;
+        let standing = receipt.outcome.periods.first();
+        Ok(PlayReceipt {
+            tournament_id: board.name.clone(),
+            instance: instance.id,
+            event_id: receipt.event_id,
+            duplicate: receipt.duplicate,
+            applied: receipt.outcome.applied,
+            score: standing.and_then(|s| s.score),
+            rank: standing.and_then(|s| s.rank),
+            entries_left: entries_left(tournament, receipt.outcome.entries.unwrap_or(0)),
+        })
+    }
+}

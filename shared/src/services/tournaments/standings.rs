@@ -1,0 +1,231 @@
+//! A tournament instance's standings (`GET /v1/tournaments/{id}/top`, `…/users/{user_id}`,
+//! `…/results`): from its live board while it runs, its frozen board while its results are
+//! archived, and the results table once they are (the `seasons` function, which has it).
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{PlayError, Tournaments, entries_left, view::shown};
+use crate::archive::table::{ArchivedEntry, SeasonTable, TableError};
+use crate::domain::config::Board;
+use crate::domain::config::tournament::{Instance, Tournament};
+use crate::domain::period::Period;
+use crate::redis::error::StoreError;
+use crate::services::profiles::{self, Profile};
+use crate::services::reads::{RankMode, Reader, Standing};
+
+/// Results a page of `…/results` holds.
+pub const RESULTS_PAGE: u64 = 100;
+
+impl From<TableError> for PlayError {
+    fn from(error: TableError) -> Self {
+        PlayError::Archive(error.to_string())
+    }
+}
+
+/// One row of an instance's standings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub rank: u64,
+    pub user_id: String,
+    pub score: Option<i64>,
+    pub profile: Option<Profile>,
+    /// The reward of this rank, if a prize covers it.
+    pub prize: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InstanceTop {
+    pub tournament_id: String,
+    pub instance: Option<String>,
+    /// `live`, `frozen` (ended, its results being stored) or `archived` (read from the results).
+    pub source: &'static str,
+    pub total: u64,
+    pub entries: Vec<Row>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PlayerStanding {
+    pub tournament_id: String,
+    pub instance: Option<String>,
+    pub user_id: String,
+    pub rank: Option<u64>,
+    pub score: Option<i64>,
+    pub entries_left: Option<u32>,
+    pub total: u64,
+    pub around: Vec<Row>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Results {
+    pub tournament_id: String,
+    pub instance: String,
+    pub total: u64,
+    pub completed_at: DateTime<Utc>,
+    pub results: Vec<Row>,
+    /// Pass as `cursor` for the next page (`null`: this was the last).
+    pub next_cursor: Option<String>,
+}
+
+/// Where an instance's standings are read from.
+enum Source {
+    Live,
+    Frozen,
+    Archived(u64),
+}
+
+impl Source {
+    fn name(&self) -> &'static str {
+        match self {
+            Source::Live => "live",
+            Source::Frozen => "frozen",
+            Source::Archived(_) => "archived",
+        }
+    }
+}
+
+fn rows(tournament: &Tournament, standings: Vec<Standing>) -> Vec<Row> {
+    standings
+        .into_iter()
+        .map(|s| Row { rank: s.rank, prize: tournament.prize_of(s.rank).cloned(), user_id: s.holder.user_id, score: s.holder.score, profile: s.holder.profile })
+        .collect()
+}
+
+impl Tournaments {
+    /// The instance a read names (`instance=`), else the shown one; and its period.
+    fn instance(&self, tournament: &Tournament, named: Option<&str>, now: DateTime<Utc>) -> Result<Option<(Instance, Period)>, PlayError> {
+        let instance = match named {
+            Some(id) => Some(tournament.instance_named(Some(id), now).ok_or_else(|| PlayError::UnknownInstance {
+                tournament: tournament.id.clone(),
+                instance: crate::domain::ids::loggable(id).into_owned(),
+            })?),
+            None => shown(tournament, now),
+        };
+        Ok(instance.map(|instance| {
+            let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC).expect("an instance is a period");
+            (instance, period)
+        }))
+    }
+
+    async fn source(&self, table: &SeasonTable, board: &Board, instance: &Instance, period: &Period, now: DateTime<Utc>) -> Result<Source, PlayError> {
+        if instance.start <= now && now < instance.end {
+            return Ok(Source::Live);
+        }
+        if let Some(done) = table.completed(&board.name, &instance.id).await? {
+            return Ok(Source::Archived(done.total));
+        }
+        let mut conn = self.store.connection().await?;
+        let frozen: bool = redis::cmd("EXISTS").arg(self.keys.board(&board.name).frozen(period)).query_async(&mut conn).await.map_err(StoreError::from)?;
+        Ok(if frozen { Source::Frozen } else { Source::Live })
+    }
+
+    async fn archived_rows(&self, tournament: &Tournament, entries: Vec<ArchivedEntry>) -> Result<Vec<Row>, PlayError> {
+        let users: Vec<&str> = entries.iter().map(|entry| entry.user_id.as_str()).collect();
+        let profiles = profiles::get_many(&self.store, &self.keys, &users).await?;
+        Ok(entries
+            .into_iter()
+            .zip(profiles)
+            .map(|(e, profile)| Row { rank: e.rank, prize: tournament.prize_of(e.rank).cloned(), user_id: e.user_id, score: Some(e.points), profile })
+            .collect())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub async fn top(
+        &self,
+        reader: &Reader,
+        table: &SeasonTable,
+        id: &str,
+        instance: Option<&str>,
+        offset: u64,
+        limit: u64,
+        now: DateTime<Utc>,
+    ) -> Result<InstanceTop, PlayError> {
+        let (board, tournament) = self.find(id)?;
+        let Some((instance, period)) = self.instance(tournament, instance, now)? else {
+            return Ok(InstanceTop { tournament_id: id.to_owned(), instance: None, source: "live", total: 0, entries: Vec::new() });
+        };
+        let source = self.source(table, board, &instance, &period, now).await?;
+        let (total, entries) = match source {
+            Source::Archived(total) => (total, self.archived_rows(tournament, table.ranks(id, &instance.id, offset + 1, offset + limit).await?).await?),
+            Source::Frozen | Source::Live => {
+                let reader = if matches!(source, Source::Frozen) { reader.of_frozen() } else { reader.clone() };
+                let page = reader.page(board, &period, offset, limit, RankMode::Unique).await?;
+                (page.total, rows(tournament, page.entries))
+            }
+        };
+        Ok(InstanceTop { tournament_id: id.to_owned(), instance: Some(instance.id), source: source.name(), total, entries })
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub async fn player(
+        &self,
+        reader: &Reader,
+        table: &SeasonTable,
+        id: &str,
+        user_id: &str,
+        instance: Option<&str>,
+        around: u64,
+        now: DateTime<Utc>,
+    ) -> Result<PlayerStanding, PlayError> {
+        let (board, tournament) = self.find(id)?;
+        crate::domain::ids::validate_id("user_id", user_id)?;
+        let mut standing = PlayerStanding {
+            tournament_id: id.to_owned(),
+            instance: None,
+            user_id: user_id.to_owned(),
+            rank: None,
+            score: None,
+            entries_left: entries_left(tournament, 0),
+            total: 0,
+            around: Vec::new(),
+        };
+        let Some((instance, period)) = self.instance(tournament, instance, now)? else { return Ok(standing) };
+        standing.instance = Some(instance.id.clone());
+        let mut conn = self.store.connection().await?;
+        let used: Option<u32> = redis::cmd("HGET")
+            .arg(self.keys.board(id).entries(&period))
+            .arg(user_id)
+            .query_async(&mut conn)
+            .await
+            .map_err(StoreError::from)?;
+        standing.entries_left = entries_left(tournament, used.unwrap_or(0));
+        match self.source(table, board, &instance, &period, now).await? {
+            Source::Archived(total) => {
+                standing.total = total;
+                if let Some(entry) = table.user_entry(id, &instance.id, user_id).await? {
+                    let (first, last) = crate::services::reads::rules::around_window(entry.rank, around, total);
+                    (standing.rank, standing.score) = (Some(entry.rank), Some(entry.points));
+                    standing.around = self.archived_rows(tournament, table.ranks(id, &instance.id, first, last).await?).await?;
+                }
+            }
+            source => {
+                let reader = if matches!(source, Source::Frozen) { reader.of_frozen() } else { reader.clone() };
+                let member = reader.around(board, &period, user_id, around, RankMode::Unique).await?;
+                (standing.rank, standing.score, standing.total) = (member.rank, member.score, member.total);
+                standing.around = rows(tournament, member.around);
+            }
+        }
+        Ok(standing)
+    }
+
+    /// A page of an ended instance's stored results, from rank `cursor` (1 when absent).
+    pub async fn results(&self, table: &SeasonTable, id: &str, instance: &str, cursor: Option<u64>) -> Result<Results, PlayError> {
+        let (_, tournament) = self.find(id)?;
+        let done = table
+            .completed(id, instance)
+            .await?
+            .ok_or_else(|| PlayError::NoResults { tournament: id.to_owned(), instance: crate::domain::ids::loggable(instance).into_owned() })?;
+        let first = cursor.unwrap_or(1).max(1);
+        let last = first + RESULTS_PAGE - 1;
+        let results = self.archived_rows(tournament, table.ranks(id, instance, first, last).await?).await?;
+        Ok(Results {
+            tournament_id: id.to_owned(),
+            instance: instance.to_owned(),
+            total: done.total,
+            completed_at: done.completed_at,
+            results,
+            next_cursor: (last < done.total).then(|| (last + 1).to_string()),
+        })
+    }
+}
