@@ -17,6 +17,8 @@ use standings::archive::table::{ArchiveSink, SeasonTable, Shard};
 use standings::domain::config::Config;
 use standings::domain::period::Period;
 use standings::redis::store::Store;
+use standings::archive::bus::{EventBridgeBus, eventbridge_client};
+use standings::archive::tournament_end::InstanceEnd;
 use standings::runtime::metrics::Unit;
 use standings::services::catalog::Catalog;
 use standings::services::leagues::{CloseReport, Leagues};
@@ -101,6 +103,9 @@ pub struct ArchiveResponse {
     /// Deleted runtime boards this run worked on.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub ended: Vec<EndReport>,
+    /// Tournament instances whose end this run worked on (docs/tournaments.md#the-end).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tournaments: Vec<InstanceEnd>,
 }
 
 /// The metric a scheduled run puts: league periods ended more than `OVERDUE_AFTER` ago that
@@ -210,7 +215,7 @@ pub async fn run<S: ArchiveSink>(
     for report in &results {
         tracing::info!(board = %report.board, season = %report.season, status = ?report.status, items = report.items_written, "archive run");
     }
-    Ok(ArchiveResponse { results, leagues, ended: Vec::new() })
+    Ok(ArchiveResponse { results, leagues, ended: Vec::new(), tournaments: Vec::new() })
 }
 
 /// Everything an invocation needs, built once per container.
@@ -219,6 +224,8 @@ pub struct App {
     pub archiver: Catalog<Archiver<SeasonTable>>,
     pub closer: LeagueCloser,
     pub boards: RuntimeBoards,
+    /// Where tournaments' results are announced (`STANDINGS_EVENT_BUS`; none: archived only).
+    pub bus: Option<EventBridgeBus>,
     pub clock: Clock,
 }
 
@@ -249,7 +256,11 @@ impl App {
             )
         };
         let archiver = Catalog::new(config, keys, store, build).with_refresh(std::time::Duration::ZERO);
-        Ok(Self { archiver, closer, boards, clock: standings::system_clock() })
+        let bus = match standings::event_bus_from_env() {
+            Some(bus) => Some(EventBridgeBus::new(eventbridge_client().await, bus)),
+            None => None,
+        };
+        Ok(Self { archiver, closer, boards, bus, clock: standings::system_clock() })
     }
 
     /// One invocation, stopping before the Lambda deadline: a scheduled run (or
@@ -261,6 +272,7 @@ impl App {
         let mut response = run(&archiver, &self.closer, event.payload, deadline).await.map_err(diagnostic)?;
         if ends {
             response.ended = end_boards(&self.boards, &archiver, (self.clock)(), deadline).await.map_err(diagnostic)?;
+            response.tournaments = archiver.end_tournaments(self.bus.as_ref(), deadline).await;
         }
         Ok(response)
     }

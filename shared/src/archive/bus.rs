@@ -14,6 +14,15 @@ pub trait Bus: Send + Sync {
     fn put(&self, events: &[Detail]) -> impl std::future::Future<Output = Result<(), BusError>> + Send;
 }
 
+/// The detail type of a tournament instance's results (docs/tournaments.md#the-end).
+pub const TOURNAMENT_ENDED: &str = "Standings Tournament Ended";
+
+/// Takes a tournament instance's result pages (each one event's detail, JSON), in order; `Ok`
+/// once every one is accepted.
+pub trait Announce: Send + Sync {
+    fn announce(&self, pages: &[String]) -> impl std::future::Future<Output = Result<(), BusError>> + Send;
+}
+
 /// `PutEvents` takes at most this many entries a call.
 pub const PUT_EVENTS_MAX: usize = 10;
 
@@ -41,6 +50,10 @@ mod eventbridge {
 
         pub fn client(&self) -> &Client {
             &self.client
+        }
+
+        pub fn name(&self) -> &str {
+            &self.bus
         }
     }
 
@@ -85,3 +98,31 @@ mod eventbridge {
 
 #[cfg(feature = "eventbridge")]
 pub use eventbridge::{EventBridgeBus, eventbridge_client};
+
+#[cfg(feature = "eventbridge")]
+impl Announce for EventBridgeBus {
+    /// One `PutEvents` a page: a page is sized to fill most of a request's 256 KB alone.
+    async fn announce(&self, pages: &[String]) -> Result<(), BusError> {
+        use aws_sdk_eventbridge::types::PutEventsRequestEntry;
+        for page in pages {
+            let entry = PutEventsRequestEntry::builder()
+                .event_bus_name(self.name())
+                .source(crate::domain::notify::SOURCE)
+                .detail_type(TOURNAMENT_ENDED)
+                .detail(page)
+                .build();
+            let sent = self
+                .client()
+                .put_events()
+                .entries(entry)
+                .send()
+                .await
+                .map_err(|e| BusError(aws_sdk_eventbridge::error::DisplayErrorContext(e).to_string()))?;
+            if sent.failed_entry_count() > 0 {
+                let why = sent.entries().iter().find_map(|entry| entry.error_code().map(str::to_owned)).unwrap_or_default();
+                return Err(BusError(format!("a results page refused ({why})")));
+            }
+        }
+        Ok(())
+    }
+}

@@ -180,12 +180,12 @@ impl Job<'_> {
 }
 
 pub struct Archiver<S> {
-    config: Arc<Config>,
-    keys: Keys,
-    store: Store,
-    table: SeasonTable,
+    pub(super) config: Arc<Config>,
+    pub(super) keys: Keys,
+    pub(super) store: Store,
+    pub(super) table: SeasonTable,
     sink: S,
-    clock: Clock,
+    pub(super) clock: Clock,
     settings: Settings,
     metrics: Metrics,
 }
@@ -308,14 +308,27 @@ impl<S: ArchiveSink> Archiver<S> {
         ended: bool,
     ) -> Result<SeasonReport, ArchiveError> {
         let config = self.config.board(board).ok_or_else(|| ArchiveError::UnknownBoard(board.to_owned()))?;
-        if !config.archive {
+        if !config.archive && config.tournament.is_none() {
             return Err(ArchiveError::NotArchived(board.to_owned()));
         }
         if !(1..=MAX_SHARDS).contains(&shard.total) || shard.index >= shard.total {
             return Err(ArchiveError::InvalidShard);
         }
-        let period = freeze::season_named(season, config.timezone).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
         let now = (self.clock)();
+        // A tournament's instance (docs/tournaments.md) is archived as a season is, from its end.
+        let (period, ends_at) = match &config.tournament {
+            Some(tournament) => {
+                let instance = tournament.instance_named(Some(season), now).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
+                let period = Period::named(tournament.period_kind(), season, chrono_tz::UTC)
+                    .map_err(|_| ArchiveError::InvalidSeason(season.to_owned()))?;
+                (period, instance.end)
+            }
+            None => {
+                let period = freeze::season_named(season, config.timezone).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
+                let ends_at = period.end.expect("a season ends").with_timezone(&Utc);
+                (period, ends_at)
+            }
+        };
         let stop_at = deadline - stopping_margin(self.settings.deadline_margin, deadline - now);
         let scale = scores::scale(config, &period);
         let keys = self.keys.board(board);
@@ -328,7 +341,8 @@ impl<S: ArchiveSink> Archiver<S> {
             freeze::release_frozen(&mut conn, &job.keys, &job.season, job.statements).await?;
             return Ok(job.report(Status::AlreadyComplete, done.total, None));
         }
-        let ready_at = job.season.end.expect("a season ends").with_timezone(&Utc) + self.settings.grace;
+        // A tournament's writes are decided on their own time: nothing lands after its end.
+        let ready_at = if config.tournament.is_some() { ends_at } else { ends_at + self.settings.grace };
         if now < ready_at && !ended {
             return Err(ArchiveError::SeasonNotEnded { board: board.to_owned(), season: season.to_owned(), ready_at });
         }

@@ -14,3 +14,5 @@ pub mod s3;
 pub mod schedule;
 #[cfg(feature = "dynamodb")]
 pub mod table;
+#[cfg(feature = "dynamodb")]
+pub mod tournament_end;

@@ -204,6 +204,20 @@ impl Tournament {
         period.start.map_or(self.start, |start| start.with_timezone(&Utc).max(self.start)).timestamp()
     }
 
+    /// The `most` recent instances that ended by `now`, latest first (their results are due).
+    pub fn ended_by(&self, now: DateTime<Utc>, most: usize) -> Vec<Instance> {
+        let mut ended = Vec::new();
+        let mut at = now;
+        while ended.len() < most && at >= self.start {
+            let Some(instance) = self.instance_named(None, at) else { break };
+            if instance.end <= now && ended.last() != Some(&instance) {
+                ended.push(instance.clone());
+            }
+            at = instance.start - Duration::seconds(1);
+        }
+        ended
+    }
+
     /// The reward of `rank` (1-based), if a prize covers it.
     pub fn prize_of(&self, rank: u64) -> Option<&Value> {
         self.prizes.iter().find(|prize| prize.ranks[0] <= rank && rank <= prize.ranks[1]).map(|prize| &prize.reward)

@@ -1,0 +1,149 @@
+//! The end of a tournament's instance (docs/tournaments.md#the-end), on the archive function's
+//! every-minute run: its results archived rank for rank as a season is (frozen, then stored in
+//! DynamoDB and verified), its players and attempts freed, then announced as `Standings
+//! Tournament Ended` events, a page of ranked results with their prizes each. Every step is
+//! checkpointed in the table, so a run cut short resumes where it stood and a finished instance
+//! costs two reads a run.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::bus::Announce;
+use super::job::{ArchiveError, Archiver, Status};
+use super::table::{ArchiveSink, Shard};
+use crate::domain::config::tournament::{Instance, Tournament};
+use crate::domain::period::Period;
+use crate::redis::error::StoreError;
+
+/// Where the announcement of an instance stands in the table: the next rank to send.
+const ANNOUNCED: Shard = Shard { index: 0, total: 0 };
+/// Instances of one tournament looked at a run, latest first (a recurring one's last few).
+const INSTANCES_A_RUN: usize = 3;
+/// A page's results, as JSON, stay under this (EventBridge takes 256 KB a request).
+const PAGE_BYTES: usize = 200 * 1024;
+/// Ranks read from the table at a time while pages are packed.
+const READ_RANKS: u64 = 500;
+
+/// What a run did for one instance.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InstanceEnd {
+    pub tournament_id: String,
+    pub instance: String,
+    /// `archiving` (its results go on next run), `announcing` (its events go on next run),
+    /// `done`, or `failed` (logged; tried again next run).
+    pub status: &'static str,
+    pub total: u64,
+    pub pages_sent: u64,
+}
+
+impl<S: ArchiveSink> Archiver<S> {
+    /// Ends every instance of every tournament that ended by now, as far as `deadline` allows.
+    /// `bus`: where results are announced (`None`: archived only, announced once one is set).
+    pub async fn end_tournaments<B: Announce>(&self, bus: Option<&B>, deadline: DateTime<Utc>) -> Vec<InstanceEnd> {
+        let now = (self.clock)();
+        let mut reports = Vec::new();
+        for tournament in self.config.boards().iter().filter_map(|board| board.tournament.as_deref()) {
+            for instance in tournament.ended_by(now, INSTANCES_A_RUN) {
+                let report = match self.end_instance(tournament, &instance, bus, deadline).await {
+                    Ok(report) => report,
+                    Err(error) => {
+                        tracing::error!(tournament = %tournament.id, instance = %instance.id, code = error.code(), %error, "tournament instance not ended");
+                        InstanceEnd { tournament_id: tournament.id.clone(), instance: instance.id, status: "failed", total: 0, pages_sent: 0 }
+                    }
+                };
+                reports.push(report);
+            }
+        }
+        reports
+    }
+
+    async fn end_instance<B: Announce>(
+        &self,
+        tournament: &Tournament,
+        instance: &Instance,
+        bus: Option<&B>,
+        deadline: DateTime<Utc>,
+    ) -> Result<InstanceEnd, ArchiveError> {
+        let (id, name) = (tournament.id.as_str(), instance.id.as_str());
+        let mut report = InstanceEnd { tournament_id: id.to_owned(), instance: name.to_owned(), status: "archiving", total: 0, pages_sent: 0 };
+        let total = match self.table.completed(id, name).await? {
+            Some(done) => done.total,
+            None => {
+                let archived = self.archive_ended(id, name, deadline).await?;
+                if !matches!(archived.status, Status::Complete | Status::AlreadyComplete) {
+                    return Ok(report);
+                }
+                self.free_seats(tournament, name).await?;
+                archived.total
+            }
+        };
+        report.total = total;
+        let mut next = self.table.checkpoint(id, name, ANNOUNCED).await?;
+        let Some(bus) = bus else {
+            report.status = if next.is_some_and(|next| next > total) { "done" } else { "announcing" };
+            return Ok(report);
+        };
+        while next.is_none_or(|next| next <= total) {
+            if (self.clock)() >= deadline {
+                report.status = "announcing";
+                return Ok(report);
+            }
+            let first = next.unwrap_or(1);
+            let (page, after) = self.page(tournament, instance, total, first).await?;
+            bus.announce(&[page]).await.map_err(|error| ArchiveError::BadRequest(format!("announcing results: {error}")))?;
+            report.pages_sent += 1;
+            next = Some(self.table.advance_checkpoint(id, name, ANNOUNCED, after, (self.clock)()).await?);
+        }
+        report.status = "done";
+        tracing::info!(tournament = id, instance = name, total, "tournament instance ended: results stored and announced");
+        Ok(report)
+    }
+
+    /// The players and attempts of an archived instance: its results are in the table now.
+    async fn free_seats(&self, tournament: &Tournament, instance: &str) -> Result<(), ArchiveError> {
+        let period = Period::named(tournament.period_kind(), instance, chrono_tz::UTC)
+            .map_err(|_| ArchiveError::InvalidSeason(instance.to_owned()))?;
+        let keys = self.keys.board(&tournament.id);
+        let mut conn = self.store.write_connection().await?;
+        for key in [keys.players(&period), keys.entries(&period)] {
+            let _: () = redis::cmd("UNLINK").arg(key).query_async(&mut conn).await.map_err(StoreError::from)?;
+        }
+        Ok(())
+    }
+
+    /// The page of results from rank `first`, as one event's detail, and the rank after it.
+    async fn page(&self, tournament: &Tournament, instance: &Instance, total: u64, first: u64) -> Result<(String, u64), ArchiveError> {
+        let mut results: Vec<Value> = Vec::new();
+        let (mut bytes, mut next) = (0, first);
+        'read: while next <= total {
+            let entries = self.table.ranks(&tournament.id, &instance.id, next, (next + READ_RANKS - 1).min(total)).await?;
+            if entries.is_empty() {
+                return Err(ArchiveError::BadRequest(format!("rank {next} of {} {} is not in the table", tournament.id, instance.id)));
+            }
+            for entry in entries {
+                let row = json!({"rank": entry.rank, "user_id": entry.user_id, "score": entry.points, "prize": tournament.prize_of(entry.rank)});
+                let size = row.to_string().len() + 1;
+                if bytes + size > PAGE_BYTES && !results.is_empty() {
+                    break 'read;
+                }
+                bytes += size;
+                results.push(row);
+                next = entry.rank + 1;
+            }
+        }
+        let detail = json!({
+            "tournament_id": tournament.id,
+            "title": tournament.title,
+            "instance": instance.id,
+            "started_at": instance.start.to_rfc3339_opts(SecondsFormat::Secs, true),
+            "ended_at": instance.end.to_rfc3339_opts(SecondsFormat::Secs, true),
+            "total": total,
+            "first_rank": first,
+            "last": next > total,
+            "results": results,
+            "metadata": tournament.metadata,
+        });
+        Ok((detail.to_string(), next.max(first)))
+    }
+}
