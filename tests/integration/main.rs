@@ -74,6 +74,7 @@ mod store_down;
 mod template;
 mod time_and_ties;
 mod tls;
+mod tournaments;
 mod void;
 mod web_page;
 mod window;

@@ -42,6 +42,7 @@ pub mod proxy;
 pub mod queue;
 pub mod runtime;
 pub mod servers;
+pub mod tournament;
 
 /// The Redis every integration test talks to.
 pub fn redis_url() -> String {

@@ -32,6 +32,11 @@ pub struct Subscribed {
 }
 
 pub async fn subscribed() -> Subscribed {
+    subscribed_to(standings::domain::notify::DETAIL_TYPE).await
+}
+
+/// A bus of its own with a rule for `detail_type` (source `standings`) to a queue of its own.
+pub async fn subscribed_to(detail_type: &str) -> Subscribed {
     let events = journal::eventbridge_client().await;
     let name = format!("bus-{}", unique_prefix().replace([':', '_'], "-"));
     events.create_event_bus().name(&name).send().await.expect("moto creates the bus");
@@ -45,7 +50,7 @@ pub async fn subscribed() -> Subscribed {
         .await
         .expect("moto answers");
     let arn = attributes.attributes().and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn)).expect("an ARN").clone();
-    let pattern = json!({"source": [standings::domain::notify::SOURCE], "detail-type": [standings::domain::notify::DETAIL_TYPE]});
+    let pattern = json!({"source": [standings::domain::notify::SOURCE], "detail-type": [detail_type]});
     events
         .put_rule()
         .name("rank-changes")
@@ -63,14 +68,24 @@ impl Subscribed {
     /// Every event the rule delivered since the last call, in the order received, after checking
     /// the envelope.
     pub async fn received(&self) -> Vec<Detail> {
+        self.events(standings::domain::notify::DETAIL_TYPE)
+            .await
+            .into_iter()
+            .map(|detail| serde_json::from_value(detail).expect("a detail of schema version 1"))
+            .collect()
+    }
+
+    /// The details of every event the rule delivered since the last call, in the order
+    /// received, each checked to be of `detail_type`.
+    pub async fn events(&self, detail_type: &str) -> Vec<Value> {
         crate::queue::drain(&self.sqs, &self.queue)
             .await
             .into_iter()
             .map(|(body, _, _)| {
                 let event: Value = serde_json::from_str(&body).expect("an EventBridge event");
                 assert_eq!(event["source"], standings::domain::notify::SOURCE);
-                assert_eq!(event["detail-type"], standings::domain::notify::DETAIL_TYPE);
-                serde_json::from_value(event["detail"].clone()).expect("a detail of schema version 1")
+                assert_eq!(event["detail-type"], detail_type);
+                event["detail"].clone()
             })
             .collect()
     }

@@ -1,0 +1,97 @@
+//! Tournaments (docs/tournaments.md) on a test app: the `ingest` routes as usual, the reads
+//! through a `seasons` function with a results table of the test's own and a catalog read
+//! before every request, and the archive function's every-minute end of instances.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::http::{Method, StatusCode};
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use standings::archive::bus::EventBridgeBus;
+use standings::archive::job::Archiver;
+use standings::archive::table::SeasonTable;
+use standings::archive::tournament_end::InstanceEnd;
+use standings::services::catalog::boards_now;
+
+use crate::runtime::call_on;
+use crate::{ADMIN, ArchiveHarness, Caller, TestApp, WRITER, clock_of, read_router, unique_season_table};
+
+pub struct Arena {
+    pub app: TestApp,
+    pub table: SeasonTable,
+    pub reads: Router,
+}
+
+impl Arena {
+    /// A fresh app and table.
+    pub async fn new() -> Self {
+        Self::on(ArchiveHarness::new().await.app().await, unique_season_table().await)
+    }
+
+    /// Tournaments on `app` (journaled or not), read with `table`.
+    pub fn on(app: TestApp, table: SeasonTable) -> Self {
+        let mut query = query::App::new(app.config.clone(), app.keys.clone(), app.store.clone(), clock_of(&app.now));
+        query.catalog = query.catalog.with_refresh(Duration::ZERO);
+        let mut seasons =
+            seasons::App::new(app.config.clone(), app.keys.clone(), app.store.clone(), Some(table.clone()), clock_of(&app.now));
+        seasons.catalog = seasons.catalog.with_refresh(Duration::ZERO);
+        let reads = read_router(query, seasons);
+        Self { app, table, reads }
+    }
+
+    pub async fn put(&self, id: &str, body: &Value) -> (StatusCode, Value) {
+        self.app.call(Method::PUT, &format!("/v1/admin/tournaments/{id}"), body.to_string(), ADMIN).await
+    }
+
+    pub async fn join(&self, id: &str, user: &str) -> (StatusCode, Value) {
+        self.app.call(Method::POST, &format!("/v1/tournaments/{id}/join"), json!({"user_id": user}).to_string(), WRITER).await
+    }
+
+    pub async fn play(&self, id: &str, event: &str, user: &str, score: i64) -> (StatusCode, Value) {
+        let body = json!({"event_id": event, "user_id": user, "score": score});
+        self.app.call(Method::POST, &format!("/v1/tournaments/{id}/scores"), body.to_string(), WRITER).await
+    }
+
+    pub async fn end(&self, id: &str, reason: &str) -> (StatusCode, Value) {
+        self.app.call(Method::POST, &format!("/v1/admin/tournaments/{id}/end"), json!({"reason": reason}).to_string(), ADMIN).await
+    }
+
+    /// A read route, as anybody.
+    pub async fn read(&self, path: &str) -> (StatusCode, Value) {
+        call_on(&self.reads, Method::GET, path, &Value::Null, Caller::Anonymous).await
+    }
+
+    /// The archive function's every-minute run on the catalog as it is now, at the app's time.
+    pub async fn end_run(&self, bus: Option<&EventBridgeBus>) -> Vec<InstanceEnd> {
+        let config = Arc::new(boards_now(&self.app.config, &self.app.keys, &self.app.store).await.unwrap());
+        let archiver = Archiver::new(
+            config,
+            self.app.keys.clone(),
+            self.app.store.clone(),
+            self.table.clone(),
+            self.table.clone(),
+            clock_of(&self.app.now),
+            ArchiveHarness::settings(),
+        );
+        archiver.end_tournaments(bus, Utc::now() + chrono::Duration::minutes(5)).await
+    }
+}
+
+/// A tournament's definition opening at `start` for `hours`, with the fields a test changes.
+pub fn cup(start: DateTime<Utc>, hours: i64, extra: Value) -> Value {
+    let mut body = json!({
+        "title": "Friday cup",
+        "category": "racing",
+        "keep": "best",
+        "order": "desc",
+        "start": start,
+        "end": start + chrono::Duration::hours(hours),
+        "join_required": false,
+    });
+    for (key, value) in extra.as_object().into_iter().flatten() {
+        body[key] = value.clone();
+    }
+    body
+}
