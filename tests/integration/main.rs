@@ -75,6 +75,7 @@ mod template;
 mod time_and_ties;
 mod tls;
 mod tournaments;
+mod tournaments_end;
 mod void;
 mod web_page;
 mod window;

@@ -1,0 +1,184 @@
+//! A tournament instance's end (docs/tournaments.md#the-end): early or on time, its results
+//! frozen, stored in moto DynamoDB with prizes, announced on a moto EventBridge bus in pages,
+//! each step resumable; recurring instances; a restore after every key was lost.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use chrono::{Duration, Utc};
+use serde_json::{Value, json};
+use standings::archive::bus::TOURNAMENT_ENDED;
+use standings_tests::journal::{drain_to_new_bucket, spawn_journaled};
+use standings_tests::notify::subscribed_to;
+use standings_tests::tournament::{Arena, cup};
+use standings_tests::{TestApp, cluster, unique_season_table};
+
+fn code(body: &Value) -> Option<&str> {
+    body["error"]["code"].as_str()
+}
+
+fn users(rows: &Value) -> Vec<&str> {
+    rows.as_array().unwrap().iter().map(|row| row["user_id"].as_str().unwrap()).collect()
+}
+
+/// Ended early: refused at once, listed as ended, archived rank for rank with prizes and
+/// announced once by the next run; ending and running again change nothing.
+#[tokio::test]
+async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_announced_once() {
+    let arena = Arena::new().await;
+    let bus = subscribed_to(TOURNAMENT_ENDED).await;
+    let start = arena.app.now() - Duration::minutes(30);
+    let prizes = json!([{"ranks": [1, 1], "reward": {"gems": 500}}, {"ranks": [2, 3], "reward": {"gems": 50}}]);
+    let body = cup(start, 24, json!({"prizes": prizes, "keep": "sum", "metadata": {"season": 7}}));
+    assert_eq!(arena.put("sprint", &body).await.0, StatusCode::CREATED);
+    for (i, (user, score)) in [("ann", 30), ("bo", 50), ("cy", 20), ("ann", 25), ("dee", 5)].iter().enumerate() {
+        arena.app.set_now(arena.app.now() + Duration::seconds(1));
+        assert_eq!(arena.play("sprint", &format!("s{i}"), user, *score).await.0, StatusCode::OK);
+    }
+    let (status, ended) = arena.end("sprint", "server maintenance").await;
+    assert_eq!((status, ended["instance"].as_str(), ended["reason"].as_str()), (StatusCode::ACCEPTED, Some("all"), Some("server maintenance")), "{ended}");
+    let (status, body) = arena.play("sprint", "s9", "eve", 99).await;
+    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, Some("tournament_closed")), "refused at once: {body}");
+    assert_eq!(arena.end("sprint", "server maintenance").await, (StatusCode::ACCEPTED, ended.clone()), "ending again: the same answer");
+    let (_, view) = arena.read("/v1/tournaments/sprint").await;
+    assert_eq!((view["state"].as_str(), view["end"].as_str()), (Some("ended"), Some(&ended["ended_at"].as_str().unwrap()[..19]).map(|t| format!("{t}Z")).as_deref()), "{view}");
+    let (status, top) = arena.read("/v1/tournaments/sprint/top").await;
+    assert_eq!((status, top["source"].as_str(), users(&top["entries"])), (StatusCode::OK, Some("frozen"), vec!["ann", "bo", "cy", "dee"]), "{top}");
+    let (status, pending) = arena.read("/v1/tournaments/sprint/results?instance=all").await;
+    assert_eq!((status, code(&pending)), (StatusCode::NOT_FOUND, Some("results_pending")), "{pending}");
+
+    // The archive function's next run (every minute).
+    let reports = arena.end_run(Some(&bus.bus)).await;
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!((reports[0].status, reports[0].total, reports[0].pages_sent), ("done", 4, 1), "{reports:?}");
+    let (status, results) = arena.read("/v1/tournaments/sprint/results?instance=all").await;
+    assert_eq!(status, StatusCode::OK, "{results}");
+    let expected = json!([
+        {"rank": 1, "user_id": "ann", "score": 55, "profile": null, "prize": {"gems": 500}},
+        {"rank": 2, "user_id": "bo", "score": 50, "profile": null, "prize": {"gems": 50}},
+        {"rank": 3, "user_id": "cy", "score": 20, "profile": null, "prize": {"gems": 50}},
+        {"rank": 4, "user_id": "dee", "score": 5, "profile": null, "prize": null},
+    ]);
+    assert_eq!((&results["results"], results["total"].as_u64(), &results["next_cursor"]), (&expected, Some(4), &Value::Null));
+    let events = bus.events(TOURNAMENT_ENDED).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    let announced: Vec<(u64, &str, i64, &Value)> = events[0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["rank"].as_u64().unwrap(), r["user_id"].as_str().unwrap(), r["score"].as_i64().unwrap(), &r["prize"]))
+        .collect();
+    let stored: Vec<(u64, &str, i64, &Value)> =
+        expected.as_array().unwrap().iter().map(|r| (r["rank"].as_u64().unwrap(), r["user_id"].as_str().unwrap(), r["score"].as_i64().unwrap(), &r["prize"])).collect();
+    assert_eq!(announced, stored);
+    assert_eq!((&events[0]["tournament_id"], &events[0]["instance"], &events[0]["last"], &events[0]["metadata"]), (&json!("sprint"), &json!("all"), &json!(true), &json!({"season": 7})));
+    let (_, top) = arena.read("/v1/tournaments/sprint/top").await;
+    assert_eq!((top["source"].as_str(), users(&top["entries"])), (Some("archived"), vec!["ann", "bo", "cy", "dee"]), "{top}");
+    let seats = arena.app.keyspace().await.into_iter().filter(|(key, ..)| key.contains(":players:") || key.contains(":entries:")).count();
+    assert_eq!(seats, 0, "an archived instance's seats and attempts are freed");
+
+    let again = arena.end_run(Some(&bus.bus)).await;
+    assert_eq!((again[0].status, again[0].pages_sent), ("done", 0), "{again:?}");
+    assert!(bus.events(TOURNAMENT_ENDED).await.is_empty(), "announced once");
+}
+
+/// A day's instance from 00:00 UTC for two hours: each day's scores in their own instance,
+/// yesterday's results stored, today's open on its reset.
+#[tokio::test]
+async fn a_recurring_tournament_opens_each_instance_on_its_reset_and_ends_each_one() {
+    let arena = Arena::new().await;
+    let bus = subscribed_to(TOURNAMENT_ENDED).await;
+    let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let body = cup(midnight - Duration::days(1), 24 * 7, json!({"reset": "day", "duration_secs": 7200, "max_entries": 2}));
+    assert_eq!(arena.put("daily", &body).await.0, StatusCode::CREATED);
+    let yesterday = (midnight - Duration::days(1)).format("%Y-%m-%d").to_string();
+    let today = midnight.format("%Y-%m-%d").to_string();
+    arena.app.set_now(midnight - Duration::days(1) + Duration::minutes(10));
+    assert_eq!(arena.play("daily", "y1", "ann", 10).await.0, StatusCode::OK);
+    assert_eq!(arena.play("daily", "y2", "ann", 12).await.0, StatusCode::OK);
+    assert_eq!(code(&arena.play("daily", "y3", "ann", 99).await.1), Some("entry_limit"));
+    arena.app.set_now(midnight - Duration::days(1) + Duration::hours(3));
+    let (_, view) = arena.read("/v1/tournaments/daily").await;
+    assert_eq!((view["state"].as_str(), view["instance"].as_str(), view["next_reset"].as_str()), (Some("upcoming"), Some(today.as_str()), Some(midnight.format("%Y-%m-%dT%H:%M:%SZ").to_string().as_str())), "{view}");
+    assert_eq!(code(&arena.play("daily", "gap", "bo", 1).await.1), Some("tournament_closed"));
+
+    arena.app.set_now(midnight + Duration::minutes(1));
+    let (status, fresh) = arena.play("daily", "t1", "ann", 3).await;
+    assert_eq!((status, fresh["instance"].as_str(), fresh["entries_left"].as_u64()), (StatusCode::OK, Some(today.as_str()), Some(1)), "attempts count per instance: {fresh}");
+    let reports = arena.end_run(Some(&bus.bus)).await;
+    let done: Vec<(&str, &str)> = reports.iter().map(|r| (r.instance.as_str(), r.status)).collect();
+    assert_eq!(done, [(yesterday.as_str(), "done")], "today's instance is open; only yesterday's ended: {reports:?}");
+    let (_, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={yesterday}")).await;
+    assert_eq!((users(&results["results"]), results["results"][0]["score"].as_i64()), (vec!["ann"], Some(12)), "{results}");
+    let (_, me) = arena.read("/v1/tournaments/daily/users/ann").await;
+    assert_eq!((me["instance"].as_str(), me["score"].as_i64(), me["entries_left"].as_u64()), (Some(today.as_str()), Some(3), Some(1)), "{me}");
+    let (_, past) = arena.read(&format!("/v1/tournaments/daily/users/ann?instance={yesterday}")).await;
+    assert_eq!((past["score"].as_i64(), past["rank"].as_u64()), (Some(12), Some(1)), "{past}");
+    let (status, body) = arena.read("/v1/tournaments/daily/top?instance=2001-01-01").await;
+    assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, Some("unknown_instance")), "{body}");
+    assert_eq!(bus.events(TOURNAMENT_ENDED).await.len(), 1);
+}
+
+/// Results past one event's size go out in pages that together hold every rank once, in order.
+#[tokio::test]
+async fn results_past_an_event_s_size_are_announced_in_pages_holding_every_rank_once() {
+    let arena = Arena::new().await;
+    let bus = subscribed_to(TOURNAMENT_ENDED).await;
+    let start = arena.app.now() - Duration::hours(3);
+    let reward = json!({"text": "x".repeat(300)});
+    let body = cup(start, 2, json!({"prizes": [{"ranks": [1, 1000], "reward": reward}]}));
+    assert_eq!(arena.put("crowd", &body).await.0, StatusCode::CREATED);
+    // Seeded straight into the ended instance's board, as 1,200 submissions would leave it.
+    let board = standings::domain::period::Period::named(standings::domain::period::PeriodKind::All, "all", chrono_tz::UTC).unwrap();
+    let key = arena.app.keys.board("crowd").period(&board);
+    let mut conn = arena.app.redis.clone();
+    for chunk in (0..1200u64).collect::<Vec<_>>().chunks(400) {
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(&key);
+        for i in chunk {
+            zadd.arg((5000 - i) * (1 << 23)).arg(format!("u{i:05}"));
+        }
+        let _: u64 = zadd.query_async(&mut conn).await.unwrap();
+    }
+    let reports = arena.end_run(Some(&bus.bus)).await;
+    assert_eq!((reports[0].status, reports[0].total), ("done", 1200), "{reports:?}");
+    let events = bus.events(TOURNAMENT_ENDED).await;
+    assert!(events.len() >= 2 && events.iter().all(|e| e.to_string().len() < 256 * 1024), "{} pages", events.len());
+    let ranks: Vec<u64> = events.iter().flat_map(|e| e["results"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap())).collect();
+    assert_eq!(ranks, (1..=1200).collect::<Vec<_>>());
+    let lasts: Vec<bool> = events.iter().map(|e| e["last"].as_bool().unwrap()).collect();
+    assert_eq!(lasts.iter().filter(|l| **l).count(), 1);
+    assert!(*lasts.last().unwrap());
+    assert_eq!(events[1]["first_rank"].as_u64(), Some(events[0]["results"].as_array().unwrap().len() as u64 + 1));
+}
+
+/// Every key lost: the restore brings the tournament's definition, its seats, attempts and
+/// scores back, byte for byte.
+#[tokio::test]
+async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_attempts_and_scores() {
+    let app: TestApp = spawn_journaled(standings::domain::config::Config::default_boards()).await;
+    let arena = Arena::on(app, unique_season_table().await);
+    let start = arena.app.now() - Duration::minutes(10);
+    assert_eq!(arena.put("cup", &cup(start, 4, json!({"join_required": true, "max_size": 3, "max_entries": 2}))).await.0, StatusCode::CREATED);
+    for user in ["ann", "bo", "cy"] {
+        assert_eq!(arena.join("cup", user).await.0, StatusCode::OK);
+    }
+    for (i, (user, score)) in [("ann", 10), ("bo", 30), ("ann", 40)].iter().enumerate() {
+        assert_eq!(arena.play("cup", &format!("c{i}"), user, *score).await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain_to_new_bucket(&arena.app, 2).await;
+    let before: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
+    let mut conn = arena.app.redis.clone();
+    for key in cluster::scan_all(&arena.app.redis, &arena.app.keys.all_pattern()).await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let jobs = arena.app.journal_jobs(&client, &bucket, Arc::default());
+    let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(report.status, journal::Status::Complete, "{report:?}");
+    let after: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
+    assert_eq!(after, before, "every key back, byte for byte");
+    assert_eq!(code(&arena.join("cup", "dee").await.1), Some("tournament_full"), "the seats came back");
+    assert_eq!(code(&arena.play("cup", "c9", "ann", 1).await.1), Some("entry_limit"), "the attempts came back");
+    let (_, top) = arena.read("/v1/tournaments/cup/top").await;
+    assert_eq!(users(&top["entries"]), ["ann", "bo"], "{top}");
+}
