@@ -115,7 +115,7 @@ async fn query_serves_the_document_with_a_cache_header() {
 }
 
 /// One recorded answer: the operation as the document names it, and what came back.
-fn sample(method: &str, template: &str, (status, body): (StatusCode, Value)) -> Value {
+pub(crate) fn sample(method: &str, template: &str, (status, body): (StatusCode, Value)) -> Value {
     json!({"method": method, "path": template, "status": status.as_u16(), "body": body})
 }
 
@@ -267,8 +267,13 @@ async fn real_answers_match_the_documented_schemas() {
     let statuses: BTreeSet<u64> = samples.iter().map(|s| s["status"].as_u64().unwrap()).collect();
     assert_eq!(statuses, BTreeSet::from([200, 400, 401, 403, 404, 409, 413, 422, 429, 503]), "every documented status is exercised");
 
+    conform(&samples);
+}
+
+/// Checks recorded answers against the document's schemas (tests/openapi/conforms.py).
+pub(crate) fn conform(samples: &[Value]) {
     let file = std::env::temp_dir().join(format!("standings-openapi-samples-{}.json", standings_tests::unique_prefix()));
-    std::fs::write(&file, serde_json::to_vec(&samples).unwrap()).unwrap();
+    std::fs::write(&file, serde_json::to_vec(samples).unwrap()).unwrap();
     let output = std::process::Command::new("python3")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/openapi/conforms.py"))
         .arg(DOCUMENT_PATH)

@@ -354,7 +354,15 @@ fn each_function_gets_only_the_permissions_it_uses() {
         (SEASONS, &[SECRET, "dynamodb:GetItem", "dynamodb:Query"][..]),
         (
             ARCHIVE,
-            &[SECRET, "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:BatchWriteItem", "dynamodb:Query"][..],
+            &[
+                SECRET,
+                "dynamodb:GetItem",
+                "dynamodb:PutItem",
+                "dynamodb:UpdateItem",
+                "dynamodb:BatchWriteItem",
+                "dynamodb:Query",
+                "events:PutEvents",
+            ][..],
         ),
         ("QueueFunction", &[SECRET, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"][..]),
         ("JournalFunction", &[SECRET, "s3:PutObject", "s3:GetObject", "s3:ListBucket", "events:PutEvents"][..]),
@@ -471,7 +479,8 @@ fn the_journal_bucket_is_private_encrypted_and_drained_under_an_alarm() {
 }
 
 /// Rank-change notifications (docs/notifications.md): every function knows the bus (so boards
-/// with `notify` record moves), only the journal function may put events on it, the example
+/// with `notify` record moves), only the journal function (rank changes) and the archive
+/// function (tournaments' results, docs/tournaments.md) may put events on it, the example
 /// rule delivers to a queue that lets only that rule send, and the lag alarm watches the
 /// drain's metric.
 #[test]
@@ -484,7 +493,7 @@ fn notifications_go_to_the_stacks_bus_with_an_example_rule_to_a_queue() {
         .filter(|(_, function)| function.to_string().contains("events:PutEvents"))
         .map(|(name, _)| name.clone())
         .collect();
-    assert_eq!(puts, vec!["JournalFunction".to_owned()]);
+    assert_eq!(puts, vec!["ArchiveFunction".to_owned(), "JournalFunction".to_owned()]);
     let rule = &resource(&template, "RankChangedToQueueRule")["Properties"];
     assert_eq!(rule["EventBusName"], reference("NotificationBus"));
     assert_eq!(

@@ -46,8 +46,14 @@ async fn a_tournament_is_defined_once_read_back_and_refused_where_its_fields_are
     assert_eq!(arena.app.call(Method::GET, "/v1/admin/tournaments/bad-cup", "", ADMIN).await.0, StatusCode::NOT_FOUND);
 
     // A tournament is not a board to redefine, delete or submit to past its own route.
-    let (status, body) = arena.app.define("plain", &json!({"kind": "scores", "keep": "best", "periods": ["all"], "top": 10,
-        "timezone": "UTC", "tournament": {}})).await;
+    let (status, body) = arena
+        .app
+        .define(
+            "plain",
+            &json!({"kind": "scores", "keep": "best", "periods": ["all"], "top": 10,
+        "timezone": "UTC", "tournament": {}}),
+        )
+        .await;
     assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, Some("invalid_board")), "{body}");
     let (status, body) = arena.app.call(Method::DELETE, "/v1/admin/boards/friday-cup", "", ADMIN).await;
     assert_eq!((status, code(&body)), (StatusCode::CONFLICT, Some("is_tournament")), "{body}");
@@ -70,7 +76,10 @@ async fn a_thousand_concurrent_joins_fill_exactly_a_hundred_seats() {
     let full = answers.iter().filter(|(s, body)| *s == StatusCode::CONFLICT && code(body) == Some("tournament_full")).count();
     assert_eq!((joined.len(), full), (100, 900), "{:?}", answers.iter().find(|(s, _)| *s != StatusCode::OK));
     let (status, again) = arena.join("seats", joined[0]).await;
-    assert_eq!((status, again["joined"].as_bool(), again["size"].as_u64(), again["max_size"].as_u64()), (StatusCode::OK, Some(true), Some(100), Some(100)));
+    assert_eq!(
+        (status, again["joined"].as_bool(), again["size"].as_u64(), again["max_size"].as_u64()),
+        (StatusCode::OK, Some(true), Some(100), Some(100))
+    );
     let (status, view) = arena.read("/v1/tournaments/seats").await;
     assert_eq!((status, view["size"].as_u64(), view["can_join"].as_bool()), (StatusCode::OK, Some(100), Some(false)), "{view}");
     let (status, body) = arena.play("seats", "late", "p-outsider", 10).await;
@@ -91,7 +100,11 @@ async fn attempts_are_exact_under_concurrent_submissions_by_one_player() {
     assert_eq!((applied.len(), limited), (3, 17), "{answers:?}");
     let (status, me) = arena.read("/v1/tournaments/tries/users/ann").await;
     assert_eq!(status, StatusCode::OK, "{me}");
-    assert_eq!((me["score"].as_i64(), me["rank"].as_u64(), me["entries_left"].as_u64()), (applied.iter().max().copied(), Some(1), Some(0)), "{me}");
+    assert_eq!(
+        (me["score"].as_i64(), me["rank"].as_u64(), me["entries_left"].as_u64()),
+        (applied.iter().max().copied(), Some(1), Some(0)),
+        "{me}"
+    );
     let first = answers.iter().position(|(s, _)| *s == StatusCode::OK).unwrap();
     let (status, retry) = arena.play("tries", &format!("t{first}"), "ann", 100 + first as i64).await;
     assert_eq!((status, retry["duplicate"].as_bool(), retry["entries_left"].as_u64()), (StatusCode::OK, Some(true), Some(0)), "{retry}");
@@ -149,7 +162,11 @@ async fn ties_a_second_apart_rank_first_to_reach_on_a_year_long_tournament() {
     let users: Vec<&str> = top["entries"].as_array().unwrap().iter().map(|e| e["user_id"].as_str().unwrap()).collect();
     assert_eq!(users, ["zed", "amy", "moe"], "{top}");
     let (status, body) = arena.play("long", "huge", "max", 1 << 29).await;
-    assert_eq!((status, code(&body)), (StatusCode::UNPROCESSABLE_ENTITY, Some("out_of_range")), "a year's window takes scores up to 2^28: {body}");
+    assert_eq!(
+        (status, code(&body)),
+        (StatusCode::UNPROCESSABLE_ENTITY, Some("out_of_range")),
+        "a year's window takes scores up to 2^28: {body}"
+    );
 }
 
 #[tokio::test]
@@ -166,7 +183,11 @@ async fn the_list_filters_by_category_and_state_and_shows_prizes_and_the_next_re
     let (_, daily) = arena.read("/v1/tournaments/daily").await;
     let tomorrow = (now + Duration::days(1)).date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
     // 10:00+08:00 is 02:00 UTC: today's hour from midnight UTC is over.
-    assert_eq!((daily["state"].as_str(), daily["next_reset"].as_str()), (Some("upcoming"), Some(tomorrow.format("%Y-%m-%dT%H:%M:%SZ").to_string().as_str())), "{daily}");
+    assert_eq!(
+        (daily["state"].as_str(), daily["next_reset"].as_str()),
+        (Some("upcoming"), Some(tomorrow.format("%Y-%m-%dT%H:%M:%SZ").to_string().as_str())),
+        "{daily}"
+    );
     for (i, user) in ["ann", "bo", "cy", "dee"].iter().enumerate() {
         assert_eq!(arena.play("open-cup", &format!("o{i}"), user, 40 - i as i64).await.0, StatusCode::OK);
     }
@@ -176,4 +197,47 @@ async fn the_list_filters_by_category_and_state_and_shows_prizes_and_the_next_re
     let (status, body) = arena.read("/v1/tournaments?state=later").await;
     assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, Some("malformed")));
     assert_eq!(arena.read("/v1/tournaments/nope").await.0, StatusCode::NOT_FOUND);
+}
+
+/// Real answers of every tournament route, success and error, match the OpenAPI document.
+#[tokio::test]
+async fn tournament_answers_match_the_documented_schemas() {
+    use crate::openapi::{conform, sample};
+    let arena = Arena::new().await;
+    let start = arena.app.now() - Duration::minutes(5);
+    let prizes = json!([{"ranks": [1, 1], "reward": {"gems": 5}}]);
+    let body = cup(start, 2, json!({"max_size": 2, "max_entries": 1, "join_required": true, "prizes": prizes}));
+    let admin = "/v1/admin/tournaments/{tournament_id}";
+    let mut samples = vec![
+        sample("put", admin, arena.put("doc-cup", &body).await),
+        sample("put", admin, arena.put("doc-cup", &body).await),
+        sample("put", admin, arena.put("doc-cup", &cup(start, 3, json!({}))).await),
+        sample("put", admin, arena.put("bad-cup", &cup(start, 3, json!({"max_size": 0}))).await),
+        sample("get", admin, arena.app.call(Method::GET, "/v1/admin/tournaments/doc-cup", "", ADMIN).await),
+        sample("get", admin, arena.app.call(Method::GET, "/v1/admin/tournaments/none", "", ADMIN).await),
+    ];
+    let join = "/v1/tournaments/{tournament_id}/join";
+    for user in ["ann", "bo", "cy"] {
+        samples.push(sample("post", join, arena.join("doc-cup", user).await));
+    }
+    let scores = "/v1/tournaments/{tournament_id}/scores";
+    samples.push(sample("post", scores, arena.play("doc-cup", "d1", "ann", 10).await));
+    samples.push(sample("post", scores, arena.play("doc-cup", "d2", "ann", 11).await));
+    samples.push(sample("post", scores, arena.play("doc-cup", "d3", "cy", 11).await));
+    samples.push(sample("post", scores, arena.play("doc-cup", "d1", "ann", 12).await));
+    samples.push(sample("get", "/v1/tournaments", arena.read("/v1/tournaments?state=open").await));
+    samples.push(sample("get", "/v1/tournaments/{tournament_id}", arena.read("/v1/tournaments/doc-cup").await));
+    samples.push(sample("get", "/v1/tournaments/{tournament_id}/top", arena.read("/v1/tournaments/doc-cup/top").await));
+    samples.push(sample("get", "/v1/tournaments/{tournament_id}/top", arena.read("/v1/tournaments/doc-cup/top?instance=x").await));
+    let user = "/v1/tournaments/{tournament_id}/users/{user_id}";
+    samples.push(sample("get", user, arena.read("/v1/tournaments/doc-cup/users/ann").await));
+    let results = "/v1/tournaments/{tournament_id}/results";
+    samples.push(sample("get", results, arena.read("/v1/tournaments/doc-cup/results?instance=all").await));
+    let end = "/v1/admin/tournaments/{tournament_id}/end";
+    samples.push(sample("post", end, arena.end("doc-cup", "done").await));
+    arena.end_run(None).await;
+    samples.push(sample("get", results, arena.read("/v1/tournaments/doc-cup/results?instance=all").await));
+    samples.push(sample("get", "/v1/tournaments/{tournament_id}/top", arena.read("/v1/tournaments/doc-cup/top").await));
+    samples.push(sample("post", scores, arena.play("doc-cup", "d4", "bo", 1).await));
+    conform(&samples);
 }

@@ -36,14 +36,26 @@ async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_a
         assert_eq!(arena.play("sprint", &format!("s{i}"), user, *score).await.0, StatusCode::OK);
     }
     let (status, ended) = arena.end("sprint", "server maintenance").await;
-    assert_eq!((status, ended["instance"].as_str(), ended["reason"].as_str()), (StatusCode::ACCEPTED, Some("all"), Some("server maintenance")), "{ended}");
+    assert_eq!(
+        (status, ended["instance"].as_str(), ended["reason"].as_str()),
+        (StatusCode::ACCEPTED, Some("all"), Some("server maintenance")),
+        "{ended}"
+    );
     let (status, body) = arena.play("sprint", "s9", "eve", 99).await;
     assert_eq!((status, code(&body)), (StatusCode::CONFLICT, Some("tournament_closed")), "refused at once: {body}");
     assert_eq!(arena.end("sprint", "server maintenance").await, (StatusCode::ACCEPTED, ended.clone()), "ending again: the same answer");
     let (_, view) = arena.read("/v1/tournaments/sprint").await;
-    assert_eq!((view["state"].as_str(), view["end"].as_str()), (Some("ended"), Some(&ended["ended_at"].as_str().unwrap()[..19]).map(|t| format!("{t}Z")).as_deref()), "{view}");
+    assert_eq!(
+        (view["state"].as_str(), view["end"].as_str()),
+        (Some("ended"), Some(&ended["ended_at"].as_str().unwrap()[..19]).map(|t| format!("{t}Z")).as_deref()),
+        "{view}"
+    );
     let (status, top) = arena.read("/v1/tournaments/sprint/top").await;
-    assert_eq!((status, top["source"].as_str(), users(&top["entries"])), (StatusCode::OK, Some("frozen"), vec!["ann", "bo", "cy", "dee"]), "{top}");
+    assert_eq!(
+        (status, top["source"].as_str(), users(&top["entries"])),
+        (StatusCode::OK, Some("frozen"), vec!["ann", "bo", "cy", "dee"]),
+        "{top}"
+    );
     let (status, pending) = arena.read("/v1/tournaments/sprint/results?instance=all").await;
     assert_eq!((status, code(&pending)), (StatusCode::NOT_FOUND, Some("results_pending")), "{pending}");
 
@@ -68,10 +80,17 @@ async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_a
         .iter()
         .map(|r| (r["rank"].as_u64().unwrap(), r["user_id"].as_str().unwrap(), r["score"].as_i64().unwrap(), &r["prize"]))
         .collect();
-    let stored: Vec<(u64, &str, i64, &Value)> =
-        expected.as_array().unwrap().iter().map(|r| (r["rank"].as_u64().unwrap(), r["user_id"].as_str().unwrap(), r["score"].as_i64().unwrap(), &r["prize"])).collect();
+    let stored: Vec<(u64, &str, i64, &Value)> = expected
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["rank"].as_u64().unwrap(), r["user_id"].as_str().unwrap(), r["score"].as_i64().unwrap(), &r["prize"]))
+        .collect();
     assert_eq!(announced, stored);
-    assert_eq!((&events[0]["tournament_id"], &events[0]["instance"], &events[0]["last"], &events[0]["metadata"]), (&json!("sprint"), &json!("all"), &json!(true), &json!({"season": 7})));
+    assert_eq!(
+        (&events[0]["tournament_id"], &events[0]["instance"], &events[0]["last"], &events[0]["metadata"]),
+        (&json!("sprint"), &json!("all"), &json!(true), &json!({"season": 7}))
+    );
     let (_, top) = arena.read("/v1/tournaments/sprint/top").await;
     assert_eq!((top["source"].as_str(), users(&top["entries"])), (Some("archived"), vec!["ann", "bo", "cy", "dee"]), "{top}");
     let seats = arena.app.keyspace().await.into_iter().filter(|(key, ..)| key.contains(":players:") || key.contains(":entries:")).count();
@@ -99,19 +118,31 @@ async fn a_recurring_tournament_opens_each_instance_on_its_reset_and_ends_each_o
     assert_eq!(code(&arena.play("daily", "y3", "ann", 99).await.1), Some("entry_limit"));
     arena.app.set_now(midnight - Duration::days(1) + Duration::hours(3));
     let (_, view) = arena.read("/v1/tournaments/daily").await;
-    assert_eq!((view["state"].as_str(), view["instance"].as_str(), view["next_reset"].as_str()), (Some("upcoming"), Some(today.as_str()), Some(midnight.format("%Y-%m-%dT%H:%M:%SZ").to_string().as_str())), "{view}");
+    assert_eq!(
+        (view["state"].as_str(), view["instance"].as_str(), view["next_reset"].as_str()),
+        (Some("upcoming"), Some(today.as_str()), Some(midnight.format("%Y-%m-%dT%H:%M:%SZ").to_string().as_str())),
+        "{view}"
+    );
     assert_eq!(code(&arena.play("daily", "gap", "bo", 1).await.1), Some("tournament_closed"));
 
     arena.app.set_now(midnight + Duration::minutes(1));
     let (status, fresh) = arena.play("daily", "t1", "ann", 3).await;
-    assert_eq!((status, fresh["instance"].as_str(), fresh["entries_left"].as_u64()), (StatusCode::OK, Some(today.as_str()), Some(1)), "attempts count per instance: {fresh}");
+    assert_eq!(
+        (status, fresh["instance"].as_str(), fresh["entries_left"].as_u64()),
+        (StatusCode::OK, Some(today.as_str()), Some(1)),
+        "attempts count per instance: {fresh}"
+    );
     let reports = arena.end_run(Some(&bus.bus)).await;
     let done: Vec<(&str, &str)> = reports.iter().map(|r| (r.instance.as_str(), r.status)).collect();
     assert_eq!(done, [(yesterday.as_str(), "done")], "today's instance is open; only yesterday's ended: {reports:?}");
     let (_, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={yesterday}")).await;
     assert_eq!((users(&results["results"]), results["results"][0]["score"].as_i64()), (vec!["ann"], Some(12)), "{results}");
     let (_, me) = arena.read("/v1/tournaments/daily/users/ann").await;
-    assert_eq!((me["instance"].as_str(), me["score"].as_i64(), me["entries_left"].as_u64()), (Some(today.as_str()), Some(3), Some(1)), "{me}");
+    assert_eq!(
+        (me["instance"].as_str(), me["score"].as_i64(), me["entries_left"].as_u64()),
+        (Some(today.as_str()), Some(3), Some(1)),
+        "{me}"
+    );
     let (_, past) = arena.read(&format!("/v1/tournaments/daily/users/ann?instance={yesterday}")).await;
     assert_eq!((past["score"].as_i64(), past["rank"].as_u64()), (Some(12), Some(1)), "{past}");
     let (status, body) = arena.read("/v1/tournaments/daily/top?instance=2001-01-01").await;
@@ -144,7 +175,8 @@ async fn results_past_an_event_s_size_are_announced_in_pages_holding_every_rank_
     assert_eq!((reports[0].status, reports[0].total), ("done", 1200), "{reports:?}");
     let events = bus.events(TOURNAMENT_ENDED).await;
     assert!(events.len() >= 2 && events.iter().all(|e| e.to_string().len() < 256 * 1024), "{} pages", events.len());
-    let ranks: Vec<u64> = events.iter().flat_map(|e| e["results"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap())).collect();
+    let ranks: Vec<u64> =
+        events.iter().flat_map(|e| e["results"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap())).collect();
     assert_eq!(ranks, (1..=1200).collect::<Vec<_>>());
     let lasts: Vec<bool> = events.iter().map(|e| e["last"].as_bool().unwrap()).collect();
     assert_eq!(lasts.iter().filter(|l| **l).count(), 1);
@@ -159,7 +191,10 @@ async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_a
     let app: TestApp = spawn_journaled(standings::domain::config::Config::default_boards()).await;
     let arena = Arena::on(app, unique_season_table().await);
     let start = arena.app.now() - Duration::minutes(10);
-    assert_eq!(arena.put("cup", &cup(start, 4, json!({"join_required": true, "max_size": 3, "max_entries": 2}))).await.0, StatusCode::CREATED);
+    assert_eq!(
+        arena.put("cup", &cup(start, 4, json!({"join_required": true, "max_size": 3, "max_entries": 2}))).await.0,
+        StatusCode::CREATED
+    );
     for user in ["ann", "bo", "cy"] {
         assert_eq!(arena.join("cup", user).await.0, StatusCode::OK);
     }

@@ -17,9 +17,11 @@ use standings::services::tournaments::{InstanceEnded, JoinReceipt, Play, PlayRec
 use crate::App;
 
 pub fn write_routes() -> Routes<Arc<App>> {
-    Routes::new()
-        .route(Method::POST, "/v1/tournaments/{tournament_id}/join", join)
-        .route(Method::POST, "/v1/tournaments/{tournament_id}/scores", score)
+    Routes::new().route(Method::POST, "/v1/tournaments/{tournament_id}/join", join).route(
+        Method::POST,
+        "/v1/tournaments/{tournament_id}/scores",
+        score,
+    )
 }
 
 pub fn admin_routes() -> Routes<Arc<App>> {

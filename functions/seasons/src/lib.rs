@@ -10,13 +10,13 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::http::Method;
+use standings::Clock;
 use standings::archive::table::SeasonTable;
 use standings::domain::config::Config;
 use standings::http::ApiError;
 use standings::http::routing::Routes;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
-use standings::Clock;
 use standings::services::catalog::Catalog;
 use standings::services::reads::Reader;
 use standings::services::tournaments::Tournaments;

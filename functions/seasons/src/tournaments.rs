@@ -63,7 +63,11 @@ pub struct TopParams {
 }
 
 /// `GET /v1/tournaments/{tournament_id}/top?limit=&offset=&instance=`
-pub async fn top(State(app): State<Arc<App>>, Path(id): Path<String>, QueryParams(params): QueryParams<TopParams>) -> Result<Response, ApiError> {
+pub async fn top(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    QueryParams(params): QueryParams<TopParams>,
+) -> Result<Response, ApiError> {
     let table = app.archive.as_ref().ok_or(ReadError::ArchiveNotConfigured)?;
     let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
     let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
@@ -108,7 +112,9 @@ pub async fn results(
     let table = app.archive.as_ref().ok_or(ReadError::ArchiveNotConfigured)?;
     let cursor = match params.cursor.as_deref() {
         None => None,
-        Some(cursor) => Some(cursor.parse::<u64>().ok().filter(|&rank| rank >= 1).ok_or_else(|| ApiError::malformed("cursor is not one this route gave"))?),
+        Some(cursor) => Some(
+            cursor.parse::<u64>().ok().filter(|&rank| rank >= 1).ok_or_else(|| ApiError::malformed("cursor is not one this route gave"))?,
+        ),
     };
     let results = app.tournaments().await?.results(table, &id, &params.instance, cursor).await?;
     Ok(with_cache(RESULTS_CACHE, Json(results)))

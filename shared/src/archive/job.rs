@@ -318,7 +318,8 @@ impl<S: ArchiveSink> Archiver<S> {
         // A tournament's instance (docs/tournaments.md) is archived as a season is, from its end.
         let (period, ends_at) = match &config.tournament {
             Some(tournament) => {
-                let instance = tournament.instance_named(Some(season), now).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
+                let instance =
+                    tournament.instance_named(Some(season), now).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
                 let period = Period::named(tournament.period_kind(), season, chrono_tz::UTC)
                     .map_err(|_| ArchiveError::InvalidSeason(season.to_owned()))?;
                 (period, instance.end)

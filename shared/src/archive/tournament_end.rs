@@ -49,7 +49,13 @@ impl<S: ArchiveSink> Archiver<S> {
                     Ok(report) => report,
                     Err(error) => {
                         tracing::error!(tournament = %tournament.id, instance = %instance.id, code = error.code(), %error, "tournament instance not ended");
-                        InstanceEnd { tournament_id: tournament.id.clone(), instance: instance.id, status: "failed", total: 0, pages_sent: 0 }
+                        InstanceEnd {
+                            tournament_id: tournament.id.clone(),
+                            instance: instance.id,
+                            status: "failed",
+                            total: 0,
+                            pages_sent: 0,
+                        }
                     }
                 };
                 reports.push(report);
@@ -66,7 +72,8 @@ impl<S: ArchiveSink> Archiver<S> {
         deadline: DateTime<Utc>,
     ) -> Result<InstanceEnd, ArchiveError> {
         let (id, name) = (tournament.id.as_str(), instance.id.as_str());
-        let mut report = InstanceEnd { tournament_id: id.to_owned(), instance: name.to_owned(), status: "archiving", total: 0, pages_sent: 0 };
+        let mut report =
+            InstanceEnd { tournament_id: id.to_owned(), instance: name.to_owned(), status: "archiving", total: 0, pages_sent: 0 };
         let total = match self.table.completed(id, name).await? {
             Some(done) => done.total,
             None => {
@@ -122,7 +129,8 @@ impl<S: ArchiveSink> Archiver<S> {
                 return Err(ArchiveError::BadRequest(format!("rank {next} of {} {} is not in the table", tournament.id, instance.id)));
             }
             for entry in entries {
-                let row = json!({"rank": entry.rank, "user_id": entry.user_id, "score": entry.points, "prize": tournament.prize_of(entry.rank)});
+                let row =
+                    json!({"rank": entry.rank, "user_id": entry.user_id, "score": entry.points, "prize": tournament.prize_of(entry.rank)});
                 let size = row.to_string().len() + 1;
                 if bytes + size > PAGE_BYTES && !results.is_empty() {
                     break 'read;

@@ -11,8 +11,8 @@ use crate::domain::period::{EventTimeError, EventWindow};
 use crate::domain::scores::{ScorePlan, Submission, SubmissionRefusal, plan_submission};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, user_shard};
-use crate::redis::scripts::{CHUNK, SeatRefusal};
 use crate::redis::scripts::scores::{ScoreOutcome, SubmitReply, submit_score, submit_scores};
+use crate::redis::scripts::{CHUNK, SeatRefusal};
 use crate::redis::settings::ReplicaWait;
 use crate::redis::store::{Connection, Store};
 

@@ -196,7 +196,9 @@ async fn read_reply(
             let (landed, receipt) =
                 duplicate_of(&detail, timed, today, periods.iter().copied(), board.timezone).ok_or_else(|| protocol("duplicate"))?;
             match landed {
-                None => SubmitReply::Duplicate(with_entries(outcome(receipt, &periods, &scales, &standing).ok_or_else(|| protocol("receipt"))?)),
+                None => {
+                    SubmitReply::Duplicate(with_entries(outcome(receipt, &periods, &scales, &standing).ok_or_else(|| protocol("receipt"))?))
+                }
                 Some(landed) => {
                     // Sent without a time on another local day: its standing is in that day's periods.
                     let scales: Vec<Scale> = landed.iter().map(|period| crate::domain::scores::scale(board, period)).collect();

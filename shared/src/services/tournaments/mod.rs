@@ -158,7 +158,8 @@ impl Tournaments {
     /// A score in the instance open at `now`: seat, attempts and score in one script call.
     pub async fn submit(&self, id: &str, play: &Play, now: DateTime<Utc>) -> Result<PlayReceipt, PlayError> {
         let (board, tournament) = self.find(id)?;
-        let submission = Submission { event_id: play.event_id.clone(), user_id: play.user_id.clone(), score: play.score, occurred_at: None };
+        let submission =
+            Submission { event_id: play.event_id.clone(), user_id: play.user_id.clone(), score: play.score, occurred_at: None };
         let (instance, _) = self.open(board, tournament, now)?;
         let receipt = self.scores.submit_to(board, &submission, now).await?;
         let standing = receipt.outcome.periods.first();

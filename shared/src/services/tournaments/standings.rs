@@ -88,7 +88,13 @@ impl Source {
 fn rows(tournament: &Tournament, standings: Vec<Standing>) -> Vec<Row> {
     standings
         .into_iter()
-        .map(|s| Row { rank: s.rank, prize: tournament.prize_of(s.rank).cloned(), user_id: s.holder.user_id, score: s.holder.score, profile: s.holder.profile })
+        .map(|s| Row {
+            rank: s.rank,
+            prize: tournament.prize_of(s.rank).cloned(),
+            user_id: s.holder.user_id,
+            score: s.holder.score,
+            profile: s.holder.profile,
+        })
         .collect()
 }
 
@@ -108,7 +114,14 @@ impl Tournaments {
         }))
     }
 
-    async fn source(&self, table: &SeasonTable, board: &Board, instance: &Instance, period: &Period, now: DateTime<Utc>) -> Result<Source, PlayError> {
+    async fn source(
+        &self,
+        table: &SeasonTable,
+        board: &Board,
+        instance: &Instance,
+        period: &Period,
+        now: DateTime<Utc>,
+    ) -> Result<Source, PlayError> {
         if instance.start <= now && now < instance.end {
             return Ok(Source::Live);
         }
@@ -116,7 +129,8 @@ impl Tournaments {
             return Ok(Source::Archived(done.total));
         }
         let mut conn = self.store.connection().await?;
-        let frozen: bool = redis::cmd("EXISTS").arg(self.keys.board(&board.name).frozen(period)).query_async(&mut conn).await.map_err(StoreError::from)?;
+        let frozen: bool =
+            redis::cmd("EXISTS").arg(self.keys.board(&board.name).frozen(period)).query_async(&mut conn).await.map_err(StoreError::from)?;
         Ok(if frozen { Source::Frozen } else { Source::Live })
     }
 
@@ -126,7 +140,13 @@ impl Tournaments {
         Ok(entries
             .into_iter()
             .zip(profiles)
-            .map(|(e, profile)| Row { rank: e.rank, prize: tournament.prize_of(e.rank).cloned(), user_id: e.user_id, score: Some(e.points), profile })
+            .map(|(e, profile)| Row {
+                rank: e.rank,
+                prize: tournament.prize_of(e.rank).cloned(),
+                user_id: e.user_id,
+                score: Some(e.points),
+                profile,
+            })
             .collect())
     }
 
@@ -147,7 +167,9 @@ impl Tournaments {
         };
         let source = self.source(table, board, &instance, &period, now).await?;
         let (total, entries) = match source {
-            Source::Archived(total) => (total, self.archived_rows(tournament, table.ranks(id, &instance.id, offset + 1, offset + limit).await?).await?),
+            Source::Archived(total) => {
+                (total, self.archived_rows(tournament, table.ranks(id, &instance.id, offset + 1, offset + limit).await?).await?)
+            }
             Source::Frozen | Source::Live => {
                 let reader = if matches!(source, Source::Frozen) { reader.of_frozen() } else { reader.clone() };
                 let page = reader.page(board, &period, offset, limit, RankMode::Unique).await?;
@@ -212,10 +234,10 @@ impl Tournaments {
     /// A page of an ended instance's stored results, from rank `cursor` (1 when absent).
     pub async fn results(&self, table: &SeasonTable, id: &str, instance: &str, cursor: Option<u64>) -> Result<Results, PlayError> {
         let (_, tournament) = self.find(id)?;
-        let done = table
-            .completed(id, instance)
-            .await?
-            .ok_or_else(|| PlayError::NoResults { tournament: id.to_owned(), instance: crate::domain::ids::loggable(instance).into_owned() })?;
+        let done = table.completed(id, instance).await?.ok_or_else(|| PlayError::NoResults {
+            tournament: id.to_owned(),
+            instance: crate::domain::ids::loggable(instance).into_owned(),
+        })?;
         let first = cursor.unwrap_or(1).max(1);
         let last = first + RESULTS_PAGE - 1;
         let results = self.archived_rows(tournament, table.ranks(id, instance, first, last).await?).await?;
