@@ -241,6 +241,33 @@ test('a league board shows the player\'s cohort with its zones, the histogram an
   assert.equal(await page.textContent('#statement-note'), `Total ${statement.score}.`);
 });
 
+test('the tournaments panel lists an open tournament with its countdown and shows its board', async () => {
+  const tournament = `cup-${process.pid}-${Date.now() % 1_000_000}`;
+  const start = new Date(Date.now() - 60_000);
+  const end = new Date(Date.now() + 2 * 3600_000);
+  const definition = {
+    title: `Cup ${run}`, keep: 'best', start: start.toISOString(), end: end.toISOString(), join_required: false, max_size: 50,
+    prizes: [{ ranks: [1, 1], reward: 'gold' }],
+  };
+  const created = await call('PUT', `${INGEST}/v1/admin/tournaments/${tournament}`, definition);
+  assert.equal(created.status, 201, JSON.stringify(created.body));
+  for (const [i, [user, score]] of [[alice, 120], [bob, 300], [carol, 80]].entries()) {
+    const { status, body } = await call('POST', `${INGEST}/v1/tournaments/${tournament}/scores`, { event_id: `${run}-cup${i}`, user_id: user, score });
+    assert.equal(status, 200, JSON.stringify(body));
+  }
+  const item = `#tournaments li[data-tournament="${tournament}"]`;
+  await page.waitForSelector(item);
+  assert.equal(await page.getAttribute(item, 'data-state'), 'open');
+  await page.waitForFunction((selector) => /^ends in (1 h|2 h|\d+ min)/.test(document.querySelector(`${selector} .countdown`).textContent), item);
+  assert.equal(await page.textContent(`${item} .size`), '3/50 players');
+  await page.click(`${item} button`);
+  await page.waitForSelector(`#tournament-board[data-tournament="${tournament}"] tbody tr[data-user="${carol}"]`);
+  const top = await api(`/v1/tournaments/${tournament}/top?limit=10`);
+  assert.deepEqual(await shownRows(page, '#tournament-top'), apiRows(top.entries));
+  assert.deepEqual(top.entries.map((e) => e.user_id), [bob, alice, carol]);
+  assert.equal(await page.textContent(`#tournament-top tr[data-user="${bob}"] .prize`), 'gold');
+});
+
 test('screenshots: a desktop and a phone, with nothing wider than the phone', async (t) => {
   mkdirSync(SCREENSHOTS, { recursive: true });
   const desktop = join(SCREENSHOTS, 'leaderboard-desktop.png');

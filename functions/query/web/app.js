@@ -16,7 +16,8 @@ const state = {
   at: '',
   user: '',
   resetAt: null, // Date of the shown period's next reset, for the countdown
-  seq: { top: 0, user: 0, hot: 0, season: 0, league: 0, distribution: 0, statement: 0 },
+  seq: { top: 0, user: 0, hot: 0, season: 0, league: 0, distribution: 0, statement: 0, tournaments: 0, tournament: 0 },
+  tournament: null, // the tournament whose board the panel shows
   userScore: null, // the found player's score on the shown board, marked in the histogram
 };
 
@@ -319,7 +320,7 @@ let pollTimer = null;
 async function refreshLive() {
   clearTimeout(pollTimer);
   try {
-    await Promise.all([refreshTop(), refreshUser(), refreshHot()]);
+    await Promise.all([refreshTop(), refreshUser(), refreshHot(), refreshTournaments()]);
     await Promise.all([refreshLeague(), refreshStatement(), refreshDistribution()]);
     setStatus(`Live · updated ${new Date().toLocaleTimeString()}`, 'live');
   } catch (error) {
@@ -400,12 +401,21 @@ async function start() {
     changed();
   });
   $('hot-board').addEventListener('change', () => refreshHot().catch(reportFailure));
+  $('tournaments').addEventListener('click', (event) => {
+    const item = event.target.closest('li[data-tournament]');
+    if (!item) return;
+    state.tournament = item.dataset.tournament;
+    refreshTournaments().catch(reportFailure);
+  });
   $('season-board').addEventListener('change', loadSeason);
   $('season').addEventListener('change', loadSeason);
   document.addEventListener('visibilitychange', () => {
     if (!document.hidden) refreshLive();
   });
-  setInterval(tickCountdown, 1000);
+  setInterval(() => {
+    tickCountdown();
+    tickTournaments();
+  }, 1000);
   refreshLive();
 }
 

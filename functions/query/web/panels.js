@@ -105,3 +105,65 @@ async function refreshDistribution() {
   }));
   fill($('cutoffs'), shape.cutoffs.map((c) => el('li', { data: { top: c.top_percent, score: c.score } }, `top ${c.top_percent}%: ${c.score}`)));
 }
+
+// ---- Tournaments: the open and upcoming ones with a countdown, and a chosen one's board
+
+/** "ends in 2 h 5 min" for an open tournament, "starts in …" for an upcoming one. */
+function tournamentCountdown(item) {
+  const open = item.dataset.state === 'open';
+  const left = new Date(open ? item.dataset.end : item.dataset.start).getTime() - Date.now();
+  return left > 0 ? `${open ? 'ends' : 'starts'} in ${duration(left)}` : (open ? 'ended' : 'starting');
+}
+
+function tickTournaments() {
+  for (const countdown of document.querySelectorAll('#tournaments .countdown')) {
+    countdown.textContent = tournamentCountdown(countdown.closest('li'));
+  }
+}
+
+async function refreshTournaments() {
+  const seq = ++state.seq.tournaments;
+  let listed;
+  try {
+    listed = await getJson('/v1/tournaments');
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 404) return; // not on this deployment
+    throw error;
+  }
+  if (seq !== state.seq.tournaments) return;
+  const shown = listed.tournaments.filter((t) => t.state !== 'ended');
+  $('tournaments-panel').hidden = shown.length === 0;
+  fill($('tournaments'), shown.map((t) => {
+    const item = el('li', { data: { tournament: t.tournament_id, state: t.state, start: t.start, end: t.end } },
+      el('button', { type: 'button', class: 'link' }, t.title), ' ',
+      el('span', { class: `badge ${t.state}` }, t.state), ' ',
+      el('span', { class: 'countdown muted' }), ' ',
+      el('span', { class: 'size muted' }, t.max_size ? `${t.size}/${t.max_size} players` : `${t.size} players`));
+    if (t.tournament_id === state.tournament) item.classList.add('chosen');
+    return item;
+  }));
+  tickTournaments();
+  if (!state.tournament && shown.length) state.tournament = shown[0].tournament_id;
+  await refreshTournament(shown.find((t) => t.tournament_id === state.tournament));
+}
+
+async function refreshTournament(tournament) {
+  const panel = $('tournament-board');
+  if (!tournament) {
+    panel.hidden = true;
+    return;
+  }
+  const seq = ++state.seq.tournament;
+  const top = await getJson(`/v1/tournaments/${enc(tournament.tournament_id)}/top?limit=10`);
+  if (seq !== state.seq.tournament) return;
+  panel.hidden = false;
+  panel.dataset.tournament = tournament.tournament_id;
+  $('tournament-name').textContent = tournament.title;
+  $('tournament-status').textContent = top.total ? `${top.total} ${top.total === 1 ? 'player' : 'players'} scored` : 'No scores yet.';
+  fill($('tournament-top').tBodies[0], top.entries.map((entry) => {
+    const row = standingRow(entry);
+    const prize = entry.prize === null ? '' : (typeof entry.prize === 'string' ? entry.prize : JSON.stringify(entry.prize));
+    row.append(el('td', { class: 'prize' }, prize));
+    return row;
+  }));
+}

@@ -68,7 +68,7 @@ pub async fn top(
     Path(id): Path<String>,
     QueryParams(params): QueryParams<TopParams>,
 ) -> Result<Response, ApiError> {
-    let table = app.archive.as_ref().ok_or(ReadError::ArchiveNotConfigured)?;
+    let table = app.archive.as_ref();
     let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
     let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
     let tournaments = app.tournaments().await?;
@@ -89,7 +89,7 @@ pub async fn user(
     Path((id, user_id)): Path<(String, String)>,
     QueryParams(params): QueryParams<UserParams>,
 ) -> Result<Response, ApiError> {
-    let table = app.archive.as_ref().ok_or(ReadError::ArchiveNotConfigured)?;
+    let table = app.archive.as_ref();
     let around = bounded("around", params.around, DEFAULT_AROUND, 0..=MAX_AROUND)?;
     let tournaments = app.tournaments().await?;
     let standing = tournaments.player(&app.reader, table, &id, &user_id, params.instance.as_deref(), around, (app.clock)()).await?;

@@ -71,5 +71,7 @@ fn summary<'a>(board: &'a Board, now: DateTime<Utc>) -> BoardSummary<'a> {
 /// Every board's summary at `now` (its current periods).
 pub fn catalog(config: &Config, now: DateTime<Utc>) -> Catalog<'_> {
     // A runtime board deleted (or ended) is no board to list (docs/runtime-boards.md).
-    Catalog { boards: config.boards().iter().filter(|board| !board.ending).map(|board| summary(board, now)).collect() }
+    // Tournaments have a catalogue of their own (`GET /v1/tournaments`, docs/tournaments.md).
+    let listed = config.boards().iter().filter(|board| !board.ending && board.tournament.is_none());
+    Catalog { boards: listed.map(|board| summary(board, now)).collect() }
 }

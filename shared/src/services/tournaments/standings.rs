@@ -114,9 +114,10 @@ impl Tournaments {
         }))
     }
 
+    /// `table`: `None` where the deployment keeps no results table (nothing is archived).
     async fn source(
         &self,
-        table: &SeasonTable,
+        table: Option<&SeasonTable>,
         board: &Board,
         instance: &Instance,
         period: &Period,
@@ -125,7 +126,9 @@ impl Tournaments {
         if instance.start <= now && now < instance.end {
             return Ok(Source::Live);
         }
-        if let Some(done) = table.completed(&board.name, &instance.id).await? {
+        if let Some(table) = table
+            && let Some(done) = table.completed(&board.name, &instance.id).await?
+        {
             return Ok(Source::Archived(done.total));
         }
         let mut conn = self.store.connection().await?;
@@ -154,7 +157,7 @@ impl Tournaments {
     pub async fn top(
         &self,
         reader: &Reader,
-        table: &SeasonTable,
+        table: Option<&SeasonTable>,
         id: &str,
         instance: Option<&str>,
         offset: u64,
@@ -166,24 +169,25 @@ impl Tournaments {
             return Ok(InstanceTop { tournament_id: id.to_owned(), instance: None, source: "live", total: 0, entries: Vec::new() });
         };
         let source = self.source(table, board, &instance, &period, now).await?;
-        let (total, entries) = match source {
-            Source::Archived(total) => {
+        let name = source.name();
+        let (total, entries) = match (source, table) {
+            (Source::Archived(total), Some(table)) => {
                 (total, self.archived_rows(tournament, table.ranks(id, &instance.id, offset + 1, offset + limit).await?).await?)
             }
-            Source::Frozen | Source::Live => {
+            (source, _) => {
                 let reader = if matches!(source, Source::Frozen) { reader.of_frozen() } else { reader.clone() };
                 let page = reader.page(board, &period, offset, limit, RankMode::Unique).await?;
                 (page.total, rows(tournament, page.entries))
             }
         };
-        Ok(InstanceTop { tournament_id: id.to_owned(), instance: Some(instance.id), source: source.name(), total, entries })
+        Ok(InstanceTop { tournament_id: id.to_owned(), instance: Some(instance.id), source: name, total, entries })
     }
 
     #[allow(clippy::too_many_arguments)]
     pub async fn player(
         &self,
         reader: &Reader,
-        table: &SeasonTable,
+        table: Option<&SeasonTable>,
         id: &str,
         user_id: &str,
         instance: Option<&str>,
@@ -212,8 +216,8 @@ impl Tournaments {
             .await
             .map_err(StoreError::from)?;
         standing.entries_left = entries_left(tournament, used.unwrap_or(0));
-        match self.source(table, board, &instance, &period, now).await? {
-            Source::Archived(total) => {
+        match (self.source(table, board, &instance, &period, now).await?, table) {
+            (Source::Archived(total), Some(table)) => {
                 standing.total = total;
                 if let Some(entry) = table.user_entry(id, &instance.id, user_id).await? {
                     let (first, last) = crate::services::reads::rules::around_window(entry.rank, around, total);
@@ -221,7 +225,7 @@ impl Tournaments {
                     standing.around = self.archived_rows(tournament, table.ranks(id, &instance.id, first, last).await?).await?;
                 }
             }
-            source => {
+            (source, _) => {
                 let reader = if matches!(source, Source::Frozen) { reader.of_frozen() } else { reader.clone() };
                 let member = reader.around(board, &period, user_id, around, RankMode::Unique).await?;
                 (standing.rank, standing.score, standing.total) = (member.rank, member.score, member.total);
