@@ -16,6 +16,7 @@ mod restore;
 mod rpo;
 mod sharded;
 mod top30;
+mod tournament;
 
 use futures::future::BoxFuture;
 
@@ -41,4 +42,5 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "league-close", run: |bench| Box::pin(league::run(bench)) },
     Scenario { name: "journal-restore", run: |bench| Box::pin(restore::run(bench)) },
     Scenario { name: "sharded-board", run: |bench| Box::pin(sharded::run(bench)) },
+    Scenario { name: "tournament", run: |bench| Box::pin(tournament::run(bench)) },
 ];

@@ -27,7 +27,8 @@ ARGV[12]   index in KEYS of the board's notices (stream, docs/notifications.md);
            board records no rank moves
 ARGV[13]   index in KEYS of the tournament instance's players (set, docs/tournaments.md); "0":
            the board runs no tournament (ARGV[14..17] are then "0")
-ARGV[14]   index in KEYS of the instance's entries (hash: member -> submissions applied)
+ARGV[14]   index in KEYS of the instance's entries (hash: member -> submissions applied; kept
+           only where attempts are limited)
 ARGV[15]   1 when a player must join before submitting; 0: a first submission joins them
 ARGV[16]   the most players of the instance ("0": no cap)
 ARGV[17]   the most submissions a player makes in the instance ("0": no limit)
@@ -60,7 +61,8 @@ then, when l > 0, ten: the indexes of the league's keys of that period, as apply
 
 Reply: per submission, in order, 2 + 2n values: status, detail, then for each period the
 member's composite ("" when absent) and 1-based rank (0 when absent); empty for a refusal;
-on a tournament's board one more: the member's submissions applied in the instance now
+on a tournament's board one more: the member's submissions applied in the instance now (0
+where attempts are not limited)
   "new", receipt            applied now; standing after it
   "duplicate", i..receipt   seen with this payload (i: the bucket that held it, 0 today, 1 the
                             day before, 2 the day after); the first receipt and standing now
@@ -86,6 +88,8 @@ local JOURNAL = KEYS[tonumber(ARGV[11])]
 local NOTICES = KEYS[tonumber(ARGV[12])]
 local PLAYERS, ENTRIES = KEYS[tonumber(ARGV[13])], KEYS[tonumber(ARGV[14])]
 local join_required, max_size, max_entries = ARGV[15] == '1', tonumber(ARGV[16]), tonumber(ARGV[17])
+-- The submission's player's attempts in the instance, once this call has read or written them.
+local entries_now
 
 -- One submission's block, from ARGV[b]: its status, detail and the periods' standing (nil for
 -- a refusal).
@@ -127,8 +131,9 @@ local function submit(b)
       local size = redis.call('SCARD', PLAYERS)
       if size >= max_size then return 'tournament_full', tostring(size) end
     end
-    if tonumber(redis.call('HGET', ENTRIES, member) or '0') >= (max_entries > 0 and max_entries or math.huge) then
-      return 'entry_limit', ''
+    if max_entries > 0 then
+      entries_now = tonumber(redis.call('HGET', ENTRIES, member) or '0')
+      if entries_now >= max_entries then return 'entry_limit', '' end
     end
   end
 
@@ -200,8 +205,10 @@ local function submit(b)
       redis.call('SADD', PLAYERS, member)
       expire_once(PLAYERS, period(1, 4))
     end
-    redis.call('HINCRBY', ENTRIES, member, 1)
-    expire_once(ENTRIES, period(1, 4))
+    if max_entries > 0 then
+      entries_now = redis.call('HINCRBY', ENTRIES, member, 1)
+      expire_once(ENTRIES, period(1, 4))
+    end
   end
 
   local receipt = ((keep == 'best' and not changed) and SCORE_NOT_BETTER or SCORE_KEPT) .. flags
@@ -243,7 +250,11 @@ for _ = 1, tonumber(ARGV[1]) do
     reply[#reply + 1] = composites and composites[i] or ''
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
-  if PLAYERS then reply[#reply + 1] = redis.call('HGET', ENTRIES, ARGV[b + 6]) or '0' end
+  if PLAYERS then
+    if not entries_now and max_entries > 0 then entries_now = redis.call('HGET', ENTRIES, ARGV[b + 6]) end
+    reply[#reply + 1] = entries_now or 0
+    entries_now = nil
+  end
   b = b + 14 + 7 * n + (tonumber(ARGV[b + 12]) > 0 and 10 or 0)
 end
 return reply
