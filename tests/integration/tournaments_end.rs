@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use standings::archive::bus::TOURNAMENT_ENDED;
 use standings_tests::journal::{drain_to_new_bucket, spawn_journaled};
 use standings_tests::notify::subscribed_to;
-use standings_tests::tournament::{Arena, cup};
+use standings_tests::tournament::{Arena, Flaky, cup};
 use standings_tests::{TestApp, cluster, unique_season_table};
 
 fn code(body: &Value) -> Option<&str> {
@@ -150,6 +150,22 @@ async fn a_recurring_tournament_opens_each_instance_on_its_reset_and_ends_each_o
     assert_eq!(bus.events(TOURNAMENT_ENDED).await.len(), 1);
 }
 
+/// `members` players seeded straight into a one-off tournament's board, as as many submissions
+/// of distinct scores would leave it.
+async fn seed(arena: &Arena, tournament: &str, members: u64) {
+    let board = standings::domain::period::Period::named(standings::domain::period::PeriodKind::All, "all", chrono_tz::UTC).unwrap();
+    let key = arena.app.keys.board(tournament).period(&board);
+    let mut conn = arena.app.redis.clone();
+    for chunk in (0..members).collect::<Vec<_>>().chunks(400) {
+        let mut zadd = redis::cmd("ZADD");
+        zadd.arg(&key);
+        for i in chunk {
+            zadd.arg((5000 - i) * (1 << 23)).arg(format!("u{i:05}"));
+        }
+        let _: u64 = zadd.query_async(&mut conn).await.unwrap();
+    }
+}
+
 /// Results past one event's size go out in pages that together hold every rank once, in order.
 #[tokio::test]
 async fn results_past_an_event_s_size_are_announced_in_pages_holding_every_rank_once() {
@@ -159,18 +175,7 @@ async fn results_past_an_event_s_size_are_announced_in_pages_holding_every_rank_
     let reward = json!({"text": "x".repeat(300)});
     let body = cup(start, 2, json!({"prizes": [{"ranks": [1, 1000], "reward": reward}]}));
     assert_eq!(arena.put("crowd", &body).await.0, StatusCode::CREATED);
-    // Seeded straight into the ended instance's board, as 1,200 submissions would leave it.
-    let board = standings::domain::period::Period::named(standings::domain::period::PeriodKind::All, "all", chrono_tz::UTC).unwrap();
-    let key = arena.app.keys.board("crowd").period(&board);
-    let mut conn = arena.app.redis.clone();
-    for chunk in (0..1200u64).collect::<Vec<_>>().chunks(400) {
-        let mut zadd = redis::cmd("ZADD");
-        zadd.arg(&key);
-        for i in chunk {
-            zadd.arg((5000 - i) * (1 << 23)).arg(format!("u{i:05}"));
-        }
-        let _: u64 = zadd.query_async(&mut conn).await.unwrap();
-    }
+    seed(&arena, "crowd", 1200).await;
     let reports = arena.end_run(Some(&bus.bus)).await;
     assert_eq!((reports[0].status, reports[0].total), ("done", 1200), "{reports:?}");
     let events = bus.events(TOURNAMENT_ENDED).await;
@@ -182,6 +187,35 @@ async fn results_past_an_event_s_size_are_announced_in_pages_holding_every_rank_
     assert_eq!(lasts.iter().filter(|l| **l).count(), 1);
     assert!(*lasts.last().unwrap());
     assert_eq!(events[1]["first_rank"].as_u64(), Some(events[0]["results"].as_array().unwrap().len() as u64 + 1));
+}
+
+/// Interrupted at every step (the archive by its deadline, the announcement by a bus that goes
+/// down after one page): each next run goes on from its checkpoint, every rank announced once.
+#[tokio::test]
+async fn an_end_stopped_at_any_step_resumes_and_announces_every_rank_once() {
+    let arena = Arena::new().await;
+    let start = arena.app.now() - Duration::hours(3);
+    let body = cup(start, 2, json!({"prizes": [{"ranks": [1, 500], "reward": {"text": "x".repeat(300)}}]}));
+    assert_eq!(arena.put("relay", &body).await.0, StatusCode::CREATED);
+    seed(&arena, "relay", 1200).await;
+    let bus = Flaky::default();
+    // The job reads the time on the app's clock.
+    let past = arena.app.now() - Duration::seconds(1);
+    let stopped = arena.end_run_until(Some(&bus), past).await;
+    assert_eq!(stopped[0].status, "archiving", "out of time: {stopped:?}");
+    assert!(bus.pages.lock().unwrap().is_empty());
+    bus.left.store(1, std::sync::atomic::Ordering::SeqCst);
+    let failed = arena.end_run_until(Some(&bus), Utc::now() + Duration::minutes(5)).await;
+    assert_eq!(failed[0].status, "failed", "the bus went down after a page: {failed:?}");
+    assert_eq!(bus.pages.lock().unwrap().len(), 1);
+    bus.left.store(usize::MAX, std::sync::atomic::Ordering::SeqCst);
+    let done = arena.end_run_until(Some(&bus), Utc::now() + Duration::minutes(5)).await;
+    assert_eq!((done[0].status, done[0].total), ("done", 1200), "{done:?}");
+    let pages: Vec<Value> = bus.pages.lock().unwrap().iter().map(|page| serde_json::from_str(page).unwrap()).collect();
+    let ranks: Vec<u64> = pages.iter().flat_map(|p| p["results"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap())).collect();
+    assert_eq!(ranks, (1..=1200).collect::<Vec<_>>(), "every rank once, in order");
+    assert_eq!(pages[0]["results"][499]["prize"], json!({"text": "x".repeat(300)}));
+    assert!(pages.last().unwrap()["results"].as_array().unwrap().iter().all(|r| r["prize"].is_null()));
 }
 
 /// Every key lost: the restore brings the tournament's definition, its seats, attempts and

@@ -9,7 +9,10 @@ use axum::Router;
 use axum::http::{Method, StatusCode};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use standings::archive::bus::EventBridgeBus;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use standings::archive::bus::{Announce, BusError, EventBridgeBus};
 use standings::archive::job::Archiver;
 use standings::archive::table::SeasonTable;
 use standings::archive::tournament_end::InstanceEnd;
@@ -65,6 +68,11 @@ impl Arena {
 
     /// The archive function's every-minute run on the catalog as it is now, at the app's time.
     pub async fn end_run(&self, bus: Option<&EventBridgeBus>) -> Vec<InstanceEnd> {
+        self.end_run_until(bus, Utc::now() + chrono::Duration::minutes(5)).await
+    }
+
+    /// `end_run` through any bus, stopping at `deadline`.
+    pub async fn end_run_until<B: Announce>(&self, bus: Option<&B>, deadline: DateTime<Utc>) -> Vec<InstanceEnd> {
         let config = Arc::new(boards_now(&self.app.config, &self.app.keys, &self.app.store).await.unwrap());
         let archiver = Archiver::new(
             config,
@@ -75,7 +83,27 @@ impl Arena {
             clock_of(&self.app.now),
             ArchiveHarness::settings(),
         );
-        archiver.end_tournaments(bus, Utc::now() + chrono::Duration::minutes(5)).await
+        archiver.end_tournaments(bus, deadline).await
+    }
+}
+
+/// A bus that keeps the pages it takes, and fails once it has taken `left`.
+#[derive(Default)]
+pub struct Flaky {
+    pub pages: Mutex<Vec<String>>,
+    pub left: AtomicUsize,
+}
+
+impl Announce for Flaky {
+    async fn announce(&self, pages: &[String]) -> Result<(), BusError> {
+        for page in pages {
+            if self.left.load(Ordering::SeqCst) == 0 {
+                return Err(BusError("the bus is down".into()));
+            }
+            self.left.fetch_sub(1, Ordering::SeqCst);
+            self.pages.lock().unwrap().push(page.clone());
+        }
+        Ok(())
     }
 }
 

@@ -35,6 +35,9 @@ pub struct InstanceEnd {
     pub status: &'static str,
     pub total: u64,
     pub pages_sent: u64,
+    /// Why it failed (`failed` only); tried again next run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 impl<S: ArchiveSink> Archiver<S> {
@@ -55,6 +58,7 @@ impl<S: ArchiveSink> Archiver<S> {
                             status: "failed",
                             total: 0,
                             pages_sent: 0,
+                            error: Some(error.to_string()),
                         }
                     }
                 };
@@ -72,8 +76,14 @@ impl<S: ArchiveSink> Archiver<S> {
         deadline: DateTime<Utc>,
     ) -> Result<InstanceEnd, ArchiveError> {
         let (id, name) = (tournament.id.as_str(), instance.id.as_str());
-        let mut report =
-            InstanceEnd { tournament_id: id.to_owned(), instance: name.to_owned(), status: "archiving", total: 0, pages_sent: 0 };
+        let mut report = InstanceEnd {
+            tournament_id: id.to_owned(),
+            instance: name.to_owned(),
+            status: "archiving",
+            total: 0,
+            pages_sent: 0,
+            error: None,
+        };
         let total = match self.table.completed(id, name).await? {
             Some(done) => done.total,
             None => {
