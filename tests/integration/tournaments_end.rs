@@ -236,6 +236,14 @@ async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_a
         assert_eq!(arena.play("cup", &format!("c{i}"), user, *score).await.0, StatusCode::OK);
     }
     let (client, bucket) = drain_to_new_bucket(&arena.app, 2).await;
+    // Verify replays the journal (joins, then scores with their seats and attempts) and finds
+    // Redis as it says.
+    let config = Arc::new(standings::services::catalog::boards_now(&arena.app.config, &arena.app.keys, &arena.app.store).await.unwrap());
+    let sink = standings::runtime::metrics::Metrics::with_sink(journal::FUNCTION, Arc::new(|_| ()));
+    let objects = journal::S3Objects::new(client.clone(), &bucket);
+    let jobs = journal::Jobs::new(config, arena.app.keys.clone(), arena.app.store.clone(), objects, sink, arena.app.clock());
+    let report = jobs.checker.verify(Some("cup"), Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!((report.mismatches, report.boards[0].refused), (0, 0), "{report:?}");
     let before: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
     let mut conn = arena.app.redis.clone();
     for key in cluster::scan_all(&arena.app.redis, &arena.app.keys.all_pattern()).await {

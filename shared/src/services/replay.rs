@@ -24,6 +24,7 @@ use crate::services::moderation::Moderation;
 use crate::services::profiles::{Profile, put_profile};
 use crate::services::scores::Scores;
 use crate::services::sign_ins::SignIns;
+use crate::services::tournaments::{Play, PlayError, Tournaments};
 use crate::services::voids::{Recorded, VoidRequest};
 
 /// What replaying a line did.
@@ -55,6 +56,7 @@ pub struct Replayer {
     sign_ins: SignIns,
     moderation: Moderation,
     leagues: Leagues,
+    tournaments: Tournaments,
     config: Arc<Config>,
     sign_in_board: Option<String>,
 }
@@ -71,6 +73,7 @@ impl Replayer {
             sign_ins: SignIns::new(config.clone(), keys.clone(), store.clone()),
             moderation: Moderation::new(config.clone(), keys.clone(), store.clone()),
             leagues: Leagues::new(keys.clone(), store.clone()),
+            tournaments: Tournaments::new(config.clone(), keys.clone(), store.clone()),
             config,
             keys,
             store,
@@ -90,6 +93,26 @@ impl Replayer {
                 match self.ingestor.replay(board, &event, at).await {
                     Ok(receipt) => Ok(if receipt.duplicate { Replayed::Duplicate } else { Replayed::Applied }),
                     Err(crate::services::ingestion::IngestError::Store(error)) => Err(error.into()),
+                    Err(error) => refused(&error),
+                }
+            }
+            // A tournament's (docs/tournaments.md): its seat and attempts with the score, in the
+            // instance its time opened.
+            "score" | "join" if self.tournaments.find(board).is_ok() => {
+                let played = match kind.as_str() {
+                    "join" => {
+                        let user = take_str(&mut fields, "user_id").ok_or_else(|| malformed("no user_id".into()))?;
+                        self.tournaments.join(board, &user, at).await.map(|_| false)
+                    }
+                    _ => {
+                        fields.remove("occurred_at");
+                        let play: Play = parse(fields).map_err(malformed)?;
+                        self.tournaments.submit(board, &play, at).await.map(|receipt| receipt.duplicate)
+                    }
+                };
+                match played {
+                    Ok(duplicate) => Ok(if duplicate { Replayed::Duplicate } else { Replayed::Applied }),
+                    Err(PlayError::Store(error)) => Err(error.into()),
                     Err(error) => refused(&error),
                 }
             }
