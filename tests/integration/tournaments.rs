@@ -38,6 +38,7 @@ async fn a_tournament_is_defined_once_read_back_and_refused_where_its_fields_are
         (cup(start, 2, json!({"keep": "most"})), "keep"),
         (cup(start, -1, json!({})), "end"),
         (cup(start, 2, json!({"colour": "red"})), "colour"),
+        (cup(chrono::DateTime::parse_from_rfc3339("2019-12-31T00:00:00Z").unwrap().to_utc(), 2, json!({})), "start"),
     ] {
         let (status, body) = arena.put("bad-cup", &bad).await;
         assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, Some("invalid_tournament")), "{body}");
@@ -84,6 +85,16 @@ async fn a_thousand_concurrent_joins_fill_exactly_a_hundred_seats() {
     assert_eq!((status, view["size"].as_u64(), view["can_join"].as_bool()), (StatusCode::OK, Some(100), Some(false)), "{view}");
     let (status, body) = arena.play("seats", "late", "p-outsider", 10).await;
     assert_eq!((status, code(&body)), (StatusCode::FORBIDDEN, Some("not_joined")), "{body}");
+
+    // Without a join, a first score takes the seat, exactly as a join does.
+    assert_eq!(arena.put("open-seats", &cup(start, 2, json!({"max_size": 10}))).await.0, StatusCode::CREATED);
+    let ids: Vec<String> = (0..200).map(|i| format!("f{i}")).collect();
+    let answers = join_all(ids.iter().enumerate().map(|(i, id)| arena.play("open-seats", id, &users[i], 5))).await;
+    let seated = answers.iter().filter(|(s, _)| *s == StatusCode::OK).count();
+    let full = answers.iter().filter(|(s, body)| *s == StatusCode::CONFLICT && code(body) == Some("tournament_full")).count();
+    assert_eq!((seated, full), (10, 190), "{:?}", answers.iter().find(|(s, b)| *s != StatusCode::OK && code(b) != Some("tournament_full")));
+    let (_, top) = arena.read("/v1/tournaments/open-seats/top?limit=100").await;
+    assert_eq!(top["total"].as_u64(), Some(10), "nothing of a refused score was written: {top}");
 }
 
 /// Three attempts each: twenty concurrent submissions by one player apply exactly three, the

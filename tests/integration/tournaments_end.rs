@@ -29,8 +29,8 @@ async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_a
     let bus = subscribed_to(TOURNAMENT_ENDED).await;
     let start = arena.app.now() - Duration::minutes(30);
     let prizes = json!([{"ranks": [1, 1], "reward": {"gems": 500}}, {"ranks": [2, 3], "reward": {"gems": 50}}]);
-    let body = cup(start, 24, json!({"prizes": prizes, "keep": "sum", "metadata": {"season": 7}}));
-    assert_eq!(arena.put("sprint", &body).await.0, StatusCode::CREATED);
+    let definition = cup(start, 24, json!({"prizes": prizes, "keep": "sum", "metadata": {"season": 7}}));
+    assert_eq!(arena.put("sprint", &definition).await.0, StatusCode::CREATED);
     for (i, (user, score)) in [("ann", 30), ("bo", 50), ("cy", 20), ("ann", 25), ("dee", 5)].iter().enumerate() {
         arena.app.set_now(arena.app.now() + Duration::seconds(1));
         assert_eq!(arena.play("sprint", &format!("s{i}"), user, *score).await.0, StatusCode::OK);
@@ -44,6 +44,14 @@ async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_a
     let (status, body) = arena.play("sprint", "s9", "eve", 99).await;
     assert_eq!((status, code(&body)), (StatusCode::CONFLICT, Some("tournament_closed")), "refused at once: {body}");
     assert_eq!(arena.end("sprint", "server maintenance").await, (StatusCode::ACCEPTED, ended.clone()), "ending again: the same answer");
+    let (status, retry) = arena.play("sprint", "s1", "bo", 50).await;
+    assert_eq!(
+        (status, retry["duplicate"].as_bool(), retry["applied"].as_bool()),
+        (StatusCode::OK, Some(true), Some(true)),
+        "a retry after the end is the duplicate it is: {retry}"
+    );
+    let (status, again) = arena.put("sprint", &definition).await;
+    assert_eq!((status, &again["definition"]), (StatusCode::OK, &definition), "the same definition again, ended early or not: {again}");
     let (_, view) = arena.read("/v1/tournaments/sprint").await;
     assert_eq!(
         (view["state"].as_str(), view["end"].as_str()),

@@ -271,8 +271,10 @@ impl App {
         let archiver = self.archiver.current().await.map_err(|e| diagnostic(ArchiveError::from(e)))?;
         let mut response = run(&archiver, &self.closer, event.payload, deadline).await.map_err(diagnostic)?;
         if ends {
-            response.ended = end_boards(&self.boards, &archiver, (self.clock)(), deadline).await.map_err(diagnostic)?;
+            // Tournaments first, and whatever the deleted boards' ends do: their results are due
+            // within 2 minutes of their end (docs/tournaments.md#the-end).
             response.tournaments = archiver.end_tournaments(self.bus.as_ref(), deadline).await;
+            response.ended = end_boards(&self.boards, &archiver, (self.clock)(), deadline).await.map_err(diagnostic)?;
         }
         Ok(response)
     }

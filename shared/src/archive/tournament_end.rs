@@ -63,6 +63,11 @@ impl<S: ArchiveSink> Archiver<S> {
                     }
                 };
                 reports.push(report);
+                // Each instance's steps stop at the deadline themselves; the rest wait for the
+                // next run (a minute later), instead of starting what cannot finish.
+                if (self.clock)() >= deadline {
+                    return reports;
+                }
             }
         }
         reports
@@ -91,12 +96,18 @@ impl<S: ArchiveSink> Archiver<S> {
                 if !matches!(archived.status, Status::Complete | Status::AlreadyComplete) {
                     return Ok(report);
                 }
-                self.free_seats(tournament, name).await?;
                 archived.total
             }
         };
         report.total = total;
         let mut next = self.table.checkpoint(id, name, ANNOUNCED).await?;
+        if next.is_some_and(|next| next > total) {
+            report.status = "done";
+            return Ok(report);
+        }
+        // Until it is announced, every run frees them again (harmless): a run stopped after
+        // the archive completed leaves nothing behind.
+        self.free_seats(tournament, name).await?;
         let Some(bus) = bus else {
             report.status = if next.is_some_and(|next| next > total) { "done" } else { "announcing" };
             return Ok(report);

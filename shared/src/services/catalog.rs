@@ -73,8 +73,8 @@ pub struct Catalog<T> {
     refresh: Duration,
     build: Build<T>,
     cached: Mutex<Option<Arc<Cached<T>>>>,
-    /// Set by `invalidate`: the next request asks the version whatever its age.
-    recheck: std::sync::atomic::AtomicBool,
+    /// Set by `invalidate`: every request asks the version until one checked after this.
+    invalidated: Mutex<Option<Instant>>,
 }
 
 impl<T> Catalog<T> {
@@ -86,7 +86,7 @@ impl<T> Catalog<T> {
             refresh: refresh_from_env(),
             build: Box::new(build),
             cached: Mutex::new(None),
-            recheck: Default::default(),
+            invalidated: Mutex::new(None),
         }
     }
 
@@ -110,19 +110,20 @@ impl<T> Catalog<T> {
         Ok(self.snapshot().await?.config.clone())
     }
 
-    /// Makes the next request ask the catalog's version (after this function changed it, so it
-    /// serves its own change at once). What is cached stays: a catalog found lost meanwhile
-    /// keeps the boards this function knew.
+    /// Makes every request ask the catalog's version until one has read it after this call
+    /// (this function changed it, so it serves its own change at once, to all its concurrent
+    /// requests). What is cached stays: a catalog found lost meanwhile keeps the boards this
+    /// function knew.
     pub fn invalidate(&self) {
-        self.recheck.store(true, std::sync::atomic::Ordering::SeqCst);
+        *self.invalidated.lock().expect("catalog cache poisoned") = Some(Instant::now());
     }
 
     async fn snapshot(&self) -> Result<Arc<Cached<T>>, StoreError> {
         let held = self.cached.lock().expect("catalog cache poisoned").clone();
-        let recheck = self.recheck.swap(false, std::sync::atomic::Ordering::SeqCst);
+        let invalidated = *self.invalidated.lock().expect("catalog cache poisoned");
         if let Some(held) = &held
             && held.checked.elapsed() < self.refresh
-            && !recheck
+            && invalidated.is_none_or(|at| held.checked > at)
         {
             return Ok(held.clone());
         }

@@ -99,12 +99,20 @@ impl Scores {
     }
 
     pub async fn submit(&self, board: &str, submission: &Submission, now: DateTime<Utc>) -> Result<ScoreReceipt, ScoreError> {
-        self.submit_to(self.score_board(board)?, submission, now).await
+        self.submit_to(self.score_board(board)?, submission, now, None).await
     }
 
-    /// `submit` on `board` as given (a tournament's, its window checked by the caller).
-    pub async fn submit_to(&self, board: &Board, submission: &Submission, now: DateTime<Utc>) -> Result<ScoreReceipt, ScoreError> {
-        let plan = plan_submission(board, submission, now, &self.window)?;
+    /// `submit` on `board` as given (a tournament's, its window checked by the caller), a first
+    /// delivery refused with `refusal` when given (a retry is still answered as a duplicate).
+    pub async fn submit_to(
+        &self,
+        board: &Board,
+        submission: &Submission,
+        now: DateTime<Utc>,
+        refusal: Option<EventTimeError>,
+    ) -> Result<ScoreReceipt, ScoreError> {
+        let mut plan = plan_submission(board, submission, now, &self.window)?;
+        plan.first_delivery = plan.first_delivery.or(refusal);
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
         self.store.check_layout(&self.keys, board).await?;

@@ -294,6 +294,10 @@ pub enum EventTimeError {
     TooLate(i64),
     #[error("occurred_at is more than {0} seconds in the future")]
     InFuture(i64),
+    /// A tournament's instance is not open at the write's time (docs/tournaments.md); a retry
+    /// of a write applied while it was open is still answered as the duplicate it is.
+    #[error("the tournament is not open at this write's time")]
+    Closed,
 }
 
 impl EventTimeError {
@@ -301,6 +305,7 @@ impl EventTimeError {
         match self {
             EventTimeError::TooLate(_) => "too_late",
             EventTimeError::InFuture(_) => "in_future",
+            EventTimeError::Closed => "tournament_closed",
         }
     }
 }

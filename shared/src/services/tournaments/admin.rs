@@ -64,8 +64,16 @@ impl TournamentAdmin {
     /// Creates tournament `id`: true when created, false when this very definition was there.
     pub async fn put(&self, id: &str, body: &Value, now: DateTime<Utc>) -> Result<(bool, TournamentDefinition), PlayError> {
         let definition = Definition::tournament(id, body)?;
-        let (created, defined) = self.boards.create(id, definition, now).await?;
-        Ok((created, of_stored(id, &defined.definition)?))
+        match self.boards.create(id, definition, now).await {
+            Ok((created, defined)) => Ok((created, of_stored(id, &defined.definition)?)),
+            // Its instances ended early are recorded beside the definition: the same body again
+            // is still the same tournament.
+            Err(DefineError::Exists(name)) => match self.get(id).await {
+                Ok(current) if current.definition == *body => Ok((false, current)),
+                _ => Err(DefineError::Exists(name).into()),
+            },
+            Err(error) => Err(error.into()),
+        }
     }
 
     pub async fn get(&self, id: &str) -> Result<TournamentDefinition, PlayError> {
@@ -76,9 +84,9 @@ impl TournamentAdmin {
         of_stored(id, &defined.definition)
     }
 
-    /// Ends the instance open at `now`: recorded first (refused from then on by every function
-    /// within its catalog refresh), then frozen (refused in Redis at once). Again: the same
-    /// answer, and the freeze done if a first call stopped before it.
+    /// Ends the instance open at `now`: frozen first (every later join or score refused in
+    /// Redis at once), then recorded in the definition (every function's catalog, and a
+    /// restore, know it). Again: the same answer, and whatever a first call left undone done.
     pub async fn end(&self, id: &str, reason: Option<&str>, now: DateTime<Utc>) -> Result<InstanceEnded, PlayError> {
         let catalog = self.keys.catalog();
         let mut conn = self.store.write_connection().await?;
@@ -99,6 +107,11 @@ impl TournamentAdmin {
                     None => return Err(PlayError::Closed(id.to_owned())),
                 },
             };
+            // Frozen first: refused in Redis at once, whatever a function's catalog still says;
+            // then recorded (a call stopped in between is redone by the next, the same way).
+            let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC)
+                .map_err(|e| StoreError::Protocol(format!("instance {:?}: {e}", instance.id)))?;
+            freeze::freeze(&mut conn, &self.keys.board(id), &period).await?;
             if let Some(why) = why {
                 stored[CLOSED][&instance.id] = why;
                 let replaced = stored.to_string();
@@ -114,9 +127,6 @@ impl TournamentAdmin {
                     _ => return Err(PlayError::Unknown(id.to_owned())),
                 }
             }
-            let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC)
-                .map_err(|e| StoreError::Protocol(format!("instance {:?}: {e}", instance.id)))?;
-            freeze::freeze(&mut conn, &self.keys.board(id), &period).await?;
             let reason = stored[CLOSED][&instance.id]["reason"].as_str().map(str::to_owned);
             return Ok(InstanceEnded {
                 tournament_id: id.to_owned(),

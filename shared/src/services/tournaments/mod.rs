@@ -18,7 +18,7 @@ use crate::domain::config::tournament::{Instance, Tournament, TournamentError};
 use crate::domain::config::{Board, Config};
 use crate::domain::ids::{self, IdError};
 use crate::domain::journal::{Entry, Stamp};
-use crate::domain::period::Period;
+use crate::domain::period::{EventTimeError, Period};
 use crate::domain::scores::Submission;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
@@ -160,12 +160,17 @@ impl Tournaments {
         let (board, tournament) = self.find(id)?;
         let submission =
             Submission { event_id: play.event_id.clone(), user_id: play.user_id.clone(), score: play.score, occurred_at: None };
-        let (instance, _) = self.open(board, tournament, now)?;
-        let receipt = self.scores.submit_to(board, &submission, now).await?;
+        // Outside the window the script still answers a retry of an applied id as a duplicate
+        // (markers first), and refuses a first delivery with nothing written.
+        let closed = tournament.open_at(now).is_none().then_some(EventTimeError::Closed);
+        let receipt = match self.scores.submit_to(board, &submission, now, closed).await {
+            Err(ScoreError::EventTime(EventTimeError::Closed)) => return Err(PlayError::Closed(board.name.clone())),
+            other => other?,
+        };
         let standing = receipt.outcome.periods.first();
         Ok(PlayReceipt {
             tournament_id: board.name.clone(),
-            instance: instance.id,
+            instance: standing.map_or_else(String::new, |s| s.period_id.clone()),
             event_id: receipt.event_id,
             duplicate: receipt.duplicate,
             applied: receipt.outcome.applied,

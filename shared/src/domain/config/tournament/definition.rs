@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{Prize, Reset, Tournament};
 use crate::domain::config::{Keep, Order};
 use crate::domain::ids;
+use crate::domain::period::{FIRST_DATE, LAST_DATE};
 
 pub const MAX_TITLE_CHARS: usize = 100;
 const MAX_DESCRIPTION_CHARS: usize = 1_000;
@@ -101,6 +102,11 @@ impl Tournament {
             && ids::validate_board_name(category).is_err()
         {
             return Err(invalid("category", "must be 1-32 characters of a-z, 0-9 and '-'"));
+        }
+        let (first, last) =
+            (FIRST_DATE.and_hms_opt(0, 0, 0).expect("midnight").and_utc(), LAST_DATE.and_hms_opt(0, 0, 0).expect("midnight").and_utc());
+        if raw.start < first || raw.end > last {
+            return Err(invalid(if raw.start < first { "start" } else { "end" }, format!("must be within {FIRST_DATE}..{LAST_DATE}")));
         }
         if raw.end <= raw.start {
             return Err(invalid("end", "must be after start"));
