@@ -264,3 +264,50 @@ async fn a_league_week_closed_through_cargo_lambda_invoke_then_its_cohort_over_h
     assert_eq!(users, [("league-a", "stay"), ("league-b", "stay")], "{league}");
     assert_eq!((&league["period_id"], &league["tier"]), (&json!("2026-W40"), &json!("bronze")));
 }
+
+/// A tournament through the functions of `cargo lambda watch`: created, joined by its scores and
+/// ended early over HTTP (`ingest`), its end run by the archive function's every-minute event
+/// through `cargo lambda invoke`, its results read over HTTP (`seasons`).
+#[tokio::test]
+async fn a_tournament_created_played_ended_and_its_results_read_through_cargo_lambda() {
+    let client = watch_client();
+    let ingest = format!("{}/lambda-url/ingest/v1", watch_url());
+    let id = format!("cup-{}", std::process::id());
+    let now = chrono::Utc::now();
+    let definition = json!({"title": "Watch cup", "keep": "best", "start": now - chrono::Duration::hours(1),
+        "end": now + chrono::Duration::hours(1), "join_required": false, "prizes": [{"ranks": [1, 1], "reward": "gold"}]});
+    let created = client.put(format!("{ingest}/admin/tournaments/{id}")).json(&definition).send().await.unwrap();
+    assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
+    for (i, (user, score)) in [("ann", 30), ("bo", 70)].into_iter().enumerate() {
+        let play = json!({"event_id": format!("{id}-{i}"), "user_id": format!("{id}-{user}"), "score": score});
+        let answer = client.post(format!("{ingest}/tournaments/{id}/scores")).json(&play).send().await.unwrap();
+        assert_eq!(answer.status(), 200, "{}", answer.text().await.unwrap());
+    }
+    let ended = client.post(format!("{ingest}/admin/tournaments/{id}/end")).json(&json!({"reason": "watch"})).send().await.unwrap();
+    assert_eq!(ended.status(), 202, "{}", ended.text().await.unwrap());
+
+    let run = invoke("archive", "runtime-event.json");
+    let mine: Vec<&Value> = run["tournaments"].as_array().unwrap().iter().filter(|r| r["tournament_id"] == id.as_str()).collect();
+    assert_eq!(mine.len(), 1, "{run}");
+    // The watch has no event bus (`STANDINGS_EVENT_BUS`): stored, not announced.
+    assert_eq!((&mine[0]["status"], &mine[0]["total"]), (&json!("stored"), &json!(2)), "{run}");
+    // The seasons function's catalog is at most 5 s old: polled until it knows the tournament.
+    let url = format!("{}/lambda-url/seasons/v1/tournaments/{id}/results?instance=all", watch_url());
+    let started = std::time::Instant::now();
+    let results: Value = loop {
+        let response = client.get(&url).send().await.unwrap();
+        if response.status() == 200 {
+            break response.json().await.unwrap();
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "{}", response.text().await.unwrap());
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    };
+    let rows: Vec<(&str, i64, &Value)> = results["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["user_id"].as_str().unwrap(), r["score"].as_i64().unwrap(), &r["prize"]))
+        .collect();
+    let (bo, ann) = (format!("{id}-bo"), format!("{id}-ann"));
+    assert_eq!(rows, [(bo.as_str(), 70, &json!("gold")), (ann.as_str(), 30, &Value::Null)], "{results}");
+}

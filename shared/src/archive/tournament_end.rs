@@ -31,7 +31,8 @@ pub struct InstanceEnd {
     pub tournament_id: String,
     pub instance: String,
     /// `archiving` (its results go on next run), `announcing` (its events go on next run),
-    /// `done`, or `failed` (logged; tried again next run).
+    /// `stored` (results stored; no event bus to announce them on), `done`, or `failed`
+    /// (logged; tried again next run).
     pub status: &'static str,
     pub total: u64,
     pub pages_sent: u64,
@@ -109,7 +110,7 @@ impl<S: ArchiveSink> Archiver<S> {
         // the archive completed leaves nothing behind.
         self.free_seats(tournament, name).await?;
         let Some(bus) = bus else {
-            report.status = if next.is_some_and(|next| next > total) { "done" } else { "announcing" };
+            report.status = "stored";
             return Ok(report);
         };
         while next.is_none_or(|next| next <= total) {
