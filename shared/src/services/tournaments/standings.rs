@@ -208,14 +208,17 @@ impl Tournaments {
         };
         let Some((instance, period)) = self.instance(tournament, instance, now)? else { return Ok(standing) };
         standing.instance = Some(instance.id.clone());
-        let mut conn = self.store.connection().await?;
-        let used: Option<u32> = redis::cmd("HGET")
-            .arg(self.keys.board(id).entries(&period))
-            .arg(user_id)
-            .query_async(&mut conn)
-            .await
-            .map_err(StoreError::from)?;
-        standing.entries_left = entries_left(tournament, used.unwrap_or(0));
+        // Attempts are kept only where they are limited (submit_score.lua): nothing to ask else.
+        if tournament.max_entries.is_some() {
+            let mut conn = self.store.connection().await?;
+            let used: Option<u32> = redis::cmd("HGET")
+                .arg(self.keys.board(id).entries(&period))
+                .arg(user_id)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            standing.entries_left = entries_left(tournament, used.unwrap_or(0));
+        }
         match (self.source(table, board, &instance, &period, now).await?, table) {
             (Source::Archived(total), Some(table)) => {
                 standing.total = total;
