@@ -46,6 +46,8 @@ pub struct RedisServer {
     bus_port: Option<u16>,
     dir: PathBuf,
     args: Vec<String>,
+    /// Environment variables the server process gets (e.g. a clock shim's).
+    env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
@@ -53,23 +55,29 @@ impl RedisServer {
     /// Starts a server without persistence (unless `args` ask for it) and waits until it
     /// answers PING.
     pub async fn start(args: &[&str]) -> Self {
-        Self::start_with(args, false).await
+        Self::start_with(args, &[], false).await
+    }
+
+    /// A server whose process gets `env` too (e.g. `LD_PRELOAD` of a clock shim).
+    pub async fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Self {
+        Self::start_with(args, env, false).await
     }
 
     /// A cluster node (`args` enable cluster mode): it gets a bus port of its own too.
     pub async fn start_cluster_node(args: &[&str]) -> Self {
-        Self::start_with(args, true).await
+        Self::start_with(args, &[], true).await
     }
 
-    async fn start_with(args: &[&str], cluster_bus: bool) -> Self {
+    async fn start_with(args: &[&str], env: &[(&str, &str)], cluster_bus: bool) -> Self {
         let base = std::env::var_os("STANDINGS_TEST_TMP").map_or_else(std::env::temp_dir, PathBuf::from);
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         // Another process may bind a port between its choice and the server's start: try anew.
         for attempt in 1.. {
             let dir = base.join(format!("redis-{}", crate::unique_prefix()));
             std::fs::create_dir_all(&dir).unwrap();
             let bus_port = cluster_bus.then(free_port);
-            let mut server = Self { port: free_port(), bus_port, dir, args: args.clone(), child: None };
+            let mut server = Self { port: free_port(), bus_port, dir, args: args.clone(), env: env.clone(), child: None };
             server.spawn();
             match server.wait_ready().await {
                 Ok(()) => return server,
@@ -91,6 +99,7 @@ impl RedisServer {
             .args(["--dir", &path(""), "--logfile", &path("redis.log"), "--pidfile", &path("redis.pid")])
             .args(self.bus_port.iter().flat_map(|port| ["--cluster-port".to_owned(), port.to_string()]))
             .args(&self.args)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -8,6 +8,7 @@ mod failover;
 mod out_of_memory;
 mod replica_wait;
 mod restart;
+mod restore_history;
 
 /// The default `activity` board's comment rule, and sign-ins, waiting for one replica on
 /// every write.
