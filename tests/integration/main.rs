@@ -67,6 +67,7 @@ mod semantics;
 mod sharded_boards;
 mod sharded_journal;
 mod sharded_reshard;
+mod sharded_rules;
 mod sign_ins;
 mod startup_check;
 mod statements;

@@ -240,9 +240,6 @@ fn boards_that_cannot_be_sharded_are_refused_naming_the_field() {
         let error = Config::parse(&format!("[[boards]]\n{score}{extra}")).unwrap_err().to_string();
         assert!(error.contains("boards[0].shards") && error.contains(why), "{extra}: {error}");
     }
-    let rules = "[[boards]]\nname = \"r\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nshards = 2\n[[boards.rules]]\naction = \"a\"\npoints = 1\nscope = \"user_target_day\"\n";
-    let error = Config::parse(rules).unwrap_err().to_string();
-    assert!(error.contains("boards[0].shards") && error.contains("score boards"), "{error}");
     let hot = "[[boards]]\nname = \"h\"\nkind = \"decaying\"\ntimezone = \"UTC\"\ntop = 10\nshards = 2\ndecay = { mode = \"window\", window_hours = 24, weights = \"linear\", linear_step = 0.04, synthesized_ttl_secs = 300 }\n";
     let error = Config::parse(hot).unwrap_err().to_string();
     assert!(error.contains("shards"), "{error}");

@@ -41,8 +41,8 @@ impl Layouts {
         now: DateTime<Utc>,
         record: bool,
     ) -> Result<u32, StoreError> {
-        // Only score boards can be sharded (`config::validate`): the others are in one slot.
-        if board.kind != BoardKind::Scores {
+        // Hot boards cannot be sharded (`config::validate`): they are in one slot.
+        if board.kind == BoardKind::Decaying {
             return Ok(1);
         }
         // A replay writes where the journal says (a shadow's keys hold no layout of their own).
@@ -109,4 +109,11 @@ async fn probe(
 /// Records `shards` as the layout of `board` (a reshard's last step), whatever was recorded.
 pub async fn record(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &str, shards: u32) -> Result<(), StoreError> {
     redis::cmd("SET").arg(keys.board_layout(board)).arg(shards).query_async(conn).await.map_err(StoreError::from)
+}
+
+/// Records `shards` as the layout of `board` unless one is recorded (a restore brought a
+/// sharded board back: the record went with the rest, and a function configured otherwise
+/// would record its own layout at its first write).
+pub async fn record_if_absent(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &str, shards: u32) -> Result<(), StoreError> {
+    redis::cmd("SET").arg(keys.board_layout(board)).arg(shards).arg("NX").query_async(conn).await.map_err(StoreError::from)
 }

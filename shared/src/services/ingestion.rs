@@ -14,12 +14,12 @@ use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde::Serialize;
 
-use crate::domain::config::Config;
+use crate::domain::config::{Board, Config};
 use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::EventWindow;
 use crate::domain::scoring::{BoardPlan, Event, EventPlan, Refusal, plan_event};
 use crate::redis::error::StoreError;
-use crate::redis::keys::Keys;
+use crate::redis::keys::{Keys, user_shard};
 use crate::redis::scripts::{self, ApplyReply, BoardEvent, BoardOutcome, CHUNK};
 use crate::redis::store::Store;
 
@@ -184,14 +184,16 @@ impl Ingestor {
             Ok(conn) => conn,
             Err(error) => return events.iter().map(|_| Err(error.clone().into())).collect(),
         };
-        // Each board's shares, in event order: (event, board plan) indexes.
-        let mut shares: Vec<(&str, Vec<(usize, usize)>)> = Vec::new();
-        for (e, (_, plan)) in events.iter().enumerate() {
+        // Each board's shares, by the shard of the event's user (docs/scaling.md: 0 on a board
+        // of one slot), in event order: (event, board plan) indexes.
+        let mut shares: Vec<Share<'_>> = Vec::new();
+        for (e, (event, plan)) in events.iter().enumerate() {
             for (b, board_plan) in plan.boards.iter().enumerate().filter(|(_, p)| p.refused.is_none()) {
-                let name = board_plan.board.name.as_str();
-                match shares.iter_mut().find(|(board, _)| *board == name) {
-                    Some((_, list)) => list.push((e, b)),
-                    None => shares.push((name, vec![(e, b)])),
+                let board = board_plan.board;
+                let shard = user_shard(&event.user_id, board.shards);
+                match shares.iter_mut().find(|(other, s, _)| other.name == board.name && *s == shard) {
+                    Some((_, _, list)) => list.push((e, b)),
+                    None => shares.push((board, shard, vec![(e, b)])),
                 }
             }
         }
@@ -201,8 +203,8 @@ impl Ingestor {
             .map(|((event, _), &at)| if self.keys.journal_on() { Entry::Event { at: Stamp(at), event }.json() } else { String::new() })
             .collect();
         let entries = &entries;
-        let calls = shares.iter().flat_map(|(board, list)| list.chunks(CHUNK).map(move |chunk| (*board, chunk)));
-        let answers = join_all(calls.map(|(board, chunk)| {
+        let calls = shares.iter().flat_map(|(board, shard, list)| list.chunks(CHUNK).map(move |chunk| (*board, *shard, chunk)));
+        let answers = join_all(calls.map(|(board, shard, chunk)| {
             let mut conn = conn.clone();
             async move {
                 let items: Vec<BoardEvent<'_>> = chunk
@@ -222,8 +224,13 @@ impl Ingestor {
                         }
                     })
                     .collect();
-                let wait = self.store.replica_wait().with_replicas(items[0].plan.board.wait_replicas);
-                let keys = self.keys.board(board);
+                let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
+                // A board whose data is in another layout than configured takes no writes
+                // (docs/scaling.md#changing-shards): probed once per container every 30 s.
+                if let Err(error) = self.store.check_layout(&self.keys, board).await {
+                    return (chunk, items.iter().map(|_| Err(error.clone())).collect());
+                }
+                let keys = self.keys.board_shard(&board.name, board.shards, shard);
                 let answers: Vec<Result<ApplyReply, StoreError>> =
                     match scripts::apply_events(&mut conn, &keys, &items, wait).await {
                         Ok(replies) => replies.into_iter().map(Ok).collect(),
@@ -255,6 +262,9 @@ impl Ingestor {
         events.iter().zip(replies).map(|((event, plan), replies)| receipt(event, plan, replies)).collect()
     }
 }
+
+/// A board's shard and the (event, board plan) indexes of the events it takes there.
+type Share<'a> = (&'a Board, u32, Vec<(usize, usize)>);
 
 /// The answer to one event from its boards' replies (`None`: refused by its plan, unsent).
 fn receipt(event: &Event, plan: &EventPlan<'_>, replies: Vec<Option<Result<ApplyReply, StoreError>>>) -> Result<EventReceipt, IngestError> {
@@ -293,9 +303,17 @@ fn receipt(event: &Event, plan: &EventPlan<'_>, replies: Vec<Option<Result<Apply
 /// from an earlier delivery), or why it refused it (nothing written on that board).
 fn board_reply(event: &Event, board_plan: &BoardPlan<'_>, reply: ApplyReply) -> Result<(bool, BoardOutcome), IngestError> {
     let board = || board_plan.board.name.clone();
+    // On a sharded board the script knows the rank in its shard only: the write answers none
+    // (docs/scaling.md#what-a-write-answers); reads give the exact rank.
+    let whole = |mut outcome: BoardOutcome| {
+        if board_plan.board.shards > 1 {
+            outcome.periods.iter_mut().for_each(|standing| standing.rank = None);
+        }
+        outcome
+    };
     match reply {
-        ApplyReply::New(outcome) => Ok((false, outcome)),
-        ApplyReply::Duplicate(outcome) => Ok((true, outcome)),
+        ApplyReply::New(outcome) => Ok((false, whole(outcome))),
+        ApplyReply::Duplicate(outcome) => Ok((true, whole(outcome))),
         ApplyReply::Conflict => Err(IngestError::Conflict(event.event_id.clone())),
         ApplyReply::OutsideWindow(refusal) => Err(IngestError::Refused(Refusal::EventTime(refusal))),
         ApplyReply::OutOfRange => Err(IngestError::ScoreOutOfRange(board())),

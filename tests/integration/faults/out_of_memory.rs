@@ -35,6 +35,9 @@ async fn a_full_store_is_a_503_and_writes_nothing() {
     let app = spawn_ingest_at(Config::default_boards(), &RedisSettings::standalone(&server.url())).await;
     let comment = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "a1"});
     assert_eq!(app.event(comment.clone()).await.0, 200);
+    // Each board's layout probed (once per container every 30 s, outside the scripts).
+    let invite = json!({"event_id": "e0", "user_id": "u1", "action": "invite", "target": "u8"});
+    assert_eq!(app.event(invite).await.0, 200);
     let before = snapshot(&app).await;
     let () = redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(1).query_async(&mut app.redis.clone()).await.unwrap();
     let ((evalsha_calls, evalsha_rejected), (zadd_calls, _), (get_calls, _)) =

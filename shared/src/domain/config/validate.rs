@@ -179,7 +179,8 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
 }
 
 /// A board spread over shards (docs/scaling.md): 1..=`MAX_SHARDS`, and only what is built for
-/// it (score boards, without archive, league or notifications yet), never half-supported.
+/// it (rule and score boards, without archive, league, notifications, sign-ins or rules that
+/// count a target once on the whole board yet), never half-supported.
 fn validate_shards(at: &str, raw: &RawBoard) -> Result<u32, ConfigError> {
     let Some(shards) = raw.shards else { return Ok(1) };
     let field = format!("{at}.shards");
@@ -189,13 +190,20 @@ fn validate_shards(at: &str, raw: &RawBoard) -> Result<u32, ConfigError> {
     if shards == 1 {
         return Ok(1);
     }
-    let refusal = match raw.kind {
-        BoardKind::Decaying => Some("a decaying (hot) board cannot be sharded: its synthesis reads every bucket at once"),
-        BoardKind::Cumulative => Some("only score boards (kind = \"scores\") can be sharded yet"),
-        BoardKind::Scores if raw.league.is_some() => Some("a board with a `league` cannot be sharded: cohorts span every member"),
-        BoardKind::Scores if raw.notify.is_some() => Some("a board with `notify` cannot be sharded: rank moves need the whole board"),
-        BoardKind::Scores if raw.archive => Some("a board with `archive = true` cannot be sharded yet"),
-        BoardKind::Scores => None,
+    let refusal = if raw.kind == BoardKind::Decaying {
+        Some("a decaying (hot) board cannot be sharded: its synthesis reads every bucket at once")
+    } else if raw.league.is_some() {
+        Some("a board with a `league` cannot be sharded: cohorts span every member")
+    } else if raw.notify.is_some() {
+        Some("a board with `notify` cannot be sharded: rank moves need the whole board")
+    } else if raw.archive {
+        Some("a board with `archive = true` cannot be sharded yet")
+    } else if raw.sign_in.is_some() {
+        Some("a board with `sign_in` cannot be sharded yet")
+    } else if raw.rules.iter().any(|rule| rule.scope == Scope::Target) {
+        Some("a rule of scope \"target\" counts a target once on the whole board, which no shard sees")
+    } else {
+        None
     };
     match refusal {
         Some(problem) => Err(invalid(field, problem)),

@@ -18,7 +18,7 @@ mod catalog;
 mod shards;
 mod tournament;
 pub use catalog::CATALOG_JOURNAL;
-pub use shards::{SLOTS, journal_board, journal_names, slot, user_journal, user_shard};
+pub use shards::{SLOTS, journal_board, journal_names, journal_shards, slot, user_journal, user_shard};
 
 const VERSION: &str = "v1";
 /// How long a shadow replay's keys live (see `Keys::shadow`): longer than the invocation that

@@ -72,6 +72,11 @@ pub fn journal_board(name: &str) -> &str {
     name.split(':').next().unwrap_or(name)
 }
 
+/// How many shards the layout of journal `name` has (1: a board's own journal).
+pub fn journal_shards(name: &str) -> u32 {
+    name.split(':').nth(1).and_then(|part| part.split_once("of")).and_then(|(_, n)| n.parse().ok()).unwrap_or(1)
+}
+
 impl Keys {
     /// How many shards `board`'s data is in (a string; `redis::layout`), beside its one-slot
     /// keys.
@@ -138,5 +143,7 @@ mod tests {
         assert!(counts.iter().all(|c| (60..140).contains(c)), "{counts:?}");
         assert_eq!(user_shard("u1", 12), user_shard("u1", 12));
         assert_eq!(user_shard("u1", 1), 0);
+        assert_eq!(journal_names("b", 12).iter().map(|name| journal_shards(name)).collect::<Vec<_>>(), vec![12; 12]);
+        assert_eq!(journal_shards("b"), 1);
     }
 }

@@ -84,7 +84,7 @@ impl<O: Objects> Resharder<O> {
     /// `deadline`; invoked again, it goes on.
     pub async fn reshard(&self, name: &str, deadline: DateTime<Utc>) -> Result<ReshardReport, RestoreError> {
         let board =
-            self.config.board(name).filter(|b| b.kind == BoardKind::Scores).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
+            self.config.board(name).filter(|b| b.kind != BoardKind::Decaying).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
         if !self.keys.journal_on() {
             return Err(RestoreError::Invalid(
                 "a reshard applies the board's journal: it needs the journal on (STANDINGS_JOURNAL_BUCKET)".into(),

@@ -17,7 +17,8 @@ use crate::domain::journal::{Effects, Line, stream_id_ms};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{
-    BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, profile_journal,
+    BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, journal_shards,
+    profile_journal,
 };
 use crate::redis::restore::{self, Run};
 use crate::redis::store::{Connection, Store};
@@ -247,6 +248,9 @@ impl<O: Objects> Restorer<O> {
             .await
             .map_err(StoreError::from)?;
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
+        if journal_shards(name) > 1 {
+            crate::redis::layout::record_if_absent(progress.conn, &self.keys, journal_board(name), journal_shards(name)).await?;
+        }
         progress.report.status = Status::Complete;
         Ok(())
     }
