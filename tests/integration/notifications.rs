@@ -235,6 +235,33 @@ async fn league_zones_are_entered_and_left_as_the_cohort_fills_and_players_pass(
     );
 }
 
+/// A ban is a departure from the banned user's cohort: it shrinks, and its zones with it (a
+/// cohort of four promotes one, of three none), so the first leaves the promotion zone though
+/// nobody passed them. The banned user is told nothing.
+#[tokio::test]
+async fn a_ban_shrinks_the_banned_users_cohort_and_its_zones() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    for (id, user, points) in [("d1", "p1", 5), ("d2", "p2", 4), ("d3", "p3", 3), ("d4", "p4", 1)] {
+        assert_eq!(write(&app, json!({"event_id": id, "user_id": user, "action": "drill", "points": points})).await, 200);
+    }
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    let zones = |got: Vec<Seen>| -> Vec<Seen> {
+        got.into_iter().filter(|c| matches!(c.1, EnteredPromotion | LeftPromotion | EnteredDemotion | LeftDemotion)).collect()
+    };
+    let first = zones(seen(&bus.received().await));
+    assert!(first.contains(&s("p1", EnteredPromotion, Some(1), Some(1), None)), "{first:?}");
+
+    let (status, body) = app.call(Method::POST, "/v1/admin/users/p2/ban", "{}".to_owned(), ADMIN).await;
+    assert_eq!(status, 200, "{body}");
+    app.notify(Notifier::new(bus.bus.clone())).await;
+    let after = bus.received().await;
+    assert_eq!(zones(seen(&after)), vec![s("p1", LeftPromotion, Some(1), Some(1), None)]);
+    assert!(after.iter().all(|d| d.user_id != "p2"), "the banned user is told nothing");
+    let (_, league) = app.get("/v1/boards/lg/users/p3/league").await;
+    assert_eq!(league["entries"].as_array().map(Vec::len), Some(3), "{league}");
+}
+
 /// Demotion needs a tier above the lowest: week 47 promotes p1 and p3 to silver, where week
 /// 48 puts them in one cohort of two, whose last place demotes.
 #[tokio::test]

@@ -26,12 +26,35 @@ ARGV[5]    the journal entry (the audit entry), appended with the periods the us
            from ("<kind>:<id>", comma-separated); "" when the journal is off
 ARGV[6]    m, the live league periods
 ARGV[7..]  for each live period, in KEYS order: "<kind>:<id>"; then for each the top watched
-           for notifications ("0": none; so n = (#ARGV - 6) / 2). Removing a member from a
-           watched top records the move (prelude.lua's `record_move`, tagged so the banned user
-           is told nothing)
+           for notifications ("0": none); then for each of the m live league periods the
+           position (1..n) of its sorted set among the live periods (so n = (#ARGV - 6 - m) / 2).
+           Removing a member from a watched top records the move (prelude.lua's `record_move`,
+           tagged so the banned user is told nothing); leaving a watched league period's
+           cohort records the cohort without them (`BL`: those below move up, the zones shrink)
 
 Reply: the positions (1-based, in KEYS[5..] order) of the periods the user was removed from.
 ]]
+
+-- The banned member's departure from their cohort (`BL`, docs/notifications.md): their place
+-- before (from `was`, their composite then), and the cohort in order without them.
+local function record_departure(moves, board, placements, cohorts, kind, id, member, was)
+  local cohort = redis.call('HGET', placements, member)
+  if not cohort then return end
+  local names, others = redis.call('ZRANGEBYLEX', cohorts, cohort_range(cohort)), {}
+  for i = 1, #names do
+    local name = string.sub(names[i], #cohort + 2)
+    if name ~= member then others[#others + 1] = name end
+  end
+  if #others == 0 then return end
+  local composites, score = redis.call('ZMSCORE', board, unpack(others)), {}
+  for i = 1, #others do score[others[i]] = composites[i] and tonumber(composites[i]) end
+  local place = 0
+  for i = 1, #others do
+    if cohort_ahead(others[i], score[others[i]], member, was) then place = place + 1 end
+  end
+  table.sort(others, function(x, y) return cohort_ahead(x, score[x], y, score[y]) end)
+  moves[#moves + 1] = table.concat({'BL', kind, id, cohort, member, place, table.concat(others, ' ')}, ' ')
+end
 
 effects_begin(ARGV[5] ~= '' and KEYS[3])
 fence_check(KEYS[1])
@@ -44,7 +67,13 @@ writable(KEYS[2], 'list')
 if ARGV[5] ~= '' then writable(KEYS[3], 'stream') end
 if ARGV[2] == 'ban' then
   local m = tonumber(ARGV[6])
-  local n = (#ARGV - 6) / 2
+  local n = (#ARGV - 6 - m) / 2
+  -- The live periods a watched league period is: their member's composite before the ban.
+  local league_at, was = {}, {}
+  for j = 1, m do
+    local i = tonumber(ARGV[6 + 2 * n + j])
+    if i > 0 and tonumber(ARGV[6 + n + i]) > 0 then league_at[i] = true end
+  end
   local statements = #KEYS == 4 + 2 * n + 3 * m
   writable(KEYS[4], 'stream')
   for i = 1, n do writable(KEYS[4 + i], 'zset') end
@@ -61,6 +90,7 @@ if ARGV[2] == 'ban' then
       local kind, id = string.match(ARGV[6 + i], '^([^:]*):(.*)$')
       local key, top = KEYS[4 + i], tonumber(ARGV[6 + n + i])
       local rank = top > 0 and redis.call('ZREVRANK', key, member)
+      if league_at[i] then was[i] = redis.call('ZSCORE', key, member) end
       if remove_member(key, KEYS[1], kind, id, member) == 1 then
         removed[#removed + 1] = i
         outcome[#outcome + 1] = ARGV[6 + i]
@@ -72,6 +102,11 @@ if ARGV[2] == 'ban' then
   for j = 1, m do
     local at = #KEYS - 3 * (m - j)
     local placements, cohorts, waiting = KEYS[at - 2], KEYS[at - 1], KEYS[at]
+    local i = tonumber(ARGV[6 + 2 * n + j])
+    if i > 0 and was[i] then
+      local kind, id = string.match(ARGV[6 + i], '^([^:]*):(.*)$')
+      record_departure(moves, KEYS[4 + i], placements, cohorts, kind, id, member, tonumber(was[i]))
+    end
     league_leave(placements, cohorts, waiting, member)
   end
 else

@@ -72,6 +72,9 @@ pub async fn ban<'p>(
     for period in live {
         invocation.arg(notify.map_or(0, |notify| super::apply::notify_top(notify, period)));
     }
+    for league_period in &league_periods {
+        invocation.arg(live.iter().position(|period| std::ptr::eq(period, *league_period)).map_or(0, |i| i + 1));
+    }
     let removed: Vec<usize> = invocation.invoke_async(conn).await?;
     removed
         .into_iter()
