@@ -64,6 +64,7 @@ mod score_model;
 mod score_semantics;
 mod scores;
 mod semantics;
+mod sharded_archive;
 mod sharded_boards;
 mod sharded_journal;
 mod sharded_reshard;

@@ -234,7 +234,6 @@ fn boards_that_cannot_be_sharded_are_refused_naming_the_field() {
             "periods = [\"week\"]\nshards = 4\nleague = { period = \"week\", cohort_size = 4, tiers = [\"bronze\", \"silver\"], promote = 1, demote = 1 }\n",
             "league",
         ),
-        ("periods = [\"season\"]\narchive = true\nshards = 4\n", "archive"),
         ("periods = [\"all\"]\nshards = 4\nnotify = { top = 10 }\n", "notify"),
     ] {
         let error = Config::parse(&format!("[[boards]]\n{score}{extra}")).unwrap_err().to_string();

@@ -137,6 +137,76 @@ pub async fn release_frozen(conn: &mut Connection, keys: &BoardKeys, period: &Pe
     Ok(())
 }
 
+/// A season of a board spread over shards (docs/scaling.md): each shard's period frozen on its
+/// own (its guard closes it to that shard's writes), read as one board.
+pub mod shards {
+    use super::*;
+    use crate::redis::sharded::{self, ShardSet};
+
+    fn frozen_sets(shards: &[BoardKeys], period: &Period) -> Vec<ShardSet> {
+        shards.iter().map(|keys| ShardSet { set: keys.frozen(period), guard: None }).collect()
+    }
+
+    /// Freezes every shard; what each found.
+    pub async fn freeze(conn: &mut Connection, shards: &[BoardKeys], period: &Period) -> Result<Vec<Frozen>, StoreError> {
+        let mut frozen = Vec::with_capacity(shards.len());
+        for keys in shards {
+            frozen.push(super::freeze(conn, keys, period).await?);
+        }
+        Ok(frozen)
+    }
+
+    /// `frozen_page` of the whole board: each shard read from where the page starts in it.
+    pub async fn page(
+        conn: &mut Connection,
+        shards: &[BoardKeys],
+        period: &Period,
+        scale: &Scale,
+        start: u64,
+        count: u64,
+    ) -> Result<Vec<Standing>, StoreError> {
+        if let [keys] = shards {
+            return frozen_page(conn, keys, period, scale, start, count).await;
+        }
+        let entries = sharded::window(conn, &frozen_sets(shards, period), start, count).await?;
+        (start + 1..)
+            .zip(entries)
+            .map(|(rank, (user_id, composite))| {
+                let (points, reached_at) =
+                    scale.decode(composite).map_err(|e| StoreError::Protocol(format!("member {user_id:?} of a frozen board: {e}")))?;
+                Ok(Standing { rank, user_id, points, reached_at })
+            })
+            .collect()
+    }
+
+    /// `frozen_histograms` of the whole board.
+    pub async fn histograms(conn: &Connection, shards: &[BoardKeys], period: &Period, scale: &Scale) -> Result<Vec<Histogram>, StoreError> {
+        if let [keys] = shards {
+            return frozen_histograms(conn, keys, period, scale).await;
+        }
+        let sets = frozen_sets(shards, period);
+        let reads = (1..=MAX_BUCKETS).map(|buckets| sharded::distribution(conn, &sets, scale, buckets, &CUTOFF_SHARES));
+        futures::future::try_join_all(reads).await
+    }
+
+    /// Members of every shard's frozen board right now.
+    pub async fn members(conn: &mut Connection, shards: &[BoardKeys], period: &Period) -> Result<u64, StoreError> {
+        let mut total = 0;
+        for keys in shards {
+            total += frozen_members(conn, keys, period).await?;
+        }
+        Ok(total)
+    }
+
+    /// `release_frozen` of every shard.
+    pub async fn release(conn: &mut Connection, shards: &[BoardKeys], period: &Period, statements: bool) -> Result<(), StoreError> {
+        for keys in shards {
+            release_frozen(conn, keys, period, statements).await?;
+        }
+        Ok(())
+    }
+}
+
 /// Members whose statements one UNLINK releases.
 const RELEASE_PAGE: u64 = 1000;
 

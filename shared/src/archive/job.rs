@@ -13,20 +13,21 @@ use std::time::Duration as StdDuration;
 
 use super::freeze::{self, Standing};
 use super::schedule::{Backoff, stopping_margin, unarchived_candidates};
-use super::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, TableError, entry_item, put_request};
+use super::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, entry_item, put_request};
 use crate::Clock;
 use crate::domain::config::{Board, Config};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::scores;
 use crate::domain::tiebreak::Scale;
-use crate::redis::error::StoreError;
-use crate::redis::keys::{BoardKeys, Keys};
+use crate::redis::keys::{BoardKeys, Keys, journal_names};
 use crate::redis::store::{Connection, Store};
 use crate::runtime::metrics::{Metrics, Unit};
 use aws_sdk_dynamodb::types::WriteRequest;
 use chrono::{DateTime, Duration, Utc};
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
+
+pub use super::error::ArchiveError;
 
 /// Members read from the frozen board per page, written as 40 batches of 25.
 /// Fixed: shards split the season by page number, so every invocation must agree on it.
@@ -54,58 +55,6 @@ impl Default for Settings {
             deadline_margin: Duration::seconds(30),
             concurrency: 4,
             backoff: Backoff { base: StdDuration::from_millis(50), cap: StdDuration::from_secs(5), max_attempts: 10 },
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ArchiveError {
-    #[error("invalid archive request: {0}")]
-    BadRequest(String),
-    #[error("unknown board {0:?}")]
-    UnknownBoard(String),
-    #[error("board {0:?} is not archived (archive = false in its configuration)")]
-    NotArchived(String),
-    #[error("season {0:?} is not a month such as 2026-10")]
-    InvalidSeason(String),
-    #[error("season {season} of board {board:?} has not ended; it can be archived from {}", .ready_at.to_rfc3339())]
-    SeasonNotEnded { board: String, season: String, ready_at: DateTime<Utc> },
-    #[error("shard_index must be below shard_total, and shard_total within 1..={MAX_SHARDS}")]
-    InvalidShard,
-    #[error("redis: {0}")]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Table(#[from] TableError),
-    #[error("DynamoDB still left items unprocessed after {0} attempts; the next invocation resumes")]
-    Unprocessed(u32),
-    #[error("season {season} of board {board:?}: {stored} entries in DynamoDB for {frozen} frozen members; the frozen board is kept")]
-    VerificationFailed { board: String, season: String, stored: u64, frozen: u64 },
-    #[error(
-        "season {season} of board {board:?} was frozen with {members} members, but its frozen board is gone and its archive is not complete"
-    )]
-    FrozenBoardMissing { board: String, season: String, members: u64 },
-    #[error(
-        "season {season} of board {board:?} had members, but its live board was gone (expired, evicted or flushed) when it was frozen; it is not archived as empty"
-    )]
-    LiveBoardLost { board: String, season: String },
-}
-
-impl ArchiveError {
-    /// A stable code for the invocation's error result.
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::BadRequest(_) => "bad_request",
-            Self::UnknownBoard(_) => "unknown_board",
-            Self::NotArchived(_) => "board_not_archived",
-            Self::InvalidSeason(_) => "invalid_season",
-            Self::SeasonNotEnded { .. } => "season_not_ended",
-            Self::InvalidShard => "invalid_shard",
-            Self::Store(_) => "store_unavailable",
-            Self::Table(_) => "table_unavailable",
-            Self::Unprocessed(_) => "unprocessed_items",
-            Self::VerificationFailed { .. } => "verification_failed",
-            Self::FrozenBoardMissing { .. } => "frozen_board_missing",
-            Self::LiveBoardLost { .. } => "live_board_lost",
         }
     }
 }
@@ -157,7 +106,8 @@ struct Job<'a> {
     /// The board keeps statements: they are released with the season.
     statements: bool,
     shard: Shard,
-    keys: BoardKeys,
+    /// The board's keys, one per shard it is spread over (docs/scaling.md).
+    shards: Vec<BoardKeys>,
     progress: Progress,
     /// No work starts once the clock is past this.
     stop_at: DateTime<Utc>,
@@ -275,8 +225,11 @@ impl<S: ArchiveSink> Archiver<S> {
 
     async fn see_running_season(&self, board: &Board, season: &Period, now: DateTime<Utc>) -> Result<(), ArchiveError> {
         let mut conn = self.store.connection().await?;
-        if freeze::has_members(&mut conn, &self.keys.board(&board.name), season).await? {
-            self.table.record_seen(&board.name, &season.id, now).await?;
+        let layout = self.store.board_shards(&self.keys, board).await?;
+        for (keys, name) in self.keys.board_shards(&board.name, layout).iter().zip(seen_names(&board.name, layout as usize)) {
+            if freeze::has_members(&mut conn, keys, season).await? {
+                self.table.record_seen(&name, &season.id, now).await?;
+            }
         }
         Ok(())
     }
@@ -332,14 +285,16 @@ impl<S: ArchiveSink> Archiver<S> {
         };
         let stop_at = deadline - stopping_margin(self.settings.deadline_margin, deadline - now);
         let scale = scores::scale(config, &period);
-        let keys = self.keys.board(board);
-        let job = Job { board, season: period, scale, statements: config.statements, shard, keys, progress: Progress::default(), stop_at };
+        let layout = self.store.board_shards(&self.keys, config).await?;
+        let shards = self.keys.board_shards(board, layout);
+        let job =
+            Job { board, season: period, scale, statements: config.statements, shard, shards, progress: Progress::default(), stop_at };
         let mut conn = self.store.connection().await?;
 
         if let Some(done) = self.table.completed(board, season).await? {
             // A run cut short between marking complete and freeing Redis leaves the frozen
             // board behind; freeing it again is harmless.
-            freeze::release_frozen(&mut conn, &job.keys, &job.season, job.statements).await?;
+            freeze::shards::release(&mut conn, &job.shards, &job.season, job.statements).await?;
             return Ok(job.report(Status::AlreadyComplete, done.total, None));
         }
         // A tournament's writes are decided on their own time: nothing lands after its end.
@@ -348,14 +303,16 @@ impl<S: ArchiveSink> Archiver<S> {
             return Err(ArchiveError::SeasonNotEnded { board: board.to_owned(), season: season.to_owned(), ready_at });
         }
 
-        let frozen = freeze::freeze(&mut conn, &job.keys, &job.season).await?;
+        let frozen = freeze::shards::freeze(&mut conn, &job.shards, &job.season).await?;
         // A flush takes the guard with the board: only what the runs saw can tell it apart
-        // from a season nobody played.
-        if frozen.lost || (frozen.unwitnessed && self.table.seen(board, season).await?) {
-            return Err(ArchiveError::LiveBoardLost { board: board.to_owned(), season: season.to_owned() });
+        // from a season nobody played (shard by shard: one may have had no member at all).
+        for (name, shard) in seen_names(board, job.shards.len()).iter().zip(&frozen) {
+            if shard.lost || (shard.unwitnessed && self.table.seen(name, season).await?) {
+                return Err(ArchiveError::LiveBoardLost { board: board.to_owned(), season: season.to_owned() });
+            }
         }
-        let total = frozen.members;
-        if !frozen.present && total > 0 {
+        let total = frozen.iter().map(|shard| shard.members).sum::<u64>();
+        if !frozen.iter().any(|shard| shard.present) && total > 0 {
             // Another shard completed the season (and freed Redis) since the check above.
             return match self.table.completed(board, season).await? {
                 Some(done) => Ok(job.report(Status::AlreadyComplete, done.total, None)),
@@ -369,7 +326,7 @@ impl<S: ArchiveSink> Archiver<S> {
             if self.out_of_time(&job) {
                 return Ok(job.report(Status::InProgress, total, Some(next_rank)));
             }
-            let page = freeze::frozen_page(&mut conn, &job.keys, &job.season, &job.scale, next_rank - 1, PAGE_SIZE).await?;
+            let page = freeze::shards::page(&mut conn, &job.shards, &job.season, &job.scale, next_rank - 1, PAGE_SIZE).await?;
             self.write_page(&job, total, &page).await?;
             let after = next_rank + PAGE_SIZE * u64::from(shard.total);
             next_rank = self.table.advance_checkpoint(board, season, shard, after, (self.clock)()).await?;
@@ -385,10 +342,10 @@ impl<S: ArchiveSink> Archiver<S> {
             return Ok(job.report(Status::InProgress, total, None));
         }
         self.verify(&job, &mut conn, total).await?;
-        let histograms = freeze::frozen_histograms(&conn, &job.keys, &job.season, &job.scale).await?;
+        let histograms = freeze::shards::histograms(&conn, &job.shards, &job.season, &job.scale).await?;
         self.table.put_distribution(board, season, &histograms).await?;
         self.table.mark_complete(board, season, total, (self.clock)()).await?;
-        freeze::release_frozen(&mut conn, &job.keys, &job.season, job.statements).await?;
+        freeze::shards::release(&mut conn, &job.shards, &job.season, job.statements).await?;
         tracing::info!(board, season, total, "season archived and verified; frozen board released");
         Ok(job.report(Status::Complete, total, None))
     }
@@ -400,7 +357,7 @@ impl<S: ArchiveSink> Archiver<S> {
     /// Every rank is an item keyed by that rank, so DynamoDB holding exactly as many entries as
     /// the frozen board has members means every rank is there, once.
     async fn verify(&self, job: &Job<'_>, conn: &mut Connection, total: u64) -> Result<(), ArchiveError> {
-        let frozen = freeze::frozen_members(conn, &job.keys, &job.season).await?;
+        let frozen = freeze::shards::members(conn, &job.shards, &job.season).await?;
         let stored = self.table.count_entries(job.board, &job.season.id).await?;
         if stored == frozen && frozen == total {
             Ok(())
@@ -441,6 +398,12 @@ impl<S: ArchiveSink> Archiver<S> {
         }
         Err(ArchiveError::Unprocessed(backoff.max_attempts))
     }
+}
+
+/// The names a season's runs record it seen under: the board's, or each shard's journal name
+/// (`<board>:<k>of<n>:<salt>`, never a board's: board names hold no `:`).
+fn seen_names(board: &str, shards: usize) -> Vec<String> {
+    journal_names(board, shards as u32)
 }
 
 #[cfg(test)]

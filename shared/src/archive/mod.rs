@@ -5,6 +5,8 @@
 //! rank-change notifications go to (`bus`; EventBridge with cargo feature `eventbridge`).
 
 pub mod bus;
+#[cfg(feature = "dynamodb")]
+pub mod error;
 pub mod freeze;
 #[cfg(feature = "dynamodb")]
 pub mod job;

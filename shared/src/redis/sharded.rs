@@ -11,7 +11,9 @@ use redis::{FromRedisValue, Pipeline, Value};
 
 use super::error::StoreError;
 use super::store::Connection;
+use crate::domain::distribution::Histogram;
 use crate::domain::guard;
+use crate::domain::tiebreak::Scale;
 
 /// One shard's sorted set of a period, with the guard whose fence a read honours.
 #[derive(Debug, Clone)]
@@ -216,4 +218,125 @@ fn regroup(values: Vec<redis::Value>, probes: usize, floors: usize) -> Result<Sh
     let equal = values.by_ref().take(probes).map(Vec::<String>::from_redis_value).collect::<Result<_, _>>().map_err(protocol)?;
     let at_least = values.map(u64::from_redis_value).collect::<Result<_, _>>().map_err(protocol)?;
     Ok((higher, equal, at_least))
+}
+
+fn value(scale: &Scale, composite: f64) -> i64 {
+    (composite / scale.span as f64).floor() as i64
+}
+
+/// Refinements a cut-off search asks for at once: each round narrows every share's range of
+/// values to a 64th.
+const CUTOFF_PROBES: i64 = 64;
+
+/// The board's histogram (as `read_distribution.lua` gives of one set): sizes and ends, then
+/// the buckets' counts, then rounds narrowing each cut-off's value until it is exact.
+pub async fn distribution(
+    conn: &Connection,
+    sets: &[ShardSet],
+    scale: &Scale,
+    buckets: u64,
+    shares: &[u32],
+) -> Result<Histogram, StoreError> {
+    let bounds = bounds(conn, sets).await?;
+    let total: u64 = bounds.iter().map(|(size, ..)| size).sum();
+    let lowest = bounds.iter().filter_map(|(_, low, _)| low.map(|c| value(scale, c))).min();
+    let highest = bounds.iter().filter_map(|(_, _, high)| high.map(|c| value(scale, c))).max();
+    let (Some(lowest), Some(highest)) = (lowest, highest) else {
+        return Ok(Histogram { total: 0, lowest: 0, highest: 0, width: 0, counts: Vec::new(), cutoffs: Vec::new() });
+    };
+    let wanted = buckets.max(1) as i64;
+    let width = (highest - lowest + wanted) / wanted;
+    let edges: Vec<i64> = (lowest..=highest).step_by(width as usize).chain([highest + 1]).collect();
+    let floor = |v: i64| (v * scale.span) as f64;
+    let (_, at_least) = counts(conn, sets, &[], &edges.iter().map(|v| floor(*v)).collect::<Vec<_>>()).await?;
+    let bucket_counts = at_least.windows(2).map(|pair| pair[0] - pair[1]).collect();
+    // Each share's rank, and the values [low, high] known to hold the member at that rank:
+    // members with at least `low` points reach the rank, with more than `high` do not.
+    let ranks: Vec<u64> = shares.iter().map(|p| (total * u64::from(*p)).div_ceil(100).max(1)).collect();
+    let mut ranges: Vec<(i64, i64)> = vec![(lowest, highest); ranks.len()];
+    while ranges.iter().any(|(low, high)| low < high) {
+        let steps: Vec<Vec<i64>> = ranges
+            .iter()
+            .map(|&(low, high)| {
+                let step = ((high - low + 1) + CUTOFF_PROBES - 1) / CUTOFF_PROBES;
+                if low < high { (low + 1..=high).step_by(step.max(1) as usize).collect() } else { Vec::new() }
+            })
+            .collect();
+        let floors: Vec<f64> = steps.iter().flatten().map(|v| floor(*v)).collect();
+        let (_, reached) = counts(conn, sets, &[], &floors).await?;
+        let mut reached = reached.into_iter();
+        for ((range, rank), probes) in ranges.iter_mut().zip(&ranks).zip(&steps) {
+            let counted: Vec<(i64, u64)> = probes.iter().map(|v| (*v, reached.next().unwrap_or(0))).collect();
+            // The highest probe still reaching the rank raises `low`; the first above it caps `high`.
+            for (v, count) in counted {
+                if count >= *rank {
+                    range.0 = v;
+                } else {
+                    range.1 = range.1.min(v - 1);
+                    break;
+                }
+            }
+        }
+    }
+    Ok(Histogram { total, lowest, highest, width, counts: bucket_counts, cutoffs: ranges.into_iter().map(|(low, _)| low).collect() })
+}
+
+/// Where position `rank` (0-based, in rank order over every shard) falls in each shard: how
+/// many of its entries are ranked before it. Rounds of `CUTOFF_PROBES` counts narrow the
+/// composite of the entry at that position; entries sharing it are ordered by member id, as one
+/// sorted set orders them. For boards that take no writes meanwhile (a frozen season).
+pub async fn offsets(conn: &Connection, shards: &[ShardSet], rank: u64) -> Result<Vec<u64>, StoreError> {
+    let bounds = bounds(conn, shards).await?;
+    let sizes: Vec<u64> = bounds.iter().map(|(size, ..)| *size).collect();
+    if rank == 0 || rank >= sizes.iter().sum() {
+        return Ok(if rank == 0 { vec![0; shards.len()] } else { sizes });
+    }
+    // Composites are whole numbers (`composite_of`), exact in an f64.
+    let mut low = bounds.iter().filter_map(|(_, low, _)| *low).fold(f64::INFINITY, f64::min) as i64;
+    let mut high = bounds.iter().filter_map(|(_, _, high)| *high).fold(f64::NEG_INFINITY, f64::max) as i64;
+    // At least rank + 1 entries are at or above `low`; fewer above `high`.
+    while low < high {
+        let step = ((high - low + CUTOFF_PROBES - 1) / CUTOFF_PROBES).max(1);
+        let probes: Vec<i64> = (low + 1..=high).step_by(step as usize).collect();
+        let (_, at_least) = counts(conn, shards, &[], &probes.iter().map(|p| *p as f64).collect::<Vec<_>>()).await?;
+        for (probe, count) in probes.iter().zip(at_least) {
+            if count > rank {
+                low = *probe;
+            } else {
+                high = probe - 1;
+                break;
+            }
+        }
+    }
+    let at = composite(low as f64);
+    let parts: Vec<(u64, Vec<String>)> = each(conn, shards, |_, shard, pipe| {
+        pipe.zcount(&shard.set, format!("({at}"), "+inf").zrangebyscore(&shard.set, &at, &at);
+    })
+    .await?;
+    let mut offsets: Vec<u64> = parts.iter().map(|(above, _)| *above).collect();
+    let before_ties = rank - offsets.iter().sum::<u64>();
+    let mut ties: Vec<(&str, usize)> =
+        parts.iter().enumerate().flat_map(|(shard, (_, members))| members.iter().map(move |member| (member.as_str(), shard))).collect();
+    ties.sort_by(|a, b| b.0.cmp(a.0));
+    for (_, shard) in ties.into_iter().take(before_ties as usize) {
+        offsets[shard] += 1;
+    }
+    Ok(offsets)
+}
+
+/// `count` entries from position `rank` (0-based) over every shard, in rank order, each shard
+/// read from its own offset (`offsets`): no shard reads what comes before the window.
+pub async fn window(conn: &Connection, shards: &[ShardSet], rank: u64, count: u64) -> Result<Vec<Entry>, StoreError> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let offsets = offsets(conn, shards, rank).await?;
+    let parts: Vec<(Vec<Entry>,)> = each(conn, shards, |i, shard, pipe| {
+        pipe.zrevrange_withscores(&shard.set, offsets[i] as isize, (offsets[i] + count - 1) as isize);
+    })
+    .await?;
+    let mut merged: Vec<Entry> = parts.into_iter().flat_map(|(entries,)| entries).collect();
+    sort(&mut merged);
+    merged.truncate(count as usize);
+    Ok(merged)
 }

@@ -2,7 +2,6 @@
 //! scripts give of one sorted set, merged from every shard's part (`redis::sharded`).
 
 use crate::domain::config::Board;
-use crate::domain::distribution::Histogram;
 use crate::domain::period::Period;
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
@@ -154,62 +153,7 @@ pub async fn rank_standings(
     Ok(())
 }
 
-/// Refinements a cut-off search asks for at once: each round narrows every share's range of
-/// values to a 64th.
-const CUTOFF_PROBES: i64 = 64;
-
-/// The board's histogram (as `read_distribution.lua` gives of one set): sizes and ends, then
-/// the buckets' counts, then rounds narrowing each cut-off's value until it is exact.
-pub async fn distribution(
-    conn: &Connection,
-    sets: &[ShardSet],
-    scale: &Scale,
-    buckets: u64,
-    shares: &[u32],
-) -> Result<Histogram, StoreError> {
-    let bounds = sharded::bounds(conn, sets).await?;
-    let total: u64 = bounds.iter().map(|(size, ..)| size).sum();
-    let lowest = bounds.iter().filter_map(|(_, low, _)| low.map(|c| value(scale, c))).min();
-    let highest = bounds.iter().filter_map(|(_, _, high)| high.map(|c| value(scale, c))).max();
-    let (Some(lowest), Some(highest)) = (lowest, highest) else {
-        return Ok(Histogram { total: 0, lowest: 0, highest: 0, width: 0, counts: Vec::new(), cutoffs: Vec::new() });
-    };
-    let wanted = buckets.max(1) as i64;
-    let width = (highest - lowest + wanted) / wanted;
-    let edges: Vec<i64> = (lowest..=highest).step_by(width as usize).chain([highest + 1]).collect();
-    let floor = |v: i64| (v * scale.span) as f64;
-    let (_, at_least) = sharded::counts(conn, sets, &[], &edges.iter().map(|v| floor(*v)).collect::<Vec<_>>()).await?;
-    let counts = at_least.windows(2).map(|pair| pair[0] - pair[1]).collect();
-    // Each share's rank, and the values [low, high] known to hold the member at that rank:
-    // members with at least `low` points reach the rank, with more than `high` do not.
-    let ranks: Vec<u64> = shares.iter().map(|p| (total * u64::from(*p)).div_ceil(100).max(1)).collect();
-    let mut ranges: Vec<(i64, i64)> = vec![(lowest, highest); ranks.len()];
-    while ranges.iter().any(|(low, high)| low < high) {
-        let steps: Vec<Vec<i64>> = ranges
-            .iter()
-            .map(|&(low, high)| {
-                let step = ((high - low + 1) + CUTOFF_PROBES - 1) / CUTOFF_PROBES;
-                if low < high { (low + 1..=high).step_by(step.max(1) as usize).collect() } else { Vec::new() }
-            })
-            .collect();
-        let floors: Vec<f64> = steps.iter().flatten().map(|v| floor(*v)).collect();
-        let (_, reached) = sharded::counts(conn, sets, &[], &floors).await?;
-        let mut reached = reached.into_iter();
-        for ((range, rank), probes) in ranges.iter_mut().zip(&ranks).zip(&steps) {
-            let counted: Vec<(i64, u64)> = probes.iter().map(|v| (*v, reached.next().unwrap_or(0))).collect();
-            // The highest probe still reaching the rank raises `low`; the first above it caps `high`.
-            for (v, count) in counted {
-                if count >= *rank {
-                    range.0 = v;
-                } else {
-                    range.1 = range.1.min(v - 1);
-                    break;
-                }
-            }
-        }
-    }
-    Ok(Histogram { total, lowest, highest, width, counts, cutoffs: ranges.into_iter().map(|(low, _)| low).collect() })
-}
+pub use crate::redis::sharded::distribution;
 
 #[cfg(test)]
 mod tests {
