@@ -284,3 +284,31 @@ async fn concurrent_writes_to_a_sharded_board_sum_exactly_and_a_batch_is_a_call_
     assert_eq!(status, StatusCode::OK, "{body}");
     assert_eq!(app.store.round_trips() - before, shards_touched);
 }
+
+/// Deep pages of a sharded board: each shard is read from where the page starts in it (its
+/// offset found by counts, not by reading every entry before it), so any offset a board of one
+/// slot serves is served, and the pages equal that board's, ties across shards included.
+#[tokio::test]
+async fn deep_pages_of_a_sharded_board_equal_the_one_slot_boards() {
+    let app = spawn_ingest_with(boards("best", "desc")).await;
+    app.set_now(at("2026-11-22T08:00:00Z"));
+    // 12,200 members over 40 scores: thousands of ties, reached in the same second.
+    for chunk in (0..12_200u32).collect::<Vec<_>>().chunks(500) {
+        let scores: Vec<Value> =
+            chunk.iter().map(|i| json!({"event_id": format!("d{i}"), "user_id": format!("m{i:05}"), "score": i * 7 % 40})).collect();
+        for board in ["solo", "wide"] {
+            let (status, body) = app.post(&format!("/v1/boards/{board}/scores:batch"), &json!({ "scores": scores })).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+        app.set_now(app.now() + Duration::seconds(1));
+    }
+    for (offset, limit) in [(0, 50), (999, 3), (1_000, 1_000), (4_321, 17), (10_001, 100), (12_150, 100), (12_200, 5)] {
+        for mode in ["unique", "competition"] {
+            let path = format!("top?period=all&rank_mode={mode}&offset={offset}&limit={limit}");
+            let (solo_status, solo) = app.get(&format!("/v1/boards/solo/{path}")).await;
+            let (wide_status, wide) = app.get(&format!("/v1/boards/wide/{path}")).await;
+            assert_eq!((solo_status, wide_status), (StatusCode::OK, StatusCode::OK), "{path}: {wide}");
+            assert_eq!(answer(solo), answer(wide), "{path}");
+        }
+    }
+}

@@ -12,7 +12,7 @@ use standings::domain::ids;
 use standings::domain::period::PeriodInfo;
 use standings::http::{ApiError, JsonBody, QueryParams, with_cache};
 use standings::services::reads::rules::{
-    DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, bounded, listed_users, live_board, max_offset, rank_mode, resolve_period,
+    DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board, rank_mode, resolve_period,
 };
 use standings::services::reads::{DistributionResponse, ListedStanding, StatementResponse, TopResponse, UserResponse};
 
@@ -51,7 +51,7 @@ pub async fn top(
     let board = live_board(&config, &board)?;
     let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
     let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
-    let offset = bounded("offset", params.offset, 0, 0..=max_offset(board))?;
+    let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
     let mode = rank_mode(params.rank_mode.as_deref())?;
     let page = app.reader.page(board, &period, offset, limit, mode).await?;
     let body = TopResponse { board: board.name.clone(), period: period.info(), total: page.total, entries: page.entries };

@@ -16,14 +16,6 @@ use crate::redis::error::StoreError;
 pub const MAX_LIMIT: u64 = 1000;
 pub const DEFAULT_LIMIT: u64 = 30;
 pub const MAX_OFFSET: u64 = 1_000_000_000;
-/// Deepest page of a sharded board (docs/scaling.md#reads): a page reads `offset + limit`
-/// entries from every shard.
-pub const MAX_SHARDED_OFFSET: u64 = 10_000;
-
-/// The deepest offset a page of `board` may start at.
-pub fn max_offset(board: &Board) -> u64 {
-    if board.shards > 1 { MAX_SHARDED_OFFSET } else { MAX_OFFSET }
-}
 /// Most members on each side of a member's own entry.
 pub const MAX_AROUND: u64 = 50;
 pub const DEFAULT_AROUND: u64 = 5;

@@ -47,8 +47,23 @@ fn ranked(scale: &Scale, window: Vec<Entry>, start: u64, first_above: u64) -> Ve
         .collect()
 }
 
-/// `limit` entries from `offset`: each shard's first `offset + limit`, merged.
+/// Pages ending within this many entries read each shard's first `offset + limit` in one round;
+/// deeper ones find where they start in each shard first (`sharded::window`).
+const PREFIX_PAGE: u64 = 1_000;
+
+/// `limit` entries from `offset`: each shard's first `offset + limit`, merged; from deeper,
+/// each shard read from where the page starts in it.
 pub async fn page(conn: &Connection, sets: &[ShardSet], scale: &Scale, offset: u64, limit: u64) -> Result<RawWindow, StoreError> {
+    if offset + limit > PREFIX_PAGE {
+        let total = sharded::sizes(conn, sets).await?.iter().sum();
+        let window = sharded::window(conn, sets, offset, limit).await?;
+        // Everyone with more points than the first entry is ranked before it.
+        let first_above = match window.first() {
+            Some((_, first)) => sharded::counts(conn, sets, &[], &[next_value_floor(scale, *first)]).await?.1[0],
+            None => 0,
+        };
+        return Ok(RawWindow { total, position: None, below: None, start: offset, entries: ranked(scale, window, offset, first_above) });
+    }
     let tops = sharded::tops(conn, sets, offset + limit).await?;
     let total = tops.iter().map(|(size, _)| size).sum();
     let mut merged: Vec<Entry> = tops.into_iter().flat_map(|(_, entries)| entries).collect();
