@@ -338,6 +338,55 @@ async fn a_sharded_rule_board_journals_restores_and_reshards() {
     assert_eq!(two.event(event(97, 1, false, 0, true)).await.0, StatusCode::OK);
 }
 
+fn signing(shards: u32) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"daily\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"month\", \"all\"]\ntop = 10\nstatements = true\nshards = {shards}\nrules = [{{ action = \"a\", points = 1, scope = \"none\" }}]\nsign_in = {{ points = 2, streak_bonuses = [[3, 5]] }}\n"
+    ))
+    .unwrap()
+}
+
+/// Sign-ins on a board of 5 shards and of one, in the same steps (days with gaps, late
+/// sign-ins for yesterday, repeats): the same answers, boards, calendars and statements; each
+/// sign-in's keys in its user's shard.
+#[tokio::test]
+async fn sign_ins_on_a_sharded_board_answer_and_read_as_on_one_slot() {
+    let (solo, wide) = (spawn_ingest_with(signing(1)).await, spawn_ingest_with(signing(SHARDS)).await);
+    let mut steps = Vec::new();
+    for day in 1..=6u32 {
+        for user in 0..14u32 {
+            if (user + day) % 4 != 0 {
+                steps.push((day, 9, json!({"event_id": format!("s{day}-{user}"), "user_id": format!("u{user}")})));
+            }
+        }
+        // Late, for yesterday, and a repeat.
+        steps.push((day, 10, json!({"event_id": format!("late{day}"), "user_id": "u3", "date": format!("2026-11-{:02}", day.max(2) - 1)})));
+        steps.push((day, 11, json!({"event_id": format!("s{day}-1"), "user_id": "u1"})));
+    }
+    for (day, hour, body) in steps {
+        for app in [&solo, &wide] {
+            app.set_now(at(&format!("2026-11-{day:02}T{hour:02}:00:00Z")));
+        }
+        let (a, b) = (solo.post("/v1/sign-ins", &body).await, wide.post("/v1/sign-ins", &body).await);
+        assert_eq!(a, b, "{body}");
+    }
+    for path in [
+        "/v1/boards/daily/top?period=all&limit=20",
+        "/v1/boards/daily/top?period=month&rank_mode=competition",
+        "/v1/boards/daily/users/u3?period=all&around=3",
+        "/v1/boards/daily/users/u3/statement?period=all",
+        "/v1/users/u3/sign-ins?month=2026-11",
+        "/v1/users/u5/sign-ins?month=2026-11",
+    ] {
+        let (a, b) = (solo.get(path).await, wide.get(path).await);
+        assert_eq!(a.0, StatusCode::OK, "{path}: {}", a.1);
+        assert_eq!(a, b, "{path}");
+    }
+    let tags: Vec<String> = wide.keys.board_shards("daily", SHARDS).iter().map(|keys| keys.guard()).collect();
+    for key in wide.written_keys().await.into_iter().filter(|key| key.contains("{daily") && !key.ends_with(":layout")) {
+        assert!(tags.iter().any(|guard| slot(guard) == slot(&key)), "{key} is in a shard's slot");
+    }
+}
+
 #[test]
 fn rule_boards_that_cannot_be_sharded_are_refused_naming_the_field() {
     let base = "[[boards]]\nname = \"r\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nshards = 2\n";

@@ -15,7 +15,7 @@ use crate::domain::scoring::fingerprint;
 use crate::domain::sign_in::{Calendar, DateRefusal, MonthBitmap, SignInPlan, SignInRequest, accepted_date, read_calendar};
 use crate::domain::tiebreak::{self, RangeError};
 use crate::redis::error::StoreError;
-use crate::redis::keys::Keys;
+use crate::redis::keys::{Keys, user_shard};
 use crate::redis::scripts::CHUNK;
 use crate::redis::scripts::GuardRefusal;
 use crate::redis::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
@@ -122,17 +122,24 @@ impl SignIns {
     /// SQS took it, so one sent before midnight counts for its day).
     pub async fn record_batch_at(&self, requests: &[SignInRequest], times: &[DateTime<Utc>]) -> Vec<Result<SignInReceipt, SignInError>> {
         let mut answers: Vec<Option<Result<SignInReceipt, SignInError>>> = requests.iter().map(|_| None).collect();
-        let (mut indices, mut plans) = (Vec::new(), Vec::new());
+        // By the shard of each user (docs/scaling.md; one on a board of one slot), in order.
+        let mut shards: Vec<(u32, Vec<usize>, Vec<SignInPlan<'_>>)> = Vec::new();
         for (i, (request, &now)) in requests.iter().zip(times).enumerate() {
             match self.plan(request, now) {
                 Ok(plan) => {
-                    indices.push(i);
-                    plans.push(plan);
+                    let shard = user_shard(&plan.user_id, plan.board.shards);
+                    match shards.iter_mut().find(|(s, ..)| *s == shard) {
+                        Some((_, indices, plans)) => {
+                            indices.push(i);
+                            plans.push(plan);
+                        }
+                        None => shards.push((shard, vec![i], vec![plan])),
+                    }
                 }
                 Err(error) => answers[i] = Some(Err(error)),
             }
         }
-        for (chunk, at) in plans.chunks_mut(CHUNK).zip(indices.chunks(CHUNK)) {
+        for (chunk, at) in shards.iter_mut().flat_map(|(_, indices, plans)| plans.chunks_mut(CHUNK).zip(indices.chunks(CHUNK))) {
             let replies = self.sign_in_chunk(chunk).await;
             for (k, (plan, &i)) in chunk.iter_mut().zip(at).enumerate() {
                 let reply = match &replies {
@@ -151,12 +158,15 @@ impl SignIns {
         answers.into_iter().map(|answer| answer.expect("every sign-in is answered")).collect()
     }
 
-    /// One script call for `plans` (all of the sign-in board), with the board's replica wait.
+    /// One script call for `plans` (all of the sign-in board, all of one shard), with the
+    /// board's replica wait.
     async fn sign_in_chunk(&self, plans: &[SignInPlan<'_>]) -> Result<Vec<SignInReply>, StoreError> {
         let board = plans[0].board;
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
-        script::sign_in_chunk(&mut conn, &self.keys.board(&board.name), plans, wait).await
+        self.store.check_layout(&self.keys, board).await?;
+        let keys = self.keys.board_of_user(&board.name, board.shards, &plans[0].user_id);
+        script::sign_in_chunk(&mut conn, &keys, plans, wait).await
     }
 
     async fn sign_in_alone(&self, plan: &SignInPlan<'_>) -> Result<SignInReply, StoreError> {
@@ -179,7 +189,8 @@ impl SignIns {
         let board = self.config.sign_in_board().ok_or(SignInError::NotConfigured)?;
         let today = now.with_timezone(&board.timezone).date_naive();
         let month = month.map(parse_month).transpose()?.unwrap_or(first_of_month(today));
-        let keys = self.keys.board(&board.name);
+        let shards = self.store.board_shards(&self.keys, board).await?;
+        let keys = self.keys.board_of_user(&board.name, shards, user_id);
         let mut conn = self.store.connection().await?;
         let (this, previous): (Option<Vec<u8>>, Option<Vec<u8>>) = redis::pipe()
             .get(keys.sign_ins(user_id, &month_id(month)))

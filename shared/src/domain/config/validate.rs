@@ -179,7 +179,7 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
 }
 
 /// A board spread over shards (docs/scaling.md): 1..=`MAX_SHARDS`, and only what is built for
-/// it (rule and score boards, archived or not, without league, notifications, sign-ins or rules that
+/// it (rule and score boards, archived or not, with sign-ins, without league, notifications or rules that
 /// count a target once on the whole board yet), never half-supported.
 fn validate_shards(at: &str, raw: &RawBoard) -> Result<u32, ConfigError> {
     let Some(shards) = raw.shards else { return Ok(1) };
@@ -196,8 +196,6 @@ fn validate_shards(at: &str, raw: &RawBoard) -> Result<u32, ConfigError> {
         Some("a board with a `league` cannot be sharded: cohorts span every member")
     } else if raw.notify.is_some() {
         Some("a board with `notify` cannot be sharded: rank moves need the whole board")
-    } else if raw.sign_in.is_some() {
-        Some("a board with `sign_in` cannot be sharded yet")
     } else if raw.rules.iter().any(|rule| rule.scope == Scope::Target) {
         Some("a rule of scope \"target\" counts a target once on the whole board, which no shard sees")
     } else {
