@@ -1,5 +1,5 @@
 //! Rule boards spread over shards (docs/scaling.md): generated events (gives, take-backs, a
-//! daily cap, repeats, batches), corrections and bans go to a rule board in one slot and to
+//! daily cap, repeats, batches), corrections, voids and bans go to a rule board in one slot and to
 //! the same board over shards in the same steps; every answer and every read of the sharded
 //! one equals the one-slot board's (`rule_model.rs` holds that one to a model written from the
 //! documented rules). Also: a write is one call in its user's shard, concurrent events sum
@@ -34,10 +34,28 @@ fn pair() -> Config {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Event { id: u8, user: u8, review: bool, target: u8, active: bool, advance: i64 },
+    Event {
+        id: u8,
+        user: u8,
+        review: bool,
+        target: u8,
+        active: bool,
+        advance: i64,
+    },
     Batch(Vec<(u8, u8, bool, u8, bool)>),
-    Correct { user: u8, delta: i64 },
-    Ban { user: u8, banned: bool },
+    Correct {
+        user: u8,
+        delta: i64,
+    },
+    Ban {
+        user: u8,
+        banned: bool,
+    },
+    /// The user's points from events of the last `secs` seconds taken away (the `void` function).
+    Void {
+        user: u8,
+        secs: i64,
+    },
 }
 
 fn event(id: u8, user: u8, review: bool, target: u8, active: bool) -> Value {
@@ -54,6 +72,7 @@ fn ops() -> impl Strategy<Value = Vec<Op>> {
         2 => prop::collection::vec(item, 1..8).prop_map(Op::Batch),
         1 => (0..USERS, -15i64..15).prop_map(|(user, delta)| Op::Correct { user, delta }),
         1 => (0..USERS, any::<bool>()).prop_map(|(user, banned)| Op::Ban { user, banned }),
+        1 => (0..USERS, 1i64..7_200).prop_map(|(user, secs)| Op::Void { user, secs }),
     ];
     prop::collection::vec(op, 1..25)
 }
@@ -113,8 +132,20 @@ async fn same_reads(app: &TestApp) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-async fn step(app: &TestApp, op: &Op, index: usize) -> Result<(), TestCaseError> {
+async fn step(app: &TestApp, voids: &axum::Router, op: &Op, index: usize) -> Result<(), TestCaseError> {
     match op {
+        Op::Void { user, secs } => {
+            let (from, to) = (app.now() - Duration::seconds(*secs), app.now() + Duration::seconds(1));
+            let body = json!({"void_id": format!("v{index}"), "from": from, "to": to, "reason": "model"});
+            let mut answers = Vec::new();
+            for name in ["solo", "wide"] {
+                let path = format!("/v1/admin/boards/{name}/users/u{user}/void");
+                let (status, answer) = standings_tests::journal::call(voids, Method::POST, &path, &body, ADMIN).await;
+                prop_assert!(status.as_u16() < 500 && status != StatusCode::BAD_REQUEST, "{:?}: {}", op, answer);
+                answers.push((status, comparable(answer, false)));
+            }
+            prop_assert_eq!(&answers[0], &answers[1], "{:?}", op);
+        }
         Op::Event { id, user, review, target, active, advance } => {
             app.set_now(app.now() + Duration::seconds(*advance));
             let (status, body) = app.event(event(*id, *user, *review, *target, *active)).await;
@@ -164,10 +195,12 @@ fn a_sharded_rule_board_answers_and_reads_exactly_as_one_in_one_slot() {
     runner
         .run(&ops(), |ops| {
             runtime.block_on(async {
-                let app = spawn_ingest_with(pair()).await;
+                let app = spawn_journaled(pair()).await;
                 app.set_now(at("2026-11-22T08:00:00Z"));
+                let client = s3().await;
+                let voids = app.void_router(&client, Some(&new_bucket(&client).await), 30);
                 for (index, op) in ops.iter().enumerate() {
-                    step(&app, op, index).await?;
+                    step(&app, &voids, op, index).await?;
                 }
                 Ok(())
             })
