@@ -103,6 +103,8 @@ async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_a
     assert_eq!((top["source"].as_str(), users(&top["entries"])), (Some("archived"), vec!["ann", "bo", "cy", "dee"]), "{top}");
     let seats = arena.app.keyspace().await.into_iter().filter(|(key, ..)| key.contains(":players:") || key.contains(":entries:")).count();
     assert_eq!(seats, 0, "an archived instance's seats and attempts are freed");
+    let (_, view) = arena.read("/v1/tournaments/sprint").await;
+    assert_eq!(view["size"], 4, "its size is what it was at its end: {view}");
 
     let again = arena.end_run(Some(&bus.bus)).await;
     assert_eq!((again[0].status, again[0].pages_sent), ("done", 0), "{again:?}");
@@ -153,6 +155,9 @@ async fn a_recurring_tournament_opens_each_instance_on_its_reset_and_ends_each_o
     );
     let (_, past) = arena.read(&format!("/v1/tournaments/daily/users/ann?instance={yesterday}")).await;
     assert_eq!((past["score"].as_i64(), past["rank"].as_u64()), (Some(12), Some(1)), "{past}");
+    // An ended instance takes no attempts: none are left, whoever asks.
+    let (_, absent) = arena.read(&format!("/v1/tournaments/daily/users/bo?instance={yesterday}")).await;
+    assert_eq!((absent["rank"].as_u64(), absent["entries_left"].as_u64()), (None, Some(0)), "{absent}");
     let (status, body) = arena.read("/v1/tournaments/daily/top?instance=2001-01-01").await;
     assert_eq!((status, code(&body)), (StatusCode::NOT_FOUND, Some("unknown_instance")), "{body}");
     assert_eq!(bus.events(TOURNAMENT_ENDED).await.len(), 1);

@@ -135,9 +135,21 @@ impl<S: ArchiveSink> Archiver<S> {
             .map_err(|_| ArchiveError::InvalidSeason(instance.to_owned()))?;
         let keys = self.keys.board(&tournament.id);
         let mut conn = self.store.write_connection().await?;
-        for key in [keys.players(&period), keys.entries(&period)] {
-            let _: () = redis::cmd("UNLINK").arg(key).query_async(&mut conn).await.map_err(StoreError::from)?;
+        // The instance takes no joins any more (it ended): its size is kept as it was, in the
+        // same step that frees the set (a run again finds no set and keeps the kept size).
+        let players: u64 = redis::cmd("SCARD").arg(keys.players(&period)).query_async(&mut conn).await.map_err(StoreError::from)?;
+        let mut free = redis::pipe();
+        free.atomic();
+        if players > 0 {
+            free.set(keys.final_size(&period), players).ignore();
+            // Lives as the instance's board would have (a TTL on this function's clock).
+            let ttl = period.ttl_secs((self.clock)());
+            if ttl > 0 {
+                free.expire(keys.final_size(&period), ttl).ignore();
+            }
         }
+        free.unlink(keys.players(&period)).ignore().unlink(keys.entries(&period)).ignore();
+        let () = free.query_async(&mut conn).await.map_err(StoreError::from)?;
         Ok(())
     }
 

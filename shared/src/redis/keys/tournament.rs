@@ -10,6 +10,12 @@ impl BoardKeys {
         format!("{}:players:{}:{}", self.base, period.kind.as_str(), period.id)
     }
 
+    /// How many players an instance had when its seats were freed (a string; its `size` from
+    /// then on).
+    pub fn final_size(&self, period: &Period) -> String {
+        format!("{}:size:{}:{}", self.base, period.kind.as_str(), period.id)
+    }
+
     /// The submissions each player made in one instance (a hash: user -> count).
     pub fn entries(&self, period: &Period) -> String {
         format!("{}:entries:{}:{}", self.base, period.kind.as_str(), period.id)

@@ -209,7 +209,11 @@ impl Tournaments {
         let Some((instance, period)) = self.instance(tournament, instance, now)? else { return Ok(standing) };
         standing.instance = Some(instance.id.clone());
         // Attempts are kept only where they are limited (submit_score.lua): nothing to ask else.
-        if tournament.max_entries.is_some() {
+        // An ended instance takes none, whatever was used (its attempts are freed with its seats).
+        let ended = now >= instance.end || tournament.closed.contains_key(&instance.id);
+        if tournament.max_entries.is_some() && ended {
+            standing.entries_left = Some(0);
+        } else if tournament.max_entries.is_some() {
             let mut conn = self.store.connection().await?;
             let used: Option<u32> = redis::cmd("HGET")
                 .arg(self.keys.board(id).entries(&period))

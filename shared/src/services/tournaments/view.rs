@@ -65,13 +65,20 @@ impl Tournaments {
         self.view_of(tournament, now).await
     }
 
-    /// Players in `instance` (one `SCARD`; 0 once its results are archived and released).
+    /// Players in `instance`: its set's size, or once its results are stored and its seats
+    /// freed, the size kept then (one round trip).
     pub async fn size(&self, tournament: &Tournament, instance: &Instance) -> Result<u64, PlayError> {
         let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC)
             .map_err(|_| PlayError::UnknownInstance { tournament: tournament.id.clone(), instance: instance.id.clone() })?;
         let mut conn = self.store.connection().await?;
-        let players = self.keys.board(&tournament.id).players(&period);
-        Ok(redis::cmd("SCARD").arg(players).query_async(&mut conn).await.map_err(crate::redis::error::StoreError::from)?)
+        let keys = self.keys.board(&tournament.id);
+        let (players, kept): (u64, Option<u64>) = redis::pipe()
+            .scard(keys.players(&period))
+            .get(keys.final_size(&period))
+            .query_async(&mut conn)
+            .await
+            .map_err(crate::redis::error::StoreError::from)?;
+        Ok(kept.unwrap_or(players))
     }
 
     async fn view_of(&self, tournament: &Tournament, now: DateTime<Utc>) -> Result<TournamentView, PlayError> {
