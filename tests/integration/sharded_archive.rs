@@ -120,3 +120,25 @@ async fn a_shard_seen_live_then_gone_refuses_the_archive() {
     assert!(matches!(error, ArchiveError::LiveBoardLost { .. }), "{error:?}");
     assert_eq!(harness.table.count_entries("wide", SEASON).await.unwrap(), 0, "nothing archived");
 }
+
+/// Two members on five shards: three shards never had one. A run while the season is live sees
+/// the two that did; the season is archived with both, the empty shards neither refused as lost
+/// nor counted.
+#[tokio::test]
+async fn a_season_on_more_shards_than_members_is_archived_with_its_empty_shards() {
+    let harness = ArchiveHarness::with_config(config()).await;
+    let app = harness.app().await;
+    app.set_now(at("2026-10-20T10:00:00+08:00"));
+    for (i, user) in ["ann", "bob"].into_iter().enumerate() {
+        assert_eq!(app.event(json!({"event_id": format!("e{i}"), "user_id": user, "action": "a"})).await.0, 200);
+    }
+    harness.set_now(at("2026-10-20T10:01:00+08:00"));
+    harness.archiver(harness.table.clone()).archive_due(far()).await.unwrap();
+    let seen = futures::future::join_all(journal_names("wide", SHARDS).iter().map(|name| harness.table.seen(name, SEASON))).await;
+    assert_eq!(seen.into_iter().filter(|s| *s.as_ref().unwrap()).count(), 2, "only the shards holding ann and bob");
+    harness.set_now(at("2026-11-01T01:00:00+08:00"));
+    let report = harness.archiver(harness.table.clone()).archive_season("wide", SEASON, Shard::WHOLE, far()).await.unwrap();
+    assert_eq!((report.status, report.total), (Status::Complete, 2), "{report:?}");
+    let users: Vec<String> = archived(&harness, "wide").await.into_iter().map(|e| e.1).collect();
+    assert_eq!(users, ["bob", "ann"], "equal points: the later id first, as one sorted set orders a tie");
+}

@@ -338,6 +338,10 @@ async fn a_sharded_rule_board_journals_restores_and_reshards() {
     write_history(&app, 40, 50).await;
     let verified = jobs.run(json!({"verify": {"board": "wide"}}), far()).await.expect("a verify");
     assert_eq!(verified["mismatches"], 0, "{verified}");
+    // A dry-run compares rules on one layout: a candidate with other shards is refused.
+    let dry = json!({"dry_run": {"board": "wide", "period": "all", "period_id": "all", "config": board("wide", 2)}});
+    let refused = jobs.run(dry, far()).await.expect_err("another layout");
+    assert!(format!("{refused:?}").contains("shards"), "{refused:?}");
     jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
 
     let kept = |key: &str| ![":journal", ":restore", ":layout"].iter().any(|own| key.ends_with(own));
@@ -350,16 +354,24 @@ async fn a_sharded_rule_board_journals_restores_and_reshards() {
     let (status, body) = app.event(event(99, 1, false, 0, true)).await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
     let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client.clone(), &bucket));
+    // Stopped after its first run: a function deployed meanwhile with 2 shards refuses its
+    // writes (the restore recorded the layout first), and writes nothing.
+    let first = restorer.restore(Some("wide"), Utc::now() - Duration::seconds(1)).await.expect("the restore runs");
+    assert_eq!(first.status, Status::InProgress, "{first:?}");
+    let two = spawn_journaled_on(journaled(2), app.keys.clone()).await;
+    two.set_now(app.now());
+    let (status, body) = two.event(event(96, 1, false, 0, true)).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_resharding")), "{body}");
     let report = restorer.restore(Some("wide"), far()).await.expect("the restore runs");
     assert_eq!((report.status, report.boards.len()), (Status::Complete, SHARDS as usize), "{report:?}");
+    // (The 2-shard deploy's guards aside: its test harness marks them born.)
+    let state = || async { state().await.into_iter().filter(|(key, _)| !key.contains("of2:")).collect::<Vec<_>>() };
     assert!(state().await == before, "every shard back byte for byte");
     assert_eq!(reads(&app).await, read_before);
     let (status, retry) = app.event(event(4, 4, false, 0, true)).await;
     assert_eq!((status, retry["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "{retry}");
 
     // Two shards now: refused until the board is moved, then as before.
-    let two = spawn_journaled_on(journaled(2), app.keys.clone()).await;
-    two.set_now(app.now());
     let (status, body) = two.event(event(98, 1, false, 0, true)).await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_resharding")), "{body}");
     let jobs = two.journal_jobs(&client, &bucket, Arc::new(Mutex::new(Vec::new())));

@@ -312,8 +312,9 @@ impl<S: ArchiveSink> Archiver<S> {
             }
         }
         let total = frozen.iter().map(|shard| shard.members).sum::<u64>();
-        if !frozen.iter().any(|shard| shard.present) && total > 0 {
-            // Another shard completed the season (and freed Redis) since the check above.
+        // A shard whose frozen set is gone while the season is not complete: another job shard
+        // completed it since the check above, or the set was lost.
+        if frozen.iter().any(|shard| shard.members > 0 && !shard.present) {
             return match self.table.completed(board, season).await? {
                 Some(done) => Ok(job.report(Status::AlreadyComplete, done.total, None)),
                 None => Err(ArchiveError::FrozenBoardMissing { board: board.to_owned(), season: season.to_owned(), members: total }),

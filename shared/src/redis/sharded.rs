@@ -314,7 +314,8 @@ pub async fn offsets(conn: &Connection, shards: &[ShardSet], rank: u64) -> Resul
     })
     .await?;
     let mut offsets: Vec<u64> = parts.iter().map(|(above, _)| *above).collect();
-    let before_ties = rank - offsets.iter().sum::<u64>();
+    // A write between the rounds (a live board) may have moved an entry above: never below 0.
+    let before_ties = rank.saturating_sub(offsets.iter().sum::<u64>());
     let mut ties: Vec<(&str, usize)> =
         parts.iter().enumerate().flat_map(|(shard, (_, members))| members.iter().map(move |member| (member.as_str(), shard))).collect();
     ties.sort_by(|a, b| b.0.cmp(a.0));

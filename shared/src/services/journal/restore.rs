@@ -190,6 +190,12 @@ impl<O: Objects> Restorer<O> {
         if !profiles {
             restore::begin(progress.conn, progress.keys).await?;
         }
+        // A shard of a sharded board: its layout recorded before any line (the loss took the
+        // record too), so a function configured otherwise refuses its writes from now on
+        // instead of recording its own layout over the data coming back.
+        if journal_shards(name) > 1 {
+            crate::redis::layout::record_if_absent(progress.conn, &self.keys, journal_board(name), journal_shards(name)).await?;
+        }
         let mut through = restore::through(progress.conn, progress.keys).await?;
         progress.report.through.clone_from(&through);
         if profiles && through.as_deref().is_none_or(|done| done == legacy_profiles::PHASE) {
@@ -248,9 +254,6 @@ impl<O: Objects> Restorer<O> {
             .await
             .map_err(StoreError::from)?;
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
-        if journal_shards(name) > 1 {
-            crate::redis::layout::record_if_absent(progress.conn, &self.keys, journal_board(name), journal_shards(name)).await?;
-        }
         progress.report.status = Status::Complete;
         Ok(())
     }

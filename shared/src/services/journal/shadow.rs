@@ -188,6 +188,13 @@ impl<O: Objects> Checker<O> {
         let candidate = candidate_config(&request.config, &request.board)?;
         let board = candidate.board(&request.board).expect("candidate_config checks the board is there");
         let invalid = |message: String| RestoreError::Invalid(message);
+        // The shadow is compared shard by shard with the live board: one layout for both.
+        if board.shards != live.shards {
+            return Err(invalid(format!(
+                "the candidate board has shards = {} where the live one has {}: a dry-run compares rules on the same layout (docs/scaling.md#changing-shards moves a board)",
+                board.shards, live.shards
+            )));
+        }
         let kind = live
             .period_kind(&request.period)
             .filter(|kind| board.periods.contains(kind))
