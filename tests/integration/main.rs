@@ -69,6 +69,7 @@ mod sharded_boards;
 mod sharded_journal;
 mod sharded_reshard;
 mod sharded_rules;
+mod sharded_sign_ins;
 mod sign_ins;
 mod startup_check;
 mod statements;
