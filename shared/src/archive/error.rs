@@ -3,8 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::job::MAX_SHARDS;
-use super::table::TableError;
+use super::table::{MAX_SHARDS, TableError};
 use crate::redis::error::StoreError;
 
 #[derive(Debug, thiserror::Error)]

@@ -13,6 +13,7 @@ use std::time::Duration as StdDuration;
 
 use super::freeze::{self, Standing};
 use super::schedule::{Backoff, stopping_margin, unarchived_candidates};
+pub use super::table::MAX_SHARDS;
 use super::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, entry_item, put_request};
 use crate::Clock;
 use crate::domain::config::{Board, Config};
@@ -32,8 +33,6 @@ pub use super::error::ArchiveError;
 /// Members read from the frozen board per page, written as 40 batches of 25.
 /// Fixed: shards split the season by page number, so every invocation must agree on it.
 pub const PAGE_SIZE: u64 = 1000;
-/// Most shards a season can be split into.
-pub const MAX_SHARDS: u32 = 100;
 
 #[derive(Debug, Clone)]
 pub struct Settings {

@@ -33,6 +33,9 @@ impl Shard {
     pub const WHOLE: Shard = Shard { index: 0, total: 1 };
 }
 
+/// Most shards a season's archive job can be split into.
+pub const MAX_SHARDS: u32 = 100;
+
 /// A member's archived standing in one season.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ArchivedEntry {

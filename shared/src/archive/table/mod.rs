@@ -32,7 +32,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
 use aws_sdk_dynamodb::types::{AttributeValue, WriteRequest};
 
-pub use items::{ArchivedEntry, CompletedSeason, Shard, entry_item, put_request};
+pub use items::{ArchivedEntry, CompletedSeason, MAX_SHARDS, Shard, entry_item, put_request};
 pub use schema::{GSI1, GSI1_PK, GSI1_SK, PK, SK, cloudformation_properties};
 
 /// The environment variable naming the table (docs/configuration.md).
