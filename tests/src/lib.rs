@@ -415,3 +415,24 @@ pub fn month(board_tz_date: &str) -> standings::domain::period::Period {
 pub fn season(board_tz_date: &str) -> standings::domain::period::Period {
     period_on(standings::domain::period::PeriodKind::Season, board_tz_date)
 }
+
+/// An answer of board `solo` or `wide` as both give it, to compare a sharded board with the
+/// same board in one slot: without board names, and (`ranks`) without ranks, which a sharded
+/// board's write does not answer (docs/scaling.md#what-a-write-answers).
+pub fn as_either_board(mut value: Value, ranks: bool) -> Value {
+    fn strip(value: &mut Value, ranks: bool) {
+        match value {
+            Value::Object(object) => {
+                object.remove("board");
+                if ranks {
+                    object.remove("rank");
+                }
+                object.values_mut().for_each(|v| strip(v, ranks));
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| strip(v, ranks)),
+            _ => {}
+        }
+    }
+    strip(&mut value, ranks);
+    serde_json::from_str(&value.to_string().replace("solo", "B").replace("wide", "B")).expect("JSON stays JSON")
+}

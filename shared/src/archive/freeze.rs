@@ -82,8 +82,13 @@ pub async fn frozen_page(
     }
     let members: Vec<(String, f64)> =
         redis::cmd("ZREVRANGE").arg(keys.frozen(period)).arg(start).arg(start + count - 1).arg("WITHSCORES").query_async(conn).await?;
+    ranked(members, scale, start)
+}
+
+/// Entries of a frozen board in rank order from 0-based position `start`, decoded.
+fn ranked(entries: Vec<(String, f64)>, scale: &Scale, start: u64) -> Result<Vec<Standing>, StoreError> {
     (start + 1..)
-        .zip(members)
+        .zip(entries)
         .map(|(rank, (user_id, composite))| {
             let (points, reached_at) =
                 scale.decode(composite).map_err(|e| StoreError::Protocol(format!("member {user_id:?} of a frozen board: {e}")))?;
@@ -169,14 +174,7 @@ pub mod shards {
             return frozen_page(conn, keys, period, scale, start, count).await;
         }
         let entries = sharded::window(conn, &frozen_sets(shards, period), start, count).await?;
-        (start + 1..)
-            .zip(entries)
-            .map(|(rank, (user_id, composite))| {
-                let (points, reached_at) =
-                    scale.decode(composite).map_err(|e| StoreError::Protocol(format!("member {user_id:?} of a frozen board: {e}")))?;
-                Ok(Standing { rank, user_id, points, reached_at })
-            })
-            .collect()
+        ranked(entries, scale, start)
     }
 
     /// `frozen_histograms` of the whole board.
