@@ -11,6 +11,7 @@ mod archived_statements;
 mod batch;
 mod batch_isolation;
 mod cluster_slots;
+mod cohort_order;
 mod distribution;
 mod emptied_seasons;
 mod exactly_once;

@@ -326,6 +326,7 @@ impl Moderation {
             voids_seen: decided.map(|decided| decided.seen),
             journal_entry: &journal_entry,
             notify: board.notify.as_ref(),
+            league: board.league.as_ref(),
         };
         let mut conn = self.store.write_connection().await?;
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };

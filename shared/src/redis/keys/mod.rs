@@ -395,6 +395,14 @@ impl BoardKeys {
         format!("{}:lg:c:{period_id}", self.base)
     }
 
+    /// A league's cohorts in order in one period (a sorted set, every score 0, an entry
+    /// `<cohort>|<composite, 16 digits>|<user>` per placed member with a score, and
+    /// `<cohort>#` for each cohort whose entries are kept; prelude.lua `order_entry`,
+    /// docs/leagues.md#cohort-order).
+    pub fn league_order(&self, period_id: &str) -> String {
+        format!("{}:lg:o:{period_id}", self.base)
+    }
+
     /// How many cohorts each tier has opened in one period (a hash: tier -> count; the last is
     /// the open one).
     pub fn league_counts(&self, period_id: &str) -> String {

@@ -67,8 +67,9 @@ then n times: H the period's sorted set (scored points * SPAN + time part), s ki
   0 when the board keeps no statements), B the top watched for notifications (0: none)
 then, when l > 0, the league's keys of that period (keys.rs): H placements, H cohorts,
   H cohort counts, H tiers, H waiting players, H the period before's placements, H its
-  waiting players, H its results; d cohort size, d the top tier. The member's first write that
-  leaves them on the league period's board places them in a cohort (prelude.lua)
+  waiting players, H its results, H the period's cohorts in order; d cohort size, d the top
+  tier. The member's first write that leaves them on the league period's board places them in
+  a cohort (prelude.lua); every write that moves them keeps their cohort's order
 
 A statement hash counts what made the member's score in one period: "n:<action>" events that
 earned points, "p:<action>" points they earned, "w:<action>" points the daily cap withheld,
@@ -106,7 +107,7 @@ local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0BHc0'
 local JOURNAL = KEYS[tonumber(ARGV[3])]
 local NOTICES = KEYS[tonumber(ARGV[4])]
 local PERIOD = '>HHc0Hc0Hc0HB'
-local LEAGUE = '>HHHHHHHHdd'
+local LEAGUE = '>HHHHHHHHHdd'
 
 -- Appends an event's reply: status, detail, then each of its `boards` periods' points and
 -- rank (zeros for a refusal).
@@ -225,7 +226,8 @@ local function apply(block, reply)
     if statement[i] > 0 and (changes[i] ~= 0 or capped > 0) then writable(KEYS[statement[i]], 'hash') end
   end
   if league > 0 and points_now[league] > 0 then
-    local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results = struct.unpack('>HHHHHHHH', block, pos)
+    local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, order =
+      struct.unpack('>HHHHHHHHH', block, pos)
     writable(KEYS[members], 'hash')
     writable(KEYS[cohorts], 'zset')
     writable(KEYS[counts], 'hash')
@@ -234,6 +236,7 @@ local function apply(block, reply)
     writable(KEYS[prev_members], 'hash')
     writable(KEYS[prev_pending], 'zset')
     writable(KEYS[prev_results], 'hash')
+    writable(KEYS[order], 'zset')
   end
   if notice ~= '' then writable(NOTICES, 'stream') end
   if entry ~= '' then writable(JOURNAL, 'stream') end
@@ -289,12 +292,21 @@ local function apply(block, reply)
     if changes[i] ~= largest then differ = true end
   end
 
-  local joined = false
+  local joined, cohort = false, nil
   if league > 0 and points_now[league] > 0 then
-    local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, size, top_tier =
+    local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, _, size, top_tier =
       struct.unpack(LEAGUE, block, pos)
-    joined = league_place(KEYS[members], KEYS[cohorts], KEYS[counts], KEYS[tiers], KEYS[pending], KEYS[prev_members],
+    joined, cohort = league_place(KEYS[members], KEYS[cohorts], KEYS[counts], KEYS[tiers], KEYS[pending], KEYS[prev_members],
       KEYS[prev_pending], KEYS[prev_results], member, size, top_tier, ttl[league], now_ms)
+  end
+  -- The cohort's order (prelude.lua `order_sync`); `record_cohort` keeps it below.
+  local cohort_noticed = notice ~= '' and league > 0 and top[league] > 0
+  if league > 0 and changes[league] ~= 0 and not cohort_noticed then
+    local members, order = struct.unpack('>H', block, pos), struct.unpack('>H', block, pos + 16)
+    if points_now[league] == 0 then cohort = redis.call('HGET', KEYS[members], member) end
+    if cohort then
+      order_sync(KEYS[order], cohort, member, composites[league], redis.call('ZSCORE', KEYS[board[league]], member))
+    end
   end
 
   if notice ~= '' then
@@ -304,10 +316,11 @@ local function apply(block, reply)
         record_move(moves, 'T', KEYS[board[i]], kind[i], id[i], top[i], member, ranks_before[i], ranks[i] - 1)
       end
     end
-    if league > 0 and top[league] > 0 and changes[league] ~= 0 then
+    if cohort_noticed and changes[league] ~= 0 then
       local members, cohorts = struct.unpack('>HH', block, pos)
-      record_cohort(moves, 'L', KEYS[board[league]], KEYS[members], KEYS[cohorts], kind[league], id[league], member,
-        composites[league], joined)
+      local order = struct.unpack('>H', block, pos + 16)
+      record_cohort(moves, 'L', KEYS[board[league]], KEYS[members], KEYS[cohorts], KEYS[order], kind[league], id[league],
+        member, composites[league], joined)
     end
     record_moves(NOTICES, notice, moves)
   end

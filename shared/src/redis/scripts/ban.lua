@@ -15,8 +15,8 @@ KEYS[4]    the board's notices (stream, docs/notifications.md)
 KEYS[5..]  ban only: the board's n live period sorted sets; then, on a board that keeps
            statements, the user's statement of each of them (deleted with the score, so a
            statement never explains points the user no longer has); then, on a league board,
-           for each of the m live league periods its placements, cohorts and waiting players
-           (the user leaves their cohort, docs/leagues.md)
+           for each of the m live league periods its placements, cohorts, waiting players and
+           cohorts in order (the user leaves their cohort, docs/leagues.md)
 
 ARGV[1]    member (user id)
 ARGV[2]    "ban" or "unban"
@@ -68,18 +68,19 @@ if ARGV[5] ~= '' then writable(KEYS[3], 'stream') end
 if ARGV[2] == 'ban' then
   local m = tonumber(ARGV[6])
   local n = (#ARGV - 6 - m) / 2
-  -- The live periods a watched league period is: their member's composite before the ban.
+  -- The live periods a league period is: their member's composite before the ban.
   local league_at, was = {}, {}
   for j = 1, m do
     local i = tonumber(ARGV[6 + 2 * n + j])
-    if i > 0 and tonumber(ARGV[6 + n + i]) > 0 then league_at[i] = true end
+    if i > 0 then league_at[i] = true end
   end
-  local statements = #KEYS == 4 + 2 * n + 3 * m
+  local statements = #KEYS == 4 + 2 * n + 4 * m
   writable(KEYS[4], 'stream')
   for i = 1, n do writable(KEYS[4 + i], 'zset') end
   for j = 1, m do
-    local at = #KEYS - 3 * (m - j)
-    writable(KEYS[at - 2], 'hash')
+    local at = #KEYS - 4 * (m - j)
+    writable(KEYS[at - 3], 'hash')
+    writable(KEYS[at - 2], 'zset')
     writable(KEYS[at - 1], 'zset')
     writable(KEYS[at], 'zset')
   end
@@ -100,14 +101,14 @@ if ARGV[2] == 'ban' then
     end
   end
   for j = 1, m do
-    local at = #KEYS - 3 * (m - j)
-    local placements, cohorts, waiting = KEYS[at - 2], KEYS[at - 1], KEYS[at]
+    local at = #KEYS - 4 * (m - j)
+    local placements, cohorts, waiting, order = KEYS[at - 3], KEYS[at - 2], KEYS[at - 1], KEYS[at]
     local i = tonumber(ARGV[6 + 2 * n + j])
-    if i > 0 and was[i] then
+    if i > 0 and was[i] and tonumber(ARGV[6 + n + i]) > 0 then
       local kind, id = string.match(ARGV[6 + i], '^([^:]*):(.*)$')
       record_departure(moves, KEYS[4 + i], placements, cohorts, kind, id, member, tonumber(was[i]))
     end
-    league_leave(placements, cohorts, waiting, member)
+    league_leave(placements, cohorts, order, waiting, member, i > 0 and was[i])
   end
 else
   redis.call('HDEL', KEYS[1], GUARD_BAN .. member)

@@ -15,7 +15,7 @@ KEYS[5..]  the n period sorted sets to correct, scored with the tie-break compos
            when ARGV[8] is 1, the member's statement of each of those periods (hash, see
            apply_event.lua), where the correction is itemised as "c:<correction id>" ->
            "<points changed in that period, summed over applications>|<reason>"; then, when
-           ARGV[15] > 0, the league's keys of that period as apply_event.lua lists them (eight)
+           ARGV[15] > 0, the league's keys of that period as apply_event.lua lists them (nine)
            and the period's results (hash): a correction that leaves the member on the league
            period's board places them in a cohort as a first write does (prelude.lua), unless
            the period's close has begun (its results exist); then, when ARGV[19] is not
@@ -78,7 +78,7 @@ local notice = ARGV[19]
 -- The notices are the last key, when there are any (`notice` names the write).
 local NOTICES = KEYS[#KEYS]
 local noticed = notice ~= ''
-local LEAGUE_KEYS = 9
+local LEAGUE_KEYS = 10
 local boards = (#KEYS - FIRST_BOARD + 1 - (league > 0 and LEAGUE_KEYS or 0) - (noticed and 1 or 0)) / (statements and 2 or 1)
 local league_at = FIRST_BOARD + boards * (statements and 2 or 1)
 local function period(i, part) return ARGV[20 + 5 * (i - 1) + part] end
@@ -127,7 +127,8 @@ if league > 0 then
   writable(KEYS[league_at + 5], 'hash')
   writable(KEYS[league_at + 6], 'zset')
   writable(KEYS[league_at + 7], 'hash')
-  writable(KEYS[league_at + 8], 'hash')
+  writable(KEYS[league_at + 8], 'zset')
+  writable(KEYS[league_at + 9], 'hash')
 end
 
 local periods = {}
@@ -168,12 +169,18 @@ for i = 1, boards do
   end
   periods[i] = entry
 end
-local joined = false
+local joined, cohort = false, nil
 -- Not once the period's close has begun (its results exist): its cohorts are being closed.
-if league > 0 and values[league] and redis.call('EXISTS', KEYS[league_at + 8]) == 0 then
-  joined = league_place(KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 2], KEYS[league_at + 3], KEYS[league_at + 4],
+if league > 0 and values[league] and redis.call('EXISTS', KEYS[league_at + 9]) == 0 then
+  joined, cohort = league_place(KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 2], KEYS[league_at + 3], KEYS[league_at + 4],
     KEYS[league_at + 5], KEYS[league_at + 6], KEYS[league_at + 7], member, tonumber(ARGV[16]), tonumber(ARGV[17]),
     period(league, 2), tonumber(ARGV[18]))
+end
+-- The cohort's order (prelude.lua `order_sync`); `record_cohort` keeps it below.
+local cohort_noticed = noticed and league > 0 and ranks_before[league]
+if league > 0 and periods[league].delta ~= 0 and not cohort_noticed then
+  cohort = cohort or redis.call('HGET', KEYS[league_at], member)
+  order_sync(KEYS[league_at + 8], cohort, member, composites[league], redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + league], member))
 end
 if noticed then
   -- Rank moves, as any write that moves its member records them (prelude.lua).
@@ -185,8 +192,8 @@ if noticed then
         ranks_before[i], rank_now)
     end
   end
-  if league > 0 and ranks_before[league] and periods[league].delta ~= 0 then
-    record_cohort(moves, 'L', KEYS[FIRST_BOARD - 1 + league], KEYS[league_at], KEYS[league_at + 1], period(league, 0),
+  if cohort_noticed and periods[league].delta ~= 0 then
+    record_cohort(moves, 'L', KEYS[FIRST_BOARD - 1 + league], KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 8], period(league, 0),
       period(league, 1), member, tonumber(composites[league]) or 0, joined)
   end
   record_moves(NOTICES, notice, moves)

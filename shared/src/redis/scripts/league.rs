@@ -16,7 +16,7 @@ use crate::redis::store::{Connection, ScriptCall};
 /// The keys a write script places a user with: `period`'s (the league's period the write
 /// lands in) and the period before's (whether it is closed yet), in the order the scripts'
 /// headers list them.
-fn league_key_list(keys: &BoardKeys, period: &Period) -> [String; 8] {
+fn league_key_list(keys: &BoardKeys, period: &Period) -> [String; 9] {
     let previous = period.previous().map_or_else(String::new, |p| p.id);
     [
         keys.league_members(&period.id),
@@ -27,6 +27,7 @@ fn league_key_list(keys: &BoardKeys, period: &Period) -> [String; 8] {
         keys.league_members(&previous),
         keys.league_pending(&previous),
         keys.league_results(&previous),
+        keys.league_order(&period.id),
     ]
 }
 
@@ -188,7 +189,9 @@ pub async fn open_next(
         .key(keys.league_counts(&next.id))
         .key(keys.league_tiers())
         .key(keys.league_pending(&next.id))
-        .key(keys.journal());
+        .key(keys.journal())
+        .key(keys.league_order(&next.id))
+        .key(keys.period(next));
     call.arg(batch).arg(league.cohort_size).arg(top_tier(league)).arg(ttls.0).arg(ttls.1);
     call.arg(if keys.journaled() { journal_entry } else { "" });
     conn.run_script(&call, ReplicaWait::NONE).await

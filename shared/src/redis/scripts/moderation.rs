@@ -62,7 +62,11 @@ pub async fn ban<'p>(
         }
     }
     for period in &league_periods {
-        invocation.key(keys.league_members(&period.id)).key(keys.league_cohorts(&period.id)).key(keys.league_pending(&period.id));
+        invocation
+            .key(keys.league_members(&period.id))
+            .key(keys.league_cohorts(&period.id))
+            .key(keys.league_pending(&period.id))
+            .key(keys.league_order(&period.id));
     }
     invocation.arg(member).arg(mode).arg(audit.entry).arg(audit.keep).arg(if keys.journaled() { audit.entry } else { "" });
     invocation.arg(league_periods.len());
@@ -219,6 +223,8 @@ pub struct PointsVoid<'a> {
     pub journal_entry: &'a str,
     /// What the board notifies: a void that moves members records their rank moves.
     pub notify: Option<&'a Notify>,
+    /// The board's league: a void of its period keeps the member's cohort's scores.
+    pub league: Option<&'a League>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -257,6 +263,11 @@ pub async fn void_points(
     for entry in void.entries {
         invocation.key(keys.day_ledger(void.member, &entry.day));
     }
+    let league_at = void.league.and_then(|league| void.periods.iter().position(|(period, _)| period.kind == league.period));
+    if let Some(at) = league_at {
+        let id = &void.periods[at].0.id;
+        invocation.key(keys.league_members(id)).key(keys.league_cohorts(id)).key(keys.league_order(id));
+    }
     let notify = void.notify.filter(|_| keys.noticed());
     if notify.is_some() {
         invocation.key(keys.notices());
@@ -282,6 +293,7 @@ pub async fn void_points(
     for entry in void.entries {
         invocation.arg(ledger_field(&entry.field)).arg(&entry.field);
     }
+    invocation.arg(league_at.map_or(0, |at| at + 1));
     let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
     let voided = |duplicate| {
         // cjson encodes an empty table as an object.

@@ -13,6 +13,8 @@ KEYS[5]  the next period's cohort counts (hash)
 KEYS[6]  the league's tiers (hash)
 KEYS[7]  the next period's waiting players (sorted set: user -> ms of their first write)
 KEYS[8]  the board's journal (stream, docs/journal.md)
+KEYS[9]  the next period's cohorts in order (sorted set, prelude.lua `order_entry`)
+KEYS[10] the next period's board (sorted set): a player placed here joins their cohort's order
 
 ARGV[1]  most players to place in this call
 ARGV[2]  cohort size
@@ -37,11 +39,14 @@ writable(KEYS[3], 'hash')
 writable(KEYS[4], 'zset')
 writable(KEYS[5], 'hash')
 writable(KEYS[6], 'hash')
+writable(KEYS[9], 'zset')
 if ARGV[6] ~= '' then writable(KEYS[8], 'stream') end
 local placed = {}
 for _, member in ipairs(waiting) do
   if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 0 and redis.call('HEXISTS', KEYS[3], member) == 0 then
-    placed[#placed + 1] = member .. '=' .. league_join(KEYS[3], KEYS[4], KEYS[5], KEYS[6], member, size, top, ARGV[4])
+    local cohort = league_join(KEYS[3], KEYS[4], KEYS[5], KEYS[6], member, size, top, ARGV[4])
+    placed[#placed + 1] = member .. '=' .. cohort
+    order_sync(KEYS[9], cohort, member, nil, redis.call('ZSCORE', KEYS[10], member))
   end
   redis.call('ZREM', KEYS[7], member)
 end

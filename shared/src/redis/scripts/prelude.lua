@@ -257,9 +257,29 @@ local function cohort_range(cohort)
   return '[' .. cohort .. '|', '(' .. cohort .. '}'
 end
 
+-- A league period's cohorts in order (docs/leagues.md#cohort-order): one sorted set, every
+-- score 0, an entry "<cohort>|<composite, 16 digits>|<user>" for every placed member with a
+-- score on the period's board, so a cohort best first is one ZREVRANGEBYLEX of its range (the
+-- greater member first among equals, as ZREVRANGE orders a board) and a place one ZLEXCOUNT.
+-- "<cohort>#" (outside every cohort's range) says the cohort's entries are kept: the first
+-- write that needs them builds them from the placements and the board; from then on every
+-- write that moves a placed member keeps them.
+local function order_entry(cohort, composite, member)
+  return cohort .. '|' .. string.format('%016.0f', tonumber(composite)) .. '|' .. member
+end
+
+-- Moves `member`'s entry in their cohort's order (`cohort`, nil: not placed) from composite
+-- `old` (nil or 0: none) to `new` (nil: none), where that cohort's order is kept.
+local function order_sync(order, cohort, member, old, new)
+  if not cohort or not redis.call('ZSCORE', order, cohort .. '#') then return end
+  if old and tonumber(old) > 0 then redis.call('ZREM', order, order_entry(cohort, old, member)) end
+  if new then redis.call('ZADD', order, 0, order_entry(cohort, new, member)) end
+end
+
 -- Puts `member` into the open cohort of their tier (`tiers`: user -> tier; absent: 0, the
 -- lowest; never above `top`), opening the tier's next cohort when the open one holds `size`.
--- Every key it creates lives `ttl` seconds. Returns the cohort ("<tier>:<n>").
+-- Every key it creates lives `ttl` seconds. Returns the cohort ("<tier>:<n>"). The cohort's
+-- order is the caller's to keep (`order_sync`).
 local function league_join(members, cohorts, counts, tiers, member, size, top, ttl)
   local tier = tostring(math.min(tonumber(redis.call('HGET', tiers, member) or '0'), top))
   local n = tonumber(redis.call('HGET', counts, tier) or '0')
@@ -278,24 +298,27 @@ end
 -- A user's first write of a league period places them (`league_join`), unless the period
 -- before had players (placed, or still waiting themselves) and is not closed yet
 -- (`prev_results` has no LEAGUE_CLOSED): their tier is not known, so they wait in `pending`
--- (user -> ms of that first write) for the close. True when it placed them now.
+-- (user -> ms of that first write) for the close. Returns whether it placed them now, and
+-- their cohort (nil: not placed).
 local function league_place(members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, member, size,
     top, ttl, now_ms)
-  if redis.call('HEXISTS', members, member) == 1 then return end
+  local cohort = redis.call('HGET', members, member)
+  if cohort then return false, cohort end
   if redis.call('EXISTS', prev_members, prev_pending) > 0 and redis.call('HEXISTS', prev_results, LEAGUE_CLOSED) == 0 then
     if redis.call('ZADD', pending, 'NX', string.format('%.0f', now_ms), member) == 1 then expire_once(pending, ttl) end
-    return
+    return false, nil
   end
-  league_join(members, cohorts, counts, tiers, member, size, top, ttl)
-  return true
+  return true, league_join(members, cohorts, counts, tiers, member, size, top, ttl)
 end
 
 -- Takes `member` out of their cohort of a league period (a ban).
-local function league_leave(members, cohorts, pending, member)
+-- `was`: their composite on the period's board before (nil: none), for the cohort's `order`.
+local function league_leave(members, cohorts, order, pending, member, was)
   local cohort = redis.call('HGET', members, member)
   if cohort then
     redis.call('ZREM', cohorts, cohort .. '|' .. member)
     redis.call('HDEL', members, member)
+    order_sync(order, cohort, member, was, nil)
   end
   redis.call('ZREM', pending, member)
 end
@@ -335,10 +358,10 @@ end
 
 -- A move inside the member's league cohort (`placements`, `cohorts`: the league period's keys,
 -- `board` its sorted set): "<tag> <kind> <id> <cohort> <member> <before> <cohort best first…>"
--- with `before` the member's 0-based place before the write (-1: it placed them), found from
--- `old`, their composite before (0: none). Nothing when their place and the cohort's size are
--- unchanged. The order is the league's own (services/leagues.rs `board_order`): composite, the
--- greater member first among equals, members without a score last by name.
+-- with `before` the member's 0-based place before the write (-1: it placed them). Nothing when
+-- their place and the cohort's size are unchanged. The order is the league's own
+-- (services/leagues.rs `board_order`): composite, the greater member first among equals (as
+-- ZREVRANGE orders them), members without a score last by name.
 local function cohort_ahead(x, sx, y, sy)
   if sx and sy then
     if sx ~= sy then return sx > sy end
@@ -349,14 +372,23 @@ local function cohort_ahead(x, sx, y, sy)
   return x < y
 end
 
-local function record_cohort(moves, tag, board, placements, cohorts, kind, id, member, old, joined)
-  local cohort = redis.call('HGET', placements, member)
-  if not cohort then return end
+-- `record_cohort` from the placements and the board: the cohort's names, their composites
+-- (`old`: the member's before the write, 0: none), every comparison in Lua. Returns the
+-- cohort's members with a score after it, each's composite then name.
+local function record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, member, old, joined)
   local names = redis.call('ZRANGEBYLEX', cohorts, cohort_range(cohort))
   for i = 1, #names do names[i] = string.sub(names[i], #cohort + 2) end
+  local scored = {}
+  if #names == 0 then return scored end
   local composites, score = redis.call('ZMSCORE', board, unpack(names)), {}
-  for i = 1, #names do score[names[i]] = composites[i] and tonumber(composites[i]) end
-  local place_was, place_now, was = -1, 0, old > 0 and old
+  for i = 1, #names do
+    score[names[i]] = composites[i] and tonumber(composites[i])
+    if composites[i] then
+      scored[#scored + 1] = composites[i]
+      scored[#scored + 1] = names[i]
+    end
+  end
+  local place_was, place_now, was = -1, 0, old and tonumber(old) > 0 and tonumber(old)
   if not joined then place_was = 0 end
   for i = 1, #names do
     local other = names[i]
@@ -365,9 +397,59 @@ local function record_cohort(moves, tag, board, placements, cohorts, kind, id, m
       if cohort_ahead(other, score[other], member, score[member]) then place_now = place_now + 1 end
     end
   end
-  if place_was == place_now then return end
-  table.sort(names, function(x, y) return cohort_ahead(x, score[x], y, score[y]) end)
-  moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(names, ' ')}, ' ')
+  if place_was ~= place_now then
+    table.sort(names, function(x, y) return cohort_ahead(x, score[x], y, score[y]) end)
+    moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(names, ' ')}, ' ')
+  end
+  return scored
+end
+
+-- Records the member's move in their cohort (`old`: their composite before, 0: none) and keeps
+-- the cohort's `order` (`order_sync`), building it when it is not kept yet (it expires with
+-- the period's cohorts). While every member of the cohort has a score, a place is a count of
+-- the entries above the member's.
+local function record_cohort(moves, tag, board, placements, cohorts, order, kind, id, member, old, joined)
+  local cohort = redis.call('HGET', placements, member)
+  if not cohort then return end
+  local composite = redis.call('ZSCORE', board, member)
+  if redis.call('ZSCORE', order, cohort .. '#') then
+    local low, high = cohort_range(cohort)
+    local place_was
+    if old and tonumber(old) > 0 then
+      local entry = order_entry(cohort, old, member)
+      place_was = redis.call('ZLEXCOUNT', order, '(' .. entry, high)
+      redis.call('ZREM', order, entry)
+    end
+    if composite then
+      local entry = order_entry(cohort, composite, member)
+      redis.call('ZADD', order, 0, entry)
+      local size = redis.call('ZLEXCOUNT', cohorts, low, high)
+      if redis.call('ZLEXCOUNT', order, low, high) == size then
+        -- Placed without a score before (not by this write): alone without one, so last.
+        place_was = place_was or (joined and -1 or size - 1)
+        local place_now = redis.call('ZLEXCOUNT', order, '(' .. entry, high)
+        if place_was ~= place_now then
+          local listed = redis.call('ZREVRANGEBYLEX', order, high, low)
+          for i = 1, #listed do listed[i] = string.sub(listed[i], #cohort + 19) end
+          moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(listed, ' ')}, ' ')
+        end
+        return
+      end
+    end
+    record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, member, old, joined)
+    return
+  end
+  local scored = record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, member, old, joined)
+  local build = {0, cohort .. '#'}
+  for i = 1, #scored, 2 do
+    build[#build + 1] = 0
+    build[#build + 1] = order_entry(cohort, scored[i], scored[i + 1])
+  end
+  redis.call('ZADD', order, unpack(build))
+  if redis.call('PTTL', order) == -1 then
+    local expiry = redis.call('PEXPIRETIME', cohorts)
+    if expiry > 0 then redis.call('PEXPIREAT', order, expiry) end
+  end
 end
 
 -- Appends a write's moves to the board's notices (nothing when it moved nobody). The stream

@@ -54,7 +54,7 @@ then n septuples from b+14: index of the period's sorted set, index of the membe
            their sum on "sum" boards; "0" when the board keeps none), kind, id, TTL in seconds
            ("0": none), time part of a score reached now, the top watched for notifications
            ("0": none)
-then, when l > 0, ten: the indexes of the league's keys of that period, as apply_event.lua's
+then, when l > 0, eleven: the indexes of the league's keys of that period, as apply_event.lua's
            block lists them, cohort size and the top tier. A submission that leaves the member
            on the league period's board places them in a cohort (prelude.lua). An applied
            submission records its rank moves as apply_event.lua does
@@ -183,6 +183,7 @@ local function submit(b)
     writable(KEYS[tonumber(ARGV[at + 5])], 'hash')
     writable(KEYS[tonumber(ARGV[at + 6])], 'zset')
     writable(KEYS[tonumber(ARGV[at + 7])], 'hash')
+    writable(KEYS[tonumber(ARGV[at + 8])], 'zset')
   end
   if notice ~= '' then writable(NOTICES, 'stream') end
   if ARGV[b + 11] ~= '' then writable(JOURNAL, 'stream') end
@@ -215,12 +216,19 @@ local function submit(b)
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   rate_record(rate_log, rate_max, rate_window, now_ms, field)
-  local joined = false
-  if league > 0 and redis.call('ZSCORE', KEYS[index(league, 0)], member) then
-    joined = league_place(KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])], KEYS[tonumber(ARGV[at + 2])],
+  local joined, cohort = false, nil
+  local league_composite = league > 0 and redis.call('ZSCORE', KEYS[index(league, 0)], member)
+  if league_composite then
+    joined, cohort = league_place(KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])], KEYS[tonumber(ARGV[at + 2])],
       KEYS[tonumber(ARGV[at + 3])], KEYS[tonumber(ARGV[at + 4])], KEYS[tonumber(ARGV[at + 5])],
-      KEYS[tonumber(ARGV[at + 6])], KEYS[tonumber(ARGV[at + 7])], member, tonumber(ARGV[at + 8]),
-      tonumber(ARGV[at + 9]), period(league, 4), now_ms)
+      KEYS[tonumber(ARGV[at + 6])], KEYS[tonumber(ARGV[at + 7])], member, tonumber(ARGV[at + 9]),
+      tonumber(ARGV[at + 10]), period(league, 4), now_ms)
+  end
+  -- The cohort's order (prelude.lua `order_sync`); `record_cohort` keeps it below.
+  local cohort_noticed = notice ~= '' and league > 0 and kept[league] and index(league, 6) > 0
+  if league > 0 and kept[league] and not cohort_noticed then
+    cohort = cohort or redis.call('HGET', KEYS[tonumber(ARGV[at])], member)
+    order_sync(KEYS[tonumber(ARGV[at + 8])], cohort, member, olds[league], league_composite)
   end
   if notice ~= '' then
     local moves = {}
@@ -230,9 +238,9 @@ local function submit(b)
         record_move(moves, 'T', KEYS[index(i, 0)], period(i, 2), period(i, 3), index(i, 6), member, ranks_before[i], rank_now)
       end
     end
-    if league > 0 and kept[league] and index(league, 6) > 0 then
+    if cohort_noticed then
       record_cohort(moves, 'L', KEYS[index(league, 0)], KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])],
-        period(league, 2), period(league, 3), member, olds[league], joined)
+        KEYS[tonumber(ARGV[at + 8])], period(league, 2), period(league, 3), member, olds[league], joined)
     end
     record_moves(NOTICES, notice, moves)
   end
@@ -255,6 +263,6 @@ for _ = 1, tonumber(ARGV[1]) do
     reply[#reply + 1] = entries_now or 0
     entries_now = nil
   end
-  b = b + 14 + 7 * n + (tonumber(ARGV[b + 12]) > 0 and 10 or 0)
+  b = b + 14 + 7 * n + (tonumber(ARGV[b + 12]) > 0 and 11 or 0)
 end
 return reply

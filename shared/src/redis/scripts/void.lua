@@ -15,8 +15,9 @@ KEYS[5..]  the n period sorted sets (a points board's composites); then, when AR
            member's statement of each (hash, see apply_event.lua), where the void is itemised
            as "v:<void id>" -> "<points removed, a negative number>|<reason>"; then the
            member's day ledger of each voided give's entry (hash, see apply_event.lua), one
-           per entry; then, when ARGV[13] is not "", the board's notices (stream,
-           docs/notifications.md)
+           per entry; then, when the last ARGV is not 0, the league period's placements (hash),
+           cohorts and cohorts in order (sorted sets, docs/leagues.md); then, when ARGV[13] is not "", the
+           board's notices (stream, docs/notifications.md)
 
 ARGV[1]    member (user id)
 ARGV[2]    audit entry (JSON)
@@ -42,6 +43,9 @@ ARGV[14..] for each period, in KEYS order: period kind, period id, points to rem
            was read took it already ("stale"). The entry is set to "0": the give stays counted
            (the same like that day earns nothing again) and a later take-back takes nothing
            (not its points a second time); the day's cap counter is left as it is
+ARGV[last] l, which of the n periods is the board's league period (0: none): a void that moves
+           a placed member keeps their cohort's order (prelude.lua `order_sync`) and, when
+           that period is watched, records their move in the cohort
 
 Reply: a three-element array {status, entry, periods}
   {"new", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}] (the
@@ -76,7 +80,9 @@ local NOTICES = KEYS[#KEYS]
 local noticed = notice ~= ''
 local function period(i, part) return ARGV[14 + 4 * (i - 1) + part] end
 local first_ledger = FIRST_BOARD + boards * (statements and 2 or 1)
-local last_ledger = #KEYS - (noticed and 1 or 0)
+local league = tonumber(ARGV[#ARGV])
+local last_ledger = #KEYS - (noticed and 1 or 0) - (league > 0 and 3 or 0)
+local PLACEMENTS, COHORTS, ORDER = KEYS[last_ledger + 1], KEYS[last_ledger + 2], KEYS[last_ledger + 3]
 local function ledger_field(k) return 14 + 4 * boards + 2 * (k - first_ledger) end
 
 if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 1 then return {'banned', '', ''} end
@@ -100,6 +106,7 @@ for k = first_ledger, last_ledger do writable(KEYS[k], 'hash') end
 writable(KEYS[2], 'list')
 if noticed then writable(NOTICES, 'stream') end
 if ARGV[9] ~= '' then writable(KEYS[4], 'stream') end
+if league > 0 then writable(ORDER, 'zset') end
 
 -- An empty table encodes as {}, not []: the caller reads both.
 local periods, moves = {}, {}
@@ -124,6 +131,13 @@ for i = 1, boards do
     if after > 0 then entry.rank = redis.call('ZREVRANK', key, member) + 1 end
     if top > 0 and entry.delta ~= 0 then
       record_move(moves, 'T', key, kind, id, top, member, rank_was, entry.rank and entry.rank - 1 or -1)
+    end
+    if i == league and entry.delta ~= 0 then
+      if top > 0 then
+        record_cohort(moves, 'L', key, PLACEMENTS, COHORTS, ORDER, kind, id, member, composite, false)
+      else
+        order_sync(ORDER, redis.call('HGET', PLACEMENTS, member), member, composite, redis.call('ZSCORE', key, member))
+      end
     end
     if statements and entry.delta ~= 0 then
       local statement = KEYS[FIRST_BOARD - 1 + boards + i]
