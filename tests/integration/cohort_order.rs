@@ -104,24 +104,28 @@ async fn order_of(app: &TestApp, period: &Period) -> (BTreeMap<String, Vec<Strin
 }
 
 /// What a kept cohort's entries must be, from the placements and the board alone: every placed
-/// member with a composite, best first (the greater id first among equal composites).
+/// member with a composite, best first (the greater id first among equal composites), then
+/// those without one (greater id first: the entries' own order).
 async fn expected(app: &TestApp, period: &Period, cohort: &str) -> Vec<String> {
     let keys = app.keys.board("lg");
     let mut conn = app.redis.clone();
     let placements: BTreeMap<String, String> =
         redis::cmd("HGETALL").arg(keys.league_members(&period.id)).query_async(&mut conn).await.unwrap();
-    let mut scored: Vec<(u64, String)> = Vec::new();
+    let (mut scored, mut unscored): (Vec<(u64, String)>, Vec<String>) = (Vec::new(), Vec::new());
     for (user, placed) in placements {
         if placed != cohort {
             continue;
         }
         let composite: Option<f64> = redis::cmd("ZSCORE").arg(keys.period(period)).arg(&user).query_async(&mut conn).await.unwrap();
-        if let Some(composite) = composite {
-            scored.push((composite as u64, user));
+        match composite {
+            Some(composite) => scored.push((composite as u64, user)),
+            None => unscored.push(user),
         }
     }
     scored.sort_by(|a, b| b.cmp(a));
-    scored.into_iter().map(|(composite, user)| format!("{cohort}|{composite:016}|{user}")).collect()
+    unscored.sort_by(|a, b| b.cmp(a));
+    let scored = scored.into_iter().map(|(composite, user)| format!("{cohort}|{composite:016}|{user}"));
+    scored.chain(unscored.into_iter().map(|user| format!("{cohort}|!{user}"))).collect()
 }
 
 /// Runs the steps; whether some cohort's order was kept at the end.
@@ -162,14 +166,18 @@ async fn run(app: &TestApp, router: &axum::Router, steps: &[(Step, u8)]) -> Resu
         for (cohort, entries) in &cohorts {
             prop_assert_eq!(entries, &expected(app, &period, cohort).await, "step {} {:?}: cohort {}", i, step, cohort);
         }
-        // A cohort whose order is kept is listed by the league route in that order.
+        // A cohort whose order is kept is listed by the league route in that order (those
+        // without a score last, by name).
         for (cohort, entries) in &cohorts {
             let Some(first) = entries.first() else { continue };
-            let user = first.rsplit('|').next().unwrap();
+            let user = first.rsplit('|').next().unwrap().trim_start_matches('!');
             let (_, body) = app.get(&format!("/v1/boards/lg/users/{user}/league")).await;
             let shown: Vec<&str> = body["entries"].as_array().unwrap().iter().map(|e| e["user_id"].as_str().unwrap()).collect();
-            let ordered: Vec<&str> = entries.iter().map(|e| e.rsplit('|').next().unwrap()).collect();
-            prop_assert_eq!(&shown[..ordered.len()], &ordered[..], "step {}: cohort {} on the league route", i, cohort);
+            let mut ordered: Vec<&str> = entries.iter().filter(|e| !e.contains("|!")).map(|e| e.rsplit('|').next().unwrap()).collect();
+            let mut unscored: Vec<&str> = entries.iter().filter_map(|e| e.split_once("|!").map(|(_, user)| user)).collect();
+            unscored.sort();
+            ordered.extend(unscored);
+            prop_assert_eq!(&shown[..], &ordered[..], "step {}: cohort {} on the league route", i, cohort);
         }
     }
     Ok(!order_of(app, &period).await.0.is_empty())

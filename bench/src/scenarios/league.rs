@@ -73,6 +73,9 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let mut close = Measurement::new("`Leagues::close` (every cohort read, ranked, closed; the next week opened)");
     let mut raw = Measurement::new("raw `ZREVRANGE … WITHSCORES` of the whole week, pages of 1,000");
     let mut cohorts = 0;
+    // The close's lasting memory (issue 43 item 14): the week's results, kept 26 weeks, and
+    // the tiers, kept for good (the lowest tier is not stored).
+    let (mut results_bytes, mut tiers_bytes, mut tiers_stored, mut results_ttl_days) = (0u64, 0u64, 0u64, 0f64);
     for repetition in 0..bench.repetitions.min(MAX_REPETITIONS) {
         let ingestor = Ingestor::new(config.clone(), bench.keys.clone(), bench.store.clone());
         join(&ingestor, now, repetition).await?;
@@ -86,6 +89,14 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             return Err(format!("the close did not complete: {report:?}").into());
         }
         cohorts = report.cohorts_closed;
+        let mut conn = bench.client()?.connection().await?;
+        let keys = bench.keys.board(BOARD);
+        for (bytes, key) in [(&mut results_bytes, keys.league_results(&week.id)), (&mut tiers_bytes, keys.league_tiers())] {
+            *bytes =
+                redis::cmd("MEMORY").arg("USAGE").arg(key).arg("SAMPLES").arg(0).query_async::<Option<u64>>(&mut conn).await?.unwrap_or(0);
+        }
+        tiers_stored = redis::cmd("HLEN").arg(keys.league_tiers()).query_async(&mut conn).await?;
+        results_ttl_days = redis::cmd("TTL").arg(keys.league_results(&week.id)).query_async::<i64>(&mut conn).await? as f64 / 86_400.0;
         bench.clean().await?;
     }
     let mut table = Table::new(&["method", "median", "min", "max", "per player"]);
@@ -107,16 +118,42 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             close.samples.len(),
         ),
         tables: vec![table],
-        notes: vec![format!(
-            "close / raw read of the week: **{:.1}×**; one cohort (read, rank, close script) takes {:.0} µs",
-            ratio(close.median(), raw.median()),
-            close.median().as_secs_f64() * 1e6 / cohorts.max(1) as f64,
-        )],
-        targets: vec![Target {
-            row: "league close, 100,000 players".into(),
-            goal: "within one scheduled run (Lambda's 15 minutes)".into(),
-            measured: ms(close.median()),
-            met: close.median() < Duration::from_secs(600),
-        }],
+        notes: vec![
+            format!(
+                "close / raw read of the week: **{:.1}×**; one cohort (read, rank, close script) takes {:.0} µs",
+                ratio(close.median(), raw.median()),
+                close.median().as_secs_f64() * 1e6 / cohorts.max(1) as f64,
+            ),
+            format!(
+                "Memory after the close (`MEMORY USAGE … SAMPLES 0`): one week's results of {} players **{:.1} MB** ({:.0} bytes a \
+                 player), so the 26 weeks they are kept hold **{:.0} MB** per 100,000 weekly players; the tiers hash {:.1} MB for the \
+                 {} players above the lowest tier (the lowest is not stored).",
+                grouped(PLAYERS),
+                results_bytes as f64 / 1e6,
+                results_bytes as f64 / PLAYERS as f64,
+                results_bytes as f64 * 26.0 / 1e6 * 100_000.0 / PLAYERS as f64,
+                tiers_bytes as f64 / 1e6,
+                grouped(tiers_stored),
+            ),
+        ],
+        targets: vec![
+            Target {
+                row: "league close, 100,000 players".into(),
+                goal: "within one scheduled run (Lambda's 15 minutes)".into(),
+                measured: ms(close.median()),
+                met: close.median() < Duration::from_secs(600),
+            },
+            Target {
+                row: "league results, 26 weeks of 100,000 weekly players".into(),
+                goal: "bounded: results expire after 26 weeks, the lowest tier is not stored".into(),
+                measured: format!(
+                    "{:.0} MB; a week's results expire in {results_ttl_days:.0} days; {} of {} players' tiers stored",
+                    results_bytes as f64 * 26.0 / 1e6 * 100_000.0 / PLAYERS as f64,
+                    grouped(tiers_stored),
+                    grouped(PLAYERS)
+                ),
+                met: results_ttl_days > 0.0 && results_ttl_days <= 183.0 && tiers_stored < PLAYERS,
+            },
+        ],
     })
 }

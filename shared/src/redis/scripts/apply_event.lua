@@ -225,18 +225,26 @@ local function apply(block, reply)
   for i = 1, boards do
     if statement[i] > 0 and (changes[i] ~= 0 or capped > 0) then writable(KEYS[statement[i]], 'hash') end
   end
-  if league > 0 and points_now[league] > 0 then
+  -- A placed member's write touches no league key but their cohort's order, whose mark is read
+  -- here (a key of another type fails the call unwritten); a first write may place them.
+  local cohort, order_held
+  if league > 0 and (points_now[league] > 0 or changes[league] ~= 0) then
     local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, order =
       struct.unpack('>HHHHHHHHH', block, pos)
-    writable(KEYS[members], 'hash')
-    writable(KEYS[cohorts], 'zset')
-    writable(KEYS[counts], 'hash')
-    writable(KEYS[tiers], 'hash')
-    writable(KEYS[pending], 'zset')
-    writable(KEYS[prev_members], 'hash')
-    writable(KEYS[prev_pending], 'zset')
-    writable(KEYS[prev_results], 'hash')
-    writable(KEYS[order], 'zset')
+    cohort = redis.call('HGET', KEYS[members], member)
+    if cohort then
+      order_held = redis.call('ZSCORE', KEYS[order], cohort .. '#')
+    elseif points_now[league] > 0 then
+      writable(KEYS[members], 'hash')
+      writable(KEYS[cohorts], 'zset')
+      writable(KEYS[counts], 'hash')
+      writable(KEYS[tiers], 'hash')
+      writable(KEYS[pending], 'zset')
+      writable(KEYS[prev_members], 'hash')
+      writable(KEYS[prev_pending], 'zset')
+      writable(KEYS[prev_results], 'hash')
+      writable(KEYS[order], 'zset')
+    end
   end
   if notice ~= '' then writable(NOTICES, 'stream') end
   if entry ~= '' then writable(JOURNAL, 'stream') end
@@ -292,21 +300,18 @@ local function apply(block, reply)
     if changes[i] ~= largest then differ = true end
   end
 
-  local joined, cohort = false, nil
-  if league > 0 and points_now[league] > 0 then
+  local joined = false
+  if league > 0 and points_now[league] > 0 and not cohort then
     local members, cohorts, counts, tiers, pending, prev_members, prev_pending, prev_results, _, size, top_tier =
       struct.unpack(LEAGUE, block, pos)
     joined, cohort = league_place(KEYS[members], KEYS[cohorts], KEYS[counts], KEYS[tiers], KEYS[pending], KEYS[prev_members],
       KEYS[prev_pending], KEYS[prev_results], member, size, top_tier, ttl[league], now_ms)
   end
-  -- The cohort's order (prelude.lua `order_sync`); `record_cohort` keeps it below.
-  local cohort_noticed = notice ~= '' and league > 0 and top[league] > 0
-  if league > 0 and changes[league] ~= 0 and not cohort_noticed then
-    local members, order = struct.unpack('>H', block, pos), struct.unpack('>H', block, pos + 16)
-    if points_now[league] == 0 then cohort = redis.call('HGET', KEYS[members], member) end
-    if cohort then
-      order_sync(KEYS[order], cohort, member, composites[league], redis.call('ZSCORE', KEYS[board[league]], member))
-    end
+  -- The cohort's order (prelude.lua `order_sync`), or `record_cohort` below keeps it.
+  local cohort_recorded = notice ~= '' and cohort and top[league] > 0 and changes[league] ~= 0
+  if cohort and not cohort_recorded and (changes[league] ~= 0 or joined) then
+    order_sync(KEYS[struct.unpack('>H', block, pos + 16)], cohort, member, composites[league],
+      redis.call('ZSCORE', KEYS[board[league]], member), order_held)
   end
 
   if notice ~= '' then
@@ -316,11 +321,11 @@ local function apply(block, reply)
         record_move(moves, 'T', KEYS[board[i]], kind[i], id[i], top[i], member, ranks_before[i], ranks[i] - 1)
       end
     end
-    if cohort_noticed and changes[league] ~= 0 then
+    if cohort_recorded then
       local members, cohorts = struct.unpack('>HH', block, pos)
       local order = struct.unpack('>H', block, pos + 16)
       record_cohort(moves, 'L', KEYS[board[league]], KEYS[members], KEYS[cohorts], KEYS[order], kind[league], id[league],
-        member, composites[league], joined)
+        member, composites[league], joined, cohort, order_held)
     end
     record_moves(NOTICES, notice, moves)
   end

@@ -46,7 +46,9 @@ for _, member in ipairs(waiting) do
   if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 0 and redis.call('HEXISTS', KEYS[3], member) == 0 then
     local cohort = league_join(KEYS[3], KEYS[4], KEYS[5], KEYS[6], member, size, top, ARGV[4])
     placed[#placed + 1] = member .. '=' .. cohort
-    order_sync(KEYS[9], cohort, member, nil, redis.call('ZSCORE', KEYS[10], member))
+    if order_kept(KEYS[9], cohort) then
+      redis.call('ZADD', KEYS[9], 0, order_entry(cohort, redis.call('ZSCORE', KEYS[10], member), member))
+    end
   end
   redis.call('ZREM', KEYS[7], member)
 end

@@ -258,22 +258,33 @@ local function cohort_range(cohort)
 end
 
 -- A league period's cohorts in order (docs/leagues.md#cohort-order): one sorted set, every
--- score 0, an entry "<cohort>|<composite, 16 digits>|<user>" for every placed member with a
--- score on the period's board, so a cohort best first is one ZREVRANGEBYLEX of its range (the
--- greater member first among equals, as ZREVRANGE orders a board) and a place one ZLEXCOUNT.
--- "<cohort>#" (outside every cohort's range) says the cohort's entries are kept: the first
--- write that needs them builds them from the placements and the board; from then on every
--- write that moves a placed member keeps them.
+-- score 0, an entry per placed member: "<cohort>|<composite, 16 digits>|<user>" for one with a
+-- score on the period's board, "<cohort>|!<user>" for one without. So a cohort best first is
+-- one ZREVRANGEBYLEX of its range (the greater member first among equal composites, as
+-- ZREVRANGE orders a board; those without a score last, listed by name by `cohort_listed`) and
+-- a scored member's place one ZLEXCOUNT of the entries above theirs. "<cohort>#" (outside
+-- every cohort's range) says the cohort's entries are kept: the first write that needs them
+-- builds them from the placements and the board; from then on every write that moves a placed
+-- member keeps them.
 local function order_entry(cohort, composite, member)
+  if not composite or tonumber(composite) == 0 then return cohort .. '|!' .. member end
   return cohort .. '|' .. string.format('%016.0f', tonumber(composite)) .. '|' .. member
 end
 
+-- Whether `cohort`'s order is kept (`kept`: what the caller read already; nil: not read).
+local function order_kept(order, cohort, kept)
+  if kept == nil then kept = redis.call('ZSCORE', order, cohort .. '#') end
+  return kept
+end
+
 -- Moves `member`'s entry in their cohort's order (`cohort`, nil: not placed) from composite
--- `old` (nil or 0: none) to `new` (nil: none), where that cohort's order is kept.
-local function order_sync(order, cohort, member, old, new)
-  if not cohort or not redis.call('ZSCORE', order, cohort .. '#') then return end
-  if old and tonumber(old) > 0 then redis.call('ZREM', order, order_entry(cohort, old, member)) end
-  if new then redis.call('ZADD', order, 0, order_entry(cohort, new, member)) end
+-- `old` to `new` (nil, false or 0: none), where that cohort's order is kept (`order_kept`).
+local function order_sync(order, cohort, member, old, new, kept)
+  if not cohort or not order_kept(order, cohort, kept) then return end
+  local was, now = order_entry(cohort, old, member), order_entry(cohort, new, member)
+  if was == now then return end
+  redis.call('ZREM', order, was)
+  redis.call('ZADD', order, 0, now)
 end
 
 -- Puts `member` into the open cohort of their tier (`tiers`: user -> tier; absent: 0, the
@@ -311,14 +322,14 @@ local function league_place(members, cohorts, counts, tiers, pending, prev_membe
   return true, league_join(members, cohorts, counts, tiers, member, size, top, ttl)
 end
 
--- Takes `member` out of their cohort of a league period (a ban).
--- `was`: their composite on the period's board before (nil: none), for the cohort's `order`.
+-- Takes `member` out of their cohort of a league period (a ban). `was`: their composite on
+-- the period's board before (nil: none), for the cohort's `order`.
 local function league_leave(members, cohorts, order, pending, member, was)
   local cohort = redis.call('HGET', members, member)
   if cohort then
     redis.call('ZREM', cohorts, cohort .. '|' .. member)
     redis.call('HDEL', members, member)
-    order_sync(order, cohort, member, was, nil)
+    if order_kept(order, cohort) then redis.call('ZREM', order, order_entry(cohort, was, member)) end
   end
   redis.call('ZREM', pending, member)
 end
@@ -374,20 +385,13 @@ end
 
 -- `record_cohort` from the placements and the board: the cohort's names, their composites
 -- (`old`: the member's before the write, 0: none), every comparison in Lua. Returns the
--- cohort's members with a score after it, each's composite then name.
+-- cohort's names and their composites after the write (false: none), in the same order.
 local function record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, member, old, joined)
   local names = redis.call('ZRANGEBYLEX', cohorts, cohort_range(cohort))
   for i = 1, #names do names[i] = string.sub(names[i], #cohort + 2) end
-  local scored = {}
-  if #names == 0 then return scored end
+  if #names == 0 then return names, {} end
   local composites, score = redis.call('ZMSCORE', board, unpack(names)), {}
-  for i = 1, #names do
-    score[names[i]] = composites[i] and tonumber(composites[i])
-    if composites[i] then
-      scored[#scored + 1] = composites[i]
-      scored[#scored + 1] = names[i]
-    end
-  end
+  for i = 1, #names do score[names[i]] = composites[i] and tonumber(composites[i]) end
   local place_was, place_now, was = -1, 0, old and tonumber(old) > 0 and tonumber(old)
   if not joined then place_was = 0 end
   for i = 1, #names do
@@ -398,52 +402,66 @@ local function record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, 
     end
   end
   if place_was ~= place_now then
-    table.sort(names, function(x, y) return cohort_ahead(x, score[x], y, score[y]) end)
-    moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(names, ' ')}, ' ')
+    local sorted = {}
+    for i = 1, #names do sorted[i] = names[i] end
+    table.sort(sorted, function(x, y) return cohort_ahead(x, score[x], y, score[y]) end)
+    moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(sorted, ' ')}, ' ')
   end
-  return scored
+  return names, composites
 end
 
--- Records the member's move in their cohort (`old`: their composite before, 0: none) and keeps
--- the cohort's `order` (`order_sync`), building it when it is not kept yet (it expires with
--- the period's cohorts). While every member of the cohort has a score, a place is a count of
--- the entries above the member's.
-local function record_cohort(moves, tag, board, placements, cohorts, order, kind, id, member, old, joined)
-  local cohort = redis.call('HGET', placements, member)
+-- A kept cohort's members best first, from its order: the scored entries as ZREVRANGEBYLEX
+-- lists them, then those without a score by name.
+local function cohort_listed(order, cohort)
+  local low, high = cohort_range(cohort)
+  local listed, unscored = redis.call('ZREVRANGEBYLEX', order, high, low), {}
+  local names, skip = {}, #cohort + 19
+  for i = 1, #listed do
+    local entry = listed[i]
+    if string.byte(entry, #cohort + 2) == 33 then
+      table.insert(unscored, 1, string.sub(entry, #cohort + 3))
+    else
+      names[#names + 1] = string.sub(entry, skip)
+    end
+  end
+  for i = 1, #unscored do names[#names + 1] = unscored[i] end
+  return names
+end
+
+-- Records the member's move in their cohort and keeps the cohort's `order` (`order_sync`),
+-- building it when it is not kept yet (it expires with the period's cohorts). `old`: their
+-- composite before the write (0: none); `cohort`: theirs (nil: not read, or not placed);
+-- `kept`: whether its order is kept (nil: not read). Where they had a score before (or were
+-- placed by this write) and have one after, a place is a count of the entries above theirs.
+local function record_cohort(moves, tag, board, placements, cohorts, order, kind, id, member, old, joined, cohort, kept)
+  cohort = cohort or redis.call('HGET', placements, member)
   if not cohort then return end
   local composite = redis.call('ZSCORE', board, member)
-  if redis.call('ZSCORE', order, cohort .. '#') then
-    local low, high = cohort_range(cohort)
-    local place_was
-    if old and tonumber(old) > 0 then
-      local entry = order_entry(cohort, old, member)
-      place_was = redis.call('ZLEXCOUNT', order, '(' .. entry, high)
-      redis.call('ZREM', order, entry)
+  if order_kept(order, cohort, kept) then
+    local high = '(' .. cohort .. '}'
+    local scored_before = old and tonumber(old) > 0
+    local was, now = order_entry(cohort, old, member), order_entry(cohort, composite, member)
+    local place_was = joined and -1 or scored_before and redis.call('ZLEXCOUNT', order, '(' .. was, high)
+    if was ~= now then
+      redis.call('ZREM', order, was)
+      redis.call('ZADD', order, 0, now)
     end
-    if composite then
-      local entry = order_entry(cohort, composite, member)
-      redis.call('ZADD', order, 0, entry)
-      local size = redis.call('ZLEXCOUNT', cohorts, low, high)
-      if redis.call('ZLEXCOUNT', order, low, high) == size then
-        -- Placed without a score before (not by this write): alone without one, so last.
-        place_was = place_was or (joined and -1 or size - 1)
-        local place_now = redis.call('ZLEXCOUNT', order, '(' .. entry, high)
-        if place_was ~= place_now then
-          local listed = redis.call('ZREVRANGEBYLEX', order, high, low)
-          for i = 1, #listed do listed[i] = string.sub(listed[i], #cohort + 19) end
-          moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(listed, ' ')}, ' ')
-        end
-        return
+    if place_was and composite then
+      local place_now = redis.call('ZLEXCOUNT', order, '(' .. now, high)
+      if place_was ~= place_now then
+        local listed = table.concat(cohort_listed(order, cohort), ' ')
+        moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, listed}, ' ')
       end
+      return
     end
     record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, member, old, joined)
     return
   end
-  local scored = record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, member, old, joined)
+  local names, composites = record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, member, old, joined)
   local build = {0, cohort .. '#'}
-  for i = 1, #scored, 2 do
+  for i = 1, #names do
     build[#build + 1] = 0
-    build[#build + 1] = order_entry(cohort, scored[i], scored[i + 1])
+    build[#build + 1] = order_entry(cohort, composites[i], names[i])
   end
   redis.call('ZADD', order, unpack(build))
   if redis.call('PTTL', order) == -1 then

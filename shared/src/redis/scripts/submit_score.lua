@@ -174,16 +174,24 @@ local function submit(b)
   for i = 1, n do
     if statements and string.sub(flags, i, i) ~= 'o' then writable(KEYS[index(i, 1)], 'hash') end
   end
+  -- A placed member's write touches no league key but their cohort's order, whose mark is read
+  -- here (a key of another type fails the call unwritten); a first write may place them.
+  local cohort, order_held
   if league > 0 then
-    writable(KEYS[tonumber(ARGV[at])], 'hash')
-    writable(KEYS[tonumber(ARGV[at + 1])], 'zset')
-    writable(KEYS[tonumber(ARGV[at + 2])], 'hash')
-    writable(KEYS[tonumber(ARGV[at + 3])], 'hash')
-    writable(KEYS[tonumber(ARGV[at + 4])], 'zset')
-    writable(KEYS[tonumber(ARGV[at + 5])], 'hash')
-    writable(KEYS[tonumber(ARGV[at + 6])], 'zset')
-    writable(KEYS[tonumber(ARGV[at + 7])], 'hash')
-    writable(KEYS[tonumber(ARGV[at + 8])], 'zset')
+    cohort = redis.call('HGET', KEYS[tonumber(ARGV[at])], member)
+    if cohort then
+      order_held = redis.call('ZSCORE', KEYS[tonumber(ARGV[at + 8])], cohort .. '#')
+    else
+      writable(KEYS[tonumber(ARGV[at])], 'hash')
+      writable(KEYS[tonumber(ARGV[at + 1])], 'zset')
+      writable(KEYS[tonumber(ARGV[at + 2])], 'hash')
+      writable(KEYS[tonumber(ARGV[at + 3])], 'hash')
+      writable(KEYS[tonumber(ARGV[at + 4])], 'zset')
+      writable(KEYS[tonumber(ARGV[at + 5])], 'hash')
+      writable(KEYS[tonumber(ARGV[at + 6])], 'zset')
+      writable(KEYS[tonumber(ARGV[at + 7])], 'hash')
+      writable(KEYS[tonumber(ARGV[at + 8])], 'zset')
+    end
   end
   if notice ~= '' then writable(NOTICES, 'stream') end
   if ARGV[b + 11] ~= '' then writable(JOURNAL, 'stream') end
@@ -216,19 +224,18 @@ local function submit(b)
   redis.call('HSET', bucket, field, fingerprint .. receipt)
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   rate_record(rate_log, rate_max, rate_window, now_ms, field)
-  local joined, cohort = false, nil
+  local joined = false
   local league_composite = league > 0 and redis.call('ZSCORE', KEYS[index(league, 0)], member)
-  if league_composite then
+  if league_composite and not cohort then
     joined, cohort = league_place(KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])], KEYS[tonumber(ARGV[at + 2])],
       KEYS[tonumber(ARGV[at + 3])], KEYS[tonumber(ARGV[at + 4])], KEYS[tonumber(ARGV[at + 5])],
       KEYS[tonumber(ARGV[at + 6])], KEYS[tonumber(ARGV[at + 7])], member, tonumber(ARGV[at + 9]),
       tonumber(ARGV[at + 10]), period(league, 4), now_ms)
   end
-  -- The cohort's order (prelude.lua `order_sync`); `record_cohort` keeps it below.
-  local cohort_noticed = notice ~= '' and league > 0 and kept[league] and index(league, 6) > 0
-  if league > 0 and kept[league] and not cohort_noticed then
-    cohort = cohort or redis.call('HGET', KEYS[tonumber(ARGV[at])], member)
-    order_sync(KEYS[tonumber(ARGV[at + 8])], cohort, member, olds[league], league_composite)
+  -- The cohort's order (prelude.lua `order_sync`), or `record_cohort` below keeps it.
+  local cohort_recorded = notice ~= '' and cohort and kept[league] and index(league, 6) > 0
+  if cohort and not cohort_recorded and (kept[league] or joined) then
+    order_sync(KEYS[tonumber(ARGV[at + 8])], cohort, member, olds[league], league_composite, order_held)
   end
   if notice ~= '' then
     local moves = {}
@@ -238,9 +245,9 @@ local function submit(b)
         record_move(moves, 'T', KEYS[index(i, 0)], period(i, 2), period(i, 3), index(i, 6), member, ranks_before[i], rank_now)
       end
     end
-    if cohort_noticed then
+    if cohort_recorded then
       record_cohort(moves, 'L', KEYS[index(league, 0)], KEYS[tonumber(ARGV[at])], KEYS[tonumber(ARGV[at + 1])],
-        KEYS[tonumber(ARGV[at + 8])], period(league, 2), period(league, 3), member, olds[league], joined)
+        KEYS[tonumber(ARGV[at + 8])], period(league, 2), period(league, 3), member, olds[league], joined, cohort, order_held)
     end
     record_moves(NOTICES, notice, moves)
   end
