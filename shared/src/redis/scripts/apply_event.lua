@@ -200,7 +200,8 @@ local function apply(block, reply)
 
   -- Every check happens before the first write: a refused event leaves no trace, and a key
   -- of another type fails the event with nothing written.
-  local composites, changes, ranks_before = {}, {}, {}
+  -- `written`: each period's composite as this event writes it (nil: left as it was, or none).
+  local composites, changes, ranks_before, written = {}, {}, {}, {}
   local largest, differ = 0, false
   for i = 1, boards do
     composites[i] = tonumber(redis.call('ZSCORE', KEYS[board[i]], member) or '0')
@@ -270,8 +271,9 @@ local function apply(block, reply)
       if points_now[i] > 0 and changes[i] ~= 0 then
         -- A give is reached now; a take-back keeps the time the member got there.
         local time_part = give == 1 and now_part or composites[i] % SPAN
+        written[i] = composite_of(points_now[i], time_part)
         -- A member already there means the board existed, with its TTL.
-        if redis.call('ZADD', key, composite_of(points_now[i], time_part), member) == 1 then
+        if redis.call('ZADD', key, written[i], member) == 1 then
           expire_period_once(key, GUARD, kind[i], id[i], ttl[i])
         end
       elseif points_now[i] == 0 then
@@ -311,7 +313,7 @@ local function apply(block, reply)
   local cohort_recorded = notice ~= '' and cohort and top[league] > 0 and changes[league] ~= 0
   if cohort and not cohort_recorded and (changes[league] ~= 0 or joined) then
     order_sync(KEYS[struct.unpack('>H', block, pos + 16)], cohort, member, composites[league],
-      redis.call('ZSCORE', KEYS[board[league]], member), order_held)
+      points_now[league] > 0 and (written[league] or composites[league]), order_held)
   end
 
   if notice ~= '' then
@@ -325,7 +327,7 @@ local function apply(block, reply)
       local members, cohorts = struct.unpack('>HH', block, pos)
       local order = struct.unpack('>H', block, pos + 16)
       record_cohort(moves, 'L', KEYS[board[league]], KEYS[members], KEYS[cohorts], KEYS[order], kind[league], id[league],
-        member, composites[league], joined, cohort, order_held)
+        member, composites[league], joined, cohort, order_held, written[league] or false)
     end
     record_moves(NOTICES, notice, moves)
   end

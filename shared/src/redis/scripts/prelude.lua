@@ -431,12 +431,14 @@ end
 -- Records the member's move in their cohort and keeps the cohort's `order` (`order_sync`),
 -- building it when it is not kept yet (it expires with the period's cohorts). `old`: their
 -- composite before the write (0: none); `cohort`: theirs (nil: not read, or not placed);
--- `kept`: whether its order is kept (nil: not read). Where they had a score before (or were
--- placed by this write) and have one after, a place is a count of the entries above theirs.
-local function record_cohort(moves, tag, board, placements, cohorts, order, kind, id, member, old, joined, cohort, kept)
+-- `kept`: whether its order is kept (nil: not read); `composite`: theirs after the write
+-- (false: none; nil: not known). Where they had a score before (or were placed by this write)
+-- and have one after, a place is a count of the entries above theirs.
+local function record_cohort(moves, tag, board, placements, cohorts, order, kind, id, member, old, joined, cohort, kept,
+    composite)
   cohort = cohort or redis.call('HGET', placements, member)
   if not cohort then return end
-  local composite = redis.call('ZSCORE', board, member)
+  if composite == nil then composite = redis.call('ZSCORE', board, member) end
   if order_kept(order, cohort, kept) then
     local high = '(' .. cohort .. '}'
     local scored_before = old and tonumber(old) > 0
