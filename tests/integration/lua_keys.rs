@@ -622,11 +622,11 @@ fn shebang_line_problem(first: &str) -> Option<String> {
         .map(|flag| format!("declares {flag}, which lifts Redis Cluster's slot checks"))
 }
 
-/// `prelude.lua` is composed after every script's own shebang (`redis::scripts::compose`), so
-/// it must have none; every other script must start with one.
+/// `prelude.lua` and `prelude_league.lua` are composed after every script's own shebang
+/// (`redis::scripts::compose`), so they must have none; every other script must start with one.
 fn shebang_problem(name: &str, source: &str) -> Option<String> {
     let first = source.lines().next().unwrap_or_default();
-    if name == "prelude.lua" {
+    if name.starts_with("prelude") {
         return first.starts_with("#!").then(|| "is composed after each script's shebang and must not have one".to_owned());
     }
     shebang_line_problem(first)

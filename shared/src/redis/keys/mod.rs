@@ -397,7 +397,7 @@ impl BoardKeys {
 
     /// A league's cohorts in order in one period (a sorted set, every score 0, an entry
     /// `<cohort>|<composite, 16 digits>|<user>` per placed member with a score, and
-    /// `<cohort>#` for each cohort whose entries are kept; prelude.lua `order_entry`,
+    /// `<cohort>#` for each cohort whose entries are kept; prelude_league.lua `order_entry`,
     /// docs/leagues.md#cohort-order).
     pub fn league_order(&self, period_id: &str) -> String {
         format!("{}:lg:o:{period_id}", self.base)

@@ -69,7 +69,7 @@ then, when l > 0, the league's keys of that period (keys.rs): H placements, H co
   H cohort counts, H tiers, H waiting players, H the period before's placements, H its
   waiting players, H its results, H the period's cohorts in order; d cohort size, d the top
   tier. The member's first write that leaves them on the league period's board places them in
-  a cohort (prelude.lua); every write that moves them keeps their cohort's order
+  a cohort (prelude_league.lua); every write that moves them keeps their cohort's order
 
 A statement hash counts what made the member's score in one period: "n:<action>" events that
 earned points, "p:<action>" points they earned, "w:<action>" points the daily cap withheld,
@@ -309,11 +309,11 @@ local function apply(block, reply)
     joined, cohort = league_place(KEYS[members], KEYS[cohorts], KEYS[counts], KEYS[tiers], KEYS[pending], KEYS[prev_members],
       KEYS[prev_pending], KEYS[prev_results], member, size, top_tier, ttl[league], now_ms)
   end
-  -- The cohort's order (prelude.lua `order_sync`), or `record_cohort` below keeps it.
+  -- The cohort's order (prelude_league.lua `order_sync`), or `record_cohort` below keeps it.
   local cohort_recorded = notice ~= '' and cohort and top[league] > 0 and changes[league] ~= 0
   if cohort and not cohort_recorded and (changes[league] ~= 0 or joined) then
     order_sync(KEYS[struct.unpack('>H', block, pos + 16)], cohort, member, composites[league],
-      points_now[league] > 0 and (written[league] or composites[league]), order_held)
+      points_now[league] > 0 and (written[league] or composites[league]), order_held, joined)
   end
 
   if notice ~= '' then

@@ -7,7 +7,7 @@ with read_cohort.lua and ranked it (league.rs): if anything it read has changed 
 is written and the caller reads again.
 
 KEYS[1]  the period's board (sorted set)
-KEYS[2]  the period's cohorts (sorted set, see prelude.lua `cohort_range`)
+KEYS[2]  the period's cohorts (sorted set, see prelude_league.lua `cohort_range`)
 KEYS[3]  the period's results (hash: user -> result; LEAGUE_COHORT_CLOSED .. cohort once closed)
 KEYS[4]  the league's tiers (hash: user -> tier; the bottom tier, 0, is not stored)
 KEYS[5]  the board's journal (stream, docs/journal.md)

@@ -17,7 +17,7 @@ KEYS[5..]  the n period sorted sets to correct, scored with the tie-break compos
            "<points changed in that period, summed over applications>|<reason>"; then, when
            ARGV[15] > 0, the league's keys of that period as apply_event.lua lists them (nine)
            and the period's results (hash): a correction that leaves the member on the league
-           period's board places them in a cohort as a first write does (prelude.lua), unless
+           period's board places them in a cohort as a first write does (prelude_league.lua), unless
            the period's close has begun (its results exist); then, when ARGV[19] is not
            "", the board's notices (stream, docs/notifications.md)
 
@@ -176,11 +176,14 @@ if league > 0 and values[league] and redis.call('EXISTS', KEYS[league_at + 9]) =
     KEYS[league_at + 5], KEYS[league_at + 6], KEYS[league_at + 7], member, tonumber(ARGV[16]), tonumber(ARGV[17]),
     period(league, 2), tonumber(ARGV[18]))
 end
--- The cohort's order (prelude.lua `order_sync`); `record_cohort` keeps it below.
-local cohort_noticed = noticed and league > 0 and ranks_before[league]
-if league > 0 and periods[league].delta ~= 0 and not cohort_noticed then
+-- The cohort's order (prelude_league.lua `order_sync`), or `record_cohort` below keeps it. On a score
+-- board 0 is a score: the entry follows the composite, whatever the delta.
+local league_after = league > 0 and redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + league], member)
+local moved = league > 0 and (joined or league_after ~= composites[league])
+local cohort_recorded = moved and noticed and ranks_before[league] and periods[league].delta ~= 0
+if moved and not cohort_recorded then
   cohort = cohort or redis.call('HGET', KEYS[league_at], member)
-  order_sync(KEYS[league_at + 8], cohort, member, composites[league], redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + league], member))
+  order_sync(KEYS[league_at + 8], cohort, member, composites[league], league_after, nil, joined)
 end
 if noticed then
   -- Rank moves, as any write that moves its member records them (prelude.lua).
@@ -192,9 +195,9 @@ if noticed then
         ranks_before[i], rank_now)
     end
   end
-  if cohort_noticed and periods[league].delta ~= 0 then
+  if cohort_recorded then
     record_cohort(moves, 'L', KEYS[FIRST_BOARD - 1 + league], KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 8], period(league, 0),
-      period(league, 1), member, tonumber(composites[league]) or 0, joined)
+      period(league, 1), member, tonumber(composites[league]) or 0, joined, cohort, nil, league_after)
   end
   record_moves(NOTICES, notice, moves)
 end

@@ -102,6 +102,8 @@ pub fn hashes() -> Vec<&'static str> {
 }
 
 const PRELUDE: &str = include_str!("prelude.lua");
+/// The league helpers, composed after the prelude (they use its helpers).
+const PRELUDE_LEAGUE: &str = include_str!("prelude_league.lua");
 
 /// The Lua definitions of the constants the scripts share with Rust, each from its one Rust
 /// definition.
@@ -132,7 +134,7 @@ fn constants() -> String {
 /// constants, the prelude and the rest of the file.
 fn compose(file: &str) -> Script {
     let (shebang, body) = file.split_once('\n').expect("every script starts with its shebang line");
-    Script::new(&format!("{shebang}\n{}{PRELUDE}{body}", constants()))
+    Script::new(&format!("{shebang}\n{}{PRELUDE}{PRELUDE_LEAGUE}{body}", constants()))
 }
 
 /// How long the string markers of heat, sign-ins and corrections remember their id per board.
@@ -339,9 +341,9 @@ mod tests {
         let files = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/src/redis/scripts"))
             .unwrap()
             .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-            .filter(|name| name.ends_with(".lua") && name != "prelude.lua")
+            .filter(|name| name.ends_with(".lua") && !name.starts_with("prelude"))
             .count();
-        assert_eq!(super::hashes().len(), files, "prelude.lua is a fragment; every other file is a script");
+        assert_eq!(super::hashes().len(), files, "prelude*.lua are fragments; every other file is a script");
     }
 
     #[test]
@@ -370,7 +372,7 @@ mod tests {
             }
             let composed = super::compose(&source);
             let (shebang, body) = source.split_once('\n').unwrap();
-            let expected = format!("{shebang}\n{text}{}{body}", super::PRELUDE);
+            let expected = format!("{shebang}\n{text}{}{}{body}", super::PRELUDE, super::PRELUDE_LEAGUE);
             assert_eq!(composed.get_hash(), super::Script::new(&expected).get_hash(), "{path:?}");
         }
     }

@@ -263,8 +263,15 @@ pub async fn void_points(
     for entry in void.entries {
         invocation.key(keys.day_ledger(void.member, &entry.day));
     }
-    let league_at = void.league.and_then(|league| void.periods.iter().position(|(period, _)| period.kind == league.period));
-    if let Some(at) = league_at {
+    // A void across a league period's end holds two of them.
+    let league_at: Vec<usize> = void
+        .periods
+        .iter()
+        .enumerate()
+        .filter(|(_, (period, _))| void.league.is_some_and(|league| period.kind == league.period))
+        .map(|(at, _)| at)
+        .collect();
+    for &at in &league_at {
         let id = &void.periods[at].0.id;
         invocation.key(keys.league_members(id)).key(keys.league_cohorts(id)).key(keys.league_order(id));
     }
@@ -293,7 +300,7 @@ pub async fn void_points(
     for entry in void.entries {
         invocation.arg(ledger_field(&entry.field)).arg(&entry.field);
     }
-    invocation.arg(league_at.map_or(0, |at| at + 1));
+    invocation.arg(league_at.iter().map(|at| (at + 1).to_string()).collect::<Vec<_>>().join(","));
     let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
     let voided = |duplicate| {
         // cjson encodes an empty table as an object.

@@ -13,7 +13,7 @@ KEYS[5]  the next period's cohort counts (hash)
 KEYS[6]  the league's tiers (hash)
 KEYS[7]  the next period's waiting players (sorted set: user -> ms of their first write)
 KEYS[8]  the board's journal (stream, docs/journal.md)
-KEYS[9]  the next period's cohorts in order (sorted set, prelude.lua `order_entry`)
+KEYS[9]  the next period's cohorts in order (sorted set, prelude_league.lua `order_entry`)
 KEYS[10] the next period's board (sorted set): a player placed here joins their cohort's order
 
 ARGV[1]  most players to place in this call
@@ -40,6 +40,7 @@ writable(KEYS[4], 'zset')
 writable(KEYS[5], 'hash')
 writable(KEYS[6], 'hash')
 writable(KEYS[9], 'zset')
+writable(KEYS[10], 'zset')
 if ARGV[6] ~= '' then writable(KEYS[8], 'stream') end
 local placed = {}
 for _, member in ipairs(waiting) do

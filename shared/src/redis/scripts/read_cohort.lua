@@ -4,7 +4,7 @@ read_cohort.lua: a user's tier and league cohort of one period with every member
 on the period's board, or one cohort's, from one snapshot (docs/leagues.md).
 
 KEYS[1]  the period's placements (hash: user -> "<tier>:<cohort>")
-KEYS[2]  the period's cohorts (sorted set, see prelude.lua `cohort_range`)
+KEYS[2]  the period's cohorts (sorted set, see prelude_league.lua `cohort_range`)
 KEYS[3]  the league's tiers (hash: user -> tier; absent: 0)
 KEYS[4]  the period's board (sorted set)
 KEYS[5]  the board's guard (hash): banned members are left out (a ban after the period's event

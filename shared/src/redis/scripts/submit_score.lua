@@ -56,7 +56,7 @@ then n septuples from b+14: index of the period's sorted set, index of the membe
            ("0": none)
 then, when l > 0, eleven: the indexes of the league's keys of that period, as apply_event.lua's
            block lists them, cohort size and the top tier. A submission that leaves the member
-           on the league period's board places them in a cohort (prelude.lua). An applied
+           on the league period's board places them in a cohort (prelude_league.lua). An applied
            submission records its rank moves as apply_event.lua does
 
 Reply: per submission, in order, 2 + 2n values: status, detail, then for each period the
@@ -232,10 +232,10 @@ local function submit(b)
       KEYS[tonumber(ARGV[at + 6])], KEYS[tonumber(ARGV[at + 7])], member, tonumber(ARGV[at + 9]),
       tonumber(ARGV[at + 10]), period(league, 4), now_ms)
   end
-  -- The cohort's order (prelude.lua `order_sync`), or `record_cohort` below keeps it.
+  -- The cohort's order (prelude_league.lua `order_sync`), or `record_cohort` below keeps it.
   local cohort_recorded = notice ~= '' and cohort and kept[league] and index(league, 6) > 0
   if cohort and not cohort_recorded and (kept[league] or joined) then
-    order_sync(KEYS[tonumber(ARGV[at + 8])], cohort, member, olds[league], league_composite, order_held)
+    order_sync(KEYS[tonumber(ARGV[at + 8])], cohort, member, olds[league], league_composite, order_held, joined)
   end
   if notice ~= '' then
     local moves = {}

@@ -15,8 +15,8 @@ KEYS[5..]  the n period sorted sets (a points board's composites); then, when AR
            member's statement of each (hash, see apply_event.lua), where the void is itemised
            as "v:<void id>" -> "<points removed, a negative number>|<reason>"; then the
            member's day ledger of each voided give's entry (hash, see apply_event.lua), one
-           per entry; then, when the last ARGV is not 0, the league period's placements (hash),
-           cohorts and cohorts in order (sorted sets, docs/leagues.md); then, when ARGV[13] is not "", the
+           per entry; then, for each league period of the n (see the last ARGV), its placements
+           (hash), cohorts and cohorts in order (sorted sets, docs/leagues.md); then, when ARGV[13] is not "", the
            board's notices (stream, docs/notifications.md)
 
 ARGV[1]    member (user id)
@@ -43,9 +43,10 @@ ARGV[14..] for each period, in KEYS order: period kind, period id, points to rem
            was read took it already ("stale"). The entry is set to "0": the give stays counted
            (the same like that day earns nothing again) and a later take-back takes nothing
            (not its points a second time); the day's cap counter is left as it is
-ARGV[last] l, which of the n periods is the board's league period (0: none): a void that moves
-           a placed member keeps their cohort's order (prelude.lua `order_sync`) and, when
-           that period is watched, records their move in the cohort
+ARGV[last] which of the n periods are the board's league periods (positions, comma-separated;
+           "": none; a void across a week's end holds two): a void that moves a placed member
+           keeps their cohort's order (prelude_league.lua `order_sync`) and, where that period is
+           watched, records their move in the cohort
 
 Reply: a three-element array {status, entry, periods}
   {"new", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}] (the
@@ -80,9 +81,11 @@ local NOTICES = KEYS[#KEYS]
 local noticed = notice ~= ''
 local function period(i, part) return ARGV[14 + 4 * (i - 1) + part] end
 local first_ledger = FIRST_BOARD + boards * (statements and 2 or 1)
-local league = tonumber(ARGV[#ARGV])
-local last_ledger = #KEYS - (noticed and 1 or 0) - (league > 0 and 3 or 0)
-local PLACEMENTS, COHORTS, ORDER = KEYS[last_ledger + 1], KEYS[last_ledger + 2], KEYS[last_ledger + 3]
+-- The league periods: the index in KEYS of each one's placements (its cohorts and order follow).
+local leagues, league_at = {}, {}
+for at in string.gmatch(ARGV[#ARGV], '%d+') do leagues[#leagues + 1] = tonumber(at) end
+local last_ledger = #KEYS - (noticed and 1 or 0) - 3 * #leagues
+for j, i in ipairs(leagues) do league_at[i] = last_ledger + 1 + 3 * (j - 1) end
 local function ledger_field(k) return 14 + 4 * boards + 2 * (k - first_ledger) end
 
 if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 1 then return {'banned', '', ''} end
@@ -106,7 +109,14 @@ for k = first_ledger, last_ledger do writable(KEYS[k], 'hash') end
 writable(KEYS[2], 'list')
 if noticed then writable(NOTICES, 'stream') end
 if ARGV[9] ~= '' then writable(KEYS[4], 'stream') end
-if league > 0 then writable(ORDER, 'zset') end
+-- The member's cohort in each league period, read before the first write, with the keys a
+-- cohort move reads or writes after it.
+local cohort_of = {}
+for _, i in ipairs(leagues) do
+  cohort_of[i] = redis.call('HGET', KEYS[league_at[i]], member)
+  writable(KEYS[league_at[i] + 1], 'zset')
+  writable(KEYS[league_at[i] + 2], 'zset')
+end
 
 -- An empty table encodes as {}, not []: the caller reads both.
 local periods, moves = {}, {}
@@ -119,9 +129,11 @@ for i = 1, boards do
     local top, rank_was = noticed and tonumber(period(i, 3)) or 0, -1
     if top > 0 and composite then rank_was = redis.call('ZREVRANK', key, member) end
     local after = math.max(held - tonumber(period(i, 2)), 0)
+    local written = after > 0 and composite
     if after > 0 and after ~= held then
       -- Less than they had: they held at least this since they reached it.
-      redis.call('ZADD', key, composite_of(after, tonumber(composite) % SPAN), member)
+      written = composite_of(after, tonumber(composite) % SPAN)
+      redis.call('ZADD', key, written, member)
     elseif after == 0 and composite then
       remove_member(key, KEYS[1], kind, id, member)
     end
@@ -132,11 +144,13 @@ for i = 1, boards do
     if top > 0 and entry.delta ~= 0 then
       record_move(moves, 'T', key, kind, id, top, member, rank_was, entry.rank and entry.rank - 1 or -1)
     end
-    if i == league and entry.delta ~= 0 then
+    local at = league_at[i]
+    if at and cohort_of[i] and entry.delta ~= 0 then
       if top > 0 then
-        record_cohort(moves, 'L', key, PLACEMENTS, COHORTS, ORDER, kind, id, member, composite, false)
+        record_cohort(moves, 'L', key, KEYS[at], KEYS[at + 1], KEYS[at + 2], kind, id, member, composite, false, cohort_of[i],
+          nil, written)
       else
-        order_sync(ORDER, redis.call('HGET', PLACEMENTS, member), member, composite, redis.call('ZSCORE', key, member))
+        order_sync(KEYS[at + 2], cohort_of[i], member, composite, written)
       end
     end
     if statements and entry.delta ~= 0 then
