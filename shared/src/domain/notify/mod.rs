@@ -164,8 +164,15 @@ pub enum Move {
     },
     /// `L|BL <kind> <id> <cohort> <member> <before> <names…>`: the member's cohort in order after
     /// the move (without a banned member), and the member's 0-based place before (-1: not in it).
+    /// `LW <kind> <id> <cohort> <member> <before> <lo> <size> <names…>`: a move inside a cohort
+    /// whose size it did not change, with only the names at places `lo`.. after it that it
+    /// shifted (the member among them); `order` then holds `size` places, the others empty
+    /// (their places and zones are the same before and after).
     Cohort { period: String, period_id: String, cohort: String, member: String, before: Option<u32>, order: Vec<String>, banned: bool },
 }
+
+/// The most places a windowed cohort move (`LW`) may name: a line past it is not a move.
+const MAX_COHORT_PLACES: usize = 100_000;
 
 fn rank(text: &str) -> Option<Option<u32>> {
     if text == "-1" { Some(None) } else { text.parse().ok().map(Some) }
@@ -189,6 +196,21 @@ impl Move {
                 let member = parts.next()?.to_owned();
                 let before = rank(parts.next()?)?;
                 Some(Move::Cohort { period, period_id, cohort, member, before, order: parts.map(str::to_owned).collect(), banned })
+            }
+            "LW" => {
+                let cohort = parts.next()?.to_owned();
+                let member = parts.next()?.to_owned();
+                let before = rank(parts.next()?)?;
+                let (lo, size): (usize, usize) = (parts.next()?.parse().ok()?, parts.next()?.parse().ok()?);
+                let names: Vec<&str> = parts.collect();
+                if size > MAX_COHORT_PLACES || lo + names.len() > size || !names.contains(&member.as_str()) {
+                    return None;
+                }
+                let mut order = vec![String::new(); size];
+                for (place, name) in order[lo..].iter_mut().zip(names) {
+                    *place = name.to_owned();
+                }
+                Some(Move::Cohort { period, period_id, cohort, member, before, order, banned })
             }
             _ => None,
         }
@@ -313,7 +335,8 @@ fn cohort_crossings(
     let place = |list: &[&str], user: &str| list.iter().position(|name| *name == user);
     let after_list: Vec<&str> = order.iter().map(String::as_str).collect();
     let (mover_before, mover_after) = (place(&prior, member), place(&after_list, member));
-    for user in &after_list {
+    // An empty place (`LW`) is a member the move did not shift.
+    for user in after_list.iter().filter(|user| !user.is_empty()) {
         let (b, a) = (place(&prior, user), place(&after_list, user).expect("listed"));
         let (zb, za) = (b.map(&zone_before), zone_after(a));
         // Passed by the mover: behind the user before (or not in the cohort), ahead after.

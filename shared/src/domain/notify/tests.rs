@@ -53,6 +53,44 @@ fn league() -> League {
     }
 }
 
+proptest::proptest! {
+    /// A windowed cohort move (`LW`: only the names between the member's two places) names
+    /// exactly the crossings of the same move over the whole cohort (`L`), for every size, tier,
+    /// zone shape and pair of places.
+    #[test]
+    fn a_windowed_cohort_move_names_the_crossings_of_the_whole_cohort(
+        size in 1usize..40,
+        from in 0usize..40,
+        to in 0usize..40,
+        tier in 0usize..3,
+        promote in 0u32..12,
+        demote in 0u32..12,
+        fraction in proptest::bool::ANY,
+    ) {
+        let (from, to) = (from % size, to % size);
+        proptest::prop_assume!(from != to);
+        let zone = |n: u32| if fraction { ZoneSize::Fraction(f64::from(n) / 12.0) } else { ZoneSize::Count(n) };
+        let league = League { zones: vec![(zone(promote), zone(demote)); 3], ..league() };
+        let after: Vec<String> = (0..size).map(|i| format!("u{i}")).collect();
+        let member = &after[to];
+        let (lo, hi) = (from.min(to), from.max(to));
+        let full = format!("L week w {tier}:1 {member} {from} {}", after.join(" "));
+        let window = format!("LW week w {tier}:1 {member} {from} {lo} {size} {}", after[lo..=hi].join(" "));
+        proptest::prop_assert_eq!(
+            crossings(&Move::parse(&full).unwrap(), Some(&league)),
+            crossings(&Move::parse(&window).unwrap(), Some(&league))
+        );
+    }
+}
+
+#[test]
+fn a_windowed_cohort_move_that_does_not_hold_its_member_or_fit_its_size_is_no_move() {
+    assert!(Move::parse("LW week w 1:1 d 3 1 4 a b c").is_none(), "d is not among the names");
+    assert!(Move::parse("LW week w 1:1 d 3 2 4 b c d").is_none(), "places 2..5 of 4");
+    assert!(Move::parse("LW week w 1:1 d 3 0 4000000 d").is_none(), "a size past any cohort");
+    assert!(Move::parse("LW week w 1:1 d 3 1 4 d a b").is_some());
+}
+
 #[test]
 fn a_cohort_move_names_zone_crossings_with_the_zones_of_each_size() {
     let league = league();

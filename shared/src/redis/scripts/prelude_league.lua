@@ -95,8 +95,10 @@ end
 
 -- A move inside the member's league cohort (`placements`, `cohorts`: the league period's keys,
 -- `board` its sorted set): "<tag> <kind> <id> <cohort> <member> <before> <cohort best first…>"
--- with `before` the member's 0-based place before the write (-1: it placed them). Nothing when
--- their place and the cohort's size are unchanged. The order is the league's own
+-- with `before` the member's 0-based place before the write (-1: it placed them); or, for a
+-- move that left the cohort's size as it was, read from its order, "<tag>W <kind> <id> <cohort>
+-- <member> <before> <lo> <size> <names at places lo..>" with only the members it shifted
+-- (domain/notify `Move::Cohort`). Nothing when their place and the cohort's size are unchanged. The order is the league's own
 -- (services/leagues.rs `board_order`): composite, the greater member first among equals (as
 -- ZREVRANGE orders them), members without a score last by name.
 local function cohort_ahead(x, sx, y, sy)
@@ -179,10 +181,19 @@ local function record_cohort(moves, tag, board, placements, cohorts, order, kind
     end
     if place_was and composite then
       local place_now = redis.call('ZLEXCOUNT', order, '(' .. now, high)
-      if place_was ~= place_now then
+      if place_was == place_now then return end
+      if joined then
+        -- The cohort grew: every member's zones may have moved with its size.
         local listed = table.concat(cohort_listed(order, cohort), ' ')
         moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, listed}, ' ')
+        return
       end
+      -- The same size: only the members between the two places moved (`LW`, domain/notify).
+      local low, lo = '[' .. cohort .. '|', math.min(place_was, place_now)
+      local shifted = redis.call('ZREVRANGEBYLEX', order, high, low, 'LIMIT', lo, math.abs(place_now - place_was) + 1)
+      for i = 1, #shifted do shifted[i] = string.sub(shifted[i], #cohort + 19) end
+      local size = redis.call('ZLEXCOUNT', order, low, high)
+      moves[#moves + 1] = table.concat({tag .. 'W', kind, id, cohort, member, place_was, lo, size, table.concat(shifted, ' ')}, ' ')
       return
     end
     record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, member, old, joined)
