@@ -62,6 +62,7 @@ mod runtime_boards_end;
 mod score_batch;
 mod score_corrections;
 mod score_model;
+mod score_scale;
 mod score_semantics;
 mod scores;
 mod semantics;

@@ -302,6 +302,8 @@ pub fn store_status(error: &StoreError) -> (StatusCode, &'static str) {
         (StatusCode::SERVICE_UNAVAILABLE, "store_misconfigured")
     } else if matches!(error, StoreError::Resharding { .. }) {
         (StatusCode::SERVICE_UNAVAILABLE, "board_resharding")
+    } else if matches!(error, StoreError::Rescaled { .. }) {
+        (StatusCode::SERVICE_UNAVAILABLE, "board_scale_changed")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "store_unavailable")
     }
@@ -336,6 +338,14 @@ impl ApiError {
                  writes resume once it is moved (docs/scaling.md#changing-shards); reads answer from its data"
             );
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_resharding", &message).with_retry_after(RESTORING_RETRY_SECS);
+        }
+        if let StoreError::Rescaled { board, recorded, configured } = &error {
+            tracing::error!(board, recorded, configured, "refused: the board's scores are laid out for another max_score");
+            let message = format!(
+                "board {board:?} holds scores laid out for max_score {recorded} but is configured with {configured}; \
+                 its reads and writes resume once the configuration says {recorded} again (docs/boards.md#score-boards)"
+            );
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_scale_changed", &message).with_retry_after(60);
         }
         if let StoreError::EvictingPolicy(policy) = &error {
             tracing::error!(maxmemory_policy = %policy, "writes refused: the store may evict keys");

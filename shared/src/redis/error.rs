@@ -24,6 +24,10 @@ pub enum StoreError {
     /// writes are refused until it is moved or the configuration restored.
     #[error("board {board:?} holds its data in {recorded} shard(s); the configuration says {configured}")]
     Resharding { board: String, recorded: u32, configured: u32 },
+    /// A score board's scores are laid out for another `max_score` than the configuration's
+    /// (docs/boards.md#score-boards): its reads and writes are refused rather than misread.
+    #[error("board {board:?} holds scores laid out for max_score {recorded}; the configuration says {configured}")]
+    Rescaled { board: String, recorded: i64, configured: i64 },
     /// Writes are refused: the store may evict keys, and with them the boards, ledgers and
     /// event markers exactly-once rests on.
     #[error("the store's maxmemory-policy is {0:?}; writes need noeviction (or STANDINGS_ALLOW_EVICTING_POLICY=true)")]

@@ -7,6 +7,14 @@
 //! round trip per board in between). With no record, a board's data is in its one slot when
 //! it holds any there (a board written before shards existed, or never sharded: nothing is
 //! recorded for it), else in its configured layout, recorded by its first write.
+//!
+//! A score board's scale (its `max_score`, which lays out every composite it stores:
+//! docs/boards.md#score-boards) is recorded the same way (`Keys::board_scale`): a function configured
+//! with another refuses the board's reads and writes (`StoreError::Rescaled`) rather than
+//! misread its scores. With no record, a board holding scores in its current periods holds them
+//! at the default `MAX_SCORE` (written before scales were recorded, or never declared one:
+//! nothing is recorded for it); a board holding none takes its configured scale, recorded by
+//! its first write when it is not the default.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -19,6 +27,7 @@ use super::error::StoreError;
 use super::keys::Keys;
 use crate::domain::config::{Board, BoardKind};
 use crate::domain::period::Period;
+use crate::domain::scores::MAX_SCORE;
 
 /// How long a probe of a board's recorded layout is trusted.
 pub const LAYOUT_PROBE_SECS: u64 = 30;
@@ -26,7 +35,21 @@ pub const LAYOUT_PROBE_SECS: u64 = 30;
 /// The recorded layouts probed by this container.
 #[derive(Default)]
 pub struct Layouts {
-    probed: Mutex<HashMap<String, (Instant, u32)>>,
+    probed: Mutex<HashMap<String, (Instant, Recorded)>>,
+}
+
+/// What a probe found recorded (or decided) for a board.
+#[derive(Debug, Clone, Copy)]
+struct Recorded {
+    shards: u32,
+    /// The scale the board's scores are in (`None`: a board whose scale never changes).
+    max_score: Option<i64>,
+}
+
+/// The `max_score` a board is configured with when it can change (a score board's declared
+/// one; a tournament's is decided by its window and never changes).
+fn configured_scale(board: &Board) -> Option<i64> {
+    board.scores.as_ref().filter(|_| board.tournament.is_none()).map(|scores| scores.max_score)
 }
 
 impl Layouts {
@@ -52,16 +75,24 @@ impl Layouts {
         // By the record's key: containers may hold several prefixes' keys (a test, a shadow).
         let layout = keys.board_layout(&board.name);
         let cached = self.probed.lock().ok().and_then(|probed| {
-            probed.get(&layout).filter(|(at, _)| at.elapsed() < Duration::from_secs(LAYOUT_PROBE_SECS)).map(|(_, shards)| *shards)
+            probed.get(&layout).filter(|(at, _)| at.elapsed() < Duration::from_secs(LAYOUT_PROBE_SECS)).map(|(_, found)| *found)
         });
-        if let Some(shards) = cached {
-            return Ok(shards);
+        let found = match cached {
+            Some(found) => found,
+            None => {
+                let (found, holds) = probe(conn, keys, board, now, record).await?;
+                if let Some(mut probed) = self.probed.lock().ok().filter(|_| holds) {
+                    probed.insert(layout, (Instant::now(), found));
+                }
+                found
+            }
+        };
+        match (found.max_score, configured_scale(board)) {
+            (Some(recorded), Some(configured)) if recorded != configured => {
+                Err(StoreError::Rescaled { board: board.name.clone(), recorded, configured })
+            }
+            _ => Ok(found.shards),
         }
-        let (shards, holds) = probe(conn, keys, board, now, record).await?;
-        if let Some(mut probed) = self.probed.lock().ok().filter(|_| holds) {
-            probed.insert(layout, (Instant::now(), shards));
-        }
-        Ok(shards)
     }
 
     /// Forgets what was probed of record `record` (a reshard changed it).
@@ -72,43 +103,78 @@ impl Layouts {
     }
 }
 
-/// Reads the record; records it when there is none and `record`. Whether the answer holds
-/// until the next probe (a read of a sharded board not written yet probes again).
+/// Reads the records; records what is missing when `record`. Whether the answer holds until
+/// the next probe (a read of a board not written yet probes again).
 async fn probe(
     conn: &mut (impl ConnectionLike + Send),
     keys: &Keys,
     board: &Board,
     now: DateTime<Utc>,
     record: bool,
-) -> Result<(u32, bool), StoreError> {
+) -> Result<(Recorded, bool), StoreError> {
     let one_slot = keys.board(&board.name);
-    let layout = keys.board_layout(&board.name);
-    let mut data = vec![one_slot.guard()];
-    data.extend(board.periods.iter().map(|kind| one_slot.period(&Period::containing(*kind, now, board.timezone))));
-    let (recorded, held): (Option<u32>, u64) =
-        redis::pipe().get(&layout).cmd("EXISTS").arg(&data).query_async(conn).await.map_err(StoreError::from)?;
-    if let Some(shards) = recorded {
-        return Ok((shards, true));
-    }
-    let shards = if board.shards > 1 && held > 0 { 1 } else { board.shards };
-    // Only a sharded layout needs a record: data in the one slot is found there again by the
-    // next probe (and a board of one shard writes no key a read or a restore would not).
-    if shards == 1 {
-        // Nothing to record: known as well as a record would tell (cached).
-        return Ok((1, true));
-    }
-    if !record {
-        return Ok((shards, false));
-    }
-    // Another container may record it first: theirs stands.
-    let before: Option<u32> =
-        redis::cmd("SET").arg(&layout).arg(shards).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
-    Ok((before.unwrap_or(shards), true))
+    let (layout, scale) = (keys.board_layout(&board.name), keys.board_scale(&board.name));
+    let periods: Vec<String> = board.periods.iter().map(|kind| one_slot.period(&Period::containing(*kind, now, board.timezone))).collect();
+    let (recorded, recorded_scale, guarded, scored): (Option<u32>, Option<i64>, u64, u64) = redis::pipe()
+        .get(&layout)
+        .get(&scale)
+        .exists(one_slot.guard())
+        .cmd("EXISTS")
+        .arg(&periods)
+        .query_async(conn)
+        .await
+        .map_err(StoreError::from)?;
+    let mut holds = true;
+    let shards = match recorded {
+        Some(shards) => shards,
+        None if board.shards > 1 && guarded + scored > 0 => 1,
+        // Only a sharded layout needs a record: data in the one slot is found there again by
+        // the next probe (and a board of one shard writes no key a read or a restore would not).
+        None if board.shards == 1 => 1,
+        None if record => {
+            // Another container may record it first: theirs stands.
+            let before: Option<u32> =
+                redis::cmd("SET").arg(&layout).arg(board.shards).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
+            before.unwrap_or(board.shards)
+        }
+        None => {
+            holds = false;
+            board.shards
+        }
+    };
+    let max_score = match (configured_scale(board), recorded_scale) {
+        (None, _) => None,
+        (Some(_), Some(recorded)) => Some(recorded),
+        // Scores written before scales were recorded, or at the default: at the default.
+        (Some(_), None) if scored > 0 => Some(MAX_SCORE),
+        (Some(MAX_SCORE), None) => Some(MAX_SCORE),
+        (Some(configured), None) if record => {
+            let before: Option<i64> =
+                redis::cmd("SET").arg(&scale).arg(configured).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
+            Some(before.unwrap_or(configured))
+        }
+        (Some(configured), None) => {
+            holds = false;
+            Some(configured)
+        }
+    };
+    Ok((Recorded { shards, max_score }, holds))
 }
 
 /// Records `shards` as the layout of `board` (a reshard's last step), whatever was recorded.
 pub async fn record(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &str, shards: u32) -> Result<(), StoreError> {
     redis::cmd("SET").arg(keys.board_layout(board)).arg(shards).query_async(conn).await.map_err(StoreError::from)
+}
+
+/// Records `max_score` as the scale of `board` unless one is recorded (a restore brought its
+/// scores back: the record went with them). The default needs no record.
+pub async fn record_scale_if_absent(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &Board) -> Result<(), StoreError> {
+    match configured_scale(board) {
+        Some(max_score) if max_score != MAX_SCORE => {
+            redis::cmd("SET").arg(keys.board_scale(&board.name)).arg(max_score).arg("NX").query_async(conn).await.map_err(StoreError::from)
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Records `shards` as the layout of `board` unless one is recorded (a restore brought a

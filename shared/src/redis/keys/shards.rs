@@ -84,6 +84,12 @@ impl Keys {
         format!("{}:layout", self.board(board).guard().trim_end_matches(":guard"))
     }
 
+    /// The `max_score` `board`'s scores are laid out with (a string; `redis::layout`), beside
+    /// its one-slot keys.
+    pub fn board_scale(&self, board: &str) -> String {
+        format!("{}:scale", self.board(board).guard().trim_end_matches(":guard"))
+    }
+
     /// The keys of shard `shard` of `board` spread over `shards` (1: the board's own keys).
     pub fn board_shard(&self, board: &str, shards: u32, shard: u32) -> BoardKeys {
         self.board(&tags(board, shards)[shard as usize])

@@ -210,6 +210,14 @@ impl<O: Objects> Restorer<O> {
         // The undrained tail as it stands now; the board takes no writes while it is restored.
         let until = journal::newest_id(progress.conn, progress.keys).await?;
         let names = journal_objects(&self.objects, self.keys.prefix(), name).await?;
+        // Its scale likewise, when it has history: the scores coming back are laid out for the
+        // configured one.
+        if !profiles
+            && (until.is_some() || !names.is_empty())
+            && let Some(board) = boards_now(&self.config, &self.keys, &self.store).await?.board(journal_board(name))
+        {
+            crate::redis::layout::record_scale_if_absent(progress.conn, &self.keys, board).await?;
+        }
         for (index, object) in names.iter().enumerate() {
             // Every line of an object comes before the next object's first.
             let next_first = names.get(index + 1).and_then(|next| object_order(next)).map(|(_, ms, seq)| (ms, seq));

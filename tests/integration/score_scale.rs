@@ -1,0 +1,91 @@
+//! A score board's scale (docs/boards.md#score-boards): the shipped `high-scores` orders all-time ties
+//! to the second, and a `max_score` changed on a board that holds scores is refused, never
+//! misread; a restore after a loss records the scale its data was written in.
+
+use chrono::{Duration, Utc};
+use journal::{Restorer, S3Objects};
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::journal::{drain_to_new_bucket, spawn_journaled, spawn_journaled_on};
+use standings_tests::{TestApp, at, spawn_ingest_with};
+
+fn game(extra: &str) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\n{extra}"
+    ))
+    .unwrap()
+}
+
+async fn submit(app: &TestApp, board: &str, event: &str, user: &str, score: i64) -> (u16, Value) {
+    let (status, reply) =
+        app.post(&format!("/v1/boards/{board}/scores"), &json!({"event_id": event, "user_id": user, "score": score})).await;
+    (status.as_u16(), reply)
+}
+
+fn top_ids(top: &Value) -> Vec<String> {
+    top["entries"].as_array().unwrap().iter().map(|e| e["user_id"].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn the_shipped_high_scores_orders_all_time_ties_to_the_second() {
+    let app = spawn_ingest_with(Config::default_boards()).await;
+    // 2026-11-22T09:55:12Z starts a 256-second step from 2020: within it the old layout tied.
+    app.set_now(at("2026-11-22T09:55:12Z"));
+    assert_eq!(submit(&app, "high-scores", "a", "amy", 100).await.0, 200);
+    app.set_now(at("2026-11-22T09:55:13Z"));
+    assert_eq!(submit(&app, "high-scores", "z", "zed", 100).await.0, 200);
+    let (_, top) = app.get("/v1/boards/high-scores/top?period=all").await;
+    assert_eq!(top_ids(&top), ["amy", "zed"], "amy reached 100 a second before zed: {top}");
+}
+
+async fn assert_refused(app: &TestApp, recorded: i64, configured: i64) {
+    let (status, reply) = submit(app, "game", "late", "bob", 5).await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{reply}");
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.contains(&recorded.to_string()) && message.contains(&configured.to_string()), "{message}");
+    let (status, read) = app.get("/v1/boards/game/top?period=all").await;
+    assert_eq!((status.as_u16(), read["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{read}");
+    let (status, read) = app.get("/v1/boards/game/users/amy?period=all").await;
+    assert_eq!((status.as_u16(), read["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{read}");
+}
+
+#[tokio::test]
+async fn a_max_score_changed_on_a_board_holding_scores_is_refused_and_writes_nothing() {
+    for (before, after, recorded, configured) in
+        [("", "max_score = 4194303", 1_073_741_823, 4_194_303), ("max_score = 4194303", "", 4_194_303, 1_073_741_823)]
+    {
+        let old = spawn_journaled(game(before)).await;
+        assert_eq!(submit(&old, "game", "a", "amy", 100).await.0, 200);
+        let state = old.keyspace().await;
+        let new = spawn_journaled_on(game(after), old.keys.clone()).await;
+        assert_refused(&new, recorded, configured).await;
+        assert_eq!(old.keyspace().await, state, "a refused write wrote nothing");
+        // The old configuration, restored, reads and writes as before.
+        let (_, top) = old.get("/v1/boards/game/top?period=all").await;
+        assert_eq!((top_ids(&top), &top["entries"][0]["score"]), (vec!["amy".to_owned()], &json!(100)), "{top}");
+        assert_eq!(submit(&old, "game", "b", "bob", 5).await.0, 200);
+    }
+}
+
+#[tokio::test]
+async fn a_new_board_takes_its_configured_scale_and_a_restore_keeps_it() {
+    let app = spawn_journaled(game("max_score = 4194303")).await;
+    assert_eq!(submit(&app, "game", "a", "amy", 100).await.0, 200);
+    let state = app.keyspace().await;
+    let (client, bucket) = drain_to_new_bucket(&app, 4).await;
+    // Every key of the prefix lost, the scale's record with the rest.
+    let mut conn = app.redis.clone();
+    for (key, ..) in app.keyspace().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
+    restorer.restore(None, Utc::now() + Duration::minutes(5)).await.expect("the restore runs");
+    let names = |state: Vec<(String, Vec<u8>, i64)>| -> Vec<String> {
+        state.into_iter().map(|(key, ..)| key).filter(|key| !key.ends_with(":journal")).collect()
+    };
+    let (restored, before) = (names(app.keyspace().await), names(state));
+    assert_eq!(restored, before, "the same keys, the scale's record included");
+    assert_eq!(submit(&app, "game", "b", "bob", 5).await.0, 200, "the restored board takes writes in its scale");
+    let other = spawn_journaled_on(game(""), app.keys.clone()).await;
+    assert_refused(&other, 4_194_303, 1_073_741_823).await;
+}
