@@ -272,3 +272,101 @@ async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_a
     let (_, top) = arena.read("/v1/tournaments/cup/top").await;
     assert_eq!(users(&top["entries"]), ["ann", "bo"], "{top}");
 }
+
+/// Ended early, stored and released, then every key lost: the restore brings it back ended,
+/// as it was (no live board, no seats, writes refused), not open until its natural end.
+#[tokio::test]
+async fn a_restore_after_an_instance_was_ended_and_stored_keeps_it_ended_and_released() {
+    let app: TestApp = spawn_journaled(standings::domain::config::Config::default_boards()).await;
+    let arena = Arena::on(app, unique_season_table().await);
+    let bus = subscribed_to(TOURNAMENT_ENDED).await;
+    let start = arena.app.now() - Duration::minutes(10);
+    assert_eq!(arena.put("cup", &cup(start, 24, json!({"join_required": true, "max_size": 3}))).await.0, StatusCode::CREATED);
+    for user in ["ann", "bo"] {
+        assert_eq!(arena.join("cup", user).await.0, StatusCode::OK);
+    }
+    for (i, (user, score)) in [("ann", 10), ("bo", 30)].iter().enumerate() {
+        arena.app.set_now(arena.app.now() + Duration::seconds(1));
+        assert_eq!(arena.play("cup", &format!("c{i}"), user, *score).await.0, StatusCode::OK);
+    }
+    // Ended a second after the last score (an end cuts at its second).
+    arena.app.set_now(arena.app.now() + Duration::seconds(1));
+    assert_eq!(arena.end("cup", "done early").await.0, StatusCode::ACCEPTED);
+    let reports = arena.end_run(Some(&bus.bus)).await;
+    assert_eq!((reports.len(), reports[0].status), (1, "done"), "{reports:?}");
+    let (client, bucket) = drain_to_new_bucket(&arena.app, 2).await;
+    // Verify replays the release too: the replayed instance is freed as the live one was.
+    let config = Arc::new(standings::services::catalog::boards_now(&arena.app.config, &arena.app.keys, &arena.app.store).await.unwrap());
+    let sink = standings::runtime::metrics::Metrics::with_sink(journal::FUNCTION, Arc::new(|_| ()));
+    let objects = journal::S3Objects::new(client.clone(), &bucket);
+    let jobs = journal::Jobs::new(config, arena.app.keys.clone(), arena.app.store.clone(), objects, sink, arena.app.clock());
+    let report = jobs.checker.verify(Some("cup"), Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!((report.mismatches, report.boards[0].refused), (0, 0), "{report:?}");
+    let before: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
+    assert!(!before.iter().any(|(key, ..)| key.contains("{cup}:z:")), "released: {before:?}");
+    let mut conn = arena.app.redis.clone();
+    for key in cluster::scan_all(&arena.app.redis, &arena.app.keys.all_pattern()).await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let jobs = arena.app.journal_jobs(&client, &bucket, Arc::default());
+    let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(report.status, journal::Status::Complete, "{report:?}");
+    let after: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
+    assert_eq!(after, before, "every key as it was after the release, byte for byte, and no more");
+    let (status, body) = arena.play("cup", "c9", "ann", 99).await;
+    assert_eq!((status, code(&body)), (StatusCode::CONFLICT, Some("tournament_closed")), "{body}");
+    let (_, top) = arena.read("/v1/tournaments/cup/top").await;
+    assert_eq!((top["source"].as_str(), users(&top["entries"])), (Some("archived"), vec!["bo", "ann"]), "{top}");
+    let again = arena.end_run(Some(&bus.bus)).await;
+    assert_eq!((again[0].status, again[0].pages_sent), ("done", 0), "{again:?}");
+    let (_, results) = arena.read("/v1/tournaments/cup/results?instance=all").await;
+    assert_eq!(results["total"].as_u64(), Some(2), "{results}");
+}
+
+/// The release of an ended instance writes nothing when a key it writes holds another type:
+/// its run fails (logged, tried again), and once the key is fixed the next run frees it.
+#[tokio::test]
+async fn a_release_meeting_a_key_of_another_type_writes_nothing_and_the_next_run_frees_it() {
+    use standings::domain::period::{Period, PeriodKind};
+    let instance = Period::named(PeriodKind::All, "all", chrono_tz::UTC).unwrap();
+    for victim in ["board", "entries", "size", "journal"] {
+        let app: TestApp = spawn_journaled(standings::domain::config::Config::default_boards()).await;
+        let arena = Arena::on(app, unique_season_table().await);
+        let start = arena.app.now() - Duration::minutes(10);
+        assert_eq!(arena.put("cup", &cup(start, 24, json!({"join_required": true}))).await.0, StatusCode::CREATED);
+        assert_eq!(arena.join("cup", "ann").await.0, StatusCode::OK);
+        assert_eq!(arena.play("cup", "c1", "ann", 10).await.0, StatusCode::OK);
+        arena.app.set_now(arena.app.now() + Duration::seconds(1));
+        assert_eq!(arena.end("cup", "done early").await.0, StatusCode::ACCEPTED);
+        let keys = arena.app.keys.board("cup");
+        let key = match victim {
+            "board" => keys.period(&instance),
+            "entries" => keys.entries(&instance),
+            "size" => keys.final_size(&instance),
+            _ => keys.journal(),
+        };
+        let mut conn = arena.app.redis.clone();
+        let _: () = redis::pipe().del(&key).rpush(&key, "x").query_async(&mut conn).await.unwrap();
+        let before = arena.app.keyspace().await;
+        let failed = arena.end_run(None).await;
+        assert_eq!(failed[0].status, "failed", "{victim}: {failed:?}");
+        let after = arena.app.keyspace().await;
+        // The run's step before the release (the results stored, their frozen copy freed) went on.
+        let changed: Vec<&String> = after
+            .iter()
+            .chain(&before)
+            .filter(|entry| !(before.contains(entry) && after.contains(entry)))
+            .map(|(key, ..)| key)
+            .filter(|key| !key.contains(":frozen:"))
+            .collect();
+        assert!(changed.is_empty(), "{victim}: nothing written, but {changed:?}");
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+        let freed = arena.end_run(None).await;
+        assert_eq!(freed[0].status, "stored", "{victim}: {freed:?}");
+        let left: Vec<String> = arena.app.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("{cup}")).collect();
+        assert!(
+            !left.iter().any(|key| key.contains(":players:") || key.contains(":entries:") || key.contains(":z:")),
+            "{victim}: {left:?}"
+        );
+    }
+}

@@ -13,8 +13,9 @@ use super::bus::Announce;
 use super::job::{ArchiveError, Archiver, Status};
 use super::table::{ArchiveSink, Shard};
 use crate::domain::config::tournament::{Instance, Tournament};
+use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::Period;
-use crate::redis::error::StoreError;
+use crate::redis::scripts;
 
 /// Where the announcement of an instance stands in the table: the next rank to send.
 const ANNOUNCED: Shard = Shard { index: 0, total: 0 };
@@ -129,27 +130,18 @@ impl<S: ArchiveSink> Archiver<S> {
         Ok(report)
     }
 
-    /// The players and attempts of an archived instance: its results are in the table now.
+    /// The live board, players and attempts of an archived instance: its results are in the
+    /// table now. Journaled with what it freed, so a restore brings the instance back released.
     async fn free_seats(&self, tournament: &Tournament, instance: &str) -> Result<(), ArchiveError> {
         let period = Period::named(tournament.period_kind(), instance, chrono_tz::UTC)
             .map_err(|_| ArchiveError::InvalidSeason(instance.to_owned()))?;
         let keys = self.keys.board(&tournament.id);
         let mut conn = self.store.write_connection().await?;
-        // The instance takes no joins any more (it ended): its size is kept as it was, in the
-        // same step that frees the set (a run again finds no set and keeps the kept size).
-        let players: u64 = redis::cmd("SCARD").arg(keys.players(&period)).query_async(&mut conn).await.map_err(StoreError::from)?;
-        let mut free = redis::pipe();
-        free.atomic();
-        if players > 0 {
-            free.set(keys.final_size(&period), players).ignore();
-            // Lives as the instance's board would have (a TTL on this function's clock).
-            let ttl = period.ttl_secs((self.clock)());
-            if ttl > 0 {
-                free.expire(keys.final_size(&period), ttl).ignore();
-            }
-        }
-        free.unlink(keys.players(&period)).ignore().unlink(keys.entries(&period)).ignore();
-        let () = free.query_async(&mut conn).await.map_err(StoreError::from)?;
+        let now = (self.clock)();
+        // The kept size lives as the instance's board would have (a TTL on this function's clock).
+        let ttl = keys.ttl(period.ttl_secs(now), now).to_string();
+        let entry = if keys.journaled() { Entry::Release { at: Stamp(now), instance }.json() } else { String::new() };
+        scripts::tournament::release(&mut conn, &keys, &period, &ttl, &entry, self.store.replica_wait()).await?;
         Ok(())
     }
 

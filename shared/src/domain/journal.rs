@@ -182,6 +182,9 @@ pub enum Entry<'a> {
     Definition { at: Stamp, board: &'a str, change: &'a str, definition: serde_json::Value },
     /// A player joined a tournament's instance (docs/tournaments.md).
     Join { at: Stamp, user_id: &'a str, instance: &'a str },
+    /// A tournament's ended instance freed once its results were stored: its board, players
+    /// and attempts (docs/tournaments.md#the-end).
+    Release { at: Stamp, instance: &'a str },
 }
 
 impl Entry<'_> {

@@ -116,6 +116,14 @@ impl Replayer {
                     Err(error) => refused(&error),
                 }
             }
+            "release" => {
+                let instance = take_str(&mut fields, "instance").ok_or_else(|| malformed("no instance".into()))?;
+                match self.tournaments.release(board, &instance, at).await {
+                    Ok(freed) => Ok(if freed { Replayed::Applied } else { Replayed::Duplicate }),
+                    Err(PlayError::Store(error)) => Err(error.into()),
+                    Err(error) => refused(&error),
+                }
+            }
             "score" => {
                 let submission: Submission = parse(fields).map_err(malformed)?;
                 match self.scores.submit(board, &submission, at).await {

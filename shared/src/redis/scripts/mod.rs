@@ -70,6 +70,7 @@ pub(crate) static RESTORE_LINES: LazyLock<Script> = script!("restore_lines.lua")
 static PUT_PROFILE: LazyLock<Script> = script!("put_profile.lua");
 static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
+static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -94,6 +95,7 @@ pub fn hashes() -> Vec<&'static str> {
         &PUT_PROFILE,
         &DEFINE_BOARD,
         &JOIN_TOURNAMENT,
+        &RELEASE_INSTANCE,
     ]
     .into_iter()
     .chain(league::scripts())

@@ -1,7 +1,8 @@
 //! The typed wrapper of `join_tournament.lua`: a seat in a tournament's instance, exact under
 //! concurrent joins, journaled in the same call (docs/tournaments.md).
 
-use super::JOIN_TOURNAMENT;
+use super::{JOIN_TOURNAMENT, RELEASE_INSTANCE};
+use crate::domain::guard::{closed_field, emptied_field, live_field};
 use crate::domain::period::Period;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
@@ -44,4 +45,27 @@ pub async fn join(
         "closed" => Joined::Closed,
         other => return Err(StoreError::Protocol(format!("join_tournament answered {other:?}"))),
     })
+}
+
+/// Frees ended instance `instance` once its results are stored: its live board, players and
+/// attempts, keeping its size for `ttl_secs` ("0": no TTL); `entry`: the journal entry (''
+/// journals nothing). Whether it freed anything (a run again finds nothing left).
+pub async fn release(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    instance: &Period,
+    ttl_secs: &str,
+    entry: &str,
+    wait: ReplicaWait,
+) -> Result<bool, StoreError> {
+    let mut call = ScriptCall::new(&RELEASE_INSTANCE);
+    call.key(keys.guard())
+        .key(keys.period(instance))
+        .key(keys.players(instance))
+        .key(keys.entries(instance))
+        .key(keys.final_size(instance))
+        .key(keys.journal());
+    call.arg(closed_field(instance)).arg(live_field(instance)).arg(emptied_field(instance)).arg(ttl_secs).arg(entry);
+    let freed: u8 = conn.run_script(&call, wait).await?;
+    Ok(freed == 1)
 }

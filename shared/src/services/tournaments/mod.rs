@@ -22,7 +22,7 @@ use crate::domain::period::{EventTimeError, Period};
 use crate::domain::scores::Submission;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::scripts::tournament::{Joined, join};
+use crate::redis::scripts::tournament::{Joined, join, release};
 use crate::redis::store::Store;
 use crate::services::scores::{ScoreError, Scores};
 
@@ -135,6 +135,22 @@ impl Tournaments {
     fn open(&self, board: &Board, tournament: &Tournament, now: DateTime<Utc>) -> Result<(Instance, Period), PlayError> {
         let instance = tournament.open_at(now).ok_or_else(|| PlayError::Closed(board.name.clone()))?;
         Ok((instance, Period::containing(tournament.period_kind(), now, chrono_tz::UTC)))
+    }
+
+    /// A journal's `release` line decided again (a dry-run's or a verify's replay): instance
+    /// `instance` frozen as the archive froze it, then freed as it was once its results were
+    /// stored. Whether it freed anything.
+    pub async fn release(&self, id: &str, instance: &str, now: DateTime<Utc>) -> Result<bool, PlayError> {
+        let (board, tournament) = self.find(id)?;
+        let period = Period::named(tournament.period_kind(), instance, chrono_tz::UTC)
+            .map_err(|_| PlayError::UnknownInstance { tournament: board.name.clone(), instance: instance.to_owned() })?;
+        let keys = self.keys.board(&board.name);
+        let mut conn = self.store.write_connection().await?;
+        crate::archive::freeze::freeze(&mut conn, &keys, &period).await?;
+        crate::archive::freeze::release_frozen(&mut conn, &keys, &period, board.statements).await?;
+        let entry = if keys.journaled() { Entry::Release { at: Stamp(now), instance }.json() } else { String::new() };
+        let ttl = keys.ttl(period.ttl_secs(now), now).to_string();
+        Ok(release(&mut conn, &keys, &period, &ttl, &entry, self.store.replica_wait()).await?)
     }
 
     pub async fn join(&self, id: &str, user_id: &str, now: DateTime<Utc>) -> Result<JoinReceipt, PlayError> {
