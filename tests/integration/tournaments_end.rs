@@ -107,7 +107,7 @@ async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_a
     assert_eq!(view["size"], 4, "its size is what it was at its end: {view}");
 
     let again = arena.end_run(Some(&bus.bus)).await;
-    assert_eq!((again[0].status, again[0].pages_sent), ("done", 0), "{again:?}");
+    assert!(again.is_empty(), "a finished instance is not looked at again: {again:?}");
     assert!(bus.events(TOURNAMENT_ENDED).await.is_empty(), "announced once");
 }
 
@@ -318,7 +318,8 @@ async fn a_restore_after_an_instance_was_ended_and_stored_keeps_it_ended_and_rel
     let (_, top) = arena.read("/v1/tournaments/cup/top").await;
     assert_eq!((top["source"].as_str(), users(&top["entries"])), (Some("archived"), vec!["bo", "ann"]), "{top}");
     let again = arena.end_run(Some(&bus.bus)).await;
-    assert_eq!((again[0].status, again[0].pages_sent), ("done", 0), "{again:?}");
+    assert!(again.is_empty(), "finished before the loss, as the table says: {again:?}");
+    assert!(bus.events(TOURNAMENT_ENDED).await.len() == 1, "announced once");
     let (_, results) = arena.read("/v1/tournaments/cup/results?instance=all").await;
     assert_eq!(results["total"].as_u64(), Some(2), "{results}");
 }
@@ -369,4 +370,40 @@ async fn a_release_meeting_a_key_of_another_type_writes_nothing_and_the_next_run
             "{victim}: {left:?}"
         );
     }
+}
+
+/// Six days of a daily tournament whose end runs did not happen (an outage): one run ends every
+/// instance, oldest backlog included, and later runs look at none of them again.
+#[tokio::test]
+async fn every_instance_of_a_backlog_is_ended_and_finished_ones_are_not_read_again() {
+    let arena = Arena::new().await;
+    let bus = subscribed_to(TOURNAMENT_ENDED).await;
+    let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let first = midnight - Duration::days(5);
+    let body = cup(first, 24 * 30, json!({"reset": "day", "duration_secs": 7200}));
+    assert_eq!(arena.put("daily", &body).await.0, StatusCode::CREATED);
+    let days: Vec<String> = (0..6).map(|d| (first + Duration::days(d)).format("%Y-%m-%d").to_string()).collect();
+    for (d, day) in days.iter().enumerate() {
+        arena.app.set_now(first + Duration::days(d as i64) + Duration::minutes(10));
+        assert_eq!(arena.play("daily", &format!("d{d}"), "ann", 10 + d as i64).await.0, StatusCode::OK, "{day}");
+    }
+    arena.app.set_now(midnight + Duration::hours(3));
+    let reports = arena.end_run(Some(&bus.bus)).await;
+    let mut ended: Vec<(String, &str)> = reports.iter().map(|r| (r.instance.clone(), r.status)).collect();
+    ended.sort();
+    assert_eq!(ended, days.iter().map(|day| (day.clone(), "done")).collect::<Vec<_>>(), "{reports:?}");
+    for (d, day) in days.iter().enumerate() {
+        let (_, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={day}")).await;
+        assert_eq!(results["results"][0]["score"].as_i64(), Some(10 + d as i64), "{day}: {results}");
+    }
+    assert_eq!(bus.events(TOURNAMENT_ENDED).await.len(), 6, "each announced once");
+    assert!(arena.end_run(Some(&bus.bus)).await.is_empty(), "finished instances are behind the watermark");
+    // The next day's instance is the one the next run ends.
+    arena.app.set_now(midnight + Duration::days(1) + Duration::minutes(5));
+    assert_eq!(arena.play("daily", "d6", "bo", 7).await.0, StatusCode::OK);
+    arena.app.set_now(midnight + Duration::days(1) + Duration::hours(2));
+    let next: Vec<(String, &str)> = arena.end_run(Some(&bus.bus)).await.iter().map(|r| (r.instance.clone(), r.status)).collect();
+    let tomorrow = (midnight + Duration::days(1)).format("%Y-%m-%d").to_string();
+    assert_eq!(next, [(tomorrow, "done")]);
+    assert_eq!(bus.events(TOURNAMENT_ENDED).await.len(), 1);
 }

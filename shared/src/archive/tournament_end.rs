@@ -19,8 +19,13 @@ use crate::redis::scripts;
 
 /// Where the announcement of an instance stands in the table: the next rank to send.
 const ANNOUNCED: Shard = Shard { index: 0, total: 0 };
-/// Instances of one tournament looked at a run, latest first (a recurring one's last few).
-const INSTANCES_A_RUN: usize = 3;
+/// Where a tournament's ends stand in the table (under this name in place of an instance's):
+/// the end (Unix seconds) of its latest instance such that it and every earlier one are
+/// finished. A run looks only at instances that ended after it.
+const ENDED_THROUGH: &str = "~ended";
+/// Instances of one tournament looked at a run at most, latest first: a backlog longer than
+/// this (months of a daily tournament whose end failed) goes on over the next runs.
+const INSTANCES_A_RUN: usize = 500;
 /// A page's results, as JSON, stay under this (EventBridge takes 256 KB a request).
 const PAGE_BYTES: usize = 200 * 1024;
 /// Ranks read from the table at a time while pages are packed.
@@ -49,14 +54,25 @@ impl<S: ArchiveSink> Archiver<S> {
         let now = (self.clock)();
         let mut reports = Vec::new();
         for tournament in self.config.boards().iter().filter_map(|board| board.tournament.as_deref()) {
-            for instance in tournament.ended_by(now, INSTANCES_A_RUN) {
-                let report = match self.end_instance(tournament, &instance, bus, deadline).await {
+            let through = match self.table.checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED).await {
+                Ok(through) => through.and_then(|secs| DateTime::from_timestamp(i64::try_from(secs).ok()?, 0)),
+                Err(error) => {
+                    tracing::error!(tournament = %tournament.id, %error, "tournament ends not read");
+                    continue;
+                }
+            };
+            let instances = tournament.ended_by(now, through, INSTANCES_A_RUN);
+            // Whether each instance (latest first) is finished: announced, or stored where no
+            // bus announces (a bus set later announces what ends from then on).
+            let mut finished = vec![false; instances.len()];
+            for (instance, finished) in instances.iter().zip(finished.iter_mut()) {
+                let report = match self.end_instance(tournament, instance, bus, deadline).await {
                     Ok(report) => report,
                     Err(error) => {
                         tracing::error!(tournament = %tournament.id, instance = %instance.id, code = error.code(), %error, "tournament instance not ended");
                         InstanceEnd {
                             tournament_id: tournament.id.clone(),
-                            instance: instance.id,
+                            instance: instance.id.clone(),
                             status: "failed",
                             total: 0,
                             pages_sent: 0,
@@ -64,15 +80,30 @@ impl<S: ArchiveSink> Archiver<S> {
                         }
                     }
                 };
+                *finished = report.status == "done" || (report.status == "stored" && bus.is_none());
                 reports.push(report);
                 // Each instance's steps stop at the deadline themselves; the rest wait for the
                 // next run (a minute later), instead of starting what cannot finish.
                 if (self.clock)() >= deadline {
-                    return reports;
+                    break;
                 }
+            }
+            self.advance_ended(tournament, &instances, &finished).await;
+            if (self.clock)() >= deadline {
+                return reports;
             }
         }
         reports
+    }
+
+    /// Moves the tournament's watermark past its oldest finished instances (`instances` latest
+    /// first), up to the first that is not.
+    async fn advance_ended(&self, tournament: &Tournament, instances: &[Instance], finished: &[bool]) {
+        let through = instances.iter().zip(finished).rev().take_while(|(_, finished)| **finished).last().map(|(instance, _)| instance.end);
+        let Some(through) = through.and_then(|end| u64::try_from(end.timestamp()).ok()) else { return };
+        if let Err(error) = self.table.advance_checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED, through, (self.clock)()).await {
+            tracing::warn!(tournament = %tournament.id, %error, "tournament ends' watermark not moved (moved by the next run)");
+        }
     }
 
     async fn end_instance<B: Announce>(

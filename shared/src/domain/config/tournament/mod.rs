@@ -204,12 +204,16 @@ impl Tournament {
         period.start.map_or(self.start, |start| start.with_timezone(&Utc).max(self.start)).timestamp()
     }
 
-    /// The `most` recent instances that ended by `now`, latest first (their results are due).
-    pub fn ended_by(&self, now: DateTime<Utc>, most: usize) -> Vec<Instance> {
+    /// The `most` recent instances that ended by `now`, and after `after` (an instance ending
+    /// then or before is finished), latest first: their results are due.
+    pub fn ended_by(&self, now: DateTime<Utc>, after: Option<DateTime<Utc>>, most: usize) -> Vec<Instance> {
         let mut ended = Vec::new();
         let mut at = now;
         while ended.len() < most && at >= self.start {
             let Some(instance) = self.instance_named(None, at) else { break };
+            if after.is_some_and(|after| instance.end <= after) {
+                break;
+            }
             if instance.end <= now && ended.last() != Some(&instance) {
                 ended.push(instance.clone());
             }
