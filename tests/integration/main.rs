@@ -80,6 +80,7 @@ mod template;
 mod time_and_ties;
 mod tls;
 mod tournaments;
+mod tournaments_delete;
 mod tournaments_end;
 mod void;
 mod web_page;

@@ -250,5 +250,7 @@ async fn tournament_answers_match_the_documented_schemas() {
     samples.push(sample("get", results, arena.read("/v1/tournaments/doc-cup/results?instance=all").await));
     samples.push(sample("get", "/v1/tournaments/{tournament_id}/top", arena.read("/v1/tournaments/doc-cup/top").await));
     samples.push(sample("post", scores, arena.play("doc-cup", "d4", "bo", 1).await));
+    samples.push(sample("delete", admin, arena.delete("doc-cup", "retired").await));
+    samples.push(sample("delete", admin, arena.delete("none", "x").await));
     conform(&samples);
 }

@@ -17,6 +17,7 @@ use standings::archive::job::Archiver;
 use standings::archive::table::SeasonTable;
 use standings::archive::tournament_end::InstanceEnd;
 use standings::services::catalog::boards_now;
+use standings::services::runtime_boards::{EndReport, RuntimeBoards, limit_from_env};
 
 use crate::runtime::call_on;
 use crate::{ADMIN, ArchiveHarness, Caller, TestApp, WRITER, clock_of, read_router, unique_season_table};
@@ -84,6 +85,30 @@ impl Arena {
             ArchiveHarness::settings(),
         );
         archiver.end_tournaments(bus, deadline).await
+    }
+
+    /// The whole every-minute run (`{"runtime": {}}`): tournaments' ends, then deleted runtime
+    /// boards' (a deleted tournament's included).
+    pub async fn runtime_run(&self, bus: Option<&EventBridgeBus>) -> (Vec<InstanceEnd>, Vec<EndReport>) {
+        let ended = self.end_run(bus).await;
+        let config = Arc::new(boards_now(&self.app.config, &self.app.keys, &self.app.store).await.unwrap());
+        let archiver = Archiver::new(
+            config,
+            self.app.keys.clone(),
+            self.app.store.clone(),
+            self.table.clone(),
+            self.table.clone(),
+            clock_of(&self.app.now),
+            ArchiveHarness::settings(),
+        );
+        let boards = RuntimeBoards::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), limit_from_env());
+        let deadline = Utc::now() + chrono::Duration::minutes(5);
+        (ended, archive::end_boards(&boards, &archiver, self.app.now(), deadline).await.unwrap())
+    }
+
+    /// `DELETE /v1/admin/tournaments/{id}` as an admin.
+    pub async fn delete(&self, id: &str, reason: &str) -> (StatusCode, Value) {
+        self.app.call(Method::DELETE, &format!("/v1/admin/tournaments/{id}?reason={reason}"), String::new(), ADMIN).await
     }
 }
 

@@ -1,5 +1,5 @@
 //! Tournaments' writes (docs/tournaments.md): joins and scores (scope `standings/write`), and
-//! the admin routes that define one and end its open instance early (`standings/admin`).
+//! the admin routes that define one, end its open instance early and delete it (`standings/admin`).
 
 use std::sync::Arc;
 
@@ -10,9 +10,9 @@ use serde::Deserialize;
 use serde_json::Value;
 use standings::domain::ids;
 use standings::http::routing::Routes;
-use standings::http::{ApiError, JsonBody, Subject};
+use standings::http::{ApiError, JsonBody, QueryParams, Subject};
 use standings::services::moderation::check_reason;
-use standings::services::tournaments::{InstanceEnded, JoinReceipt, Play, PlayReceipt, TournamentDefinition};
+use standings::services::tournaments::{InstanceEnded, JoinReceipt, Play, PlayReceipt, TournamentDefinition, TournamentDeleted};
 
 use crate::App;
 
@@ -28,6 +28,7 @@ pub fn admin_routes() -> Routes<Arc<App>> {
     Routes::new()
         .route(Method::PUT, "/v1/admin/tournaments/{tournament_id}", put)
         .route(Method::GET, "/v1/admin/tournaments/{tournament_id}", get)
+        .route(Method::DELETE, "/v1/admin/tournaments/{tournament_id}", delete)
         .route(Method::POST, "/v1/admin/tournaments/{tournament_id}/end", end)
 }
 
@@ -92,4 +93,28 @@ async fn end(
     app.catalog.invalidate();
     tracing::warn!(tournament = %id, instance = %ended.instance, actor = ?actor, "tournament instance ended early");
     Ok((StatusCode::ACCEPTED, Json(ended)))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct DeleteQuery {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// 202: the tournament takes no more joins or scores; its open instance ended now, its results
+/// and its keys' release follow within minutes.
+async fn delete(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Subject(actor): Subject,
+    QueryParams(query): QueryParams<DeleteQuery>,
+) -> Result<(StatusCode, Json<TournamentDeleted>), ApiError> {
+    if let Some(reason) = &query.reason {
+        check_reason(reason)?;
+    }
+    let deleted = app.tournaments.delete(&id, query.reason.as_deref(), (app.clock)()).await?;
+    app.catalog.invalidate();
+    tracing::warn!(tournament = %id, actor = ?actor, "tournament deleted");
+    Ok((StatusCode::ACCEPTED, Json(deleted)))
 }

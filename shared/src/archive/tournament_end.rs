@@ -54,8 +54,8 @@ impl<S: ArchiveSink> Archiver<S> {
         let now = (self.clock)();
         let mut reports = Vec::new();
         for tournament in self.config.boards().iter().filter_map(|board| board.tournament.as_deref()) {
-            let through = match self.table.checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED).await {
-                Ok(through) => through.and_then(|secs| DateTime::from_timestamp(i64::try_from(secs).ok()?, 0)),
+            let through = match self.ended_through(tournament).await {
+                Ok(through) => through,
                 Err(error) => {
                     tracing::error!(tournament = %tournament.id, %error, "tournament ends not read");
                     continue;
@@ -94,6 +94,20 @@ impl<S: ArchiveSink> Archiver<S> {
             }
         }
         reports
+    }
+
+    /// The tournament's watermark: every instance ending then or before is finished.
+    async fn ended_through(&self, tournament: &Tournament) -> Result<Option<DateTime<Utc>>, ArchiveError> {
+        let through = self.table.checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED).await?;
+        Ok(through.and_then(|secs| DateTime::from_timestamp(i64::try_from(secs).ok()?, 0)))
+    }
+
+    /// Whether deleted tournament `tournament` is over: every instance that ran is finished
+    /// (stored, and announced where a bus is set), so its keys may go.
+    pub async fn tournament_finished(&self, tournament: &Tournament) -> Result<bool, ArchiveError> {
+        let now = (self.clock)();
+        let deleted = tournament.deleted.is_some_and(|deleted| deleted <= now);
+        Ok(deleted && tournament.ended_by(now, self.ended_through(tournament).await?, 1).is_empty())
     }
 
     /// Moves the tournament's watermark past its oldest finished instances (`instances` latest

@@ -27,7 +27,21 @@ pub fn refresh_from_env() -> Duration {
 pub async fn boards_now(declared: &Config, keys: &Keys, store: &Store) -> Result<Config, StoreError> {
     let mut conn = store.connection().await?;
     let loaded = catalog::load(&mut conn, keys).await?;
-    Ok(declared.with_runtime(runtime_boards(&loaded.definitions)))
+    Ok(declared.with_runtime(runtime_boards(&loaded.definitions).into_iter().map(|board| deleted_as_recorded(board, &loaded.ending))))
+}
+
+/// A deleted tournament ends when it was deleted (`Tournament::deleted`, from its record in
+/// the catalog's `ending` hash): the instance open then ends then, and none opens after it.
+fn deleted_as_recorded(mut board: Board, ending: &std::collections::BTreeMap<String, String>) -> Board {
+    let at = ending
+        .get(&board.name)
+        .and_then(|why| serde_json::from_str::<serde_json::Value>(why).ok())
+        .and_then(|why| why["at"].as_str().and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok()))
+        .map(|at| at.with_timezone(&chrono::Utc));
+    if let (Some(at), Some(tournament)) = (at, board.tournament.as_mut()) {
+        Arc::make_mut(tournament).deleted = Some(at);
+    }
+    board
 }
 
 /// The boards of stored definitions; one that no longer validates is logged and left out.
@@ -52,7 +66,7 @@ fn retired_boards(loaded: &catalog::Catalog) -> impl Iterator<Item = Board> + '_
         let why: serde_json::Value = serde_json::from_str(why).ok()?;
         let mut board = Definition::stored(&why.get("definition")?.to_string()).ok().filter(|board| board.name == *name)?;
         board.ending = true;
-        Some(board)
+        Some(deleted_as_recorded(board, &loaded.ending))
     })
 }
 
@@ -142,7 +156,7 @@ impl<T> Catalog<T> {
         let loaded = catalog::load(&mut conn, &self.keys).await?;
         let runtime = runtime_boards(&loaded.definitions).into_iter().map(|mut board| {
             board.ending = loaded.ending.contains_key(&board.name);
-            board
+            deleted_as_recorded(board, &loaded.ending)
         });
         let runtime: Vec<Board> = runtime.chain(retired_boards(&loaded)).collect();
         let config = Arc::new(self.declared.with_runtime(runtime));

@@ -36,7 +36,9 @@ pub enum DefineError {
     Full(u32),
     #[error("no runtime board {0:?}")]
     Unknown(String),
-    #[error("{0:?} is a tournament's board: a tournament's instance ends through POST /v1/admin/tournaments/{{id}}/end")]
+    #[error(
+        "{0:?} is a tournament's board: a tournament is deleted through DELETE /v1/admin/tournaments/{{id}}, its open instance ended through POST /v1/admin/tournaments/{{id}}/end"
+    )]
     Tournament(String),
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -138,6 +140,11 @@ impl RuntimeBoards {
         {
             return Err(DefineError::Tournament(name.to_owned()));
         }
+        self.end_any(name, reason, now).await
+    }
+
+    /// `end` of any runtime board, a tournament's included (`DELETE /v1/admin/tournaments/{id}`).
+    pub async fn end_any(&self, name: &str, reason: Option<&str>, now: DateTime<Utc>) -> Result<BoardDefinition, DefineError> {
         let why = json!({"reason": reason, "at": now.to_rfc3339_opts(SecondsFormat::Millis, true)});
         let entry = self.entry(name, "end", &why, now);
         let mut conn = self.store.write_connection().await?;
@@ -165,7 +172,13 @@ impl RuntimeBoards {
                 .map(|at| at.with_timezone(&Utc))
                 .ok_or_else(|| StoreError::Protocol(format!("board {name:?} ended without a time")))?;
             match Definition::stored(text) {
-                Ok(board) => ending.push(Ending { board, at }),
+                Ok(mut board) => {
+                    // A tournament ends at its deletion (`Tournament::deleted`).
+                    if let Some(tournament) = board.tournament.as_mut() {
+                        std::sync::Arc::make_mut(tournament).deleted = Some(at);
+                    }
+                    ending.push(Ending { board, at });
+                }
                 Err(error) => tracing::error!(board = %name, error = %error, "a deleted board's definition no longer validates: not ended"),
             }
         }
@@ -261,7 +274,8 @@ impl RuntimeBoards {
             let mut report = EndReport { board: board.name.clone(), status: "done", season: None, error: None };
             // Every season not archived yet (one that ended within the grace, one a run failed
             // on), oldest first, then the one the deletion fell in: its keys go next.
-            let seasons: Vec<Period> = if board.archive && board.periods.contains(&PeriodKind::Season) {
+            // A tournament's instances are ended by the tournaments' step of the run, before this.
+            let seasons: Vec<Period> = if board.tournament.is_none() && board.archive && board.periods.contains(&PeriodKind::Season) {
                 let mut seasons = unarchived_candidates(&board, at, chrono::Duration::zero());
                 seasons.push(Period::containing(PeriodKind::Season, at, board.timezone));
                 seasons.dedup_by(|a, b| a.id == b.id);
@@ -290,6 +304,15 @@ impl RuntimeBoards {
                         tracing::error!(board = %board.name, season = %season.id, error = %error, "a deleted board's season could not be archived");
                         (report.status, report.error) = ("failed", Some(error.to_string()));
                     }
+                }
+            }
+            if report.status == "done"
+                && let Some(tournament) = board.tournament.as_deref()
+            {
+                match archiver.tournament_finished(tournament).await {
+                    Ok(true) => {}
+                    Ok(false) => report.status = "archiving",
+                    Err(error) => (report.status, report.error) = ("failed", Some(error.to_string())),
                 }
             }
             if report.status == "done" {

@@ -1,4 +1,4 @@
-//! `PUT`/`GET /v1/admin/tournaments/{id}` and `POST /v1/admin/tournaments/{id}/end`: a
+//! `PUT`/`GET`/`DELETE /v1/admin/tournaments/{id}` and `POST /v1/admin/tournaments/{id}/end`: a
 //! tournament's definition kept with the runtime boards' (the catalog: journaled, restored,
 //! limited, cached by every function), and the early end of its open instance, recorded in the
 //! definition (so every function and a restore know it) before the instance is frozen.
@@ -30,6 +30,18 @@ pub struct TournamentDefinition {
     pub tournament_id: String,
     pub definition: Value,
     pub closed: Value,
+}
+
+/// `DELETE /v1/admin/tournaments/{id}`'s answer: the tournament, `ending` until the archive
+/// function's run has finished its instances and freed its keys, with why and when.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TournamentDeleted {
+    pub tournament_id: String,
+    pub state: &'static str,
+    pub definition: Value,
+    pub closed: Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended: Option<Value>,
 }
 
 /// `POST /v1/admin/tournaments/{id}/end`'s answer.
@@ -82,6 +94,23 @@ impl TournamentAdmin {
             other => other.into(),
         })?;
         of_stored(id, &defined.definition)
+    }
+
+    /// Deletes tournament `id` (docs/tournaments.md#deleting): its writes refused from this
+    /// call on; the instance open now ends now and none opens after it. The archive function's
+    /// run then stores and announces every instance not finished, frees its keys and forgets
+    /// it. Again: the same answer.
+    pub async fn delete(&self, id: &str, reason: Option<&str>, now: DateTime<Utc>) -> Result<TournamentDeleted, PlayError> {
+        self.get(id).await?;
+        let ended = self.boards.end_any(id, reason, now).await?;
+        let view = of_stored(id, &ended.definition)?;
+        Ok(TournamentDeleted {
+            tournament_id: id.to_owned(),
+            state: ended.state,
+            definition: view.definition,
+            closed: view.closed,
+            ended: ended.ended,
+        })
     }
 
     /// Ends the instance open at `now`: frozen first (every later join or score refused in

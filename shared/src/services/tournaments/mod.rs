@@ -26,7 +26,7 @@ use crate::redis::scripts::tournament::{Joined, join, release};
 use crate::redis::store::Store;
 use crate::services::scores::{ScoreError, Scores};
 
-pub use admin::{InstanceEnded, TournamentAdmin, TournamentDefinition};
+pub use admin::{InstanceEnded, TournamentAdmin, TournamentDefinition, TournamentDeleted};
 #[cfg(feature = "dynamodb")]
 pub use standings::{InstanceTop, PlayerStanding, RESULTS_PAGE, Results, Row};
 pub use view::{TournamentView, entries_left};
@@ -126,9 +126,9 @@ impl Tournaments {
             .ok_or_else(|| PlayError::Unknown(ids::loggable(id).into_owned()))
     }
 
-    /// Every tournament, in name order.
+    /// Every tournament not deleted, in name order.
     pub fn all(&self) -> impl Iterator<Item = (&Board, &Tournament)> {
-        self.config.boards().iter().filter_map(|board| Some((board, board.tournament.as_deref()?)))
+        self.config.boards().iter().filter(|board| !board.ending).filter_map(|board| Some((board, board.tournament.as_deref()?)))
     }
 
     /// The instance open at `now` (its period on the tournament's board), or `Closed`.

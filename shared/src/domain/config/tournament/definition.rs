@@ -168,6 +168,7 @@ impl Tournament {
             prizes: raw.prizes,
             metadata: raw.metadata,
             closed: std::collections::BTreeMap::new(),
+            deleted: None,
         })
     }
 }

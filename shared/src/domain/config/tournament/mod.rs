@@ -69,6 +69,9 @@ pub struct Tournament {
     pub metadata: Option<Value>,
     /// Instances ended early (`POST /v1/admin/tournaments/{id}/end`): instance id -> when.
     pub closed: BTreeMap<String, DateTime<Utc>>,
+    /// When the tournament was deleted (`DELETE /v1/admin/tournaments/{id}`): the instance
+    /// open then ends then, and none opens after it. Its window (and so its scale) is unchanged.
+    pub deleted: Option<DateTime<Utc>>,
 }
 
 /// Where a tournament stands at an instant.
@@ -112,12 +115,18 @@ impl Tournament {
         Some(self.cut(Instance { id: period.id, start: opens.max(self.start), end: closes.min(self.end) }))
     }
 
-    /// `instance` as it ran: ended when it was ended early, if it was (never before it opened).
+    /// `instance` as it ran: ended when it was ended early or the tournament deleted, if it was
+    /// (never before it opened: an instance after the deletion never runs).
     fn cut(&self, mut instance: Instance) -> Instance {
-        if let Some(&closed) = self.closed.get(&instance.id) {
-            instance.end = instance.end.min(closed.max(instance.start));
+        for cut in [self.closed.get(&instance.id).copied(), self.deleted].into_iter().flatten() {
+            instance.end = instance.end.min(cut.max(instance.start));
         }
         instance
+    }
+
+    /// Whether `instance` opened after the tournament was deleted (it never ran).
+    fn after_deletion(&self, instance: &Instance) -> bool {
+        self.deleted.is_some_and(|deleted| instance.start >= deleted)
     }
 
     /// The instance open at `at`: a write's own time decides where it lands, or that it is
@@ -208,13 +217,14 @@ impl Tournament {
     /// then or before is finished), latest first: their results are due.
     pub fn ended_by(&self, now: DateTime<Utc>, after: Option<DateTime<Utc>>, most: usize) -> Vec<Instance> {
         let mut ended = Vec::new();
-        let mut at = now;
+        // Nothing runs after a deletion: the walk back starts there.
+        let mut at = self.deleted.map_or(now, |deleted| now.min(deleted));
         while ended.len() < most && at >= self.start {
             let Some(instance) = self.instance_named(None, at) else { break };
             if after.is_some_and(|after| instance.end <= after) {
                 break;
             }
-            if instance.end <= now && ended.last() != Some(&instance) {
+            if instance.end <= now && ended.last() != Some(&instance) && !self.after_deletion(&instance) {
                 ended.push(instance.clone());
             }
             at = instance.start - Duration::seconds(1);

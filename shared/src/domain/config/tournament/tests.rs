@@ -146,6 +146,28 @@ fn tournament(start: i64, length: i64, reset: Option<Reset>, duration: i64) -> T
 
 const BASE: i64 = 1_798_761_600; // 2027-01-01T00:00:00Z
 
+#[test]
+fn a_deleted_tournament_ends_its_open_instance_then_and_opens_none_after() {
+    // Daily from BASE, two hours an instance, for thirty days; deleted on the third day at 01:00.
+    let mut daily = tournament(BASE, 30 * 86_400, Some(Reset::Day), 7200);
+    let deleted = Utc.timestamp_opt(BASE + 2 * 86_400 + 3600, 0).unwrap();
+    daily.deleted = Some(deleted);
+    let third = daily.instance_named(Some("2027-01-03"), deleted).unwrap();
+    assert_eq!((third.start.timestamp(), third.end), (BASE + 2 * 86_400, deleted), "cut at the deletion");
+    assert!(daily.open_at(deleted).is_none() && daily.open_at(deleted - chrono::Duration::seconds(1)).is_some());
+    let later = Utc.timestamp_opt(BASE + 10 * 86_400, 0).unwrap();
+    assert_eq!(daily.state_at(later), State::Ended, "none opens after it");
+    assert_eq!(daily.next_after(deleted), None);
+    let ended: Vec<String> = daily.ended_by(later, None, 100).into_iter().map(|instance| instance.id).collect();
+    assert_eq!(ended, ["2027-01-03", "2027-01-02", "2027-01-01"], "the instances that ran, latest first");
+    let window = daily.max_score();
+    assert_eq!(window, tournament(BASE, 30 * 86_400, Some(Reset::Day), 7200).max_score(), "the scale is unchanged");
+    // Deleted before it started: nothing ever runs.
+    let mut early = tournament(BASE, 86_400, None, 0);
+    early.deleted = Some(Utc.timestamp_opt(BASE - 60, 0).unwrap());
+    assert!(early.ended_by(later, None, 100).is_empty() && early.open_at(Utc.timestamp_opt(BASE + 60, 0).unwrap()).is_none());
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
