@@ -89,3 +89,38 @@ async fn a_new_board_takes_its_configured_scale_and_a_restore_keeps_it() {
     let other = spawn_journaled_on(game(""), app.keys.clone()).await;
     assert_refused(&other, 4_194_303, 1_073_741_823).await;
 }
+
+#[tokio::test]
+async fn a_sharded_board_refuses_a_changed_max_score_too() {
+    let sharded = |extra: &str| game(&format!("shards = 4\n{extra}"));
+    let old = spawn_journaled(sharded("")).await;
+    for (i, user) in ["amy", "bob", "cyd", "dan"].iter().enumerate() {
+        assert_eq!(submit(&old, "game", &format!("e{i}"), user, 100).await.0, 200);
+    }
+    let new = spawn_journaled_on(sharded("max_score = 4194303"), old.keys.clone()).await;
+    let (status, reply) = submit(&new, "game", "late", "eve", 5).await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{reply}");
+}
+
+/// A restore brings back the scale the lines were written in, not the configuration's: a
+/// board written at the default and restored under `max_score = 4194303` refuses, and the
+/// other way round.
+#[tokio::test]
+async fn a_restore_records_the_scale_the_lines_were_written_in() {
+    for (written, restored) in [("", "max_score = 4194303"), ("max_score = 4194303", "")] {
+        let app = spawn_journaled(game(written)).await;
+        assert_eq!(submit(&app, "game", "a", "amy", 100).await.0, 200);
+        let (client, bucket) = drain_to_new_bucket(&app, 4).await;
+        let mut conn = app.redis.clone();
+        for (key, ..) in app.keyspace().await {
+            let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+        }
+        let other = spawn_journaled_on(game(restored), app.keys.clone()).await;
+        let restorer = Restorer::new(other.config.clone(), other.keys.clone(), other.store.clone(), S3Objects::new(client, &bucket));
+        restorer.restore(None, Utc::now() + Duration::minutes(5)).await.expect("the restore runs");
+        let (status, reply) = submit(&other, "game", "b", "bob", 5).await;
+        assert_eq!((status, reply["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{written:?}: {reply}");
+        let (_, top) = app.get("/v1/boards/game/top?period=all").await;
+        assert_eq!(&top["entries"][0]["score"], &json!(100), "{written:?}: read as written: {top}");
+    }
+}

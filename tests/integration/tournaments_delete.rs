@@ -1,12 +1,14 @@
 //! A tournament deleted (docs/tournaments.md#deleting): refused at once, its open instance
 //! ended then and none opened after, every instance that ran stored and announced by the next
-//! run, then its keys freed and its name kept.
+//! run, then its keys freed and its name kept; and an instance whose end keeps failing holds
+//! the watermark of ended instances while later ones are ended.
 
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use serde_json::{Value, json};
 use standings::archive::bus::TOURNAMENT_ENDED;
 use standings_tests::notify::subscribed_to;
+use standings_tests::runtime::call_on;
 use standings_tests::tournament::{Arena, cup};
 use standings_tests::{WRITER, cluster};
 
@@ -28,6 +30,11 @@ async fn a_deleted_tournament_is_refused_at_once_its_instances_stored_and_announ
     assert_eq!(arena.play("daily", "t1", "bo", 20).await.0, StatusCode::OK);
     assert_eq!(arena.play("daily", "t2", "cy", 5).await.0, StatusCode::OK);
 
+    // A warm container that read the catalog before the deletion.
+    let stale = arena.app.ingest_instance(std::time::Duration::from_secs(3600), 10);
+    let play = |event: &str, user: &str, score: i64| json!({"event_id": event, "user_id": user, "score": score});
+    let (status, warm) = call_on(&stale, Method::POST, "/v1/tournaments/daily/scores", &play("t0", "dee", 1), WRITER).await;
+    assert_eq!(status, StatusCode::OK, "{warm}");
     arena.app.set_now(midnight + Duration::minutes(30));
     let (status, refused) = arena.app.call(Method::DELETE, "/v1/admin/tournaments/daily", String::new(), WRITER).await;
     assert_eq!(status, StatusCode::FORBIDDEN, "an admin's route: {refused}");
@@ -41,6 +48,10 @@ async fn a_deleted_tournament_is_refused_at_once_its_instances_stored_and_announ
     assert_eq!(arena.delete("daily", "cancelled").await, (StatusCode::ACCEPTED, deleted.clone()), "again: the same answer");
     let (status, late) = arena.play("daily", "t3", "dee", 99).await;
     assert_eq!((status, code(&late)), (StatusCode::CONFLICT, Some("tournament_closed")), "{late}");
+    let board = arena.app.keyspace().await;
+    let (status, stale_late) = call_on(&stale, Method::POST, "/v1/tournaments/daily/scores", &play("t4", "dee", 99), WRITER).await;
+    assert_eq!(status, StatusCode::CONFLICT, "refused in Redis whatever a catalog says: {stale_late}");
+    assert_eq!(arena.app.keyspace().await, board, "nothing written");
     assert_eq!(code(&arena.join("daily", "eve").await.1), Some("tournament_closed"));
     let (_, listed) = arena.read("/v1/tournaments").await;
     assert_eq!(listed["tournaments"], json!([]), "a deleted tournament is not listed: {listed}");
@@ -65,9 +76,45 @@ async fn a_deleted_tournament_is_refused_at_once_its_instances_stored_and_announ
     let (_, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={today}")).await;
     let rows: Vec<(&str, i64)> =
         results["results"].as_array().unwrap().iter().map(|r| (r["user_id"].as_str().unwrap(), r["score"].as_i64().unwrap())).collect();
-    assert_eq!(rows, [("bo", 20), ("cy", 5)], "its results stay readable: {results}");
+    assert_eq!(rows, [("bo", 20), ("cy", 5), ("dee", 1)], "its results stay readable: {results}");
     let (status, again) = arena.put("daily", &body).await;
     assert_eq!((status, code(&again)), (StatusCode::CONFLICT, Some("board_exists")), "its name is kept: {again}");
     let (ended, boards) = arena.runtime_run(Some(&bus.bus)).await;
     assert!(ended.is_empty() && boards.is_empty(), "nothing left to do: {ended:?} {boards:?}");
+}
+
+/// Three days of a daily tournament to end, the middle one failing (its kept size is a key of
+/// another type): the others are ended, the failing one holds the watermark and is tried again
+/// each run, and once fixed it is ended and none is read again.
+#[tokio::test]
+async fn an_instance_that_keeps_failing_holds_the_watermark_while_later_ones_are_ended() {
+    use standings::domain::period::{Period, PeriodKind};
+    let arena = Arena::new().await;
+    let bus = subscribed_to(TOURNAMENT_ENDED).await;
+    let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let first = midnight - Duration::days(2);
+    assert_eq!(arena.put("daily", &cup(first, 24 * 30, json!({"reset": "day", "duration_secs": 7200}))).await.0, StatusCode::CREATED);
+    let days: Vec<String> = (0..3).map(|d| (first + Duration::days(d)).format("%Y-%m-%d").to_string()).collect();
+    for d in 0..3 {
+        arena.app.set_now(first + Duration::days(d) + Duration::minutes(10));
+        assert_eq!(arena.play("daily", &format!("d{d}"), "ann", 10 + d).await.0, StatusCode::OK);
+    }
+    let size = arena.app.keys.board("daily").final_size(&Period::named(PeriodKind::Day, &days[1], chrono_tz::UTC).unwrap());
+    let mut conn = arena.app.redis.clone();
+    let () = redis::cmd("RPUSH").arg(&size).arg("x").query_async(&mut conn).await.unwrap();
+    arena.app.set_now(midnight + Duration::hours(3));
+    let statuses = |reports: Vec<standings::archive::tournament_end::InstanceEnd>| {
+        let mut ended: Vec<(String, &'static str)> = reports.into_iter().map(|r| (r.instance, r.status)).collect();
+        ended.sort();
+        ended
+    };
+    let expected = |middle: &'static str| vec![(days[0].clone(), "done"), (days[1].clone(), middle), (days[2].clone(), "done")];
+    assert_eq!(statuses(arena.end_run(Some(&bus.bus)).await), expected("failed"));
+    // Tried again; the one below it is behind the watermark, the one above is not yet.
+    let again = statuses(arena.end_run(Some(&bus.bus)).await);
+    assert_eq!(again, [(days[1].clone(), "failed"), (days[2].clone(), "done")]);
+    let () = redis::cmd("DEL").arg(&size).query_async(&mut conn).await.unwrap();
+    assert_eq!(statuses(arena.end_run(Some(&bus.bus)).await), [(days[1].clone(), "done"), (days[2].clone(), "done")]);
+    assert!(arena.end_run(Some(&bus.bus)).await.is_empty(), "every instance behind the watermark");
+    assert_eq!(bus.events(TOURNAMENT_ENDED).await.len(), 3, "each announced once");
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::bus::Announce;
 use super::job::{ArchiveError, Archiver, Status};
 use super::table::{ArchiveSink, Shard};
-use crate::domain::config::tournament::{Instance, Tournament};
+use crate::domain::config::tournament::{Instance, Tournament, ended_through};
 use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::Period;
 use crate::redis::scripts;
@@ -23,9 +23,9 @@ const ANNOUNCED: Shard = Shard { index: 0, total: 0 };
 /// the end (Unix seconds) of its latest instance such that it and every earlier one are
 /// finished. A run looks only at instances that ended after it.
 const ENDED_THROUGH: &str = "~ended";
-/// Instances of one tournament looked at a run at most, latest first: a backlog longer than
-/// this (months of a daily tournament whose end failed) goes on over the next runs.
-const INSTANCES_A_RUN: usize = 500;
+/// Instances of one tournament walked back from now at most (27 years of a daily one): a
+/// backlog longer than this keeps the watermark where it is (logged), so none is skipped.
+const INSTANCES_WALKED: usize = 10_000;
 /// A page's results, as JSON, stay under this (EventBridge takes 256 KB a request).
 const PAGE_BYTES: usize = 200 * 1024;
 /// Ranks read from the table at a time while pages are packed.
@@ -54,15 +54,24 @@ impl<S: ArchiveSink> Archiver<S> {
         let now = (self.clock)();
         let mut reports = Vec::new();
         for tournament in self.config.boards().iter().filter_map(|board| board.tournament.as_deref()) {
-            let through = match self.ended_through(tournament).await {
+            let through = match self.watermark(tournament).await {
                 Ok(through) => through,
                 Err(error) => {
                     tracing::error!(tournament = %tournament.id, %error, "tournament ends not read");
                     continue;
                 }
             };
-            let instances = tournament.ended_by(now, through, INSTANCES_A_RUN);
-            // Whether each instance (latest first) is finished: announced, or stored where no
+            let mut instances = tournament.ended_by(now, through, INSTANCES_WALKED);
+            let walked_to_watermark = instances.len() < INSTANCES_WALKED;
+            if !walked_to_watermark {
+                tracing::error!(tournament = %tournament.id, "more instances to end than a run walks: the oldest wait");
+            }
+            // The latest first (its results are due within 2 minutes of its end), then a backlog
+            // oldest first: each run moves the watermark up from the bottom.
+            if let Some(backlog) = instances.get_mut(1..) {
+                backlog.reverse();
+            }
+            // Whether each instance is finished: announced, or stored where no
             // bus announces (a bus set later announces what ends from then on).
             let mut finished = vec![false; instances.len()];
             for (instance, finished) in instances.iter().zip(finished.iter_mut()) {
@@ -88,7 +97,8 @@ impl<S: ArchiveSink> Archiver<S> {
                     break;
                 }
             }
-            self.advance_ended(tournament, &instances, &finished).await;
+            let through = ended_through(&instances, &finished, walked_to_watermark);
+            self.advance_ended(tournament, through).await;
             if (self.clock)() >= deadline {
                 return reports;
             }
@@ -97,7 +107,7 @@ impl<S: ArchiveSink> Archiver<S> {
     }
 
     /// The tournament's watermark: every instance ending then or before is finished.
-    async fn ended_through(&self, tournament: &Tournament) -> Result<Option<DateTime<Utc>>, ArchiveError> {
+    async fn watermark(&self, tournament: &Tournament) -> Result<Option<DateTime<Utc>>, ArchiveError> {
         let through = self.table.checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED).await?;
         Ok(through.and_then(|secs| DateTime::from_timestamp(i64::try_from(secs).ok()?, 0)))
     }
@@ -107,13 +117,11 @@ impl<S: ArchiveSink> Archiver<S> {
     pub async fn tournament_finished(&self, tournament: &Tournament) -> Result<bool, ArchiveError> {
         let now = (self.clock)();
         let deleted = tournament.deleted.is_some_and(|deleted| deleted <= now);
-        Ok(deleted && tournament.ended_by(now, self.ended_through(tournament).await?, 1).is_empty())
+        Ok(deleted && tournament.ended_by(now, self.watermark(tournament).await?, 1).is_empty())
     }
 
-    /// Moves the tournament's watermark past its oldest finished instances (`instances` latest
-    /// first), up to the first that is not.
-    async fn advance_ended(&self, tournament: &Tournament, instances: &[Instance], finished: &[bool]) {
-        let through = instances.iter().zip(finished).rev().take_while(|(_, finished)| **finished).last().map(|(instance, _)| instance.end);
+    /// Moves the tournament's watermark to `through`, if anywhere.
+    async fn advance_ended(&self, tournament: &Tournament, through: Option<DateTime<Utc>>) {
         let Some(through) = through.and_then(|end| u64::try_from(end.timestamp()).ok()) else { return };
         if let Err(error) = self.table.advance_checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED, through, (self.clock)()).await {
             tracing::warn!(tournament = %tournament.id, %error, "tournament ends' watermark not moved (moved by the next run)");

@@ -167,6 +167,10 @@ pub enum Entry<'a> {
         at: Stamp,
         #[serde(flatten)]
         submission: &'a Submission,
+        /// The board's `max_score` when it declares one (not a tournament's): the scale the
+        /// write's composites are in, which a restore records (docs/boards.md#score-boards).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_score: Option<i64>,
     },
     /// The request as it came (`date` absent: the day of `at`); the day signed is in the
     /// outcome.

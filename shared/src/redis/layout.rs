@@ -145,8 +145,10 @@ async fn probe(
     let max_score = match (configured_scale(board), recorded_scale) {
         (None, _) => None,
         (Some(_), Some(recorded)) => Some(recorded),
-        // Scores written before scales were recorded, or at the default: at the default.
-        (Some(_), None) if scored > 0 => Some(MAX_SCORE),
+        // Scores written before scales were recorded, or at the default: at the default. A
+        // sharded board's scores are in its shards' slots: its recorded layout says it was
+        // written, and a board that recorded its layout records its scale with it.
+        (Some(_), None) if scored > 0 || recorded.is_some() => Some(MAX_SCORE),
         (Some(MAX_SCORE), None) => Some(MAX_SCORE),
         (Some(configured), None) if record => {
             let before: Option<i64> =
@@ -166,15 +168,21 @@ pub async fn record(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board:
     redis::cmd("SET").arg(keys.board_layout(board)).arg(shards).query_async(conn).await.map_err(StoreError::from)
 }
 
-/// Records `max_score` as the scale of `board` unless one is recorded (a restore brought its
-/// scores back: the record went with them). The default needs no record.
-pub async fn record_scale_if_absent(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &Board) -> Result<(), StoreError> {
-    match configured_scale(board) {
-        Some(max_score) if max_score != MAX_SCORE => {
-            redis::cmd("SET").arg(keys.board_scale(&board.name)).arg(max_score).arg("NX").query_async(conn).await.map_err(StoreError::from)
-        }
-        _ => Ok(()),
-    }
+/// Records `max_score` as the scale of `board` unless one is recorded: a restore brings back
+/// the scale its score lines say they were written in (the record went with the scores).
+pub async fn record_scale_if_absent(
+    conn: &mut (impl ConnectionLike + Send),
+    keys: &Keys,
+    board: &str,
+    max_score: i64,
+) -> Result<(), StoreError> {
+    redis::cmd("SET").arg(keys.board_scale(board)).arg(max_score).arg("NX").query_async(conn).await.map_err(StoreError::from)
+}
+
+/// The scale a score line records (`max_score` in its entry), for a board whose scale is not
+/// the default (the lines of a board at the default carry none).
+pub fn line_scale(board: &Board) -> Option<i64> {
+    configured_scale(board).filter(|max_score| *max_score != MAX_SCORE)
 }
 
 /// Records `shards` as the layout of `board` unless one is recorded (a restore brought a

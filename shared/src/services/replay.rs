@@ -106,6 +106,7 @@ impl Replayer {
                     }
                     _ => {
                         fields.remove("occurred_at");
+                        fields.remove("max_score");
                         let play: Play = parse(fields).map_err(malformed)?;
                         self.tournaments.submit(board, &play, at).await.map(|receipt| receipt.duplicate)
                     }
@@ -125,6 +126,8 @@ impl Replayer {
                 }
             }
             "score" => {
+                // The scale it was written in: the replay's board has its own.
+                fields.remove("max_score");
                 let submission: Submission = parse(fields).map_err(malformed)?;
                 match self.scores.submit(board, &submission, at).await {
                     Ok(receipt) => Ok(if receipt.duplicate { Replayed::Duplicate } else { Replayed::Applied }),

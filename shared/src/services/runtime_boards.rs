@@ -145,18 +145,19 @@ impl RuntimeBoards {
 
     /// `end` of any runtime board, a tournament's included (`DELETE /v1/admin/tournaments/{id}`).
     pub async fn end_any(&self, name: &str, reason: Option<&str>, now: DateTime<Utc>) -> Result<BoardDefinition, DefineError> {
+        let board = Definition::stored(&self.get(name).await?.definition.to_string())?;
         let why = json!({"reason": reason, "at": now.to_rfc3339_opts(SecondsFormat::Millis, true)});
         let entry = self.entry(name, "end", &why, now);
         let mut conn = self.store.write_connection().await?;
+        // Refused in Redis first, whatever a function's catalog still says; then recorded (a
+        // call stopped in between is finished by the next, the same way).
+        mark_ended(&mut conn, &self.shards(&board)).await?;
         if define(&mut conn, &self.keys, name, Change::End { why: &why.to_string() }, &entry, self.store.replica_wait()).await?
             == Defined::Unknown
         {
             return Err(DefineError::Unknown(name.to_owned()));
         }
-        let current = self.get(name).await?;
-        let board = Definition::stored(&current.definition.to_string())?;
-        mark_ended(&mut conn, &self.shards(&board)).await?;
-        Ok(current)
+        self.get(name).await
     }
 
     /// Every board deleted whose end is not done yet.

@@ -130,7 +130,11 @@ pub async fn submit_scores(
             .arg(scale.value(plan.submission.score))
             .arg(plan.submission.score)
             .arg(plan.periods.len())
-            .arg(if keys.journaled() { Entry::Score { at: Stamp(plan.now), submission: plan.submission }.json() } else { String::new() });
+            .arg(if keys.journaled() {
+                Entry::Score { at: Stamp(plan.now), submission: plan.submission, max_score: crate::redis::layout::line_scale(board) }.json()
+            } else {
+                String::new()
+            });
         let league = board.league.as_ref().and_then(|league| {
             let at = plan.periods.iter().position(|(p, _)| p.kind == league.period)?;
             Some((league, &plan.periods[at].0, at + 1))

@@ -96,6 +96,8 @@ struct Progress<'a> {
     run: Run,
     in_flight: Option<tokio::task::JoinHandle<Result<bool, StoreError>>>,
     report: BoardRestore,
+    /// The board's scale is recorded (`feed`).
+    scale_recorded: bool,
 }
 
 impl<O: Objects> Restorer<O> {
@@ -171,6 +173,7 @@ impl<O: Objects> Restorer<O> {
             run: Run::default(),
             in_flight: None,
             report: BoardRestore::pending(name),
+            scale_recorded: false,
         };
         let mut restored = self.restore_locked(name, deadline, &mut progress).await;
         // Whatever ended the restore, the run Redis is applying is awaited before the lock goes.
@@ -210,14 +213,6 @@ impl<O: Objects> Restorer<O> {
         // The undrained tail as it stands now; the board takes no writes while it is restored.
         let until = journal::newest_id(progress.conn, progress.keys).await?;
         let names = journal_objects(&self.objects, self.keys.prefix(), name).await?;
-        // Its scale likewise, when it has history: the scores coming back are laid out for the
-        // configured one.
-        if !profiles
-            && (until.is_some() || !names.is_empty())
-            && let Some(board) = boards_now(&self.config, &self.keys, &self.store).await?.board(journal_board(name))
-        {
-            crate::redis::layout::record_scale_if_absent(progress.conn, &self.keys, board).await?;
-        }
         for (index, object) in names.iter().enumerate() {
             // Every line of an object comes before the next object's first.
             let next_first = names.get(index + 1).and_then(|next| object_order(next)).map(|(_, ms, seq)| (ms, seq));
@@ -280,6 +275,14 @@ impl<O: Objects> Restorer<O> {
     /// own, after the run before it.
     async fn feed(&self, name: &str, progress: &mut Progress<'_>, line: &Line) -> Result<(), RestoreError> {
         progress.report.replayed += 1;
+        // The scale a score board's lines were written in comes back with them (the first
+        // line that says one; the lines of a board at the default say none).
+        if !progress.scale_recorded
+            && let Some(max_score) = line.entry.get("max_score").and_then(serde_json::Value::as_i64)
+        {
+            crate::redis::layout::record_scale_if_absent(progress.conn, &self.keys, journal_board(name), max_score).await?;
+            progress.scale_recorded = true;
+        }
         match line.effects.as_ref().map(Effects::parse) {
             Some(Ok(effects)) => {
                 progress.run.push(progress.keys, &line.id, &effects);

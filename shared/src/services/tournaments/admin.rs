@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::PlayError;
 use crate::archive::freeze;
+use crate::domain::config::tournament::Tournament;
 use crate::domain::config::{CLOSED, Config, Definition};
 use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::Period;
@@ -101,7 +102,12 @@ impl TournamentAdmin {
     /// run then stores and announces every instance not finished, frees its keys and forgets
     /// it. Again: the same answer.
     pub async fn delete(&self, id: &str, reason: Option<&str>, now: DateTime<Utc>) -> Result<TournamentDeleted, PlayError> {
-        self.get(id).await?;
+        let current = self.get(id).await?;
+        // The instance open now is ended first, as an early end is (frozen, so a function whose
+        // catalog is a few seconds old lands nothing in it from now on).
+        if Tournament::parse(id, &current.definition)?.open_at(now).is_some() {
+            self.end(id, reason, now).await?;
+        }
         let ended = self.boards.end_any(id, reason, now).await?;
         let view = of_stored(id, &ended.definition)?;
         Ok(TournamentDeleted {

@@ -237,3 +237,18 @@ impl Tournament {
         self.prizes.iter().find(|prize| prize.ranks[0] <= rank && rank <= prize.ranks[1]).map(|prize| &prize.reward)
     }
 }
+
+/// Where a tournament's watermark of ended instances moves after a run: past its oldest
+/// instances that are finished, up to the first that is not. `instances` are every one after
+/// the watermark (in any order), each with whether it is finished; when the walk back did not
+/// reach the watermark (`complete` false) older ones are unseen, and it stays.
+pub fn ended_through(instances: &[Instance], finished: &[bool], complete: bool) -> Option<DateTime<Utc>> {
+    if !complete {
+        return None;
+    }
+    // An instance not looked at (the run's deadline came first) is not finished.
+    let mut oldest_first: Vec<(&Instance, bool)> =
+        instances.iter().enumerate().map(|(i, instance)| (instance, finished.get(i).copied().unwrap_or(false))).collect();
+    oldest_first.sort_by_key(|(instance, _)| instance.end);
+    oldest_first.iter().take_while(|(_, finished)| *finished).last().map(|(instance, _)| instance.end)
+}

@@ -147,6 +147,23 @@ fn tournament(start: i64, length: i64, reset: Option<Reset>, duration: i64) -> T
 const BASE: i64 = 1_798_761_600; // 2027-01-01T00:00:00Z
 
 #[test]
+fn the_watermark_moves_past_the_oldest_finished_instances_only() {
+    let day = |d: i64| Instance {
+        id: format!("d{d}"),
+        start: Utc.timestamp_opt(BASE + d * 86_400, 0).unwrap(),
+        end: Utc.timestamp_opt(BASE + d * 86_400 + 7200, 0).unwrap(),
+    };
+    // As a run orders them: the latest, then the backlog oldest first.
+    let instances = [day(4), day(1), day(2), day(3)];
+    assert_eq!(ended_through(&instances, &[true, true, true, true], true), Some(day(4).end));
+    assert_eq!(ended_through(&instances, &[true, true, false, true], true), Some(day(1).end), "a failing one holds it");
+    assert_eq!(ended_through(&instances, &[true, false, true, true], true), None, "the oldest failing: nowhere");
+    assert_eq!(ended_through(&instances, &[true, true], true), Some(day(1).end), "not looked at: not finished");
+    assert_eq!(ended_through(&instances, &[true, true, true, true], false), None, "older ones unseen: it stays");
+    assert_eq!(ended_through(&[], &[], true), None);
+}
+
+#[test]
 fn a_deleted_tournament_ends_its_open_instance_then_and_opens_none_after() {
     // Daily from BASE, two hours an instance, for thirty days; deleted on the third day at 01:00.
     let mut daily = tournament(BASE, 30 * 86_400, Some(Reset::Day), 7200);
