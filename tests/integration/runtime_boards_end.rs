@@ -12,7 +12,7 @@ use standings::services::catalog::boards_now;
 use standings::services::runtime_boards::{RuntimeBoards, limit_from_env};
 use standings_tests::journal::{drain_to_new_bucket, spawn_journaled};
 use standings_tests::queue::{new_queue, record, sqs, sqs_event};
-use standings_tests::{ADMIN, ArchiveHarness, TestApp, cluster, spawn_ingest};
+use standings_tests::{ADMIN, ArchiveHarness, TestApp, spawn_ingest};
 
 fn spring_cup() -> Value {
     json!({"kind": "scores", "timezone": "UTC", "periods": ["season", "all"], "top": 10, "keep": "best", "archive": true})
@@ -110,7 +110,12 @@ async fn a_queued_score_for_a_runtime_board_is_applied_once() {
 
 #[tokio::test]
 async fn a_restore_after_every_key_was_lost_brings_runtime_boards_and_their_definitions_back() {
-    let app = spawn_journaled(standings::domain::config::Config::default_boards()).await.reading_runtime_boards();
+    // A redis-server of the test's own, emptied by a literal FLUSHALL.
+    let server = standings_tests::servers::RedisServer::start(&[]).await;
+    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
+    let app = standings_tests::journal::spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings)
+        .await
+        .reading_runtime_boards();
     let quiz = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day", "all"], "top": 10, "statements": true,
         "rules": [{"action": "quiz_passed", "points": 7, "scope": "none"}]});
     assert_eq!(app.define("quiz", &quiz).await.0, StatusCode::CREATED);
@@ -130,9 +135,7 @@ async fn a_restore_after_every_key_was_lost_brings_runtime_boards_and_their_defi
 
     // Every key of the deployment lost, the catalog's guard too.
     let mut conn = app.redis.clone();
-    for key in cluster::scan_all(&app.redis, &app.keys.all_pattern()).await {
-        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    }
+    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
     let (status, body) = app.event(json!({"event_id": "lost", "user_id": "eve", "action": "quiz_passed"})).await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
     let (status, body) = app.define("other", &spring_cup()).await;

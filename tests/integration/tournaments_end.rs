@@ -8,10 +8,10 @@ use axum::http::StatusCode;
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use standings::archive::bus::TOURNAMENT_ENDED;
-use standings_tests::journal::{drain_to_new_bucket, spawn_journaled};
+use standings_tests::journal::{drain_to_new_bucket, spawn_journaled, spawn_journaled_at};
 use standings_tests::notify::subscribed_to;
 use standings_tests::tournament::{Arena, Flaky, cup};
-use standings_tests::{TestApp, cluster, unique_season_table};
+use standings_tests::{TestApp, unique_season_table};
 
 fn code(body: &Value) -> Option<&str> {
     body["error"]["code"].as_str()
@@ -235,7 +235,10 @@ async fn an_end_stopped_at_any_step_resumes_and_announces_every_rank_once() {
 /// scores back, byte for byte.
 #[tokio::test]
 async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_attempts_and_scores() {
-    let app: TestApp = spawn_journaled(standings::domain::config::Config::default_boards()).await;
+    // A redis-server of the test's own, emptied by a literal FLUSHALL.
+    let server = standings_tests::servers::RedisServer::start(&[]).await;
+    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
+    let app: TestApp = spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings).await;
     let arena = Arena::on(app, unique_season_table().await);
     let start = arena.app.now() - Duration::minutes(10);
     assert_eq!(
@@ -259,9 +262,7 @@ async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_a
     assert_eq!((report.mismatches, report.boards[0].refused), (0, 0), "{report:?}");
     let before: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
     let mut conn = arena.app.redis.clone();
-    for key in cluster::scan_all(&arena.app.redis, &arena.app.keys.all_pattern()).await {
-        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    }
+    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
     let jobs = arena.app.journal_jobs(&client, &bucket, Arc::default());
     let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
     assert_eq!(report.status, journal::Status::Complete, "{report:?}");
@@ -277,7 +278,10 @@ async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_a
 /// as it was (no live board, no seats, writes refused), not open until its natural end.
 #[tokio::test]
 async fn a_restore_after_an_instance_was_ended_and_stored_keeps_it_ended_and_released() {
-    let app: TestApp = spawn_journaled(standings::domain::config::Config::default_boards()).await;
+    // A redis-server of the test's own, emptied by a literal FLUSHALL.
+    let server = standings_tests::servers::RedisServer::start(&[]).await;
+    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
+    let app: TestApp = spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings).await;
     let arena = Arena::on(app, unique_season_table().await);
     let bus = subscribed_to(TOURNAMENT_ENDED).await;
     let start = arena.app.now() - Duration::minutes(10);
@@ -305,9 +309,7 @@ async fn a_restore_after_an_instance_was_ended_and_stored_keeps_it_ended_and_rel
     let before: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
     assert!(!before.iter().any(|(key, ..)| key.contains("{cup}:z:")), "released: {before:?}");
     let mut conn = arena.app.redis.clone();
-    for key in cluster::scan_all(&arena.app.redis, &arena.app.keys.all_pattern()).await {
-        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    }
+    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
     let jobs = arena.app.journal_jobs(&client, &bucket, Arc::default());
     let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
     assert_eq!(report.status, journal::Status::Complete, "{report:?}");
