@@ -16,7 +16,7 @@ use standings::archive::bus::{Announce, BusError, EventBridgeBus};
 use standings::archive::job::Archiver;
 use standings::archive::table::SeasonTable;
 use standings::archive::tournament_end::InstanceEnd;
-use standings::services::catalog::boards_now;
+use standings::services::catalog::Catalog;
 use standings::services::runtime_boards::{EndReport, RuntimeBoards, limit_from_env};
 
 use crate::runtime::call_on;
@@ -74,7 +74,7 @@ impl Arena {
 
     /// `end_run` through any bus, stopping at `deadline`.
     pub async fn end_run_until<B: Announce>(&self, bus: Option<&B>, deadline: DateTime<Utc>) -> Vec<InstanceEnd> {
-        let config = Arc::new(boards_now(&self.app.config, &self.app.keys, &self.app.store).await.unwrap());
+        let config = self.archive_boards().await;
         let archiver = Archiver::new(
             config,
             self.app.keys.clone(),
@@ -91,7 +91,7 @@ impl Arena {
     /// boards' (a deleted tournament's included).
     pub async fn runtime_run(&self, bus: Option<&EventBridgeBus>) -> (Vec<InstanceEnd>, Vec<EndReport>) {
         let ended = self.end_run(bus).await;
-        let config = Arc::new(boards_now(&self.app.config, &self.app.keys, &self.app.store).await.unwrap());
+        let config = self.archive_boards().await;
         let archiver = Archiver::new(
             config,
             self.app.keys.clone(),
@@ -104,6 +104,12 @@ impl Arena {
         let boards = RuntimeBoards::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), limit_from_env());
         let deadline = Utc::now() + chrono::Duration::minutes(5);
         (ended, archive::end_boards(&boards, &archiver, self.app.now(), deadline).await.unwrap())
+    }
+
+    /// The boards as the archive function reads them (its catalog: retired boards included).
+    async fn archive_boards(&self) -> Arc<standings::domain::config::Config> {
+        let catalog = Catalog::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), |_| ());
+        catalog.with_refresh(Duration::ZERO).config().await.unwrap()
     }
 
     /// `DELETE /v1/admin/tournaments/{id}` as an admin.

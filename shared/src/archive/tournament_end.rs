@@ -53,7 +53,8 @@ impl<S: ArchiveSink> Archiver<S> {
     pub async fn end_tournaments<B: Announce>(&self, bus: Option<&B>, deadline: DateTime<Utc>) -> Vec<InstanceEnd> {
         let now = (self.clock)();
         let mut reports = Vec::new();
-        for tournament in self.config.boards().iter().filter_map(|board| board.tournament.as_deref()) {
+        // A retired tournament (deleted, its end done) costs nothing.
+        for tournament in self.config.boards().iter().filter_map(|board| board.tournament.as_deref()).filter(|t| !t.retired) {
             let through = match self.watermark(tournament).await {
                 Ok(through) => through,
                 Err(error) => {

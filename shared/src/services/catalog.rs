@@ -66,7 +66,11 @@ fn retired_boards(loaded: &catalog::Catalog) -> impl Iterator<Item = Board> + '_
         let why: serde_json::Value = serde_json::from_str(why).ok()?;
         let mut board = Definition::stored(&why.get("definition")?.to_string()).ok().filter(|board| board.name == *name)?;
         board.ending = true;
-        Some(deleted_as_recorded(board, &loaded.ending))
+        let mut board = deleted_as_recorded(board, &loaded.ending);
+        if let Some(tournament) = board.tournament.as_mut() {
+            Arc::make_mut(tournament).retired = true;
+        }
+        Some(board)
     })
 }
 

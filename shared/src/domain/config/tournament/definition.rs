@@ -169,6 +169,7 @@ impl Tournament {
             metadata: raw.metadata,
             closed: std::collections::BTreeMap::new(),
             deleted: None,
+            retired: false,
         })
     }
 }

@@ -72,6 +72,9 @@ pub struct Tournament {
     /// When the tournament was deleted (`DELETE /v1/admin/tournaments/{id}`): the instance
     /// open then ends then, and none opens after it. Its window (and so its scale) is unchanged.
     pub deleted: Option<DateTime<Utc>>,
+    /// Deleted and its end done (keys freed, definition kept only to read its results): no
+    /// run looks at it again.
+    pub retired: bool,
 }
 
 /// Where a tournament stands at an instant.
