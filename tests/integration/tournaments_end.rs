@@ -293,7 +293,8 @@ async fn a_restore_after_an_instance_was_ended_and_stored_keeps_it_ended_and_rel
         arena.app.set_now(arena.app.now() + Duration::seconds(1));
         assert_eq!(arena.play("cup", &format!("c{i}"), user, *score).await.0, StatusCode::OK);
     }
-    // Ended a second after the last score (an end cuts at its second).
+    // Ended a second after the last score (a replay decides a score at the end's very
+    // millisecond against the end).
     arena.app.set_now(arena.app.now() + Duration::seconds(1));
     assert_eq!(arena.end("cup", "done early").await.0, StatusCode::ACCEPTED);
     let reports = arena.end_run(Some(&bus.bus)).await;
