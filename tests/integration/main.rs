@@ -7,6 +7,7 @@
 
 mod admin;
 mod archive;
+mod archive_served;
 mod archived_statements;
 mod batch;
 mod batch_isolation;
@@ -77,6 +78,7 @@ mod startup_check;
 mod statements;
 mod store_down;
 mod template;
+mod template_resources;
 mod time_and_ties;
 mod tls;
 mod tournaments;
