@@ -9,6 +9,7 @@
 
 mod harness;
 mod machine;
+mod report;
 mod scenarios;
 mod seed001;
 
