@@ -51,16 +51,12 @@ pub async fn subscribed_to(detail_type: &str) -> Subscribed {
         .expect("moto answers");
     let arn = attributes.attributes().and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn)).expect("an ARN").clone();
     let pattern = json!({"source": [standings::domain::notify::SOURCE], "detail-type": [detail_type]});
-    events
-        .put_rule()
-        .name("rank-changes")
-        .event_bus_name(&name)
-        .event_pattern(pattern.to_string())
-        .send()
-        .await
-        .expect("moto puts the rule");
+    // A rule name of its own too: moto_server keeps rules by name, so concurrent tests sharing
+    // one would deliver each other's events (duplicates, strangers' crossings).
+    let rule = format!("rule-{name}");
+    events.put_rule().name(&rule).event_bus_name(&name).event_pattern(pattern.to_string()).send().await.expect("moto puts the rule");
     let target = Target::builder().id("queue").arn(arn).build().expect("a target");
-    events.put_targets().rule("rank-changes").event_bus_name(&name).targets(target).send().await.expect("moto adds the target");
+    events.put_targets().rule(&rule).event_bus_name(&name).targets(target).send().await.expect("moto adds the target");
     Subscribed { bus: EventBridgeBus::new(events, name), sqs, queue }
 }
 
