@@ -231,15 +231,44 @@ async fn an_end_stopped_at_any_step_resumes_and_announces_every_rank_once() {
     assert!(pages.last().unwrap()["results"].as_array().unwrap().iter().all(|r| r["prize"].is_null()));
 }
 
+/// An arena journaling on a redis-server of its own (kept while the returned server lives).
+async fn journaled_arena_of_its_own() -> (standings_tests::servers::RedisServer, Arena) {
+    let server = standings_tests::servers::RedisServer::start(&[]).await;
+    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
+    let app: TestApp = spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings).await;
+    (server, Arena::on(app, unique_season_table().await))
+}
+
+/// Verify replays `board`'s journal and finds Redis as it says, refusing no line.
+async fn assert_verified(arena: &Arena, client: &aws_sdk_s3::Client, bucket: &str, board: &str) {
+    let config = Arc::new(standings::services::catalog::boards_now(&arena.app.config, &arena.app.keys, &arena.app.store).await.unwrap());
+    let sink = standings::runtime::metrics::Metrics::with_sink(journal::FUNCTION, Arc::new(|_| ()));
+    let objects = journal::S3Objects::new(client.clone(), bucket);
+    let jobs = journal::Jobs::new(config, arena.app.keys.clone(), arena.app.store.clone(), objects, sink, arena.app.clock());
+    let report = jobs.checker.verify(Some(board), Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!((report.mismatches, report.boards[0].refused), (0, 0), "{report:?}");
+}
+
+/// Every key but the journal streams (drained), with values and expiries.
+async fn state(arena: &Arena) -> Vec<(String, Vec<u8>, i64)> {
+    arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect()
+}
+
+/// The loss (a literal FLUSHALL), then a restore of everything from `bucket`, to completion.
+async fn flush_and_restore(arena: &Arena, client: &aws_sdk_s3::Client, bucket: &str) {
+    let mut conn = arena.app.redis.clone();
+    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+    let jobs = arena.app.journal_jobs(client, bucket, Arc::default());
+    let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(report.status, journal::Status::Complete, "{report:?}");
+}
+
 /// Every key lost: the restore brings the tournament's definition, its seats, attempts and
 /// scores back, byte for byte.
 #[tokio::test]
 async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_attempts_and_scores() {
     // A redis-server of the test's own, emptied by a literal FLUSHALL.
-    let server = standings_tests::servers::RedisServer::start(&[]).await;
-    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
-    let app: TestApp = spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings).await;
-    let arena = Arena::on(app, unique_season_table().await);
+    let (_server, arena) = journaled_arena_of_its_own().await;
     let start = arena.app.now() - Duration::minutes(10);
     assert_eq!(
         arena.put("cup", &cup(start, 4, json!({"join_required": true, "max_size": 3, "max_entries": 2}))).await.0,
@@ -254,19 +283,10 @@ async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_a
     let (client, bucket) = drain_to_new_bucket(&arena.app, 2).await;
     // Verify replays the journal (joins, then scores with their seats and attempts) and finds
     // Redis as it says.
-    let config = Arc::new(standings::services::catalog::boards_now(&arena.app.config, &arena.app.keys, &arena.app.store).await.unwrap());
-    let sink = standings::runtime::metrics::Metrics::with_sink(journal::FUNCTION, Arc::new(|_| ()));
-    let objects = journal::S3Objects::new(client.clone(), &bucket);
-    let jobs = journal::Jobs::new(config, arena.app.keys.clone(), arena.app.store.clone(), objects, sink, arena.app.clock());
-    let report = jobs.checker.verify(Some("cup"), Utc::now() + Duration::minutes(5)).await.unwrap();
-    assert_eq!((report.mismatches, report.boards[0].refused), (0, 0), "{report:?}");
-    let before: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
-    let mut conn = arena.app.redis.clone();
-    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
-    let jobs = arena.app.journal_jobs(&client, &bucket, Arc::default());
-    let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
-    assert_eq!(report.status, journal::Status::Complete, "{report:?}");
-    let after: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
+    assert_verified(&arena, &client, &bucket, "cup").await;
+    let before = state(&arena).await;
+    flush_and_restore(&arena, &client, &bucket).await;
+    let after = state(&arena).await;
     assert_eq!(after, before, "every key back, byte for byte");
     assert_eq!(code(&arena.join("cup", "dee").await.1), Some("tournament_full"), "the seats came back");
     assert_eq!(code(&arena.play("cup", "c9", "ann", 1).await.1), Some("entry_limit"), "the attempts came back");
@@ -279,10 +299,7 @@ async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_a
 #[tokio::test]
 async fn a_restore_after_an_instance_was_ended_and_stored_keeps_it_ended_and_released() {
     // A redis-server of the test's own, emptied by a literal FLUSHALL.
-    let server = standings_tests::servers::RedisServer::start(&[]).await;
-    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
-    let app: TestApp = spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings).await;
-    let arena = Arena::on(app, unique_season_table().await);
+    let (_server, arena) = journaled_arena_of_its_own().await;
     let bus = subscribed_to(TOURNAMENT_ENDED).await;
     let start = arena.app.now() - Duration::minutes(10);
     assert_eq!(arena.put("cup", &cup(start, 24, json!({"join_required": true, "max_size": 3}))).await.0, StatusCode::CREATED);
@@ -301,20 +318,11 @@ async fn a_restore_after_an_instance_was_ended_and_stored_keeps_it_ended_and_rel
     assert_eq!((reports.len(), reports[0].status), (1, "done"), "{reports:?}");
     let (client, bucket) = drain_to_new_bucket(&arena.app, 2).await;
     // Verify replays the release too: the replayed instance is freed as the live one was.
-    let config = Arc::new(standings::services::catalog::boards_now(&arena.app.config, &arena.app.keys, &arena.app.store).await.unwrap());
-    let sink = standings::runtime::metrics::Metrics::with_sink(journal::FUNCTION, Arc::new(|_| ()));
-    let objects = journal::S3Objects::new(client.clone(), &bucket);
-    let jobs = journal::Jobs::new(config, arena.app.keys.clone(), arena.app.store.clone(), objects, sink, arena.app.clock());
-    let report = jobs.checker.verify(Some("cup"), Utc::now() + Duration::minutes(5)).await.unwrap();
-    assert_eq!((report.mismatches, report.boards[0].refused), (0, 0), "{report:?}");
-    let before: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
+    assert_verified(&arena, &client, &bucket, "cup").await;
+    let before = state(&arena).await;
     assert!(!before.iter().any(|(key, ..)| key.contains("{cup}:z:")), "released: {before:?}");
-    let mut conn = arena.app.redis.clone();
-    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
-    let jobs = arena.app.journal_jobs(&client, &bucket, Arc::default());
-    let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
-    assert_eq!(report.status, journal::Status::Complete, "{report:?}");
-    let after: Vec<_> = arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect();
+    flush_and_restore(&arena, &client, &bucket).await;
+    let after = state(&arena).await;
     assert_eq!(after, before, "every key as it was after the release, byte for byte, and no more");
     let (status, body) = arena.play("cup", "c9", "ann", 99).await;
     assert_eq!((status, code(&body)), (StatusCode::CONFLICT, Some("tournament_closed")), "{body}");

@@ -2,7 +2,6 @@
 //! through a `seasons` function with a results table of the test's own and a catalog read
 //! before every request, and the archive function's every-minute end of instances.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
@@ -74,42 +73,26 @@ impl Arena {
 
     /// `end_run` through any bus, stopping at `deadline`.
     pub async fn end_run_until<B: Announce>(&self, bus: Option<&B>, deadline: DateTime<Utc>) -> Vec<InstanceEnd> {
-        let config = self.archive_boards().await;
-        let archiver = Archiver::new(
-            config,
-            self.app.keys.clone(),
-            self.app.store.clone(),
-            self.table.clone(),
-            self.table.clone(),
-            clock_of(&self.app.now),
-            ArchiveHarness::settings(),
-        );
-        archiver.end_tournaments(bus, deadline).await
+        self.archiver().await.end_tournaments(bus, deadline).await
     }
 
     /// The whole every-minute run (`{"runtime": {}}`): tournaments' ends, then deleted runtime
     /// boards' (a deleted tournament's included).
     pub async fn runtime_run(&self, bus: Option<&EventBridgeBus>) -> (Vec<InstanceEnd>, Vec<EndReport>) {
         let ended = self.end_run(bus).await;
-        let config = self.archive_boards().await;
-        let archiver = Archiver::new(
-            config,
-            self.app.keys.clone(),
-            self.app.store.clone(),
-            self.table.clone(),
-            self.table.clone(),
-            clock_of(&self.app.now),
-            ArchiveHarness::settings(),
-        );
+        let archiver = self.archiver().await;
         let boards = RuntimeBoards::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), limit_from_env());
         let deadline = Utc::now() + chrono::Duration::minutes(5);
         (ended, archive::end_boards(&boards, &archiver, self.app.now(), deadline).await.unwrap())
     }
 
-    /// The boards as the archive function reads them (its catalog: retired boards included).
-    async fn archive_boards(&self) -> Arc<standings::domain::config::Config> {
+    /// The archive function's archiver on the boards as it reads them (its catalog: retired
+    /// boards included), at the app's time.
+    async fn archiver(&self) -> Archiver<SeasonTable> {
         let catalog = Catalog::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), |_| ());
-        catalog.with_refresh(Duration::ZERO).config().await.unwrap()
+        let config = catalog.with_refresh(Duration::ZERO).config().await.unwrap();
+        let (keys, store, table) = (self.app.keys.clone(), self.app.store.clone(), self.table.clone());
+        Archiver::new(config, keys, store, table.clone(), table, clock_of(&self.app.now), ArchiveHarness::settings())
     }
 
     /// `DELETE /v1/admin/tournaments/{id}` as an admin.

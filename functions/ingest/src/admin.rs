@@ -47,11 +47,12 @@ async fn get_board(State(app): State<Arc<App>>, Path(board): Path<String>) -> Re
     Ok(Json(app.boards.get(&board).await?))
 }
 
+/// `?reason=` of a deletion (a runtime board's, a tournament's).
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct EndQuery {
+pub(crate) struct EndQuery {
     #[serde(default)]
-    reason: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 /// 202: the board takes no more writes; its end (archive, keys freed) follows.

@@ -15,6 +15,7 @@ use standings::services::moderation::check_reason;
 use standings::services::tournaments::{InstanceEnded, JoinReceipt, Play, PlayReceipt, TournamentDefinition, TournamentDeleted};
 
 use crate::App;
+use crate::admin::EndQuery;
 
 pub fn write_routes() -> Routes<Arc<App>> {
     Routes::new().route(Method::POST, "/v1/tournaments/{tournament_id}/join", join).route(
@@ -95,20 +96,13 @@ async fn end(
     Ok((StatusCode::ACCEPTED, Json(ended)))
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-struct DeleteQuery {
-    #[serde(default)]
-    reason: Option<String>,
-}
-
 /// 202: the tournament takes no more joins or scores; its open instance ended now, its results
 /// and its keys' release follow within minutes.
 async fn delete(
     State(app): State<Arc<App>>,
     Path(id): Path<String>,
     Subject(actor): Subject,
-    QueryParams(query): QueryParams<DeleteQuery>,
+    QueryParams(query): QueryParams<EndQuery>,
 ) -> Result<(StatusCode, Json<TournamentDeleted>), ApiError> {
     if let Some(reason) = &query.reason {
         check_reason(reason)?;

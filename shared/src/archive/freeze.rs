@@ -8,11 +8,13 @@ use chrono_tz::Tz;
 
 use crate::domain::distribution::{CUTOFF_SHARES, Histogram, MAX_BUCKETS};
 use crate::domain::guard::{closed_field, emptied_field, live_field};
+use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::scripts;
+use crate::redis::settings::ReplicaWait;
 use crate::redis::store::Connection;
 
 /// The season named `id` (`YYYY-MM`, as its period id reads) in `tz`, if `id` names one.
@@ -140,6 +142,21 @@ pub async fn release_frozen(conn: &mut Connection, keys: &BoardKeys, period: &Pe
     }
     let _: u64 = redis::cmd("UNLINK").arg(keys.frozen(period)).query_async(conn).await?;
     Ok(())
+}
+
+/// Frees ended instance `period` of the tournament board `keys` once its results are stored
+/// (`release_instance.lua`), journaled as a `release` line at `now`; the kept size lives as the
+/// instance's board would have (a TTL on `now`'s clock). Whether it freed anything.
+pub async fn release_instance(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    period: &Period,
+    now: DateTime<Utc>,
+    wait: ReplicaWait,
+) -> Result<bool, StoreError> {
+    let ttl = keys.ttl(period.ttl_secs(now), now).to_string();
+    let entry = if keys.journaled() { Entry::Release { at: Stamp(now), instance: &period.id }.json() } else { String::new() };
+    scripts::tournament::release(conn, keys, period, &ttl, &entry, wait).await
 }
 
 /// A season of a board spread over shards (docs/scaling.md): each shard's period frozen on its

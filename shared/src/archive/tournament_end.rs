@@ -13,9 +13,7 @@ use super::bus::Announce;
 use super::job::{ArchiveError, Archiver, Status};
 use super::table::{ArchiveSink, Shard};
 use crate::domain::config::tournament::{Instance, Tournament, ended_through};
-use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::Period;
-use crate::redis::scripts;
 
 /// Where the announcement of an instance stands in the table: the next rank to send.
 const ANNOUNCED: Shard = Shard { index: 0, total: 0 };
@@ -189,13 +187,9 @@ impl<S: ArchiveSink> Archiver<S> {
     async fn free_seats(&self, tournament: &Tournament, instance: &str) -> Result<(), ArchiveError> {
         let period = Period::named(tournament.period_kind(), instance, chrono_tz::UTC)
             .map_err(|_| ArchiveError::InvalidSeason(instance.to_owned()))?;
-        let keys = self.keys.board(&tournament.id);
         let mut conn = self.store.write_connection().await?;
-        let now = (self.clock)();
-        // The kept size lives as the instance's board would have (a TTL on this function's clock).
-        let ttl = keys.ttl(period.ttl_secs(now), now).to_string();
-        let entry = if keys.journaled() { Entry::Release { at: Stamp(now), instance }.json() } else { String::new() };
-        scripts::tournament::release(&mut conn, &keys, &period, &ttl, &entry, self.store.replica_wait()).await?;
+        super::freeze::release_instance(&mut conn, &self.keys.board(&tournament.id), &period, (self.clock)(), self.store.replica_wait())
+            .await?;
         Ok(())
     }
 

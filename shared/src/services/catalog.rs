@@ -30,15 +30,16 @@ pub async fn boards_now(declared: &Config, keys: &Keys, store: &Store) -> Result
     Ok(declared.with_runtime(runtime_boards(&loaded.definitions).into_iter().map(|board| deleted_as_recorded(board, &loaded.ending))))
 }
 
+/// When a deleted board ended, from its record in the catalog's `ending` hash (`{reason, at}`).
+pub(crate) fn ended_at(why: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let why: serde_json::Value = serde_json::from_str(why).ok()?;
+    Some(chrono::DateTime::parse_from_rfc3339(why["at"].as_str()?).ok()?.with_timezone(&chrono::Utc))
+}
+
 /// A deleted tournament ends when it was deleted (`Tournament::deleted`, from its record in
 /// the catalog's `ending` hash): the instance open then ends then, and none opens after it.
-fn deleted_as_recorded(mut board: Board, ending: &std::collections::BTreeMap<String, String>) -> Board {
-    let at = ending
-        .get(&board.name)
-        .and_then(|why| serde_json::from_str::<serde_json::Value>(why).ok())
-        .and_then(|why| why["at"].as_str().and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok()))
-        .map(|at| at.with_timezone(&chrono::Utc));
-    if let (Some(at), Some(tournament)) = (at, board.tournament.as_mut()) {
+pub(crate) fn deleted_as_recorded(mut board: Board, ending: &std::collections::BTreeMap<String, String>) -> Board {
+    if let (Some(at), Some(tournament)) = (ending.get(&board.name).and_then(|why| ended_at(why)), board.tournament.as_mut()) {
         Arc::make_mut(tournament).deleted = Some(at);
     }
     board

@@ -17,6 +17,7 @@ use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::restore;
 use crate::redis::scripts::catalog::{Change, Defined, define};
 use crate::redis::store::{Connection, Store};
+use crate::services::catalog::{deleted_as_recorded, ended_at};
 
 /// `STANDINGS_MAX_RUNTIME_BOARDS`: how many runtime boards the deployment holds (default
 /// `MAX_RUNTIME_BOARDS`).
@@ -167,19 +168,10 @@ impl RuntimeBoards {
         let mut ending = Vec::new();
         for (name, why) in &loaded.ending {
             let Some(text) = loaded.definitions.get(name) else { continue };
-            let at = serde_json::from_str::<Value>(why)
-                .ok()
-                .and_then(|why| why["at"].as_str().and_then(|at| DateTime::parse_from_rfc3339(at).ok()))
-                .map(|at| at.with_timezone(&Utc))
-                .ok_or_else(|| StoreError::Protocol(format!("board {name:?} ended without a time")))?;
+            let at = ended_at(why).ok_or_else(|| StoreError::Protocol(format!("board {name:?} ended without a time")))?;
             match Definition::stored(text) {
-                Ok(mut board) => {
-                    // A tournament ends at its deletion (`Tournament::deleted`).
-                    if let Some(tournament) = board.tournament.as_mut() {
-                        std::sync::Arc::make_mut(tournament).deleted = Some(at);
-                    }
-                    ending.push(Ending { board, at });
-                }
+                // A tournament ends at its deletion (`Tournament::deleted`).
+                Ok(board) => ending.push(Ending { board: deleted_as_recorded(board, &loaded.ending), at }),
                 Err(error) => tracing::error!(board = %name, error = %error, "a deleted board's definition no longer validates: not ended"),
             }
         }

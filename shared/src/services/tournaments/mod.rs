@@ -22,7 +22,7 @@ use crate::domain::period::{EventTimeError, Period};
 use crate::domain::scores::Submission;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::scripts::tournament::{Joined, join, release};
+use crate::redis::scripts::tournament::{Joined, join};
 use crate::redis::store::Store;
 use crate::services::scores::{ScoreError, Scores};
 
@@ -148,9 +148,7 @@ impl Tournaments {
         let mut conn = self.store.write_connection().await?;
         crate::archive::freeze::freeze(&mut conn, &keys, &period).await?;
         crate::archive::freeze::release_frozen(&mut conn, &keys, &period, board.statements).await?;
-        let entry = if keys.journaled() { Entry::Release { at: Stamp(now), instance }.json() } else { String::new() };
-        let ttl = keys.ttl(period.ttl_secs(now), now).to_string();
-        Ok(release(&mut conn, &keys, &period, &ttl, &entry, self.store.replica_wait()).await?)
+        Ok(crate::archive::freeze::release_instance(&mut conn, &keys, &period, now, self.store.replica_wait()).await?)
     }
 
     pub async fn join(&self, id: &str, user_id: &str, now: DateTime<Utc>) -> Result<JoinReceipt, PlayError> {
