@@ -177,3 +177,16 @@ async fn a_profile_changed_during_its_shards_restore_keeps_the_change() {
     let nickname: Option<String> = redis::cmd("HGET").arg(&key).arg("nickname").query_async(&mut conn).await.unwrap();
     assert_eq!(nickname.as_deref(), Some("Live Ann"));
 }
+
+/// A profile's text that is not ASCII (64 emoji: 256 bytes) is recorded in hex and comes back
+/// byte for byte.
+#[tokio::test]
+async fn a_profile_that_is_not_ascii_restores_byte_for_byte() {
+    let app = spawn_journaled(forum()).await;
+    let nickname = "🦀é".repeat(32);
+    assert_eq!(put(&app, "ann", nickname.clone()).await, StatusCode::OK);
+    lose_and_restore(&app, drain(&app).await).await;
+    let restored: Option<String> =
+        redis::cmd("HGET").arg(app.keys.profile("ann")).arg("nickname").query_async(&mut app.redis.clone()).await.unwrap();
+    assert_eq!(restored.as_deref(), Some(nickname.as_str()));
+}

@@ -73,10 +73,21 @@ pub async fn journal_objects<O: Objects>(objects: &O, prefix: &str, board: &str)
 
 /// An object's lines.
 pub async fn read_lines<O: Objects>(objects: &O, name: &str) -> Result<Vec<Line>, ReadError> {
-    let unreadable = |e: &dyn std::fmt::Display| ReadError::Unreadable(name.to_owned(), e.to_string());
+    let text = read_text(objects, name).await?;
+    parse_lines(name, &text).collect()
+}
+
+/// Object `name`'s text, whose lines `parse_lines` reads one at a time.
+pub async fn read_text<O: Objects>(objects: &O, name: &str) -> Result<String, ReadError> {
     let body = objects.get(name).await?;
-    let text = String::from_utf8(body).map_err(|e| unreadable(&e))?;
-    text.lines().filter(|l| !l.trim().is_empty()).map(|l| serde_json::from_str(l).map_err(|e| unreadable(&e))).collect()
+    String::from_utf8(body).map_err(|e| ReadError::Unreadable(name.to_owned(), e.to_string()))
+}
+
+/// The lines of object `name`'s `text`, each read when it is asked for.
+pub fn parse_lines<'a>(name: &'a str, text: &'a str) -> impl Iterator<Item = Result<Line, ReadError>> + 'a {
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(move |l| serde_json::from_str(l).map_err(|e| ReadError::Unreadable(name.to_owned(), e.to_string())))
 }
 
 #[cfg(test)]

@@ -62,16 +62,15 @@ impl Effects {
     /// Reads a line's `effects`; refuses a command outside `EFFECT_COMMANDS` and a key outside
     /// the board's (so a line can never write another board's keys).
     pub fn parse(value: &Value) -> Result<Self, String> {
-        let empty = Vec::new();
         let parts = value.as_array().filter(|parts| parts.len() == 2).ok_or("effects: not [commands, expiries]")?;
         // Lua's cjson writes an empty list as {}.
-        let list = |value: &'_ Value| -> Result<Vec<Value>, String> {
+        fn list(value: &Value) -> Result<&[Value], String> {
             match value {
-                Value::Array(items) => Ok(items.clone()),
-                Value::Object(map) if map.is_empty() => Ok(empty.clone()),
+                Value::Array(items) => Ok(items.as_slice()),
+                Value::Object(map) if map.is_empty() => Ok(&[]),
                 _ => Err("effects: not a list".into()),
             }
-        };
+        }
         let mut commands = Vec::new();
         for command in list(&parts[0])? {
             let words = command.as_array().filter(|w| w.len() >= 2).ok_or("effects: a command without a key")?;

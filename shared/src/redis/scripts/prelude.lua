@@ -21,7 +21,13 @@ local effects, effect_keys, effects_base
 local function effect_arg(arg)
   if type(arg) == 'number' then return string.format('%.17g', arg) end
   if not string.find(arg, '[^\32-\126]') then return arg end
-  return '\1' .. string.gsub(arg, '.', function(c) return string.format('%02x', string.byte(c)) end)
+  -- One format per 512 bytes (a digest: one in all), not a call per byte.
+  local hex = {}
+  for i = 1, #arg, 512 do
+    local j = math.min(i + 511, #arg)
+    hex[#hex + 1] = string.format(string.rep('%02x', j - i + 1), string.byte(arg, i, j))
+  end
+  return '\1' .. table.concat(hex)
 end
 local redis = setmetatable({}, {__index = raw_redis})
 redis.call = function(forwarded_command, forwarded_key, ...)

@@ -175,6 +175,7 @@ impl<O: Objects> Resharder<O> {
             }
         }
         let mut runs: Vec<restore::Run> = targets.iter().map(|_| restore::Run::default()).collect();
+        let clock = restore::Clock::read(conn).await?;
         for (index, journal_name) in journal_names(name, from).iter().enumerate() {
             for line in self.lines(conn, &sources[index], journal_name).await? {
                 // Every invocation moves a line at least: one past its deadline still goes on.
@@ -205,7 +206,8 @@ impl<O: Objects> Resharder<O> {
                     }
                 };
                 let entry = serde_json::Value::Object(line.entry.clone()).to_string();
-                runs[t].push_copied(&targets[t], &format!("{index}/{}", line.id), &effects, [entry, line.outcome.clone(), recorded]);
+                let (id, fields) = (format!("{index}/{}", line.id), [entry, line.outcome.clone(), recorded]);
+                runs[t].push_copied(&targets[t], &id, &effects, clock.now_ms(), fields);
                 report.moved += 1;
                 if runs[t].lines() >= RUN_LINES {
                     self.flush(conn, &targets[t], token, &mut runs[t]).await?;

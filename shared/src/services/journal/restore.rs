@@ -20,7 +20,7 @@ use crate::redis::keys::{
     BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, journal_shards,
     profile_journal,
 };
-use crate::redis::restore::{self, Run};
+use crate::redis::restore::{self, Clock, Run};
 use crate::redis::store::{Connection, Store};
 use crate::services::catalog::boards_now;
 use crate::services::journal::legacy_profiles;
@@ -28,7 +28,7 @@ use crate::services::replay::{Replayed, Replayer};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
-use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, read_lines};
+use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, parse_lines, read_text};
 
 /// Refused lines listed in a report (the count covers them all).
 const LISTED_REFUSALS: usize = 20;
@@ -98,6 +98,7 @@ struct Progress<'a> {
     report: BoardRestore,
     /// The board's scale is recorded (`feed`).
     scale_recorded: bool,
+    clock: Clock,
 }
 
 impl<O: Objects> Restorer<O> {
@@ -162,6 +163,7 @@ impl<O: Objects> Restorer<O> {
     async fn restore_board(&self, name: &str, deadline: DateTime<Utc>) -> Result<BoardRestore, RestoreError> {
         let keys = self.keys.board(name);
         let mut conn = self.store.write_connection().await?;
+        let clock = Clock::read(&mut conn).await?;
         let token = format!("{:016x}", fastrand::u64(..));
         if !restore::lock(&mut conn, &keys, &token, self.lease_ms).await? {
             return Err(RestoreError::Running(name.to_owned()));
@@ -174,6 +176,7 @@ impl<O: Objects> Restorer<O> {
             in_flight: None,
             report: BoardRestore::pending(name),
             scale_recorded: false,
+            clock,
         };
         let mut restored = self.restore_locked(name, deadline, &mut progress).await;
         // Whatever ended the restore, the run Redis is applying is awaited before the lock goes.
@@ -203,7 +206,7 @@ impl<O: Objects> Restorer<O> {
         progress.report.through.clone_from(&through);
         if profiles && through.as_deref().is_none_or(|done| done == legacy_profiles::PHASE) {
             for effects in legacy_profiles::effects(&self.objects, &self.keys, progress.conn, name).await? {
-                progress.run.push(progress.keys, legacy_profiles::PHASE, &effects);
+                progress.run.push(progress.keys, legacy_profiles::PHASE, &effects, progress.clock.now_ms());
                 if progress.run.lines() >= RUN_LINES || progress.run.weight() >= RUN_WEIGHT {
                     self.flush(progress).await?;
                 }
@@ -221,7 +224,10 @@ impl<O: Objects> Restorer<O> {
             {
                 continue;
             }
-            for line in read_lines(&self.objects, object).await? {
+            // Each line read as it is fed: Redis applies the run before while the next is read.
+            let text = read_text(&self.objects, object).await?;
+            for line in parse_lines(object, &text) {
+                let line = line?;
                 if self.stop(progress, deadline).await? {
                     return Ok(());
                 }
@@ -285,7 +291,7 @@ impl<O: Objects> Restorer<O> {
         }
         match line.effects.as_ref().map(Effects::parse) {
             Some(Ok(effects)) => {
-                progress.run.push(progress.keys, &line.id, &effects);
+                progress.run.push(progress.keys, &line.id, &effects, progress.clock.now_ms());
                 progress.report.applied += 1;
                 progress.report.passed(&line.id);
                 if progress.run.lines() >= RUN_LINES || progress.run.weight() >= RUN_WEIGHT {

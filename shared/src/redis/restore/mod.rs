@@ -2,73 +2,35 @@
 //! lines whose recorded effects it applies with `restore_lines.lua`, each run with its
 //! checkpoint in one call.
 
-use std::collections::HashMap;
+mod run;
 
-use crate::domain::journal::Effects;
+use std::time::Instant;
+
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::scripts;
 use crate::redis::store::Connection;
 
-/// A run of lines for one call: the keys they write, once each, and the packed lines.
-#[derive(Debug, Default)]
-pub struct Run {
-    keys: Vec<String>,
-    index: HashMap<String, usize>,
-    args: Vec<Vec<u8>>,
-    lines: usize,
-    through: String,
-    /// Each line's stream fields (entry, outcome, effects), when the run copies its lines to
-    /// a journal (`copy`).
-    copies: Vec<[String; 3]>,
+pub use run::Run;
+
+/// Redis's clock as the restore reads it: the restore drops commands on keys whose recorded
+/// life had ended by then (`Run::push`), so it goes by the clock their expiries are in. Read
+/// once, then moved on by the restore's own: a key that expires meanwhile is written and
+/// expires at once (its `PEXPIREAT` is in the past), as if it had not been restored.
+#[derive(Debug, Clone, Copy)]
+pub struct Clock {
+    redis_ms: i64,
+    read_at: Instant,
 }
 
-impl Run {
-    pub fn push(&mut self, keys: &BoardKeys, id: &str, effects: &Effects) {
-        let mut key_index = |relative: &str| -> Vec<u8> {
-            let name = keys.relative(relative);
-            let next = self.keys.len() + 4;
-            let at = *self.index.entry(name.clone()).or_insert_with(|| {
-                self.keys.push(name);
-                next
-            });
-            at.to_string().into_bytes()
-        };
-        let mut line = vec![effects.commands.len().to_string().into_bytes(), effects.expiries.len().to_string().into_bytes()];
-        for command in &effects.commands {
-            line.push((command.args.len() + 2).to_string().into_bytes());
-            line.push(command.name.clone().into_bytes());
-            line.push(key_index(&command.key));
-            line.extend(command.args.iter().cloned());
-        }
-        for (key, at) in &effects.expiries {
-            line.push(key_index(key));
-            line.push(at.to_string().into_bytes());
-        }
-        self.args.extend(line);
-        self.lines += 1;
-        self.through = id.to_owned();
+impl Clock {
+    pub async fn read(conn: &mut Connection) -> Result<Self, StoreError> {
+        let (secs, micros): (i64, i64) = redis::cmd("TIME").query_async(conn).await?;
+        Ok(Self { redis_ms: secs * 1000 + micros / 1000, read_at: Instant::now() })
     }
 
-    /// `push`, and the line's stream fields to append to the target's journal as it is applied
-    /// (a reshard: the new layout journals the history it was given).
-    pub fn push_copied(&mut self, keys: &BoardKeys, id: &str, effects: &Effects, fields: [String; 3]) {
-        self.push(keys, id, effects);
-        self.copies.push(fields);
-    }
-
-    pub fn lines(&self) -> usize {
-        self.lines
-    }
-
-    /// Arguments so far: a run is sent before it grows past what one call should carry.
-    pub fn weight(&self) -> usize {
-        self.args.len() + self.keys.len()
-    }
-
-    /// The stream id of the run's last line.
-    pub fn through(&self) -> &str {
-        &self.through
+    pub fn now_ms(&self) -> i64 {
+        self.redis_ms + self.read_at.elapsed().as_millis() as i64
     }
 }
 
@@ -90,18 +52,18 @@ pub async fn apply_at(
 ) -> Result<bool, StoreError> {
     let mut call = scripts::RESTORE_LINES.key(keys.restore_claims());
     call.key(checkpoint).key(keys.restore_lock());
-    for key in &run.keys {
+    for key in run.keys() {
         call.key(key);
     }
     if !run.copies.is_empty() {
         call.key(keys.journal());
     }
-    call.arg(token).arg(lease_ms).arg(&run.through).arg(run.lines);
-    for arg in &run.args {
-        call.arg(arg.as_slice());
+    call.arg(token).arg(lease_ms).arg(run.through());
+    for arg in run.args() {
+        call.arg(arg);
     }
     if !run.copies.is_empty() {
-        call.arg(run.keys.len() + 4);
+        call.arg(run.keys().len() + 4).arg(run.copies.len());
         for [entry, outcome, effects] in &run.copies {
             call.arg(entry).arg(outcome).arg(effects);
         }
