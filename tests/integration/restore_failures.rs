@@ -66,6 +66,32 @@ async fn a_restore_call_that_meets_a_key_of_another_type_writes_nothing() {
     assert!(before == app.keyspace().await, "the failed call wrote nothing (sets, markers, checkpoint, claims)");
 }
 
+/// A restore sends its next run before the one before it has answered. When that one fails,
+/// the next applies nothing either (it goes on only from the checkpoint the one before it left):
+/// ann's 200 lines after the first fail on her statement, and bob's 200 after them, which touch
+/// no key of another type, are not applied past them.
+#[tokio::test]
+async fn the_run_sent_after_a_call_that_fails_applies_nothing() {
+    let app = spawn_journaled(forum()).await;
+    comments(&app, 201).await;
+    for i in 0..200 {
+        assert_eq!(app.event(json!({"event_id": format!("b{i}"), "user_id": "bob", "action": "comment"})).await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain_to_new_bucket(&app, 1000).await;
+    delete_all(&app).await;
+    let restorer = Restorer::new(Arc::new(forum()), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
+    let first = restorer.restore(Some("forum"), Utc::now() - Duration::seconds(1)).await.unwrap();
+    assert_eq!((first.status, first.boards[0].replayed), (Status::InProgress, 1), "{first:?}");
+
+    let statement = app.written_keys().await.into_iter().find(|key| key.contains(":stmt:all:")).expect("the statement restored");
+    let _: () = redis::cmd("DEL").arg(&statement).query_async(&mut app.redis.clone()).await.unwrap();
+    let _: () = redis::cmd("SET").arg(&statement).arg("not a hash").query_async(&mut app.redis.clone()).await.unwrap();
+    let before = app.keyspace().await;
+    let failed = restorer.restore(Some("forum"), Utc::now() + Duration::minutes(5)).await;
+    assert!(failed.is_err(), "{failed:?}");
+    assert!(before == app.keyspace().await, "neither call wrote anything (bob's points, markers, checkpoint, claims)");
+}
+
 /// A journal line whose recorded command cannot run (a score that is no number: a damaged
 /// object, or a hand-edited stream) is refused and reported; the lines around it are restored.
 #[tokio::test]

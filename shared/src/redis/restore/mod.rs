@@ -34,22 +34,42 @@ impl Clock {
     }
 }
 
+/// What a `restore_lines.lua` call did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// The run is applied and the checkpoint after it.
+    Applied,
+    /// Nothing: the lock is another restore's.
+    LockLost,
+    /// Nothing: the checkpoint is not where the run goes on from (the call before it failed).
+    OutOfOrder,
+}
+
 /// Applies `run` and moves the checkpoint to its last line, if restore `token` still holds
-/// the board's lock (renewed for `lease_ms`); false, with nothing applied, when it does not.
-pub async fn apply(conn: &mut Connection, keys: &BoardKeys, token: &str, lease_ms: u64, run: &Run) -> Result<bool, StoreError> {
-    apply_at(conn, keys, &keys.restore_checkpoint(), token, lease_ms, run).await
+/// the board's lock (renewed for `lease_ms`) and the checkpoint is `from` (`None`: no line
+/// applied yet): a restore sends a run before the one before it has answered.
+pub async fn apply(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    token: &str,
+    lease_ms: u64,
+    from: Option<&str>,
+    run: &Run,
+) -> Result<Applied, StoreError> {
+    apply_at(conn, keys, &keys.restore_checkpoint(), token, lease_ms, Some(from.unwrap_or("")), run).await
 }
 
 /// `apply`, with the checkpoint in `checkpoint` (a key in the board's slot), and the run's
-/// copies appended to the board's journal.
+/// copies appended to the board's journal; `from` `None`: wherever the checkpoint is.
 pub async fn apply_at(
     conn: &mut Connection,
     keys: &BoardKeys,
     checkpoint: &str,
     token: &str,
     lease_ms: u64,
+    from: Option<&str>,
     run: &Run,
-) -> Result<bool, StoreError> {
+) -> Result<Applied, StoreError> {
     let mut call = scripts::RESTORE_LINES.key(keys.restore_claims());
     call.key(checkpoint).key(keys.restore_lock());
     for key in run.keys() {
@@ -58,7 +78,7 @@ pub async fn apply_at(
     if !run.copies.is_empty() {
         call.key(keys.journal());
     }
-    call.arg(token).arg(lease_ms).arg(run.through());
+    call.arg(token).arg(lease_ms).arg(run.through()).arg(from.unwrap_or("*"));
     for arg in run.args() {
         call.arg(arg);
     }
@@ -68,8 +88,12 @@ pub async fn apply_at(
             call.arg(entry).arg(outcome).arg(effects);
         }
     }
-    let held: u8 = call.invoke_async(conn).await?;
-    Ok(held == 1)
+    let reply: u8 = call.invoke_async(conn).await?;
+    Ok(match reply {
+        1 => Applied::Applied,
+        2 => Applied::OutOfOrder,
+        _ => Applied::LockLost,
+    })
 }
 
 /// Takes the board's restore lock as `token` for `lease_ms` unless another restore holds it.

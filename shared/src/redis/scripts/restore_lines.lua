@@ -18,9 +18,12 @@ KEYS[4..]  the keys the lines write, once each
 ARGV[1]    the restore's token: nothing is applied unless it still holds the lock
 ARGV[2]    the lock's lease in ms, renewed by this call
 ARGV[3]    the stream id of the last line of this call (the checkpoint after it)
-ARGV[4]    K, the number of keys the lines write (KEYS[4..K + 3])
-ARGV[5]    M, the number of commands
-ARGV[6..]  per key, in KEYS' order: the type its first command writes ('any': a command that
+ARGV[4]    the checkpoint this call goes on from ('' none yet; '*' any): a restore sends the
+           next call before this one has answered, and that one applies nothing unless this
+           one did
+ARGV[5]    K, the number of keys the lines write (KEYS[4..K + 3])
+ARGV[6]    M, the number of commands
+ARGV[7..]  per key, in KEYS' order: the type its first command writes ('any': a command that
            takes a key of any type; '-': the call has no command on it, only its expiry), and
            its last recorded absolute expiry in ms ('' none recorded, -1 none, -2 the write left
            no key); then M times: n, the command's name, the index in KEYS of its key, its n
@@ -32,13 +35,15 @@ then, optionally (a reshard, docs/scaling.md#changing-shards), after the command
            outcome and effects (the stream fields e, o and x): each line is appended there as it
            is applied, so the board's new layout journals its whole history
 
-Reply: 1, or 0 when the lock is not this restore's (nothing applied)
+Reply: 1; 0 when the lock is not this restore's, 2 when the checkpoint is not ARGV[4] (an
+earlier call failed): nothing applied
 ]]
 
 if raw_redis.call('GET', KEYS[3]) ~= ARGV[1] then return 0 end
+if ARGV[4] ~= '*' and (raw_redis.call('HGET', KEYS[2], 'through') or '') ~= ARGV[4] then return 2 end
 raw_redis.call('PEXPIRE', KEYS[3], ARGV[2])
 
-local nkeys, ncommands = tonumber(ARGV[4]), tonumber(ARGV[5])
+local nkeys, ncommands = tonumber(ARGV[5]), tonumber(ARGV[6])
 -- What the restore decided about each key before this call, read at once; what it decides now
 -- is written at once at the end. `status`: '1' restoring, '0' intact, nil undecided (a key the
 -- call only has an expiry for); `expires`: the expiry this restore last set on a key.
@@ -62,7 +67,7 @@ end
 -- this restore claimed (and wrote) holds what this call's first command on it writes, or
 -- nothing. Redis keeps a script's writes made before an error: a call that failed part-way
 -- would keep them, and its retry apply them again.
-local a = 6 + 2 * nkeys
+local a = 7 + 2 * nkeys
 for _ = 1, ncommands do
   if not EFFECT[ARGV[a + 1]] then error({err = 'ERR ' .. ARGV[a + 1] .. ' is not a recorded write'}) end
   a = a + 3 + tonumber(ARGV[a])
@@ -74,7 +79,7 @@ if ARGV[a] then
 end
 local undecided = {}
 for i = 1, nkeys do
-  local k, family = 3 + i, ARGV[4 + 2 * i]
+  local k, family = 3 + i, ARGV[5 + 2 * i]
   if claims[k] then
     status[k] = claims[k]
     if claims[k] == '1' and family ~= '-' and family ~= 'any' then
@@ -113,7 +118,7 @@ local expires_before = {}
 for k, at in pairs(expires) do expires_before[k] = at end
 local KEEPS_EXPIRY = {ZADD = true, ZINCRBY = true, HSET = true, HINCRBY = true, HSETNX = true, SADD = true, LPUSH = true,
   INCR = true, INCRBY = true, SETBIT = true, BITFIELD = true}
-a = 6 + 2 * nkeys
+a = 7 + 2 * nkeys
 for _ = 1, ncommands do
   local n, effect_command, k = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
   if status[k] == '1' then
@@ -127,10 +132,10 @@ end
 -- (a key this restore made has none until it sets one; PERSIST undoes only its own). One in
 -- the past removes the key: its life had ended by now.
 for i = 1, nkeys do
-  local k, at = 3 + i, tonumber(ARGV[5 + 2 * i])
+  local k, at = 3 + i, tonumber(ARGV[6 + 2 * i])
   if at and status[k] == '1' and expires[k] ~= at then
     if at > 0 then
-      raw_redis.call('PEXPIREAT', KEYS[k], at)
+      raw_redis.call('PEXPIREAT', KEYS[k], ARGV[6 + 2 * i])
     elseif at == -1 and expires[k] and expires[k] > 0 then
       raw_redis.call('PERSIST', KEYS[k])
     end

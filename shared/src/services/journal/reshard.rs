@@ -282,7 +282,9 @@ impl<O: Objects> Resharder<O> {
         if run.lines() == 0 {
             return Ok(());
         }
-        if !restore::apply_at(conn, target, &target.reshard_checkpoint(), token, self.lease_ms, run).await? {
+        if restore::apply_at(conn, target, &target.reshard_checkpoint(), token, self.lease_ms, None, run).await?
+            != restore::Applied::Applied
+        {
             return Err(RestoreError::Running(target.guard()));
         }
         *run = restore::Run::default();

@@ -10,6 +10,7 @@
 //! deadline, a SIGKILL, a failover) goes on from exactly there; the lock it holds has a short
 //! lease renewed by every run, so a killed restore's lock is gone within `LOCK_LEASE_MS`.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::domain::config::Config;
@@ -20,7 +21,7 @@ use crate::redis::keys::{
     BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, journal_shards,
     profile_journal,
 };
-use crate::redis::restore::{self, Clock, Run};
+use crate::redis::restore::{self, Applied, Clock, Run};
 use crate::redis::store::{Connection, Store};
 use crate::services::catalog::boards_now;
 use crate::services::journal::legacy_profiles;
@@ -40,6 +41,8 @@ const RUN_LINES: usize = 200;
 const RUN_WEIGHT: usize = 16_000;
 /// Stream entries read per page of the undrained tail.
 const TAIL_PAGE: usize = 1_000;
+/// Runs sent to Redis and not answered yet, at most.
+const IN_FLIGHT: usize = 2;
 
 pub use super::error::RestoreError;
 
@@ -86,15 +89,18 @@ pub struct Restorer<O> {
     lease_ms: u64,
 }
 
-/// One board's restore under way: where it stands, the run it is filling, and the run Redis
-/// is applying meanwhile (at most one: the next is sent only once it succeeded, so a call
-/// that fails stops the restore at its checkpoint).
+/// One board's restore under way: where it stands, the run it is filling, and the runs sent
+/// to Redis meanwhile (at most `IN_FLIGHT`, so Redis always has the next at hand; each applies
+/// only if the checkpoint is where the one before it left it, so a call that fails stops the
+/// restore at its checkpoint).
 struct Progress<'a> {
     conn: &'a mut Connection,
     keys: &'a BoardKeys,
     token: &'a str,
     run: Run,
-    in_flight: Option<tokio::task::JoinHandle<Result<bool, StoreError>>>,
+    in_flight: VecDeque<tokio::task::JoinHandle<Result<Applied, StoreError>>>,
+    /// The checkpoint after the last run sent (`None`: no line applied yet).
+    sent: Option<String>,
     report: BoardRestore,
     /// The board's scale is recorded (`feed`).
     scale_recorded: bool,
@@ -173,7 +179,8 @@ impl<O: Objects> Restorer<O> {
             keys: &keys,
             token: &token,
             run: Run::default(),
-            in_flight: None,
+            in_flight: VecDeque::new(),
+            sent: None,
             report: BoardRestore::pending(name),
             scale_recorded: false,
             clock,
@@ -204,6 +211,7 @@ impl<O: Objects> Restorer<O> {
         }
         let mut through = restore::through(progress.conn, progress.keys).await?;
         progress.report.through.clone_from(&through);
+        progress.sent.clone_from(&through);
         if profiles && through.as_deref().is_none_or(|done| done == legacy_profiles::PHASE) {
             for effects in legacy_profiles::effects(&self.objects, &self.keys, progress.conn, name).await? {
                 progress.run.push(progress.keys, legacy_profiles::PHASE, &effects, progress.clock.now_ms());
@@ -304,6 +312,7 @@ impl<O: Objects> Restorer<O> {
                 self.landed(progress).await?;
                 let replayed = self.replayer.replay(name, line).await?;
                 restore::save_through(progress.conn, progress.keys, &line.id).await?;
+                progress.sent = Some(line.id.clone());
                 progress.report.passed(&line.id);
                 progress.report.count(&line.id, replayed);
             }
@@ -311,27 +320,45 @@ impl<O: Objects> Restorer<O> {
         Ok(())
     }
 
-    /// Sends the run gathered so far, once the one before it has landed; the next run is
-    /// gathered while Redis applies it.
+    /// Sends the run gathered so far, once fewer than `IN_FLIGHT` are under way; the next run
+    /// is gathered while Redis applies them.
     async fn flush(&self, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
         if progress.run.lines() == 0 {
             return Ok(());
         }
-        self.landed(progress).await?;
+        while progress.in_flight.len() >= IN_FLIGHT {
+            self.landed_one(progress).await?;
+        }
         let run = std::mem::take(&mut progress.run);
+        let from = progress.sent.replace(run.through().to_owned());
         let (mut conn, keys, token, lease_ms) = (progress.conn.clone(), progress.keys.clone(), progress.token.to_owned(), self.lease_ms);
-        progress.in_flight = Some(tokio::spawn(async move { restore::apply(&mut conn, &keys, &token, lease_ms, &run).await }));
+        progress
+            .in_flight
+            .push_back(tokio::spawn(async move { restore::apply(&mut conn, &keys, &token, lease_ms, from.as_deref(), &run).await }));
         Ok(())
     }
 
-    /// Waits for the run Redis is applying, if any: an error, or the lock found another's.
+    /// Waits for every run sent: the first error, or the lock found another's.
     async fn landed(&self, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
-        let Some(call) = progress.in_flight.take() else { return Ok(()) };
-        let held = call.await.map_err(|e| StoreError::Protocol(format!("restore call: {e}")))??;
-        if !held {
-            return Err(RestoreError::Running(progress.report.board.clone()));
+        let mut first = Ok(());
+        while !progress.in_flight.is_empty() {
+            let landed = self.landed_one(progress).await;
+            if first.is_ok() {
+                first = landed;
+            }
         }
-        Ok(())
+        first
+    }
+
+    async fn landed_one(&self, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
+        let Some(call) = progress.in_flight.pop_front() else { return Ok(()) };
+        match call.await.map_err(|e| StoreError::Protocol(format!("restore call: {e}")))?? {
+            Applied::Applied => Ok(()),
+            Applied::LockLost => Err(RestoreError::Running(progress.report.board.clone())),
+            // The call before it failed (its error is the one reported), or another restore
+            // moved the checkpoint meanwhile.
+            Applied::OutOfOrder => Err(RestoreError::Running(progress.report.board.clone())),
+        }
     }
 }
 
