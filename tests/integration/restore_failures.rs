@@ -129,3 +129,33 @@ async fn comments_from(app: &TestApp, from: usize, to: usize) {
         assert_eq!(app.event(json!({"event_id": format!("c{i}"), "user_id": "ann", "action": "comment"})).await.0, StatusCode::OK);
     }
 }
+
+/// Runs sent from two tasks may reach Redis in either order: the later one, come first, applies
+/// nothing (the checkpoint is not where it goes on from), and applies once the earlier one has.
+#[tokio::test]
+async fn a_run_that_reaches_redis_before_the_one_it_follows_waits_for_it() {
+    use standings::domain::journal::{Command, Effects};
+    use standings::redis::restore::{self, Applied, Run};
+    let app = spawn_journaled(forum()).await;
+    let keys = app.keys.board("forum");
+    let mut conn = app.store.write_connection().await.unwrap();
+    assert!(restore::lock(&mut conn, &keys, "t", 30_000).await.unwrap());
+    let line = |member: &str| Effects {
+        commands: vec![Command { name: "ZADD".into(), key: ":z:all:all".into(), args: vec![b"1".to_vec(), member.as_bytes().to_vec()] }],
+        expiries: vec![(":z:all:all".into(), -1)],
+    };
+    let (mut first, mut second) = (Run::default(), Run::default());
+    first.push(&keys, "1-0", &line("ann"), 0);
+    second.push(&keys, "2-0", &line("bob"), 0);
+    let board = keys.relative(":z:all:all");
+    let members = |mut conn: standings::redis::store::Connection| {
+        let board = board.clone();
+        async move { redis::cmd("ZRANGE").arg(&board).arg(0).arg(-1).query_async::<Vec<String>>(&mut conn).await.unwrap() }
+    };
+    assert_eq!(restore::apply(&mut conn, &keys, "t", 30_000, Some("1-0"), &second).await.unwrap(), Applied::OutOfOrder);
+    assert!(members(conn.clone()).await.is_empty(), "nothing applied out of order");
+    assert_eq!(restore::apply(&mut conn, &keys, "t", 30_000, None, &first).await.unwrap(), Applied::Applied);
+    assert_eq!(restore::apply(&mut conn, &keys, "t", 30_000, Some("1-0"), &second).await.unwrap(), Applied::Applied);
+    assert_eq!(members(conn.clone()).await, ["ann", "bob"]);
+    assert_eq!(restore::through(&mut conn, &keys).await.unwrap().as_deref(), Some("2-0"));
+}

@@ -13,6 +13,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use tokio::sync::oneshot;
+
 use crate::domain::config::Config;
 use crate::domain::journal::{Effects, Line, stream_id_ms};
 use crate::redis::error::StoreError;
@@ -101,6 +103,8 @@ struct Progress<'a> {
     in_flight: VecDeque<tokio::task::JoinHandle<Result<Applied, StoreError>>>,
     /// The checkpoint after the last run sent (`None`: no line applied yet).
     sent: Option<String>,
+    /// Whether the last run sent was applied, once it has answered.
+    last_applied: Option<oneshot::Receiver<bool>>,
     report: BoardRestore,
     /// The board's scale is recorded (`feed`).
     scale_recorded: bool,
@@ -181,6 +185,7 @@ impl<O: Objects> Restorer<O> {
             run: Run::default(),
             in_flight: VecDeque::new(),
             sent: None,
+            last_applied: None,
             report: BoardRestore::pending(name),
             scale_recorded: false,
             clock,
@@ -332,9 +337,21 @@ impl<O: Objects> Restorer<O> {
         let run = std::mem::take(&mut progress.run);
         let from = progress.sent.replace(run.through().to_owned());
         let (mut conn, keys, token, lease_ms) = (progress.conn.clone(), progress.keys.clone(), progress.token.to_owned(), self.lease_ms);
-        progress
-            .in_flight
-            .push_back(tokio::spawn(async move { restore::apply(&mut conn, &keys, &token, lease_ms, from.as_deref(), &run).await }));
+        let (applied, answer) = oneshot::channel();
+        let before = progress.last_applied.replace(answer);
+        progress.in_flight.push_back(tokio::spawn(async move {
+            let mut landed = restore::apply(&mut conn, &keys, &token, lease_ms, from.as_deref(), &run).await;
+            // Sent from two tasks, the two runs may reach Redis in either order: one that came
+            // before the run it follows goes again once that one is applied.
+            if matches!(landed, Ok(Applied::OutOfOrder))
+                && let Some(before) = before
+                && before.await == Ok(true)
+            {
+                landed = restore::apply(&mut conn, &keys, &token, lease_ms, from.as_deref(), &run).await;
+            }
+            let _ = applied.send(matches!(landed, Ok(Applied::Applied)));
+            landed
+        }));
         Ok(())
     }
 
