@@ -4,17 +4,20 @@
 //! so a run is packed to make as few as it can while ending exactly where the lines one by one
 //! would: commands on different keys touch nothing of each other, so each key's commands keep
 //! their order and nothing else does; a command that Redis would end the same as one variadic
-//! call is folded into the key's previous one (a board's `ZADD`s of a run become one); a
-//! command on a key whose recorded life had ended by now is dropped (it would be gone by now);
-//! and each key's expiry is the last one its lines recorded, set once at the end of the call.
+//! call is folded into the key's previous one (a board's `ZADD`s of a run become a few); a
+//! command on a key whose recorded life had ended by now is dropped (it would be gone by now),
+//! and the key's next write starts from nothing; and each key's expiry is the last one its
+//! lines recorded, set once at the end of the call.
 
 use std::collections::HashMap;
 
 use crate::domain::journal::{Command, Effects};
 use crate::redis::keys::BoardKeys;
 
-/// Arguments one folded command carries at most: Lua's `unpack` takes about 8,000.
-const FOLDED_ARGS: usize = 1_000;
+/// Members (or pairs) one folded command carries at most: Redis picks a new key's encoding from
+/// the number a call carries, so a call of more than its default listpack limit (128) would
+/// make a set or hash that the writes one by one would not (another encoding, more memory).
+const FOLDED_ELEMENTS: usize = 128;
 
 /// A run of lines for one call: the keys they write, once each, and their commands.
 #[derive(Debug, Default)]
@@ -42,6 +45,9 @@ struct KeyRecord {
     expiry: Option<i64>,
     /// The key's last command in `commands`.
     last: Option<usize>,
+    /// The last line that wrote the key recorded an expiry that has passed: the key was gone
+    /// before any later write, which starts from nothing (a `DEL` first).
+    ended: bool,
 }
 
 #[derive(Debug)]
@@ -60,13 +66,14 @@ impl Run {
             let expired = expiry_of(&command.key).is_some_and(|at| at >= 0 && at <= now_ms);
             let k = self.key(keys, &command.key);
             if expired {
+                self.records[k].ended = true;
                 continue;
             }
+            if std::mem::take(&mut self.records[k].ended) {
+                self.append(k, &Command { name: "DEL".into(), key: command.key.clone(), args: Vec::new() });
+            }
             if !self.fold(k, command) {
-                self.records[k].family.get_or_insert(family(&command.name));
-                self.records[k].last = Some(self.commands.len());
-                self.args += 3 + command.args.len();
-                self.commands.push(Packed { name: command.name.clone(), key: k, args: command.args.clone() });
+                self.append(k, command);
             }
         }
         for (key, at) in &effects.expiries {
@@ -84,6 +91,13 @@ impl Run {
         self.copies.push(fields);
     }
 
+    fn append(&mut self, k: usize, command: &Command) {
+        self.records[k].family.get_or_insert(family(&command.name));
+        self.records[k].last = Some(self.commands.len());
+        self.args += 3 + command.args.len();
+        self.commands.push(Packed { name: command.name.clone(), key: k, args: command.args.clone() });
+    }
+
     fn key(&mut self, keys: &BoardKeys, relative: &str) -> usize {
         if let Some(&k) = self.index.get(relative) {
             return k;
@@ -99,7 +113,9 @@ impl Run {
     fn fold(&mut self, k: usize, command: &Command) -> bool {
         let Some(last) = self.records[k].last else { return false };
         let before = &mut self.commands[last];
-        if before.name != command.name || before.args.len() + command.args.len() > FOLDED_ARGS {
+        let pairs = matches!(command.name.as_str(), "ZADD" | "HSET");
+        let elements = (before.args.len() + command.args.len()) / if pairs { 2 } else { 1 };
+        if before.name != command.name || elements > FOLDED_ELEMENTS {
             return false;
         }
         match command.name.as_str() {
@@ -214,6 +230,30 @@ mod tests {
     }
 
     #[test]
+    fn a_key_whose_life_ended_starts_from_nothing_at_its_next_write() {
+        let keys = Keys::new("t").expect("a valid prefix").board("b");
+        let mut run = Run::default();
+        let line =
+            |name: &str, args: &[&str], at: i64| Effects { commands: vec![command(name, ":z", args)], expiries: vec![(":z".into(), at)] };
+        run.push(&keys, "1-0", &line("ZADD", &["1", "a"], -1), 500);
+        run.push(&keys, "2-0", &line("ZADD", &["2", "a"], 100), 500);
+        run.push(&keys, "3-0", &line("ZADD", &["1", "b"], 900), 500);
+        assert_eq!(packed(&run), ["ZADD 0 1 a", "DEL 0 ", "ZADD 0 1 b"]);
+    }
+
+    #[test]
+    fn a_folded_command_carries_no_more_members_than_a_listpack_holds() {
+        let keys = Keys::new("t").expect("a valid prefix").board("b");
+        let mut run = Run::default();
+        for i in 0..300 {
+            let member = format!("m{i}");
+            run.push(&keys, "1-0", &Effects { commands: vec![command("ZADD", ":z", &["1", &member])], expiries: vec![] }, 0);
+        }
+        let sizes: Vec<usize> = run.commands.iter().map(|c| c.args.len() / 2).collect();
+        assert_eq!(sizes, [128, 128, 44]);
+    }
+
+    #[test]
     fn expired_commands_are_dropped_and_each_key_keeps_its_last_expiry() {
         let keys = Keys::new("t").expect("a valid prefix").board("b");
         let mut run = Run::default();
@@ -225,8 +265,9 @@ mod tests {
         run.push(&keys, "1-0", &gone, 500);
         assert_eq!(run.records[0].family, None, "a key whose life had ended is not claimed");
         run.push(&keys, "2-0", &live, 500);
-        assert_eq!(packed(&run), ["HINCRBY 0 f 1", "ZADD 1 1 a"]);
-        assert_eq!((run.records[0].family, run.records[0].expiry), (Some("hash"), Some(900)));
+        // The cap's earlier life ended: whatever an earlier call brought back of it goes first.
+        assert_eq!(packed(&run), ["DEL 0 ", "HINCRBY 0 f 1", "ZADD 1 1 a"]);
+        assert_eq!((run.records[0].family, run.records[0].expiry), (Some("any"), Some(900)));
         assert_eq!((run.records[1].family, run.records[1].expiry), (Some("zset"), Some(-1)));
     }
 }

@@ -224,7 +224,10 @@ impl<O: Objects> Restorer<O> {
                     self.flush(progress).await?;
                 }
             }
+            // Every run of this phase ends at the same checkpoint: the next may not go before
+            // them.
             self.flush(progress).await?;
+            self.landed(progress).await?;
         }
         // The undrained tail as it stands now; the board takes no writes while it is restored.
         let until = journal::newest_id(progress.conn, progress.keys).await?;
