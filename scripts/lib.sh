@@ -273,8 +273,8 @@ wait_http() {
 # The whole integration suite also runs with the real-time clock a year ahead
 # (run_clock_shifted), so no test depends on today's date. Left out: the modules that bring
 # servers of their own (faults, tls) or run a function binary outside the shim (lambda_watch,
-# runtime_api), whose clock is the real one.
-CLOCK_SHIFTED_SKIPS=(--skip faults:: --skip tls:: --skip lambda_watch:: --skip runtime_api::)
+# runtime_api), whose clock is the real one, and the simulation, whose clock is its own.
+CLOCK_SHIFTED_SKIPS=(--skip faults:: --skip tls:: --skip lambda_watch:: --skip runtime_api:: --skip simulation::)
 
 # run_clock_shifted DIR SECONDS: builds tests/clockshift (an LD_PRELOAD shim moving
 # CLOCK_REALTIME by SECONDS), starts a redis-server under it and runs the integration

@@ -74,6 +74,7 @@ mod sharded_reshard;
 mod sharded_rules;
 mod sharded_sign_ins;
 mod sign_ins;
+mod simulation;
 mod startup_check;
 mod statements;
 mod store_down;

@@ -53,7 +53,7 @@ impl App {
         };
         Self {
             catalog: Catalog::new(config, keys.clone(), store.clone(), build),
-            reader: Reader::new(keys.clone(), store.clone()),
+            reader: Reader::new(keys.clone(), store.clone()).with_clock(clock.clone()),
             leagues: Leagues::new(keys.clone(), store.clone()),
             keys,
             store,

@@ -44,7 +44,7 @@ impl App {
             catalog: Catalog::new(config, keys.clone(), store.clone(), move |config| {
                 Tournaments::new(config, built_keys.clone(), built_store.clone())
             }),
-            reader: Reader::new(keys.clone(), store.clone()),
+            reader: Reader::new(keys.clone(), store.clone()).with_clock(clock.clone()),
             clock,
             keys,
             store,

@@ -17,6 +17,14 @@ pub const FENCE: &str = "fence";
 /// A guard without it (a whole-board loss, a FLUSHALL) refuses journaled writes until a
 /// restore completes, so no write is decided against history Redis lost.
 pub const BORN: &str = "born";
+/// Prefix of a period's record in the guard: "kept|<kind>:<id>" holds the absolute expiry (ms,
+/// Redis's clock; -1: none) of the period's sorted set, written by the journaled write that
+/// created it and removed by the one that emptied it. A set missing before its expiry was lost
+/// while the guard survived (docs/journal.md#losses).
+pub const KEPT: &str = "kept|";
+/// Set with `FENCE` by the write that found a loss the guard survived: the drain counts the
+/// board as lost (`BoardsLost`) until a restore completes.
+pub const LOST: &str = "lost";
 /// Set when a runtime board is deleted (docs/runtime-boards.md#deleting): every write is
 /// refused (409 `board_ended`) while its end is archived and its keys freed.
 pub const ENDED: &str = "ended";

@@ -133,7 +133,10 @@ pub async fn save_through(conn: &mut Connection, keys: &BoardKeys, through: &str
 pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
     let guard = keys.guard();
     let exists: bool = redis::cmd("EXISTS").arg(&guard).query_async(conn).await?;
-    if exists {
+    // A guard an earlier run of this restore brought back (claimed as lost, not "0") is not
+    // born yet, which refuses writes already; fencing it would write outside the runs.
+    let claim: Option<String> = redis::cmd("HGET").arg(keys.restore_claims()).arg(&guard).query_async(conn).await?;
+    if exists && claim.is_none_or(|claim| claim == "0") {
         let _: () = redis::pipe()
             .atomic()
             .hset_nx(keys.restore_claims(), &guard, "0")
@@ -156,7 +159,7 @@ pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool, ende
         pipe.hset(&guard, crate::domain::guard::ENDED, 1);
     }
     if guarded {
-        pipe.hdel(&guard, crate::domain::guard::FENCE).hset(&guard, crate::domain::guard::BORN, 1);
+        pipe.hdel(&guard, &[crate::domain::guard::FENCE, crate::domain::guard::LOST][..]).hset(&guard, crate::domain::guard::BORN, 1);
     }
     let _: () = pipe.query_async(conn).await?;
     Ok(())
@@ -165,6 +168,11 @@ pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool, ende
 /// Whether the board's guard says its history is all in Redis (`BORN`); see `begin`.
 pub async fn born(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
     Ok(redis::cmd("HEXISTS").arg(keys.guard()).arg(crate::domain::guard::BORN).query_async(conn).await?)
+}
+
+/// Whether a write found a loss the board's guard survived (`guard::LOST`), not restored yet.
+pub async fn found_lost(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
+    Ok(redis::cmd("HEXISTS").arg(keys.guard()).arg(crate::domain::guard::LOST).query_async(conn).await?)
 }
 
 /// Marks a board whose journal holds nothing yet as born: its first writes go ahead.

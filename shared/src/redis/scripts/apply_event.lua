@@ -151,6 +151,7 @@ local function apply(block, reply)
   local fields = {GUARD_BAN .. member}
   for i = 1, boards do fields[i + 1] = GUARD_CLOSED .. kind[i] .. ':' .. id[i] end
   fields[boards + 2], fields[boards + 3], fields[boards + 4] = GUARD_BORN, GUARD_FENCE, GUARD_ENDED
+  for i = 1, boards do fields[boards + 4 + i] = GUARD_KEPT .. kind[i] .. ':' .. id[i] end
   local guards = redis.call('HMGET', GUARD, unpack(fields))
   refuse_restoring(guards[boards + 2], guards[boards + 3])
   refuse_ended(guards[boards + 4])
@@ -201,10 +202,19 @@ local function apply(block, reply)
   -- Every check happens before the first write: a refused event leaves no trace, and a key
   -- of another type fails the event with nothing written.
   -- `written`: each period's composite as this event writes it (nil: left as it was, or none).
-  local composites, changes, ranks_before, written = {}, {}, {}, {}
+  -- `fresh`: the period's set is to be recorded in the guard when this event writes it.
+  local composites, changes, ranks_before, written, fresh = {}, {}, {}, {}, {}
   local largest, differ = 0, false
   for i = 1, boards do
-    composites[i] = tonumber(redis.call('ZSCORE', KEYS[board[i]], member) or '0')
+    local held = redis.call('ZSCORE', KEYS[board[i]], member)
+    if held then
+      fresh[i] = effects and not guards[boards + 4 + i]
+    else
+      local state = period_state(KEYS[board[i]], guards[boards + 4 + i], now_ms)
+      if state == 'lost' then fence_lost(GUARD) end
+      fresh[i] = state == 'new'
+    end
+    composites[i] = tonumber(held or '0')
     local held = points_of(composites[i])
     if held + delta > MAX_POINTS then return answer(reply, boards, {}, ranks, 'out_of_range', '') end
     -- Never below zero: a take-back cannot remove more than the period still holds.
@@ -224,7 +234,10 @@ local function apply(block, reply)
   -- Every key written below that no check above has read (prelude.lua `writable`).
   if cap_field ~= '' and delta ~= 0 then writable(KEYS[day_index], 'hash') end
   for i = 1, boards do
-    if statement[i] > 0 and (changes[i] ~= 0 or capped > 0) then writable(KEYS[statement[i]], 'hash') end
+    if statement[i] > 0 and (changes[i] ~= 0 or capped > 0) then
+      writable(KEYS[statement[i]], 'hash')
+      countable(KEYS[statement[i]], 'n:' .. action, 'p:' .. action, 't:' .. action, 'w:' .. action)
+    end
   end
   -- A placed member's write touches no league key but their cohort's order, whose mark is read
   -- here (a key of another type fails the call unwritten); a first write may place them.
@@ -269,13 +282,17 @@ local function apply(block, reply)
     for i = 1, boards do
       local key = KEYS[board[i]]
       if points_now[i] > 0 and changes[i] ~= 0 then
-        -- A give is reached now; a take-back keeps the time the member got there.
-        local time_part = give == 1 and now_part or composites[i] % SPAN
+        -- A give is reached when it happened, never before the total it adds to was (a queue
+        -- message older than one applied before it); a take-back keeps the time the member got
+        -- there. Later is the smaller time part.
+        local time_part = composites[i] % SPAN
+        if give == 1 then time_part = composites[i] > 0 and math.min(now_part, time_part) or now_part end
         written[i] = composite_of(points_now[i], time_part)
         -- A member already there means the board existed, with its TTL.
         if redis.call('ZADD', key, written[i], member) == 1 then
           expire_period_once(key, GUARD, kind[i], id[i], ttl[i])
         end
+        if fresh[i] then period_kept(GUARD, kind[i], id[i], ttl[i], now_ms) end
       elseif points_now[i] == 0 then
         remove_member(key, GUARD, kind[i], id[i], member)
       end

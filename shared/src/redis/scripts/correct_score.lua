@@ -39,7 +39,7 @@ ARGV[13]   the board's largest value (MAX_POINTS, or the score board's max_score
 ARGV[14]   the correction's journal entry (its audit entry), appended with the reply when the
            correction applies now; "" when the journal is off
 ARGV[15]   l, which of the n periods is the board's league period (docs/leagues.md); 0: none
-ARGV[16]   the league's cohort size, ARGV[17] its top tier, ARGV[18] now (ms) (l > 0)
+ARGV[16]   the league's cohort size, ARGV[17] its top tier (l > 0); ARGV[18] now (ms)
 ARGV[19]   the correction as notifications name it (its id); "" when the board records no
            rank moves. An applied correction records its rank moves as apply_event.lua does
 ARGV[20..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
@@ -95,6 +95,10 @@ if refusal then return {refusal, closed, ''} end
 local composites, values, ranks_before = {}, {}, {}
 for i = 1, boards do
   composites[i] = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)
+  if not composites[i] then
+    local recorded = redis.call('HGET', KEYS[1], GUARD_KEPT .. period(i, 0) .. ':' .. period(i, 1))
+    if recorded and period_state(KEYS[FIRST_BOARD - 1 + i], recorded, tonumber(ARGV[18])) == 'lost' then fence_lost(KEYS[1]) end
+  end
   if noticed and tonumber(period(i, 4)) > 0 then
     ranks_before[i] = composites[i] and redis.call('ZREVRANK', KEYS[FIRST_BOARD - 1 + i], member) or -1
   end

@@ -32,6 +32,8 @@ local members = redis.call('HGET', KEYS[1], ARGV[1])
 if not members then
   if redis.call('EXISTS', KEYS[2]) == 1 then
     redis.call('RENAME', KEYS[2], KEYS[3])
+    -- Frozen, not lost (prelude.lua `period_state`).
+    redis.call('HDEL', KEYS[1], GUARD_KEPT .. string.sub(ARGV[1], #GUARD_CLOSED + 1))
     -- The live board's expiry was only a backstop; the frozen set must live until verified.
     redis.call('PERSIST', KEYS[3])
     members = redis.call('ZCARD', KEYS[3])

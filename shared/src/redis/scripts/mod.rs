@@ -28,7 +28,7 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::distribution::Histogram;
-use crate::domain::guard::{BAN, BORN, CLOSED, EMPTIED, ENDED, FENCE, LIVE};
+use crate::domain::guard::{BAN, BORN, CLOSED, EMPTIED, ENDED, FENCE, KEPT, LIVE, LOST};
 use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX, IDLE_CURSOR_FIELD};
 use crate::domain::period::EventTimeError;
 use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
@@ -117,6 +117,7 @@ fn constants() -> String {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
     lua.push_str(&format!("local GUARD_FENCE, GUARD_BORN, GUARD_ENDED = '{FENCE}', '{BORN}', '{ENDED}'\n"));
+    lua.push_str(&format!("local GUARD_KEPT, GUARD_LOST = '{KEPT}', '{LOST}'\n"));
     let effects: Vec<String> = crate::domain::journal::EFFECT_COMMANDS.iter().map(|c| format!("{c} = true")).collect();
     lua.push_str(&format!("local EFFECT = {{{}}}\n", effects.join(", ")));
     lua.push_str(&format!("local NOTICES_MAX_LEN = {}\n", crate::domain::notify::NOTICES_MAX_LEN));
@@ -254,17 +255,18 @@ pub struct RawWindow {
 pub async fn read_board(
     conn: &mut Connection,
     board_key: &str,
-    guard: Option<&str>,
+    fence: Option<(&str, i64)>,
     scale: &Scale,
     window: Window<'_>,
 ) -> Result<RawWindow, StoreError> {
     let mut invocation = READ_BOARD.key(board_key);
-    invocation.key(guard);
+    invocation.key(fence.map(|(guard, _)| guard));
     invocation.arg(scale.span);
     match window {
         Window::Page { offset, limit } => invocation.arg("page").arg(offset).arg(limit),
         Window::Around { member, around } => invocation.arg("member").arg(member).arg(around),
     };
+    invocation.arg(fence.map_or(0, |(_, now)| now));
     type Reply = (u64, i64, i64, u64, Vec<(String, f64, u64)>);
     let (total, rank, below, start, entries): Reply = invocation.invoke_async(conn).await?;
     Ok(RawWindow {
@@ -290,13 +292,13 @@ pub struct MemberPlace {
 pub async fn read_members(
     conn: &mut Connection,
     board_key: &str,
-    guard: Option<&str>,
+    fence: Option<(&str, i64)>,
     scale: &Scale,
     members: &[&str],
 ) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
     let mut invocation = READ_MEMBERS.key(board_key);
-    invocation.key(guard);
-    invocation.arg(scale.span);
+    invocation.key(fence.map(|(guard, _)| guard));
+    invocation.arg(scale.span).arg(fence.map_or(0, |(_, now)| now));
     for member in members {
         invocation.arg(*member);
     }
@@ -318,14 +320,14 @@ pub async fn read_members(
 pub async fn read_distribution(
     conn: &mut Connection,
     board_key: &str,
-    guard: Option<&str>,
+    fence: Option<(&str, i64)>,
     scale: &Scale,
     buckets: u64,
     shares: &[u32],
 ) -> Result<Histogram, StoreError> {
     let mut invocation = READ_DISTRIBUTION.key(board_key);
-    invocation.key(guard);
-    invocation.arg(scale.span).arg(buckets);
+    invocation.key(fence.map(|(guard, _)| guard));
+    invocation.arg(scale.span).arg(fence.map_or(0, |(_, now)| now)).arg(buckets);
     for share in shares {
         invocation.arg(*share);
     }

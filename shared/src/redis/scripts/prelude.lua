@@ -110,15 +110,54 @@ local function refuse_ended(ended)
   end
 end
 
+-- Losses that leave the guard (docs/journal.md#losses): a journaled write that creates a
+-- period's sorted set records it in the guard (GUARD_KEPT .. '<kind>:<id>', its absolute
+-- expiry in ms on the functions' clock, -1: none), and one that empties it removes the record. A set the guard
+-- records that is missing before its expiry was lost (a bad DEL, an eviction): the write or
+-- read that finds it refuses, and a write fences the board at once, so nothing is decided
+-- against missing history. The state of `key`, whose member was not found, given its record
+-- `expiry` (false: none) at `now_ms`: 'lost', 'new' (a write that creates it records it),
+-- or nil (exists, or the board is not journaled).
+local function period_state(key, expiry, now_ms)
+  if not effects then return nil end
+  if not expiry then return 'new' end
+  if raw_redis.call('EXISTS', key) == 1 then return nil end
+  expiry = tonumber(expiry)
+  return (expiry < 0 or now_ms < expiry) and 'lost' or 'new'
+end
+
+-- Fences the board whose data a write found lost, and refuses the write: the fence is the
+-- only thing written (Redis keeps a script's writes before its error); a restore lifts it.
+local function fence_lost(guard_key)
+  raw_redis.call('HSET', guard_key, GUARD_FENCE, 1, GUARD_LOST, 1)
+  error({err = 'BOARD_RESTORING the board lost data its history says it holds: it is restored from its journal'})
+end
+
 -- A read of a journaled board passes its guard as `guard_key` (nil: no journal) and is refused
--- like a write while the board is restored or lost: a part-way board is not an answer.
-local function read_fence(guard_key)
+-- like a write while the board is restored or lost, or when the period set it reads, `key`,
+-- was lost (`period_state`, on the function's clock `now_ms`): a part-way board is not an
+-- answer. Reads write nothing: the next write fences the board.
+local function read_fence(guard_key, key, now_ms)
   if guard_key then
-    local fields = redis.call('HMGET', guard_key, GUARD_BORN, GUARD_FENCE)
+    local kind_id = string.match(key, ':z:(.+)$')
+    local fields = redis.call('HMGET', guard_key, GUARD_BORN, GUARD_FENCE, GUARD_KEPT .. (kind_id or ''))
     if fields[2] or not fields[1] then
       error({err = 'BOARD_RESTORING the board is being restored from its journal'})
     end
+    if kind_id and fields[3] and redis.call('EXISTS', key) == 0 then
+      local expiry = tonumber(fields[3])
+      if expiry < 0 or tonumber(now_ms) < expiry then
+        error({err = 'BOARD_RESTORING the board lost data its history says it holds: it is restored from its journal'})
+      end
+    end
   end
+end
+
+-- Records in the guard that the period set `kind`:`id` exists until `ttl` seconds ('0':
+-- none) after `now_ms`, on the function's clock, as its TTL was set (`period_state`).
+local function period_kept(guard_key, kind, id, ttl, now_ms)
+  local expiry = ttl == '0' and '-1' or string.format('%.0f', now_ms + tonumber(ttl) * 1000)
+  redis.call('HSET', guard_key, GUARD_KEPT .. kind .. ':' .. id, expiry)
 end
 
 local function fence_check(guard_key)
@@ -159,6 +198,19 @@ local function writable(key, kind)
   end
 end
 
+-- `HINCRBY` fails on a field that holds no integer, after whatever the script wrote before it.
+-- A write script calls this before its first write with every hash field it will count: a
+-- field holding something else (a programming error, or a hand edit; answered 500) then fails
+-- the call with nothing written.
+local function countable(key, ...)
+  local held = redis.call('HMGET', key, ...)
+  for i = 1, select('#', ...) do
+    if held[i] and not string.find(held[i], '^%-?%d+$') then
+      error({err = 'WRONGTYPE ' .. key .. ' field ' .. select(i, ...) .. ' holds no integer where one is counted'})
+    end
+  end
+end
+
 -- TTLs are set once, on a key that exists without one, and never refreshed ('0': none). They
 -- come as seconds from the caller's clock (period.rs `ttl_secs`), not as absolute times.
 local function expire_once(key, ttl)
@@ -179,9 +231,13 @@ end
 -- archives the season as empty instead of refusing it as lost.
 local function remove_member(key, guard_key, kind, id, member)
   local removed = redis.call('ZREM', key, member)
-  if removed == 1 and kind == 'season' and redis.call('EXISTS', key) == 0 then
-    redis.call('HDEL', guard_key, GUARD_LIVE .. kind .. ':' .. id)
-    redis.call('HSET', guard_key, GUARD_EMPTIED .. kind .. ':' .. id, 1)
+  if removed == 1 and redis.call('EXISTS', key) == 0 then
+    -- Emptied, not lost (`period_state`).
+    if effects then redis.call('HDEL', guard_key, GUARD_KEPT .. kind .. ':' .. id) end
+    if kind == 'season' then
+      redis.call('HDEL', guard_key, GUARD_LIVE .. kind .. ':' .. id)
+      redis.call('HSET', guard_key, GUARD_EMPTIED .. kind .. ':' .. id, 1)
+    end
   end
   return removed
 end

@@ -13,6 +13,8 @@ ARGV[1]  time parts per point: the board's composite span (SPAN, or SCORE_SPAN o
 ARGV[2]  "page" or "member"
 ARGV[3]  page: 0-based offset          member: the member id
 ARGV[4]  page: limit                   member: entries on each side ("around")
+ARGV[5]  now (ms, the function's clock): a period set the guard records as live then and
+         missing was lost (prelude.lua `read_fence`)
 
 Reply: {total, rank, below, start, entries}
   total    ZCARD
@@ -26,7 +28,7 @@ Reply: {total, rank, below, start, entries}
            either end.
 ]]
 
-read_fence(KEYS[2])
+read_fence(KEYS[2], KEYS[1], ARGV[5])
 local key = KEYS[1]
 span = tonumber(ARGV[1])
 local total = redis.call('ZCARD', key)

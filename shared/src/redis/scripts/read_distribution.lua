@@ -12,8 +12,9 @@ KEYS[2]   the board's guard on a journaled deployment (absent: no journal): a bo
 
 ARGV[1]   the board's composite span (see read_board.lua): on a score board "points" are
           values, higher is better, and the caller turns them back into scores
-ARGV[2]   the most buckets wanted (fewer when the board spans fewer distinct points)
-ARGV[3..] the top shares to cut at, in percent (1..=100)
+ARGV[2]   now (ms, the function's clock; see read_board.lua)
+ARGV[3]   the most buckets wanted (fewer when the board spans fewer distinct points)
+ARGV[4..] the top shares to cut at, in percent (1..=100)
 
 Reply: {total, lowest, highest, width, counts, cutoffs}; all zeros and two empty arrays for
 an empty board
@@ -27,7 +28,7 @@ an empty board
             (1-based, highest first), the lowest points still inside the top p %
 ]]
 
-read_fence(KEYS[2])
+read_fence(KEYS[2], KEYS[1], ARGV[2])
 local key = KEYS[1]
 span = tonumber(ARGV[1])
 local total = redis.call('ZCARD', key)
@@ -36,7 +37,7 @@ if total == 0 then return {0, 0, 0, 0, {}, {}} end
 local lowest = points_of(redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')[2])
 local highest = points_of(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2])
 local range = highest - lowest + 1
-local width = math.floor((range + tonumber(ARGV[2]) - 1) / tonumber(ARGV[2]))
+local width = math.floor((range + tonumber(ARGV[3]) - 1) / tonumber(ARGV[3]))
 
 local counts = {}
 for from = lowest, highest, width do
@@ -46,7 +47,7 @@ for from = lowest, highest, width do
 end
 
 local cutoffs = {}
-for i = 3, #ARGV do
+for i = 4, #ARGV do
   local rank = math.max(math.floor((total * tonumber(ARGV[i]) + 99) / 100), 1)
   cutoffs[#cutoffs + 1] = points_of(redis.call('ZREVRANGE', key, rank - 1, rank - 1, 'WITHSCORES')[2])
 end

@@ -8,7 +8,8 @@ KEYS[2]  the board's guard on a journaled deployment (absent: no journal): a boa
          restored, or lost, answers BOARD_RESTORING (docs/journal.md#fence)
 
 ARGV[1]   the board's composite span (see read_board.lua)
-ARGV[2..] member ids (distinct)
+ARGV[2]   now (ms, the function's clock; see read_board.lua)
+ARGV[3..] member ids (distinct)
 
 Reply: {total, standings}
   total      ZCARD
@@ -17,21 +18,21 @@ Reply: {total, standings}
              above counts members with strictly more points (competition rank).
 ]]
 
-read_fence(KEYS[2])
+read_fence(KEYS[2], KEYS[1], ARGV[2])
 local key = KEYS[1]
 span = tonumber(ARGV[1])
 local above_points = {}
 local standings = {}
-for i = 2, #ARGV do
+for i = 3, #ARGV do
   local composite = redis.call('ZSCORE', key, ARGV[i])
   if composite then
     local points = points_of(composite)
     if not above_points[points] then
       above_points[points] = redis.call('ZCOUNT', key, composite_of(points + 1, 0), '+inf')
     end
-    standings[i - 1] = {redis.call('ZREVRANK', key, ARGV[i]), composite, above_points[points]}
+    standings[i - 2] = {redis.call('ZREVRANK', key, ARGV[i]), composite, above_points[points]}
   else
-    standings[i - 1] = {-1, '', -1}
+    standings[i - 2] = {-1, '', -1}
   end
 end
 return {redis.call('ZCARD', key), standings}

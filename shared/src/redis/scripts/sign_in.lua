@@ -155,7 +155,11 @@ local function sign_in(k, a, kc)
   -- Every key written below that no check above has read (prelude.lua `writable`).
   if statements then
     for _, key in ipairs(order) do
-      if add[key].points > 0 then writable(KEYS[k + FIRST_BOARD - 1 + period_keys + add[key].period], 'hash') end
+      if add[key].points > 0 then
+        local statement = KEYS[k + FIRST_BOARD - 1 + period_keys + add[key].period]
+        writable(statement, 'hash')
+        countable(statement, 's:n', 's:p', 's:b')
+      end
     end
   end
   if ARGV[a + 14] ~= '' then writable(KEYS[k + 6], 'stream') end

@@ -172,7 +172,10 @@ local function submit(b)
   -- Every key written below that no check above has read (prelude.lua `writable`).
   local league, at = tonumber(ARGV[b + 12]), b + 14 + 7 * n
   for i = 1, n do
-    if statements and string.sub(flags, i, i) ~= 'o' then writable(KEYS[index(i, 1)], 'hash') end
+    if statements and string.sub(flags, i, i) ~= 'o' then
+      writable(KEYS[index(i, 1)], 'hash')
+      countable(KEYS[index(i, 1)], 'n:score', 'p:score')
+    end
   end
   -- A placed member's write touches no league key but their cohort's order, whose mark is read
   -- here (a key of another type fails the call unwritten); a first write may place them.
@@ -198,7 +201,11 @@ local function submit(b)
 
   for i = 1, n do
     if kept[i] then
-      redis.call('ZADD', KEYS[index(i, 0)], string.format('%.0f', kept[i] * board_span + tonumber(period(i, 5))), member)
+      -- A sum is reached when its last submission happened, never before the total it adds to
+      -- was (an older queue message applied after a newer one): later is the smaller part.
+      local part = tonumber(period(i, 5))
+      if keep == 'sum' and olds[i] > 0 then part = math.min(part, olds[i] % board_span) end
+      redis.call('ZADD', KEYS[index(i, 0)], string.format('%.0f', kept[i] * board_span + part), member)
       expire_period_once(KEYS[index(i, 0)], GUARD, period(i, 2), period(i, 3), period(i, 4))
     end
     if statements and string.sub(flags, i, i) ~= 'o' then

@@ -248,14 +248,23 @@ impl<O: Objects> Drainer<O> {
         let mut conn = self.store.write_connection().await?;
         if !is_profile_journal(board) && !restore::born(&mut conn, &keys).await? {
             // Journaled writes wait for this (docs/journal.md#fence): a board whose journal holds
-            // nothing yet is new; one whose journal holds objects lost its history in Redis,
+            // nothing yet (no object, no entry) is new; one whose journal holds objects lost its history in Redis,
             // and stays refused until a restore completes.
-            if journal_objects(&self.objects, self.keys.prefix(), board).await?.is_empty() {
+            // Entries in its stream are history too: a guard lost before its first drain.
+            let history = journal::len(&mut conn, &keys).await? > 0;
+            if !history && journal_objects(&self.objects, self.keys.prefix(), board).await?.is_empty() {
                 restore::mark_born(&mut conn, &keys).await?;
             } else {
                 tracing::error!(board, "the board's data was lost: its writes are refused until it is restored from the journal");
                 drained.lost = true;
             }
+        }
+        if !is_profile_journal(board) && restore::found_lost(&mut conn, &keys).await? {
+            tracing::error!(
+                board,
+                "a write found the board's data partly lost: its writes are refused until it is restored from the journal"
+            );
+            drained.lost = true;
         }
         while Utc::now() < deadline {
             let lines = journal::oldest(&mut conn, &keys, board, self.chunk).await?;

@@ -204,11 +204,20 @@ pub struct Reader {
     /// Pages and neighbours come from a period's frozen board (a tournament's instance whose
     /// results are being archived), not its live one.
     frozen: bool,
+    /// The function's clock: a period set the guard records as live now was lost if missing
+    /// (docs/journal.md#losses).
+    clock: crate::Clock,
 }
 
 impl Reader {
     pub fn new(keys: Keys, store: Store) -> Self {
-        Self { keys, store, frozen: false }
+        Self { keys, store, frozen: false, clock: crate::system_clock() }
+    }
+
+    /// Reads on `clock` (the function's, injected in tests).
+    pub fn with_clock(mut self, clock: crate::Clock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// This reader, on frozen boards (`BoardKeys::frozen`).
@@ -262,7 +271,7 @@ impl Reader {
         } else {
             let keys = self.keys.board(&board.name);
             let fence = self.fence(&keys);
-            scripts::read_members(&mut conn, &keys.period(period), fence.as_deref(), &scale, &distinct).await?
+            scripts::read_members(&mut conn, &keys.period(period), fenced(&fence), &scale, &distinct).await?
         };
         let ordered: Vec<_> =
             order_listing(&distinct, places, &scale, mode).into_iter().filter(|(_, place, _)| include_missing || place.is_some()).collect();
@@ -298,7 +307,7 @@ impl Reader {
         }
         let keys = self.keys.board(&board.name);
         let (key, fence) = (keys.period(period), self.fence(&keys));
-        let histogram = scripts::read_distribution(&mut conn, &key, fence.as_deref(), &scale, buckets, &CUTOFF_SHARES).await?;
+        let histogram = scripts::read_distribution(&mut conn, &key, fenced(&fence), &scale, buckets, &CUTOFF_SHARES).await?;
         Ok(Distribution::of(histogram, &scale))
     }
 
@@ -349,13 +358,14 @@ impl Reader {
         let keys = self.keys.board(&board.name);
         let fence = self.fence(&keys);
         let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
-        scripts::read_board(&mut conn, &set, fence.as_deref(), &scale, window).await
+        scripts::read_board(&mut conn, &set, fenced(&fence), &scale, window).await
     }
 
     /// The guard whose fence a read honours: on a journaled deployment, a board being restored
     /// or lost answers `board_restoring` rather than a part of itself (docs/journal.md#fence).
-    fn fence(&self, keys: &BoardKeys) -> Option<String> {
-        self.keys.journal_on().then(|| keys.guard())
+    /// The guard and the clock's now in ms, as the read scripts take them.
+    fn fence(&self, keys: &BoardKeys) -> Option<(String, i64)> {
+        self.keys.journal_on().then(|| (keys.guard(), (self.clock)().timestamp_millis()))
     }
 
     async fn standings(&self, board: &Board, period: &Period, raw: RawWindow, mode: RankMode) -> Result<Vec<Standing>, StoreError> {
@@ -378,6 +388,11 @@ impl Reader {
             })
             .collect())
     }
+}
+
+/// `Reader::fence` as the scripts' wrappers take it.
+fn fenced(fence: &Option<(String, i64)>) -> Option<(&str, i64)> {
+    fence.as_ref().map(|(guard, now)| (guard.as_str(), *now))
 }
 
 #[cfg(test)]

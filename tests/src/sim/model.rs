@@ -1,0 +1,262 @@
+//! The simulation's model: what Standings must hold and answer, as plain Rust data written from
+//! the docs (docs/api.md, docs/boards.md, docs/concepts.md, docs/queue.md), sharing no code with
+//! `shared/` — no rule, tie-break, period or key of the implementation is called here. Times are
+//! whole Unix seconds; days are UTC dates (both simulated boards are in UTC).
+//!
+//! `forum` (a rule board, day and all-time periods): `comment` gives 3 points, every time;
+//! `like` gives 2 once per user, target and day, can be taken back, at most 6 points a day.
+//! `arcade` (a score board, day period): keeps each player's best score, highest first.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use chrono::DateTime;
+
+/// How long after a first delivery's day a retry is still recognised: that day and the next.
+const MARKER_DAYS: i64 = 1;
+/// A queue message that names no time counts when SQS took it, within this grace.
+pub const GRACE_SECS: i64 = 15 * 60;
+const COMMENT: i64 = 3;
+const LIKE: i64 = 2;
+const LIKE_CAP: i64 = 6;
+
+/// "2026-11-22": the UTC date of `t`.
+pub fn day_of(t: i64) -> String {
+    DateTime::from_timestamp(t, 0).expect("a time in range").format("%Y-%m-%d").to_string()
+}
+
+fn day_number(t: i64) -> i64 {
+    t.div_euclid(86_400)
+}
+
+/// What a write should answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// 200, first delivery: the change it made (largest of any period), its reason when it
+    /// changed nothing.
+    Took {
+        delta: i64,
+        reason: Option<String>,
+    },
+    /// 200, a retry: the first delivery's answer.
+    Duplicate {
+        delta: i64,
+        reason: Option<String>,
+    },
+    Refused {
+        status: u16,
+        code: String,
+    },
+}
+
+/// A member's standing in one period: points and when they were reached.
+type Members = HashMap<String, (i64, i64)>;
+
+#[derive(Default, Clone)]
+pub struct Model {
+    /// "day:2026-11-22" / "all" -> members.
+    forum: BTreeMap<String, Members>,
+    /// "day:2026-11-22" -> members (kept score, when it was kept).
+    arcade: BTreeMap<String, Members>,
+    /// (user, day) -> target -> points a like gave.
+    likes: HashMap<(String, String), HashMap<String, i64>>,
+    /// (user, day) -> like points given that day (the cap's counter).
+    cap_used: HashMap<(String, String), i64>,
+    banned: HashSet<String>,
+    /// event id -> (payload, day number of the first delivery, first answer).
+    markers: HashMap<String, (String, i64, Expect)>,
+    corrections: HashMap<String, (String, i64)>,
+}
+
+fn refused(status: u16, code: &str) -> Expect {
+    Expect::Refused { status, code: code.to_owned() }
+}
+
+impl Model {
+    /// The marker of `id` seen at `now`: the first answer as a duplicate, a conflict, or
+    /// nothing (never seen, or seen too long ago to be remembered).
+    fn seen(&self, id: &str, payload: &str, now: i64) -> Option<Expect> {
+        let (first, day, answer) = self.markers.get(id)?;
+        if day_number(now) - day > MARKER_DAYS {
+            return None;
+        }
+        if first != payload {
+            return Some(refused(409, "idempotency_conflict"));
+        }
+        Some(match answer.clone() {
+            Expect::Took { delta, reason } => Expect::Duplicate { delta, reason },
+            other => other,
+        })
+    }
+
+    /// A forum event (`comment`, or `like` given or taken back), delivered at `now`, happening
+    /// at `at` (`now` over HTTP; when SQS took it, for an untimed queue message).
+    #[allow(clippy::too_many_arguments)]
+    pub fn event(&mut self, id: &str, payload: &str, user: &str, action: &str, target: &str, give: bool, now: i64, at: i64) -> Expect {
+        if let Some(seen) = self.seen(id, payload, now) {
+            return seen;
+        }
+        if self.banned.contains(user) {
+            return refused(422, "user_banned");
+        }
+        let day = day_of(at);
+        let ledger_key = (user.to_owned(), day.clone());
+        let (mut delta, mut reason) = (0, None);
+        match (action, give) {
+            ("comment", _) => delta = COMMENT,
+            (_, true) => {
+                if self.likes.get(&ledger_key).is_some_and(|l| l.contains_key(target)) {
+                    reason = Some("already_counted".to_owned());
+                } else {
+                    let used = self.cap_used.get(&ledger_key).copied().unwrap_or(0);
+                    delta = LIKE.min((LIKE_CAP - used).max(0));
+                    if delta == 0 {
+                        reason = Some("daily_cap".to_owned());
+                    }
+                }
+            }
+            (_, false) => match self.likes.get(&ledger_key).and_then(|l| l.get(target)) {
+                Some(&given) => delta = -given,
+                None => reason = Some("nothing_to_take_back".to_owned()),
+            },
+        }
+        let mut largest: i64 = 0;
+        if delta != 0 {
+            if action == "like" {
+                let ledger = self.likes.entry(ledger_key.clone()).or_default();
+                if give {
+                    ledger.insert(target.to_owned(), delta);
+                } else {
+                    ledger.remove(target);
+                }
+                *self.cap_used.entry(ledger_key).or_default() += delta;
+            }
+            for period in [format!("day:{day}"), "all".to_owned()] {
+                let members = self.forum.entry(period).or_default();
+                let (held, reached) = members.get(user).copied().unwrap_or((0, 0));
+                let points = (held + delta).max(0);
+                // A give reached the total when it happened, never earlier than the total it
+                // adds to; a take-back keeps the time (they held at least that much since).
+                let reached = if give { reached.max(at) } else { reached };
+                if (points - held).abs() > largest.abs() {
+                    largest = points - held;
+                }
+                if points > 0 {
+                    members.insert(user.to_owned(), (points, reached));
+                } else {
+                    members.remove(user);
+                }
+            }
+        }
+        let answer = Expect::Took { delta: largest, reason };
+        self.markers.insert(id.to_owned(), (payload.to_owned(), day_number(now), answer.clone()));
+        answer
+    }
+
+    /// A score submitted to `arcade` at `now`.
+    pub fn score(&mut self, id: &str, payload: &str, user: &str, score: i64, now: i64) -> Expect {
+        if let Some(seen) = self.seen(id, payload, now) {
+            return seen;
+        }
+        if self.banned.contains(user) {
+            return refused(422, "user_banned");
+        }
+        let members = self.arcade.entry(format!("day:{}", day_of(now))).or_default();
+        let better = members.get(user).is_none_or(|&(kept, _)| score > kept);
+        if better {
+            members.insert(user.to_owned(), (score, now));
+        }
+        let answer = Expect::Took { delta: i64::from(better), reason: (!better).then(|| "not_better".to_owned()) };
+        self.markers.insert(id.to_owned(), (payload.to_owned(), day_number(now), answer.clone()));
+        answer
+    }
+
+    /// A ban: the user leaves every period a write could still land in, and writes nothing more.
+    pub fn ban(&mut self, user: &str, now: i64) {
+        self.banned.insert(user.to_owned());
+        for at in [now - GRACE_SECS, now, now + 60] {
+            let period = format!("day:{}", day_of(at));
+            for board in [&mut self.forum, &mut self.arcade] {
+                if let Some(members) = board.get_mut(&period) {
+                    members.remove(user);
+                }
+            }
+        }
+        if let Some(members) = self.forum.get_mut("all") {
+            members.remove(user);
+        }
+    }
+
+    pub fn unban(&mut self, user: &str) {
+        self.banned.remove(user);
+    }
+
+    /// An admin correction of `delta` points to the forum's current periods.
+    pub fn correct(&mut self, id: &str, user: &str, delta: i64, now: i64) -> Expect {
+        if let Some(first) = self.corrections.get(id) {
+            let same = *first == (user.to_owned(), delta);
+            return if same { Expect::Duplicate { delta, reason: None } } else { refused(409, "idempotency_conflict") };
+        }
+        if self.banned.contains(user) {
+            return refused(422, "user_banned");
+        }
+        let periods = [format!("day:{}", day_of(now)), "all".to_owned()];
+        let held: Vec<(i64, i64)> =
+            periods.iter().map(|p| self.forum.get(p).and_then(|m| m.get(user)).copied().unwrap_or((0, 0))).collect();
+        if held.iter().any(|(points, _)| points + delta < 0) {
+            return refused(422, "out_of_range");
+        }
+        for (period, (points, reached)) in periods.into_iter().zip(held) {
+            let members = self.forum.entry(period).or_default();
+            let reached = if delta > 0 { now } else { reached };
+            if points + delta > 0 {
+                members.insert(user.to_owned(), (points + delta, reached));
+            } else {
+                members.remove(user);
+            }
+        }
+        self.corrections.insert(id.to_owned(), (user.to_owned(), delta));
+        Expect::Took { delta, reason: None }
+    }
+
+    /// A forum period best first: (user, points). Equal points rank by who reached them first,
+    /// then (the same second) by user id, highest first (Redis's order of equal scores).
+    pub fn forum_top(&self, period: &str) -> Vec<(String, i64)> {
+        ranked(self.forum.get(period))
+    }
+
+    /// An arcade day best first: (user, kept score).
+    pub fn arcade_top(&self, period: &str) -> Vec<(String, i64)> {
+        ranked(self.arcade.get(period))
+    }
+}
+
+fn ranked(members: Option<&Members>) -> Vec<(String, i64)> {
+    let mut list: Vec<(String, i64, i64)> = members.into_iter().flatten().map(|(u, &(p, t))| (u.clone(), p, t)).collect();
+    list.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then(b.0.cmp(&a.0)));
+    list.into_iter().map(|(u, p, _)| (u, p)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_like_is_capped_taken_back_once_and_an_older_message_never_redates_a_total() {
+        let mut m = Model::default();
+        let t = 1_795_312_800;
+        for (i, target) in ["a", "b", "c", "d"].iter().enumerate() {
+            m.event(&format!("l{i}"), target, "ann", "like", target, true, t, t);
+        }
+        assert_eq!(m.forum_top("all"), [("ann".to_owned(), 6)]);
+        assert_eq!(
+            m.event("t1", "x", "ann", "like", "d", false, t, t),
+            Expect::Took { delta: 0, reason: Some("nothing_to_take_back".into()) }
+        );
+        assert_eq!(m.event("t2", "y", "ann", "like", "a", false, t, t), Expect::Took { delta: -2, reason: None });
+        m.event("c1", "c1", "bob", "comment", "", true, t + 30, t + 30);
+        m.event("c2", "c2", "bob", "comment", "", true, t + 31, t + 10);
+        m.event("c3", "c3", "cid", "comment", "", true, t + 31, t + 20);
+        m.event("c4", "c4", "cid", "comment", "", true, t + 31, t + 20);
+        assert_eq!(m.forum_top("all")[..2], [("cid".to_owned(), 6), ("bob".to_owned(), 6)]);
+    }
+}

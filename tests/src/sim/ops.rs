@@ -1,0 +1,137 @@
+//! The simulation's operations and faults, and a history of them generated from a seed. A
+//! history is plain data (serialised into tests/sim/regressions.txt), so a regression replays
+//! the same steps whatever later changes make the generator produce.
+
+use serde::{Deserialize, Serialize};
+
+/// Users are `u0`..`u5`: few enough that writes meet on the same members.
+pub const USERS: u8 = 6;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "snake_case")]
+pub enum Op {
+    /// `POST /v1/events`: a comment, or a like given or taken back.
+    Event {
+        id: u32,
+        user: u8,
+        like: bool,
+        target: u8,
+        give: bool,
+    },
+    /// The `back`-th most recent event sent over HTTP, sent again byte for byte.
+    Retry {
+        back: u8,
+    },
+    /// The `back`-th most recent event's id with another payload.
+    Conflict {
+        back: u8,
+    },
+    /// Comments of `users` sent at the same instant by as many clients.
+    Burst {
+        first_id: u32,
+        users: Vec<u8>,
+    },
+    /// One SQS batch to the `queue` function, in this order: each message a comment or a like
+    /// given, untimed, taken by SQS `ago` seconds before the batch runs; `again`: the same
+    /// batch delivered a second time.
+    Queue {
+        first_id: u32,
+        messages: Vec<QueueMessage>,
+        again: bool,
+    },
+    /// `POST /v1/boards/arcade/scores`.
+    Score {
+        id: u32,
+        user: u8,
+        score: u32,
+    },
+    Ban {
+        user: u8,
+    },
+    Unban {
+        user: u8,
+    },
+    /// An admin correction of the forum's current periods.
+    Correct {
+        id: u32,
+        user: u8,
+        delta: i8,
+    },
+    /// The clock moves on.
+    Advance {
+        secs: u32,
+    },
+    /// The journal's drain.
+    Drain,
+    /// A restore of every board, to completion.
+    Restore,
+    /// A restore killed after `yields` of the runtime's turns, before it completed.
+    KilledRestore {
+        yields: u8,
+    },
+    /// Fault: a subset of the forum's keys deleted (`pick` seeds which) with its guard when
+    /// `guard`; without it, a subset of its period sets (the losses found while the guard
+    /// survives, docs/journal.md#losses). The journal's stream stays (its loss is `LoseAll`,
+    /// after a drain: the tail is the recovery point).
+    Lose {
+        pick: u64,
+        guard: bool,
+    },
+    /// Fault: every key of the deployment deleted (a FLUSHALL of its prefix), right after a drain.
+    LoseAll,
+    /// Fault: a statement field under `user`'s next comment holds no number, so the write fails
+    /// part-way; then the field is repaired and the comment retried.
+    Corrupt {
+        id: u32,
+        user: u8,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueMessage {
+    pub user: u8,
+    pub like: Option<u8>,
+    pub ago: u16,
+}
+
+/// A history of `len` operations from `seed`.
+pub fn generate(seed: u64, len: usize) -> Vec<Op> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut next_id = 0u32;
+    let mut id = |n: u32| {
+        next_id += n;
+        next_id - n
+    };
+    let mut ops = Vec::with_capacity(len);
+    while ops.len() < len {
+        let user = rng.u8(..USERS);
+        let op = match rng.u32(..100) {
+            0..=29 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
+            30..=35 => Op::Retry { back: rng.u8(..8) },
+            36..=37 => Op::Conflict { back: rng.u8(..8) },
+            38..=42 => {
+                let users: Vec<u8> = (0..rng.u8(2..6)).map(|_| rng.u8(..USERS)).collect();
+                Op::Burst { first_id: id(users.len() as u32), users }
+            }
+            43..=50 => {
+                let messages: Vec<QueueMessage> = (0..rng.u8(1..6))
+                    .map(|_| QueueMessage { user: rng.u8(..USERS), like: rng.bool().then(|| rng.u8(..5)), ago: rng.u16(..600) })
+                    .collect();
+                Op::Queue { first_id: id(messages.len() as u32), messages, again: rng.u8(..4) == 0 }
+            }
+            51..=59 => Op::Score { id: id(1), user, score: rng.u32(..50) },
+            60..=61 => Op::Ban { user },
+            62..=65 => Op::Unban { user },
+            66..=68 => Op::Correct { id: id(1), user, delta: rng.i8(-4..6) },
+            69..=80 => Op::Advance { secs: [1, 1, 7, 60, 900, 3_600, 6 * 3_600][rng.usize(..7)] },
+            81..=85 => Op::Drain,
+            86..=88 => Op::Restore,
+            89 => Op::KilledRestore { yields: rng.u8(..8) },
+            90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0 },
+            95 => Op::LoseAll,
+            _ => Op::Corrupt { id: id(1), user },
+        };
+        ops.push(op);
+    }
+    ops
+}

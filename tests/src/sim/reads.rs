@@ -1,0 +1,51 @@
+//! The reads checked after every step of the simulation, each against the model.
+
+use axum::http::StatusCode;
+
+use super::model::day_of;
+use super::world::{World, restoring};
+
+impl World {
+    /// Every read the model can state: the forum's day and all-time tops, the arcade's day, and
+    /// each user's rank on the forum's all-time board.
+    pub async fn check_reads(&mut self) -> Result<(), String> {
+        let today = format!("day:{}", day_of(self.app.now().timestamp()));
+        let date = day_of(self.app.now().timestamp());
+        let checks = [
+            ("forum", format!("period=day&at={date}"), self.model.forum_top(&today), self.forum_lost),
+            ("forum", "period=all".to_owned(), self.model.forum_top("all"), self.forum_lost),
+            ("arcade", format!("period=day&at={date}"), self.model.arcade_top(&today), self.arcade_lost),
+        ];
+        for (board, query, expected, lost) in checks {
+            self.stats.reads += 1;
+            let (status, top) = self.app.get(&format!("/v1/boards/{board}/top?{query}&limit=100")).await;
+            if lost && restoring(status, &top) {
+                continue;
+            }
+            let entries = top["entries"].as_array().cloned().unwrap_or_default();
+            let got: Vec<(String, i64)> =
+                entries.iter().map(|e| (e["user_id"].as_str().unwrap_or("?").to_owned(), e["score"].as_i64().unwrap_or(-1))).collect();
+            if status != StatusCode::OK || got != expected {
+                return Err(format!(
+                    "{board} top {query}: expected {expected:?}, got {status} {got:?} {}",
+                    if status == StatusCode::OK { String::new() } else { top.to_string() }
+                ));
+            }
+        }
+        let all = self.model.forum_top("all");
+        for user in 0..super::ops::USERS {
+            self.stats.reads += 1;
+            let user = format!("u{user}");
+            let (status, read) = self.app.get(&format!("/v1/boards/forum/users/{user}?period=all&around=0")).await;
+            if self.forum_lost && restoring(status, &read) {
+                continue;
+            }
+            let expected = all.iter().position(|(u, _)| *u == user).map(|i| (i as u64 + 1, all[i].1));
+            let got = read["rank"].as_u64().map(|rank| (rank, read["score"].as_i64().unwrap_or(-1)));
+            if status != StatusCode::OK || got != expected {
+                return Err(format!("forum rank of {user}: expected {expected:?}, got {status} {read}"));
+            }
+        }
+        Ok(())
+    }
+}

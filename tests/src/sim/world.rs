@@ -1,0 +1,421 @@
+//! The system under simulation: the real `ingest`, `query`, `queue` and `journal` code over the
+//! suite's Redis (standalone or cluster), a journal bucket on moto_server's S3 and a dead-letter
+//! queue on its SQS, on an injected clock. Each operation runs here, its answers are compared
+//! with the model's, and every read is checked after every step.
+
+use std::sync::Arc;
+
+use axum::http::{Method, StatusCode};
+use chrono::{DateTime, Duration, Utc};
+use journal::{Restorer, S3Objects, Status};
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+
+use super::model::{Expect, GRACE_SECS, Model};
+use super::ops::{Op, QueueMessage};
+use crate::journal::{new_bucket, s3, spawn_journaled};
+use crate::queue::{new_queue, record, sqs, sqs_event};
+use crate::{ADMIN, TestApp, at};
+
+/// Where every history starts: 30 minutes before a UTC midnight, a fixed instant (no test
+/// depends on today's date).
+pub const START: &str = "2026-11-22T23:30:00Z";
+
+fn config() -> Config {
+    Config::parse(
+        r#"
+        [[boards]]
+        name = "forum"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["day", "all"]
+        top = 10
+        statements = true
+        rules = [
+          { action = "comment", points = 3, scope = "none" },
+          { action = "like", points = 2, scope = "user_target_day", reversible = true, daily_cap = 6 },
+        ]
+
+        [[boards]]
+        name = "arcade"
+        kind = "scores"
+        keep = "best"
+        order = "desc"
+        timezone = "UTC"
+        periods = ["day"]
+        top = 10
+        "#,
+    )
+    .expect("the simulation's configuration is valid")
+}
+
+/// What a run did: the numbers docs/testing.md reports.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Stats {
+    pub steps: u64,
+    pub faults: u64,
+    pub reads: u64,
+}
+
+pub(super) struct Sent {
+    pub(super) id: String,
+    pub(super) body: Value,
+    pub(super) user: String,
+    pub(super) like: bool,
+    pub(super) target: String,
+    pub(super) give: bool,
+}
+
+pub struct World {
+    pub(super) app: TestApp,
+    s3: aws_sdk_s3::Client,
+    bucket: String,
+    queue: queue::App,
+    pub(super) model: Model,
+    pub(super) sent: Vec<Sent>,
+    /// A fault took some of the forum's keys (or a restore was stopped part-way) and no restore
+    /// has completed since: the board may refuse with 503 `board_restoring`.
+    pub(super) forum_lost: bool,
+    pub(super) arcade_lost: bool,
+    pub stats: Stats,
+}
+
+fn far() -> DateTime<Utc> {
+    Utc::now() + Duration::minutes(5)
+}
+
+/// A 200's per-board answer as the model states it, or a refusal's status and code.
+fn event_answer(status: StatusCode, body: &Value) -> (bool, Expect) {
+    if status != StatusCode::OK {
+        let code = body["error"]["code"].as_str().unwrap_or_default().to_owned();
+        return (false, Expect::Refused { status: status.as_u16(), code });
+    }
+    let result = &body["results"][0];
+    let (delta, reason) = (result["delta"].as_i64().unwrap_or(i64::MIN), result["reason"].as_str().map(str::to_owned));
+    let duplicate = body["duplicate"].as_bool() == Some(true);
+    (duplicate, if duplicate { Expect::Duplicate { delta, reason } } else { Expect::Took { delta, reason } })
+}
+
+pub(super) fn restoring(status: StatusCode, body: &Value) -> bool {
+    status == StatusCode::SERVICE_UNAVAILABLE && body["error"]["code"] == "board_restoring"
+}
+
+impl World {
+    pub async fn new() -> Self {
+        let app = spawn_journaled(config()).await;
+        app.set_now(at(START));
+        let s3 = s3().await;
+        let bucket = new_bucket(&s3).await;
+        let sqs = sqs().await;
+        let dlq = new_queue(&sqs, "sim-dlq").await;
+        let queue = app.queue(queue::DeadLetters::new(sqs, dlq));
+        Self {
+            app,
+            s3,
+            bucket,
+            queue,
+            model: Model::default(),
+            sent: Vec::new(),
+            forum_lost: false,
+            arcade_lost: false,
+            stats: Stats::default(),
+        }
+    }
+
+    pub(super) fn now(&self) -> i64 {
+        self.app.now().timestamp()
+    }
+
+    /// Runs one operation and checks what it answered; then checks every read.
+    pub async fn step(&mut self, op: &Op) -> Result<(), String> {
+        self.stats.steps += 1;
+        match op {
+            Op::Event { id, user, like, target, give } => {
+                let sent = Sent {
+                    id: format!("e{id}"),
+                    body: Value::Null,
+                    user: format!("u{user}"),
+                    like: *like,
+                    target: format!("t{target}"),
+                    give: *give || !like,
+                };
+                self.send(sent).await?;
+            }
+            Op::Retry { back } => {
+                if let Some(sent) = self.recent(*back) {
+                    self.send(sent).await?;
+                }
+            }
+            Op::Conflict { back } => {
+                if let Some(mut sent) = self.recent(*back) {
+                    sent.target.push('x');
+                    sent.body = Value::Null;
+                    self.send(sent).await?;
+                }
+            }
+            Op::Burst { first_id, users } => self.burst(*first_id, users).await?,
+            Op::Queue { first_id, messages, again } => {
+                self.deliver(*first_id, messages, 1).await?;
+                if *again {
+                    self.deliver(*first_id, messages, 2).await?;
+                }
+            }
+            Op::Score { id, user, score } => self.score(*id, *user, *score).await?,
+            Op::Ban { user } => self.moderate(Method::POST, *user).await?,
+            Op::Unban { user } => self.moderate(Method::DELETE, *user).await?,
+            Op::Correct { id, user, delta } => self.correct(*id, *user, if *delta == 0 { 1 } else { i64::from(*delta) }).await?,
+            Op::Advance { secs } => self.app.set_now(self.app.now() + Duration::seconds(i64::from(*secs))),
+            Op::Drain => self.drain().await?,
+            Op::Restore => self.restore().await?,
+            Op::KilledRestore { yields } => {
+                self.stats.faults += 1;
+                self.killed_restore(*yields).await;
+            }
+            Op::Lose { pick, guard } => {
+                self.stats.faults += 1;
+                self.lose(*pick, *guard).await;
+            }
+            Op::LoseAll => {
+                self.stats.faults += 1;
+                self.drain().await?;
+                let keys = self.app.written_keys().await;
+                super::faults::delete(&self.app, &keys).await;
+                (self.forum_lost, self.arcade_lost) = (true, true);
+            }
+            Op::Corrupt { id, user } => {
+                if !self.forum_lost {
+                    self.stats.faults += 1;
+                    self.corrupt(*id, *user).await?;
+                }
+            }
+        }
+        self.check_reads().await
+    }
+
+    fn recent(&self, back: u8) -> Option<Sent> {
+        let sent = self.sent.iter().rev().nth(usize::from(back))?;
+        Some(Sent { body: sent.body.clone(), id: sent.id.clone(), user: sent.user.clone(), target: sent.target.clone(), ..*sent })
+    }
+
+    pub(super) fn body(sent: &Sent) -> Value {
+        if !sent.body.is_null() {
+            return sent.body.clone();
+        }
+        let action = if sent.like { "like" } else { "comment" };
+        json!({"event_id": sent.id, "user_id": sent.user, "action": action, "target": sent.target, "active": sent.give})
+    }
+
+    /// The model's answer to `sent` now, on a copy of the model (kept only once the system
+    /// agreed it applied).
+    pub(super) fn expect_event(&self, sent: &Sent, payload: &str, at: i64) -> (Model, Expect) {
+        let mut next = self.model.clone();
+        let action = if sent.like { "like" } else { "comment" };
+        let expect = next.event(&sent.id, payload, &sent.user, action, &sent.target, sent.give, self.now(), at);
+        (next, expect)
+    }
+
+    async fn send(&mut self, mut sent: Sent) -> Result<(), String> {
+        sent.body = Self::body(&sent);
+        let payload = sent.body.to_string();
+        let (next, expect) = self.expect_event(&sent, &payload, self.now());
+        let (status, reply) = self.app.event(sent.body.clone()).await;
+        let agreed = self.agree("event", &expect, status, &reply, self.forum_lost)?;
+        if agreed {
+            self.model = next;
+        }
+        self.sent.push(sent);
+        Ok(())
+    }
+
+    /// Whether the system's answer is the model's (true) or a refusal a lost board may give
+    /// instead (false, nothing applied); an error for anything else.
+    pub(super) fn agree(&self, what: &str, expect: &Expect, status: StatusCode, reply: &Value, lost: bool) -> Result<bool, String> {
+        if lost && restoring(status, reply) {
+            return Ok(false);
+        }
+        let (_, got) = event_answer(status, reply);
+        if got != *expect {
+            return Err(format!("{what}: expected {expect:?}, got {status} {reply}"));
+        }
+        Ok(true)
+    }
+
+    async fn burst(&mut self, first_id: u32, users: &[u8]) -> Result<(), String> {
+        let sents: Vec<Sent> = users
+            .iter()
+            .enumerate()
+            .map(|(i, user)| Sent {
+                id: format!("e{}", first_id + i as u32),
+                body: Value::Null,
+                user: format!("u{user}"),
+                like: false,
+                target: "t0".into(),
+                give: true,
+            })
+            .collect();
+        let replies = futures::future::join_all(sents.iter().map(|sent| self.app.event(Self::body(sent)))).await;
+        // Comments commute: every order of them leaves the same boards.
+        for (mut sent, (status, reply)) in sents.into_iter().zip(replies) {
+            sent.body = Self::body(&sent);
+            let (next, expect) = self.expect_event(&sent, &sent.body.to_string(), self.now());
+            if self.agree("burst event", &expect, status, &reply, self.forum_lost)? {
+                self.model = next;
+            }
+            self.sent.push(sent);
+        }
+        Ok(())
+    }
+
+    async fn deliver(&mut self, first_id: u32, messages: &[QueueMessage], receive: u32) -> Result<(), String> {
+        let now = self.now();
+        let mut records = Vec::new();
+        let mut sents = Vec::new();
+        for (i, message) in messages.iter().enumerate() {
+            let id = format!("q{}", first_id + i as u32);
+            let (action, target) = message.like.map_or(("comment", "t0".to_owned()), |t| ("like", format!("t{t}")));
+            let body = json!({"event_id": id, "user_id": format!("u{}", message.user), "action": action, "target": target});
+            let sent_ms = (now - i64::from(message.ago)) * 1000;
+            let mut item = record(&id, &body.to_string(), receive);
+            item["attributes"]["SentTimestamp"] = json!(sent_ms.to_string());
+            records.push(item);
+            let sent = Sent { id, body, user: format!("u{}", message.user), like: message.like.is_some(), target, give: true };
+            sents.push((sent, message.ago));
+        }
+        let response = self.queue.handle(sqs_event(records)).await;
+        let failed: Vec<String> = response.batch_item_failures.iter().map(|f| f.item_identifier.clone()).collect();
+        for (sent, ago) in sents {
+            let at = if i64::from(ago) <= GRACE_SECS { now - i64::from(ago) } else { now };
+            let (next, expect) = self.expect_event(&sent, &sent.body.to_string(), at);
+            if failed.contains(&sent.id) {
+                // Handed back: applied nothing, SQS delivers it again later (only a lost board may).
+                if !self.forum_lost {
+                    return Err(format!("queue: {} handed back ({expect:?} expected)", sent.id));
+                }
+                continue;
+            }
+            if let Expect::Refused { .. } = expect {
+                // Dead-lettered or dropped as the refusal says; the model is unchanged.
+                continue;
+            }
+            self.model = next;
+        }
+        Ok(())
+    }
+
+    async fn score(&mut self, id: u32, user: u8, score: u32) -> Result<(), String> {
+        let body = json!({"event_id": format!("s{id}"), "user_id": format!("u{user}"), "score": score});
+        let mut next = self.model.clone();
+        let expect = next.score(&format!("s{id}"), &body.to_string(), &format!("u{user}"), i64::from(score), self.now());
+        let (status, reply) = self.app.post("/v1/boards/arcade/scores", &body).await;
+        if self.arcade_lost && restoring(status, &reply) {
+            return Ok(());
+        }
+        let got = if status == StatusCode::OK {
+            let applied = i64::from(reply["applied"].as_bool() == Some(true));
+            let reason = reply["reason"].as_str().map(str::to_owned);
+            if reply["duplicate"].as_bool() == Some(true) {
+                Expect::Duplicate { delta: applied, reason }
+            } else {
+                Expect::Took { delta: applied, reason }
+            }
+        } else {
+            event_answer(status, &reply).1
+        };
+        if got != expect {
+            return Err(format!("score: expected {expect:?}, got {status} {reply}"));
+        }
+        self.model = next;
+        Ok(())
+    }
+
+    async fn moderate(&mut self, method: Method, user: u8) -> Result<(), String> {
+        let path = format!("/v1/admin/users/u{user}/ban");
+        let (mut status, mut reply) = self.app.call(method.clone(), &path, "", ADMIN).await;
+        if (self.forum_lost || self.arcade_lost) && restoring(status, &reply) {
+            // Applied board by board, so the boards not lost took it: the operator restores the
+            // others, as the 503 asks, and sends it again.
+            self.restore().await?;
+            (status, reply) = self.app.call(method.clone(), &path, "", ADMIN).await;
+        }
+        if status != StatusCode::OK {
+            return Err(format!("{method} ban: {status} {reply}"));
+        }
+        if method == Method::POST {
+            self.model.ban(&format!("u{user}"), self.now());
+        } else {
+            self.model.unban(&format!("u{user}"));
+        }
+        Ok(())
+    }
+
+    async fn correct(&mut self, id: u32, user: u8, delta: i64) -> Result<(), String> {
+        let mut next = self.model.clone();
+        let expect = next.correct(&format!("c{id}"), &format!("u{user}"), delta, self.now());
+        let request = json!({"correction_id": format!("c{id}"), "delta": delta, "reason": "simulation"});
+        let path = format!("/v1/admin/boards/forum/users/u{user}/corrections");
+        let (status, reply) = self.app.call(Method::POST, &path, request.to_string(), ADMIN).await;
+        if self.forum_lost && restoring(status, &reply) {
+            return Ok(());
+        }
+        let got = if status == StatusCode::OK {
+            if reply["duplicate"].as_bool() == Some(true) {
+                Expect::Duplicate { delta, reason: None }
+            } else {
+                Expect::Took { delta, reason: None }
+            }
+        } else {
+            event_answer(status, &reply).1
+        };
+        if got != expect {
+            return Err(format!("correction: expected {expect:?}, got {status} {reply}"));
+        }
+        self.model = next;
+        Ok(())
+    }
+
+    async fn drain(&mut self) -> Result<(), String> {
+        let objects = S3Objects::new(self.s3.clone(), &self.bucket);
+        let report = self.app.drainer(objects, Arc::default()).drain(far()).await;
+        match report.boards.iter().find(|b| b.error.is_some()) {
+            Some(board) => Err(format!("drain: {board:?}")),
+            None => Ok(()),
+        }
+    }
+
+    fn restorer(&self, lease_ms: Option<u64>) -> Restorer<S3Objects> {
+        let objects = S3Objects::new(self.s3.clone(), &self.bucket);
+        let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), objects);
+        match lease_ms {
+            Some(ms) => restorer.with_lease_ms(ms),
+            None => restorer,
+        }
+    }
+
+    async fn restore(&mut self) -> Result<(), String> {
+        for _ in 0..400 {
+            match self.restorer(Some(50)).restore(None, far()).await {
+                Ok(report) if report.status == Status::Complete => {
+                    (self.forum_lost, self.arcade_lost) = (false, false);
+                    return Ok(());
+                }
+                Ok(_) => {}
+                // A killed restore's lease runs out within 50 ms.
+                Err(error) if error.code() == "restore_running" => tokio::time::sleep(std::time::Duration::from_millis(25)).await,
+                Err(error) => return Err(format!("restore: {error}")),
+            }
+        }
+        Err("restore: never completed".into())
+    }
+
+    async fn killed_restore(&mut self, yields: u8) {
+        let restorer = Arc::new(self.restorer(Some(50)));
+        let task = tokio::spawn(async move { restorer.restore(None, Utc::now() - Duration::seconds(1)).await });
+        for _ in 0..yields {
+            tokio::task::yield_now().await;
+        }
+        task.abort();
+        let _ = task.await;
+        // Part-way: the fence may be up on any board until a restore completes.
+        (self.forum_lost, self.arcade_lost) = (true, true);
+    }
+}
