@@ -3,7 +3,7 @@
 //! (`journal` in prelude.lua), in the call that applies the write.
 
 use redis::AsyncCommands;
-use redis::streams::{StreamRangeReply, StreamTrimOptions, StreamTrimmingMode};
+use redis::streams::StreamRangeReply;
 
 use crate::domain::journal::{Line, next_stream_id, stream_id_ms};
 use crate::redis::error::StoreError;
@@ -54,10 +54,12 @@ pub async fn oldest_ms(conn: &mut Connection, keys: &BoardKeys) -> Result<Option
 }
 
 /// Removes every entry up to and including `through`, which must be stored durably elsewhere.
-/// Returns how many went.
-pub async fn trim_through(conn: &mut Connection, keys: &BoardKeys, through: &str) -> Result<usize, StoreError> {
+/// Returns how many went, or `None` when a restore of the board holds its lock (nothing went).
+pub async fn trim_through(conn: &mut Connection, keys: &BoardKeys, through: &str) -> Result<Option<usize>, StoreError> {
     let next = next_stream_id(through).ok_or_else(|| StoreError::Protocol(format!("journal: stream id {through:?}")))?;
-    Ok(conn.xtrim_options(keys.journal(), &StreamTrimOptions::minid(StreamTrimmingMode::Exact, next)).await?)
+    let trimmed: i64 =
+        crate::redis::scripts::TRIM_JOURNAL.key(keys.journal()).key(keys.restore_lock()).arg(next).invoke_async(conn).await?;
+    Ok(usize::try_from(trimmed).ok())
 }
 
 /// Appends `entry` to a journal outside the write scripts (the profiles' journal, which no

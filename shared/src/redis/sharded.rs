@@ -110,6 +110,9 @@ pub struct Around {
     pub ranked_before: u64,
     pub below: u64,
     pub nearest: Vec<Entry>,
+    /// The member's composite changed since the probe (written meanwhile): the counts above are
+    /// of another standing than the member holds now.
+    pub moved: bool,
 }
 
 /// The neighbourhood of `(member, composite)` over every shard (see `Around`).
@@ -121,7 +124,7 @@ pub async fn around(
     at: f64,
     width: u64,
 ) -> Result<Around, StoreError> {
-    type Reply = (u64, u64, Vec<String>, Vec<Entry>, Vec<Entry>, u64);
+    type Reply = (u64, u64, Vec<String>, Vec<Entry>, Vec<Entry>, u64, Option<f64>);
     let replies: Vec<Reply> = each(conn, shards, |_, shard, pipe| {
         let c = composite(at);
         pipe.zcard(&shard.set)
@@ -129,11 +132,15 @@ pub async fn around(
             .zrangebyscore(&shard.set, &c, &c)
             .zrangebyscore_limit_withscores(&shard.set, format!("({c}"), "+inf", 0, width as isize)
             .zrevrangebyscore_limit_withscores(&shard.set, format!("({c}"), "-inf", 0, width as isize)
-            .zcount(&shard.set, "-inf", format!("({}", composite(value_floor)));
+            .zcount(&shard.set, "-inf", format!("({}", composite(value_floor)))
+            .zscore(&shard.set, member);
     })
     .await?;
-    let mut out = Around { total: 0, ranked_before: 0, below: 0, nearest: Vec::new() };
-    for (total, higher, equal, above, below, under) in replies {
+    let mut out = Around { total: 0, ranked_before: 0, below: 0, nearest: Vec::new(), moved: true };
+    for (total, higher, equal, above, below, under, held) in replies {
+        if held == Some(at) {
+            out.moved = false;
+        }
         out.total += total;
         out.below += under;
         out.ranked_before += higher + equal.iter().filter(|other| other.as_str() > member).count() as u64;

@@ -7,6 +7,8 @@ use standings::domain::period::{Period, PeriodKind};
 use axum::http::StatusCode;
 use serde_json::Value;
 
+use journal::{Drainer, ObjectError, Objects, Put, S3Objects};
+
 use super::model::Expect;
 use super::world::{Sent, World};
 use crate::TestApp;
@@ -16,6 +18,33 @@ pub async fn delete(app: &TestApp, keys: &[String]) {
     let mut conn = app.redis.clone();
     for key in keys {
         let _: () = redis::cmd("DEL").arg(key).query_async(&mut conn).await.expect("DEL");
+    }
+}
+
+/// The journal's objects as a restore reads them, with a drain run each time the restore lists
+/// the forum's: the drain on its schedule meeting a restore under way.
+pub struct DrainOnList {
+    pub inner: S3Objects,
+    pub drainer: Drainer<S3Objects>,
+}
+
+impl Objects for DrainOnList {
+    async fn put_new(&self, key: &str, body: Vec<u8>) -> Result<Put, ObjectError> {
+        self.inner.put_new(key, body).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Vec<u8>, ObjectError> {
+        self.inner.get(key).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
+        let listed = self.inner.list(prefix).await?;
+        // When the forum's own objects are listed: an earlier board's list would drain the
+        // forum before its restore began.
+        if prefix.contains("board=forum/") {
+            self.drainer.drain(chrono::Utc::now() + chrono::Duration::minutes(5)).await;
+        }
+        Ok(listed)
     }
 }
 
@@ -86,5 +115,48 @@ impl World {
         }
         self.sent.push(sent);
         Ok(())
+    }
+
+    /// A ban whose first script reply is lost with its connection: answered 200 (the call
+    /// was sent again) or an error, then sent again by the operator. Each board's audit log
+    /// holds one entry for it; two only where the operator sent it twice; none where the same
+    /// ban was the newest entry, in the same second.
+    pub(super) async fn dropped_ban(&mut self, user: u8) -> Result<(), String> {
+        if self.forum_lost || self.others_lost {
+            return Ok(());
+        }
+        let (path, user) = (format!("/v1/admin/users/u{user}/ban"), format!("u{user}"));
+        let before = self.audit_entries(&user).await?;
+        if let Some(proxy) = &self.proxy {
+            proxy.drop_next_script_reply();
+        }
+        let (status, reply) = self.app.call(axum::http::Method::POST, &path, "", crate::ADMIN).await;
+        let sends = if status == StatusCode::OK {
+            1
+        } else {
+            let (status, reply) = self.app.call(axum::http::Method::POST, &path, "", crate::ADMIN).await;
+            if status != StatusCode::OK {
+                return Err(format!("a ban sent again after a lost reply: {status} {reply}"));
+            }
+            2
+        };
+        self.model.ban(&user, self.now());
+        let added = self.audit_entries(&user).await? - before;
+        let same = self.last_audit == Some(("ban", user.clone(), self.now()));
+        self.last_audit = Some(("ban", user.clone(), self.now()));
+        if !(usize::from(!same)..=sends).contains(&added) {
+            return Err(format!("a ban sent {sends} time(s) (first answer {status} {reply}) left {added} audit entries"));
+        }
+        Ok(())
+    }
+
+    /// The forum's audit entries of bans of `user`.
+    async fn audit_entries(&self, user: &str) -> Result<usize, String> {
+        let (status, audit) = self.app.call(axum::http::Method::GET, "/v1/admin/audit?board=forum&limit=100", "", crate::ADMIN).await;
+        if status != StatusCode::OK {
+            return Err(format!("audit: {status} {audit}"));
+        }
+        let entries = audit["entries"].as_array().cloned().unwrap_or_default();
+        Ok(entries.iter().filter(|e| e["kind"] == "ban" && e["user_id"] == user).count())
     }
 }

@@ -5,8 +5,10 @@
 //! tests/sim/regressions.txt, which every run replays first.
 
 pub mod faults;
+mod jobs;
 pub mod model;
 pub mod ops;
+mod race;
 mod reads;
 pub mod world;
 

@@ -57,6 +57,8 @@ pub struct Model {
     forum: BTreeMap<String, Members>,
     /// "day:2026-11-22" -> members (kept score, when it was kept).
     arcade: BTreeMap<String, Members>,
+    /// `guild` (a rule board sharded over four slots, all-time only): `post` gives 1 point.
+    guild: Members,
     /// (user, day) -> target -> points a like gave.
     likes: HashMap<(String, String), HashMap<String, i64>>,
     /// (user, day) -> like points given that day (the cap's counter).
@@ -152,6 +154,29 @@ impl Model {
         answer
     }
 
+    /// A post to the guild at `now`.
+    pub fn post(&mut self, id: &str, payload: &str, user: &str, now: i64) -> Expect {
+        if let Some(seen) = self.seen(id, payload, now) {
+            return seen;
+        }
+        if self.banned.contains(user) {
+            return refused(422, "user_banned");
+        }
+        let (points, reached) = self.guild.get(user).copied().unwrap_or((0, 0));
+        self.guild.insert(user.to_owned(), (points + 1, reached.max(now)));
+        let answer = Expect::Took { delta: 1, reason: None };
+        self.markers.insert(id.to_owned(), (payload.to_owned(), day_number(now), answer.clone()));
+        answer
+    }
+
+    pub fn guild_points(&self, user: &str) -> i64 {
+        self.guild.get(user).map_or(0, |&(points, _)| points)
+    }
+
+    pub fn guild_top(&self) -> Vec<(String, i64)> {
+        ranked(Some(&self.guild))
+    }
+
     /// A score submitted to `arcade` at `now`.
     pub fn score(&mut self, id: &str, payload: &str, user: &str, score: i64, now: i64) -> Expect {
         if let Some(seen) = self.seen(id, payload, now) {
@@ -184,6 +209,7 @@ impl Model {
         if let Some(members) = self.forum.get_mut("all") {
             members.remove(user);
         }
+        self.guild.remove(user);
     }
 
     pub fn unban(&mut self, user: &str) {

@@ -39,6 +39,14 @@ pub enum Op {
         messages: Vec<QueueMessage>,
         again: bool,
     },
+    /// `writes` posts of `user` to the sharded guild while `reads` reads of their neighbourhood
+    /// run beside them.
+    Race {
+        first_id: u32,
+        user: u8,
+        writes: u8,
+        reads: u8,
+    },
     /// `POST /v1/boards/arcade/scores`.
     Score {
         id: u32,
@@ -46,6 +54,11 @@ pub enum Op {
         score: u32,
     },
     Ban {
+        user: u8,
+    },
+    /// Fault: a ban whose first script call reaches Redis while its reply is lost with the
+    /// connection (standalone: a proxy in front of Redis; the cluster pass sends a plain ban).
+    DroppedBan {
         user: u8,
     },
     Unban {
@@ -63,8 +76,12 @@ pub enum Op {
     },
     /// The journal's drain.
     Drain,
-    /// A restore of every board, to completion.
-    Restore,
+    /// A restore of every board, to completion; with a drain run each time it lists the
+    /// journal's objects, when `drain_at_list` (a drain on its schedule meeting a restore).
+    Restore {
+        #[serde(default)]
+        drain_at_list: bool,
+    },
     /// A restore killed after `yields` of the runtime's turns, before it completed.
     KilledRestore {
         yields: u8,
@@ -119,13 +136,18 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                     .collect();
                 Op::Queue { first_id: id(messages.len() as u32), messages, again: rng.u8(..4) == 0 }
             }
-            51..=59 => Op::Score { id: id(1), user, score: rng.u32(..50) },
+            51..=55 => Op::Score { id: id(1), user, score: rng.u32(..50) },
+            56..=59 => {
+                let writes = rng.u8(1..6);
+                Op::Race { first_id: id(u32::from(writes)), user, writes, reads: rng.u8(1..6) }
+            }
             60..=61 => Op::Ban { user },
-            62..=65 => Op::Unban { user },
+            62..=64 => Op::Unban { user },
+            65 => Op::DroppedBan { user },
             66..=68 => Op::Correct { id: id(1), user, delta: rng.i8(-4..6) },
             69..=80 => Op::Advance { secs: [1, 1, 7, 60, 900, 3_600, 6 * 3_600][rng.usize(..7)] },
             81..=85 => Op::Drain,
-            86..=88 => Op::Restore,
+            86..=88 => Op::Restore { drain_at_list: rng.bool() },
             89 => Op::KilledRestore { yields: rng.u8(..8) },
             90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0 },
             95 => Op::LoseAll,

@@ -14,7 +14,8 @@ impl World {
         let checks = [
             ("forum", format!("period=day&at={date}"), self.model.forum_top(&today), self.forum_lost),
             ("forum", "period=all".to_owned(), self.model.forum_top("all"), self.forum_lost),
-            ("arcade", format!("period=day&at={date}"), self.model.arcade_top(&today), self.arcade_lost),
+            ("arcade", format!("period=day&at={date}"), self.model.arcade_top(&today), self.others_lost),
+            ("guild", "period=all".to_owned(), self.model.guild_top(), self.others_lost),
         ];
         for (board, query, expected, lost) in checks {
             self.stats.reads += 1;

@@ -3,19 +3,20 @@
 //! queue on its SQS, on an injected clock. Each operation runs here, its answers are compared
 //! with the model's, and every read is checked after every step.
 
-use std::sync::Arc;
-
 use axum::http::{Method, StatusCode};
 use chrono::{DateTime, Duration, Utc};
-use journal::{Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
 
 use super::model::{Expect, GRACE_SECS, Model};
 use super::ops::{Op, QueueMessage};
 use crate::journal::{new_bucket, s3, spawn_journaled};
+use crate::proxy::DroppingProxy;
 use crate::queue::{new_queue, record, sqs, sqs_event};
 use crate::{ADMIN, TestApp, at};
+use standings::redis::keys::Keys;
+use standings::redis::settings::RedisSettings;
+use standings::redis::store::Store;
 
 /// Where every history starts: 30 minutes before a UTC midnight, a fixed instant (no test
 /// depends on today's date).
@@ -35,6 +36,15 @@ fn config() -> Config {
           { action = "comment", points = 3, scope = "none" },
           { action = "like", points = 2, scope = "user_target_day", reversible = true, daily_cap = 6 },
         ]
+
+        [[boards]]
+        name = "guild"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["all"]
+        top = 10
+        shards = 4
+        rules = [{ action = "post", points = 1, scope = "none" }]
 
         [[boards]]
         name = "arcade"
@@ -68,24 +78,29 @@ pub(super) struct Sent {
 
 pub struct World {
     pub(super) app: TestApp,
-    s3: aws_sdk_s3::Client,
-    bucket: String,
+    pub(super) proxy: Option<DroppingProxy>,
+    pub(super) s3: aws_sdk_s3::Client,
+    pub(super) bucket: String,
     queue: queue::App,
     pub(super) model: Model,
     pub(super) sent: Vec<Sent>,
     /// A fault took some of the forum's keys (or a restore was stopped part-way) and no restore
     /// has completed since: the board may refuse with 503 `board_restoring`.
     pub(super) forum_lost: bool,
-    pub(super) arcade_lost: bool,
+    /// The same for the arcade and the guild, which only whole-deployment faults reach.
+    pub(super) others_lost: bool,
+    /// The forum's newest audit entry: its kind, user and second. A ban sent again in the
+    /// second of the same ban (nothing between) is the same ban, recorded once.
+    pub(super) last_audit: Option<(&'static str, String, i64)>,
     pub stats: Stats,
 }
 
-fn far() -> DateTime<Utc> {
+pub(super) fn far() -> DateTime<Utc> {
     Utc::now() + Duration::minutes(5)
 }
 
 /// A 200's per-board answer as the model states it, or a refusal's status and code.
-fn event_answer(status: StatusCode, body: &Value) -> (bool, Expect) {
+pub(super) fn event_answer(status: StatusCode, body: &Value) -> (bool, Expect) {
     if status != StatusCode::OK {
         let code = body["error"]["code"].as_str().unwrap_or_default().to_owned();
         return (false, Expect::Refused { status: status.as_u16(), code });
@@ -102,7 +117,22 @@ pub(super) fn restoring(status: StatusCode, body: &Value) -> bool {
 
 impl World {
     pub async fn new() -> Self {
-        let app = spawn_journaled(config()).await;
+        // Standalone, the functions reach Redis through a proxy that can lose a reply.
+        let cluster = std::env::var("REDIS_CLUSTER").is_ok_and(|v| v == "true");
+        let port = crate::redis_url().rsplit(':').next().and_then(|p| p.trim_end_matches('/').parse().ok());
+        let proxy = match (cluster, port) {
+            (false, Some(port)) => Some(DroppingProxy::start(port).await),
+            _ => None,
+        };
+        let app = match &proxy {
+            Some(proxy) => {
+                let store = Store::connect(&RedisSettings::standalone(&proxy.url())).expect("the proxy's URL is valid");
+                let keys = Keys::new(&crate::unique_prefix()).expect("a valid prefix").with_journal(true);
+                let assertions = Store::connect(&crate::redis_settings()).expect("the suite's Redis");
+                crate::spawn_app(config(), keys, store, assertions, None).await
+            }
+            None => spawn_journaled(config()).await,
+        };
         app.set_now(at(START));
         let s3 = s3().await;
         let bucket = new_bucket(&s3).await;
@@ -111,13 +141,15 @@ impl World {
         let queue = app.queue(queue::DeadLetters::new(sqs, dlq));
         Self {
             app,
+            proxy,
             s3,
             bucket,
             queue,
             model: Model::default(),
             sent: Vec::new(),
             forum_lost: false,
-            arcade_lost: false,
+            others_lost: false,
+            last_audit: None,
             stats: Stats::default(),
         }
     }
@@ -161,12 +193,17 @@ impl World {
                 }
             }
             Op::Score { id, user, score } => self.score(*id, *user, *score).await?,
+            Op::Race { first_id, user, writes, reads } => self.race(*first_id, *user, *writes, *reads).await?,
             Op::Ban { user } => self.moderate(Method::POST, *user).await?,
             Op::Unban { user } => self.moderate(Method::DELETE, *user).await?,
+            Op::DroppedBan { user } => {
+                self.stats.faults += 1;
+                self.dropped_ban(*user).await?;
+            }
             Op::Correct { id, user, delta } => self.correct(*id, *user, if *delta == 0 { 1 } else { i64::from(*delta) }).await?,
             Op::Advance { secs } => self.app.set_now(self.app.now() + Duration::seconds(i64::from(*secs))),
             Op::Drain => self.drain().await?,
-            Op::Restore => self.restore().await?,
+            Op::Restore { drain_at_list } => self.restore(*drain_at_list).await?,
             Op::KilledRestore { yields } => {
                 self.stats.faults += 1;
                 self.killed_restore(*yields).await;
@@ -180,7 +217,7 @@ impl World {
                 self.drain().await?;
                 let keys = self.app.written_keys().await;
                 super::faults::delete(&self.app, &keys).await;
-                (self.forum_lost, self.arcade_lost) = (true, true);
+                (self.forum_lost, self.others_lost) = (true, true);
             }
             Op::Corrupt { id, user } => {
                 if !self.forum_lost {
@@ -307,7 +344,7 @@ impl World {
         let mut next = self.model.clone();
         let expect = next.score(&format!("s{id}"), &body.to_string(), &format!("u{user}"), i64::from(score), self.now());
         let (status, reply) = self.app.post("/v1/boards/arcade/scores", &body).await;
-        if self.arcade_lost && restoring(status, &reply) {
+        if self.others_lost && restoring(status, &reply) {
             return Ok(());
         }
         let got = if status == StatusCode::OK {
@@ -331,15 +368,16 @@ impl World {
     async fn moderate(&mut self, method: Method, user: u8) -> Result<(), String> {
         let path = format!("/v1/admin/users/u{user}/ban");
         let (mut status, mut reply) = self.app.call(method.clone(), &path, "", ADMIN).await;
-        if (self.forum_lost || self.arcade_lost) && restoring(status, &reply) {
+        if (self.forum_lost || self.others_lost) && restoring(status, &reply) {
             // Applied board by board, so the boards not lost took it: the operator restores the
             // others, as the 503 asks, and sends it again.
-            self.restore().await?;
+            self.restore(false).await?;
             (status, reply) = self.app.call(method.clone(), &path, "", ADMIN).await;
         }
         if status != StatusCode::OK {
             return Err(format!("{method} ban: {status} {reply}"));
         }
+        self.last_audit = Some((if method == Method::POST { "ban" } else { "unban" }, format!("u{user}"), self.now()));
         if method == Method::POST {
             self.model.ban(&format!("u{user}"), self.now());
         } else {
@@ -369,53 +407,10 @@ impl World {
         if got != expect {
             return Err(format!("correction: expected {expect:?}, got {status} {reply}"));
         }
+        if matches!(expect, Expect::Took { .. }) {
+            self.last_audit = Some(("correction", format!("u{user}"), self.now()));
+        }
         self.model = next;
         Ok(())
-    }
-
-    async fn drain(&mut self) -> Result<(), String> {
-        let objects = S3Objects::new(self.s3.clone(), &self.bucket);
-        let report = self.app.drainer(objects, Arc::default()).drain(far()).await;
-        match report.boards.iter().find(|b| b.error.is_some()) {
-            Some(board) => Err(format!("drain: {board:?}")),
-            None => Ok(()),
-        }
-    }
-
-    fn restorer(&self, lease_ms: Option<u64>) -> Restorer<S3Objects> {
-        let objects = S3Objects::new(self.s3.clone(), &self.bucket);
-        let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), objects);
-        match lease_ms {
-            Some(ms) => restorer.with_lease_ms(ms),
-            None => restorer,
-        }
-    }
-
-    async fn restore(&mut self) -> Result<(), String> {
-        for _ in 0..400 {
-            match self.restorer(Some(50)).restore(None, far()).await {
-                Ok(report) if report.status == Status::Complete => {
-                    (self.forum_lost, self.arcade_lost) = (false, false);
-                    return Ok(());
-                }
-                Ok(_) => {}
-                // A killed restore's lease runs out within 50 ms.
-                Err(error) if error.code() == "restore_running" => tokio::time::sleep(std::time::Duration::from_millis(25)).await,
-                Err(error) => return Err(format!("restore: {error}")),
-            }
-        }
-        Err("restore: never completed".into())
-    }
-
-    async fn killed_restore(&mut self, yields: u8) {
-        let restorer = Arc::new(self.restorer(Some(50)));
-        let task = tokio::spawn(async move { restorer.restore(None, Utc::now() - Duration::seconds(1)).await });
-        for _ in 0..yields {
-            tokio::task::yield_now().await;
-        }
-        task.abort();
-        let _ = task.await;
-        // Part-way: the fence may be up on any board until a restore completes.
-        (self.forum_lost, self.arcade_lost) = (true, true);
     }
 }

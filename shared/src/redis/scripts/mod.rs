@@ -71,6 +71,7 @@ static PUT_PROFILE: LazyLock<Script> = script!("put_profile.lua");
 static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
+pub(crate) static TRIM_JOURNAL: LazyLock<Script> = script!("trim_journal.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -96,6 +97,7 @@ pub fn hashes() -> Vec<&'static str> {
         &DEFINE_BOARD,
         &JOIN_TOURNAMENT,
         &RELEASE_INSTANCE,
+        &TRIM_JOURNAL,
     ]
     .into_iter()
     .chain(league::scripts())

@@ -289,7 +289,11 @@ impl<O: Objects> Drainer<O> {
                     }
                 }
             };
-            drained.entries += journal::trim_through(&mut conn, &keys, &last).await?;
+            match journal::trim_through(&mut conn, &keys, &last).await? {
+                Some(trimmed) => drained.entries += trimmed,
+                // A restore of the board reads the tail from the stream (trim_journal.lua).
+                None => break,
+            }
         }
         Ok(())
     }

@@ -76,6 +76,9 @@ pub async fn page(conn: &Connection, sets: &[ShardSet], scale: &Scale, offset: u
     Ok(RawWindow { total, position: None, below: None, start: offset, entries: ranked(scale, window, offset, first_above) })
 }
 
+/// Reads of a member's neighbourhood while the member writes: at most this many, then the last.
+const AROUND_ATTEMPTS: u32 = 3;
+
 /// The member and `around` entries on each side (shifted to stay full at either end).
 /// The entries' `above` (competition ranks) take a round of their own: read when
 /// `competition`, else 0 (unique ranks need only positions).
@@ -88,23 +91,34 @@ pub async fn around(
     competition: bool,
 ) -> Result<RawWindow, StoreError> {
     let home = user_shard(member, sets.len() as u32) as usize;
-    let (_, found) = sharded::scores(conn, &sets[home..=home], &[member], &[0]).await?;
     let width = 2 * around + 1;
-    let Some(composite) = found[0] else {
-        let total = sharded::sizes(conn, sets).await?.iter().sum();
-        return Ok(RawWindow { total, position: None, below: None, start: 0, entries: Vec::new() });
+    // The member's standing, then the shards around it: a write of the member's between the two
+    // rounds moves the probe, so both are read again (the counts must be of one standing).
+    let mut attempts = 0;
+    let (composite, near) = loop {
+        let (_, found) = sharded::scores(conn, &sets[home..=home], &[member], &[0]).await?;
+        let Some(composite) = found[0] else {
+            let total = sharded::sizes(conn, sets).await?.iter().sum();
+            return Ok(RawWindow { total, position: None, below: None, start: 0, entries: Vec::new() });
+        };
+        let floor = (value(scale, composite) * scale.span) as f64;
+        // A window of the member alone needs no neighbours (it never shifts past the member).
+        let near = sharded::around(conn, sets, member, floor, composite, if around == 0 { 0 } else { width }).await?;
+        attempts += 1;
+        if !near.moved || attempts == AROUND_ATTEMPTS {
+            break (composite, near);
+        }
     };
-    let floor = (value(scale, composite) * scale.span) as f64;
-    // A window of the member alone needs no neighbours (it never shifts past the member).
-    let near = sharded::around(conn, sets, member, floor, composite, if around == 0 { 0 } else { width }).await?;
     let rank = near.ranked_before;
     let start = rank.saturating_sub(around).min(near.total.saturating_sub(width));
     let mut candidates = near.nearest;
     candidates.push((member.to_owned(), composite));
     sharded::sort(&mut candidates);
     // The member's place among the candidates: they hold the nearest `width` on each side.
+    // Still moving after every attempt, the counts may be one standing ahead of the candidates:
+    // the window starts at the member then, never before the first candidate.
     let at = candidates.iter().position(|(m, _)| m == member).expect("the member is a candidate");
-    let first = at - (rank - start) as usize;
+    let first = at.saturating_sub((rank - start) as usize);
     let window: Vec<Entry> = candidates.into_iter().skip(first).take(width as usize).collect();
     let (_, above) = match window.first() {
         Some((_, c)) if competition => sharded::counts(conn, sets, &[], &[next_value_floor(scale, *c)]).await?,

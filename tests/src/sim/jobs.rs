@@ -1,0 +1,66 @@
+//! The journal function's jobs in the simulation: drains, restores (some meeting a drain),
+//! restores killed part-way.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use journal::{Restorer, S3Objects, Status};
+
+use super::world::{World, far};
+
+impl World {
+    pub(super) async fn drain(&mut self) -> Result<(), String> {
+        let objects = S3Objects::new(self.s3.clone(), &self.bucket);
+        let report = self.app.drainer(objects, Arc::default()).drain(far()).await;
+        match report.boards.iter().find(|b| b.error.is_some()) {
+            Some(board) => Err(format!("drain: {board:?}")),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn restorer(&self, lease_ms: Option<u64>) -> Restorer<S3Objects> {
+        let objects = S3Objects::new(self.s3.clone(), &self.bucket);
+        let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), objects);
+        match lease_ms {
+            Some(ms) => restorer.with_lease_ms(ms),
+            None => restorer,
+        }
+    }
+
+    pub(super) async fn restore(&mut self, drain_at_list: bool) -> Result<(), String> {
+        for _ in 0..400 {
+            let attempt = if drain_at_list {
+                let objects = S3Objects::new(self.s3.clone(), &self.bucket);
+                let drainer = self.app.drainer(S3Objects::new(self.s3.clone(), &self.bucket), Arc::default());
+                let objects = super::faults::DrainOnList { inner: objects, drainer };
+                let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), objects);
+                restorer.with_lease_ms(50).restore(None, far()).await
+            } else {
+                self.restorer(Some(50)).restore(None, far()).await
+            };
+            match attempt {
+                Ok(report) if report.status == Status::Complete => {
+                    (self.forum_lost, self.others_lost) = (false, false);
+                    return Ok(());
+                }
+                Ok(_) => {}
+                // A killed restore's lease runs out within 50 ms.
+                Err(error) if error.code() == "restore_running" => tokio::time::sleep(std::time::Duration::from_millis(25)).await,
+                Err(error) => return Err(format!("restore: {error}")),
+            }
+        }
+        Err("restore: never completed".into())
+    }
+
+    pub(super) async fn killed_restore(&mut self, yields: u8) {
+        let restorer = Arc::new(self.restorer(Some(50)));
+        let task = tokio::spawn(async move { restorer.restore(None, Utc::now() - Duration::seconds(1)).await });
+        for _ in 0..yields {
+            tokio::task::yield_now().await;
+        }
+        task.abort();
+        let _ = task.await;
+        // Part-way: the fence may be up on any board until a restore completes.
+        (self.forum_lost, self.others_lost) = (true, true);
+    }
+}
