@@ -31,6 +31,12 @@ pub enum Op {
         first_id: u32,
         users: Vec<u8>,
     },
+    /// `POST /v1/events:batch`: forum events applied in order in one request; an item that
+    /// `repeat`s is the item before it again (the same id and payload).
+    Batch {
+        first_id: u32,
+        items: Vec<BatchItem>,
+    },
     /// One SQS batch to the `queue` function, in this order: each message a comment or a like
     /// given, untimed, taken by SQS `ago` seconds before the batch runs; `again`: the same
     /// batch delivered a second time.
@@ -105,6 +111,15 @@ pub enum Op {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchItem {
+    pub user: u8,
+    pub like: bool,
+    pub target: u8,
+    pub give: bool,
+    pub repeat: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QueueMessage {
     pub user: u8,
     pub like: Option<u8>,
@@ -123,7 +138,19 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     while ops.len() < len {
         let user = rng.u8(..USERS);
         let op = match rng.u32(..100) {
-            0..=29 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
+            0..=3 => {
+                let items: Vec<BatchItem> = (0..rng.u8(1..12))
+                    .map(|_| BatchItem {
+                        user: rng.u8(..USERS),
+                        like: rng.bool(),
+                        target: rng.u8(..5),
+                        give: rng.u8(..4) > 0,
+                        repeat: rng.u8(..5) == 0,
+                    })
+                    .collect();
+                Op::Batch { first_id: id(items.len() as u32), items }
+            }
+            4..=29 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
             30..=35 => Op::Retry { back: rng.u8(..8) },
             36..=37 => Op::Conflict { back: rng.u8(..8) },
             38..=42 => {

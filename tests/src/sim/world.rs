@@ -186,6 +186,7 @@ impl World {
                 }
             }
             Op::Burst { first_id, users } => self.burst(*first_id, users).await?,
+            Op::Batch { first_id, items } => self.batch(*first_id, items).await?,
             Op::Queue { first_id, messages, again } => {
                 self.deliver(*first_id, messages, 1).await?;
                 if *again {
