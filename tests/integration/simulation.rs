@@ -36,7 +36,7 @@ async fn check(seed: u64, history: &[ops::Op], totals: &mut Stats) {
     totals.reads += stats.reads;
     let Some(divergence) = divergence else { return };
     eprintln!("simulation diverged: seed {seed}, step {}: {:?}: {}", divergence.step, divergence.op, divergence.message);
-    let (shrunk, found) = sim::shrink(history, Duration::from_secs(240)).await;
+    let (shrunk, found) = sim::shrink(history, divergence.clone(), Duration::from_secs(240)).await;
     let line = serde_json::to_string(&sim::Regression { defect: found.message.clone(), seed, history: shrunk.clone() }).unwrap();
     panic!(
         "seed {seed} diverged at step {} of {} ({:?}): {}\nshrunk to {} steps; add to tests/sim/regressions.txt:\n{line}",

@@ -43,6 +43,9 @@ impl Objects for DrainOnList {
         // forum before its restore began.
         if prefix.contains("board=forum/") {
             self.drainer.drain(chrono::Utc::now() + chrono::Duration::minutes(5)).await;
+            // A listing as slow as a large journal's: longer than the restore's lease (50 ms
+            // here), which must hold whatever the restore is doing.
+            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         }
         Ok(listed)
     }

@@ -109,6 +109,34 @@ pub async fn renew(conn: &mut Connection, keys: &BoardKeys, token: &str, lease_m
     Ok(held == 1)
 }
 
+/// Renews a board's restore lock every third of its lease for as long as the restore works,
+/// whatever it is doing (listing a large journal, reading an object, the legacy profiles), not
+/// only when a run lands: a drain never trims under a restore whose lock lapsed
+/// (trim_journal.lua), and no second restore starts beside it. Stopped when dropped, so a
+/// restore stopped part-way (its task dropped) leaves its lock to the lease.
+pub struct LockRenewer(tokio::task::JoinHandle<()>);
+
+impl LockRenewer {
+    pub fn start(mut conn: Connection, keys: BoardKeys, token: String, lease_ms: u64) -> Self {
+        Self(tokio::spawn(async move {
+            let every = std::time::Duration::from_millis((lease_ms / 3).max(1));
+            loop {
+                tokio::time::sleep(every).await;
+                // Lost, or Redis unreachable: the next run finds out (`Applied::LockLost`).
+                if !matches!(renew(&mut conn, &keys, &token, lease_ms).await, Ok(true)) {
+                    break;
+                }
+            }
+        }))
+    }
+}
+
+impl Drop for LockRenewer {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Releases the lock if `token` holds it (compare and delete in one step).
 pub async fn unlock(conn: &mut Connection, keys: &BoardKeys, token: &str) -> Result<(), StoreError> {
     let _: u8 = scripts::NOTICES_LEASE.key(keys.restore_lock()).arg(token).arg("release").arg(0).invoke_async(conn).await?;

@@ -178,6 +178,7 @@ impl<O: Objects> Restorer<O> {
         if !restore::lock(&mut conn, &keys, &token, self.lease_ms).await? {
             return Err(RestoreError::Running(name.to_owned()));
         }
+        let renewer = restore::LockRenewer::start(conn.clone(), keys.clone(), token.clone(), self.lease_ms);
         let mut progress = Progress {
             conn: &mut conn,
             keys: &keys,
@@ -197,6 +198,7 @@ impl<O: Objects> Restorer<O> {
             restored = landed;
         }
         let report = progress.report;
+        drop(renewer);
         if let Err(error) = restore::unlock(&mut conn, &keys, &token).await {
             tracing::warn!(board = name, error = %error, "the restore lock is left to its lease");
         }
