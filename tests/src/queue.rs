@@ -7,9 +7,12 @@ use serde_json::{Value, json};
 
 use crate::{TestApp, clock_of, unique_prefix};
 
-/// An SQS client for moto_server (`AWS_ENDPOINT_URL_SQS`, set by scripts/lib.sh).
+/// An SQS client for moto_server (`AWS_ENDPOINT_URL_SQS`, set by scripts/lib.sh): one attempt,
+/// however long moto takes. A receive retried after a client-side timeout leaves the messages
+/// the first attempt took invisible for their visibility timeout, so a read of "everything the
+/// queue holds" would miss them (seen in CI: a loaded moto answering after the function's 5 s).
 pub async fn sqs() -> Client {
-    queue::sqs_client().await
+    Client::new(&standings::runtime::aws::sdk_config(1, std::time::Duration::from_secs(300)).await)
 }
 
 /// A new, empty queue of its own; its URL.
