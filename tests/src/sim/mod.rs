@@ -11,6 +11,7 @@ pub mod model;
 pub mod ops;
 mod race;
 mod reads;
+mod reshard;
 pub mod world;
 
 use ops::Op;

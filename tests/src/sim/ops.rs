@@ -102,6 +102,13 @@ pub enum Op {
     },
     /// Fault: every key of the deployment deleted (a FLUSHALL of its prefix), right after a drain.
     LoseAll,
+    /// The guild moved to `shards` slots (a deploy with the new count, then the journal
+    /// function's reshard): in invocations stopped by their deadline after each run when
+    /// `steps`, with a post to the guild refused between two of them.
+    Reshard {
+        shards: u8,
+        steps: bool,
+    },
     /// Fault: a statement field under `user`'s next comment holds no number, so the write fails
     /// part-way; then the field is repaired and the comment retried.
     Corrupt {
@@ -178,6 +185,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             89 => Op::KilledRestore { yields: rng.u8(..8) },
             90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0 },
             95 => Op::LoseAll,
+            96..=97 => Op::Reshard { shards: [1, 2, 3, 4, 8][rng.usize(..5)], steps: rng.bool() },
             _ => Op::Corrupt { id: id(1), user },
         };
         ops.push(op);

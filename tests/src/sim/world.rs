@@ -22,8 +22,9 @@ use standings::redis::store::Store;
 /// depends on today's date).
 pub const START: &str = "2026-11-22T23:30:00Z";
 
-fn config() -> Config {
-    Config::parse(
+/// The simulated deployment, its guild spread over `guild_shards` slots.
+pub(super) fn config(guild_shards: u32) -> Config {
+    Config::parse(&format!(
         r#"
         [[boards]]
         name = "forum"
@@ -33,8 +34,8 @@ fn config() -> Config {
         top = 10
         statements = true
         rules = [
-          { action = "comment", points = 3, scope = "none" },
-          { action = "like", points = 2, scope = "user_target_day", reversible = true, daily_cap = 6 },
+          {{ action = "comment", points = 3, scope = "none" }},
+          {{ action = "like", points = 2, scope = "user_target_day", reversible = true, daily_cap = 6 }},
         ]
 
         [[boards]]
@@ -43,8 +44,8 @@ fn config() -> Config {
         timezone = "UTC"
         periods = ["all"]
         top = 10
-        shards = 4
-        rules = [{ action = "post", points = 1, scope = "none" }]
+        shards = {guild_shards}
+        rules = [{{ action = "post", points = 1, scope = "none" }}]
 
         [[boards]]
         name = "arcade"
@@ -54,8 +55,8 @@ fn config() -> Config {
         timezone = "UTC"
         periods = ["day"]
         top = 10
-        "#,
-    )
+        "#
+    ))
     .expect("the simulation's configuration is valid")
 }
 
@@ -81,7 +82,13 @@ pub struct World {
     pub(super) proxy: Option<DroppingProxy>,
     pub(super) s3: aws_sdk_s3::Client,
     pub(super) bucket: String,
-    queue: queue::App,
+    pub(super) queue: queue::App,
+    pub(super) sqs: aws_sdk_sqs::Client,
+    pub(super) dlq: String,
+    /// The slots the guild is spread over now (a reshard changes them).
+    pub(super) guild_shards: u32,
+    /// Every count the guild was moved to (a move back to one is refused).
+    pub(super) guild_had: Vec<u32>,
     pub(super) model: Model,
     pub(super) sent: Vec<Sent>,
     /// A fault took some of the forum's keys (or a restore was stopped part-way) and no restore
@@ -129,22 +136,26 @@ impl World {
                 let store = Store::connect(&RedisSettings::standalone(&proxy.url())).expect("the proxy's URL is valid");
                 let keys = Keys::new(&crate::unique_prefix()).expect("a valid prefix").with_journal(true);
                 let assertions = Store::connect(&crate::redis_settings()).expect("the suite's Redis");
-                crate::spawn_app(config(), keys, store, assertions, None).await
+                crate::spawn_app(config(4), keys, store, assertions, None).await
             }
-            None => spawn_journaled(config()).await,
+            None => spawn_journaled(config(4)).await,
         };
         app.set_now(at(START));
         let s3 = s3().await;
         let bucket = new_bucket(&s3).await;
         let sqs = sqs().await;
         let dlq = new_queue(&sqs, "sim-dlq").await;
-        let queue = app.queue(queue::DeadLetters::new(sqs, dlq));
+        let queue = app.queue(queue::DeadLetters::new(sqs.clone(), dlq.clone()));
         Self {
             app,
             proxy,
             s3,
             bucket,
             queue,
+            sqs,
+            dlq,
+            guild_shards: 4,
+            guild_had: vec![4],
             model: Model::default(),
             sent: Vec::new(),
             forum_lost: false,
@@ -220,6 +231,7 @@ impl World {
                 super::faults::delete(&self.app, &keys).await;
                 (self.forum_lost, self.others_lost) = (true, true);
             }
+            Op::Reshard { shards, steps } => self.reshard(*shards, *steps).await?,
             Op::Corrupt { id, user } => {
                 if !self.forum_lost {
                     self.stats.faults += 1;

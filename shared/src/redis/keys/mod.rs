@@ -321,6 +321,11 @@ impl BoardKeys {
         format!("{}:z:*", self.base)
     }
 
+    /// The period set a guard field `kept|<kind>:<id>` records (`None` for any other field).
+    pub fn kept_set(&self, field: &str) -> Option<String> {
+        field.strip_prefix(crate::domain::guard::KEPT).map(|period| format!("{}:z:{period}", self.base))
+    }
+
     /// A key of this board (or shard) relative to its keys (`relative`'s inverse).
     pub fn relative_of<'k>(&self, key: &'k str) -> Option<&'k str> {
         key.strip_prefix(self.base.as_str())

@@ -272,3 +272,15 @@ fn prefixes_cannot_move_the_hash_tag() {
     assert!(Keys::new("").is_err());
     assert!(Keys::new("tenant-1:test").is_ok());
 }
+
+#[test]
+fn a_kept_record_names_its_period_set_in_its_own_shard_only() {
+    let board = Keys::new("st").unwrap().board("activity");
+    let day = Period::on_date(PeriodKind::Day, NaiveDate::from_ymd_opt(2026, 11, 22).unwrap(), chrono_tz::UTC);
+    assert_eq!(board.kept_set("kept|day:2026-11-22"), Some(board.period(&day)));
+    assert_eq!(board.kept_set("born"), None);
+    assert_eq!(board.kept_set("closed|day:2026-11-22"), None);
+    // Whatever a field holds, the key stays in the board's slot.
+    let odd = board.kept_set("kept|}:x:{other").unwrap();
+    assert_eq!(hash_tag(&odd), "activity", "{odd}");
+}

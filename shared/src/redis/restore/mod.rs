@@ -189,6 +189,22 @@ pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool, ende
     if guarded {
         pipe.hdel(&guard, &[crate::domain::guard::FENCE, crate::domain::guard::LOST][..]).hset(&guard, crate::domain::guard::BORN, 1);
     }
+    if guarded {
+        // Records of period sets that are not there once the board is whole (an empty period a
+        // reshard copied the record of, a set no line brings back) would fence it again.
+        let fields: Vec<String> = redis::cmd("HKEYS").arg(&guard).query_async(conn).await?;
+        let kept: Vec<(&String, String)> = fields.iter().filter_map(|field| Some((field, keys.kept_set(field)?))).collect();
+        let mut exists = redis::pipe();
+        for (_, set) in &kept {
+            exists.exists(set);
+        }
+        let there: Vec<bool> = if kept.is_empty() { Vec::new() } else { exists.query_async(conn).await? };
+        let stale: Vec<&String> = kept.iter().zip(there).filter(|(_, there)| !there).map(|((field, _), _)| *field).collect();
+        if !stale.is_empty() {
+            pipe.hdel(&guard, stale);
+        }
+    }
+
     let _: () = pipe.query_async(conn).await?;
     Ok(())
 }

@@ -134,16 +134,14 @@ impl<O: Objects> Resharder<O> {
         report: &mut ReshardReport,
     ) -> Result<(), RestoreError> {
         let sources = self.keys.board_shards(name, from);
-        for source in &sources {
-            let _: () =
-                redis::cmd("HSET").arg(source.guard()).arg(guard::FENCE).arg(1).query_async(conn).await.map_err(StoreError::from)?;
-        }
         let mut done: Vec<Option<Place>> = Vec::with_capacity(targets.len());
         for target in targets {
             let through: Option<String> = checkpoint(conn, target, "through").await?;
             done.push(through.as_deref().and_then(parse_place));
         }
-        if done.iter().all(Option::is_none) {
+        let starting = done.iter().all(Option::is_none);
+        // A move refused is refused before it fences anything: the board goes on as it was.
+        if starting {
             for (target, journal_name) in targets.iter().zip(journal_names(name, targets.len() as u32)) {
                 let objects = journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?;
                 if !objects.is_empty() || !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
@@ -152,6 +150,14 @@ impl<O: Objects> Resharder<O> {
                          delete its keys and its objects under {journal_name:?} first"
                     )));
                 }
+            }
+        }
+        for source in &sources {
+            let _: () =
+                redis::cmd("HSET").arg(source.guard()).arg(guard::FENCE).arg(1).query_async(conn).await.map_err(StoreError::from)?;
+        }
+        if starting {
+            for target in targets {
                 // What the move is from, for a move that records the layout and stops before
                 // its end (see `moved_from`).
                 let _: () = redis::cmd("HSET")

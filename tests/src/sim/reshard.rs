@@ -1,0 +1,81 @@
+//! Reshards in the simulation: the guild moved to another count of slots as an operator does it
+//! (docs/scaling.md#changing-shards): a deploy with the new count, then the journal function's
+//! `reshard` until it answers `complete`, with the old deploy's and the new one's writes
+//! refused while the board moves. Every read then checks the moved board against the model.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use chrono::{Duration, Utc};
+use serde_json::{Value, json};
+use standings::redis::store::Store;
+
+use super::world::{World, config, far};
+
+/// Invocations a reshard in steps may take.
+const MAX_INVOCATIONS: usize = 400;
+
+fn refused(status: StatusCode, reply: &Value) -> bool {
+    status == StatusCode::SERVICE_UNAVAILABLE && matches!(reply["error"]["code"].as_str(), Some("board_resharding" | "board_restoring"))
+}
+
+impl World {
+    pub(super) async fn reshard(&mut self, shards: u8, steps: bool) -> Result<(), String> {
+        let shards = u32::from(shards.max(1));
+        if shards == self.guild_shards {
+            return Ok(());
+        }
+        if self.forum_lost || self.others_lost {
+            // A board waiting for its restore is restored first, as its 503 asks.
+            self.restore(false).await?;
+        }
+        let assertions = Store::connect(&crate::redis_settings()).expect("the suite's Redis");
+        let moved = crate::spawn_app(config(shards), self.app.keys.clone(), self.app.store.clone(), assertions, None).await;
+        moved.set_now(self.app.now());
+        let jobs = moved.journal_jobs(&self.s3, &self.bucket, Arc::default());
+        // Past its deadline, each invocation moves one run and stops.
+        let deadline = if steps { Utc::now() - Duration::seconds(1) } else { far() };
+        let post = json!({"event_id": format!("move{}", self.stats.steps), "user_id": "u0", "action": "post"});
+        for invocation in 0..MAX_INVOCATIONS {
+            let report = match jobs.run(json!({"reshard": {"board": "guild"}}), deadline).await {
+                Ok(report) => report,
+                // A layout the guild had before keeps its journal objects: the move is refused
+                // (docs/scaling.md#changing-shards), and the board goes on as it was.
+                Err(error) if invocation == 0 && self.guild_had.contains(&shards) && format!("{error:?}").contains("already holds") => {
+                    return self.post_after_refusal().await;
+                }
+                Err(error) => return Err(format!("reshard {} -> {shards}, invocation {invocation}: {error:?}", self.guild_shards)),
+            };
+            if report["status"] == "complete" {
+                self.app = moved;
+                self.queue = self.app.queue(queue::DeadLetters::new(self.sqs.clone(), self.dlq.clone()));
+                self.guild_shards = shards;
+                self.guild_had.push(shards);
+                return Ok(());
+            }
+            if invocation == 0 {
+                // Part-way, neither deploy writes to the board: the old one's shards are fenced,
+                // the new one waits for its layout.
+                for (which, app) in [("old", &self.app), ("new", &moved)] {
+                    let (status, reply) = app.event(post.clone()).await;
+                    if !refused(status, &reply) {
+                        return Err(format!("a post to the guild while it moves, {which} deploy: {status} {reply}"));
+                    }
+                }
+            }
+        }
+        Err(format!("reshard {} -> {shards}: not complete in {MAX_INVOCATIONS} invocations", self.guild_shards))
+    }
+
+    /// The deploy still on the guild's layout takes a post once a move was refused.
+    async fn post_after_refusal(&mut self) -> Result<(), String> {
+        let id = format!("kept{}", self.stats.steps);
+        let body = json!({"event_id": id, "user_id": "u0", "action": "post"});
+        let mut next = self.model.clone();
+        let expect = next.post(&id, &body.to_string(), "u0", self.now());
+        let (status, reply) = self.app.event(body).await;
+        self.agree("a post after a refused reshard", &expect, status, &reply, false)?;
+        self.model = next;
+        Ok(())
+    }
+}
