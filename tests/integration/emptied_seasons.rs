@@ -142,10 +142,11 @@ async fn a_season_no_run_saw_with_members_is_archived_empty_after_a_flush() {
     assert_eq!((report.status, report.total), (Status::Complete, 0));
 }
 
-/// The runbook's way back from `live_board_lost` after a flush: let the season take writes
-/// again, restore the board from the journal, and the next run archives what it had.
+/// A journaled board flushed: the run refuses it as being restored (`board_restoring`) and writes
+/// nothing into the lost guard, so the restore sees the loss, brings the season back from the
+/// journal, and the next run archives what it had.
 #[tokio::test]
-async fn a_flushed_season_refused_as_lost_comes_back_from_the_journal_and_is_archived() {
+async fn a_flushed_journaled_season_waits_for_its_restore_and_is_archived_whole() {
     let mut harness = ArchiveHarness::new().await;
     harness.keys = harness.keys.clone().with_journal(true);
     let ingest = harness.app().await;
@@ -168,11 +169,10 @@ async fn a_flushed_season_refused_as_lost_comes_back_from_the_journal_and_is_arc
     }
     harness.set_now(at("2026-11-01T01:00:00+08:00"));
     let archiver = harness.archiver(harness.table.clone());
-    let lost = archiver.archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
-    assert_eq!(lost.code(), "live_board_lost");
+    let refused = archiver.archive_season("points", SEASON, Shard::WHOLE, far()).await.unwrap_err();
+    assert_eq!(refused.code(), "board_restoring");
+    assert!(ingest.written_keys().await.is_empty(), "nothing written into the lost board");
 
-    let closed = standings::domain::guard::closed_field(&ArchiveHarness::season(SEASON));
-    let _: u64 = redis::cmd("HDEL").arg(harness.keys.board("points").guard()).arg(&closed).query_async(&mut conn).await.unwrap();
     let restorer = journal::Restorer::new(ingest.config.clone(), ingest.keys.clone(), ingest.store.clone(), objects());
     let restored = restorer.restore(Some("points"), chrono::Utc::now() + chrono::Duration::minutes(5)).await.unwrap();
     assert_eq!(restored.status, journal::Status::Complete, "{restored:?}");

@@ -48,6 +48,8 @@ impl ArchiveError {
             Self::InvalidSeason(_) => "invalid_season",
             Self::SeasonNotEnded { .. } => "season_not_ended",
             Self::InvalidShard => "invalid_shard",
+            // A journaled board lost or being restored: the freeze wrote nothing; restore first.
+            Self::Store(e) if e.is_restoring() => "board_restoring",
             Self::Store(_) => "store_unavailable",
             Self::Table(_) => "table_unavailable",
             Self::Unprocessed(_) => "unprocessed_items",

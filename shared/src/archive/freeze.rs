@@ -41,8 +41,10 @@ pub struct Frozen {
 }
 
 /// Closes `period` to events and renames its board to the frozen key, atomically; a re-run
-/// only reports.
-pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period) -> Result<Frozen, StoreError> {
+/// only reports. `fenced`: the board is journaled, so a guard that is not born or is fenced
+/// (lost, or being restored) is refused with `BOARD_RESTORING` and nothing is written: a
+/// restore brings the period back first.
+pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period, fenced: bool) -> Result<Frozen, StoreError> {
     let (members, present, lost, unwitnessed): (u64, u8, u8, u8) = scripts::FREEZE_SEASON
         .key(keys.guard())
         .key(keys.period(period))
@@ -50,6 +52,7 @@ pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period) ->
         .arg(closed_field(period))
         .arg(live_field(period))
         .arg(emptied_field(period))
+        .arg(if fenced { "1" } else { "0" })
         .invoke_async(conn)
         .await?;
     Ok(Frozen { members, present: present == 1, lost: lost == 1, unwitnessed: unwitnessed == 1 })
@@ -170,10 +173,10 @@ pub mod shards {
     }
 
     /// Freezes every shard; what each found.
-    pub async fn freeze(conn: &mut Connection, shards: &[BoardKeys], period: &Period) -> Result<Vec<Frozen>, StoreError> {
+    pub async fn freeze(conn: &mut Connection, shards: &[BoardKeys], period: &Period, fenced: bool) -> Result<Vec<Frozen>, StoreError> {
         let mut frozen = Vec::with_capacity(shards.len());
         for keys in shards {
-            frozen.push(super::freeze(conn, keys, period).await?);
+            frozen.push(super::freeze(conn, keys, period, fenced).await?);
         }
         Ok(frozen)
     }

@@ -3,8 +3,10 @@
 //! `shared/` — no rule, tie-break, period or key of the implementation is called here. Times are
 //! whole Unix seconds; days are UTC dates (both simulated boards are in UTC).
 //!
-//! `forum` (a rule board, day and all-time periods): `comment` gives 3 points, every time;
-//! `like` gives 2 once per user, target and day, can be taken back, at most 6 points a day.
+//! `forum` (a rule board, day, season and all-time periods, its seasons archived):
+//! `comment` gives 3 points, every time; `like` gives 2 once per user, target and day, can be
+//! taken back, at most 6 points a day. A season is a UTC calendar month (docs/archival.md);
+//! an archive run takes each season 30 minutes past its end into the archive, whole.
 //! `arcade` (a score board, day period): keeps each player's best score, highest first.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -23,6 +25,22 @@ const LIKE_CAP: i64 = 6;
 pub fn day_of(t: i64) -> String {
     DateTime::from_timestamp(t, 0).expect("a time in range").format("%Y-%m-%d").to_string()
 }
+
+/// "2026-11": the season (UTC month) of `t`.
+pub fn season_of(t: i64) -> String {
+    DateTime::from_timestamp(t, 0).expect("a time in range").format("%Y-%m").to_string()
+}
+
+/// When `season` ("2026-11") ends: the first second of the next month.
+fn season_end(season: &str) -> i64 {
+    let (year, month) = season.split_once('-').expect("YYYY-MM");
+    let (year, month): (i32, u32) = (year.parse().expect("a year"), month.parse().expect("a month"));
+    let (year, month) = if month == 12 { (year + 1, 1) } else { (year, month + 1) };
+    chrono::NaiveDate::from_ymd_opt(year, month, 1).expect("a date").and_hms_opt(0, 0, 0).expect("midnight").and_utc().timestamp()
+}
+
+/// How long past its end a season waits for late events before an archive run takes it.
+const ARCHIVE_GRACE_SECS: i64 = 30 * 60;
 
 fn day_number(t: i64) -> i64 {
     t.div_euclid(86_400)
@@ -67,6 +85,11 @@ pub struct Model {
     /// event id -> (payload, day number of the first delivery, first answer).
     markers: HashMap<String, (String, i64, Expect)>,
     corrections: HashMap<String, (String, i64)>,
+    /// Archived forum seasons: their final standings, best first.
+    archived: BTreeMap<String, Vec<(String, i64)>>,
+    /// Seasons an archive run saw running with members (a later loss of their board is then
+    /// refused as lost, never archived empty).
+    seen: HashSet<String>,
 }
 
 fn refused(status: u16, code: &str) -> Expect {
@@ -100,6 +123,9 @@ impl Model {
         if self.banned.contains(user) {
             return refused(422, "user_banned");
         }
+        if self.archived.contains_key(&season_of(at)) {
+            return refused(422, "period_closed");
+        }
         let day = day_of(at);
         let ledger_key = (user.to_owned(), day.clone());
         let (mut delta, mut reason) = (0, None);
@@ -132,7 +158,7 @@ impl Model {
                 }
                 *self.cap_used.entry(ledger_key).or_default() += delta;
             }
-            for period in [format!("day:{day}"), "all".to_owned()] {
+            for period in [format!("day:{day}"), format!("season:{}", season_of(at)), "all".to_owned()] {
                 let members = self.forum.entry(period).or_default();
                 let (held, reached) = members.get(user).copied().unwrap_or((0, 0));
                 let points = (held + delta).max(0);
@@ -205,6 +231,9 @@ impl Model {
                     members.remove(user);
                 }
             }
+            if let Some(members) = self.forum.get_mut(&format!("season:{}", season_of(at))) {
+                members.remove(user);
+            }
         }
         if let Some(members) = self.forum.get_mut("all") {
             members.remove(user);
@@ -225,7 +254,7 @@ impl Model {
         if self.banned.contains(user) {
             return refused(422, "user_banned");
         }
-        let periods = [format!("day:{}", day_of(now)), "all".to_owned()];
+        let periods = [format!("day:{}", day_of(now)), format!("season:{}", season_of(now)), "all".to_owned()];
         let held: Vec<(i64, i64)> =
             periods.iter().map(|p| self.forum.get(p).and_then(|m| m.get(user)).copied().unwrap_or((0, 0))).collect();
         if held.iter().any(|(points, _)| points + delta < 0) {
@@ -248,6 +277,67 @@ impl Model {
     /// then (the same second) by user id, highest first (Redis's order of equal scores).
     pub fn forum_top(&self, period: &str) -> Vec<(String, i64)> {
         ranked(self.forum.get(period))
+    }
+
+    /// A forum season's standings, live or archived, best first.
+    pub fn season_top(&self, season: &str) -> Vec<(String, i64)> {
+        match self.archived.get(season) {
+            Some(archived) => archived.clone(),
+            None => ranked(self.forum.get(&format!("season:{season}"))),
+        }
+    }
+
+    pub fn is_archived(&self, season: &str) -> bool {
+        self.archived.contains_key(season)
+    }
+
+    /// Every season a write or the clock reached since `start`, oldest first.
+    pub fn seasons(&self, start: i64, now: i64) -> Vec<String> {
+        let mut seasons = vec![season_of(start)];
+        while season_end(seasons.last().expect("one")) <= now {
+            let next = season_of(season_end(seasons.last().expect("one")));
+            seasons.push(next);
+        }
+        seasons
+    }
+
+    /// Seasons due for the archive at `now` (30 minutes past their end) and not archived yet.
+    pub fn due(&self, start: i64, now: i64) -> Vec<String> {
+        self.seasons(start, now)
+            .into_iter()
+            .filter(|s| season_end(s) + ARCHIVE_GRACE_SECS <= now && !self.archived.contains_key(s))
+            .collect()
+    }
+
+    /// Whether every season due at `now` that has members was seen by a run with them.
+    pub fn due_seen(&self, start: i64, now: i64) -> bool {
+        self.due(start, now).iter().all(|s| self.seen.contains(s) || self.season_top(s).is_empty())
+    }
+
+    /// An archive run at `now`. `lost`: every key of the deployment was deleted before it, so
+    /// it sees no running season with members, and a due season with members or seen with
+    /// them is refused as lost (to be restored and archived by a later run); an empty one
+    /// never seen is archived empty unless the system refused it too (`refused`: either is
+    /// right). Returns the seasons that must be refused.
+    pub fn archive(&mut self, start: i64, now: i64, lost: bool, refused: &HashSet<String>) -> Vec<String> {
+        let running = season_of(now);
+        if !lost && !self.season_top(&running).is_empty() {
+            self.seen.insert(running);
+        }
+        let mut must_refuse = Vec::new();
+        for season in self.due(start, now) {
+            let standings = self.season_top(&season);
+            if lost && (!standings.is_empty() || self.seen.contains(&season)) {
+                must_refuse.push(season);
+                continue;
+            }
+            if lost && refused.contains(&season) {
+                continue;
+            }
+            self.forum.remove(&format!("season:{season}"));
+            self.archived.insert(season, standings);
+        }
+        must_refuse
     }
 
     /// An arcade day best first: (user, kept score).

@@ -47,6 +47,6 @@ impl World {
                 return Err(format!("forum rank of {user}: expected {expected:?}, got {status} {read}"));
             }
         }
-        Ok(())
+        self.check_seasons().await
     }
 }

@@ -30,7 +30,8 @@ impl World {
             self.restore(false).await?;
         }
         let assertions = Store::connect(&crate::redis_settings()).expect("the suite's Redis");
-        let moved = crate::spawn_app(config(shards), self.app.keys.clone(), self.app.store.clone(), assertions, None).await;
+        let moved =
+            crate::spawn_app(config(shards), self.app.keys.clone(), self.app.store.clone(), assertions, Some(self.table.clone())).await;
         moved.set_now(self.app.now());
         let jobs = moved.journal_jobs(&self.s3, &self.bucket, Arc::default());
         // Past its deadline, each invocation moves one run and stops.

@@ -10,7 +10,7 @@ use standings::domain::config::Config;
 
 use super::model::{Expect, GRACE_SECS, Model};
 use super::ops::{Op, QueueMessage};
-use crate::journal::{new_bucket, s3, spawn_journaled};
+use crate::journal::{new_bucket, s3};
 use crate::proxy::DroppingProxy;
 use crate::queue::{new_queue, record, sqs, sqs_event};
 use crate::{ADMIN, TestApp, at};
@@ -30,9 +30,10 @@ pub(super) fn config(guild_shards: u32) -> Config {
         name = "forum"
         kind = "cumulative"
         timezone = "UTC"
-        periods = ["day", "all"]
+        periods = ["day", "season", "all"]
         top = 10
         statements = true
+        archive = true
         rules = [
           {{ action = "comment", points = 3, scope = "none" }},
           {{ action = "like", points = 2, scope = "user_target_day", reversible = true, daily_cap = 6 }},
@@ -81,6 +82,7 @@ pub struct World {
     pub(super) app: TestApp,
     pub(super) proxy: Option<DroppingProxy>,
     pub(super) s3: aws_sdk_s3::Client,
+    pub(super) table: standings::archive::table::SeasonTable,
     pub(super) bucket: String,
     pub(super) queue: queue::App,
     pub(super) sqs: aws_sdk_sqs::Client,
@@ -131,15 +133,15 @@ impl World {
             (false, Some(port)) => Some(DroppingProxy::start(port).await),
             _ => None,
         };
-        let app = match &proxy {
-            Some(proxy) => {
-                let store = Store::connect(&RedisSettings::standalone(&proxy.url())).expect("the proxy's URL is valid");
-                let keys = Keys::new(&crate::unique_prefix()).expect("a valid prefix").with_journal(true);
-                let assertions = Store::connect(&crate::redis_settings()).expect("the suite's Redis");
-                crate::spawn_app(config(4), keys, store, assertions, None).await
-            }
-            None => spawn_journaled(config(4)).await,
+        let table = crate::archive::unique_season_table().await;
+        let keys = Keys::new(&crate::unique_prefix()).expect("a valid prefix").with_journal(true);
+        let assertions = Store::connect(&crate::redis_settings()).expect("the suite's Redis");
+        let settings = match &proxy {
+            Some(proxy) => RedisSettings::standalone(&proxy.url()),
+            None => crate::redis_settings(),
         };
+        let store = Store::connect(&settings).expect("a valid Redis URL");
+        let app = crate::spawn_app(config(4), keys, store, assertions, Some(table.clone())).await;
         app.set_now(at(START));
         let s3 = s3().await;
         let bucket = new_bucket(&s3).await;
@@ -150,6 +152,7 @@ impl World {
             app,
             proxy,
             s3,
+            table,
             bucket,
             queue,
             sqs,
@@ -232,6 +235,11 @@ impl World {
                 (self.forum_lost, self.others_lost) = (true, true);
             }
             Op::Reshard { shards, steps } => self.reshard(*shards, *steps).await?,
+            Op::Archive => self.archive().await?,
+            Op::ArchiveLost => {
+                self.stats.faults += 1;
+                self.archive_lost().await?;
+            }
             Op::Corrupt { id, user } => {
                 if !self.forum_lost {
                     self.stats.faults += 1;

@@ -13,6 +13,9 @@ ARGV[2]  the guard field the write scripts set when the period's board is create
          "live|<kind>:<id>"
 ARGV[3]  the guard field the write scripts set when a take-back, correction, ban or void
          empties the period's board, "emptied|<kind>:<id>"
+ARGV[4]  "1" when the board is journaled: a guard not born, or fenced, is a board lost or
+         being restored, and the freeze is refused (BOARD_RESTORING) with nothing written, so
+         no field of a lost guard makes it look intact to the restore that follows
 
 The closed field's value is the number of members frozen. It outlives the frozen set, which the
 archive job deletes once the archive is verified, so a late re-run still learns the size. A
@@ -28,6 +31,12 @@ Reply: {members, present, lost, unwitnessed}
   unwitnessed  1 when nothing in Redis says whether the period had members
 ]]
 
+if ARGV[4] == '1' then
+  local state = redis.call('HMGET', KEYS[1], GUARD_BORN, GUARD_FENCE)
+  if state[2] or not state[1] then
+    error({err = 'BOARD_RESTORING the board is being restored from its journal'})
+  end
+end
 local members = redis.call('HGET', KEYS[1], ARGV[1])
 if not members then
   if redis.call('EXISTS', KEYS[2]) == 1 then

@@ -146,7 +146,7 @@ impl TournamentAdmin {
             // then recorded (a call stopped in between is redone by the next, the same way).
             let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC)
                 .map_err(|e| StoreError::Protocol(format!("instance {:?}: {e}", instance.id)))?;
-            freeze::freeze(&mut conn, &self.keys.board(id), &period).await?;
+            freeze::freeze(&mut conn, &self.keys.board(id), &period, self.keys.journal_on()).await?;
             if let Some(why) = why {
                 stored[CLOSED][&instance.id] = why;
                 let replaced = stored.to_string();
