@@ -99,3 +99,24 @@ async fn full_notices_drop_their_oldest_moves_and_the_drain_counts_them_once() {
     let again = app.notify(Notifier::new(bus.bus.clone())).await;
     assert_eq!(again.boards.iter().map(|b| b.notifications_dropped).sum::<u64>(), 0, "counted once");
 }
+
+/// A drain whose lock's reply is lost with its connection (a proxy in front of Redis) is sent
+/// again by the store: it finds its own token and holds the board, instead of skipping it for
+/// the lease's two minutes as if another drain held it; another drain is still refused.
+#[tokio::test]
+async fn a_lock_whose_reply_was_lost_is_held_by_the_drain_that_sent_it() {
+    if std::env::var("REDIS_CLUSTER").is_ok_and(|v| v == "true") {
+        return; // The proxy stands in front of one server: the standalone pass covers it.
+    }
+    let port: u16 = standings_tests::redis_url().rsplit(':').next().unwrap().trim_end_matches('/').parse().unwrap();
+    let proxy = standings_tests::proxy::DroppingProxy::start(port).await;
+    let store = standings::redis::store::Store::connect(&standings::redis::settings::RedisSettings::standalone(&proxy.url())).unwrap();
+    let keys = standings::redis::keys::Keys::new(&standings_tests::unique_prefix()).unwrap().board("race");
+    let mut conn = store.write_connection().await.unwrap();
+    proxy.drop_next_reply_to(b"notices-lock");
+    assert!(notices::lock(&mut conn, &keys, "first-drain", 60_000).await.unwrap(), "held by the drain that sent it");
+    assert_eq!(proxy.dropped(), 1, "the first reply was lost");
+    assert!(!notices::lock(&mut conn, &keys, "second-drain", 60_000).await.unwrap(), "another drain is refused");
+    notices::unlock(&mut conn, &keys, "first-drain").await.unwrap();
+    assert!(notices::lock(&mut conn, &keys, "second-drain", 60_000).await.unwrap());
+}

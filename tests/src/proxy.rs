@@ -1,17 +1,20 @@
-//! A TCP proxy in front of a Redis that, when armed, lets the next script call through to
-//! Redis and then drops the connection before the reply reaches the client: the write
-//! happened, the client only sees its connection die.
+//! A TCP proxy in front of a Redis that, when armed, lets the next script call (or the next
+//! request naming a given key) through to Redis and then drops the connection before the reply
+//! reaches the client: the write happened, the client only sees its connection die.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
+/// What the next request must contain to have its reply swallowed (`None`: disarmed).
+type Armed = Arc<Mutex<Option<Vec<u8>>>>;
+
 pub struct DroppingProxy {
     pub port: u16,
-    armed: Arc<AtomicBool>,
+    armed: Armed,
     dropped: Arc<AtomicUsize>,
     accept: JoinHandle<()>,
 }
@@ -20,7 +23,7 @@ impl DroppingProxy {
     pub async fn start(upstream_port: u16) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let (armed, dropped) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+        let (armed, dropped): (Armed, _) = (Arc::default(), Arc::new(AtomicUsize::new(0)));
         let (task_armed, task_dropped) = (armed.clone(), dropped.clone());
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
@@ -37,7 +40,17 @@ impl DroppingProxy {
 
     /// The next `EVALSHA` is forwarded; its reply is swallowed and the connection closed.
     pub fn drop_next_script_reply(&self) {
-        self.armed.store(true, Ordering::SeqCst);
+        self.drop_next_reply_to(b"EVALSHA");
+    }
+
+    /// The same for the next request whose bytes contain `needle` (a key's name, a command).
+    pub fn drop_next_reply_to(&self, needle: &[u8]) {
+        *self.armed.lock().unwrap() = Some(needle.to_vec());
+    }
+
+    /// Disarmed: a fault that found no request to hit leaves none behind.
+    pub fn disarm(&self) {
+        *self.armed.lock().unwrap() = None;
     }
 
     /// Replies swallowed so far.
@@ -52,15 +65,22 @@ impl Drop for DroppingProxy {
     }
 }
 
-async fn relay(client: TcpStream, server: TcpStream, armed: Arc<AtomicBool>, dropped: Arc<AtomicUsize>) {
+async fn relay(client: TcpStream, server: TcpStream, armed: Armed, dropped: Arc<AtomicUsize>) {
     let (mut client_read, mut client_write) = client.into_split();
     let (mut server_read, mut server_write) = server.into_split();
     let swallow = AtomicBool::new(false);
     let requests = async {
         let mut buf = vec![0u8; 64 * 1024];
         while let Ok(n @ 1..) = client_read.read(&mut buf).await {
-            let is_script = buf[..n].windows(7).any(|w| w == b"EVALSHA");
-            if is_script && armed.swap(false, Ordering::SeqCst) {
+            let hit = {
+                let mut armed = armed.lock().unwrap();
+                let hit = armed.as_deref().is_some_and(|needle| buf[..n].windows(needle.len()).any(|w| w == needle));
+                if hit {
+                    *armed = None;
+                }
+                hit
+            };
+            if hit {
                 swallow.store(true, Ordering::SeqCst);
             }
             if server_write.write_all(&buf[..n]).await.is_err() {

@@ -65,10 +65,10 @@ pub async fn now_ms(conn: &mut Connection) -> Result<i64, StoreError> {
 
 /// Takes the board's drain lock for `lease_ms` unless another drain holds it; `token` names
 /// this drain, so only it releases the lock.
+/// Sent again after a lost reply, it finds its own token and holds the lock.
 pub async fn lock(conn: &mut Connection, keys: &BoardKeys, token: &str, lease_ms: u64) -> Result<bool, StoreError> {
-    let set: Option<String> =
-        redis::cmd("SET").arg(keys.notices_lock()).arg(token).arg("NX").arg("PX").arg(lease_ms).query_async(conn).await?;
-    Ok(set.is_some())
+    let held: u8 = scripts::NOTICES_LEASE.key(keys.notices_lock()).arg(token).arg("take").arg(lease_ms).invoke_async(conn).await?;
+    Ok(held == 1)
 }
 
 /// Renews the lease of this drain (`token`) for `lease_ms` from now; false when it is not this

@@ -52,6 +52,24 @@ impl World {
         Err("restore: never completed".into())
     }
 
+    /// A restore whose lock's reply is lost with the connection (standalone: the proxy), on the
+    /// restore's own lease: the store sends it again, and the restore must go on, not find its
+    /// own lock and answer `restore_running` for the lease's two minutes.
+    pub(super) async fn dropped_restore_lock(&mut self) -> Result<(), String> {
+        let Some(proxy) = &self.proxy else { return self.restore(false).await };
+        proxy.drop_next_reply_to(b"restore-lock");
+        let attempt = self.restorer(None).restore(None, far()).await;
+        proxy.disarm();
+        match attempt {
+            Ok(report) if report.status == Status::Complete => {
+                (self.forum_lost, self.others_lost) = (false, false);
+                Ok(())
+            }
+            Ok(report) => Err(format!("a restore whose lock's reply was lost: {report:?}")),
+            Err(error) => Err(format!("a restore whose lock's reply was lost: {error}")),
+        }
+    }
+
     pub(super) async fn killed_restore(&mut self, yields: u8) {
         let restorer = Arc::new(self.restorer(Some(50)));
         let task = tokio::spawn(async move { restorer.restore(None, Utc::now() - Duration::seconds(1)).await });

@@ -88,6 +88,9 @@ pub enum Op {
         #[serde(default)]
         drain_at_list: bool,
     },
+    /// Fault: a restore whose lock's reply is lost with the connection (standalone: a proxy in
+    /// front of Redis; the cluster pass sends a plain restore).
+    DroppedRestoreLock,
     /// A restore killed after `yields` of the runtime's turns, before it completed.
     KilledRestore {
         yields: u8,
@@ -189,7 +192,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             69..=80 => Op::Advance { secs: [1, 1, 7, 60, 900, 3_600, 6 * 3_600, 3 * 86_400, 9 * 86_400][rng.usize(..9)] },
             81..=83 => Op::Drain,
             84..=85 => [Op::Archive, Op::Archive, Op::ArchiveLost][rng.usize(..3)].clone(),
-            86..=88 => Op::Restore { drain_at_list: rng.bool() },
+            86..=87 => Op::Restore { drain_at_list: rng.bool() },
+            88 => Op::DroppedRestoreLock,
             89 => Op::KilledRestore { yields: rng.u8(..8) },
             90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0 },
             95 => Op::LoseAll,

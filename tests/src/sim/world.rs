@@ -219,6 +219,10 @@ impl World {
             Op::Advance { secs } => self.app.set_now(self.app.now() + Duration::seconds(i64::from(*secs))),
             Op::Drain => self.drain().await?,
             Op::Restore { drain_at_list } => self.restore(*drain_at_list).await?,
+            Op::DroppedRestoreLock => {
+                self.stats.faults += 1;
+                self.dropped_restore_lock().await?;
+            }
             Op::KilledRestore { yields } => {
                 self.stats.faults += 1;
                 self.killed_restore(*yields).await;

@@ -97,10 +97,10 @@ pub async fn apply_at(
 }
 
 /// Takes the board's restore lock as `token` for `lease_ms` unless another restore holds it.
+/// Sent again after a lost reply, it finds its own token and holds the lock.
 pub async fn lock(conn: &mut Connection, keys: &BoardKeys, token: &str, lease_ms: u64) -> Result<bool, StoreError> {
-    let set: Option<String> =
-        redis::cmd("SET").arg(keys.restore_lock()).arg(token).arg("NX").arg("PX").arg(lease_ms).query_async(conn).await?;
-    Ok(set.is_some())
+    let held: u8 = scripts::NOTICES_LEASE.key(keys.restore_lock()).arg(token).arg("take").arg(lease_ms).invoke_async(conn).await?;
+    Ok(held == 1)
 }
 
 /// Renews the lock (false: it is not `token`'s any more).
