@@ -113,7 +113,7 @@ async fn a_lock_whose_reply_was_lost_is_held_by_the_drain_that_sent_it() {
     let store = standings::redis::store::Store::connect(&standings::redis::settings::RedisSettings::standalone(&proxy.url())).unwrap();
     let keys = standings::redis::keys::Keys::new(&standings_tests::unique_prefix()).unwrap().board("race");
     let mut conn = store.write_connection().await.unwrap();
-    proxy.drop_next_reply_to(b"notices-lock");
+    proxy.drop_next_reply_to(keys.notices_lock().as_bytes());
     assert!(notices::lock(&mut conn, &keys, "first-drain", 60_000).await.unwrap(), "held by the drain that sent it");
     assert_eq!(proxy.dropped(), 1, "the first reply was lost");
     assert!(!notices::lock(&mut conn, &keys, "second-drain", 60_000).await.unwrap(), "another drain is refused");

@@ -377,3 +377,20 @@ async fn the_slots_of_one_primary_lost_come_back_and_the_other_nodes_keys_are_un
     assert_eq!(report.status, Status::Complete, "{report:?}");
     assert_same(&before, &state(&app).await);
 }
+
+/// A key prefix may hold `:z:` (the allow-list takes `:`): a read still finds the record of the
+/// period set it reads, and a set lost while the guard survived answers 503 `board_restoring`,
+/// not an empty board.
+#[tokio::test]
+async fn a_lost_period_set_is_refused_on_reads_whatever_the_key_prefix_holds() {
+    let keys = standings::redis::keys::Keys::new(&format!("{}:z:x", standings_tests::unique_prefix())).unwrap();
+    let app = standings_tests::journal::spawn_journaled_on(forum(3), keys).await;
+    app.set_now(Utc::now());
+    assert_eq!(app.event(json!({"event_id": "c1", "user_id": "ann", "action": "comment"})).await.0, StatusCode::OK);
+    drain(&app).await;
+    let sets: Vec<String> = app.written_keys().await.into_iter().filter(|key| key.contains("}:z:all")).collect();
+    assert_eq!(sets.len(), 1, "{sets:?}");
+    delete(&app, &sets).await;
+    let (status, body) = app.get("/v1/boards/forum/top?period=all").await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+}

@@ -3,8 +3,6 @@
 //! of the whole deployment, and the reads of every season the history reached, live or
 //! archived.
 
-use std::collections::HashSet;
-
 use axum::http::StatusCode;
 use standings::archive::job::Archiver;
 use standings::archive::table::SeasonTable;
@@ -17,7 +15,9 @@ impl World {
     fn archiver(&self) -> Archiver<SeasonTable> {
         let app = &self.app;
         let (config, keys, store) = (app.config.clone(), app.keys.clone(), app.store.clone());
+        let quiet = standings::runtime::metrics::Metrics::with_sink(standings::archive::job::FUNCTION, std::sync::Arc::new(|_| ()));
         Archiver::new(config, keys, store, self.table.clone(), self.table.clone(), app.clock(), ArchiveHarness::settings())
+            .with_metrics(quiet)
     }
 
     /// The run's deadline, on the clock the archive job reads (the world's).
@@ -30,7 +30,7 @@ impl World {
     }
 
     /// The scheduled run, on a deployment restored first when a fault left a part of it lost
-    /// (which part the model cannot say: `archive_lost` is the run meeting a loss).
+    /// (which part the model cannot say: `archive_lost` is the run meeting a whole loss).
     pub(super) async fn archive(&mut self) -> Result<(), String> {
         if self.forum_lost || self.others_lost {
             self.restore(false).await?;
@@ -38,60 +38,41 @@ impl World {
         self.archive_run().await
     }
 
-    /// A loss of every key after a drain, met by the scheduled run; then the runbook. Only when
-    /// every due season with members was seen running: else the run archives it empty, as
-    /// docs/archival.md says.
+    /// A loss of every key after a drain, met by the scheduled run: a journaled board lost is
+    /// not frozen (docs/archival.md), so the run refuses every due season with
+    /// `board_restoring`, writes nothing into the lost board and archives nothing; then the
+    /// runbook: a restore, and the next run archives each season whole.
     pub(super) async fn archive_lost(&mut self) -> Result<(), String> {
         if self.forum_lost || self.others_lost {
             self.restore(false).await?;
-        }
-        if !self.model.due_seen(Self::start(), self.now()) {
-            return self.archive_run().await;
         }
         self.drain().await?;
         let keys = self.app.written_keys().await;
         super::faults::delete(&self.app, &keys).await;
         (self.forum_lost, self.others_lost) = (true, true);
+        let due = self.model.due(Self::start(), self.now());
+        let run = self.archiver().archive_due(self.deadline()).await;
+        match (&run, due.is_empty()) {
+            (Ok(_), true) => {}
+            (Err(error), false) if error.code() == "board_restoring" => {}
+            _ => return Err(format!("an archive run on a lost board, seasons due {due:?}: {run:?}")),
+        }
+        let written: Vec<String> = self.app.written_keys().await.into_iter().filter(|key| key.contains("{forum}")).collect();
+        if !written.is_empty() {
+            return Err(format!("an archive run wrote into the lost board: {written:?}"));
+        }
+        for season in &due {
+            if self.table.completed("forum", season).await.map_err(|e| format!("the season table: {e}"))?.is_some() {
+                return Err(format!("an archive run archived season {season} of a lost board"));
+            }
+        }
+        self.restore(false).await?;
         self.archive_run().await
     }
 
     async fn archive_run(&mut self) -> Result<(), String> {
-        let (start, now, lost) = (Self::start(), self.now(), self.forum_lost);
-        let due = self.model.due(start, now);
-        let run = self.archiver().archive_due(self.deadline()).await;
-        if !lost {
-            run.map_err(|e| format!("archive run: {e}"))?;
-            self.model.archive(start, now, false, &HashSet::new());
-            return Ok(());
-        }
-        // Whatever the run answered, nothing lost may be archived: a season with members is
-        // refused (`live_board_lost`); an empty one may be archived empty or refused.
-        let mut refused = HashSet::new();
-        for season in &due {
-            if self.table.completed("forum", season).await.map_err(|e| format!("the season table: {e}"))?.is_none() {
-                refused.insert(season.clone());
-            }
-        }
-        let must_refuse = self.model.archive(start, now, true, &refused);
-        if let Some(season) = must_refuse.iter().find(|s| !refused.contains(*s)) {
-            return Err(format!("archive run after a loss: season {season} archived though its board was lost ({run:?})"));
-        }
-        if refused.is_empty() {
-            return Ok(());
-        }
-        // The runbook for `live_board_lost`: let each season take writes again, restore, run.
-        let guard = self.app.keys.board("forum").guard();
-        let mut conn = self.app.redis.clone();
-        for season in &refused {
-            let _: () = redis::cmd("HDEL").arg(&guard).arg(format!("closed|season:{season}")).query_async(&mut conn).await.expect("Redis");
-        }
-        self.restore(false).await?;
-        self.archive_run_after_restore().await
-    }
-
-    async fn archive_run_after_restore(&mut self) -> Result<(), String> {
-        self.archiver().archive_due(self.deadline()).await.map_err(|e| format!("archive run after the restore: {e}"))?;
-        self.model.archive(Self::start(), self.now(), false, &HashSet::new());
+        self.archiver().archive_due(self.deadline()).await.map_err(|e| format!("archive run: {e}"))?;
+        self.model.archive(Self::start(), self.now());
         Ok(())
     }
 

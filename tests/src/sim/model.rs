@@ -41,6 +41,8 @@ fn season_end(season: &str) -> i64 {
 
 /// How long past its end a season waits for late events before an archive run takes it.
 const ARCHIVE_GRACE_SECS: i64 = 30 * 60;
+/// How long a season's live board lives past its end (docs/concepts.md).
+const SEASON_BOARD_LIFE_SECS: i64 = 90 * 86_400;
 
 fn day_number(t: i64) -> i64 {
     t.div_euclid(86_400)
@@ -87,9 +89,6 @@ pub struct Model {
     corrections: HashMap<String, (String, i64)>,
     /// Archived forum seasons: their final standings, best first.
     archived: BTreeMap<String, Vec<(String, i64)>>,
-    /// Seasons an archive run saw running with members (a later loss of their board is then
-    /// refused as lost, never archived empty).
-    seen: HashSet<String>,
 }
 
 fn refused(status: u16, code: &str) -> Expect {
@@ -301,43 +300,25 @@ impl Model {
         seasons
     }
 
-    /// Seasons due for the archive at `now` (30 minutes past their end) and not archived yet.
+    /// Seasons due for the archive at `now` (30 minutes past their end) and not archived yet,
+    /// back to those whose live board could still exist (90 days past their end): the ones
+    /// before `start` nobody played, archived empty.
     pub fn due(&self, start: i64, now: i64) -> Vec<String> {
-        self.seasons(start, now)
+        self.seasons(start.min(now - SEASON_BOARD_LIFE_SECS), now)
             .into_iter()
+            .filter(|s| season_end(s) + SEASON_BOARD_LIFE_SECS > now)
             .filter(|s| season_end(s) + ARCHIVE_GRACE_SECS <= now && !self.archived.contains_key(s))
             .collect()
     }
 
-    /// Whether every season due at `now` that has members was seen by a run with them.
-    pub fn due_seen(&self, start: i64, now: i64) -> bool {
-        self.due(start, now).iter().all(|s| self.seen.contains(s) || self.season_top(s).is_empty())
-    }
-
-    /// An archive run at `now`. `lost`: every key of the deployment was deleted before it, so
-    /// it sees no running season with members, and a due season with members or seen with
-    /// them is refused as lost (to be restored and archived by a later run); an empty one
-    /// never seen is archived empty unless the system refused it too (`refused`: either is
-    /// right). Returns the seasons that must be refused.
-    pub fn archive(&mut self, start: i64, now: i64, lost: bool, refused: &HashSet<String>) -> Vec<String> {
-        let running = season_of(now);
-        if !lost && !self.season_top(&running).is_empty() {
-            self.seen.insert(running);
-        }
-        let mut must_refuse = Vec::new();
+    /// An archive run at `now`: every due season goes into the archive whole. (On a lost
+    /// journaled board a run archives nothing: docs/archival.md.)
+    pub fn archive(&mut self, start: i64, now: i64) {
         for season in self.due(start, now) {
             let standings = self.season_top(&season);
-            if lost && (!standings.is_empty() || self.seen.contains(&season)) {
-                must_refuse.push(season);
-                continue;
-            }
-            if lost && refused.contains(&season) {
-                continue;
-            }
             self.forum.remove(&format!("season:{season}"));
             self.archived.insert(season, standings);
         }
-        must_refuse
     }
 
     /// An arcade day best first: (user, kept score).

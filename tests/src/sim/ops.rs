@@ -112,11 +112,13 @@ pub enum Op {
         shards: u8,
         steps: bool,
     },
+    /// The journal function's verify of every board (its daily schedule).
+    Verify,
     /// The archive function's scheduled run (every forum season 30 minutes past its end).
     Archive,
     /// Fault: every key of the deployment deleted after a drain, then the archive's scheduled
-    /// run meets the loss; the operator follows the runbook (docs/operations.md,
-    /// `live_board_lost`): each refused season's `closed|` field deleted, a restore, a run.
+    /// run meets the loss (it must refuse, writing and archiving nothing); then a restore and
+    /// the next run.
     ArchiveLost,
     /// Fault: a statement field under `user`'s next comment holds no number, so the write fails
     /// part-way; then the field is repaired and the comment retried.
@@ -190,7 +192,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             66..=68 => Op::Correct { id: id(1), user, delta: rng.i8(-4..6) },
             // Up to nine days: most histories cross a month's end, so seasons end and archive.
             69..=80 => Op::Advance { secs: [1, 1, 7, 60, 900, 3_600, 6 * 3_600, 3 * 86_400, 9 * 86_400][rng.usize(..9)] },
-            81..=83 => Op::Drain,
+            81..=82 => Op::Drain,
+            83 => Op::Verify,
             84..=85 => [Op::Archive, Op::Archive, Op::ArchiveLost][rng.usize(..3)].clone(),
             86..=87 => Op::Restore { drain_at_list: rng.bool() },
             88 => Op::DroppedRestoreLock,

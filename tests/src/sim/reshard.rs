@@ -15,8 +15,10 @@ use super::world::{World, config, far};
 /// Invocations a reshard in steps may take.
 const MAX_INVOCATIONS: usize = 400;
 
-fn refused(status: StatusCode, reply: &Value) -> bool {
-    status == StatusCode::SERVICE_UNAVAILABLE && matches!(reply["error"]["code"].as_str(), Some("board_resharding" | "board_restoring"))
+/// A post refused part-way as docs/scaling.md says: the old deploy's by its fenced shards
+/// (`board_restoring`), the new one's until the layout is recorded (`board_resharding`).
+fn refused(status: StatusCode, reply: &Value, code: &str) -> bool {
+    status == StatusCode::SERVICE_UNAVAILABLE && reply["error"]["code"] == code
 }
 
 impl World {
@@ -57,9 +59,9 @@ impl World {
             if invocation == 0 {
                 // Part-way, neither deploy writes to the board: the old one's shards are fenced,
                 // the new one waits for its layout.
-                for (which, app) in [("old", &self.app), ("new", &moved)] {
+                for (which, app, code) in [("old", &self.app, "board_restoring"), ("new", &moved, "board_resharding")] {
                     let (status, reply) = app.event(post.clone()).await;
-                    if !refused(status, &reply) {
+                    if !refused(status, &reply, code) {
                         return Err(format!("a post to the guild while it moves, {which} deploy: {status} {reply}"));
                     }
                 }

@@ -240,6 +240,7 @@ impl World {
             }
             Op::Reshard { shards, steps } => self.reshard(*shards, *steps).await?,
             Op::Archive => self.archive().await?,
+            Op::Verify => self.verify().await?,
             Op::ArchiveLost => {
                 self.stats.faults += 1;
                 self.archive_lost().await?;

@@ -156,11 +156,13 @@ pub async fn save_through(conn: &mut Connection, keys: &BoardKeys, through: &str
 }
 
 /// Fences the board for a restore (docs/journal.md#fence): journaled writes are refused until
-/// `finish`. A guard that exists now is intact, and recorded so before the fence field makes
-/// it exist; a missing one says the board was lost (no `BORN`), which refuses writes already.
+/// `finish`. A born guard is intact, and recorded so before the fence field is written; a
+/// missing one, or one without `BORN`, says the board was lost, which refuses writes already.
 pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
     let guard = keys.guard();
-    let exists: bool = redis::cmd("EXISTS").arg(&guard).query_async(conn).await?;
+    // Only a born guard is intact: one without `BORN` holds what something wrote into a lost
+    // guard (a runtime board's end, say), and is brought back from the journal like any loss.
+    let exists: bool = redis::cmd("HEXISTS").arg(&guard).arg(crate::domain::guard::BORN).query_async(conn).await?;
     // A guard an earlier run of this restore brought back (claimed as lost, not "0") is not
     // born yet, which refuses writes already; fencing it would write outside the runs.
     let claim: Option<String> = redis::cmd("HGET").arg(keys.restore_claims()).arg(&guard).query_async(conn).await?;
@@ -171,6 +173,28 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
             .hset(&guard, crate::domain::guard::FENCE, 1)
             .query_async(conn)
             .await?;
+    }
+    Ok(())
+}
+
+/// Drops the guard's `kept|` records of period sets that are not there: a reshard's, once it
+/// compared every period set of both layouts, while the new shard is still fenced (it copied
+/// the records of periods the shard never got a member of). Never a restore's: a recorded set
+/// missing at its end is a loss the next write must find.
+pub async fn forget_absent_sets(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+    let fields: Vec<String> = redis::cmd("HKEYS").arg(keys.guard()).query_async(conn).await?;
+    let kept: Vec<(&String, String)> = fields.iter().filter_map(|field| Some((field, keys.kept_set(field)?))).collect();
+    if kept.is_empty() {
+        return Ok(());
+    }
+    let mut exists = redis::pipe();
+    for (_, set) in &kept {
+        exists.exists(set);
+    }
+    let there: Vec<bool> = exists.query_async(conn).await?;
+    let absent: Vec<&String> = kept.iter().zip(there).filter(|(_, there)| !there).map(|((field, _), _)| *field).collect();
+    if !absent.is_empty() {
+        let _: () = redis::cmd("HDEL").arg(keys.guard()).arg(absent).query_async(conn).await?;
     }
     Ok(())
 }
@@ -188,21 +212,6 @@ pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool, ende
     }
     if guarded {
         pipe.hdel(&guard, &[crate::domain::guard::FENCE, crate::domain::guard::LOST][..]).hset(&guard, crate::domain::guard::BORN, 1);
-    }
-    if guarded {
-        // Records of period sets that are not there once the board is whole (an empty period a
-        // reshard copied the record of, a set no line brings back) would fence it again.
-        let fields: Vec<String> = redis::cmd("HKEYS").arg(&guard).query_async(conn).await?;
-        let kept: Vec<(&String, String)> = fields.iter().filter_map(|field| Some((field, keys.kept_set(field)?))).collect();
-        let mut exists = redis::pipe();
-        for (_, set) in &kept {
-            exists.exists(set);
-        }
-        let there: Vec<bool> = if kept.is_empty() { Vec::new() } else { exists.query_async(conn).await? };
-        let stale: Vec<&String> = kept.iter().zip(there).filter(|(_, there)| !there).map(|((field, _), _)| *field).collect();
-        if !stale.is_empty() {
-            pipe.hdel(&guard, stale);
-        }
     }
 
     let _: () = pipe.query_async(conn).await?;

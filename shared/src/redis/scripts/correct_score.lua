@@ -145,8 +145,12 @@ for i = 1, boards do
     if values[i] ~= held then
       local better = not held or values[i] > held
       local time_part = better and tonumber(period(i, 3)) or tonumber(composites[i]) % span
+      local fresh = effects and redis.call('EXISTS', key) == 0
       redis.call('ZADD', key, composite_of(values[i], time_part), member)
       expire_period_once(key, KEYS[1], period(i, 0), period(i, 1), period(i, 2))
+      -- A journaled correction that creates a period's set records it as a write does, so its
+      -- loss is found (prelude.lua `period_state`).
+      if fresh then period_kept(KEYS[1], period(i, 0), period(i, 1), period(i, 2), tonumber(ARGV[18])) end
     end
     entry.score = score_of(values[i])
     entry.delta = entry.score - before

@@ -139,7 +139,7 @@ end
 -- answer. Reads write nothing: the next write fences the board.
 local function read_fence(guard_key, key, now_ms)
   if guard_key then
-    local kind_id = string.match(key, ':z:(.+)$')
+    local kind_id = string.match(key, '}:z:(.+)$')
     local fields = redis.call('HMGET', guard_key, GUARD_BORN, GUARD_FENCE, GUARD_KEPT .. (kind_id or ''))
     if fields[2] or not fields[1] then
       error({err = 'BOARD_RESTORING the board is being restored from its journal'})

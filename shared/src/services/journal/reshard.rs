@@ -243,6 +243,7 @@ impl<O: Objects> Resharder<O> {
         layout::record(conn, &self.keys, name, targets.len() as u32).await?;
         self.store.forget_layout(&self.keys, name);
         for target in targets {
+            restore::forget_absent_sets(conn, target).await?;
             restore::finish(conn, target, true, false).await?;
         }
         let record = self.keys.board_layout(name);
