@@ -97,6 +97,11 @@ impl World {
         }
         delete(&self.app, &lost).await;
         self.forum_lost |= !lost.is_empty();
+        // The score board's period sets too, its guard kept.
+        let arcade: Vec<String> =
+            self.app.written_keys().await.into_iter().filter(|k| k.contains("{arcade}:z:") && rng.u8(..4) == 0).collect();
+        delete(&self.app, &arcade).await;
+        self.others_lost |= !arcade.is_empty();
     }
 
     pub(super) async fn corrupt(&mut self, id: u32, user: u8) -> Result<(), String> {

@@ -97,8 +97,9 @@ pub enum Op {
     },
     /// Fault: a subset of the forum's keys deleted (`pick` seeds which) with its guard when
     /// `guard`; without it, a subset of its period sets (the losses found while the guard
-    /// survives, docs/journal.md#losses). The journal's stream stays (its loss is `LoseAll`,
-    /// after a drain: the tail is the recovery point).
+    /// survives, docs/journal.md#losses), and some of the score board's period sets (its guard
+    /// kept). The journal's stream stays (its loss is `LoseAll`, after a drain: the tail is the
+    /// recovery point).
     Lose {
         pick: u64,
         guard: bool,

@@ -41,8 +41,6 @@ local members = redis.call('HGET', KEYS[1], ARGV[1])
 if not members then
   if redis.call('EXISTS', KEYS[2]) == 1 then
     redis.call('RENAME', KEYS[2], KEYS[3])
-    -- Frozen, not lost (prelude.lua `period_state`).
-    redis.call('HDEL', KEYS[1], GUARD_KEPT .. string.sub(ARGV[1], #GUARD_CLOSED + 1))
     -- The live board's expiry was only a backstop; the frozen set must live until verified.
     redis.call('PERSIST', KEYS[3])
     members = redis.call('ZCARD', KEYS[3])
@@ -56,6 +54,10 @@ if not members then
   redis.call('HSET', KEYS[1], ARGV[1], members)
   redis.call('HDEL', KEYS[1], ARGV[2], ARGV[3])
 end
+-- Frozen, not lost (prelude.lua `period_state`): a closed period's set is never live again, so
+-- no record of it stays, whichever call closed it (a restore replays the writes that recorded
+-- it after the close it brought back).
+redis.call('HDEL', KEYS[1], GUARD_KEPT .. string.sub(ARGV[1], #GUARD_CLOSED + 1))
 if members == 'lost' then return {0, 0, 1, 0} end
 if members == 'unwitnessed' then return {0, 0, 0, 1} end
 return {tonumber(members), redis.call('EXISTS', KEYS[3]), 0, 0}

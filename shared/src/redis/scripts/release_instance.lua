@@ -35,7 +35,9 @@ if ARGV[5] ~= '' then writable(JOURNAL, 'stream') end
 effects_begin(ARGV[5] ~= '' and JOURNAL)
 -- The guard as the freeze left it, recorded: a restore closes the instance again.
 redis.call('HSET', GUARD, ARGV[1], closed)
-redis.call('HDEL', GUARD, ARGV[2], ARGV[3])
+-- With the instance's kept| record (the freeze dropped it, unjournaled): a restore replays the
+-- scores that recorded it, then this.
+redis.call('HDEL', GUARD, ARGV[2], ARGV[3], GUARD_KEPT .. string.sub(ARGV[1], #GUARD_CLOSED + 1))
 if players > 0 then
   redis.call('SET', SIZE, players)
   expire_once(SIZE, ARGV[4])

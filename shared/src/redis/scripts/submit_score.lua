@@ -142,6 +142,11 @@ local function submit(b)
   local kept, flags, changed, fits, olds = {}, '', false, false, {}
   for i = 1, n do
     local held = redis.call('ZSCORE', KEYS[index(i, 0)], member)
+    if not held then
+      -- A set the guard records that is gone was lost: fenced, nothing else written.
+      local recorded = redis.call('HGET', GUARD, GUARD_KEPT .. period(i, 2) .. ':' .. period(i, 3))
+      if recorded and period_state(KEYS[index(i, 0)], recorded, now_ms) == 'lost' then fence_lost(GUARD) end
+    end
     olds[i] = tonumber(held or '0')
     held = held and math.floor(tonumber(held) / board_span)
     local new = value
@@ -205,8 +210,11 @@ local function submit(b)
       -- was (an older queue message applied after a newer one): later is the smaller part.
       local part = tonumber(period(i, 5))
       if keep == 'sum' and olds[i] > 0 then part = math.min(part, olds[i] % board_span) end
+      local fresh = effects and redis.call('EXISTS', KEYS[index(i, 0)]) == 0
       redis.call('ZADD', KEYS[index(i, 0)], string.format('%.0f', kept[i] * board_span + part), member)
       expire_period_once(KEYS[index(i, 0)], GUARD, period(i, 2), period(i, 3), period(i, 4))
+      -- A journaled submission that creates a period's set records it (prelude.lua `period_state`).
+      if fresh then period_kept(GUARD, period(i, 2), period(i, 3), period(i, 4), now_ms) end
     end
     if statements and string.sub(flags, i, i) ~= 'o' then
       local statement = KEYS[index(i, 1)]
