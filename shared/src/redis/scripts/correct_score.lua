@@ -95,10 +95,7 @@ if refusal then return {refusal, closed, ''} end
 local composites, values, ranks_before = {}, {}, {}
 for i = 1, boards do
   composites[i] = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)
-  if not composites[i] then
-    local recorded = redis.call('HGET', KEYS[1], GUARD_KEPT .. period(i, 0) .. ':' .. period(i, 1))
-    if recorded and period_state(KEYS[FIRST_BOARD - 1 + i], recorded, tonumber(ARGV[18])) == 'lost' then fence_lost(KEYS[1]) end
-  end
+  if not composites[i] then fence_if_lost(KEYS[1], KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1), tonumber(ARGV[18])) end
   if noticed and tonumber(period(i, 4)) > 0 then
     ranks_before[i] = composites[i] and redis.call('ZREVRANK', KEYS[FIRST_BOARD - 1 + i], member) or -1
   end

@@ -133,6 +133,13 @@ local function fence_lost(guard_key)
   error({err = 'BOARD_RESTORING the board lost data its history says it holds: it is restored from its journal'})
 end
 
+-- A write that finds no `member` in period `kind`:`id`'s set `key`: fences the board (and
+-- refuses) when the guard records that set and it is gone (`period_state`).
+local function fence_if_lost(guard_key, key, kind, id, now_ms)
+  local recorded = redis.call('HGET', guard_key, GUARD_KEPT .. kind .. ':' .. id)
+  if recorded and period_state(key, recorded, now_ms) == 'lost' then fence_lost(guard_key) end
+end
+
 -- A read of a journaled board passes its guard as `guard_key` (nil: no journal) and is refused
 -- like a write while the board is restored or lost, or when the period set it reads, `key`,
 -- was lost (`period_state`, on the function's clock `now_ms`): a part-way board is not an

@@ -142,11 +142,7 @@ local function submit(b)
   local kept, flags, changed, fits, olds = {}, '', false, false, {}
   for i = 1, n do
     local held = redis.call('ZSCORE', KEYS[index(i, 0)], member)
-    if not held then
-      -- A set the guard records that is gone was lost: fenced, nothing else written.
-      local recorded = redis.call('HGET', GUARD, GUARD_KEPT .. period(i, 2) .. ':' .. period(i, 3))
-      if recorded and period_state(KEYS[index(i, 0)], recorded, now_ms) == 'lost' then fence_lost(GUARD) end
-    end
+    if not held then fence_if_lost(GUARD, KEYS[index(i, 0)], period(i, 2), period(i, 3), now_ms) end
     olds[i] = tonumber(held or '0')
     held = held and math.floor(tonumber(held) / board_span)
     local new = value
