@@ -260,7 +260,7 @@ impl Moderation {
             let (mut conn, keys, store) = (conn.clone(), self.keys.clone(), self.store.clone());
             let entry = AuditEntry::new(&board.name, kind, user_id, actor, now).json();
             let action = if banned {
-                Ban::Ban { live, statements: board.statements, league: board.league.as_ref(), notify: board.notify.as_ref() }
+                Ban::Ban { live, statements: board.statements, league: board.league.as_ref(), notify: board.notify.as_ref(), now }
             } else {
                 Ban::Unban
             };

@@ -148,7 +148,9 @@ impl World {
             }
             2
         };
+        let was = self.model.clone();
         self.model.ban(&user, self.now());
+        self.expect_moves(&was, &user, true);
         let added = self.audit_entries(&user).await? - before;
         let same = self.last_audit == Some(("ban", user.clone(), self.now()));
         self.last_audit = Some(("ban", user.clone(), self.now()));

@@ -11,10 +11,10 @@ use super::world::{World, far};
 impl World {
     pub(super) async fn drain(&mut self) -> Result<(), String> {
         let objects = S3Objects::new(self.s3.clone(), &self.bucket);
-        let report = self.app.drainer(objects, Arc::default()).drain(far()).await;
+        let report = self.app.drainer(objects, Arc::default()).with_notifier(self.notifier()).drain(far()).await;
         match report.boards.iter().find(|b| b.error.is_some()) {
             Some(board) => Err(format!("drain: {board:?}")),
-            None => Ok(()),
+            None => self.check_notices(true).await,
         }
     }
 

@@ -6,11 +6,13 @@
 
 mod archive;
 mod batch;
+pub mod crossings;
 pub mod faults;
 mod jobs;
 pub mod model;
 pub mod ops;
 mod race;
+mod notify;
 mod reads;
 mod reshard;
 pub mod world;

@@ -321,16 +321,27 @@ impl Model {
         }
     }
 
+    /// Every arcade day ("day:2026-11-22") best first: (user, kept score, when it was kept).
+    pub fn arcade_standings(&self) -> BTreeMap<String, Vec<(String, i64, i64)>> {
+        self.arcade.iter().map(|(period, members)| (period.clone(), standing(members))).collect()
+    }
+
     /// An arcade day best first: (user, kept score).
     pub fn arcade_top(&self, period: &str) -> Vec<(String, i64)> {
         ranked(self.arcade.get(period))
     }
 }
 
-fn ranked(members: Option<&Members>) -> Vec<(String, i64)> {
-    let mut list: Vec<(String, i64, i64)> = members.into_iter().flatten().map(|(u, &(p, t))| (u.clone(), p, t)).collect();
+/// Best first: more points, then reached earlier, then (equal in both) the greater user id, as
+/// Redis orders equal scores.
+fn standing(members: &Members) -> Vec<(String, i64, i64)> {
+    let mut list: Vec<(String, i64, i64)> = members.iter().map(|(u, &(p, t))| (u.clone(), p, t)).collect();
     list.sort_by(|a, b| b.1.cmp(&a.1).then(a.2.cmp(&b.2)).then(b.0.cmp(&a.0)));
-    list.into_iter().map(|(u, p, _)| (u, p)).collect()
+    list
+}
+
+fn ranked(members: Option<&Members>) -> Vec<(String, i64)> {
+    members.map(standing).unwrap_or_default().into_iter().map(|(u, p, _)| (u, p)).collect()
 }
 
 #[cfg(test)]

@@ -80,8 +80,12 @@ pub enum Op {
     Advance {
         secs: u32,
     },
-    /// The journal's drain.
+    /// The journal's drain (and the notifications' drain beside it).
     Drain,
+    /// Fault: a drain whose event bus refuses some entries of its calls (`pick` seeds which).
+    BusFaults {
+        pick: u64,
+    },
     /// A restore of every board, to completion; with a drain run each time it lists the
     /// journal's objects, when `drain_at_list` (a drain on its schedule meeting a restore).
     Restore {
@@ -169,7 +173,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                     .collect();
                 Op::Batch { first_id: id(items.len() as u32), items }
             }
-            4..=29 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
+            4..=27 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
+            28..=29 => Op::BusFaults { pick: rng.u64(..) },
             30..=35 => Op::Retry { back: rng.u8(..8) },
             36..=37 => Op::Conflict { back: rng.u8(..8) },
             38..=42 => {
@@ -182,7 +187,11 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                     .collect();
                 Op::Queue { first_id: id(messages.len() as u32), messages, again: rng.u8(..4) == 0 }
             }
-            51..=55 => Op::Score { id: id(1), user, score: rng.u32(..50) },
+            51..=55 => {
+                // Half from a few common scores, so players meet on the same one in one second.
+                let score = if rng.bool() { rng.u32(..30) } else { 10 + 2 * rng.u32(..3) };
+                Op::Score { id: id(1), user, score }
+            },
             56..=59 => {
                 let writes = rng.u8(1..6);
                 Op::Race { first_id: id(u32::from(writes)), user, writes, reads: rng.u8(1..6) }

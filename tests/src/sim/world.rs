@@ -56,7 +56,8 @@ pub(super) fn config(guild_shards: u32) -> Config {
         timezone = "UTC"
         periods = ["day"]
         top = 10
-        "#
+        notify = {{ top = {top} }}
+        "#, top = super::notify::TOP
     ))
     .expect("the simulation's configuration is valid")
 }
@@ -101,6 +102,7 @@ pub struct World {
     /// The forum's newest audit entry: its kind, user and second. A ban sent again in the
     /// second of the same ban (nothing between) is the same ban, recorded once.
     pub(super) last_audit: Option<(&'static str, String, i64)>,
+    pub(super) notified: super::notify::Notified,
     pub stats: Stats,
 }
 
@@ -134,7 +136,7 @@ impl World {
             _ => None,
         };
         let table = crate::archive::unique_season_table().await;
-        let keys = Keys::new(&crate::unique_prefix()).expect("a valid prefix").with_journal(true);
+        let keys = Keys::new(&crate::unique_prefix()).expect("a valid prefix").with_journal(true).with_notices(true);
         let assertions = Store::connect(&crate::redis_settings()).expect("the suite's Redis");
         let settings = match &proxy {
             Some(proxy) => RedisSettings::standalone(&proxy.url()),
@@ -164,6 +166,7 @@ impl World {
             forum_lost: false,
             others_lost: false,
             last_audit: None,
+            notified: super::notify::Notified::new().await,
             stats: Stats::default(),
         }
     }
@@ -218,6 +221,10 @@ impl World {
             Op::Correct { id, user, delta } => self.correct(*id, *user, if *delta == 0 { 1 } else { i64::from(*delta) }).await?,
             Op::Advance { secs } => self.app.set_now(self.app.now() + Duration::seconds(i64::from(*secs))),
             Op::Drain => self.drain().await?,
+            Op::BusFaults { pick } => {
+                self.stats.faults += 1;
+                self.refusing_drain(*pick).await?;
+            }
             Op::Restore { drain_at_list } => self.restore(*drain_at_list).await?,
             Op::DroppedRestoreLock => {
                 self.stats.faults += 1;
@@ -387,7 +394,8 @@ impl World {
         if got != expect {
             return Err(format!("score: expected {expect:?}, got {status} {reply}"));
         }
-        self.model = next;
+        let before = std::mem::replace(&mut self.model, next);
+        self.expect_moves(&before, &format!("u{user}"), false);
         Ok(())
     }
 
@@ -405,7 +413,9 @@ impl World {
         }
         self.last_audit = Some((if method == Method::POST { "ban" } else { "unban" }, format!("u{user}"), self.now()));
         if method == Method::POST {
+            let before = self.model.clone();
             self.model.ban(&format!("u{user}"), self.now());
+            self.expect_moves(&before, &format!("u{user}"), true);
         } else {
             self.model.unban(&format!("u{user}"));
         }

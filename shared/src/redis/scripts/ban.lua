@@ -27,7 +27,7 @@ ARGV[5]    the journal entry (the audit entry), appended with the periods the us
 ARGV[6]    m, the live league periods
 ARGV[7..]  for each live period, in KEYS order: "<kind>:<id>"; then for each the top watched
            for notifications ("0": none); then for each of the m live league periods the
-           position (1..n) of its sorted set among the live periods (so n = (#ARGV - 6 - m) / 2).
+           position (1..n) of its sorted set among the live periods (so n = (#ARGV - 7 - m) / 2).
            Removing a member from a watched top records the move (prelude.lua's `record_move`,
            tagged so the banned user is told nothing); leaving a watched league period's
            cohort records the cohort without them (`BL`: those below move up, the zones shrink)
@@ -71,7 +71,7 @@ if ARGV[5] ~= '' then writable(KEYS[3], 'stream') end
 if redis.call('LINDEX', KEYS[2], 0) == ARGV[3] then return {} end
 if ARGV[2] == 'ban' then
   local m = tonumber(ARGV[6])
-  local n = (#ARGV - 6 - m) / 2
+  local n = (#ARGV - 7 - m) / 2
   -- The live periods a league period is: their member's composite before the ban.
   local league_at, was = {}, {}
   for j = 1, m do
@@ -87,6 +87,12 @@ if ARGV[2] == 'ban' then
     writable(KEYS[at - 2], 'zset')
     writable(KEYS[at - 1], 'zset')
     writable(KEYS[at], 'zset')
+  end
+  for i = 1, n do
+    if redis.call('EXISTS', KEYS[4 + i]) == 0 then
+      local kind, id = string.match(ARGV[6 + i], '^([^:]*):(.*)$')
+      fence_if_lost(KEYS[1], KEYS[4 + i], kind, id, tonumber(ARGV[#ARGV]))
+    end
   end
   redis.call('HSET', KEYS[1], GUARD_BAN .. member, ARGV[3])
   for i = 1, n do

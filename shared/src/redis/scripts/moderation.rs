@@ -33,6 +33,8 @@ pub enum Ban<'a> {
         league: Option<&'a League>,
         /// The board's notifications, when its rank moves are recorded.
         notify: Option<&'a Notify>,
+        /// The function's clock: a recorded period set gone before its expiry is a loss.
+        now: DateTime<Utc>,
     },
     Unban,
 }
@@ -46,9 +48,11 @@ pub async fn ban<'p>(
     action: Ban<'p>,
     audit: AuditRecord<'_>,
 ) -> Result<Vec<&'p Period>, StoreError> {
-    let (mode, live, statements, league, notify) = match action {
-        Ban::Ban { live, statements, league, notify } => ("ban", live, statements, league, notify.filter(|_| keys.noticed())),
-        Ban::Unban => ("unban", &[][..], false, None, None),
+    let (mode, live, statements, league, notify, now_ms) = match action {
+        Ban::Ban { live, statements, league, notify, now } => {
+            ("ban", live, statements, league, notify.filter(|_| keys.noticed()), now.timestamp_millis())
+        }
+        Ban::Unban => ("unban", &[][..], false, None, None, 0),
     };
     let league_periods: Vec<&Period> = live.iter().filter(|p| league.is_some_and(|l| l.period == p.kind)).collect();
     let mut invocation = BAN_USER.key(keys.guard());
@@ -79,6 +83,7 @@ pub async fn ban<'p>(
     for league_period in &league_periods {
         invocation.arg(live.iter().position(|period| std::ptr::eq(period, *league_period)).map_or(0, |i| i + 1));
     }
+    invocation.arg(now_ms);
     let removed: Vec<usize> = invocation.invoke_async(conn).await?;
     removed
         .into_iter()
