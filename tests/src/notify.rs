@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use aws_sdk_eventbridge::types::Target;
-use journal::{Bus, BusError, DrainReport, EventBridgeBus, Notifier, ObjectError, Objects, Put};
+use journal::{Bus, BusError, DrainReport, EventBridgeBus, Notifier, ObjectError, Objects, Put, Unsent};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings::domain::notify::{CrossingKind, Detail};
@@ -87,18 +87,18 @@ impl Subscribed {
     }
 }
 
-/// A bus that takes `left` events and then fails: a drain stopped mid-delivery.
+/// A bus that takes `left` events and then refuses the rest: a drain stopped mid-delivery.
 pub struct FailingAfter<B> {
     pub inner: B,
     pub left: AtomicUsize,
 }
 
 impl<B: Bus> Bus for FailingAfter<B> {
-    async fn put(&self, events: &[Detail]) -> Result<(), BusError> {
+    async fn put(&self, events: &[Detail]) -> Result<(), Unsent> {
         let take = self.left.load(Ordering::SeqCst).min(events.len());
         self.left.fetch_sub(take, Ordering::SeqCst);
         self.inner.put(&events[..take]).await?;
-        if take < events.len() { Err(BusError("stopped mid-delivery".to_owned())) } else { Ok(()) }
+        if take < events.len() { Err(Unsent::from(take, events.len(), BusError("stopped mid-delivery".to_owned()))) } else { Ok(()) }
     }
 }
 
@@ -111,7 +111,7 @@ pub struct HangingAfter<B> {
 }
 
 impl<B: Bus> Bus for HangingAfter<B> {
-    async fn put(&self, events: &[Detail]) -> Result<(), BusError> {
+    async fn put(&self, events: &[Detail]) -> Result<(), Unsent> {
         let take = self.left.min(events.len());
         self.inner.put(&events[..take]).await?;
         self.reached.notify_one();
@@ -183,7 +183,7 @@ pub struct Gated<B> {
 }
 
 impl<B: Bus> Bus for Gated<B> {
-    async fn put(&self, events: &[Detail]) -> Result<(), BusError> {
+    async fn put(&self, events: &[Detail]) -> Result<(), Unsent> {
         self.reached.notify_one();
         self.go.notified().await;
         self.inner.put(events).await

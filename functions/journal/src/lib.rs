@@ -20,7 +20,7 @@ use standings::redis::store::Store;
 use standings::runtime::metrics::Metrics;
 use standings::services::catalog::Catalog;
 
-pub use standings::archive::bus::{Bus, BusError, EventBridgeBus, eventbridge_client};
+pub use standings::archive::bus::{Bus, BusError, EventBridgeBus, Unsent, eventbridge_client};
 pub use standings::archive::objects::{ObjectError, Objects, Put, board_objects, object_name};
 pub use standings::archive::s3::{S3Objects, s3_client};
 pub use standings::services::journal::{

@@ -9,9 +9,26 @@ use crate::domain::notify::Detail;
 #[error("event bus: {0}")]
 pub struct BusError(pub String);
 
-/// Takes events in the order given; `Ok` only once every one of them is accepted.
+/// What a `put` did not deliver: the events the bus did not take (their indexes in what it was
+/// given, in order), and why. Those it took are not sent again.
+#[derive(Debug, thiserror::Error)]
+#[error("{error} ({} not taken)", .events.len())]
+pub struct Unsent {
+    pub events: Vec<usize>,
+    pub error: BusError,
+}
+
+impl Unsent {
+    /// Events `from..len` not taken (a call that failed as a whole, and those after it).
+    pub fn from(from: usize, len: usize, error: BusError) -> Self {
+        Self { events: (from..len).collect(), error }
+    }
+}
+
+/// Takes events in the order given; `Ok` only once every one of them is accepted, else which
+/// were not.
 pub trait Bus: Send + Sync {
-    fn put(&self, events: &[Detail]) -> impl std::future::Future<Output = Result<(), BusError>> + Send;
+    fn put(&self, events: &[Detail]) -> impl std::future::Future<Output = Result<(), Unsent>> + Send;
 }
 
 /// The detail type of a tournament instance's results (docs/tournaments.md#the-end).
@@ -65,9 +82,11 @@ mod eventbridge {
 
     impl Bus for EventBridgeBus {
         /// One `PutEvents` per `PUT_EVENTS_MAX`, in order; a call with a failed entry stops the
-        /// rest, so a retry resends from a point no later event has passed.
-        async fn put(&self, events: &[Detail]) -> Result<(), BusError> {
-            for chunk in events.chunks(PUT_EVENTS_MAX) {
+        /// rest, and names the entries it did not take (EventBridge answers each entry on its own:
+        /// `FailedEntryCount`), so only those and the later ones are sent again.
+        async fn put(&self, events: &[Detail]) -> Result<(), Unsent> {
+            for (n, chunk) in events.chunks(PUT_EVENTS_MAX).enumerate() {
+                let first = n * PUT_EVENTS_MAX;
                 let entries = chunk
                     .iter()
                     .map(|detail| {
@@ -79,16 +98,18 @@ mod eventbridge {
                             .build()
                     })
                     .collect::<Vec<_>>();
-                let sent = self
-                    .client
-                    .put_events()
-                    .set_entries(Some(entries))
-                    .send()
-                    .await
-                    .map_err(|e| BusError(aws_sdk_eventbridge::error::DisplayErrorContext(e).to_string()))?;
+                let sent = self.client.put_events().set_entries(Some(entries)).send().await.map_err(|e| {
+                    Unsent::from(first, events.len(), BusError(aws_sdk_eventbridge::error::DisplayErrorContext(e).to_string()))
+                })?;
                 if sent.failed_entry_count() > 0 {
                     let why = sent.entries().iter().find_map(|entry| entry.error_code().map(str::to_owned)).unwrap_or_default();
-                    return Err(BusError(format!("{} of {} entries refused ({why})", sent.failed_entry_count(), chunk.len())));
+                    let error = BusError(format!("{} of {} entries refused ({why})", sent.failed_entry_count(), chunk.len()));
+                    // Entries answer in the request's order; an entry without an answer was not taken.
+                    let answers = sent.entries();
+                    let refused =
+                        (0..chunk.len()).filter(|&i| answers.get(i).is_none_or(|a| a.event_id().is_none() || a.error_code().is_some()));
+                    let events_left = (first + chunk.len())..events.len();
+                    return Err(Unsent { events: refused.map(|i| first + i).chain(events_left).collect(), error });
                 }
             }
             Ok(())

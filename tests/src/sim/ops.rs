@@ -191,7 +191,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                 // Half from a few common scores, so players meet on the same one in one second.
                 let score = if rng.bool() { rng.u32(..30) } else { 10 + 2 * rng.u32(..3) };
                 Op::Score { id: id(1), user, score }
-            },
+            }
             56..=59 => {
                 let writes = rng.u8(1..6);
                 Op::Race { first_id: id(u32::from(writes)), user, writes, reads: rng.u8(1..6) }

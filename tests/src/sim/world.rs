@@ -57,7 +57,8 @@ pub(super) fn config(guild_shards: u32) -> Config {
         periods = ["day"]
         top = 10
         notify = {{ top = {top} }}
-        "#, top = super::notify::TOP
+        "#,
+        top = super::notify::TOP
     ))
     .expect("the simulation's configuration is valid")
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::league::{League, Zone, Zones};
 use super::period::PeriodKind;
 
-pub use quiet::{Window, due, merge};
+pub use quiet::{Window, due, hold_unsent, merge};
 
 /// Largest `top` a board may watch: an overtaking write names at most this many members.
 pub const MAX_TOP: u32 = 100;

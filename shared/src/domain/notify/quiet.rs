@@ -50,3 +50,12 @@ pub fn due(pending: &mut BTreeMap<String, Vec<Window>>, horizon_ms: i64) -> Vec<
         .map(|w| Detail { rank_before: w.rank_before, ..w.last })
         .collect()
 }
+
+/// Events a bus did not take, held in `pending` as windows due at once, in the order given:
+/// the next drain sends them before anything newer, and no later crossing merges into them.
+pub fn hold_unsent(pending: &mut BTreeMap<String, Vec<Window>>, events: impl IntoIterator<Item = Detail>) {
+    for (order, detail) in events.into_iter().enumerate() {
+        let window = Window { first: detail.crossing, rank_before: detail.rank_before, due_ms: order as i64, last: detail };
+        pending.entry(window.last.user_id.clone()).or_default().push(window);
+    }
+}

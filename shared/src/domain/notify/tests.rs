@@ -169,3 +169,29 @@ periods = ["season"]"#),
     assert_eq!(validate(raw("top = 1\nperiods = [\"month\"]"), &periods).unwrap_err().0, "periods[0]");
     assert_eq!(validate(raw("top = 1\nperiods = []"), &periods).unwrap_err().0, "periods");
 }
+
+#[test]
+fn events_a_bus_refused_go_out_first_in_their_order_and_take_no_later_crossing() {
+    let event = |user: &str, n: u32| Detail {
+        id: format!("b:1-0:{n}"),
+        board: "b".into(),
+        period: "all".into(),
+        period_id: "all".into(),
+        user_id: user.into(),
+        crossing: CrossingKind::Overtaken,
+        rank_before: Some(2),
+        rank_after: Some(3),
+        by: Some("z".into()),
+        event_id: None,
+    };
+    let mut held = BTreeMap::new();
+    // A quiet time's window of "a", due later.
+    merge(&mut held, event("a", 9), 1_000, 60_000);
+    hold_unsent(&mut held, [event("c", 0), event("a", 1), event("b", 2)]);
+    // A later crossing of "a" merges into the quiet window, not into the refused event.
+    merge(&mut held, event("a", 7), 2_000, 60_000);
+    let out: Vec<String> = due(&mut held, 10_000).into_iter().map(|d| d.id).collect();
+    assert_eq!(out, ["b:1-0:0", "b:1-0:1", "b:1-0:2"]);
+    let later: Vec<String> = due(&mut held, i64::MAX).into_iter().map(|d| d.id).collect();
+    assert_eq!(later, ["b:1-0:7"]);
+}

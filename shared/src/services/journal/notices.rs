@@ -8,7 +8,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use crate::archive::bus::{Bus, BusError};
+use crate::archive::bus::{Bus, BusError, Unsent};
 use crate::domain::config::Board;
 use crate::domain::notify::{self, Detail};
 use crate::redis::keys::BoardKeys;
@@ -41,11 +41,11 @@ pub const NOTICES_DROPPED_METRIC: &str = "NotificationsDropped";
 
 /// A `Bus` behind a pointer (the drain holds whichever it was given).
 pub trait AnyBus: Send + Sync {
-    fn put_events<'a>(&'a self, events: &'a [Detail]) -> Pin<Box<dyn Future<Output = Result<(), BusError>> + Send + 'a>>;
+    fn put_events<'a>(&'a self, events: &'a [Detail]) -> Pin<Box<dyn Future<Output = Result<(), Unsent>> + Send + 'a>>;
 }
 
 impl<B: Bus> AnyBus for B {
-    fn put_events<'a>(&'a self, events: &'a [Detail]) -> Pin<Box<dyn Future<Output = Result<(), BusError>> + Send + 'a>> {
+    fn put_events<'a>(&'a self, events: &'a [Detail]) -> Pin<Box<dyn Future<Output = Result<(), Unsent>> + Send + 'a>> {
         Box::pin(self.put(events))
     }
 }
@@ -147,11 +147,24 @@ impl Notifier {
                 tracing::warn!(board = %board.name, "the notification drain's lease ran out; another drain goes on");
                 break;
             }
-            self.bus.put_events(&due).await?;
-            sent += due.len();
+            let refused = match self.bus.put_events(&due).await {
+                Ok(()) => None,
+                // Nothing taken: the step stays as it is for the next run.
+                Err(unsent) if unsent.events.len() >= due.len() => return Err(unsent.error.into()),
+                // Some taken: what was not is held, due at once in its order, and the step is
+                // committed, so the next run sends only that, and nothing the bus took again.
+                Err(unsent) => {
+                    notify::hold_unsent(&mut held, unsent.events.iter().map(|&i| due[i].clone()));
+                    Some(unsent)
+                }
+            };
+            sent += due.len() - refused.as_ref().map_or(0, |unsent| unsent.events.len());
             if !notices::commit(conn, keys, token, entries.last().map(|e| e.id.as_str()), &was, &held).await? {
                 tracing::warn!(board = %board.name, "the notification drain's lease ran out while it sent; nothing committed");
                 break;
+            }
+            if let Some(unsent) = refused {
+                return Err(unsent.error.into());
             }
             if read_all {
                 break;
