@@ -15,6 +15,7 @@ pub mod ops;
 mod race;
 mod reads;
 mod reshard;
+mod sign_ins;
 pub mod world;
 
 use ops::Op;

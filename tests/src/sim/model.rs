@@ -9,7 +9,7 @@
 //! an archive run takes each season 30 minutes past its end into the archive, whole.
 //! `arcade` (a score board, day period): keeps each player's best score, highest first.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::DateTime;
 
@@ -89,6 +89,10 @@ pub struct Model {
     corrections: HashMap<String, (String, i64)>,
     /// Archived forum seasons: their final standings, best first.
     archived: BTreeMap<String, Vec<(String, i64)>>,
+    /// user -> the day numbers they signed in (`sign_ins`).
+    pub(super) signed: HashMap<String, BTreeSet<i64>>,
+    /// sign-in id -> (first delivery, its answer).
+    pub(super) sign_in_ids: HashMap<String, (i64, super::sign_ins::SignedIn)>,
 }
 
 fn refused(status: u16, code: &str) -> Expect {
@@ -177,6 +181,19 @@ impl Model {
         let answer = Expect::Took { delta: largest, reason };
         self.markers.insert(id.to_owned(), (payload.to_owned(), day_number(now), answer.clone()));
         answer
+    }
+
+    pub fn is_banned(&self, user: &str) -> bool {
+        self.banned.contains(user)
+    }
+
+    /// `points` given to `user` on the forum's `periods` at `now` (a sign-in's).
+    pub(super) fn give_forum(&mut self, user: &str, periods: &[String], points: i64, now: i64) {
+        for period in periods {
+            let members = self.forum.entry(period.clone()).or_default();
+            let (held, reached) = members.get(user).copied().unwrap_or((0, 0));
+            members.insert(user.to_owned(), (held + points, reached.max(now)));
+        }
     }
 
     /// A post to the guild at `now`.

@@ -53,6 +53,12 @@ pub enum Op {
         writes: u8,
         reads: u8,
     },
+    /// `POST /v1/sign-ins` of `user` for today on the forum; sent twice when `again`.
+    SignIn {
+        id: u32,
+        user: u8,
+        again: bool,
+    },
     /// `POST /v1/boards/arcade/scores`.
     Score {
         id: u32,
@@ -173,7 +179,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                     .collect();
                 Op::Batch { first_id: id(items.len() as u32), items }
             }
-            4..=27 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
+            4..=25 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
+            26..=27 => Op::SignIn { id: id(1), user, again: rng.u8(..4) == 0 },
             28..=29 => Op::BusFaults { pick: rng.u64(..) },
             30..=35 => Op::Retry { back: rng.u8(..8) },
             36..=37 => Op::Conflict { back: rng.u8(..8) },

@@ -34,6 +34,7 @@ pub(super) fn config(guild_shards: u32) -> Config {
         top = 10
         statements = true
         archive = true
+        sign_in = {{ points = 1 }}
         rules = [
           {{ action = "comment", points = 3, scope = "none" }},
           {{ action = "like", points = 2, scope = "user_target_day", reversible = true, daily_cap = 6 }},
@@ -212,6 +213,7 @@ impl World {
                 }
             }
             Op::Score { id, user, score } => self.score(*id, *user, *score).await?,
+            Op::SignIn { id, user, again } => self.sign_in(*id, *user, *again).await?,
             Op::Race { first_id, user, writes, reads } => self.race(*first_id, *user, *writes, *reads).await?,
             Op::Ban { user } => self.moderate(Method::POST, *user).await?,
             Op::Unban { user } => self.moderate(Method::DELETE, *user).await?,

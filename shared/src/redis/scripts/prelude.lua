@@ -233,6 +233,16 @@ local function expire_period_once(key, guard_key, kind, id, ttl)
   end
 end
 
+-- Adds `member` at `composite` to period `kind`:`id`'s set `key`, which gets its TTL once; a
+-- journaled write that creates the set records it in the guard (`period_state`), so its loss
+-- is seen by the next write or read while the guard survives.
+local function period_add(key, guard_key, kind, id, ttl, composite, member, now_ms)
+  local fresh = effects and redis.call('EXISTS', key) == 0
+  redis.call('ZADD', key, composite, member)
+  expire_period_once(key, guard_key, kind, id, ttl)
+  if fresh then period_kept(guard_key, kind, id, ttl, now_ms) end
+end
+
 -- Removes `member` from the board of period `kind:id`. A season board this empties was
 -- emptied on purpose (a take-back, a correction, a ban): the guard says so, so the archive
 -- archives the season as empty instead of refusing it as lost.

@@ -50,7 +50,10 @@ ARGV[12]   `date` (YYYY-MM-DD), recorded in the reply so a retry reports the day
 ARGV[13]   1 when the board keeps statements, else 0
 ARGV[14]   the sign-in's journal entry (JSON, journal.rs), appended with the reply when the
            sign-in is recorded now; "" when the journal is off
-ARGV[15..] for each period sorted set, in KEYS order: period kind, period id, TTL in seconds ("0": none)
+ARGV[15]   the function's clock (ms): a period set the guard records, gone before its expiry,
+           is a loss: the board is fenced and the sign-in refused, nothing else written
+           (prelude.lua `fence_if_lost`); a set the sign-in creates is recorded (`period_add`)
+ARGV[16..] for each period sorted set, in KEYS order: period kind, period id, TTL in seconds ("0": none)
 
 Reply: per sign-in, in order, two values: status, body
   {"new", json}          signed now, or already signed that day; json is stored in the marker
@@ -77,7 +80,8 @@ local function sign_in(k, a, kc)
   local member = ARGV[a + 2]
   local day, previous_month_days, next_day = tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4]), tonumber(ARGV[a + 5])
   local tie = tonumber(ARGV[a + 8])
-  local FIRST_BOARD, PERIOD_ARGS = 7, 15
+  local FIRST_BOARD, PERIOD_ARGS = 7, 16
+  local now_ms = tonumber(ARGV[a + 15])
   local statements = ARGV[a + 13] == '1'
   local period_keys = (kc - FIRST_BOARD + 1) / (statements and 2 or 1)
   local per_day = period_keys / 2
@@ -148,7 +152,12 @@ local function sign_in(k, a, kc)
   for i = 1, per_day do credit(i, tonumber(ARGV[a + 6]), bonuses[streak] or 0) end
   for i = per_day + 1, period_keys do credit(i, 0, next_bonus) end
   for _, key in ipairs(order) do
-    add[key].total = points_of(redis.call('ZSCORE', key, member)) + add[key].points
+    local held = redis.call('ZSCORE', key, member)
+    if not held then
+      local p = add[key].period
+      fence_if_lost(KEYS[k + 5], key, period_arg(a + PERIOD_ARGS, p, 0), period_arg(a + PERIOD_ARGS, p, 1), now_ms)
+    end
+    add[key].total = points_of(held) + add[key].points
     if add[key].total > MAX_POINTS then return {'out_of_range', ''} end
   end
 
@@ -170,9 +179,9 @@ local function sign_in(k, a, kc)
   expire_once(KEYS[k + 2], ARGV[a + 10])
   for _, key in ipairs(order) do
     if add[key].points > 0 then
-      redis.call('ZADD', key, composite_of(add[key].total, tie), member)
       local p = add[key].period
-      expire_period_once(key, KEYS[k + 5], period_arg(a + PERIOD_ARGS, p, 0), period_arg(a + PERIOD_ARGS, p, 1), period_arg(a + PERIOD_ARGS, p, 2))
+      period_add(key, KEYS[k + 5], period_arg(a + PERIOD_ARGS, p, 0), period_arg(a + PERIOD_ARGS, p, 1),
+        period_arg(a + PERIOD_ARGS, p, 2), composite_of(add[key].total, tie), member, now_ms)
       if statements then
         local statement = KEYS[k + FIRST_BOARD - 1 + period_keys + p]
         if add[key].signed > 0 then

@@ -102,6 +102,7 @@ fn one(keys: &BoardKeys, plan: &SignInPlan<'_>) -> (Vec<String>, Vec<String>) {
         date.to_string(),
         if plan.board.statements { "1" } else { "0" }.to_owned(),
         if keys.journaled() { plan.journal_entry.clone() } else { String::new() },
+        plan.now.timestamp_millis().to_string(),
     ];
     for period in periods() {
         args.extend([period.kind.as_str().to_owned(), period.id.clone(), keys.ttl(period.ttl_secs(plan.now), plan.now).to_string()]);

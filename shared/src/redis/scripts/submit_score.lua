@@ -206,11 +206,8 @@ local function submit(b)
       -- was (an older queue message applied after a newer one): later is the smaller part.
       local part = tonumber(period(i, 5))
       if keep == 'sum' and olds[i] > 0 then part = math.min(part, olds[i] % board_span) end
-      local fresh = effects and redis.call('EXISTS', KEYS[index(i, 0)]) == 0
-      redis.call('ZADD', KEYS[index(i, 0)], string.format('%.0f', kept[i] * board_span + part), member)
-      expire_period_once(KEYS[index(i, 0)], GUARD, period(i, 2), period(i, 3), period(i, 4))
-      -- A journaled submission that creates a period's set records it (prelude.lua `period_state`).
-      if fresh then period_kept(GUARD, period(i, 2), period(i, 3), period(i, 4), now_ms) end
+      period_add(KEYS[index(i, 0)], GUARD, period(i, 2), period(i, 3), period(i, 4),
+        string.format('%.0f', kept[i] * board_span + part), member, now_ms)
     end
     if statements and string.sub(flags, i, i) ~= 'o' then
       local statement = KEYS[index(i, 1)]
