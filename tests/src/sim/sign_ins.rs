@@ -25,15 +25,15 @@ pub enum SignedIn {
 impl Model {
     /// A sign-in of `user` for today at `now`.
     pub fn sign_in(&mut self, id: &str, user: &str, now: i64) -> SignedIn {
-        if let Some((first, answer)) = self.sign_in_ids.get(id) {
-            if now - first < MARKER_SECS {
-                return match answer.clone() {
-                    SignedIn::Answer { already_signed, streak, days, points, .. } => {
-                        SignedIn::Answer { duplicate: true, already_signed, streak, days, points }
-                    }
-                    refused => refused,
-                };
-            }
+        if let Some((first, answer)) = self.sign_in_ids.get(id)
+            && now - first < MARKER_SECS
+        {
+            return match answer.clone() {
+                SignedIn::Answer { already_signed, streak, days, points, .. } => {
+                    SignedIn::Answer { duplicate: true, already_signed, streak, days, points }
+                }
+                refused => refused,
+            };
         }
         if self.is_banned(user) {
             return SignedIn::Refused(422, "user_banned".into());
