@@ -160,6 +160,14 @@ impl Store {
         self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), false).await
     }
 
+    /// `board_shards` for a write that goes where the board's data is whatever the
+    /// configuration says (a ban): a board with no record yet gets its configured layout recorded,
+    /// as its first write would, so a reshard finds what the write left there.
+    pub async fn board_shards_written(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<u32, StoreError> {
+        let mut conn = self.connection().await?;
+        self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await
+    }
+
     /// Refuses a write to `board` while its data is in another layout than the configuration's
     /// (`Resharding`): it would land where no read looks.
     pub async fn check_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<(), StoreError> {

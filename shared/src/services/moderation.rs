@@ -267,7 +267,7 @@ impl Moderation {
             async move {
                 // Where the user's data is: the recorded layout (a changed `shards` does not hold a ban
                 // back; a reshard's fence does, 503, until the move is done).
-                let keys = keys.board_of_user(&board.name, store.board_shards(&keys, board).await?, user_id);
+                let keys = keys.board_of_user(&board.name, store.board_shards_written(&keys, board).await?, user_id);
                 script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN }).await
             }
         }))
