@@ -90,6 +90,8 @@ async fn a_put_events_answer_with_failed_entries_resends_only_the_refused_entrie
     assert!(first_accepted.len() > 10, "the first call's entries and the second's others were accepted");
     assert!(report.boards.iter().any(|b| b.error.as_deref().is_some_and(|e| e.contains("InternalFailure"))), "{report:?}");
     assert!(waiting > 0);
+    // Counted from the refused entry's write, not from the epoch.
+    assert!(report.notification_lag_seconds < 600.0, "{report:?}");
     assert_eq!(app.notices_len("race").await, 0, "the step is committed: what was refused waits in the held windows");
 
     let stub = Arc::new(Mutex::new(Stub::default()));

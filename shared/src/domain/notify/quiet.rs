@@ -18,6 +18,9 @@ pub struct Window {
     pub last: Detail,
     /// When it is sent (ms, the stream's clock: the opening write's time + the quiet time).
     pub due_ms: i64,
+    /// An event the bus refused (`hold_unsent`): no later crossing merges into it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub refused: bool,
 }
 
 /// Merges `detail`, written at `at_ms`, into its user's windows (`pending`: user → windows).
@@ -26,9 +29,15 @@ pub fn merge(pending: &mut BTreeMap<String, Vec<Window>>, detail: Detail, at_ms:
     let same = |w: &&mut Window| {
         w.last.period == detail.period && w.last.period_id == detail.period_id && w.first.dimension() == detail.crossing.dimension()
     };
-    match windows.iter_mut().find(|w| same(w) && at_ms < w.due_ms) {
+    match windows.iter_mut().find(|w| !w.refused && same(w) && at_ms < w.due_ms) {
         Some(window) => window.last = detail,
-        None => windows.push(Window { first: detail.crossing, rank_before: detail.rank_before, last: detail, due_ms: at_ms + quiet_ms }),
+        None => windows.push(Window {
+            first: detail.crossing,
+            rank_before: detail.rank_before,
+            last: detail,
+            due_ms: at_ms + quiet_ms,
+            refused: false,
+        }),
     }
 }
 
@@ -51,11 +60,14 @@ pub fn due(pending: &mut BTreeMap<String, Vec<Window>>, horizon_ms: i64) -> Vec<
         .collect()
 }
 
-/// Events a bus did not take, held in `pending` as windows due at once, in the order given:
-/// the next drain sends them before anything newer, and no later crossing merges into them.
-pub fn hold_unsent(pending: &mut BTreeMap<String, Vec<Window>>, events: impl IntoIterator<Item = Detail>) {
+/// Events a bus did not take, held in `pending` as windows due from `since_ms` (when the oldest
+/// of them was written: the notification lag counts from there), a millisecond apart in the
+/// order given: the next drain sends them before anything written after them, and no later
+/// crossing merges into them.
+pub fn hold_unsent(pending: &mut BTreeMap<String, Vec<Window>>, events: impl IntoIterator<Item = Detail>, since_ms: i64) {
     for (order, detail) in events.into_iter().enumerate() {
-        let window = Window { first: detail.crossing, rank_before: detail.rank_before, due_ms: order as i64, last: detail };
+        let due_ms = since_ms + order as i64;
+        let window = Window { first: detail.crossing, rank_before: detail.rank_before, due_ms, last: detail, refused: true };
         pending.entry(window.last.user_id.clone()).or_default().push(window);
     }
 }

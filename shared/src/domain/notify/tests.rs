@@ -187,7 +187,9 @@ fn events_a_bus_refused_go_out_first_in_their_order_and_take_no_later_crossing()
     let mut held = BTreeMap::new();
     // A quiet time's window of "a", due later.
     merge(&mut held, event("a", 9), 1_000, 60_000);
-    hold_unsent(&mut held, [event("c", 0), event("a", 1), event("b", 2)]);
+    hold_unsent(&mut held, [event("c", 0), event("a", 1), event("b", 2)], 500);
+    // Due from when they were written: the lag counts from there, not from 1970.
+    assert_eq!(held.values().flatten().map(|w| w.due_ms).min(), Some(500));
     // A later crossing of "a" merges into the quiet window, not into the refused event.
     merge(&mut held, event("a", 7), 2_000, 60_000);
     let out: Vec<String> = due(&mut held, 10_000).into_iter().map(|d| d.id).collect();

@@ -347,7 +347,8 @@ impl BoardKeys {
         format!("{}:notices-count", self.base)
     }
 
-    /// Users' crossings held back by a quiet time (hash: user -> windows, JSON).
+    /// Users' crossings held back by a quiet time, or refused by the bus (hash: user ->
+    /// windows, JSON).
     pub fn notices_quiet(&self) -> String {
         format!("{}:notices-quiet", self.base)
     }

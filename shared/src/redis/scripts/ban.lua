@@ -31,6 +31,10 @@ ARGV[7..]  for each live period, in KEYS order: "<kind>:<id>"; then for each the
            Removing a member from a watched top records the move (prelude.lua's `record_move`,
            tagged so the banned user is told nothing); leaving a watched league period's
            cohort records the cohort without them (`BL`: those below move up, the zones shrink)
+ARGV[#ARGV] the function's clock (ms): a live period set the guard records, gone before its
+           expiry, is a loss: the board is fenced and the ban refused, nothing else written
+           (prelude.lua `fence_if_lost`), so a restore never brings the user's points back
+           under the ban nor leaves an emptied set recorded
 
 Reply: the positions (1-based, in KEYS[5..] order) of the periods the user was removed from.
 ]]

@@ -151,13 +151,17 @@ local function sign_in(k, a, kc)
   end
   for i = 1, per_day do credit(i, tonumber(ARGV[a + 6]), bonuses[streak] or 0) end
   for i = per_day + 1, period_keys do credit(i, 0, next_bonus) end
+  -- Every set checked for a loss before any answer depends on what it holds.
+  local held = {}
   for _, key in ipairs(order) do
-    local held = redis.call('ZSCORE', key, member)
-    if not held then
+    held[key] = redis.call('ZSCORE', key, member)
+    if not held[key] then
       local p = add[key].period
       fence_if_lost(KEYS[k + 5], key, period_arg(a + PERIOD_ARGS, p, 0), period_arg(a + PERIOD_ARGS, p, 1), now_ms)
     end
-    add[key].total = points_of(held) + add[key].points
+  end
+  for _, key in ipairs(order) do
+    add[key].total = points_of(held[key]) + add[key].points
     if add[key].total > MAX_POINTS then return {'out_of_range', ''} end
   end
 

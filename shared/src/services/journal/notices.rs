@@ -154,13 +154,20 @@ impl Notifier {
                 // Some taken: what was not is held, due at once in its order, and the step is
                 // committed, so the next run sends only that, and nothing the bus took again.
                 Err(unsent) => {
-                    notify::hold_unsent(&mut held, unsent.events.iter().map(|&i| due[i].clone()));
+                    let since = match entries.first() {
+                        Some(entry) => entry.at_ms(),
+                        None => notices::now_ms(conn).await?,
+                    };
+                    notify::hold_unsent(&mut held, unsent.events.iter().map(|&i| due[i].clone()), since);
                     Some(unsent)
                 }
             };
             sent += due.len() - refused.as_ref().map_or(0, |unsent| unsent.events.len());
             if !notices::commit(conn, keys, token, entries.last().map(|e| e.id.as_str()), &was, &held).await? {
                 tracing::warn!(board = %board.name, "the notification drain's lease ran out while it sent; nothing committed");
+                if let Some(unsent) = refused {
+                    return Err(unsent.error.into());
+                }
                 break;
             }
             if let Some(unsent) = refused {
