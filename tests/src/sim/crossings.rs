@@ -32,11 +32,22 @@ pub fn either(
     mover: &str,
     banned: bool,
 ) -> (Vec<Crossing>, Vec<Crossing>) {
-    let first = crossings(period_id, top, before, after, mover, banned, false);
-    let second = crossings(period_id, top, before, after, mover, banned, true);
+    let write = Write { period_id, top, before, after, mover, banned };
+    let (first, second) = (crossings(&write, false), crossings(&write, true));
     let must: Vec<Crossing> = first.iter().filter(|c| second.contains(c)).cloned().collect();
     let may = first.into_iter().chain(second).filter(|c| !must.contains(c)).collect();
     (must, may)
+}
+
+/// One write of `mover` on the top `top` of `period_id`'s board, from `before` to `after`.
+#[derive(Clone, Copy)]
+struct Write<'a> {
+    period_id: &'a str,
+    top: usize,
+    before: &'a Standing,
+    after: &'a Standing,
+    mover: &'a str,
+    banned: bool,
 }
 
 /// `list` with `mover` moved to the end of the run of users holding its very standing.
@@ -51,18 +62,10 @@ fn below_its_ties(list: &Standing, mover: &str) -> Vec<String> {
     names
 }
 
-/// The crossings of one write of `mover` (a ban when `banned`: the banned user is told
-/// nothing) on the top `top` of `period_id`'s board; a climber out of a tie from its bottom when
-/// `from_bottom`, else from where Redis's order put it.
-fn crossings(
-    period_id: &str,
-    top: usize,
-    before: &Standing,
-    after: &Standing,
-    mover: &str,
-    banned: bool,
-    from_bottom: bool,
-) -> Vec<Crossing> {
+/// The crossings of one write (a ban when `banned`: the banned user is told nothing); a climber
+/// out of a tie from its bottom when `from_bottom`, else from where Redis's order put it.
+fn crossings(write: &Write<'_>, from_bottom: bool) -> Vec<Crossing> {
+    let Write { period_id, top, before, after, mover, banned } = *write;
     let standing = |list: &Standing| list.iter().find(|(u, _, _)| u == mover).map(|&(_, s, t)| (s, t));
     // Higher scores rank first, then earlier times.
     let climbed = match (standing(before), standing(after)) {
