@@ -58,11 +58,12 @@ pub async fn user(
     let board = live_board(&config, &board)?;
     ids::validate_id("user_id", &user_id)?;
     let league = league_of(board)?;
+    let now = (app.clock)();
     let period = match params.at.as_deref() {
-        None => Period::containing(league.period, (app.clock)(), board.timezone),
+        None => Period::containing(league.period, now, board.timezone),
         Some(at) => Period::on_date(league.period, parse_day(at).map_err(ReadError::BadDate)?, board.timezone),
     };
-    let body = app.leagues.user(board, &period, &user_id).await?;
+    let body = app.leagues.user(board, &period, &user_id, now).await?;
     Ok(with_cache(USER_CACHE, Json(body)))
 }
 

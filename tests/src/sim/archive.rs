@@ -70,9 +70,18 @@ impl World {
         self.archive_run().await
     }
 
+    /// The scheduled run: the seasons due, then the league days due.
     async fn archive_run(&mut self) -> Result<(), String> {
         self.archiver().archive_due(self.deadline()).await.map_err(|e| format!("archive run: {e}"))?;
         self.model.archive(Self::start(), self.now());
+        // The closes' deadline is on the real clock (the Lambda's remaining time).
+        let closed = self.app.closer().close_due(super::world::far()).await.map_err(|e| format!("league closes: {e}"))?;
+        if let Some(report) = closed.iter().find(|r| r.status != "complete") {
+            return Err(format!("a league close did not complete: {report:?}"));
+        }
+        let model = &mut self.model;
+        let (banned, days) = (model.banned().clone(), model.clone());
+        model.ladder.close_due(self.app.now().timestamp(), |day| (day + 1) * 86_400, |day| days.arcade_day(day), &banned);
         Ok(())
     }
 

@@ -32,20 +32,48 @@ pub fn either(
     mover: &str,
     banned: bool,
 ) -> (Vec<Crossing>, Vec<Crossing>) {
-    let write = Write { period_id, top, before, after, mover, banned };
-    let (first, second) = (crossings(&write, false), crossings(&write, true));
-    let must: Vec<Crossing> = first.iter().filter(|c| second.contains(c)).cloned().collect();
-    let may = first.into_iter().chain(second).filter(|c| !must.contains(c)).collect();
+    let readings = tie_orders(before, after, mover)
+        .into_iter()
+        .map(|(b, a)| crossings(&Write { period_id, top, before: &b, after: &a, mover, banned }))
+        .collect();
+    must_and_may(readings)
+}
+
+/// Several readings of one write: the crossings all of them state must be sent, the others
+/// may be.
+pub fn must_and_may(readings: Vec<Vec<Crossing>>) -> (Vec<Crossing>, Vec<Crossing>) {
+    let must: Vec<Crossing> = readings[0].iter().filter(|c| readings.iter().all(|r| r.contains(c))).cloned().collect();
+    let mut may: Vec<Crossing> = readings.into_iter().flatten().filter(|c| !must.contains(c)).collect();
+    may.sort();
+    may.dedup();
     (must, may)
 }
 
-/// One write of `mover` on the top `top` of `period_id`'s board, from `before` to `after`.
+/// The two readings of a write's places, names best first before and after: a climber is
+/// placed below the users holding its very standing after (a tie is no pass), and before it is
+/// placed where Redis's order put it, or (the second reading) at the bottom of its tie.
+pub fn tie_orders(before: &Standing, after: &Standing, mover: &str) -> [(Vec<String>, Vec<String>); 2] {
+    let standing = |list: &Standing| list.iter().find(|(u, _, _)| u == mover).map(|&(_, s, t)| (s, t));
+    // Higher scores rank first, then earlier times.
+    let climbed = match (standing(before), standing(after)) {
+        (_, None) => false,
+        (None, Some(_)) => true,
+        (Some((s0, t0)), Some((s1, t1))) => s1 > s0 || (s1 == s0 && t1 < t0),
+    };
+    let names = |list: &Standing| list.iter().map(|(u, _, _)| u.clone()).collect::<Vec<_>>();
+    let after = if climbed { below_its_ties(after, mover) } else { names(after) };
+    let bottom = if climbed { below_its_ties(before, mover) } else { names(before) };
+    [(names(before), after.clone()), (bottom, after)]
+}
+
+/// One write of `mover` on the top `top` of `period_id`'s board: its places before and after,
+/// names best first (`tie_orders`).
 #[derive(Clone, Copy)]
 struct Write<'a> {
     period_id: &'a str,
     top: usize,
-    before: &'a Standing,
-    after: &'a Standing,
+    before: &'a [String],
+    after: &'a [String],
     mover: &'a str,
     banned: bool,
 }
@@ -62,23 +90,12 @@ fn below_its_ties(list: &Standing, mover: &str) -> Vec<String> {
     names
 }
 
-/// The crossings of one write (a ban when `banned`: the banned user is told nothing); a climber
-/// out of a tie from its bottom when `from_bottom`, else from where Redis's order put it.
-fn crossings(write: &Write<'_>, from_bottom: bool) -> Vec<Crossing> {
+/// The crossings of one write (a ban when `banned`: the banned user is told nothing).
+fn crossings(write: &Write<'_>) -> Vec<Crossing> {
     let Write { period_id, top, before, after, mover, banned } = *write;
-    let standing = |list: &Standing| list.iter().find(|(u, _, _)| u == mover).map(|&(_, s, t)| (s, t));
-    // Higher scores rank first, then earlier times.
-    let climbed = match (standing(before), standing(after)) {
-        (_, None) => false,
-        (None, Some(_)) => true,
-        (Some((s0, t0)), Some((s1, t1))) => s1 > s0 || (s1 == s0 && t1 < t0),
-    };
-    let names = |list: &Standing| list.iter().map(|(u, _, _)| u.clone()).collect::<Vec<_>>();
-    let before = if climbed && from_bottom { below_its_ties(before, mover) } else { names(before) };
-    let after = if climbed { below_its_ties(after, mover) } else { names(after) };
     let place = |list: &[String], user: &str| list.iter().position(|u| u == user);
-    let (mover_before, mover_after) = (place(&before, mover), place(&after, mover));
-    let mut users: Vec<&String> = before.iter().chain(&after).collect();
+    let (mover_before, mover_after) = (place(before, mover), place(after, mover));
+    let mut users: Vec<&String> = before.iter().chain(after).collect();
     users.sort();
     users.dedup();
     let mut out = Vec::new();
@@ -86,7 +103,7 @@ fn crossings(write: &Write<'_>, from_bottom: bool) -> Vec<Crossing> {
         if banned && user == mover {
             continue;
         }
-        let (b, a) = (place(&before, user), place(&after, user));
+        let (b, a) = (place(before, user), place(after, user));
         let inside = |r: Option<usize>| r.is_some_and(|r| r < top);
         let passed = user != mover
             && b.is_some_and(|b| mover_before.is_none_or(|mb| mb > b))

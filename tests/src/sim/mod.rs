@@ -4,11 +4,13 @@
 //! with `shared/`). A divergence is shrunk to a short history, printed, and kept in
 //! tests/sim/regressions.txt, which every run replays first.
 
+mod arcade;
 mod archive;
 mod batch;
 pub mod crossings;
 pub mod faults;
 mod jobs;
+pub mod ladder;
 pub mod model;
 mod notify;
 pub mod ops;

@@ -44,8 +44,16 @@ const ARCHIVE_GRACE_SECS: i64 = 30 * 60;
 /// How long a season's live board lives past its end (docs/concepts.md).
 const SEASON_BOARD_LIFE_SECS: i64 = 90 * 86_400;
 
-fn day_number(t: i64) -> i64 {
+pub fn day_number(t: i64) -> i64 {
     t.div_euclid(86_400)
+}
+
+/// The days a write could still land in at `now` (from the late-event grace ago to a minute
+/// ahead): those a ban or a removal reaches.
+fn live_days(now: i64) -> Vec<i64> {
+    let mut days: Vec<i64> = [now - GRACE_SECS, now, now + 60].into_iter().map(day_number).collect();
+    days.dedup();
+    days
 }
 
 /// What a write should answer.
@@ -93,6 +101,18 @@ pub struct Model {
     pub(super) signed: HashMap<String, BTreeSet<i64>>,
     /// sign-in id -> (first delivery, its answer).
     pub(super) sign_in_ids: HashMap<String, (i64, super::sign_ins::SignedIn)>,
+    /// The arcade's daily league.
+    pub(super) ladder: super::ladder::Ladder,
+    /// Arcade correction id -> its payload.
+    fixes: HashMap<String, String>,
+}
+
+/// An admin's correction of a score board: the entry removed from every live period, or the
+/// kept score of the current one set (docs/moderation.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fix {
+    Remove,
+    Set(i64),
 }
 
 fn refused(status: u16, code: &str) -> Expect {
@@ -232,14 +252,54 @@ impl Model {
         if better {
             members.insert(user.to_owned(), (score, now));
         }
+        // On the day's board now: their first write of the day joins its league.
+        self.ladder.played(user, day_number(now));
         let answer = Expect::Took { delta: i64::from(better), reason: (!better).then(|| "not_better".to_owned()) };
         self.markers.insert(id.to_owned(), (payload.to_owned(), day_number(now), answer.clone()));
         answer
     }
 
+    /// The arcade correction `id` of `user` at `now`.
+    pub fn fix(&mut self, id: &str, payload: &str, user: &str, fix: Fix, now: i64) -> Expect {
+        if let Some(first) = self.fixes.get(id) {
+            return if first == payload { Expect::Duplicate { delta: 0, reason: None } } else { refused(409, "idempotency_conflict") };
+        }
+        if self.banned.contains(user) {
+            return refused(422, "user_banned");
+        }
+        match fix {
+            Fix::Remove => {
+                for day in live_days(now) {
+                    if let Some(members) = self.arcade.get_mut(&format!("day:{}", day_of(day * 86_400))) {
+                        members.remove(user);
+                    }
+                }
+            }
+            Fix::Set(score) => {
+                let members = self.arcade.entry(format!("day:{}", day_of(now))).or_default();
+                // A better score counts as reached now; a worse one keeps the reached-at.
+                let reached = members.get(user).filter(|&&(kept, _)| score <= kept).map_or(now, |&(_, t)| t);
+                members.insert(user.to_owned(), (score, reached));
+                self.ladder.played(user, day_number(now));
+            }
+        }
+        self.fixes.insert(id.to_owned(), payload.to_owned());
+        Expect::Took { delta: 0, reason: None }
+    }
+
+    pub fn banned(&self) -> &HashSet<String> {
+        &self.banned
+    }
+
+    /// The arcade's day `day` (a day number) best first: (user, kept score, when it was kept).
+    pub fn arcade_day(&self, day: i64) -> super::crossings::Standing {
+        self.arcade.get(&format!("day:{}", day_of(day * 86_400))).map(standing).unwrap_or_default()
+    }
+
     /// A ban: the user leaves every period a write could still land in, and writes nothing more.
     pub fn ban(&mut self, user: &str, now: i64) {
         self.banned.insert(user.to_owned());
+        self.ladder.ban(user, &live_days(now));
         for at in [now - GRACE_SECS, now, now + 60] {
             let period = format!("day:{}", day_of(at));
             for board in [&mut self.forum, &mut self.arcade] {

@@ -65,6 +65,14 @@ pub enum Op {
         user: u8,
         score: u32,
     },
+    /// An admin's correction of the arcade: `user`'s entry removed from every live day, or
+    /// (`remove` false) their kept score of today set to `score`.
+    FixScore {
+        id: u32,
+        user: u8,
+        remove: bool,
+        score: u32,
+    },
     Ban {
         user: u8,
     },
@@ -179,26 +187,27 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                     .collect();
                 Op::Batch { first_id: id(items.len() as u32), items }
             }
-            4..=25 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
-            26..=27 => Op::SignIn { id: id(1), user, again: rng.u8(..4) == 0 },
-            28..=29 => Op::BusFaults { pick: rng.u64(..) },
-            30..=35 => Op::Retry { back: rng.u8(..8) },
-            36..=37 => Op::Conflict { back: rng.u8(..8) },
-            38..=42 => {
+            4..=21 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
+            22..=23 => Op::SignIn { id: id(1), user, again: rng.u8(..4) == 0 },
+            24..=25 => Op::BusFaults { pick: rng.u64(..) },
+            26..=31 => Op::Retry { back: rng.u8(..8) },
+            32..=33 => Op::Conflict { back: rng.u8(..8) },
+            34..=38 => {
                 let users: Vec<u8> = (0..rng.u8(2..6)).map(|_| rng.u8(..USERS)).collect();
                 Op::Burst { first_id: id(users.len() as u32), users }
             }
-            43..=50 => {
+            39..=46 => {
                 let messages: Vec<QueueMessage> = (0..rng.u8(1..6))
                     .map(|_| QueueMessage { user: rng.u8(..USERS), like: rng.bool().then(|| rng.u8(..5)), ago: rng.u16(..600) })
                     .collect();
                 Op::Queue { first_id: id(messages.len() as u32), messages, again: rng.u8(..4) == 0 }
             }
-            51..=55 => {
+            47..=53 => {
                 // Half from a few common scores, so players meet on the same one in one second.
                 let score = if rng.bool() { rng.u32(..30) } else { 10 + 2 * rng.u32(..3) };
                 Op::Score { id: id(1), user, score }
             }
+            54..=55 => Op::FixScore { id: id(1), user, remove: rng.bool(), score: 10 + 2 * rng.u32(..3) },
             56..=59 => {
                 let writes = rng.u8(1..6);
                 Op::Race { first_id: id(u32::from(writes)), user, writes, reads: rng.u8(1..6) }

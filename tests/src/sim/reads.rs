@@ -47,6 +47,7 @@ impl World {
                 return Err(format!("forum rank of {user}: expected {expected:?}, got {status} {read}"));
             }
         }
+        self.check_league().await?;
         self.check_seasons().await
     }
 }

@@ -8,7 +8,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
 
-use super::model::{Expect, GRACE_SECS, Model};
+use super::model::{Expect, Fix, GRACE_SECS, Model};
 use super::ops::{Op, QueueMessage};
 use crate::journal::{new_bucket, s3};
 use crate::proxy::DroppingProxy;
@@ -58,6 +58,7 @@ pub(super) fn config(guild_shards: u32) -> Config {
         periods = ["day"]
         top = 10
         notify = {{ top = {top} }}
+        league = {{ period = "day", cohort_size = 3, tiers = ["low", "mid", "high"], promote = 1, demote = 1 }}
         "#,
         top = super::notify::TOP
     ))
@@ -213,6 +214,10 @@ impl World {
                 }
             }
             Op::Score { id, user, score } => self.score(*id, *user, *score).await?,
+            Op::FixScore { id, user, remove, score } => {
+                let fix = if *remove { Fix::Remove } else { Fix::Set(i64::from(*score)) };
+                self.fix(*id, *user, fix).await?;
+            }
             Op::SignIn { id, user, again } => self.sign_in(*id, *user, *again).await?,
             Op::Race { first_id, user, writes, reads } => self.race(*first_id, *user, *writes, *reads).await?,
             Op::Ban { user } => self.moderate(Method::POST, *user).await?,
@@ -372,33 +377,6 @@ impl World {
             }
             self.model = next;
         }
-        Ok(())
-    }
-
-    async fn score(&mut self, id: u32, user: u8, score: u32) -> Result<(), String> {
-        let body = json!({"event_id": format!("s{id}"), "user_id": format!("u{user}"), "score": score});
-        let mut next = self.model.clone();
-        let expect = next.score(&format!("s{id}"), &body.to_string(), &format!("u{user}"), i64::from(score), self.now());
-        let (status, reply) = self.app.post("/v1/boards/arcade/scores", &body).await;
-        if self.others_lost && restoring(status, &reply) {
-            return Ok(());
-        }
-        let got = if status == StatusCode::OK {
-            let applied = i64::from(reply["applied"].as_bool() == Some(true));
-            let reason = reply["reason"].as_str().map(str::to_owned);
-            if reply["duplicate"].as_bool() == Some(true) {
-                Expect::Duplicate { delta: applied, reason }
-            } else {
-                Expect::Took { delta: applied, reason }
-            }
-        } else {
-            event_answer(status, &reply).1
-        };
-        if got != expect {
-            return Err(format!("score: expected {expect:?}, got {status} {reply}"));
-        }
-        let before = std::mem::replace(&mut self.model, next);
-        self.expect_moves(&before, &format!("u{user}"), false);
         Ok(())
     }
 

@@ -236,6 +236,9 @@ fn tied(name: &str) -> bool {
 
 /// Marks a tied name in a recorded move; no user id holds it (`ids`).
 const TIED: char = '=';
+/// Marks a cohort member with no score in a recorded cohort move (prelude_league.lua
+/// `COHORT_UNSCORED`); no user id holds it either.
+const UNSCORED: char = '!';
 
 /// The crossings a move makes, movers first. `league` names the zones of cohort moves (none
 /// without it).
@@ -300,9 +303,9 @@ pub fn crossings(m: &Move, league: Option<&League>) -> Vec<Crossing> {
                 }
             }
         }
-        Move::Cohort { period, period_id, cohort, member, before, order, .. } => {
+        Move::Cohort { period, period_id, cohort, member, before, order, banned } => {
             if let Some(league) = league {
-                cohort_crossings(league, (period, period_id), cohort, member, *before, order, &mut out);
+                cohort_crossings(league, (period, period_id), (cohort, member, *banned), *before, order, &mut out);
             }
         }
     }
@@ -310,58 +313,80 @@ pub fn crossings(m: &Move, league: Option<&League>) -> Vec<Crossing> {
 }
 
 /// Zone crossings of one cohort move: every member's zone before and after (the zones scale
-/// with the cohort's size, which a newcomer changes).
+/// with the cohort's size, which a newcomer changes). Zones are of the members with a score (as
+/// at the close): a name marked unscored is in none, and a mover who had no score before was
+/// recorded as placed by the write. A banned mover is told nothing.
 #[allow(clippy::too_many_arguments)]
 fn cohort_crossings(
     league: &League,
     (period, period_id): (&str, &str),
-    cohort: &str,
-    member: &str,
+    (cohort, member, banned): (&str, &str, bool),
     before: Option<u32>,
     order: &[String],
     out: &mut Vec<Crossing>,
 ) {
     let Some(tier) = cohort.split(':').next().and_then(|t| t.parse::<usize>().ok()) else { return };
-    let mut prior: Vec<&str> = order.iter().map(String::as_str).filter(|name| *name != member).collect();
-    if let Some(at) = before {
-        prior.insert((at as usize).min(prior.len()), member);
+    let clean = |name: &'_ str| -> String { name.trim_start_matches(TIED).trim_start_matches(UNSCORED).to_owned() };
+    let redis_order: Vec<String> = order.iter().map(|name| clean(name)).collect();
+    // Ties are not passes: a climber is placed below the names marked as holding its very
+    // composite, whatever Redis's order of equal scores says.
+    let scored: Vec<&String> = order.iter().filter(|name| !name.starts_with(UNSCORED)).collect();
+    let last_tied = scored.iter().rposition(|name| tied(name));
+    let mut after_list: Vec<String> = scored.iter().map(|name| clean(name)).collect();
+    if let (Some(last), Some(at)) = (last_tied, after_list.iter().position(|name| name == member))
+        && last > at
+        && before.is_none_or(|b| (at as u32) < b)
+    {
+        let name = after_list.remove(at);
+        after_list.insert(last, name);
     }
-    let zones = |list: &[&str]| {
+    let mut prior: Vec<String> = after_list.iter().filter(|name| *name != member).cloned().collect();
+    if let Some(at) = before {
+        prior.insert((at as usize).min(prior.len()), member.to_owned());
+    }
+    let zones = |list: &[String]| {
         let size = list.len() as u32;
         let zones = Zones::of(league, tier, size);
         move |rank: usize| zones.zone(rank as u32 + 1, size)
     };
-    let (zone_before, zone_after) = (zones(&prior), zones(&order.iter().map(String::as_str).collect::<Vec<_>>()));
-    let place = |list: &[&str], user: &str| list.iter().position(|name| *name == user);
-    let after_list: Vec<&str> = order.iter().map(String::as_str).collect();
+    let (zone_before, zone_after) = (zones(&prior), zones(&after_list));
+    let place = |list: &[String], user: &str| list.iter().position(|name| name == user);
     let (mover_before, mover_after) = (place(&prior, member), place(&after_list, member));
+    let users: Vec<&String> = after_list.iter().chain(&prior).collect();
+    let mut seen = std::collections::HashSet::new();
     // An empty place (`LW`) is a member the move did not shift.
-    for user in after_list.iter().filter(|user| !user.is_empty()) {
-        let (b, a) = (place(&prior, user), place(&after_list, user).expect("listed"));
-        let (zb, za) = (b.map(&zone_before), zone_after(a));
+    for user in users.into_iter().filter(|user| !(user.is_empty() || banned && *user == member)) {
+        if !seen.insert(user.as_str()) {
+            continue;
+        }
+        let (b, a) = (place(&prior, user), place(&after_list, user));
+        let (zb, za) = (b.map(&zone_before), a.map(&zone_after));
         // Passed by the mover: behind the user before (or not in the cohort), ahead after.
-        let passed = *user != member && b.is_some_and(|b| mover_before.is_none_or(|mb| mb > b)) && mover_after.is_some_and(|ma| ma < a);
+        let passed = user != member
+            && b.is_some_and(|b| mover_before.is_none_or(|mb| mb > b))
+            && a.is_some_and(|a| mover_after.is_some_and(|ma| ma < a));
         let by = passed.then(|| member.to_owned());
         let mut push = |crossing| {
             out.push(Crossing {
                 period: period.to_owned(),
                 period_id: period_id.to_owned(),
-                user_id: (*user).to_owned(),
+                user_id: user.clone(),
                 crossing,
                 rank_before: b.map(|b| b as u32),
-                rank_after: Some(a as u32),
+                // Ranks in the events are Redis's (docs/notifications.md).
+                rank_after: place(&redis_order, user).filter(|_| a.is_some()).map(|a| a as u32),
                 by: by.clone(),
             });
         };
-        let was = |zone| zb == Some(zone);
-        if za == Zone::Promote && !was(Zone::Promote) {
+        let (was, now) = (|zone| zb == Some(zone), |zone| za == Some(zone));
+        if now(Zone::Promote) && !was(Zone::Promote) {
             push(CrossingKind::EnteredPromotion);
-        } else if za != Zone::Promote && was(Zone::Promote) {
+        } else if !now(Zone::Promote) && was(Zone::Promote) {
             push(CrossingKind::LeftPromotion);
         }
-        if za == Zone::Demote && !was(Zone::Demote) {
+        if now(Zone::Demote) && !was(Zone::Demote) {
             push(CrossingKind::EnteredDemotion);
-        } else if za != Zone::Demote && was(Zone::Demote) {
+        } else if !now(Zone::Demote) && was(Zone::Demote) {
             push(CrossingKind::LeftDemotion);
         }
     }

@@ -116,6 +116,26 @@ fn a_cohort_move_names_zone_crossings_with_the_zones_of_each_size() {
     assert!(crossings(&Move::parse("L week w 1:1 d 3 d a b c").unwrap(), None).is_empty());
 }
 
+#[test]
+fn a_tie_is_no_zone_pass_and_a_member_with_no_score_is_in_no_zone() {
+    let league = league();
+    let of = |line: &str| {
+        crossings(&Move::parse(line).unwrap(), Some(&league)).into_iter().map(|c| (c.user_id, c.crossing, c.by)).collect::<Vec<_>>()
+    };
+    // d reaches a's very composite from last; Redis's order puts d first, the tie moves nobody
+    // past a: d only leaves demotion, a keeps first place and promotion.
+    assert_eq!(
+        of("L week w 1:1 d 3 d =a b c"),
+        vec![c("d", CrossingKind::LeftDemotion, None), c("c", CrossingKind::EnteredDemotion, Some("d"))]
+    );
+    assert_eq!(of("LW week w 1:1 d 3 0 4 d =a b c"), of("L week w 1:1 d 3 d =a b c"));
+    // A fourth member is placed with no score: zones are of the three with one (none in
+    // silver at 3 of 4), so nobody's zone moves.
+    assert_eq!(of("L week w 1:1 d -1 a b c !d"), vec![]);
+    // d's score is removed: the zones shrink to those of three, so a and d leave theirs.
+    assert_eq!(of("L week w 1:1 d 3 a b c !d"), vec![c("a", CrossingKind::LeftPromotion, None), c("d", CrossingKind::LeftDemotion, None)]);
+}
+
 fn detail(user: &str, crossing: CrossingKind, before: Option<u32>, after: Option<u32>, id: &str) -> Detail {
     Detail {
         id: id.to_owned(),

@@ -57,7 +57,7 @@ local function record_departure(moves, board, placements, cohorts, kind, id, mem
     if cohort_ahead(others[i], score[others[i]], member, was) then place = place + 1 end
   end
   table.sort(others, function(x, y) return cohort_ahead(x, score[x], y, score[y]) end)
-  moves[#moves + 1] = table.concat({'BL', kind, id, cohort, member, place, table.concat(others, ' ')}, ' ')
+  moves[#moves + 1] = table.concat({'BL', kind, id, cohort, member, place, table.concat(cohort_marked(others, score), ' ')}, ' ')
 end
 
 effects_begin(ARGV[5] ~= '' and KEYS[3])

@@ -90,8 +90,16 @@ pub enum CohortOf<'a> {
 }
 
 /// A user's tier and cohort of `period`, or one cohort, with every member's composite, from one
-/// snapshot (read_cohort.lua).
-pub async fn read_cohort(conn: &mut Connection, keys: &BoardKeys, period: &Period, of: CohortOf<'_>) -> Result<RawCohort, StoreError> {
+/// snapshot (read_cohort.lua). `fence_at`: on a journaled deployment, the function's clock in
+/// ms: a board being restored, or whose period set was lost, answers `board_restoring` rather
+/// than a cohort with its scores missing (docs/journal.md#fence).
+pub async fn read_cohort(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    period: &Period,
+    of: CohortOf<'_>,
+    fence_at: Option<i64>,
+) -> Result<RawCohort, StoreError> {
     let (user, cohort) = match of {
         CohortOf::User(user) => (user, ""),
         CohortOf::Cohort(cohort) => ("", cohort),
@@ -104,7 +112,8 @@ pub async fn read_cohort(conn: &mut Connection, keys: &BoardKeys, period: &Perio
         .key(keys.period(period))
         .key(keys.guard())
         .arg(user)
-        .arg(cohort);
+        .arg(cohort)
+        .arg(fence_at.map_or_else(String::new, |ms| ms.to_string()));
     let reply: Vec<String> = invocation.invoke_async(conn).await?;
     let mut values = reply.into_iter();
     let protocol = || StoreError::Protocol("read_cohort: reply too short".into());

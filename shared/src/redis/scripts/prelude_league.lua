@@ -111,6 +111,26 @@ local function cohort_ahead(x, sx, y, sy)
   return x < y
 end
 
+-- Marks a name a cohort move records as holding its climber's very composite: below the
+-- climber only by Redis's order of equal scores, so not passed (domain/notify `Move::Cohort`).
+local COHORT_TIED = '='
+
+-- Marks a name a cohort move records as holding no score on the period's board: not ranked,
+-- in no zone, as at the close (docs/leagues.md#the-close).
+local COHORT_UNSCORED = '!'
+
+-- `sorted` (names best first) as a cohort move records them: those with no `score` marked.
+local function cohort_marked(sorted, score)
+  local out = {}
+  for i = 1, #sorted do out[i] = (score[sorted[i]] and '' or COHORT_UNSCORED) .. sorted[i] end
+  return out
+end
+
+-- The 16 digits of a scored order entry of `cohort`.
+local function entry_digits(cohort, entry)
+  return string.sub(entry, #cohort + 2, #cohort + 17)
+end
+
 -- `record_cohort` from the placements and the board: the cohort's names, their composites
 -- (`old`: the member's before the write, 0: none), every comparison in Lua. Returns the
 -- cohort's names and their composites after the write (false: none), in the same order.
@@ -123,34 +143,48 @@ local function record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, 
   if #names == 0 then return names, {} end
   local composites, score = redis.call('ZMSCORE', board, unpack(names)), {}
   for i = 1, #names do score[names[i]] = composites[i] and tonumber(composites[i]) end
+  -- A member with no score before was ranked nowhere: recorded as placed by the write (-1).
   local place_was, place_now, was = -1, 0, old and tonumber(old) > 0 and tonumber(old)
-  if not joined then place_was = 0 end
+  local ranked_before = not joined and was
+  if ranked_before then place_was = 0 end
   for i = 1, #names do
     local other = names[i]
     if other ~= member then
-      if not joined and cohort_ahead(other, score[other], member, was) then place_was = place_was + 1 end
+      if ranked_before and cohort_ahead(other, score[other], member, was) then place_was = place_was + 1 end
       if cohort_ahead(other, score[other], member, score[member]) then place_now = place_now + 1 end
     end
   end
-  if place_was ~= place_now then
+  if place_was ~= place_now or (ranked_before and not score[member]) then
     local sorted = {}
     for i = 1, #names do sorted[i] = names[i] end
     table.sort(sorted, function(x, y) return cohort_ahead(x, score[x], y, score[y]) end)
-    moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(sorted, ' ')}, ' ')
+    -- Ties are not passes: a climber marks the names holding its very composite.
+    local mine = score[member]
+    if mine and (place_was < 0 or place_now < place_was) then
+      for i = 1, #sorted do
+        if sorted[i] ~= member and score[sorted[i]] == mine then sorted[i] = COHORT_TIED .. sorted[i] end
+      end
+    end
+    local marked = cohort_marked(sorted, score)
+    moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(marked, ' ')}, ' ')
   end
   return names, composites
 end
 
 -- A kept cohort's members best first, from its order: the scored entries as ZREVRANGEBYLEX
--- lists them, then those without a score by name.
-local function cohort_listed(order, cohort)
+-- lists them, then those without a score by name. `tie`: a climber's entry, whose equals are
+-- marked (`COHORT_TIED`).
+local function cohort_listed(order, cohort, tie)
   local low, high = cohort_range(cohort)
   local listed, unscored = redis.call('ZREVRANGEBYLEX', order, high, low), {}
   local names, skip = {}, #cohort + 19
+  local digits = tie and entry_digits(cohort, tie)
   for i = 1, #listed do
     local entry = listed[i]
     if string.byte(entry, #cohort + 2) == 33 then
-      table.insert(unscored, 1, string.sub(entry, #cohort + 3))
+      table.insert(unscored, 1, COHORT_UNSCORED .. string.sub(entry, #cohort + 3))
+    elseif entry ~= tie and entry_digits(cohort, entry) == digits then
+      names[#names + 1] = COHORT_TIED .. string.sub(entry, skip)
     else
       names[#names + 1] = string.sub(entry, skip)
     end
@@ -184,15 +218,20 @@ local function record_cohort(moves, tag, board, placements, cohorts, order, kind
       if place_was == place_now then return end
       if joined then
         -- The cohort grew: every member's zones may have moved with its size.
-        local listed = table.concat(cohort_listed(order, cohort), ' ')
+        local listed = table.concat(cohort_listed(order, cohort, now), ' ')
         moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, listed}, ' ')
         return
       end
       -- The same size: only the members between the two places moved (`LW`, domain/notify).
       local low, lo = '[' .. cohort .. '|', math.min(place_was, place_now)
       local shifted = redis.call('ZREVRANGEBYLEX', order, high, low, 'LIMIT', lo, math.abs(place_now - place_was) + 1)
-      for i = 1, #shifted do shifted[i] = string.sub(shifted[i], #cohort + 19) end
-      local size = redis.call('ZLEXCOUNT', order, low, high)
+      local digits = place_now < place_was and entry_digits(cohort, now)
+      for i = 1, #shifted do
+        local tied = shifted[i] ~= now and entry_digits(cohort, shifted[i]) == digits
+        shifted[i] = (tied and COHORT_TIED or '') .. string.sub(shifted[i], #cohort + 19)
+      end
+      -- Zones are of the members with a score (the entries with digits).
+      local size = redis.call('ZLEXCOUNT', order, '[' .. cohort .. '|0', '(' .. cohort .. '|:')
       moves[#moves + 1] = table.concat({tag .. 'W', kind, id, cohort, member, place_was, lo, size, table.concat(shifted, ' ')}, ' ')
       return
     end

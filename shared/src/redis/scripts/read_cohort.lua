@@ -11,12 +11,17 @@ KEYS[5]  the board's guard (hash): banned members are left out (a ban after the 
          window no longer reaches its cohorts, see ban.lua)
 
 ARGV[1]  the user, or "" to read the cohort ARGV[2] ("<tier>:<n>")
+ARGV[3]  now (ms, the function's clock) on a journaled deployment, "" otherwise: a board being
+         restored, or whose period set KEYS[4] the guard records as live then and is missing,
+         answers BOARD_RESTORING (prelude.lua `read_fence`): a cohort whose scores were lost is
+         no answer, and no close
 
 Reply: {tier, cohort, member1, composite1, member2, …}: tier the user's tier for their next
 placement ("" when reading by cohort), cohort "" when the user has none this period; a member
 not on the board has composite "".
 ]]
 
+if ARGV[3] ~= '' then read_fence(KEYS[5], KEYS[4], ARGV[3]) end
 local user, cohort = ARGV[1], ARGV[2]
 local reply = {'', ''}
 if user ~= '' then

@@ -125,7 +125,7 @@ impl Leagues {
             let mut raw = RawCohort { tier: None, cohort: None, members: Vec::new() };
             let mut own = std::collections::HashMap::new();
             for (n, name) in group.iter().zip(&names) {
-                let read = read_cohort(&mut conn, &keys, period, CohortOf::Cohort(name)).await?;
+                let read = read_cohort(&mut conn, &keys, period, CohortOf::Cohort(name), self.fence_at(now)).await?;
                 own.extend(read.members.iter().map(|(member, _)| (member.clone(), *n)));
                 raw.members.extend(read.members);
             }
@@ -172,9 +172,9 @@ impl Leagues {
         let last: Option<u32> = conn.hget(keys.league_counts(&period.id), tier).await?;
         let Some(last) = last.filter(|last| *last >= 2) else { return Ok(vec![n]) };
         let small = |raw: RawCohort| league::joins_the_cohort_before(raw.members.len(), league.cohort_size);
-        let pair = if n == last && small(read_cohort(conn, keys, period, CohortOf::Cohort(&format!("{tier}:{last}"))).await?) {
+        let pair = if n == last && small(read_cohort(conn, keys, period, CohortOf::Cohort(&format!("{tier}:{last}")), None).await?) {
             [n - 1, n]
-        } else if n + 1 == last && small(read_cohort(conn, keys, period, CohortOf::Cohort(&format!("{tier}:{last}"))).await?) {
+        } else if n + 1 == last && small(read_cohort(conn, keys, period, CohortOf::Cohort(&format!("{tier}:{last}")), None).await?) {
             [n, n + 1]
         } else {
             return Ok(vec![n]);

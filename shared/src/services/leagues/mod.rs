@@ -150,16 +150,23 @@ impl Leagues {
         Self { keys, store }
     }
 
-    /// The user's cohort of the league period containing `at`, zones marked.
-    pub async fn user(&self, board: &Board, period: &Period, user_id: &str) -> Result<UserLeague, ReadError> {
+    /// On a journaled deployment, `now` in ms: the cohort reads' fence (`read_cohort`).
+    fn fence_at(&self, now: DateTime<Utc>) -> Option<i64> {
+        self.keys.journal_on().then(|| now.timestamp_millis())
+    }
+
+    /// The user's cohort of the league period containing `at`, zones marked, read at `now`.
+    pub async fn user(&self, board: &Board, period: &Period, user_id: &str, now: DateTime<Utc>) -> Result<UserLeague, ReadError> {
         let league = league_of(board)?;
         let keys = self.keys.board(&board.name);
         let mut conn = self.store.connection().await?;
-        let raw = read_cohort(&mut conn, &keys, period, CohortOf::User(user_id)).await?;
+        let raw = read_cohort(&mut conn, &keys, period, CohortOf::User(user_id), self.fence_at(now)).await?;
         let waiting = raw.cohort.is_none()
             && conn.zscore::<_, _, Option<f64>>(keys.league_pending(&period.id), user_id).await.map_err(StoreError::from)?.is_some();
         let ranked = ranked(board, period, &raw);
-        let size = u32::try_from(ranked.len()).unwrap_or(u32::MAX);
+        // Zones are of the members with a score, as the close ranks them: one with none did
+        // not play (yet), is in no zone and does not count (docs/leagues.md#the-close).
+        let size = u32::try_from(ranked.iter().filter(|(_, composite, _)| composite.is_some()).count()).unwrap_or(u32::MAX);
         let tier = raw.cohort.as_deref().and_then(tier_of).or(raw.tier).unwrap_or(0);
         let zones = Zones::of(league, tier, size);
         let users: Vec<&str> = ranked.iter().map(|(m, ..)| m.as_str()).collect();
@@ -167,12 +174,12 @@ impl Leagues {
         let entries = ranked
             .iter()
             .zip(1u32..)
-            .map(|((user, _, score), rank)| CohortEntry {
+            .map(|((user, composite, score), rank)| CohortEntry {
                 rank,
                 user_id: user.clone(),
                 score: *score,
                 profile: profiles.next().flatten(),
-                zone: zones.zone(rank, size),
+                zone: if composite.is_some() { zones.zone(rank, size) } else { Zone::Idle },
             })
             .collect();
         let info = period.info();
