@@ -65,61 +65,64 @@ impl World {
     /// results of the days before.
     pub(super) async fn check_league(&mut self) -> Result<(), String> {
         let today = day_number(self.now());
-        let standing = self.model.arcade_day(today);
-        let ladder = &self.model.ladder;
         for user in (0..super::ops::USERS).map(|u| format!("u{u}")) {
             self.stats.reads += 2;
             let (status, read) = self.app.get(&format!("/v1/boards/arcade/users/{user}/league")).await;
-            if self.others_lost && restoring(status, &read) {
-                continue;
-            }
-            let (tier, entries) = match ladder.cohort(&user, today) {
-                Some((tier, _)) => (tier, ladder.entries(&user, today, &standing, self.model.banned())),
-                None => (ladder.tier_of(&user), Vec::new()),
-            };
-            let expected = json!({
-                "tier": TIERS[tier],
-                "waiting": ladder.is_waiting(&user, today),
-                "entries": entries.iter().enumerate().map(|(i, (u, score, zone))| json!({"rank": i + 1, "user_id": u, "score": score, "zone": zone})).collect::<Vec<_>>(),
-            });
-            let listed: Vec<Value> = read["entries"]
-                .as_array()
-                .map(|list| {
-                    list.iter()
-                        .map(|e| json!({"rank": e["rank"], "user_id": e["user_id"], "score": e["score"], "zone": e["zone"]}))
-                        .collect()
-                })
-                .unwrap_or_default();
-            let got = json!({"tier": read["tier"], "waiting": read["waiting"], "entries": listed});
-            if status != StatusCode::OK || got != expected {
-                return Err(format!("arcade league of {user}: expected {expected}, got {status} {got}"));
+            if !(self.others_lost && restoring(status, &read)) {
+                self.check_cohort(&user, today, status, &read)?;
             }
             let (status, read) = self.app.get(&format!("/v1/boards/arcade/users/{user}/league/history")).await;
-            if self.others_lost && restoring(status, &read) {
-                continue;
+            if !(self.others_lost && restoring(status, &read)) {
+                self.check_history(&user, today, status, &read)?;
             }
-            let expected: Vec<Value> = ladder
-                .history(&user, today)
-                .into_iter()
-                .map(|(day, o)| {
-                    json!({"period_id": super::model::day_of(day * 86_400), "tier": TIERS[o.tier], "rank": o.rank, "cohort_size": o.size,
-                        "score": o.score, "zone": o.zone, "next_tier": TIERS[o.next_tier]})
-                })
-                .collect();
-            let got: Vec<Value> = read["results"]
-                .as_array()
-                .map(|list| {
-                    list.iter()
-                        .map(|r| {
-                            json!({"period_id": r["period_id"], "tier": r["tier"], "rank": r["rank"], "cohort_size": r["cohort_size"],
-                                "score": r["score"], "zone": r["zone"], "next_tier": r["next_tier"]})
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            if status != StatusCode::OK || got != expected {
-                return Err(format!("arcade league history of {user}: expected {expected:?}, got {status} {read}"));
-            }
+        }
+        Ok(())
+    }
+
+    /// `user`'s cohort of `today` as the league route answered it.
+    fn check_cohort(&self, user: &str, today: i64, status: StatusCode, read: &Value) -> Result<(), String> {
+        let ladder = &self.model.ladder;
+        let (tier, entries) = match ladder.cohort(user, today) {
+            Some((tier, _)) => (tier, ladder.entries(user, today, &self.model.arcade_day(today), self.model.banned())),
+            None => (ladder.tier_of(user), Vec::new()),
+        };
+        let expected = json!({
+            "tier": TIERS[tier],
+            "waiting": ladder.is_waiting(user, today),
+            "entries": entries.iter().enumerate().map(|(i, (u, score, zone))| json!({"rank": i + 1, "user_id": u, "score": score, "zone": zone})).collect::<Vec<_>>(),
+        });
+        let listed: Vec<Value> = read["entries"]
+            .as_array()
+            .map(|list| {
+                list.iter().map(|e| json!({"rank": e["rank"], "user_id": e["user_id"], "score": e["score"], "zone": e["zone"]})).collect()
+            })
+            .unwrap_or_default();
+        let got = json!({"tier": read["tier"], "waiting": read["waiting"], "entries": listed});
+        if status != StatusCode::OK || got != expected {
+            return Err(format!("arcade league of {user}: expected {expected}, got {status} {got}"));
+        }
+        Ok(())
+    }
+
+    /// `user`'s results of the days before `today` as the history route answered them.
+    fn check_history(&self, user: &str, today: i64, status: StatusCode, read: &Value) -> Result<(), String> {
+        let fields = ["period_id", "tier", "rank", "cohort_size", "score", "zone", "next_tier"];
+        let expected: Vec<Value> = self
+            .model
+            .ladder
+            .history(user, today)
+            .into_iter()
+            .map(|(day, o)| {
+                json!({"period_id": super::model::day_of(day * 86_400), "tier": TIERS[o.tier], "rank": o.rank, "cohort_size": o.size,
+                    "score": o.score, "zone": o.zone, "next_tier": TIERS[o.next_tier]})
+            })
+            .collect();
+        let got: Vec<Value> = read["results"]
+            .as_array()
+            .map(|list| list.iter().map(|r| fields.iter().map(|f| ((*f).to_owned(), r[*f].clone())).collect()).collect())
+            .unwrap_or_default();
+        if status != StatusCode::OK || got != expected {
+            return Err(format!("arcade league history of {user}: expected {expected:?}, got {status} {read}"));
         }
         Ok(())
     }

@@ -37,8 +37,9 @@ pub struct Outcome {
 struct Day {
     /// Per tier, its cohorts in the order they opened (a ban leaves its place empty).
     cohorts: BTreeMap<usize, Vec<Vec<String>>>,
-    /// Players who first wrote before the day before was closed, in that order.
-    waiting: Vec<String>,
+    /// Players who first wrote before the day before was closed, and when (ms): placed in that
+    /// order, those of one millisecond by user id (the order of the waiting list's equal scores).
+    waiting: Vec<(i64, String)>,
     closed: bool,
     results: HashMap<String, Outcome>,
 }
@@ -98,15 +99,15 @@ impl Ladder {
 
     /// A write left `user` on `day`'s board: their first of the day places them in their tier's
     /// open cohort, or makes them wait when the day before had players and is not closed.
-    pub fn played(&mut self, user: &str, day: i64) {
+    pub fn played(&mut self, user: &str, day: i64, now_ms: i64) {
         let before_open = self.days.get(&(day - 1)).is_some_and(|d| d.has_players() && !d.closed);
         let tier = self.tier_of(user);
         let today = self.days.entry(day).or_default();
-        if today.cohort_of(user).is_some() || today.waiting.iter().any(|u| u == user) {
+        if today.cohort_of(user).is_some() || today.waiting.iter().any(|(_, u)| u == user) {
             return;
         }
         if before_open {
-            today.waiting.push(user.to_owned());
+            today.waiting.push((now_ms, user.to_owned()));
         } else {
             join(today, tier, user);
         }
@@ -119,13 +120,13 @@ impl Ladder {
                 for cohort in d.cohorts.values_mut().flatten() {
                     cohort.retain(|u| u != user);
                 }
-                d.waiting.retain(|u| u != user);
+                d.waiting.retain(|(_, u)| u != user);
             }
         }
     }
 
     pub fn is_waiting(&self, user: &str, day: i64) -> bool {
-        self.days.get(&day).is_some_and(|d| d.waiting.iter().any(|u| u == user))
+        self.days.get(&day).is_some_and(|d| d.waiting.iter().any(|(_, u)| u == user))
     }
 
     /// `user`'s cohort of `day` (its members, banned ones too), and its tier.
@@ -261,7 +262,9 @@ impl Ladder {
         d.results = results;
         d.closed = true;
         if let Some(next) = self.days.get_mut(&(day + 1)) {
-            for user in std::mem::take(&mut next.waiting) {
+            let mut waiting = std::mem::take(&mut next.waiting);
+            waiting.sort();
+            for (_, user) in waiting {
                 if !banned.contains(&user) {
                     let tier = self.tier.get(&user).copied().unwrap_or(0);
                     join(next, tier, &user);

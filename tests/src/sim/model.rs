@@ -253,7 +253,7 @@ impl Model {
             members.insert(user.to_owned(), (score, now));
         }
         // On the day's board now: their first write of the day joins its league.
-        self.ladder.played(user, day_number(now));
+        self.ladder.played(user, day_number(now), now * 1000);
         let answer = Expect::Took { delta: i64::from(better), reason: (!better).then(|| "not_better".to_owned()) };
         self.markers.insert(id.to_owned(), (payload.to_owned(), day_number(now), answer.clone()));
         answer
@@ -280,7 +280,7 @@ impl Model {
                 // A better score counts as reached now; a worse one keeps the reached-at.
                 let reached = members.get(user).filter(|&&(kept, _)| score <= kept).map_or(now, |&(_, t)| t);
                 members.insert(user.to_owned(), (score, reached));
-                self.ladder.played(user, day_number(now));
+                self.ladder.played(user, day_number(now), now * 1000);
             }
         }
         self.fixes.insert(id.to_owned(), payload.to_owned());

@@ -7,6 +7,7 @@ use redis::AsyncCommands;
 use serde::Serialize;
 
 use crate::domain::config::Board;
+use crate::domain::guard;
 use crate::domain::journal::Stamp;
 use crate::domain::league::{self, League, Outcome, Zone, Zones};
 use crate::domain::period::Period;
@@ -206,8 +207,21 @@ impl Leagues {
         for period in &periods {
             pipe.hget(keys.league_results(&period.id), user_id);
         }
+        // A board lost or being restored (its guard without `born`, or fenced) has lost its
+        // results too, or has them part-way: no answer (docs/journal.md#fence).
+        let fenced = self.keys.journal_on();
+        if fenced {
+            pipe.hget(keys.guard(), guard::BORN).hget(keys.guard(), guard::FENCE);
+        }
         let mut conn = self.store.connection().await?;
-        let results: Vec<Option<String>> = pipe.query_async(&mut conn).await.map_err(StoreError::from)?;
+        let mut results: Vec<Option<String>> = pipe.query_async(&mut conn).await.map_err(StoreError::from)?;
+        if fenced {
+            let fence = results.pop().flatten();
+            let born = results.pop().flatten();
+            if fence.is_some() || born.is_none() {
+                return Err(StoreError::Restoring.into());
+            }
+        }
         let played: Vec<(&Period, Outcome)> = periods.iter().zip(results).filter_map(|(p, r)| Some((p, Outcome::decode(&r?)?))).collect();
         let mut sizes = redis::pipe();
         for (period, outcome) in &played {
