@@ -184,3 +184,31 @@ async fn a_move_stopped_after_recording_its_layout_is_finished_by_the_next_invoc
     assert_eq!(reads(&four).await, before);
     assert_eq!(submit(&four, "late", "u1", 9).await.0, StatusCode::OK, "writes resume");
 }
+
+/// A score board declaring `max_score` (as the shipped `high-scores` does) keeps its recorded
+/// scale through a move: the free step leaves it with the layout, so the board answers as before
+/// (issue 58: it answered every read and write with 503 `board_scale_changed`).
+#[tokio::test]
+async fn a_score_board_with_a_max_score_keeps_its_scale_through_a_move() {
+    let scaled = |shards: u32| {
+        Config::parse(&format!(
+            "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nmax_score = 1000000\nshards = {shards}\n"
+        ))
+        .unwrap()
+    };
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(scaled(1)).await;
+    for i in 0..8 {
+        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{i}"), 1000 * (i + 1)).await.0, StatusCode::OK);
+    }
+    let (_, before) = one.get("/v1/boards/game/top?period=all&limit=10").await;
+    let four = spawn_journaled_on(scaled(4), one.keys.clone()).await;
+    let report = four.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
+    assert_eq!(report["status"], "complete", "{report}");
+    let scale: Option<i64> = redis::cmd("GET").arg(four.keys.board_scale("game")).query_async(&mut four.redis.clone()).await.unwrap();
+    assert_eq!(scale, Some(1_000_000), "the recorded scale stays with the board");
+    let (status, after) = four.get("/v1/boards/game/top?period=all&limit=10").await;
+    assert_eq!((status, after["entries"].clone()), (StatusCode::OK, before["entries"].clone()), "{after}");
+    assert_eq!(submit(&four, "s9", "u9", 999_999).await.0, StatusCode::OK, "writes resume");
+}

@@ -246,10 +246,12 @@ impl<O: Objects> Resharder<O> {
             restore::forget_absent_sets(conn, target).await?;
             restore::finish(conn, target, true, false).await?;
         }
-        let record = self.keys.board_layout(name);
+        // The board's records (its layout and a score board's scale) stay: they are the board's,
+        // not a layout's.
+        let records = [self.keys.board_layout(name), self.keys.board_scale(name)];
         for source in self.keys.board_shards(name, from) {
             let old: Vec<String> =
-                conn.scan_slot_of(&source.guard(), &source.pattern_all()).await?.into_iter().filter(|key| *key != record).collect();
+                conn.scan_slot_of(&source.guard(), &source.pattern_all()).await?.into_iter().filter(|key| !records.contains(key)).collect();
             for chunk in old.chunks(500) {
                 let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await.map_err(StoreError::from)?;
             }
