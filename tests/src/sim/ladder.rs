@@ -289,3 +289,48 @@ fn join(day: &mut Day, tier: usize, user: &str) {
         _ => cohorts.push(vec![user.to_owned()]),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn standing(list: &[(&str, i64)]) -> Standing {
+        list.iter().map(|&(u, s)| (u.to_owned(), s, 0)).collect()
+    }
+
+    #[test]
+    fn cohorts_fill_in_order_a_late_player_waits_and_a_small_last_cohort_closes_with_the_one_before() {
+        let mut ladder = Ladder::default();
+        for user in ["a", "b", "c", "d"] {
+            ladder.played(user, 0, 0);
+        }
+        assert_eq!(ladder.cohort("c", 0), Some((0, vec!["a".into(), "b".into(), "c".into()])));
+        assert_eq!(ladder.cohort("d", 0), Some((0, vec!["d".into()])));
+        // Day 1 before day 0 is closed: e waits.
+        ladder.played("e", 1, 86_400_000);
+        assert!(ladder.is_waiting("e", 1) && ladder.cohort("e", 1).is_none());
+        let board = standing(&[("d", 9), ("a", 5), ("b", 4), ("c", 1)]);
+        ladder.close_due(86_400 + 1_800, |day| (day + 1) * 86_400, |_| board.clone(), &HashSet::new());
+        // d, alone in the tier's last cohort (1 < 3 / 2), is ranked with a, b and c: first of 4.
+        assert_eq!(ladder.history("d", 2)[0].1.rank, Some(1));
+        assert_eq!(ladder.tier_of("d"), 1, "one of four promoted");
+        assert_eq!(ladder.tier_of("a"), 0);
+        // e is placed at the close, in their tier.
+        assert_eq!(ladder.cohort("e", 1), Some((0, vec!["e".into()])));
+    }
+
+    #[test]
+    fn zones_are_of_the_members_with_a_score() {
+        let mut ladder = Ladder::default();
+        ladder.tier.insert("a".into(), 1);
+        ladder.tier.insert("b".into(), 1);
+        ladder.tier.insert("c".into(), 1);
+        for user in ["a", "b", "c"] {
+            ladder.played(user, 0, 0);
+        }
+        let full = ladder.entries("a", 0, &standing(&[("a", 3), ("b", 2), ("c", 1)]), &HashSet::new());
+        assert_eq!(full.iter().map(|e| e.2).collect::<Vec<_>>(), ["promote", "stay", "demote"]);
+        let one_removed = ladder.entries("a", 0, &standing(&[("a", 3), ("b", 2)]), &HashSet::new());
+        assert_eq!(one_removed.iter().map(|e| (e.0.as_str(), e.2)).collect::<Vec<_>>(), [("a", "stay"), ("b", "stay"), ("c", "idle")]);
+    }
+}

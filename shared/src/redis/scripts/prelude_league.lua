@@ -158,14 +158,14 @@ local function record_cohort_read(moves, tag, board, cohorts, cohort, kind, id, 
     local sorted = {}
     for i = 1, #names do sorted[i] = names[i] end
     table.sort(sorted, function(x, y) return cohort_ahead(x, score[x], y, score[y]) end)
+    local marked = cohort_marked(sorted, score)
     -- Ties are not passes: a climber marks the names holding its very composite.
     local mine = score[member]
     if mine and (place_was < 0 or place_now < place_was) then
       for i = 1, #sorted do
-        if sorted[i] ~= member and score[sorted[i]] == mine then sorted[i] = COHORT_TIED .. sorted[i] end
+        if sorted[i] ~= member and score[sorted[i]] == mine then marked[i] = COHORT_TIED .. sorted[i] end
       end
     end
-    local marked = cohort_marked(sorted, score)
     moves[#moves + 1] = table.concat({tag, kind, id, cohort, member, place_was, table.concat(marked, ' ')}, ' ')
   end
   return names, composites
