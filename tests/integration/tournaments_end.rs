@@ -66,6 +66,8 @@ async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_a
     );
     let (status, pending) = arena.read("/v1/tournaments/sprint/results?instance=all").await;
     assert_eq!((status, code(&pending)), (StatusCode::NOT_FOUND, Some("results_pending")), "{pending}");
+    let (status, unnamed) = arena.read("/v1/tournaments/sprint/results").await;
+    assert_eq!((status, unnamed), (StatusCode::NOT_FOUND, pending), "a one-off's results without instance are its only one's");
 
     // The archive function's next run (every minute).
     let reports = arena.end_run(Some(&bus.bus)).await;
@@ -80,6 +82,7 @@ async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_a
         {"rank": 4, "user_id": "dee", "score": 5, "profile": null, "prize": null},
     ]);
     assert_eq!((&results["results"], results["total"].as_u64(), &results["next_cursor"]), (&expected, Some(4), &Value::Null));
+    assert_eq!(arena.read("/v1/tournaments/sprint/results").await, (StatusCode::OK, results.clone()), "instance=all by default");
     let events = bus.events(TOURNAMENT_ENDED).await;
     assert_eq!(events.len(), 1, "{events:?}");
     let announced: Vec<(u64, &str, i64, &Value)> = events[0]["results"]
@@ -147,6 +150,8 @@ async fn a_recurring_tournament_opens_each_instance_on_its_reset_and_ends_each_o
     assert_eq!(done, [(yesterday.as_str(), "done")], "today's instance is open; only yesterday's ended: {reports:?}");
     let (_, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={yesterday}")).await;
     assert_eq!((users(&results["results"]), results["results"][0]["score"].as_i64()), (vec!["ann"], Some(12)), "{results}");
+    let (status, unnamed) = arena.read("/v1/tournaments/daily/results").await;
+    assert_eq!((status, unnamed), (StatusCode::OK, results.clone()), "without instance: the last that ended (today's is open)");
     let (_, me) = arena.read("/v1/tournaments/daily/users/ann").await;
     assert_eq!(
         (me["instance"].as_str(), me["score"].as_i64(), me["entries_left"].as_u64()),

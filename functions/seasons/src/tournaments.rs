@@ -99,7 +99,7 @@ pub async fn user(
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResultsParams {
-    instance: String,
+    instance: Option<String>,
     cursor: Option<String>,
 }
 
@@ -116,6 +116,6 @@ pub async fn results(
             cursor.parse::<u64>().ok().filter(|&rank| rank >= 1).ok_or_else(|| ApiError::malformed("cursor is not one this route gave"))?,
         ),
     };
-    let results = app.tournaments().await?.results(table, &id, &params.instance, cursor).await?;
+    let results = app.tournaments().await?.results(table, &id, params.instance.as_deref(), cursor, (app.clock)()).await?;
     Ok(with_cache(RESULTS_CACHE, Json(results)))
 }

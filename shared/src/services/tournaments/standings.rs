@@ -243,8 +243,19 @@ impl Tournaments {
     }
 
     /// A page of an ended instance's stored results, from rank `cursor` (1 when absent).
-    pub async fn results(&self, table: &SeasonTable, id: &str, instance: &str, cursor: Option<u64>) -> Result<Results, PlayError> {
+    /// An instance's stored results from `cursor`; without `instance`, those of the one
+    /// `Tournament::results_instance` names at `now`.
+    pub async fn results(
+        &self,
+        table: &SeasonTable,
+        id: &str,
+        instance: Option<&str>,
+        cursor: Option<u64>,
+        now: DateTime<Utc>,
+    ) -> Result<Results, PlayError> {
         let (_, tournament) = self.find(id)?;
+        let default = instance.is_none().then(|| tournament.results_instance(now).map(|i| i.id).unwrap_or_default());
+        let instance = instance.or(default.as_deref()).unwrap_or_default();
         let done = table.completed(id, instance).await?.ok_or_else(|| PlayError::NoResults {
             tournament: id.to_owned(),
             instance: crate::domain::ids::loggable(instance).into_owned(),

@@ -182,6 +182,22 @@ impl Tournament {
         }
     }
 
+    /// The instance whose results a read names when it names none: a one-off's only one
+    /// (`all`, ended or not), else the last that ended by `at`, else the one shown now.
+    pub fn results_instance(&self, at: DateTime<Utc>) -> Option<Instance> {
+        if self.reset.is_none() {
+            return self.instance_of_period(self.start);
+        }
+        let last = self.instance_named(None, at);
+        match last {
+            Some(open) if open.end > at => self
+                .instance_of_period(open.start - Duration::seconds(1))
+                .filter(|before| before.start < before.end && before.end <= at)
+                .or(Some(open)),
+            last => last.or_else(|| self.next_after(at)),
+        }
+    }
+
     /// The last instance that opened by `at` (the open one's read is `open_at`'s).
     fn last_before(&self, at: DateTime<Utc>) -> Option<Instance> {
         let probe = at.min(self.end - Duration::seconds(1));
