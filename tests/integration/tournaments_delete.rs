@@ -46,11 +46,21 @@ async fn a_deleted_tournament_is_refused_at_once_its_instances_stored_and_announ
     );
     assert_eq!(deleted["definition"], body, "{deleted}");
     assert_eq!(arena.delete("daily", "cancelled").await, (StatusCode::ACCEPTED, deleted.clone()), "again: the same answer");
+    let (status, redefined) = arena.put("daily", &body).await;
+    assert_eq!(
+        (status, code(&redefined)),
+        (StatusCode::CONFLICT, Some("board_exists")),
+        "a tournament being deleted is not defined again, the same body neither: {redefined}"
+    );
     let (status, late) = arena.play("daily", "t3", "dee", 99).await;
     assert_eq!((status, code(&late)), (StatusCode::CONFLICT, Some("tournament_closed")), "{late}");
     let board = arena.app.keyspace().await;
     let (status, stale_late) = call_on(&stale, Method::POST, "/v1/tournaments/daily/scores", &play("t4", "dee", 99), WRITER).await;
-    assert_eq!(status, StatusCode::CONFLICT, "refused in Redis whatever a catalog says: {stale_late}");
+    assert_eq!(
+        (status, code(&stale_late)),
+        (StatusCode::CONFLICT, Some("tournament_closed")),
+        "refused in Redis whatever a catalog says, with the tournament's code: {stale_late}"
+    );
     assert_eq!(arena.app.keyspace().await, board, "nothing written");
     assert_eq!(code(&arena.join("daily", "eve").await.1), Some("tournament_closed"));
     let (_, listed) = arena.read("/v1/tournaments").await;

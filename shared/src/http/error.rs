@@ -417,6 +417,11 @@ impl From<PlayError> for ApiError {
         let (status, code) = match error {
             PlayError::Score(score) => return score.into(),
             PlayError::Define(define) => return define.into(),
+            // A function whose catalog still holds a deleted tournament: Redis refuses the write
+            // as the board's end, which for a tournament is its close (docs/tournaments.md).
+            PlayError::Store(store) if store.is_ended() => {
+                return Self::new(StatusCode::CONFLICT, "tournament_closed", "this tournament has ended (it is being deleted)");
+            }
             PlayError::Store(store) => return Self::store(&store),
             PlayError::Invalid(invalid) => return Self::new(StatusCode::BAD_REQUEST, "invalid_tournament", invalid.to_string()),
             PlayError::Unknown(_) => (StatusCode::NOT_FOUND, "unknown_tournament"),

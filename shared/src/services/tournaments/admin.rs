@@ -81,8 +81,12 @@ impl TournamentAdmin {
             Ok((created, defined)) => Ok((created, of_stored(id, &defined.definition)?)),
             // Its instances ended early are recorded beside the definition: the same body again
             // is still the same tournament.
-            Err(DefineError::Exists(name)) => match self.get(id).await {
-                Ok(current) if current.definition == *body => Ok((false, current)),
+            // A tournament being deleted is not defined again, whatever the body: its name is kept.
+            Err(DefineError::Exists(name)) => match self.boards.get(id).await {
+                Ok(defined) if defined.state == "active" => match of_stored(id, &defined.definition) {
+                    Ok(current) if current.definition == *body => Ok((false, current)),
+                    _ => Err(DefineError::Exists(name).into()),
+                },
                 _ => Err(DefineError::Exists(name).into()),
             },
             Err(error) => Err(error.into()),
