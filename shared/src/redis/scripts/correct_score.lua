@@ -132,7 +132,9 @@ if league > 0 then
   writable(KEYS[league_at + 9], 'hash')
 end
 
-local periods = {}
+-- `changed[i]`: the member's entry of period i moved (a removed 0 is a change with no delta:
+-- on a score board 0 is a score, and its holder leaves the board).
+local periods, changed = {}, {}
 for i = 1, boards do
   local key = KEYS[FIRST_BOARD - 1 + i]
   local held = composites[i] and points_of(composites[i])
@@ -140,6 +142,7 @@ for i = 1, boards do
   local entry = {period = period(i, 0), period_id = period(i, 1)}
   if values[i] then
     if values[i] ~= held then
+      changed[i] = true
       local better = not held or values[i] > held
       local time_part = better and tonumber(period(i, 3)) or tonumber(composites[i]) % span
       local fresh = effects and redis.call('EXISTS', key) == 0
@@ -153,7 +156,10 @@ for i = 1, boards do
     entry.delta = entry.score - before
     entry.rank = redis.call('ZREVRANK', key, member) + 1
   else
-    if held then remove_member(key, KEYS[1], period(i, 0), period(i, 1), member) end
+    if held then
+      remove_member(key, KEYS[1], period(i, 0), period(i, 1), member)
+      changed[i] = true
+    end
     -- 0 - before, not -before: a member absent from a period has 0, and -0 is not a JSON integer.
     entry.delta = 0 - before
     if points_board then entry.score = 0 else entry.removed = true end
@@ -185,7 +191,7 @@ end
 -- board 0 is a score: the entry follows the composite, whatever the delta.
 local league_after = league > 0 and redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + league], member)
 local moved = league > 0 and (joined or league_after ~= composites[league])
-local cohort_recorded = moved and noticed and ranks_before[league] and periods[league].delta ~= 0
+local cohort_recorded = moved and noticed and ranks_before[league] and changed[league]
 if moved and not cohort_recorded then
   cohort = cohort or redis.call('HGET', KEYS[league_at], member)
   order_sync(KEYS[league_at + 8], cohort, member, composites[league], league_after, nil, joined)
@@ -194,7 +200,7 @@ if noticed then
   -- Rank moves, as any write that moves its member records them (prelude.lua).
   local moves = {}
   for i = 1, boards do
-    if ranks_before[i] and periods[i].delta ~= 0 then
+    if ranks_before[i] and changed[i] then
       local rank_now = values[i] and periods[i].rank - 1 or -1
       record_move(moves, 'T', KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1), tonumber(period(i, 4)), member,
         ranks_before[i], rank_now)
