@@ -117,5 +117,7 @@ pub async fn results(
         ),
     };
     let results = app.tournaments().await?.results(table, &id, params.instance.as_deref(), cursor, (app.clock)()).await?;
-    Ok(with_cache(RESULTS_CACHE, Json(results)))
+    // Without `instance` the answer moves on at each instance's end: cached as a live read.
+    let cache = if params.instance.is_some() { RESULTS_CACHE } else { LIVE_CACHE };
+    Ok(with_cache(cache, Json(results)))
 }

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::crossings::{Crossing, Standing, tie_orders};
+use super::crossings::{Crossing, Standing};
 
 /// `league = { period = "day", cohort_size = 3, tiers = ["low", "mid", "high"], promote = 1, demote = 1 }`.
 pub const COHORT: usize = 3;
@@ -147,10 +147,9 @@ impl Ladder {
         out
     }
 
-    /// The zone crossings of one write of `mover` on `day` (`banned`: a ban, whose user is told
-    /// nothing): every member of the mover's cohort, their zone before and after, from the
-    /// day's standings before and after; those that must be sent and those that may be (a
-    /// climb out of a tie: `crossings::tie_orders`).
+    /// The zone crossings of one write of `mover` on `day` (a ban's user is told nothing):
+    /// every member of the mover's cohort, their zone before and after, from the day's
+    /// standings before and after.
     #[allow(clippy::too_many_arguments)]
     pub fn zone_crossings(
         &self,
@@ -161,9 +160,9 @@ impl Ladder {
         (before, after): (&Standing, &Standing),
         banned_before: &HashSet<String>,
         banned_after: &HashSet<String>,
-    ) -> (Vec<Crossing>, Vec<Crossing>) {
+    ) -> Vec<Crossing> {
         let (tier, members_before, members_after) = match (before_ladder.cohort(mover, day), self.cohort(mover, day)) {
-            (None, None) => return (Vec::new(), Vec::new()),
+            (None, None) => return Vec::new(),
             (Some((tier, b)), Some((_, a))) => (tier, b, a),
             (None, Some((tier, a))) => (tier, a.iter().filter(|u| *u != mover).cloned().collect(), a),
             (Some((tier, b)), None) => (tier, b.clone(), b.into_iter().filter(|u| u != mover).collect()),
@@ -174,42 +173,47 @@ impl Ladder {
         // A ban's removals are the cohorts it left (live days); a member of a day past its window
         // stays, left out by the reads but moving nobody by a notification.
         let (b, a) = (only(before, &members_before, banned_before), only(after, &members_after, banned_before));
-        let mut readings = Vec::new();
-        for (order_before, order_after) in tie_orders(&b, &a, mover) {
-            let zones = |order: &[String]| -> HashMap<String, &'static str> {
-                order.iter().enumerate().map(|(i, u)| (u.clone(), zone(tier, i + 1, order.len()))).collect()
-            };
-            let (zb, za) = (zones(&order_before), zones(&order_after));
-            let place = |order: &[String], u: &str| order.iter().position(|x| x == u);
-            let (mb, ma) = (place(&order_before, mover), place(&order_after, mover));
-            let mut out = Vec::new();
-            let mut users: Vec<&String> = order_before.iter().chain(&order_after).collect();
-            users.sort();
-            users.dedup();
-            for user in users {
-                // The banned user is told nothing, nor is one who left the cohort.
-                if !members_after.contains(user) || banned_after.contains(user) {
-                    continue;
-                }
-                let (pb, pa) = (place(&order_before, user), place(&order_after, user));
-                let passed =
-                    user != mover && pb.is_some_and(|pb| mb.is_none_or(|mb| mb > pb)) && pa.is_some_and(|pa| ma.is_some_and(|ma| ma < pa));
-                let by = passed.then(|| mover.to_owned());
-                let (was, now) = (zb.get(user).copied(), za.get(user).copied());
-                for (zone, entered, left) in
-                    [("promote", "entered_promotion", "left_promotion"), ("demote", "entered_demotion", "left_demotion")]
-                {
-                    let kind = match (was == Some(zone), now == Some(zone)) {
-                        (false, true) => entered,
-                        (true, false) => left,
-                        _ => continue,
-                    };
-                    out.push(Crossing { period_id: period_id.to_owned(), user: user.clone(), kind, by: by.clone() });
-                }
+        // Zones follow the cohort's order (Redis's order of equal scores included), as the route
+        // shows them and the close ranks them; a member holding the mover's very standing after
+        // the write was only tied, not passed: their zone change names nobody.
+        let names = |list: &Standing| list.iter().map(|(u, _, _)| u.clone()).collect::<Vec<_>>();
+        let (order_before, order_after) = (names(&b), names(&a));
+        let mine = a.iter().find(|(u, _, _)| u == mover).map(|&(_, s, t)| (s, t));
+        let tied = |user: &str| a.iter().any(|(u, s, t)| u == user && Some((*s, *t)) == mine);
+        let zones = |order: &[String]| -> HashMap<String, &'static str> {
+            order.iter().enumerate().map(|(i, u)| (u.clone(), zone(tier, i + 1, order.len()))).collect()
+        };
+        let (zb, za) = (zones(&order_before), zones(&order_after));
+        let place = |order: &[String], u: &str| order.iter().position(|x| x == u);
+        let (mb, ma) = (place(&order_before, mover), place(&order_after, mover));
+        let mut out = Vec::new();
+        let mut users: Vec<&String> = order_before.iter().chain(&order_after).collect();
+        users.sort();
+        users.dedup();
+        for user in users {
+            // The banned user is told nothing, nor is one who left the cohort.
+            if !members_after.contains(user) || banned_after.contains(user) {
+                continue;
             }
-            readings.push(out);
+            let (pb, pa) = (place(&order_before, user), place(&order_after, user));
+            let passed = user != mover
+                && !tied(user)
+                && pb.is_some_and(|pb| mb.is_none_or(|mb| mb > pb))
+                && pa.is_some_and(|pa| ma.is_some_and(|ma| ma < pa));
+            let by = passed.then(|| mover.to_owned());
+            let (was, now) = (zb.get(user).copied(), za.get(user).copied());
+            for (zone, entered, left) in
+                [("promote", "entered_promotion", "left_promotion"), ("demote", "entered_demotion", "left_demotion")]
+            {
+                let kind = match (was == Some(zone), now == Some(zone)) {
+                    (false, true) => entered,
+                    (true, false) => left,
+                    _ => continue,
+                };
+                out.push(Crossing { period_id: period_id.to_owned(), user: user.clone(), kind, by: by.clone() });
+            }
         }
-        super::crossings::must_and_may(readings)
+        out
     }
 
     /// An archive run at `now` (`day_end`: when a day ends): every day that ended its grace ago,

@@ -82,9 +82,8 @@ impl World {
         for day in model.ladder.days().chain(before.ladder.days()).collect::<BTreeSet<i64>>() {
             let (b, a) = (before.arcade_day(day), model.arcade_day(day));
             let id = super::model::day_of(day * 86_400);
-            let (must, may) = model.ladder.zone_crossings(&before.ladder, day, &id, mover, (&b, &a), before.banned(), model.banned());
-            self.notified.pending.extend(must);
-            self.notified.optional.extend(may);
+            let zones = model.ladder.zone_crossings(&before.ladder, day, &id, mover, (&b, &a), before.banned(), model.banned());
+            self.notified.pending.extend(zones);
         }
     }
 

@@ -163,11 +163,13 @@ pub enum Move {
         banned: bool,
     },
     /// `L|BL <kind> <id> <cohort> <member> <before> <names…>`: the member's cohort in order after
-    /// the move (without a banned member), and the member's 0-based place before (-1: not in it).
+    /// the move (without a banned member; names with no score marked `!`, last; names holding a
+    /// climber's very composite marked `=`), and the member's 0-based place before (-1: not in
+    /// it, or in it with no score).
     /// `LW <kind> <id> <cohort> <member> <before> <lo> <size> <names…>`: a move inside a cohort
-    /// whose size it did not change, with only the names at places `lo`.. after it that it
-    /// shifted (the member among them); `order` then holds `size` places, the others empty
-    /// (their places and zones are the same before and after).
+    /// whose members with a score it did not change, `size` of them, with only the names at
+    /// places `lo`.. after it that it shifted (the member among them); `order` then holds `size`
+    /// places, the others empty (their places and zones are the same before and after).
     Cohort { period: String, period_id: String, cohort: String, member: String, before: Option<u32>, order: Vec<String>, banned: bool },
 }
 
@@ -327,19 +329,12 @@ fn cohort_crossings(
 ) {
     let Some(tier) = cohort.split(':').next().and_then(|t| t.parse::<usize>().ok()) else { return };
     let clean = |name: &'_ str| -> String { name.trim_start_matches(TIED).trim_start_matches(UNSCORED).to_owned() };
-    let redis_order: Vec<String> = order.iter().map(|name| clean(name)).collect();
-    // Ties are not passes: a climber is placed below the names marked as holding its very
-    // composite, whatever Redis's order of equal scores says.
+    // Zones follow the cohort's order as the league route shows it and the close ranks it
+    // (Redis's order of equal scores included); a name marked as holding the climber's very
+    // composite was not passed, so its zone change names nobody (ties are not passes).
     let scored: Vec<&String> = order.iter().filter(|name| !name.starts_with(UNSCORED)).collect();
-    let last_tied = scored.iter().rposition(|name| tied(name));
-    let mut after_list: Vec<String> = scored.iter().map(|name| clean(name)).collect();
-    if let (Some(last), Some(at)) = (last_tied, after_list.iter().position(|name| name == member))
-        && last > at
-        && before.is_none_or(|b| (at as u32) < b)
-    {
-        let name = after_list.remove(at);
-        after_list.insert(last, name);
-    }
+    let tied_names: Vec<String> = scored.iter().filter(|name| tied(name)).map(|name| clean(name)).collect();
+    let after_list: Vec<String> = scored.iter().map(|name| clean(name)).collect();
     let mut prior: Vec<String> = after_list.iter().filter(|name| *name != member).cloned().collect();
     if let Some(at) = before {
         prior.insert((at as usize).min(prior.len()), member.to_owned());
@@ -363,6 +358,7 @@ fn cohort_crossings(
         let (zb, za) = (b.map(&zone_before), a.map(&zone_after));
         // Passed by the mover: behind the user before (or not in the cohort), ahead after.
         let passed = user != member
+            && !tied_names.contains(user)
             && b.is_some_and(|b| mover_before.is_none_or(|mb| mb > b))
             && a.is_some_and(|a| mover_after.is_some_and(|ma| ma < a));
         let by = passed.then(|| member.to_owned());
@@ -373,8 +369,7 @@ fn cohort_crossings(
                 user_id: user.clone(),
                 crossing,
                 rank_before: b.map(|b| b as u32),
-                // Ranks in the events are Redis's (docs/notifications.md).
-                rank_after: place(&redis_order, user).filter(|_| a.is_some()).map(|a| a as u32),
+                rank_after: a.map(|a| a as u32),
                 by: by.clone(),
             });
         };

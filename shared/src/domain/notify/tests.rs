@@ -122,11 +122,17 @@ fn a_tie_is_no_zone_pass_and_a_member_with_no_score_is_in_no_zone() {
     let of = |line: &str| {
         crossings(&Move::parse(line).unwrap(), Some(&league)).into_iter().map(|c| (c.user_id, c.crossing, c.by)).collect::<Vec<_>>()
     };
-    // d reaches a's very composite from last; Redis's order puts d first, the tie moves nobody
-    // past a: d only leaves demotion, a keeps first place and promotion.
+    // d reaches a's very composite from last; Redis's order puts d first, as the league route
+    // shows it and the close ranks it: d takes the promotion, but a, only tied, was not passed
+    // (no `by`); c was.
     assert_eq!(
         of("L week w 1:1 d 3 d =a b c"),
-        vec![c("d", CrossingKind::LeftDemotion, None), c("c", CrossingKind::EnteredDemotion, Some("d"))]
+        vec![
+            c("d", CrossingKind::EnteredPromotion, None),
+            c("d", CrossingKind::LeftDemotion, None),
+            c("a", CrossingKind::LeftPromotion, None),
+            c("c", CrossingKind::EnteredDemotion, Some("d")),
+        ]
     );
     assert_eq!(of("LW week w 1:1 d 3 0 4 d =a b c"), of("L week w 1:1 d 3 d =a b c"));
     // A fourth member is placed with no score: zones are of the three with one (none in

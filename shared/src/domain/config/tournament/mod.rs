@@ -182,20 +182,13 @@ impl Tournament {
         }
     }
 
-    /// The instance whose results a read names when it names none: a one-off's only one
-    /// (`all`, ended or not), else the last that ended by `at`, else the one shown now.
+    /// The instance whose results a read names when it names none (issue 59's "results by
+    /// default"): a one-off's only one (`all`), else the open one, else the last that ran.
     pub fn results_instance(&self, at: DateTime<Utc>) -> Option<Instance> {
         if self.reset.is_none() {
             return self.instance_of_period(self.start);
         }
-        let last = self.instance_named(None, at);
-        match last {
-            Some(open) if open.end > at => self
-                .instance_of_period(open.start - Duration::seconds(1))
-                .filter(|before| before.start < before.end && before.end <= at)
-                .or(Some(open)),
-            last => last.or_else(|| self.next_after(at)),
-        }
+        self.instance_named(None, at)
     }
 
     /// The last instance that opened by `at` (the open one's read is `open_at`'s).
