@@ -15,10 +15,12 @@ KEYS[5..]  the n period sorted sets to correct, scored with the tie-break compos
            when ARGV[8] is 1, the member's statement of each of those periods (hash, see
            apply_event.lua), where the correction is itemised as "c:<correction id>" ->
            "<points changed in that period, summed over applications>|<reason>"; then, when
-           ARGV[15] > 0, the league's keys of that period as apply_event.lua lists them (nine)
-           and the period's results (hash): a correction that leaves the member on the league
-           period's board places them in a cohort as a first write does (prelude_league.lua), unless
-           the period's close has begun (its results exist); then, when ARGV[19] is not
+           ARGV[15] is not "", for each league period it names, the league's keys of that
+           period as apply_event.lua lists them (nine) and the period's results (hash): a
+           correction that leaves the member on a league period's board places them in a cohort
+           as a first write does (prelude_league.lua), unless the period's close has begun (its
+           results exist); one that moves a placed member keeps (or records) their cohort's
+           order; then, when ARGV[19] is not
            "", the board's notices (stream, docs/notifications.md)
 
 ARGV[1]    member (user id)
@@ -38,8 +40,9 @@ ARGV[12]   the board's span: its composites are value * span + time part (tiebre
 ARGV[13]   the board's largest value (MAX_POINTS, or the score board's max_score)
 ARGV[14]   the correction's journal entry (its audit entry), appended with the reply when the
            correction applies now; "" when the journal is off
-ARGV[15]   l, which of the n periods is the board's league period (docs/leagues.md); 0: none
-ARGV[16]   the league's cohort size, ARGV[17] its top tier (l > 0); ARGV[18] now (ms)
+ARGV[15]   which of the n periods are the board's league periods (positions, comma-separated;
+           "": none; a removal in the grace after midnight holds two days, docs/leagues.md)
+ARGV[16]   the league's cohort size, ARGV[17] its top tier (with league periods); ARGV[18] now (ms)
 ARGV[19]   the correction as notifications name it (its id); "" when the board records no
            rank moves. An applied correction records its rank moves as apply_event.lua does
 ARGV[20..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
@@ -73,14 +76,16 @@ end
 local member, operand, mode, scale = ARGV[1], tonumber(ARGV[2]), ARGV[3], ARGV[11]
 local FIRST_BOARD = 5
 local statements = ARGV[8] == '1'
-local league = tonumber(ARGV[15])
 local notice = ARGV[19]
 -- The notices are the last key, when there are any (`notice` names the write).
 local NOTICES = KEYS[#KEYS]
 local noticed = notice ~= ''
 local LEAGUE_KEYS = 10
-local boards = (#KEYS - FIRST_BOARD + 1 - (league > 0 and LEAGUE_KEYS or 0) - (noticed and 1 or 0)) / (statements and 2 or 1)
-local league_at = FIRST_BOARD + boards * (statements and 2 or 1)
+-- The league periods, and the index in KEYS of each one's placements (the rest follow it).
+local leagues, league_at = {}, {}
+for at in string.gmatch(ARGV[15], '%d+') do leagues[#leagues + 1] = tonumber(at) end
+local boards = (#KEYS - FIRST_BOARD + 1 - LEAGUE_KEYS * #leagues - (noticed and 1 or 0)) / (statements and 2 or 1)
+for j, i in ipairs(leagues) do league_at[i] = FIRST_BOARD + boards * (statements and 2 or 1) + LEAGUE_KEYS * (j - 1) end
 local function period(i, part) return ARGV[20 + 5 * (i - 1) + part] end
 local points_board = scale == 'points'
 span = tonumber(ARGV[12])
@@ -119,17 +124,9 @@ if statements then
   for i = 1, boards do writable(KEYS[FIRST_BOARD - 1 + boards + i], 'hash') end
 end
 if noticed then writable(NOTICES, 'stream') end
-if league > 0 then
-  writable(KEYS[league_at], 'hash')
-  writable(KEYS[league_at + 1], 'zset')
-  writable(KEYS[league_at + 2], 'hash')
-  writable(KEYS[league_at + 3], 'hash')
-  writable(KEYS[league_at + 4], 'zset')
-  writable(KEYS[league_at + 5], 'hash')
-  writable(KEYS[league_at + 6], 'zset')
-  writable(KEYS[league_at + 7], 'hash')
-  writable(KEYS[league_at + 8], 'zset')
-  writable(KEYS[league_at + 9], 'hash')
+local LEAGUE_TYPES = {'hash', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'hash', 'zset', 'hash'}
+for _, i in ipairs(leagues) do
+  for k, kind in ipairs(LEAGUE_TYPES) do writable(KEYS[league_at[i] + k - 1], kind) end
 end
 
 -- `changed[i]`: the member's entry of period i moved (a removed 0 is a change with no delta:
@@ -180,37 +177,40 @@ for i = 1, boards do
   end
   periods[i] = entry
 end
-local joined, cohort = false, nil
--- Not once the period's close has begun (its results exist): its cohorts are being closed.
-if league > 0 and values[league] and redis.call('EXISTS', KEYS[league_at + 9]) == 0 then
-  joined, cohort = league_place(KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 2], KEYS[league_at + 3], KEYS[league_at + 4],
-    KEYS[league_at + 5], KEYS[league_at + 6], KEYS[league_at + 7], member, tonumber(ARGV[16]), tonumber(ARGV[17]),
-    period(league, 2), tonumber(ARGV[18]))
-end
--- The cohort's order (prelude_league.lua `order_sync`), or `record_cohort` below keeps it. On a score
--- board 0 is a score: the entry follows the composite, whatever the delta.
-local league_after = league > 0 and redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + league], member)
-local moved = league > 0 and (joined or league_after ~= composites[league])
-local cohort_recorded = moved and noticed and ranks_before[league] and changed[league]
-if moved and not cohort_recorded then
-  cohort = cohort or redis.call('HGET', KEYS[league_at], member)
-  order_sync(KEYS[league_at + 8], cohort, member, composites[league], league_after, nil, joined)
+-- Each league period's cohort move: placed (a first score), kept in order, or recorded.
+local moves = {}
+for _, l in ipairs(leagues) do
+  local at, joined, cohort = league_at[l], false, nil
+  -- Not once the period's close has begun (its results exist): its cohorts are being closed.
+  if values[l] and redis.call('EXISTS', KEYS[at + 9]) == 0 then
+    joined, cohort = league_place(KEYS[at], KEYS[at + 1], KEYS[at + 2], KEYS[at + 3], KEYS[at + 4], KEYS[at + 5],
+      KEYS[at + 6], KEYS[at + 7], member, tonumber(ARGV[16]), tonumber(ARGV[17]), period(l, 2), tonumber(ARGV[18]))
+  end
+  -- The cohort's order (prelude_league.lua `order_sync`), or `record_cohort` below keeps it. On a
+  -- score board 0 is a score: the entry follows the composite, whatever the delta.
+  local after = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + l], member)
+  if joined or after ~= composites[l] then
+    if noticed and ranks_before[l] and changed[l] then
+      record_cohort(moves, 'L', KEYS[FIRST_BOARD - 1 + l], KEYS[at], KEYS[at + 1], KEYS[at + 8], period(l, 0), period(l, 1),
+        member, tonumber(composites[l]) or 0, joined, cohort, nil, after)
+    else
+      cohort = cohort or redis.call('HGET', KEYS[at], member)
+      order_sync(KEYS[at + 8], cohort, member, composites[l], after, nil, joined)
+    end
+  end
 end
 if noticed then
   -- Rank moves, as any write that moves its member records them (prelude.lua).
-  local moves = {}
+  local top_moves = {}
   for i = 1, boards do
     if ranks_before[i] and changed[i] then
       local rank_now = values[i] and periods[i].rank - 1 or -1
-      record_move(moves, 'T', KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1), tonumber(period(i, 4)), member,
+      record_move(top_moves, 'T', KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1), tonumber(period(i, 4)), member,
         ranks_before[i], rank_now)
     end
   end
-  if cohort_recorded then
-    record_cohort(moves, 'L', KEYS[FIRST_BOARD - 1 + league], KEYS[league_at], KEYS[league_at + 1], KEYS[league_at + 8], period(league, 0),
-      period(league, 1), member, tonumber(composites[league]) or 0, joined, cohort, nil, league_after)
-  end
-  record_moves(NOTICES, notice, moves)
+  for _, move in ipairs(moves) do top_moves[#top_moves + 1] = move end
+  record_moves(NOTICES, notice, top_moves)
 end
 redis.call('LPUSH', KEYS[2], ARGV[4])
 redis.call('LTRIM', KEYS[2], 0, tonumber(ARGV[5]) - 1)

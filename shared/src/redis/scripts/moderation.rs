@@ -154,12 +154,12 @@ pub async fn correct_score(
             invocation.key(keys.statement(correction.member, period));
         }
     }
-    let league = correction.league.and_then(|league| {
-        let at = correction.periods.iter().position(|(p, _)| p.kind == league.period)?;
-        Some((league, &correction.periods[at].0, at + 1))
+    // Every league period of the correction: a removal in the grace after midnight has two days.
+    let league_periods: Vec<usize> = correction.league.map_or_else(Vec::new, |league| {
+        correction.periods.iter().enumerate().filter(|(_, (p, _))| p.kind == league.period).map(|(at, _)| at + 1).collect()
     });
-    if let Some((_, period, _)) = league {
-        for key in super::league::correction_keys(keys, period) {
+    for &at in &league_periods {
+        for key in super::league::correction_keys(keys, &correction.periods[at - 1].0) {
             invocation.key(key);
         }
     }
@@ -182,8 +182,9 @@ pub async fn correct_score(
         .arg(correction.scale.span)
         .arg(correction.scale.max_value)
         .arg(if keys.journaled() { correction.journal_entry } else { "" });
-    let (size, top) = league.map_or((0, 0), |(league, _, _)| super::league::sizes(league));
-    invocation.arg(league.map_or(0, |(_, _, at)| at)).arg(size).arg(top).arg(correction.now.timestamp_millis());
+    let (size, top) = correction.league.filter(|_| !league_periods.is_empty()).map_or((0, 0), super::league::sizes);
+    let positions = league_periods.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
+    invocation.arg(positions).arg(size).arg(top).arg(correction.now.timestamp_millis());
     invocation.arg(if notify.is_some() { correction.correction_id } else { "" });
     for (period, time_part) in correction.periods {
         let ttl = keys.ttl(period.ttl_secs(correction.now), correction.now);
