@@ -60,15 +60,42 @@ async fn an_equal_score_reached_in_the_same_second_is_not_a_pass() {
         s("b", TookFirst, None, Some(1), None),
         s("c", LostFirst, Some(1), Some(2), Some("b")),
         s("a", Overtaken, Some(2), Some(3), Some("b")),
-        // z ties b: placed above b by id, but passes only c and a.
-        s("z", EnteredTop, None, Some(1), None),
+        // z ties b: placed above b by id, but passes only c and a (second: b got there first).
+        s("z", EnteredTop, None, Some(2), None),
         s("c", Overtaken, Some(2), Some(3), Some("z")),
         s("a", LeftTop, Some(3), Some(4), Some("z")),
-        // y ties z and b: between them by id, passes only c.
-        s("y", EnteredTop, None, Some(2), None),
+        // y ties z and b: between them by id, passes only c (third, after b and z).
+        s("y", EnteredTop, None, Some(3), None),
         s("c", LeftTop, Some(3), Some(4), Some("y")),
     ];
     assert_eq!(got, expected);
+}
+
+/// Ties × the pass that follows (issue 56): a wins twice, b three times, in one second. b's
+/// second win ties a (above a by id in Redis's order): no crossing; b's third truly passes a,
+/// so b takes first from a then. Before, b's tie already stood first in Redis's order, the pass
+/// moved no rank, and neither `took_first` nor `lost_first` was ever sent.
+#[tokio::test]
+async fn the_pass_after_a_tie_is_sent() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    app.set_now(app.now() + chrono::Duration::seconds(1));
+    for (id, user) in [("w1", "a"), ("w2", "a"), ("w3", "b"), ("w4", "b"), ("w5", "b")] {
+        assert_eq!(app.event(json!({"event_id": id, "user_id": user, "action": "lap", "points": 1})).await.0, 200);
+    }
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
+    let expected = vec![
+        s("a", EnteredTop, None, Some(1), None),
+        s("a", TookFirst, None, Some(1), None),
+        s("b", EnteredTop, None, Some(2), None),
+        s("b", TookFirst, Some(2), Some(1), None),
+        s("a", LostFirst, Some(1), Some(2), Some("b")),
+    ];
+    assert_eq!(seen(&bus.received().await), expected);
+    // The route shows Redis's order of the tie all the while; the arrival is the notifications'.
+    let (status, top) = app.get("/v1/boards/race/top?period=all").await;
+    assert_eq!(status, 200, "{top}");
+    assert_eq!(top["entries"][0]["user_id"], "b", "{top}");
 }
 
 /// An admin's correction moves members like any write: b corrected from 5 to 15 takes first

@@ -13,6 +13,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::DateTime;
 
+mod arcade;
+
 /// How long after a first delivery's day a retry is still recognised: that day and the next.
 const MARKER_DAYS: i64 = 1;
 /// A queue message that names no time counts when SQS took it, within this grace.
@@ -105,6 +107,10 @@ pub struct Model {
     pub(super) ladder: super::ladder::Ladder,
     /// Arcade correction id -> its payload.
     fixes: HashMap<String, String>,
+    /// (arcade period, user) -> when the user reached their entry there, as a count of entries
+    /// reached: who leads a tie (docs/notifications.md).
+    arrived: HashMap<(String, String), u64>,
+    arrivals: u64,
 }
 
 /// An admin's correction of a score board: the entry removed from every live period, or the
@@ -239,61 +245,8 @@ impl Model {
         ranked(Some(&self.guild))
     }
 
-    /// A score submitted to `arcade` at `now`.
-    pub fn score(&mut self, id: &str, payload: &str, user: &str, score: i64, now: i64) -> Expect {
-        if let Some(seen) = self.seen(id, payload, now) {
-            return seen;
-        }
-        if self.banned.contains(user) {
-            return refused(422, "user_banned");
-        }
-        let members = self.arcade.entry(format!("day:{}", day_of(now))).or_default();
-        let better = members.get(user).is_none_or(|&(kept, _)| score > kept);
-        if better {
-            members.insert(user.to_owned(), (score, now));
-        }
-        // On the day's board now: their first write of the day joins its league.
-        self.ladder.played(user, day_number(now), now * 1000);
-        let answer = Expect::Took { delta: i64::from(better), reason: (!better).then(|| "not_better".to_owned()) };
-        self.markers.insert(id.to_owned(), (payload.to_owned(), day_number(now), answer.clone()));
-        answer
-    }
-
-    /// The arcade correction `id` of `user` at `now`.
-    pub fn fix(&mut self, id: &str, payload: &str, user: &str, fix: Fix, now: i64) -> Expect {
-        if let Some(first) = self.fixes.get(id) {
-            return if first == payload { Expect::Duplicate { delta: 0, reason: None } } else { refused(409, "idempotency_conflict") };
-        }
-        if self.banned.contains(user) {
-            return refused(422, "user_banned");
-        }
-        match fix {
-            Fix::Remove => {
-                for day in live_days(now) {
-                    if let Some(members) = self.arcade.get_mut(&format!("day:{}", day_of(day * 86_400))) {
-                        members.remove(user);
-                    }
-                }
-            }
-            Fix::Set(score) => {
-                let members = self.arcade.entry(format!("day:{}", day_of(now))).or_default();
-                // A better score counts as reached now; a worse one keeps the reached-at.
-                let reached = members.get(user).filter(|&&(kept, _)| score <= kept).map_or(now, |&(_, t)| t);
-                members.insert(user.to_owned(), (score, reached));
-                self.ladder.played(user, day_number(now), now * 1000);
-            }
-        }
-        self.fixes.insert(id.to_owned(), payload.to_owned());
-        Expect::Took { delta: 0, reason: None }
-    }
-
     pub fn banned(&self) -> &HashSet<String> {
         &self.banned
-    }
-
-    /// The arcade's day `day` (a day number) best first: (user, kept score, when it was kept).
-    pub fn arcade_day(&self, day: i64) -> super::crossings::Standing {
-        self.arcade.get(&format!("day:{}", day_of(day * 86_400))).map(standing).unwrap_or_default()
     }
 
     /// A ban: the user leaves every period a write could still land in, and writes nothing more.
@@ -396,16 +349,6 @@ impl Model {
             self.forum.remove(&format!("season:{season}"));
             self.archived.insert(season, standings);
         }
-    }
-
-    /// Every arcade day ("day:2026-11-22") best first: (user, kept score, when it was kept).
-    pub fn arcade_standings(&self) -> BTreeMap<String, Vec<(String, i64, i64)>> {
-        self.arcade.iter().map(|(period, members)| (period.clone(), standing(members))).collect()
-    }
-
-    /// An arcade day best first: (user, kept score).
-    pub fn arcade_top(&self, period: &str) -> Vec<(String, i64)> {
-        ranked(self.arcade.get(period))
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use journal::{Bus, BusError, EventBridgeBus, Notifier, S3Objects, Unsent};
 use standings::domain::notify::Detail;
 
-use super::crossings::{Crossing, either};
+use super::crossings::{Crossing, expected};
 use super::model::Model;
 use super::world::{World, far};
 use crate::notify::Subscribed;
@@ -24,15 +24,13 @@ pub(super) struct Notified {
     pub(super) sub: Subscribed,
     /// Crossings the model predicts and no drain has delivered yet.
     pending: Vec<Crossing>,
-    /// Crossings that may be delivered (a climb out of a tie: `crossings::either`).
-    optional: Vec<Crossing>,
     /// Every event id delivered.
     ids: HashSet<String>,
 }
 
 impl Notified {
     pub(super) async fn new() -> Self {
-        Self { sub: crate::notify::subscribed().await, pending: Vec::new(), optional: Vec::new(), ids: HashSet::new() }
+        Self { sub: crate::notify::subscribed().await, pending: Vec::new(), ids: HashSet::new() }
     }
 }
 
@@ -72,9 +70,7 @@ impl World {
             let (b, a) = (was.get(period).cloned().unwrap_or_default(), now.get(period).cloned().unwrap_or_default());
             if b != a {
                 let id = period.trim_start_matches("day:");
-                let (must, may) = either(id, TOP, &b, &a, mover, banned);
-                self.notified.pending.extend(must);
-                self.notified.optional.extend(may);
+                self.notified.pending.extend(expected(id, TOP, &b, &a, mover, banned));
             }
         }
         // The zones of the mover's cohort on every league day (docs/notifications.md).
@@ -108,17 +104,12 @@ impl World {
             let matches = |c: &Crossing| (&c.period_id, &c.user, c.kind, &c.by) == (&got.0, &got.1, &got.2[..], &got.3);
             if let Some(at) = self.notified.pending.iter().position(matches) {
                 self.notified.pending.remove(at);
-            } else if let Some(at) = self.notified.optional.iter().position(matches) {
-                self.notified.optional.remove(at);
             } else {
                 return Err(format!("a notification the model does not predict: {detail}; predicted {:?}", self.notified.pending));
             }
         }
-        if complete {
-            if !self.notified.pending.is_empty() {
-                return Err(format!("notifications the model predicts were not delivered: {:?}", self.notified.pending));
-            }
-            self.notified.optional.clear();
+        if complete && !self.notified.pending.is_empty() {
+            return Err(format!("notifications the model predicts were not delivered: {:?}", self.notified.pending));
         }
         Ok(())
     }

@@ -204,6 +204,13 @@ impl BoardKeys {
         format!("{}:z:{}:{}", self.base, period.kind.as_str(), period.id)
     }
 
+    /// Who reached a tie on a watched period's board first (hash: member -> "<composite>|<n>",
+    /// `#` the last n; prelude.lua `record_move`): notifications order a tie by arrival, which
+    /// Redis's order of equal scores does not keep. Expires with the period's set.
+    pub fn arrivals(&self, period: &Period) -> String {
+        format!("{}:arrivals:{}:{}", self.base, period.kind.as_str(), period.id)
+    }
+
     /// A period's sorted set once frozen for archiving: renamed from `period` and never written
     /// again (the guard refuses every event for a closed period).
     pub fn frozen(&self, period: &Period) -> String {

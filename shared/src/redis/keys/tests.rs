@@ -29,6 +29,7 @@ fn every_board_key_carries_the_board_tag_first() {
         board.rate_log("u1", "learning"),
         board.audit(),
         board.frozen(&day),
+        board.arrivals(&day),
         board.journal(),
         board.notices(),
         board.notices_quiet(),
@@ -64,6 +65,7 @@ fn profiles_live_in_their_shard_beside_its_journal() {
 enum Spec {
     Period(String, PeriodKind, NaiveDate),
     Frozen(String, PeriodKind, NaiveDate),
+    Arrivals(String, PeriodKind, NaiveDate),
     MarkerBucket(String, i64, u16),
     Event(String, String),
     Correction(String, String),
@@ -103,6 +105,7 @@ fn build(keys: &Keys, spec: &Spec) -> String {
     match spec {
         Spec::Period(b, k, d) => keys.board(b).period(&period(k, d)),
         Spec::Frozen(b, k, d) => keys.board(b).frozen(&period(k, d)),
+        Spec::Arrivals(b, k, d) => keys.board(b).arrivals(&period(k, d)),
         Spec::MarkerBucket(b, day, shard) => keys.board(b).marker_bucket(*day, *shard),
         Spec::Event(b, id) => keys.board(b).event(id),
         Spec::Correction(b, id) => keys.board(b).correction(id),
@@ -196,6 +199,7 @@ mod generated {
         prop_oneof![
             (board(), period()).prop_map(|(b, (k, d))| Spec::Period(b, k, d)),
             (board(), period()).prop_map(|(b, (k, d))| Spec::Frozen(b, k, d)),
+            (board(), period()).prop_map(|(b, (k, d))| Spec::Arrivals(b, k, d)),
             (board(), 0i64..3, 0u16..3).prop_map(|(b, day, shard)| Spec::MarkerBucket(b, day, shard)),
             (board(), client_id()).prop_map(|(b, id)| Spec::Event(b, id)),
             (board(), client_id()).prop_map(|(b, id)| Spec::Correction(b, id)),

@@ -240,13 +240,15 @@ fn event_block(
     for period in &plan.periods {
         let board = key_list.add(call, keys.period(period));
         let statement = if plan.board.statements { key_list.add(call, keys.statement(event.member, period)) } else { 0 };
+        let top = notify.map_or(0, |notify| notify_top(notify, period));
         block
             .index(board)
             .text(period.kind.as_str())
             .text(&period.id)
             .text(keys.ttl(period.ttl_secs(now), now).to_string())
             .index(statement)
-            .byte(notify.map_or(0, |notify| notify_top(notify, period)));
+            .byte(top)
+            .index(if top > 0 { key_list.add(call, keys.arrivals(period)) } else { 0 });
     }
     if let Some((league, period, _)) = league {
         super::league::league_keys(&mut block, call, key_list, keys, league, period);

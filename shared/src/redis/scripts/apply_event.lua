@@ -64,7 +64,8 @@ ARGV[5..]  one block per event, packed (pack.rs; read with `struct.unpack`, sinc
   s  the event id as notifications name it; "" when the board records no rank moves
 then n times: H the period's sorted set (scored points * SPAN + time part), s kind, s id,
   s TTL in seconds ("0": none), H the member's statement of that period (a hash, see below;
-  0 when the board keeps no statements), B the top watched for notifications (0: none)
+  0 when the board keeps no statements), B the top watched for notifications (0: none),
+  H its arrivals (a hash, prelude.lua `record_move`; 0 when not watched)
 then, when l > 0, the league's keys of that period (keys.rs): H placements, H cohorts,
   H cohort counts, H tiers, H waiting players, H the period before's placements, H its
   waiting players, H its results, H the period's cohorts in order; d cohort size, d the top
@@ -106,7 +107,7 @@ local GUARD = KEYS[1]
 local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0BHc0'
 local JOURNAL = KEYS[tonumber(ARGV[3])]
 local NOTICES = KEYS[tonumber(ARGV[4])]
-local PERIOD = '>HHc0Hc0Hc0HB'
+local PERIOD = '>HHc0Hc0Hc0HBH'
 local LEAGUE = '>HHHHHHHHHdd'
 
 -- Appends an event's reply: status, detail, then each of its `boards` periods' points and
@@ -127,9 +128,9 @@ local function apply(block, reply)
     rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, entry, league, notice, pos =
     struct.unpack(EVENT, block)
   effects_begin(entry ~= '' and JOURNAL)
-  local board, kind, id, ttl, statement, top = {}, {}, {}, {}, {}, {}
+  local board, kind, id, ttl, statement, top, arrivals = {}, {}, {}, {}, {}, {}, {}
   for i = 1, boards do
-    board[i], kind[i], id[i], ttl[i], statement[i], top[i], pos = struct.unpack(PERIOD, block, pos)
+    board[i], kind[i], id[i], ttl[i], statement[i], top[i], arrivals[i], pos = struct.unpack(PERIOD, block, pos)
   end
   local points_now, ranks = {}, {}
 
@@ -203,7 +204,7 @@ local function apply(block, reply)
   -- of another type fails the event with nothing written.
   -- `written`: each period's composite as this event writes it (nil: left as it was, or none).
   -- `fresh`: the period's set is to be recorded in the guard when this event writes it.
-  local composites, changes, ranks_before, written, fresh = {}, {}, {}, {}, {}
+  local composites, changes, written, fresh = {}, {}, {}, {}
   local largest, differ = 0, false
   for i = 1, boards do
     local held = redis.call('ZSCORE', KEYS[board[i]], member)
@@ -221,14 +222,6 @@ local function apply(block, reply)
     points_now[i] = math.max(held + delta, 0)
     changes[i] = points_now[i] - held
     if math.abs(changes[i]) > math.abs(largest) then largest = changes[i] end
-  end
-  if notice ~= '' then
-    for i = 1, boards do
-      ranks_before[i] = -1
-      if top[i] > 0 and changes[i] ~= 0 and composites[i] > 0 then
-        ranks_before[i] = redis.call('ZREVRANK', KEYS[board[i]], member)
-      end
-    end
   end
 
   -- Every key written below that no check above has read (prelude.lua `writable`).
@@ -337,7 +330,8 @@ local function apply(block, reply)
     local moves = {}
     for i = 1, boards do
       if top[i] > 0 and changes[i] ~= 0 then
-        record_move(moves, 'T', KEYS[board[i]], kind[i], id[i], top[i], member, ranks_before[i], ranks[i] - 1)
+        record_move(moves, 'T', KEYS[board[i]], kind[i], id[i], top[i], member, composites[i] > 0 and composites[i],
+          KEYS[arrivals[i]])
       end
     end
     if cohort_recorded then

@@ -14,7 +14,8 @@ KEYS[3]    the board's journal (stream, docs/journal.md)
 KEYS[4]    the board's notices (stream, docs/notifications.md)
 KEYS[5..]  ban only: the board's n live period sorted sets; then, on a board that keeps
            statements, the user's statement of each of them (deleted with the score, so a
-           statement never explains points the user no longer has); then, on a league board,
+           statement never explains points the user no longer has); then the arrivals of each
+           watched period (hash, prelude.lua `record_move`); then, on a league board,
            for each of the m live league periods its placements, cohorts, waiting players and
            cohorts in order (the user leaves their cohort, docs/leagues.md)
 
@@ -26,8 +27,9 @@ ARGV[5]    the journal entry (the audit entry), appended with the periods the us
            from ("<kind>:<id>", comma-separated); "" when the journal is off
 ARGV[6]    m, the live league periods
 ARGV[7..]  for each live period, in KEYS order: "<kind>:<id>"; then for each the top watched
-           for notifications ("0": none); then for each of the m live league periods the
-           position (1..n) of its sorted set among the live periods (so n = (#ARGV - 7 - m) / 2).
+           for notifications ("0": none); then for each the index in KEYS of its arrivals ("0":
+           not watched); then for each of the m live league periods the position (1..n) of its
+           sorted set among the live periods (so n = (#ARGV - 7 - m) / 3).
            Removing a member from a watched top records the move (prelude.lua's `record_move`,
            tagged so the banned user is told nothing); leaving a watched league period's
            cohort records the cohort without them (`BL`: those below move up, the zones shrink)
@@ -75,16 +77,23 @@ if ARGV[5] ~= '' then writable(KEYS[3], 'stream') end
 if redis.call('LINDEX', KEYS[2], 0) == ARGV[3] then return {} end
 if ARGV[2] == 'ban' then
   local m = tonumber(ARGV[6])
-  local n = (#ARGV - 7 - m) / 2
+  local n = (#ARGV - 7 - m) / 3
+  local watched = 0
+  for i = 1, n do
+    if tonumber(ARGV[6 + n + i]) > 0 then watched = watched + 1 end
+  end
   -- The live periods a league period is: their member's composite before the ban.
   local league_at, was = {}, {}
   for j = 1, m do
-    local i = tonumber(ARGV[6 + 2 * n + j])
+    local i = tonumber(ARGV[6 + 3 * n + j])
     if i > 0 then league_at[i] = true end
   end
-  local statements = #KEYS == 4 + 2 * n + 4 * m
+  local statements = #KEYS == 4 + 2 * n + watched + 4 * m
   writable(KEYS[4], 'stream')
-  for i = 1, n do writable(KEYS[4 + i], 'zset') end
+  for i = 1, n do
+    writable(KEYS[4 + i], 'zset')
+    if tonumber(ARGV[6 + n + i]) > 0 then writable(KEYS[tonumber(ARGV[6 + 2 * n + i])], 'hash') end
+  end
   for j = 1, m do
     local at = #KEYS - 4 * (m - j)
     writable(KEYS[at - 3], 'hash')
@@ -104,12 +113,11 @@ if ARGV[2] == 'ban' then
     if not frozen then
       local kind, id = string.match(ARGV[6 + i], '^([^:]*):(.*)$')
       local key, top = KEYS[4 + i], tonumber(ARGV[6 + n + i])
-      local rank = top > 0 and redis.call('ZREVRANK', key, member)
-      if league_at[i] then was[i] = redis.call('ZSCORE', key, member) end
+      if league_at[i] or top > 0 then was[i] = redis.call('ZSCORE', key, member) end
       if remove_member(key, KEYS[1], kind, id, member) == 1 then
         removed[#removed + 1] = i
         outcome[#outcome + 1] = ARGV[6 + i]
-        if rank then record_move(moves, 'BT', key, kind, id, top, member, rank, -1) end
+        if top > 0 then record_move(moves, 'BT', key, kind, id, top, member, was[i], KEYS[tonumber(ARGV[6 + 2 * n + i])]) end
       end
       if statements then redis.call('UNLINK', KEYS[4 + n + i]) end
     end
@@ -117,7 +125,7 @@ if ARGV[2] == 'ban' then
   for j = 1, m do
     local at = #KEYS - 4 * (m - j)
     local placements, cohorts, waiting, order = KEYS[at - 3], KEYS[at - 2], KEYS[at - 1], KEYS[at]
-    local i = tonumber(ARGV[6 + 2 * n + j])
+    local i = tonumber(ARGV[6 + 3 * n + j])
     if i > 0 and was[i] and tonumber(ARGV[6 + n + i]) > 0 then
       local kind, id = string.match(ARGV[6 + i], '^([^:]*):(.*)$')
       record_departure(moves, KEYS[4 + i], placements, cohorts, kind, id, member, tonumber(was[i]))

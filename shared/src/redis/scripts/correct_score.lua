@@ -20,7 +20,8 @@ KEYS[5..]  the n period sorted sets to correct, scored with the tie-break compos
            correction that leaves the member on a league period's board places them in a cohort
            as a first write does (prelude_league.lua), unless the period's close has begun (its
            results exist); one that moves a placed member keeps (or records) their cohort's
-           order; then, when ARGV[19] is not
+           order; then the arrivals of each watched period (prelude.lua `record_move`); then,
+           when ARGV[19] is not
            "", the board's notices (stream, docs/notifications.md)
 
 ARGV[1]    member (user id)
@@ -46,7 +47,8 @@ ARGV[16]   the league's cohort size, ARGV[17] its top tier (with league periods)
 ARGV[19]   the correction as notifications name it (its id); "" when the board records no
            rank moves. An applied correction records its rank moves as apply_event.lua does
 ARGV[20..] for each period, in KEYS order: period kind, period id, TTL in seconds ("0": none),
-           time part of a score reached now in that period, the top watched ("0": none)
+           time part of a score reached now in that period, the top watched ("0": none), the
+           index in KEYS of its arrivals ("0": not watched)
 
 Values go up when an entry gets better. One that gets better is reached now; one that gets
 worse keeps the member's reached-at time (they held at least that since then), as a take-back
@@ -84,9 +86,9 @@ local LEAGUE_KEYS = 10
 -- The league periods, and the index in KEYS of each one's placements (the rest follow it).
 local leagues, league_at = {}, {}
 for at in string.gmatch(ARGV[15], '%d+') do leagues[#leagues + 1] = tonumber(at) end
-local boards = (#KEYS - FIRST_BOARD + 1 - LEAGUE_KEYS * #leagues - (noticed and 1 or 0)) / (statements and 2 or 1)
+local boards = (#ARGV - 19) / 6
 for j, i in ipairs(leagues) do league_at[i] = FIRST_BOARD + boards * (statements and 2 or 1) + LEAGUE_KEYS * (j - 1) end
-local function period(i, part) return ARGV[20 + 5 * (i - 1) + part] end
+local function period(i, part) return ARGV[20 + 6 * (i - 1) + part] end
 local points_board = scale == 'points'
 span = tonumber(ARGV[12])
 local max_value = tonumber(ARGV[13])
@@ -97,13 +99,11 @@ local function score_of(value) return scale == 'asc' and max_value - value or va
 local refusal, closed = guard_refusal(KEYS[1], member, boards, function(i) return period(i, 0) end, function(i) return period(i, 1) end)
 if refusal then return {refusal, closed, ''} end
 
-local composites, values, ranks_before = {}, {}, {}
+local composites, values, watched = {}, {}, {}
 for i = 1, boards do
   composites[i] = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + i], member)
   if not composites[i] then fence_if_lost(KEYS[1], KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1), tonumber(ARGV[18])) end
-  if noticed and tonumber(period(i, 4)) > 0 then
-    ranks_before[i] = composites[i] and redis.call('ZREVRANK', KEYS[FIRST_BOARD - 1 + i], member) or -1
-  end
+  watched[i] = noticed and tonumber(period(i, 4)) > 0
   local held = composites[i] and points_of(composites[i])
   if mode == 'add' then
     values[i] = (held or zero) + operand
@@ -124,6 +124,9 @@ if statements then
   for i = 1, boards do writable(KEYS[FIRST_BOARD - 1 + boards + i], 'hash') end
 end
 if noticed then writable(NOTICES, 'stream') end
+for i = 1, boards do
+  if watched[i] then writable(KEYS[tonumber(period(i, 5))], 'hash') end
+end
 local LEAGUE_TYPES = {'hash', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'hash', 'zset', 'hash'}
 for _, i in ipairs(leagues) do
   for k, kind in ipairs(LEAGUE_TYPES) do writable(KEYS[league_at[i] + k - 1], kind) end
@@ -190,7 +193,7 @@ for _, l in ipairs(leagues) do
   -- score board 0 is a score: the entry follows the composite, whatever the delta.
   local after = redis.call('ZSCORE', KEYS[FIRST_BOARD - 1 + l], member)
   if joined or after ~= composites[l] then
-    if noticed and ranks_before[l] and changed[l] then
+    if watched[l] and changed[l] then
       record_cohort(moves, 'L', KEYS[FIRST_BOARD - 1 + l], KEYS[at], KEYS[at + 1], KEYS[at + 8], period(l, 0), period(l, 1),
         member, tonumber(composites[l]) or 0, joined, cohort, nil, after)
     else
@@ -203,10 +206,9 @@ if noticed then
   -- Rank moves, as any write that moves its member records them (prelude.lua).
   local top_moves = {}
   for i = 1, boards do
-    if ranks_before[i] and changed[i] then
-      local rank_now = values[i] and periods[i].rank - 1 or -1
+    if watched[i] and changed[i] then
       record_move(top_moves, 'T', KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1), tonumber(period(i, 4)), member,
-        ranks_before[i], rank_now)
+        composites[i], KEYS[tonumber(period(i, 5))])
     end
   end
   for _, move in ipairs(moves) do top_moves[#top_moves + 1] = move end

@@ -65,6 +65,21 @@ pub async fn ban<'p>(
             invocation.key(keys.statement(member, period));
         }
     }
+    let tops: Vec<u8> = live.iter().map(|period| notify.map_or(0, |notify| super::apply::notify_top(notify, period))).collect();
+    // The arrivals of each watched period follow the keys above (KEYS is 1-based).
+    let mut next_key = 4 + live.len() * if statements { 2 } else { 1 };
+    let arrivals: Vec<usize> = live
+        .iter()
+        .zip(&tops)
+        .map(|(period, &top)| {
+            if top == 0 {
+                return 0;
+            }
+            invocation.key(keys.arrivals(period));
+            next_key += 1;
+            next_key
+        })
+        .collect();
     for period in &league_periods {
         invocation
             .key(keys.league_members(&period.id))
@@ -77,8 +92,11 @@ pub async fn ban<'p>(
     for period in live {
         invocation.arg(format!("{}:{}", period.kind.as_str(), period.id));
     }
-    for period in live {
-        invocation.arg(notify.map_or(0, |notify| super::apply::notify_top(notify, period)));
+    for top in &tops {
+        invocation.arg(top);
+    }
+    for index in &arrivals {
+        invocation.arg(index);
     }
     for league_period in &league_periods {
         invocation.arg(live.iter().position(|period| std::ptr::eq(period, *league_period)).map_or(0, |i| i + 1));
@@ -164,6 +182,23 @@ pub async fn correct_score(
         }
     }
     let notify = correction.notify.filter(|_| keys.noticed());
+    let tops: Vec<u8> =
+        correction.periods.iter().map(|(period, _)| notify.map_or(0, |notify| super::apply::notify_top(notify, period))).collect();
+    // The arrivals of each watched period follow the keys above (KEYS is 1-based).
+    let mut next_key = 4 + correction.periods.len() * if correction.statements { 2 } else { 1 } + 10 * league_periods.len();
+    let arrivals: Vec<usize> = correction
+        .periods
+        .iter()
+        .zip(&tops)
+        .map(|((period, _), &top)| {
+            if top == 0 {
+                return 0;
+            }
+            invocation.key(keys.arrivals(period));
+            next_key += 1;
+            next_key
+        })
+        .collect();
     if notify.is_some() {
         invocation.key(keys.notices());
     }
@@ -186,10 +221,9 @@ pub async fn correct_score(
     let positions = league_periods.iter().map(usize::to_string).collect::<Vec<_>>().join(",");
     invocation.arg(positions).arg(size).arg(top).arg(correction.now.timestamp_millis());
     invocation.arg(if notify.is_some() { correction.correction_id } else { "" });
-    for (period, time_part) in correction.periods {
+    for (((period, time_part), top), arrivals) in correction.periods.iter().zip(&tops).zip(&arrivals) {
         let ttl = keys.ttl(period.ttl_secs(correction.now), correction.now);
-        let top = notify.map_or(0, |notify| super::apply::notify_top(notify, period));
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(ttl).arg(time_part).arg(top);
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(ttl).arg(time_part).arg(top).arg(arrivals);
     }
     let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
     let corrected = |duplicate| {
@@ -282,6 +316,23 @@ pub async fn void_points(
         invocation.key(keys.league_members(id)).key(keys.league_cohorts(id)).key(keys.league_order(id));
     }
     let notify = void.notify.filter(|_| keys.noticed());
+    let tops: Vec<u8> =
+        void.periods.iter().map(|(period, _)| notify.map_or(0, |notify| super::apply::notify_top(notify, period))).collect();
+    // The arrivals of each watched period follow the keys above (KEYS is 1-based).
+    let mut next_key = 4 + void.periods.len() * if void.statements { 2 } else { 1 } + void.entries.len() + 3 * league_at.len();
+    let arrivals: Vec<usize> = void
+        .periods
+        .iter()
+        .zip(&tops)
+        .map(|((period, _), &top)| {
+            if top == 0 {
+                return 0;
+            }
+            invocation.key(keys.arrivals(period));
+            next_key += 1;
+            next_key
+        })
+        .collect();
     if notify.is_some() {
         invocation.key(keys.notices());
     }
@@ -299,9 +350,8 @@ pub async fn void_points(
         .arg(void.voids_seen.map(|seen| seen.to_string()).unwrap_or_default())
         .arg(void.periods.len())
         .arg(if notify.is_some() { void.void_id } else { "" });
-    for (period, points) in void.periods {
-        let top = notify.map_or(0, |notify| super::apply::notify_top(notify, period));
-        invocation.arg(period.kind.as_str()).arg(&period.id).arg(points).arg(top);
+    for (((period, points), top), arrivals) in void.periods.iter().zip(&tops).zip(&arrivals) {
+        invocation.arg(period.kind.as_str()).arg(&period.id).arg(points).arg(top).arg(arrivals);
     }
     for entry in void.entries {
         invocation.arg(ledger_field(&entry.field)).arg(&entry.field);

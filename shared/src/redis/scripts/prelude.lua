@@ -332,11 +332,85 @@ end
 
 -- Rank-change notifications (docs/notifications.md). The scripts record each applied write's
 -- moves on the boards that notify; the drain names the crossings (domain/notify). A move on a
--- period board: "<tag> <kind> <id> <top> <member> <before> <after> <lo> <names…>", ranks
--- 0-based (-1: not on the board), `names` the members at ranks lo.. after the move that it
--- shifted inside the top, and the one it pushed out: at most top + 1, read only when the
--- member moved into, out of or inside the top. `tag`: 'T', or 'BT' for a ban.
-local function record_move(moves, tag, key, kind, id, top, member, rank_was, rank_now)
+-- period board: "<tag> <kind> <id> <top> <member> <before> <after> <lo> <names…>", places
+-- 0-based (-1: not on the board) in notification order (below), `names` the members at places
+-- lo.. after the move that it shifted inside the top, and the one it pushed out: at most
+-- top + 1, read only when the member moved into, out of or inside the top. `tag`: 'T', or 'BT'
+-- for a ban.
+--
+-- Notification order: best composite first and, inside a tie (the same points reached in the
+-- same second), who reached it first, which Redis's order of equal scores (by member) does not
+-- keep. Ties are not passes: a climber reaching a composite others hold is placed below them,
+-- and the one who reached it first keeps its place until someone truly passes it. A write that
+-- ends on a composite others hold records its arrival in the period's arrivals (hash: member
+-- -> "<composite>|<n>", "#" the last n; the period's expiry); a member with no record of its
+-- composite got there before every recorded one. A tie larger than TIE_SCAN is taken in
+-- Redis's order.
+local TIE_SCAN = 1000
+
+-- The arrival at `composite` (a number) that `record` (a member's arrivals field) states: 0
+-- without one of that composite.
+local function arrival(record, composite)
+  local held, n = string.match(record or '', '^(.-)|(%d+)$')
+  if held and tonumber(held) == composite then return tonumber(n) end
+  return 0
+end
+
+-- Whether `x`, arrived `nx`, comes before `y`, arrived `ny`, in their tie.
+local function tie_ahead(x, nx, y, ny)
+  if nx ~= ny then return nx < ny end
+  return x > y
+end
+
+-- The names of `list` (member, composite, … as ZREVRANGE WITHSCORES gives them) in
+-- notification order.
+local function notice_order(arrivals, list)
+  local names, held, n = {}, {}, {}
+  for i = 1, #list, 2 do
+    names[#names + 1] = list[i]
+    held[list[i]] = tonumber(list[i + 1])
+  end
+  if arrivals and #names > 1 then
+    local records = redis.call('HMGET', arrivals, unpack(names))
+    for i = 1, #names do n[names[i]] = arrival(records[i], held[names[i]]) end
+    table.sort(names, function(x, y)
+      if held[x] ~= held[y] then return held[x] > held[y] end
+      return tie_ahead(x, n[x], y, n[y])
+    end)
+  end
+  return names
+end
+
+-- Records the move of `member` on `key` (`old`: its composite before the write, false or nil
+-- when it had none; after the write) and its arrival in `arrivals` (nil: none kept).
+local function record_move(moves, tag, key, kind, id, top, member, old, arrivals)
+  old = old and tonumber(old)
+  local written = redis.call('ZSCORE', key, member)
+  local new = written and tonumber(written)
+  if old == new then return end
+  local tied_old = old and redis.call('ZCOUNT', key, old, old) or 0
+  local mine = 0
+  if arrivals and tied_old > 0 then
+    mine = arrival(redis.call('HGET', arrivals, member), old)
+    if mine > 0 then redis.call('HDEL', arrivals, member) end
+  end
+  if arrivals and new and redis.call('ZCOUNT', key, new, new) > 1 then
+    redis.call('HSET', arrivals, member, written .. '|' .. redis.call('HINCRBY', arrivals, '#', 1))
+    local expiry = redis.call('PEXPIRETIME', key)
+    if expiry > 0 then redis.call('PEXPIREAT', arrivals, expiry) end
+  end
+  local rank_was, rank_now = -1, -1
+  if old then
+    rank_was = redis.call('ZCOUNT', key, old, '+inf') - tied_old - ((new and new > old) and 1 or 0)
+    if arrivals and tied_old > 0 and tied_old <= TIE_SCAN then
+      local tie = redis.call('ZRANGEBYSCORE', key, old, old)
+      local records = redis.call('HMGET', arrivals, unpack(tie))
+      for i = 1, #tie do
+        if tie_ahead(tie[i], arrival(records[i], old), member, mine) then rank_was = rank_was + 1 end
+      end
+    end
+  end
+  if new then rank_now = redis.call('ZCOUNT', key, new, '+inf') - 1 end
   if rank_was == rank_now then return end
   local a = rank_was < 0 and math.huge or rank_was
   local b = rank_now < 0 and math.huge or rank_now
@@ -345,17 +419,19 @@ local function record_move(moves, tag, key, kind, id, top, member, rank_was, ran
   if b < a then lo, hi = b + 1, math.min(a, top) else lo, hi = a, math.min(b - 1, top - 1) end
   local line = {tag, kind, id, top, member, rank_was, rank_now, lo}
   if hi >= lo then
-    local names = redis.call('ZREVRANGE', key, lo, hi)
-    -- Ties are not passes: a climber whose composite equals others' (the same points reached
-    -- in the same second) is above them only by Redis's order of equal scores (by member).
-    -- Those names are marked '=' (no id holds it): domain/notify names no crossing for them.
-    if b < a and #names > 0 then
-      local composite = redis.call('ZSCORE', key, member)
-      if composite and redis.call('ZCOUNT', key, composite, composite) > 1 then
-        local held = redis.call('ZMSCORE', key, unpack(names))
-        for i = 1, #names do
-          if held[i] == composite then names[i] = '=' .. names[i] end
-        end
+    -- The places' composites are Redis's ranks' (both orders sort by composite): the members
+    -- holding them, whole ties included, put in notification order.
+    local span_of = redis.call('ZREVRANGE', key, lo, hi, 'WITHSCORES')
+    local names = {}
+    if #span_of > 0 then
+      local first, last = span_of[2], span_of[#span_of]
+      local around = redis.call('ZREVRANGEBYSCORE', key, first, last, 'WITHSCORES', 'LIMIT', 0, TIE_SCAN + top + 1)
+      if #around < 2 * (TIE_SCAN + top + 1) then
+        local base = redis.call('ZCOUNT', key, '(' .. first, '+inf')
+        local ordered = notice_order(arrivals, around)
+        for r = lo, hi do names[#names + 1] = ordered[r - base + 1] end
+      else
+        for i = 1, #span_of, 2 do names[#names + 1] = span_of[i] end
       end
     end
     for i = 1, #names do line[8 + i] = names[i] end

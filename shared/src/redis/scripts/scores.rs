@@ -144,13 +144,16 @@ pub async fn submit_scores(
         for ((period, _), time_part) in plan.periods.iter().zip(&plan.time_parts) {
             let board_key = key_list.add(&mut call, keys.period(period));
             let statement = if board.statements { key_list.add(&mut call, keys.statement(member, period)) } else { 0 };
+            let top = notify.map_or(0, |notify| super::apply::notify_top(notify, period));
+            let arrivals = if top > 0 { key_list.add(&mut call, keys.arrivals(period)) } else { 0 };
             call.arg(board_key)
                 .arg(statement)
                 .arg(period.kind.as_str())
                 .arg(&period.id)
                 .arg(keys.ttl(period.ttl_secs(plan.now), plan.now))
                 .arg(time_part)
-                .arg(notify.map_or(0, |notify| super::apply::notify_top(notify, period)));
+                .arg(top)
+                .arg(arrivals);
         }
         if let Some((league, period, _)) = league {
             super::league::league_args(&mut call, &mut key_list, keys, league, period);

@@ -49,11 +49,11 @@ b+11       the submission's journal entry (JSON, journal.rs), appended with the 
            it is applied now; "" when the journal is off
 b+12       l, which of the n periods is the board's league period (docs/leagues.md); 0: none
 b+13       the submission id as notifications name it; "" when the board records no rank moves
-then n septuples from b+14: index of the period's sorted set, index of the member's statement
+then n octuples from b+14: index of the period's sorted set, index of the member's statement
            of that period (a hash, see apply_event.lua: "n:score" submissions applied, "p:score"
            their sum on "sum" boards; "0" when the board keeps none), kind, id, TTL in seconds
            ("0": none), time part of a score reached now, the top watched for notifications
-           ("0": none)
+           ("0": none), index of its arrivals (prelude.lua `record_move`; "0" when not watched)
 then, when l > 0, eleven: the indexes of the league's keys of that period, as apply_event.lua's
            block lists them, cohort size and the top tier. A submission that leaves the member
            on the league period's board places them in a cohort (prelude_league.lua). An applied
@@ -98,8 +98,8 @@ local function submit(b)
   local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
   local value, n = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 10])
   -- The index in KEYS of period i's sorted set (part 0) or the member's statement (part 1).
-  local function index(i, part) return tonumber(ARGV[b + 14 + 7 * (i - 1) + part]) end
-  local function period(i, part) return ARGV[b + 14 + 7 * (i - 1) + part] end
+  local function index(i, part) return tonumber(ARGV[b + 14 + 8 * (i - 1) + part]) end
+  local function period(i, part) return ARGV[b + 14 + 8 * (i - 1) + part] end
   local notice = ARGV[b + 13]
   local bucket, rate_log = KEYS[tonumber(ARGV[b])], KEYS[tonumber(ARGV[b + 3])]
 
@@ -164,14 +164,8 @@ local function submit(b)
   end
   if not fits then return 'out_of_range', '' end
 
-  local ranks_before = {}
-  for i = 1, n do
-    if notice ~= '' and kept[i] and index(i, 6) > 0 then
-      ranks_before[i] = olds[i] > 0 and redis.call('ZREVRANK', KEYS[index(i, 0)], member) or -1
-    end
-  end
   -- Every key written below that no check above has read (prelude.lua `writable`).
-  local league, at = tonumber(ARGV[b + 12]), b + 14 + 7 * n
+  local league, at = tonumber(ARGV[b + 12]), b + 14 + 8 * n
   for i = 1, n do
     if statements and string.sub(flags, i, i) ~= 'o' then
       writable(KEYS[index(i, 1)], 'hash')
@@ -248,9 +242,9 @@ local function submit(b)
   if notice ~= '' then
     local moves = {}
     for i = 1, n do
-      if ranks_before[i] then
-        local rank_now = redis.call('ZREVRANK', KEYS[index(i, 0)], member)
-        record_move(moves, 'T', KEYS[index(i, 0)], period(i, 2), period(i, 3), index(i, 6), member, ranks_before[i], rank_now)
+      if kept[i] and index(i, 6) > 0 then
+        record_move(moves, 'T', KEYS[index(i, 0)], period(i, 2), period(i, 3), index(i, 6), member, olds[i] > 0 and olds[i],
+          KEYS[index(i, 7)])
       end
     end
     if cohort_recorded then
@@ -278,6 +272,6 @@ for _ = 1, tonumber(ARGV[1]) do
     reply[#reply + 1] = entries_now or 0
     entries_now = nil
   end
-  b = b + 14 + 7 * n + (tonumber(ARGV[b + 12]) > 0 and 11 or 0)
+  b = b + 14 + 8 * n + (tonumber(ARGV[b + 12]) > 0 and 11 or 0)
 end
 return reply

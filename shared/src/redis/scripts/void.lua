@@ -16,8 +16,9 @@ KEYS[5..]  the n period sorted sets (a points board's composites); then, when AR
            as "v:<void id>" -> "<points removed, a negative number>|<reason>"; then the
            member's day ledger of each voided give's entry (hash, see apply_event.lua), one
            per entry; then, for each league period of the n (see the last ARGV), its placements
-           (hash), cohorts and cohorts in order (sorted sets, docs/leagues.md); then, when ARGV[13] is not "", the
-           board's notices (stream, docs/notifications.md)
+           (hash), cohorts and cohorts in order (sorted sets, docs/leagues.md); then the
+           arrivals of each watched period (hash, prelude.lua `record_move`); then, when
+           ARGV[13] is not "", the board's notices (stream, docs/notifications.md)
 
 ARGV[1]    member (user id)
 ARGV[2]    audit entry (JSON)
@@ -37,7 +38,7 @@ ARGV[12]   n, the number of periods
 ARGV[13]   the void as notifications name it (its id); "" when the board records no rank moves.
            An applied void records its rank moves as apply_event.lua does
 ARGV[14..] for each period, in KEYS order: period kind, period id, points to remove (positive),
-           the top watched ("0": none);
+           the top watched ("0": none), the index in KEYS of its arrivals ("0": not watched);
            then for each ledger key: the entry's field and its field as earlier releases wrote
            it. Each must still hold a give (not "0"): a take-back that landed since the journal
            was read took it already ("stale"). The entry is set to "0": the give stays counted
@@ -79,14 +80,18 @@ local notice = ARGV[13]
 -- The notices are the last key, when there are any (`notice` names the write).
 local NOTICES = KEYS[#KEYS]
 local noticed = notice ~= ''
-local function period(i, part) return ARGV[14 + 4 * (i - 1) + part] end
+local function period(i, part) return ARGV[14 + 5 * (i - 1) + part] end
+local watched = 0
+for i = 1, boards do
+  if tonumber(period(i, 3)) > 0 then watched = watched + 1 end
+end
 local first_ledger = FIRST_BOARD + boards * (statements and 2 or 1)
 -- The league periods: the index in KEYS of each one's placements (its cohorts and order follow).
 local leagues, league_at = {}, {}
 for at in string.gmatch(ARGV[#ARGV], '%d+') do leagues[#leagues + 1] = tonumber(at) end
-local last_ledger = #KEYS - (noticed and 1 or 0) - 3 * #leagues
+local last_ledger = #KEYS - (noticed and 1 or 0) - watched - 3 * #leagues
 for j, i in ipairs(leagues) do league_at[i] = last_ledger + 1 + 3 * (j - 1) end
-local function ledger_field(k) return 14 + 4 * boards + 2 * (k - first_ledger) end
+local function ledger_field(k) return 14 + 5 * boards + 2 * (k - first_ledger) end
 
 if redis.call('HEXISTS', KEYS[1], GUARD_BAN .. member) == 1 then return {'banned', '', ''} end
 if ARGV[11] ~= '' and (redis.call('HGET', KEYS[1], ARGV[10]) or '0') ~= ARGV[11] then return {'stale', '', ''} end
@@ -106,6 +111,9 @@ for i = 1, boards do
   if statements then writable(KEYS[FIRST_BOARD - 1 + boards + i], 'hash') end
 end
 for k = first_ledger, last_ledger do writable(KEYS[k], 'hash') end
+for i = 1, boards do
+  if tonumber(period(i, 3)) > 0 then writable(KEYS[tonumber(period(i, 4))], 'hash') end
+end
 writable(KEYS[2], 'list')
 if noticed then writable(NOTICES, 'stream') end
 if ARGV[9] ~= '' then writable(KEYS[4], 'stream') end
@@ -126,8 +134,7 @@ for i = 1, boards do
     local entry = {period = kind, period_id = id}
     local composite = redis.call('ZSCORE', key, member)
     local held = composite and points_of(composite) or 0
-    local top, rank_was = noticed and tonumber(period(i, 3)) or 0, -1
-    if top > 0 and composite then rank_was = redis.call('ZREVRANK', key, member) end
+    local top = noticed and tonumber(period(i, 3)) or 0
     local after = math.max(held - tonumber(period(i, 2)), 0)
     local written = after > 0 and composite
     if after > 0 and after ~= held then
@@ -142,7 +149,7 @@ for i = 1, boards do
     entry.score = after
     if after > 0 then entry.rank = redis.call('ZREVRANK', key, member) + 1 end
     if top > 0 and entry.delta ~= 0 then
-      record_move(moves, 'T', key, kind, id, top, member, rank_was, entry.rank and entry.rank - 1 or -1)
+      record_move(moves, 'T', key, kind, id, top, member, composite, KEYS[tonumber(period(i, 4))])
     end
     local at = league_at[i]
     if at and cohort_of[i] and entry.delta ~= 0 then
