@@ -3,7 +3,8 @@
 //! and the cluster in the suite's second pass). After each write, the crossings the drain names
 //! from what the script recorded must equal those of a model that knows nothing of windows or
 //! records: it ranks the whole board before and after the write and compares every user's
-//! place, and sends nothing a tie alone made (equal points reached in the same second). `STANDINGS_NOTIFY_CASES` sets the number of runs (default 24).
+//! place, a tie (equal points reached in the same second) in the order its users reached it, so
+//! a tie alone passes nobody. `STANDINGS_NOTIFY_CASES` sets the number of runs (default 24).
 
 use std::collections::BTreeMap;
 
@@ -65,20 +66,36 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// The model: points and when each user reached them (an earlier time ranks higher; among
-/// equal times, the greater user id, as Redis orders equal scores).
+/// The model: points, when each user reached them (an earlier time ranks higher) and the
+/// order in which users reached their standings (among equal points and times, who got there
+/// first: docs/notifications.md).
 #[derive(Default)]
 struct Board {
-    standing: BTreeMap<String, (u32, i64)>,
+    standing: BTreeMap<String, (u32, i64, u64)>,
     liked: BTreeMap<String, bool>,
     banned: Vec<String>,
+    arrivals: u64,
 }
 
 impl Board {
     fn ranking(&self) -> Vec<String> {
-        let mut users: Vec<(&String, &(u32, i64))> = self.standing.iter().collect();
-        users.sort_by(|(a, (pa, ta)), (b, (pb, tb))| pb.cmp(pa).then(ta.cmp(tb)).then(b.cmp(a)));
+        let mut users: Vec<(&String, &(u32, i64, u64))> = self.standing.iter().collect();
+        users.sort_by(|(_, (pa, ta, na)), (_, (pb, tb, nb))| pb.cmp(pa).then(ta.cmp(tb)).then(na.cmp(nb)));
         users.into_iter().map(|(u, _)| u.clone()).collect()
+    }
+
+    /// `user` now holds `points` reached at `at` (none left at 0).
+    fn set(&mut self, user: &str, points: u32, at: i64) {
+        if points == 0 {
+            self.standing.remove(user);
+        } else if self.standing.get(user).is_none_or(|&(p, t, _)| (p, t) != (points, at)) {
+            self.arrivals += 1;
+            self.standing.insert(user.to_owned(), (points, at, self.arrivals));
+        }
+    }
+
+    fn points(&self, user: &str) -> Option<(u32, i64)> {
+        self.standing.get(user).map(|&(p, t, _)| (p, t))
     }
 }
 
@@ -142,8 +159,8 @@ async fn run(app: &TestApp, steps: &[Step]) -> Result<(), TestCaseError> {
                     app.event(json!({"event_id": format!("e{i}"), "user_id": name, "action": "lap", "points": points})).await;
                 if !is_banned {
                     prop_assert_eq!(status.as_u16(), 200, "{}", body);
-                    let entry = model.standing.entry(name.clone()).or_insert((0, now));
-                    *entry = (entry.0 + u32::from(points), now);
+                    let held = model.points(&name).map_or(0, |(p, _)| p);
+                    model.set(&name, held + u32::from(points), now);
                 }
             }
             Step::Like { active, .. } => {
@@ -153,16 +170,14 @@ async fn run(app: &TestApp, steps: &[Step]) -> Result<(), TestCaseError> {
                     prop_assert_eq!(status.as_u16(), 200);
                     let liked = model.liked.get(&name).copied().unwrap_or(false);
                     if active && !liked {
-                        let entry = model.standing.entry(name.clone()).or_insert((0, now));
-                        *entry = (entry.0 + 4, now);
+                        let held = model.points(&name).map_or(0, |(p, _)| p);
+                        model.set(&name, held + 4, now);
                         model.liked.insert(name.clone(), true);
                     } else if !active && liked {
                         model.liked.insert(name.clone(), false);
-                        if let Some(entry) = model.standing.get_mut(&name) {
-                            entry.0 = entry.0.saturating_sub(4);
-                            if entry.0 == 0 {
-                                model.standing.remove(&name);
-                            }
+                        // Fewer points keep the time they were reached.
+                        if let Some((held, at)) = model.points(&name) {
+                            model.set(&name, held.saturating_sub(4), at);
                         }
                     }
                 }
@@ -175,7 +190,7 @@ async fn run(app: &TestApp, steps: &[Step]) -> Result<(), TestCaseError> {
             }
         }
         let after = model.ranking();
-        let mut want = without_ties(model_crossings(&before, &after, &name, banned), &model, &name, &before, &after);
+        let mut want = model_crossings(&before, &after, &name, banned);
         let entries = notices::oldest(&mut conn, &keys, 100).await.expect("XRANGE");
         let _: () = redis::cmd("DEL").arg(keys.notices()).query_async(&mut conn).await.expect("DEL");
         let mut got: Vec<Seen> = entries
@@ -188,28 +203,6 @@ async fn run(app: &TestApp, steps: &[Step]) -> Result<(), TestCaseError> {
         prop_assert_eq!(got, want, "step {}: {:?} on {:?}", i, step, before);
     }
     Ok(())
-}
-
-/// Ties are not passes (docs/notifications.md): after a climb, a user holding the mover's very
-/// points reached in the same second is below them only by Redis's order of equal scores. No
-/// crossing that such a tie alone made is sent: the tied user is not passed, and the mover takes
-/// neither first place from a tied first nor a top place from a tied user it pushed out.
-fn without_ties(crossings: Vec<Seen>, model: &Board, mover: &str, before: &[String], after: &[String]) -> Vec<Seen> {
-    let place = |list: &[String], user: &str| list.iter().position(|u| u == user);
-    let climbed = place(after, mover).is_some_and(|a| place(before, mover).is_none_or(|b| a < b));
-    let own = model.standing.get(mover);
-    let tied = |user: &str| climbed && user != mover && own.is_some() && model.standing.get(user) == own;
-    let first_tied = before.first().is_some_and(|user| tied(user));
-    let pushed_tied = after.get(TOP).is_some_and(|user| place(before, user).is_some_and(|b| b < TOP) && tied(user));
-    crossings
-        .into_iter()
-        .filter(|(user, kind, _, _, by)| {
-            let passed_by_a_tie = tied(user) && by.as_deref() == Some(mover);
-            let mover_by_a_tie =
-                user == mover && ((*kind == CrossingKind::TookFirst && first_tied) || (*kind == CrossingKind::EnteredTop && pushed_tied));
-            !passed_by_a_tie && !mover_by_a_tie
-        })
-        .collect()
 }
 
 fn advance_of(step: &Step) -> u8 {

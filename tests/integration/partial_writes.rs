@@ -224,6 +224,19 @@ async fn a_first_write_that_places_a_player_writes_nothing_when_a_key_it_writes_
     writes_nothing_when_any_key_it_writes_is_of_another_type("a new player's score", &[], score).await;
 }
 
+/// A write that ties another member's standing in the same second records its arrival in the
+/// period's arrivals (prelude.lua `record_move`), after the board's writes: that key of another
+/// type must fail the write before its first write too.
+#[tokio::test]
+async fn a_write_that_ties_writes_nothing_when_a_key_it_writes_is_of_another_type() {
+    // u1 (2) reaches ann's 6, reached in the same second.
+    let event = write("/v1/events", json!({"event_id": "w7", "user_id": "u1", "action": "drill", "points": 4}));
+    writes_nothing_when_any_key_it_writes_is_of_another_type("an event that ties", &[], event).await;
+    // u1 (7000, lower is better) reaches ann's 5000.
+    let score = write("/v1/boards/laps/scores", json!({"event_id": "w8", "user_id": "u1", "score": 5000}));
+    writes_nothing_when_any_key_it_writes_is_of_another_type("a score that ties", &[], score).await;
+}
+
 /// The league's close writes each member's result and next tier, then its journal entry: a
 /// tiers hash of another type fails the close before any result is written, and once repaired
 /// the close applies once.

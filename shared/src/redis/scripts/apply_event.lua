@@ -231,6 +231,8 @@ local function apply(block, reply)
       writable(KEYS[statement[i]], 'hash')
       countable(KEYS[statement[i]], 'n:' .. action, 'p:' .. action, 't:' .. action, 'w:' .. action)
     end
+    -- A watched period's arrivals (prelude.lua `record_move`): HMGET fails a key of another type.
+    if notice ~= '' and top[i] > 0 and changes[i] ~= 0 then countable(KEYS[arrivals[i]], '#') end
   end
   -- A placed member's write touches no league key but their cohort's order, whose mark is read
   -- here (a key of another type fails the call unwritten); a first write may place them.

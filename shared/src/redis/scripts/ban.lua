@@ -92,7 +92,7 @@ if ARGV[2] == 'ban' then
   writable(KEYS[4], 'stream')
   for i = 1, n do
     writable(KEYS[4 + i], 'zset')
-    if tonumber(ARGV[6 + n + i]) > 0 then writable(KEYS[tonumber(ARGV[6 + 2 * n + i])], 'hash') end
+    if tonumber(ARGV[6 + n + i]) > 0 then countable(KEYS[tonumber(ARGV[6 + 2 * n + i])], '#') end
   end
   for j = 1, m do
     local at = #KEYS - 4 * (m - j)

@@ -125,7 +125,7 @@ if statements then
 end
 if noticed then writable(NOTICES, 'stream') end
 for i = 1, boards do
-  if watched[i] then writable(KEYS[tonumber(period(i, 5))], 'hash') end
+  if watched[i] then countable(KEYS[tonumber(period(i, 5))], '#') end
 end
 local LEAGUE_TYPES = {'hash', 'zset', 'hash', 'hash', 'zset', 'hash', 'zset', 'hash', 'zset', 'hash'}
 for _, i in ipairs(leagues) do

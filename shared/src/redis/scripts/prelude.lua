@@ -344,8 +344,8 @@ end
 -- and the one who reached it first keeps its place until someone truly passes it. A write that
 -- ends on a composite others hold records its arrival in the period's arrivals (hash: member
 -- -> "<composite>|<n>", "#" the last n; the period's expiry); a member with no record of its
--- composite got there before every recorded one. A tie larger than TIE_SCAN is taken in
--- Redis's order.
+-- composite got there before every recorded one. A member leaving a tie of more than TIE_SCAN
+-- members is taken as its last; the names of a tie that large are taken in Redis's order.
 local TIE_SCAN = 1000
 
 -- The arrival at `composite` (a number) that `record` (a member's arrivals field) states: 0
@@ -395,22 +395,33 @@ local function record_move(moves, tag, key, kind, id, top, member, old, arrivals
     if mine > 0 then redis.call('HDEL', arrivals, member) end
   end
   if arrivals and new and redis.call('ZCOUNT', key, new, new) > 1 then
-    redis.call('HSET', arrivals, member, written .. '|' .. redis.call('HINCRBY', arrivals, '#', 1))
-    local expiry = redis.call('PEXPIRETIME', key)
-    if expiry > 0 then redis.call('PEXPIREAT', arrivals, expiry) end
+    local n = redis.call('HINCRBY', arrivals, '#', 1)
+    redis.call('HSET', arrivals, member, written .. '|' .. n)
+    if n == 1 then
+      local expiry = redis.call('PEXPIRETIME', key)
+      if expiry > 0 then redis.call('PEXPIREAT', arrivals, expiry) end
+    end
   end
   local rank_was, rank_now = -1, -1
+  if new then rank_now = redis.call('ZCOUNT', key, new, '+inf') - 1 end
   if old then
+    -- Those above its old composite, then those of its tie that got there before it: none when
+    -- it has no record there (it was first). Outside the top, or past TIE_SCAN, its place in the
+    -- tie is taken as the last (a member truly passed is never missed).
     rank_was = redis.call('ZCOUNT', key, old, '+inf') - tied_old - ((new and new > old) and 1 or 0)
-    if arrivals and tied_old > 0 and tied_old <= TIE_SCAN then
-      local tie = redis.call('ZRANGEBYSCORE', key, old, old)
-      local records = redis.call('HMGET', arrivals, unpack(tie))
-      for i = 1, #tie do
-        if tie_ahead(tie[i], arrival(records[i], old), member, mine) then rank_was = rank_was + 1 end
+    if rank_was >= top and (rank_now < 0 or rank_now >= top) then return end
+    if mine > 0 then
+      if rank_was < top and tied_old <= TIE_SCAN then
+        local tie = redis.call('ZRANGEBYSCORE', key, old, old)
+        local records = redis.call('HMGET', arrivals, unpack(tie))
+        for i = 1, #tie do
+          if tie_ahead(tie[i], arrival(records[i], old), member, mine) then rank_was = rank_was + 1 end
+        end
+      else
+        rank_was = rank_was + tied_old
       end
     end
   end
-  if new then rank_now = redis.call('ZCOUNT', key, new, '+inf') - 1 end
   if rank_was == rank_now then return end
   local a = rank_was < 0 and math.huge or rank_was
   local b = rank_now < 0 and math.huge or rank_now

@@ -171,6 +171,8 @@ local function submit(b)
       writable(KEYS[index(i, 1)], 'hash')
       countable(KEYS[index(i, 1)], 'n:score', 'p:score')
     end
+    -- A watched period's arrivals (prelude.lua `record_move`): HMGET fails a key of another type.
+    if notice ~= '' and kept[i] and index(i, 6) > 0 then countable(KEYS[index(i, 7)], '#') end
   end
   -- A placed member's write touches no league key but their cohort's order, whose mark is read
   -- here (a key of another type fails the call unwritten); a first write may place them.

@@ -112,7 +112,7 @@ for i = 1, boards do
 end
 for k = first_ledger, last_ledger do writable(KEYS[k], 'hash') end
 for i = 1, boards do
-  if tonumber(period(i, 3)) > 0 then writable(KEYS[tonumber(period(i, 4))], 'hash') end
+  if tonumber(period(i, 3)) > 0 then countable(KEYS[tonumber(period(i, 4))], '#') end
 end
 writable(KEYS[2], 'list')
 if noticed then writable(NOTICES, 'stream') end
