@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use chrono::{Duration, Utc};
-use journal::{Restorer, S3Objects, Status};
+use journal::{ObjectError, Objects, Put, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings::redis::settings::RedisSettings;
@@ -156,4 +156,102 @@ async fn a_restore_of_30_days_of_history_fits_a_maxmemory_redis_and_brings_back_
         assert!(dump == dump_after, "{key} differs after the restore");
         assert!((expiry - expiry_after).abs() <= 2_000, "{key}: expiry {expiry} then {expiry_after}");
     }
+}
+
+/// Objects that move the Redis server's clock past `offset` when the restore reads the
+/// `at`-th object: between two of the restore's runs, after it read Redis's clock.
+struct ClockMovingObjects {
+    inner: S3Objects,
+    file: std::fs::File,
+    offset: i64,
+    at: usize,
+    gets: std::sync::Mutex<usize>,
+}
+
+impl Objects for ClockMovingObjects {
+    async fn put_new(&self, key: &str, body: Vec<u8>) -> Result<Put, ObjectError> {
+        self.inner.put_new(key, body).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Vec<u8>, ObjectError> {
+        let n = {
+            let mut gets = self.gets.lock().unwrap();
+            *gets += 1;
+            *gets
+        };
+        if n == self.at {
+            set_offset(&self.file, self.offset);
+        }
+        self.inner.get(key).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
+        self.inner.list(prefix).await
+    }
+}
+
+/// Restore × time (issue 56): the restore reads Redis's clock once. When Redis's clock passes a
+/// key's recorded expiry during the restore (here the day board's), the run that brought the
+/// key back gives it that expiry (gone at once), and a later run of the same restore wrote it
+/// again with no `PEXPIREAT` (the claims said it had one): the board lived for ever with part of
+/// its points. Each run now checks the recorded expiries against Redis's own clock.
+#[tokio::test]
+async fn a_key_whose_life_ends_during_a_restore_does_not_come_back_without_its_expiry() {
+    let base = std::env::var_os("STANDINGS_TEST_TMP").map_or_else(std::env::temp_dir, PathBuf::from);
+    let dir = base.join(format!("restore-time-{}", unique_prefix()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let shim = clock_shim(&dir);
+    let offset_path = dir.join("offset");
+    let offset = std::fs::File::create(&offset_path).unwrap();
+    set_offset(&offset, 0);
+    let server = RedisServer::start_with_env(
+        &[],
+        &[("LD_PRELOAD", shim.to_str().unwrap()), ("STANDINGS_CLOCK_OFFSET_FILE", offset_path.to_str().unwrap())],
+    )
+    .await;
+    let config = Config::parse(
+        r#"
+        [[boards]]
+        name = "sprint"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["day"]
+        top = 10
+        rules = [{ action = "lap", points = 1, scope = "none" }]
+        "#,
+    )
+    .unwrap();
+    let app = spawn_journaled_at(config.clone(), &RedisSettings::standalone(&server.url())).await;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    // Three objects of 150 lines: the restore's runs (200 lines) span them.
+    for object in 0..3 {
+        let events: Vec<Value> =
+            (0..150).map(|i| json!({"event_id": format!("o{object}-{i}"), "user_id": format!("u{}", i % 7), "action": "lap"})).collect();
+        let (status, body) = app.post("/v1/events:batch", &json!({ "events": events })).await;
+        assert_eq!(status, 200, "{body}");
+        let report = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(Utc::now() + Duration::minutes(5)).await;
+        assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+    }
+    let day = app.keys.board("sprint").period(&standings::domain::period::Period::containing(
+        standings::domain::period::PeriodKind::Day,
+        app.now(),
+        chrono_tz::UTC,
+    ));
+    let mut conn = app.redis.clone();
+    let expiry: i64 = redis::cmd("PEXPIRETIME").arg(&day).query_async(&mut conn).await.unwrap();
+    assert!(expiry > 0, "the day's board has an expiry");
+    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+
+    // Redis's clock passes the board's expiry once the restore is under way; the restore's
+    // lock is leased for longer than the jump.
+    let jump = (expiry - Utc::now().timestamp_millis()) / 1000 + 60;
+    let objects =
+        ClockMovingObjects { inner: S3Objects::new(client.clone(), &bucket), file: offset, offset: jump, at: 2, gets: Default::default() };
+    let restorer = Restorer::new(Arc::new(config), app.keys.clone(), app.store.clone(), objects)
+        .with_lease_ms(u64::try_from(jump + 600).unwrap() * 1000);
+    let report = restorer.restore(Some("sprint"), Utc::now() + Duration::minutes(5)).await.expect("the restore runs");
+    assert_eq!((report.status, report.boards[0].replayed), (Status::Complete, 450), "{report:?}");
+    let ttl: i64 = redis::cmd("PTTL").arg(&day).query_async(&mut conn).await.unwrap();
+    assert_eq!(ttl, -2, "the day's board ended during the restore: gone, not back for ever");
 }

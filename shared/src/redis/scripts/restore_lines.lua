@@ -119,10 +119,12 @@ for k, at in pairs(expires) do expires_before[k] = at end
 local KEEPS_EXPIRY = {ZADD = true, ZINCRBY = true, HSET = true, HINCRBY = true, HSETNX = true, SADD = true, LPUSH = true,
   INCR = true, INCRBY = true, SETBIT = true, BITFIELD = true}
 a = 7 + 2 * nkeys
+local wrote = {}
 for _ = 1, ncommands do
   local n, effect_command, k = tonumber(ARGV[a]), ARGV[a + 1], tonumber(ARGV[a + 2])
   if status[k] == '1' then
     raw_redis.call(effect_command, KEYS[k], unpack(ARGV, a + 3, a + 2 + n))
+    wrote[k] = true
     -- Anything but adding to a key may have removed it, or its expiry (SET).
     if not KEEPS_EXPIRY[effect_command] then expires[k] = nil end
   end
@@ -130,10 +132,15 @@ for _ = 1, ncommands do
 end
 -- Each key restored ends with the last expiry its lines recorded: set only when that changes
 -- (a key this restore made has none until it sets one; PERSIST undoes only its own). One in
--- the past removes the key: its life had ended by now.
+-- the past removes the key: its life had ended by now. The restore packs runs by its own
+-- reading of Redis's clock; Redis's may have passed an expiry an earlier call set since (the
+-- key gone with it): a key this call wrote again gets that expiry again, so it goes at once
+-- instead of living for ever.
+local clock = raw_redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 for i = 1, nkeys do
   local k, at = 3 + i, tonumber(ARGV[6 + 2 * i])
-  if at and status[k] == '1' and expires[k] ~= at then
+  if at and status[k] == '1' and (expires[k] ~= at or (wrote[k] and at > 0 and at <= now_ms)) then
     if at > 0 then
       raw_redis.call('PEXPIREAT', KEYS[k], ARGV[6 + 2 * i])
     elseif at == -1 and expires[k] and expires[k] > 0 then
