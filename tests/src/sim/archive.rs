@@ -71,6 +71,33 @@ impl World {
     }
 
     /// The scheduled run: the seasons due, then the league days due.
+    /// An operator's close of the arcade's league day `back` days before today: complete, or
+    /// refused (400) exactly when the model refuses it, and then the league as the model says.
+    pub(super) async fn close_league(&mut self, back: u8) -> Result<(), String> {
+        let now = self.app.now().timestamp();
+        let day = super::model::day_number(now) - i64::from(back);
+        if (day + 1) * 86_400 < now - 30 * 86_400 {
+            return Ok(());
+        }
+        if self.forum_lost || self.others_lost {
+            self.restore(false).await?;
+        }
+        let request = archive::LeagueRequest { board: "arcade".into(), period_id: super::model::day_of(day * 86_400) };
+        let closed = self.app.closer().close(&request, super::world::far()).await;
+        let model = &mut self.model;
+        let (banned, standing) = (model.banned().clone(), model.arcade_day(day));
+        let accepted = model.ladder.close_by_hand(day, now, |day| (day + 1) * 86_400, &standing, &banned);
+        match (&closed, accepted) {
+            (Ok(report), true) if report.status == "complete" => Ok(()),
+            (Err(error), false) if error.code() == "bad_request" => Ok(()),
+            _ => Err(format!(
+                "a league close by hand of {}: {closed:?}, the model {}",
+                request.period_id,
+                if accepted { "closes it" } else { "refuses it" }
+            )),
+        }
+    }
+
     async fn archive_run(&mut self) -> Result<(), String> {
         self.archiver().archive_due(self.deadline()).await.map_err(|e| format!("archive run: {e}"))?;
         self.model.archive(Self::start(), self.now());

@@ -51,6 +51,44 @@ impl Objects for DrainOnList {
     }
 }
 
+/// The journal's objects on an S3 that fails a share of calls: a third of them, and half of the
+/// failed puts after storing the object (its reply lost).
+pub struct FailingObjects {
+    pub inner: S3Objects,
+    pub rng: std::sync::Mutex<fastrand::Rng>,
+}
+
+impl FailingObjects {
+    fn fails(&self) -> (bool, bool) {
+        let mut rng = self.rng.lock().unwrap();
+        (rng.u8(..3) == 0, rng.bool())
+    }
+}
+
+const S3_DOWN: &str = "InternalError: the simulated S3 failed the call";
+
+impl Objects for FailingObjects {
+    async fn put_new(&self, key: &str, body: Vec<u8>) -> Result<Put, ObjectError> {
+        match self.fails() {
+            (false, _) => self.inner.put_new(key, body).await,
+            (true, stored) => {
+                if stored {
+                    self.inner.put_new(key, body).await?;
+                }
+                Err(ObjectError(S3_DOWN.into()))
+            }
+        }
+    }
+
+    async fn get(&self, key: &str) -> Result<Vec<u8>, ObjectError> {
+        if self.fails().0 { Err(ObjectError(S3_DOWN.into())) } else { self.inner.get(key).await }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
+        if self.fails().0 { Err(ObjectError(S3_DOWN.into())) } else { self.inner.list(prefix).await }
+    }
+}
+
 /// The field `break_statement` broke and what it held.
 pub struct Broken {
     key: String,

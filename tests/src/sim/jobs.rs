@@ -90,6 +90,31 @@ impl World {
         }
     }
 
+    /// Fault: a drain, then a restore attempt, through an S3 failing a share of calls. The
+    /// drain may fail (its tail stays in Redis for the next) or store an object twice (a put
+    /// whose reply was lost); the restore may fail part-way (the fence up until one completes).
+    /// Nothing acknowledged may be lost, nor applied twice: later reads, drains, restores and
+    /// verifies check it.
+    pub(super) async fn failing_s3(&mut self, pick: u64) -> Result<(), String> {
+        let (s3, bucket) = (self.s3.clone(), self.bucket.clone());
+        let failing = || super::faults::FailingObjects {
+            inner: S3Objects::new(s3.clone(), &bucket),
+            rng: std::sync::Mutex::new(fastrand::Rng::with_seed(pick)),
+        };
+        self.app.drainer(failing(), Arc::default()).with_notifier(self.notifier()).drain(far()).await;
+        self.check_notices(false).await?;
+        let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), failing());
+        match restorer.with_lease_ms(50).restore(None, far()).await {
+            Ok(report) if report.status == Status::Complete => (self.forum_lost, self.others_lost) = (false, false),
+            Ok(_) => (self.forum_lost, self.others_lost) = (true, true),
+            Err(error) if matches!(error.code(), "journal_unavailable" | "restore_running") => {
+                (self.forum_lost, self.others_lost) = (true, true)
+            }
+            Err(error) => return Err(format!("a restore on a failing S3: {error}")),
+        }
+        Ok(())
+    }
+
     pub(super) async fn killed_restore(&mut self, yields: u8) {
         let restorer = Arc::new(self.restorer(Some(50)));
         let task = tokio::spawn(async move { restorer.restore(None, Utc::now() - Duration::seconds(1)).await });

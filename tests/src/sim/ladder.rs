@@ -216,20 +216,45 @@ impl Ladder {
         out
     }
 
-    /// An archive run at `now` (`day_end`: when a day ends): every day that ended its grace ago,
-    /// is still kept and had players (or players waiting for it to close) closes, oldest first,
-    /// from `standing_of(day)`; each close places the next day's waiting players.
+    /// Whether `day` is due to close at `now`: it ended its grace ago, is still kept, is not
+    /// closed, and had players (or players waiting for it to close).
+    fn due(&self, day: i64, now: i64, day_end: &impl Fn(i64) -> i64) -> bool {
+        let end = day_end(day);
+        let next_waits = self.days.get(&(day + 1)).is_some_and(|d| !d.waiting.is_empty());
+        self.days
+            .get(&day)
+            .is_some_and(|d| !d.closed && end + GRACE_SECS <= now && end >= now - KEPT_SECS && (d.has_players() || next_waits))
+    }
+
+    /// An archive run at `now` (`day_end`: when a day ends): every day due closes, oldest
+    /// first, from `standing_of(day)`; each close places the next day's waiting players.
     pub fn close_due(&mut self, now: i64, day_end: impl Fn(i64) -> i64, standing_of: impl Fn(i64) -> Standing, banned: &HashSet<String>) {
         let days: Vec<i64> = self.days.keys().copied().collect();
         for day in days {
-            let end = day_end(day);
-            let next_waits = self.days.get(&(day + 1)).is_some_and(|d| !d.waiting.is_empty());
-            let d = &self.days[&day];
-            if d.closed || end + GRACE_SECS > now || end < now - KEPT_SECS || !(d.has_players() || next_waits) {
-                continue;
+            if self.due(day, now, &day_end) {
+                self.close(day, &standing_of(day), banned);
             }
-            self.close(day, &standing_of(day), banned);
         }
+    }
+
+    /// An operator's close of `day` at `now` (the archive function's `{"league": …}`): refused
+    /// (false) before the day's end and grace, or while an earlier day is due; a day closed
+    /// already, or that nobody played, changes nothing.
+    pub fn close_by_hand(
+        &mut self,
+        day: i64,
+        now: i64,
+        day_end: impl Fn(i64) -> i64,
+        standing: &Standing,
+        banned: &HashSet<String>,
+    ) -> bool {
+        if day_end(day) + GRACE_SECS > now || self.days.keys().any(|&earlier| earlier < day && self.due(earlier, now, &day_end)) {
+            return false;
+        }
+        if self.due(day, now, &day_end) {
+            self.close(day, standing, banned);
+        }
+        true
     }
 
     fn close(&mut self, day: i64, standing: &Standing, banned: &HashSet<String>) {
@@ -321,6 +346,27 @@ mod tests {
         assert_eq!(ladder.tier_of("a"), 0);
         // e is placed at the close, in their tier.
         assert_eq!(ladder.cohort("e", 1), Some((0, vec!["e".into()])));
+    }
+
+    #[test]
+    fn a_close_by_hand_waits_for_the_grace_and_for_the_days_before() {
+        let mut ladder = Ladder::default();
+        let end = |day: i64| (day + 1) * 86_400;
+        let none = HashSet::new();
+        ladder.played("a", 0, 0);
+        ladder.played("b", 1, 86_400_000);
+        let board = standing(&[("a", 5), ("b", 3)]);
+        // Day 0 within its grace: refused.
+        assert!(!ladder.close_by_hand(0, 86_400 + 60, end, &board, &none));
+        // Day 1 while day 0 is open: refused; day 0 closes and places b in day 1.
+        let later = 2 * 86_400 + 1_800;
+        assert!(!ladder.close_by_hand(1, later, end, &board, &none));
+        assert!(ladder.close_by_hand(0, later, end, &board, &none));
+        assert!(ladder.history("a", 1).len() == 1 && ladder.cohort("b", 1).is_some());
+        // Day 1 now; again, nothing more.
+        assert!(ladder.close_by_hand(1, later, end, &board, &none));
+        assert!(ladder.close_by_hand(1, later, end, &board, &none));
+        assert_eq!(ladder.history("b", 2).len(), 1);
     }
 
     #[test]

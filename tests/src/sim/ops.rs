@@ -100,6 +100,16 @@ pub enum Op {
     BusFaults {
         pick: u64,
     },
+    /// An operator's close of the arcade's league day `back` days before today (the archive
+    /// function's `{"league": …}`), left out when that day is past the league's look-back.
+    CloseLeague {
+        back: u8,
+    },
+    /// Fault: S3 failing a share of calls (`pick` seeds which; some puts stored, then failed as
+    /// a lost reply): a drain, then a restore attempt, through it.
+    S3Faults {
+        pick: u64,
+    },
     /// A restore of every board, to completion; with a drain run each time it lists the
     /// journal's objects, when `drain_at_list` (a drain on its schedule meeting a restore).
     Restore {
@@ -189,7 +199,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             }
             4..=21 => Op::Event { id: id(1), user, like: rng.bool(), target: rng.u8(..5), give: rng.u8(..4) > 0 },
             22..=23 => Op::SignIn { id: id(1), user, again: rng.u8(..4) == 0 },
-            24..=25 => Op::BusFaults { pick: rng.u64(..) },
+            24 => Op::BusFaults { pick: rng.u64(..) },
+            25 => Op::S3Faults { pick: rng.u64(..) },
             26..=31 => Op::Retry { back: rng.u8(..8) },
             32..=33 => Op::Conflict { back: rng.u8(..8) },
             34..=38 => {
@@ -207,7 +218,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                 let score = if rng.bool() { rng.u32(..30) } else { 10 + 2 * rng.u32(..3) };
                 Op::Score { id: id(1), user, score }
             }
-            54..=55 => Op::FixScore { id: id(1), user, remove: rng.bool(), score: 10 + 2 * rng.u32(..3) },
+            54 => Op::CloseLeague { back: rng.u8(..3) },
+            55 => Op::FixScore { id: id(1), user, remove: rng.bool(), score: 10 + 2 * rng.u32(..3) },
             56..=59 => {
                 let writes = rng.u8(1..6);
                 Op::Race { first_id: id(u32::from(writes)), user, writes, reads: rng.u8(1..6) }

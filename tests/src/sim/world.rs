@@ -233,6 +233,11 @@ impl World {
                 self.stats.faults += 1;
                 self.refusing_drain(*pick).await?;
             }
+            Op::CloseLeague { back } => self.close_league(*back).await?,
+            Op::S3Faults { pick } => {
+                self.stats.faults += 1;
+                self.failing_s3(*pick).await?;
+            }
             Op::Restore { drain_at_list } => self.restore(*drain_at_list).await?,
             Op::DroppedRestoreLock => {
                 self.stats.faults += 1;

@@ -434,7 +434,16 @@ local function record_move(moves, tag, key, kind, id, top, member, old, arrivals
     -- holding them, whole ties included, put in notification order.
     local span_of = redis.call('ZREVRANGE', key, lo, hi, 'WITHSCORES')
     local names = {}
-    if #span_of > 0 then
+    -- Without a tie among them, nor one reaching past either end, the orders agree.
+    local tied = false
+    for i = 4, #span_of, 2 do tied = tied or span_of[i] == span_of[i - 2] end
+    if #span_of > 0 and not tied then
+      local first, last = span_of[2], span_of[#span_of]
+      tied = redis.call('ZCOUNT', key, first, first) > 1 or redis.call('ZCOUNT', key, last, last) > 1
+    end
+    if #span_of > 0 and not tied then
+      for i = 1, #span_of, 2 do names[#names + 1] = span_of[i] end
+    elseif #span_of > 0 then
       local first, last = span_of[2], span_of[#span_of]
       local around = redis.call('ZREVRANGEBYSCORE', key, first, last, 'WITHSCORES', 'LIMIT', 0, TIE_SCAN + top + 1)
       if #around < 2 * (TIE_SCAN + top + 1) then
