@@ -98,6 +98,27 @@ async fn the_pass_after_a_tie_is_sent() {
     assert_eq!(top["entries"][0]["user_id"], "b", "{top}");
 }
 
+/// A tie whose arrivals were never recorded (reached before the board was watched, or before
+/// this release) is in Redis's order: u9 before u5. u5's next point passes u9 and says so.
+#[tokio::test]
+async fn a_tie_without_arrivals_is_in_redis_order() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    app.set_now(app.now() + chrono::Duration::seconds(1));
+    for (id, user) in [("n1", "u9"), ("n2", "u5")] {
+        assert_eq!(app.event(json!({"event_id": id, "user_id": user, "action": "lap", "points": 5})).await.0, 200);
+    }
+    let arrivals: Vec<String> = app.written_keys().await.into_iter().filter(|key| key.contains(":arrivals:")).collect();
+    assert_eq!(arrivals.len(), 1, "u5's arrival at u9's standing is recorded: {arrivals:?}");
+    let _: () = redis::cmd("DEL").arg(&arrivals).query_async(&mut app.redis.clone()).await.unwrap();
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
+    bus.received().await;
+    lap(&app, "n3", "u5", 1).await;
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
+    let expected = vec![s("u5", TookFirst, Some(2), Some(1), None), s("u9", LostFirst, Some(1), Some(2), Some("u5"))];
+    assert_eq!(seen(&bus.received().await), expected);
+}
+
 /// An admin's correction moves members like any write: b corrected from 5 to 15 takes first
 /// from a and passes c; then a's points corrected away (to nothing) make a leave the top and
 /// let d in. The events name the correction as their `event_id`.

@@ -97,13 +97,14 @@ impl World {
     /// verifies check it.
     pub(super) async fn failing_s3(&mut self, pick: u64) -> Result<(), String> {
         let (s3, bucket) = (self.s3.clone(), self.bucket.clone());
-        let failing = || super::faults::FailingObjects {
+        let failing = |seed: u64| super::faults::FailingObjects {
             inner: S3Objects::new(s3.clone(), &bucket),
-            rng: std::sync::Mutex::new(fastrand::Rng::with_seed(pick)),
+            rng: std::sync::Mutex::new(fastrand::Rng::with_seed(seed)),
         };
-        self.app.drainer(failing(), Arc::default()).with_notifier(self.notifier()).drain(far()).await;
+        self.app.drainer(failing(pick), Arc::default()).with_notifier(self.notifier()).drain(far()).await;
         self.check_notices(false).await?;
-        let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), failing());
+        // Its own failures: not the drain's call for call.
+        let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), failing(pick ^ 1));
         match restorer.with_lease_ms(50).restore(None, far()).await {
             Ok(report) if report.status == Status::Complete => (self.forum_lost, self.others_lost) = (false, false),
             Ok(_) => (self.forum_lost, self.others_lost) = (true, true),

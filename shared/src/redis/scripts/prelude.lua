@@ -344,8 +344,9 @@ end
 -- and the one who reached it first keeps its place until someone truly passes it. A write that
 -- ends on a composite others hold records its arrival in the period's arrivals (hash: member
 -- -> "<composite>|<n>", "#" the last n; the period's expiry); a member with no record of its
--- composite got there before every recorded one. A member leaving a tie of more than TIE_SCAN
--- members is taken as its last; the names of a tie that large are taken in Redis's order.
+-- composite got there before every recorded one (several such: in Redis's order). A member
+-- leaving a tie of more than TIE_SCAN members is taken as its first, and the names of a tie that
+-- large are taken in Redis's order.
 local TIE_SCAN = 1000
 
 -- The arrival at `composite` (a number) that `record` (a member's arrivals field) states: 0
@@ -405,20 +406,16 @@ local function record_move(moves, tag, key, kind, id, top, member, old, arrivals
   local rank_was, rank_now = -1, -1
   if new then rank_now = redis.call('ZCOUNT', key, new, '+inf') - 1 end
   if old then
-    -- Those above its old composite, then those of its tie that got there before it: none when
-    -- it has no record there (it was first). Outside the top, or past TIE_SCAN, its place in the
-    -- tie is taken as the last (a member truly passed is never missed).
+    -- Those above its old composite, then, where its tie meets the top, those of the tie that
+    -- got there before it. Outside the top its place inside the tie changes no crossing; a tie
+    -- of more than TIE_SCAN members is taken as led by the member (Redis's order is no better).
     rank_was = redis.call('ZCOUNT', key, old, '+inf') - tied_old - ((new and new > old) and 1 or 0)
     if rank_was >= top and (rank_now < 0 or rank_now >= top) then return end
-    if mine > 0 then
-      if rank_was < top and tied_old <= TIE_SCAN then
-        local tie = redis.call('ZRANGEBYSCORE', key, old, old)
-        local records = redis.call('HMGET', arrivals, unpack(tie))
-        for i = 1, #tie do
-          if tie_ahead(tie[i], arrival(records[i], old), member, mine) then rank_was = rank_was + 1 end
-        end
-      else
-        rank_was = rank_was + tied_old
+    if tied_old > 0 and rank_was < top and tied_old <= TIE_SCAN then
+      local tie = redis.call('ZRANGEBYSCORE', key, old, old)
+      local records = arrivals and redis.call('HMGET', arrivals, unpack(tie)) or {}
+      for i = 1, #tie do
+        if tie_ahead(tie[i], arrival(records[i], old), member, mine) then rank_was = rank_was + 1 end
       end
     end
   end
