@@ -212,3 +212,51 @@ async fn a_score_board_with_a_max_score_keeps_its_scale_through_a_move() {
     assert_eq!((status, after["entries"].clone()), (StatusCode::OK, before["entries"].clone()), "{after}");
     assert_eq!(submit(&four, "s9", "u9", 999_999).await.0, StatusCode::OK, "writes resume");
 }
+
+/// The guard's record of each period set (`kept|`), by which a lost set fences the board, made
+/// to say what the new layout holds: the moved lines' records were written for the old one.
+/// Here a ban empties the sets of the shard that later merges into one holding others (its
+/// line records the set gone), so the merged shard recorded none of its sets, and a set lost
+/// afterwards was taken as new: the write went on against missing history. A restore from the
+/// new layout's journal ends with the same records.
+#[tokio::test]
+async fn a_merged_shard_records_every_set_it_holds_through_a_restore_and_a_loss_fences_it() {
+    use standings::redis::keys::user_shard;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let two = spawn_journaled(game(2)).await;
+    let on = |shard: u32| (0..).map(|u| format!("u{u}")).find(|user| user_shard(user, 2) == shard).unwrap();
+    let (kept, banned) = (on(0), on(1));
+    assert_eq!(submit(&two, "s1", &kept, 3).await.0, StatusCode::OK);
+    assert_eq!(submit(&two, "s2", &banned, 5).await.0, StatusCode::OK);
+    assert_eq!(two.call(Method::POST, &format!("/v1/admin/users/{banned}/ban"), "{}", ADMIN).await.0, StatusCode::OK);
+    let one = spawn_journaled_on(game(1), two.keys.clone()).await;
+    let jobs = one.journal_jobs(&client, &bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    let shard = one.keys.board("game");
+    let mut conn = one.redis.clone();
+    let mut sets: Vec<String> = one.written_keys().await.into_iter().filter(|key| key.starts_with(&shard.relative(":z:"))).collect();
+    sets.sort();
+    assert_eq!(sets.len(), 2, "the day's and all time's sets: {sets:?}");
+    assert_eq!(kept_records(&mut conn, &shard).await, sets, "every set the merged shard holds is recorded");
+
+    jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    for key in one.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let restorer = Restorer::new(one.config.clone(), one.keys.clone(), one.store.clone(), S3Objects::new(client.clone(), &bucket));
+    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
+    assert_eq!(kept_records(&mut conn, &shard).await, sets, "the restore brings the records back as the move left them");
+
+    let _: () = redis::cmd("DEL").arg(shard.relative(":z:all:all")).query_async(&mut conn).await.unwrap();
+    let (status, body) = submit(&one, "s3", &kept, 1).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+}
+
+/// The period sets the guard of `shard` records, sorted.
+async fn kept_records(conn: &mut standings::redis::store::Connection, shard: &standings::redis::keys::BoardKeys) -> Vec<String> {
+    let fields: Vec<String> = redis::cmd("HKEYS").arg(shard.guard()).query_async(conn).await.unwrap();
+    let mut sets: Vec<String> = fields.iter().filter_map(|field| shard.kept_set(field)).collect();
+    sets.sort();
+    sets
+}

@@ -188,6 +188,10 @@ pub enum Entry<'a> {
     /// A tournament's ended instance freed once its results were stored: its board, players
     /// and attempts (docs/tournaments.md#the-end).
     Release { at: Stamp, instance: &'a str },
+    /// A reshard's settling of a new shard's guard (docs/scaling.md#changing-shards): the
+    /// moved lines' records of period sets, written for the old layout, made to say what the
+    /// shard holds. Its effects only; a later move skips it (it settles its own).
+    Reshard { at: Stamp, board: &'a str, from: u32, to: u32 },
 }
 
 impl Entry<'_> {

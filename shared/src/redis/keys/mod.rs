@@ -333,6 +333,12 @@ impl BoardKeys {
         field.strip_prefix(crate::domain::guard::KEPT).map(|period| format!("{}:z:{period}", self.base))
     }
 
+    /// The guard field `kept|<kind>:<id>` recording the period set `set` (`kept_set`'s inverse).
+    pub fn kept_field(&self, set: &str) -> Option<String> {
+        let period = set.strip_prefix(self.base.as_str())?.strip_prefix(":z:")?;
+        Some(format!("{}{period}", crate::domain::guard::KEPT))
+    }
+
     /// A key of this board (or shard) relative to its keys (`relative`'s inverse).
     pub fn relative_of<'k>(&self, key: &'k str) -> Option<&'k str> {
         key.strip_prefix(self.base.as_str())

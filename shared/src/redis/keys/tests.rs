@@ -287,4 +287,8 @@ fn a_kept_record_names_its_period_set_in_its_own_shard_only() {
     // Whatever a field holds, the key stays in the board's slot.
     let odd = board.kept_set("kept|}:x:{other").unwrap();
     assert_eq!(hash_tag(&odd), "activity", "{odd}");
+    // And back: the field recording a set of this board, none for another board's.
+    assert_eq!(board.kept_field(&board.period(&day)).as_deref(), Some("kept|day:2026-11-22"));
+    assert_eq!(board.kept_field(&Keys::new("st").unwrap().board("other").period(&day)), None);
+    assert_eq!(board.kept_field(&board.guard()), None);
 }

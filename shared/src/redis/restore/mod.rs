@@ -4,7 +4,10 @@
 
 mod run;
 
+use std::collections::BTreeMap;
 use std::time::Instant;
+
+use serde_json::json;
 
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
@@ -177,25 +180,51 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
     Ok(())
 }
 
-/// Drops the guard's `kept|` records of period sets that are not there: a reshard's, once it
-/// compared every period set of both layouts, while the new shard is still fenced (it copied
-/// the records of periods the shard never got a member of). Never a restore's: a recorded set
-/// missing at its end is a loss the next write must find.
-pub async fn forget_absent_sets(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+/// Makes a new shard's records of its period sets (the guard's `kept|` fields) say what the
+/// shard holds, once a reshard compared every period set of both layouts and while the shard is
+/// still fenced: the moved lines' records were written for the old layout (a ban that emptied
+/// the set here left one in a shard where others held it; a set one shard emptied lives on in
+/// the merged one). The change goes into the shard's journal with it, as a line (`entry`) of
+/// effects, so a restore from the new layout's journal ends with the same records; a shard
+/// already settled writes nothing. Never a restore's: a recorded set missing at its end is a
+/// loss the next write must find.
+pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, entry: &str) -> Result<(), StoreError> {
     let fields: Vec<String> = redis::cmd("HKEYS").arg(keys.guard()).query_async(conn).await?;
-    let kept: Vec<(&String, String)> = fields.iter().filter_map(|field| Some((field, keys.kept_set(field)?))).collect();
-    if kept.is_empty() {
+    let recorded: BTreeMap<String, String> = fields.into_iter().filter_map(|field| Some((keys.kept_set(&field)?, field))).collect();
+    let sets = conn.scan_slot_of(&keys.guard(), &keys.period_pattern()).await?;
+    let absent: Vec<&String> = recorded.iter().filter(|(set, _)| !sets.contains(set)).map(|(_, field)| field).collect();
+    let mut unrecorded = Vec::new();
+    for set in sets.iter().filter(|set| !recorded.contains_key(*set)) {
+        let expiry: i64 = redis::cmd("PEXPIRETIME").arg(set).query_async(conn).await?;
+        if let Some(field) = keys.kept_field(set) {
+            unrecorded.push((field, expiry.to_string()));
+        }
+    }
+    if absent.is_empty() && unrecorded.is_empty() {
         return Ok(());
     }
-    let mut exists = redis::pipe();
-    for (_, set) in &kept {
-        exists.exists(set);
-    }
-    let there: Vec<bool> = exists.query_async(conn).await?;
-    let absent: Vec<&String> = kept.iter().zip(there).filter(|(_, there)| !there).map(|((field, _), _)| *field).collect();
+    let guard = keys.relative_of(&keys.guard()).unwrap_or_default().to_owned();
+    let mut commands = Vec::new();
     if !absent.is_empty() {
-        let _: () = redis::cmd("HDEL").arg(keys.guard()).arg(absent).query_async(conn).await?;
+        commands.push(
+            std::iter::once(json!("HDEL")).chain(std::iter::once(json!(guard))).chain(absent.iter().map(|f| json!(f))).collect::<Vec<_>>(),
+        );
     }
+    if !unrecorded.is_empty() {
+        let pairs = unrecorded.iter().flat_map(|(field, expiry)| [json!(field), json!(expiry)]);
+        commands.push([json!("HSET"), json!(guard)].into_iter().chain(pairs).collect());
+    }
+    let effects = json!([commands, [guard, -1]]).to_string();
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    if !absent.is_empty() {
+        pipe.hdel(keys.guard(), &absent).ignore();
+    }
+    if !unrecorded.is_empty() {
+        pipe.hset_multiple(keys.guard(), &unrecorded).ignore();
+    }
+    pipe.xadd(keys.journal(), "*", &[("e", entry), ("o", ""), ("x", effects.as_str())]).ignore();
+    let _: () = pipe.query_async(conn).await?;
     Ok(())
 }
 

@@ -22,7 +22,7 @@ use super::restore::{RestoreError, Status};
 use crate::archive::objects::{Objects, journal_objects, read_lines};
 use crate::domain::config::{BoardKind, Config};
 use crate::domain::guard;
-use crate::domain::journal::{Effects, Line};
+use crate::domain::journal::{Effects, Entry, Line, Stamp};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, journal_names, user_shard};
 use crate::redis::store::{Connection, Store};
@@ -192,6 +192,10 @@ impl<O: Objects> Resharder<O> {
                 }
                 let at = place(index, &line.id)
                     .ok_or_else(|| RestoreError::Invalid(format!("line {} of {journal_name}: no stream id", line.id)))?;
+                // An earlier move's settling of its shard's records: this move settles its own.
+                if line.entry.get("kind").and_then(|k| k.as_str()) == Some("reshard") {
+                    continue;
+                }
                 let user = line.entry.get("user_id").and_then(|u| u.as_str()).ok_or_else(|| {
                     RestoreError::Invalid(format!("line {} of {journal_name} names no user: it cannot be moved to a shard", line.id))
                 })?;
@@ -242,8 +246,9 @@ impl<O: Objects> Resharder<O> {
     async fn finish_move(&self, conn: &mut Connection, name: &str, from: u32, targets: &[BoardKeys]) -> Result<(), RestoreError> {
         layout::record(conn, &self.keys, name, targets.len() as u32).await?;
         self.store.forget_layout(&self.keys, name);
+        let settled = Entry::Reshard { at: Stamp(Utc::now()), board: name, from, to: targets.len() as u32 }.json();
         for target in targets {
-            restore::forget_absent_sets(conn, target).await?;
+            restore::settle_kept_records(conn, target, &settled).await?;
             restore::finish(conn, target, true, false).await?;
         }
         // The board's records (its layout and a score board's scale) stay: they are the board's,
