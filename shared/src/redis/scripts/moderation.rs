@@ -14,6 +14,30 @@ use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::store::Connection;
 
+/// The top each period's notifications watch (0: none), and for each watched one its arrivals
+/// key, added to `invocation` after the `keys_before` keys it holds: the key's index in KEYS
+/// (1-based; 0: none), as the scripts take it.
+fn watched<'p>(
+    invocation: &mut redis::ScriptInvocation<'_>,
+    keys: &BoardKeys,
+    notify: Option<&Notify>,
+    periods: impl Iterator<Item = &'p Period>,
+    keys_before: usize,
+) -> (Vec<u8>, Vec<usize>) {
+    let mut next_key = keys_before;
+    periods
+        .map(|period| {
+            let top = notify.map_or(0, |notify| super::apply::notify_top(notify, period));
+            if top == 0 {
+                return (0, 0);
+            }
+            invocation.key(keys.arrivals(period));
+            next_key += 1;
+            (top, next_key)
+        })
+        .unzip()
+}
+
 /// An audit log entry (JSON) and how many entries the log keeps.
 #[derive(Debug, Clone, Copy)]
 pub struct AuditRecord<'a> {
@@ -65,21 +89,8 @@ pub async fn ban<'p>(
             invocation.key(keys.statement(member, period));
         }
     }
-    let tops: Vec<u8> = live.iter().map(|period| notify.map_or(0, |notify| super::apply::notify_top(notify, period))).collect();
-    // The arrivals of each watched period follow the keys above (KEYS is 1-based).
-    let mut next_key = 4 + live.len() * if statements { 2 } else { 1 };
-    let arrivals: Vec<usize> = live
-        .iter()
-        .zip(&tops)
-        .map(|(period, &top)| {
-            if top == 0 {
-                return 0;
-            }
-            invocation.key(keys.arrivals(period));
-            next_key += 1;
-            next_key
-        })
-        .collect();
+    // The arrivals of each watched period follow the keys above.
+    let (tops, arrivals) = watched(&mut invocation, keys, notify, live.iter(), 4 + live.len() * if statements { 2 } else { 1 });
     for period in &league_periods {
         invocation
             .key(keys.league_members(&period.id))
@@ -182,23 +193,9 @@ pub async fn correct_score(
         }
     }
     let notify = correction.notify.filter(|_| keys.noticed());
-    let tops: Vec<u8> =
-        correction.periods.iter().map(|(period, _)| notify.map_or(0, |notify| super::apply::notify_top(notify, period))).collect();
-    // The arrivals of each watched period follow the keys above (KEYS is 1-based).
-    let mut next_key = 4 + correction.periods.len() * if correction.statements { 2 } else { 1 } + 10 * league_periods.len();
-    let arrivals: Vec<usize> = correction
-        .periods
-        .iter()
-        .zip(&tops)
-        .map(|((period, _), &top)| {
-            if top == 0 {
-                return 0;
-            }
-            invocation.key(keys.arrivals(period));
-            next_key += 1;
-            next_key
-        })
-        .collect();
+    // The arrivals of each watched period follow the keys above.
+    let before = 4 + correction.periods.len() * if correction.statements { 2 } else { 1 } + 10 * league_periods.len();
+    let (tops, arrivals) = watched(&mut invocation, keys, notify, correction.periods.iter().map(|(period, _)| period), before);
     if notify.is_some() {
         invocation.key(keys.notices());
     }
@@ -316,23 +313,9 @@ pub async fn void_points(
         invocation.key(keys.league_members(id)).key(keys.league_cohorts(id)).key(keys.league_order(id));
     }
     let notify = void.notify.filter(|_| keys.noticed());
-    let tops: Vec<u8> =
-        void.periods.iter().map(|(period, _)| notify.map_or(0, |notify| super::apply::notify_top(notify, period))).collect();
-    // The arrivals of each watched period follow the keys above (KEYS is 1-based).
-    let mut next_key = 4 + void.periods.len() * if void.statements { 2 } else { 1 } + void.entries.len() + 3 * league_at.len();
-    let arrivals: Vec<usize> = void
-        .periods
-        .iter()
-        .zip(&tops)
-        .map(|((period, _), &top)| {
-            if top == 0 {
-                return 0;
-            }
-            invocation.key(keys.arrivals(period));
-            next_key += 1;
-            next_key
-        })
-        .collect();
+    // The arrivals of each watched period follow the keys above.
+    let before = 4 + void.periods.len() * if void.statements { 2 } else { 1 } + void.entries.len() + 3 * league_at.len();
+    let (tops, arrivals) = watched(&mut invocation, keys, notify, void.periods.iter().map(|(period, _)| period), before);
     if notify.is_some() {
         invocation.key(keys.notices());
     }
