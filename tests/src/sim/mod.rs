@@ -18,6 +18,7 @@ mod race;
 mod reads;
 mod reshard;
 mod sign_ins;
+mod voids;
 pub mod world;
 
 use ops::Op;

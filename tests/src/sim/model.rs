@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use chrono::DateTime;
 
 mod arcade;
+mod voids;
 
 /// How long after a first delivery's day a retry is still recognised: that day and the next.
 const MARKER_DAYS: i64 = 1;
@@ -111,6 +112,8 @@ pub struct Model {
     /// reached: who leads a tie (docs/notifications.md).
     arrived: HashMap<(String, String), u64>,
     arrivals: u64,
+    /// The forum's gives that still contribute, in the order they were applied (`voids`).
+    gives: Vec<voids::Give>,
 }
 
 /// An admin's correction of a score board: the entry removed from every live period, or the
@@ -178,6 +181,13 @@ impl Model {
         }
         let mut largest: i64 = 0;
         if delta != 0 {
+            let periods = [format!("day:{day}"), format!("season:{}", season_of(at)), "all".to_owned()];
+            let entry = (action == "like").then(|| (day.clone(), target.to_owned()));
+            match (delta > 0, &entry) {
+                (true, _) => self.gave(user, at, entry.clone(), &periods, delta),
+                (false, Some(entry)) => self.took_back(user, entry),
+                (false, None) => {}
+            }
             if action == "like" {
                 let ledger = self.likes.entry(ledger_key.clone()).or_default();
                 if give {
@@ -187,7 +197,7 @@ impl Model {
                 }
                 *self.cap_used.entry(ledger_key).or_default() += delta;
             }
-            for period in [format!("day:{day}"), format!("season:{}", season_of(at)), "all".to_owned()] {
+            for period in periods {
                 let members = self.forum.entry(period).or_default();
                 let (held, reached) = members.get(user).copied().unwrap_or((0, 0));
                 let points = (held + delta).max(0);
@@ -255,17 +265,19 @@ impl Model {
         self.ladder.ban(user, &live_days(now));
         for at in [now - GRACE_SECS, now, now + 60] {
             let period = format!("day:{}", day_of(at));
-            for board in [&mut self.forum, &mut self.arcade] {
-                if let Some(members) = board.get_mut(&period) {
-                    members.remove(user);
-                }
-            }
-            if let Some(members) = self.forum.get_mut(&format!("season:{}", season_of(at))) {
+            if let Some(members) = self.arcade.get_mut(&period) {
                 members.remove(user);
             }
+            if self.forum.get_mut(&period).is_some_and(|members| members.remove(user).is_some()) {
+                self.lowered(user, &period, None);
+            }
+            let season = format!("season:{}", season_of(at));
+            if self.forum.get_mut(&season).is_some_and(|members| members.remove(user).is_some()) {
+                self.lowered(user, &season, None);
+            }
         }
-        if let Some(members) = self.forum.get_mut("all") {
-            members.remove(user);
+        if self.forum.get_mut("all").is_some_and(|members| members.remove(user).is_some()) {
+            self.lowered(user, "all", None);
         }
         self.guild.remove(user);
     }
@@ -290,6 +302,9 @@ impl Model {
             return refused(422, "out_of_range");
         }
         for (period, (points, reached)) in periods.into_iter().zip(held) {
+            if delta < 0 {
+                self.lowered(user, &period, Some(-delta));
+            }
             let members = self.forum.entry(period).or_default();
             let reached = if delta > 0 { now } else { reached };
             if points + delta > 0 {

@@ -90,6 +90,15 @@ pub enum Op {
         user: u8,
         delta: i8,
     },
+    /// `POST /v1/admin/boards/forum/users/{user}/void` of the events in `[now - back, now -
+    /// back + span)`; sent twice when `again`.
+    Void {
+        id: u32,
+        user: u8,
+        back: u32,
+        span: u32,
+        again: bool,
+    },
     /// The clock moves on.
     Advance {
         secs: u32,
@@ -229,7 +238,12 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             65 => Op::DroppedBan { user },
             66..=68 => Op::Correct { id: id(1), user, delta: rng.i8(-4..6) },
             // Up to nine days: most histories cross a month's end, so seasons end and archive.
-            69..=80 => Op::Advance { secs: [1, 1, 7, 60, 900, 3_600, 6 * 3_600, 3 * 86_400, 9 * 86_400][rng.usize(..9)] },
+            69 => {
+                let windows = [1, 7, 60, 900, 3_600, 6 * 3_600, 86_400, 3 * 86_400];
+                let back = windows[rng.usize(..windows.len())];
+                Op::Void { id: id(1), user, back, span: windows[rng.usize(..windows.len())].min(back + 60), again: rng.u8(..4) == 0 }
+            }
+            70..=80 => Op::Advance { secs: [1, 1, 7, 60, 900, 3_600, 6 * 3_600, 3 * 86_400, 9 * 86_400][rng.usize(..9)] },
             81..=82 => Op::Drain,
             83 => Op::Verify,
             84..=85 => [Op::Archive, Op::Archive, Op::ArchiveLost][rng.usize(..3)].clone(),

@@ -227,6 +227,7 @@ impl World {
                 self.dropped_ban(*user).await?;
             }
             Op::Correct { id, user, delta } => self.correct(*id, *user, if *delta == 0 { 1 } else { i64::from(*delta) }).await?,
+            Op::Void { id, user, back, span, again } => self.void(*id, *user, *back, *span, *again).await?,
             Op::Advance { secs } => self.app.set_now(self.app.now() + Duration::seconds(i64::from(*secs))),
             Op::Drain => self.drain().await?,
             Op::BusFaults { pick } => {

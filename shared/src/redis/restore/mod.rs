@@ -168,7 +168,11 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
     let exists: bool = redis::cmd("HEXISTS").arg(&guard).arg(crate::domain::guard::BORN).query_async(conn).await?;
     // A guard an earlier run of this restore brought back (claimed as lost, not "0") is not
     // born yet, which refuses writes already; fencing it would write outside the runs.
-    let claim: Option<String> = redis::cmd("HGET").arg(keys.restore_claims()).arg(&guard).query_async(conn).await?;
+    let mut claim: Option<String> = redis::cmd("HGET").arg(keys.restore_claims()).arg(&guard).query_async(conn).await?;
+    if !exists && claim.as_deref() == Some("0") {
+        start_over(conn, keys).await?;
+        claim = None;
+    }
     if exists && claim.is_none_or(|claim| claim == "0") {
         let _: () = redis::pipe()
             .atomic()
@@ -177,6 +181,30 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
             .query_async(conn)
             .await?;
     }
+    Ok(())
+}
+
+/// A restore stopped part-way (a failure, its deadline, a kill) whose board lost its guard
+/// before the next attempt: the guard it judged intact, and left unwritten, is gone with the
+/// records every later write is checked against (bans, closed seasons, kept sets), and any key
+/// it judged intact may be gone with it. What it judged no longer holds, so it starts over: the
+/// keys it brought back (partly, up to its checkpoint) are deleted to come back whole, and
+/// every key is judged again.
+async fn start_over(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+    let mut cursor = 0u64;
+    loop {
+        let (next, page): (u64, Vec<(String, String)>) =
+            redis::cmd("HSCAN").arg(keys.restore_claims()).arg(cursor).arg("COUNT").arg(1000).query_async(conn).await?;
+        let brought_back: Vec<&String> = page.iter().filter(|(_, claim)| claim.starts_with('1')).map(|(key, _)| key).collect();
+        if !brought_back.is_empty() {
+            let _: () = redis::cmd("UNLINK").arg(brought_back).query_async(conn).await?;
+        }
+        if next == 0 {
+            break;
+        }
+        cursor = next;
+    }
+    let _: () = redis::pipe().atomic().del(keys.restore_checkpoint()).del(keys.restore_claims()).query_async(conn).await?;
     Ok(())
 }
 

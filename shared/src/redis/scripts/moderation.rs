@@ -340,6 +340,7 @@ pub async fn void_points(
         invocation.arg(ledger_field(&entry.field)).arg(&entry.field);
     }
     invocation.arg(league_at.iter().map(|at| (at + 1).to_string()).collect::<Vec<_>>().join(","));
+    invocation.arg(void.now.timestamp_millis());
     let (status, entry, body): (String, String, String) = invocation.invoke_async(conn).await?;
     let voided = |duplicate| {
         // cjson encodes an empty table as an object.

@@ -44,10 +44,13 @@ ARGV[14..] for each period, in KEYS order: period kind, period id, points to rem
            was read took it already ("stale"). The entry is set to "0": the give stays counted
            (the same like that day earns nothing again) and a later take-back takes nothing
            (not its points a second time); the day's cap counter is left as it is
-ARGV[last] which of the n periods are the board's league periods (positions, comma-separated;
-           "": none; a void across a week's end holds two): a void that moves a placed member
-           keeps their cohort's order (prelude_league.lua `order_sync`) and, where that period is
-           watched, records their move in the cohort
+ARGV[last - 1] which of the n periods are the board's league periods (positions,
+           comma-separated; "": none; a void across a week's end holds two): a void that moves a
+           placed member keeps their cohort's order (prelude_league.lua `order_sync`) and, where
+           that period is watched, records their move in the cohort
+ARGV[last] the function's clock (ms): a period set the guard records, missing before its
+           expiry, is a loss: the board is fenced and the void refused, nothing else written
+           (prelude.lua `fence_if_lost`), so nothing is taken against missing history
 
 Reply: a three-element array {status, entry, periods}
   {"new", entry, json}  json: [{"period":s,"period_id":s,"score":n,"delta":n,"rank":n?}] (the
@@ -88,7 +91,7 @@ end
 local first_ledger = FIRST_BOARD + boards * (statements and 2 or 1)
 -- The league periods: the index in KEYS of each one's placements (its cohorts and order follow).
 local leagues, league_at = {}, {}
-for at in string.gmatch(ARGV[#ARGV], '%d+') do leagues[#leagues + 1] = tonumber(at) end
+for at in string.gmatch(ARGV[#ARGV - 1], '%d+') do leagues[#leagues + 1] = tonumber(at) end
 local last_ledger = #KEYS - (noticed and 1 or 0) - watched - 3 * #leagues
 for j, i in ipairs(leagues) do league_at[i] = last_ledger + 1 + 3 * (j - 1) end
 local function ledger_field(k) return 14 + 5 * boards + 2 * (k - first_ledger) end
@@ -103,6 +106,13 @@ for k = first_ledger, replay and 0 or last_ledger do
   local held = redis.call('HMGET', KEYS[k], ARGV[field], ARGV[field + 1])
   local given = held[1] or held[2]
   if not given or tonumber(given) == 0 then return {'stale', '', ''} end
+end
+
+for i = 1, boards do
+  local key, kind, id = KEYS[FIRST_BOARD - 1 + i], period(i, 0), period(i, 1)
+  if redis.call('HEXISTS', KEYS[1], GUARD_CLOSED .. kind .. ':' .. id) == 0 and not redis.call('ZSCORE', key, member) then
+    fence_if_lost(KEYS[1], key, kind, id, tonumber(ARGV[#ARGV]))
+  end
 end
 
 -- Every key written below that no check above has read (prelude.lua `writable`).
