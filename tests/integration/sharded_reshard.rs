@@ -165,11 +165,12 @@ async fn a_move_stopped_after_recording_its_layout_is_finished_by_the_next_invoc
     assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
     four.set_now(one.now());
     let before = reads(&four).await;
-    // The state of a move killed right after it recorded the layout: its checkpoints, the new
-    // shards fenced and not born yet, an old key left.
+    // The state of a move killed right after it recorded the layout: its checkpoints and
+    // claims, the new shards fenced and not born yet, an old key left.
     let mut conn = four.redis.clone();
     for shard in four.keys.board_shards("game", 4) {
         let _: () = redis::cmd("HSET").arg(shard.reshard_checkpoint()).arg("from").arg(1).query_async(&mut conn).await.unwrap();
+        let _: () = redis::cmd("HSET").arg(shard.restore_claims()).arg(shard.guard()).arg("1").query_async(&mut conn).await.unwrap();
         let _: () = redis::cmd("HSET").arg(shard.guard()).arg("fence").arg(1).query_async(&mut conn).await.unwrap();
     }
     let leftover = one.keys.board("game").relative(":z:all:all");
@@ -259,4 +260,48 @@ async fn kept_records(conn: &mut standings::redis::store::Connection, shard: &st
     let mut sets: Vec<String> = fields.iter().filter_map(|field| shard.kept_set(field)).collect();
     sets.sort();
     sets
+}
+
+/// A switch resumed after it finished some of the new shards: those take writes already and
+/// are left as they are (settled again, a set one lost since would lose its record; finished
+/// again, the fence that loss put up would be lifted, and writes decided against the lost set).
+#[tokio::test]
+async fn a_resumed_switch_leaves_the_shards_it_finished_as_they_are() {
+    use standings::redis::keys::user_shard;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    for i in 0..8 {
+        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{i}"), 2 + i).await.0, StatusCode::OK);
+    }
+    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
+    let jobs = four.journal_jobs(&client, &bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    // A switch killed once it finished shard 0: the others still claimed and fenced.
+    let shards = four.keys.board_shards("game", 4);
+    let mut conn = four.redis.clone();
+    for (i, shard) in shards.iter().enumerate() {
+        let _: () = redis::cmd("HSET").arg(shard.reshard_checkpoint()).arg("from").arg(1).query_async(&mut conn).await.unwrap();
+        if i > 0 {
+            let _: () = redis::cmd("HSET").arg(shard.restore_claims()).arg(shard.guard()).arg("1").query_async(&mut conn).await.unwrap();
+            let _: () = redis::cmd("HSET").arg(shard.guard()).arg("fence").arg(1).query_async(&mut conn).await.unwrap();
+        }
+    }
+    // Shard 0 loses its all-time set; its next write finds the loss and fences it.
+    let user = (0..8).map(|u| format!("u{u}")).find(|user| user_shard(user, 4) == 0).expect("a user on shard 0");
+    let _: () = redis::cmd("DEL").arg(shards[0].relative(":z:all:all")).query_async(&mut conn).await.unwrap();
+    let (status, body) = submit(&four, "late", &user, 50).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    let fields: Vec<String> = redis::cmd("HKEYS").arg(shards[0].guard()).query_async(&mut conn).await.unwrap();
+    for field in ["fence", "lost", "kept|all:all"] {
+        assert!(fields.iter().any(|f| f == field), "shard 0 keeps {field}: {fields:?}");
+    }
+    let (status, body) = submit(&four, "late", &user, 50).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+    for shard in &shards[1..] {
+        let claimed: bool = redis::cmd("EXISTS").arg(shard.restore_claims()).query_async(&mut conn).await.unwrap();
+        assert!(!claimed, "the others are finished");
+    }
 }

@@ -18,7 +18,7 @@ pub const FENCE: &str = "fence";
 /// restore completes, so no write is decided against history Redis lost.
 pub const BORN: &str = "born";
 /// Prefix of a period's record in the guard: "kept|<kind>:<id>" holds the absolute expiry (ms,
-/// Redis's clock; -1: none) of the period's sorted set, written by the journaled write that
+/// the functions' clock; -1: none) of the period's sorted set, written by the journaled write that
 /// created it and removed by the one that emptied it. A set missing before its expiry was lost
 /// while the guard survived (docs/journal.md#losses).
 pub const KEPT: &str = "kept|";

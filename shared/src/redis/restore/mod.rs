@@ -169,7 +169,7 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
     // A guard an earlier run of this restore brought back (claimed as lost, not "0") is not
     // born yet, which refuses writes already; fencing it would write outside the runs.
     let mut claim: Option<String> = redis::cmd("HGET").arg(keys.restore_claims()).arg(&guard).query_async(conn).await?;
-    if !exists && claim.as_deref() == Some("0") {
+    if judged_intact_and_lost(exists, claim.as_deref()) {
         start_over(conn, keys).await?;
         claim = None;
     }
@@ -182,6 +182,19 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
             .await?;
     }
     Ok(())
+}
+
+/// The guard was judged intact by this restore (its claim "0") and is not born now: lost since.
+fn judged_intact_and_lost(born: bool, claim: Option<&str>) -> bool {
+    !born && claim == Some("0")
+}
+
+/// Whether the guard this restore judged intact was lost since (see `start_over`): checked
+/// before `finish`, which would make the empty guard born.
+pub async fn guard_lost_since_judged(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
+    let born: bool = redis::cmd("HEXISTS").arg(keys.guard()).arg(crate::domain::guard::BORN).query_async(conn).await?;
+    let claim: Option<String> = redis::cmd("HGET").arg(keys.restore_claims()).arg(keys.guard()).query_async(conn).await?;
+    Ok(judged_intact_and_lost(born, claim.as_deref()))
 }
 
 /// A restore stopped part-way (a failure, its deadline, a kill) whose board lost its guard
@@ -221,9 +234,16 @@ pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, entry:
     let recorded: BTreeMap<String, String> = fields.into_iter().filter_map(|field| Some((keys.kept_set(&field)?, field))).collect();
     let sets = conn.scan_slot_of(&keys.guard(), &keys.period_pattern()).await?;
     let absent: Vec<&String> = recorded.iter().filter(|(set, _)| !sets.contains(set)).map(|(_, field)| field).collect();
+    // A record holds the set's expiry on the functions' clock (`guard::KEPT`): this one's, plus
+    // what Redis gives the set to live. A set gone meanwhile (-2) is not recorded.
     let mut unrecorded = Vec::new();
     for set in sets.iter().filter(|set| !recorded.contains_key(*set)) {
-        let expiry: i64 = redis::cmd("PEXPIRETIME").arg(set).query_async(conn).await?;
+        let ttl_ms: i64 = redis::cmd("PTTL").arg(set).query_async(conn).await?;
+        let expiry = match ttl_ms {
+            -2 => continue,
+            -1 => -1,
+            ttl => chrono::Utc::now().timestamp_millis() + ttl,
+        };
         if let Some(field) = keys.kept_field(set) {
             unrecorded.push((field, expiry.to_string()));
         }
@@ -273,6 +293,12 @@ pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool, ende
 
     let _: () = pipe.query_async(conn).await?;
     Ok(())
+}
+
+/// Whether a restore or a move into this board (or shard) is under way and not finished: its
+/// claims are there until `finish`.
+pub async fn claimed(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
+    Ok(redis::cmd("EXISTS").arg(keys.restore_claims()).query_async(conn).await?)
 }
 
 /// Whether the board's guard says its history is all in Redis (`BORN`); see `begin`.

@@ -248,6 +248,11 @@ impl<O: Objects> Resharder<O> {
         self.store.forget_layout(&self.keys, name);
         let settled = Entry::Reshard { at: Stamp(Utc::now()), board: name, from, to: targets.len() as u32 }.json();
         for target in targets {
+            // A shard this switch finished already takes writes: settled again, it could drop
+            // the record of a set it lost since, and the fence that loss put up would be lifted.
+            if !restore::claimed(conn, target).await? {
+                continue;
+            }
             restore::settle_kept_records(conn, target, &settled).await?;
             restore::finish(conn, target, true, false).await?;
         }

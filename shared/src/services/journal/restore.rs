@@ -280,6 +280,13 @@ impl<O: Objects> Restorer<O> {
             .query_async(&mut *progress.conn)
             .await
             .map_err(StoreError::from)?;
+        // The guard this restore judged intact, lost while it ran: finishing would make an empty
+        // guard born (its bans, closed seasons and records gone). The next invocation starts
+        // over (`restore::begin`).
+        if !profiles && restore::guard_lost_since_judged(progress.conn, progress.keys).await? {
+            progress.report.status = Status::InProgress;
+            return Ok(());
+        }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
         Ok(())
