@@ -77,30 +77,25 @@ pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateT
                 }
             }
             // An applied take-back ends its give whatever its periods still held (it deleted the
-            // ledger entry even where it could take nothing).
+            // ledger entry even where it could take nothing). What it took beyond what its give
+            // still held (a lowering took from that give first) came from the others: they hold
+            // that much less, oldest first.
             Written::Event(event) if !event.give => {
-                if let Some(given) = event.entry.as_ref().and_then(|entry| on_entry.remove(entry)) {
-                    left.remove(&given);
+                let Some(given) = event.entry.as_ref().and_then(|entry| on_entry.remove(entry)) else { continue };
+                let held = left.remove(&given).unwrap_or_default();
+                for (order, &change) in event.changes.iter().enumerate() {
+                    let beyond = -change - held.get(order).copied().unwrap_or(0);
+                    if beyond > 0 {
+                        let period_id = Period::containing(board.periods[order], event.time, board.timezone).id;
+                        lower(board, written, &mut left, order, &period_id, beyond);
+                    }
                 }
             }
             Written::Event(_) => {}
             Written::Void { from, to } => left.retain(|&given, _| !in_range(&written[given], *from, *to)),
             Written::Lowered { period, period_id, by } => {
                 let Some(order) = board.periods.iter().position(|kind| kind.as_str() == period) else { continue };
-                let mut by = by.unwrap_or(i64::MAX);
-                // Oldest first: `left` is in the order of writes.
-                for (&given, contributions) in left.iter_mut() {
-                    if by <= 0 {
-                        break;
-                    }
-                    let Written::Event(event) = &written[given] else { continue };
-                    if Period::containing(board.periods[order], event.time, board.timezone).id != *period_id {
-                        continue;
-                    }
-                    let taken = contributions[order].min(by);
-                    contributions[order] -= taken;
-                    by -= taken;
-                }
+                lower(board, written, &mut left, order, period_id, by.unwrap_or(i64::MAX));
             }
         }
     }
@@ -121,6 +116,23 @@ pub fn voided(board: &Board, written: &[Written], from: DateTime<Utc>, to: DateT
     }
     entries.sort();
     Voided { periods: amounts.into_values().collect(), entries }
+}
+
+/// Lowers what the gives still contribute to the board's `order`-th period, the one of id
+/// `period_id`, by `by` points, oldest first (`left` is in the order of writes).
+fn lower(board: &Board, written: &[Written], left: &mut BTreeMap<usize, Vec<i64>>, order: usize, period_id: &str, mut by: i64) {
+    for (&given, contributions) in left.iter_mut() {
+        if by <= 0 {
+            break;
+        }
+        let Written::Event(event) = &written[given] else { continue };
+        if Period::containing(board.periods[order], event.time, board.timezone).id != period_id {
+            continue;
+        }
+        let taken = contributions[order].min(by);
+        contributions[order] -= taken;
+        by -= taken;
+    }
 }
 
 fn in_range(write: &Written, from: DateTime<Utc>, to: DateTime<Utc>) -> bool {
@@ -210,5 +222,18 @@ mod tests {
         // Given again after its take-back: the second give stands.
         let written = [event(1, true, "a", 2), event(2, false, "a", -2), event(3, true, "a", 2)];
         assert_eq!(removed(&written, 0, 9), vec![("2026-11-22".into(), 2), ("all".into(), 2)]);
+    }
+
+    #[test]
+    fn a_take_back_of_more_than_its_give_still_held_took_the_rest_from_the_others_oldest_first() {
+        let lowered = |by| Written::Lowered { period: "all".into(), period_id: "all".into(), by: Some(by) };
+        // All time: a 2, b 2, lowered by 2 (from a), a taken back (2 taken, from b then), c 2:
+        // the 2 held now are c's, so a void of b's hour takes nothing there (it took c's).
+        let written = [event(1, true, "a", 2), event(2, true, "b", 2), lowered(2), event(3, false, "a", -2), event(4, true, "c", 2)];
+        assert_eq!(removed(&written, 2, 3), vec![("2026-11-22".into(), 2)]);
+        assert_eq!(removed(&written, 0, 9), vec![("2026-11-22".into(), 4), ("all".into(), 2)]);
+        // A take-back that took less (its periods held less) takes less from the others.
+        let written = [event(1, true, "a", 2), event(2, true, "b", 2), lowered(3), event(3, false, "a", -1)];
+        assert_eq!(removed(&written, 2, 3), vec![("2026-11-22".into(), 2)]);
     }
 }

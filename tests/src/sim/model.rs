@@ -183,11 +183,10 @@ impl Model {
         if delta != 0 {
             let periods = [format!("day:{day}"), format!("season:{}", season_of(at)), "all".to_owned()];
             let entry = (action == "like").then(|| (day.clone(), target.to_owned()));
-            match (delta > 0, &entry) {
-                (true, _) => self.gave(user, at, entry.clone(), &periods, delta),
-                (false, Some(entry)) => self.took_back(user, entry),
-                (false, None) => {}
+            if delta > 0 {
+                self.gave(user, at, entry.clone(), &periods, delta);
             }
+            let mut changes = Vec::new();
             if action == "like" {
                 let ledger = self.likes.entry(ledger_key.clone()).or_default();
                 if give {
@@ -198,9 +197,10 @@ impl Model {
                 *self.cap_used.entry(ledger_key).or_default() += delta;
             }
             for period in periods {
-                let members = self.forum.entry(period).or_default();
+                let members = self.forum.entry(period.clone()).or_default();
                 let (held, reached) = members.get(user).copied().unwrap_or((0, 0));
                 let points = (held + delta).max(0);
+                changes.push((period, points - held));
                 // A give reached the total when it happened, never earlier than the total it
                 // adds to; a take-back keeps the time (they held at least that much since).
                 let reached = if give { reached.max(at) } else { reached };
@@ -212,6 +212,9 @@ impl Model {
                 } else {
                     members.remove(user);
                 }
+            }
+            if let (true, Some(entry)) = (delta < 0, &entry) {
+                self.took_back(user, entry, &changes);
             }
         }
         let answer = Expect::Took { delta: largest, reason };

@@ -26,9 +26,19 @@ impl Model {
         self.gives.push(Give { user: user.to_owned(), time, entry, left });
     }
 
-    /// An applied take-back of the like on `entry`: its give contributes nothing more.
-    pub(super) fn took_back(&mut self, user: &str, entry: &(String, String)) {
-        self.gives.retain(|give| !(give.user == user && give.entry.as_ref() == Some(entry)));
+    /// An applied take-back of the like on `entry`, which changed each period by `taken`: its
+    /// give contributes nothing more. Where it took more than that give still held (a lowering
+    /// took from it first), the points came from the user's other gives: the oldest hold that
+    /// much less (docs/journal.md#void).
+    pub(super) fn took_back(&mut self, user: &str, entry: &(String, String), taken: &[(String, i64)]) {
+        let Some(at) = self.gives.iter().position(|give| give.user == user && give.entry.as_ref() == Some(entry)) else { return };
+        let give = self.gives.remove(at);
+        for (period, change) in taken {
+            let held = give.left.iter().find(|(landed, _)| landed == period).map_or(0, |(_, left)| *left);
+            if -change > held {
+                self.lowered(user, period, Some(-change - held));
+            }
+        }
     }
 
     /// `period` lowered for `user` by `by` points (`None`: emptied), oldest gives first.
@@ -119,5 +129,22 @@ mod tests {
         assert_eq!(m.void("ann", t, t + 60), Err(Expect::Refused { status: 422, code: "user_banned".into() }));
         m.unban("ann");
         assert_eq!(m.void("ann", t, t + 60).unwrap(), vec![], "the ban emptied what the gives held");
+    }
+
+    #[test]
+    fn a_take_back_of_more_than_its_give_still_held_takes_the_rest_from_the_oldest_others() {
+        let mut m = Model::default();
+        let t = 1_795_312_800;
+        m.event("l1", "l1", "bob", "like", "a", true, t, t);
+        m.event("c1", "c1", "bob", "comment", "", true, t + 10, t + 10);
+        // The correction takes the like's 2; the like's take-back then takes 2 of the comment's.
+        m.correct("k1", "bob", -2, t + 20);
+        m.event("l2", "l2", "bob", "like", "a", false, t + 30, t + 30);
+        m.event("c2", "c2", "bob", "comment", "", true, t + 40, t + 40);
+        assert_eq!(m.forum_top("all"), [("bob".to_owned(), 4)]);
+        // The first comment holds 1 of the 4: the rest is the second's, never voided here.
+        let took = m.void("bob", t + 5, t + 15).unwrap();
+        assert_eq!(took.iter().find(|(p, _)| p == "all"), Some(&("all".to_owned(), -1)));
+        assert_eq!(m.forum_top("all"), [("bob".to_owned(), 3)]);
     }
 }
