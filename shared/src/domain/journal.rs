@@ -38,6 +38,10 @@ pub const EFFECT_COMMANDS: &[&str] = &[
     "INCRBY",
 ];
 
+/// Set (true) on a void's entry a reshard moved to a new layout: its `through` names the old
+/// layout's journal, whose ids the moved lines no longer have (docs/journal.md#void).
+pub const RESHARDED: &str = "resharded";
+
 /// Marks a recorded argument that is not printable ASCII: the rest is its bytes in hex.
 const BINARY_ARG: char = '\u{1}';
 

@@ -232,7 +232,10 @@ fn written_of(board: &Board, line: &Line) -> Option<(Vec<Written>, Option<String
         "correction" => Some((lowered_by_correction(&line.outcome)?, None)),
         "void" => {
             let request: VoidRequest = serde_json::from_value(fields.remove("request")?).ok()?;
-            let through = fields.remove("through").and_then(|through| through.as_str().map(str::to_owned));
+            // Moved by a reshard, its `through` names the old layout's journal: it stands at its
+            // own line, where the user's moved writes keep their order.
+            let moved = fields.get(crate::domain::journal::RESHARDED).and_then(Value::as_bool) == Some(true);
+            let through = fields.remove("through").and_then(|through| through.as_str().map(str::to_owned)).filter(|_| !moved);
             Some((vec![Written::Void { from: request.from, to: request.to }], through))
         }
         _ => None,

@@ -22,7 +22,7 @@ use super::restore::{RestoreError, Status};
 use crate::archive::objects::{Objects, journal_objects, read_lines};
 use crate::domain::config::{BoardKind, Config};
 use crate::domain::guard;
-use crate::domain::journal::{Effects, Entry, Line, Stamp};
+use crate::domain::journal::{Effects, Entry, Line, RESHARDED, Stamp};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, journal_names, user_shard};
 use crate::redis::store::{Connection, Store};
@@ -215,7 +215,14 @@ impl<O: Objects> Resharder<O> {
                         )));
                     }
                 };
-                let entry = serde_json::Value::Object(line.entry.clone()).to_string();
+                let mut entry = line.entry.clone();
+                // A void stands after the journal it read, up to `through`: an id of this layout's
+                // journal, which the moved lines no longer have. Moved, it stands at its own line
+                // (services/voids.rs), where the user's writes keep their order.
+                if entry.get("kind").and_then(|k| k.as_str()) == Some("void") {
+                    entry.insert(RESHARDED.into(), true.into());
+                }
+                let entry = serde_json::Value::Object(entry).to_string();
                 let (id, fields) = (format!("{index}/{}", line.id), [entry, line.outcome.clone(), recorded]);
                 runs[t].push_copied(&targets[t], &id, &effects, clock.now_ms(), fields);
                 report.moved += 1;
