@@ -119,6 +119,28 @@ async fn a_tie_without_arrivals_is_in_redis_order() {
     assert_eq!(seen(&bus.received().await), expected);
 }
 
+/// A member leaving a tie below the top for the top is placed inside that tie by arrival, as the
+/// rank its event states (found by the model test on the cluster): u4 reached 6 in that second
+/// before u1, so u1 enters the top from 5th, not from the tie's first place (4th). Then u1
+/// reaches u0's and u3's 7 in that second, behind both: 3rd.
+#[tokio::test]
+async fn a_member_entering_the_top_from_a_tie_below_it_comes_from_its_place_in_the_tie() {
+    let app = spawn_notified(config()).await;
+    let bus = subscribed().await;
+    let laps = [("u1", 1, 0), ("u2", 6, 0), ("u4", 5, 1), ("u4", 1, 0), ("u1", 5, 0), ("u0", 7, 0), ("u3", 7, 0)];
+    for (i, (user, points, advance)) in laps.into_iter().enumerate() {
+        app.set_now(app.now() + chrono::Duration::seconds(advance));
+        let body = json!({"event_id": format!("t{i}"), "user_id": user, "action": "lap", "points": points});
+        assert_eq!(app.event(body).await.0, 200);
+    }
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
+    bus.received().await;
+    assert_eq!(app.event(json!({"event_id": "t7", "user_id": "u1", "action": "lap", "points": 1})).await.0, 200);
+    app.notify_all(Notifier::new(bus.bus.clone())).await;
+    let expected = vec![s("u1", EnteredTop, Some(5), Some(3), None), s("u2", LeftTop, Some(3), Some(4), Some("u1"))];
+    assert_eq!(seen(&bus.received().await), expected);
+}
+
 /// An admin's correction moves members like any write: b corrected from 5 to 15 takes first
 /// from a and passes c; then a's points corrected away (to nothing) make a leave the top and
 /// let d in. The events name the correction as their `event_id`.

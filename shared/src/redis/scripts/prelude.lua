@@ -406,12 +406,12 @@ local function record_move(moves, tag, key, kind, id, top, member, old, arrivals
   local rank_was, rank_now = -1, -1
   if new then rank_now = redis.call('ZCOUNT', key, new, '+inf') - 1 end
   if old then
-    -- Those above its old composite, then, where its tie meets the top, those of the tie that
-    -- got there before it. Outside the top its place inside the tie changes no crossing; a tie
-    -- of more than TIE_SCAN members is taken as led by the member (Redis's order is no better).
+    -- Those above its old composite, then those of its tie that got there before it: read only
+    -- for a move that reaches the top (its place is the rank its event states); a tie of more
+    -- than TIE_SCAN members is taken as led by the member (Redis's order is no better).
     rank_was = redis.call('ZCOUNT', key, old, '+inf') - tied_old - ((new and new > old) and 1 or 0)
     if rank_was >= top and (rank_now < 0 or rank_now >= top) then return end
-    if tied_old > 0 and rank_was < top and tied_old <= TIE_SCAN then
+    if tied_old > 0 and tied_old <= TIE_SCAN then
       local tie = redis.call('ZRANGEBYSCORE', key, old, old)
       local records = arrivals and redis.call('HMGET', arrivals, unpack(tie)) or {}
       for i = 1, #tie do
