@@ -149,6 +149,10 @@ pub enum Op {
     Reshard {
         shards: u8,
         steps: bool,
+        /// Fault: the first invocation killed after this many of the runtime's turns (the
+        /// operator invokes it again until `complete`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        killed: Option<u8>,
     },
     /// The journal function's verify of every board (its daily schedule).
     Verify,
@@ -252,7 +256,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             89 => Op::KilledRestore { yields: rng.u8(..8) },
             90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0 },
             95 => Op::LoseAll,
-            96..=97 => Op::Reshard { shards: [1, 2, 3, 4, 8][rng.usize(..5)], steps: rng.bool() },
+            96..=97 => Op::Reshard { shards: [1, 2, 3, 4, 8][rng.usize(..5)], steps: rng.bool(), killed: rng.bool().then(|| rng.u8(..60)) },
             _ => Op::Corrupt { id: id(1), user },
         };
         ops.push(op);

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use chrono::{Duration, Utc};
+use journal::{Resharder, S3Objects};
 use serde_json::{Value, json};
 use standings::redis::store::Store;
 
@@ -22,7 +23,7 @@ fn refused(status: StatusCode, reply: &Value, code: &str) -> bool {
 }
 
 impl World {
-    pub(super) async fn reshard(&mut self, shards: u8, steps: bool) -> Result<(), String> {
+    pub(super) async fn reshard(&mut self, shards: u8, steps: bool, killed: Option<u8>) -> Result<(), String> {
         let shards = u32::from(shards.max(1));
         if shards == self.guild_shards {
             return Ok(());
@@ -35,9 +36,26 @@ impl World {
         let moved =
             crate::spawn_app(config(shards), self.app.keys.clone(), self.app.store.clone(), assertions, Some(self.table.clone())).await;
         moved.set_now(self.app.now());
-        let jobs = moved.journal_jobs(&self.s3, &self.bucket, Arc::default());
+        let mut jobs = moved.journal_jobs(&self.s3, &self.bucket, Arc::default());
+        if killed.is_some() {
+            // A killed move's locks lapse within 2 s here (30 s deployed): a move renews its
+            // lease with each run only, so one as short as the restores' (50 ms) lapses mid-move.
+            let objects = S3Objects::new(self.s3.clone(), &self.bucket);
+            jobs.resharder = Resharder::new(moved.config.clone(), moved.keys.clone(), moved.store.clone(), objects).with_lease_ms(2000);
+        }
+        let jobs = Arc::new(jobs);
         // Past its deadline, each invocation moves one run and stops.
         let deadline = if steps { Utc::now() - Duration::seconds(1) } else { far() };
+        if let Some(yields) = killed {
+            self.stats.faults += 1;
+            let first = jobs.clone();
+            let task = tokio::spawn(async move { first.run(json!({"reshard": {"board": "guild"}}), deadline).await.map(|_| ()) });
+            for _ in 0..yields {
+                tokio::task::yield_now().await;
+            }
+            task.abort();
+            let _ = task.await;
+        }
         let post = json!({"event_id": format!("move{}", self.stats.steps), "user_id": "u0", "action": "post"});
         for invocation in 0..MAX_INVOCATIONS {
             let report = match jobs.run(json!({"reshard": {"board": "guild"}}), deadline).await {
@@ -46,6 +64,11 @@ impl World {
                 // (docs/scaling.md#changing-shards), and the board goes on as it was.
                 Err(error) if invocation == 0 && self.guild_had.contains(&shards) && format!("{error:?}").contains("already holds") => {
                     return self.post_after_refusal().await;
+                }
+                // A killed move's lock, until its lease runs out.
+                Err(error) if killed.is_some() && error.code() == "restore_running" => {
+                    tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+                    continue;
                 }
                 Err(error) => return Err(format!("reshard {} -> {shards}, invocation {invocation}: {error:?}", self.guild_shards)),
             };

@@ -259,7 +259,7 @@ impl World {
                 super::faults::delete(&self.app, &keys).await;
                 (self.forum_lost, self.others_lost) = (true, true);
             }
-            Op::Reshard { shards, steps } => self.reshard(*shards, *steps).await?,
+            Op::Reshard { shards, steps, killed } => self.reshard(*shards, *steps, *killed).await?,
             Op::Archive => self.archive().await?,
             Op::Verify => self.verify().await?,
             Op::ArchiveLost => {
