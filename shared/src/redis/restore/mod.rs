@@ -192,7 +192,7 @@ fn judged_intact_and_lost(born: bool, claim: Option<&str>) -> bool {
 /// Whether the guard this restore judged intact was lost since (see `start_over`): checked
 /// before `finish`, which would make the empty guard born.
 pub async fn guard_lost_since_judged(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
-    let born: bool = redis::cmd("HEXISTS").arg(keys.guard()).arg(crate::domain::guard::BORN).query_async(conn).await?;
+    let born = born(conn, keys).await?;
     let claim: Option<String> = redis::cmd("HGET").arg(keys.restore_claims()).arg(keys.guard()).query_async(conn).await?;
     Ok(judged_intact_and_lost(born, claim.as_deref()))
 }
@@ -236,9 +236,14 @@ pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, entry:
     let absent: Vec<&String> = recorded.iter().filter(|(set, _)| !sets.contains(set)).map(|(_, field)| field).collect();
     // A record holds the set's expiry on the functions' clock (`guard::KEPT`): this one's, plus
     // what Redis gives the set to live. A set gone meanwhile (-2) is not recorded.
+    let new_sets: Vec<&String> = sets.iter().filter(|set| !recorded.contains_key(*set)).collect();
+    let mut ttls = redis::pipe();
+    for set in &new_sets {
+        ttls.pttl(*set);
+    }
+    let ttls: Vec<i64> = if new_sets.is_empty() { Vec::new() } else { ttls.query_async(conn).await? };
     let mut unrecorded = Vec::new();
-    for set in sets.iter().filter(|set| !recorded.contains_key(*set)) {
-        let ttl_ms: i64 = redis::cmd("PTTL").arg(set).query_async(conn).await?;
+    for (set, ttl_ms) in new_sets.into_iter().zip(ttls) {
         let expiry = match ttl_ms {
             -2 => continue,
             -1 => -1,
@@ -254,9 +259,7 @@ pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, entry:
     let guard = keys.relative_of(&keys.guard()).unwrap_or_default().to_owned();
     let mut commands = Vec::new();
     if !absent.is_empty() {
-        commands.push(
-            std::iter::once(json!("HDEL")).chain(std::iter::once(json!(guard))).chain(absent.iter().map(|f| json!(f))).collect::<Vec<_>>(),
-        );
+        commands.push([json!("HDEL"), json!(guard)].into_iter().chain(absent.iter().map(|f| json!(f))).collect::<Vec<_>>());
     }
     if !unrecorded.is_empty() {
         let pairs = unrecorded.iter().flat_map(|(field, expiry)| [json!(field), json!(expiry)]);
