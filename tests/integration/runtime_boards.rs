@@ -199,3 +199,48 @@ async fn a_catalog_key_of_the_wrong_type_fails_the_change_with_nothing_written()
     }
     assert_eq!(app.define("cup-2027", &cup()).await.0, StatusCode::CREATED);
 }
+
+async fn audit(app: &TestApp, board: String) -> Vec<(String, String)> {
+    let (status, audit) = app.call(Method::GET, &format!("/v1/admin/audit?board={board}&limit=10"), "", ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "{audit}");
+    let entries = audit["entries"].as_array().unwrap().clone();
+    entries.iter().map(|e| (e["kind"].as_str().unwrap().to_owned(), e["user_id"].as_str().unwrap().to_owned())).collect()
+}
+
+/// A user banned before a board was defined is banned on it too (docs/moderation.md): a
+/// runtime board and a tournament refuse their writes and joins, carried as one ban each (the
+/// audit names it), and defining the same again carries nothing more. Found by the simulation
+/// (a banned player scored in a tournament created after the ban).
+#[tokio::test]
+async fn bans_made_before_a_board_was_defined_hold_on_it() {
+    let app = spawn_ingest().await;
+    let (status, _) = app.call(Method::POST, "/v1/admin/users/mallory/ban", "", ADMIN).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(app.define("cup-2027", &cup()).await.0, StatusCode::CREATED);
+    let start = app.now() - chrono::Duration::minutes(1);
+    let tournament = standings_tests::tournament::cup(start, 2, json!({"join_required": false}));
+    let (status, body) = app.call(Method::PUT, "/v1/admin/tournaments/friday", tournament.to_string(), ADMIN).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    let (status, body) = app.post("/v1/boards/cup-2027/scores", &json!({"event_id": "s1", "user_id": "mallory", "score": 9})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("user_banned")), "{body}");
+    let play = json!({"event_id": "s2", "user_id": "mallory", "score": 9});
+    let (status, body) = app.post("/v1/tournaments/friday/scores", &play).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("user_banned")), "{body}");
+    let (status, body) = app.post("/v1/tournaments/friday/join", &json!({"user_id": "mallory"})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("user_banned")), "{body}");
+    assert_eq!(app.post("/v1/tournaments/friday/join", &json!({"user_id": "ann"})).await.0, StatusCode::OK, "others play");
+
+    let carried = |board: &str| audit(&app, board.to_owned());
+    for board in ["cup-2027", "friday"] {
+        assert_eq!(carried(board).await, vec![("ban".to_owned(), "mallory".to_owned())], "{board}: one ban, carried");
+    }
+    assert_eq!(app.define("cup-2027", &cup()).await.0, StatusCode::OK);
+    assert_eq!(app.call(Method::PUT, "/v1/admin/tournaments/friday", tournament.to_string(), ADMIN).await.0, StatusCode::OK);
+    assert_eq!(carried("cup-2027").await.len(), 1, "defined again: nothing carried twice");
+    assert_eq!(carried("friday").await.len(), 1, "defined again: nothing carried twice");
+    // An unban lifts it there too.
+    assert_eq!(app.call(Method::DELETE, "/v1/admin/users/mallory/ban", "", ADMIN).await.0, StatusCode::OK);
+    let (status, body) = app.post("/v1/boards/cup-2027/scores", &json!({"event_id": "s3", "user_id": "mallory", "score": 9})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+}

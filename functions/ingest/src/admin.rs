@@ -36,7 +36,7 @@ async fn put_board(
     JsonBody(body): JsonBody<Value>,
 ) -> Result<(StatusCode, Json<BoardDefinition>), ApiError> {
     let (created, definition) = app.boards.put(&board, &body, (app.clock)()).await?;
-    app.catalog.invalidate();
+    app.defined(&board).await?;
     if created {
         tracing::warn!(board = %board, actor = ?actor, "runtime board created");
     }

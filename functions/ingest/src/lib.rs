@@ -99,6 +99,14 @@ impl App {
         Ok(self.catalog.current().await?)
     }
 
+    /// After `board` was defined (or defined again: a retry finishes what a first call left):
+    /// the catalog read again, and the bans made before it carried onto it (docs/moderation.md).
+    async fn defined(&self, board: &str) -> Result<(), ApiError> {
+        self.catalog.invalidate();
+        self.services().await?.moderation.carry_bans(board, (self.clock)()).await?;
+        Ok(())
+    }
+
     /// Times the store work of one request for the `RedisLatency` metric.
     async fn timed<T>(&self, route: &str, work: impl std::future::Future<Output = T>) -> T {
         let started = std::time::Instant::now();

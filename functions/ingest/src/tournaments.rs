@@ -62,7 +62,7 @@ async fn put(
     JsonBody(body): JsonBody<Value>,
 ) -> Result<(StatusCode, Json<TournamentDefinition>), ApiError> {
     let (created, definition) = app.tournaments.put(&id, &body, (app.clock)()).await?;
-    app.catalog.invalidate();
+    app.defined(&id).await?;
     if created {
         tracing::warn!(tournament = %id, actor = ?actor, "tournament created");
     }

@@ -38,6 +38,9 @@ pub fn check_reason(reason: &str) -> Result<(), ModerationError> {
     Ok(())
 }
 
+/// The actor of a ban carried onto a board defined after it (`Moderation::carry_bans`).
+pub const CARRIED_BY: &str = "standings:ban-carried";
+
 /// Longest actor (JWT `sub`) kept in an audit entry.
 const MAX_ACTOR_CHARS: usize = 256;
 
@@ -222,6 +225,31 @@ impl Moderation {
     /// Lifts the ban on every user board. Scores removed by the ban are not restored.
     pub async fn unban(&self, user_id: &str, actor: Option<&str>, now: DateTime<Utc>) -> Result<BanReceipt, ModerationError> {
         self.set_ban(user_id, false, actor, now, None).await
+    }
+
+    /// Bans made before `board` was defined (a runtime board, a tournament), carried onto it:
+    /// every user banned on another board of users and not on this one is banned here, as a ban
+    /// of this board alone (journaled and audited as the ban it is, by `CARRIED_BY`). Nothing is
+    /// carried twice, so the creation's retry finishes a carry stopped part-way. The users
+    /// carried.
+    pub async fn carry_bans(&self, board: &str, now: DateTime<Utc>) -> Result<Vec<String>, ModerationError> {
+        let target = self.user_board(board)?;
+        let mut conn = self.store.connection().await?;
+        let (mut banned, mut held) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
+        for other in self.user_boards().filter(|b| !b.ending) {
+            // A sharded board keeps each user's ban in the user's shard.
+            let shards = self.store.board_shards(&self.keys, other).await?;
+            for keys in self.keys.board_shards(&other.name, shards) {
+                let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
+                let users = fields.into_iter().filter_map(|f| f.strip_prefix(crate::domain::guard::BAN).map(str::to_owned));
+                if other.name == target.name { held.extend(users) } else { banned.extend(users) }
+            }
+        }
+        let carried: Vec<String> = banned.difference(&held).cloned().collect();
+        for user in &carried {
+            self.set_ban(user, true, Some(CARRIED_BY), now, Some(board)).await?;
+        }
+        Ok(carried)
     }
 
     /// A ban (or unban) of `user_id` on one board only: a restore's replay of the board's journal,

@@ -6,18 +6,24 @@
 use axum::http::StatusCode;
 use standings::archive::job::Archiver;
 use standings::archive::table::SeasonTable;
+use standings::services::catalog::Catalog;
+use standings::services::runtime_boards::{RuntimeBoards, limit_from_env};
 
 use super::world::{START, World, restoring};
 use crate::archive::ArchiveHarness;
 use crate::at;
 
 impl World {
-    fn archiver(&self) -> Archiver<SeasonTable> {
+    /// The archive function's job on the boards as it reads them on every run (declared and
+    /// runtime, tournaments and boards being deleted included).
+    async fn archiver(&self) -> Result<Archiver<SeasonTable>, String> {
         let app = &self.app;
-        let (config, keys, store) = (app.config.clone(), app.keys.clone(), app.store.clone());
+        let catalog = Catalog::new(app.config.clone(), app.keys.clone(), app.store.clone(), |_| ());
+        let config = catalog.with_refresh(std::time::Duration::ZERO).config().await.map_err(|e| format!("the catalog: {e}"))?;
+        let (keys, store) = (app.keys.clone(), app.store.clone());
         let quiet = standings::runtime::metrics::Metrics::with_sink(standings::archive::job::FUNCTION, std::sync::Arc::new(|_| ()));
-        Archiver::new(config, keys, store, self.table.clone(), self.table.clone(), app.clock(), ArchiveHarness::settings())
-            .with_metrics(quiet)
+        Ok(Archiver::new(config, keys, store, self.table.clone(), self.table.clone(), app.clock(), ArchiveHarness::settings())
+            .with_metrics(quiet))
     }
 
     /// The run's deadline, on the clock the archive job reads (the world's).
@@ -47,11 +53,9 @@ impl World {
             self.restore(false).await?;
         }
         self.drain().await?;
-        let keys = self.app.written_keys().await;
-        super::faults::delete(&self.app, &keys).await;
-        (self.forum_lost, self.others_lost) = (true, true);
+        self.flush().await;
         let due = self.model.due(Self::start(), self.now());
-        let run = self.archiver().archive_due(self.deadline()).await;
+        let run = self.archiver().await?.archive_due(self.deadline()).await;
         match (&run, due.is_empty()) {
             (Ok(_), true) => {}
             (Err(error), false) if error.code() == "board_restoring" => {}
@@ -99,8 +103,20 @@ impl World {
     }
 
     async fn archive_run(&mut self) -> Result<(), String> {
-        self.archiver().archive_due(self.deadline()).await.map_err(|e| format!("archive run: {e}"))?;
+        let archiver = self.archiver().await?;
+        archiver.archive_due(self.deadline()).await.map_err(|e| format!("archive run: {e}"))?;
         self.model.archive(Self::start(), self.now());
+        // The every-minute part of the run (`{"runtime": {}}`): tournaments' ends, then deleted
+        // runtime boards'; without a bus, an instance's end is done once its results are stored.
+        // Their deadlines are on the clock the archive job reads (the world's).
+        let ended = archiver.end_tournaments(None::<&standings::archive::bus::EventBridgeBus>, self.deadline()).await;
+        if let Some(failed) = ended.iter().find(|end| end.status != "stored") {
+            return Err(format!("a tournament's end: {failed:?}"));
+        }
+        self.model.cups.archive(self.now());
+        let app = &self.app;
+        let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+        archive::end_boards(&boards, &archiver, self.app.now(), self.deadline()).await.map_err(|e| format!("runtime boards' ends: {e}"))?;
         // The closes' deadline is on the real clock (the Lambda's remaining time).
         let closed = self.app.closer().close_due(super::world::far()).await.map_err(|e| format!("league closes: {e}"))?;
         if let Some(report) = closed.iter().find(|r| r.status != "complete") {

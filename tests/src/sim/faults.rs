@@ -119,6 +119,15 @@ pub async fn repair_statement(app: &TestApp, broken: Broken) {
 }
 
 impl World {
+    /// Every key of the deployment deleted (a `FLUSHALL` of its prefix): the runtime boards'
+    /// catalog's guard too.
+    pub(super) async fn flush(&mut self) {
+        let mut keys = self.app.written_keys().await;
+        keys.push(self.app.keys.catalog().guard());
+        delete(&self.app, &keys).await;
+        (self.forum_lost, self.others_lost) = (true, true);
+    }
+
     pub(super) async fn lose(&mut self, pick: u64, guard: bool) {
         let keys = self.app.written_keys().await;
         let board = self.app.keys.board("forum");

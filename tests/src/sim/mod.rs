@@ -8,6 +8,7 @@ mod arcade;
 mod archive;
 mod batch;
 pub mod crossings;
+mod cups;
 pub mod faults;
 mod jobs;
 pub mod ladder;

@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use chrono::DateTime;
 
 mod arcade;
+pub mod cups;
 mod voids;
 
 /// How long after a first delivery's day a retry is still recognised: that day and the next.
@@ -114,6 +115,8 @@ pub struct Model {
     arrivals: u64,
     /// The forum's gives that still contribute, in the order they were applied (`voids`).
     gives: Vec<voids::Give>,
+    /// The tournaments (`cups`).
+    pub(super) cups: cups::Cups,
 }
 
 /// An admin's correction of a score board: the entry removed from every live period, or the
@@ -265,6 +268,7 @@ impl Model {
     /// A ban: the user leaves every period a write could still land in, and writes nothing more.
     pub fn ban(&mut self, user: &str, now: i64) {
         self.banned.insert(user.to_owned());
+        self.cups.ban(user);
         self.ladder.ban(user, &live_days(now));
         for at in [now - GRACE_SECS, now, now + 60] {
             let period = format!("day:{}", day_of(at));

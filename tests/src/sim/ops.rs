@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 
 /// Users are `u0`..`u5`: few enough that writes meet on the same members.
 pub const USERS: u8 = 6;
+/// Tournaments are `cup0`..`cup2`.
+pub const CUPS: u8 = 3;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -168,6 +170,32 @@ pub enum Op {
         id: u32,
         user: u8,
     },
+    /// `PUT /v1/admin/tournaments/cup{cup}`: a one-off cup open from now for `hours`, a join
+    /// required when `join`; `again`: the definition the cup was created with, sent again.
+    Cup {
+        cup: u8,
+        join: bool,
+        hours: u8,
+        again: bool,
+    },
+    /// `POST /v1/tournaments/cup{cup}/join`.
+    Join {
+        cup: u8,
+        user: u8,
+    },
+    /// `POST /v1/tournaments/cup{cup}/scores`; sent twice when `again`.
+    Play {
+        id: u32,
+        cup: u8,
+        user: u8,
+        score: u32,
+        again: bool,
+    },
+    /// An admin's early end of the cup (`POST …/end`), or its deletion (`DELETE`) when `delete`.
+    EndCup {
+        cup: u8,
+        delete: bool,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -197,7 +225,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..100) {
+        let op = match rng.u32(..110) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -257,7 +285,11 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0 },
             95 => Op::LoseAll,
             96..=97 => Op::Reshard { shards: [1, 2, 3, 4, 8][rng.usize(..5)], steps: rng.bool(), killed: rng.bool().then(|| rng.u8(..60)) },
-            _ => Op::Corrupt { id: id(1), user },
+            98..=99 => Op::Corrupt { id: id(1), user },
+            100..=101 => Op::Cup { cup: rng.u8(..CUPS), join: rng.bool(), hours: [1, 3, 30][rng.usize(..3)], again: rng.u8(..3) == 0 },
+            102..=104 => Op::Join { cup: rng.u8(..CUPS), user },
+            105..=108 => Op::Play { id: id(1), cup: rng.u8(..CUPS), user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
+            _ => Op::EndCup { cup: rng.u8(..CUPS), delete: rng.u8(..3) == 0 },
         };
         ops.push(op);
     }

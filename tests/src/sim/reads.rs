@@ -48,6 +48,7 @@ impl World {
             }
         }
         self.check_league().await?;
+        self.check_cups().await?;
         self.check_seasons().await
     }
 }

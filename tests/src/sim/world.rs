@@ -255,9 +255,7 @@ impl World {
             Op::LoseAll => {
                 self.stats.faults += 1;
                 self.drain().await?;
-                let keys = self.app.written_keys().await;
-                super::faults::delete(&self.app, &keys).await;
-                (self.forum_lost, self.others_lost) = (true, true);
+                self.flush().await;
             }
             Op::Reshard { shards, steps, killed } => self.reshard(*shards, *steps, *killed).await?,
             Op::Archive => self.archive().await?,
@@ -272,6 +270,10 @@ impl World {
                     self.corrupt(*id, *user).await?;
                 }
             }
+            Op::Cup { cup, join, hours, again } => self.put_cup(*cup, *join, *hours, *again).await?,
+            Op::Join { cup, user } => self.join_cup(*cup, *user).await?,
+            Op::Play { id, cup, user, score, again } => self.play_cup(*id, *cup, *user, *score, *again).await?,
+            Op::EndCup { cup, delete } => self.end_cup(*cup, *delete).await?,
         }
         self.check_reads().await
     }

@@ -1,0 +1,221 @@
+//! Tournaments in the simulation (docs/tournaments.md): cups defined, joined, played, ended
+//! early and deleted through the `ingest` routes, ended on the archive's run, and after every
+//! step each cup's view, top and results read through the `seasons` function (its catalog read
+//! on every request) and compared with the model (`model::cups`).
+
+use axum::Router;
+use axum::http::{Method, StatusCode};
+use chrono::{DateTime, SecondsFormat};
+use serde_json::{Value, json};
+
+use super::model::cups::{ATTEMPTS, Answer, Play, SEATS, prize};
+use super::world::{World, restoring};
+use crate::runtime::call_on;
+use crate::{ADMIN, Caller, WRITER, clock_of, read_router};
+
+fn time(at: i64) -> String {
+    DateTime::from_timestamp(at, 0).expect("a time in range").to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+/// A tournament route's answer as the model states it.
+fn answer(status: StatusCode, reply: &Value) -> Answer {
+    if status != StatusCode::OK {
+        let code = reply["error"]["code"].as_str().unwrap_or("?").to_owned();
+        return Answer::Refused { status: status.as_u16(), code };
+    }
+    if reply["duplicate"] == true {
+        return Answer::Again { applied: reply["applied"] == true };
+    }
+    if reply.get("size").is_some() && reply.get("event_id").is_none() {
+        return Answer::Joined { size: reply["size"].as_u64().unwrap_or(0) as usize };
+    }
+    Answer::Played {
+        applied: reply["applied"] == true,
+        score: reply["score"].as_i64().unwrap_or(-1),
+        rank: reply["rank"].as_u64().unwrap_or(0) as usize,
+        entries_left: reply["entries_left"].as_u64().unwrap_or(99) as u32,
+    }
+}
+
+async fn read(reads: &Router, path: String) -> (StatusCode, Value) {
+    call_on(reads, Method::GET, &path, &Value::Null, Caller::Anonymous).await
+}
+
+impl World {
+    /// The read functions as a request after a catalog change finds them (catalog read on every
+    /// request), over the world's app, table and clock.
+    fn reads(&self) -> Router {
+        let app = &self.app;
+        let mut query = query::App::new(app.config.clone(), app.keys.clone(), app.store.clone(), clock_of(&app.now));
+        query.catalog = query.catalog.with_refresh(std::time::Duration::ZERO);
+        let mut seasons =
+            seasons::App::new(app.config.clone(), app.keys.clone(), app.store.clone(), Some(self.table.clone()), clock_of(&app.now));
+        seasons.catalog = seasons.catalog.with_refresh(std::time::Duration::ZERO);
+        read_router(query, seasons)
+    }
+
+    fn definition(&self, join: bool, hours: u8) -> Value {
+        let start = self.now();
+        json!({
+            "title": "Simulated cup", "keep": "best", "order": "desc",
+            "start": time(start), "end": time(start + i64::from(hours) * 3_600),
+            "max_size": SEATS, "max_entries": ATTEMPTS, "join_required": join,
+            "prizes": [{"ranks": [1, 1], "reward": prize(1)}, {"ranks": [2, 3], "reward": prize(2)}],
+        })
+    }
+
+    pub(super) async fn put_cup(&mut self, cup: u8, join: bool, hours: u8, again: bool) -> Result<(), String> {
+        let id = format!("cup{cup}");
+        let known = self.model.cups.cups.get(&id).map(|c| c.definition.clone());
+        let body = match known.filter(|_| again) {
+            Some(definition) => serde_json::from_str(&definition).expect("a definition the world sent"),
+            None => self.definition(join, hours),
+        };
+        let (status, reply) = self.app.call(Method::PUT, &format!("/v1/admin/tournaments/{id}"), body.to_string(), ADMIN).await;
+        if self.others_lost && restoring(status, &reply) {
+            return Ok(());
+        }
+        let expected = self.model.cups.put(&id, &body.to_string(), body["join_required"] == true, self.now(), i64::from(hours) * 3_600);
+        let code_ok = expected != 409 || reply["error"]["code"] == "board_exists";
+        if status.as_u16() != expected || !code_ok {
+            return Err(format!("PUT tournament {id}: expected {expected}, got {status} {reply}"));
+        }
+        Ok(())
+    }
+
+    pub(super) async fn join_cup(&mut self, cup: u8, user: u8) -> Result<(), String> {
+        let (id, user) = (format!("cup{cup}"), format!("u{user}"));
+        let mut next = self.model.clone();
+        let banned = next.banned().contains(&user);
+        let expected = next.cups.join(&id, &user, banned, self.now());
+        let body = json!({"user_id": user});
+        let (status, reply) = self.app.call(Method::POST, &format!("/v1/tournaments/{id}/join"), body.to_string(), WRITER).await;
+        if self.others_lost && restoring(status, &reply) {
+            return Ok(());
+        }
+        let got = answer(status, &reply);
+        if got != expected {
+            return Err(format!("join {id} as {user}: expected {expected:?}, got {status} {reply}"));
+        }
+        self.model = next;
+        Ok(())
+    }
+
+    pub(super) async fn play_cup(&mut self, event: u32, cup: u8, user: u8, score: u32, again: bool) -> Result<(), String> {
+        let (id, user, event) = (format!("cup{cup}"), format!("u{user}"), format!("p{event}"));
+        let body = json!({"event_id": event, "user_id": user, "score": score});
+        for _ in 0..=u8::from(again) {
+            let mut next = self.model.clone();
+            let banned = next.banned().contains(&user);
+            let payload = body.to_string();
+            let play = Play { event: &event, payload: &payload, user: &user, score: i64::from(score) };
+            let expected = next.cups.play(&id, play, banned, self.now());
+            let (status, reply) = self.app.call(Method::POST, &format!("/v1/tournaments/{id}/scores"), body.to_string(), WRITER).await;
+            if self.others_lost && restoring(status, &reply) {
+                continue;
+            }
+            let got = answer(status, &reply);
+            // A deleted cup's keys are freed once its end is done (when is the drain's and the
+            // archive's): a retry is then refused as closed, or (its definition forgotten) unknown.
+            let deleted = self.model.cups.cups.get(&id).is_some_and(|c| c.deleted);
+            let forgotten =
+                deleted && matches!(&got, Answer::Refused { code, .. } if code == "tournament_closed" || code == "unknown_tournament");
+            if got != expected && !forgotten {
+                return Err(format!("score {event} of {user} in {id}: expected {expected:?}, got {status} {reply}"));
+            }
+            if got == expected {
+                self.model = next;
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn end_cup(&mut self, cup: u8, delete: bool) -> Result<(), String> {
+        let id = format!("cup{cup}");
+        let (status, reply) = if delete {
+            self.app.call(Method::DELETE, &format!("/v1/admin/tournaments/{id}?reason=simulated"), String::new(), ADMIN).await
+        } else {
+            let path = format!("/v1/admin/tournaments/{id}/end");
+            self.app.call(Method::POST, &path, json!({"reason": "simulated"}).to_string(), ADMIN).await
+        };
+        if self.others_lost && restoring(status, &reply) {
+            return Ok(());
+        }
+        let was_deleted = self.model.cups.cups.get(&id).is_some_and(|c| c.deleted);
+        let mut next = self.model.clone();
+        let expected = if delete { next.cups.delete(&id, self.now()).map(|_| None) } else { next.cups.end(&id, self.now()).map(Some) };
+        let got = match (status, expected.as_ref()) {
+            (StatusCode::ACCEPTED, Ok(Some(end))) => reply["ended_at"].as_str().is_some_and(|at| at.starts_with(&time(*end)[..19])),
+            (StatusCode::ACCEPTED, Ok(None)) => reply["state"] == "ending",
+            (_, Err(refusal)) => answer(status, &reply) == *refusal,
+            _ => false,
+        };
+        // An early end of a deleted cup whose end is done finds no definition: unknown.
+        let forgotten = was_deleted && !delete && status == StatusCode::NOT_FOUND;
+        if !got && !forgotten {
+            return Err(format!("{} {id}: expected {expected:?}, got {status} {reply}", if delete { "DELETE" } else { "end" }));
+        }
+        self.model = next;
+        Ok(())
+    }
+
+    /// Each cup's view, top and results, as the model says.
+    pub(super) async fn check_cups(&mut self) -> Result<(), String> {
+        let reads = self.reads();
+        let now = self.now();
+        for (id, cup) in &self.model.cups.cups {
+            self.stats.reads += 3;
+            let get = |path: String| read(&reads, path);
+            // A lost catalog is read as empty by a function that reads it now: its cups unknown.
+            let lost = |status: StatusCode, body: &Value| {
+                self.others_lost && (restoring(status, body) || body["error"]["code"] == "unknown_tournament")
+            };
+            if !cup.deleted {
+                let (status, view) = get(format!("/v1/tournaments/{id}")).await;
+                let open = cup.start <= now && now < cup.end;
+                let expected = json!({"state": if open { "open" } else { "ended" }, "end": time(cup.end), "size": cup.seated.len(),
+                    "can_join": open && cup.seated.len() < SEATS});
+                let got = json!({"state": view["state"], "end": view["end"], "size": view["size"], "can_join": view["can_join"]});
+                if !lost(status, &view) && (status != StatusCode::OK || got != expected) {
+                    return Err(format!("tournament {id}: expected {expected}, got {status} {view}"));
+                }
+                let (status, top) = get(format!("/v1/tournaments/{id}/top?limit=100")).await;
+                let listed: Vec<(String, i64)> = top["entries"]
+                    .as_array()
+                    .map(|e| {
+                        e.iter().map(|e| (e["user_id"].as_str().unwrap_or("?").to_owned(), e["score"].as_i64().unwrap_or(-1))).collect()
+                    })
+                    .unwrap_or_default();
+                if !lost(status, &top) && (status != StatusCode::OK || listed != cup.top()) {
+                    return Err(format!("tournament {id} top: expected {:?}, got {status} {top}", cup.top()));
+                }
+            }
+            let (status, results) = get(format!("/v1/tournaments/{id}/results?instance=all")).await;
+            let expected = cup.results.as_ref().map(|rows| {
+                rows.iter()
+                    .enumerate()
+                    .map(|(i, (user, score))| json!({"rank": i + 1, "user_id": user, "score": score, "prize": prize(i + 1)}))
+            });
+            let got = match (status, &expected) {
+                (StatusCode::OK, Some(rows)) => {
+                    let listed: Vec<Value> = results["results"]
+                        .as_array()
+                        .map(|r| {
+                            r.iter()
+                                .map(|r| json!({"rank": r["rank"], "user_id": r["user_id"], "score": r["score"], "prize": r["prize"]}))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    listed == rows.clone().collect::<Vec<_>>()
+                }
+                (StatusCode::NOT_FOUND, None) => results["error"]["code"] == "results_pending",
+                _ => false,
+            };
+            if !got && !lost(status, &results) {
+                let rows: Option<Vec<Value>> = expected.map(Iterator::collect);
+                return Err(format!("tournament {id} results: expected {rows:?}, got {status} {results}"));
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,228 @@
+//! Tournaments in the model, written from docs/tournaments.md: one-off cups open from their
+//! creation for a window, with three seats, two attempts a player, a join required or taken by a
+//! first score, each player's best score kept (ties by who reached it first, to the second);
+//! an admin's early end or a deletion cuts the window and freezes the board; the archive's run
+//! stores every instance that ended, rank for rank with its prize, and its top is then those
+//! results. A ban takes the user off every cup not frozen (a one-off's `all` period is always
+//! live, docs/moderation.md) and leaves their seat.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use super::{MARKER_DAYS, day_number};
+
+pub const SEATS: usize = 3;
+pub const ATTEMPTS: u32 = 2;
+
+/// What a tournament route should answer: a status with a code for a refusal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A join taken, or the player already in: the instance's size.
+    Joined {
+        size: usize,
+    },
+    /// A first submission: whether it changed the kept score, the kept score, its rank and the
+    /// attempts left.
+    Played {
+        applied: bool,
+        score: i64,
+        rank: usize,
+        entries_left: u32,
+    },
+    /// A retry of an applied submission: its first decision.
+    Again {
+        applied: bool,
+    },
+    Refused {
+        status: u16,
+        code: String,
+    },
+}
+
+fn refused(status: u16, code: &str) -> Answer {
+    Answer::Refused { status, code: code.to_owned() }
+}
+
+#[derive(Debug, Clone)]
+pub struct Cup {
+    /// The definition as sent (JSON): the same again is a 200.
+    pub definition: String,
+    pub join_required: bool,
+    pub start: i64,
+    /// The window's end, or the early end's (or the deletion's) time when that came first.
+    pub end: i64,
+    pub deleted: bool,
+    /// Ended early: frozen at once (nothing written to it from then on).
+    pub cut: bool,
+    pub seated: BTreeSet<String>,
+    pub entries: HashMap<String, u32>,
+    /// user -> (kept score, when it was reached).
+    pub board: HashMap<String, (i64, i64)>,
+    /// Stored by the archive's run once the instance ended: user and score, best first.
+    pub results: Option<Vec<(String, i64)>>,
+    /// event id -> (payload, day number of the first delivery, whether it was applied).
+    markers: HashMap<String, (String, i64, bool)>,
+}
+
+impl Cup {
+    fn open(&self, now: i64) -> bool {
+        self.start <= now && now < self.end
+    }
+
+    fn frozen(&self) -> bool {
+        self.cut || self.results.is_some()
+    }
+
+    /// The board best first: a higher score first, then who reached it first, then (one
+    /// second) the greater user id, as a sorted set orders equal scores from the top.
+    pub fn ranking(&self) -> Vec<(String, i64)> {
+        let mut list: Vec<(&String, &(i64, i64))> = self.board.iter().collect();
+        list.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)).then(b.0.cmp(a.0)));
+        list.into_iter().map(|(user, &(score, _))| (user.clone(), score)).collect()
+    }
+
+    /// What the instance's top reads: the stored results once there, else the board.
+    pub fn top(&self) -> Vec<(String, i64)> {
+        self.results.clone().unwrap_or_else(|| self.ranking())
+    }
+}
+
+/// The prize of `rank` in every simulated cup.
+pub fn prize(rank: usize) -> Option<serde_json::Value> {
+    match rank {
+        1 => Some(serde_json::json!({"gems": 3})),
+        2..=3 => Some(serde_json::json!({"gems": 1})),
+        _ => None,
+    }
+}
+
+/// A score submission: its id, its payload as sent, its player and score.
+pub struct Play<'a> {
+    pub event: &'a str,
+    pub payload: &'a str,
+    pub user: &'a str,
+    pub score: i64,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Cups {
+    pub cups: BTreeMap<String, Cup>,
+}
+
+impl Cups {
+    /// `PUT /v1/admin/tournaments/{id}` with `definition` (`join_required`, a window from
+    /// `now` of `secs`): 201 created, 200 the same again, 409 `board_exists` otherwise or once
+    /// deleted.
+    pub fn put(&mut self, id: &str, definition: &str, join_required: bool, now: i64, secs: i64) -> u16 {
+        match self.cups.get(id) {
+            Some(cup) if cup.definition == definition && !cup.deleted => 200,
+            Some(_) => 409,
+            None => {
+                let cup = Cup {
+                    definition: definition.to_owned(),
+                    join_required,
+                    start: now,
+                    end: now + secs,
+                    deleted: false,
+                    cut: false,
+                    seated: BTreeSet::new(),
+                    entries: HashMap::new(),
+                    board: HashMap::new(),
+                    results: None,
+                    markers: HashMap::new(),
+                };
+                self.cups.insert(id.to_owned(), cup);
+                201
+            }
+        }
+    }
+
+    pub fn join(&mut self, id: &str, user: &str, banned: bool, now: i64) -> Answer {
+        let Some(cup) = self.cups.get_mut(id) else { return refused(404, "unknown_tournament") };
+        if !cup.open(now) {
+            return refused(409, "tournament_closed");
+        }
+        if banned {
+            return refused(422, "user_banned");
+        }
+        if !cup.seated.contains(user) {
+            if cup.seated.len() >= SEATS {
+                return refused(409, "tournament_full");
+            }
+            cup.seated.insert(user.to_owned());
+        }
+        Answer::Joined { size: cup.seated.len() }
+    }
+
+    /// A score submitted to cup `id`.
+    pub fn play(&mut self, id: &str, play: Play<'_>, banned: bool, now: i64) -> Answer {
+        let Play { event, payload, user, score } = play;
+        let Some(cup) = self.cups.get_mut(id) else { return refused(404, "unknown_tournament") };
+        if let Some((first, day, applied)) = cup.markers.get(event)
+            && day_number(now) - day <= MARKER_DAYS
+        {
+            return if first == payload { Answer::Again { applied: *applied } } else { refused(409, "idempotency_conflict") };
+        }
+        if !cup.open(now) {
+            return refused(409, "tournament_closed");
+        }
+        if banned {
+            return refused(422, "user_banned");
+        }
+        let seated = cup.seated.contains(user);
+        if !seated && cup.join_required {
+            return refused(403, "not_joined");
+        }
+        if !seated && cup.seated.len() >= SEATS {
+            return refused(409, "tournament_full");
+        }
+        let used = cup.entries.get(user).copied().unwrap_or(0);
+        if used >= ATTEMPTS {
+            return refused(422, "entry_limit");
+        }
+        cup.seated.insert(user.to_owned());
+        cup.entries.insert(user.to_owned(), used + 1);
+        let applied = cup.board.get(user).is_none_or(|&(kept, _)| score > kept);
+        if applied {
+            cup.board.insert(user.to_owned(), (score, now));
+        }
+        cup.markers.insert(event.to_owned(), (payload.to_owned(), day_number(now), applied));
+        let ranking = cup.ranking();
+        let rank = ranking.iter().position(|(u, _)| u == user).expect("a player who scored is ranked") + 1;
+        Answer::Played { applied, score: ranking[rank - 1].1, rank, entries_left: ATTEMPTS - used - 1 }
+    }
+
+    /// `POST …/end` at `now`: 202 with the instance's end, or a refusal.
+    pub fn end(&mut self, id: &str, now: i64) -> Result<i64, Answer> {
+        let Some(cup) = self.cups.get_mut(id) else { return Err(refused(404, "unknown_tournament")) };
+        if cup.open(now) {
+            (cup.end, cup.cut) = (now, true);
+        } else if !cup.cut {
+            return Err(refused(409, "tournament_closed"));
+        }
+        Ok(cup.end)
+    }
+
+    /// `DELETE …` at `now`: 202 (the same again), the open instance ended at the deletion.
+    pub fn delete(&mut self, id: &str, now: i64) -> Result<(), Answer> {
+        if self.cups.get(id).is_some_and(|cup| cup.open(now)) {
+            self.end(id, now)?;
+        }
+        let cup = self.cups.get_mut(id).ok_or(refused(404, "unknown_tournament"))?;
+        cup.deleted = true;
+        Ok(())
+    }
+
+    /// A ban: off every cup's board not frozen; the seat and attempts stay.
+    pub fn ban(&mut self, user: &str) {
+        for cup in self.cups.values_mut().filter(|cup| !cup.frozen() && !cup.deleted) {
+            cup.board.remove(user);
+        }
+    }
+
+    /// The archive's run at `now`: every instance that ended is stored as it stands.
+    pub fn archive(&mut self, now: i64) {
+        for cup in self.cups.values_mut().filter(|cup| cup.end <= now && cup.results.is_none()) {
+            cup.results = Some(cup.ranking());
+        }
+    }
+}
