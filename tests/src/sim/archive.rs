@@ -17,13 +17,16 @@ impl World {
     /// The archive function's job on the boards as it reads them on every run (declared and
     /// runtime, tournaments and boards being deleted included).
     async fn archiver(&self) -> Result<Archiver<SeasonTable>, String> {
+        self.archiver_on(self.table.clone()).await
+    }
+
+    async fn archiver_on(&self, table: SeasonTable) -> Result<Archiver<SeasonTable>, String> {
         let app = &self.app;
         let catalog = Catalog::new(app.config.clone(), app.keys.clone(), app.store.clone(), |_| ());
         let config = catalog.with_refresh(std::time::Duration::ZERO).config().await.map_err(|e| format!("the catalog: {e}"))?;
         let (keys, store) = (app.keys.clone(), app.store.clone());
         let quiet = standings::runtime::metrics::Metrics::with_sink(standings::archive::job::FUNCTION, std::sync::Arc::new(|_| ()));
-        Ok(Archiver::new(config, keys, store, self.table.clone(), self.table.clone(), app.clock(), ArchiveHarness::settings())
-            .with_metrics(quiet))
+        Ok(Archiver::new(config, keys, store, table.clone(), table, app.clock(), ArchiveHarness::settings()).with_metrics(quiet))
     }
 
     /// The run's deadline, on the clock the archive job reads (the world's).
@@ -41,6 +44,19 @@ impl World {
         if self.forum_lost || self.others_lost {
             self.restore(false).await?;
         }
+        self.archive_run().await
+    }
+
+    /// Fault: the scheduled run on a season table failing a share of calls (`pick` seeds which),
+    /// seasons and tournaments' ends alike: it may fail part-way anywhere; then the next run,
+    /// which must leave every season and instance archived whole, once.
+    pub(super) async fn failing_archive(&mut self, pick: u64) -> Result<(), String> {
+        if self.forum_lost || self.others_lost {
+            self.restore(false).await?;
+        }
+        let archiver = self.archiver_on(super::faults::failing_table(&self.table, pick)).await?;
+        let _ = archiver.archive_due(self.deadline()).await;
+        let _ = archiver.end_tournaments(None::<&standings::archive::bus::EventBridgeBus>, self.deadline()).await;
         self.archive_run().await
     }
 

@@ -89,6 +89,48 @@ impl Objects for FailingObjects {
     }
 }
 
+/// A season table's DynamoDB failing a share of calls: a third of them, half of those after
+/// the call reached the table (its reply lost).
+#[derive(Debug)]
+pub struct FailingTable {
+    pub rng: std::sync::Mutex<fastrand::Rng>,
+}
+
+const DYNAMODB_DOWN: &str = "the simulated DynamoDB failed the call";
+
+impl aws_sdk_dynamodb::config::Intercept for FailingTable {
+    fn name(&self) -> &'static str {
+        "FailingTable"
+    }
+
+    fn read_before_attempt(
+        &self,
+        _: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let mut rng = self.rng.lock().unwrap();
+        if rng.u8(..3) == 0 { Err(DYNAMODB_DOWN.into()) } else { Ok(()) }
+    }
+
+    fn read_before_deserialization(
+        &self,
+        _: &aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextRef<'_>,
+        _: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let mut rng = self.rng.lock().unwrap();
+        if rng.u8(..3) == 0 { Err(DYNAMODB_DOWN.into()) } else { Ok(()) }
+    }
+}
+
+/// `table` reached through a DynamoDB that fails as `FailingTable` says, from `pick`.
+pub fn failing_table(table: &standings::archive::table::SeasonTable, pick: u64) -> standings::archive::table::SeasonTable {
+    let failing = FailingTable { rng: std::sync::Mutex::new(fastrand::Rng::with_seed(pick)) };
+    let config = table.client().config().to_builder().interceptor(failing).build();
+    standings::archive::table::SeasonTable::new(aws_sdk_dynamodb::Client::from_conf(config), table.name())
+}
+
 /// The field `break_statement` broke and what it held.
 pub struct Broken {
     key: String,

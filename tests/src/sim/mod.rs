@@ -18,6 +18,7 @@ pub mod ops;
 mod race;
 mod reads;
 mod reshard;
+mod restart;
 mod sign_ins;
 mod voids;
 pub mod world;

@@ -191,6 +191,19 @@ pub enum Op {
         score: u32,
         again: bool,
     },
+    /// Fault: the archive's scheduled run on a season table (DynamoDB) failing a share of calls
+    /// (`pick` seeds which), then the next run.
+    TableFaults {
+        pick: u64,
+    },
+    /// Fault: comments of `users` in flight at once while Redis is killed (after `yields` of the
+    /// runtime's turns) and started again on its append-only file; each client sends its write
+    /// again until answered (standalone; the cluster pass sends them without the fault).
+    Restart {
+        first_id: u32,
+        users: Vec<u8>,
+        yields: u8,
+    },
     /// An admin's early end of the cup (`POST …/end`), or its deletion (`DELETE`) when `delete`.
     EndCup {
         cup: u8,
@@ -225,7 +238,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..110) {
+        let op = match rng.u32(..112) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -289,7 +302,12 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             100..=101 => Op::Cup { cup: rng.u8(..CUPS), join: rng.bool(), hours: [1, 3, 30][rng.usize(..3)], again: rng.u8(..3) == 0 },
             102..=104 => Op::Join { cup: rng.u8(..CUPS), user },
             105..=108 => Op::Play { id: id(1), cup: rng.u8(..CUPS), user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
-            _ => Op::EndCup { cup: rng.u8(..CUPS), delete: rng.u8(..3) == 0 },
+            109 => Op::EndCup { cup: rng.u8(..CUPS), delete: rng.u8(..3) == 0 },
+            110 => Op::TableFaults { pick: rng.u64(..) },
+            _ => {
+                let users: Vec<u8> = (0..rng.u8(2..6)).map(|_| rng.u8(..USERS)).collect();
+                Op::Restart { first_id: id(users.len() as u32), users, yields: rng.u8(..200) }
+            }
         };
         ops.push(op);
     }

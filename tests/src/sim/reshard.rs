@@ -32,7 +32,7 @@ impl World {
             // A board waiting for its restore is restored first, as its 503 asks.
             self.restore(false).await?;
         }
-        let assertions = Store::connect(&crate::redis_settings()).expect("the suite's Redis");
+        let assertions = Store::connect(&self.redis).expect("the world's Redis");
         let moved =
             crate::spawn_app(config(shards), self.app.keys.clone(), self.app.store.clone(), assertions, Some(self.table.clone())).await;
         moved.set_now(self.app.now());

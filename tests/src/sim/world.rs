@@ -84,6 +84,10 @@ pub(super) struct Sent {
 
 pub struct World {
     pub(super) app: TestApp,
+    /// Standalone: the world's own Redis (none on the cluster, the suite's).
+    pub(super) server: Option<crate::servers::RedisServer>,
+    /// How the world's own checks reach Redis (not through the proxy).
+    pub(super) redis: RedisSettings,
     pub(super) proxy: Option<DroppingProxy>,
     pub(super) s3: aws_sdk_s3::Client,
     pub(super) table: standings::archive::table::SeasonTable,
@@ -131,19 +135,21 @@ pub(super) fn restoring(status: StatusCode, body: &Value) -> bool {
 
 impl World {
     pub async fn new() -> Self {
-        // Standalone, the functions reach Redis through a proxy that can lose a reply.
         let cluster = std::env::var("REDIS_CLUSTER").is_ok_and(|v| v == "true");
-        let port = crate::redis_url().rsplit(':').next().and_then(|p| p.trim_end_matches('/').parse().ok());
-        let proxy = match (cluster, port) {
-            (false, Some(port)) => Some(DroppingProxy::start(port).await),
-            _ => None,
+        // Standalone, a Redis of the world's own (so it can be killed and restarted: `restart`),
+        // reached by the functions through a proxy that can lose a reply.
+        let server = if cluster { None } else { Some(super::restart::server().await) };
+        let proxy = match &server {
+            Some(server) => Some(DroppingProxy::start(server.port).await),
+            None => None,
         };
         let table = crate::archive::unique_season_table().await;
         let keys = Keys::new(&crate::unique_prefix()).expect("a valid prefix").with_journal(true).with_notices(true);
-        let assertions = Store::connect(&crate::redis_settings()).expect("the suite's Redis");
+        let redis = server.as_ref().map_or_else(crate::redis_settings, |server| RedisSettings::standalone(&server.url()));
+        let assertions = Store::connect(&redis).expect("the world's Redis");
         let settings = match &proxy {
             Some(proxy) => RedisSettings::standalone(&proxy.url()),
-            None => crate::redis_settings(),
+            None => redis.clone(),
         };
         let store = Store::connect(&settings).expect("a valid Redis URL");
         let app = crate::spawn_app(config(4), keys, store, assertions, Some(table.clone())).await;
@@ -155,6 +161,8 @@ impl World {
         let queue = app.queue(queue::DeadLetters::new(sqs.clone(), dlq.clone()));
         Self {
             app,
+            server,
+            redis,
             proxy,
             s3,
             table,
@@ -274,6 +282,11 @@ impl World {
             Op::Join { cup, user } => self.join_cup(*cup, *user).await?,
             Op::Play { id, cup, user, score, again } => self.play_cup(*id, *cup, *user, *score, *again).await?,
             Op::EndCup { cup, delete } => self.end_cup(*cup, *delete).await?,
+            Op::Restart { first_id, users, yields } => self.restart(*first_id, users, *yields).await?,
+            Op::TableFaults { pick } => {
+                self.stats.faults += 1;
+                self.failing_archive(*pick).await?;
+            }
         }
         self.check_reads().await
     }

@@ -1,0 +1,91 @@
+//! Fault: Redis restarted under requests. Standalone, the world runs a Redis of its own with an
+//! append-only file written before every reply (`appendfsync always`); the fault kills it
+//! (SIGKILL: no shutdown) while concurrent writes are in flight and starts it again on the same
+//! file. Each write is answered, or fails and is sent again by its client, byte for byte, until
+//! answered: each must be applied exactly once, and nothing acknowledged lost. On the cluster
+//! (the suite's) the same writes run without the fault.
+
+use axum::http::StatusCode;
+use serde_json::Value;
+
+use super::world::{Sent, World};
+use crate::servers::RedisServer;
+
+/// The world's own Redis.
+pub(super) async fn server() -> RedisServer {
+    RedisServer::start(&["--appendonly", "yes", "--appendfsync", "always"]).await
+}
+
+/// How many times a client sends a write that failed with Redis down before giving up.
+const SENDS: usize = 200;
+
+impl World {
+    pub(super) async fn restart(&mut self, first_id: u32, users: &[u8], yields: u8) -> Result<(), String> {
+        let sents: Vec<Sent> = users
+            .iter()
+            .enumerate()
+            .map(|(i, user)| Sent {
+                id: format!("e{}", first_id + i as u32),
+                body: Value::Null,
+                user: format!("u{user}"),
+                like: false,
+                target: "t0".into(),
+                give: true,
+            })
+            .collect();
+        let bodies: Vec<Value> = sents.iter().map(Self::body).collect();
+        let writes = futures::future::join_all(bodies.iter().map(|body| self.app.event(body.clone())));
+        let replies = match self.server.as_mut() {
+            Some(server) => {
+                self.stats.faults += 1;
+                let kill = async {
+                    for _ in 0..yields {
+                        tokio::task::yield_now().await;
+                    }
+                    server.kill();
+                };
+                let (replies, ()) = tokio::join!(writes, kill);
+                server.restart().await;
+                let store = self.app.store.clone();
+                crate::servers::eventually("the functions' store reaches Redis again", std::time::Duration::from_secs(30), || {
+                    let store = store.clone();
+                    async move {
+                        let mut conn = store.connection().await.ok()?;
+                        redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
+                    }
+                })
+                .await;
+                replies
+            }
+            None => writes.await,
+        };
+        // Comments commute: every order of them leaves the same boards.
+        for ((mut sent, body), (mut status, mut reply)) in sents.into_iter().zip(bodies).zip(replies) {
+            sent.body = body;
+            // The client's retries: the same request until Redis answers it.
+            for _ in 0..SENDS {
+                if !matches!(status, StatusCode::SERVICE_UNAVAILABLE | StatusCode::INTERNAL_SERVER_ERROR)
+                    || super::world::restoring(status, &reply)
+                {
+                    break;
+                }
+                tokio::task::yield_now().await;
+                (status, reply) = self.app.event(sent.body.clone()).await;
+            }
+            let (next, expect) = self.expect_event(&sent, &sent.body.to_string(), self.now());
+            // A write applied before the kill and sent again is the duplicate of that answer.
+            let (_, got) = super::world::event_answer(status, &reply);
+            let same = match (&expect, &got) {
+                (super::model::Expect::Took { delta, reason }, super::model::Expect::Duplicate { delta: d, reason: r }) => {
+                    delta == d && reason == r
+                }
+                _ => false,
+            };
+            if same || self.agree("a write across a restart", &expect, status, &reply, self.forum_lost)? {
+                self.model = next;
+            }
+            self.sent.push(sent);
+        }
+        Ok(())
+    }
+}
