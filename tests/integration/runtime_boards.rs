@@ -244,3 +244,31 @@ async fn bans_made_before_a_board_was_defined_hold_on_it() {
     let (status, body) = app.post("/v1/boards/cup-2027/scores", &json!({"event_id": "s3", "user_id": "mallory", "score": 9})).await;
     assert_eq!(status, StatusCode::OK, "{body}");
 }
+
+/// A ban taken by a warm function whose catalog predates a board reaches that board too: the
+/// ban is recorded for the deployment, then applied to every board as of a fresh catalog. And a
+/// deployment whose bans predate the record (an upgrade) carries them all the same: the first
+/// carry records what the boards' guards hold.
+#[tokio::test]
+async fn a_ban_through_a_stale_function_and_bans_from_before_the_record_hold_on_new_boards() {
+    let app = spawn_ingest().await;
+    let stale = app.ingest_instance(standings::services::catalog::DEFAULT_REFRESH, 10_000);
+    let (status, _) = call_on(&stale, Method::GET, "/v1/admin/audit?board=points", &Value::Null, ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "warm before the board exists");
+    assert_eq!(app.define("cup-2027", &cup()).await.0, StatusCode::CREATED);
+    let (status, body) = call_on(&stale, Method::POST, "/v1/admin/users/mallory/ban", &Value::Null, ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert!(body["boards"].as_array().unwrap().iter().any(|b| b == "cup-2027"), "the new board is among the banned: {body}");
+    let (status, body) = app.post("/v1/boards/cup-2027/scores", &json!({"event_id": "s1", "user_id": "mallory", "score": 9})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("user_banned")), "{body}");
+
+    // An upgraded deployment: its bans are on the boards, its record of them not written yet.
+    assert_eq!(app.call(Method::POST, "/v1/admin/users/trudy/ban", "", ADMIN).await.0, StatusCode::OK);
+    let _: () = redis::cmd("DEL").arg(app.keys.catalog().banned_users()).query_async(&mut app.redis.clone()).await.unwrap();
+    assert_eq!(app.define("cup-2028", &cup()).await.0, StatusCode::CREATED);
+    for user in ["mallory", "trudy"] {
+        let (status, body) =
+            app.post("/v1/boards/cup-2028/scores", &json!({"event_id": format!("s-{user}"), "user_id": user, "score": 9})).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("user_banned")), "{user}: {body}");
+    }
+}

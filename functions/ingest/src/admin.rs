@@ -72,16 +72,15 @@ async fn delete_board(
 }
 
 async fn ban(State(app): State<Arc<App>>, Path(user_id): Path<String>, Subject(actor): Subject) -> Result<Json<BanReceipt>, ApiError> {
-    let receipt =
-        app.timed("/v1/admin/users/{user_id}/ban", app.services().await?.moderation.ban(&user_id, actor.as_deref(), (app.clock)())).await?;
+    let services = app.recorded(&user_id, true).await?;
+    let receipt = app.timed("/v1/admin/users/{user_id}/ban", services.moderation.ban(&user_id, actor.as_deref(), (app.clock)())).await?;
     tracing::warn!(user_id = %user_id, actor = ?actor, removed = receipt.removed.len(), "user banned");
     Ok(Json(receipt))
 }
 
 async fn unban(State(app): State<Arc<App>>, Path(user_id): Path<String>, Subject(actor): Subject) -> Result<Json<BanReceipt>, ApiError> {
-    let receipt = app
-        .timed("/v1/admin/users/{user_id}/ban", app.services().await?.moderation.unban(&user_id, actor.as_deref(), (app.clock)()))
-        .await?;
+    let services = app.recorded(&user_id, false).await?;
+    let receipt = app.timed("/v1/admin/users/{user_id}/ban", services.moderation.unban(&user_id, actor.as_deref(), (app.clock)())).await?;
     tracing::warn!(user_id = %user_id, actor = ?actor, "user unbanned");
     Ok(Json(receipt))
 }

@@ -99,6 +99,15 @@ impl App {
         Ok(self.catalog.current().await?)
     }
 
+    /// A ban (or unban) of `user_id` recorded for the deployment first, then the services of
+    /// every board as of a catalog read after that: a board defined meanwhile either carries
+    /// the record or is in this catalog (docs/moderation.md).
+    async fn recorded(&self, user_id: &str, banned: bool) -> Result<Arc<Services>, ApiError> {
+        self.services().await?.moderation.record(user_id, banned, (self.clock)()).await?;
+        self.catalog.invalidate();
+        self.services().await
+    }
+
     /// After `board` was defined (or defined again: a retry finishes what a first call left):
     /// the catalog read again, and the bans made before it carried onto it (docs/moderation.md).
     async fn defined(&self, board: &str) -> Result<(), ApiError> {

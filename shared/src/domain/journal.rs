@@ -187,6 +187,9 @@ pub enum Entry<'a> {
     /// A runtime board created, ended or removed (`put`, `end`, `remove`), in the catalog's
     /// journal (docs/runtime-boards.md); `definition` is the board's, or why it ends.
     Definition { at: Stamp, board: &'a str, change: &'a str, definition: serde_json::Value },
+    /// The deployment's banned users changed (`ban`, `unban`, `seed`), in the catalog's
+    /// journal (docs/moderation.md).
+    Bans { at: Stamp, change: &'a str, users: &'a [String] },
     /// A player joined a tournament's instance (docs/tournaments.md).
     Join { at: Stamp, user_id: &'a str, instance: &'a str },
     /// A tournament's ended instance freed once its results were stored: its board, players

@@ -2,6 +2,7 @@
 //! the audit log. Each board's share is one atomic script; which periods it touches is
 //! computed here, from the injected time.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -12,11 +13,13 @@ use serde::{Deserialize, Serialize};
 use crate::domain::config::{Board, BoardKind, Config};
 use crate::domain::correction::ChangeError;
 use crate::domain::ids::{self, IdError};
+use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::{EventWindow, Period};
 use crate::domain::tiebreak::RangeError;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::GuardRefusal;
+use crate::redis::scripts::catalog::{BanRecord, banned_users, record_bans};
 use crate::redis::scripts::moderation::{self as script, AuditRecord, Ban};
 use crate::redis::store::Store;
 
@@ -227,27 +230,78 @@ impl Moderation {
         self.set_ban(user_id, false, actor, now, None).await
     }
 
-    /// Bans made before `board` was defined (a runtime board, a tournament), carried onto it:
-    /// every user banned on another board of users and not on this one is banned here, as a ban
-    /// of this board alone (journaled and audited as the ban it is, by `CARRIED_BY`). Nothing is
-    /// carried twice, so the creation's retry finishes a carry stopped part-way. The users
+    /// Records a ban (or an unban) of `user_id` in the deployment's banned users, before it
+    /// reaches (leaves) the boards: a board defined from then on carries it (`carry_bans`). The
+    /// caller then applies it to every board as of a catalog read after this call.
+    pub async fn record(&self, user_id: &str, banned: bool, now: DateTime<Utc>) -> Result<(), ModerationError> {
+        ids::validate_id("user_id", user_id)?;
+        let change = if banned { BanRecord::Ban } else { BanRecord::Unban };
+        self.record_bans(change, &[user_id.to_owned()], now).await?;
+        Ok(())
+    }
+
+    async fn record_bans(&self, change: BanRecord, users: &[String], now: DateTime<Utc>) -> Result<Vec<String>, ModerationError> {
+        let name = match change {
+            BanRecord::Ban => "ban",
+            BanRecord::Unban => "unban",
+            BanRecord::Seed => "seed",
+        };
+        let entry = if self.keys.journal_on() && !self.keys.replays() {
+            Entry::Bans { at: Stamp(now), change: name, users }.json()
+        } else {
+            String::new()
+        };
+        let mut conn = self.store.write_connection().await?;
+        let wait = self.store.replica_wait();
+        Ok(record_bans(&mut conn, &self.keys, change, users, now.timestamp_millis(), &entry, wait).await?)
+    }
+
+    /// The deployment's banned users; the first read records the bans made before the record
+    /// existed (found on every board's guard, once).
+    async fn banned_users(&self, now: DateTime<Utc>) -> Result<BTreeSet<String>, ModerationError> {
+        let mut conn = self.store.connection().await?;
+        let (users, seeded) = banned_users(&mut conn, &self.keys).await?;
+        if seeded {
+            return Ok(users.into_iter().collect());
+        }
+        let mut found = BTreeSet::new();
+        for board in self.user_boards() {
+            // A sharded board keeps each user's ban in the user's shard.
+            let shards = self.store.board_shards(&self.keys, board).await?;
+            for keys in self.keys.board_shards(&board.name, shards) {
+                let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
+                found.extend(fields.into_iter().filter_map(|f| f.strip_prefix(crate::domain::guard::BAN).map(str::to_owned)));
+            }
+        }
+        let found: Vec<String> = found.into_iter().collect();
+        self.record_bans(BanRecord::Seed, &found, now).await?;
+        let (users, _) = banned_users(&mut conn, &self.keys).await?;
+        Ok(users.into_iter().collect())
+    }
+
+    /// The deployment's bans carried onto `board`, defined after them (a runtime board, a
+    /// tournament): every user in the deployment's record and not banned here is banned here,
+    /// as a ban of this board alone (journaled and audited as the ban it is, by `CARRIED_BY`).
+    /// Nothing is carried twice, so the definition sent again finishes a carry stopped part-way;
+    /// a user whose unban was recorded while the carry ran is unbanned here again. The users
     /// carried.
     pub async fn carry_bans(&self, board: &str, now: DateTime<Utc>) -> Result<Vec<String>, ModerationError> {
         let target = self.user_board(board)?;
+        let banned = self.banned_users(now).await?;
         let mut conn = self.store.connection().await?;
-        let (mut banned, mut held) = (std::collections::BTreeSet::new(), std::collections::BTreeSet::new());
-        for other in self.user_boards().filter(|b| !b.ending) {
-            // A sharded board keeps each user's ban in the user's shard.
-            let shards = self.store.board_shards(&self.keys, other).await?;
-            for keys in self.keys.board_shards(&other.name, shards) {
-                let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
-                let users = fields.into_iter().filter_map(|f| f.strip_prefix(crate::domain::guard::BAN).map(str::to_owned));
-                if other.name == target.name { held.extend(users) } else { banned.extend(users) }
-            }
+        let mut held = BTreeSet::new();
+        let shards = self.store.board_shards(&self.keys, target).await?;
+        for keys in self.keys.board_shards(board, shards) {
+            let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
+            held.extend(fields.into_iter().filter_map(|f| f.strip_prefix(crate::domain::guard::BAN).map(str::to_owned)));
         }
         let carried: Vec<String> = banned.difference(&held).cloned().collect();
         for user in &carried {
             self.set_ban(user, true, Some(CARRIED_BY), now, Some(board)).await?;
+        }
+        let (still, _) = banned_users(&mut conn, &self.keys).await?;
+        for user in carried.iter().filter(|user| !still.contains(user)) {
+            self.set_ban(user, false, Some(CARRIED_BY), now, Some(board)).await?;
         }
         Ok(carried)
     }

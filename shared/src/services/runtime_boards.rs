@@ -126,7 +126,13 @@ impl RuntimeBoards {
     pub async fn get(&self, name: &str) -> Result<BoardDefinition, DefineError> {
         let mut conn = self.store.connection().await?;
         let loaded = catalog::load(&mut conn, &self.keys).await?;
-        let Some(text) = loaded.definitions.get(name) else { return Err(DefineError::Unknown(name.to_owned())) };
+        let Some(text) = loaded.definitions.get(name) else {
+            // A lost catalog holds no definition: the name is not unknown, it is being restored.
+            if self.keys.journal_on() && !loaded.born {
+                return Err(StoreError::Restoring.into());
+            }
+            return Err(DefineError::Unknown(name.to_owned()));
+        };
         let ended = loaded.ending.get(name).and_then(|why| serde_json::from_str(why).ok());
         let state = if ended.is_some() { "ending" } else { "active" };
         let definition = serde_json::from_str(text).map_err(|e| StoreError::Protocol(format!("a stored definition: {e}")))?;

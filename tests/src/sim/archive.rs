@@ -132,7 +132,17 @@ impl World {
         self.model.cups.archive(self.now());
         let app = &self.app;
         let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
-        archive::end_boards(&boards, &archiver, self.app.now(), self.deadline()).await.map_err(|e| format!("runtime boards' ends: {e}"))?;
+        let ends = archive::end_boards(&boards, &archiver, self.app.now(), self.deadline())
+            .await
+            .map_err(|e| format!("runtime boards' ends: {e}"))?;
+        // When a deleted cup's end is done is the drain's (its journal stored first): observed.
+        for end in ends {
+            match end.status {
+                "done" => self.model.cups.retire(&end.board)?,
+                "failed" => return Err(format!("a deleted board's end: {end:?}")),
+                _ => {}
+            }
+        }
         // The closes' deadline is on the real clock (the Lambda's remaining time).
         let closed = self.app.closer().close_due(super::world::far()).await.map_err(|e| format!("league closes: {e}"))?;
         if let Some(report) = closed.iter().find(|r| r.status != "complete") {

@@ -167,7 +167,7 @@ impl World {
         let mut keys = self.app.written_keys().await;
         keys.push(self.app.keys.catalog().guard());
         delete(&self.app, &keys).await;
-        (self.forum_lost, self.others_lost) = (true, true);
+        self.lost_everywhere(true);
     }
 
     pub(super) async fn lose(&mut self, pick: u64, guard: bool) {

@@ -54,7 +54,7 @@ impl World {
             };
             match attempt {
                 Ok(report) if report.status == Status::Complete => {
-                    (self.forum_lost, self.others_lost) = (false, false);
+                    self.lost_everywhere(false);
                     return Ok(());
                 }
                 Ok(_) => {}
@@ -82,7 +82,7 @@ impl World {
         }
         match attempt {
             Ok(report) if report.status == Status::Complete => {
-                (self.forum_lost, self.others_lost) = (false, false);
+                self.lost_everywhere(false);
                 Ok(())
             }
             Ok(report) => Err(format!("a restore whose lock's reply was lost: {report:?}")),
@@ -106,11 +106,9 @@ impl World {
         // Its own failures: not the drain's call for call.
         let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), failing(pick ^ 1));
         match restorer.with_lease_ms(50).restore(None, far()).await {
-            Ok(report) if report.status == Status::Complete => (self.forum_lost, self.others_lost) = (false, false),
-            Ok(_) => (self.forum_lost, self.others_lost) = (true, true),
-            Err(error) if matches!(error.code(), "journal_unavailable" | "restore_running") => {
-                (self.forum_lost, self.others_lost) = (true, true)
-            }
+            Ok(report) if report.status == Status::Complete => self.lost_everywhere(false),
+            Ok(_) => self.lost_everywhere(true),
+            Err(error) if matches!(error.code(), "journal_unavailable" | "restore_running") => self.lost_everywhere(true),
             Err(error) => return Err(format!("a restore on a failing S3: {error}")),
         }
         Ok(())
@@ -125,6 +123,6 @@ impl World {
         task.abort();
         let _ = task.await;
         // Part-way: the fence may be up on any board until a restore completes.
-        (self.forum_lost, self.others_lost) = (true, true);
+        self.lost_everywhere(true);
     }
 }

@@ -106,6 +106,9 @@ pub struct World {
     pub(super) forum_lost: bool,
     /// The same for the arcade and the guild, which only whole-deployment faults reach.
     pub(super) others_lost: bool,
+    /// A fault may have reached every board (a loss of every key, a restore stopped part-way):
+    /// the tournaments' boards and the runtime boards' catalog too.
+    pub(super) all_lost: bool,
     /// The forum's newest audit entry: its kind, user and second. A ban sent again in the
     /// second of the same ban (nothing between) is the same ban, recorded once.
     pub(super) last_audit: Option<(&'static str, String, i64)>,
@@ -176,10 +179,16 @@ impl World {
             sent: Vec::new(),
             forum_lost: false,
             others_lost: false,
+            all_lost: false,
             last_audit: None,
             notified: super::notify::Notified::new().await,
             stats: Stats::default(),
         }
+    }
+
+    /// Every board may refuse until a restore completes (`lost`), or none.
+    pub(super) fn lost_everywhere(&mut self, lost: bool) {
+        (self.forum_lost, self.others_lost, self.all_lost) = (lost, lost, lost);
     }
 
     pub(super) fn now(&self) -> i64 {

@@ -31,4 +31,10 @@ impl BoardKeys {
     pub fn catalog_version(&self) -> String {
         format!("{}:version", self.base)
     }
+
+    /// Of the catalog's keys: the deployment's banned users (hash: user -> when recorded, ms),
+    /// what a board defined after a ban carries onto itself (docs/moderation.md).
+    pub fn banned_users(&self) -> String {
+        format!("{}:banned", self.base)
+    }
 }

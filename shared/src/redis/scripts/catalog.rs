@@ -1,6 +1,6 @@
 //! A runtime board's definition changed and journaled in one call (`define_board.lua`).
 
-use super::DEFINE_BOARD;
+use super::{DEFINE_BOARD, REGISTER_BANS};
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::settings::ReplicaWait;
@@ -84,4 +84,50 @@ pub async fn define(
         "unknown" => Defined::Unknown,
         other => return Err(StoreError::Protocol(format!("define_board answered {other:?}"))),
     })
+}
+
+/// The field of the banned users' record that says the bans made before it are in it.
+const SEEDED: &str = "#seeded";
+
+/// What a change of the deployment's banned users is (`register_bans.lua`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BanRecord {
+    Ban,
+    Unban,
+    /// The bans found on the boards when the record is first read: recorded once.
+    Seed,
+}
+
+/// Records `users` as `change` says in the deployment's banned users, journaled with `entry`
+/// ('' journals nothing). The users whose record changed.
+pub async fn record_bans(
+    conn: &mut Connection,
+    keys: &Keys,
+    change: BanRecord,
+    users: &[String],
+    now_ms: i64,
+    entry: &str,
+    wait: ReplicaWait,
+) -> Result<Vec<String>, StoreError> {
+    let catalog = keys.catalog();
+    let mut call = ScriptCall::new(&REGISTER_BANS);
+    call.key(catalog.banned_users()).key(catalog.journal()).key(catalog.guard());
+    let op = match change {
+        BanRecord::Ban => "ban",
+        BanRecord::Unban => "unban",
+        BanRecord::Seed => "seed",
+    };
+    call.arg(op).arg(now_ms).arg(entry).arg(SEEDED);
+    for user in users {
+        call.arg(user);
+    }
+    conn.run_script(&call, wait).await
+}
+
+/// The deployment's banned users, and whether the bans made before the record are in it.
+pub async fn banned_users(conn: &mut Connection, keys: &Keys) -> Result<(Vec<String>, bool), StoreError> {
+    let mut users: Vec<String> = redis::cmd("HKEYS").arg(keys.catalog().banned_users()).query_async(conn).await?;
+    let seeded = users.iter().any(|user| user == SEEDED);
+    users.retain(|user| user != SEEDED);
+    Ok((users, seeded))
 }

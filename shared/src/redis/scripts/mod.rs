@@ -69,6 +69,7 @@ static DROP_IDLE: LazyLock<Script> = script!("drop_idle.lua");
 pub(crate) static RESTORE_LINES: LazyLock<Script> = script!("restore_lines.lua");
 static PUT_PROFILE: LazyLock<Script> = script!("put_profile.lua");
 static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
+static REGISTER_BANS: LazyLock<Script> = script!("register_bans.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
 pub(crate) static TRIM_JOURNAL: LazyLock<Script> = script!("trim_journal.lua");
@@ -95,6 +96,7 @@ pub fn hashes() -> Vec<&'static str> {
         &RESTORE_LINES,
         &PUT_PROFILE,
         &DEFINE_BOARD,
+        &REGISTER_BANS,
         &JOIN_TOURNAMENT,
         &RELEASE_INSTANCE,
         &TRIM_JOURNAL,

@@ -132,7 +132,13 @@ impl TournamentAdmin {
         for _ in 0..REPLACE_ATTEMPTS {
             let text: Option<String> =
                 redis::cmd("HGET").arg(catalog.definitions()).arg(id).query_async(&mut conn).await.map_err(StoreError::from)?;
-            let text = text.ok_or_else(|| PlayError::Unknown(id.to_owned()))?;
+            let Some(text) = text else {
+                // Unknown, or a lost catalog (503 until it is restored): `get` tells which.
+                return Err(match self.boards.get(id).await {
+                    Err(DefineError::Store(store)) => PlayError::Store(store),
+                    _ => PlayError::Unknown(id.to_owned()),
+                });
+            };
             let board = Definition::stored(&text).map_err(|e| StoreError::Protocol(format!("a stored definition: {e}")))?;
             let tournament = board.tournament.as_deref().ok_or_else(|| PlayError::Unknown(id.to_owned()))?;
             let mut stored: Value = serde_json::from_str(&text).map_err(|e| StoreError::Protocol(format!("a stored definition: {e}")))?;

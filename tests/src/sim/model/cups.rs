@@ -59,6 +59,9 @@ pub struct Cup {
     pub board: HashMap<String, (i64, i64)>,
     /// Stored by the archive's run once the instance ended: user and score, best first.
     pub results: Option<Vec<(String, i64)>>,
+    /// Deleted, and its end done (its keys freed but the guard's, its definition forgotten):
+    /// retries are refused, DELETE and the early end find nothing (404).
+    pub retired: bool,
     /// event id -> (payload, day number of the first delivery, whether it was applied).
     markers: HashMap<String, (String, i64, bool)>,
 }
@@ -128,6 +131,7 @@ impl Cups {
                     entries: HashMap::new(),
                     board: HashMap::new(),
                     results: None,
+                    retired: false,
                     markers: HashMap::new(),
                 };
                 self.cups.insert(id.to_owned(), cup);
@@ -193,7 +197,7 @@ impl Cups {
 
     /// `POST …/end` at `now`: 202 with the instance's end, or a refusal.
     pub fn end(&mut self, id: &str, now: i64) -> Result<i64, Answer> {
-        let Some(cup) = self.cups.get_mut(id) else { return Err(refused(404, "unknown_tournament")) };
+        let Some(cup) = self.cups.get_mut(id).filter(|cup| !cup.retired) else { return Err(refused(404, "unknown_tournament")) };
         if cup.open(now) {
             (cup.end, cup.cut) = (now, true);
         } else if !cup.cut {
@@ -207,8 +211,20 @@ impl Cups {
         if self.cups.get(id).is_some_and(|cup| cup.open(now)) {
             self.end(id, now)?;
         }
-        let cup = self.cups.get_mut(id).ok_or(refused(404, "unknown_tournament"))?;
+        let cup = self.cups.get_mut(id).filter(|cup| !cup.retired).ok_or(refused(404, "unknown_tournament"))?;
         cup.deleted = true;
+        Ok(())
+    }
+
+    /// The archive's run finished deleted cup `id`'s end; an error when the model says it could
+    /// not have (not deleted, or its results not stored).
+    pub fn retire(&mut self, id: &str) -> Result<(), String> {
+        let cup = self.cups.get_mut(id).ok_or_else(|| format!("{id}'s end done: no such cup"))?;
+        if !cup.deleted || cup.results.is_none() {
+            return Err(format!("{id}'s end done while deleted {} with results {:?}", cup.deleted, cup.results));
+        }
+        cup.retired = true;
+        cup.markers.clear();
         Ok(())
     }
 

@@ -127,6 +127,12 @@ impl Tournament {
         instance
     }
 
+    /// Whether `instance` ran: it was open for a while, or it was ended early (only an open
+    /// instance is), were that in the millisecond it opened.
+    fn ran(&self, instance: &Instance) -> bool {
+        instance.start < instance.end || self.closed.contains_key(&instance.id)
+    }
+
     /// Whether `instance` opened after the tournament was deleted (it never ran).
     fn after_deletion(&self, instance: &Instance) -> bool {
         self.deleted.is_some_and(|deleted| instance.start >= deleted)
@@ -195,13 +201,13 @@ impl Tournament {
     fn last_before(&self, at: DateTime<Utc>) -> Option<Instance> {
         let probe = at.min(self.end - Duration::seconds(1));
         let instance = self.instance_of_period(probe)?;
-        if instance.start <= at && instance.start < instance.end {
+        if instance.start <= at && self.ran(&instance) {
             return Some(instance);
         }
         // `at`'s period has not opened yet: the one before it.
         let kind = self.reset?.period_kind();
         let opens = Period::containing(kind, probe, chrono_tz::UTC).start?.with_timezone(&Utc);
-        self.instance_of_period(opens - Duration::seconds(1)).filter(|i| i.start < i.end)
+        self.instance_of_period(opens - Duration::seconds(1)).filter(|i| self.ran(i))
     }
 
     /// The longest an instance runs (`[start, end)` of a one-off, `duration_secs` of a

@@ -222,3 +222,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn an_instance_ended_early_in_the_second_it_opened_still_ran() {
+    let mut cup = Tournament::parse("winter-cup", &body()).unwrap();
+    let opened = at("2026-12-01T00:00:00Z");
+    cup.closed.insert("all".into(), opened);
+    let later = at("2026-12-02T00:00:00Z");
+    assert_eq!(cup.state_at(later), State::Ended);
+    let last = cup.instance_named(None, later).expect("the instance it ended is the last one that ran");
+    assert_eq!((last.id.as_str(), last.start, last.end), ("all", opened, opened));
+    assert_eq!(cup.ended_by(later, None, 10), vec![last], "its results are due");
+}
