@@ -133,9 +133,11 @@ impl Tournament {
         instance.start < instance.end || self.closed.contains_key(&instance.id)
     }
 
-    /// Whether `instance` opened after the tournament was deleted (it never ran).
+    /// Whether `instance` opened after the tournament was deleted (it never ran), were that in
+    /// the very millisecond of the deletion.
     fn after_deletion(&self, instance: &Instance) -> bool {
-        self.deleted.is_some_and(|deleted| instance.start >= deleted)
+        // An instance ended early was open (a deletion ends the open one first).
+        !self.closed.contains_key(&instance.id) && self.deleted.is_some_and(|deleted| instance.start >= deleted)
     }
 
     /// The instance open at `at`: a write's own time decides where it lands, or that it is

@@ -234,3 +234,19 @@ fn an_instance_ended_early_in_the_second_it_opened_still_ran() {
     assert_eq!((last.id.as_str(), last.start, last.end), ("all", opened, opened));
     assert_eq!(cup.ended_by(later, None, 10), vec![last], "its results are due");
 }
+
+#[test]
+fn an_instance_deleted_in_the_second_it_opened_still_ran_once_ended_early() {
+    let mut cup = Tournament::parse("winter-cup", &body()).unwrap();
+    let opened = at("2026-12-01T00:00:00Z");
+    // A deletion ends the open instance first (its early end), then deletes.
+    cup.closed.insert("all".into(), opened);
+    cup.deleted = Some(opened);
+    let later = at("2026-12-02T00:00:00Z");
+    let ended = cup.ended_by(later, None, 10);
+    assert_eq!(ended.iter().map(|i| (i.id.as_str(), i.start, i.end)).collect::<Vec<_>>(), vec![("all", opened, opened)]);
+    // Deleted before it opened (no early end): it never ran.
+    let mut early = Tournament::parse("winter-cup", &body()).unwrap();
+    early.deleted = Some(opened - chrono::Duration::hours(1));
+    assert_eq!(early.ended_by(later, None, 10), vec![]);
+}
