@@ -272,3 +272,22 @@ async fn a_ban_through_a_stale_function_and_bans_from_before_the_record_hold_on_
         assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::UNPROCESSABLE_ENTITY, Some("user_banned")), "{user}: {body}");
     }
 }
+
+/// While the catalog is lost (every key gone, its guard too), a ban records nothing: 503
+/// `board_restoring`, no record of bans and no journal line written (its restore would take a
+/// new record for the whole one).
+#[tokio::test]
+async fn a_ban_on_a_lost_catalog_records_nothing() {
+    let app = standings_tests::journal::spawn_journaled(standings::domain::config::Config::default_boards()).await;
+    let mut keys = app.written_keys().await;
+    keys.push(app.keys.catalog().guard());
+    for key in keys {
+        let _: () = redis::cmd("DEL").arg(key).query_async(&mut app.redis.clone()).await.unwrap();
+    }
+    let (status, body) = app.call(Method::POST, "/v1/admin/users/mallory/ban", "", ADMIN).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+    let catalog = app.keys.catalog();
+    let written: Vec<String> =
+        app.written_keys().await.into_iter().filter(|k| *k == catalog.banned_users() || *k == catalog.journal()).collect();
+    assert!(written.is_empty(), "nothing recorded: {written:?}");
+}

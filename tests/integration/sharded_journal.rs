@@ -35,7 +35,8 @@ async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode,
 /// Every key of the board but the journal streams and the restore's own, with value and expiry (and the
 /// layout record: derived, recorded again by the first probe after a loss).
 async fn state(app: &TestApp) -> Vec<(String, Vec<u8>, i64)> {
-    // The catalog's keys (its record of bans among them) are the catalog's restore, not the board's.
+    // The catalog's keys (its record of bans among them) are the catalog's restore, not the board's
+    // (a record lost while the catalog's guard survives is seeded again from the boards' guards).
     let kept = |key: &str| ![":journal", ":restore", ":layout"].iter().any(|own| key.ends_with(own)) && !key.contains("{_catalog}");
     app.keyspace().await.into_iter().filter(|(key, ..)| kept(key)).collect()
 }

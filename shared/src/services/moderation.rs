@@ -235,6 +235,8 @@ impl Moderation {
     /// caller then applies it to every board as of a catalog read after this call.
     pub async fn record(&self, user_id: &str, banned: bool, now: DateTime<Utc>) -> Result<(), ModerationError> {
         ids::validate_id("user_id", user_id)?;
+        // Seeded first: a seed after this change would read the boards before it reached them.
+        self.banned_users(now).await?;
         let change = if banned { BanRecord::Ban } else { BanRecord::Unban };
         self.record_bans(change, &[user_id.to_owned()], now).await?;
         Ok(())
@@ -259,17 +261,25 @@ impl Moderation {
     /// The deployment's banned users; the first read records the bans made before the record
     /// existed (found on every board's guard, once).
     async fn banned_users(&self, now: DateTime<Utc>) -> Result<BTreeSet<String>, ModerationError> {
-        let mut conn = self.store.connection().await?;
+        // The primary's: a replica behind it could miss a ban recorded a moment ago.
+        let mut conn = self.store.write_connection().await?;
         let (users, seeded) = banned_users(&mut conn, &self.keys).await?;
         if seeded {
             return Ok(users.into_iter().collect());
         }
         let mut found = BTreeSet::new();
-        for board in self.user_boards() {
+        // A board being deleted keeps its guard's bans for good (an unban skips it).
+        for board in self.user_boards().filter(|b| !b.ending) {
             // A sharded board keeps each user's ban in the user's shard.
             let shards = self.store.board_shards(&self.keys, board).await?;
             for keys in self.keys.board_shards(&board.name, shards) {
                 let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
+                // A lost board's guard (or one under restore) holds part of its bans at most.
+                if self.keys.journal_on()
+                    && (!fields.iter().any(|f| f == crate::domain::guard::BORN) || fields.iter().any(|f| f == crate::domain::guard::FENCE))
+                {
+                    return Err(StoreError::Restoring.into());
+                }
                 found.extend(fields.into_iter().filter_map(|f| f.strip_prefix(crate::domain::guard::BAN).map(str::to_owned)));
             }
         }
@@ -288,7 +298,7 @@ impl Moderation {
     pub async fn carry_bans(&self, board: &str, now: DateTime<Utc>) -> Result<Vec<String>, ModerationError> {
         let target = self.user_board(board)?;
         let banned = self.banned_users(now).await?;
-        let mut conn = self.store.connection().await?;
+        let mut conn = self.store.write_connection().await?;
         let mut held = BTreeSet::new();
         let shards = self.store.board_shards(&self.keys, target).await?;
         for keys in self.keys.board_shards(board, shards) {
@@ -299,7 +309,11 @@ impl Moderation {
         for user in &carried {
             self.set_ban(user, true, Some(CARRIED_BY), now, Some(board)).await?;
         }
-        let (still, _) = banned_users(&mut conn, &self.keys).await?;
+        let (still, seeded) = banned_users(&mut conn, &self.keys).await?;
+        if !seeded {
+            // The record went meanwhile (a loss): what it says now is not who is banned.
+            return Err(StoreError::Restoring.into());
+        }
         for user in carried.iter().filter(|user| !still.contains(user)) {
             self.set_ban(user, false, Some(CARRIED_BY), now, Some(board)).await?;
         }

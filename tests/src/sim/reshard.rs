@@ -57,12 +57,14 @@ impl World {
             let _ = task.await;
         }
         let post = json!({"event_id": format!("move{}", self.stats.steps), "user_id": "u0", "action": "post"});
+        // Whether an invocation moved anything yet (before: only a killed one's lock answered).
+        let mut moving = false;
         for invocation in 0..MAX_INVOCATIONS {
             let report = match jobs.run(json!({"reshard": {"board": "guild"}}), deadline).await {
                 Ok(report) => report,
                 // A layout the guild had before keeps its journal objects: the move is refused
                 // (docs/scaling.md#changing-shards), and the board goes on as it was.
-                Err(error) if invocation == 0 && self.guild_had.contains(&shards) && format!("{error:?}").contains("already holds") => {
+                Err(error) if !moving && self.guild_had.contains(&shards) && format!("{error:?}").contains("already holds") => {
                     return self.post_after_refusal().await;
                 }
                 // A killed move's lock, until its lease runs out.
@@ -72,6 +74,8 @@ impl World {
                 }
                 Err(error) => return Err(format!("reshard {} -> {shards}, invocation {invocation}: {error:?}", self.guild_shards)),
             };
+            let first = !moving;
+            moving = true;
             if report["status"] == "complete" {
                 self.app = moved;
                 self.queue = self.app.queue(queue::DeadLetters::new(self.sqs.clone(), self.dlq.clone()));
@@ -79,7 +83,7 @@ impl World {
                 self.guild_had.push(shards);
                 return Ok(());
             }
-            if invocation == 0 {
+            if first {
                 // Part-way, neither deploy writes to the board: the old one's shards are fenced,
                 // the new one waits for its layout.
                 for (which, app, code) in [("old", &self.app, "board_restoring"), ("new", &moved, "board_resharding")] {

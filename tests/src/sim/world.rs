@@ -414,8 +414,8 @@ impl World {
         let path = format!("/v1/admin/users/u{user}/ban");
         let (mut status, mut reply) = self.app.call(method.clone(), &path, "", ADMIN).await;
         if (self.forum_lost || self.others_lost) && restoring(status, &reply) {
-            // Applied board by board, so the boards not lost took it: the operator restores the
-            // others, as the 503 asks, and sends it again.
+            // Refused by a lost catalog, or applied board by board (the boards not lost took
+            // it): the operator restores, as the 503 asks, and sends it again.
             self.restore(false).await?;
             (status, reply) = self.app.call(method.clone(), &path, "", ADMIN).await;
         }

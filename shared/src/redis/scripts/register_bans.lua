@@ -23,10 +23,12 @@ Reply: the users whose record this call changed; a seed after the first: nothing
 writable(KEYS[1], 'hash')
 writable(KEYS[2], 'stream')
 writable(KEYS[3], 'hash')
+-- Before the fence's check, which refuses only a journaled call (a lost catalog's record must
+-- take nothing: its restore would take the new record for the whole one).
+effects_begin(ARGV[3] ~= '' and KEYS[2])
 fence_check(KEYS[3])
 local op, changed = ARGV[1], {}
 if op == 'seed' and redis.call('HEXISTS', KEYS[1], ARGV[4]) == 1 then return changed end
-effects_begin(ARGV[3] ~= '' and KEYS[2])
 for i = 5, #ARGV do
   local user = ARGV[i]
   if op == 'unban' then

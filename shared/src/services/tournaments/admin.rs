@@ -87,6 +87,8 @@ impl TournamentAdmin {
                     Ok(current) if current.definition == *body => Ok((false, current)),
                     _ => Err(DefineError::Exists(name).into()),
                 },
+                // A lost catalog (503) is not another definition.
+                Err(DefineError::Store(store)) => Err(PlayError::Store(store)),
                 _ => Err(DefineError::Exists(name).into()),
             },
             Err(error) => Err(error.into()),
