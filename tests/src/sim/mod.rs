@@ -4,6 +4,7 @@
 //! with `shared/`). A divergence is shrunk to a short history, printed, and kept in
 //! tests/sim/regressions.txt, which every run replays first.
 
+mod admin;
 mod arcade;
 mod archive;
 mod batch;

@@ -13,7 +13,7 @@ use super::ops::{Op, QueueMessage};
 use crate::journal::{new_bucket, s3};
 use crate::proxy::DroppingProxy;
 use crate::queue::{new_queue, record, sqs, sqs_event};
-use crate::{ADMIN, TestApp, at};
+use crate::{TestApp, at};
 use standings::redis::keys::Keys;
 use standings::redis::settings::RedisSettings;
 use standings::redis::store::Store;
@@ -407,57 +407,6 @@ impl World {
             }
             self.model = next;
         }
-        Ok(())
-    }
-
-    async fn moderate(&mut self, method: Method, user: u8) -> Result<(), String> {
-        let path = format!("/v1/admin/users/u{user}/ban");
-        let (mut status, mut reply) = self.app.call(method.clone(), &path, "", ADMIN).await;
-        if (self.forum_lost || self.others_lost) && restoring(status, &reply) {
-            // Refused by a lost catalog, or applied board by board (the boards not lost took
-            // it): the operator restores, as the 503 asks, and sends it again.
-            self.restore(false).await?;
-            (status, reply) = self.app.call(method.clone(), &path, "", ADMIN).await;
-        }
-        if status != StatusCode::OK {
-            return Err(format!("{method} ban: {status} {reply}"));
-        }
-        self.last_audit = Some((if method == Method::POST { "ban" } else { "unban" }, format!("u{user}"), self.now()));
-        if method == Method::POST {
-            let before = self.model.clone();
-            self.model.ban(&format!("u{user}"), self.now());
-            self.expect_moves(&before, &format!("u{user}"), true);
-        } else {
-            self.model.unban(&format!("u{user}"));
-        }
-        Ok(())
-    }
-
-    async fn correct(&mut self, id: u32, user: u8, delta: i64) -> Result<(), String> {
-        let mut next = self.model.clone();
-        let expect = next.correct(&format!("c{id}"), &format!("u{user}"), delta, self.now());
-        let request = json!({"correction_id": format!("c{id}"), "delta": delta, "reason": "simulation"});
-        let path = format!("/v1/admin/boards/forum/users/u{user}/corrections");
-        let (status, reply) = self.app.call(Method::POST, &path, request.to_string(), ADMIN).await;
-        if self.forum_lost && restoring(status, &reply) {
-            return Ok(());
-        }
-        let got = if status == StatusCode::OK {
-            if reply["duplicate"].as_bool() == Some(true) {
-                Expect::Duplicate { delta, reason: None }
-            } else {
-                Expect::Took { delta, reason: None }
-            }
-        } else {
-            event_answer(status, &reply).1
-        };
-        if got != expect {
-            return Err(format!("correction: expected {expect:?}, got {status} {reply}"));
-        }
-        if matches!(expect, Expect::Took { .. }) {
-            self.last_audit = Some(("correction", format!("u{user}"), self.now()));
-        }
-        self.model = next;
         Ok(())
     }
 }
