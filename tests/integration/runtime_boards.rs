@@ -291,3 +291,13 @@ async fn a_ban_on_a_lost_catalog_records_nothing() {
         app.written_keys().await.into_iter().filter(|k| *k == catalog.banned_users() || *k == catalog.journal()).collect();
     assert!(written.is_empty(), "nothing recorded: {written:?}");
 }
+
+/// A deployment without a board of users (only decaying boards) has no ban to record: a ban
+/// answers 200 on no board, as before the record existed (not 503 for want of an intact guard).
+#[tokio::test]
+async fn a_ban_on_a_deployment_without_boards_of_users_answers_200() {
+    let config = "[[boards]]\nname = \"hot-only\"\nkind = \"decaying\"\ntimezone = \"UTC\"\ntop = 10\ndecay = { mode = \"window\", window_hours = 24, weights = \"exponential\", half_life_hours = 6 }\n";
+    let app = standings_tests::journal::spawn_journaled(standings::domain::config::Config::parse(config).unwrap()).await;
+    let (status, body) = app.call(Method::POST, "/v1/admin/users/mallory/ban", "", ADMIN).await;
+    assert_eq!((status, &body["boards"]), (StatusCode::OK, &json!([])), "{body}");
+}

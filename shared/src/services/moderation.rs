@@ -267,13 +267,15 @@ impl Moderation {
         if seeded {
             return Ok(users.into_iter().collect());
         }
-        let (mut found, mut intact) = (BTreeSet::new(), false);
+        // Whether a guard was read, and one of them intact (none read: no board of users).
+        let (mut found, mut read, mut intact) = (BTreeSet::new(), false, false);
         // A board being deleted keeps its guard's bans for good (an unban skips it).
         for board in self.user_boards().filter(|b| !b.ending) {
             // A sharded board keeps each user's ban in the user's shard.
             let shards = self.store.board_shards(&self.keys, board).await?;
             for keys in self.keys.board_shards(&board.name, shards) {
                 let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
+                read = true;
                 // A lost board's guard (or one under restore) holds part of its bans at most;
                 // every ban is on every board, so the others say it.
                 if self.keys.journal_on()
@@ -285,7 +287,7 @@ impl Moderation {
                 found.extend(fields.into_iter().filter_map(|f| f.strip_prefix(crate::domain::guard::BAN).map(str::to_owned)));
             }
         }
-        if !intact {
+        if read && !intact {
             return Err(StoreError::Restoring.into());
         }
         let found: Vec<String> = found.into_iter().collect();
