@@ -226,3 +226,55 @@ async fn a_runtime_board_is_voided_from_its_journal_and_verified_against_it() {
     let report = jobs.checker.verify(Some("quiz"), Utc::now() + Duration::minutes(5)).await.unwrap();
     assert_eq!(report.mismatches, 0, "{report:?}");
 }
+
+#[tokio::test]
+async fn a_board_whose_end_is_done_reads_empty_and_refuses_writes_before_and_after_a_loss() {
+    // A redis-server of the test's own, emptied by a literal FLUSHALL.
+    let server = standings_tests::servers::RedisServer::start(&[]).await;
+    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
+    let app = standings_tests::journal::spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings)
+        .await
+        .reading_runtime_boards();
+    let sprint = json!({"kind": "scores", "timezone": "UTC", "periods": ["all"], "top": 10, "keep": "best"});
+    assert_eq!(app.define("sprint", &sprint).await.0, StatusCode::CREATED);
+    assert_eq!(app.post("/v1/boards/sprint/scores", &json!({"event_id": "s1", "user_id": "ann", "score": 7})).await.0, StatusCode::OK);
+    assert_eq!(app.call(Method::DELETE, "/v1/admin/boards/sprint?reason=over", "", ADMIN).await.0, StatusCode::ACCEPTED);
+    let (client, bucket) = drain_to_new_bucket(&app, 100).await;
+    let table = standings_tests::archive::unique_season_table().await;
+    let config = Arc::new(boards_now(&app.config, &app.keys, &app.store).await.unwrap());
+    let archiver = standings::archive::job::Archiver::new(
+        config,
+        app.keys.clone(),
+        app.store.clone(),
+        table.clone(),
+        table,
+        app.clock(),
+        ArchiveHarness::settings(),
+    );
+    let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+    let reports = archive::end_boards(&boards, &archiver, app.now(), Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(reports.iter().map(|r| r.status).collect::<Vec<_>>(), vec!["done"], "{reports:?}");
+
+    ended(&app, "after its end").await;
+
+    // The end's removal from the catalog drained too: a loss after it.
+    let drained = app
+        .drainer(standings::archive::s3::S3Objects::new(client.clone(), &bucket), Arc::default())
+        .drain(Utc::now() + Duration::minutes(5))
+        .await;
+    assert!(drained.boards.iter().all(|b| b.error.is_none()), "{:?}", drained.boards);
+    let mut conn = app.redis.clone();
+    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+    let jobs = app.journal_jobs(&client, &bucket, Arc::default());
+    let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(report.status, journal::Status::Complete, "{report:?}");
+    ended(&app, "after a loss and a restore").await;
+}
+
+/// What a board whose end is done answers: an empty top (its keys freed), a write 409.
+async fn ended(app: &TestApp, when: &str) {
+    let (status, top) = app.get("/v1/boards/sprint/top?period=all").await;
+    assert_eq!((status, top["entries"].as_array().map(Vec::len)), (StatusCode::OK, Some(0)), "{when}: {top}");
+    let (status, body) = app.post("/v1/boards/sprint/scores", &json!({"event_id": "s2", "user_id": "bo", "score": 9})).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("board_ended")), "{when}: {body}");
+}

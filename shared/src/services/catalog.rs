@@ -30,6 +30,14 @@ pub async fn boards_now(declared: &Config, keys: &Keys, store: &Store) -> Result
     Ok(declared.with_runtime(runtime_boards(&loaded.definitions).into_iter().map(|board| deleted_as_recorded(board, &loaded.ending))))
 }
 
+/// The runtime boards whose end is done (their keys freed but their guards): a restore brings
+/// back their guards alone, refusing writes as before the loss.
+pub async fn retired_now(keys: &Keys, store: &Store) -> Result<Vec<Board>, StoreError> {
+    let mut conn = store.connection().await?;
+    let loaded = catalog::load(&mut conn, keys).await?;
+    Ok(retired_boards(&loaded).collect())
+}
+
 /// When a deleted board ended, from its record in the catalog's `ending` hash (`{reason, at}`).
 pub(crate) fn ended_at(why: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     let why: serde_json::Value = serde_json::from_str(why).ok()?;

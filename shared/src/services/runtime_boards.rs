@@ -204,6 +204,9 @@ impl RuntimeBoards {
         let mut all = shards.clone();
         all.push(self.keys.board(&board.name));
         let guards: Vec<String> = all.iter().map(BoardKeys::guard).collect();
+        for guard in &guards {
+            forget_kept_sets(&mut conn, guard).await?;
+        }
         for keys in &all {
             free(&mut conn, keys, &guards).await?;
         }
@@ -229,6 +232,19 @@ impl RuntimeBoards {
         }
         Entry::Definition { at: Stamp(now), board, change, definition: definition.clone() }.json()
     }
+}
+
+/// Removes the guard's records of the period sets it holds (`kept|…`): freed with the rest, the
+/// sets are gone on purpose, and a read that met a record without its set would take the board
+/// for lost (503 `board_restoring`) for good. Before the sets go, so no read sees one without
+/// the other.
+async fn forget_kept_sets(conn: &mut Connection, guard: &str) -> Result<(), StoreError> {
+    let fields: Vec<String> = redis::cmd("HKEYS").arg(guard).query_async(conn).await?;
+    let kept: Vec<&String> = fields.iter().filter(|field| field.starts_with(crate::domain::guard::KEPT)).collect();
+    if !kept.is_empty() {
+        let _: () = redis::cmd("HDEL").arg(guard).arg(kept).query_async(conn).await?;
+    }
+    Ok(())
 }
 
 /// Unlinks every key of `keys`' slot and pattern but `kept`.

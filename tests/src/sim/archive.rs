@@ -138,7 +138,8 @@ impl World {
         // When a deleted cup's end is done is the drain's (its journal stored first): observed.
         for end in ends {
             match end.status {
-                "done" => self.model.cups.retire(&end.board)?,
+                "done" if end.board.starts_with("cup") => self.model.cups.retire(&end.board)?,
+                "done" => self.model.boards.retire(&end.board)?,
                 "failed" => return Err(format!("a deleted board's end: {end:?}")),
                 _ => {}
             }

@@ -44,7 +44,7 @@ async fn read(reads: &Router, path: String) -> (StatusCode, Value) {
 impl World {
     /// The read functions as a request after a catalog change finds them (catalog read on every
     /// request), over the world's app, table and clock.
-    fn reads(&self) -> Router {
+    pub(super) fn reads(&self) -> Router {
         let app = &self.app;
         let mut query = query::App::new(app.config.clone(), app.keys.clone(), app.store.clone(), clock_of(&app.now));
         query.catalog = query.catalog.with_refresh(std::time::Duration::ZERO);

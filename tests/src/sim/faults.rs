@@ -98,6 +98,14 @@ pub struct FailingTable {
 
 const DYNAMODB_DOWN: &str = "the simulated DynamoDB failed the call";
 
+impl FailingTable {
+    /// A third of the calls fail, before sending or after the reply alike.
+    fn fails(&self) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let mut rng = self.rng.lock().unwrap();
+        if rng.u8(..3) == 0 { Err(DYNAMODB_DOWN.into()) } else { Ok(()) }
+    }
+}
+
 impl aws_sdk_dynamodb::config::Intercept for FailingTable {
     fn name(&self) -> &'static str {
         "FailingTable"
@@ -109,8 +117,7 @@ impl aws_sdk_dynamodb::config::Intercept for FailingTable {
         _: &aws_sdk_dynamodb::config::RuntimeComponents,
         _: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        let mut rng = self.rng.lock().unwrap();
-        if rng.u8(..3) == 0 { Err(DYNAMODB_DOWN.into()) } else { Ok(()) }
+        self.fails()
     }
 
     fn read_before_deserialization(
@@ -119,8 +126,7 @@ impl aws_sdk_dynamodb::config::Intercept for FailingTable {
         _: &aws_sdk_dynamodb::config::RuntimeComponents,
         _: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        let mut rng = self.rng.lock().unwrap();
-        if rng.u8(..3) == 0 { Err(DYNAMODB_DOWN.into()) } else { Ok(()) }
+        self.fails()
     }
 }
 

@@ -8,6 +8,7 @@ mod admin;
 mod arcade;
 mod archive;
 mod batch;
+mod boards;
 pub mod crossings;
 mod cups;
 pub mod faults;

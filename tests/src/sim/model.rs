@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use chrono::DateTime;
 
 mod arcade;
+pub mod boards;
 pub mod cups;
 mod voids;
 
@@ -117,6 +118,8 @@ pub struct Model {
     gives: Vec<voids::Give>,
     /// The tournaments (`cups`).
     pub(super) cups: cups::Cups,
+    /// The runtime score boards (`rb0`, `rb1`).
+    pub(super) boards: boards::Boards,
 }
 
 /// An admin's correction of a score board: the entry removed from every live period, or the
@@ -269,6 +272,7 @@ impl Model {
     pub fn ban(&mut self, user: &str, now: i64) {
         self.banned.insert(user.to_owned());
         self.cups.ban(user);
+        self.boards.ban(user);
         self.ladder.ban(user, &live_days(now));
         for at in [now - GRACE_SECS, now, now + 60] {
             let period = format!("day:{}", day_of(at));

@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 pub const USERS: u8 = 6;
 /// Tournaments are `cup0`..`cup2`.
 pub const CUPS: u8 = 3;
+/// Runtime boards are `rb0`, `rb1`.
+pub const BOARDS: u8 = 2;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "op", rename_all = "snake_case")]
@@ -204,6 +206,24 @@ pub enum Op {
         users: Vec<u8>,
         yields: u8,
     },
+    /// `PUT /v1/admin/boards/rb{board}`: a score board keeping each player's best score, or
+    /// their latest when `latest` (another definition for a name: 409).
+    RuntimeBoard {
+        board: u8,
+        latest: bool,
+    },
+    /// `POST /v1/boards/rb{board}/scores`; sent twice when `again`.
+    Submit {
+        id: u32,
+        board: u8,
+        user: u8,
+        score: u32,
+        again: bool,
+    },
+    /// `DELETE /v1/admin/boards/rb{board}`.
+    DeleteBoard {
+        board: u8,
+    },
     /// An admin's early end of the cup (`POST …/end`), or its deletion (`DELETE`) when `delete`.
     EndCup {
         cup: u8,
@@ -238,7 +258,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..112) {
+        let op = match rng.u32(..118) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -304,10 +324,13 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             105..=108 => Op::Play { id: id(1), cup: rng.u8(..CUPS), user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
             109 => Op::EndCup { cup: rng.u8(..CUPS), delete: rng.u8(..3) == 0 },
             110 => Op::TableFaults { pick: rng.u64(..) },
-            _ => {
+            111 => {
                 let users: Vec<u8> = (0..rng.u8(2..6)).map(|_| rng.u8(..USERS)).collect();
                 Op::Restart { first_id: id(users.len() as u32), users, yields: rng.u8(..200) }
             }
+            112 => Op::RuntimeBoard { board: rng.u8(..BOARDS), latest: rng.u8(..4) == 0 },
+            113..=116 => Op::Submit { id: id(1), board: rng.u8(..BOARDS), user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
+            _ => Op::DeleteBoard { board: rng.u8(..BOARDS) },
         };
         ops.push(op);
     }

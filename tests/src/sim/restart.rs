@@ -8,7 +8,7 @@
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use super::world::{Sent, World};
+use super::world::World;
 use crate::servers::RedisServer;
 
 /// The world's own Redis.
@@ -21,18 +21,7 @@ const SENDS: usize = 200;
 
 impl World {
     pub(super) async fn restart(&mut self, first_id: u32, users: &[u8], yields: u8) -> Result<(), String> {
-        let sents: Vec<Sent> = users
-            .iter()
-            .enumerate()
-            .map(|(i, user)| Sent {
-                id: format!("e{}", first_id + i as u32),
-                body: Value::Null,
-                user: format!("u{user}"),
-                like: false,
-                target: "t0".into(),
-                give: true,
-            })
-            .collect();
+        let sents = Self::comments(first_id, users);
         let bodies: Vec<Value> = sents.iter().map(Self::body).collect();
         let writes = futures::future::join_all(bodies.iter().map(|body| self.app.event(body.clone())));
         let replies = match self.server.as_mut() {

@@ -291,6 +291,9 @@ impl World {
             Op::Join { cup, user } => self.join_cup(*cup, *user).await?,
             Op::Play { id, cup, user, score, again } => self.play_cup(*id, *cup, *user, *score, *again).await?,
             Op::EndCup { cup, delete } => self.end_cup(*cup, *delete).await?,
+            Op::RuntimeBoard { board, latest } => self.put_board(*board, *latest).await?,
+            Op::Submit { id, board, user, score, again } => self.submit(*id, *board, *user, *score, *again).await?,
+            Op::DeleteBoard { board } => self.delete_board(*board).await?,
             Op::Restart { first_id, users, yields } => self.restart(*first_id, users, *yields).await?,
             Op::TableFaults { pick } => {
                 self.stats.faults += 1;
@@ -348,8 +351,9 @@ impl World {
         Ok(true)
     }
 
-    async fn burst(&mut self, first_id: u32, users: &[u8]) -> Result<(), String> {
-        let sents: Vec<Sent> = users
+    /// One comment by each user, ids from `first_id` on: writes that commute.
+    pub(super) fn comments(first_id: u32, users: &[u8]) -> Vec<Sent> {
+        users
             .iter()
             .enumerate()
             .map(|(i, user)| Sent {
@@ -360,7 +364,11 @@ impl World {
                 target: "t0".into(),
                 give: true,
             })
-            .collect();
+            .collect()
+    }
+
+    async fn burst(&mut self, first_id: u32, users: &[u8]) -> Result<(), String> {
+        let sents = Self::comments(first_id, users);
         let replies = futures::future::join_all(sents.iter().map(|sent| self.app.event(Self::body(sent)))).await;
         // Comments commute: every order of them leaves the same boards.
         for (mut sent, (status, reply)) in sents.into_iter().zip(replies) {

@@ -298,6 +298,23 @@ pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool, ende
     Ok(())
 }
 
+/// The guards of runtime boards whose end is done, brought back after a loss: their history is
+/// whole in Redis (nothing of them is kept but the guards) and they take no write
+/// (docs/runtime-boards.md).
+pub async fn retired_guards(
+    conn: &mut Connection,
+    keys: &crate::redis::keys::Keys,
+    boards: &[crate::domain::config::Board],
+) -> Result<(), StoreError> {
+    for board in boards {
+        for shard in keys.board_shards(&board.name, board.shards).iter().chain([&keys.board(&board.name)]) {
+            let (born, ended) = (crate::domain::guard::BORN, crate::domain::guard::ENDED);
+            let _: () = redis::cmd("HSET").arg(shard.guard()).arg(born).arg(1).arg(ended).arg(1).query_async(conn).await?;
+        }
+    }
+    Ok(())
+}
+
 /// Whether a restore or a move into this board (or shard) is under way and not finished: its
 /// claims are there until `finish`.
 pub async fn claimed(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {

@@ -25,7 +25,7 @@ use crate::redis::keys::{
 };
 use crate::redis::restore::{self, Applied, Clock, Run};
 use crate::redis::store::{Connection, Store};
-use crate::services::catalog::boards_now;
+use crate::services::catalog::{boards_now, retired_now};
 use crate::services::journal::legacy_profiles;
 use crate::services::replay::{Replayed, Replayer};
 use chrono::{DateTime, SecondsFormat, Utc};
@@ -151,6 +151,9 @@ impl<O: Objects> Restorer<O> {
                     return Ok(RestoreReport { status: Status::InProgress, boards: vec![catalog] });
                 }
                 reports_before.push(catalog);
+                // Boards whose end is done: their guards alone (their keys were freed on purpose).
+                let retired = retired_now(&self.keys, &self.store).await?;
+                restore::retired_guards(&mut self.store.write_connection().await?, &self.keys, &retired).await?;
                 let config = boards_now(&self.config, &self.keys, &self.store).await?;
                 config.boards().iter().flat_map(|b| journal_names(&b.name, b.shards)).chain(profiles()).collect()
             }
