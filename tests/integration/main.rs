@@ -55,6 +55,7 @@ mod restore_failures;
 mod restore_losses;
 mod restore_model;
 mod restore_profiles;
+mod rollback;
 mod round_trips;
 mod rules;
 mod runtime_api;

@@ -187,7 +187,8 @@ impl standings::archive::objects::Objects for LosesTheGuardOnList {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>, standings::archive::objects::ObjectError> {
-        if self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+        // Armed for the board's journal (not the drain's record the restore reads first).
+        if prefix.contains("board=") && self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
             let _: () = redis::cmd("DEL").arg(&self.guard).query_async(&mut self.redis.clone()).await.unwrap();
         }
         self.inner.list(prefix).await

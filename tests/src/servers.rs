@@ -129,6 +129,30 @@ impl RedisServer {
         }
     }
 
+    /// Copies the append-only files as they stand, with no write in flight: the older state
+    /// `roll_back` starts the server on (as a snapshot restored into a new cache would be).
+    pub fn snapshot(&self) {
+        let (from, to) = (self.dir.join("appendonlydir"), self.dir.join("snapshot"));
+        let _ = std::fs::remove_dir_all(&to);
+        std::fs::create_dir_all(&to).unwrap();
+        for file in std::fs::read_dir(&from).expect("an append-only server (--appendonly yes)") {
+            let file = file.unwrap();
+            std::fs::copy(file.path(), to.join(file.file_name())).unwrap();
+        }
+    }
+
+    /// SIGKILL, then started again on the files `snapshot` copied: a Redis rolled back.
+    pub async fn roll_back(&mut self) {
+        self.kill();
+        let aof = self.dir.join("appendonlydir");
+        std::fs::remove_dir_all(&aof).unwrap();
+        std::fs::rename(self.dir.join("snapshot"), &aof).expect("a snapshot taken before");
+        self.spawn();
+        if let Err(log) = self.wait_ready().await {
+            panic!("redis-server did not come back:\n{log}");
+        }
+    }
+
     pub async fn connection(&self) -> redis::RedisResult<MultiplexedConnection> {
         redis::Client::open(self.url())?.get_multiplexed_async_connection().await
     }

@@ -23,6 +23,20 @@ pub trait Objects: Send + Sync {
     fn get(&self, key: &str) -> impl Future<Output = Result<Vec<u8>, ObjectError>> + Send;
     /// The names of every object under `prefix`.
     fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, ObjectError>> + Send;
+    /// Stores `body` as `key`, replacing what was there: only the drain's record of how far each
+    /// journal was stored (`marks_name`), never a journal object. A bucket that cannot (a test's)
+    /// fails, and the drain then goes without that record.
+    fn put(&self, key: &str, body: Vec<u8>) -> impl Future<Output = Result<(), ObjectError>> + Send {
+        let _ = (key, body);
+        async { Err(ObjectError("this bucket takes no replacing put".into())) }
+    }
+}
+
+/// The drain's record of the last entry it stored and trimmed of each journal of the tenant
+/// `prefix` (docs/journal.md#rollbacks): under `journal/` (the functions' S3 permissions), in
+/// no partition of the lines and no `.jsonl`, so no query of the journal reads it.
+pub fn marks_name(prefix: &str) -> String {
+    format!("journal/_marks/prefix={prefix}/drained.json")
 }
 
 /// The object holding a chunk whose first entry is `first_id`, written on UTC `date` (Hive-style

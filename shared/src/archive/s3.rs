@@ -70,6 +70,19 @@ impl Objects for S3Objects {
         Ok(bytes.into_bytes().to_vec())
     }
 
+    async fn put(&self, key: &str, body: Vec<u8>) -> Result<(), ObjectError> {
+        let sent = self
+            .client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type("application/json")
+            .body(ByteStream::from(body))
+            .send()
+            .await;
+        sent.map(|_| ()).map_err(|error| ObjectError(aws_sdk_s3::error::DisplayErrorContext(error).to_string()))
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
         let mut names = Vec::new();
         let mut pages = self.client.list_objects_v2().bucket(&self.bucket).prefix(prefix).into_paginator().send();

@@ -25,6 +25,15 @@ pub const KEPT: &str = "kept|";
 /// Set with `FENCE` by the write that found a loss the guard survived: the drain counts the
 /// board as lost (`BoardsLost`) until a restore completes.
 pub const LOST: &str = "lost";
+/// The last journal entry Redis is known to hold the effects of: raised by the drain's trim in
+/// the same call, and by a restore that completes. A snapshot brings back the value it was
+/// taken with, so a journal in S3 holding entries after it says Redis is older than its journal
+/// (docs/journal.md#rollbacks).
+pub const DRAINED: &str = "drained";
+/// Set with `FENCE` and `LOST` when Redis was found older than the board's journal: the last
+/// entry whose effects the snapshot holds. A restore replays the journal's entries after it onto
+/// the keys as they are.
+pub const ROLLBACK: &str = "rollback";
 /// Set when a runtime board is deleted (docs/runtime-boards.md#deleting): every write is
 /// refused (409 `board_ended`) while its end is archived and its keys freed.
 pub const ENDED: &str = "ended";

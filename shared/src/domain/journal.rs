@@ -264,6 +264,17 @@ pub fn stream_id_ms(id: &str) -> Option<i64> {
     id.split_once('-').and_then(|(ms, _)| ms.parse().ok())
 }
 
+/// A restore's claim of every key it meets (restore_lines.lua, docs/journal.md#rollbacks): a
+/// rollback's restore applies the lines after the snapshot onto the keys as the snapshot left
+/// them, every one of them.
+pub const CLAIM_ALL: &str = "*";
+
+/// A stream id `<ms>-<seq>` as a pair that orders as Redis orders ids.
+pub fn stream_order(id: &str) -> Option<(u64, u64)> {
+    let (ms, seq) = id.split_once('-')?;
+    Some((ms.parse().ok()?, seq.parse().ok()?))
+}
+
 /// The smallest stream id after `id` (`XTRIM … MINID` keeps it and everything later).
 pub fn next_stream_id(id: &str) -> Option<String> {
     let (ms, seq) = id.split_once('-')?;

@@ -42,6 +42,11 @@ pub async fn load(conn: &mut Connection, keys: &Keys) -> Result<Catalog, StoreEr
     Ok(Catalog { version, born, definitions, ending })
 }
 
+/// Whether runtime board `board` is being deleted (the catalog's `ending` hash names it).
+pub async fn is_ending(conn: &mut Connection, keys: &Keys, board: &str) -> Result<bool, StoreError> {
+    Ok(redis::cmd("HEXISTS").arg(keys.catalog().ending()).arg(board).query_async(conn).await?)
+}
+
 /// Refuses every later write of a board (or shard) being deleted: set on each of its guards
 /// before its keys go (docs/runtime-boards.md#deleting).
 pub async fn mark_ended(conn: &mut Connection, shards: &[BoardKeys]) -> Result<(), StoreError> {

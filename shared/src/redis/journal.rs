@@ -53,13 +53,24 @@ pub async fn oldest_ms(conn: &mut Connection, keys: &BoardKeys) -> Result<Option
     Ok(reply.ids.first().and_then(|entry| stream_id_ms(&entry.id)))
 }
 
-/// Removes every entry up to and including `through`, which must be stored durably elsewhere.
+/// Removes every entry up to and including `through`, which must be stored durably elsewhere,
+/// and records it in the guard (`guarded`; docs/journal.md#rollbacks).
 /// Returns how many went, or `None` when a restore of the board holds its lock (nothing went).
-pub async fn trim_through(conn: &mut Connection, keys: &BoardKeys, through: &str) -> Result<Option<usize>, StoreError> {
+pub async fn trim_through(conn: &mut Connection, keys: &BoardKeys, through: &str, guarded: bool) -> Result<Option<usize>, StoreError> {
     let next = next_stream_id(through).ok_or_else(|| StoreError::Protocol(format!("journal: stream id {through:?}")))?;
-    let trimmed: i64 =
-        crate::redis::scripts::TRIM_JOURNAL.key(keys.journal()).key(keys.restore_lock()).arg(next).invoke_async(conn).await?;
+    let mut call = crate::redis::scripts::TRIM_JOURNAL.key(keys.journal());
+    call.key(keys.restore_lock());
+    if guarded {
+        call.key(keys.guard());
+    }
+    let trimmed: i64 = call.arg(next).arg(through).invoke_async(conn).await?;
     Ok(usize::try_from(trimmed).ok())
+}
+
+/// The newest entry up to and including `through`, if the stream holds one.
+pub async fn newest_through(conn: &mut Connection, keys: &BoardKeys, through: &str) -> Result<Option<String>, StoreError> {
+    let reply: StreamRangeReply = conn.xrevrange_count(keys.journal(), through, "-", 1).await?;
+    Ok(reply.ids.first().map(|entry| entry.id.clone()))
 }
 
 /// Appends `entry` to a journal outside the write scripts (the profiles' journal, which no

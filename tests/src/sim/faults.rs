@@ -37,6 +37,10 @@ impl Objects for DrainOnList {
         self.inner.get(key).await
     }
 
+    async fn put(&self, key: &str, body: Vec<u8>) -> Result<(), ObjectError> {
+        self.inner.put(key, body).await
+    }
+
     async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
         let listed = self.inner.list(prefix).await?;
         // When the forum's own objects are listed: an earlier board's list would drain the
@@ -82,6 +86,18 @@ impl Objects for FailingObjects {
 
     async fn get(&self, key: &str) -> Result<Vec<u8>, ObjectError> {
         if self.fails().0 { Err(ObjectError(S3_DOWN.into())) } else { self.inner.get(key).await }
+    }
+
+    async fn put(&self, key: &str, body: Vec<u8>) -> Result<(), ObjectError> {
+        match self.fails() {
+            (false, _) => self.inner.put(key, body).await,
+            (true, stored) => {
+                if stored {
+                    self.inner.put(key, body).await?;
+                }
+                Err(ObjectError(S3_DOWN.into()))
+            }
+        }
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {

@@ -42,6 +42,7 @@ impl World {
     }
 
     pub(super) async fn restore(&mut self, drain_at_list: bool) -> Result<(), String> {
+        let mut last = None;
         for _ in 0..400 {
             let attempt = if drain_at_list {
                 let objects = S3Objects::new(self.s3.clone(), &self.bucket);
@@ -57,13 +58,13 @@ impl World {
                     self.lost_everywhere(false);
                     return Ok(());
                 }
-                Ok(_) => {}
+                Ok(report) => last = Some(report.boards.into_iter().filter(|b| b.status != Status::Complete).collect::<Vec<_>>()),
                 // A killed restore's lease runs out within 50 ms.
                 Err(error) if error.code() == "restore_running" => tokio::time::sleep(std::time::Duration::from_millis(25)).await,
                 Err(error) => return Err(format!("restore: {error}")),
             }
         }
-        Err("restore: never completed".into())
+        Err(format!("restore: never completed ({last:?})"))
     }
 
     /// A restore whose lock's reply is lost with the connection (standalone: the proxy), on the

@@ -224,6 +224,12 @@ pub enum Op {
     DeleteBoard {
         board: u8,
     },
+    /// Fault: Redis started again on an older copy of its files, after comments of `users` were
+    /// acknowledged and drained (standalone; the cluster pass sends the comments alone).
+    Rollback {
+        first_id: u32,
+        users: Vec<u8>,
+    },
     /// An admin's early end of the cup (`POST …/end`), or its deletion (`DELETE`) when `delete`.
     EndCup {
         cup: u8,
@@ -258,7 +264,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..118) {
+        let op = match rng.u32(..119) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -330,7 +336,11 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             }
             112 => Op::RuntimeBoard { board: rng.u8(..BOARDS), latest: rng.u8(..4) == 0 },
             113..=116 => Op::Submit { id: id(1), board: rng.u8(..BOARDS), user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
-            _ => Op::DeleteBoard { board: rng.u8(..BOARDS) },
+            117 => Op::DeleteBoard { board: rng.u8(..BOARDS) },
+            _ => {
+                let users: Vec<u8> = (0..rng.u8(1..5)).map(|_| rng.u8(..USERS)).collect();
+                Op::Rollback { first_id: id(users.len() as u32), users }
+            }
         };
         ops.push(op);
     }

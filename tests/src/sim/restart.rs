@@ -35,15 +35,7 @@ impl World {
                 };
                 let (replies, ()) = tokio::join!(writes, kill);
                 server.restart().await;
-                let store = self.app.store.clone();
-                crate::servers::eventually("the functions' store reaches Redis again", std::time::Duration::from_secs(30), || {
-                    let store = store.clone();
-                    async move {
-                        let mut conn = store.connection().await.ok()?;
-                        redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
-                    }
-                })
-                .await;
+                self.reconnected().await;
                 replies
             }
             None => writes.await,
@@ -76,5 +68,46 @@ impl World {
             self.sent.push(sent);
         }
         Ok(())
+    }
+}
+
+impl World {
+    /// Waits until the functions' store reaches the restarted Redis.
+    async fn reconnected(&self) {
+        let store = self.app.store.clone();
+        crate::servers::eventually("the functions' store reaches Redis again", std::time::Duration::from_secs(30), || {
+            let store = store.clone();
+            async move {
+                let mut conn = store.connection().await.ok()?;
+                redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
+            }
+        })
+        .await;
+    }
+
+    /// Fault: Redis started again on an older copy of its files (a snapshot restored,
+    /// docs/journal.md#rollbacks): a drain (nothing left to send), the copy, comments of `users`
+    /// (acknowledged: the model takes them), a drain that stores them in S3, then the server
+    /// killed and started on the copy. The drain's next run must fence the forum (its journal
+    /// holds the comments, Redis does not): its reads and writes may answer 503
+    /// `board_restoring` until a restore brings the comments back. Standalone (the cluster pass
+    /// sends the comments without the fault).
+    pub(super) async fn rollback(&mut self, first_id: u32, users: &[u8]) -> Result<(), String> {
+        if self.server.is_none() {
+            return self.burst(first_id, users).await;
+        }
+        self.drain().await?;
+        if let Some(server) = self.server.as_ref() {
+            server.snapshot();
+        }
+        self.stats.faults += 1;
+        self.burst(first_id, users).await?;
+        self.drain().await?;
+        if let Some(server) = self.server.as_mut() {
+            server.roll_back().await;
+        }
+        self.reconnected().await;
+        self.forum_lost = true;
+        self.drain().await
     }
 }

@@ -294,6 +294,7 @@ impl World {
             Op::RuntimeBoard { board, latest } => self.put_board(*board, *latest).await?,
             Op::Submit { id, board, user, score, again } => self.submit(*id, *board, *user, *score, *again).await?,
             Op::DeleteBoard { board } => self.delete_board(*board).await?,
+            Op::Rollback { first_id, users } => self.rollback(*first_id, users).await?,
             Op::Restart { first_id, users, yields } => self.restart(*first_id, users, *yields).await?,
             Op::TableFaults { pick } => {
                 self.stats.faults += 1;
@@ -367,7 +368,7 @@ impl World {
             .collect()
     }
 
-    async fn burst(&mut self, first_id: u32, users: &[u8]) -> Result<(), String> {
+    pub(super) async fn burst(&mut self, first_id: u32, users: &[u8]) -> Result<(), String> {
         let sents = Self::comments(first_id, users);
         let replies = futures::future::join_all(sents.iter().map(|sent| self.app.event(Self::body(sent)))).await;
         // Comments commute: every order of them leaves the same boards.

@@ -15,6 +15,7 @@ use chrono::{DateTime, Utc};
 use crate::domain::period::Period;
 
 mod catalog;
+mod journal;
 mod shards;
 mod tournament;
 pub use catalog::CATALOG_JOURNAL;
@@ -288,25 +289,6 @@ impl BoardKeys {
         format!("{}:rate:{user_id}:{action}", self.base)
     }
 
-    /// The board's journal: a stream of every applied write, drained to S3 (docs/journal.md).
-    /// Its key whether or not the journal is on (the scripts take it either way, see
-    /// `journaled`).
-    pub fn journal(&self) -> String {
-        format!("{}:journal", self.base)
-    }
-
-    /// Where a restore of this board from the journal stands (a hash: the object and line to
-    /// go on from, or `done` for a day once it completed).
-    pub fn restore_checkpoint(&self) -> String {
-        format!("{}:restore", self.base)
-    }
-
-    /// Held by the one restore of this board running (a string with a lease).
-    /// A restore's record of which keys it restores (claimed) and which it found intact.
-    pub fn restore_claims(&self) -> String {
-        format!("{}:restore-claims", self.base)
-    }
-
     /// The key a journal line's effects name relative to the board's (`:<rest>`, checked by
     /// `Effects::parse`): in the board's slot, whatever the rest says.
     pub fn relative(&self, key: &str) -> String {
@@ -342,34 +324,6 @@ impl BoardKeys {
     /// A key of this board (or shard) relative to its keys (`relative`'s inverse).
     pub fn relative_of<'k>(&self, key: &'k str) -> Option<&'k str> {
         key.strip_prefix(self.base.as_str())
-    }
-
-    pub fn restore_lock(&self) -> String {
-        format!("{}:restore-lock", self.base)
-    }
-
-    /// The board's rank moves not yet delivered (a stream beside the journal, drained by the same
-    /// function to EventBridge; docs/notifications.md).
-    pub fn notices(&self) -> String {
-        format!("{}:notices", self.base)
-    }
-
-    /// What the notification drain has counted of the board's notices (hash: `delivered`, the
-    /// entries it trimmed after sending; `dropped`, the drops it reported).
-    pub fn notices_count(&self) -> String {
-        format!("{}:notices-count", self.base)
-    }
-
-    /// Users' crossings held back by a quiet time, or refused by the bus (hash: user ->
-    /// windows, JSON).
-    pub fn notices_quiet(&self) -> String {
-        format!("{}:notices-quiet", self.base)
-    }
-
-    /// Held by the one drain of this board's notices running (a string with a lease): two at
-    /// once would each replace the other's held windows.
-    pub fn notices_lock(&self) -> String {
-        format!("{}:notices-lock", self.base)
     }
 
     /// Whether writes record their rank moves in `notices` (the board must also notify).

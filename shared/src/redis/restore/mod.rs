@@ -2,6 +2,7 @@
 //! lines whose recorded effects it applies with `restore_lines.lua`, each run with its
 //! checkpoint in one call.
 
+pub mod rollback;
 mod run;
 
 use std::collections::BTreeMap;
@@ -163,6 +164,25 @@ pub async fn save_through(conn: &mut Connection, keys: &BoardKeys, through: &str
 /// missing one, or one without `BORN`, says the board was lost, which refuses writes already.
 pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
     let guard = keys.guard();
+    // Rolled back: every key the entries after the snapshot's point write is written as it
+    // stands, the guard too; the checkpoint starts at that point (docs/journal.md#rollbacks).
+    if let Some(point) = rollback::point(conn, keys).await? {
+        let _: () = redis::pipe()
+            .atomic()
+            .hset(keys.restore_claims(), rollback::CLAIM_ALL, "1")
+            .hset(keys.restore_claims(), &guard, "1")
+            .hset_nx(keys.restore_checkpoint(), "through", point)
+            .hset(&guard, crate::domain::guard::FENCE, 1)
+            .query_async(conn)
+            .await?;
+        return Ok(());
+    }
+    // A rollback's restore stopped part-way, whose board lost its guard (and the point) since:
+    // the keys it wrote no longer stand on the snapshot. Every key is judged again.
+    let rolling: bool = redis::cmd("HEXISTS").arg(keys.restore_claims()).arg(rollback::CLAIM_ALL).query_async(conn).await?;
+    if rolling {
+        start_over(conn, keys).await?;
+    }
     // Only a born guard is intact: one without `BORN` holds what something wrote into a lost
     // guard (a runtime board's end, say), and is brought back from the journal like any loss.
     let exists: bool = redis::cmd("HEXISTS").arg(&guard).arg(crate::domain::guard::BORN).query_async(conn).await?;
@@ -172,6 +192,14 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
     if judged_intact_and_lost(exists, claim.as_deref()) {
         start_over(conn, keys).await?;
         claim = None;
+    }
+    // A guard without `BORN` that holds something (written into it since it was lost) is lost
+    // all the same: claimed, so the journal's fields come back into it, never judged intact.
+    if !exists && claim.is_none() {
+        let held: bool = redis::cmd("EXISTS").arg(&guard).query_async(conn).await?;
+        if held {
+            let _: () = redis::cmd("HSET").arg(keys.restore_claims()).arg(&guard).arg("1").query_async(conn).await?;
+        }
     }
     if exists && claim.is_none_or(|claim| claim == "0") {
         let _: () = redis::pipe()
@@ -208,7 +236,8 @@ async fn start_over(conn: &mut Connection, keys: &BoardKeys) -> Result<(), Store
     loop {
         let (next, page): (u64, Vec<(String, String)>) =
             redis::cmd("HSCAN").arg(keys.restore_claims()).arg(cursor).arg("COUNT").arg(1000).query_async(conn).await?;
-        let brought_back: Vec<&String> = page.iter().filter(|(_, claim)| claim.starts_with('1')).map(|(key, _)| key).collect();
+        let brought_back: Vec<&String> =
+            page.iter().filter(|(key, claim)| claim.starts_with('1') && key != rollback::CLAIM_ALL).map(|(key, _)| key).collect();
         if !brought_back.is_empty() {
             let _: () = redis::cmd("UNLINK").arg(brought_back).query_async(conn).await?;
         }
@@ -291,7 +320,8 @@ pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool, ende
         pipe.hset(&guard, crate::domain::guard::ENDED, 1);
     }
     if guarded {
-        pipe.hdel(&guard, &[crate::domain::guard::FENCE, crate::domain::guard::LOST][..]).hset(&guard, crate::domain::guard::BORN, 1);
+        let lifted = [crate::domain::guard::FENCE, crate::domain::guard::LOST, crate::domain::guard::ROLLBACK];
+        pipe.hdel(&guard, &lifted[..]).hset(&guard, crate::domain::guard::BORN, 1);
     }
 
     let _: () = pipe.query_async(conn).await?;

@@ -10,7 +10,8 @@ recorded command on it is applied from there on, in the board's order of writes.
 recorded expiry has passed is not written at all (it would be gone by now).
 
 KEYS[1]    the restore's claims (hash: key -> "0" intact, "1" claimed, "1:<ms>" claimed and
-           given that absolute expiry by this restore: a later call sets it only if it changes)
+           given that absolute expiry by this restore: a later call sets it only if it changes;
+           CLAIM_ALL -> "1": a rollback's restore, which claims every key as it stands)
 KEYS[2]    the restore's checkpoint (hash: "through" -> the last stream id applied)
 KEYS[3]    the restore's lock (string: the running restore's token)
 KEYS[4..]  the keys the lines write, once each
@@ -111,6 +112,16 @@ local function decide(lo, hi)
     decide(lo, mid)
     decide(mid + 1, hi)
   end
+end
+-- A rollback's restore writes the lines after the snapshot onto every key as it stands
+-- (docs/journal.md#rollbacks): nothing met is intact.
+if raw_redis.call('HGET', KEYS[1], CLAIM_ALL) == '1' then
+  for i = 1, #undecided do
+    status[undecided[i]] = '1'
+    decided[#decided + 1] = KEYS[undecided[i]]
+    decided[#decided + 1] = '1'
+  end
+  undecided = {}
 end
 for first = 1, #undecided, 1000 do decide(first, math.min(first + 999, #undecided)) end
 

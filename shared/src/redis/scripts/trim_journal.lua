@@ -5,14 +5,28 @@ of the board holds its lock (docs/journal.md#the-drain). A restore reads the obj
 then the stream's tail: an object stored after its list, with the tail trimmed, would be read by
 neither, and those lines lost while the restore answers complete. Refused, the drain leaves the
 tail in the stream for the restore, and trims it on a later run (its object stored already).
+In the same call the guard records the last entry trimmed (`drained`, only ever raised): a
+snapshot taken before it holds less, which is how a rollback is seen (docs/journal.md#rollbacks).
 
 KEYS[1]  the board's journal (stream)
 KEYS[2]  the board's restore lock
+KEYS[3]  the board's guard (absent: a journal without one, the profiles')
 
 ARGV[1]  the oldest stream id to keep (XTRIM MINID, exact)
+ARGV[2]  the last stream id trimmed (the guard's `drained`)
 
 Reply: the entries trimmed, or -1 when a restore holds the lock (nothing trimmed)
 ]]
 
 if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+-- A guard lost is left lost (a restore records `drained` as it completes).
+if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then
+  local function order(id)
+    local ms, seq = string.match(id or '', '^(%d+)-(%d+)$')
+    return tonumber(ms or -1), tonumber(seq or -1)
+  end
+  local held_ms, held_seq = order(redis.call('HGET', KEYS[3], GUARD_DRAINED))
+  local ms, seq = order(ARGV[2])
+  if ms > held_ms or (ms == held_ms and seq > held_seq) then redis.call('HSET', KEYS[3], GUARD_DRAINED, ARGV[2]) end
+end
 return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])

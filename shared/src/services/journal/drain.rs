@@ -13,7 +13,7 @@ use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, journal_names, profile_journals};
-use crate::redis::restore;
+use crate::redis::restore::{self, rollback};
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
 use crate::services::catalog::boards_now;
@@ -25,6 +25,7 @@ use serde::Serialize;
 use crate::archive::objects::{ObjectError, Objects, Put, journal_objects, object_name};
 use crate::redis::notices;
 
+use super::marks::Marks;
 use super::notices::{NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
 
 /// Entries read (and stored as one object at most) per step.
@@ -64,11 +65,18 @@ pub struct BoardDrain {
     /// Rank moves the full notices dropped since the last run asked (docs/notifications.md).
     #[serde(skip_serializing_if = "is_zero")]
     pub notifications_dropped: u64,
-    /// The board lost its data in Redis and waits for a restore (docs/journal.md#fence).
+    /// The board lost its data in Redis and waits for a restore (docs/journal.md#fence), or
+    /// its Redis is older than its journal (docs/journal.md#rollbacks).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub lost: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The last entry this run stored and trimmed (the drain's record in S3).
+    #[serde(skip)]
+    pub through: Option<String>,
+    /// The snapshot's point, when the board's Redis was found older than its journal.
+    #[serde(skip)]
+    pub rolled_back: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -154,7 +162,17 @@ impl<O: Objects> Drainer<O> {
             }
         }
         journals.extend(profile_journals());
+        // What the journal knows and a Redis rolled back to a snapshot does not: without it (S3
+        // unreadable) the run drains without looking for rollbacks, and records nothing.
+        let marks = match Marks::load(&self.objects, self.keys.prefix()).await {
+            Ok(marks) => Some(marks),
+            Err(error) => {
+                tracing::warn!(error = %error, "the drain's record unreadable: rollbacks are not looked for this run");
+                None
+            }
+        };
         let names = journals.iter().map(String::as_str);
+        let marks_read = marks.as_ref();
         let boards = join_all(names.map(|name| async move {
             let mut drained = BoardDrain {
                 board: name.to_owned(),
@@ -166,11 +184,13 @@ impl<O: Objects> Drainer<O> {
                 notifications_dropped: 0,
                 lost: false,
                 error: None,
+                through: None,
+                rolled_back: None,
             };
             // The two streams drain side by side: a failing (or long) journal does not hold
             // notifications back, nor a failing bus the journal.
             let (journal, notices) =
-                futures::join!(self.drain_board(name, deadline, &mut drained), self.notify_board(name, deadline, release));
+                futures::join!(self.drain_board(name, deadline, marks_read, &mut drained), self.notify_board(name, deadline, release));
             if let Err(error) = journal {
                 tracing::error!(board = name, error = %error, "journal drain failed; the entries stay in Redis");
                 drained.error = Some(error.to_string());
@@ -194,6 +214,20 @@ impl<O: Objects> Drainer<O> {
             drained
         }))
         .await;
+        if let Some(mut marks) = marks {
+            let mut moved = boards
+                .iter()
+                .filter_map(|b| Some((&b.board, b.through.as_deref()?)))
+                .fold(false, |moved, (board, id)| marks.raise(board, id) || moved);
+            // Found older than its journal, or looked at and found not (restored since); boards
+            // not looked at (lost, failed) keep what the record says.
+            for board in boards.iter().filter(|b| b.rolled_back.is_some() || (b.error.is_none() && !b.lost)) {
+                moved |= marks.set_rolled_back(&board.board, board.rolled_back.as_deref());
+            }
+            if moved && let Err(error) = marks.save(&self.objects, self.keys.prefix()).await {
+                tracing::warn!(error = %error, "the drain's record not stored: the next run stores it");
+            }
+        }
         let entries = boards.iter().map(|b| b.entries).sum();
         let lag_seconds = boards.iter().map(|b| b.lag_seconds).fold(0.0, f64::max);
         let notifications = boards.iter().map(|b| b.notifications).sum();
@@ -243,10 +277,28 @@ impl<O: Objects> Drainer<O> {
         (sent, lag, dropped)
     }
 
-    async fn drain_board(&self, board: &str, deadline: DateTime<Utc>, drained: &mut BoardDrain) -> Result<(), DrainError> {
+    async fn drain_board(
+        &self,
+        board: &str,
+        deadline: DateTime<Utc>,
+        marks: Option<&Marks>,
+        drained: &mut BoardDrain,
+    ) -> Result<(), DrainError> {
         let keys = self.keys.board(board);
         let mut conn = self.store.write_connection().await?;
-        if !is_profile_journal(board) && !restore::born(&mut conn, &keys).await? {
+        let guarded = !is_profile_journal(board);
+        let born = guarded && restore::born(&mut conn, &keys).await?;
+        // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained
+        // until restored (its entries since the snapshot were decided on the older state).
+        if born && let Some(stored) = marks.and_then(|marks| marks.get(board)) {
+            drained.rolled_back = rollback::fence_if_behind(&mut conn, &keys, stored).await?;
+            if drained.rolled_back.is_some() {
+                tracing::error!(board, "the board's Redis is older than its journal: its writes are refused until it is restored");
+                drained.lost = true;
+                return Ok(());
+            }
+        }
+        if guarded && !born {
             // Journaled writes wait for this (docs/journal.md#fence): a board whose journal holds
             // nothing yet (no object, no entry) is new; one whose journal holds objects lost its history in Redis,
             // and stays refused until a restore completes.
@@ -289,8 +341,11 @@ impl<O: Objects> Drainer<O> {
                     }
                 }
             };
-            match journal::trim_through(&mut conn, &keys, &last).await? {
-                Some(trimmed) => drained.entries += trimmed,
+            match journal::trim_through(&mut conn, &keys, &last, guarded).await? {
+                Some(trimmed) => {
+                    drained.entries += trimmed;
+                    drained.through = Some(last);
+                }
                 // A restore of the board reads the tail from the stream (trim_journal.lua).
                 None => break,
             }

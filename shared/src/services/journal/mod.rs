@@ -5,12 +5,14 @@
 mod drain;
 mod error;
 mod legacy_profiles;
+mod marks;
 mod notices;
 mod reshard;
 mod restore;
 mod shadow;
 
 pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC, LOST_METRIC};
+pub use marks::Marks;
 pub use notices::{NOTICE_CHUNK, NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
 pub use reshard::{ReshardReport, Resharder};
 pub use restore::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};

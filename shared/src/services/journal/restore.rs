@@ -16,17 +16,18 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::domain::config::Config;
-use crate::domain::journal::{Effects, Line, stream_id_ms};
+use crate::domain::journal::{Effects, Line, stream_id_ms, stream_order};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{
     BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, journal_shards,
     profile_journal,
 };
-use crate::redis::restore::{self, Applied, Clock, Run};
+use crate::redis::restore::{self, Applied, Clock, Run, rollback};
 use crate::redis::store::{Connection, Store};
 use crate::services::catalog::{boards_now, retired_now};
 use crate::services::journal::legacy_profiles;
+use crate::services::journal::marks::Marks;
 use crate::services::replay::{Replayed, Replayer};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -146,7 +147,8 @@ impl<O: Objects> Restorer<O> {
             }
             // The runtime boards' definitions first: they say which boards there are to restore.
             None => {
-                let catalog = self.restore_board(CATALOG_JOURNAL, deadline).await?;
+                let marks = Marks::load(&self.objects, self.keys.prefix()).await?;
+                let catalog = self.restore_board(CATALOG_JOURNAL, deadline, &marks).await?;
                 if catalog.status != Status::Complete {
                     return Ok(RestoreReport { status: Status::InProgress, boards: vec![catalog] });
                 }
@@ -158,6 +160,8 @@ impl<O: Objects> Restorer<O> {
                 config.boards().iter().flat_map(|b| journal_names(&b.name, b.shards)).chain(profiles()).collect()
             }
         };
+        // What the journal knows and a Redis rolled back to a snapshot does not.
+        let marks = Marks::load(&self.objects, self.keys.prefix()).await?;
         let mut reports = reports_before;
         for name in boards {
             let first = reports.is_empty();
@@ -165,7 +169,7 @@ impl<O: Objects> Restorer<O> {
                 reports.push(BoardRestore::pending(&name));
                 continue;
             }
-            reports.push(self.restore_board(&name, deadline).await?);
+            reports.push(self.restore_board(&name, deadline, &marks).await?);
         }
         let status = if reports.iter().all(|r| r.status == Status::Complete) { Status::Complete } else { Status::InProgress };
         Ok(RestoreReport { status, boards: reports })
@@ -173,7 +177,8 @@ impl<O: Objects> Restorer<O> {
 
     /// One board's restore, under its lock: one restore of a board at a time (a caller that
     /// retries a slow invocation must not start a second).
-    async fn restore_board(&self, name: &str, deadline: DateTime<Utc>) -> Result<BoardRestore, RestoreError> {
+    /// `marks`: the drain's record of how far it stored each journal.
+    async fn restore_board(&self, name: &str, deadline: DateTime<Utc>, marks: &Marks) -> Result<BoardRestore, RestoreError> {
         let keys = self.keys.board(name);
         let mut conn = self.store.write_connection().await?;
         let clock = Clock::read(&mut conn).await?;
@@ -194,7 +199,7 @@ impl<O: Objects> Restorer<O> {
             scale_recorded: false,
             clock,
         };
-        let mut restored = self.restore_locked(name, deadline, &mut progress).await;
+        let mut restored = self.restore_locked(name, deadline, marks, &mut progress).await;
         // Whatever ended the restore, the run Redis is applying is awaited before the lock goes.
         let landed = self.landed(&mut progress).await;
         if restored.is_ok() {
@@ -208,8 +213,27 @@ impl<O: Objects> Restorer<O> {
         restored.map(|()| report)
     }
 
-    async fn restore_locked(&self, name: &str, deadline: DateTime<Utc>, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
+    async fn restore_locked(
+        &self,
+        name: &str,
+        deadline: DateTime<Utc>,
+        marks: &Marks,
+        progress: &mut Progress<'_>,
+    ) -> Result<(), RestoreError> {
         let profiles = is_profile_journal(name);
+        // A Redis older than the journal (docs/journal.md#rollbacks), seen here if no drain saw
+        // it first: the entries after the snapshot's point go onto the keys as they stand, and
+        // the stream's tail (written on the snapshot since) is not applied again.
+        let mut rolled_back = false;
+        if !profiles && let Some(drained) = marks.get(name) {
+            if restore::born(progress.conn, progress.keys).await? {
+                rolled_back = rollback::fence_if_behind(progress.conn, progress.keys, drained).await?.is_some();
+            } else if marks.rolled_back(name).is_some() && restore::through(progress.conn, progress.keys).await?.is_none() {
+                // Rolled back, then its guard lost (the point with it): no key can be told
+                // intact, so the board is rebuilt whole from its journal.
+                rollback::wipe(progress.conn, progress.keys).await?;
+            }
+        }
         if !profiles {
             restore::begin(progress.conn, progress.keys).await?;
         }
@@ -235,12 +259,12 @@ impl<O: Objects> Restorer<O> {
             self.landed(progress).await?;
         }
         // The undrained tail as it stands now; the board takes no writes while it is restored.
-        let until = journal::newest_id(progress.conn, progress.keys).await?;
+        let until = if rolled_back { None } else { journal::newest_id(progress.conn, progress.keys).await? };
         let names = journal_objects(&self.objects, self.keys.prefix(), name).await?;
         for (index, object) in names.iter().enumerate() {
             // Every line of an object comes before the next object's first.
             let next_first = names.get(index + 1).and_then(|next| object_order(next)).map(|(_, ms, seq)| (ms, seq));
-            if let (Some(next), Some(done)) = (next_first, through.as_deref().and_then(order))
+            if let (Some(next), Some(done)) = (next_first, through.as_deref().and_then(stream_order))
                 && next <= done
             {
                 continue;
@@ -252,13 +276,14 @@ impl<O: Objects> Restorer<O> {
                 if self.stop(progress, deadline).await? {
                     return Ok(());
                 }
-                if through.as_deref().and_then(order) >= order(&line.id) {
+                if through.as_deref().and_then(stream_order) >= stream_order(&line.id) {
                     continue;
                 }
                 self.feed(name, progress, &line).await?;
                 through = Some(line.id.clone());
             }
         }
+        let objects_through = through.clone();
         if let Some(until) = until {
             loop {
                 let page = journal::after_until(progress.conn, progress.keys, name, through.as_deref(), &until, TAIL_PAGE).await?;
@@ -277,18 +302,17 @@ impl<O: Objects> Restorer<O> {
         self.landed(progress).await?;
         // A runtime board being deleted comes back refusing writes (its guard's `ended` is not
         // journaled: the catalog says it ends).
-        let ending: bool = redis::cmd("HEXISTS")
-            .arg(self.keys.catalog().ending())
-            .arg(journal_board(name))
-            .query_async(&mut *progress.conn)
-            .await
-            .map_err(StoreError::from)?;
+        let ending = crate::redis::catalog::is_ending(progress.conn, &self.keys, journal_board(name)).await?;
         // The guard this restore judged intact, lost while it ran: finishing would make an empty
         // guard born (its bans, closed seasons and records gone). The next invocation starts
         // over (`restore::begin`).
         if !profiles && restore::guard_lost_since_judged(progress.conn, progress.keys).await? {
             progress.report.status = Status::InProgress;
             return Ok(());
+        }
+        // Redis holds every line the journal's objects hold: no rollback to see from them.
+        if let (false, Some(through)) = (profiles, &objects_through) {
+            rollback::raise_drained(progress.conn, progress.keys, through).await?;
         }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
@@ -392,12 +416,6 @@ impl<O: Objects> Restorer<O> {
             Applied::OutOfOrder => Err(RestoreError::Running(progress.report.board.clone())),
         }
     }
-}
-
-/// A stream id as a comparable pair.
-fn order(id: &str) -> Option<(u64, u64)> {
-    let (ms, seq) = id.split_once('-')?;
-    Some((ms.parse().ok()?, seq.parse().ok()?))
 }
 
 impl From<ReadError> for RestoreError {

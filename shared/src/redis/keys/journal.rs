@@ -1,0 +1,68 @@
+//! A board's keys for its journal, its restore and its notices: the bookkeeping beside its
+//! state (docs/journal.md, docs/notifications.md).
+
+use super::BoardKeys;
+
+impl BoardKeys {
+    /// The board's journal: a stream of every applied write, drained to S3 (docs/journal.md).
+    /// Its key whether or not the journal is on (the scripts take it either way, see
+    /// `journaled`).
+    pub fn journal(&self) -> String {
+        format!("{}:journal", self.base)
+    }
+
+    /// Where a restore of this board from the journal stands (a hash: the object and line to
+    /// go on from, or `done` for a day once it completed).
+    pub fn restore_checkpoint(&self) -> String {
+        format!("{}:restore", self.base)
+    }
+
+    /// A restore's record of which keys it restores (claimed) and which it found intact.
+    pub fn restore_claims(&self) -> String {
+        format!("{}:restore-claims", self.base)
+    }
+
+    /// Held by the one restore of this board running (a string with a lease).
+    pub fn restore_lock(&self) -> String {
+        format!("{}:restore-lock", self.base)
+    }
+
+    /// The board's rank moves not yet delivered (a stream beside the journal, drained by the same
+    /// function to EventBridge; docs/notifications.md).
+    pub fn notices(&self) -> String {
+        format!("{}:notices", self.base)
+    }
+
+    /// What the notification drain has counted of the board's notices (hash: `delivered`, the
+    /// entries it trimmed after sending; `dropped`, the drops it reported).
+    pub fn notices_count(&self) -> String {
+        format!("{}:notices-count", self.base)
+    }
+
+    /// Users' crossings held back by a quiet time, or refused by the bus (hash: user ->
+    /// windows, JSON).
+    pub fn notices_quiet(&self) -> String {
+        format!("{}:notices-quiet", self.base)
+    }
+
+    /// Held by the one drain of this board's notices running (a string with a lease): two at
+    /// once would each replace the other's held windows.
+    pub fn notices_lock(&self) -> String {
+        format!("{}:notices-lock", self.base)
+    }
+
+    /// What a rebuild of the board from its journal keeps (docs/journal.md#rollbacks): the
+    /// journal, the restore's own records and the notices, none of them the board's state.
+    pub fn bookkeeping(&self) -> [String; 8] {
+        [
+            self.journal(),
+            self.restore_checkpoint(),
+            self.restore_claims(),
+            self.restore_lock(),
+            self.notices(),
+            self.notices_count(),
+            self.notices_quiet(),
+            self.notices_lock(),
+        ]
+    }
+}

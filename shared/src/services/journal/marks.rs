@@ -1,0 +1,80 @@
+//! The drain's record in S3 of the last entry it stored and trimmed of each journal
+//! (docs/journal.md#rollbacks): what the journal knows and a Redis rolled back to a snapshot
+//! does not. One object per tenant, read once a run (and by a restore), written once a run when
+//! it moved.
+
+use std::collections::BTreeMap;
+
+use crate::archive::objects::{ObjectError, Objects, marks_name};
+use crate::domain::journal::stream_order;
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Marks {
+    /// journal name -> the last stream id stored and trimmed.
+    #[serde(default)]
+    drained: BTreeMap<String, String>,
+    /// journal name -> the snapshot's point, for a board found older than its journal and not
+    /// restored since: kept here too, since a loss after the rollback can take the guard that
+    /// records it (a restore then rebuilds the board whole).
+    #[serde(default)]
+    rolled_back: BTreeMap<String, String>,
+}
+
+impl Marks {
+    /// The record as stored; empty when there is none yet (a deployment's first run).
+    pub async fn load<O: Objects>(objects: &O, prefix: &str) -> Result<Self, ObjectError> {
+        let name = marks_name(prefix);
+        if !objects.list(&name).await?.contains(&name) {
+            return Ok(Self::default());
+        }
+        let body = objects.get(&name).await?;
+        serde_json::from_slice(&body).map_err(|e| ObjectError(format!("{name}: {e}")))
+    }
+
+    pub async fn save<O: Objects>(&self, objects: &O, prefix: &str) -> Result<(), ObjectError> {
+        objects.put(&marks_name(prefix), serde_json::to_vec(self).expect("marks serialize")).await
+    }
+
+    /// The snapshot's point of `journal`, found older than its journal and not restored since.
+    pub fn rolled_back(&self, journal: &str) -> Option<&str> {
+        self.rolled_back.get(journal).map(String::as_str)
+    }
+
+    /// Records (`Some`) or forgets a rollback of `journal`. True when it changed.
+    pub fn set_rolled_back(&mut self, journal: &str, point: Option<&str>) -> bool {
+        match point {
+            Some(point) => self.rolled_back.insert(journal.to_owned(), point.to_owned()).as_deref() != Some(point),
+            None => self.rolled_back.remove(journal).is_some(),
+        }
+    }
+
+    pub fn get(&self, journal: &str) -> Option<&str> {
+        self.drained.get(journal).map(String::as_str)
+    }
+
+    /// Records that `journal` was stored and trimmed through `id` (never lowered: two drains
+    /// racing store the same entries). True when it moved.
+    pub fn raise(&mut self, journal: &str, id: &str) -> bool {
+        if self.get(journal).and_then(stream_order) >= stream_order(id) {
+            return false;
+        }
+        self.drained.insert(journal.to_owned(), id.to_owned());
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mark_only_rises_in_the_order_of_stream_ids() {
+        let mut marks = Marks::default();
+        assert!(marks.raise("points", "9-3"));
+        assert!(marks.raise("points", "10-0"), "10-0 comes after 9-3, though it sorts before it as text");
+        assert!(!marks.raise("points", "9-9"));
+        assert!(!marks.raise("points", "10-0"));
+        assert_eq!(marks.get("points"), Some("10-0"));
+        assert_eq!(marks.get("other"), None);
+    }
+}

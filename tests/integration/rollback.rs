@@ -1,0 +1,98 @@
+//! Rollbacks (docs/journal.md#rollbacks): a Redis restarted from an older snapshot (its RDB, as
+//! a self-run Redis after a crash, or a cache restored from last night's backup) holds every
+//! key, each as it was then. The drain sees it within one run (or the restore, run first), the
+//! board is fenced, and one restore brings every key back as it stood before the rollback.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use chrono::{Duration, Utc};
+use journal::{S3Objects, Status};
+use serde_json::json;
+use standings::domain::config::Config;
+use standings::redis::settings::RedisSettings;
+use standings_tests::TestApp;
+use standings_tests::journal::{drain_to_new_bucket, spawn_journaled_at};
+use standings_tests::servers::{RedisServer, eventually};
+
+fn far() -> chrono::DateTime<Utc> {
+    Utc::now() + Duration::minutes(5)
+}
+
+async fn learn(app: &TestApp, id: &str, user: &str) -> (StatusCode, serde_json::Value) {
+    app.set_now(Utc::now());
+    app.event(json!({"event_id": id, "user_id": user, "action": "learning"})).await
+}
+
+async fn points(app: &TestApp, user: &str) -> (StatusCode, Option<i64>) {
+    let (status, me) = app.get(&format!("/v1/boards/points/users/{user}?period=season")).await;
+    (status, me["score"].as_i64())
+}
+
+/// The keys a restore brings back: every key but the journals' streams and the notices (rank
+/// moves are not journaled: docs/notifications.md).
+async fn state(app: &TestApp) -> Vec<(String, Vec<u8>, i64)> {
+    app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal") && !key.contains(":notice")).collect()
+}
+
+async fn rolled_back(drain_first: bool) {
+    let mut server = RedisServer::start(&["--appendonly", "no", "--save", ""]).await;
+    let app = spawn_journaled_at(Config::default_boards(), &RedisSettings::standalone(&server.url())).await;
+    for i in 0..2 {
+        assert_eq!(learn(&app, &format!("before-{i}"), "ann").await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain_to_new_bucket(&app, 3).await;
+    let drainer = || app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default());
+    // Last night's snapshot, then writes after it: some drained, one still in the stream.
+    let () = redis::cmd("SAVE").query_async(&mut app.redis.clone()).await.unwrap();
+    let at_snapshot = points(&app, "ann").await;
+    for (i, user) in ["ann", "bob", "ann", "cid"].iter().enumerate() {
+        assert_eq!(learn(&app, &format!("after-{i}"), user).await.0, StatusCode::OK);
+    }
+    assert!(drainer().drain(far()).await.boards.iter().all(|b| b.error.is_none()));
+    assert_eq!(learn(&app, "undrained", "bob").await.0, StatusCode::OK);
+    assert!(drainer().drain(far()).await.boards.iter().all(|b| b.error.is_none()));
+    let before = state(&app).await;
+    let ann = points(&app, "ann").await;
+    assert_ne!(ann, at_snapshot);
+
+    // Killed and started again on the snapshot: every key is there, as it was then.
+    server.restart().await;
+    eventually("the store reaches Redis again", std::time::Duration::from_secs(30), || async {
+        let mut conn = app.store.connection().await.ok()?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
+    })
+    .await;
+    if drain_first {
+        let report = drainer().drain(far()).await;
+        let lost: Vec<&str> = report.boards.iter().filter(|b| b.lost).map(|b| b.board.as_str()).collect();
+        assert_eq!(lost, vec!["points"], "the drain sees the board older than its journal: {:?}", report.boards);
+        let (status, body) = learn(&app, "fenced", "dan").await;
+        assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+        let (status, _) = points(&app, "ann").await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "no read answers from the older board");
+    }
+    let restorer = app.journal_jobs(&client, &bucket, Arc::default()).restorer;
+    let report = restorer.restore(None, far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert_eq!(state(&app).await, before, "every key as it stood before the rollback");
+    assert_eq!(points(&app, "ann").await, ann);
+    let (status, again) = learn(&app, "after-2", "ann").await;
+    assert_eq!((status, again["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "a write after the snapshot is known: {again}");
+    assert_eq!(learn(&app, "next", "ann").await.0, StatusCode::OK);
+    let report = drainer().drain(far()).await;
+    assert!(report.boards.iter().all(|b| !b.lost && b.error.is_none()), "nothing older than the journal now: {:?}", report.boards);
+    let now = state(&app).await;
+    assert_eq!(restorer.restore(None, far()).await.unwrap().status, Status::Complete);
+    assert_eq!(state(&app).await, now, "a second restore finds every key intact and writes nothing");
+}
+
+#[tokio::test]
+async fn a_redis_restarted_from_an_older_snapshot_is_fenced_by_the_next_drain_and_restored() {
+    rolled_back(true).await;
+}
+
+#[tokio::test]
+async fn a_restore_run_first_after_a_rollback_sees_it_itself() {
+    rolled_back(false).await;
+}
