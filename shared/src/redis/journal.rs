@@ -67,6 +67,12 @@ pub async fn trim_through(conn: &mut Connection, keys: &BoardKeys, through: &str
     Ok(usize::try_from(trimmed).ok())
 }
 
+/// Whether the stream holds the entry `id`.
+pub async fn holds(conn: &mut Connection, keys: &BoardKeys, id: &str) -> Result<bool, StoreError> {
+    let reply: StreamRangeReply = conn.xrange_count(keys.journal(), id, id, 1).await?;
+    Ok(!reply.ids.is_empty())
+}
+
 /// The newest entry up to and including `through`, if the stream holds one.
 pub async fn newest_through(conn: &mut Connection, keys: &BoardKeys, through: &str) -> Result<Option<String>, StoreError> {
     let reply: StreamRangeReply = conn.xrevrange_count(keys.journal(), through, "-", 1).await?;

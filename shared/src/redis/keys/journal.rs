@@ -51,10 +51,12 @@ impl BoardKeys {
         format!("{}:notices-lock", self.base)
     }
 
-    /// What a rebuild of the board from its journal keeps (docs/journal.md#rollbacks): the
-    /// journal, the restore's own records and the notices, none of them the board's state.
-    pub fn bookkeeping(&self) -> [String; 8] {
-        [
+    /// Whether a rebuild of the board from its journal keeps `key` (docs/journal.md#rollbacks):
+    /// the journal, the restore's own records and the notices, none of them the board's state;
+    /// its recorded layout and scale (`Keys::layout`, `Keys::scale`) and a reshard's checkpoint,
+    /// which the journal does not bring back; and its frozen seasons (a freeze is not journaled).
+    pub fn kept_by_rebuild(&self, key: &str) -> bool {
+        let kept = [
             self.journal(),
             self.restore_checkpoint(),
             self.restore_claims(),
@@ -63,6 +65,10 @@ impl BoardKeys {
             self.notices_count(),
             self.notices_quiet(),
             self.notices_lock(),
-        ]
+            self.reshard_checkpoint(),
+            self.relative(":layout"),
+            self.relative(":scale"),
+        ];
+        kept.contains(&key.to_owned()) || key.starts_with(&self.relative(":frozen:"))
     }
 }

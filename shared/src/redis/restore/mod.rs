@@ -165,13 +165,12 @@ pub async fn save_through(conn: &mut Connection, keys: &BoardKeys, through: &str
 pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
     let guard = keys.guard();
     // Rolled back: every key the entries after the snapshot's point write is written as it
-    // stands, the guard too; the checkpoint starts at that point (docs/journal.md#rollbacks).
+    // stands, the guard too, once the restore passes that point (docs/journal.md#rollbacks).
     if let Some(point) = rollback::point(conn, keys).await? {
         let _: () = redis::pipe()
             .atomic()
-            .hset(keys.restore_claims(), rollback::CLAIM_ALL, "1")
-            .hset(keys.restore_claims(), &guard, "1")
-            .hset_nx(keys.restore_checkpoint(), "through", point)
+            .hset(keys.restore_claims(), rollback::CLAIM_ALL, point)
+            .hset_nx(keys.restore_claims(), &guard, "0")
             .hset(&guard, crate::domain::guard::FENCE, 1)
             .query_async(conn)
             .await?;

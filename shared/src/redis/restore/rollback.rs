@@ -2,6 +2,8 @@
 //! restored, a node restarted from an older RDB), seen from the guard's `drained` against the
 //! drain's record in S3, fenced at once, and restored onto the keys as they stand.
 
+use std::collections::HashMap;
+
 use crate::domain::guard::{DRAINED, FENCE, LOST, ROLLBACK};
 use crate::domain::journal::stream_order;
 use crate::redis::error::StoreError;
@@ -11,31 +13,43 @@ use crate::redis::store::Connection;
 
 pub use crate::domain::journal::CLAIM_ALL;
 
+/// The point of a board found older than its journal whose snapshot's point cannot be told: a
+/// restore rebuilds it whole.
+pub const UNKNOWN: &str = "";
+
 /// The last journal entry the board's Redis is known to hold the effects of.
 pub async fn drained(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<String>, StoreError> {
     Ok(redis::cmd("HGET").arg(keys.guard()).arg(DRAINED).query_async(conn).await?)
 }
 
 /// Where the board's Redis stands in its journal, once found rolled back: the last entry whose
-/// effects it holds. A restore replays the entries after it.
+/// effects it holds (`UNKNOWN`: rebuilt whole). A restore replays the entries after it.
 pub async fn point(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<String>, StoreError> {
     Ok(redis::cmd("HGET").arg(keys.guard()).arg(ROLLBACK).query_async(conn).await?)
 }
 
-/// Fences the board when the journal holds entries through `stored` (the drain's record in S3)
-/// that its Redis does not: writes and reads answer 503 `board_restoring` from this call on,
-/// and the drain counts it lost, until a restore completes. The snapshot's point when it was
-/// (or already is): the newest entry its stream holds up to `stored` (its writes not yet
-/// drained when it was taken), else what its guard says was drained.
-pub async fn fence_if_behind(conn: &mut Connection, keys: &BoardKeys, stored: &str) -> Result<Option<String>, StoreError> {
+/// What `check` found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Found {
+    /// Not older than the journal: what its guard says was drained.
+    Current(Option<String>),
+    /// Older than the journal, and fenced: the snapshot's point.
+    Behind(String),
+}
+
+/// Fences the board when the journal holds entries through `stored` (the drain's record in S3,
+/// or an object found stored) that its Redis does not: writes and reads answer 503
+/// `board_restoring` from this call on, and the drain counts it lost, until a restore
+/// completes.
+pub async fn check(conn: &mut Connection, keys: &BoardKeys, stored: &str) -> Result<Found, StoreError> {
     if let Some(point) = point(conn, keys).await? {
-        return Ok(Some(point));
+        return Ok(Found::Behind(point));
     }
     let held = drained(conn, keys).await?;
     if !behind(held.as_deref(), stored) {
-        return Ok(None);
+        return Ok(Found::Current(held));
     }
-    let point = journal::newest_through(conn, keys, stored).await?.or(held).unwrap_or_else(|| "0-0".to_owned());
+    let point = snapshot_point(conn, keys, held, stored).await?.unwrap_or_else(|| UNKNOWN.to_owned());
     let _: () = redis::pipe()
         .atomic()
         .hset_nx(keys.guard(), ROLLBACK, &point)
@@ -43,7 +57,25 @@ pub async fn fence_if_behind(conn: &mut Connection, keys: &BoardKeys, stored: &s
         .hset(keys.guard(), LOST, 1)
         .query_async(conn)
         .await?;
-    Ok(Some(point))
+    Ok(Found::Behind(point))
+}
+
+/// The last entry whose effects the snapshot holds: the last id its stream generated when no
+/// write came since (it is then at most `stored`; no stream: the snapshot holds no write of the
+/// board); else the newest entry its stream holds up to `stored`, or what its guard says was
+/// drained, whichever is later; `None` when nothing says.
+async fn snapshot_point(conn: &mut Connection, keys: &BoardKeys, held: Option<String>, stored: &str) -> Result<Option<String>, StoreError> {
+    let exists: bool = redis::cmd("EXISTS").arg(keys.journal()).query_async(conn).await?;
+    if !exists {
+        return Ok(Some("0-0".to_owned()));
+    }
+    let info: HashMap<String, redis::Value> = redis::cmd("XINFO").arg("STREAM").arg(keys.journal()).query_async(conn).await?;
+    let generated: Option<String> = info.get("last-generated-id").and_then(|id| redis::from_redis_value(id.clone()).ok());
+    if let Some(generated) = generated.filter(|id| !behind(Some(stored), id)) {
+        return Ok(Some(generated));
+    }
+    let newest = journal::newest_through(conn, keys, stored).await?;
+    Ok([newest, held].into_iter().flatten().max_by_key(|id| stream_order(id)))
 }
 
 /// Whether Redis, having drained through `held`, lacks entries the journal stored through
@@ -52,24 +84,23 @@ pub fn behind(held: Option<&str>, stored: &str) -> bool {
     held.and_then(stream_order) < stream_order(stored)
 }
 
-/// Unlinks every key of the board (or shard) but its bookkeeping (the journal, the restore's
-/// records, the notices): a board found older than its journal whose guard was lost since is
-/// rebuilt whole from the journal, since no key of it can be told intact.
-pub async fn wipe(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
-    let kept = keys.bookkeeping();
-    let found: Vec<String> =
-        conn.scan_slot_of(&keys.guard(), &keys.pattern_all()).await?.into_iter().filter(|key| !kept.contains(key)).collect();
-    for chunk in found.chunks(500) {
-        let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await?;
+/// Raises the guard's `drained` to `through`: a completed restore read the journal that far.
+pub async fn raise_drained(conn: &mut Connection, keys: &BoardKeys, through: &str) -> Result<(), StoreError> {
+    if behind(drained(conn, keys).await?.as_deref(), through) {
+        let _: () = redis::cmd("HSET").arg(keys.guard()).arg(DRAINED).arg(through).query_async(conn).await?;
     }
     Ok(())
 }
 
-/// Raises the guard's `drained` to `through`: a completed restore read the journal that far.
-pub async fn raise_drained(conn: &mut Connection, keys: &BoardKeys, through: &str) -> Result<(), StoreError> {
-    let held = drained(conn, keys).await?;
-    if held.as_deref().and_then(stream_order) < stream_order(through) {
-        let _: () = redis::cmd("HSET").arg(keys.guard()).arg(DRAINED).arg(through).query_async(conn).await?;
+/// Unlinks every key of the board (or shard) a rebuild from its journal brings back
+/// (`BoardKeys::kept_by_rebuild`): a board found older than its journal whose snapshot's point
+/// is unknown, or whose guard (and the point) was lost since, has no key that can be told
+/// intact.
+pub async fn wipe(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+    let found: Vec<String> =
+        conn.scan_slot_of(&keys.guard(), &keys.pattern_all()).await?.into_iter().filter(|key| !keys.kept_by_rebuild(key)).collect();
+    for chunk in found.chunks(500) {
+        let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await?;
     }
     Ok(())
 }

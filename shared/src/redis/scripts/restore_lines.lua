@@ -11,7 +11,8 @@ recorded expiry has passed is not written at all (it would be gone by now).
 
 KEYS[1]    the restore's claims (hash: key -> "0" intact, "1" claimed, "1:<ms>" claimed and
            given that absolute expiry by this restore: a later call sets it only if it changes;
-           CLAIM_ALL -> "1": a rollback's restore, which claims every key as it stands)
+           CLAIM_ALL -> the snapshot's point: a rollback's restore, docs/journal.md#rollbacks,
+           whose calls after that point write every key they name as it stands)
 KEYS[2]    the restore's checkpoint (hash: "through" -> the last stream id applied)
 KEYS[3]    the restore's lock (string: the running restore's token)
 KEYS[4..]  the keys the lines write, once each
@@ -64,6 +65,31 @@ for first = 1, nkeys, 1000 do
   end
 end
 
+-- A rollback's restore (docs/journal.md#rollbacks): up to the snapshot's point, keys are judged
+-- as in any restore (one the snapshot holds is intact, a missing one comes back from the start);
+-- a call after it (the restore never mixes the two) writes every key it names as it stands,
+-- those judged intact too.
+local after_point = false
+local point = raw_redis.call('HGET', KEYS[1], CLAIM_ALL)
+if point then
+  local function order(id)
+    local ms, seq = string.match(id, '^(%d+)-(%d+)$')
+    return tonumber(ms or -1), tonumber(seq or -1)
+  end
+  local ms, seq = order(ARGV[3])
+  local point_ms, point_seq = order(point)
+  after_point = ms > point_ms or (ms == point_ms and seq > point_seq)
+end
+if after_point then
+  for i = 1, nkeys do
+    if claims[3 + i] == '0' then
+      claims[3 + i] = '1'
+      decided[#decided + 1] = KEYS[3 + i]
+      decided[#decided + 1] = '1'
+    end
+  end
+end
+
 -- Before the first write: every command is a recorded write, and every key an earlier call of
 -- this restore claimed (and wrote) holds what this call's first command on it writes, or
 -- nothing. Redis keeps a script's writes made before an error: a call that failed part-way
@@ -113,9 +139,8 @@ local function decide(lo, hi)
     decide(mid + 1, hi)
   end
 end
--- A rollback's restore writes the lines after the snapshot onto every key as it stands
--- (docs/journal.md#rollbacks): nothing met is intact.
-if raw_redis.call('HGET', KEYS[1], CLAIM_ALL) == '1' then
+-- After a rollback's point, nothing met is intact.
+if after_point then
   for i = 1, #undecided do
     status[undecided[i]] = '1'
     decided[#decided + 1] = KEYS[undecided[i]]

@@ -13,7 +13,8 @@ use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, journal_names, profile_journals};
-use crate::redis::restore::{self, rollback};
+use crate::redis::restore;
+use crate::redis::restore::rollback::{self, Found};
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
 use crate::services::catalog::boards_now;
@@ -77,6 +78,10 @@ pub struct BoardDrain {
     /// The snapshot's point, when the board's Redis was found older than its journal.
     #[serde(skip)]
     pub rolled_back: Option<String>,
+    /// What the board's guard says was drained, when it was found not older than its journal:
+    /// raises the drain's record where a run's write of it was lost.
+    #[serde(skip)]
+    pub held: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -186,6 +191,7 @@ impl<O: Objects> Drainer<O> {
                 error: None,
                 through: None,
                 rolled_back: None,
+                held: None,
             };
             // The two streams drain side by side: a failing (or long) journal does not hold
             // notifications back, nor a failing bus the journal.
@@ -217,7 +223,7 @@ impl<O: Objects> Drainer<O> {
         if let Some(mut marks) = marks {
             let mut moved = boards
                 .iter()
-                .filter_map(|b| Some((&b.board, b.through.as_deref()?)))
+                .flat_map(|b| [b.through.as_deref(), b.held.as_deref()].into_iter().flatten().map(move |id| (&b.board, id)))
                 .fold(false, |moved, (board, id)| marks.raise(board, id) || moved);
             // Found older than its journal, or looked at and found not (restored since); boards
             // not looked at (lost, failed) keep what the record says.
@@ -290,12 +296,20 @@ impl<O: Objects> Drainer<O> {
         let born = guarded && restore::born(&mut conn, &keys).await?;
         // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained
         // until restored (its entries since the snapshot were decided on the older state).
-        if born && let Some(stored) = marks.and_then(|marks| marks.get(board)) {
-            drained.rolled_back = rollback::fence_if_behind(&mut conn, &keys, stored).await?;
-            if drained.rolled_back.is_some() {
-                tracing::error!(board, "the board's Redis is older than its journal: its writes are refused until it is restored");
-                drained.lost = true;
-                return Ok(());
+        // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained
+        // until restored (its entries since the snapshot were decided on the older state).
+        if born {
+            let stored = marks.and_then(|marks| marks.get(board));
+            let found = match stored {
+                Some(stored) => rollback::check(&mut conn, &keys, stored).await?,
+                None => rollback::point(&mut conn, &keys).await?.map_or(Found::Current(None), Found::Behind),
+            };
+            match found {
+                Found::Behind(point) => {
+                    rolled_back(board, point, drained);
+                    return Ok(());
+                }
+                Found::Current(held) => drained.held = held,
             }
         }
         if guarded && !born {
@@ -335,10 +349,21 @@ impl<O: Objects> Drainer<O> {
                 // behind the old one could reuse an old object's name).
                 Put::Exists => {
                     let stored = self.objects.get(&name).await?;
-                    match ids(&stored) {
+                    let stored_last = match ids(&stored) {
                         Some((stored_first, stored_last)) if stored_first == first.id => stored_last,
                         _ => return Err(DrainError::Unreadable(name)),
+                    };
+                    // Stored by a run that stopped before trimming, its entries are all still in
+                    // the stream; one whose last entry the stream lacks and the guard never
+                    // drained was stored before a rollback this run had no record to see.
+                    if guarded
+                        && !journal::holds(&mut conn, &keys, &stored_last).await?
+                        && let Found::Behind(point) = rollback::check(&mut conn, &keys, &stored_last).await?
+                    {
+                        rolled_back(board, point, drained);
+                        return Ok(());
                     }
+                    stored_last
                 }
             };
             match journal::trim_through(&mut conn, &keys, &last, guarded).await? {
@@ -359,6 +384,13 @@ impl<O: Objects> Drainer<O> {
         let oldest = journal::oldest_ms(&mut conn, &self.keys.board(board)).await?;
         Ok(oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0))
     }
+}
+
+/// A board found older than its journal: counted lost until restored, and not drained.
+fn rolled_back(board: &str, point: String, drained: &mut BoardDrain) {
+    tracing::error!(board, "the board's Redis is older than its journal: its writes are refused until it is restored");
+    drained.rolled_back = Some(point);
+    drained.lost = true;
 }
 
 /// Seconds since the oldest move of a board not sent: recorded and not yet read, or held past

@@ -7,6 +7,10 @@ use std::collections::BTreeMap;
 
 use crate::archive::objects::{ObjectError, Objects, marks_name};
 use crate::domain::journal::stream_order;
+use crate::redis::error::StoreError;
+use crate::redis::keys::BoardKeys;
+use crate::redis::restore::{self, rollback, rollback::Found};
+use crate::redis::store::Connection;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Marks {
@@ -28,7 +32,11 @@ impl Marks {
             return Ok(Self::default());
         }
         let body = objects.get(&name).await?;
-        serde_json::from_slice(&body).map_err(|e| ObjectError(format!("{name}: {e}")))
+        // Not the drain's JSON (a hand edit): the next run writes it whole again.
+        Ok(serde_json::from_slice(&body).unwrap_or_else(|error| {
+            tracing::error!(object = %name, error = %error, "the drain's record does not parse: rollbacks are looked for from the next run");
+            Self::default()
+        }))
     }
 
     pub async fn save<O: Objects>(&self, objects: &O, prefix: &str) -> Result<(), ObjectError> {
@@ -61,6 +69,29 @@ impl Marks {
         self.drained.insert(journal.to_owned(), id.to_owned());
         true
     }
+}
+
+/// Before board `name`'s restore begins: a Redis older than its journal (docs/journal.md#rollbacks),
+/// seen here too if no drain saw it first. True when the board is restored onto its keys from
+/// the snapshot's point (its stream's tail, written on the snapshot since, is not applied
+/// again). A board whose point is unknown, or whose guard (and the point with it) was lost
+/// since, has no key that can be told intact: it is rebuilt whole, from its first attempt.
+pub async fn prepare(conn: &mut Connection, keys: &BoardKeys, marks: &Marks, name: &str) -> Result<bool, StoreError> {
+    let first_attempt = restore::through(conn, keys).await?.is_none();
+    let born = restore::born(conn, keys).await?;
+    let found = match marks.get(name) {
+        Some(stored) if born => rollback::check(conn, keys, stored).await?,
+        _ if born => rollback::point(conn, keys).await?.map_or(Found::Current(None), Found::Behind),
+        _ => Found::Current(None),
+    };
+    let rebuild = match &found {
+        Found::Behind(point) => point == rollback::UNKNOWN,
+        Found::Current(_) => !born && marks.rolled_back(name).is_some(),
+    };
+    if rebuild && first_attempt {
+        rollback::wipe(conn, keys).await?;
+    }
+    Ok(matches!(found, Found::Behind(_)) && !rebuild)
 }
 
 #[cfg(test)]

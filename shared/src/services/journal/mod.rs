@@ -7,6 +7,7 @@ mod error;
 mod legacy_profiles;
 mod marks;
 mod notices;
+mod report;
 mod reshard;
 mod restore;
 mod shadow;

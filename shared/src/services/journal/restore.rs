@@ -16,7 +16,7 @@ use std::sync::Arc;
 use tokio::sync::oneshot;
 
 use crate::domain::config::Config;
-use crate::domain::journal::{Effects, Line, stream_id_ms, stream_order};
+use crate::domain::journal::{Effects, Line, stream_order};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{
@@ -27,15 +27,12 @@ use crate::redis::restore::{self, Applied, Clock, Run, rollback};
 use crate::redis::store::{Connection, Store};
 use crate::services::catalog::{boards_now, retired_now};
 use crate::services::journal::legacy_profiles;
-use crate::services::journal::marks::Marks;
-use crate::services::replay::{Replayed, Replayer};
-use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
+use crate::services::journal::marks::{self, Marks};
+use crate::services::replay::Replayer;
+use chrono::{DateTime, Utc};
 
 use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, parse_lines, read_text};
 
-/// Refused lines listed in a report (the count covers them all).
-const LISTED_REFUSALS: usize = 20;
 /// A restore's lock lives this long past its last run: a killed restore holds up the next one
 /// at most this long.
 pub const LOCK_LEASE_MS: u64 = 30_000;
@@ -48,40 +45,7 @@ const TAIL_PAGE: usize = 1_000;
 const IN_FLIGHT: usize = 2;
 
 pub use super::error::RestoreError;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    Complete,
-    InProgress,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct BoardRestore {
-    pub board: String,
-    pub status: Status,
-    /// Lines read by this invocation, and what they did: applied (their effects, on the keys
-    /// that were lost), duplicates and refusals (lines decided again: see the module).
-    pub replayed: usize,
-    pub applied: usize,
-    pub duplicates: usize,
-    pub refused: usize,
-    /// The first refused lines (`<stream id>: <why>`).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub refusals: Vec<String>,
-    /// The last line restored so far (its stream id) and its time: once complete, the recovery
-    /// point. Writes after it that were not drained were lost with the stream.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub through: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub recovery_point: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RestoreReport {
-    pub status: Status,
-    pub boards: Vec<BoardRestore>,
-}
+pub use super::report::{BoardRestore, RestoreReport, Status};
 
 pub struct Restorer<O> {
     config: Arc<Config>,
@@ -109,6 +73,9 @@ struct Progress<'a> {
     report: BoardRestore,
     /// The board's scale is recorded (`feed`).
     scale_recorded: bool,
+    /// A rollback's point not passed yet (docs/journal.md#rollbacks): no run mixes lines from
+    /// both sides of it.
+    point: Option<String>,
     clock: Clock,
 }
 
@@ -197,6 +164,7 @@ impl<O: Objects> Restorer<O> {
             last_applied: None,
             report: BoardRestore::pending(name),
             scale_recorded: false,
+            point: None,
             clock,
         };
         let mut restored = self.restore_locked(name, deadline, marks, &mut progress).await;
@@ -221,21 +189,12 @@ impl<O: Objects> Restorer<O> {
         progress: &mut Progress<'_>,
     ) -> Result<(), RestoreError> {
         let profiles = is_profile_journal(name);
-        // A Redis older than the journal (docs/journal.md#rollbacks), seen here if no drain saw
-        // it first: the entries after the snapshot's point go onto the keys as they stand, and
-        // the stream's tail (written on the snapshot since) is not applied again.
-        let mut rolled_back = false;
-        if !profiles && let Some(drained) = marks.get(name) {
-            if restore::born(progress.conn, progress.keys).await? {
-                rolled_back = rollback::fence_if_behind(progress.conn, progress.keys, drained).await?.is_some();
-            } else if marks.rolled_back(name).is_some() && restore::through(progress.conn, progress.keys).await?.is_none() {
-                // Rolled back, then its guard lost (the point with it): no key can be told
-                // intact, so the board is rebuilt whole from its journal.
-                rollback::wipe(progress.conn, progress.keys).await?;
-            }
-        }
+        let rolled_back = !profiles && marks::prepare(progress.conn, progress.keys, marks, name).await?;
         if !profiles {
             restore::begin(progress.conn, progress.keys).await?;
+        }
+        if rolled_back {
+            progress.point = rollback::point(progress.conn, progress.keys).await?;
         }
         // A shard of a sharded board: its layout recorded before any line (the loss took the
         // record too), so a function configured otherwise refuses its writes from now on
@@ -310,8 +269,10 @@ impl<O: Objects> Restorer<O> {
             progress.report.status = Status::InProgress;
             return Ok(());
         }
-        // Redis holds every line the journal's objects hold: no rollback to see from them.
-        if let (false, Some(through)) = (profiles, &objects_through) {
+        // Redis holds every line the journal's objects hold (and the drain's record says, when
+        // objects it counted are gone): no rollback to see from them.
+        let read = [objects_through.as_deref(), marks.get(name)].into_iter().flatten().max_by_key(|id| stream_order(id));
+        if let (false, Some(through)) = (profiles, read) {
             rollback::raise_drained(progress.conn, progress.keys, through).await?;
         }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
@@ -333,6 +294,10 @@ impl<O: Objects> Restorer<O> {
     /// own, after the run before it.
     async fn feed(&self, name: &str, progress: &mut Progress<'_>, line: &Line) -> Result<(), RestoreError> {
         progress.report.replayed += 1;
+        if progress.point.as_deref().is_some_and(|point| stream_order(&line.id) > stream_order(point)) {
+            self.flush(progress).await?;
+            progress.point = None;
+        }
         // The scale a score board's lines were written in comes back with them (the first
         // line that says one; the lines of a board at the default say none).
         if !progress.scale_recorded
@@ -423,44 +388,6 @@ impl From<ReadError> for RestoreError {
         match error {
             ReadError::Unavailable(error) => RestoreError::Objects(error),
             ReadError::Unreadable(name, why) => RestoreError::Unreadable(name, why),
-        }
-    }
-}
-
-impl BoardRestore {
-    fn pending(board: &str) -> Self {
-        Self {
-            board: board.to_owned(),
-            status: Status::InProgress,
-            replayed: 0,
-            applied: 0,
-            duplicates: 0,
-            refused: 0,
-            refusals: Vec::new(),
-            through: None,
-            recovery_point: None,
-        }
-    }
-
-    /// The restore has gone through line `id`.
-    fn passed(&mut self, id: &str) {
-        self.through = Some(id.to_owned());
-        self.recovery_point =
-            stream_id_ms(id).and_then(DateTime::from_timestamp_millis).map(|at| at.to_rfc3339_opts(SecondsFormat::Millis, true));
-    }
-
-    fn refuse(&mut self, id: &str, why: String) {
-        self.refused += 1;
-        if self.refusals.len() < LISTED_REFUSALS {
-            self.refusals.push(format!("{id}: {why}"));
-        }
-    }
-
-    fn count(&mut self, id: &str, replayed: Replayed) {
-        match replayed {
-            Replayed::Applied => self.applied += 1,
-            Replayed::Duplicate => self.duplicates += 1,
-            Replayed::Refused(why) => self.refuse(id, why),
         }
     }
 }
