@@ -166,7 +166,7 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
     let guard = keys.guard();
     // Rolled back: every key the entries after the snapshot's point write is written as it
     // stands, the guard too, once the restore passes that point (docs/journal.md#rollbacks).
-    if let Some(point) = rollback::point(conn, keys).await? {
+    if let Some(point) = rollback::point(conn, keys).await?.filter(|point| point != rollback::UNKNOWN) {
         let _: () = redis::pipe()
             .atomic()
             .hset(keys.restore_claims(), rollback::CLAIM_ALL, point)
@@ -177,9 +177,10 @@ pub async fn begin(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreE
         return Ok(());
     }
     // A rollback's restore stopped part-way, whose board lost its guard (and the point) since:
-    // the keys it wrote no longer stand on the snapshot. Every key is judged again.
+    // no key of it can be told intact any more, so it is rebuilt whole.
     let rolling: bool = redis::cmd("HEXISTS").arg(keys.restore_claims()).arg(rollback::CLAIM_ALL).query_async(conn).await?;
     if rolling {
+        rollback::wipe(conn, keys).await?;
         start_over(conn, keys).await?;
     }
     // Only a born guard is intact: one without `BORN` holds what something wrote into a lost
@@ -230,7 +231,7 @@ pub async fn guard_lost_since_judged(conn: &mut Connection, keys: &BoardKeys) ->
 /// it judged intact may be gone with it. What it judged no longer holds, so it starts over: the
 /// keys it brought back (partly, up to its checkpoint) are deleted to come back whole, and
 /// every key is judged again.
-async fn start_over(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+pub async fn start_over(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
     let mut cursor = 0u64;
     loop {
         let (next, page): (u64, Vec<(String, String)>) =

@@ -61,13 +61,13 @@ pub async fn check(conn: &mut Connection, keys: &BoardKeys, stored: &str) -> Res
 }
 
 /// The last entry whose effects the snapshot holds: the last id its stream generated when no
-/// write came since (it is then at most `stored`; no stream: the snapshot holds no write of the
-/// board); else the newest entry its stream holds up to `stored`, or what its guard says was
-/// drained, whichever is later; `None` when nothing says.
+/// write came since (it is then at most `stored`); else the newest entry its stream holds up to
+/// `stored`, or what its guard says was drained, whichever is later; `None` when nothing says
+/// (no stream: a restore brings a board back without one, so only `drained` can say).
 async fn snapshot_point(conn: &mut Connection, keys: &BoardKeys, held: Option<String>, stored: &str) -> Result<Option<String>, StoreError> {
     let exists: bool = redis::cmd("EXISTS").arg(keys.journal()).query_async(conn).await?;
     if !exists {
-        return Ok(Some("0-0".to_owned()));
+        return Ok(held);
     }
     let info: HashMap<String, redis::Value> = redis::cmd("XINFO").arg("STREAM").arg(keys.journal()).query_async(conn).await?;
     let generated: Option<String> = info.get("last-generated-id").and_then(|id| redis::from_redis_value(id.clone()).ok());
@@ -96,11 +96,26 @@ pub async fn raise_drained(conn: &mut Connection, keys: &BoardKeys, through: &st
 /// (`BoardKeys::kept_by_rebuild`): a board found older than its journal whose snapshot's point
 /// is unknown, or whose guard (and the point) was lost since, has no key that can be told
 /// intact.
+/// The guard goes last, so a wipe that fails part-way is found rolled back, and wiped, again;
+/// its seasons' closes (`closed|…`, not journaled: a freeze's) stay, as the frozen sets do.
 pub async fn wipe(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
-    let found: Vec<String> =
-        conn.scan_slot_of(&keys.guard(), &keys.pattern_all()).await?.into_iter().filter(|key| !keys.kept_by_rebuild(key)).collect();
+    let guard = keys.guard();
+    let found: Vec<String> = conn
+        .scan_slot_of(&guard, &keys.pattern_all())
+        .await?
+        .into_iter()
+        .filter(|key| !keys.kept_by_rebuild(key) && *key != guard)
+        .collect();
     for chunk in found.chunks(500) {
         let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await?;
     }
+    let fields: HashMap<String, String> = redis::cmd("HGETALL").arg(&guard).query_async(conn).await?;
+    let closed: Vec<(&String, &String)> = fields.iter().filter(|(field, _)| field.starts_with(crate::domain::guard::CLOSED)).collect();
+    let mut pipe = redis::pipe();
+    pipe.atomic().del(&guard);
+    if !closed.is_empty() {
+        pipe.hset_multiple(&guard, &closed);
+    }
+    let _: () = pipe.query_async(conn).await?;
     Ok(())
 }

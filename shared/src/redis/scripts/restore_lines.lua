@@ -71,7 +71,7 @@ end
 -- those judged intact too.
 local after_point = false
 local point = raw_redis.call('HGET', KEYS[1], CLAIM_ALL)
-if point then
+if point and point ~= '' then
   local function order(id)
     local ms, seq = string.match(id, '^(%d+)-(%d+)$')
     return tonumber(ms or -1), tonumber(seq or -1)

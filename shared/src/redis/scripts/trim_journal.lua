@@ -15,10 +15,13 @@ KEYS[3]  the board's guard (absent: a journal without one, the profiles')
 ARGV[1]  the oldest stream id to keep (XTRIM MINID, exact)
 ARGV[2]  the last stream id trimmed (the guard's `drained`)
 
-Reply: the entries trimmed, or -1 when a restore holds the lock (nothing trimmed)
+Reply: the entries trimmed, or -1 when a restore holds the lock or the guard says the board was
+rolled back (nothing trimmed)
 ]]
 
 if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
+-- Found older than its journal (docs/journal.md#rollbacks): its entries wait for the restore.
+if KEYS[3] and redis.call('HEXISTS', KEYS[3], GUARD_ROLLBACK) == 1 then return -1 end
 -- A guard lost is left lost (a restore records `drained` as it completes).
 if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then
   local function order(id)

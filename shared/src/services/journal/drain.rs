@@ -299,8 +299,13 @@ impl<O: Objects> Drainer<O> {
         // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained
         // until restored (its entries since the snapshot were decided on the older state).
         if born {
-            let stored = marks.and_then(|marks| marks.get(board));
-            let found = match stored {
+            // Without the record a rollback could go unseen and its writes since be stored as if
+            // nothing was lost: the board waits for a run that reads it.
+            let Some(marks) = marks else {
+                drained.error = Some("the drain's record is unreadable: not drained this run".to_owned());
+                return Ok(());
+            };
+            let found = match marks.get(board) {
                 Some(stored) => rollback::check(&mut conn, &keys, stored).await?,
                 None => rollback::point(&mut conn, &keys).await?.map_or(Found::Current(None), Found::Behind),
             };
@@ -356,7 +361,7 @@ impl<O: Objects> Drainer<O> {
                     // Stored by a run that stopped before trimming, its entries are all still in
                     // the stream; one whose last entry the stream lacks and the guard never
                     // drained was stored before a rollback this run had no record to see.
-                    if guarded
+                    if born
                         && !journal::holds(&mut conn, &keys, &stored_last).await?
                         && let Found::Behind(point) = rollback::check(&mut conn, &keys, &stored_last).await?
                     {

@@ -84,14 +84,22 @@ pub async fn prepare(conn: &mut Connection, keys: &BoardKeys, marks: &Marks, nam
         _ if born => rollback::point(conn, keys).await?.map_or(Found::Current(None), Found::Behind),
         _ => Found::Current(None),
     };
-    let rebuild = match &found {
-        Found::Behind(point) => point == rollback::UNKNOWN,
-        Found::Current(_) => !born && marks.rolled_back(name).is_some(),
-    };
-    if rebuild && first_attempt {
-        rollback::wipe(conn, keys).await?;
+    match found {
+        // Nothing says where the snapshot stands: rebuilt whole, from the start (a checkpoint
+        // there is the snapshot's own, taken mid-restore).
+        Found::Behind(point) if point == rollback::UNKNOWN => {
+            rollback::wipe(conn, keys).await?;
+            restore::start_over(conn, keys).await?;
+            Ok(false)
+        }
+        Found::Behind(_) => Ok(true),
+        Found::Current(_) => {
+            if !born && marks.rolled_back(name).is_some() && first_attempt {
+                rollback::wipe(conn, keys).await?;
+            }
+            Ok(false)
+        }
     }
-    Ok(matches!(found, Found::Behind(_)) && !rebuild)
 }
 
 #[cfg(test)]

@@ -316,6 +316,9 @@ impl<O: Objects> Restorer<O> {
                 }
             }
             Some(Err(why)) => progress.report.refuse(&line.id, why),
+            // Decided again against the snapshot, which holds its effects already (a rollback's
+            // restore, before its point): passed.
+            None if progress.point.is_some() => progress.report.passed(&line.id),
             None => {
                 self.flush(progress).await?;
                 self.landed(progress).await?;
