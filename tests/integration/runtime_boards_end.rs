@@ -110,12 +110,7 @@ async fn a_queued_score_for_a_runtime_board_is_applied_once() {
 
 #[tokio::test]
 async fn a_restore_after_every_key_was_lost_brings_runtime_boards_and_their_definitions_back() {
-    // A redis-server of the test's own, emptied by a literal FLUSHALL.
-    let server = standings_tests::servers::RedisServer::start(&[]).await;
-    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
-    let app = standings_tests::journal::spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings)
-        .await
-        .reading_runtime_boards();
+    let (_server, app) = own_redis().await;
     let quiz = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day", "all"], "top": 10, "statements": true,
         "rules": [{"action": "quiz_passed", "points": 7, "scope": "none"}]});
     assert_eq!(app.define("quiz", &quiz).await.0, StatusCode::CREATED);
@@ -152,6 +147,16 @@ async fn a_restore_after_every_key_was_lost_brings_runtime_boards_and_their_defi
     assert_eq!((status, me["score"].as_i64()), (StatusCode::OK, Some(14)), "{me}");
     let (status, body) = submit(&app, "after", "eve", 1).await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("board_ended")), "{body}");
+}
+
+/// A journaled app on a redis-server of the test's own, to be emptied by a literal FLUSHALL.
+async fn own_redis() -> (standings_tests::servers::RedisServer, TestApp) {
+    let server = standings_tests::servers::RedisServer::start(&[]).await;
+    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
+    let app = standings_tests::journal::spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings)
+        .await
+        .reading_runtime_boards();
+    (server, app)
 }
 
 /// Every key with its value and expiry, but the journal streams (drained, not a board's state).
@@ -229,12 +234,7 @@ async fn a_runtime_board_is_voided_from_its_journal_and_verified_against_it() {
 
 #[tokio::test]
 async fn a_board_whose_end_is_done_reads_empty_and_refuses_writes_before_and_after_a_loss() {
-    // A redis-server of the test's own, emptied by a literal FLUSHALL.
-    let server = standings_tests::servers::RedisServer::start(&[]).await;
-    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
-    let app = standings_tests::journal::spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings)
-        .await
-        .reading_runtime_boards();
+    let (_server, app) = own_redis().await;
     let sprint = json!({"kind": "scores", "timezone": "UTC", "periods": ["all"], "top": 10, "keep": "best"});
     assert_eq!(app.define("sprint", &sprint).await.0, StatusCode::CREATED);
     assert_eq!(app.post("/v1/boards/sprint/scores", &json!({"event_id": "s1", "user_id": "ann", "score": 7})).await.0, StatusCode::OK);

@@ -26,9 +26,7 @@ pub struct Board {
 impl Board {
     /// Best first: a higher score, then who kept it first, then (one second) the greater id.
     pub fn ranking(&self) -> Vec<(String, i64)> {
-        let mut list: Vec<(&String, &(i64, i64))> = self.board.iter().collect();
-        list.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)).then(b.0.cmp(a.0)));
-        list.into_iter().map(|(user, &(score, _))| (user.clone(), score)).collect()
+        super::cups::best_first(&self.board)
     }
 }
 

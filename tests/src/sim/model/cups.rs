@@ -78,15 +78,22 @@ impl Cup {
     /// The board best first: a higher score first, then who reached it first, then (one
     /// second) the greater user id, as a sorted set orders equal scores from the top.
     pub fn ranking(&self) -> Vec<(String, i64)> {
-        let mut list: Vec<(&String, &(i64, i64))> = self.board.iter().collect();
-        list.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)).then(b.0.cmp(a.0)));
-        list.into_iter().map(|(user, &(score, _))| (user.clone(), score)).collect()
+        best_first(&self.board)
     }
 
     /// What the instance's top reads: the stored results once there, else the board.
     pub fn top(&self) -> Vec<(String, i64)> {
         self.results.clone().unwrap_or_else(|| self.ranking())
     }
+}
+
+/// A score board (user -> (kept score, when it was kept)) best first: a higher score, then who
+/// kept it first, then (one second) the greater user id, as a sorted set orders equal scores
+/// from the top.
+pub fn best_first(board: &HashMap<String, (i64, i64)>) -> Vec<(String, i64)> {
+    let mut list: Vec<(&String, &(i64, i64))> = board.iter().collect();
+    list.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)).then(b.0.cmp(a.0)));
+    list.into_iter().map(|(user, &(score, _))| (user.clone(), score)).collect()
 }
 
 /// The prize of `rank` in every simulated cup.
