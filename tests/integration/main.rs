@@ -51,6 +51,7 @@ mod queue_dead_letters;
 mod queue_fifo;
 mod queue_poller;
 mod queue_time;
+mod reshard_seasons;
 mod restore_failures;
 mod restore_losses;
 mod restore_model;

@@ -63,6 +63,12 @@ pub async fn spawn_journaled_on(config: Config, keys: Keys) -> TestApp {
     spawn_app(config, keys.with_journal(true), Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
 }
 
+/// A journaling app on `keys` serving archived seasons from `table`.
+pub async fn spawn_journaled_archiving(config: Config, keys: Keys, table: standings::archive::table::SeasonTable) -> TestApp {
+    let settings = redis_settings();
+    spawn_app(config, keys.with_journal(true), Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), Some(table)).await
+}
+
 /// A journaling app on the Redis `settings` name (e.g. a server of the test's own).
 pub async fn spawn_journaled_at(config: Config, settings: &standings::redis::settings::RedisSettings) -> TestApp {
     let keys = Keys::new(&unique_prefix()).unwrap().with_journal(true);

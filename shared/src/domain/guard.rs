@@ -48,6 +48,12 @@ pub fn closed_field(period: &Period) -> String {
     format!("{CLOSED}{}:{}", period.kind.as_str(), period.id)
 }
 
+/// The period a `closed|<kind>:<id>` field closes: its kind's name and its id, as
+/// `closed_field` wrote them.
+pub fn closed_period(field: &str) -> Option<(&str, &str)> {
+    field.strip_prefix(CLOSED)?.split_once(':')
+}
+
 /// Set by the write scripts when `period`'s board is created (seasons only), so the archive
 /// can tell a lost board from an empty season.
 pub fn live_field(period: &Period) -> String {
@@ -76,6 +82,8 @@ mod tests {
         let season = Period::containing(PeriodKind::Season, "2026-10-15T00:00:00Z".parse().unwrap(), chrono_tz::Asia::Shanghai);
         assert_eq!(ban_field("u1"), "ban|u1");
         assert_eq!(closed_field(&season), "closed|season:2026-10");
+        assert_eq!(closed_period(&closed_field(&season)), Some(("season", "2026-10")));
+        assert_eq!(closed_period("ban|u1"), None);
         assert_eq!(live_field(&season), "live|season:2026-10");
         assert_eq!(voids_field("u1"), "voids|u1");
     }

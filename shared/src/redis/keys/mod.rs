@@ -258,6 +258,11 @@ impl BoardKeys {
         format!("{}:stmt:{}:{}:*", self.base, period.kind.as_str(), period.id)
     }
 
+    /// The user whose statement of `period` `key` is (one `statement_pattern` found).
+    pub fn statement_user<'k>(&self, key: &'k str, period: &Period) -> Option<&'k str> {
+        key.strip_prefix(&format!("{}:stmt:{}:{}:", self.base, period.kind.as_str(), period.id))
+    }
+
     /// What a user was given on one local day (the day ledger), and the day's cap counters.
     pub fn day_ledger(&self, user_id: &str, day_id: &str) -> String {
         format!("{}:ledger:{user_id}:{day_id}", self.base)

@@ -9,6 +9,7 @@ mod marks;
 mod notices;
 mod report;
 mod reshard;
+mod reshard_seasons;
 mod restore;
 mod shadow;
 

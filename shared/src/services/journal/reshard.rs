@@ -3,7 +3,8 @@
 //! effects of every line of the old layout are applied in the user's shard of the new one
 //! (`restore_lines.lua`, with the line copied into that shard's journal in the same call, so
 //! the new layout's journal holds the board's whole history and a restore needs nothing else);
-//! every period set is then compared, the layout recorded and the old keys freed.
+//! archived seasons are carried as they were (`reshard_seasons`), every period set of either
+//! layout is then compared, the layout recorded and the old keys freed.
 //!
 //! Fenced: the old shards' guards refuse journaled writes from the first step (a function still
 //! configured the old way included), functions configured the new way refuse the board's writes
@@ -232,6 +233,8 @@ impl<O: Objects> Resharder<O> {
             }
         }
         self.flush_all(conn, targets, token, &mut runs).await?;
+        let board = self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
+        super::reshard_seasons::carry(conn, board, &sources, targets).await?;
         report.periods_checked = self.compare(conn, name, &sources, targets).await?;
         self.finish_move(conn, name, from, targets).await
     }
@@ -339,8 +342,10 @@ impl<O: Objects> Resharder<O> {
         sources: &[BoardKeys],
         targets: &[BoardKeys],
     ) -> Result<usize, RestoreError> {
+        // Both layouts' periods: one the new layout holds and the old does not (a season whose
+        // set the moved lines brought back after its freeze) differs as much as a lost one.
         let mut periods: BTreeMap<String, ()> = BTreeMap::new();
-        for source in sources {
+        for source in sources.iter().chain(targets) {
             for key in conn.scan_slot_of(&source.guard(), &source.period_pattern()).await? {
                 if let Some(relative) = source.relative_of(&key) {
                     periods.insert(relative.to_owned(), ());
