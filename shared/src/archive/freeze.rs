@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::domain::distribution::{CUTOFF_SHARES, Histogram, MAX_BUCKETS};
-use crate::domain::guard::{closed_field, emptied_field, live_field};
+use crate::domain::guard::{closed_field, emptied_field, live_field, released_field};
 use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::tiebreak::Scale;
@@ -147,6 +147,35 @@ pub async fn release_frozen(conn: &mut Connection, keys: &BoardKeys, period: &Pe
     Ok(())
 }
 
+/// Records `period`'s release once its frozen board and statements are freed
+/// (`release_season.lua`), journaled as a `season_release` line at `now`; a season not closed in
+/// Redis is closed with `members`. Whether it recorded it (false: recorded before, or the
+/// board is lost).
+pub async fn record_release(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    period: &Period,
+    members: u64,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let label = format!("{}:{}", period.kind.as_str(), period.id);
+    let entry = if keys.journaled() { Entry::SeasonRelease { at: Stamp(now), period: &label }.json() } else { String::new() };
+    let recorded: u8 = scripts::RELEASE_SEASON
+        .key(keys.guard())
+        .key(keys.period(period))
+        .key(keys.arrivals(period))
+        .key(keys.journal())
+        .arg(closed_field(period))
+        .arg(live_field(period))
+        .arg(emptied_field(period))
+        .arg(released_field(period))
+        .arg(entry)
+        .arg(members)
+        .invoke_async(conn)
+        .await?;
+    Ok(recorded == 1)
+}
+
 /// Frees ended instance `period` of the tournament board `keys` once its results are stored
 /// (`release_instance.lua`), journaled as a `release` line at `now`; the kept size lives as the
 /// instance's board would have (a TTL on `now`'s clock). Whether it freed anything.
@@ -216,10 +245,22 @@ pub mod shards {
         Ok(total)
     }
 
-    /// `release_frozen` of every shard.
-    pub async fn release(conn: &mut Connection, shards: &[BoardKeys], period: &Period, statements: bool) -> Result<(), StoreError> {
-        for keys in shards {
+    /// `release_frozen` of every shard; a season's (not a tournament instance's, which
+    /// `release_instance` records) then recorded on each (`record_release`), `members` being the
+    /// season's archived total and the time.
+    pub async fn release(
+        conn: &mut Connection,
+        shards: &[BoardKeys],
+        period: &Period,
+        statements: bool,
+        season: Option<(u64, DateTime<Utc>)>,
+    ) -> Result<(), StoreError> {
+        for (index, keys) in shards.iter().enumerate() {
             release_frozen(conn, keys, period, statements).await?;
+            if let Some((total, now)) = season {
+                // Counted once over the shards, as the freeze's counts are summed.
+                super::record_release(conn, keys, period, if index == 0 { total } else { 0 }, now).await?;
+            }
         }
         Ok(())
     }

@@ -293,7 +293,8 @@ impl<S: ArchiveSink> Archiver<S> {
         if let Some(done) = self.table.completed(board, season).await? {
             // A run cut short between marking complete and freeing Redis leaves the frozen
             // board behind; freeing it again is harmless.
-            freeze::shards::release(&mut conn, &job.shards, &job.season, job.statements).await?;
+            let released = config.tournament.is_none().then(|| (done.total, (self.clock)()));
+            freeze::shards::release(&mut conn, &job.shards, &job.season, job.statements, released).await?;
             return Ok(job.report(Status::AlreadyComplete, done.total, None));
         }
         // A tournament's writes are decided on their own time: nothing lands after its end.
@@ -345,7 +346,8 @@ impl<S: ArchiveSink> Archiver<S> {
         let histograms = freeze::shards::histograms(&conn, &job.shards, &job.season, &job.scale).await?;
         self.table.put_distribution(board, season, &histograms).await?;
         self.table.mark_complete(board, season, total, (self.clock)()).await?;
-        freeze::shards::release(&mut conn, &job.shards, &job.season, job.statements).await?;
+        let released = config.tournament.is_none().then(|| (total, (self.clock)()));
+        freeze::shards::release(&mut conn, &job.shards, &job.season, job.statements, released).await?;
         tracing::info!(board, season, total, "season archived and verified; frozen board released");
         Ok(job.report(Status::Complete, total, None))
     }

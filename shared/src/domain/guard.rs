@@ -8,6 +8,9 @@ use crate::domain::period::Period;
 pub const BAN: &str = "ban|";
 pub const CLOSED: &str = "closed|";
 pub const LIVE: &str = "live|";
+/// Set by a season's journaled release (`release_season.lua`): the season's frozen board and
+/// statements are freed, so a restore that replays its writes deletes them again.
+pub const RELEASED: &str = "released|";
 pub const EMPTIED: &str = "emptied|";
 pub const VOIDS: &str = "voids|";
 /// Set while a restore of the board runs (docs/journal.md#fence): journaled writes are refused.
@@ -48,10 +51,20 @@ pub fn closed_field(period: &Period) -> String {
     format!("{CLOSED}{}:{}", period.kind.as_str(), period.id)
 }
 
+/// Set once `period`'s frozen board and statements are released (seasons only).
+pub fn released_field(period: &Period) -> String {
+    format!("{RELEASED}{}:{}", period.kind.as_str(), period.id)
+}
+
 /// The period a `closed|<kind>:<id>` field closes: its kind's name and its id, as
 /// `closed_field` wrote them.
 pub fn closed_period(field: &str) -> Option<(&str, &str)> {
     field.strip_prefix(CLOSED)?.split_once(':')
+}
+
+/// The period a `released|<kind>:<id>` field names: its kind's name and its id.
+pub fn released_period(field: &str) -> Option<(&str, &str)> {
+    field.strip_prefix(RELEASED)?.split_once(':')
 }
 
 /// Set by the write scripts when `period`'s board is created (seasons only), so the archive
@@ -84,6 +97,7 @@ mod tests {
         assert_eq!(closed_field(&season), "closed|season:2026-10");
         assert_eq!(closed_period(&closed_field(&season)), Some(("season", "2026-10")));
         assert_eq!(closed_period("ban|u1"), None);
+        assert_eq!(released_period(&released_field(&season)), Some(("season", "2026-10")));
         assert_eq!(live_field(&season), "live|season:2026-10");
         assert_eq!(voids_field("u1"), "voids|u1");
     }

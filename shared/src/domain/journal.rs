@@ -195,6 +195,9 @@ pub enum Entry<'a> {
     /// A tournament's ended instance freed once its results were stored: its board, players
     /// and attempts (docs/tournaments.md#the-end).
     Release { at: Stamp, instance: &'a str },
+    /// A season's frozen board and statements freed once its archive was verified
+    /// (docs/archival.md): `period` is `<kind>:<id>`. Its effects only (closed, its set gone).
+    SeasonRelease { at: Stamp, period: &'a str },
     /// A reshard's settling of a new shard's guard (docs/scaling.md#changing-shards): the
     /// moved lines' records of period sets, written for the old layout, made to say what the
     /// shard holds. Its effects only; a later move skips it (it settles its own).

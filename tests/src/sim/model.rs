@@ -90,8 +90,11 @@ pub struct Model {
     forum: BTreeMap<String, Members>,
     /// "day:2026-11-22" -> members (kept score, when it was kept).
     arcade: BTreeMap<String, Members>,
-    /// `guild` (a rule board sharded over four slots, all-time only): `post` gives 1 point.
+    /// `guild` (a rule board sharded over four slots, its seasons archived): `post` gives 1
+    /// point. All-time, then each live season ("2026-11") and each archived one.
     guild: Members,
+    guild_seasons: BTreeMap<String, Members>,
+    guild_archived: BTreeMap<String, Vec<(String, i64)>>,
     /// (user, day) -> target -> points a like gave.
     likes: HashMap<(String, String), HashMap<String, i64>>,
     /// (user, day) -> like points given that day (the cap's counter).
@@ -249,8 +252,10 @@ impl Model {
         if self.banned.contains(user) {
             return refused(422, "user_banned");
         }
-        let (points, reached) = self.guild.get(user).copied().unwrap_or((0, 0));
-        self.guild.insert(user.to_owned(), (points + 1, reached.max(now)));
+        for members in [&mut self.guild, self.guild_seasons.entry(season_of(now)).or_default()] {
+            let (points, reached) = members.get(user).copied().unwrap_or((0, 0));
+            members.insert(user.to_owned(), (points + 1, reached.max(now)));
+        }
         let answer = Expect::Took { delta: 1, reason: None };
         self.markers.insert(id.to_owned(), (payload.to_owned(), day_number(now), answer.clone()));
         answer
@@ -262,6 +267,14 @@ impl Model {
 
     pub fn guild_top(&self) -> Vec<(String, i64)> {
         ranked(Some(&self.guild))
+    }
+
+    /// A guild season's standings, live or archived, best first.
+    pub fn guild_season_top(&self, season: &str) -> Vec<(String, i64)> {
+        match self.guild_archived.get(season) {
+            Some(standings) => standings.clone(),
+            None => ranked(self.guild_seasons.get(season)),
+        }
     }
 
     pub fn banned(&self) -> &HashSet<String> {
@@ -285,6 +298,9 @@ impl Model {
             let season = format!("season:{}", season_of(at));
             if self.forum.get_mut(&season).is_some_and(|members| members.remove(user).is_some()) {
                 self.lowered(user, &season, None);
+            }
+            if let Some(members) = self.guild_seasons.get_mut(&season_of(at)) {
+                members.remove(user);
             }
         }
         if self.forum.get_mut("all").is_some_and(|members| members.remove(user).is_some()) {
@@ -373,7 +389,10 @@ impl Model {
         for season in self.due(start, now) {
             let standings = self.season_top(&season);
             self.forum.remove(&format!("season:{season}"));
-            self.archived.insert(season, standings);
+            self.archived.insert(season.clone(), standings);
+            let standings = self.guild_season_top(&season);
+            self.guild_seasons.remove(&season);
+            self.guild_archived.insert(season, standings);
         }
     }
 }

@@ -44,8 +44,10 @@ pub(super) fn config(guild_shards: u32) -> Config {
         name = "guild"
         kind = "cumulative"
         timezone = "UTC"
-        periods = ["all"]
+        periods = ["season", "all"]
         top = 10
+        statements = true
+        archive = true
         shards = {guild_shards}
         rules = [{{ action = "post", points = 1, scope = "none" }}]
 

@@ -72,6 +72,7 @@ static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 static REGISTER_BANS: LazyLock<Script> = script!("register_bans.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
+pub(crate) static RELEASE_SEASON: LazyLock<Script> = script!("release_season.lua");
 pub(crate) static TRIM_JOURNAL: LazyLock<Script> = script!("trim_journal.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
@@ -99,6 +100,7 @@ pub fn hashes() -> Vec<&'static str> {
         &REGISTER_BANS,
         &JOIN_TOURNAMENT,
         &RELEASE_INSTANCE,
+        &RELEASE_SEASON,
         &TRIM_JOURNAL,
     ]
     .into_iter()

@@ -2,6 +2,7 @@
 //! board's journal to S3 and of its notices to the event bus, the restore of boards from the
 //! journal, and the verify and rule dry-runs that replay it into shadow keys.
 
+mod closed_seasons;
 mod drain;
 mod error;
 mod legacy_profiles;
@@ -9,7 +10,6 @@ mod marks;
 mod notices;
 mod report;
 mod reshard;
-mod reshard_seasons;
 mod restore;
 mod shadow;
 

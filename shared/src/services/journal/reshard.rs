@@ -3,7 +3,7 @@
 //! effects of every line of the old layout are applied in the user's shard of the new one
 //! (`restore_lines.lua`, with the line copied into that shard's journal in the same call, so
 //! the new layout's journal holds the board's whole history and a restore needs nothing else);
-//! archived seasons are carried as they were (`reshard_seasons`), every period set of either
+//! archived seasons are carried as they were (`closed_seasons`), every period set of either
 //! layout is then compared, the layout recorded and the old keys freed.
 //!
 //! Fenced: the old shards' guards refuse journaled writes from the first step (a function still
@@ -194,7 +194,8 @@ impl<O: Objects> Resharder<O> {
                 let at = place(index, &line.id)
                     .ok_or_else(|| RestoreError::Invalid(format!("line {} of {journal_name}: no stream id", line.id)))?;
                 // An earlier move's settling of its shard's records: this move settles its own.
-                if line.entry.get("kind").and_then(|k| k.as_str()) == Some("reshard") {
+                // A season's release: this move carries closed seasons itself (closed_seasons).
+                if matches!(line.entry.get("kind").and_then(|k| k.as_str()), Some("reshard" | "season_release")) {
                     continue;
                 }
                 let user = line.entry.get("user_id").and_then(|u| u.as_str()).ok_or_else(|| {
@@ -234,7 +235,7 @@ impl<O: Objects> Resharder<O> {
         }
         self.flush_all(conn, targets, token, &mut runs).await?;
         let board = self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
-        super::reshard_seasons::carry(conn, board, &sources, targets).await?;
+        super::closed_seasons::carry(conn, board, &sources, targets).await?;
         report.periods_checked = self.compare(conn, name, &sources, targets).await?;
         self.finish_move(conn, name, from, targets).await
     }
@@ -265,6 +266,9 @@ impl<O: Objects> Resharder<O> {
             }
             restore::settle_kept_records(conn, target, &settled).await?;
             restore::finish(conn, target, true, false).await?;
+        }
+        if let Some(board) = self.config.board(name) {
+            super::closed_seasons::record_released(conn, board, targets, Utc::now()).await?;
         }
         // The board's records (its layout and a score board's scale) stay: they are the board's,
         // not a layout's.

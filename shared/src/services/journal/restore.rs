@@ -275,6 +275,9 @@ impl<O: Objects> Restorer<O> {
         if let (false, Some(through)) = (profiles, read) {
             rollback::raise_drained(progress.conn, progress.keys, through).await?;
         }
+        if !profiles && name != CATALOG_JOURNAL {
+            super::closed_seasons::drop_released(progress.conn, self.config.board(journal_board(name)), progress.keys).await?;
+        }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
         Ok(())

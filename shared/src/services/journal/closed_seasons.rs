@@ -1,16 +1,24 @@
-//! A reshard's archived seasons (docs/scaling.md#changing-shards). A season's freeze is not
-//! journaled (its archive in DynamoDB is its record), so the moved lines bring a closed season's
-//! set, statements and guard records back live in the new layout. Before the switch, each
-//! period closed in any old shard is made in the new layout what the old one holds: closed in
-//! every new guard, nothing live, the frozen board's members each in their user's new shard, the
-//! statements as they are (none once released). An old shard the archive had not frozen yet is
-//! frozen first, as the archive's next run would have. Every step may run again.
+//! Archived seasons through a restore or a reshard (docs/archival.md, docs/scaling.md#changing-
+//! shards). A season's freeze is not journaled (its archive in DynamoDB is its record), its
+//! release is (`release_season.lua`: closed, its set gone, `released|`): lines that replay the
+//! season's writes bring its set and statements back, and these steps put them away again.
+//!
+//! - A restore, before it completes: every season the guard says released has nothing left in
+//!   Redis (its set, arrivals and statements, which the replayed lines recreated).
+//! - A reshard, before it switches: each period closed in any old shard is made in the new
+//!   layout what the old one holds: closed in every new guard, nothing live, the frozen board's
+//!   members each in their user's new shard, the statements as they are (none once released).
+//!   An old shard the archive had not frozen yet is frozen first, as the archive's next run
+//!   would have. Once switched, a season released in every shard is recorded released in each
+//!   new one (journaled there, for the new layout's restores). Every step may run again.
 
 use std::collections::BTreeSet;
 
+use chrono::{DateTime, Utc};
+
 use crate::archive::freeze;
 use crate::domain::config::Board;
-use crate::domain::guard::{CLOSED, KEPT, closed_field, closed_period, emptied_field, live_field};
+use crate::domain::guard::{CLOSED, KEPT, RELEASED, closed_field, closed_period, emptied_field, live_field, released_period};
 use crate::domain::period::{Period, PeriodKind};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, user_shard};
@@ -39,29 +47,72 @@ impl Closed {
 /// Makes every period closed in `sources` closed in `targets` as it is in `sources`. The count
 /// of periods carried.
 pub(super) async fn carry(conn: &mut Connection, board: &Board, sources: &[BoardKeys], targets: &[BoardKeys]) -> Result<usize, StoreError> {
-    let periods = closed_periods(conn, board, sources).await?;
+    let periods = periods_named(conn, Some(board), sources, CLOSED, closed_period).await?;
     for period in &periods {
         carry_period(conn, period, sources, targets).await?;
     }
     Ok(periods.len())
 }
 
-/// The periods closed in any of `sources`' guards.
-async fn closed_periods(conn: &mut Connection, board: &Board, sources: &[BoardKeys]) -> Result<Vec<Period>, StoreError> {
-    let mut labels = BTreeSet::new();
-    for source in sources {
+/// Once the new layout takes writes (born, unfenced): each period closed in `targets` whose
+/// frozen board is gone from all of them recorded released in each (`record_release`,
+/// journaled in its journal at `now`), so a restore from the new layout's journal ends with it
+/// closed. A shard that recorded it already writes nothing.
+pub(super) async fn record_released(
+    conn: &mut Connection,
+    board: &Board,
+    targets: &[BoardKeys],
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    for period in periods_named(conn, Some(board), targets, CLOSED, closed_period).await? {
+        let mut frozen = false;
+        for target in targets {
+            frozen |= redis::cmd("EXISTS").arg(target.frozen(&period)).query_async::<bool>(conn).await?;
+        }
+        if !frozen {
+            for target in targets {
+                freeze::record_release(conn, target, &period, 0, now).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Deletes what the restored lines brought back of each season `shard`'s guard says released.
+/// (`board` may be unknown here, a runtime board's: a period's keys need only its kind and id.)
+pub(super) async fn drop_released(conn: &mut Connection, board: Option<&Board>, shard: &BoardKeys) -> Result<(), StoreError> {
+    for period in periods_named(conn, board, std::slice::from_ref(shard), RELEASED, released_period).await? {
+        let mut gone = vec![shard.period(&period), shard.arrivals(&period), shard.frozen(&period)];
+        gone.extend(conn.scan_slot_of(&shard.guard(), &shard.statement_pattern(&period)).await?);
+        for chunk in gone.chunks(500) {
+            let _: () = redis::cmd("DEL").arg(chunk).query_async(conn).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The periods named by the guard fields starting with `prefix` in any of `shards`.
+async fn periods_named(
+    conn: &mut Connection,
+    board: Option<&Board>,
+    shards: &[BoardKeys],
+    prefix: &str,
+    label: fn(&str) -> Option<(&str, &str)>,
+) -> Result<Vec<Period>, StoreError> {
+    let mut fields = BTreeSet::new();
+    for shard in shards {
         let mut cursor = 0u64;
         loop {
             let (next, pairs): (u64, Vec<String>) = redis::cmd("HSCAN")
-                .arg(source.guard())
+                .arg(shard.guard())
                 .arg(cursor)
                 .arg("MATCH")
-                .arg(format!("{CLOSED}*"))
+                .arg(format!("{prefix}*"))
                 .arg("COUNT")
                 .arg(1000)
                 .query_async(conn)
                 .await?;
-            labels.extend(pairs.into_iter().step_by(2));
+            fields.extend(pairs.into_iter().step_by(2));
             if next == 0 {
                 break;
             }
@@ -69,11 +120,12 @@ async fn closed_periods(conn: &mut Connection, board: &Board, sources: &[BoardKe
         }
     }
     let named = |field: &String| {
-        let (kind, id) = closed_period(field)?;
-        let kind = board.periods.iter().copied().find(|k| k.as_str() == kind).or_else(|| PeriodKind::parse(kind))?;
-        Period::named(kind, id, board.timezone).ok()
+        let (kind, id) = label(field)?;
+        let configured = board.and_then(|board| board.periods.iter().copied().find(|k| k.as_str() == kind));
+        let kind = configured.or_else(|| PeriodKind::parse(kind))?;
+        Period::named(kind, id, board.map_or(chrono_tz::UTC, |board| board.timezone)).ok()
     };
-    Ok(labels.iter().filter_map(named).collect())
+    Ok(fields.iter().filter_map(named).collect())
 }
 
 async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKeys], targets: &[BoardKeys]) -> Result<(), StoreError> {

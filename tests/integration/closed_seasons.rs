@@ -1,8 +1,9 @@
-//! A reshard keeps a board's archived seasons as they were (issue 58, docs/scaling.md#changing-
-//! shards): a season archived and released stays closed with nothing live, and a season frozen
-//! and not yet released stays closed with its frozen board (spread over the new shards), which
-//! the archive then finishes from the new layout. The moved journal lines recreate both
-//! seasons' sets and statements; before, the move left them live (a correction answered 200).
+//! Archived seasons stay archived through a reshard and a restore (issue 58, docs/archival.md,
+//! docs/scaling.md#changing-shards). The journal replays a season's writes, and its freeze is
+//! not journaled: before, a move and a restore after a total loss both left an archived season
+//! live again, open to corrections (200). Now a season archived and released stays closed with
+//! nothing live, and a season frozen and not yet released stays closed with its frozen board
+//! (spread over the new shards), which the archive then finishes from the new layout.
 //! The seasons are the two months before today's, whatever today is (their sets' expiry, 90 days
 //! after the season, is ahead of Redis's clock), and their events are dated on the app's clock.
 
@@ -10,6 +11,7 @@ use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
 use chrono::{DateTime, Datelike, Duration, Months, NaiveDate, Utc};
+use journal::{Restorer, S3Objects};
 use serde_json::{Value, json};
 use standings::archive::job::{Archiver, Status};
 use standings::archive::table::Shard;
@@ -18,7 +20,7 @@ use standings::domain::guard::closed_field;
 use standings::domain::period::Period;
 use standings::redis::keys::BoardKeys;
 use standings::redis::keys::Keys;
-use standings_tests::journal::{new_bucket, s3, spawn_journaled_archiving};
+use standings_tests::journal::{drain_to_new_bucket, new_bucket, s3, spawn_journaled_archiving};
 use standings_tests::{ADMIN, ArchiveHarness, TestApp, unique_prefix, unique_season_table};
 
 fn config(shards: u32) -> Config {
@@ -157,4 +159,55 @@ async fn a_move_keeps_an_archived_season_released_and_a_frozen_one_frozen() {
     let archived = table.ranks("guild", &frozen_season.id, 1, 1000).await.unwrap();
     assert_eq!(archived.len(), 7, "{archived:?}");
     assert_eq!(season_keys(&three, &new, &frozen_season).await, Vec::<String>::new(), "released from the new layout");
+
+    // The new layout's journal says both seasons are released: a restore after a total loss
+    // brings neither back live.
+    let (client, bucket) = drain_to_new_bucket(&three, 5).await;
+    lose_everything(&three).await;
+    let restorer = Restorer::new(three.config.clone(), three.keys.clone(), three.store.clone(), S3Objects::new(client, &bucket));
+    let restored = restorer.restore(None, far()).await.unwrap();
+    assert_eq!(restored.status, journal::Status::Complete, "{restored:?}");
+    for season in [&released, &frozen_season] {
+        assert_eq!(season_keys(&three, &new, season).await, Vec::<String>::new(), "{}: nothing live after the restore", season.id);
+        assert_eq!(correct(&three, season).await.0, StatusCode::UNPROCESSABLE_ENTITY);
+    }
+}
+
+/// Every key of the app's prefix deleted: the deployment's Redis lost.
+async fn lose_everything(app: &TestApp) {
+    let mut conn = app.redis.clone();
+    for key in app.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_released_season_stays_closed_through_a_loss_of_every_key_and_a_restore() {
+    let season = season(1);
+    let table = unique_season_table().await;
+    let app = spawn_journaled_archiving(config(2), Keys::new(&unique_prefix()).unwrap(), table.clone()).await;
+    app.set_now(month_start(1) + Duration::days(9) + Duration::hours(12));
+    for i in 0..12 {
+        post(&app, &format!("e{i}"), &format!("u{}", i % 7)).await;
+    }
+    app.set_now(month_start(0) + Duration::hours(2));
+    let report = archiver(&app, &table).archive_season("guild", &season.id, Shard::WHOLE, far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete);
+    let shards = app.keys.board_shards("guild", 2);
+    assert_eq!(season_keys(&app, &shards, &season).await, Vec::<String>::new(), "released");
+    let (_, top_before) = app.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;
+
+    let (client, bucket) = drain_to_new_bucket(&app, 5).await;
+    lose_everything(&app).await;
+    let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
+    let restored = restorer.restore(None, far()).await.unwrap();
+    assert_eq!(restored.status, journal::Status::Complete, "{restored:?}");
+
+    assert_eq!(season_keys(&app, &shards, &season).await, Vec::<String>::new(), "nothing of the released season is live again");
+    let (status, body) = correct(&app, &season).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "the archived season refuses corrections after the restore: {body}");
+    let (status, top) = app.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;
+    assert_eq!((status, &top), (StatusCode::OK, &top_before));
+    let (status, all) = app.get("/v1/boards/guild/top?period=all&limit=10").await;
+    assert_eq!((status, all["entries"].as_array().map(Vec::len)), (StatusCode::OK, Some(7)), "the all-time board is back: {all}");
 }
