@@ -20,7 +20,7 @@ use standings::domain::guard::closed_field;
 use standings::domain::period::Period;
 use standings::redis::keys::BoardKeys;
 use standings::redis::keys::Keys;
-use standings_tests::journal::{drain_to_new_bucket, new_bucket, s3, spawn_journaled_archiving};
+use standings_tests::journal::{drain_to_new_bucket, spawn_journaled_archiving};
 use standings_tests::{ADMIN, ArchiveHarness, TestApp, unique_prefix, unique_season_table};
 
 fn config(shards: u32) -> Config {
@@ -35,11 +35,18 @@ fn far() -> DateTime<Utc> {
     Utc::now() + Duration::minutes(5)
 }
 
+/// Today, read once: a run crossing a month's end still names one month throughout.
+static TODAY: std::sync::LazyLock<NaiveDate> = std::sync::LazyLock::new(|| Utc::now().date_naive());
+
 /// The first instant of the month `back` months before today's.
 fn month_start(back: u32) -> DateTime<Utc> {
-    let today = Utc::now().date_naive();
+    let today = *TODAY;
     let first = NaiveDate::from_ymd_opt(today.year(), today.month(), 1).unwrap() - Months::new(back);
     first.and_hms_opt(0, 0, 0).unwrap().and_utc()
+}
+
+fn season_all() -> Period {
+    Period::named(standings::domain::period::PeriodKind::All, "all", chrono_tz::UTC).unwrap()
 }
 
 fn season(back: u32) -> Period {
@@ -124,10 +131,20 @@ async fn a_move_keeps_an_archived_season_released_and_a_frozen_one_frozen() {
     }
     let (_, top_before) = one.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", released.id)).await;
 
+    // A loss the guard survives, and a restore: the replayed writes bring neither season back
+    // live, the frozen board stays as it was.
+    let (client, bucket) = drain_to_new_bucket(&one, 5).await;
+    let mut conn = one.redis.clone();
+    let _: () = redis::cmd("DEL").arg(old[0].period(&season_all())).query_async(&mut conn).await.unwrap();
+    let restorer = Restorer::new(one.config.clone(), one.keys.clone(), one.store.clone(), S3Objects::new(client.clone(), &bucket));
+    assert_eq!(restorer.restore(None, far()).await.unwrap().status, journal::Status::Complete);
+    assert_eq!(season_keys(&one, &old, &released).await, Vec::<String>::new(), "the released season after a restore");
+    let kept = season_keys(&one, &old, &frozen_season).await;
+    assert!(kept.iter().all(|key| key.contains(":frozen:") || key.contains(":stmt:")), "no live set after a restore: {kept:?}");
+    assert_eq!(frozen(&one, &old, &frozen_season).await, frozen_before, "the frozen board as it was");
+
     let three = spawn_journaled_archiving(config(3), keys, table.clone()).await;
     three.set_now(one.now());
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
     let moved = three.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "guild"}}), far()).await.unwrap();
     assert_eq!(moved["status"], "complete", "{moved}");
 

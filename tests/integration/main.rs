@@ -87,6 +87,7 @@ mod tls;
 mod tournaments;
 mod tournaments_delete;
 mod tournaments_end;
+mod tournaments_start;
 mod void;
 mod web_page;
 mod window;

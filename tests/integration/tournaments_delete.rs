@@ -22,7 +22,7 @@ async fn a_deleted_tournament_is_refused_at_once_its_instances_stored_and_announ
     let bus = subscribed_to(TOURNAMENT_ENDED).await;
     let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
     let body = cup(midnight - Duration::days(1), 24 * 30, json!({"reset": "day", "duration_secs": 7200}));
-    assert_eq!(arena.put("daily", &body).await.0, StatusCode::CREATED);
+    assert_eq!(arena.put_at("daily", &body, midnight - Duration::days(1)).await.0, StatusCode::CREATED);
     let (yesterday, today) = ((midnight - Duration::days(1)).format("%Y-%m-%d").to_string(), midnight.format("%Y-%m-%d").to_string());
     arena.app.set_now(midnight - Duration::days(1) + Duration::minutes(10));
     assert_eq!(arena.play("daily", "y1", "ann", 10).await.0, StatusCode::OK);
@@ -103,7 +103,10 @@ async fn an_instance_that_keeps_failing_holds_the_watermark_while_later_ones_are
     let bus = subscribed_to(TOURNAMENT_ENDED).await;
     let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
     let first = midnight - Duration::days(2);
-    assert_eq!(arena.put("daily", &cup(first, 24 * 30, json!({"reset": "day", "duration_secs": 7200}))).await.0, StatusCode::CREATED);
+    assert_eq!(
+        arena.put_at("daily", &cup(first, 24 * 30, json!({"reset": "day", "duration_secs": 7200})), first).await.0,
+        StatusCode::CREATED
+    );
     let days: Vec<String> = (0..3).map(|d| (first + Duration::days(d)).format("%Y-%m-%d").to_string()).collect();
     for d in 0..3 {
         arena.app.set_now(first + Duration::days(d) + Duration::minutes(10));

@@ -122,7 +122,7 @@ async fn a_recurring_tournament_opens_each_instance_on_its_reset_and_ends_each_o
     let bus = subscribed_to(TOURNAMENT_ENDED).await;
     let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
     let body = cup(midnight - Duration::days(1), 24 * 7, json!({"reset": "day", "duration_secs": 7200, "max_entries": 2}));
-    assert_eq!(arena.put("daily", &body).await.0, StatusCode::CREATED);
+    assert_eq!(arena.put_at("daily", &body, midnight - Duration::days(1)).await.0, StatusCode::CREATED);
     let yesterday = (midnight - Duration::days(1)).format("%Y-%m-%d").to_string();
     let today = midnight.format("%Y-%m-%d").to_string();
     arena.app.set_now(midnight - Duration::days(1) + Duration::minutes(10));
@@ -192,7 +192,7 @@ async fn results_past_an_event_s_size_are_announced_in_pages_holding_every_rank_
     let start = arena.app.now() - Duration::hours(3);
     let reward = json!({"text": "x".repeat(300)});
     let body = cup(start, 2, json!({"prizes": [{"ranks": [1, 1000], "reward": reward}]}));
-    assert_eq!(arena.put("crowd", &body).await.0, StatusCode::CREATED);
+    assert_eq!(arena.put_at("crowd", &body, start).await.0, StatusCode::CREATED);
     seed(&arena, "crowd", 1200).await;
     let reports = arena.end_run(Some(&bus.bus)).await;
     assert_eq!((reports[0].status, reports[0].total), ("done", 1200), "{reports:?}");
@@ -214,7 +214,7 @@ async fn an_end_stopped_at_any_step_resumes_and_announces_every_rank_once() {
     let arena = Arena::new().await;
     let start = arena.app.now() - Duration::hours(3);
     let body = cup(start, 2, json!({"prizes": [{"ranks": [1, 500], "reward": {"text": "x".repeat(300)}}]}));
-    assert_eq!(arena.put("relay", &body).await.0, StatusCode::CREATED);
+    assert_eq!(arena.put_at("relay", &body, start).await.0, StatusCode::CREATED);
     seed(&arena, "relay", 1200).await;
     let bus = Flaky::default();
     // The job reads the time on the app's clock.
@@ -397,7 +397,7 @@ async fn every_instance_of_a_backlog_is_ended_and_finished_ones_are_not_read_aga
     let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
     let first = midnight - Duration::days(5);
     let body = cup(first, 24 * 30, json!({"reset": "day", "duration_secs": 7200}));
-    assert_eq!(arena.put("daily", &body).await.0, StatusCode::CREATED);
+    assert_eq!(arena.put_at("daily", &body, first).await.0, StatusCode::CREATED);
     let days: Vec<String> = (0..6).map(|d| (first + Duration::days(d)).format("%Y-%m-%d").to_string()).collect();
     for (d, day) in days.iter().enumerate() {
         arena.app.set_now(first + Duration::days(d as i64) + Duration::minutes(10));

@@ -48,6 +48,16 @@ impl Arena {
         self.app.call(Method::PUT, &format!("/v1/admin/tournaments/{id}"), body.to_string(), ADMIN).await
     }
 
+    /// `put` with the clock at `at` (an operator defining it then, before its first instance
+    /// ended: no instance that ended before the definition runs), the clock put back after.
+    pub async fn put_at(&self, id: &str, body: &Value, at: chrono::DateTime<chrono::Utc>) -> (StatusCode, Value) {
+        let now = self.app.now();
+        self.app.set_now(at);
+        let answer = self.put(id, body).await;
+        self.app.set_now(now);
+        answer
+    }
+
     pub async fn join(&self, id: &str, user: &str) -> (StatusCode, Value) {
         self.app.call(Method::POST, &format!("/v1/tournaments/{id}/join"), json!({"user_id": user}).to_string(), WRITER).await
     }

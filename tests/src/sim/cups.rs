@@ -54,8 +54,8 @@ impl World {
         read_router(query, seasons)
     }
 
-    fn definition(&self, join: bool, hours: u8) -> Value {
-        let start = self.now();
+    fn definition(&self, join: bool, hours: u8, back: u8) -> Value {
+        let start = self.now() - i64::from(back) * 3_600;
         json!({
             "title": "Simulated cup", "keep": "best", "order": "desc",
             "start": time(start), "end": time(start + i64::from(hours) * 3_600),
@@ -64,19 +64,28 @@ impl World {
         })
     }
 
-    pub(super) async fn put_cup(&mut self, cup: u8, join: bool, hours: u8, again: bool) -> Result<(), String> {
+    pub(super) async fn put_cup(&mut self, cup: u8, join: bool, hours: u8, again: bool, back: u8) -> Result<(), String> {
         let id = format!("cup{cup}");
         let known = self.model.cups.cups.get(&id).map(|c| c.definition.clone());
         let body = match known.filter(|_| again) {
             Some(definition) => serde_json::from_str(&definition).expect("a definition the world sent"),
-            None => self.definition(join, hours),
+            None => self.definition(join, hours, back),
         };
         let (status, reply) = self.app.call(Method::PUT, &format!("/v1/admin/tournaments/{id}"), body.to_string(), ADMIN).await;
         if self.all_lost && restoring(status, &reply) {
             return Ok(());
         }
-        let expected = self.model.cups.put(&id, &body.to_string(), body["join_required"] == true, self.now(), i64::from(hours) * 3_600);
-        let code_ok = expected != 409 || reply["error"]["code"] == "board_exists";
+        let window = [&body["start"], &body["end"]].map(|at| at.as_str().and_then(|at| at.parse::<chrono::DateTime<chrono::Utc>>().ok()));
+        let [Some(start), Some(end)] = window else { return Err(format!("a definition the world sent: {body}")) };
+        let join_required = body["join_required"] == true;
+        let expected = self.model.cups.put(&id, &body.to_string(), join_required, (start.timestamp(), end.timestamp()), self.now());
+        let code_ok = match expected {
+            409 => reply["error"]["code"] == "board_exists",
+            400 => {
+                reply["error"]["code"] == "invalid_tournament" && reply["error"]["message"].as_str().is_some_and(|m| m.starts_with("end"))
+            }
+            _ => true,
+        };
         if status.as_u16() != expected || !code_ok {
             return Err(format!("PUT tournament {id}: expected {expected}, got {status} {reply}"));
         }

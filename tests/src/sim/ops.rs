@@ -172,13 +172,16 @@ pub enum Op {
         id: u32,
         user: u8,
     },
-    /// `PUT /v1/admin/tournaments/cup{cup}`: a one-off cup open from now for `hours`, a join
+    /// `PUT /v1/admin/tournaments/cup{cup}`: a one-off cup whose window starts `back` hours
+    /// before now and lasts `hours` (over already when `back >= hours`: refused), a join
     /// required when `join`; `again`: the definition the cup was created with, sent again.
     Cup {
         cup: u8,
         join: bool,
         hours: u8,
         again: bool,
+        #[serde(default, skip_serializing_if = "is_zero")]
+        back: u8,
     },
     /// `POST /v1/tournaments/cup{cup}/join`.
     Join {
@@ -325,7 +328,13 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             95 => Op::LoseAll,
             96..=97 => Op::Reshard { shards: [1, 2, 3, 4, 8][rng.usize(..5)], steps: rng.bool(), killed: rng.bool().then(|| rng.u8(..60)) },
             98..=99 => Op::Corrupt { id: id(1), user },
-            100..=101 => Op::Cup { cup: rng.u8(..CUPS), join: rng.bool(), hours: [1, 3, 30][rng.usize(..3)], again: rng.u8(..3) == 0 },
+            100..=101 => Op::Cup {
+                cup: rng.u8(..CUPS),
+                join: rng.bool(),
+                hours: [1, 3, 30][rng.usize(..3)],
+                again: rng.u8(..3) == 0,
+                back: [0, 0, 0, 2, 40][rng.usize(..5)],
+            },
             102..=104 => Op::Join { cup: rng.u8(..CUPS), user },
             105..=108 => Op::Play { id: id(1), cup: rng.u8(..CUPS), user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
             109 => Op::EndCup { cup: rng.u8(..CUPS), delete: rng.u8(..3) == 0 },
@@ -345,4 +354,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
         ops.push(op);
     }
     ops
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
 }

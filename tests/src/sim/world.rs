@@ -289,7 +289,7 @@ impl World {
                     self.corrupt(*id, *user).await?;
                 }
             }
-            Op::Cup { cup, join, hours, again } => self.put_cup(*cup, *join, *hours, *again).await?,
+            Op::Cup { cup, join, hours, again, back } => self.put_cup(*cup, *join, *hours, *again, *back).await?,
             Op::Join { cup, user } => self.join_cup(*cup, *user).await?,
             Op::Play { id, cup, user, score, again } => self.play_cup(*id, *cup, *user, *score, *again).await?,
             Op::EndCup { cup, delete } => self.end_cup(*cup, *delete).await?,

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::tournament::{Tournament, TournamentError};
@@ -14,6 +15,8 @@ const TOURNAMENT: &str = "tournament";
 /// The key of a tournament's definition that records instances ended early: instance id ->
 /// `{at, reason}`.
 pub const CLOSED: &str = "closed";
+/// When a stored tournament was defined (`Tournament::defined`).
+const DEFINED_AT: &str = "defined_at";
 
 /// How many runtime boards a deployment holds unless `STANDINGS_MAX_RUNTIME_BOARDS` says.
 pub const MAX_RUNTIME_BOARDS: u32 = 10_000;
@@ -52,11 +55,13 @@ impl Definition {
         Ok(Self { text, board })
     }
 
-    /// The tournament `id` defined by `body` (`PUT /v1/admin/tournaments/{id}`): stored beside
-    /// the runtime boards, as the score board that holds its instances.
-    pub fn tournament(id: &str, body: &Value) -> Result<Self, TournamentError> {
+    /// The tournament `id` defined by `body` (`PUT /v1/admin/tournaments/{id}`) at `now`: stored
+    /// beside the runtime boards, as the score board that holds its instances, with when it was
+    /// defined (no instance ended by then ever ran).
+    pub fn tournament(id: &str, body: &Value, now: DateTime<Utc>) -> Result<Self, TournamentError> {
         Tournament::parse(id, body)?;
-        let text = json!({"name": id, TOURNAMENT: body}).to_string();
+        let defined = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let text = json!({"name": id, TOURNAMENT: body, DEFINED_AT: defined}).to_string();
         let board = Self::stored(&text).map_err(|error| TournamentError { field: "body".into(), problem: error.to_string() })?;
         Ok(Self { text, board })
     }
@@ -67,7 +72,7 @@ impl Definition {
         if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text)
             && let (Some(Value::String(name)), Some(body)) = (object.get("name"), object.get(TOURNAMENT))
         {
-            return tournament_board(name, body, object.get(CLOSED));
+            return tournament_board(name, body, object.get(CLOSED), object.get(DEFINED_AT));
         }
         // The path of a field that does not parse (`rules[0].points`), not a column of the text.
         let raw: RawBoard = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text)).map_err(|error| {
@@ -102,8 +107,12 @@ impl Definition {
 
 /// The score board of tournament `id`: one period, the instance's (UTC), and a score range
 /// whose composite keeps every second of the window for first-to-reach ties.
-fn tournament_board(id: &str, body: &Value, closed: Option<&Value>) -> Result<Board, ConfigError> {
+fn tournament_board(id: &str, body: &Value, closed: Option<&Value>, defined: Option<&Value>) -> Result<Board, ConfigError> {
     let mut tournament = Tournament::parse(id, body).map_err(|error| invalid(format!("tournament.{}", error.field), error.problem))?;
+    if let Some(defined) = defined {
+        let at = defined.as_str().and_then(|at| at.parse().ok());
+        tournament.defined = Some(at.ok_or_else(|| invalid(DEFINED_AT, "an RFC 3339 time"))?);
+    }
     for (instance, why) in closed.and_then(Value::as_object).into_iter().flatten() {
         let at = why["at"].as_str().and_then(|at| at.parse().ok());
         let at = at.ok_or_else(|| invalid(format!("{CLOSED}.{instance}.at"), "an RFC 3339 time"))?;

@@ -31,7 +31,8 @@ if ARGV[5] ~= '' then
   local state = redis.call('HMGET', GUARD, GUARD_BORN, GUARD_FENCE)
   if state[2] or not state[1] then return 0 end
 end
-if redis.call('HEXISTS', GUARD, ARGV[4]) == 1 then return 0 end
+-- "1": recorded; a reshard's "moved" is recorded (journaled in this shard) here.
+if redis.call('HGET', GUARD, ARGV[4]) == '1' then return 0 end
 local closed = redis.call('HGET', GUARD, ARGV[1]) or ARGV[6]
 writable(BOARD, 'zset')
 writable(ARRIVALS, 'hash')

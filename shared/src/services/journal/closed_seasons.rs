@@ -4,13 +4,16 @@
 //! season's writes bring its set and statements back, and these steps put them away again.
 //!
 //! - A restore, before it completes: every season the guard says released has nothing left in
-//!   Redis (its set, arrivals and statements, which the replayed lines recreated).
+//!   Redis (its set, arrivals and statements, which the replayed lines recreated); a season
+//!   closed and not released keeps its frozen board and nothing live.
 //! - A reshard, before it switches: each period closed in any old shard is made in the new
 //!   layout what the old one holds: closed in every new guard, nothing live, the frozen board's
 //!   members each in their user's new shard, the statements as they are (none once released).
 //!   An old shard the archive had not frozen yet is frozen first, as the archive's next run
-//!   would have. Once switched, a season released in every shard is recorded released in each
-//!   new one (journaled there, for the new layout's restores). Every step may run again.
+//!   would have. Once switched, a season every old shard recorded released is recorded released
+//!   in each new one (journaled there, for the new layout's restores). Every step may run again.
+//!
+//! Only periods whose keys may still exist are looked at (a season's end plus its retention).
 
 use std::collections::BTreeSet;
 
@@ -18,7 +21,9 @@ use chrono::{DateTime, Utc};
 
 use crate::archive::freeze;
 use crate::domain::config::Board;
-use crate::domain::guard::{CLOSED, KEPT, RELEASED, closed_field, closed_period, emptied_field, live_field, released_period};
+use crate::domain::guard::{
+    CLOSED, KEPT, RELEASED, closed_field, closed_period, emptied_field, live_field, released_field, released_period,
+};
 use crate::domain::period::{Period, PeriodKind};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, user_shard};
@@ -26,6 +31,10 @@ use crate::redis::store::Connection;
 
 /// Members of a frozen board read at once.
 const PAGE: isize = 1000;
+
+/// A new shard's `released|` field for a season every old shard recorded released, until the
+/// release is recorded (journaled) there: `release_season.lua` takes only "1" as recorded.
+const MOVED: &str = "moved";
 
 /// What the archive recorded in an old shard's closed field (`freeze_season.lua`).
 enum Closed {
@@ -46,58 +55,84 @@ impl Closed {
 
 /// Makes every period closed in `sources` closed in `targets` as it is in `sources`. The count
 /// of periods carried.
-pub(super) async fn carry(conn: &mut Connection, board: &Board, sources: &[BoardKeys], targets: &[BoardKeys]) -> Result<usize, StoreError> {
-    let periods = periods_named(conn, Some(board), sources, CLOSED, closed_period).await?;
+pub(super) async fn carry(
+    conn: &mut Connection,
+    board: &Board,
+    sources: &[BoardKeys],
+    targets: &[BoardKeys],
+    now: DateTime<Utc>,
+) -> Result<Vec<Period>, StoreError> {
+    let periods = periods_named(conn, Some(board), sources, CLOSED, closed_period, now).await?;
     for period in &periods {
         carry_period(conn, period, sources, targets).await?;
     }
-    Ok(periods.len())
+    Ok(periods)
 }
 
-/// Once the new layout takes writes (born, unfenced): each period closed in `targets` whose
-/// frozen board is gone from all of them recorded released in each (`record_release`,
-/// journaled in its journal at `now`), so a restore from the new layout's journal ends with it
-/// closed. A shard that recorded it already writes nothing.
+/// Once the new layout takes writes (born, unfenced): each season the move found released in
+/// every old shard recorded released in each new one (`record_release`, journaled in its
+/// journal at `now`), so a restore from the new layout's journal ends with it closed. A season
+/// released before releases were recorded is left to the archive's next run, which reads the
+/// archive to know. A shard that recorded it already writes nothing.
 pub(super) async fn record_released(
     conn: &mut Connection,
     board: &Board,
     targets: &[BoardKeys],
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    for period in periods_named(conn, Some(board), targets, CLOSED, closed_period).await? {
-        let mut frozen = false;
+    for period in periods_named(conn, Some(board), targets, RELEASED, released_period, now).await? {
         for target in targets {
-            frozen |= redis::cmd("EXISTS").arg(target.frozen(&period)).query_async::<bool>(conn).await?;
-        }
-        if !frozen {
-            for target in targets {
-                freeze::record_release(conn, target, &period, 0, now).await?;
-            }
+            freeze::record_release(conn, target, &period, 0, now).await?;
         }
     }
     Ok(())
 }
 
-/// Deletes what the restored lines brought back of each season `shard`'s guard says released.
+/// Before a restore of `shard` completes: what the restored lines brought back of its closed
+/// seasons is put away again. A season released has nothing left (set, arrivals, statements);
+/// a season closed and not released keeps its frozen board and statements, and a live set
+/// found beside it goes (a closed season's set is never live), or becomes the frozen board
+/// when that is gone (the archive's next run then finishes or releases it).
 /// (`board` may be unknown here, a runtime board's: a period's keys need only its kind and id.)
-pub(super) async fn drop_released(conn: &mut Connection, board: Option<&Board>, shard: &BoardKeys) -> Result<(), StoreError> {
-    for period in periods_named(conn, board, std::slice::from_ref(shard), RELEASED, released_period).await? {
-        let mut gone = vec![shard.period(&period), shard.arrivals(&period), shard.frozen(&period)];
-        gone.extend(conn.scan_slot_of(&shard.guard(), &shard.statement_pattern(&period)).await?);
+pub(super) async fn settle_closed(
+    conn: &mut Connection,
+    board: Option<&Board>,
+    shard: &BoardKeys,
+    now: DateTime<Utc>,
+) -> Result<(), StoreError> {
+    let shards = std::slice::from_ref(shard);
+    let released = periods_named(conn, board, shards, RELEASED, released_period, now).await?;
+    for period in &released {
+        let mut gone = vec![shard.period(period), shard.arrivals(period), shard.frozen(period)];
+        gone.extend(conn.scan_slot_of(&shard.guard(), &shard.statement_pattern(period)).await?);
         for chunk in gone.chunks(500) {
             let _: () = redis::cmd("DEL").arg(chunk).query_async(conn).await?;
         }
     }
+    for period in periods_named(conn, board, shards, CLOSED, closed_period, now).await?.iter().filter(|p| !released.contains(p)) {
+        let (live, frozen): (bool, bool) = (
+            redis::cmd("EXISTS").arg(shard.period(period)).query_async(conn).await?,
+            redis::cmd("EXISTS").arg(shard.frozen(period)).query_async(conn).await?,
+        );
+        if live && !frozen {
+            // As the freeze does: the frozen board lives until the archive releases it.
+            let _: () = redis::cmd("RENAME").arg(shard.period(period)).arg(shard.frozen(period)).query_async(conn).await?;
+            let _: () = redis::cmd("PERSIST").arg(shard.frozen(period)).query_async(conn).await?;
+        }
+        let _: () = redis::cmd("DEL").arg(shard.period(period)).arg(shard.arrivals(period)).query_async(conn).await?;
+    }
     Ok(())
 }
 
-/// The periods named by the guard fields starting with `prefix` in any of `shards`.
+/// The periods named by the guard fields starting with `prefix` in any of `shards` whose keys
+/// may still be there at `now` (a period past its retention has none, its lines' neither).
 async fn periods_named(
     conn: &mut Connection,
     board: Option<&Board>,
     shards: &[BoardKeys],
     prefix: &str,
     label: fn(&str) -> Option<(&str, &str)>,
+    now: DateTime<Utc>,
 ) -> Result<Vec<Period>, StoreError> {
     let mut fields = BTreeSet::new();
     for shard in shards {
@@ -125,7 +160,8 @@ async fn periods_named(
         let kind = configured.or_else(|| PeriodKind::parse(kind))?;
         Period::named(kind, id, board.map_or(chrono_tz::UTC, |board| board.timezone)).ok()
     };
-    Ok(fields.iter().filter_map(named).collect())
+    let kept = |period: &Period| period.expires_at().is_none_or(|at| at > now.timestamp());
+    Ok(fields.iter().filter_map(named).filter(kept).collect())
 }
 
 async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKeys], targets: &[BoardKeys]) -> Result<(), StoreError> {
@@ -160,6 +196,10 @@ async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKe
         }
         copy_statements(conn, period, source, targets).await?;
     }
+    let mut released_everywhere = true;
+    for source in sources {
+        released_everywhere &= redis::cmd("HEXISTS").arg(source.guard()).arg(released_field(period)).query_async::<bool>(conn).await?;
+    }
     let lost = closed.iter().any(|c| matches!(c, Closed::Lost));
     let unwitnessed = closed.iter().all(|c| matches!(c, Closed::Unwitnessed));
     for (index, target) in targets.iter().enumerate() {
@@ -170,6 +210,10 @@ async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKe
             (false, false) => (frozen[index] + if index == 0 { released } else { 0 }).to_string(),
         };
         let _: () = redis::cmd("HSET").arg(target.guard()).arg(&field).arg(value).query_async(conn).await?;
+        if released_everywhere {
+            // Not "1": `record_released` journals it once the new layout takes writes.
+            let _: () = redis::cmd("HSET").arg(target.guard()).arg(released_field(period)).arg(MOVED).query_async(conn).await?;
+        }
     }
     Ok(())
 }

@@ -24,6 +24,7 @@ use crate::archive::objects::{Objects, journal_objects, read_lines};
 use crate::domain::config::{BoardKind, Config};
 use crate::domain::guard;
 use crate::domain::journal::{Effects, Entry, Line, RESHARDED, Stamp};
+use crate::domain::period::Period;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, journal_names, user_shard};
 use crate::redis::store::{Connection, Store};
@@ -143,6 +144,19 @@ impl<O: Objects> Resharder<O> {
         let starting = done.iter().all(Option::is_none);
         // A move refused is refused before it fences anything: the board goes on as it was.
         if starting {
+            // A lost shard's guard (its closed seasons, bans) is not there to carry: restored
+            // first. (A guard not born with no history is a board that never took a write.)
+            for (source, journal_name) in sources.iter().zip(journal_names(name, from)) {
+                if !restore::born(conn, source).await?
+                    && (journal::len(conn, source).await? > 0
+                        || !journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?.is_empty())
+                {
+                    return Err(RestoreError::Invalid(format!(
+                        "board {name:?} is lost or being restored ({} holds no born guard): restore it, then move it",
+                        source.guard()
+                    )));
+                }
+            }
             for (target, journal_name) in targets.iter().zip(journal_names(name, targets.len() as u32)) {
                 let objects = journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?;
                 if !objects.is_empty() || !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
@@ -235,8 +249,8 @@ impl<O: Objects> Resharder<O> {
         }
         self.flush_all(conn, targets, token, &mut runs).await?;
         let board = self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
-        super::closed_seasons::carry(conn, board, &sources, targets).await?;
-        report.periods_checked = self.compare(conn, name, &sources, targets).await?;
+        let carried = super::closed_seasons::carry(conn, board, &sources, targets, Utc::now()).await?;
+        report.periods_checked = self.compare(conn, name, &sources, targets, &carried).await?;
         self.finish_move(conn, name, from, targets).await
     }
 
@@ -345,7 +359,13 @@ impl<O: Objects> Resharder<O> {
         name: &str,
         sources: &[BoardKeys],
         targets: &[BoardKeys],
+        carried: &[Period],
     ) -> Result<usize, RestoreError> {
+        // A closed period is carried as the old layout holds it, not by its lines (a restore
+        // may have brought its set back beside the frozen board in an old shard).
+        let closed: Vec<String> = sources.first().map_or_else(Vec::new, |source| {
+            carried.iter().filter_map(|period| source.relative_of(&source.period(period)).map(str::to_owned)).collect()
+        });
         // Both layouts' periods: one the new layout holds and the old does not (a season whose
         // set the moved lines brought back after its freeze) differs as much as a lost one.
         let mut periods: BTreeMap<String, ()> = BTreeMap::new();
@@ -356,7 +376,7 @@ impl<O: Objects> Resharder<O> {
                 }
             }
         }
-        for relative in periods.keys() {
+        for relative in periods.keys().filter(|relative| !closed.contains(relative)) {
             let members = |shards: &[BoardKeys]| shards.iter().map(|shard| shard.relative(relative)).collect::<Vec<_>>();
             let (mut old, mut new) = (Vec::new(), Vec::new());
             for key in members(sources) {

@@ -276,7 +276,7 @@ impl<O: Objects> Restorer<O> {
             rollback::raise_drained(progress.conn, progress.keys, through).await?;
         }
         if !profiles && name != CATALOG_JOURNAL {
-            super::closed_seasons::drop_released(progress.conn, self.config.board(journal_board(name)), progress.keys).await?;
+            super::closed_seasons::settle_closed(progress.conn, self.config.board(journal_board(name)), progress.keys, Utc::now()).await?;
         }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::PlayError;
 use crate::archive::freeze;
-use crate::domain::config::tournament::Tournament;
+use crate::domain::config::tournament::{Tournament, TournamentError};
 use crate::domain::config::{CLOSED, Config, Definition};
 use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::Period;
@@ -76,22 +76,37 @@ impl TournamentAdmin {
 
     /// Creates tournament `id`: true when created, false when this very definition was there.
     pub async fn put(&self, id: &str, body: &Value, now: DateTime<Utc>) -> Result<(bool, TournamentDefinition), PlayError> {
-        let definition = Definition::tournament(id, body)?;
+        let definition = Definition::tournament(id, body, now)?;
+        // A window over before the definition would never run: refused, but the same body sent
+        // again (a retry after the end) is still the same tournament.
+        if definition.board.tournament.as_ref().is_some_and(|tournament| tournament.end <= now) {
+            return match self.same_again(id, body).await? {
+                Some(current) => Ok((false, current)),
+                None => {
+                    Err(TournamentError { field: "end".into(), problem: "is not after now: the tournament would never run".into() }.into())
+                }
+            };
+        }
         match self.boards.create(id, definition, now).await {
             Ok((created, defined)) => Ok((created, of_stored(id, &defined.definition)?)),
-            // Its instances ended early are recorded beside the definition: the same body again
-            // is still the same tournament.
-            // A tournament being deleted is not defined again, whatever the body: its name is kept.
-            Err(DefineError::Exists(name)) => match self.boards.get(id).await {
-                Ok(defined) if defined.state == "active" => match of_stored(id, &defined.definition) {
-                    Ok(current) if current.definition == *body => Ok((false, current)),
-                    _ => Err(DefineError::Exists(name).into()),
-                },
-                // A lost catalog (503) is not another definition.
-                Err(DefineError::Store(store)) => Err(PlayError::Store(store)),
-                _ => Err(DefineError::Exists(name).into()),
-            },
+            Err(DefineError::Exists(name)) => {
+                self.same_again(id, body).await?.map(|current| (false, current)).ok_or_else(|| DefineError::Exists(name).into())
+            }
             Err(error) => Err(error.into()),
+        }
+    }
+
+    /// The tournament as stored when `body` is its very definition, not being deleted: its
+    /// instances ended early are recorded beside the definition, so the same body again is
+    /// still the same tournament; one being deleted is not defined again, whatever the body.
+    async fn same_again(&self, id: &str, body: &Value) -> Result<Option<TournamentDefinition>, PlayError> {
+        match self.boards.get(id).await {
+            Ok(defined) if defined.state == "active" => {
+                Ok(of_stored(id, &defined.definition).ok().filter(|current| current.definition == *body))
+            }
+            // A lost catalog (503) is not another definition.
+            Err(DefineError::Store(store)) => Err(PlayError::Store(store)),
+            _ => Ok(None),
         }
     }
 

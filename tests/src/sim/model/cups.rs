@@ -119,19 +119,20 @@ pub struct Cups {
 }
 
 impl Cups {
-    /// `PUT /v1/admin/tournaments/{id}` with `definition` (`join_required`, a window from
-    /// `now` of `secs`): 201 created, 200 the same again, 409 `board_exists` otherwise or once
-    /// deleted.
-    pub fn put(&mut self, id: &str, definition: &str, join_required: bool, now: i64, secs: i64) -> u16 {
+    /// `PUT /v1/admin/tournaments/{id}` at `now` with `definition` (`join_required`, the
+    /// window `[start, end)` in seconds): 200 the same again (not deleted), 400 a window over
+    /// by now (it would never run), 409 `board_exists` another or once deleted, 201 created.
+    pub fn put(&mut self, id: &str, definition: &str, join_required: bool, (start, end): (i64, i64), now: i64) -> u16 {
         match self.cups.get(id) {
             Some(cup) if cup.definition == definition && !cup.deleted => 200,
+            _ if end <= now => 400,
             Some(_) => 409,
             None => {
                 let cup = Cup {
                     definition: definition.to_owned(),
                     join_required,
-                    start: now,
-                    end: now + secs,
+                    start,
+                    end,
                     deleted: false,
                     cut: false,
                     seated: BTreeSet::new(),

@@ -170,6 +170,7 @@ impl Tournament {
             closed: std::collections::BTreeMap::new(),
             deleted: None,
             retired: false,
+            defined: None,
         })
     }
 }

@@ -75,6 +75,10 @@ pub struct Tournament {
     /// Deleted and its end done (keys freed, definition kept only to read its results): no
     /// run looks at it again.
     pub retired: bool,
+    /// When it was defined (`PUT /v1/admin/tournaments/{id}`; `None` before this was stored):
+    /// an instance that ended by then never ran, so a `start` in the past opens the current
+    /// instance only and nothing before the tournament existed is stored or announced.
+    pub defined: Option<DateTime<Utc>>,
 }
 
 /// Where a tournament stands at an instant.
@@ -109,13 +113,18 @@ impl Tournament {
         if at < self.start || at >= self.end {
             return None;
         }
-        let Some(reset) = self.reset else {
-            return Some(self.cut(Instance { id: "all".into(), start: self.start, end: self.end }));
+        let instance = match self.reset {
+            None => Instance { id: "all".into(), start: self.start, end: self.end },
+            Some(reset) => {
+                let period = Period::containing(reset.period_kind(), at, chrono_tz::UTC);
+                let opens = period.start.expect("a reset period starts").with_timezone(&Utc);
+                let closes = opens + self.duration.expect("a recurring tournament has a duration");
+                Instance { id: period.id, start: opens.max(self.start), end: closes.min(self.end) }
+            }
         };
-        let period = Period::containing(reset.period_kind(), at, chrono_tz::UTC);
-        let opens = period.start.expect("a reset period starts").with_timezone(&Utc);
-        let closes = opens + self.duration.expect("a recurring tournament has a duration");
-        Some(self.cut(Instance { id: period.id, start: opens.max(self.start), end: closes.min(self.end) }))
+        // One ended early was open then, so after its definition (were that the same instant).
+        let ran_since = |i: &Instance| self.defined.is_none_or(|defined| i.end > defined) || self.closed.contains_key(&i.id);
+        Some(self.cut(instance)).filter(ran_since)
     }
 
     /// `instance` as it ran: ended when it was ended early or the tournament deleted, if it was

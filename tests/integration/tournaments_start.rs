@@ -1,0 +1,39 @@
+//! A tournament defined with its `start` in the past (issue 59 item 5, docs/tournaments.md):
+//! it opens the current instance only. Before, a daily tournament starting 30 days back had 30
+//! instances already over, each stored and announced as an empty `Tournament Ended` event by
+//! the archive's next runs; now no instance that ended before the definition ever ran.
+
+use axum::http::StatusCode;
+use chrono::Duration;
+use serde_json::json;
+use standings::archive::bus::TOURNAMENT_ENDED;
+use standings_tests::notify::subscribed_to;
+use standings_tests::tournament::{Arena, cup};
+
+#[tokio::test]
+async fn a_start_in_the_past_opens_the_current_instance_only() {
+    let arena = Arena::new().await;
+    let bus = subscribed_to(TOURNAMENT_ENDED).await;
+    let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let day = |at: chrono::DateTime<chrono::Utc>| at.format("%Y-%m-%d").to_string();
+    // Daily, two hours from each midnight, from 30 days back; defined at 01:00, today's open.
+    arena.app.set_now(midnight + Duration::hours(1));
+    let body = cup(midnight - Duration::days(30), 24 * 60, json!({"reset": "day", "duration_secs": 7200}));
+    assert_eq!(arena.put("daily", &body).await.0, StatusCode::CREATED);
+    assert_eq!(arena.play("daily", "t1", "ann", 10).await.0, StatusCode::OK);
+    let (status, view) = arena.read("/v1/tournaments/daily").await;
+    assert_eq!((status, view["state"].as_str()), (StatusCode::OK, Some("open")), "{view}");
+    let (status, before) = arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(midnight - Duration::days(1)))).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "an instance before the definition never ran: {before}");
+
+    // The next day: the archive's run ends today's instance, and only it, once.
+    arena.app.set_now(midnight + Duration::days(1) + Duration::minutes(5));
+    let (ended, _) = arena.runtime_run(Some(&bus.bus)).await;
+    let instances: Vec<(String, &str)> = ended.iter().map(|r| (r.instance.clone(), r.status)).collect();
+    assert_eq!(instances, [(day(midnight), "done")], "{ended:?}");
+    assert_eq!(bus.events(TOURNAMENT_ENDED).await.len(), 1, "one instance announced");
+    let (again, _) = arena.runtime_run(Some(&bus.bus)).await;
+    assert!(again.is_empty(), "nothing more to end: {again:?}");
+    let (status, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(midnight))).await;
+    assert_eq!((status, results["results"][0]["user_id"].as_str()), (StatusCode::OK, Some("ann")), "{results}");
+}
