@@ -24,7 +24,24 @@ async fn a_start_in_the_past_opens_the_current_instance_only() {
     let (status, view) = arena.read("/v1/tournaments/daily").await;
     assert_eq!((status, view["state"].as_str()), (StatusCode::OK, Some("open")), "{view}");
     let (status, before) = arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(midnight - Duration::days(1)))).await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "an instance before the definition never ran: {before}");
+    assert_eq!((status, before["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("unknown_instance")), "{before}");
+    let (status, top) = arena.read(&format!("/v1/tournaments/daily/top?instance={}", day(midnight - Duration::days(2)))).await;
+    assert_eq!((status, top["error"]["code"].as_str()), (StatusCode::NOT_FOUND, Some("unknown_instance")), "{top}");
+
+    // A window none of whose instances runs from now on is refused, nothing stored: over, or
+    // its last instance (a day's first hour) over before the definition.
+    for (id, over) in [
+        ("over", cup(midnight - Duration::days(3), 24, json!({}))),
+        ("late", cup(midnight - Duration::days(3), 24 * 3 + 23, json!({"reset": "day", "duration_secs": 3600}))),
+    ] {
+        let (status, refused) = arena.put(id, &over).await;
+        let field = refused["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!((status, field.starts_with("end")), (StatusCode::BAD_REQUEST, true), "{id}: {refused}");
+        let (status, _) = arena.read(&format!("/v1/tournaments/{id}")).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{id}: nothing stored");
+    }
+    let (status, same) = arena.put("daily", &body).await;
+    assert_eq!(status, StatusCode::OK, "the same body again: {same}");
 
     // The next day: the archive's run ends today's instance, and only it, once.
     arena.app.set_now(midnight + Duration::days(1) + Duration::minutes(5));

@@ -13,7 +13,8 @@
 //!   would have. Once switched, a season every old shard recorded released is recorded released
 //!   in each new one (journaled there, for the new layout's restores). Every step may run again.
 //!
-//! Only periods whose keys may still exist are looked at (a season's end plus its retention).
+//! Released seasons past their retention (a season's end plus 90 days) are not looked at: their
+//! keys, and their lines', are gone.
 
 use std::collections::BTreeSet;
 
@@ -124,8 +125,9 @@ pub(super) async fn settle_closed(
     Ok(())
 }
 
-/// The periods named by the guard fields starting with `prefix` in any of `shards` whose keys
-/// may still be there at `now` (a period past its retention has none, its lines' neither).
+/// The periods named by the guard fields starting with `prefix` in any of `shards`; of those
+/// released, only the ones whose keys may still be there at `now` (a period past its retention
+/// has none, its lines' neither).
 async fn periods_named(
     conn: &mut Connection,
     board: Option<&Board>,
@@ -160,7 +162,9 @@ async fn periods_named(
         let kind = configured.or_else(|| PeriodKind::parse(kind))?;
         Period::named(kind, id, board.map_or(chrono_tz::UTC, |board| board.timezone)).ok()
     };
-    let kept = |period: &Period| period.expires_at().is_none_or(|at| at > now.timestamp());
+    // A closed period's frozen board outlives its retention (the freeze drops the expiry):
+    // only released ones are known gone once past it.
+    let kept = |period: &Period| prefix != RELEASED || period.expires_at().is_none_or(|at| at > now.timestamp());
     Ok(fields.iter().filter_map(named).filter(kept).collect())
 }
 

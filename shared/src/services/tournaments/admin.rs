@@ -77,13 +77,15 @@ impl TournamentAdmin {
     /// Creates tournament `id`: true when created, false when this very definition was there.
     pub async fn put(&self, id: &str, body: &Value, now: DateTime<Utc>) -> Result<(bool, TournamentDefinition), PlayError> {
         let definition = Definition::tournament(id, body, now)?;
-        // A window over before the definition would never run: refused, but the same body sent
-        // again (a retry after the end) is still the same tournament.
-        if definition.board.tournament.as_ref().is_some_and(|tournament| tournament.end <= now) {
+        // A definition none of whose instances runs from now on (its window over, or every
+        // instance left in it over before now) is refused; the same body sent again (a retry
+        // after its end) is still the same tournament.
+        let never_runs = |t: &Tournament| t.open_at(now).is_none() && t.next_after(now).is_none();
+        if definition.board.tournament.as_deref().is_some_and(never_runs) {
             return match self.same_again(id, body).await? {
                 Some(current) => Ok((false, current)),
                 None => {
-                    Err(TournamentError { field: "end".into(), problem: "is not after now: the tournament would never run".into() }.into())
+                    Err(TournamentError { field: "end".into(), problem: "leaves no instance open now or later: the tournament would never run".into() }.into())
                 }
             };
         }

@@ -254,6 +254,11 @@ impl Tournaments {
         now: DateTime<Utc>,
     ) -> Result<Results, PlayError> {
         let (_, tournament) = self.find(id)?;
+        // A named instance that never ran (outside the window, or over before the definition)
+        // has no results coming: unknown, not pending.
+        if let Some(named) = instance {
+            self.instance(tournament, Some(named), now)?;
+        }
         let default = instance.is_none().then(|| tournament.results_instance(now).map(|i| i.id).unwrap_or_default());
         let instance = instance.or(default.as_deref()).unwrap_or_default();
         let done = table.completed(id, instance).await?.ok_or_else(|| PlayError::NoResults {
