@@ -84,9 +84,11 @@ impl TournamentAdmin {
         if definition.board.tournament.as_deref().is_some_and(never_runs) {
             return match self.same_again(id, body).await? {
                 Some(current) => Ok((false, current)),
-                None => {
-                    Err(TournamentError { field: "end".into(), problem: "leaves no instance open now or later: the tournament would never run".into() }.into())
+                None => Err(TournamentError {
+                    field: "end".into(),
+                    problem: "leaves no instance open now or later: the tournament would never run".into(),
                 }
+                .into()),
             };
         }
         match self.boards.create(id, definition, now).await {
