@@ -13,6 +13,7 @@ second run on the same day against the same Redis is answered as duplicates and 
 - `xp`: the learners' lessons and practice on the weekly league board: 35 learners fill one
   bronze cohort of 30 and open a second;
 - `hot-videos`: heat on a few videos;
+- `daily-sprint-<year>`: a daily tournament with prizes, three attempts for twelve members;
 - display profiles (nicknames) for the forum's members.
 
 Every event happens now: the API refuses events older than its 15-minute grace window, so there
@@ -195,6 +196,34 @@ def laps(api, rng, day):
     print(f"  {LAP_BOARD}: {len(shown)} members, fastest {shown[0][0]} in {shown[0][1]} ms ({top['period']} {top['period_id']})")
 
 
+def tournament(api, rng, day):
+    """A daily tournament for the year (one instance a UTC day, three attempts, prizes for the
+    top three), defined again on every run (the same body: 200), and a round of it today; its
+    top must list each member's best kept score, best first."""
+    year = day[:4]
+    tournament_id = f"daily-sprint-{year}"
+    definition = {
+        "title": "Daily sprint", "description": "Three attempts a day; the best one counts.", "category": "sprint",
+        "keep": "best", "order": "desc", "start": f"{year}-01-01T00:00:00Z", "end": f"{int(year) + 1}-01-01T00:00:00Z",
+        "reset": "day", "duration_secs": 86400, "max_entries": 3, "join_required": False,
+        "prizes": [{"ranks": [1, 1], "reward": {"badge": "gold"}}, {"ranks": [2, 3], "reward": {"badge": "silver"}}],
+    }
+    status, answer = api.call("PUT", f"/v1/admin/tournaments/{tournament_id}", definition)
+    if status not in (200, 201):
+        sys.exit(f"demo: PUT /v1/admin/tournaments/{tournament_id} answered {status}: {answer}")
+    best = {}
+    for user, _ in MEMBERS[:12]:
+        for n in range(3):
+            score = rng.randint(1_000, 9_999)
+            api.ok("POST", f"/v1/tournaments/{tournament_id}/scores", {"event_id": f"sprint-{day}-{user}-{n}", "user_id": f"u-{user}", "score": score})
+            best[f"u-{user}"] = max(score, best.get(f"u-{user}", score))
+    top = api.ok("GET", f"/v1/tournaments/{tournament_id}/top?limit=100")
+    shown = [(entry["user_id"], entry["score"]) for entry in top["entries"]]
+    if [score for _, score in shown] != sorted(best.values(), reverse=True) or dict(shown) != best:
+        sys.exit(f"demo: {tournament_id} shows {shown}, the submissions say {best}")
+    print(f"  {tournament_id}: {len(shown)} players today ({top['instance']}), first {shown[0][0]} with {shown[0][1]}")
+
+
 def check_league(api):
     """Every learner on `xp` this week is in exactly one cohort of at most 30 (or waits for
     last week's close, which the local run does not schedule), shown best first with its zones."""
@@ -268,6 +297,7 @@ def main(base):
     print(f"demo: {len(events)} events ({fresh} new), {len(heat)} heat calls, {len(MEMBERS)} profiles")
     check_boards(api, events, receipts)
     laps(api, random.Random(day), day)
+    tournament(api, random.Random(day + "t"), day)
     check_league(api)
     check_hot(api, heat, heat_receipts)
     if os.environ.get("STANDINGS_EVENT_QUEUE_URL"):

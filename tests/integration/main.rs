@@ -87,6 +87,8 @@ mod tls;
 mod tournaments;
 mod tournaments_delete;
 mod tournaments_end;
+mod tournaments_list;
+mod tournaments_moderation;
 mod tournaments_start;
 mod void;
 mod web_page;

@@ -17,6 +17,7 @@ mod rpo;
 mod sharded;
 mod top30;
 mod tournament;
+mod tournament_list;
 
 use futures::future::BoxFuture;
 
@@ -43,4 +44,5 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "journal-restore", run: |bench| Box::pin(restore::run(bench)) },
     Scenario { name: "sharded-board", run: |bench| Box::pin(sharded::run(bench)) },
     Scenario { name: "tournament", run: |bench| Box::pin(tournament::run(bench)) },
+    Scenario { name: "tournament-list", run: |bench| Box::pin(tournament_list::run(bench)) },
 ];

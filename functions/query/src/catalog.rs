@@ -1,16 +1,26 @@
-//! `GET /v1/boards` (`standings::services::reads::catalog`), cached for a minute.
+//! `GET /v1/boards?limit=&cursor=` (`standings::services::reads::catalog`), cached for ten
+//! seconds.
 
 use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::State;
-use standings::http::{ApiError, with_cache};
+use serde::Deserialize;
+use standings::http::{ApiError, QueryParams, page_params, with_cache};
 use standings::services::reads::catalog::catalog;
 
 use crate::App;
 
-pub async fn list(State(app): State<Arc<App>>) -> Result<axum::response::Response, ApiError> {
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListParams {
+    limit: Option<u64>,
+    cursor: Option<String>,
+}
+
+pub async fn list(State(app): State<Arc<App>>, QueryParams(params): QueryParams<ListParams>) -> Result<axum::response::Response, ApiError> {
+    let (limit, cursor) = page_params(params.limit, params.cursor.as_deref())?;
     // Resets move the periods on, runtime boards come and go (docs/runtime-boards.md): ten
     // seconds of caching keeps both accurate enough.
-    Ok(with_cache("public, max-age=10", Json(catalog(&*app.config().await?, (app.clock)()))))
+    Ok(with_cache("public, max-age=10", Json(catalog(&*app.config().await?, cursor, limit, (app.clock)()))))
 }

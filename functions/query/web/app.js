@@ -57,6 +57,18 @@ async function getJson(path) {
   return body;
 }
 
+// Every item of a list that pages (`next_cursor`), a hundred at a time.
+async function getAll(path, field) {
+  const items = [];
+  let cursor = null;
+  do {
+    const page = await getJson(`${path}?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+    items.push(...page[field]);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return items;
+}
+
 function query(params) {
   const search = new URLSearchParams();
   for (const [name, value] of Object.entries(params)) {
@@ -338,15 +350,13 @@ function changed() {
 // ---- Start
 
 async function start() {
-  let catalog;
   try {
-    catalog = await getJson('/v1/boards');
+    state.boards = await getAll('/v1/boards', 'boards');
   } catch (error) {
     reportFailure(error);
     setTimeout(start, POLL_MS);
     return;
   }
-  state.boards = catalog.boards;
   fill($('board-tabs'), state.boards.filter(ranked).map((b) => el('button', { type: 'button', class: 'tab', data: { board: b.name } }, b.name)));
 
   const hot = state.boards.filter((b) => b.kind === 'decaying');

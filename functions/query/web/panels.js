@@ -123,15 +123,16 @@ function tickTournaments() {
 
 async function refreshTournaments() {
   const seq = ++state.seq.tournaments;
-  let listed;
+  let pages;
   try {
-    listed = await getJson('/v1/tournaments');
+    // The first page of open ones, then of upcoming ones: the panel shows at most forty.
+    pages = await Promise.all(['open', 'upcoming'].map((s) => getJson(`/v1/tournaments?state=${s}&limit=20`)));
   } catch (error) {
     if (error instanceof ApiError && error.status === 404) return; // not on this deployment
     throw error;
   }
   if (seq !== state.seq.tournaments) return;
-  const shown = listed.tournaments.filter((t) => t.state !== 'ended');
+  const shown = pages.flatMap((page) => page.tournaments);
   $('tournaments-panel').hidden = shown.length === 0;
   fill($('tournaments'), shown.map((t) => {
     const item = el('li', { data: { tournament: t.tournament_id, state: t.state, start: t.start, end: t.end } },

@@ -7,11 +7,10 @@ use std::sync::Arc;
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::response::Response;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use standings::domain::config::tournament::State as TournamentState;
-use standings::http::{ApiError, QueryParams, with_cache};
+use standings::http::{ApiError, QueryParams, page_params, with_cache};
 use standings::services::reads::rules::{DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, ReadError, bounded};
-use standings::services::tournaments::TournamentView;
 
 use crate::App;
 
@@ -25,11 +24,8 @@ const RESULTS_CACHE: &str = "public, max-age=86400";
 pub struct ListParams {
     category: Option<String>,
     state: Option<String>,
-}
-
-#[derive(Serialize)]
-struct List {
-    tournaments: Vec<TournamentView>,
+    limit: Option<u64>,
+    cursor: Option<String>,
 }
 
 fn state(raw: Option<&str>) -> Result<Option<TournamentState>, ApiError> {
@@ -42,11 +38,12 @@ fn state(raw: Option<&str>) -> Result<Option<TournamentState>, ApiError> {
     }
 }
 
-/// `GET /v1/tournaments?category=&state=`
+/// `GET /v1/tournaments?category=&state=&limit=&cursor=`
 pub async fn list(State(app): State<Arc<App>>, QueryParams(params): QueryParams<ListParams>) -> Result<Response, ApiError> {
     let state = state(params.state.as_deref())?;
-    let tournaments = app.tournaments().await?.views(params.category.as_deref(), state, (app.clock)()).await?;
-    Ok(with_cache(LIVE_CACHE, Json(List { tournaments })))
+    let (limit, cursor) = page_params(params.limit, params.cursor.as_deref())?;
+    let page = app.tournaments().await?.views((params.category.as_deref(), state), cursor, limit, (app.clock)()).await?;
+    Ok(with_cache(LIVE_CACHE, Json(page)))
 }
 
 /// `GET /v1/tournaments/{tournament_id}`

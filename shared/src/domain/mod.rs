@@ -1,5 +1,6 @@
 //! Pure rules, time passed in, no network: board configuration, periods and calendars, leagues,
-//! scoring, rank-change notifications, the tie-break encoding, ids, decay, board distributions and the guard's fields.
+//! scoring, rank-change notifications, the tie-break encoding, ids, decay, board distributions,
+//! the guard's fields and lists that page.
 
 pub mod config;
 pub mod correction;
@@ -11,6 +12,7 @@ pub mod journal;
 pub mod league;
 pub mod message;
 pub mod notify;
+pub mod paging;
 pub mod period;
 pub mod scores;
 pub mod scoring;

@@ -38,3 +38,13 @@ impl<T: DeserializeOwned, S: Send + Sync> axum::extract::FromRequestParts<S> for
             .map_err(|e| ApiError::malformed(format!("invalid query string: {}", e.body_text())))
     }
 }
+
+/// A list's `limit` (its default and bound are `domain::paging`'s) and `cursor`, checked.
+pub fn page_params(limit: Option<u64>, cursor: Option<&str>) -> Result<(usize, Option<&str>), ApiError> {
+    use crate::domain::paging::{DEFAULT_LIMIT, MAX_LIMIT};
+    let limit = crate::services::reads::rules::bounded("limit", limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
+    if let Some(cursor) = cursor {
+        crate::domain::ids::validate_id("cursor", cursor)?;
+    }
+    Ok((usize::try_from(limit).unwrap_or(usize::MAX), cursor))
+}

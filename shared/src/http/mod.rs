@@ -12,7 +12,7 @@ mod runner;
 pub use auth::{ADMIN_SCOPE, AuthMode, Subject, WRITE_SCOPE, require_admin, require_write};
 pub use cache::with_cache;
 pub use error::{ApiError, ErrorDetail, STORE_FULL, ingest_status, refusal_status, score_status};
-pub use extract::{JsonBody, QueryParams};
+pub use extract::{JsonBody, QueryParams, page_params};
 pub use runner::{finish, run_on_lambda};
 
 /// Largest request body accepted by the API functions.

@@ -1,6 +1,7 @@
 //! The Redis adapter: the connection (`store`), every key (`keys`) and every Lua script with
 //! its typed wrapper (`scripts`).
 
+pub mod batch;
 pub mod catalog;
 pub mod error;
 pub mod journal;

@@ -63,8 +63,34 @@ pub struct CorrectionReceipt {
 }
 
 /// The periods a correction aims at (see `CorrectionRequest`). A period must have started,
-/// and its board must still be kept (not past its retention).
+/// and its board must still be kept (not past its retention). On a tournament's board, only
+/// the instance open at `now`: a correction after an instance's end (or between two) is refused
+/// `PeriodClosed`, as a player's score then is, so what its results say stays what they said.
 pub fn correction_periods(
+    board: &Board,
+    request: &CorrectionRequest,
+    change: Change,
+    now: DateTime<Utc>,
+    window: &EventWindow,
+) -> Result<Vec<Period>, ModerationError> {
+    let mut periods = aimed_periods(board, request, change, now, window)?;
+    if let Some(tournament) = board.tournament.as_deref() {
+        let open = tournament.open_at(now).map(|instance| instance.id);
+        let is_open = |period: &Period| open.as_deref() == Some(period.id.as_str());
+        let closed = periods.iter().find(|period| !is_open(period)).map(|period| period.id.clone());
+        // Unnamed, a removal reaches the instances a late event could still land in: of those,
+        // the open one.
+        if request.period.is_none() && request.at.is_none() {
+            periods.retain(is_open);
+        }
+        if let (Some(period_id), false) = (closed, periods.iter().all(is_open) && !periods.is_empty()) {
+            return Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id }.into());
+        }
+    }
+    Ok(periods)
+}
+
+fn aimed_periods(
     board: &Board,
     request: &CorrectionRequest,
     change: Change,

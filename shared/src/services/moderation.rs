@@ -363,7 +363,8 @@ impl Moderation {
             let (mut conn, keys, store) = (conn.clone(), self.keys.clone(), self.store.clone());
             let entry = AuditEntry::new(&board.name, kind, user_id, actor, now).json();
             let action = if banned {
-                Ban::Ban { live, statements: board.statements, league: board.league.as_ref(), notify: board.notify.as_ref(), now }
+                let (league, notify, seats) = (board.league.as_ref(), board.notify.as_ref(), board.tournament.is_some());
+                Ban::Ban { live, statements: board.statements, league, notify, now, seats }
             } else {
                 Ban::Unban
             };

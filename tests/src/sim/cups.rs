@@ -164,15 +164,30 @@ impl World {
         Ok(())
     }
 
+    /// `GET /v1/tournaments` page after page (two a page): the last answer and every id listed.
+    async fn walk(&mut self, reads: &Router) -> (StatusCode, Value, Vec<String>) {
+        let mut listed = Vec::new();
+        let mut cursor = String::new();
+        loop {
+            self.stats.reads += 1;
+            let (status, page) = read(reads, format!("/v1/tournaments?limit=2{cursor}")).await;
+            let ids: Vec<&str> =
+                page["tournaments"].as_array().map(|l| l.iter().filter_map(|t| t["tournament_id"].as_str()).collect()).unwrap_or_default();
+            listed.extend(ids.into_iter().map(str::to_owned));
+            match page["next_cursor"].as_str() {
+                Some(next) if status == StatusCode::OK => cursor = format!("&cursor={next}"),
+                _ => return (status, page, listed),
+            }
+        }
+    }
+
     /// Each cup's view, top and results, as the model says.
     pub(super) async fn check_cups(&mut self) -> Result<(), String> {
         let reads = self.reads();
         let now = self.now();
-        // The list: every cup not deleted, in name order.
-        self.stats.reads += 1;
-        let (status, list) = read(&reads, "/v1/tournaments".to_owned()).await;
-        let listed: Vec<&str> =
-            list["tournaments"].as_array().map(|l| l.iter().filter_map(|t| t["tournament_id"].as_str()).collect()).unwrap_or_default();
+        // The list: every cup not deleted, in name order, walked two a page.
+        let (status, list, listed) = self.walk(&reads).await;
+        let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
         let expected: Vec<&str> = self.model.cups.cups.iter().filter(|(_, cup)| !cup.deleted).map(|(id, _)| id.as_str()).collect();
         if !(self.all_lost && restoring(status, &list))
             && (status != StatusCode::OK || listed != expected)

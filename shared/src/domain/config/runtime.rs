@@ -20,6 +20,18 @@ const DEFINED_AT: &str = "defined_at";
 
 /// How many runtime boards a deployment holds unless `STANDINGS_MAX_RUNTIME_BOARDS` says.
 pub const MAX_RUNTIME_BOARDS: u32 = 10_000;
+/// The largest definition a runtime board or tournament is given (its JSON body): every warm
+/// function holds every definition, so the catalog stays within `MAX_RUNTIME_BOARDS` times this.
+/// Checked when defined, not when loaded: a definition stored before the limit is still served.
+pub const MAX_DEFINITION_BYTES: usize = 16 * 1024;
+/// The most rules a runtime board is given.
+pub const MAX_RULES: usize = 100;
+
+/// `Some(problem)` when `body` passes `MAX_DEFINITION_BYTES`.
+fn oversized(body: &Value) -> Option<String> {
+    let bytes = body.to_string().len();
+    (bytes > MAX_DEFINITION_BYTES).then(|| format!("a definition is at most {MAX_DEFINITION_BYTES} bytes of JSON ({bytes} given)"))
+}
 
 /// A runtime board: its definition as stored (canonical JSON, keys sorted, so the same
 /// definition sent again is recognised whatever its key order) and the board it defines.
@@ -39,6 +51,12 @@ impl Definition {
         let Some(object) = body.as_object() else {
             return Err(invalid("body", "a board definition is a JSON object"));
         };
+        if let Some(problem) = oversized(body) {
+            return Err(invalid("body", problem));
+        }
+        if object.get("rules").and_then(Value::as_array).is_some_and(|rules| rules.len() > MAX_RULES) {
+            return Err(invalid("rules", format!("at most {MAX_RULES}")));
+        }
         let mut object: Map<String, Value> = object.clone();
         if object.contains_key(TOURNAMENT) {
             return Err(invalid(TOURNAMENT, "a tournament is defined at /v1/admin/tournaments/{tournament_id}"));
@@ -60,6 +78,9 @@ impl Definition {
     /// defined (no instance ended by then ever ran).
     pub fn tournament(id: &str, body: &Value, now: DateTime<Utc>) -> Result<Self, TournamentError> {
         Tournament::parse(id, body)?;
+        if let Some(problem) = oversized(body) {
+            return Err(TournamentError { field: "body".into(), problem });
+        }
         let defined = now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let text = json!({"name": id, TOURNAMENT: body, DEFINED_AT: defined}).to_string();
         let board = Self::stored(&text).map_err(|error| TournamentError { field: "body".into(), problem: error.to_string() })?;
@@ -189,5 +210,27 @@ mod tests {
         let mut hot = scores();
         hot["kind"] = json!("decaying");
         assert_eq!(field_of("hot", hot), "kind");
+    }
+
+    #[test]
+    fn definitions_past_their_size_or_rule_count_are_refused_naming_the_limit() {
+        let rule = |i: usize| json!({"action": format!("a{i}"), "points": 1, "scope": "none"});
+        let board = |rules: usize| json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day"], "top": 10, "rules": (0..rules).map(rule).collect::<Vec<_>>()});
+        assert!(Definition::parse("many", &board(MAX_RULES)).is_ok());
+        assert_eq!(field_of("many", board(MAX_RULES + 1)), "rules");
+        let mut padded = scores();
+        padded["title"] = json!("t".repeat(MAX_DEFINITION_BYTES));
+        match Definition::parse("big", &padded).unwrap_err() {
+            ConfigError::Invalid { field, problem } => assert!(field == "body" && problem.contains("16384 bytes"), "{field}: {problem}"),
+            other => panic!("{other}"),
+        }
+        let now = "2027-01-01T00:00:00Z".parse().unwrap();
+        let cup = |reward: usize| {
+            let prizes: Vec<Value> = (1..=100).map(|rank| json!({"ranks": [rank, rank], "reward": "r".repeat(reward)})).collect();
+            json!({"title": "Cup", "keep": "best", "start": "2027-01-01T00:00:00Z", "end": "2027-01-02T00:00:00Z", "join_required": false, "prizes": prizes})
+        };
+        Definition::tournament("cup", &cup(100), now).unwrap();
+        let refused = Definition::tournament("cup", &cup(3000), now).unwrap_err();
+        assert!(refused.field == "body" && refused.problem.contains(&MAX_DEFINITION_BYTES.to_string()), "{refused}");
     }
 }

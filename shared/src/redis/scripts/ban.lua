@@ -17,10 +17,12 @@ KEYS[5..]  ban only: the board's n live period sorted sets; then, on a board tha
            statement never explains points the user no longer has); then the arrivals of each
            watched period (hash, prelude.lua `record_move`); then, on a league board,
            for each of the m live league periods its placements, cohorts, waiting players and
-           cohorts in order (the user leaves their cohort, docs/leagues.md)
+           cohorts in order (the user leaves their cohort, docs/leagues.md); then, "ban+seats"
+           only (a tournament's board), the players (set) of each of the n live periods: the
+           user's seat in each instance not frozen is freed
 
 ARGV[1]    member (user id)
-ARGV[2]    "ban" or "unban"
+ARGV[2]    "ban", "ban+seats" or "unban"
 ARGV[3]    audit entry (JSON); a ban also keeps it as the guard field's value
 ARGV[4]    audit log length kept
 ARGV[5]    the journal entry (the audit entry), appended with the periods the user was removed
@@ -75,9 +77,10 @@ if ARGV[5] ~= '' then writable(KEYS[3], 'stream') end
 -- the reply, and the first one ran. Its audit entry (its time and actor) heads the log: nothing
 -- more is written, no second audit entry nor journal line.
 if redis.call('LINDEX', KEYS[2], 0) == ARGV[3] then return {} end
-if ARGV[2] == 'ban' then
+if ARGV[2] ~= 'unban' then
   local m = tonumber(ARGV[6])
   local n = (#ARGV - 7 - m) / 3
+  local seats = ARGV[2] == 'ban+seats' and n or 0
   local watched = 0
   for i = 1, n do
     if tonumber(ARGV[6 + n + i]) > 0 then watched = watched + 1 end
@@ -88,14 +91,17 @@ if ARGV[2] == 'ban' then
     local i = tonumber(ARGV[6 + 3 * n + j])
     if i > 0 then league_at[i] = true end
   end
-  local statements = #KEYS == 4 + 2 * n + watched + 4 * m
+  local statements = #KEYS == 4 + 2 * n + watched + 4 * m + seats
+  -- The last of the league keys, before the seats'.
+  local last = #KEYS - seats
   writable(KEYS[4], 'stream')
+  for i = 1, seats do writable(KEYS[last + i], 'set') end
   for i = 1, n do
     writable(KEYS[4 + i], 'zset')
     if tonumber(ARGV[6 + n + i]) > 0 then countable(KEYS[tonumber(ARGV[6 + 2 * n + i])], '#') end
   end
   for j = 1, m do
-    local at = #KEYS - 4 * (m - j)
+    local at = last - 4 * (m - j)
     writable(KEYS[at - 3], 'hash')
     writable(KEYS[at - 2], 'zset')
     writable(KEYS[at - 1], 'zset')
@@ -120,10 +126,11 @@ if ARGV[2] == 'ban' then
         if top > 0 then record_move(moves, 'BT', key, kind, id, top, member, was[i], KEYS[tonumber(ARGV[6 + 2 * n + i])]) end
       end
       if statements then redis.call('UNLINK', KEYS[4 + n + i]) end
+      if seats > 0 then redis.call('SREM', KEYS[last + i], member) end
     end
   end
   for j = 1, m do
-    local at = #KEYS - 4 * (m - j)
+    local at = last - 4 * (m - j)
     local placements, cohorts, waiting, order = KEYS[at - 3], KEYS[at - 2], KEYS[at - 1], KEYS[at]
     local i = tonumber(ARGV[6 + 3 * n + j])
     if i > 0 and was[i] and tonumber(ARGV[6 + n + i]) > 0 then

@@ -59,6 +59,8 @@ pub enum Ban<'a> {
         notify: Option<&'a Notify>,
         /// The function's clock: a recorded period set gone before its expiry is a loss.
         now: DateTime<Utc>,
+        /// A tournament's board: the user's seat in each of these instances is freed too.
+        seats: bool,
     },
     Unban,
 }
@@ -73,8 +75,8 @@ pub async fn ban<'p>(
     audit: AuditRecord<'_>,
 ) -> Result<Vec<&'p Period>, StoreError> {
     let (mode, live, statements, league, notify, now_ms) = match action {
-        Ban::Ban { live, statements, league, notify, now } => {
-            ("ban", live, statements, league, notify.filter(|_| keys.noticed()), now.timestamp_millis())
+        Ban::Ban { live, statements, league, notify, now, seats } => {
+            (if seats { "ban+seats" } else { "ban" }, live, statements, league, notify.filter(|_| keys.noticed()), now.timestamp_millis())
         }
         Ban::Unban => ("unban", &[][..], false, None, None, 0),
     };
@@ -97,6 +99,11 @@ pub async fn ban<'p>(
             .key(keys.league_cohorts(&period.id))
             .key(keys.league_pending(&period.id))
             .key(keys.league_order(&period.id));
+    }
+    if mode == "ban+seats" {
+        for period in live {
+            invocation.key(keys.players(period));
+        }
     }
     invocation.arg(member).arg(mode).arg(audit.entry).arg(audit.keep).arg(if keys.journaled() { audit.entry } else { "" });
     invocation.arg(league_periods.len());

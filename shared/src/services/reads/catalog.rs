@@ -1,10 +1,11 @@
-//! `GET /v1/boards`: what a client needs to render a board picker and explain scoring, as the
+//! `GET /v1/boards`, a page at a time: what a client needs to render a board picker and explain scoring, as the
 //! configuration says now.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::domain::config::{Board, BoardKind, Config, Decay, Keep, Order, RateLimit, Rule, SignIn};
+use crate::domain::paging;
 use crate::domain::period::{Period, PeriodInfo};
 
 #[derive(Serialize)]
@@ -47,6 +48,8 @@ pub struct LeagueSummary<'a> {
 #[derive(Serialize)]
 pub struct Catalog<'a> {
     boards: Vec<BoardSummary<'a>>,
+    /// The next page's `cursor` (`null`: this page is the last).
+    next_cursor: Option<String>,
 }
 
 fn summary<'a>(board: &'a Board, now: DateTime<Utc>) -> BoardSummary<'a> {
@@ -68,10 +71,12 @@ fn summary<'a>(board: &'a Board, now: DateTime<Utc>) -> BoardSummary<'a> {
     }
 }
 
-/// Every board's summary at `now` (its current periods).
-pub fn catalog(config: &Config, now: DateTime<Utc>) -> Catalog<'_> {
+/// A page of the boards' summaries at `now` (their current periods), in name order after
+/// `cursor`.
+pub fn catalog<'a>(config: &'a Config, cursor: Option<&str>, limit: usize, now: DateTime<Utc>) -> Catalog<'a> {
     // A runtime board deleted (or ended) is no board to list (docs/runtime-boards.md).
     // Tournaments have a catalogue of their own (`GET /v1/tournaments`, docs/tournaments.md).
-    let listed = config.boards().iter().filter(|board| !board.ending && board.tournament.is_none());
-    Catalog { boards: listed.map(|board| summary(board, now)).collect() }
+    let listed = |board: &&Board| !board.ending && board.tournament.is_none();
+    let (boards, next_cursor) = paging::page(config.boards(), |board| board.name.as_str(), listed, cursor, limit);
+    Catalog { boards: boards.into_iter().map(|board| summary(board, now)).collect(), next_cursor }
 }

@@ -29,7 +29,7 @@ use crate::services::scores::{ScoreError, Scores};
 pub use admin::{InstanceEnded, TournamentAdmin, TournamentDefinition, TournamentDeleted};
 #[cfg(feature = "dynamodb")]
 pub use standings::{InstanceTop, PlayerStanding, RESULTS_PAGE, Results, Row};
-pub use view::{TournamentView, entries_left};
+pub use view::{TournamentPage, TournamentSummary, TournamentView, entries_left};
 
 #[derive(Debug, thiserror::Error)]
 pub enum PlayError {

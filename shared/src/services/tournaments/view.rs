@@ -1,5 +1,6 @@
-//! How a tournament reads (`GET /v1/tournaments`, `GET /v1/tournaments/{id}`): its state now,
-//! the instance it shows (the open one, else the next, else the last), that instance's players.
+//! How a tournament reads (`GET /v1/tournaments`, a page at a time, and `GET
+//! /v1/tournaments/{id}`): its state now, the instance it shows (the open one, else the next,
+//! else the last), that instance's players.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -7,11 +8,15 @@ use serde_json::Value;
 
 use super::{PlayError, Tournaments};
 use crate::domain::config::tournament::{Instance, Prize, State, Tournament};
+use crate::domain::paging;
 use crate::domain::period::Period;
+use crate::redis::batch;
+use crate::redis::error::StoreError;
 
-/// One tournament as the read routes list it.
+/// One tournament as `GET /v1/tournaments` lists it: no prizes or metadata, which can be large
+/// (`GET /v1/tournaments/{id}` has them).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct TournamentView {
+pub struct TournamentSummary {
     pub tournament_id: String,
     pub title: String,
     pub description: Option<String>,
@@ -30,8 +35,23 @@ pub struct TournamentView {
     pub can_join: bool,
     /// When the next instance opens (`null`: none does).
     pub next_reset: Option<String>,
+}
+
+/// One tournament as `GET /v1/tournaments/{id}` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TournamentView {
+    #[serde(flatten)]
+    pub summary: TournamentSummary,
     pub prizes: Vec<Prize>,
     pub metadata: Option<Value>,
+}
+
+/// A page of `GET /v1/tournaments`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TournamentPage {
+    pub tournaments: Vec<TournamentSummary>,
+    /// The next page's `cursor` (`null`: this page is the last).
+    pub next_cursor: Option<String>,
 }
 
 fn time(at: DateTime<Utc>) -> String {
@@ -49,68 +69,98 @@ pub fn shown(tournament: &Tournament, now: DateTime<Utc>) -> Option<Instance> {
 }
 
 impl Tournaments {
-    /// Every tournament whose category and state match (each filter optional), in name order.
-    pub async fn views(&self, category: Option<&str>, state: Option<State>, now: DateTime<Utc>) -> Result<Vec<TournamentView>, PlayError> {
-        let chosen: Vec<&Tournament> = self
-            .all()
-            .map(|(_, tournament)| tournament)
-            .filter(|t| category.is_none_or(|c| t.category.as_deref() == Some(c)))
-            .filter(|t| state.is_none_or(|s| t.state_at(now) == s))
-            .collect();
-        futures::future::try_join_all(chosen.into_iter().map(|tournament| self.view_of(tournament, now))).await
+    /// A page of the tournaments whose category and state match (each filter optional), in
+    /// name order after `cursor`: their players counted in one round trip.
+    pub async fn views(
+        &self,
+        filter: (Option<&str>, Option<State>),
+        cursor: Option<&str>,
+        limit: usize,
+        now: DateTime<Utc>,
+    ) -> Result<TournamentPage, PlayError> {
+        let (category, state) = filter;
+        let matches =
+            |t: &&Tournament| category.is_none_or(|c| t.category.as_deref() == Some(c)) && state.is_none_or(|s| t.state_at(now) == s);
+        let (chosen, next_cursor) = paging::page(self.all().map(|(_, t)| t), |t| t.id.as_str(), matches, cursor, limit);
+        let shown: Vec<(&Tournament, Option<Instance>)> = chosen.into_iter().map(|t| (t, shown(t, now))).collect();
+        let groups =
+            shown.iter().filter_map(|(t, instance)| Some(self.size_reads(t, instance.as_ref()?))).collect::<Result<Vec<_>, _>>()?;
+        let mut sizes = batch::read(&self.store, &groups).await?.into_iter().map(size_of);
+        let mut tournaments = Vec::with_capacity(shown.len());
+        for (tournament, instance) in shown {
+            let size = match instance {
+                Some(_) => sizes.next().unwrap_or(Ok(0))?,
+                None => 0,
+            };
+            tournaments.push(summary(tournament, instance, size, now));
+        }
+        Ok(TournamentPage { tournaments, next_cursor })
     }
 
     pub async fn view(&self, id: &str, now: DateTime<Utc>) -> Result<TournamentView, PlayError> {
         let (_, tournament) = self.find(id)?;
-        self.view_of(tournament, now).await
-    }
-
-    /// Players in `instance`: its set's size, or once its results are stored and its seats
-    /// freed, the size kept then (one round trip).
-    pub async fn size(&self, tournament: &Tournament, instance: &Instance) -> Result<u64, PlayError> {
-        let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC)
-            .map_err(|_| PlayError::UnknownInstance { tournament: tournament.id.clone(), instance: instance.id.clone() })?;
-        let mut conn = self.store.connection().await?;
-        let keys = self.keys.board(&tournament.id);
-        let (players, kept): (u64, Option<u64>) = redis::pipe()
-            .scard(keys.players(&period))
-            .get(keys.final_size(&period))
-            .query_async(&mut conn)
-            .await
-            .map_err(crate::redis::error::StoreError::from)?;
-        Ok(kept.unwrap_or(players))
-    }
-
-    async fn view_of(&self, tournament: &Tournament, now: DateTime<Utc>) -> Result<TournamentView, PlayError> {
-        let state = tournament.state_at(now);
         let instance = shown(tournament, now);
         let size = match &instance {
             Some(instance) => self.size(tournament, instance).await?,
             None => 0,
         };
-        let seat_left = tournament.max_size.is_none_or(|max| size < u64::from(max));
-        let (start, end) = instance.as_ref().map_or((tournament.start, tournament.end), |i| (i.start, i.end));
-        let next = match state {
-            State::Open => tournament.next_after(now),
-            _ => tournament.next_after(now).filter(|next| next.start > now),
-        };
         Ok(TournamentView {
-            tournament_id: tournament.id.clone(),
-            title: tournament.title.clone(),
-            description: tournament.description.clone(),
-            category: tournament.category.clone(),
-            state,
-            start: time(start),
-            end: time(end),
-            instance: instance.map(|i| i.id),
-            size,
-            max_size: tournament.max_size,
-            max_entries: tournament.max_entries,
-            join_required: tournament.join_required,
-            can_join: state == State::Open && seat_left,
-            next_reset: next.map(|next| time(next.start)),
+            summary: summary(tournament, instance, size, now),
             prizes: tournament.prizes.clone(),
             metadata: tournament.metadata.clone(),
         })
+    }
+
+    /// Players in `instance`: its set's size, or once its results are stored and its seats
+    /// freed, the size kept then (one round trip).
+    pub async fn size(&self, tournament: &Tournament, instance: &Instance) -> Result<u64, PlayError> {
+        let group = self.size_reads(tournament, instance)?;
+        let replies = batch::read(&self.store, std::slice::from_ref(&group)).await?;
+        size_of(replies.into_iter().next().unwrap_or_default())
+    }
+
+    /// The reads `size_of` counts an instance's players from.
+    fn size_reads(&self, tournament: &Tournament, instance: &Instance) -> Result<batch::Group, PlayError> {
+        let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC)
+            .map_err(|_| PlayError::UnknownInstance { tournament: tournament.id.clone(), instance: instance.id.clone() })?;
+        let keys = self.keys.board(&tournament.id);
+        let players = keys.players(&period);
+        Ok(batch::Group {
+            commands: vec![redis::cmd("SCARD").arg(&players).clone(), redis::cmd("GET").arg(keys.final_size(&period)).clone()],
+            key: players,
+        })
+    }
+}
+
+/// Players from `size_reads`' replies: the size kept at release, else the set's.
+fn size_of(replies: Vec<redis::Value>) -> Result<u64, PlayError> {
+    let (players, kept): (u64, Option<u64>) =
+        redis::from_redis_value(redis::Value::Array(replies)).map_err(|e| StoreError::Protocol(format!("tournament size: {e}")))?;
+    Ok(kept.unwrap_or(players))
+}
+
+fn summary(tournament: &Tournament, instance: Option<Instance>, size: u64, now: DateTime<Utc>) -> TournamentSummary {
+    let state = tournament.state_at(now);
+    let seat_left = tournament.max_size.is_none_or(|max| size < u64::from(max));
+    let (start, end) = instance.as_ref().map_or((tournament.start, tournament.end), |i| (i.start, i.end));
+    let next = match state {
+        State::Open => tournament.next_after(now),
+        _ => tournament.next_after(now).filter(|next| next.start > now),
+    };
+    TournamentSummary {
+        tournament_id: tournament.id.clone(),
+        title: tournament.title.clone(),
+        description: tournament.description.clone(),
+        category: tournament.category.clone(),
+        state,
+        start: time(start),
+        end: time(end),
+        instance: instance.map(|i| i.id),
+        size,
+        max_size: tournament.max_size,
+        max_entries: tournament.max_entries,
+        join_required: tournament.join_required,
+        can_join: state == State::Open && seat_left,
+        next_reset: next.map(|next| time(next.start)),
     }
 }

@@ -236,10 +236,12 @@ impl Cups {
         Ok(())
     }
 
-    /// A ban: off every cup's board not frozen; the seat and attempts stay.
+    /// A ban: off every cup's board not frozen, and out of its seat there; attempts stay.
     pub fn ban(&mut self, user: &str) {
         for cup in self.cups.values_mut().filter(|cup| !cup.frozen() && !cup.deleted) {
             cup.board.remove(user);
+            // Their seat is freed with their score: another player may take it.
+            cup.seated.remove(user);
         }
     }
 

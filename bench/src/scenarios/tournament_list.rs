@@ -1,0 +1,124 @@
+//! `GET /v1/tournaments` with 10 and with 10,000 tournaments defined (issue 59: a page costs
+//! about the same however many exist), through the `seasons` router in process, the first page
+//! of 20 and a filtered page deep in the list; and the catalog load a warm function does when
+//! the catalog moved, at 10,000 tournaments.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::Request;
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+use standings::domain::config::{Config, Definition};
+use standings::redis::keys::Keys;
+use standings::services::catalog::boards_now;
+use standings::services::tournaments::TournamentAdmin;
+
+use crate::harness::{Bench, BenchError, Measurement, Report, Table, Target, call, ms, time};
+
+const SAMPLES: usize = 300;
+const FEW: usize = 10;
+const MANY: usize = 10_000;
+/// Definitions per `HSET` while filling the catalog.
+const CHUNK: usize = 500;
+
+/// Tournament `i`: one-offs open now and recurring daily ones, in two categories, with a prize.
+fn body(i: usize, now: DateTime<Utc>) -> Value {
+    let category = ["racing", "puzzles"][i % 2];
+    let mut body = json!({"title": format!("Cup {i}"), "category": category, "keep": "best",
+        "start": now - chrono::Duration::hours(1), "end": now + chrono::Duration::days(30), "join_required": false,
+        "prizes": [{"ranks": [1, 3], "reward": {"gems": 100}}]});
+    if i.is_multiple_of(3) {
+        body["reset"] = json!("day");
+        body["duration_secs"] = json!(3600);
+    }
+    body
+}
+
+/// `count` tournaments in the catalog under `keys`: the first through `TournamentAdmin` (so the
+/// catalog is born and versioned as a deployment's), the rest written beside it in chunks.
+async fn define(bench: &Bench, declared: &Arc<Config>, keys: &Keys, count: usize, now: DateTime<Utc>) -> Result<(), BenchError> {
+    let admin = TournamentAdmin::new(declared.clone(), keys.clone(), bench.client()?, u32::try_from(MANY + 1)?);
+    admin.put("cup-00000", &body(0, now), now).await.map_err(|e| e.to_string())?;
+    let mut conn = bench.connection().await?;
+    let catalog = keys.catalog();
+    for chunk in (1..count).collect::<Vec<_>>().chunks(CHUNK) {
+        let mut hset = redis::cmd("HSET");
+        hset.arg(catalog.definitions());
+        for &i in chunk {
+            let id = format!("cup-{i:05}");
+            hset.arg(&id).arg(Definition::tournament(&id, &body(i, now), now).map_err(|e| e.to_string())?.text);
+        }
+        let _: () = hset.query_async(&mut conn).await?;
+    }
+    let _: () = redis::cmd("INCR").arg(catalog.catalog_version()).query_async(&mut conn).await?;
+    Ok(())
+}
+
+/// p99 of `path` on a warm `seasons` router over `keys`' catalog.
+async fn measure(bench: &Bench, declared: &Arc<Config>, keys: &Keys, label: &str, path: &str) -> Result<Measurement, BenchError> {
+    let app = seasons::App::new(declared.clone(), keys.clone(), bench.client()?, None, standings::system_clock());
+    let router = seasons::router(Arc::new(app));
+    let mut measured = Measurement::new(label);
+    for sample in 0..=SAMPLES * bench.repetitions.max(1) {
+        let (elapsed, body) = time(call(&router, Request::get(path).body(Body::empty())?)).await?;
+        let page: Value = serde_json::from_slice(&body)?;
+        if page["tournaments"].as_array().is_none_or(Vec::is_empty) {
+            return Err(format!("{path}: no tournaments listed: {page}").into());
+        }
+        // The first request loads the catalog: a warm function's reads follow.
+        if sample > 0 {
+            measured.samples.push(elapsed);
+        }
+    }
+    Ok(measured)
+}
+
+pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
+    let declared = Arc::new(Config::parse(
+        "[[boards]]\nname = \"points\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\n",
+    )?);
+    let now = Utc::now();
+    let (few, many) = (Keys::new(&format!("{}:list-few", bench.keys.prefix()))?, Keys::new(&format!("{}:list-many", bench.keys.prefix()))?);
+    define(bench, &declared, &few, FEW, now).await?;
+    define(bench, &declared, &many, MANY, now).await?;
+    let first = "/v1/tournaments";
+    let deep = "/v1/tournaments?state=open&category=puzzles&cursor=cup-00005";
+    let few_first = measure(bench, &declared, &few, "first page, 10 defined", first).await?;
+    let many_first = measure(bench, &declared, &many, "first page, 10,000 defined", first).await?;
+    let few_deep = measure(bench, &declared, &few, "open puzzles after cup-00005, 10 defined", deep).await?;
+    let many_deep = measure(bench, &declared, &many, "open puzzles after cup-00005, 10,000 defined", deep).await?;
+    let mut loads = Measurement::new("catalog load (`boards_now`), 10,000 tournaments");
+    for _ in 0..5 * bench.repetitions.max(1) {
+        loads.samples.push(time(boards_now(&declared, &many, &bench.store)).await?.0);
+    }
+    let ratio = |a: &Measurement, b: &Measurement| a.percentile(99.0).as_secs_f64() / b.percentile(99.0).as_secs_f64().max(1e-9);
+    let (first_ratio, deep_ratio) = (ratio(&many_first, &few_first), ratio(&many_deep, &few_deep));
+    let load = loads.median();
+    Ok(Report {
+        title: "`GET /v1/tournaments` at 10 and at 10,000 tournaments (issue 59)".into(),
+        setup: format!(
+            "The `seasons` router in process on a warm catalog; {SAMPLES} requests a path per round, {} round(s), one at a time. \
+             Tournaments: one-offs and daily ones in two categories, each with a prize; the first defined through \
+             `TournamentAdmin`, the rest written beside it in the catalog. Each page counts its instances' players in one \
+             pipeline per slot.",
+            bench.repetitions.max(1)
+        ),
+        tables: vec![Table::latencies(&[&few_first, &many_first, &few_deep, &many_deep]), Table::timings(&[&loads])],
+        notes: vec![format!(
+            "p99 at 10,000 / at 10: first page **{first_ratio:.2}×**, a filtered page deep in the list **{deep_ratio:.2}×**; \
+             the catalog load at 10,000 tournaments takes {} (median).",
+            ms(load)
+        )],
+        targets: vec![
+            Target::at_most("`GET /v1/tournaments` p99, 10,000 tournaments", "10 tournaments'", first_ratio, 2.0),
+            Target::at_most(
+                "catalog load at 10,000 tournaments",
+                "20 ms",
+                load.as_secs_f64() / Duration::from_millis(20).as_secs_f64(),
+                1.0,
+            ),
+        ],
+    })
+}

@@ -1,0 +1,127 @@
+//! Lists that page (`GET /v1/tournaments`, `GET /v1/boards`): items in name order, `limit` at a
+//! time. The cursor is the last name a page held, so the next page starts after it whatever was
+//! defined or deleted meanwhile: a walk lists once every item that exists throughout it, and a
+//! page costs the same however many items there are.
+
+/// A page's size when the request names none.
+pub const DEFAULT_LIMIT: u64 = 20;
+/// The largest page a request may ask for.
+pub const MAX_LIMIT: u64 = 100;
+
+/// The items `keep` takes that are named after `cursor` (all without one), at most `limit` of
+/// them in name order, and the next page's cursor (`None`: nothing is left after this page).
+/// `keep` is asked only of items after the cursor, and only until the page is full: a page
+/// costs the same wherever it starts.
+pub fn page<T>(
+    items: impl IntoIterator<Item = T>,
+    name: impl Fn(&T) -> &str,
+    keep: impl Fn(&T) -> bool,
+    cursor: Option<&str>,
+    limit: usize,
+) -> (Vec<T>, Option<String>) {
+    let mut all: Vec<T> = items.into_iter().collect();
+    // Stable, so linear on items already in name order (runtime boards load so).
+    all.sort_by(|a, b| name(a).cmp(name(b)));
+    let from = cursor.map_or(0, |cursor| all.partition_point(|item| name(item) <= cursor));
+    let mut chosen: Vec<T> = all.into_iter().skip(from).filter(|item| keep(item)).take(limit.saturating_add(1)).collect();
+    if chosen.len() <= limit {
+        return (chosen, None);
+    }
+    chosen.truncate(limit);
+    let next = chosen.last().map(|item| name(item).to_owned());
+    (chosen, next)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use proptest::prelude::*;
+
+    use super::page;
+
+    fn walk(names: &[String], limit: usize) -> Vec<Vec<String>> {
+        let mut pages = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let (items, next) = page(names.iter().cloned(), |n: &String| n.as_str(), |_| true, cursor.as_deref(), limit);
+            pages.push(items);
+            match next {
+                Some(next) => cursor = Some(next),
+                None => return pages,
+            }
+        }
+    }
+
+    #[test]
+    fn an_empty_list_is_one_empty_page() {
+        assert_eq!(walk(&[], 20), vec![Vec::<String>::new()]);
+    }
+
+    #[test]
+    fn a_list_of_exactly_one_page_has_no_next_cursor() {
+        let names: Vec<String> = ["b", "a"].map(str::to_owned).to_vec();
+        assert_eq!(page(names.iter().cloned(), |n: &String| n.as_str(), |_| true, None, 2), (vec!["a".to_owned(), "b".to_owned()], None));
+    }
+
+    proptest! {
+        /// Model: the names as a sorted set, cut into runs of `limit`.
+        #[test]
+        fn a_walk_lists_every_name_once_in_order_in_full_pages(names in prop::collection::vec("[a-z]{1,4}", 0..60), limit in 1usize..8) {
+            let unique: BTreeSet<String> = names.iter().cloned().collect();
+            let expected: Vec<Vec<String>> = unique.iter().cloned().collect::<Vec<_>>().chunks(limit).map(<[String]>::to_vec).collect();
+            let pages = walk(&unique.iter().cloned().collect::<Vec<_>>(), limit);
+            if expected.is_empty() {
+                prop_assert_eq!(pages, vec![Vec::<String>::new()]);
+            } else {
+                prop_assert_eq!(pages, expected);
+            }
+        }
+
+        /// A filter: the pages hold exactly the names it keeps, in full pages, in order, given
+        /// in any order.
+        #[test]
+        fn a_filtered_walk_lists_exactly_the_kept_names(names in prop::collection::btree_set("[a-z]{1,4}", 0..60), limit in 1usize..8) {
+            let kept = |n: &String| n.len().is_multiple_of(2);
+            let expected: Vec<String> = names.iter().filter(|n| kept(n)).cloned().collect();
+            let shuffled: Vec<String> = names.iter().rev().cloned().collect();
+            let (mut listed, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+            loop {
+                let (items, next) = page(shuffled.iter().cloned(), |n: &String| n.as_str(), |n| kept(n), cursor.as_deref(), limit);
+                prop_assert!(items.len() == limit || next.is_none(), "only the last page is short");
+                listed.extend(items);
+                pages += 1;
+                match next {
+                    Some(next) => cursor = Some(next),
+                    None => break,
+                }
+            }
+            prop_assert_eq!(pages, expected.len().div_ceil(limit).max(1));
+            prop_assert_eq!(listed, expected);
+        }
+
+        /// Names defined or deleted between two pages: each name present before and after is
+        /// listed exactly once, and the walk still ends.
+        #[test]
+        fn changes_between_pages_never_repeat_or_skip_a_name_that_stays(
+            before in prop::collection::btree_set("[a-z]{1,3}", 0..40),
+            added in prop::collection::btree_set("[a-z]{1,3}", 0..10),
+            removed in prop::collection::btree_set("[a-z]{1,3}", 0..10),
+            limit in 1usize..6,
+        ) {
+            let after: BTreeSet<String> = before.union(&added).filter(|n| !removed.contains(*n)).cloned().collect();
+            let (first, next) = page(before.iter().cloned(), |n: &String| n.as_str(), |_| true, None, limit);
+            let mut listed = first;
+            let mut cursor = next;
+            while let Some(at) = cursor {
+                let (items, next) = page(after.iter().cloned(), |n: &String| n.as_str(), |_| true, Some(&at), limit);
+                listed.extend(items);
+                cursor = next;
+            }
+            for stays in before.intersection(&after) {
+                prop_assert_eq!(listed.iter().filter(|n| *n == stays).count(), 1, "{} in {:?}", stays, listed);
+            }
+            prop_assert!(listed.windows(2).all(|w| w[0] < w[1]), "{:?}", listed);
+        }
+    }
+}

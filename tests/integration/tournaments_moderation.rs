@@ -1,0 +1,107 @@
+//! Moderation reaches tournaments consistently (issue 59 item 8, docs/tournaments.md): a
+//! correction respects the instance's window, a ban frees the player's seat with their score.
+
+use axum::http::{Method, StatusCode};
+use chrono::Duration;
+use serde_json::{Value, json};
+use standings_tests::ADMIN;
+use standings_tests::tournament::{Arena, cup};
+
+fn code(body: &Value) -> Option<&str> {
+    body["error"]["code"].as_str()
+}
+
+fn users(top: &Value) -> Vec<(String, i64)> {
+    top["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap().to_owned(), e["score"].as_i64().unwrap())).collect()
+}
+
+async fn correct(arena: &Arena, user: &str, body: Value) -> (StatusCode, Value) {
+    arena.app.call(Method::POST, &format!("/v1/admin/boards/cup/users/{user}/corrections"), body.to_string(), ADMIN).await
+}
+
+/// A correction lands in the open instance; after the end, named or not, it is 422
+/// `period_closed` and writes nothing, so the results stay what the scores made them.
+#[tokio::test]
+async fn a_correction_reaches_the_open_instance_and_is_refused_after_its_end() {
+    let arena = Arena::new().await;
+    let start = arena.app.now() - Duration::hours(1);
+    assert_eq!(arena.put("cup", &cup(start, 2, json!({}))).await.0, StatusCode::CREATED);
+    assert_eq!(arena.play("cup", "a1", "ann", 10).await.0, StatusCode::OK);
+    assert_eq!(arena.play("cup", "b1", "bo", 7).await.0, StatusCode::OK);
+    let (status, body) = correct(&arena, "bo", json!({"set": 12, "reason": "scored offline"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, top) = arena.read("/v1/tournaments/cup/top").await;
+    assert_eq!(users(&top), [("bo".to_owned(), 12), ("ann".to_owned(), 10)]);
+
+    arena.app.set_now(start + Duration::hours(2) + Duration::minutes(1));
+    let before = arena.app.keyspace().await;
+    for body in [
+        json!({"set": 20, "reason": "late"}),
+        json!({"set": 20, "reason": "late", "period": "all", "period_id": "all"}),
+        json!({"remove": true, "reason": "late"}),
+    ] {
+        let (status, answer) = correct(&arena, "ann", body.clone()).await;
+        assert_eq!((status, code(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, Some("period_closed")), "{body}: {answer}");
+    }
+    assert_eq!(arena.app.keyspace().await, before, "a refused correction writes nothing");
+    let (_, top) = arena.read("/v1/tournaments/cup/top").await;
+    assert_eq!(users(&top), [("bo".to_owned(), 12), ("ann".to_owned(), 10)]);
+}
+
+/// A ban takes the player off the open instance and frees their seat: a full tournament takes
+/// the next player, and the banned one cannot join again.
+#[tokio::test]
+async fn a_ban_frees_the_seat_and_the_score_in_the_open_instance() {
+    let arena = Arena::new().await;
+    let start = arena.app.now() - Duration::hours(1);
+    assert_eq!(arena.put("cup", &cup(start, 2, json!({"max_size": 2, "join_required": true}))).await.0, StatusCode::CREATED);
+    for user in ["ann", "bo"] {
+        assert_eq!(arena.join("cup", user).await.0, StatusCode::OK);
+    }
+    assert_eq!(arena.play("cup", "a1", "ann", 10).await.0, StatusCode::OK);
+    let (status, full) = arena.join("cup", "cy").await;
+    assert_eq!((status, code(&full)), (StatusCode::CONFLICT, Some("tournament_full")), "{full}");
+
+    let (status, ban) = arena.app.call(Method::POST, "/v1/admin/users/ann/ban", "", ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "{ban}");
+    let (_, view) = arena.read("/v1/tournaments/cup").await;
+    assert_eq!((view["size"].as_u64(), view["can_join"].as_bool()), (Some(1), Some(true)), "{view}");
+    let (_, top) = arena.read("/v1/tournaments/cup/top").await;
+    assert_eq!(users(&top), []);
+    let (status, joined) = arena.join("cup", "cy").await;
+    assert_eq!((status, joined["size"].as_u64()), (StatusCode::OK, Some(2)), "{joined}");
+    let (status, again) = arena.join("cup", "ann").await;
+    assert_eq!((status, code(&again)), (StatusCode::UNPROCESSABLE_ENTITY, Some("user_banned")), "{again}");
+    // The same ban again (a retry) frees nothing more and takes no seat back.
+    assert_eq!(arena.app.call(Method::POST, "/v1/admin/users/ann/ban", "", ADMIN).await.0, StatusCode::OK);
+    let (_, view) = arena.read("/v1/tournaments/cup").await;
+    assert_eq!(view["size"].as_u64(), Some(2), "{view}");
+}
+
+/// A ban meeting a seats key of another type writes nothing on that board (the script checks
+/// every key before its first write), and is whole once the key is mended.
+#[tokio::test]
+async fn a_ban_meeting_a_wrong_type_seats_key_writes_nothing_on_the_board() {
+    let arena = Arena::new().await;
+    let start = arena.app.now() - Duration::hours(1);
+    assert_eq!(arena.put("cup", &cup(start, 2, json!({"join_required": true}))).await.0, StatusCode::CREATED);
+    assert_eq!(arena.join("cup", "ann").await.0, StatusCode::OK);
+    assert_eq!(arena.play("cup", "a1", "ann", 10).await.0, StatusCode::OK);
+    let all = standings::domain::period::Period::named(standings::domain::period::PeriodKind::All, "all", chrono_tz::UTC).unwrap();
+    let players = arena.app.keys.board("cup").players(&all);
+    let mut conn = arena.app.redis.clone();
+    let seats: Vec<String> = redis::cmd("SMEMBERS").arg(&players).query_async(&mut conn).await.unwrap();
+    assert_eq!(seats, ["ann"]);
+    let _: () = redis::cmd("DEL").arg(&players).query_async(&mut conn).await.unwrap();
+    let _: () = redis::cmd("SET").arg(&players).arg("x").query_async(&mut conn).await.unwrap();
+    let (status, _) = arena.app.call(Method::POST, "/v1/admin/users/ann/ban", "", ADMIN).await;
+    assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+    let (_, top) = arena.read("/v1/tournaments/cup/top").await;
+    assert_eq!(users(&top), [("ann".to_owned(), 10)], "nothing written on the board");
+    let _: () = redis::cmd("DEL").arg(&players).query_async(&mut conn).await.unwrap();
+    let _: () = redis::cmd("SADD").arg(&players).arg("ann").query_async(&mut conn).await.unwrap();
+    assert_eq!(arena.app.call(Method::POST, "/v1/admin/users/ann/ban", "", ADMIN).await.0, StatusCode::OK);
+    let (_, top) = arena.read("/v1/tournaments/cup/top").await;
+    let (_, view) = arena.read("/v1/tournaments/cup").await;
+    assert_eq!((users(&top), view["size"].as_u64()), (vec![], Some(0)));
+}
