@@ -254,3 +254,24 @@ async fn tournament_answers_match_the_documented_schemas() {
     samples.push(sample("delete", admin, arena.delete("none", "x").await));
     conform(&samples);
 }
+
+/// A monthly tournament's instance covers its whole month: `duration_secs` up to 31 days, each
+/// instance cut at its month's end (28 days at most left a dead gap in longer months).
+#[tokio::test]
+async fn a_monthly_tournament_of_31_days_is_open_every_second_of_every_month() {
+    use chrono::{Datelike, TimeZone};
+    let arena = Arena::new().await;
+    let now = arena.app.now();
+    let first = chrono::Utc.with_ymd_and_hms(now.year(), now.month(), 1, 0, 0, 0).unwrap();
+    let body = cup(first, 24 * 100, json!({"reset": "month", "duration_secs": 31 * 86_400}));
+    let (status, created) = arena.put("monthly", &body).await;
+    assert_eq!(status, StatusCode::CREATED, "{created}");
+    let next = (first + Duration::days(32)).with_day(1).unwrap();
+    for (i, at) in [now, next - Duration::seconds(1), next].into_iter().enumerate() {
+        arena.app.set_now(at);
+        let (status, played) = arena.play("monthly", &format!("m{i}"), "ann", 10 + i as i64).await;
+        assert_eq!(status, StatusCode::OK, "at {at}: {played}");
+        let instance = if at < next { first.format("%Y-%m").to_string() } else { next.format("%Y-%m").to_string() };
+        assert_eq!(played["instance"].as_str(), Some(instance.as_str()), "at {at}");
+    }
+}

@@ -11,8 +11,8 @@ use standings::services::reads::catalog::catalog;
 
 use crate::App;
 
+/// Other parameters are ignored, as they were before the list paged (a client's cache-buster).
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct ListParams {
     limit: Option<u64>,
     cursor: Option<String>,

@@ -73,18 +73,17 @@ pub fn correction_periods(
     now: DateTime<Utc>,
     window: &EventWindow,
 ) -> Result<Vec<Period>, ModerationError> {
-    let mut periods = aimed_periods(board, request, change, now, window)?;
+    let periods = aimed_periods(board, request, change, now, window)?;
     if let Some(tournament) = board.tournament.as_deref() {
         let open = tournament.open_at(now).map(|instance| instance.id);
         let is_open = |period: &Period| open.as_deref() == Some(period.id.as_str());
-        let closed = periods.iter().find(|period| !is_open(period)).map(|period| period.id.clone());
-        // Unnamed, a removal reaches the instances a late event could still land in: of those,
-        // the open one.
-        if request.period.is_none() && request.at.is_none() {
-            periods.retain(is_open);
-        }
-        if let (Some(period_id), false) = (closed, periods.iter().all(is_open) && !periods.is_empty()) {
-            return Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id }.into());
+        // The first period not open, or (none aimed at: no instance is open) the one of `now`.
+        let closed = periods
+            .iter()
+            .find(|period| !is_open(period))
+            .map_or_else(|| Period::containing(tournament.period_kind(), now, chrono_tz::UTC).id, |period| period.id.clone());
+        if periods.is_empty() || !periods.iter().all(is_open) {
+            return Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id: closed }.into());
         }
     }
     Ok(periods)

@@ -116,6 +116,31 @@ impl World {
         Ok(())
     }
 
+    pub(super) async fn correct_cup(&mut self, cup: u8, user: u8, score: u32) -> Result<(), String> {
+        let (id, user) = (format!("cup{cup}"), format!("u{user}"));
+        let mut next = self.model.clone();
+        let banned = next.banned().contains(&user);
+        let expected = next.cups.correct(&id, &user, i64::from(score), banned, self.now());
+        let body = json!({"set": score, "reason": "simulated"});
+        let path = format!("/v1/admin/boards/{id}/users/{user}/corrections");
+        let (status, reply) = self.app.call(Method::POST, &path, body.to_string(), ADMIN).await;
+        if self.all_lost && (restoring(status, &reply) || reply["error"]["code"] == "unknown_board") {
+            return Ok(());
+        }
+        let got = (status.as_u16(), reply["error"]["code"].as_str().unwrap_or_default());
+        match expected {
+            Some(expected) if got != expected => {
+                return Err(format!("correct {user} in {id}: expected {expected:?}, got {status} {reply}"));
+            }
+            None if status.is_success() || status.is_server_error() => {
+                return Err(format!("correct {user} in {id} (not defined or deleted): got {status} {reply}"));
+            }
+            _ => {}
+        }
+        self.model = next;
+        Ok(())
+    }
+
     pub(super) async fn play_cup(&mut self, event: u32, cup: u8, user: u8, score: u32, again: bool) -> Result<(), String> {
         let (id, user, event) = (format!("cup{cup}"), format!("u{user}"), format!("p{event}"));
         let body = json!({"event_id": event, "user_id": user, "score": score});

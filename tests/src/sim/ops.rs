@@ -233,6 +233,12 @@ pub enum Op {
         first_id: u32,
         users: Vec<u8>,
     },
+    /// `POST /v1/admin/boards/cup{cup}/users/{user}/corrections` setting the user's score.
+    CorrectCup {
+        cup: u8,
+        user: u8,
+        score: u32,
+    },
     /// An admin's early end of the cup (`POST …/end`), or its deletion (`DELETE`) when `delete`.
     EndCup {
         cup: u8,
@@ -267,7 +273,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..119) {
+        let op = match rng.u32(..120) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -346,6 +352,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             112 => Op::RuntimeBoard { board: rng.u8(..BOARDS), latest: rng.u8(..4) == 0 },
             113..=116 => Op::Submit { id: id(1), board: rng.u8(..BOARDS), user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
             117 => Op::DeleteBoard { board: rng.u8(..BOARDS) },
+            118 => Op::CorrectCup { cup: rng.u8(..CUPS), user, score: 10 + 2 * rng.u32(..4) },
             _ => {
                 let users: Vec<u8> = (0..rng.u8(1..5)).map(|_| rng.u8(..USERS)).collect();
                 Op::Rollback { first_id: id(users.len() as u32), users }

@@ -293,6 +293,7 @@ impl World {
             Op::Join { cup, user } => self.join_cup(*cup, *user).await?,
             Op::Play { id, cup, user, score, again } => self.play_cup(*id, *cup, *user, *score, *again).await?,
             Op::EndCup { cup, delete } => self.end_cup(*cup, *delete).await?,
+            Op::CorrectCup { cup, user, score } => self.correct_cup(*cup, *user, *score).await?,
             Op::RuntimeBoard { board, latest } => self.put_board(*board, *latest).await?,
             Op::Submit { id, board, user, score, again } => self.submit(*id, *board, *user, *score, *again).await?,
             Op::DeleteBoard { board } => self.delete_board(*board).await?,

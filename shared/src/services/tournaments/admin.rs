@@ -76,7 +76,15 @@ impl TournamentAdmin {
 
     /// Creates tournament `id`: true when created, false when this very definition was there.
     pub async fn put(&self, id: &str, body: &Value, now: DateTime<Utc>) -> Result<(bool, TournamentDefinition), PlayError> {
-        let definition = Definition::tournament(id, body, now)?;
+        let definition = match Definition::tournament(id, body, now) {
+            Ok(definition) => definition,
+            // Past the size limit: the same body again of a tournament stored before the limit
+            // is still that tournament.
+            Err(error) if error.field == "body" => {
+                return self.same_again(id, body).await?.map(|current| (false, current)).ok_or_else(|| error.into());
+            }
+            Err(error) => return Err(error.into()),
+        };
         // A definition none of whose instances runs from now on (its window over, or every
         // instance left in it over before now) is refused; the same body sent again (a retry
         // after its end) is still the same tournament.

@@ -59,12 +59,13 @@ struct Raw {
     metadata: Option<Value>,
 }
 
-/// The longest a reset period lasts: an instance never outlives its own period.
+/// The longest a reset period lasts. An instance never outlives its own period (it ends at the
+/// period's end at the latest), so a monthly one of 31 days covers every month whole.
 fn reset_length(reset: Reset) -> Duration {
     match reset {
         Reset::Day => Duration::days(1),
         Reset::Week => Duration::weeks(1),
-        Reset::Month => Duration::days(28),
+        Reset::Month => Duration::days(31),
     }
 }
 

@@ -118,7 +118,8 @@ impl Tournament {
             Some(reset) => {
                 let period = Period::containing(reset.period_kind(), at, chrono_tz::UTC);
                 let opens = period.start.expect("a reset period starts").with_timezone(&Utc);
-                let closes = opens + self.duration.expect("a recurring tournament has a duration");
+                let period_end = period.end.expect("a reset period ends").with_timezone(&Utc);
+                let closes = (opens + self.duration.expect("a recurring tournament has a duration")).min(period_end);
                 Instance { id: period.id, start: opens.max(self.start), end: closes.min(self.end) }
             }
         };

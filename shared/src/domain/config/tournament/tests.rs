@@ -193,7 +193,7 @@ proptest! {
         start in 0..(40 * 1440i64),
         length in 1..(40 * 1440i64),
         reset in prop_oneof![Just(None), Just(Some(Reset::Day)), Just(Some(Reset::Week)), Just(Some(Reset::Month))],
-        duration in 1..(28 * 1440i64),
+        duration in 1..(31 * 1440i64),
         probes in proptest::collection::vec(-(2 * 1440i64)..(85 * 1440i64), 6),
     ) {
         let (start, length) = (BASE + start * 60, length * 60);
@@ -249,4 +249,21 @@ fn an_instance_deleted_in_the_second_it_opened_still_ran_once_ended_early() {
     let mut early = Tournament::parse("winter-cup", &body()).unwrap();
     early.deleted = Some(opened - chrono::Duration::hours(1));
     assert_eq!(early.ended_by(later, None, 10), vec![]);
+}
+
+#[test]
+fn a_monthly_instance_of_31_days_covers_every_month_whole() {
+    let mut monthly = body();
+    monthly["start"] = json!("2027-01-01T00:00:00Z");
+    monthly["end"] = json!("2028-01-01T00:00:00Z");
+    monthly["reset"] = json!("month");
+    monthly["duration_secs"] = json!(31 * 86_400);
+    let cup = Tournament::parse("monthly", &monthly).unwrap();
+    let february = cup.open_at(at("2027-02-28T23:59:59Z")).expect("open to February's last second");
+    assert_eq!((february.id.as_str(), february.start, february.end), ("2027-02", at("2027-02-01T00:00:00Z"), at("2027-03-01T00:00:00Z")));
+    assert_eq!(cup.open_at(at("2027-03-01T00:00:00Z")).map(|i| i.id), Some("2027-03".to_owned()));
+    assert_eq!(cup.open_at(at("2027-01-31T23:59:59Z")).map(|i| i.id), Some("2027-01".to_owned()), "31 days: January whole");
+    assert_eq!(cup.next_after(at("2027-02-10T00:00:00Z")).map(|i| i.start), Some(at("2027-03-01T00:00:00Z")));
+    monthly["duration_secs"] = json!(31 * 86_400 + 1);
+    assert_eq!(Tournament::parse("monthly", &monthly).unwrap_err().field, "duration_secs");
 }
