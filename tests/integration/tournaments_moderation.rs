@@ -106,22 +106,32 @@ async fn a_ban_meeting_a_wrong_type_seats_key_writes_nothing_on_the_board() {
     assert_eq!((users(&top), view["size"].as_u64()), (vec![], Some(0)));
 }
 
-/// A ban minutes after an instance ended (late events of it could still arrive) leaves that
-/// instance as it ended, score and seat: its results stay what its scores made them.
+/// A ban minutes after an instance ended, before its results are stored, takes the player out
+/// of it, score and seat: a cheater caught at the end is not in the results.
 #[tokio::test]
-async fn a_ban_leaves_an_instance_that_ended_as_it_ended() {
+async fn a_ban_before_the_results_are_stored_takes_the_player_out_of_them() {
     let arena = Arena::new().await;
     let now = arena.app.now();
     let midnight = (now + Duration::days(1)).date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
     let daily = cup(midnight - Duration::days(1), 24 * 5, json!({"reset": "day", "duration_secs": 86_400, "join_required": true}));
     assert_eq!(arena.put("cup", &daily).await.0, StatusCode::CREATED);
-    assert_eq!(arena.join("cup", "ann").await.0, StatusCode::OK);
+    for user in ["ann", "bo"] {
+        assert_eq!(arena.join("cup", user).await.0, StatusCode::OK);
+    }
     assert_eq!(arena.play("cup", "a1", "ann", 10).await.0, StatusCode::OK);
+    assert_eq!(arena.play("cup", "b1", "bo", 8).await.0, StatusCode::OK);
     arena.app.set_now(midnight + Duration::minutes(5));
     assert_eq!(arena.app.call(Method::POST, "/v1/admin/users/ann/ban", "", ADMIN).await.0, StatusCode::OK);
     let ended = now.format("%Y-%m-%d").to_string();
     let (_, top) = arena.read(&format!("/v1/tournaments/cup/top?instance={ended}")).await;
-    assert_eq!(users(&top), [("ann".to_owned(), 10)], "{top}");
-    let (_, me) = arena.read(&format!("/v1/tournaments/cup/users/ann?instance={ended}")).await;
-    assert_eq!(me["rank"].as_u64(), Some(1), "{me}");
+    assert_eq!(users(&top), [("bo".to_owned(), 8)], "{top}");
+    let period = standings::domain::period::Period::named(standings::domain::period::PeriodKind::Day, &ended, chrono_tz::UTC).unwrap();
+    let mut conn = arena.app.redis.clone();
+    let seats: Vec<String> = redis::cmd("SMEMBERS").arg(arena.app.keys.board("cup").players(&period)).query_async(&mut conn).await.unwrap();
+    assert_eq!(seats, ["bo"], "ann's seat in the ended instance is freed too");
+    let reports = arena.end_run(None).await;
+    assert!(reports.iter().any(|r| r.instance == ended && r.total == 1 && r.error.is_none()), "{reports:?}");
+    let (_, results) = arena.read(&format!("/v1/tournaments/cup/results?instance={ended}")).await;
+    let ranked: Vec<&str> = results["results"].as_array().unwrap().iter().map(|r| r["user_id"].as_str().unwrap()).collect();
+    assert_eq!(ranked, ["bo"], "{results}");
 }

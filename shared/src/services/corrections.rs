@@ -73,10 +73,14 @@ pub fn correction_periods(
     now: DateTime<Utc>,
     window: &EventWindow,
 ) -> Result<Vec<Period>, ModerationError> {
-    let periods = aimed_periods(board, request, change, now, window)?;
+    let mut periods = aimed_periods(board, request, change, now, window)?;
     if let Some(tournament) = board.tournament.as_deref() {
         let open = tournament.open_at(now).map(|instance| instance.id);
         let is_open = |period: &Period| open.as_deref() == Some(period.id.as_str());
+        // Unnamed, a removal reaches the periods a ban would: of those, the open instance.
+        if request.period.is_none() && request.at.is_none() && change == Change::Remove {
+            periods.retain(is_open);
+        }
         // The first period not open, or (none aimed at: no instance is open) the one of `now`.
         let closed = periods
             .iter()

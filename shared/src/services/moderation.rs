@@ -176,12 +176,8 @@ pub struct AuditPage {
 /// The periods of `board` an event could still land in at `now`: those containing any instant
 /// from `now - grace` (late events) to `now + max_future` (clock skew). Usually one per
 /// period kind; two around a boundary (e.g. yesterday's day board for 15 minutes after
-/// midnight). Older periods are history: a ban does not rewrite them. On a tournament's board,
-/// the open instance alone (a score lands by its own time): an ended one stays as it ended.
+/// midnight). Older periods are history: a ban does not rewrite them.
 pub fn live_periods(board: &Board, now: DateTime<Utc>, window: &EventWindow) -> Vec<Period> {
-    if let Some(tournament) = board.tournament.as_deref() {
-        return tournament.open_at(now).map(|_| Period::containing(tournament.period_kind(), now, chrono_tz::UTC)).into_iter().collect();
-    }
     let mut live: Vec<Period> = Vec::new();
     for &kind in &board.periods {
         for at in [now - window.grace, now, now + window.max_future] {

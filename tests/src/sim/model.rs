@@ -284,7 +284,7 @@ impl Model {
     /// A ban: the user leaves every period a write could still land in, and writes nothing more.
     pub fn ban(&mut self, user: &str, now: i64) {
         self.banned.insert(user.to_owned());
-        self.cups.ban(user, now);
+        self.cups.ban(user);
         self.boards.ban(user);
         self.ladder.ban(user, &live_days(now));
         for at in [now - GRACE_SECS, now, now + 60] {

@@ -80,7 +80,7 @@ impl TournamentAdmin {
             Ok(definition) => definition,
             // Past the size limit: the same body again of a tournament stored before the limit
             // is still that tournament.
-            Err(error) if error.field == "body" => {
+            Err(error) if body.to_string().len() > crate::domain::config::MAX_DEFINITION_BYTES => {
                 return self.same_again(id, body).await?.map(|current| (false, current)).ok_or_else(|| error.into());
             }
             Err(error) => return Err(error.into()),

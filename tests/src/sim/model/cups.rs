@@ -3,8 +3,9 @@
 //! first score, each player's best score kept (ties by who reached it first, to the second);
 //! an admin's early end or a deletion cuts the window and freezes the board; the archive's run
 //! stores every instance that ended, rank for rank with its prize, and its top is then those
-//! results. A ban takes the user off every open cup and frees their seat there; an admin's
-//! correction reaches a cup's board only while it is open (docs/tournaments.md).
+//! results. A ban takes the user off every cup not frozen (a one-off's `all` period is always
+//! live, docs/moderation.md) and frees their seat there; an admin's correction reaches a cup's
+//! board only while it is open (docs/tournaments.md).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -237,7 +238,7 @@ impl Cups {
     }
 
     /// An admin's correction setting `user`'s score in cup `id` at `now`: 200 in the open
-    /// instance (kept as reached now, seat and attempts untouched), 422 `period_closed` once it
+    /// instance (seat and attempts untouched), 422 `period_closed` once it
     /// ended (on time or early), 422 `user_banned` for a banned user while open. `None`: a cup
     /// never defined or deleted, whose answer the model does not say.
     pub fn correct(&mut self, id: &str, user: &str, score: i64, banned: bool, now: i64) -> Option<(u16, &'static str)> {
@@ -248,14 +249,20 @@ impl Cups {
         if banned {
             return Some((422, "user_banned"));
         }
-        cup.board.insert(user.to_owned(), (score, now));
+        // As correct_score.lua keeps it: a better score is reached now, a worse or equal one
+        // keeps when the held one was reached.
+        let reached = match cup.board.get(user) {
+            Some(&(held, at)) if score <= held => at,
+            _ => now,
+        };
+        cup.board.insert(user.to_owned(), (score, reached));
         Some((200, ""))
     }
 
-    /// A ban at `now`: off every open cup's board, and out of its seat there; attempts stay. A
-    /// cup that ended (its results due) keeps them.
-    pub fn ban(&mut self, user: &str, now: i64) {
-        for cup in self.cups.values_mut().filter(|cup| cup.open(now) && !cup.frozen() && !cup.deleted) {
+    /// A ban: off every cup's board not frozen (its results not stored yet), and out of its
+    /// seat there; attempts stay.
+    pub fn ban(&mut self, user: &str) {
+        for cup in self.cups.values_mut().filter(|cup| !cup.frozen() && !cup.deleted) {
             cup.board.remove(user);
             // Their seat is freed with their score: another player may take it.
             cup.seated.remove(user);
