@@ -4,12 +4,11 @@
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use futures::future::try_join_all;
 use redis::AsyncCommands;
-use redis::cluster_routing::Slot;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::journal::{Entry, Stamp};
+use crate::redis::batch::{self, Group};
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::{self, profile::Put};
@@ -170,43 +169,23 @@ pub async fn get_many(store: &Store, keys: &Keys, user_ids: &[&str]) -> Result<V
     Ok(profiles)
 }
 
-/// `HGETALL` of each key, pipelined per slot, slots at once; with `flag`, whether it exists.
+/// `HGETALL` of each key, pipelined per slot, slots at once (`batch::read`); with `flag`,
+/// whether it exists, in the same round.
 async fn read_profiles(store: &Store, profile_keys: &[String], flag: Option<String>) -> Result<(Vec<Option<Profile>>, bool), StoreError> {
-    let slot = |key: &str| store.is_cluster().then(|| Slot::for_key(key));
-    let mut groups: HashMap<Option<Slot>, Vec<usize>> = HashMap::new();
-    for (index, key) in profile_keys.iter().enumerate() {
-        groups.entry(slot(key)).or_default().push(index);
+    let mut groups: Vec<Group> =
+        profile_keys.iter().map(|key| Group { key: key.clone(), commands: vec![redis::cmd("HGETALL").arg(key).clone()] }).collect();
+    if let Some(flag) = &flag {
+        groups.push(Group { key: flag.clone(), commands: vec![redis::cmd("EXISTS").arg(flag).clone()] });
     }
-    let flag_slot = flag.as_deref().map(slot);
-    if let Some(flag_slot) = flag_slot {
-        groups.entry(flag_slot).or_default();
+    let mut replies = batch::read(store, &groups).await?.into_iter().map(|mut values| values.pop().unwrap_or(redis::Value::Nil));
+    let protocol = |e: redis::ParsingError| StoreError::Protocol(format!("profiles: {e}"));
+    let mut profiles = Vec::with_capacity(profile_keys.len());
+    for value in replies.by_ref().take(profile_keys.len()) {
+        profiles.push(Profile::from_fields(redis::from_redis_value::<HashMap<String, String>>(value).map_err(protocol)?));
     }
-    let conn = store.connection().await?;
-    let replies = try_join_all(groups.iter().map(|(group, indices)| {
-        let mut pipe = redis::pipe();
-        for &index in indices {
-            pipe.hgetall(&profile_keys[index]);
-        }
-        let asks_flag = flag_slot == Some(*group);
-        if let (true, Some(flag)) = (asks_flag, &flag) {
-            pipe.exists(flag);
-        }
-        let mut conn = conn.clone();
-        async move {
-            let mut values: Vec<redis::Value> = pipe.query_async(&mut conn).await?;
-            let flagged = if asks_flag { redis::from_redis_value::<bool>(values.pop().unwrap_or(redis::Value::Nil))? } else { false };
-            let hashes: Vec<HashMap<String, String>> = values.into_iter().map(redis::from_redis_value).collect::<Result<_, _>>()?;
-            Ok::<_, redis::RedisError>((hashes, flagged))
-        }
-    }))
-    .await?;
-    let mut profiles = vec![None; profile_keys.len()];
-    let mut flagged = false;
-    for (indices, (hashes, flag)) in groups.values().zip(replies) {
-        flagged |= flag;
-        for (&index, fields) in indices.iter().zip(hashes) {
-            profiles[index] = Profile::from_fields(fields);
-        }
-    }
+    let flagged = match replies.next() {
+        Some(value) => redis::from_redis_value::<bool>(value).map_err(protocol)?,
+        None => false,
+    };
     Ok((profiles, flagged))
 }
