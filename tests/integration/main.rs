@@ -86,6 +86,7 @@ mod time_and_ties;
 mod tls;
 mod tournaments;
 mod tournaments_delete;
+mod tournaments_edit;
 mod tournaments_end;
 mod tournaments_list;
 mod tournaments_moderation;

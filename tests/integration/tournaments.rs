@@ -244,6 +244,28 @@ async fn tournament_answers_match_the_documented_schemas() {
     samples.push(sample("get", user, arena.read("/v1/tournaments/doc-cup/users/ann").await));
     let results = "/v1/tournaments/{tournament_id}/results";
     samples.push(sample("get", results, arena.read("/v1/tournaments/doc-cup/results?instance=all").await));
+    let call = |method: Method, path: &'static str, body: Value| arena.app.call(method, path, body.to_string(), ADMIN);
+    samples.push(sample(
+        "patch",
+        admin,
+        call(Method::PATCH, "/v1/admin/tournaments/doc-cup", json!({"title": "Doc cup", "max_size": 3})).await,
+    ));
+    samples.push(sample("patch", admin, call(Method::PATCH, "/v1/admin/tournaments/doc-cup", json!({"keep": "sum"})).await));
+    let attempts = "/v1/admin/tournaments/{tournament_id}/attempts";
+    let ask = json!({"user_id": "ann", "add": 1, "reason": "doc", "grant_id": "doc-1"});
+    samples.push(sample("post", attempts, call(Method::POST, "/v1/admin/tournaments/doc-cup/attempts", ask.clone()).await));
+    samples.push(sample("post", attempts, call(Method::POST, "/v1/admin/tournaments/doc-cup/attempts", ask).await));
+    samples.push(sample(
+        "post",
+        attempts,
+        call(
+            Method::POST,
+            "/v1/admin/tournaments/doc-cup/attempts",
+            json!({"user_id": "ann", "add": 2, "reason": "doc", "grant_id": "doc-1"}),
+        )
+        .await,
+    ));
+    samples.push(sample("get", "/v1/admin/audit", call(Method::GET, "/v1/admin/audit?board=doc-cup", Value::Null).await));
     let end = "/v1/admin/tournaments/{tournament_id}/end";
     samples.push(sample("post", end, arena.end("doc-cup", "done").await));
     arena.end_run(None).await;

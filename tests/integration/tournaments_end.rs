@@ -2,15 +2,13 @@
 //! frozen, stored in moto DynamoDB with prizes, announced on a moto EventBridge bus in pages,
 //! each step resumable; recurring instances; a restore after every key was lost.
 
-use std::sync::Arc;
-
 use axum::http::StatusCode;
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
 use standings::archive::bus::TOURNAMENT_ENDED;
-use standings_tests::journal::{drain_to_new_bucket, spawn_journaled, spawn_journaled_at};
+use standings_tests::journal::{drain_to_new_bucket, spawn_journaled};
 use standings_tests::notify::subscribed_to;
-use standings_tests::tournament::{Arena, Flaky, cup};
+use standings_tests::tournament::{Arena, Flaky, assert_verified, cup, flush_and_restore, journaled_arena_of_its_own, state};
 use standings_tests::{TestApp, unique_season_table};
 
 fn code(body: &Value) -> Option<&str> {
@@ -234,38 +232,6 @@ async fn an_end_stopped_at_any_step_resumes_and_announces_every_rank_once() {
     assert_eq!(ranks, (1..=1200).collect::<Vec<_>>(), "every rank once, in order");
     assert_eq!(pages[0]["results"][499]["prize"], json!({"text": "x".repeat(300)}));
     assert!(pages.last().unwrap()["results"].as_array().unwrap().iter().all(|r| r["prize"].is_null()));
-}
-
-/// An arena journaling on a redis-server of its own (kept while the returned server lives).
-async fn journaled_arena_of_its_own() -> (standings_tests::servers::RedisServer, Arena) {
-    let server = standings_tests::servers::RedisServer::start(&[]).await;
-    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
-    let app: TestApp = spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings).await;
-    (server, Arena::on(app, unique_season_table().await))
-}
-
-/// Verify replays `board`'s journal and finds Redis as it says, refusing no line.
-async fn assert_verified(arena: &Arena, client: &aws_sdk_s3::Client, bucket: &str, board: &str) {
-    let config = Arc::new(standings::services::catalog::boards_now(&arena.app.config, &arena.app.keys, &arena.app.store).await.unwrap());
-    let sink = standings::runtime::metrics::Metrics::with_sink(journal::FUNCTION, Arc::new(|_| ()));
-    let objects = journal::S3Objects::new(client.clone(), bucket);
-    let jobs = journal::Jobs::new(config, arena.app.keys.clone(), arena.app.store.clone(), objects, sink, arena.app.clock());
-    let report = jobs.checker.verify(Some(board), Utc::now() + Duration::minutes(5)).await.unwrap();
-    assert_eq!((report.mismatches, report.boards[0].refused), (0, 0), "{report:?}");
-}
-
-/// Every key but the journal streams (drained), with values and expiries.
-async fn state(arena: &Arena) -> Vec<(String, Vec<u8>, i64)> {
-    arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect()
-}
-
-/// The loss (a literal FLUSHALL), then a restore of everything from `bucket`, to completion.
-async fn flush_and_restore(arena: &Arena, client: &aws_sdk_s3::Client, bucket: &str) {
-    let mut conn = arena.app.redis.clone();
-    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
-    let jobs = arena.app.journal_jobs(client, bucket, Arc::default());
-    let report = jobs.restorer.restore(None, Utc::now() + Duration::minutes(5)).await.unwrap();
-    assert_eq!(report.status, journal::Status::Complete, "{report:?}");
 }
 
 /// Every key lost: the restore brings the tournament's definition, its seats, attempts and

@@ -147,3 +147,36 @@ pub fn cup(start: DateTime<Utc>, hours: i64, extra: Value) -> Value {
     }
     body
 }
+
+/// An arena journaling on a redis-server of its own (kept while the returned server lives).
+pub async fn journaled_arena_of_its_own() -> (crate::servers::RedisServer, Arena) {
+    let server = crate::servers::RedisServer::start(&[]).await;
+    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
+    let app: TestApp = crate::journal::spawn_journaled_at(standings::domain::config::Config::default_boards(), &settings).await;
+    (server, Arena::on(app, unique_season_table().await))
+}
+
+/// Verify replays `board`'s journal and finds Redis as it says, refusing no line.
+pub async fn assert_verified(arena: &Arena, client: &aws_sdk_s3::Client, bucket: &str, board: &str) {
+    let config =
+        std::sync::Arc::new(standings::services::catalog::boards_now(&arena.app.config, &arena.app.keys, &arena.app.store).await.unwrap());
+    let sink = standings::runtime::metrics::Metrics::with_sink(journal::FUNCTION, std::sync::Arc::new(|_| ()));
+    let objects = journal::S3Objects::new(client.clone(), bucket);
+    let jobs = journal::Jobs::new(config, arena.app.keys.clone(), arena.app.store.clone(), objects, sink, arena.app.clock());
+    let report = jobs.checker.verify(Some(board), Utc::now() + chrono::Duration::minutes(5)).await.unwrap();
+    assert_eq!((report.mismatches, report.boards[0].refused), (0, 0), "{report:?}");
+}
+
+/// Every key but the journal streams (drained), with values and expiries.
+pub async fn state(arena: &Arena) -> Vec<(String, Vec<u8>, i64)> {
+    arena.app.keyspace().await.into_iter().filter(|(key, ..)| !key.ends_with(":journal")).collect()
+}
+
+/// The loss (a literal FLUSHALL), then a restore of everything from `bucket`, to completion.
+pub async fn flush_and_restore(arena: &Arena, client: &aws_sdk_s3::Client, bucket: &str) {
+    let mut conn = arena.app.redis.clone();
+    let () = redis::cmd("FLUSHALL").query_async(&mut conn).await.unwrap();
+    let jobs = arena.app.journal_jobs(client, bucket, std::sync::Arc::default());
+    let report = jobs.restorer.restore(None, Utc::now() + chrono::Duration::minutes(5)).await.unwrap();
+    assert_eq!(report.status, journal::Status::Complete, "{report:?}");
+}

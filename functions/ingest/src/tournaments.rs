@@ -1,5 +1,6 @@
 //! Tournaments' writes (docs/tournaments.md): joins and scores (scope `standings/write`), and
-//! the admin routes that define one, end its open instance early and delete it (`standings/admin`).
+//! the admin routes that define one, edit it live, grant attempts, end its open instance early
+//! and delete it (`standings/admin`).
 
 use std::sync::Arc;
 
@@ -12,7 +13,9 @@ use standings::domain::ids;
 use standings::http::routing::Routes;
 use standings::http::{ApiError, JsonBody, QueryParams, Subject};
 use standings::services::moderation::check_reason;
-use standings::services::tournaments::{InstanceEnded, JoinReceipt, Play, PlayReceipt, TournamentDefinition, TournamentDeleted};
+use standings::services::tournaments::{
+    AttemptsGrant, AttemptsGranted, InstanceEnded, JoinReceipt, Play, PlayReceipt, TournamentDefinition, TournamentDeleted,
+};
 
 use crate::App;
 use crate::admin::EndQuery;
@@ -29,7 +32,9 @@ pub fn admin_routes() -> Routes<Arc<App>> {
     Routes::new()
         .route(Method::PUT, "/v1/admin/tournaments/{tournament_id}", put)
         .route(Method::GET, "/v1/admin/tournaments/{tournament_id}", get)
+        .route(Method::PATCH, "/v1/admin/tournaments/{tournament_id}", patch)
         .route(Method::DELETE, "/v1/admin/tournaments/{tournament_id}", delete)
+        .route(Method::POST, "/v1/admin/tournaments/{tournament_id}/attempts", grant)
         .route(Method::POST, "/v1/admin/tournaments/{tournament_id}/end", end)
 }
 
@@ -67,6 +72,33 @@ async fn put(
         tracing::warn!(tournament = %id, actor = ?actor, "tournament created");
     }
     Ok((if created { StatusCode::CREATED } else { StatusCode::OK }, Json(definition)))
+}
+
+/// 200 with the definition as edited (the same again: nothing changes twice).
+async fn patch(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Subject(actor): Subject,
+    JsonBody(body): JsonBody<Value>,
+) -> Result<Json<TournamentDefinition>, ApiError> {
+    let edited = app.tournaments.patch(&id, &body, (app.clock)()).await?;
+    app.catalog.invalidate();
+    tracing::warn!(tournament = %id, actor = ?actor, "tournament edited");
+    Ok(Json(edited))
+}
+
+/// 200: the player's attempts in the open instance, audited.
+async fn grant(
+    State(app): State<Arc<App>>,
+    Path(id): Path<String>,
+    Subject(actor): Subject,
+    JsonBody(request): JsonBody<AttemptsGrant>,
+) -> Result<Json<AttemptsGranted>, ApiError> {
+    check_reason(&request.reason)?;
+    let services = app.services().await?;
+    let granted = services.tournaments.grant(&id, &request, actor.as_deref(), (app.clock)()).await?;
+    tracing::warn!(tournament = %id, instance = %granted.instance, actor = ?actor, "tournament attempts granted");
+    Ok(Json(granted))
 }
 
 async fn get(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Json<TournamentDefinition>, ApiError> {

@@ -203,8 +203,7 @@ impl<S: ArchiveSink> Archiver<S> {
                 return Err(ArchiveError::BadRequest(format!("rank {next} of {} {} is not in the table", tournament.id, instance.id)));
             }
             for entry in entries {
-                let row =
-                    json!({"rank": entry.rank, "user_id": entry.user_id, "score": entry.points, "prize": tournament.prize_of(entry.rank)});
+                let row = json!({"rank": entry.rank, "user_id": entry.user_id, "score": entry.points, "prize": tournament.prize_of(instance.end, entry.rank)});
                 let size = row.to_string().len() + 1;
                 if bytes + size > PAGE_BYTES && !results.is_empty() {
                     break 'read;

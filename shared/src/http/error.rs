@@ -429,6 +429,7 @@ impl From<PlayError> for ApiError {
             PlayError::InvalidId(_) => (StatusCode::BAD_REQUEST, "invalid_id"),
             PlayError::Closed(_) => (StatusCode::CONFLICT, "tournament_closed"),
             PlayError::Full { .. } => (StatusCode::CONFLICT, "tournament_full"),
+            PlayError::GrantConflict(_) => (StatusCode::CONFLICT, "grant_conflict"),
             PlayError::Banned(..) => (StatusCode::UNPROCESSABLE_ENTITY, "user_banned"),
             PlayError::NoResults { .. } => (StatusCode::NOT_FOUND, "results_pending"),
             PlayError::Archive(why) => {

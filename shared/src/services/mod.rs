@@ -1,5 +1,6 @@
 //! What the functions call: each service combines the domain rules with the Redis adapter.
 
+pub mod audit;
 pub mod catalog;
 pub mod corrections;
 pub mod health;

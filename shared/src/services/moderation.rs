@@ -8,7 +8,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use redis::AsyncCommands;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::domain::config::{Board, BoardKind, Config};
 use crate::domain::correction::ChangeError;
@@ -22,6 +22,8 @@ use crate::redis::scripts::GuardRefusal;
 use crate::redis::scripts::catalog::{BanRecord, banned_users, record_bans};
 use crate::redis::scripts::moderation::{self as script, AuditRecord, Ban};
 use crate::redis::store::Store;
+
+pub use super::audit::{AuditEntry, AuditKind};
 
 /// Entries each board's audit log keeps (older ones are trimmed).
 pub const AUDIT_LOG_LEN: usize = 10_000;
@@ -43,9 +45,6 @@ pub fn check_reason(reason: &str) -> Result<(), ModerationError> {
 
 /// The actor of a ban carried onto a board defined after it (`Moderation::carry_bans`).
 pub const CARRIED_BY: &str = "standings:ban-carried";
-
-/// Longest actor (JWT `sub`) kept in an audit entry.
-const MAX_ACTOR_CHARS: usize = 256;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ModerationError {
@@ -88,64 +87,6 @@ pub enum ModerationError {
     Guard(#[from] GuardRefusal),
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AuditKind {
-    Ban,
-    Unban,
-    Correction,
-    Void,
-}
-
-/// One admin action, as kept in a board's audit log.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditEntry {
-    pub at: DateTime<Utc>,
-    pub board: String,
-    pub kind: AuditKind,
-    pub user_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub delta: Option<i64>,
-    /// A score board's correction that set the kept score.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub set: Option<i64>,
-    /// A score board's correction that removed the entry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub removed: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    /// The admin's JWT `sub`, when the token carries one.
-    #[serde(default)]
-    pub actor: Option<String>,
-    /// A correction's id (the client's, or one made up for it): retrying with it is safe.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub correction_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub void_id: Option<String>,
-}
-
-impl AuditEntry {
-    pub(super) fn new(board: &str, kind: AuditKind, user_id: &str, actor: Option<&str>, now: DateTime<Utc>) -> Self {
-        Self {
-            at: now,
-            board: board.to_owned(),
-            kind,
-            user_id: user_id.to_owned(),
-            delta: None,
-            set: None,
-            removed: None,
-            reason: None,
-            actor: actor.map(|a| a.chars().take(MAX_ACTOR_CHARS).collect()),
-            correction_id: None,
-            void_id: None,
-        }
-    }
-
-    pub(super) fn json(&self) -> String {
-        serde_json::to_string(self).expect("an audit entry always serializes")
-    }
 }
 
 /// A period a user was removed from by a ban.

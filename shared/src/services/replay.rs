@@ -24,7 +24,7 @@ use crate::services::moderation::Moderation;
 use crate::services::profiles::{Profile, put_profile};
 use crate::services::scores::Scores;
 use crate::services::sign_ins::SignIns;
-use crate::services::tournaments::{Play, PlayError, Tournaments};
+use crate::services::tournaments::{AttemptsGrant, Play, PlayError, Tournaments};
 use crate::services::voids::{Recorded, VoidRequest};
 
 /// What replaying a line did.
@@ -113,6 +113,25 @@ impl Replayer {
                 };
                 match played {
                     Ok(duplicate) => Ok(if duplicate { Replayed::Duplicate } else { Replayed::Applied }),
+                    Err(PlayError::Store(error)) => Err(error.into()),
+                    Err(error) => refused(&error),
+                }
+            }
+            // Attempts granted (docs/tournaments.md#live-edits): its audit entry is the line.
+            "grant" => {
+                let actor = take_str(&mut fields, "actor");
+                let grant = AttemptsGrant {
+                    user_id: take_str(&mut fields, "user_id").ok_or_else(|| malformed("no user_id".into()))?,
+                    add: fields
+                        .get("delta")
+                        .and_then(Value::as_u64)
+                        .and_then(|add| u32::try_from(add).ok())
+                        .ok_or_else(|| malformed("no delta".into()))?,
+                    reason: take_str(&mut fields, "reason").unwrap_or_default(),
+                    grant_id: take_str(&mut fields, "grant_id"),
+                };
+                match self.tournaments.grant(board, &grant, actor.as_deref(), at).await {
+                    Ok(granted) => Ok(if granted.duplicate { Replayed::Duplicate } else { Replayed::Applied }),
                     Err(PlayError::Store(error)) => Err(error.into()),
                     Err(error) => refused(&error),
                 }

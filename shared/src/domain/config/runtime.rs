@@ -17,6 +17,11 @@ const TOURNAMENT: &str = "tournament";
 pub const CLOSED: &str = "closed";
 /// When a stored tournament was defined (`Tournament::defined`).
 const DEFINED_AT: &str = "defined_at";
+/// The window (seconds) a tournament's scale was made for, once a live edit moved its end
+/// (`Tournament::scale_window`).
+pub const SCALE_SECS: &str = "scale_secs";
+/// Prizes a live edit replaced, kept for the instances ended before it (`Tournament::prior_prizes`).
+pub const PRIOR_PRIZES: &str = "prior_prizes";
 
 /// How many runtime boards a deployment holds unless `STANDINGS_MAX_RUNTIME_BOARDS` says.
 pub const MAX_RUNTIME_BOARDS: u32 = 10_000;
@@ -93,7 +98,7 @@ impl Definition {
         if let Ok(Value::Object(object)) = serde_json::from_str::<Value>(text)
             && let (Some(Value::String(name)), Some(body)) = (object.get("name"), object.get(TOURNAMENT))
         {
-            return tournament_board(name, body, object.get(CLOSED), object.get(DEFINED_AT));
+            return tournament_board(name, body, &object);
         }
         // The path of a field that does not parse (`rules[0].points`), not a column of the text.
         let raw: RawBoard = serde_path_to_error::deserialize(&mut serde_json::Deserializer::from_str(text)).map_err(|error| {
@@ -128,9 +133,17 @@ impl Definition {
 
 /// The score board of tournament `id`: one period, the instance's (UTC), and a score range
 /// whose composite keeps every second of the window for first-to-reach ties.
-fn tournament_board(id: &str, body: &Value, closed: Option<&Value>, defined: Option<&Value>) -> Result<Board, ConfigError> {
+fn tournament_board(id: &str, body: &Value, stored: &Map<String, Value>) -> Result<Board, ConfigError> {
     let mut tournament = Tournament::parse(id, body).map_err(|error| invalid(format!("tournament.{}", error.field), error.problem))?;
-    if let Some(defined) = defined {
+    if let Some(secs) = stored.get(SCALE_SECS) {
+        let secs = secs.as_i64().filter(|secs| *secs > 0).ok_or_else(|| invalid(SCALE_SECS, "a number of seconds"))?;
+        tournament.scale_window = Some(chrono::Duration::seconds(secs));
+    }
+    if let Some(prior) = stored.get(PRIOR_PRIZES) {
+        tournament.prior_prizes = serde_json::from_value(prior.clone()).map_err(|error| invalid(PRIOR_PRIZES, error.to_string()))?;
+    }
+    let closed = stored.get(CLOSED);
+    if let Some(defined) = stored.get(DEFINED_AT) {
         let at = defined.as_str().and_then(|at| at.parse().ok());
         tournament.defined = Some(at.ok_or_else(|| invalid(DEFINED_AT, "an RFC 3339 time"))?);
     }

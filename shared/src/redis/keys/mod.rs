@@ -241,6 +241,12 @@ impl BoardKeys {
         format!("{}:cor:{correction_id}", self.base)
     }
 
+    /// Marker of one grant of tournament attempts on this board: payload fingerprint and the
+    /// first answer.
+    pub fn grant(&self, grant_id: &str) -> String {
+        format!("{}:grant:{grant_id}", self.base)
+    }
+
     /// Marker of one admin void on this board: payload fingerprint and the first answer.
     pub fn void(&self, void_id: &str) -> String {
         format!("{}:void:{void_id}", self.base)

@@ -71,6 +71,7 @@ static PUT_PROFILE: LazyLock<Script> = script!("put_profile.lua");
 static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 static REGISTER_BANS: LazyLock<Script> = script!("register_bans.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
+static GRANT_ATTEMPTS: LazyLock<Script> = script!("grant_attempts.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
 pub(crate) static RELEASE_SEASON: LazyLock<Script> = script!("release_season.lua");
 pub(crate) static TRIM_JOURNAL: LazyLock<Script> = script!("trim_journal.lua");
@@ -99,6 +100,7 @@ pub fn hashes() -> Vec<&'static str> {
         &DEFINE_BOARD,
         &REGISTER_BANS,
         &JOIN_TOURNAMENT,
+        &GRANT_ATTEMPTS,
         &RELEASE_INSTANCE,
         &RELEASE_SEASON,
         &TRIM_JOURNAL,

@@ -49,7 +49,7 @@ pub struct ScoreOutcome {
     pub periods: Vec<ScoreStanding>,
     /// On a tournament's board: the player's submissions applied in the instance now.
     #[serde(skip)]
-    pub entries: Option<u32>,
+    pub entries: Option<i64>,
 }
 
 /// A submission's answer (`OutOfRange`: a sum would leave the score range).
@@ -186,7 +186,7 @@ async fn read_reply(
     }
     let board = plan.board;
     let entries = match &board.tournament {
-        Some(_) => Some(values.next().and_then(|n| n.parse::<u32>().ok()).ok_or_else(|| protocol("entries"))?),
+        Some(_) => Some(values.next().and_then(|n| n.parse::<i64>().ok()).ok_or_else(|| protocol("entries"))?),
         None => None,
     };
     let timed = plan.submission.occurred_at.is_some();

@@ -1,7 +1,8 @@
-//! The typed wrapper of `join_tournament.lua`: a seat in a tournament's instance, exact under
-//! concurrent joins, journaled in the same call (docs/tournaments.md).
+//! The typed wrappers of `join_tournament.lua` (a seat in a tournament's instance, exact under
+//! concurrent joins), `grant_attempts.lua` and `release_instance.lua`, each journaled in the same
+//! call (docs/tournaments.md).
 
-use super::{JOIN_TOURNAMENT, RELEASE_INSTANCE};
+use super::{EVENT_MARKER_TTL_SECS, GRANT_ATTEMPTS, JOIN_TOURNAMENT, RELEASE_INSTANCE};
 use crate::domain::guard::{closed_field, emptied_field, live_field};
 use crate::domain::period::Period;
 use crate::redis::error::StoreError;
@@ -68,4 +69,59 @@ pub async fn release(
     call.arg(closed_field(instance)).arg(live_field(instance)).arg(emptied_field(instance)).arg(ttl_secs).arg(entry);
     let freed: u8 = conn.run_script(&call, wait).await?;
     Ok(freed == 1)
+}
+
+/// What a grant of attempts did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Granted {
+    /// Granted now (`false`) or by the first call with this grant id (`true`): the player's
+    /// submissions counted against the limit after it (below 0 when more were given than used).
+    Counted {
+        count: i64,
+        duplicate: bool,
+    },
+    /// The grant id was used with another payload.
+    Conflict,
+    Banned,
+    /// The instance was ended early or frozen for its results.
+    Closed,
+}
+
+/// One grant, as `grant_attempts.lua` takes it.
+pub struct Grant<'a> {
+    pub member: &'a str,
+    pub add: u32,
+    /// `Some((grant id, payload fingerprint))`: a retry with the id answers the first call's.
+    pub marker: Option<(&'a str, &'a str)>,
+    /// The audit entry, also the journal line.
+    pub audit: &'a str,
+    pub audit_keep: usize,
+    pub ttl_secs: &'a str,
+    pub now: chrono::DateTime<chrono::Utc>,
+}
+
+/// Grants `grant.add` attempts in `instance`, audited and journaled (when `journaled`).
+pub async fn grant(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    instance: &Period,
+    grant: &Grant<'_>,
+    journaled: bool,
+    wait: ReplicaWait,
+) -> Result<Granted, StoreError> {
+    let mut call = ScriptCall::new(&GRANT_ATTEMPTS);
+    let (grant_id, fingerprint) = grant.marker.unwrap_or(("-", ""));
+    call.key(keys.guard()).key(keys.entries(instance)).key(keys.audit()).key(keys.grant(grant_id)).key(keys.journal());
+    call.arg(grant.member).arg(grant.add).arg(instance.kind.as_str()).arg(&instance.id).arg(grant.ttl_secs);
+    call.arg(grant.audit).arg(grant.audit_keep).arg(fingerprint).arg(keys.ttl(EVENT_MARKER_TTL_SECS as i64, grant.now));
+    call.arg(if journaled { 1 } else { 0 });
+    let (status, count): (String, i64) = conn.run_script(&call, wait).await?;
+    Ok(match status.as_str() {
+        "granted" => Granted::Counted { count, duplicate: false },
+        "duplicate" => Granted::Counted { count, duplicate: true },
+        "conflict" => Granted::Conflict,
+        "banned" => Granted::Banned,
+        "closed" => Granted::Closed,
+        other => return Err(StoreError::Protocol(format!("grant_attempts answered {other:?}"))),
+    })
 }

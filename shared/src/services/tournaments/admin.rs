@@ -55,9 +55,9 @@ pub struct InstanceEnded {
 }
 
 pub struct TournamentAdmin {
-    boards: RuntimeBoards,
-    keys: Keys,
-    store: Store,
+    pub(super) boards: RuntimeBoards,
+    pub(super) keys: Keys,
+    pub(super) store: Store,
 }
 
 impl From<DefineError> for PlayError {
@@ -214,7 +214,7 @@ impl TournamentAdmin {
 }
 
 /// The admin view of a stored tournament definition (`{name, tournament, closed?}`).
-fn of_stored(id: &str, stored: &Value) -> Result<TournamentDefinition, PlayError> {
+pub(super) fn of_stored(id: &str, stored: &Value) -> Result<TournamentDefinition, PlayError> {
     let definition = stored.get("tournament").cloned().ok_or_else(|| PlayError::Unknown(id.to_owned()))?;
     let closed = stored.get(CLOSED).cloned().unwrap_or_else(|| json!({}));
     Ok(TournamentDefinition { tournament_id: id.to_owned(), definition, closed })

@@ -5,6 +5,7 @@
 //! frozen board, or (once archived) the results table (the `seasons` function).
 
 mod admin;
+mod edit;
 #[cfg(feature = "dynamodb")]
 mod standings;
 mod view;
@@ -27,6 +28,7 @@ use crate::redis::store::Store;
 use crate::services::scores::{ScoreError, Scores};
 
 pub use admin::{InstanceEnded, TournamentAdmin, TournamentDefinition, TournamentDeleted};
+pub use edit::{AttemptsGrant, AttemptsGranted, MAX_GRANT};
 #[cfg(feature = "dynamodb")]
 pub use standings::{InstanceTop, PlayerStanding, RESULTS_PAGE, Results, Row};
 pub use view::{TournamentPage, TournamentSummary, TournamentView, entries_left};
@@ -56,6 +58,8 @@ pub enum PlayError {
     /// The results table failed (what it said stays in the log).
     #[error("the results table: {0}")]
     Archive(String),
+    #[error("grant {0:?} was made with another payload")]
+    GrantConflict(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -132,7 +136,7 @@ impl Tournaments {
     }
 
     /// The instance open at `now` (its period on the tournament's board), or `Closed`.
-    fn open(&self, board: &Board, tournament: &Tournament, now: DateTime<Utc>) -> Result<(Instance, Period), PlayError> {
+    pub(super) fn open(&self, board: &Board, tournament: &Tournament, now: DateTime<Utc>) -> Result<(Instance, Period), PlayError> {
         let instance = tournament.open_at(now).ok_or_else(|| PlayError::Closed(board.name.clone()))?;
         Ok((instance, Period::containing(tournament.period_kind(), now, chrono_tz::UTC)))
     }

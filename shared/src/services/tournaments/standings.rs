@@ -85,12 +85,13 @@ impl Source {
     }
 }
 
-fn rows(tournament: &Tournament, standings: Vec<Standing>) -> Vec<Row> {
+/// `ends`: when the instance ends (or ended), which decides the prizes it runs for.
+fn rows(tournament: &Tournament, ends: DateTime<Utc>, standings: Vec<Standing>) -> Vec<Row> {
     standings
         .into_iter()
         .map(|s| Row {
             rank: s.rank,
-            prize: tournament.prize_of(s.rank).cloned(),
+            prize: tournament.prize_of(ends, s.rank).cloned(),
             user_id: s.holder.user_id,
             score: s.holder.score,
             profile: s.holder.profile,
@@ -137,7 +138,12 @@ impl Tournaments {
         Ok(if frozen { Source::Frozen } else { Source::Live })
     }
 
-    async fn archived_rows(&self, tournament: &Tournament, entries: Vec<ArchivedEntry>) -> Result<Vec<Row>, PlayError> {
+    async fn archived_rows(
+        &self,
+        tournament: &Tournament,
+        ends: DateTime<Utc>,
+        entries: Vec<ArchivedEntry>,
+    ) -> Result<Vec<Row>, PlayError> {
         let users: Vec<&str> = entries.iter().map(|entry| entry.user_id.as_str()).collect();
         let profiles = profiles::get_many(&self.store, &self.keys, &users).await?;
         Ok(entries
@@ -145,7 +151,7 @@ impl Tournaments {
             .zip(profiles)
             .map(|(e, profile)| Row {
                 rank: e.rank,
-                prize: tournament.prize_of(e.rank).cloned(),
+                prize: tournament.prize_of(ends, e.rank).cloned(),
                 user_id: e.user_id,
                 score: Some(e.points),
                 profile,
@@ -171,13 +177,14 @@ impl Tournaments {
         let source = self.source(table, board, &instance, &period, now).await?;
         let name = source.name();
         let (total, entries) = match (source, table) {
-            (Source::Archived(total), Some(table)) => {
-                (total, self.archived_rows(tournament, table.ranks(id, &instance.id, offset + 1, offset + limit).await?).await?)
-            }
+            (Source::Archived(total), Some(table)) => (
+                total,
+                self.archived_rows(tournament, instance.end, table.ranks(id, &instance.id, offset + 1, offset + limit).await?).await?,
+            ),
             (source, _) => {
                 let reader = if matches!(source, Source::Frozen) { reader.of_frozen() } else { reader.clone() };
                 let page = reader.page(board, &period, offset, limit, RankMode::Unique).await?;
-                (page.total, rows(tournament, page.entries))
+                (page.total, rows(tournament, instance.end, page.entries))
             }
         };
         Ok(InstanceTop { tournament_id: id.to_owned(), instance: Some(instance.id), source: name, total, entries })
@@ -215,7 +222,7 @@ impl Tournaments {
             standing.entries_left = Some(0);
         } else if tournament.max_entries.is_some() {
             let mut conn = self.store.connection().await?;
-            let used: Option<u32> = redis::cmd("HGET")
+            let used: Option<i64> = redis::cmd("HGET")
                 .arg(self.keys.board(id).entries(&period))
                 .arg(user_id)
                 .query_async(&mut conn)
@@ -229,14 +236,15 @@ impl Tournaments {
                 if let Some(entry) = table.user_entry(id, &instance.id, user_id).await? {
                     let (first, last) = crate::services::reads::rules::around_window(entry.rank, around, total);
                     (standing.rank, standing.score) = (Some(entry.rank), Some(entry.points));
-                    standing.around = self.archived_rows(tournament, table.ranks(id, &instance.id, first, last).await?).await?;
+                    standing.around =
+                        self.archived_rows(tournament, instance.end, table.ranks(id, &instance.id, first, last).await?).await?;
                 }
             }
             (source, _) => {
                 let reader = if matches!(source, Source::Frozen) { reader.of_frozen() } else { reader.clone() };
                 let member = reader.around(board, &period, user_id, around, RankMode::Unique).await?;
                 (standing.rank, standing.score, standing.total) = (member.rank, member.score, member.total);
-                standing.around = rows(tournament, member.around);
+                standing.around = rows(tournament, instance.end, member.around);
             }
         }
         Ok(standing)
@@ -267,7 +275,8 @@ impl Tournaments {
         })?;
         let first = cursor.unwrap_or(1).max(1);
         let last = first + RESULTS_PAGE - 1;
-        let results = self.archived_rows(tournament, table.ranks(id, instance, first, last).await?).await?;
+        let ends = tournament.instance_named(Some(instance), now).map_or(tournament.end, |named| named.end);
+        let results = self.archived_rows(tournament, ends, table.ranks(id, instance, first, last).await?).await?;
         Ok(Results {
             tournament_id: id.to_owned(),
             instance: instance.to_owned(),

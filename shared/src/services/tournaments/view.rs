@@ -59,8 +59,9 @@ fn time(at: DateTime<Utc>) -> String {
 }
 
 /// Attempts left after `used` (`None`: no limit).
-pub fn entries_left(tournament: &Tournament, used: u32) -> Option<u32> {
-    tournament.max_entries.map(|max| max.saturating_sub(used))
+/// `used` is below 0 once a grant gave more attempts than were used.
+pub fn entries_left(tournament: &Tournament, used: i64) -> Option<u32> {
+    tournament.max_entries.map(|max| u32::try_from((i64::from(max) - used).max(0)).unwrap_or(u32::MAX))
 }
 
 /// The instance a tournament shows at `now`: the open one, else the next, else the last.

@@ -172,6 +172,8 @@ impl Tournament {
             deleted: None,
             retired: false,
             defined: None,
+            scale_window: None,
+            prior_prizes: Vec::new(),
         })
     }
 }

@@ -6,6 +6,9 @@
 //! reset), so its entries live in that period's sorted set and its id is the period's.
 
 mod definition;
+mod edit;
+#[cfg(test)]
+mod edit_tests;
 #[cfg(test)]
 mod tests;
 
@@ -20,6 +23,7 @@ use crate::domain::period::{Period, PeriodKind};
 use crate::domain::tiebreak::{EXACT_BITS, MAX_SCORE};
 
 pub use definition::{MAX_METADATA_BYTES, MAX_PRIZES, MAX_SIZE, MAX_TITLE_CHARS, TournamentError};
+pub use edit::{EDITABLE, EditError, Edited, PriorPrizes};
 
 /// How often a recurring tournament opens again (UTC boundaries: midnight, Monday, the 1st).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -79,6 +83,11 @@ pub struct Tournament {
     /// an instance that ended by then never ran, so a `start` in the past opens the current
     /// instance only and nothing before the tournament existed is stored or announced.
     pub defined: Option<DateTime<Utc>>,
+    /// The window the board's scale was made for, once a live edit moved a one-off's end
+    /// (`Tournament::edit`): the composites already kept stay in the scale they were made in.
+    pub scale_window: Option<Duration>,
+    /// Prizes a live edit replaced, kept for the instances that ended before it (oldest first).
+    pub prior_prizes: Vec<PriorPrizes>,
 }
 
 /// Where a tournament stands at an instant.
@@ -228,11 +237,16 @@ impl Tournament {
         self.duration.unwrap_or(self.end - self.start)
     }
 
+    /// The window the board's scale is made for: `window`'s, unless a live edit moved it.
+    fn scale_made_for(&self) -> Duration {
+        self.scale_window.unwrap_or_else(|| self.window())
+    }
+
     /// The highest score the tournament takes: every second of its window keeps its own time
     /// part beside it in one exact double (`tiebreak::time_span_for`), so equal scores rank by
     /// who reached them first to the second. `MAX_SCORE` up to a window of 2^23 s (97 days).
     pub fn max_score(&self) -> i64 {
-        let secs = self.window().num_seconds().max(1);
+        let secs = self.scale_made_for().num_seconds().max(1);
         let time_bits = 64 - (secs - 1).leading_zeros();
         MAX_SCORE.min((1i64 << (EXACT_BITS - time_bits)) - 1)
     }
@@ -260,11 +274,6 @@ impl Tournament {
             at = instance.start - Duration::seconds(1);
         }
         ended
-    }
-
-    /// The reward of `rank` (1-based), if a prize covers it.
-    pub fn prize_of(&self, rank: u64) -> Option<&Value> {
-        self.prizes.iter().find(|prize| prize.ranks[0] <= rank && rank <= prize.ranks[1]).map(|prize| &prize.reward)
     }
 }
 

@@ -49,9 +49,9 @@ fn a_definition_is_checked_field_by_field() {
 #[test]
 fn prizes_go_by_rank_range() {
     let cup = Tournament::parse("winter-cup", &body()).unwrap();
-    assert_eq!(cup.prize_of(1), Some(&json!({"gems": 500})));
-    assert_eq!((cup.prize_of(2), cup.prize_of(10)), (Some(&json!({"gems": 50})), Some(&json!({"gems": 50}))));
-    assert_eq!(cup.prize_of(11), None);
+    assert_eq!(cup.prize_of(cup.end, 1), Some(&json!({"gems": 500})));
+    assert_eq!((cup.prize_of(cup.end, 2), cup.prize_of(cup.end, 10)), (Some(&json!({"gems": 50})), Some(&json!({"gems": 50}))));
+    assert_eq!(cup.prize_of(cup.end, 11), None);
 }
 
 #[test]

@@ -1,0 +1,122 @@
+//! A live edit of a tournament (`PATCH /v1/admin/tournaments/{id}`, docs/tournaments.md#live-edits):
+//! which fields change and how, decided on the stored definition at `now`.
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Prize, State, Tournament, TournamentError};
+use crate::domain::tiebreak::time_span_for;
+
+/// The fields an edit may name; every other one is fixed once the tournament exists.
+pub const EDITABLE: [&str; 6] = ["end", "title", "description", "metadata", "max_size", "prizes"];
+
+/// Prizes an edit replaced, kept for the instances that ended by `until` (and after the change
+/// before it): an ended instance keeps the prizes it ran for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriorPrizes {
+    pub until: DateTime<Utc>,
+    pub prizes: Vec<Prize>,
+}
+
+/// Why an edit is refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EditError {
+    /// No instance runs from now on (or the tournament is being deleted): nothing to edit.
+    #[error("the tournament has ended")]
+    Closed,
+    #[error(transparent)]
+    Invalid(#[from] TournamentError),
+}
+
+/// A tournament's definition after an edit, with what is kept beside it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Edited {
+    /// The definition as the operator would have sent it.
+    pub body: Value,
+    /// The window the board's scale was made for (`Tournament::scale_window`), in seconds.
+    pub scale_secs: Option<i64>,
+    /// Every set of prizes replaced so far that an ended instance ran for, oldest first.
+    pub prior_prizes: Vec<PriorPrizes>,
+}
+
+fn invalid(field: &str, problem: impl Into<String>) -> EditError {
+    EditError::Invalid(TournamentError { field: field.into(), problem: problem.into() })
+}
+
+impl Tournament {
+    /// This tournament, defined by `body`, edited by `patch` at `now`.
+    pub fn edit(&self, body: &Value, patch: &Value, now: DateTime<Utc>) -> Result<Edited, EditError> {
+        let Some(changes) = patch.as_object() else { return Err(invalid("body", "an edit is a JSON object")) };
+        if changes.is_empty() {
+            return Err(invalid("body", format!("names nothing to change (one or more of {})", EDITABLE.join(", "))));
+        }
+        if let Some(fixed) = changes.keys().find(|field| !EDITABLE.contains(&field.as_str())) {
+            return Err(invalid(fixed, format!("is fixed once the tournament exists (an edit changes {})", EDITABLE.join(", "))));
+        }
+        if self.deleted.is_some() || self.state_at(now) == State::Ended {
+            return Err(EditError::Closed);
+        }
+        let mut edited = body.clone();
+        for (field, value) in changes {
+            match (field.as_str(), value) {
+                ("description" | "metadata", Value::Null) => {
+                    edited.as_object_mut().expect("a stored definition is an object").remove(field);
+                }
+                (_, Value::Null) => return Err(invalid(field, "cannot be removed")),
+                _ => edited[field] = value.clone(),
+            }
+        }
+        let after = Tournament::parse(&self.id, &edited)?;
+        if changes.contains_key("end") && after.end < now {
+            let now = now.to_rfc3339_opts(SecondsFormat::Secs, true);
+            return Err(invalid("end", format!("must not be before now ({now}): POST …/end ends the open instance now")));
+        }
+        match (self.max_size, after.max_size) {
+            (None, Some(_)) => return Err(invalid("max_size", "the tournament has no cap on players: none can be added")),
+            (Some(before), after) if after.is_none_or(|after| after < before) => {
+                return Err(invalid("max_size", format!("may only be raised (it is {before})")));
+            }
+            _ => {}
+        }
+        Ok(Edited { body: edited, scale_secs: self.scale_after(&after)?, prior_prizes: self.prizes_after(&after, now) })
+    }
+
+    /// The window the scale stays made for once `after` replaces this one: a one-off's end moves
+    /// its window, but the composites already stored keep theirs, so its new window must fit the
+    /// time parts of that scale (every second keeps its own).
+    fn scale_after(&self, after: &Tournament) -> Result<Option<i64>, EditError> {
+        let scale = self.scale_made_for();
+        if after.window() == scale {
+            return Ok(None);
+        }
+        let span = time_span_for(self.max_score());
+        if after.window().num_seconds() > span {
+            let latest = (after.start + Duration::seconds(span)).to_rfc3339_opts(SecondsFormat::Secs, true);
+            return Err(invalid(
+                "end",
+                format!("at most {latest}: the scores already kept hold the time each was reached in {span} one-second parts"),
+            ));
+        }
+        Ok(Some(scale.num_seconds()))
+    }
+
+    /// The prizes kept for ended instances once `after`'s replace these: the ones in force until
+    /// now, when an instance ended since the last change (an instance still to end gets the new).
+    fn prizes_after(&self, after: &Tournament, now: DateTime<Utc>) -> Vec<PriorPrizes> {
+        let mut prior = self.prior_prizes.clone();
+        let since = prior.last().map(|last| last.until);
+        if after.prizes != self.prizes && !self.ended_by(now, since, 1).is_empty() {
+            prior.push(PriorPrizes { until: now, prizes: self.prizes.clone() });
+        }
+        prior
+    }
+
+    /// The reward of `rank` (1-based) in the instance that ends (or ended) at `end`: the prizes
+    /// in force when it ended, if a prize covers it.
+    pub fn prize_of(&self, end: DateTime<Utc>, rank: u64) -> Option<&Value> {
+        let prizes = self.prior_prizes.iter().find(|prior| end <= prior.until).map_or(&self.prizes, |prior| &prior.prizes);
+        prizes.iter().find(|prize| prize.ranks[0] <= rank && rank <= prize.ranks[1]).map(|prize| &prize.reward)
+    }
+}

@@ -1,0 +1,119 @@
+use chrono::TimeZone;
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::*;
+
+const BASE: i64 = 1_798_761_600; // 2027-01-01T00:00:00Z
+const DAY: i64 = 86_400;
+
+fn at(secs: i64) -> DateTime<Utc> {
+    Utc.timestamp_opt(secs, 0).unwrap()
+}
+
+fn body(start: i64, end: i64, recurring: bool) -> Value {
+    let mut body = json!({"title": "Cup", "keep": "best", "start": at(start).to_rfc3339(), "end": at(end).to_rfc3339(),
+        "join_required": false, "max_size": 10, "prizes": [{"ranks": [1, 1], "reward": "gold"}]});
+    if recurring {
+        body["reset"] = json!("day");
+        body["duration_secs"] = json!(DAY);
+    }
+    body
+}
+
+/// The tournament as a function loads it after `edited` is stored.
+fn stored(edited: &Edited) -> Tournament {
+    let mut after = Tournament::parse("cup", &edited.body).unwrap();
+    after.scale_window = edited.scale_secs.map(Duration::seconds);
+    after.prior_prizes = edited.prior_prizes.clone();
+    after
+}
+
+fn field(error: EditError) -> String {
+    match error {
+        EditError::Invalid(invalid) => invalid.field,
+        EditError::Closed => "closed".into(),
+    }
+}
+
+#[test]
+fn an_edit_names_only_what_may_change_and_checks_it() {
+    let cup = Tournament::parse("cup", &body(BASE, BASE + 7 * DAY, false)).unwrap();
+    let b = body(BASE, BASE + 7 * DAY, false);
+    let now = at(BASE + DAY);
+    let refused = |patch: Value| field(cup.edit(&b, &patch, now).unwrap_err());
+    assert_eq!(refused(json!({})), "body");
+    assert_eq!(refused(json!([])), "body");
+    assert_eq!(refused(json!({"start": at(BASE).to_rfc3339()})), "start");
+    assert_eq!(refused(json!({"max_entries": 3})), "max_entries");
+    assert_eq!(refused(json!({"title": " "})), "title");
+    assert_eq!(refused(json!({"title": null})), "title");
+    assert_eq!(refused(json!({"max_size": 9})), "max_size", "lowered");
+    assert_eq!(refused(json!({"end": at(BASE + DAY - 1).to_rfc3339()})), "end", "before now");
+    let edited = cup.edit(&b, &json!({"title": "Big cup", "max_size": 20, "metadata": {"x": 1}}), now).unwrap();
+    assert_eq!((edited.body["title"].clone(), edited.body["max_size"].clone()), (json!("Big cup"), json!(20)));
+    let removed = stored(&edited).edit(&edited.body, &json!({"metadata": null}), now).unwrap();
+    assert!(removed.body.get("metadata").is_none());
+    let uncapped = Tournament::parse("cup", &{
+        let mut b = b.clone();
+        b.as_object_mut().unwrap().remove("max_size");
+        b
+    })
+    .unwrap();
+    assert_eq!(field(uncapped.edit(&b, &json!({"max_size": 5}), now).unwrap_err()), "max_size", "a cap cannot be added");
+    assert_eq!(field(cup.edit(&b, &json!({"title": "Late"}), at(BASE + 7 * DAY)).unwrap_err()), "closed");
+}
+
+#[test]
+fn a_one_off_keeps_its_scale_when_its_end_moves_and_cannot_outgrow_it() {
+    let b = body(BASE, BASE + 7 * DAY, false);
+    let cup = Tournament::parse("cup", &b).unwrap();
+    let now = at(BASE + DAY);
+    // 7 days need 20 time bits: 2^20 s (12.1 days) is the room the scores were kept in.
+    let span = 1 << 20;
+    let longer = cup.edit(&b, &json!({"end": at(BASE + span).to_rfc3339()}), now).unwrap();
+    assert_eq!(longer.scale_secs, Some(7 * DAY));
+    assert_eq!(stored(&longer).max_score(), cup.max_score(), "the scale is unchanged");
+    assert_eq!(stored(&longer).open_at(at(BASE + span - 1)).map(|i| i.end), Some(at(BASE + span)));
+    assert_eq!(field(cup.edit(&b, &json!({"end": at(BASE + span + 1).to_rfc3339()}), now).unwrap_err()), "end");
+    let shorter = cup.edit(&b, &json!({"end": at(BASE + 2 * DAY).to_rfc3339()}), now).unwrap();
+    assert_eq!(stored(&shorter).max_score(), cup.max_score(), "a shorter window keeps the scale too");
+    let back = stored(&shorter).edit(&shorter.body, &json!({"end": at(BASE + 7 * DAY).to_rfc3339()}), now).unwrap();
+    assert_eq!(back.scale_secs, None, "back to the window it was made for");
+}
+
+#[test]
+fn prizes_of_an_open_one_off_are_replaced_with_nothing_kept() {
+    let b = body(BASE, BASE + 7 * DAY, false);
+    let cup = Tournament::parse("cup", &b).unwrap();
+    let edited = cup.edit(&b, &json!({"prizes": [{"ranks": [1, 3], "reward": "silver"}]}), at(BASE + DAY)).unwrap();
+    assert!(edited.prior_prizes.is_empty());
+    assert_eq!(stored(&edited).prize_of(at(BASE + 7 * DAY), 3), Some(&json!("silver")));
+}
+
+proptest! {
+    /// Model: the prizes in force at an instant are those of the last change made before it;
+    /// an instance keeps the prizes in force when it ended. Daily instances end at midnights.
+    #[test]
+    fn every_ended_instance_keeps_the_prizes_it_ended_with(
+        edits in prop::collection::vec((1..20 * DAY, 1u64..50), 0..12),
+    ) {
+        let mut b = body(BASE, BASE + 30 * DAY, true);
+        let mut cup = Tournament::parse("cup", &b).unwrap();
+        let mut edits = edits;
+        edits.sort_by_key(|(t, _)| *t);
+        edits.dedup_by_key(|(t, _)| *t);
+        let mut changes: Vec<(i64, u64)> = vec![];
+        for (t, reward) in edits {
+            let edited = cup.edit(&b, &json!({"prizes": [{"ranks": [1, 1], "reward": reward}]}), at(BASE + t)).unwrap();
+            cup = stored(&edited);
+            b = edited.body;
+            changes.push((BASE + t, reward));
+        }
+        for day in 1..=30 {
+            let ends = BASE + day * DAY;
+            let expected = changes.iter().rev().find(|(t, _)| *t < ends).map_or(json!("gold"), |(_, reward)| json!(reward));
+            prop_assert_eq!(cup.prize_of(at(ends), 1), Some(&expected), "the instance ending on day {}", day);
+        }
+    }
+}
