@@ -163,6 +163,65 @@ impl World {
         Ok(())
     }
 
+    /// A live edit moving the cup's end to `minutes` from now (and its title when `title`).
+    pub(super) async fn edit_cup(&mut self, cup: u8, minutes: i16, title: bool) -> Result<(), String> {
+        let id = format!("cup{cup}");
+        let end = self.now() + i64::from(minutes) * 60;
+        let mut patch = json!({"end": time(end)});
+        if title {
+            patch["title"] = json!("Edited cup");
+        }
+        let (status, reply) = self.app.call(Method::PATCH, &format!("/v1/admin/tournaments/{id}"), patch.to_string(), ADMIN).await;
+        if self.all_lost && (restoring(status, &reply) || reply["error"]["code"] == "unknown_tournament") {
+            return Ok(());
+        }
+        let mut edited: Value = self.model.cups.cups.get(&id).map_or(Value::Null, |c| serde_json::from_str(&c.definition).expect("a definition the world sent"));
+        for (field, value) in patch.as_object().expect("an object") {
+            edited[field] = value.clone();
+        }
+        let mut next = self.model.clone();
+        let expected = next.cups.edit(&id, end, &edited.to_string(), self.now());
+        let got = (status.as_u16(), reply["error"]["code"].as_str().unwrap_or_default());
+        if got != expected || (status == StatusCode::OK && reply["definition"] != edited) {
+            return Err(format!("PATCH {id} {patch}: expected {expected:?} with {edited}, got {status} {reply}"));
+        }
+        self.model = next;
+        Ok(())
+    }
+
+    /// An admin grants `user` `add` attempts in the cup (grant id `g{grant}`), then sends the
+    /// same grant again when `again` (a duplicate), or the id with another payload (409).
+    pub(super) async fn grant_cup(&mut self, cup: u8, user: u8, add: u8, grant: u32, again: Option<bool>) -> Result<(), String> {
+        let (id, user, grant) = (format!("cup{cup}"), format!("u{user}"), format!("g{grant}"));
+        let body = json!({"user_id": user, "add": add, "reason": "simulated", "grant_id": grant});
+        let other = json!({"user_id": user, "add": add + 1, "reason": "simulated", "grant_id": grant});
+        let sends = match again {
+            None => vec![body],
+            Some(true) => vec![body.clone(), body],
+            Some(false) => vec![body, other],
+        };
+        for sent in sends {
+            let mut next = self.model.clone();
+            let banned = next.banned().contains(&user);
+            let add = sent["add"].as_u64().unwrap_or(0) as u32;
+            let expected = next.cups.grant(&id, &user, add, (&grant, &sent.to_string()), banned, self.now());
+            let path = format!("/v1/admin/tournaments/{id}/attempts");
+            let (status, reply) = self.app.call(Method::POST, &path, sent.to_string(), ADMIN).await;
+            if self.lost_refusal(status, &reply) {
+                continue;
+            }
+            let got = match status {
+                StatusCode::OK => Ok((reply["entries_left"].as_u64().unwrap_or(999) as u32, reply["duplicate"] == true)),
+                _ => Err(answer(status, &reply)),
+            };
+            if got != expected {
+                return Err(format!("grant {grant} to {user} in {id}: expected {expected:?}, got {status} {reply}"));
+            }
+            self.model = next;
+        }
+        Ok(())
+    }
+
     pub(super) async fn end_cup(&mut self, cup: u8, delete: bool) -> Result<(), String> {
         let id = format!("cup{cup}");
         let (status, reply) = if delete {

@@ -239,6 +239,22 @@ pub enum Op {
         user: u8,
         score: u32,
     },
+    /// `PATCH /v1/admin/tournaments/cup{cup}`: its end moved to `minutes` from now (before
+    /// now: refused), its title too when `title`.
+    EditCup {
+        cup: u8,
+        minutes: i16,
+        title: bool,
+    },
+    /// `POST /v1/admin/tournaments/cup{cup}/attempts`: `add` attempts for the user, grant id
+    /// `g{grant}`; then the same again (`Some(true)`) or the id with another payload.
+    GrantCup {
+        cup: u8,
+        user: u8,
+        add: u8,
+        grant: u32,
+        again: Option<bool>,
+    },
     /// An admin's early end of the cup (`POST …/end`), or its deletion (`DELETE`) when `delete`.
     EndCup {
         cup: u8,
@@ -273,7 +289,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..120) {
+        let op = match rng.u32(..122) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -353,6 +369,11 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             113..=116 => Op::Submit { id: id(1), board: rng.u8(..BOARDS), user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
             117 => Op::DeleteBoard { board: rng.u8(..BOARDS) },
             118 => Op::CorrectCup { cup: rng.u8(..CUPS), user, score: 10 + 2 * rng.u32(..4) },
+            119 => Op::EditCup { cup: rng.u8(..CUPS), minutes: [-30, 0, 30, 120, 600][rng.usize(..5)], title: rng.bool() },
+            120 => {
+                let again = [None, None, Some(true), Some(false)][rng.usize(..4)];
+                Op::GrantCup { cup: rng.u8(..CUPS), user, add: rng.u8(1..3), grant: id(1), again }
+            }
             _ => {
                 let users: Vec<u8> = (0..rng.u8(1..5)).map(|_| rng.u8(..USERS)).collect();
                 Op::Rollback { first_id: id(users.len() as u32), users }

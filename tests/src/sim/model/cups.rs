@@ -56,6 +56,10 @@ pub struct Cup {
     pub cut: bool,
     pub seated: BTreeSet<String>,
     pub entries: HashMap<String, u32>,
+    /// Attempts an admin granted each player beyond `ATTEMPTS`.
+    pub granted: HashMap<String, u32>,
+    /// grant id -> (payload, the attempts left it answered).
+    grants: HashMap<String, (String, u32)>,
     /// user -> (kept score, when it was reached).
     pub board: HashMap<String, (i64, i64)>,
     /// Stored by the archive's run once the instance ended: user and score, best first.
@@ -138,6 +142,8 @@ impl Cups {
                     cut: false,
                     seated: BTreeSet::new(),
                     entries: HashMap::new(),
+                    granted: HashMap::new(),
+                    grants: HashMap::new(),
                     board: HashMap::new(),
                     results: None,
                     retired: false,
@@ -189,7 +195,8 @@ impl Cups {
             return refused(409, "tournament_full");
         }
         let used = cup.entries.get(user).copied().unwrap_or(0);
-        if used >= ATTEMPTS {
+        let allowed = ATTEMPTS + cup.granted.get(user).copied().unwrap_or(0);
+        if used >= allowed {
             return refused(422, "entry_limit");
         }
         cup.seated.insert(user.to_owned());
@@ -201,7 +208,7 @@ impl Cups {
         cup.markers.insert(event.to_owned(), (payload.to_owned(), day_number(now), applied));
         let ranking = cup.ranking();
         let rank = ranking.iter().position(|(u, _)| u == user).expect("a player who scored is ranked") + 1;
-        Answer::Played { applied, score: ranking[rank - 1].1, rank, entries_left: ATTEMPTS - used - 1 }
+        Answer::Played { applied, score: ranking[rank - 1].1, rank, entries_left: allowed - used - 1 }
     }
 
     /// `POST …/end` at `now`: 202 with the instance's end, or a refusal.
@@ -267,6 +274,43 @@ impl Cups {
             // Their seat is freed with their score: another player may take it.
             cup.seated.remove(user);
         }
+    }
+
+    /// `PATCH /v1/admin/tournaments/{id}` moving the end to `end` at `now` (docs/tournaments.md#live-edits):
+    /// 200 while open (the definition becomes `edited`), 409 `tournament_closed` once over or
+    /// deleted, 400 for an end not after now, or past the 2^23 one-second
+    /// time parts its scores are kept in; 404 for a cup never defined or retired.
+    pub fn edit(&mut self, id: &str, end: i64, edited: &str, now: i64) -> (u16, &'static str) {
+        let Some(cup) = self.cups.get_mut(id).filter(|cup| !cup.retired) else { return (404, "unknown_tournament") };
+        if cup.deleted || !cup.open(now) {
+            return (409, "tournament_closed");
+        }
+        if end <= now || end - cup.start > 1 << 23 {
+            return (400, "invalid_tournament");
+        }
+        cup.end = end;
+        cup.definition = edited.to_owned();
+        (200, "")
+    }
+
+    /// `POST /v1/admin/tournaments/{id}/attempts` granting `add` attempts to `user` at `now`,
+    /// with grant id `grant` and `payload`: the attempts left after it, or a refusal.
+    pub fn grant(&mut self, id: &str, user: &str, add: u32, (grant, payload): (&str, &str), banned: bool, now: i64) -> Result<(u32, bool), Answer> {
+        let Some(cup) = self.cups.get_mut(id).filter(|cup| !cup.retired) else { return Err(refused(404, "unknown_tournament")) };
+        if !cup.open(now) {
+            return Err(refused(409, "tournament_closed"));
+        }
+        if let Some((first, left)) = cup.grants.get(grant) {
+            return if first == payload { Ok((*left, true)) } else { Err(refused(409, "grant_conflict")) };
+        }
+        if banned {
+            return Err(refused(422, "user_banned"));
+        }
+        let granted = cup.granted.entry(user.to_owned()).or_default();
+        *granted += add;
+        let left = (ATTEMPTS + *granted).saturating_sub(cup.entries.get(user).copied().unwrap_or(0));
+        cup.grants.insert(grant.to_owned(), (payload.to_owned(), left));
+        Ok((left, false))
     }
 
     /// The archive's run at `now`: every instance that ended is stored as it stands.

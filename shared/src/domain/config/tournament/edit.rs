@@ -69,9 +69,11 @@ impl Tournament {
             }
         }
         let after = Tournament::parse(&self.id, &edited)?;
-        if changes.contains_key("end") && after.end < now {
+        // Not now either: an instance that ends in the edit's millisecond ends unfrozen, which is
+        // what the early end is for.
+        if changes.contains_key("end") && after.end <= now {
             let now = now.to_rfc3339_opts(SecondsFormat::Secs, true);
-            return Err(invalid("end", format!("must not be before now ({now}): POST …/end ends the open instance now")));
+            return Err(invalid("end", format!("must be after now ({now}): POST …/end ends the open instance now")));
         }
         match (self.max_size, after.max_size) {
             (None, Some(_)) => return Err(invalid("max_size", "the tournament has no cap on players: none can be added")),

@@ -69,8 +69,9 @@ fn a_one_off_keeps_its_scale_when_its_end_moves_and_cannot_outgrow_it() {
     let b = body(BASE, BASE + 7 * DAY, false);
     let cup = Tournament::parse("cup", &b).unwrap();
     let now = at(BASE + DAY);
-    // 7 days need 20 time bits: 2^20 s (12.1 days) is the room the scores were kept in.
-    let span = 1 << 20;
+    // A window up to 97 days takes scores up to 2^30 - 1 beside 2^23 one-second time parts:
+    // the room the scores were kept in.
+    let span = 1 << 23;
     let longer = cup.edit(&b, &json!({"end": at(BASE + span).to_rfc3339()}), now).unwrap();
     assert_eq!(longer.scale_secs, Some(7 * DAY));
     assert_eq!(stored(&longer).max_score(), cup.max_score(), "the scale is unchanged");
