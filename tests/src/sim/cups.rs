@@ -175,7 +175,12 @@ impl World {
         if self.all_lost && (restoring(status, &reply) || reply["error"]["code"] == "unknown_tournament") {
             return Ok(());
         }
-        let mut edited: Value = self.model.cups.cups.get(&id).map_or(Value::Null, |c| serde_json::from_str(&c.definition).expect("a definition the world sent"));
+        let mut edited: Value = self
+            .model
+            .cups
+            .cups
+            .get(&id)
+            .map_or(Value::Null, |c| serde_json::from_str(&c.definition).expect("a definition the world sent"));
         for (field, value) in patch.as_object().expect("an object") {
             edited[field] = value.clone();
         }

@@ -295,7 +295,15 @@ impl Cups {
 
     /// `POST /v1/admin/tournaments/{id}/attempts` granting `add` attempts to `user` at `now`,
     /// with grant id `grant` and `payload`: the attempts left after it, or a refusal.
-    pub fn grant(&mut self, id: &str, user: &str, add: u32, (grant, payload): (&str, &str), banned: bool, now: i64) -> Result<(u32, bool), Answer> {
+    pub fn grant(
+        &mut self,
+        id: &str,
+        user: &str,
+        add: u32,
+        (grant, payload): (&str, &str),
+        banned: bool,
+        now: i64,
+    ) -> Result<(u32, bool), Answer> {
         let Some(cup) = self.cups.get_mut(id).filter(|cup| !cup.retired) else { return Err(refused(404, "unknown_tournament")) };
         if !cup.open(now) {
             return Err(refused(409, "tournament_closed"));
