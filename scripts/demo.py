@@ -197,7 +197,7 @@ def laps(api, rng, day):
 
 
 def tournament(api, rng, day):
-    """A daily tournament for the year (one instance a UTC day, three attempts, prizes for the
+    """A daily tournament for the year (one instance a Paris day, three attempts, prizes for the
     top three), defined again on every run (the same body: 200), and a round of it today; its
     top must list each member's best kept score, best first."""
     year = day[:4]
@@ -205,7 +205,7 @@ def tournament(api, rng, day):
     definition = {
         "title": "Daily sprint", "description": "Three attempts a day; the best one counts.", "category": "sprint",
         "keep": "best", "order": "desc", "start": f"{year}-01-01T00:00:00Z", "end": f"{int(year) + 1}-01-01T00:00:00Z",
-        "reset": "day", "duration_secs": 86400, "max_entries": 3, "join_required": False,
+        "reset": "day", "timezone": "Europe/Paris", "duration_secs": 86400, "max_entries": 3, "join_required": False,
         "prizes": [{"ranks": [1, 1], "reward": {"badge": "gold"}}, {"ranks": [2, 3], "reward": {"badge": "silver"}}],
     }
     status, answer = api.call("PUT", f"/v1/admin/tournaments/{tournament_id}", definition)

@@ -66,6 +66,7 @@ async fn a_running_one_off_is_shortened_then_extended_and_its_scores_keep_their_
     for (refused, field) in [
         (json!({"end": start + Duration::days(300)}), "end"),
         (json!({"end": start + Duration::days(100)}), "end"),
+        (json!({"end": arena.app.now() + Duration::seconds(59)}), "end"),
         (json!({"start": start}), "start"),
         (json!({"max_size": 5}), "max_size"),
         (json!({"title": null}), "title"),
@@ -193,4 +194,23 @@ async fn a_refused_or_failed_grant_writes_nothing() {
     assert_eq!((status, body["duplicate"].clone(), body["entries_left"].clone()), (StatusCode::OK, json!(false), json!(2)), "{body}");
     arena.app.set_now(start + Duration::hours(1));
     assert_eq!(code(&grant(&arena, "lim", ok).await.1), Some("tournament_closed"));
+}
+
+/// A grant id retried after its instance ended and the next opened grants nothing there and
+/// says so (409 `grant_conflict`), rather than answer the old instance's grant as this one's.
+#[tokio::test]
+async fn a_grant_retried_in_the_next_instance_is_refused_not_answered_as_granted() {
+    let arena = Arena::new().await;
+    let today = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let body = cup(today, 24 * 5, json!({"reset": "day", "duration_secs": 86_400, "max_entries": 1}));
+    assert_eq!(arena.put_at("nightly", &body, today).await.0, StatusCode::CREATED);
+    arena.app.set_now(today + Duration::hours(23));
+    let ask = json!({"user_id": "ann", "add": 2, "reason": "lag", "grant_id": "n-1"});
+    let (status, granted) = grant(&arena, "nightly", ask.clone()).await;
+    assert_eq!((status, granted["entries_left"].clone()), (StatusCode::OK, json!(3)), "{granted}");
+    arena.app.set_now(today + Duration::hours(25));
+    let (status, again) = grant(&arena, "nightly", ask).await;
+    assert_eq!((status, code(&again)), (StatusCode::CONFLICT, Some("grant_conflict")), "{again}");
+    assert_eq!(arena.play("nightly", "x1", "ann", 1).await.0, StatusCode::OK);
+    assert_eq!(code(&arena.play("nightly", "x2", "ann", 2).await.1), Some("entry_limit"), "today's one attempt only");
 }

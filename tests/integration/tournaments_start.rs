@@ -1,7 +1,8 @@
 //! A tournament defined with its `start` in the past (issue 59 item 5, docs/tournaments.md):
 //! it opens the current instance only. Before, a daily tournament starting 30 days back had 30
 //! instances already over, each stored and announced as an empty `Tournament Ended` event by
-//! the archive's next runs; now no instance that ended before the definition ever ran.
+//! the archive's next runs; now no instance that ended before the definition ever ran. And a
+//! recurring tournament's resets in its timezone (item 6).
 
 use axum::http::StatusCode;
 use chrono::Duration;
@@ -53,4 +54,42 @@ async fn a_start_in_the_past_opens_the_current_instance_only() {
     assert!(again.is_empty(), "nothing more to end: {again:?}");
     let (status, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(midnight))).await;
     assert_eq!((status, results["results"][0]["user_id"].as_str()), (StatusCode::OK, Some("ann")), "{results}");
+}
+
+/// A daily tournament in Tokyo (UTC+9) resets at Tokyo's midnight, 15:00 UTC: a score a second
+/// before lands in the local day's instance, one at the reset in the next; the first's results
+/// are stored once it ends, under its local date (issue 59 item 6).
+#[tokio::test]
+async fn a_daily_tournament_in_a_timezone_resets_at_its_local_midnight() {
+    let arena = Arena::new().await;
+    let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let reset = midnight + Duration::hours(15);
+    let body = cup(midnight - Duration::days(1), 24 * 5, json!({"reset": "day", "duration_secs": 86_400, "timezone": "Asia/Tokyo"}));
+    assert_eq!(arena.put_at("tokyo", &body, midnight).await.0, StatusCode::CREATED);
+    let local = |at: chrono::DateTime<chrono::Utc>| (at + Duration::hours(9)).format("%Y-%m-%d").to_string();
+    arena.app.set_now(reset - Duration::seconds(1));
+    let (status, before) = arena.play("tokyo", "t1", "ann", 5).await;
+    assert_eq!((status, before["instance"].as_str()), (StatusCode::OK, Some(local(reset - Duration::seconds(1)).as_str())), "{before}");
+    arena.app.set_now(reset);
+    let (status, after) = arena.play("tokyo", "t2", "bo", 7).await;
+    assert_eq!((status, after["instance"].as_str()), (StatusCode::OK, Some(local(reset).as_str())), "{after}");
+    assert_ne!(before["instance"], after["instance"]);
+    let (_, view) = arena.read("/v1/tournaments/tokyo").await;
+    assert_eq!(
+        (view["start"].clone(), view["state"].clone()),
+        (json!(reset.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)), json!("open")),
+        "{view}"
+    );
+    arena.end_run(None).await;
+    let (status, results) = arena.read(&format!("/v1/tournaments/tokyo/results?instance={}", local(reset - Duration::seconds(1)))).await;
+    assert_eq!(status, StatusCode::OK, "{results}");
+    assert_eq!(results["results"][0]["user_id"], json!("ann"));
+    let mut bad = body.clone();
+    bad["timezone"] = json!("Tokyo");
+    let (status, refused) = arena.put("tokyo-bad", &bad).await;
+    assert_eq!(
+        (status, refused["error"]["message"].as_str().map(|m| m.starts_with("timezone"))),
+        (StatusCode::BAD_REQUEST, Some(true)),
+        "{refused}"
+    );
 }

@@ -272,8 +272,7 @@ impl<S: ArchiveSink> Archiver<S> {
             Some(tournament) => {
                 let instance =
                     tournament.instance_named(Some(season), now).ok_or_else(|| ArchiveError::InvalidSeason(season.to_owned()))?;
-                let period = Period::named(tournament.period_kind(), season, chrono_tz::UTC)
-                    .map_err(|_| ArchiveError::InvalidSeason(season.to_owned()))?;
+                let period = tournament.period_named(season).map_err(|_| ArchiveError::InvalidSeason(season.to_owned()))?;
                 (period, instance.end)
             }
             None => {

@@ -13,7 +13,6 @@ use super::bus::Announce;
 use super::job::{ArchiveError, Archiver, Status};
 use super::table::{ArchiveSink, Shard};
 use crate::domain::config::tournament::{Instance, Tournament, ended_through};
-use crate::domain::period::Period;
 
 /// Where the announcement of an instance stands in the table: the next rank to send.
 const ANNOUNCED: Shard = Shard { index: 0, total: 0 };
@@ -185,8 +184,7 @@ impl<S: ArchiveSink> Archiver<S> {
     /// The live board, players and attempts of an archived instance: its results are in the
     /// table now. Journaled with what it freed, so a restore brings the instance back released.
     async fn free_seats(&self, tournament: &Tournament, instance: &str) -> Result<(), ArchiveError> {
-        let period = Period::named(tournament.period_kind(), instance, chrono_tz::UTC)
-            .map_err(|_| ArchiveError::InvalidSeason(instance.to_owned()))?;
+        let period = tournament.period_named(instance).map_err(|_| ArchiveError::InvalidSeason(instance.to_owned()))?;
         let mut conn = self.store.write_connection().await?;
         super::freeze::release_instance(&mut conn, &self.keys.board(&tournament.id), &period, (self.clock)(), self.store.replica_wait())
             .await?;

@@ -82,10 +82,8 @@ pub fn correction_periods(
             periods.retain(is_open);
         }
         // The first period not open, or (none aimed at: no instance is open) the one of `now`.
-        let closed = periods
-            .iter()
-            .find(|period| !is_open(period))
-            .map_or_else(|| Period::containing(tournament.period_kind(), now, chrono_tz::UTC).id, |period| period.id.clone());
+        let closed =
+            periods.iter().find(|period| !is_open(period)).map_or_else(|| tournament.period_at(now).id, |period| period.id.clone());
         if periods.is_empty() || !periods.iter().all(is_open) {
             return Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id: closed }.into());
         }

@@ -154,7 +154,7 @@ fn tournament_board(id: &str, body: &Value, stored: &Map<String, Value>) -> Resu
     }
     let kind = tournament.period_kind();
     let raw = json!({
-        "name": id, "kind": "scores", "keep": tournament.keep, "order": tournament.order, "timezone": "UTC",
+        "name": id, "kind": "scores", "keep": tournament.keep, "order": tournament.order, "timezone": tournament.timezone.name(),
         "periods": [kind.as_str()], "top": 1000, "max_score": tournament.max_score(),
     });
     let raw: RawBoard = serde_json::from_value(raw).map_err(|error| ConfigError::Definition(error.to_string()))?;

@@ -14,7 +14,6 @@ use crate::archive::freeze;
 use crate::domain::config::tournament::{Tournament, TournamentError};
 use crate::domain::config::{CLOSED, Config, Definition};
 use crate::domain::journal::{Entry, Stamp};
-use crate::domain::period::Period;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::catalog::{Change, Defined, define};
@@ -183,8 +182,8 @@ impl TournamentAdmin {
             };
             // Frozen first: refused in Redis at once, whatever a function's catalog still says;
             // then recorded (a call stopped in between is redone by the next, the same way).
-            let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC)
-                .map_err(|e| StoreError::Protocol(format!("instance {:?}: {e}", instance.id)))?;
+            let period =
+                tournament.period_named(&instance.id).map_err(|e| StoreError::Protocol(format!("instance {:?}: {e}", instance.id)))?;
             freeze::freeze(&mut conn, &self.keys.board(id), &period, self.keys.journal_on()).await?;
             if let Some(why) = why {
                 stored[CLOSED][&instance.id] = why;

@@ -94,11 +94,13 @@ impl TournamentAdmin {
                 return Ok(current);
             }
             let replaced = stored.to_string();
-            // The prizes kept for ended instances count: the catalog every function loads stays
-            // bounded.
-            if replaced.len() > 2 * MAX_DEFINITION_BYTES {
+            // As a definition sent whole; with what is kept beside it (prizes of ended instances,
+            // instances ended early) the catalog every function loads stays bounded.
+            let body = stored["tournament"].to_string().len();
+            if body > MAX_DEFINITION_BYTES || replaced.len() > 2 * MAX_DEFINITION_BYTES {
                 let problem = format!(
-                    "the definition with the prizes kept for instances already ended would be {} bytes, at most {}",
+                    "the definition would be {body} bytes (at most {MAX_DEFINITION_BYTES}), with what is kept beside it (prizes of \
+                     ended instances, instances ended early) {} (at most {})",
                     replaced.len(),
                     2 * MAX_DEFINITION_BYTES
                 );
@@ -118,8 +120,8 @@ impl TournamentAdmin {
             let change = Change::Replace { definition: &replaced, expected: &held };
             match define(&mut conn, &self.keys, id, change, &entry, self.store.replica_wait()).await? {
                 Defined::Replaced => return of_stored(id, &stored),
-                Defined::Changed => continue,
-                _ => return Err(closed()),
+                // Changed, ending or gone since read: the next round says which.
+                _ => continue,
             }
         }
         Err(PlayError::Store(StoreError::Protocol("the tournament's definition kept changing".into())))
@@ -155,7 +157,8 @@ impl Tournaments {
             grant_id: request.grant_id.clone(),
             ..AuditEntry::new(&board.name, AuditKind::Grant, &request.user_id, actor, now)
         };
-        let print = fingerprint(&(&request.user_id, request.add, &request.reason));
+        // The instance is in it: the id retried after its instance ended is another grant (409).
+        let print = fingerprint(&(&request.user_id, request.add, &request.reason, &instance.id));
         let ttl = keys.ttl(period.ttl_secs(now), now).to_string();
         let call = Grant {
             member: &request.user_id,
@@ -180,7 +183,7 @@ impl Tournaments {
             instance: instance.id,
             user_id: request.user_id.clone(),
             added: request.add,
-            entries_left: u32::try_from((i64::from(limit) - count).max(0)).unwrap_or(u32::MAX),
+            entries_left: super::entries_left(tournament, count).unwrap_or(limit),
             duplicate,
             grant_id: request.grant_id.clone(),
         })

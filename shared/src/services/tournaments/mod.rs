@@ -138,7 +138,7 @@ impl Tournaments {
     /// The instance open at `now` (its period on the tournament's board), or `Closed`.
     pub(super) fn open(&self, board: &Board, tournament: &Tournament, now: DateTime<Utc>) -> Result<(Instance, Period), PlayError> {
         let instance = tournament.open_at(now).ok_or_else(|| PlayError::Closed(board.name.clone()))?;
-        Ok((instance, Period::containing(tournament.period_kind(), now, chrono_tz::UTC)))
+        Ok((instance, tournament.period_at(now)))
     }
 
     /// A journal's `release` line decided again (a dry-run's or a verify's replay): instance
@@ -146,7 +146,8 @@ impl Tournaments {
     /// stored. Whether it freed anything.
     pub async fn release(&self, id: &str, instance: &str, now: DateTime<Utc>) -> Result<bool, PlayError> {
         let (board, tournament) = self.find(id)?;
-        let period = Period::named(tournament.period_kind(), instance, chrono_tz::UTC)
+        let period = tournament
+            .period_named(instance)
             .map_err(|_| PlayError::UnknownInstance { tournament: board.name.clone(), instance: instance.to_owned() })?;
         let keys = self.keys.board(&board.name);
         let mut conn = self.store.write_connection().await?;

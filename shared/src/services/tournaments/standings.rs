@@ -110,7 +110,7 @@ impl Tournaments {
             None => shown(tournament, now),
         };
         Ok(instance.map(|instance| {
-            let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC).expect("an instance is a period");
+            let period = tournament.period_named(&instance.id).expect("an instance is a period");
             (instance, period)
         }))
     }

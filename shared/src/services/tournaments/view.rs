@@ -9,7 +9,6 @@ use serde_json::Value;
 use super::{PlayError, Tournaments};
 use crate::domain::config::tournament::{Instance, Prize, State, Tournament};
 use crate::domain::paging;
-use crate::domain::period::Period;
 use crate::redis::batch;
 use crate::redis::error::StoreError;
 
@@ -122,7 +121,8 @@ impl Tournaments {
 
     /// The reads `size_of` counts an instance's players from.
     fn size_reads(&self, tournament: &Tournament, instance: &Instance) -> Result<batch::Group, PlayError> {
-        let period = Period::named(tournament.period_kind(), &instance.id, chrono_tz::UTC)
+        let period = tournament
+            .period_named(&instance.id)
             .map_err(|_| PlayError::UnknownInstance { tournament: tournament.id.clone(), instance: instance.id.clone() })?;
         let keys = self.keys.board(&tournament.id);
         let players = keys.players(&period);

@@ -285,7 +285,8 @@ impl Cups {
         if cup.deleted || !cup.open(now) {
             return (409, "tournament_closed");
         }
-        if end <= now || end - cup.start > 1 << 23 {
+        // A shortened end gives a minute's notice (every function's catalog knows it first).
+        if end <= now || (end < cup.end && end < now + 60) || end - cup.start > 1 << 23 {
             return (400, "invalid_tournament");
         }
         cup.end = end;
@@ -304,7 +305,8 @@ impl Cups {
         banned: bool,
         now: i64,
     ) -> Result<(u32, bool), Answer> {
-        let Some(cup) = self.cups.get_mut(id).filter(|cup| !cup.retired) else { return Err(refused(404, "unknown_tournament")) };
+        // A retired cup is still in the catalog (its results are read by it): closed.
+        let Some(cup) = self.cups.get_mut(id) else { return Err(refused(404, "unknown_tournament")) };
         if !cup.open(now) {
             return Err(refused(409, "tournament_closed"));
         }

@@ -47,6 +47,8 @@ struct Raw {
     #[serde(default)]
     reset: Option<Reset>,
     #[serde(default)]
+    timezone: Option<String>,
+    #[serde(default)]
     duration_secs: Option<i64>,
     #[serde(default)]
     max_size: Option<u32>,
@@ -130,6 +132,12 @@ impl Tournament {
                 Some(duration)
             }
         };
+        let timezone = match &raw.timezone {
+            None => chrono_tz::UTC,
+            Some(name) => name
+                .parse::<chrono_tz::Tz>()
+                .map_err(|_| invalid("timezone", "an IANA timezone name (Europe/Paris, America/New_York, UTC)"))?,
+        };
         if raw.max_size.is_some_and(|size| !(1..=MAX_SIZE).contains(&size)) {
             return Err(invalid("max_size", format!("must be within 1..={MAX_SIZE}")));
         }
@@ -162,6 +170,7 @@ impl Tournament {
             start: raw.start,
             end: raw.end,
             reset: raw.reset,
+            timezone,
             duration,
             max_size: raw.max_size,
             max_entries: raw.max_entries,

@@ -8,6 +8,11 @@ use serde_json::Value;
 use super::{Prize, State, Tournament, TournamentError};
 use crate::domain::tiebreak::time_span_for;
 
+/// How far ahead of now a shortened `end` must be: every function's catalog (refreshed every 5
+/// s by default) knows it before it takes effect, so none lands a score, a join or a grant past
+/// it, which a verify's replay would then refuse. `POST …/end` ends the open instance now.
+pub const SHORTEN_NOTICE_SECS: i64 = 60;
+
 /// The fields an edit may name; every other one is fixed once the tournament exists.
 pub const EDITABLE: [&str; 6] = ["end", "title", "description", "metadata", "max_size", "prizes"];
 
@@ -69,11 +74,15 @@ impl Tournament {
             }
         }
         let after = Tournament::parse(&self.id, &edited)?;
-        // Not now either: an instance that ends in the edit's millisecond ends unfrozen, which is
-        // what the early end is for.
-        if changes.contains_key("end") && after.end <= now {
-            let now = now.to_rfc3339_opts(SecondsFormat::Secs, true);
-            return Err(invalid("end", format!("must be after now ({now}): POST …/end ends the open instance now")));
+        // Not now, nor within the notice when it shortens: only the early end freezes an
+        // instance in Redis at once; a catalog change reaches warm functions within seconds.
+        let earliest = now + Duration::seconds(SHORTEN_NOTICE_SECS);
+        if changes.contains_key("end") && (after.end <= now || (after.end < self.end && after.end < earliest)) {
+            let earliest = earliest.to_rfc3339_opts(SecondsFormat::Secs, true);
+            return Err(invalid(
+                "end",
+                format!("must be after now, and at {earliest} or later when it shortens the window: POST …/end ends the open instance now"),
+            ));
         }
         match (self.max_size, after.max_size) {
             (None, Some(_)) => return Err(invalid("max_size", "the tournament has no cap on players: none can be added")),
@@ -82,19 +91,20 @@ impl Tournament {
             }
             _ => {}
         }
-        Ok(Edited { body: edited, scale_secs: self.scale_after(&after)?, prior_prizes: self.prizes_after(&after, now) })
+        Ok(Edited { body: edited, scale_secs: self.scale_after(&after, now)?, prior_prizes: self.prizes_after(&after, now) })
     }
 
     /// The window the scale stays made for once `after` replaces this one: a one-off's end moves
     /// its window, but the composites already stored keep theirs, so its new window must fit the
     /// time parts of that scale (every second keeps its own).
-    fn scale_after(&self, after: &Tournament) -> Result<Option<i64>, EditError> {
+    fn scale_after(&self, after: &Tournament, now: DateTime<Utc>) -> Result<Option<i64>, EditError> {
         let scale = self.scale_made_for();
-        if after.window() == scale {
+        // Before a one-off opens nothing is kept yet: its new window makes its own scale.
+        if after.window() == scale || (self.reset.is_none() && now < self.start) {
             return Ok(None);
         }
         let span = time_span_for(self.max_score());
-        if after.window().num_seconds() > span {
+        if after.window() > Duration::seconds(span) {
             let latest = (after.start + Duration::seconds(span)).to_rfc3339_opts(SecondsFormat::Secs, true);
             return Err(invalid(
                 "end",

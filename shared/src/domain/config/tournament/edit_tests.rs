@@ -50,6 +50,8 @@ fn an_edit_names_only_what_may_change_and_checks_it() {
     assert_eq!(refused(json!({"title": null})), "title");
     assert_eq!(refused(json!({"max_size": 9})), "max_size", "lowered");
     assert_eq!(refused(json!({"end": at(BASE + DAY - 1).to_rfc3339()})), "end", "before now");
+    assert_eq!(refused(json!({"end": at(BASE + DAY + 59).to_rfc3339()})), "end", "shortened within the notice");
+    assert!(cup.edit(&b, &json!({"end": at(BASE + DAY + 60).to_rfc3339()}), now).is_ok(), "shortened with the notice");
     let edited = cup.edit(&b, &json!({"title": "Big cup", "max_size": 20, "metadata": {"x": 1}}), now).unwrap();
     assert_eq!((edited.body["title"].clone(), edited.body["max_size"].clone()), (json!("Big cup"), json!(20)));
     let removed = stored(&edited).edit(&edited.body, &json!({"metadata": null}), now).unwrap();
@@ -81,6 +83,9 @@ fn a_one_off_keeps_its_scale_when_its_end_moves_and_cannot_outgrow_it() {
     assert_eq!(stored(&shorter).max_score(), cup.max_score(), "a shorter window keeps the scale too");
     let back = stored(&shorter).edit(&shorter.body, &json!({"end": at(BASE + 7 * DAY).to_rfc3339()}), now).unwrap();
     assert_eq!(back.scale_secs, None, "back to the window it was made for");
+    // Not open yet: nothing is kept, the new window makes its own scale.
+    let early = cup.edit(&b, &json!({"end": at(BASE + 200 * DAY).to_rfc3339()}), at(BASE - DAY)).unwrap();
+    assert_eq!(early.scale_secs, None);
 }
 
 #[test]

@@ -64,6 +64,9 @@ pub struct Tournament {
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
     pub reset: Option<Reset>,
+    /// Where a recurring tournament's resets fall (local midnight, Monday, the 1st): UTC
+    /// unless the definition names an IANA timezone.
+    pub timezone: chrono_tz::Tz,
     /// How long each instance of a recurring tournament stays open from its reset.
     pub duration: Option<Duration>,
     pub max_size: Option<u32>,
@@ -115,6 +118,16 @@ impl Tournament {
         self.reset.map_or(PeriodKind::All, Reset::period_kind)
     }
 
+    /// The board period (the instance's) containing `at`, in the tournament's timezone.
+    pub fn period_at(&self, at: DateTime<Utc>) -> Period {
+        Period::containing(self.period_kind(), at, self.timezone)
+    }
+
+    /// The board period of instance `id` (`all`, `2027-01-08`, `2027-W02`, `2027-01`).
+    pub fn period_named(&self, id: &str) -> Result<Period, crate::domain::period::DateError> {
+        Period::named(self.period_kind(), id, self.timezone)
+    }
+
     /// The instance whose period contains `at`, open or not (`None` outside `[start, end)`):
     /// a one-off's single instance, or the run of `at`'s day, week or month, cut to the
     /// tournament's window.
@@ -125,7 +138,7 @@ impl Tournament {
         let instance = match self.reset {
             None => Instance { id: "all".into(), start: self.start, end: self.end },
             Some(reset) => {
-                let period = Period::containing(reset.period_kind(), at, chrono_tz::UTC);
+                let period = Period::containing(reset.period_kind(), at, self.timezone);
                 let opens = period.start.expect("a reset period starts").with_timezone(&Utc);
                 let period_end = period.end.expect("a reset period ends").with_timezone(&Utc);
                 let closes = (opens + self.duration.expect("a recurring tournament has a duration")).min(period_end);
@@ -174,12 +187,12 @@ impl Tournament {
         }
         let reset = self.reset?;
         let from = at.max(self.start);
-        let mut probe = Period::containing(reset.period_kind(), from, chrono_tz::UTC).end.expect("a reset period ends").with_timezone(&Utc);
+        let mut probe = Period::containing(reset.period_kind(), from, self.timezone).end.expect("a reset period ends").with_timezone(&Utc);
         while probe < self.end {
             if let Some(instance) = self.instance_of_period(probe).filter(|i| i.start < i.end) {
                 return Some(instance);
             }
-            probe = Period::containing(reset.period_kind(), probe, chrono_tz::UTC).end.expect("a reset period ends").with_timezone(&Utc);
+            probe = Period::containing(reset.period_kind(), probe, self.timezone).end.expect("a reset period ends").with_timezone(&Utc);
         }
         None
     }
@@ -201,7 +214,7 @@ impl Tournament {
             Some(_) if self.reset.is_none() => None,
             Some(id) => {
                 let kind = self.reset?.period_kind();
-                let period = Period::named(kind, id, chrono_tz::UTC).ok()?;
+                let period = Period::named(kind, id, self.timezone).ok()?;
                 let opens = period.start?.with_timezone(&Utc);
                 self.instance_of_period(opens.max(self.start)).filter(|instance| instance.id == id)
             }
@@ -227,7 +240,7 @@ impl Tournament {
         }
         // `at`'s period has not opened yet: the one before it.
         let kind = self.reset?.period_kind();
-        let opens = Period::containing(kind, probe, chrono_tz::UTC).start?.with_timezone(&Utc);
+        let opens = Period::containing(kind, probe, self.timezone).start?.with_timezone(&Utc);
         self.instance_of_period(opens - Duration::seconds(1)).filter(|i| self.ran(i))
     }
 

@@ -88,6 +88,8 @@ struct Model {
     end: i64,
     reset: Option<Reset>,
     duration: i64,
+    /// The timezone's offset from UTC (fixed: the zones the test picks have no DST).
+    offset: i64,
 }
 
 impl Model {
@@ -106,11 +108,11 @@ impl Model {
     }
 
     fn open(&self, t: i64) -> bool {
-        self.start <= t && t < self.end && self.reset.is_none_or(|reset| Self::since_reset(reset, t) < self.duration)
+        self.start <= t && t < self.end && self.reset.is_none_or(|reset| Self::since_reset(reset, t + self.offset) < self.duration)
     }
 
     fn id(&self, t: i64) -> String {
-        let date = Utc.timestamp_opt(t, 0).unwrap();
+        let date = Utc.timestamp_opt(t + self.offset, 0).unwrap();
         match self.reset {
             None => "all".into(),
             Some(Reset::Day) => date.format("%Y-%m-%d").to_string(),
@@ -134,7 +136,12 @@ impl Model {
 }
 
 fn tournament(start: i64, length: i64, reset: Option<Reset>, duration: i64) -> Tournament {
+    tournament_in(start, length, reset, duration, "UTC")
+}
+
+fn tournament_in(start: i64, length: i64, reset: Option<Reset>, duration: i64, timezone: &str) -> Tournament {
     let mut body = body();
+    body["timezone"] = json!(timezone);
     body["start"] = json!(Utc.timestamp_opt(start, 0).unwrap().to_rfc3339());
     body["end"] = json!(Utc.timestamp_opt(start + length, 0).unwrap().to_rfc3339());
     if let Some(reset) = reset {
@@ -195,6 +202,7 @@ proptest! {
         reset in prop_oneof![Just(None), Just(Some(Reset::Day)), Just(Some(Reset::Week)), Just(Some(Reset::Month))],
         duration in 1..(31 * 1440i64),
         probes in proptest::collection::vec(-(2 * 1440i64)..(85 * 1440i64), 6),
+        (timezone, offset) in prop_oneof![Just(("UTC", 0)), Just(("Etc/GMT-5", 5 * 3600)), Just(("Etc/GMT+7", -7 * 3600)), Just(("Asia/Kolkata", 19_800))],
     ) {
         let (start, length) = (BASE + start * 60, length * 60);
         let duration = match reset {
@@ -202,8 +210,8 @@ proptest! {
             Some(Reset::Week) => (duration % (7 * 1440) + 1) * 60,
             _ => duration * 60,
         };
-        let model = Model { start, end: start + length, reset, duration };
-        let cup = tournament(start, length, reset, duration);
+        let model = Model { start, end: start + length, reset, duration, offset };
+        let cup = tournament_in(start, length, reset, duration, timezone);
         // Random minutes, and every edge: the window's, and the first instance's open and close.
         let first = model.next_start(start - 60).unwrap_or(start);
         let edges = [start - 60, start, start + length - 60, start + length, first, first + duration - 60, first + duration];
@@ -266,4 +274,22 @@ fn a_monthly_instance_of_31_days_covers_every_month_whole() {
     assert_eq!(cup.next_after(at("2027-02-10T00:00:00Z")).map(|i| i.start), Some(at("2027-03-01T00:00:00Z")));
     monthly["duration_secs"] = json!(31 * 86_400 + 1);
     assert_eq!(Tournament::parse("monthly", &monthly).unwrap_err().field, "duration_secs");
+}
+
+/// Resets fall at local midnight: on the day New York moves its clocks forward (23 hours), a
+/// daily instance of 24 hours is cut at the next local midnight; the day after opens then.
+#[test]
+fn a_daily_tournament_in_new_york_resets_at_local_midnight_across_the_clock_change() {
+    let start = at("2027-03-01T05:00:00Z").timestamp();
+    let daily = tournament_in(start, 30 * 86_400, Some(Reset::Day), 86_400, "America/New_York");
+    let short = daily.open_at(at("2027-03-14T12:00:00Z")).unwrap();
+    assert_eq!((short.id.as_str(), short.start, short.end), ("2027-03-14", at("2027-03-14T05:00:00Z"), at("2027-03-15T04:00:00Z")));
+    let next = daily.open_at(at("2027-03-15T04:00:00Z")).unwrap();
+    assert_eq!((next.id.as_str(), next.start), ("2027-03-15", at("2027-03-15T04:00:00Z")));
+    assert_eq!(daily.period_named("2027-03-15").unwrap().start.map(|s| s.with_timezone(&Utc)), Some(next.start));
+    let unknown = tournament_in(start, 86_400, Some(Reset::Day), 3600, "UTC");
+    let mut bad = body();
+    bad["timezone"] = json!("Mars/Olympus");
+    assert_eq!(Tournament::parse("t", &bad).unwrap_err().field, "timezone");
+    assert_eq!(unknown.timezone, chrono_tz::UTC);
 }
