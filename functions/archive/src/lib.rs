@@ -272,7 +272,9 @@ impl App {
         let mut response = run(&archiver, &self.closer, event.payload, deadline).await.map_err(diagnostic)?;
         if ends {
             // Tournaments first, and whatever the deleted boards' ends do: their results are due
-            // within 2 minutes of their end (docs/tournaments.md#the-end).
+            // within 2 minutes of their end (docs/tournaments.md#the-end). On the catalog as it
+            // is now: the run above may have taken minutes, and an end moved meanwhile counts.
+            let archiver = self.archiver.current().await.map_err(|e| diagnostic(ArchiveError::from(e)))?;
             response.tournaments = archiver.end_tournaments(self.bus.as_ref(), deadline).await;
             response.ended = end_boards(&self.boards, &archiver, (self.clock)(), deadline).await.map_err(diagnostic)?;
         }

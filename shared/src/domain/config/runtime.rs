@@ -131,7 +131,7 @@ impl Definition {
     }
 }
 
-/// The score board of tournament `id`: one period, the instance's (UTC), and a score range
+/// The score board of tournament `id`: one period, the instance's (in its timezone), and a score range
 /// whose composite keeps every second of the window for first-to-reach ties.
 fn tournament_board(id: &str, body: &Value, stored: &Map<String, Value>) -> Result<Board, ConfigError> {
     let mut tournament = Tournament::parse(id, body).map_err(|error| invalid(format!("tournament.{}", error.field), error.problem))?;

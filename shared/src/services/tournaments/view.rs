@@ -25,6 +25,8 @@ pub struct TournamentSummary {
     pub start: String,
     pub end: String,
     pub instance: Option<String>,
+    /// Where its resets fall (IANA): instance ids are its local days, weeks or months.
+    pub timezone: &'static str,
     /// Players in the shown instance.
     pub size: u64,
     pub max_size: Option<u32>,
@@ -157,6 +159,7 @@ fn summary(tournament: &Tournament, instance: Option<Instance>, size: u64, now: 
         start: time(start),
         end: time(end),
         instance: instance.map(|i| i.id),
+        timezone: tournament.timezone.name(),
         size,
         max_size: tournament.max_size,
         max_entries: tournament.max_entries,

@@ -23,10 +23,18 @@ pub struct Board {
     markers: HashMap<String, (String, i64, Expect)>,
 }
 
+/// docs/boards.md: an all-time score board at the default `max_score` tells who reached an
+/// equal score first to 256-second steps counted from 2020-01-01T00:00:00Z.
+const ALL_TIME_STEP_SECS: i64 = 256;
+const STEPS_FROM: i64 = 1_577_836_800;
+
 impl Board {
-    /// Best first: a higher score, then who kept it first, then (one second) the greater id.
+    /// Best first: a higher score, then who kept it first to the 256-second step, then (the
+    /// same step) the greater id.
     pub fn ranking(&self) -> Vec<(String, i64)> {
-        super::cups::best_first(&self.board)
+        let stepped =
+            self.board.iter().map(|(user, &(score, at))| (user.clone(), (score, (at - STEPS_FROM).div_euclid(ALL_TIME_STEP_SECS))));
+        super::cups::best_first(&stepped.collect())
     }
 }
 

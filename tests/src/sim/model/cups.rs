@@ -286,7 +286,8 @@ impl Cups {
             return (409, "tournament_closed");
         }
         // A shortened end gives a minute's notice (every function's catalog knows it first).
-        if end <= now || (end < cup.end && end < now + 60) || end - cup.start > 1 << 23 {
+        // Nor when the open instance ends within that minute (the archive may be ending it).
+        if end <= now || (end < cup.end && end < now + 60) || (cup.end < now + 60 && end != cup.end) || end - cup.start > 1 << 23 {
             return (400, "invalid_tournament");
         }
         cup.end = end;

@@ -61,14 +61,17 @@ struct Raw {
     metadata: Option<Value>,
 }
 
-/// The longest a reset period lasts. An instance never outlives its own period (it ends at the
-/// period's end at the latest), so a monthly one of 31 days covers every month whole.
+/// The longest a reset period lasts: its nominal length, plus the hours a clock change adds
+/// (a 25-hour day where the clocks go back). An instance never outlives its own period (it ends
+/// at the period's end at the latest), so one of this length covers every period whole, in any
+/// timezone; the extra hours change no time bit of the scale (`Tournament::max_score`).
 fn reset_length(reset: Reset) -> Duration {
-    match reset {
+    let nominal = match reset {
         Reset::Day => Duration::days(1),
         Reset::Week => Duration::weeks(1),
         Reset::Month => Duration::days(31),
-    }
+    };
+    nominal + Duration::hours(3)
 }
 
 fn text(field: &str, value: &str, max: usize) -> Result<(), TournamentError> {

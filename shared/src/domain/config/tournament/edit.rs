@@ -84,6 +84,15 @@ impl Tournament {
                 format!("must be after now, and at {earliest} or later when it shortens the window: POST …/end ends the open instance now"),
             ));
         }
+        // The open instance about to end is past editing: the archive's run may be freezing it
+        // on the catalog it read.
+        let ends = |t: &Tournament| t.open_at(now).map(|open| open.end);
+        if let Some(open_end) = ends(self).filter(|end| *end < earliest)
+            && ends(&after) != Some(open_end)
+        {
+            let open_end = open_end.to_rfc3339_opts(SecondsFormat::Secs, true);
+            return Err(invalid("end", format!("the open instance ends within a minute ({open_end}): too late to move its end")));
+        }
         match (self.max_size, after.max_size) {
             (None, Some(_)) => return Err(invalid("max_size", "the tournament has no cap on players: none can be added")),
             (Some(before), after) if after.is_none_or(|after| after < before) => {
@@ -99,8 +108,10 @@ impl Tournament {
     /// time parts of that scale (every second keeps its own).
     fn scale_after(&self, after: &Tournament, now: DateTime<Utc>) -> Result<Option<i64>, EditError> {
         let scale = self.scale_made_for();
-        // Before a one-off opens nothing is kept yet: its new window makes its own scale.
-        if after.window() == scale || (self.reset.is_none() && now < self.start) {
+        // Before a one-off opens (with the notice: a function whose catalog is a few seconds old
+        // scores in the scale it knows) nothing is kept yet: its new window makes its own scale.
+        let notice = Duration::seconds(SHORTEN_NOTICE_SECS);
+        if after.window() == scale || (self.reset.is_none() && now + notice <= self.start) {
             return Ok(None);
         }
         let span = time_span_for(self.max_score());

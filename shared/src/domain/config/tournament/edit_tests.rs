@@ -86,6 +86,13 @@ fn a_one_off_keeps_its_scale_when_its_end_moves_and_cannot_outgrow_it() {
     // Not open yet: nothing is kept, the new window makes its own scale.
     let early = cup.edit(&b, &json!({"end": at(BASE + 200 * DAY).to_rfc3339()}), at(BASE - DAY)).unwrap();
     assert_eq!(early.scale_secs, None);
+    // Opening within the notice: a function a few seconds behind may already score in it.
+    let soon = cup.edit(&b, &json!({"end": at(BASE + 60 * DAY).to_rfc3339()}), at(BASE - 30)).unwrap();
+    assert_eq!(soon.scale_secs, Some(7 * DAY));
+    // Ending within a minute: too late to move (the archive's run may be ending it).
+    let last = at(BASE + 7 * DAY - 30);
+    assert_eq!(field(cup.edit(&b, &json!({"end": at(BASE + 8 * DAY).to_rfc3339()}), last).unwrap_err()), "end");
+    assert!(cup.edit(&b, &json!({"title": "Still"}), last).is_ok(), "other fields still change");
 }
 
 #[test]

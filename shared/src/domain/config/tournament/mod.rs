@@ -2,8 +2,8 @@
 //! reset, with a size cap, a limit on attempts and prizes by rank. This module holds the rules,
 //! pure, time passed in: what a definition may say, which instance is open at an instant,
 //! a tournament's state and next reset, and the prize of a rank. An instance is a period of the
-//! tournament's score board (UTC: `all` for a one-off, else the day, week or month of its
-//! reset), so its entries live in that period's sorted set and its id is the period's.
+//! tournament's score board (`all` for a one-off, else the day, week or month of its reset in
+//! its timezone), so its entries live in that period's sorted set and its id is the period's.
 
 mod definition;
 mod edit;
@@ -25,7 +25,7 @@ use crate::domain::tiebreak::{EXACT_BITS, MAX_SCORE};
 pub use definition::{MAX_METADATA_BYTES, MAX_PRIZES, MAX_SIZE, MAX_TITLE_CHARS, TournamentError};
 pub use edit::{EDITABLE, EditError, Edited, PriorPrizes};
 
-/// How often a recurring tournament opens again (UTC boundaries: midnight, Monday, the 1st).
+/// How often a recurring tournament opens again (midnight, Monday, the 1st, in its timezone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Reset {

@@ -37,7 +37,7 @@ fn a_definition_is_checked_field_by_field() {
     assert_eq!(
         field(&|b| {
             b["reset"] = json!("day");
-            b["duration_secs"] = json!(86_401);
+            b["duration_secs"] = json!(86_400 + 3 * 3600 + 1);
         }),
         "duration_secs"
     );
@@ -272,7 +272,7 @@ fn a_monthly_instance_of_31_days_covers_every_month_whole() {
     assert_eq!(cup.open_at(at("2027-03-01T00:00:00Z")).map(|i| i.id), Some("2027-03".to_owned()));
     assert_eq!(cup.open_at(at("2027-01-31T23:59:59Z")).map(|i| i.id), Some("2027-01".to_owned()), "31 days: January whole");
     assert_eq!(cup.next_after(at("2027-02-10T00:00:00Z")).map(|i| i.start), Some(at("2027-03-01T00:00:00Z")));
-    monthly["duration_secs"] = json!(31 * 86_400 + 1);
+    monthly["duration_secs"] = json!(31 * 86_400 + 3 * 3600 + 1);
     assert_eq!(Tournament::parse("monthly", &monthly).unwrap_err().field, "duration_secs");
 }
 
@@ -292,4 +292,16 @@ fn a_daily_tournament_in_new_york_resets_at_local_midnight_across_the_clock_chan
     bad["timezone"] = json!("Mars/Olympus");
     assert_eq!(Tournament::parse("t", &bad).unwrap_err().field, "timezone");
     assert_eq!(unknown.timezone, chrono_tz::UTC);
+}
+
+/// Where the clocks go back (New York, 2027-11-07: 25 hours), a daily instance of 25 hours covers
+/// the whole local day, and the next opens at the next local midnight.
+#[test]
+fn a_daily_tournament_covers_a_25_hour_day_whole() {
+    let start = at("2027-11-01T04:00:00Z").timestamp();
+    let daily = tournament_in(start, 30 * 86_400, Some(Reset::Day), 90_000, "America/New_York");
+    let long = daily.open_at(at("2027-11-08T04:30:00Z")).unwrap();
+    assert_eq!((long.id.as_str(), long.start, long.end), ("2027-11-07", at("2027-11-07T04:00:00Z"), at("2027-11-08T05:00:00Z")));
+    assert_eq!(daily.open_at(at("2027-11-08T05:00:00Z")).unwrap().id, "2027-11-08");
+    assert_eq!(daily.max_score(), tournament_in(start, 30 * 86_400, Some(Reset::Day), 86_400, "UTC").max_score(), "the same scale");
 }
