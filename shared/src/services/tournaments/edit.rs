@@ -19,6 +19,7 @@ use crate::redis::scripts::catalog::{Change, Defined, define};
 use crate::redis::scripts::tournament::{Grant, Granted, grant};
 use crate::services::audit::{AuditEntry, AuditKind};
 use crate::services::moderation::AUDIT_LOG_LEN;
+use crate::services::runtime_boards::DefineError;
 
 /// How often an edit reads the definition again when another change got in between.
 const EDIT_ATTEMPTS: usize = 5;
@@ -64,24 +65,40 @@ impl TournamentAdmin {
     /// Again with the same patch: the same definition, nothing written twice.
     pub async fn patch(&self, id: &str, patch: &Value, now: DateTime<Utc>) -> Result<TournamentDefinition, PlayError> {
         let closed = || PlayError::Closed(id.to_owned());
+        let catalog = self.keys.catalog();
         let mut conn = self.store.write_connection().await?;
         for _ in 0..EDIT_ATTEMPTS {
-            let defined = self.boards.get(id).await.map_err(|error| match error {
-                crate::services::runtime_boards::DefineError::Unknown(_) => PlayError::Unknown(id.to_owned()),
-                other => other.into(),
-            })?;
-            if defined.state != "active" {
+            // The text the catalog holds, byte for byte (what the replace compares), and whether
+            // the tournament is being deleted: one round trip.
+            let (held, ending): (Option<String>, bool) = redis::pipe()
+                .cmd("HGET")
+                .arg(catalog.definitions())
+                .arg(id)
+                .cmd("HEXISTS")
+                .arg(catalog.ending())
+                .arg(id)
+                .query_async(&mut conn)
+                .await
+                .map_err(StoreError::from)?;
+            let Some(text) = held else {
+                // Unknown, or a lost catalog (503 until it is restored): `get` tells which.
+                return Err(match self.boards.get(id).await {
+                    Err(DefineError::Store(store)) => PlayError::Store(store),
+                    _ => PlayError::Unknown(id.to_owned()),
+                });
+            };
+            if ending {
                 return Err(closed());
             }
-            let text = defined.definition.to_string();
+            let definition: Value = serde_json::from_str(&text).map_err(|e| StoreError::Protocol(format!("a stored definition: {e}")))?;
             let board = Definition::stored(&text).map_err(|e| StoreError::Protocol(format!("a stored definition: {e}")))?;
             let tournament = board.tournament.as_deref().ok_or_else(|| PlayError::Unknown(id.to_owned()))?;
-            let current = of_stored(id, &defined.definition)?;
+            let current = of_stored(id, &definition)?;
             let edited = tournament.edit(&current.definition, patch, now).map_err(|error| match error {
                 EditError::Closed => closed(),
                 other => other.into(),
             })?;
-            let mut stored = defined.definition.clone();
+            let mut stored = definition.clone();
             stored["tournament"] = edited.body;
             match edited.scale_secs {
                 Some(secs) => stored[SCALE_SECS] = secs.into(),
@@ -90,7 +107,7 @@ impl TournamentAdmin {
             if !edited.prior_prizes.is_empty() {
                 stored[PRIOR_PRIZES] = serde_json::to_value(&edited.prior_prizes).expect("prizes serialize");
             }
-            if stored == defined.definition {
+            if stored == definition {
                 return Ok(current);
             }
             let replaced = stored.to_string();
@@ -111,13 +128,7 @@ impl TournamentAdmin {
             } else {
                 String::new()
             };
-            // The text the catalog holds, byte for byte: what the replace compares.
-            let held: Option<String> =
-                redis::cmd("HGET").arg(self.keys.catalog().definitions()).arg(id).query_async(&mut conn).await.map_err(StoreError::from)?;
-            let Some(held) = held.filter(|held| serde_json::from_str::<Value>(held).ok().as_ref() == Some(&defined.definition)) else {
-                continue;
-            };
-            let change = Change::Replace { definition: &replaced, expected: &held };
+            let change = Change::Replace { definition: &replaced, expected: &text };
             match define(&mut conn, &self.keys, id, change, &entry, self.store.replica_wait()).await? {
                 Defined::Replaced => return of_stored(id, &stored),
                 // Changed, ending or gone since read: the next round says which.
