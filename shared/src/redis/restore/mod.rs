@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
+use crate::domain::guard;
 use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::scripts;
@@ -250,8 +251,8 @@ pub async fn start_over(conn: &mut Connection, keys: &BoardKeys) -> Result<(), S
     Ok(())
 }
 
-/// Makes a new shard's records of its period sets (the guard's `kept|` fields) say what the
-/// shard holds, once a reshard compared every period set of both layouts and while the shard is
+/// Makes a new shard's records of its period sets (the guard's `kept|` fields, and a season's
+/// `live|`/`emptied|`) say what the shard holds, once a reshard compared every period set of both layouts and while the shard is
 /// still fenced: the moved lines' records were written for the old layout (a ban that emptied
 /// the set here left one in a shard where others held it; a set one shard emptied lives on in
 /// the merged one). The change goes into the shard's journal with it, as a line (`entry`) of
@@ -260,9 +261,22 @@ pub async fn start_over(conn: &mut Connection, keys: &BoardKeys) -> Result<(), S
 /// loss the next write must find.
 pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, entry: &str) -> Result<(), StoreError> {
     let fields: Vec<String> = redis::cmd("HKEYS").arg(keys.guard()).query_async(conn).await?;
-    let recorded: BTreeMap<String, String> = fields.into_iter().filter_map(|field| Some((keys.kept_set(&field)?, field))).collect();
+    let recorded: BTreeMap<String, String> = fields.iter().filter_map(|field| Some((keys.kept_set(field)?, field.clone()))).collect();
     let sets = conn.scan_slot_of(&keys.guard(), &keys.period_pattern()).await?;
-    let absent: Vec<&String> = recorded.iter().filter(|(set, _)| !sets.contains(set)).map(|(_, field)| field).collect();
+    let mut absent: Vec<&String> = recorded.iter().filter(|(set, _)| !sets.contains(set)).map(|(_, field)| field).collect();
+    // A season a moved line created in this shard and a later moved line emptied (a ban, a
+    // take-back recorded against the old layout, where the set kept others): emptied, as the
+    // write that empties a set says it, not lost (found by the simulation: the archive refused
+    // the season as lost).
+    let mut emptied = Vec::new();
+    for field in &fields {
+        let Some(period) = field.strip_prefix(guard::LIVE) else { continue };
+        let set = keys.kept_set(&format!("{}{period}", guard::KEPT));
+        if set.is_some_and(|set| !sets.contains(&set)) && !fields.contains(&format!("{}{period}", guard::EMPTIED)) {
+            absent.push(field);
+            emptied.push((format!("{}{period}", guard::EMPTIED), "1".to_owned()));
+        }
+    }
     // A record holds the set's expiry on the functions' clock (`guard::KEPT`): this one's, plus
     // what Redis gives the set to live. A set gone meanwhile (-2) is not recorded.
     let new_sets: Vec<&String> = sets.iter().filter(|set| !recorded.contains_key(*set)).collect();
@@ -282,6 +296,7 @@ pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, entry:
             unrecorded.push((field, expiry.to_string()));
         }
     }
+    unrecorded.extend(emptied);
     if absent.is_empty() && unrecorded.is_empty() {
         return Ok(());
     }

@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::{PlayError, Tournaments};
 use crate::domain::config::tournament::{Instance, Prize, State, Tournament};
+use crate::domain::guard;
 use crate::domain::paging;
 use crate::redis::batch;
 use crate::redis::error::StoreError;
@@ -128,17 +129,28 @@ impl Tournaments {
             .map_err(|_| PlayError::UnknownInstance { tournament: tournament.id.clone(), instance: instance.id.clone() })?;
         let keys = self.keys.board(&tournament.id);
         let players = keys.players(&period);
-        Ok(batch::Group {
-            commands: vec![redis::cmd("SCARD").arg(&players).clone(), redis::cmd("GET").arg(keys.final_size(&period)).clone()],
-            key: players,
-        })
+        let mut commands = vec![redis::cmd("SCARD").arg(&players).clone(), redis::cmd("GET").arg(keys.final_size(&period)).clone()];
+        if self.keys.journal_on() {
+            // A lost board (its guard gone, or fenced) is being restored, not empty: 503, as
+            // every other read of it (found by the simulation: a seat read as 0 after a loss).
+            commands.push(redis::cmd("HMGET").arg(keys.guard()).arg(guard::BORN).arg(guard::FENCE).clone());
+        }
+        Ok(batch::Group { commands, key: players })
     }
 }
 
 /// Players from `size_reads`' replies: the size kept at release, else the set's.
 fn size_of(replies: Vec<redis::Value>) -> Result<u64, PlayError> {
-    let (players, kept): (u64, Option<u64>) =
-        redis::from_redis_value(redis::Value::Array(replies)).map_err(|e| StoreError::Protocol(format!("tournament size: {e}")))?;
+    let protocol = |e: redis::ParsingError| StoreError::Protocol(format!("tournament size: {e}"));
+    let mut replies = replies.into_iter();
+    let players: u64 = redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil)).map_err(protocol)?;
+    let kept: Option<u64> = redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil)).map_err(protocol)?;
+    if let Some(guard) = replies.next() {
+        let (born, fence): (Option<String>, Option<String>) = redis::from_redis_value(guard).map_err(protocol)?;
+        if born.is_none() || fence.is_some() {
+            return Err(StoreError::Restoring.into());
+        }
+    }
     Ok(kept.unwrap_or(players))
 }
 
