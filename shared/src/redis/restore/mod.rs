@@ -272,9 +272,13 @@ pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, entry:
     for field in &fields {
         let Some(period) = field.strip_prefix(guard::LIVE) else { continue };
         let set = keys.kept_set(&format!("{}{period}", guard::KEPT));
-        if set.is_some_and(|set| !sets.contains(&set)) && !fields.contains(&format!("{}{period}", guard::EMPTIED)) {
+        if set.is_some_and(|set| !sets.contains(&set)) {
             absent.push(field);
-            emptied.push((format!("{}{period}", guard::EMPTIED), "1".to_owned()));
+            // (A season emptied once and played again holds both fields: `live|` is what
+            // makes it read as lost, so it goes whatever else is there.)
+            if !fields.contains(&format!("{}{period}", guard::EMPTIED)) {
+                emptied.push((format!("{}{period}", guard::EMPTIED), "1".to_owned()));
+            }
         }
     }
     // A record holds the set's expiry on the functions' clock (`guard::KEPT`): this one's, plus
