@@ -132,7 +132,31 @@ if $smoke; then
     # --max-time: an answer the emulator lost may also never come (a CI run hung 18 min here).
     curl -sS --fail-with-body --max-time 20 --retry 3 --retry-all-errors -o "$run/smoke-get.out" "$base$path" || { echo "GET $path failed" >&2; tail -n 50 "$watch_log"; exit 1; }
   done
-  echo "run-local smoke: demo loaded and checked, hotness ran, journal drained, notifications sent, page served"
+  # The operators' command line against the same functions: a job through the Invoke API
+  # (invoked until complete), an admin write and reads through the routes, a refusal's code.
+  cli=("${CARGO_TARGET_DIR:-$PWD/target}/debug/standings" --api "$base" --lambda-endpoint "$base")
+  verified=$("${cli[@]}" verify --json)
+  python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["mismatches"] == 0 and run["boards"], run' "$verified"
+  restored=$("${cli[@]}" restore --board points --json)
+  python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["status"] == "complete", run' "$restored"
+  before=$("${cli[@]}" rank points u-lin --json)
+  "${cli[@]}" correct points u-lin --delta 3 --reason "run-local smoke" >/dev/null
+  after=$("${cli[@]}" rank points u-lin --json)
+  python3 -c 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:]); assert b["score"] == a["score"] + 3, (a, b)' "$before" "$after"
+  "${cli[@]}" top points --limit 100 | grep -q u-lin || { echo "standings top: no u-lin in the table" >&2; exit 1; }
+  if "${cli[@]}" top no-such-board 2>"$run/cli.err"; then echo "standings top of an unknown board exited 0" >&2; exit 1; fi
+  grep -q unknown_board "$run/cli.err" || { echo "standings: no code in $(cat "$run/cli.err")" >&2; exit 1; }
+  # --stack: the API found by the stack's ApiUrl output, through CloudFormation (moto's here).
+  stack="standings-smoke-$$"
+  python3 -c 'import boto3, json, sys; boto3.client("cloudformation", endpoint_url=sys.argv[1]).create_stack(StackName=sys.argv[2],
+    TemplateBody=json.dumps({"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}, "Outputs": {"ApiUrl": {"Value": sys.argv[3]}}}))' \
+    "$AWS_ENDPOINT_URL_DYNAMODB" "$stack" "$base"
+  stacked=$(AWS_ENDPOINT_URL_CLOUDFORMATION="$AWS_ENDPOINT_URL_DYNAMODB" "${cli[0]}" --stack "$stack" top points --limit 100 --json)
+  python3 -c 'import json, sys; top = json.loads(sys.argv[1]); assert any(e["user_id"] == "u-lin" for e in top["entries"]), top' "$stacked"
+  if AWS_ENDPOINT_URL_CLOUDFORMATION="$AWS_ENDPOINT_URL_DYNAMODB" "${cli[0]}" --stack no-such-stack top points 2>/dev/null; then
+    echo "standings --stack of an unknown stack exited 0" >&2; exit 1
+  fi
+  echo "run-local smoke: demo loaded and checked, hotness ran, journal drained, notifications sent, page served, standings CLI ran"
   exit 0
 fi
 
@@ -147,6 +171,7 @@ fi
 ) &
 schedule_pid=$!
 
+standings="${CARGO_TARGET_DIR:-$PWD/target}/debug/standings --api $base --lambda-endpoint $base"
 cat <<MSG
 
 Standings is running on $base (Redis $REDIS_URL, season table $STANDINGS_TABLE at $AWS_ENDPOINT_URL_DYNAMODB).
@@ -159,11 +184,13 @@ Hot videos:      curl -s '$base/v1/hot/hot-videos'   (hotness runs every minute)
 Post an event:   curl -s -X POST $base/v1/events -H 'content-type: application/json' \\
                    -d '{"event_id":"e1","user_id":"alice","action":"comment","target":"article-1"}'
 OpenAPI:         $base/v1/openapi.json
+Operate it:      $standings top points        (the standings command, docs/operations.md#the-standings-command)
+                 $standings correct points u-lin --delta 5 --reason "a late event"
 Archive a finished season, then read it:
-                 cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port $port archive --data-ascii '{"board":"points","season":"2026-10"}'
+                 $standings archive --board points --season 2026-10
                  curl -s '$base/v1/boards/points/seasons/2026-10/top'
 The journal:     every write, drained to s3://$STANDINGS_JOURNAL_BUCKET/journal/ every minute; restore with
-                 cargo lambda invoke --invoke-address 127.0.0.1 --invoke-port $port journal --data-ascii '{"restore": {}}'
+                 $standings restore
 Notifications:   the xp board's rank changes, sent to the bus $STANDINGS_EVENT_BUS every minute; read them with
                  aws --endpoint-url $AWS_ENDPOINT_URL_EVENTBRIDGE sqs receive-message --queue-url $STANDINGS_RANK_CHANGED_QUEUE_URL
 Logs:            one line per request below; the functions' JSON logs and metrics are in

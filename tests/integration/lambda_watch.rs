@@ -34,7 +34,11 @@ async fn the_happy_path_and_an_error_through_cargo_lambda_watch() {
 /// build that cannot finish (a full disk) fails the test instead of wedging the suite.
 const WATCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
 
+/// The workspace's `standings` command builds reqwest with rustls and no crypto provider of its
+/// own (ring, as redis-rs and the SDK use, not a second TLS stack), and features are unified
+/// across the workspace: a client built without a process-wide provider would panic.
 fn watch_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     reqwest::Client::builder().timeout(WATCH_TIMEOUT).build().unwrap()
 }
 
@@ -145,7 +149,7 @@ async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over
     let error = String::from_utf8_lossy(&failed.stderr);
     assert!(!failed.status.success() && error.contains("unknown_board") && error.contains("no-such-board"), "{error}");
 
-    let response = reqwest::get(format!("{}/lambda-url/seasons/v1/boards/points/seasons/2026-01/top", watch_url())).await.unwrap();
+    let response = watch_client().get(format!("{}/lambda-url/seasons/v1/boards/points/seasons/2026-01/top", watch_url())).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "public, max-age=86400");
     let top: Value = response.json().await.unwrap();
@@ -155,7 +159,7 @@ async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over
     assert_eq!(users, expected.iter().map(|m| m.0.as_str()).collect::<Vec<_>>());
 
     let url = format!("{}/lambda-url/seasons/v1/boards/points/seasons/2026-01/distribution?buckets=3", watch_url());
-    let distribution: Value = reqwest::get(url).await.unwrap().json().await.unwrap();
+    let distribution: Value = watch_client().get(url).send().await.unwrap().json().await.unwrap();
     let counts: u64 = distribution["buckets"].as_array().unwrap().iter().map(|b| b["count"].as_u64().unwrap()).sum();
     assert_eq!((&distribution["total"], counts), (&json!(3), 3), "{distribution}");
 }

@@ -1,0 +1,224 @@
+//! The command line (clap): global target and output flags, one subcommand per operation.
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "standings",
+    version,
+    about = "Operate a Standings deployment: its jobs (restore, verify, reshard, drain, archive, dry-run), admin routes and reads",
+    after_help = "With no target flag, the local run's endpoints (./scripts/run-local.sh, http://127.0.0.1:9000). \
+                  Exit status: 0 when the operation completed, 1 when it was refused or failed, 2 for a usage error, 130 when stopped by Ctrl-C \
+                  (the same command again resumes)."
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub target: TargetArgs,
+    /// Print the answers as JSON (one document), for scripts.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Where the deployment is and how to authenticate (each also from its environment variable).
+#[derive(Debug, Clone, Default, Args)]
+pub struct TargetArgs {
+    /// The HTTP API's base URL (the stack's `ApiUrl` output).
+    #[arg(long, global = true, env = "STANDINGS_API")]
+    pub api: Option<String>,
+    /// The Lambda Invoke API's endpoint (the jobs run through it; `cargo lambda watch` serves one).
+    #[arg(long, global = true, env = "STANDINGS_LAMBDA_ENDPOINT")]
+    pub lambda_endpoint: Option<String>,
+    /// A deployed stack: its API URL and function names are read from CloudFormation.
+    #[arg(long, global = true, env = "STANDINGS_STACK")]
+    pub stack: Option<String>,
+    /// The journal function's name (default: `<stack>-journal` with --stack, else `journal`).
+    #[arg(long, global = true, env = "STANDINGS_JOURNAL_FUNCTION")]
+    pub journal_function: Option<String>,
+    /// The archive function's name (default: `<stack>-archive` with --stack, else `archive`).
+    #[arg(long, global = true, env = "STANDINGS_ARCHIVE_FUNCTION")]
+    pub archive_function: Option<String>,
+    /// A bearer token for write and admin routes.
+    #[arg(long, global = true, env = "STANDINGS_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// OAuth client credentials: a token is asked for with these (scope `standings/admin`).
+    #[arg(long, global = true, env = "STANDINGS_CLIENT_ID")]
+    pub client_id: Option<String>,
+    #[arg(long, global = true, env = "STANDINGS_CLIENT_SECRET", hide_env_values = true)]
+    pub client_secret: Option<String>,
+    /// The token endpoint (default: the stack's `JwtIssuer`'s OpenID configuration says it).
+    #[arg(long, global = true, env = "STANDINGS_TOKEN_URL")]
+    pub token_url: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Brings boards back from the journal after Redis lost them (invoked until complete).
+    Restore {
+        #[arg(long)]
+        board: Option<String>,
+    },
+    /// Compares boards with their journal.
+    Verify {
+        #[arg(long)]
+        board: Option<String>,
+    },
+    /// Moves a board to the shard count its definition declares (invoked until complete).
+    Reshard {
+        #[arg(long)]
+        board: String,
+    },
+    /// Drains every board's journal to S3 now.
+    Drain {
+        /// Also sends the crossings a quiet time holds back.
+        #[arg(long)]
+        release_held: bool,
+    },
+    /// Archives an ended season to DynamoDB (invoked until complete).
+    Archive {
+        #[arg(long)]
+        board: String,
+        #[arg(long)]
+        season: String,
+    },
+    /// Replays a board's period under candidate rules and reports what would change (writes nothing).
+    DryRun {
+        /// The candidate configuration (TOML).
+        #[arg(long)]
+        config: std::path::PathBuf,
+        #[arg(long)]
+        board: String,
+        #[arg(long)]
+        period: String,
+        #[arg(long)]
+        period_id: String,
+    },
+    /// Bans a user from every board.
+    Ban {
+        user: String,
+        /// Kept in your shell's history only: the route records who and when, not why.
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Lifts a user's ban.
+    Unban {
+        user: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Corrects a user's points or score on a board (exactly one of --delta, --set).
+    Correct {
+        board: String,
+        user: String,
+        #[arg(long, allow_hyphen_values = true, conflicts_with = "set", required_unless_present = "set")]
+        delta: Option<i64>,
+        #[arg(long, allow_hyphen_values = true)]
+        set: Option<i64>,
+        #[arg(long)]
+        reason: String,
+        #[arg(long)]
+        period: Option<String>,
+        #[arg(long)]
+        period_id: Option<String>,
+        /// Makes the correction exactly-once (default: one derived from its arguments).
+        #[arg(long)]
+        correction_id: Option<String>,
+    },
+    /// Takes back a user's points from a time range (RFC 3339 instants).
+    Void {
+        board: String,
+        user: String,
+        #[arg(long)]
+        from: String,
+        #[arg(long)]
+        to: String,
+        #[arg(long)]
+        reason: String,
+        /// Makes the void exactly-once (default: one derived from its arguments).
+        #[arg(long)]
+        void_id: Option<String>,
+    },
+    /// Runtime boards.
+    #[command(subcommand)]
+    Boards(Boards),
+    /// Tournaments.
+    #[command(subcommand)]
+    Tournaments(Tournaments),
+    /// A board's top.
+    Top {
+        board: String,
+        #[arg(long)]
+        period: Option<String>,
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+    /// A user's rank on a board.
+    Rank {
+        board: String,
+        user: String,
+        #[arg(long)]
+        period: Option<String>,
+    },
+    /// A user's statement on a board.
+    Statement { board: String, user: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Boards {
+    /// Every board (declared and runtime).
+    List,
+    Show {
+        name: String,
+    },
+    /// Defines a runtime board from a JSON file.
+    Put {
+        name: String,
+        file: std::path::PathBuf,
+    },
+    Delete {
+        name: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Tournaments {
+    List {
+        #[arg(long)]
+        state: Option<String>,
+        #[arg(long)]
+        category: Option<String>,
+    },
+    Show {
+        id: String,
+    },
+    /// Defines a tournament from a JSON file.
+    Put {
+        id: String,
+        file: std::path::PathBuf,
+    },
+    /// Edits a running tournament with a JSON file of the fields to change.
+    Patch {
+        id: String,
+        file: std::path::PathBuf,
+    },
+    /// Ends the open instance now.
+    End {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    Delete {
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// An instance's results (default: the open one, else the last that ended).
+    Results {
+        id: String,
+        #[arg(long)]
+        instance: Option<String>,
+    },
+}

@@ -1,0 +1,260 @@
+//! The jobs run through the Lambda Invoke API (docs/operations.md#the-standings-command): each
+//! is invoked again until its answer says it completed, with progress between invocations.
+//! Every job resumes where the last invocation stopped, so a second run of a command stopped
+//! by Ctrl-C (between invocations) goes on from there.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use aws_sdk_lambda::primitives::Blob;
+use serde_json::{Value, json};
+
+use crate::Failure;
+use crate::target::Target;
+
+/// A job and its payload (the raw payloads stay documented for automation).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Job {
+    Restore { board: Option<String> },
+    Verify { board: Option<String> },
+    Reshard { board: String },
+    Drain { release_held: bool },
+    Archive { board: String, season: String },
+    DryRun { board: String, period: String, period_id: String, config: String },
+}
+
+/// The most invocations one command makes: a job that never completes is stopped, not looped.
+const MAX_INVOCATIONS: usize = 500;
+
+impl Job {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Job::Restore { .. } => "restore",
+            Job::Verify { .. } => "verify",
+            Job::Reshard { .. } => "reshard",
+            Job::Drain { .. } => "drain",
+            Job::Archive { .. } => "archive",
+            Job::DryRun { .. } => "dry-run",
+        }
+    }
+
+    pub fn payload(&self) -> Value {
+        let board = |board: &Option<String>| board.as_ref().map_or_else(|| json!({}), |b| json!({"board": b}));
+        match self {
+            Job::Restore { board: b } => json!({"restore": board(b)}),
+            Job::Verify { board: b } => json!({"verify": board(b)}),
+            Job::Reshard { board } => json!({"reshard": {"board": board}}),
+            Job::Drain { release_held: false } => json!({"drain": {}}),
+            Job::Drain { release_held: true } => json!({"drain": {"release_held": true}}),
+            Job::Archive { board, season } => json!({"board": board, "season": season}),
+            Job::DryRun { board, period, period_id, config } => {
+                json!({"dry_run": {"board": board, "period": period, "period_id": period_id, "config": config}})
+            }
+        }
+    }
+
+    fn function<'a>(&self, target: &'a Target) -> &'a str {
+        match self {
+            Job::Archive { .. } => &target.archive_function,
+            _ => &target.journal_function,
+        }
+    }
+
+    /// Whether `answer` is a report of this job at all (an error body a function returned
+    /// without failing is not: it would be invoked again for ever).
+    fn answered(&self, answer: &Value) -> bool {
+        match self {
+            Job::Restore { .. } | Job::Reshard { .. } => answer["status"].is_string(),
+            Job::Archive { .. } => answer["results"].is_array(),
+            Job::Verify { .. } | Job::Drain { .. } => answer["boards"].is_array(),
+            Job::DryRun { .. } => answer.is_object(),
+        }
+    }
+
+    /// Whether `answer` is the last one: a restore or reshard `complete`, an archive whose
+    /// every season report is past `in_progress`; a drain, verify or dry-run in one call.
+    pub fn completed(&self, answer: &Value) -> bool {
+        match self {
+            Job::Restore { .. } | Job::Reshard { .. } => answer["status"] == "complete",
+            Job::Archive { .. } => {
+                answer["results"].as_array().is_some_and(|seasons| seasons.iter().all(|season| season["status"] != "in_progress"))
+            }
+            Job::Verify { .. } | Job::Drain { .. } | Job::DryRun { .. } => true,
+        }
+    }
+}
+
+/// How far a job has come, from its last answer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Progress {
+    pub invocations: usize,
+    pub boards_done: usize,
+    pub boards: usize,
+    /// Lines (restore) or entries (reshard, archive items) handled so far.
+    pub units: u64,
+}
+
+impl Progress {
+    pub fn of(invocations: usize, answer: &Value) -> Self {
+        let boards = answer["boards"].as_array().map_or(&[][..], Vec::as_slice);
+        let done = boards.iter().filter(|board| board["status"] == "complete").count();
+        let units = boards.iter().map(|board| board["replayed"].as_u64().unwrap_or(0)).sum::<u64>()
+            + answer["moved"].as_u64().unwrap_or(0)
+            + answer["results"].as_array().map_or(0, |seasons| seasons.iter().filter_map(|s| s["items_written"].as_u64()).sum());
+        Progress { invocations, boards_done: done, boards: boards.len(), units }
+    }
+}
+
+/// Invokes `job` until it completes, calling `report` after each invocation with the progress
+/// and the rate of units per second since the command started. `stop` (Ctrl-C) ends the loop
+/// between invocations.
+pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: impl FnMut(Progress, f64)) -> Result<Value, Failure> {
+    let client = lambda_client(target).await;
+    let function = job.function(target);
+    let payload = serde_json::to_vec(&job.payload()).expect("a payload serializes");
+    let started = Instant::now();
+    let mut units = 0;
+    let mut summary: Option<Value> = None;
+    for invocation in 1..=MAX_INVOCATIONS {
+        if stop.load(Ordering::SeqCst) {
+            return Err(Failure::Stopped(job.name()));
+        }
+        let answer = client
+            .invoke()
+            .function_name(function)
+            .payload(Blob::new(payload.clone()))
+            .send()
+            .await
+            .map_err(|e| Failure::Transport(format!("Invoke {function}: {}", aws_sdk_lambda::error::DisplayErrorContext(e))))?;
+        let body: Value = answer.payload().map(|blob| serde_json::from_slice(blob.as_ref()).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+        if let Some(kind) = answer.function_error() {
+            return Err(Failure::Function {
+                kind: body["errorType"].as_str().unwrap_or(kind).to_owned(),
+                message: body["errorMessage"].as_str().unwrap_or("the function failed").to_owned(),
+            });
+        }
+        if !job.answered(&body) {
+            return Err(Failure::Function {
+                kind: "unexpected_answer".into(),
+                message: format!("{function} answered without a report: {}", shorten(&body.to_string())),
+            });
+        }
+        let progress = Progress::of(invocation, &body);
+        // Units count per invocation (each report is of its own call): the command's total adds up.
+        units += progress.units;
+        let rate = units as f64 / started.elapsed().as_secs_f64().max(0.001);
+        report(Progress { units, ..progress }, rate);
+        summary = Some(match summary.take() {
+            Some(before) => merged(before, body),
+            None => body,
+        });
+        if summary.as_ref().is_some_and(|answer| job.completed(answer)) {
+            return Ok(summary.unwrap_or_default());
+        }
+    }
+    Err(Failure::Incomplete(format!("{} did not complete in {MAX_INVOCATIONS} invocations: run it again to go on", job.name())))
+}
+
+/// The command's summary: `next` (the last invocation's report), with each board's counters
+/// summed over every invocation (a report counts what its own invocation did) and the boards
+/// only earlier invocations reported kept.
+fn merged(before: Value, mut next: Value) -> Value {
+    const COUNTERS: [&str; 7] = ["replayed", "applied", "duplicates", "refused", "moved", "items_written", "batch_calls"];
+    let add = |from: &Value, into: &mut Value| {
+        for counter in COUNTERS {
+            if let (Some(a), Some(b)) = (from[counter].as_u64(), into[counter].as_u64()) {
+                into[counter] = (a + b).into();
+            }
+        }
+    };
+    add(&before, &mut next);
+    // A restore's boards by name; an archive's seasons by board and season.
+    for rows in ["boards", "results"] {
+        let (Some(earlier), Some(later)) = (before[rows].as_array(), next[rows].as_array_mut()) else { continue };
+        for old in earlier {
+            let same = |row: &&mut Value| row["board"] == old["board"] && row["season"] == old["season"];
+            match later.iter_mut().find(same) {
+                Some(row) => add(old, row),
+                None => later.push(old.clone()),
+            }
+        }
+    }
+    next
+}
+
+fn shorten(text: &str) -> String {
+    text.chars().take(300).collect()
+}
+
+async fn lambda_client(target: &Target) -> aws_sdk_lambda::Client {
+    // An invocation may run for the function's whole timeout (15 minutes): one attempt, waited for.
+    let config = standings::runtime::aws::sdk_config(1, std::time::Duration::from_secs(16 * 60)).await;
+    let mut builder = aws_sdk_lambda::config::Builder::from(&config);
+    if let Some(endpoint) = &target.lambda_endpoint {
+        builder = builder.endpoint_url(endpoint);
+    }
+    if target.local {
+        // `cargo lambda watch` checks no signature: any credentials and region do.
+        builder = builder
+            .credentials_provider(aws_sdk_lambda::config::Credentials::new("local", "local", None, None, "standings-cli"))
+            .region(aws_sdk_lambda::config::Region::new("us-east-1"));
+    }
+    aws_sdk_lambda::Client::from_conf(builder.build())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_are_the_functions_documented_ones() {
+        assert_eq!(Job::Restore { board: None }.payload(), json!({"restore": {}}));
+        assert_eq!(Job::Restore { board: Some("points".into()) }.payload(), json!({"restore": {"board": "points"}}));
+        assert_eq!(Job::Reshard { board: "launch".into() }.payload(), json!({"reshard": {"board": "launch"}}));
+        assert_eq!(Job::Drain { release_held: true }.payload(), json!({"drain": {"release_held": true}}));
+        assert_eq!(Job::Archive { board: "b".into(), season: "2026-10".into() }.payload(), json!({"board": "b", "season": "2026-10"}));
+    }
+
+    #[test]
+    fn a_restore_completes_on_its_status_and_an_archive_when_no_season_is_in_progress() {
+        let restore = Job::Restore { board: None };
+        assert!(!restore.completed(&json!({"status": "in_progress", "boards": []})));
+        assert!(restore.completed(&json!({"status": "complete", "boards": []})));
+        let archive = Job::Archive { board: "b".into(), season: "s".into() };
+        assert!(!archive.completed(&json!({"results": [{"status": "complete"}, {"status": "in_progress"}]})));
+        assert!(archive.completed(&json!({"results": [{"status": "already_complete"}]})));
+        assert!(!archive.completed(&json!({"error": "x"})), "an answer with no reports is not a completion");
+    }
+
+    #[test]
+    fn the_summary_sums_each_boards_counters_over_the_invocations() {
+        let first = json!({"status": "in_progress", "boards": [
+            {"board": "a", "status": "complete", "applied": 10, "refused": 1},
+            {"board": "b", "status": "in_progress", "applied": 5}]});
+        let second = json!({"status": "complete", "boards": [{"board": "b", "status": "complete", "applied": 7}]});
+        let summary = merged(first, second);
+        assert_eq!(summary["status"], "complete");
+        let boards = summary["boards"].as_array().unwrap();
+        assert_eq!(boards.len(), 2);
+        assert_eq!(boards[0], json!({"board": "b", "status": "complete", "applied": 12}));
+        assert_eq!(boards[1], json!({"board": "a", "status": "complete", "applied": 10, "refused": 1}));
+    }
+
+    #[test]
+    fn an_answer_that_is_no_report_is_not_taken_for_one() {
+        let restore = Job::Restore { board: None };
+        assert!(!restore.answered(&json!({"errorMessage": "boom"})));
+        assert!(!restore.answered(&Value::Null));
+        assert!(restore.answered(&json!({"status": "in_progress", "boards": []})));
+        assert!(!Job::Drain { release_held: false }.answered(&json!("text")));
+    }
+
+    #[test]
+    fn progress_counts_boards_done_and_lines_replayed() {
+        let answer = json!({"status": "in_progress", "boards": [
+            {"board": "a", "status": "complete", "replayed": 10},
+            {"board": "b", "status": "in_progress", "replayed": 5}]});
+        assert_eq!(Progress::of(2, &answer), Progress { invocations: 2, boards_done: 1, boards: 2, units: 15 });
+    }
+}

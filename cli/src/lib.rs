@@ -1,0 +1,92 @@
+//! `standings`, the operators' command line (docs/operations.md#the-standings-command): the
+//! jobs through the Lambda Invoke API, invoked until they complete; the admin routes and the
+//! reads through the HTTP API. `main.rs` only parses, runs and prints.
+
+mod api;
+pub mod args;
+pub mod jobs;
+pub mod output;
+mod routes;
+pub mod target;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use serde_json::Value;
+
+pub use args::Cli;
+use args::Command;
+use jobs::Job;
+use target::Target;
+
+/// Why a command did not complete; printed as the route's (or function's) code and message.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Failure {
+    #[error("{code} ({status}): {message}")]
+    Api { status: u16, code: String, message: String },
+    #[error("{kind}: {message}")]
+    Function { kind: String, message: String },
+    #[error("{0}")]
+    Transport(String),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    Incomplete(String),
+    #[error("{0} stopped between invocations: the same command again resumes it")]
+    Stopped(&'static str),
+}
+
+impl Failure {
+    /// The process's exit status: 2 for usage, 130 for Ctrl-C, 1 for every other failure.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Failure::Usage(_) => 2,
+            Failure::Stopped(_) => 130,
+            _ => 1,
+        }
+    }
+}
+
+/// Runs `cli`'s command; its answer (a job's last report, a route's JSON). `stop` is set by
+/// Ctrl-C: a job stops before its next invocation.
+pub async fn run(cli: &Cli, stop: Arc<AtomicBool>) -> Result<Value, Failure> {
+    let target = Target::resolve(&cli.target).await?;
+    if let Some(job) = job_of(&cli.command)? {
+        let mut reporter = output::Reporter::new(job.name());
+        // On stderr: the JSON on stdout stays one document.
+        let answer = jobs::run(&target, &job, stop, |progress, rate| reporter.report(progress, rate)).await;
+        reporter.finish();
+        return answer;
+    }
+    routes::run(&target, &cli.command).await
+}
+
+/// Whether `command` is a job (invoked until complete, stopped by Ctrl-C between invocations).
+pub fn runs_a_job(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Restore { .. }
+            | Command::Verify { .. }
+            | Command::Reshard { .. }
+            | Command::Drain { .. }
+            | Command::Archive { .. }
+            | Command::DryRun { .. }
+    )
+}
+
+fn job_of(command: &Command) -> Result<Option<Job>, Failure> {
+    Ok(Some(match command {
+        Command::Restore { board } => Job::Restore { board: board.clone() },
+        Command::Verify { board } => Job::Verify { board: board.clone() },
+        Command::Reshard { board } => Job::Reshard { board: board.clone() },
+        Command::Drain { release_held } => Job::Drain { release_held: *release_held },
+        Command::Archive { board, season } => Job::Archive { board: board.clone(), season: season.clone() },
+        Command::DryRun { config, board, period, period_id } => Job::DryRun {
+            board: board.clone(),
+            period: period.clone(),
+            period_id: period_id.clone(),
+            config: std::fs::read_to_string(config).map_err(|e| Failure::Usage(format!("{}: {e}", config.display())))?,
+        },
+        _ => return Ok(None),
+    }))
+}

@@ -1,0 +1,127 @@
+//! The commands that are one HTTP route each (docs/api.md): admin writes, runtime boards,
+//! tournaments and reads. Ids are percent-encoded into the path; the routes check them.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::Failure;
+use crate::api::{Api, segment};
+use crate::args::{Boards, Command, Tournaments};
+use crate::target::Target;
+
+/// The most pages `tournaments results` follows (100 rows each).
+const MAX_PAGES: usize = 1_000;
+
+pub async fn run(target: &Target, command: &Command) -> Result<Value, Failure> {
+    let api = Api::new(&target.api, target.token.clone())?;
+    let opt = |name: &'static str, value: &Option<String>| value.as_ref().map(|v| (name, v.clone()));
+    match command {
+        Command::Ban { user, .. } => api.call(Method::POST, &format!("/v1/admin/users/{}/ban", segment(user)), &[], None).await,
+        Command::Unban { user, .. } => api.call(Method::DELETE, &format!("/v1/admin/users/{}/ban", segment(user)), &[], None).await,
+        Command::Correct { board, user, delta, set, reason, period, period_id, correction_id } => {
+            // As a void's: the same command again (after a lost answer) is the same correction.
+            let amount = format!("{delta:?}/{set:?}/{period:?}/{period_id:?}");
+            let correction_id = correction_id.clone().unwrap_or_else(|| format!("cli-{:016x}", fnv1a(&[board, user, &amount, reason])));
+            let mut body = json!({"reason": reason, "period": period, "period_id": period_id, "correction_id": correction_id});
+            match (delta, set) {
+                (Some(delta), None) => body["delta"] = json!(delta),
+                (None, Some(set)) => body["set"] = json!(set),
+                _ => return Err(Failure::Usage("exactly one of --delta and --set".into())),
+            }
+            let path = format!("/v1/admin/boards/{}/users/{}/corrections", segment(board), segment(user));
+            api.call(Method::POST, &path, &[], Some(&body)).await
+        }
+        Command::Void { board, user, from, to, reason, void_id } => {
+            // The same command again is the same void (a retry after a lost answer applies once).
+            let void_id = void_id.clone().unwrap_or_else(|| format!("cli-{:016x}", fnv1a(&[board, user, from, to, reason])));
+            let body = json!({"void_id": void_id, "from": from, "to": to, "reason": reason});
+            let path = format!("/v1/admin/boards/{}/users/{}/void", segment(board), segment(user));
+            api.call(Method::POST, &path, &[], Some(&body)).await
+        }
+        Command::Boards(boards) => match boards {
+            Boards::List => api.call(Method::GET, "/v1/boards", &[], None).await,
+            Boards::Show { name } => api.call(Method::GET, &format!("/v1/admin/boards/{}", segment(name)), &[], None).await,
+            Boards::Put { name, file } => {
+                let body = json_file(file)?;
+                api.call(Method::PUT, &format!("/v1/admin/boards/{}", segment(name)), &[], Some(&body)).await
+            }
+            Boards::Delete { name, reason } => {
+                let query: Vec<_> = opt("reason", reason).into_iter().collect();
+                api.call(Method::DELETE, &format!("/v1/admin/boards/{}", segment(name)), &query, None).await
+            }
+        },
+        Command::Tournaments(tournaments) => self::tournaments(&api, tournaments).await,
+        Command::Top { board, period, limit } => {
+            let mut query: Vec<_> = opt("period", period).into_iter().collect();
+            query.extend(limit.map(|limit| ("limit", limit.to_string())));
+            api.call(Method::GET, &format!("/v1/boards/{}/top", segment(board)), &query, None).await
+        }
+        Command::Rank { board, user, period } => {
+            let query: Vec<_> = opt("period", period).into_iter().collect();
+            api.call(Method::GET, &format!("/v1/boards/{}/users/{}", segment(board), segment(user)), &query, None).await
+        }
+        Command::Statement { board, user } => {
+            api.call(Method::GET, &format!("/v1/boards/{}/users/{}/statement", segment(board), segment(user)), &[], None).await
+        }
+        _ => unreachable!("the jobs run through jobs::run"),
+    }
+}
+
+async fn tournaments(api: &Api, command: &Tournaments) -> Result<Value, Failure> {
+    let path = |id: &str, tail: &str| format!("/v1/admin/tournaments/{}{tail}", segment(id));
+    match command {
+        Tournaments::List { state, category } => {
+            let query: Vec<_> = [("state", state), ("category", category)]
+                .into_iter()
+                .filter_map(|(name, value)| value.as_ref().map(|v| (name, v.clone())))
+                .collect();
+            api.call(Method::GET, "/v1/tournaments", &query, None).await
+        }
+        Tournaments::Show { id } => api.call(Method::GET, &format!("/v1/tournaments/{}", segment(id)), &[], None).await,
+        Tournaments::Put { id, file } => api.call(Method::PUT, &path(id, ""), &[], Some(&json_file(file)?)).await,
+        Tournaments::Patch { id, file } => api.call(Method::PATCH, &path(id, ""), &[], Some(&json_file(file)?)).await,
+        Tournaments::End { id, reason } => api.call(Method::POST, &path(id, "/end"), &[], Some(&json!({"reason": reason}))).await,
+        Tournaments::Delete { id, reason } => {
+            let query: Vec<_> = reason.iter().map(|r| ("reason", r.clone())).collect();
+            api.call(Method::DELETE, &path(id, ""), &query, None).await
+        }
+        Tournaments::Results { id, instance } => {
+            // Every page, in rank order: the answer of the first with all the rows.
+            let mut query: Vec<_> = instance.iter().map(|i| ("instance", i.clone())).collect();
+            let route = format!("/v1/tournaments/{}/results", segment(id));
+            let mut first = api.call(Method::GET, &route, &query, None).await?;
+            let mut cursor = first["next_cursor"].as_str().map(str::to_owned);
+            query.extend(first["instance"].as_str().filter(|_| instance.is_none()).map(|i| ("instance", i.to_owned())));
+            for _ in 0..MAX_PAGES {
+                let Some(next) = cursor.take() else { break };
+                let mut paged = query.clone();
+                paged.push(("cursor", next));
+                let page = api.call(Method::GET, &route, &paged, None).await?;
+                let rows = page["results"].as_array().cloned().unwrap_or_default();
+                if let Some(all) = first["results"].as_array_mut() {
+                    all.extend(rows);
+                }
+                cursor = page["next_cursor"].as_str().map(str::to_owned);
+            }
+            first["next_cursor"] = cursor.map_or(Value::Null, Value::String);
+            Ok(first)
+        }
+    }
+}
+
+fn json_file(file: &std::path::Path) -> Result<Value, Failure> {
+    let text = std::fs::read_to_string(file).map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?;
+    serde_json::from_str(&text).map_err(|e| Failure::Usage(format!("{}: not JSON: {e}", file.display())))
+}
+
+/// FNV-1a over the parts (a separator between them): a stable id for the same arguments.
+fn fnv1a(parts: &[&String]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for part in parts {
+        for byte in part.bytes().chain([0]) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    hash
+}

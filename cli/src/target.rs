@@ -1,0 +1,178 @@
+//! Where the commands go: the HTTP API, the Lambda Invoke API and the functions' names, from
+//! explicit flags, a deployed stack's CloudFormation outputs, or the local run's defaults; and
+//! the bearer token write and admin routes carry.
+
+use serde_json::Value;
+
+use crate::Failure;
+use crate::args::TargetArgs;
+
+/// The local run's address (`./scripts/run-local.sh`): `cargo lambda watch` serves the API's
+/// routes and the Invoke API on one port.
+pub const LOCAL: &str = "http://127.0.0.1:9000";
+
+/// A resolved target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    pub api: String,
+    /// `None`: the Lambda service of the configured region.
+    pub lambda_endpoint: Option<String>,
+    pub journal_function: String,
+    pub archive_function: String,
+    /// The local run takes any credentials; a deployment takes the SDK's own.
+    pub local: bool,
+    pub token: Option<String>,
+}
+
+impl Target {
+    pub async fn resolve(args: &TargetArgs) -> Result<Self, Failure> {
+        let mut target = match &args.stack {
+            Some(stack) => from_stack(stack).await?,
+            None => Target {
+                api: LOCAL.into(),
+                lambda_endpoint: Some(LOCAL.into()),
+                journal_function: "journal".into(),
+                archive_function: "archive".into(),
+                local: true,
+                token: None,
+            },
+        };
+        if let Some(api) = &args.api {
+            target.api = api.clone();
+        }
+        if let Some(endpoint) = &args.lambda_endpoint {
+            target.lambda_endpoint = Some(endpoint.clone());
+        }
+        if let Some(name) = &args.journal_function {
+            target.journal_function = name.clone();
+        }
+        if let Some(name) = &args.archive_function {
+            target.archive_function = name.clone();
+        }
+        // Only an Invoke API on this machine (the local run's) takes any credentials: any
+        // other is AWS's, signed with the SDK's own.
+        target.local = target.lambda_endpoint.as_deref().is_some_and(loopback);
+        target.api = target.api.trim_end_matches('/').to_owned();
+        target.token = match (&args.token, &args.client_id, &args.client_secret) {
+            (Some(token), _, _) => Some(token.clone()),
+            (None, Some(id), Some(secret)) => Some(client_token(args, id, secret).await?),
+            (None, Some(_), None) | (None, None, Some(_)) => {
+                return Err(Failure::Usage("--client-id and --client-secret go together".into()));
+            }
+            (None, None, None) => None,
+        };
+        Ok(target)
+    }
+}
+
+/// Whether `url`'s host is this machine.
+fn loopback(url: &str) -> bool {
+    let rest = url.split("://").nth(1).unwrap_or(url);
+    let host = rest.split(['/', ':']).next().unwrap_or_default();
+    rest.starts_with("[::1]") || host == "localhost" || host.starts_with("127.")
+}
+
+/// The stack's `ApiUrl` output; its functions are named `<stack>-journal` and `<stack>-archive`
+/// (infra/template.yaml).
+async fn from_stack(stack: &str) -> Result<Target, Failure> {
+    let described = stack_description(stack).await?;
+    let output =
+        |key: &str| described.outputs().iter().find(|o| o.output_key() == Some(key)).and_then(|o| o.output_value()).map(str::to_owned);
+    let api = output("ApiUrl").ok_or_else(|| Failure::Usage(format!("stack {stack} has no ApiUrl output: is it a Standings stack?")))?;
+    Ok(Target {
+        api,
+        lambda_endpoint: None,
+        journal_function: format!("{stack}-journal"),
+        archive_function: format!("{stack}-archive"),
+        local: false,
+        token: None,
+    })
+}
+
+async fn stack_description(stack: &str) -> Result<aws_sdk_cloudformation::types::Stack, Failure> {
+    let config = standings::runtime::aws::sdk_config(3, std::time::Duration::from_secs(30)).await;
+    let client = aws_sdk_cloudformation::Client::new(&config);
+    let answer = client.describe_stacks().stack_name(stack).send().await.map_err(|error| {
+        Failure::Transport(format!("CloudFormation DescribeStacks {stack}: {}", aws_sdk_cloudformation::error::DisplayErrorContext(error)))
+    })?;
+    answer.stacks().first().cloned().ok_or_else(|| Failure::Usage(format!("no stack named {stack}")))
+}
+
+/// OAuth client credentials against `--token-url`, or the token endpoint the stack's issuer
+/// (`JwtIssuer`) publishes in its OpenID configuration.
+async fn client_token(args: &TargetArgs, id: &str, secret: &str) -> Result<String, Failure> {
+    let http = crate::api::http_client()?;
+    let token_url = match (&args.token_url, &args.stack) {
+        (Some(url), _) => url.clone(),
+        (None, Some(name)) => {
+            let described = stack_description(name).await?;
+            let issuer = described
+                .parameters()
+                .iter()
+                .find(|p| p.parameter_key() == Some("JwtIssuer"))
+                .and_then(|p| p.parameter_value())
+                .ok_or_else(|| Failure::Usage(format!("stack {name} has no JwtIssuer parameter: pass --token-url")))?;
+            let discovery = format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
+            let document: Value = http
+                .get(&discovery)
+                .send()
+                .await
+                .and_then(reqwest::Response::error_for_status)
+                .map_err(|e| Failure::Transport(format!("{discovery}: {e}")))?
+                .json()
+                .await
+                .map_err(|e| Failure::Transport(format!("{discovery}: {e}")))?;
+            document["token_endpoint"]
+                .as_str()
+                .ok_or_else(|| Failure::Usage(format!("{discovery} names no token_endpoint: pass --token-url")))?
+                .to_owned()
+        }
+        (None, None) => return Err(Failure::Usage("client credentials need --stack or --token-url".into())),
+    };
+    let answer = http
+        .post(&token_url)
+        .basic_auth(id, Some(secret))
+        .form(&[("grant_type", "client_credentials"), ("scope", "standings/admin")])
+        .send()
+        .await
+        .map_err(|e| Failure::Transport(format!("{token_url}: {e}")))?;
+    let status = answer.status();
+    let body: Value = answer.json().await.unwrap_or(Value::Null);
+    match body["access_token"].as_str() {
+        Some(token) if status.is_success() => Ok(token.to_owned()),
+        _ => Err(Failure::Api {
+            status: status.as_u16(),
+            code: body["error"].as_str().unwrap_or("token_refused").to_owned(),
+            message: format!("the token endpoint {token_url} gave no token"),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_invoke_api_on_this_machine_takes_any_credentials() {
+        assert!(loopback("http://127.0.0.1:9000"));
+        assert!(loopback("http://localhost:9000/"));
+        assert!(!loopback("https://lambda.eu-west-1.amazonaws.com"));
+        assert!(!loopback("https://vpce-0a1b.lambda.eu-west-1.vpce.amazonaws.com"));
+    }
+
+    #[tokio::test]
+    async fn explicit_endpoints_elsewhere_are_signed_and_name_their_functions() {
+        let args = TargetArgs {
+            api: Some("https://api.example.com/".into()),
+            lambda_endpoint: Some("https://lambda.eu-west-1.amazonaws.com".into()),
+            journal_function: Some("prod-journal".into()),
+            ..TargetArgs::default()
+        };
+        let target = Target::resolve(&args).await.unwrap();
+        assert_eq!(target.api, "https://api.example.com");
+        assert!(!target.local, "a deployment's Invoke API takes the SDK's credentials");
+        assert_eq!((target.journal_function.as_str(), target.archive_function.as_str()), ("prod-journal", "archive"));
+        let local = Target::resolve(&TargetArgs::default()).await.unwrap();
+        assert!(local.local && local.api == LOCAL);
+    }
+}
