@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::domain::guard;
 use crate::redis::error::StoreError;
-use crate::redis::keys::{BoardKeys, Keys};
+use crate::redis::keys::Keys;
 use crate::redis::store::Connection;
 
 /// The catalog as one `MULTI` read it.
@@ -47,11 +47,45 @@ pub async fn is_ending(conn: &mut Connection, keys: &Keys, board: &str) -> Resul
     Ok(redis::cmd("HEXISTS").arg(keys.catalog().ending()).arg(board).query_async(conn).await?)
 }
 
+/// A guard's `born` and `fence`, read as one command of a pipeline; `restoring` judges the reply.
+pub fn guard_state(guard: &str) -> redis::Cmd {
+    redis::cmd("HMGET").arg(guard).arg(guard::BORN).arg(guard::FENCE).clone()
+}
+
+/// `guard_state`'s reply: a guard lost (no `born`) or fenced is a board being restored, which
+/// every read and write of it answers 503 `board_restoring` for (the scripts' `refuse_restoring`).
+pub fn restoring(reply: redis::Value) -> Result<(), StoreError> {
+    let (born, fence): (Option<String>, Option<String>) =
+        redis::from_redis_value(reply).map_err(|e| StoreError::Protocol(format!("a guard's state: {e}")))?;
+    if born.is_none() || fence.is_some() { Err(StoreError::Restoring) } else { Ok(()) }
+}
+
 /// Refuses every later write of a board (or shard) being deleted: set on each of its guards
-/// before its keys go (docs/runtime-boards.md#deleting).
-pub async fn mark_ended(conn: &mut Connection, shards: &[BoardKeys]) -> Result<(), StoreError> {
-    for keys in shards {
-        let _: () = redis::cmd("HSET").arg(keys.guard()).arg(guard::ENDED).arg(1).query_async(conn).await?;
+/// before its keys go (docs/runtime-boards.md#deleting). Answers the guards it marked that were
+/// not marked before, which an end that could not be recorded unmarks (`unmark_ended`).
+/// With `refuse_restoring` (a deletion, journal on), a guard lost or fenced is refused first
+/// (503 `board_restoring`, nothing written), as every write of a board being restored is; a
+/// deleted board's end marks even a guard lost since, so it refuses anew.
+pub async fn mark_ended(conn: &mut Connection, guards: &[String], refuse_restoring: bool) -> Result<Vec<String>, StoreError> {
+    if refuse_restoring {
+        for guard in guards {
+            restoring(guard_state(guard).query_async(conn).await?)?;
+        }
+    }
+    let mut marked = Vec::new();
+    for guard in guards {
+        let new: bool = redis::cmd("HSETNX").arg(guard).arg(guard::ENDED).arg(1).query_async(conn).await?;
+        if new {
+            marked.push(guard.clone());
+        }
+    }
+    Ok(marked)
+}
+
+/// Takes back `mark_ended`'s new marks: the end they were for was not recorded.
+pub async fn unmark_ended(conn: &mut Connection, marked: &[String]) -> Result<(), StoreError> {
+    for guard in marked {
+        let _: () = redis::cmd("HDEL").arg(guard).arg(guard::ENDED).query_async(conn).await?;
     }
     Ok(())
 }

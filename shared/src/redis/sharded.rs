@@ -12,7 +12,6 @@ use redis::{FromRedisValue, Pipeline, Value};
 use super::error::StoreError;
 use super::store::Connection;
 use crate::domain::distribution::Histogram;
-use crate::domain::guard;
 use crate::domain::tiebreak::Scale;
 
 /// One shard's sorted set of a period, with the guard whose fence a read honours.
@@ -53,18 +52,14 @@ async fn each<T: FromRedisValue + Send>(
         let mut pipe = redis::pipe();
         pipe.atomic();
         if let Some(guard) = &shard.guard {
-            pipe.cmd("HMGET").arg(guard).arg(guard::BORN).arg(guard::FENCE);
+            pipe.add_command(crate::redis::catalog::guard_state(guard));
         }
         build(i, shard, &mut pipe);
         let (mut conn, fenced) = (conn.clone(), shard.guard.is_some());
         async move {
             let mut values: Vec<Value> = pipe.query_async(&mut conn).await?;
             if fenced {
-                let (born, fence): (Option<String>, Option<String>) =
-                    FromRedisValue::from_redis_value(values.remove(0)).map_err(protocol)?;
-                if born.is_none() || fence.is_some() {
-                    return Err(StoreError::Restoring);
-                }
+                crate::redis::catalog::restoring(values.remove(0))?;
             }
             T::from_redis_value(Value::Array(values)).map_err(protocol)
         }

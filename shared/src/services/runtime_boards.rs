@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::domain::config::{Board, Config, ConfigError, Definition, MAX_RUNTIME_BOARDS};
 use crate::domain::journal::{Entry, Stamp};
-use crate::redis::catalog::{self, mark_ended};
+use crate::redis::catalog::{self, mark_ended, unmark_ended};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::restore;
@@ -157,11 +157,14 @@ impl RuntimeBoards {
         let entry = self.entry(name, "end", &why, now);
         let mut conn = self.store.write_connection().await?;
         // Refused in Redis first, whatever a function's catalog still says; then recorded (a
-        // call stopped in between is finished by the next, the same way).
-        mark_ended(&mut conn, &self.shards(&board)).await?;
-        if define(&mut conn, &self.keys, name, Change::End { why: &why.to_string() }, &entry, self.store.replica_wait()).await?
-            == Defined::Unknown
-        {
+        // call stopped in between is finished by the next, the same way). An end the catalog
+        // refused (being restored, say) takes its new marks back: its answer wrote nothing.
+        let marked = mark_ended(&mut conn, &self.guards(&board), self.keys.journal_on()).await?;
+        let defined = define(&mut conn, &self.keys, name, Change::End { why: &why.to_string() }, &entry, self.store.replica_wait()).await;
+        if !matches!(defined, Ok(Defined::Ending)) {
+            unmark_ended(&mut conn, &marked).await?;
+        }
+        if defined? == Defined::Unknown {
             return Err(DefineError::Unknown(name.to_owned()));
         }
         self.get(name).await
@@ -192,7 +195,7 @@ impl RuntimeBoards {
     pub async fn finish(&self, board: &Board, now: DateTime<Utc>) -> Result<bool, DefineError> {
         let mut conn = self.store.write_connection().await?;
         let shards = self.shards(board);
-        mark_ended(&mut conn, &shards).await?;
+        mark_ended(&mut conn, &self.guards(board), false).await?;
         if self.keys.journal_on() {
             for shard in &shards {
                 let undrained: u64 = redis::cmd("XLEN").arg(shard.journal()).query_async(&mut conn).await.map_err(StoreError::from)?;
@@ -224,6 +227,10 @@ impl RuntimeBoards {
 
     fn shards(&self, board: &Board) -> Vec<BoardKeys> {
         self.keys.board_shards(&board.name, board.shards)
+    }
+
+    fn guards(&self, board: &Board) -> Vec<String> {
+        self.shards(board).iter().map(BoardKeys::guard).collect()
     }
 
     fn entry(&self, board: &str, change: &str, definition: &Value, now: DateTime<Utc>) -> String {
@@ -301,7 +308,7 @@ impl RuntimeBoards {
             let ended = async {
                 // Again, before its seasons are frozen: a guard lost since the deletion refuses anew.
                 let mut conn = self.store.write_connection().await?;
-                mark_ended(&mut conn, &self.shards(&board)).await?;
+                mark_ended(&mut conn, &self.guards(&board), false).await?;
                 Ok::<_, DefineError>(())
             };
             if let Err(error) = ended.await {

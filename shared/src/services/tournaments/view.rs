@@ -8,9 +8,8 @@ use serde_json::Value;
 
 use super::{PlayError, Tournaments};
 use crate::domain::config::tournament::{Instance, Prize, State, Tournament};
-use crate::domain::guard;
 use crate::domain::paging;
-use crate::redis::batch;
+use crate::redis::{batch, catalog};
 use crate::redis::error::StoreError;
 
 /// One tournament as `GET /v1/tournaments` lists it: no prizes or metadata, which can be large
@@ -133,7 +132,7 @@ impl Tournaments {
         if self.keys.journal_on() {
             // A lost board (its guard gone, or fenced) is being restored, not empty: 503, as
             // every other read of it (found by the simulation: a seat read as 0 after a loss).
-            commands.push(redis::cmd("HMGET").arg(keys.guard()).arg(guard::BORN).arg(guard::FENCE).clone());
+            commands.push(catalog::guard_state(&keys.guard()));
         }
         Ok(batch::Group { commands, key: players })
     }
@@ -146,10 +145,7 @@ fn size_of(replies: Vec<redis::Value>) -> Result<u64, PlayError> {
     let players: u64 = redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil)).map_err(protocol)?;
     let kept: Option<u64> = redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil)).map_err(protocol)?;
     if let Some(guard) = replies.next() {
-        let (born, fence): (Option<String>, Option<String>) = redis::from_redis_value(guard).map_err(protocol)?;
-        if born.is_none() || fence.is_some() {
-            return Err(StoreError::Restoring.into());
-        }
+        catalog::restoring(guard)?;
     }
     Ok(kept.unwrap_or(players))
 }
