@@ -93,28 +93,55 @@ pub struct Progress {
     pub boards: usize,
     /// Lines (restore) or entries (reshard, archive items) handled so far.
     pub units: u64,
+    /// A restore's journal in bytes: read so far by this command, all of it, and what is left
+    /// (the journal's lines are counted only as they are read).
+    pub read_bytes: u64,
+    pub journal_bytes: u64,
+    pub left_bytes: u64,
 }
 
 impl Progress {
+    /// `answer`: one invocation's report (its counters are its own).
     pub fn of(invocations: usize, answer: &Value) -> Self {
         let boards = answer["boards"].as_array().map_or(&[][..], Vec::as_slice);
         let done = boards.iter().filter(|board| board["status"] == "complete").count();
-        let units = boards.iter().map(|board| board["replayed"].as_u64().unwrap_or(0)).sum::<u64>()
+        let sum = |field: &str| boards.iter().map(|board| board[field].as_u64().unwrap_or(0)).sum::<u64>();
+        let units = sum("replayed")
             + answer["moved"].as_u64().unwrap_or(0)
             + answer["results"].as_array().map_or(0, |seasons| seasons.iter().filter_map(|s| s["items_written"].as_u64()).sum());
-        Progress { invocations, boards_done: done, boards: boards.len(), units }
+        Progress {
+            invocations,
+            boards_done: done,
+            boards: boards.len(),
+            units,
+            read_bytes: sum("read_bytes"),
+            journal_bytes: sum("journal_bytes"),
+            left_bytes: sum("left_bytes"),
+        }
+    }
+
+    /// Seconds left at `rate` bytes a second, once something was read.
+    pub fn eta_secs(&self, bytes_per_sec: f64) -> Option<u64> {
+        (self.journal_bytes > 0 && bytes_per_sec > 0.0).then(|| (self.left_bytes as f64 / bytes_per_sec).ceil() as u64)
     }
 }
 
+/// Per second since the command started: units, and bytes of the journal read.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    pub units: f64,
+    pub bytes: f64,
+}
+
 /// Invokes `job` until it completes, calling `report` after each invocation with the progress
-/// and the rate of units per second since the command started. `stop` (Ctrl-C) ends the loop
+/// and the rates since the command started. `stop` (Ctrl-C) ends the loop
 /// between invocations.
-pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: impl FnMut(Progress, f64)) -> Result<Value, Failure> {
+pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: impl FnMut(Progress, Rates)) -> Result<Value, Failure> {
     let client = lambda_client(target).await;
     let function = job.function(target);
     let payload = serde_json::to_vec(&job.payload()).expect("a payload serializes");
     let started = Instant::now();
-    let mut units = 0;
+    let (mut units, mut read_bytes) = (0, 0);
     let mut summary: Option<Value> = None;
     for invocation in 1..=MAX_INVOCATIONS {
         if stop.load(Ordering::SeqCst) {
@@ -141,14 +168,19 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
             });
         }
         let progress = Progress::of(invocation, &body);
-        // Units count per invocation (each report is of its own call): the command's total adds up.
+        // Units and bytes read count per invocation (each report is of its own call): the
+        // command's totals add up. The journal's size and what is left are the summary's, whose
+        // boards are each as their last report left them.
         units += progress.units;
-        let rate = units as f64 / started.elapsed().as_secs_f64().max(0.001);
-        report(Progress { units, ..progress }, rate);
+        read_bytes += progress.read_bytes;
         summary = Some(match summary.take() {
             Some(before) => merged(before, body),
             None => body,
         });
+        let whole = summary.as_ref().map(|answer| Progress::of(invocation, answer)).unwrap_or_default();
+        let seconds = started.elapsed().as_secs_f64().max(0.001);
+        let progress = Progress { units, read_bytes, journal_bytes: whole.journal_bytes, left_bytes: whole.left_bytes, ..progress };
+        report(progress, Rates { units: units as f64 / seconds, bytes: read_bytes as f64 / seconds });
         if summary.as_ref().is_some_and(|answer| job.completed(answer)) {
             return Ok(summary.unwrap_or_default());
         }
@@ -160,7 +192,7 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
 /// summed over every invocation (a report counts what its own invocation did) and the boards
 /// only earlier invocations reported kept.
 fn merged(before: Value, mut next: Value) -> Value {
-    const COUNTERS: [&str; 7] = ["replayed", "applied", "duplicates", "refused", "moved", "items_written", "batch_calls"];
+    const COUNTERS: [&str; 8] = ["replayed", "applied", "duplicates", "refused", "read_bytes", "moved", "items_written", "batch_calls"];
     let add = |from: &Value, into: &mut Value| {
         for counter in COUNTERS {
             if let (Some(a), Some(b)) = (from[counter].as_u64(), into[counter].as_u64()) {
@@ -255,6 +287,18 @@ mod tests {
         let answer = json!({"status": "in_progress", "boards": [
             {"board": "a", "status": "complete", "replayed": 10},
             {"board": "b", "status": "in_progress", "replayed": 5}]});
-        assert_eq!(Progress::of(2, &answer), Progress { invocations: 2, boards_done: 1, boards: 2, units: 15 });
+        assert_eq!(Progress::of(2, &answer), Progress { invocations: 2, boards_done: 1, boards: 2, units: 15, ..Progress::default() });
+    }
+
+    #[test]
+    fn the_journal_left_over_the_rate_of_reading_it_is_the_time_left() {
+        let answer = json!({"status": "in_progress", "boards": [
+            {"board": "a", "status": "complete", "journal_bytes": 600, "read_bytes": 100, "left_bytes": 0},
+            {"board": "b", "status": "in_progress", "journal_bytes": 400, "read_bytes": 250, "left_bytes": 300}]});
+        let progress = Progress::of(1, &answer);
+        assert_eq!((progress.journal_bytes, progress.read_bytes, progress.left_bytes), (1000, 350, 300));
+        assert_eq!(progress.eta_secs(100.0), Some(3));
+        assert_eq!(progress.eta_secs(0.0), None, "nothing read yet: no estimate");
+        assert_eq!(Progress::default().eta_secs(100.0), None, "a job with no journal (a reshard) has none");
     }
 }

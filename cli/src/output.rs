@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::jobs::Progress;
+use crate::jobs::{Progress, Rates};
 
 /// The rows an answer is a list of (`entries`, `results`, `boards`, …), if it is one.
 const ROW_FIELDS: [&str; 7] = ["entries", "results", "boards", "tournaments", "rows", "neighbours", "items"];
@@ -74,6 +74,42 @@ fn table(rows: &[Value]) -> String {
     out
 }
 
+/// One line of progress: boards done of all, lines (or entries) and their rate, and for a
+/// restore the journal read of its size (in bytes: its lines are counted only as they are
+/// read) with the time left at the rate so far.
+pub fn progress_line(job: &str, progress: Progress, rates: Rates) -> String {
+    let mut text = format!(
+        "{job}: invocation {}, boards {}/{}, {} lines at {:.0}/s",
+        progress.invocations, progress.boards_done, progress.boards, progress.units, rates.units
+    );
+    if progress.journal_bytes > 0 {
+        let read = progress.journal_bytes - progress.left_bytes.min(progress.journal_bytes);
+        let percent = read * 100 / progress.journal_bytes;
+        text.push_str(&format!(", journal {} of {} ({percent}%)", bytes(read), bytes(progress.journal_bytes)));
+        if let Some(eta) = progress.eta_secs(rates.bytes).filter(|_| progress.left_bytes > 0) {
+            text.push_str(&format!(", ETA {}", duration(eta)));
+        }
+    }
+    text
+}
+
+fn bytes(n: u64) -> String {
+    match n {
+        n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
+        n if n >= 1 << 20 => format!("{:.1} MiB", n as f64 / (1u64 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1} KiB", n as f64 / 1024.0),
+        n => format!("{n} B"),
+    }
+}
+
+fn duration(secs: u64) -> String {
+    match secs {
+        s if s >= 3600 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+        s if s >= 60 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{s}s"),
+    }
+}
+
 /// Progress of a job on stderr: redrawn in place on a terminal, a line every `every` otherwise.
 pub struct Reporter {
     job: &'static str,
@@ -87,11 +123,8 @@ impl Reporter {
         Self { job, terminal: std::io::stderr().is_terminal(), every: Duration::from_secs(5), last: None }
     }
 
-    pub fn report(&mut self, progress: Progress, rate: f64) {
-        let text = format!(
-            "{}: invocation {}, boards {}/{}, {} lines at {:.0}/s",
-            self.job, progress.invocations, progress.boards_done, progress.boards, progress.units, rate
-        );
+    pub fn report(&mut self, progress: Progress, rates: Rates) {
+        let text = progress_line(self.job, progress, rates);
         if self.terminal {
             eprint!("\r\x1b[2K{text}");
         } else if self.last.is_none_or(|last| last.elapsed() >= self.every) {
@@ -119,6 +152,28 @@ mod tests {
         assert_eq!(
             readable(&answer),
             "status: complete\nboards:\n  board   applied  refused\n  points  12       -\n  b       3        1\n"
+        );
+    }
+
+    #[test]
+    fn a_restores_progress_shows_the_journal_read_and_the_time_left() {
+        let progress = Progress {
+            invocations: 3,
+            boards_done: 1,
+            boards: 2,
+            units: 1200,
+            journal_bytes: 4 << 20,
+            left_bytes: 1 << 20,
+            read_bytes: 3 << 20,
+        };
+        assert_eq!(
+            progress_line("restore", progress, Rates { units: 400.0, bytes: 8192.0 }),
+            "restore: invocation 3, boards 1/2, 1200 lines at 400/s, journal 3.0 MiB of 4.0 MiB (75%), ETA 2m08s"
+        );
+        let reshard = Progress { invocations: 1, boards: 1, units: 50, ..Progress::default() };
+        assert_eq!(
+            progress_line("reshard", reshard, Rates { units: 50.0, bytes: 0.0 }),
+            "reshard: invocation 1, boards 0/1, 50 lines at 50/s"
         );
     }
 

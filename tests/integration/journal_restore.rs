@@ -179,17 +179,32 @@ async fn a_restore_stopped_by_its_deadline_resumes_where_it_stood_and_ends_byte_
     lose_everything(&app).await;
 
     // A deadline already passed: each invocation replays one line, then stops.
+    // Its progress in bytes of the journal (what `standings restore` shows), against the
+    // bucket's own listing of the board's objects.
+    let listed = client.list_objects_v2().bucket(&bucket).send().await.unwrap();
+    let sizes: Vec<u64> =
+        listed.contents().iter().filter(|o| o.key().unwrap().contains("/board=points/")).map(|o| o.size().unwrap() as u64).collect();
+    let journal_bytes: u64 = sizes.iter().sum();
+    assert!(sizes.len() > 1 && journal_bytes > 0, "{sizes:?}");
     let restorer = restorer(&app, &client, &bucket);
-    let mut invocations = 0;
+    let (mut invocations, mut read_bytes, mut left_bytes) = (0, 0, journal_bytes);
     let last: RestoreReport = loop {
         invocations += 1;
         let report = restorer.restore(Some("points"), Utc::now() - Duration::seconds(1)).await.expect("the restore runs");
         assert!(report.boards.iter().all(|b| b.refused == 0 && b.duplicates == 0), "resumed at the right line: {report:?}");
+        let board = &report.boards[0];
+        assert_eq!(board.journal_bytes, journal_bytes, "{report:?}");
+        assert!(board.left_bytes <= left_bytes, "what is left never grows: {report:?}");
+        assert!(board.read_bytes > 0, "each invocation reads its object again: {report:?}");
+        (read_bytes, left_bytes) = (read_bytes + board.read_bytes, board.left_bytes);
         if report.status == Status::Complete {
             break report;
         }
+        assert!(left_bytes > 0, "{report:?}");
         assert!(invocations < 1_000, "no progress");
     };
+    assert_eq!(left_bytes, 0);
+    assert!(read_bytes >= journal_bytes, "every object was read: {read_bytes} of {journal_bytes}");
     assert!(invocations > 5, "{invocations} invocations");
     assert_eq!(last.boards[0].board, "points");
     let points = |state: &[(String, Vec<u8>, i64)]| state.iter().filter(|(key, ..)| key.contains("{points}")).cloned().collect::<Vec<_>>();

@@ -149,7 +149,8 @@ async fn a_manual_archive_event_through_cargo_lambda_invoke_then_the_season_over
     let error = String::from_utf8_lossy(&failed.stderr);
     assert!(!failed.status.success() && error.contains("unknown_board") && error.contains("no-such-board"), "{error}");
 
-    let response = watch_client().get(format!("{}/lambda-url/seasons/v1/boards/points/seasons/2026-01/top", watch_url())).send().await.unwrap();
+    let response =
+        watch_client().get(format!("{}/lambda-url/seasons/v1/boards/points/seasons/2026-01/top", watch_url())).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["cache-control"], "public, max-age=86400");
     let top: Value = response.json().await.unwrap();

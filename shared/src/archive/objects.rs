@@ -23,6 +23,11 @@ pub trait Objects: Send + Sync {
     fn get(&self, key: &str) -> impl Future<Output = Result<Vec<u8>, ObjectError>> + Send;
     /// The names of every object under `prefix`.
     fn list(&self, prefix: &str) -> impl Future<Output = Result<Vec<String>, ObjectError>> + Send;
+    /// The names of every object under `prefix` with their sizes in bytes, which a restore
+    /// reports its progress in (a bucket that lists no sizes, a test's, gives 0).
+    fn list_sized(&self, prefix: &str) -> impl Future<Output = Result<Vec<(String, u64)>, ObjectError>> + Send {
+        async move { Ok(self.list(prefix).await?.into_iter().map(|name| (name, 0)).collect()) }
+    }
     /// Stores `body` as `key`, replacing what was there: only the drain's record of how far each
     /// journal was stored (`marks_name`), never a journal object. A bucket that cannot (a test's)
     /// fails, and the drain then goes without that record.
@@ -75,14 +80,15 @@ pub enum ReadError {
 
 /// The names of every object of `board`'s journal, in the board's order of writes.
 pub async fn journal_objects<O: Objects>(objects: &O, prefix: &str, board: &str) -> Result<Vec<String>, ObjectError> {
-    let mut names: Vec<((String, u64, u64), String)> = objects
-        .list(&board_objects(prefix, board))
-        .await?
-        .into_iter()
-        .filter_map(|name| object_order(&name).map(|order| (order, name)))
-        .collect();
-    names.sort();
-    Ok(names.into_iter().map(|(_, name)| name).collect())
+    Ok(journal_listing(objects, prefix, board).await?.into_iter().map(|(name, _)| name).collect())
+}
+
+/// `journal_objects` with each object's size in bytes.
+pub async fn journal_listing<O: Objects>(objects: &O, prefix: &str, board: &str) -> Result<Vec<(String, u64)>, ObjectError> {
+    let mut listed: Vec<(String, u64)> =
+        objects.list_sized(&board_objects(prefix, board)).await?.into_iter().filter(|(name, _)| object_order(name).is_some()).collect();
+    listed.sort_by_cached_key(|(name, _)| object_order(name));
+    Ok(listed)
 }
 
 /// An object's lines.

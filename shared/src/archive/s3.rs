@@ -84,12 +84,18 @@ impl Objects for S3Objects {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
-        let mut names = Vec::new();
+        Ok(self.list_sized(prefix).await?.into_iter().map(|(name, _)| name).collect())
+    }
+
+    async fn list_sized(&self, prefix: &str) -> Result<Vec<(String, u64)>, ObjectError> {
+        let mut listed = Vec::new();
         let mut pages = self.client.list_objects_v2().bucket(&self.bucket).prefix(prefix).into_paginator().send();
         while let Some(page) = pages.next().await {
             let page = page.map_err(|e| ObjectError(aws_sdk_s3::error::DisplayErrorContext(e).to_string()))?;
-            names.extend(page.contents().iter().filter_map(|object| object.key().map(str::to_owned)));
+            let sized =
+                |object: &aws_sdk_s3::types::Object| object.key().map(|key| (key.to_owned(), object.size().unwrap_or(0).max(0) as u64));
+            listed.extend(page.contents().iter().filter_map(sized));
         }
-        Ok(names)
+        Ok(listed)
     }
 }

@@ -27,6 +27,13 @@ pub struct BoardRestore {
     pub applied: usize,
     pub duplicates: usize,
     pub refused: usize,
+    /// How far through the journal's objects the restore stands, in bytes (the journal's lines
+    /// are counted only as they are read): all of the board's objects, what this invocation
+    /// read, and what is left to read after it (0 once complete). The stream's undrained tail
+    /// is not in them.
+    pub journal_bytes: u64,
+    pub read_bytes: u64,
+    pub left_bytes: u64,
     /// The first refused lines (`<stream id>: <why>`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub refusals: Vec<String>,
@@ -53,6 +60,9 @@ impl BoardRestore {
             applied: 0,
             duplicates: 0,
             refused: 0,
+            journal_bytes: 0,
+            read_bytes: 0,
+            left_bytes: 0,
             refusals: Vec::new(),
             through: None,
             recovery_point: None,

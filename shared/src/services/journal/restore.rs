@@ -31,7 +31,7 @@ use crate::services::journal::marks::{self, Marks};
 use crate::services::replay::Replayer;
 use chrono::{DateTime, Utc};
 
-use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, parse_lines, read_text};
+use crate::archive::objects::{Objects, ReadError, journal_listing, object_order, parse_lines, read_text};
 
 /// A restore's lock lives this long past its last run: a killed restore holds up the next one
 /// at most this long.
@@ -219,10 +219,11 @@ impl<O: Objects> Restorer<O> {
         }
         // The undrained tail as it stands now; the board takes no writes while it is restored.
         let until = if rolled_back { None } else { journal::newest_id(progress.conn, progress.keys).await? };
-        let names = journal_objects(&self.objects, self.keys.prefix(), name).await?;
-        for (index, object) in names.iter().enumerate() {
+        let listed = journal_listing(&self.objects, self.keys.prefix(), name).await?;
+        progress.report.journal_bytes = listed.iter().map(|(_, bytes)| bytes).sum();
+        for (index, (object, bytes)) in listed.iter().enumerate() {
             // Every line of an object comes before the next object's first.
-            let next_first = names.get(index + 1).and_then(|next| object_order(next)).map(|(_, ms, seq)| (ms, seq));
+            let next_first = listed.get(index + 1).and_then(|(next, _)| object_order(next)).map(|(_, ms, seq)| (ms, seq));
             if let (Some(next), Some(done)) = (next_first, through.as_deref().and_then(stream_order))
                 && next <= done
             {
@@ -230,9 +231,11 @@ impl<O: Objects> Restorer<O> {
             }
             // Each line read as it is fed: Redis applies the run before while the next is read.
             let text = read_text(&self.objects, object).await?;
+            progress.report.read_bytes += bytes;
             for line in parse_lines(object, &text) {
                 let line = line?;
                 if self.stop(progress, deadline).await? {
+                    progress.report.left_bytes = listed[index..].iter().map(|(_, bytes)| bytes).sum();
                     return Ok(());
                 }
                 if through.as_deref().and_then(stream_order) >= stream_order(&line.id) {
@@ -267,6 +270,7 @@ impl<O: Objects> Restorer<O> {
         // over (`restore::begin`).
         if !profiles && restore::guard_lost_since_judged(progress.conn, progress.keys).await? {
             progress.report.status = Status::InProgress;
+            progress.report.left_bytes = progress.report.journal_bytes;
             return Ok(());
         }
         // Redis holds every line the journal's objects hold (and the drain's record says, when
