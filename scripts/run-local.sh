@@ -137,8 +137,10 @@ if $smoke; then
   cli=("${CARGO_TARGET_DIR:-$PWD/target}/debug/standings" --api "$base" --lambda-endpoint "$base")
   verified=$("${cli[@]}" verify --json)
   python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["mismatches"] == 0 and run["boards"], run' "$verified"
-  restored=$("${cli[@]}" restore --board points --json)
+  restored=$("${cli[@]}" restore --board points --json 2>"$run/restore.progress")
   python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["status"] == "complete", run' "$restored"
+  # Not a terminal: the progress as lines on stderr, the JSON alone on stdout.
+  grep -q "^restore: invocation 1, boards 1/1" "$run/restore.progress" || { echo "standings restore: no progress in $(cat "$run/restore.progress")" >&2; exit 1; }
   before=$("${cli[@]}" rank points u-lin --json)
   "${cli[@]}" correct points u-lin --delta 3 --reason "run-local smoke" >/dev/null
   after=$("${cli[@]}" rank points u-lin --json)
@@ -146,6 +148,8 @@ if $smoke; then
   "${cli[@]}" top points --limit 100 | grep -q u-lin || { echo "standings top: no u-lin in the table" >&2; exit 1; }
   if "${cli[@]}" top no-such-board 2>"$run/cli.err"; then echo "standings top of an unknown board exited 0" >&2; exit 1; fi
   grep -q unknown_board "$run/cli.err" || { echo "standings: no code in $(cat "$run/cli.err")" >&2; exit 1; }
+  refused=$("${cli[@]}" --json top no-such-board || true)
+  python3 -c 'import json, sys; e = json.loads(sys.argv[1])["error"]; assert (e["code"], e["status"]) == ("unknown_board", 404), e' "$refused"
   # --stack: the API found by the stack's ApiUrl output, through CloudFormation (moto's here).
   stack="standings-smoke-$$"
   python3 -c 'import boto3, json, sys; boto3.client("cloudformation", endpoint_url=sys.argv[1]).create_stack(StackName=sys.argv[2],

@@ -45,6 +45,13 @@ impl Api {
             return Ok(json);
         }
         let error = &json["error"];
+        if status == reqwest::StatusCode::UNAUTHORIZED && self.token.is_none() {
+            return Err(Failure::Api {
+                status: 401,
+                code: error["code"].as_str().unwrap_or("unauthorized").to_owned(),
+                message: "this route needs a bearer token: set STANDINGS_TOKEN, or give --client-id and --client-secret".into(),
+            });
+        }
         Err(Failure::Api {
             status: status.as_u16(),
             code: error["code"].as_str().unwrap_or("http_error").to_owned(),

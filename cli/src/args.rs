@@ -33,10 +33,10 @@ pub struct TargetArgs {
     /// A deployed stack: its API URL and function names are read from CloudFormation.
     #[arg(long, global = true, env = "STANDINGS_STACK")]
     pub stack: Option<String>,
-    /// The journal function's name (default: `<stack>-journal` with --stack, else `journal`).
+    /// The journal function's name (default: the stack's `JournalFunctionName` output with --stack, else `journal`).
     #[arg(long, global = true, env = "STANDINGS_JOURNAL_FUNCTION")]
     pub journal_function: Option<String>,
-    /// The archive function's name (default: `<stack>-archive` with --stack, else `archive`).
+    /// The archive function's name (default: the stack's `ArchiveFunctionName` output with --stack, else `archive`).
     #[arg(long, global = true, env = "STANDINGS_ARCHIVE_FUNCTION")]
     pub archive_function: Option<String>,
     /// A bearer token for write and admin routes.

@@ -104,15 +104,25 @@ impl Progress {
     /// `answer`: one invocation's report (its counters are its own).
     pub fn of(invocations: usize, answer: &Value) -> Self {
         let boards = answer["boards"].as_array().map_or(&[][..], Vec::as_slice);
-        let done = boards.iter().filter(|board| board["status"] == "complete").count();
         let sum = |field: &str| boards.iter().map(|board| board[field].as_u64().unwrap_or(0)).sum::<u64>();
+        // A restore's boards by their status; a verify's or drain's (one call, no status) are
+        // done once reported; a reshard is of one board; an archive's seasons count as boards.
+        let (done, count) = if let Some(seasons) = answer["results"].as_array() {
+            (seasons.iter().filter(|season| season["status"] != "in_progress").count(), seasons.len())
+        } else if answer["boards"].is_array() {
+            (boards.iter().filter(|board| board["status"].is_null() || board["status"] == "complete").count(), boards.len())
+        } else if answer["board"].is_string() {
+            (usize::from(answer["status"] == "complete"), 1)
+        } else {
+            (0, 0)
+        };
         let units = sum("replayed")
             + answer["moved"].as_u64().unwrap_or(0)
             + answer["results"].as_array().map_or(0, |seasons| seasons.iter().filter_map(|s| s["items_written"].as_u64()).sum());
         Progress {
             invocations,
             boards_done: done,
-            boards: boards.len(),
+            boards: count,
             units,
             read_bytes: sum("read_bytes"),
             journal_bytes: sum("journal_bytes"),
@@ -120,13 +130,19 @@ impl Progress {
         }
     }
 
-    /// Seconds left at `rate` bytes a second, once something was read.
+    /// Bytes of the journal behind the restore.
+    pub fn passed(&self) -> u64 {
+        self.journal_bytes.saturating_sub(self.left_bytes)
+    }
+
+    /// Seconds left at `bytes_per_sec` of the journal a second, once something was read.
     pub fn eta_secs(&self, bytes_per_sec: f64) -> Option<u64> {
         (self.journal_bytes > 0 && bytes_per_sec > 0.0).then(|| (self.left_bytes as f64 / bytes_per_sec).ceil() as u64)
     }
 }
 
-/// Per second since the command started: units, and bytes of the journal read.
+/// Per second since the command started: units, and bytes of the journal passed (what is
+/// left shrinking, not every read: an invocation reads the object it resumes in again).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Rates {
     pub units: f64,
@@ -141,19 +157,27 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
     let function = job.function(target);
     let payload = serde_json::to_vec(&job.payload()).expect("a payload serializes");
     let started = Instant::now();
-    let (mut units, mut read_bytes) = (0, 0);
     let mut summary: Option<Value> = None;
+    // Where the journal stood when the command started: the first report's place less what
+    // its invocation read (a resumed restore starts part-way).
+    let mut passed_before: Option<u64> = None;
+    let mut last = Progress::default();
     for invocation in 1..=MAX_INVOCATIONS {
         if stop.load(Ordering::SeqCst) {
             return Err(Failure::Stopped(job.name()));
         }
-        let answer = client
-            .invoke()
-            .function_name(function)
-            .payload(Blob::new(payload.clone()))
-            .send()
-            .await
-            .map_err(|e| Failure::Transport(format!("Invoke {function}: {}", aws_sdk_lambda::error::DisplayErrorContext(e))))?;
+        let call = client.invoke().function_name(function).payload(Blob::new(payload.clone())).send();
+        tokio::pin!(call);
+        // One invocation may run for minutes: the progress so far again every few seconds.
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + TICK, TICK);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut call => break answer,
+                _ = ticks.tick() => report(last, rates(last, started, passed_before)),
+            }
+        };
+        let answer =
+            answer.map_err(|e| Failure::Transport(format!("Invoke {function}: {}", aws_sdk_lambda::error::DisplayErrorContext(e))))?;
         let body: Value = answer.payload().map(|blob| serde_json::from_slice(blob.as_ref()).unwrap_or(Value::Null)).unwrap_or(Value::Null);
         if let Some(kind) = answer.function_error() {
             return Err(Failure::Function {
@@ -167,25 +191,30 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
                 message: format!("{function} answered without a report: {}", shorten(&body.to_string())),
             });
         }
-        let progress = Progress::of(invocation, &body);
-        // Units and bytes read count per invocation (each report is of its own call): the
-        // command's totals add up. The journal's size and what is left are the summary's, whose
-        // boards are each as their last report left them.
-        units += progress.units;
-        read_bytes += progress.read_bytes;
+        let read_now = Progress::of(invocation, &body).read_bytes;
+        // The progress is the summary's: each board's counters summed over the invocations, as
+        // its last report left it.
         summary = Some(match summary.take() {
             Some(before) => merged(before, body),
             None => body,
         });
-        let whole = summary.as_ref().map(|answer| Progress::of(invocation, answer)).unwrap_or_default();
-        let seconds = started.elapsed().as_secs_f64().max(0.001);
-        let progress = Progress { units, read_bytes, journal_bytes: whole.journal_bytes, left_bytes: whole.left_bytes, ..progress };
-        report(progress, Rates { units: units as f64 / seconds, bytes: read_bytes as f64 / seconds });
+        last = summary.as_ref().map(|answer| Progress::of(invocation, answer)).unwrap_or_default();
+        passed_before.get_or_insert(last.passed().saturating_sub(read_now));
+        report(last, rates(last, started, passed_before));
         if summary.as_ref().is_some_and(|answer| job.completed(answer)) {
             return Ok(summary.unwrap_or_default());
         }
     }
     Err(Failure::Incomplete(format!("{} did not complete in {MAX_INVOCATIONS} invocations: run it again to go on", job.name())))
+}
+
+/// How often the progress is shown while an invocation runs.
+const TICK: std::time::Duration = std::time::Duration::from_secs(5);
+
+fn rates(progress: Progress, started: Instant, passed_before: Option<u64>) -> Rates {
+    let seconds = started.elapsed().as_secs_f64().max(0.001);
+    let passed = progress.passed().saturating_sub(passed_before.unwrap_or(progress.passed()));
+    Rates { units: progress.units as f64 / seconds, bytes: passed as f64 / seconds }
 }
 
 /// The command's summary: `next` (the last invocation's report), with each board's counters
@@ -207,6 +236,9 @@ fn merged(before: Value, mut next: Value) -> Value {
         for old in earlier {
             let same = |row: &&mut Value| row["board"] == old["board"] && row["season"] == old["season"];
             match later.iter_mut().find(same) {
+                // A board complete before is not restored again by a later invocation (a
+                // restore of every board passes through it anew): its row stays as it was.
+                Some(row) if old["status"] == "complete" => *row = old.clone(),
                 Some(row) => add(old, row),
                 None => later.push(old.clone()),
             }
@@ -288,6 +320,41 @@ mod tests {
             {"board": "a", "status": "complete", "replayed": 10},
             {"board": "b", "status": "in_progress", "replayed": 5}]});
         assert_eq!(Progress::of(2, &answer), Progress { invocations: 2, boards_done: 1, boards: 2, units: 15, ..Progress::default() });
+    }
+
+    #[test]
+    fn a_board_complete_before_keeps_its_row_when_a_later_invocation_passes_through_it_again() {
+        let first = json!({"status": "in_progress", "boards": [
+            {"board": "a", "status": "complete", "applied": 10, "read_bytes": 600, "journal_bytes": 600, "left_bytes": 0},
+            {"board": "b", "status": "in_progress", "applied": 5, "read_bytes": 100, "journal_bytes": 400, "left_bytes": 300}]});
+        let second = json!({"status": "complete", "boards": [
+            {"board": "a", "status": "complete", "applied": 0, "duplicates": 10, "read_bytes": 600, "journal_bytes": 600, "left_bytes": 0},
+            {"board": "b", "status": "complete", "applied": 7, "read_bytes": 300, "journal_bytes": 400, "left_bytes": 0}]});
+        let summary = merged(first, second);
+        assert_eq!(summary["boards"][0]["applied"], 10);
+        assert_eq!(summary["boards"][0]["duplicates"], Value::Null);
+        assert_eq!((&summary["boards"][1]["applied"], &summary["boards"][1]["read_bytes"]), (&json!(12), &json!(400)));
+    }
+
+    #[test]
+    fn every_job_counts_its_boards() {
+        let reshard = json!({"board": "launch", "from": 1, "to": 4, "status": "in_progress", "moved": 200});
+        assert_eq!((Progress::of(1, &reshard).boards, Progress::of(1, &reshard).boards_done, Progress::of(1, &reshard).units), (1, 0, 200));
+        let archive = json!({"results": [{"board": "b", "season": "s1", "status": "complete", "items_written": 3},
+            {"board": "b", "season": "s2", "status": "in_progress", "items_written": 2}]});
+        assert_eq!((Progress::of(1, &archive).boards, Progress::of(1, &archive).boards_done, Progress::of(1, &archive).units), (2, 1, 5));
+        let verify = json!({"boards": [{"board": "a", "differences": 0}, {"board": "b", "differences": 1}]});
+        assert_eq!((Progress::of(1, &verify).boards, Progress::of(1, &verify).boards_done), (2, 2));
+    }
+
+    #[test]
+    fn the_rate_counts_the_journal_passed_since_the_command_started_not_objects_read_again() {
+        let progress = Progress { journal_bytes: 1000, left_bytes: 400, ..Progress::default() };
+        // The command started with 500 bytes behind the restore: 100 passed since.
+        let started = Instant::now() - std::time::Duration::from_secs(10);
+        let rate = rates(progress, started, Some(500)).bytes;
+        assert!((9.0..=10.1).contains(&rate), "{rate}");
+        assert_eq!(rates(progress, started, None).bytes, 0.0);
     }
 
     #[test]

@@ -45,6 +45,22 @@ impl Failure {
             _ => 1,
         }
     }
+
+    /// The failure as `--json` prints it: the routes' own shape, `{"error": {"code", "message"}}`
+    /// (with the HTTP status of a route's refusal), and the exit status.
+    pub fn json(&self) -> Value {
+        let (code, message) = match self {
+            Failure::Api { status, code, message } => {
+                return serde_json::json!({"error": {"code": code, "status": status, "message": message}, "exit": self.exit_code()});
+            }
+            Failure::Function { kind, message } => (kind.as_str(), message.clone()),
+            Failure::Transport(message) => ("unreachable", message.clone()),
+            Failure::Usage(message) => ("usage", message.clone()),
+            Failure::Incomplete(message) => ("incomplete", message.clone()),
+            Failure::Stopped(_) => ("stopped", self.to_string()),
+        };
+        serde_json::json!({"error": {"code": code, "message": message}, "exit": self.exit_code()})
+    }
 }
 
 /// Runs `cli`'s command; its answer (a job's last report, a route's JSON). `stop` is set by

@@ -32,7 +32,7 @@ async fn main() {
         Ok(answer) => print!("{}", output::readable(&answer)),
         Err(failure) => {
             if cli.json {
-                println!("{}", serde_json::json!({"error": failure.to_string(), "exit": failure.exit_code()}));
+                println!("{}", failure.json());
             } else {
                 eprintln!("standings: {failure}");
             }

@@ -110,32 +110,40 @@ fn duration(secs: u64) -> String {
     }
 }
 
-/// Progress of a job on stderr: redrawn in place on a terminal, a line every `every` otherwise.
+/// Progress of a job on stderr: redrawn in place on a terminal, a line every `every` otherwise
+/// (and the last one at the end), each with the time since the command started.
 pub struct Reporter {
     job: &'static str,
     terminal: bool,
     every: Duration,
+    started: Instant,
     last: Option<Instant>,
+    unprinted: Option<String>,
 }
 
 impl Reporter {
     pub fn new(job: &'static str) -> Self {
-        Self { job, terminal: std::io::stderr().is_terminal(), every: Duration::from_secs(5), last: None }
+        let terminal = std::io::stderr().is_terminal();
+        Self { job, terminal, every: Duration::from_secs(5), started: Instant::now(), last: None, unprinted: None }
     }
 
     pub fn report(&mut self, progress: Progress, rates: Rates) {
-        let text = progress_line(self.job, progress, rates);
+        let text = format!("{} [{}]", progress_line(self.job, progress, rates), duration(self.started.elapsed().as_secs()));
         if self.terminal {
             eprint!("\r\x1b[2K{text}");
         } else if self.last.is_none_or(|last| last.elapsed() >= self.every) {
             eprintln!("{text}");
-            self.last = Some(Instant::now());
+            (self.last, self.unprinted) = (Some(Instant::now()), None);
+        } else {
+            self.unprinted = Some(text);
         }
     }
 
-    pub fn finish(&self) {
+    pub fn finish(&mut self) {
         if self.terminal {
             eprintln!();
+        } else if let Some(text) = self.unprinted.take() {
+            eprintln!("{text}");
         }
     }
 }

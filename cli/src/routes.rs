@@ -13,7 +13,9 @@ use crate::target::Target;
 const MAX_PAGES: usize = 1_000;
 
 pub async fn run(target: &Target, command: &Command) -> Result<Value, Failure> {
-    let api = Api::new(&target.api, target.token.clone())?;
+    let base =
+        target.api.as_deref().ok_or_else(|| Failure::Usage("this command calls the HTTP API: give --api URL or --stack NAME".into()))?;
+    let api = Api::new(base, target.token.clone())?;
     let opt = |name: &'static str, value: &Option<String>| value.as_ref().map(|v| (name, v.clone()));
     match command {
         Command::Ban { user, .. } => api.call(Method::POST, &format!("/v1/admin/users/{}/ban", segment(user)), &[], None).await,

@@ -14,7 +14,8 @@ pub const LOCAL: &str = "http://127.0.0.1:9000";
 /// A resolved target.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Target {
-    pub api: String,
+    /// `None`: no API given (`--lambda-endpoint` alone), which the routes' commands refuse.
+    pub api: Option<String>,
     /// `None`: the Lambda service of the configured region.
     pub lambda_endpoint: Option<String>,
     pub journal_function: String,
@@ -26,11 +27,15 @@ pub struct Target {
 
 impl Target {
     pub async fn resolve(args: &TargetArgs) -> Result<Self, Failure> {
+        // The local run's endpoints only when no target is given at all: `--api` alone must not
+        // send the jobs to this machine, nor `--lambda-endpoint` alone the routes.
+        let local = args.api.is_none() && args.lambda_endpoint.is_none();
         let mut target = match &args.stack {
             Some(stack) => from_stack(stack).await?,
             None => Target {
-                api: LOCAL.into(),
-                lambda_endpoint: Some(LOCAL.into()),
+                api: local.then(|| LOCAL.into()),
+                // Without an endpoint: the Lambda service of the SDK's region.
+                lambda_endpoint: local.then(|| LOCAL.into()),
                 journal_function: "journal".into(),
                 archive_function: "archive".into(),
                 local: true,
@@ -38,7 +43,7 @@ impl Target {
             },
         };
         if let Some(api) = &args.api {
-            target.api = api.clone();
+            target.api = Some(api.clone());
         }
         if let Some(endpoint) = &args.lambda_endpoint {
             target.lambda_endpoint = Some(endpoint.clone());
@@ -52,7 +57,7 @@ impl Target {
         // Only an Invoke API on this machine (the local run's) takes any credentials: any
         // other is AWS's, signed with the SDK's own.
         target.local = target.lambda_endpoint.as_deref().is_some_and(loopback);
-        target.api = target.api.trim_end_matches('/').to_owned();
+        target.api = target.api.map(|api| api.trim_end_matches('/').to_owned());
         target.token = match (&args.token, &args.client_id, &args.client_secret) {
             (Some(token), _, _) => Some(token.clone()),
             (None, Some(id), Some(secret)) => Some(client_token(args, id, secret).await?),
@@ -72,18 +77,20 @@ fn loopback(url: &str) -> bool {
     rest.starts_with("[::1]") || host == "localhost" || host.starts_with("127.")
 }
 
-/// The stack's `ApiUrl` output; its functions are named `<stack>-journal` and `<stack>-archive`
+/// The stack's `ApiUrl`, `JournalFunctionName` and `ArchiveFunctionName` outputs
 /// (infra/template.yaml).
 async fn from_stack(stack: &str) -> Result<Target, Failure> {
     let described = stack_description(stack).await?;
     let output =
         |key: &str| described.outputs().iter().find(|o| o.output_key() == Some(key)).and_then(|o| o.output_value()).map(str::to_owned);
     let api = output("ApiUrl").ok_or_else(|| Failure::Usage(format!("stack {stack} has no ApiUrl output: is it a Standings stack?")))?;
+    // The functions' names as the stack's outputs give them (older stacks have no journal's:
+    // the template names it `<stack>-journal`).
     Ok(Target {
-        api,
+        api: Some(api),
         lambda_endpoint: None,
-        journal_function: format!("{stack}-journal"),
-        archive_function: format!("{stack}-archive"),
+        journal_function: output("JournalFunctionName").unwrap_or_else(|| format!("{stack}-journal")),
+        archive_function: output("ArchiveFunctionName").unwrap_or_else(|| format!("{stack}-archive")),
         local: false,
         token: None,
     })
@@ -169,10 +176,20 @@ mod tests {
             ..TargetArgs::default()
         };
         let target = Target::resolve(&args).await.unwrap();
-        assert_eq!(target.api, "https://api.example.com");
+        assert_eq!(target.api.as_deref(), Some("https://api.example.com"));
         assert!(!target.local, "a deployment's Invoke API takes the SDK's credentials");
         assert_eq!((target.journal_function.as_str(), target.archive_function.as_str()), ("prod-journal", "archive"));
         let local = Target::resolve(&TargetArgs::default()).await.unwrap();
-        assert!(local.local && local.api == LOCAL);
+        assert!(local.local && local.api.as_deref() == Some(LOCAL));
+    }
+
+    #[tokio::test]
+    async fn one_explicit_target_never_sends_the_other_calls_to_this_machine() {
+        let api_only = Target::resolve(&TargetArgs { api: Some("https://api.example.com".into()), ..TargetArgs::default() }).await.unwrap();
+        assert_eq!(api_only.lambda_endpoint, None, "the jobs go to the region's Lambda service, not the local run");
+        assert!(!api_only.local);
+        let invoke_only =
+            Target::resolve(&TargetArgs { lambda_endpoint: Some("http://127.0.0.1:9001".into()), ..TargetArgs::default() }).await.unwrap();
+        assert_eq!(invoke_only.api, None, "the routes' commands then ask for --api");
     }
 }

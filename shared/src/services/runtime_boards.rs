@@ -158,11 +158,14 @@ impl RuntimeBoards {
         let mut conn = self.store.write_connection().await?;
         // Refused in Redis first, whatever a function's catalog still says; then recorded (a
         // call stopped in between is finished by the next, the same way). An end the catalog
-        // refused (being restored, say) takes its new marks back: its answer wrote nothing.
+        // surely refused (being restored, or the board gone) takes its new marks back: its
+        // answer wrote nothing. Any other failure may have recorded the end: the marks stay.
         let marked = mark_ended(&mut conn, &self.guards(&board), self.keys.journal_on()).await?;
         let defined = define(&mut conn, &self.keys, name, Change::End { why: &why.to_string() }, &entry, self.store.replica_wait()).await;
-        if !matches!(defined, Ok(Defined::Ending)) {
-            unmark_ended(&mut conn, &marked).await?;
+        if matches!(defined, Ok(Defined::Unknown) | Err(StoreError::Restoring))
+            && let Err(error) = unmark_ended(&mut conn, &marked).await
+        {
+            tracing::error!(board = %name, error = %error, "an end the catalog refused kept its marks: the next delete finishes it");
         }
         if defined? == Defined::Unknown {
             return Err(DefineError::Unknown(name.to_owned()));

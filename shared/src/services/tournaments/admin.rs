@@ -15,6 +15,7 @@ use crate::domain::config::tournament::{Tournament, TournamentError};
 use crate::domain::config::{CLOSED, Config, Definition};
 use crate::domain::journal::{Entry, Stamp};
 use crate::redis::error::StoreError;
+use crate::redis::catalog;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::catalog::{Change, Defined, define};
 use crate::redis::store::Store;
@@ -184,6 +185,12 @@ impl TournamentAdmin {
             // then recorded (a call stopped in between is redone by the next, the same way).
             let period =
                 tournament.period_named(&instance.id).map_err(|e| StoreError::Protocol(format!("instance {:?}: {e}", instance.id)))?;
+            // A catalog being restored would refuse the record after the freeze: refused first
+            // (503, nothing written), as the freeze refuses a board being restored.
+            if self.keys.journal_on() {
+                let state = catalog::guard_state(&catalog.guard()).query_async(&mut conn).await.map_err(StoreError::from)?;
+                catalog::restoring(state)?;
+            }
             freeze::freeze(&mut conn, &self.keys.board(id), &period, self.keys.journal_on()).await?;
             if let Some(why) = why {
                 stored[CLOSED][&instance.id] = why;

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::{PlayError, Tournaments};
 use crate::domain::config::tournament::{Instance, Prize, State, Tournament};
 use crate::domain::paging;
-use crate::redis::{batch, catalog};
 use crate::redis::error::StoreError;
+use crate::redis::{batch, catalog};
 
 /// One tournament as `GET /v1/tournaments` lists it: no prizes or metadata, which can be large
 /// (`GET /v1/tournaments/{id}` has them).
