@@ -160,11 +160,13 @@ impl RuntimeBoards {
         // call stopped in between is finished by the next, the same way). An end the catalog
         // surely refused (being restored, or the board gone) takes its new marks back: its
         // answer wrote nothing. Any other failure may have recorded the end: the marks stay.
+        if self.keys.journal_on() {
+            catalog::restoring(catalog::guard_state(&self.keys.catalog().guard()).query_async(&mut conn).await.map_err(StoreError::from)?)?;
+        }
         let marked = mark_ended(&mut conn, &self.guards(&board), self.keys.journal_on()).await?;
         let defined = define(&mut conn, &self.keys, name, Change::End { why: &why.to_string() }, &entry, self.store.replica_wait()).await;
-        if matches!(defined, Ok(Defined::Unknown) | Err(StoreError::Restoring))
-            && let Err(error) = unmark_ended(&mut conn, &marked).await
-        {
+        let refused = matches!(&defined, Ok(Defined::Unknown)) || defined.as_ref().is_err_and(StoreError::is_restoring);
+        if refused && let Err(error) = unmark_ended(&mut conn, &marked).await {
             tracing::error!(board = %name, error = %error, "an end the catalog refused kept its marks: the next delete finishes it");
         }
         if defined? == Defined::Unknown {
