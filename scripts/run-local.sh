@@ -160,7 +160,29 @@ if $smoke; then
   if AWS_ENDPOINT_URL_CLOUDFORMATION="$AWS_ENDPOINT_URL_DYNAMODB" "${cli[0]}" --stack no-such-stack top points 2>/dev/null; then
     echo "standings --stack of an unknown stack exited 0" >&2; exit 1
   fi
-  echo "run-local smoke: demo loaded and checked, hotness ran, journal drained, notifications sent, page served, standings CLI ran"
+  # Poison through the local queue: dead-lettered by the queue function with its reason, as in
+  # the deployed stack (the local run gives each function its template's timeout, not the
+  # emulator's deadline long past, with which every message was handed back for the redrive).
+  python3 - "$STANDINGS_EVENT_QUEUE_URL" "$STANDINGS_DEAD_LETTER_QUEUE_URL" <<'PY' || { tail -n 50 "$watch_log"; exit 1; }
+import sys, time
+import boto3
+sqs = boto3.client("sqs")
+events, dead = sys.argv[1], sys.argv[2]
+body = '{"event_id": "poison-smoke"'
+sqs.send_message(QueueUrl=events, MessageBody=body)
+# Well before the redrive could move it (10 receives, 10 s apart).
+until = time.time() + 45
+while time.time() < until:
+    answer = sqs.receive_message(QueueUrl=dead, MaxNumberOfMessages=10, WaitTimeSeconds=5, MessageAttributeNames=["All"])
+    for message in answer.get("Messages", []):
+        if message["Body"] == body:
+            code = message.get("MessageAttributes", {}).get("error_code", {}).get("StringValue")
+            assert code, f"dead-lettered without its reason: {message}"
+            print(f"poison dead-lettered by the local queue function: error_code={code}")
+            sys.exit(0)
+sys.exit("the poison message did not reach the dead-letter queue with its reason")
+PY
+  echo "run-local smoke: demo loaded and checked, hotness ran, journal drained, notifications sent, page served, standings CLI ran, poison dead-lettered"
   exit 0
 fi
 

@@ -2,6 +2,8 @@
 //! HTTP, with the path API Gateway would map (`/lambda-url/ingest/v1/events`), and every
 //! function through `cargo lambda invoke` with the event fixtures kept in the repo.
 
+mod cli;
+
 use serde_json::{Value, json};
 use standings::redis::keys::Keys;
 use standings_tests::{season_members, seed_board};

@@ -274,3 +274,14 @@ fn shadow_keys_outlive_the_journal_functions_longest_invocation() {
     let timeout = resource(&template, "JournalFunction")["Properties"]["Timeout"].as_i64().unwrap();
     assert!(standings::redis::keys::SHADOW_TTL_SECS > timeout, "{} s <= {timeout} s", standings::redis::keys::SHADOW_TTL_SECS);
 }
+
+/// The timeout each function falls back on when the runtime sends no deadline (the local run,
+/// `standings::runtime::deadline`) is the one its template gives it.
+#[test]
+fn each_functions_fallback_timeout_is_its_templates() {
+    let template = template();
+    let timeout = |function: &str| resource(&template, function)["Properties"]["Timeout"].as_i64().unwrap();
+    assert_eq!(queue::TIMEOUT.num_seconds(), timeout("QueueFunction"));
+    assert_eq!(archive::TIMEOUT.num_seconds(), timeout("ArchiveFunction"));
+    assert_eq!(journal::TIMEOUT.num_seconds(), timeout("JournalFunction"));
+}

@@ -19,6 +19,7 @@ use standings::archive::tournament_end::InstanceEnd;
 use standings::domain::config::Config;
 use standings::domain::period::Period;
 use standings::redis::store::Store;
+use standings::runtime::deadline::invocation_deadline;
 use standings::runtime::metrics::Unit;
 use standings::services::catalog::Catalog;
 use standings::services::leagues::{CloseReport, Leagues};
@@ -266,7 +267,7 @@ impl App {
     /// One invocation, stopping before the Lambda deadline: a scheduled run (or
     /// `{"runtime": {}}`) also ends every deleted runtime board.
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<ArchiveResponse, Diagnostic> {
-        let deadline = invocation_deadline(event.context.deadline, Utc::now());
+        let deadline = invocation_deadline(event.context.deadline, Utc::now(), TIMEOUT);
         let ends = event.payload.get("detail-type").is_some() || event.payload.get("runtime").is_some();
         let archiver = self.archiver.current().await.map_err(|e| diagnostic(ArchiveError::from(e)))?;
         let mut response = run(&archiver, &self.closer, event.payload, deadline).await.map_err(diagnostic)?;
@@ -299,16 +300,9 @@ pub async fn end_boards<S: ArchiveSink>(
     Ok(reports)
 }
 
-/// The invocation's deadline (milliseconds since the epoch, from the runtime API). Lambda's is
-/// always ahead when an invocation starts; local emulators send none, or one long past
-/// (`cargo lambda watch`), and the job then gets Lambda's longest timeout, 15 minutes.
-pub fn invocation_deadline(deadline_ms: u64, now: DateTime<Utc>) -> DateTime<Utc> {
-    i64::try_from(deadline_ms)
-        .ok()
-        .and_then(DateTime::from_timestamp_millis)
-        .filter(|&deadline| deadline > now)
-        .unwrap_or(now + chrono::Duration::minutes(15))
-}
+/// The function's timeout (infra/template.yaml `ArchiveFunction`): an invocation's deadline
+/// when the runtime sends none (the local run).
+pub const TIMEOUT: chrono::Duration = chrono::Duration::seconds(900);
 
 #[cfg(test)]
 mod tests {
@@ -328,15 +322,6 @@ mod tests {
         assert!(matches!(ArchiveRequest::try_from(league), Ok(ArchiveRequest::League(r)) if r.period_id == "2026-W47"));
         let unknown = ArchiveRequest::try_from(serde_json::json!({"board": "points", "season": "2026-10", "shard": 1})).unwrap_err();
         assert!(unknown.to_string().contains("unknown field `shard`"), "{unknown}");
-    }
-
-    #[test]
-    fn the_deadline_is_the_runtime_s_or_lambda_s_longest_timeout_without_one() {
-        let now: DateTime<Utc> = "2026-11-01T01:00:00Z".parse().unwrap();
-        let deadline = now + chrono::Duration::seconds(900);
-        assert_eq!(invocation_deadline(deadline.timestamp_millis() as u64, now), deadline);
-        assert_eq!(invocation_deadline(0, now), now + chrono::Duration::minutes(15));
-        assert_eq!(invocation_deadline(523_137_958, now), now + chrono::Duration::minutes(15), "an emulator's deadline in 1970");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use standings::Clock;
 use standings::domain::config::Config;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
+use standings::runtime::deadline::invocation_deadline;
 use standings::runtime::metrics::Metrics;
 use standings::services::catalog::Catalog;
 
@@ -226,7 +227,7 @@ impl App {
     }
 
     pub async fn handle(&self, event: LambdaEvent<Value>) -> Result<Value, Diagnostic> {
-        let deadline = invocation_deadline(event.context.deadline, Utc::now());
+        let deadline = deadline_of(event.context.deadline, Utc::now());
         let jobs = self.jobs.current().await.map_err(|error| diagnostic(JournalError::from(RestoreError::from(error))))?;
         jobs.run(event.payload, deadline).await.map_err(diagnostic)
     }
@@ -237,14 +238,13 @@ pub fn diagnostic(error: JournalError) -> Diagnostic {
     Diagnostic { error_type: error.code().to_owned(), error_message: error.to_string() }
 }
 
-/// The runtime's deadline less a margin; without one (local emulators), a minute from now.
-pub fn invocation_deadline(deadline_ms: u64, now: DateTime<Utc>) -> DateTime<Utc> {
-    i64::try_from(deadline_ms)
-        .ok()
-        .and_then(DateTime::from_timestamp_millis)
-        .filter(|&deadline| deadline > now)
-        .unwrap_or(now + chrono::Duration::minutes(1))
-        - chrono::Duration::seconds(DEADLINE_MARGIN_SECS)
+/// The function's timeout (infra/template.yaml `JournalFunction`): an invocation's deadline
+/// when the runtime sends none (the local run).
+pub const TIMEOUT: chrono::Duration = chrono::Duration::seconds(900);
+
+/// The runtime's deadline (or the template's timeout without one) less a margin.
+pub fn deadline_of(deadline_ms: u64, now: DateTime<Utc>) -> DateTime<Utc> {
+    invocation_deadline(deadline_ms, now, TIMEOUT) - chrono::Duration::seconds(DEADLINE_MARGIN_SECS)
 }
 
 #[cfg(test)]
@@ -270,7 +270,8 @@ mod tests {
     fn the_deadline_keeps_a_margin() {
         let now: DateTime<Utc> = "2026-11-01T01:00:00Z".parse().unwrap();
         let deadline = now + chrono::Duration::seconds(60);
-        assert_eq!(invocation_deadline(deadline.timestamp_millis() as u64, now), deadline - chrono::Duration::seconds(10));
-        assert_eq!(invocation_deadline(0, now), now + chrono::Duration::seconds(50));
+        assert_eq!(deadline_of(deadline.timestamp_millis() as u64, now), deadline - chrono::Duration::seconds(10));
+        // The local run's: the template's 15 minutes, as Lambda gives it.
+        assert_eq!(deadline_of(600_000, now), now + chrono::Duration::seconds(890));
     }
 }

@@ -31,6 +31,9 @@ pub const FUNCTION: &str = "queue";
 pub const DEAD_LETTERED: &str = "MessagesDeadLettered";
 /// Messages handed back for redelivery (dimension `Code`: why).
 pub const RETRIED: &str = "MessagesRetried";
+/// The function's timeout (infra/template.yaml `QueueFunction`): an invocation's deadline when
+/// the runtime sends none (the local run).
+pub const TIMEOUT: chrono::Duration = chrono::Duration::seconds(30);
 /// How long before the invocation's deadline the last dead-letter send must end: the answer
 /// still has to reach Lambda.
 const DEADLINE_MARGIN: chrono::Duration = chrono::Duration::seconds(2);

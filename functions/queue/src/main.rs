@@ -1,5 +1,6 @@
 use aws_lambda_events::sqs::SqsEvent;
 use lambda_runtime::{LambdaEvent, service_fn};
+use standings::runtime::deadline::invocation_deadline;
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
@@ -8,8 +9,8 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     standings::services::health::warn_if_evicting(&app.store).await;
     let app = &app;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        let deadline = chrono::DateTime::from_timestamp_millis(i64::try_from(event.context.deadline).unwrap_or(i64::MAX));
-        Ok::<_, lambda_runtime::Error>(app.handle_until(event.payload, deadline).await)
+        let deadline = invocation_deadline(event.context.deadline, chrono::Utc::now(), queue::TIMEOUT);
+        Ok::<_, lambda_runtime::Error>(app.handle_until(event.payload, Some(deadline)).await)
     }))
     .await
 }
