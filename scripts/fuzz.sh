@@ -14,4 +14,4 @@ minutes=${1:-10}
 prepare_run_dir
 start_redis "$run"
 REDIS_URL="redis://127.0.0.1:$REDIS_PORT" STANDINGS_FUZZ_SECONDS=$((minutes * 60)) \
-  cargo test --locked -p standings-tests --test integration fuzz:: -- --nocapture
+  "${INTEGRATION[@]}" fuzz:: -- --nocapture

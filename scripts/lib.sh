@@ -270,6 +270,12 @@ wait_http() {
   poll "$2" "$1" curl -s -o /dev/null "$1"
 }
 
+# The integration binary alone, built as `cargo test --workspace` builds it. With `-p
+# standings-tests`, Cargo resolves features for that package only (tokio without the CLI's
+# `signal`, reqwest without its rustls): every crate above them is compiled a second time, most
+# of a cold build again.
+INTEGRATION=(cargo test --workspace --locked --test integration)
+
 # The whole integration suite also runs with the real-time clock a year ahead
 # (run_clock_shifted), so no test depends on today's date. Left out: the modules that bring
 # servers of their own (faults, tls) or run a function binary outside the shim (lambda_watch,
@@ -294,5 +300,5 @@ run_clock_shifted() {
   echo "--- the integration suite with the real-time clock $offset s ahead (redis-server on $port)"
   REDIS_URL="redis://127.0.0.1:$port" REDIS_CLUSTER=false STANDINGS_CLOCK_OFFSET_SECS=$offset \
     CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUNNER="env LD_PRELOAD=$dir/clockshift.so" \
-    cargo test --locked -p standings-tests --test integration -- "${CLOCK_SHIFTED_SKIPS[@]}"
+    "${INTEGRATION[@]}" -- "${CLOCK_SHIFTED_SKIPS[@]}"
 }

@@ -145,6 +145,16 @@ if $smoke; then
   "${cli[@]}" correct points u-lin --delta 3 --reason "run-local smoke" >/dev/null
   after=$("${cli[@]}" rank points u-lin --json)
   python3 -c 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:]); assert b["score"] == a["score"] + 3, (a, b)' "$before" "$after"
+  # The day Redis lost everything (only a redis-server this run started: never the caller's):
+  # the journal drained, a literal FLUSHALL, and one command restores every board.
+  if [ -n "${REDIS_PORT:-}" ]; then
+    "${cli[@]}" drain --json >/dev/null
+    redis-cli -p "$REDIS_PORT" flushall >/dev/null
+    restored=$("${cli[@]}" restore --json 2>"$run/restore-all.progress")
+    python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["status"] == "complete" and len(run["boards"]) > 1, run' "$restored"
+    again=$("${cli[@]}" rank points u-lin --json)
+    python3 -c 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:]); assert a["score"] == b["score"], (a, b)' "$after" "$again"
+  fi
   "${cli[@]}" top points --limit 100 | grep -q u-lin || { echo "standings top: no u-lin in the table" >&2; exit 1; }
   if "${cli[@]}" top no-such-board 2>"$run/cli.err"; then echo "standings top of an unknown board exited 0" >&2; exit 1; fi
   grep -q unknown_board "$run/cli.err" || { echo "standings: no code in $(cat "$run/cli.err")" >&2; exit 1; }
@@ -182,7 +192,7 @@ while time.time() < until:
             sys.exit(0)
 sys.exit("the poison message did not reach the dead-letter queue with its reason")
 PY
-  echo "run-local smoke: demo loaded and checked, hotness ran, journal drained, notifications sent, page served, standings CLI ran, poison dead-lettered"
+  echo "run-local smoke: demo loaded and checked, hotness ran, journal drained, notifications sent, page served, standings CLI ran (a restore after FLUSHALL included), poison dead-lettered"
   exit 0
 fi
 

@@ -27,7 +27,7 @@ start_cluster "$run/cluster"
 start_moto "$run"
 export STANDINGS_SIM_SECS=$((minutes * 60))
 echo "--- simulation, standalone, $minutes minutes"
-REDIS_URL="redis://127.0.0.1:$REDIS_PORT" cargo test --locked -p standings-tests --test integration simulation -- --nocapture
+REDIS_URL="redis://127.0.0.1:$REDIS_PORT" "${INTEGRATION[@]}" simulation -- --nocapture
 echo "--- simulation, Redis Cluster, $minutes minutes"
 REDIS_URL="redis://127.0.0.1:${CLUSTER_PORTS[0]}" REDIS_CLUSTER=true \
-  cargo test --locked -p standings-tests --test integration simulation -- --nocapture
+  "${INTEGRATION[@]}" simulation -- --nocapture

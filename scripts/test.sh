@@ -84,4 +84,4 @@ args=("$@")
 if printf '%s\n' "${args[@]}" | grep -qx -- '--'; then args+=("${skips[@]}"); else args+=(-- "${skips[@]}"); fi
 echo "--- integration suite against Redis Cluster (127.0.0.1:${CLUSTER_PORTS[0]} and 5 more nodes)"
 REDIS_URL="redis://127.0.0.1:${CLUSTER_PORTS[0]}" REDIS_CLUSTER=true \
-  cargo test --locked -p standings-tests --test integration "${args[@]}"
+  "${INTEGRATION[@]}" "${args[@]}"

@@ -164,7 +164,7 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
     let mut last = Progress::default();
     for invocation in 1..=MAX_INVOCATIONS {
         if stop.load(Ordering::SeqCst) {
-            return Err(Failure::Stopped(job.name()));
+            return Err(Failure::Stopped { job: job.name(), summary });
         }
         let call = client.invoke().function_name(function).payload(Blob::new(payload.clone())).send();
         tokio::pin!(call);
@@ -205,7 +205,8 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
             return Ok(summary.unwrap_or_default());
         }
     }
-    Err(Failure::Incomplete(format!("{} did not complete in {MAX_INVOCATIONS} invocations: run it again to go on", job.name())))
+    let message = format!("{} did not complete in {MAX_INVOCATIONS} invocations: run it again to go on", job.name());
+    Err(Failure::Incomplete { message, summary })
 }
 
 /// How often the progress is shown while an invocation runs.

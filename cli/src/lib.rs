@@ -30,10 +30,12 @@ pub enum Failure {
     Transport(String),
     #[error("{0}")]
     Usage(String),
-    #[error("{0}")]
-    Incomplete(String),
-    #[error("{0} stopped between invocations: the same command again resumes it")]
-    Stopped(&'static str),
+    /// The invocations' limit reached; `summary` is what they did (the same command goes on).
+    #[error("{message}")]
+    Incomplete { message: String, summary: Option<Value> },
+    /// Ctrl-C between invocations; `summary` is what the invocations before it did.
+    #[error("{job} stopped between invocations: the same command again resumes it")]
+    Stopped { job: &'static str, summary: Option<Value> },
 }
 
 impl Failure {
@@ -41,13 +43,22 @@ impl Failure {
     pub fn exit_code(&self) -> i32 {
         match self {
             Failure::Usage(_) => 2,
-            Failure::Stopped(_) => 130,
+            Failure::Stopped { .. } => 130,
             _ => 1,
         }
     }
 
+    /// What a job stopped part-way had done: its summary so far, printed beside the failure.
+    pub fn summary(&self) -> Option<&Value> {
+        match self {
+            Failure::Incomplete { summary, .. } | Failure::Stopped { summary, .. } => summary.as_ref(),
+            _ => None,
+        }
+    }
+
     /// The failure as `--json` prints it: the routes' own shape, `{"error": {"code", "message"}}`
-    /// (with the HTTP status of a route's refusal), and the exit status.
+    /// (with the HTTP status of a route's refusal), the exit status, and a job stopped
+    /// part-way's `summary` so far.
     pub fn json(&self) -> Value {
         let (code, message) = match self {
             Failure::Api { status, code, message } => {
@@ -56,10 +67,14 @@ impl Failure {
             Failure::Function { kind, message } => (kind.as_str(), message.clone()),
             Failure::Transport(message) => ("unreachable", message.clone()),
             Failure::Usage(message) => ("usage", message.clone()),
-            Failure::Incomplete(message) => ("incomplete", message.clone()),
-            Failure::Stopped(_) => ("stopped", self.to_string()),
+            Failure::Incomplete { message, .. } => ("incomplete", message.clone()),
+            Failure::Stopped { .. } => ("stopped", self.to_string()),
         };
-        serde_json::json!({"error": {"code": code, "message": message}, "exit": self.exit_code()})
+        let mut json = serde_json::json!({"error": {"code": code, "message": message}, "exit": self.exit_code()});
+        if let Some(summary) = self.summary() {
+            json["summary"] = summary.clone();
+        }
+        json
     }
 }
 

@@ -34,6 +34,10 @@ async fn main() {
             if cli.json {
                 println!("{}", failure.json());
             } else {
+                // A job stopped part-way: what its invocations did, then why it stopped.
+                if let Some(summary) = failure.summary() {
+                    print!("{}", output::readable(summary));
+                }
                 eprintln!("standings: {failure}");
             }
             std::process::exit(failure.exit_code());

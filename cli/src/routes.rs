@@ -9,8 +9,11 @@ use crate::api::{Api, segment};
 use crate::args::{Boards, Command, Tournaments};
 use crate::target::Target;
 
-/// The most pages `tournaments results` follows (100 rows each).
+/// The most pages a listing follows (results: 100 rows each; boards, tournaments: 100 a page).
 const MAX_PAGES: usize = 1_000;
+
+/// The page size asked of the boards' and tournaments' listings (their most).
+const LIST_PAGE: usize = 100;
 
 pub async fn run(target: &Target, command: &Command) -> Result<Value, Failure> {
     let base =
@@ -41,7 +44,11 @@ pub async fn run(target: &Target, command: &Command) -> Result<Value, Failure> {
             api.call(Method::POST, &path, &[], Some(&body)).await
         }
         Command::Boards(boards) => match boards {
-            Boards::List => api.call(Method::GET, "/v1/boards", &[], None).await,
+            Boards::List => {
+                let query = vec![("limit", LIST_PAGE.to_string())];
+                let first = api.call(Method::GET, "/v1/boards", &query, None).await?;
+                every_page(&api, "/v1/boards", query, first, "boards").await
+            }
             Boards::Show { name } => api.call(Method::GET, &format!("/v1/admin/boards/{}", segment(name)), &[], None).await,
             Boards::Put { name, file } => {
                 let body = json_file(file)?;
@@ -76,8 +83,10 @@ async fn tournaments(api: &Api, command: &Tournaments) -> Result<Value, Failure>
             let query: Vec<_> = [("state", state), ("category", category)]
                 .into_iter()
                 .filter_map(|(name, value)| value.as_ref().map(|v| (name, v.clone())))
+                .chain([("limit", LIST_PAGE.to_string())])
                 .collect();
-            api.call(Method::GET, "/v1/tournaments", &query, None).await
+            let first = api.call(Method::GET, "/v1/tournaments", &query, None).await?;
+            every_page(api, "/v1/tournaments", query, first, "tournaments").await
         }
         Tournaments::Show { id } => api.call(Method::GET, &format!("/v1/tournaments/{}", segment(id)), &[], None).await,
         Tournaments::Put { id, file } => api.call(Method::PUT, &path(id, ""), &[], Some(&json_file(file)?)).await,
@@ -88,27 +97,33 @@ async fn tournaments(api: &Api, command: &Tournaments) -> Result<Value, Failure>
             api.call(Method::DELETE, &path(id, ""), &query, None).await
         }
         Tournaments::Results { id, instance } => {
-            // Every page, in rank order: the answer of the first with all the rows.
             let mut query: Vec<_> = instance.iter().map(|i| ("instance", i.clone())).collect();
             let route = format!("/v1/tournaments/{}/results", segment(id));
-            let mut first = api.call(Method::GET, &route, &query, None).await?;
-            let mut cursor = first["next_cursor"].as_str().map(str::to_owned);
+            let first = api.call(Method::GET, &route, &query, None).await?;
+            // The next pages are the first's instance (the route chose it when none was given).
             query.extend(first["instance"].as_str().filter(|_| instance.is_none()).map(|i| ("instance", i.to_owned())));
-            for _ in 0..MAX_PAGES {
-                let Some(next) = cursor.take() else { break };
-                let mut paged = query.clone();
-                paged.push(("cursor", next));
-                let page = api.call(Method::GET, &route, &paged, None).await?;
-                let rows = page["results"].as_array().cloned().unwrap_or_default();
-                if let Some(all) = first["results"].as_array_mut() {
-                    all.extend(rows);
-                }
-                cursor = page["next_cursor"].as_str().map(str::to_owned);
-            }
-            first["next_cursor"] = cursor.map_or(Value::Null, Value::String);
-            Ok(first)
+            every_page(api, &route, query, first, "results").await
         }
     }
+}
+
+/// Every page of a listing, in its order: the `first` page's answer with the `rows` of every
+/// page after it (`query` and each page's `next_cursor`); `next_cursor` is null unless
+/// `MAX_PAGES` stopped it.
+async fn every_page(api: &Api, route: &str, query: Vec<(&str, String)>, mut first: Value, rows: &str) -> Result<Value, Failure> {
+    let mut cursor = first["next_cursor"].as_str().map(str::to_owned);
+    for _ in 0..MAX_PAGES {
+        let Some(next) = cursor.take() else { break };
+        let mut paged = query.clone();
+        paged.push(("cursor", next));
+        let page = api.call(Method::GET, route, &paged, None).await?;
+        if let (Some(all), Some(more)) = (first[rows].as_array_mut(), page[rows].as_array()) {
+            all.extend(more.iter().cloned());
+        }
+        cursor = page["next_cursor"].as_str().map(str::to_owned);
+    }
+    first["next_cursor"] = cursor.map_or(Value::Null, Value::String);
+    Ok(first)
 }
 
 fn json_file(file: &std::path::Path) -> Result<Value, Failure> {

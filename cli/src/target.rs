@@ -30,8 +30,13 @@ impl Target {
         // The local run's endpoints only when no target is given at all: `--api` alone must not
         // send the jobs to this machine, nor `--lambda-endpoint` alone the routes.
         let local = args.api.is_none() && args.lambda_endpoint.is_none();
-        let mut target = match &args.stack {
-            Some(stack) => from_stack(stack).await?,
+        // Described once: its outputs name the targets, its parameters the token's issuer.
+        let described = match &args.stack {
+            Some(stack) => Some((stack.as_str(), stack_description(stack).await?)),
+            None => None,
+        };
+        let mut target = match &described {
+            Some((stack, description)) => from_stack(stack, description)?,
             None => Target {
                 api: local.then(|| LOCAL.into()),
                 // Without an endpoint: the Lambda service of the SDK's region.
@@ -60,7 +65,7 @@ impl Target {
         target.api = target.api.map(|api| api.trim_end_matches('/').to_owned());
         target.token = match (&args.token, &args.client_id, &args.client_secret) {
             (Some(token), _, _) => Some(token.clone()),
-            (None, Some(id), Some(secret)) => Some(client_token(args, id, secret).await?),
+            (None, Some(id), Some(secret)) => Some(client_token(args, described.as_ref(), id, secret).await?),
             (None, Some(_), None) | (None, None, Some(_)) => {
                 return Err(Failure::Usage("--client-id and --client-secret go together".into()));
             }
@@ -79,8 +84,7 @@ fn loopback(url: &str) -> bool {
 
 /// The stack's `ApiUrl`, `JournalFunctionName` and `ArchiveFunctionName` outputs
 /// (infra/template.yaml).
-async fn from_stack(stack: &str) -> Result<Target, Failure> {
-    let described = stack_description(stack).await?;
+fn from_stack(stack: &str, described: &aws_sdk_cloudformation::types::Stack) -> Result<Target, Failure> {
     let output =
         |key: &str| described.outputs().iter().find(|o| o.output_key() == Some(key)).and_then(|o| o.output_value()).map(str::to_owned);
     let api = output("ApiUrl").ok_or_else(|| Failure::Usage(format!("stack {stack} has no ApiUrl output: is it a Standings stack?")))?;
@@ -107,12 +111,16 @@ async fn stack_description(stack: &str) -> Result<aws_sdk_cloudformation::types:
 
 /// OAuth client credentials against `--token-url`, or the token endpoint the stack's issuer
 /// (`JwtIssuer`) publishes in its OpenID configuration.
-async fn client_token(args: &TargetArgs, id: &str, secret: &str) -> Result<String, Failure> {
+async fn client_token(
+    args: &TargetArgs,
+    stack: Option<&(&str, aws_sdk_cloudformation::types::Stack)>,
+    id: &str,
+    secret: &str,
+) -> Result<String, Failure> {
     let http = crate::api::http_client()?;
-    let token_url = match (&args.token_url, &args.stack) {
+    let token_url = match (&args.token_url, stack) {
         (Some(url), _) => url.clone(),
-        (None, Some(name)) => {
-            let described = stack_description(name).await?;
+        (None, Some((name, described))) => {
             let issuer = described
                 .parameters()
                 .iter()

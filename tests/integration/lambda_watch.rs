@@ -3,6 +3,7 @@
 //! function through `cargo lambda invoke` with the event fixtures kept in the repo.
 
 mod cli;
+mod cli_stand_ins;
 
 use serde_json::{Value, json};
 use standings::redis::keys::Keys;

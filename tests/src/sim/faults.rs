@@ -53,6 +53,19 @@ impl Objects for DrainOnList {
         }
         Ok(listed)
     }
+
+    async fn list_sized(&self, prefix: &str) -> Result<Vec<(String, u64)>, ObjectError> {
+        let names = self.list(prefix).await?;
+        // The sizes as S3 lists them (the drain above may have stored more since).
+        let sized = self.inner.list_sized(prefix).await?;
+        Ok(names
+            .into_iter()
+            .map(|name| {
+                let bytes = sized.iter().find(|(listed, _)| *listed == name).map_or(0, |(_, bytes)| *bytes);
+                (name, bytes)
+            })
+            .collect())
+    }
 }
 
 /// The journal's objects on an S3 that fails a share of calls: a third of them, and half of the
@@ -102,6 +115,10 @@ impl Objects for FailingObjects {
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
         if self.fails().0 { Err(ObjectError(S3_DOWN.into())) } else { self.inner.list(prefix).await }
+    }
+
+    async fn list_sized(&self, prefix: &str) -> Result<Vec<(String, u64)>, ObjectError> {
+        if self.fails().0 { Err(ObjectError(S3_DOWN.into())) } else { self.inner.list_sized(prefix).await }
     }
 }
 

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use chrono::{Duration, Utc};
-use journal::{Restorer, S3Objects, Status};
+use journal::{RestoreReport, Restorer, S3Objects, Status};
 
 use super::world::{World, far};
 
@@ -53,6 +53,9 @@ impl World {
             } else {
                 self.restorer(Some(50)).restore(None, far()).await
             };
+            if let Ok(report) = &attempt {
+                byte_fields(report)?;
+            }
             match attempt {
                 Ok(report) if report.status == Status::Complete => {
                     self.lost_everywhere(false);
@@ -78,6 +81,9 @@ impl World {
         proxy.drop_next_reply_to(lock.rsplit(':').next().unwrap_or_default().as_bytes());
         let attempt = self.restorer(None).restore(None, far()).await;
         proxy.disarm();
+        if let Ok(report) = &attempt {
+            byte_fields(report)?;
+        }
         if proxy.dropped() != dropped + 1 {
             return Err("a restore whose lock's reply was to be lost: no reply was".into());
         }
@@ -106,7 +112,11 @@ impl World {
         self.check_notices(false).await?;
         // Its own failures: not the drain's call for call.
         let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), failing(pick ^ 1));
-        match restorer.with_lease_ms(50).restore(None, far()).await {
+        let attempt = restorer.with_lease_ms(50).restore(None, far()).await;
+        if let Ok(report) = &attempt {
+            byte_fields(report)?;
+        }
+        match attempt {
             Ok(report) if report.status == Status::Complete => self.lost_everywhere(false),
             Ok(_) => self.lost_everywhere(true),
             Err(error) if matches!(error.code(), "journal_unavailable" | "restore_running") => self.lost_everywhere(true),
@@ -126,4 +136,16 @@ impl World {
         // Part-way: the fence may be up on any board until a restore completes.
         self.lost_everywhere(true);
     }
+}
+
+/// A restore's progress in bytes (what the operator's command shows): no more read or left than
+/// the board's journal holds, and nothing left of a board complete.
+fn byte_fields(report: &RestoreReport) -> Result<(), String> {
+    for board in &report.boards {
+        let complete_and_left = board.status == Status::Complete && board.left_bytes != 0;
+        if board.read_bytes > board.journal_bytes || board.left_bytes > board.journal_bytes || complete_and_left {
+            return Err(format!("a restore's progress in bytes: {board:?}"));
+        }
+    }
+    Ok(())
 }
