@@ -40,9 +40,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+own_redis=
 if [ -z "${REDIS_URL:-}" ]; then
   start_redis "$run"
   export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+  own_redis=$REDIS_PORT
 fi
 # The SDK's own variables; any credentials do for an emulator.
 export AWS_ACCESS_KEY_ID="${AWS_ACCESS_KEY_ID:-local}" AWS_SECRET_ACCESS_KEY="${AWS_SECRET_ACCESS_KEY:-local}"
@@ -147,11 +149,13 @@ if $smoke; then
   python3 -c 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:]); assert b["score"] == a["score"] + 3, (a, b)' "$before" "$after"
   # The day Redis lost everything (only a redis-server this run started: never the caller's):
   # the journal drained, a literal FLUSHALL, and one command restores every board.
-  if [ -n "${REDIS_PORT:-}" ]; then
+  if [ -n "$own_redis" ]; then
     "${cli[@]}" drain --json >/dev/null
-    redis-cli -p "$REDIS_PORT" flushall >/dev/null
+    redis-cli -p "$own_redis" flushall >/dev/null
     restored=$("${cli[@]}" restore --json 2>"$run/restore-all.progress")
     python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["status"] == "complete" and len(run["boards"]) > 1, run' "$restored"
+    grep -Eq "^restore: invocation [0-9]+, boards [0-9]+/[0-9]+, [0-9]+ lines .*journal .*\(100%\)" "$run/restore-all.progress" \
+      || { echo "standings restore after FLUSHALL: no progress in $(cat "$run/restore-all.progress")" >&2; exit 1; }
     again=$("${cli[@]}" rank points u-lin --json)
     python3 -c 'import json, sys; a, b = (json.loads(x) for x in sys.argv[1:]); assert a["score"] == b["score"], (a, b)' "$after" "$again"
   fi
@@ -167,8 +171,10 @@ if $smoke; then
     "$AWS_ENDPOINT_URL_DYNAMODB" "$stack" "$base"
   stacked=$(AWS_ENDPOINT_URL_CLOUDFORMATION="$AWS_ENDPOINT_URL_DYNAMODB" "${cli[0]}" --stack "$stack" top points --limit 100 --json)
   python3 -c 'import json, sys; top = json.loads(sys.argv[1]); assert any(e["user_id"] == "u-lin" for e in top["entries"]), top' "$stacked"
-  if AWS_ENDPOINT_URL_CLOUDFORMATION="$AWS_ENDPOINT_URL_DYNAMODB" "${cli[0]}" --stack no-such-stack top points 2>/dev/null; then
-    echo "standings --stack of an unknown stack exited 0" >&2; exit 1
+  status=0
+  AWS_ENDPOINT_URL_CLOUDFORMATION="$AWS_ENDPOINT_URL_DYNAMODB" "${cli[0]}" --stack no-such-stack top points 2>"$run/cli.err" || status=$?
+  if [ "$status" != 2 ] || ! grep -q "no stack named no-such-stack" "$run/cli.err"; then
+    echo "standings --stack of an unknown stack: exit $status, $(cat "$run/cli.err")" >&2; exit 1
   fi
   # Poison through the local queue: dead-lettered by the queue function with its reason, as in
   # the deployed stack (the local run gives each function its template's timeout, not the

@@ -45,6 +45,7 @@ pub struct TargetArgs {
     /// OAuth client credentials: a token is asked for with these (scope `standings/admin`).
     #[arg(long, global = true, env = "STANDINGS_CLIENT_ID")]
     pub client_id: Option<String>,
+    /// The OAuth client's secret (prefer the environment variable: a flag is seen in `ps`).
     #[arg(long, global = true, env = "STANDINGS_CLIENT_SECRET", hide_env_values = true)]
     pub client_secret: Option<String>,
     /// The token endpoint (default: the stack's `JwtIssuer`'s OpenID configuration says it).
@@ -56,16 +57,19 @@ pub struct TargetArgs {
 pub enum Command {
     /// Brings boards back from the journal after Redis lost them (invoked until complete).
     Restore {
+        /// Only this board (default: every board the journal knows).
         #[arg(long)]
         board: Option<String>,
     },
     /// Compares boards with their journal.
     Verify {
+        /// Only this board (default: every board).
         #[arg(long)]
         board: Option<String>,
     },
     /// Moves a board to the shard count its definition declares (invoked until complete).
     Reshard {
+        /// The board to move.
         #[arg(long)]
         board: String,
     },
@@ -77,8 +81,10 @@ pub enum Command {
     },
     /// Archives an ended season to DynamoDB (invoked until complete).
     Archive {
+        /// The board whose season ended.
         #[arg(long)]
         board: String,
+        /// The season's id (e.g. 2026-10 for a monthly board).
         #[arg(long)]
         season: String,
     },
@@ -87,10 +93,13 @@ pub enum Command {
         /// The candidate configuration (TOML).
         #[arg(long)]
         config: std::path::PathBuf,
+        /// The board to replay.
         #[arg(long)]
         board: String,
+        /// Its period (all, daily, weekly, monthly).
         #[arg(long)]
         period: String,
+        /// The period's id (e.g. 2026-11-30, 2026-W48, 2026-11).
         #[arg(long)]
         period_id: String,
     },
@@ -104,6 +113,7 @@ pub enum Command {
     /// Lifts a user's ban.
     Unban {
         user: String,
+        /// Kept in your shell's history only: the route records who and when, not why.
         #[arg(long)]
         reason: Option<String>,
     },
@@ -111,14 +121,19 @@ pub enum Command {
     Correct {
         board: String,
         user: String,
+        /// Adds this many points (negative: takes them off).
         #[arg(long, allow_hyphen_values = true, conflicts_with = "set", required_unless_present = "set")]
         delta: Option<i64>,
+        /// Sets the score to this.
         #[arg(long, allow_hyphen_values = true)]
         set: Option<i64>,
+        /// Why (required: recorded with the correction).
         #[arg(long)]
         reason: String,
+        /// The period corrected (default: the board's all-time).
         #[arg(long)]
         period: Option<String>,
+        /// The period's id (default: the current one).
         #[arg(long)]
         period_id: Option<String>,
         /// Makes the correction exactly-once (default: one derived from its arguments).
@@ -129,10 +144,13 @@ pub enum Command {
     Void {
         board: String,
         user: String,
+        /// The range's start (RFC 3339).
         #[arg(long)]
         from: String,
+        /// The range's end (RFC 3339).
         #[arg(long)]
         to: String,
+        /// Why (required: recorded with the void).
         #[arg(long)]
         reason: String,
         /// Makes the void exactly-once (default: one derived from its arguments).
@@ -148,8 +166,10 @@ pub enum Command {
     /// A board's top.
     Top {
         board: String,
+        /// The period (default: the board's first).
         #[arg(long)]
         period: Option<String>,
+        /// How many entries (the route's default and limit apply).
         #[arg(long)]
         limit: Option<u32>,
     },
@@ -157,6 +177,7 @@ pub enum Command {
     Rank {
         board: String,
         user: String,
+        /// The period (default: the board's first).
         #[arg(long)]
         period: Option<String>,
     },
@@ -168,16 +189,14 @@ pub enum Command {
 pub enum Boards {
     /// Every board (declared and runtime).
     List,
-    Show {
-        name: String,
-    },
+    /// A board's definition.
+    Show { name: String },
     /// Defines a runtime board from a JSON file.
-    Put {
-        name: String,
-        file: std::path::PathBuf,
-    },
+    Put { name: String, file: std::path::PathBuf },
+    /// Deletes a runtime board (its name is never defined again).
     Delete {
         name: String,
+        /// Why (recorded with the end).
         #[arg(long)]
         reason: Option<String>,
     },
@@ -185,40 +204,71 @@ pub enum Boards {
 
 #[derive(Debug, Subcommand)]
 pub enum Tournaments {
+    /// Every tournament (all pages), without prizes and metadata.
     List {
+        /// open, upcoming or ended.
         #[arg(long)]
         state: Option<String>,
+        /// Only this category.
         #[arg(long)]
         category: Option<String>,
     },
-    Show {
-        id: String,
-    },
+    /// A tournament with its prizes and metadata.
+    Show { id: String },
     /// Defines a tournament from a JSON file.
-    Put {
-        id: String,
-        file: std::path::PathBuf,
-    },
+    Put { id: String, file: std::path::PathBuf },
     /// Edits a running tournament with a JSON file of the fields to change.
-    Patch {
-        id: String,
-        file: std::path::PathBuf,
-    },
+    Patch { id: String, file: std::path::PathBuf },
     /// Ends the open instance now.
     End {
         id: String,
+        /// Why (recorded with the end).
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Deletes a tournament (its results stay readable; its name is never defined again).
     Delete {
         id: String,
+        /// Why (recorded with the end).
         #[arg(long)]
         reason: Option<String>,
     },
     /// An instance's results (default: the open one, else the last that ended).
     Results {
         id: String,
+        /// The instance's id (`all` for a one-off tournament).
         #[arg(long)]
         instance: Option<String>,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::Cli;
+
+    /// `--help` of the command and of each subcommand names every flag it takes, each with a
+    /// line saying what it does.
+    #[test]
+    fn every_flag_is_named_and_explained_in_its_commands_help() {
+        fn check(command: &mut clap::Command, path: &str, checked: &mut usize) {
+            let help = command.render_long_help().to_string();
+            for arg in command.get_arguments() {
+                let Some(long) = arg.get_long() else { continue };
+                assert!(help.contains(&format!("--{long}")), "`{path} --help` does not name --{long}:\n{help}");
+                assert!(arg.get_help().is_some() || arg.get_long_help().is_some(), "`{path} --{long}` has no help text");
+                *checked += 1;
+            }
+            for sub in command.get_subcommands_mut() {
+                let name = format!("{path} {}", sub.get_name());
+                check(sub, &name, checked);
+            }
+        }
+        let mut cli = Cli::command();
+        cli.build();
+        let mut checked = 0;
+        check(&mut cli, "standings", &mut checked);
+        assert!(checked > 100, "the globals in every subcommand, and each one's own: {checked}");
+    }
 }

@@ -104,7 +104,15 @@ async fn stack_description(stack: &str) -> Result<aws_sdk_cloudformation::types:
     let config = standings::runtime::aws::sdk_config(3, std::time::Duration::from_secs(30)).await;
     let client = aws_sdk_cloudformation::Client::new(&config);
     let answer = client.describe_stacks().stack_name(stack).send().await.map_err(|error| {
-        Failure::Transport(format!("CloudFormation DescribeStacks {stack}: {}", aws_sdk_cloudformation::error::DisplayErrorContext(error)))
+        // CloudFormation answers an unknown stack with a ValidationError "… does not exist".
+        let missing = error.as_service_error().and_then(|e| e.meta().message()).is_some_and(|m| m.contains("does not exist"));
+        match missing {
+            true => Failure::Usage(format!("no stack named {stack}")),
+            false => Failure::Transport(format!(
+                "CloudFormation DescribeStacks {stack}: {}",
+                aws_sdk_cloudformation::error::DisplayErrorContext(error)
+            )),
+        }
     })?;
     answer.stacks().first().cloned().ok_or_else(|| Failure::Usage(format!("no stack named {stack}")))
 }
