@@ -93,6 +93,26 @@ pub fn progress_line(job: &str, progress: Progress, rates: Rates) -> String {
     text
 }
 
+/// How far a job has come, 0 to 1: the journal read of its size when it is known (a
+/// restore), else the boards done of all; `None` before anything is known.
+pub fn fraction(progress: Progress) -> Option<f64> {
+    if progress.journal_bytes > 0 {
+        let read = progress.journal_bytes - progress.left_bytes.min(progress.journal_bytes);
+        Some(read as f64 / progress.journal_bytes as f64)
+    } else if progress.boards > 0 {
+        Some(progress.boards_done.min(progress.boards) as f64 / progress.boards as f64)
+    } else {
+        None
+    }
+}
+
+/// A bar `width` characters wide between brackets, filled to `fraction` (rounded down, so a bar
+/// is full only when the job is).
+pub fn bar(fraction: f64, width: usize) -> String {
+    let filled = ((fraction.clamp(0.0, 1.0) * width as f64).floor() as usize).min(width);
+    format!("[{}{}]", "#".repeat(filled), "-".repeat(width - filled))
+}
+
 fn bytes(n: u64) -> String {
     match n {
         n if n >= 1 << 30 => format!("{:.1} GiB", n as f64 / (1u64 << 30) as f64),
@@ -130,7 +150,9 @@ impl Reporter {
     pub fn report(&mut self, progress: Progress, rates: Rates) {
         let text = format!("{} [{}]", progress_line(self.job, progress, rates), duration(self.started.elapsed().as_secs()));
         if self.terminal {
-            eprint!("\r\x1b[2K{text}");
+            // A bar on a terminal, before the numbers; piped, the lines stay plain.
+            let bar = fraction(progress).map(|f| format!("{} ", bar(f, 24))).unwrap_or_default();
+            eprint!("\r\x1b[2K{bar}{text}");
         } else if self.last.is_none_or(|last| last.elapsed() >= self.every) {
             eprintln!("{text}");
             (self.last, self.unprinted) = (Some(Instant::now()), None);
@@ -152,6 +174,20 @@ impl Reporter {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_bar_fills_with_the_journal_read_else_the_boards_done_and_is_full_only_when_done() {
+        assert_eq!(bar(0.0, 10), "[----------]");
+        assert_eq!(bar(0.44, 10), "[####------]");
+        assert_eq!(bar(0.999, 10), "[#########-]", "not full before the end");
+        assert_eq!(bar(1.0, 10), "[##########]");
+        assert_eq!(bar(1.7, 10), "[##########]");
+        let restore = Progress { boards_done: 4, boards: 5, journal_bytes: 1_000, left_bytes: 250, ..Progress::default() };
+        assert_eq!(fraction(restore), Some(0.75), "a restore: the journal read, not the boards");
+        let reshard = Progress { boards_done: 1, boards: 4, ..Progress::default() };
+        assert_eq!(fraction(reshard), Some(0.25));
+        assert_eq!(fraction(Progress::default()), None, "nothing known: no bar");
+    }
 
     #[test]
     fn rows_become_aligned_columns_and_other_fields_lines() {
