@@ -113,10 +113,7 @@ async fn tournaments(api: &Api, command: &Tournaments) -> Result<Value, Failure>
 async fn every_page(api: &Api, route: &str, query: Vec<(&str, String)>, mut first: Value, rows: &str) -> Result<Value, Failure> {
     let mut cursor = first["next_cursor"].as_str().map(str::to_owned);
     for _ in 0..MAX_PAGES {
-        let Some(next) = cursor.take() else {
-            first["next_cursor"] = Value::Null;
-            return Ok(first);
-        };
+        let Some(next) = cursor.take() else { break };
         let mut paged = query.clone();
         paged.push(("cursor", next));
         let page = api.call(Method::GET, route, &paged, None).await?;
@@ -127,10 +124,10 @@ async fn every_page(api: &Api, route: &str, query: Vec<(&str, String)>, mut firs
         cursor = page["next_cursor"].as_str().map(str::to_owned);
     }
     first["next_cursor"] = cursor.clone().map_or(Value::Null, Value::String);
-    if cursor.is_none() {
-        return Ok(first);
+    match cursor {
+        None => Ok(first),
+        Some(_) => Err(Failure::Incomplete { message: format!("GET {route}: more than {MAX_PAGES} pages"), summary: Some(first) }),
     }
-    Err(Failure::Incomplete { message: format!("GET {route}: more than {MAX_PAGES} pages"), summary: Some(first) })
 }
 
 fn json_file(file: &std::path::Path) -> Result<Value, Failure> {
