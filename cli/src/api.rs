@@ -52,10 +52,21 @@ impl Api {
                 message: "this route needs a bearer token: set STANDINGS_TOKEN, or give --client-id and --client-secret".into(),
             });
         }
+        // API Gateway's own refusals (a token expired or of the wrong scope, throttling) are
+        // `{"message"}` alone: named by their status.
+        let gateway = match status.as_u16() {
+            401 => "unauthorized",
+            403 => "forbidden",
+            429 => "too_many_requests",
+            _ => "http_error",
+        };
         Err(Failure::Api {
             status: status.as_u16(),
-            code: error["code"].as_str().unwrap_or("http_error").to_owned(),
-            message: error["message"].as_str().map_or_else(|| format!("{method} {path} answered {status}"), str::to_owned),
+            code: error["code"].as_str().unwrap_or(gateway).to_owned(),
+            message: error["message"]
+                .as_str()
+                .or_else(|| json["message"].as_str())
+                .map_or_else(|| format!("{method} {path} answered {status}"), str::to_owned),
         })
     }
 }

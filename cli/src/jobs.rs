@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use aws_sdk_lambda::operation::invoke::{InvokeError, InvokeOutput};
 use aws_sdk_lambda::primitives::Blob;
 use serde_json::{Value, json};
 
@@ -73,14 +74,16 @@ impl Job {
     }
 
     /// Whether `answer` is the last one: a restore or reshard `complete`, an archive whose
-    /// every season report is past `in_progress`; a drain, verify or dry-run in one call.
+    /// every season report is past `in_progress`, a drain that ended before its deadline
+    /// (`complete`, absent from a function older than it); a verify or dry-run in one call.
     pub fn completed(&self, answer: &Value) -> bool {
         match self {
             Job::Restore { .. } | Job::Reshard { .. } => answer["status"] == "complete",
             Job::Archive { .. } => {
                 answer["results"].as_array().is_some_and(|seasons| seasons.iter().all(|season| season["status"] != "in_progress"))
             }
-            Job::Verify { .. } | Job::Drain { .. } | Job::DryRun { .. } => true,
+            Job::Drain { .. } => answer["complete"] != false,
+            Job::Verify { .. } | Job::DryRun { .. } => true,
         }
     }
 }
@@ -176,21 +179,11 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
                 _ = ticks.tick() => report(last, rates(last, started, passed_before)),
             }
         };
-        let answer =
-            answer.map_err(|e| Failure::Transport(format!("Invoke {function}: {}", aws_sdk_lambda::error::DisplayErrorContext(e))))?;
-        let body: Value = answer.payload().map(|blob| serde_json::from_slice(blob.as_ref()).unwrap_or(Value::Null)).unwrap_or(Value::Null);
-        if let Some(kind) = answer.function_error() {
-            return Err(Failure::Function {
-                kind: body["errorType"].as_str().unwrap_or(kind).to_owned(),
-                message: body["errorMessage"].as_str().unwrap_or("the function failed").to_owned(),
-            });
-        }
-        if !job.answered(&body) {
-            return Err(Failure::Function {
-                kind: "unexpected_answer".into(),
-                message: format!("{function} answered without a report: {}", shorten(&body.to_string())),
-            });
-        }
+        let body = match report_of(job, function, answer) {
+            Ok(body) => body,
+            // What the invocations before it did is kept: the same command resumes from there.
+            Err(failure) => return Err(failure.after(summary)),
+        };
         let read_now = Progress::of(invocation, &body).read_bytes;
         // The progress is the summary's: each board's counters summed over the invocations, as
         // its last report left it.
@@ -209,6 +202,30 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
     Err(Failure::Incomplete { message, summary })
 }
 
+/// One invocation's report, or why it is none (the Invoke API failed, the function failed, or
+/// it answered something that is not this job's report).
+fn report_of(
+    job: &Job,
+    function: &str,
+    answer: Result<InvokeOutput, aws_sdk_lambda::error::SdkError<InvokeError>>,
+) -> Result<Value, Failure> {
+    let answer = answer.map_err(|e| Failure::Transport(format!("Invoke {function}: {}", aws_sdk_lambda::error::DisplayErrorContext(e))))?;
+    let body: Value = answer.payload().map(|blob| serde_json::from_slice(blob.as_ref()).unwrap_or(Value::Null)).unwrap_or(Value::Null);
+    if let Some(kind) = answer.function_error() {
+        return Err(Failure::Function {
+            kind: body["errorType"].as_str().unwrap_or(kind).to_owned(),
+            message: body["errorMessage"].as_str().unwrap_or("the function failed").to_owned(),
+        });
+    }
+    if !job.answered(&body) {
+        return Err(Failure::Function {
+            kind: "unexpected_answer".into(),
+            message: format!("{function} answered without a report: {}", shorten(&body.to_string())),
+        });
+    }
+    Ok(body)
+}
+
 /// How often the progress is shown while an invocation runs.
 const TICK: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -222,7 +239,19 @@ fn rates(progress: Progress, started: Instant, passed_before: Option<u64>) -> Ra
 /// summed over every invocation (a report counts what its own invocation did) and the boards
 /// only earlier invocations reported kept.
 fn merged(before: Value, mut next: Value) -> Value {
-    const COUNTERS: [&str; 8] = ["replayed", "applied", "duplicates", "refused", "read_bytes", "moved", "items_written", "batch_calls"];
+    const COUNTERS: [&str; 11] = [
+        "replayed",
+        "applied",
+        "duplicates",
+        "refused",
+        "read_bytes",
+        "moved",
+        "items_written",
+        "batch_calls",
+        "entries",
+        "objects",
+        "notifications",
+    ];
     let add = |from: &Value, into: &mut Value| {
         for counter in COUNTERS {
             if let (Some(a), Some(b)) = (from[counter].as_u64(), into[counter].as_u64()) {
@@ -289,6 +318,10 @@ mod tests {
         let archive = Job::Archive { board: "b".into(), season: "s".into() };
         assert!(!archive.completed(&json!({"results": [{"status": "complete"}, {"status": "in_progress"}]})));
         assert!(archive.completed(&json!({"results": [{"status": "already_complete"}]})));
+        let drain = Job::Drain { release_held: false };
+        assert!(!drain.completed(&json!({"complete": false, "boards": []})), "stopped by its deadline: invoked again");
+        assert!(drain.completed(&json!({"complete": true, "boards": []})));
+        assert!(drain.completed(&json!({"boards": []})), "a function from before the field");
         assert!(!archive.completed(&json!({"error": "x"})), "an answer with no reports is not a completion");
     }
 

@@ -36,6 +36,10 @@ pub enum Failure {
     /// Ctrl-C between invocations; `summary` is what the invocations before it did.
     #[error("{job} stopped between invocations: the same command again resumes it")]
     Stopped { job: &'static str, summary: Option<Value> },
+    /// A call failed after earlier ones had done work (a job's invocation, a listing's page):
+    /// `cause`, and what the calls before it did.
+    #[error("{cause}")]
+    PartWay { cause: Box<Failure>, summary: Value },
 }
 
 impl Failure {
@@ -44,6 +48,7 @@ impl Failure {
         match self {
             Failure::Usage(_) => 2,
             Failure::Stopped { .. } => 130,
+            Failure::PartWay { cause, .. } => cause.exit_code(),
             _ => 1,
         }
     }
@@ -52,7 +57,16 @@ impl Failure {
     pub fn summary(&self) -> Option<&Value> {
         match self {
             Failure::Incomplete { summary, .. } | Failure::Stopped { summary, .. } => summary.as_ref(),
+            Failure::PartWay { summary, .. } => Some(summary),
             _ => None,
+        }
+    }
+
+    /// `self`, with what the calls before it did when they did anything.
+    pub fn after(self, summary: Option<Value>) -> Failure {
+        match summary {
+            Some(summary) => Failure::PartWay { cause: Box::new(self), summary },
+            None => self,
         }
     }
 
@@ -61,6 +75,11 @@ impl Failure {
     /// part-way's `summary` so far.
     pub fn json(&self) -> Value {
         let (code, message) = match self {
+            Failure::PartWay { cause, summary } => {
+                let mut json = cause.json();
+                json["summary"] = summary.clone();
+                return json;
+            }
             Failure::Api { status, code, message } => {
                 return serde_json::json!({"error": {"code": code, "status": status, "message": message}, "exit": self.exit_code()});
             }

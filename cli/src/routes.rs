@@ -109,25 +109,27 @@ async fn tournaments(api: &Api, command: &Tournaments) -> Result<Value, Failure>
 
 /// Every page of a listing, in its order: the `first` page's answer with the `rows` of every
 /// page after it (`query` and each page's `next_cursor`). A listing not followed to its end (a
-/// page without rows, or `MAX_PAGES` of them) is a failure carrying the rows so far.
+/// page that fails or has no rows, or `MAX_PAGES` of them) is a failure carrying the rows so
+/// far, with the cursor of the first page not read as their `next_cursor`.
 async fn every_page(api: &Api, route: &str, query: Vec<(&str, String)>, mut first: Value, rows: &str) -> Result<Value, Failure> {
-    let mut cursor = first["next_cursor"].as_str().map(str::to_owned);
     for _ in 0..MAX_PAGES {
-        let Some(next) = cursor.take() else { break };
+        let Some(next) = first["next_cursor"].as_str().map(str::to_owned) else { break };
         let mut paged = query.clone();
         paged.push(("cursor", next));
-        let page = api.call(Method::GET, route, &paged, None).await?;
+        let page = match api.call(Method::GET, route, &paged, None).await {
+            Ok(page) => page,
+            Err(failure) => return Err(failure.after(Some(first))),
+        };
         let (Some(all), Some(more)) = (first[rows].as_array_mut(), page[rows].as_array()) else {
             return Err(Failure::Incomplete { message: format!("GET {route}: a page without `{rows}`: {page}"), summary: Some(first) });
         };
         all.extend(more.iter().cloned());
-        cursor = page["next_cursor"].as_str().map(str::to_owned);
+        first["next_cursor"] = page["next_cursor"].as_str().map_or(Value::Null, |c| Value::String(c.to_owned()));
     }
-    first["next_cursor"] = cursor.clone().map_or(Value::Null, Value::String);
-    match cursor {
-        None => Ok(first),
-        Some(_) => Err(Failure::Incomplete { message: format!("GET {route}: more than {MAX_PAGES} pages"), summary: Some(first) }),
+    if first["next_cursor"].is_null() {
+        return Ok(first);
     }
+    Err(Failure::Incomplete { message: format!("GET {route}: more than {MAX_PAGES} pages"), summary: Some(first) })
 }
 
 fn json_file(file: &std::path::Path) -> Result<Value, Failure> {

@@ -154,7 +154,12 @@ async fn a_drain_moves_every_entry_to_s3_by_board_and_date_and_trims_only_what_i
     let bucket = new_bucket(&client).await;
     let metrics = Arc::new(Mutex::new(Vec::new()));
     let drainer = app.drainer(S3Objects::new(client.clone(), &bucket), metrics.clone()).with_chunk(7);
+    // A run past its deadline stores nothing and says it did not complete (the CLI invokes it again).
+    let stopped = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(Utc::now() - Duration::seconds(1)).await;
+    assert!(!stopped.complete && stopped.entries == 0, "{stopped:?}");
+    assert_eq!(app.journal_len("activity").await, 23);
     let report = drainer.drain(far()).await;
+    assert!(report.complete, "{report:?}");
     assert_eq!(report.entries, 23);
     assert_eq!(report.lag_seconds, 0.0);
     assert_eq!(app.journal_len("activity").await, 0, "trimmed once stored");

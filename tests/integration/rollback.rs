@@ -13,7 +13,7 @@ use standings::domain::config::Config;
 use standings::redis::settings::RedisSettings;
 use standings_tests::TestApp;
 use standings_tests::journal::{drain_to_new_bucket, spawn_journaled_at};
-use standings_tests::servers::{RedisServer, eventually};
+use standings_tests::servers::{RedisCluster, RedisServer, eventually};
 
 fn far() -> chrono::DateTime<Utc> {
     Utc::now() + Duration::minutes(5)
@@ -127,4 +127,84 @@ async fn a_restore_run_first_after_a_rollback_sees_it_itself() {
 #[tokio::test]
 async fn a_drain_without_its_record_sees_a_rollback_from_the_objects_it_finds_stored() {
     rolled_back(true, false).await;
+}
+
+/// The keys of one board (`{board}`, its hash tag) as `state` reads them.
+async fn board_state(app: &TestApp, board: &str) -> Vec<(String, Vec<u8>, i64)> {
+    let tag = format!("{{{board}}}");
+    state(app).await.into_iter().filter(|(key, ..)| key.contains(&tag)).collect()
+}
+
+/// One primary of a cluster started again on an older copy of its files while the others are
+/// current (a node's own crash and restart from its last RDB, or one shard's backup restored):
+/// the board it serves is fenced by the next drain and restored as it stood, while a board on
+/// another node never stops taking writes and is not touched.
+#[tokio::test]
+async fn a_cluster_node_restarted_from_an_older_snapshot_fences_and_restores_its_boards_only() {
+    // No replicas: a replica would be failed over to, or resync the restarted node.
+    let mut cluster = RedisCluster::start_with(3, 0, &["--appendonly", "yes", "--appendfsync", "always"]).await;
+    let app = spawn_journaled_at(Config::default_boards(), &cluster.settings()).await;
+    let lesson = |id: String, user: &'static str| {
+        app.set_now(Utc::now());
+        app.event(json!({"event_id": id, "user_id": user, "action": "lesson"}))
+    };
+    for i in 0..2 {
+        assert_eq!(learn(&app, &format!("before-{i}"), "ann").await.0, StatusCode::OK);
+        assert_eq!(lesson(format!("lesson-before-{i}"), "ann").await.0, StatusCode::OK);
+    }
+    let (client, bucket) = drain_to_new_bucket(&app, 3).await;
+    let drain = || async { app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await };
+    let slot = |board: &str| {
+        let query = redis::cmd("CLUSTER").arg("KEYSLOT").arg(format!("{{{board}}}")).clone();
+        let node = &cluster.nodes[0];
+        async move { node.query::<u16>(&query).await.unwrap() }
+    };
+    let (points_slot, xp_slot) = (slot("points").await, slot("xp").await);
+    let node = cluster.primary_of(points_slot).await.expect("a primary serves the slot");
+    assert_ne!(cluster.primary_of(xp_slot).await, Some(node), "xp is served by another primary than points");
+
+    // The snapshot's stream holds a write not drained yet.
+    assert_eq!(learn(&app, "pending", "dan").await.0, StatusCode::OK);
+    cluster.node(node).snapshot();
+    let at_snapshot = points(&app, "ann").await;
+    for (i, user) in ["ann", "bob", "ann"].into_iter().enumerate() {
+        assert_eq!(learn(&app, &format!("after-{i}"), user).await.0, StatusCode::OK);
+        assert_eq!(lesson(format!("lesson-after-{i}"), user).await.0, StatusCode::OK);
+    }
+    assert!(drain().await.boards.iter().all(|b| b.error.is_none()));
+    assert_eq!(learn(&app, "last", "bob").await.0, StatusCode::OK);
+    assert!(drain().await.boards.iter().all(|b| b.error.is_none()));
+    let (points_before, xp_before) = (board_state(&app, "points").await, board_state(&app, "xp").await);
+    let ann = points(&app, "ann").await;
+    assert_ne!(ann, at_snapshot);
+
+    cluster.node(node).roll_back().await;
+    cluster.wait_until_healthy().await;
+    eventually("the functions reach the restarted node", std::time::Duration::from_secs(30), || async {
+        let (status, _) = points(&app, "ann").await;
+        (status == StatusCode::OK).then_some(())
+    })
+    .await;
+    assert_eq!(board_state(&app, "xp").await, xp_before, "the other primaries' keys are as they were");
+    assert_ne!(board_state(&app, "points").await, points_before, "the restarted node holds the snapshot");
+
+    let report = drain().await;
+    let lost: Vec<&str> = report.boards.iter().filter(|b| b.lost).map(|b| b.board.as_str()).collect();
+    assert_eq!(lost, vec!["points"], "only the board of the restarted node: {:?}", report.boards);
+    let (status, body) = learn(&app, "fenced", "dan").await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+    let (status, body) = lesson("other-node".into(), "dan").await;
+    assert_eq!((status, body["duplicate"].as_bool()), (StatusCode::OK, Some(false)), "another node's board takes writes: {body}");
+    let xp_now = board_state(&app, "xp").await;
+
+    let restorer = app.journal_jobs(&client, &bucket, Arc::default()).restorer;
+    let report = restorer.restore(None, far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert_eq!(board_state(&app, "points").await, points_before, "the board as it stood before the rollback");
+    assert_eq!(board_state(&app, "xp").await, xp_now, "the other board untouched by the restore");
+    assert_eq!(points(&app, "ann").await, ann);
+    let (status, again) = learn(&app, "after-2", "ann").await;
+    assert_eq!((status, again["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "a write after the snapshot is known: {again}");
+    let report = drain().await;
+    assert!(report.boards.iter().all(|b| !b.lost && b.error.is_none()), "nothing older than the journal now: {:?}", report.boards);
 }

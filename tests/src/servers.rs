@@ -192,10 +192,12 @@ impl Drop for RedisServer {
     }
 }
 
-/// A Redis Cluster a test owns: `primaries` primaries with one replica each, made with
-/// `redis-cli --cluster create`, with a short node timeout (`NODE_TIMEOUT_MS`).
+/// A Redis Cluster a test owns: `primaries` primaries with one replica each (or `replicas`,
+/// `start_with`), made with `redis-cli --cluster create`, with a short node timeout
+/// (`NODE_TIMEOUT_MS`).
 pub struct RedisCluster {
     pub nodes: Vec<RedisServer>,
+    replicas: usize,
 }
 
 /// How long a primary may be unreachable before the cluster fails it over: short, so a
@@ -206,20 +208,27 @@ impl RedisCluster {
     /// Returns once every node sees the cluster ok with every slot covered, and every replica
     /// is in sync with its primary.
     pub async fn start(primaries: usize) -> Self {
+        Self::start_with(primaries, 1, &[]).await
+    }
+
+    /// `replicas` per primary (0: a node's restart is never failed over), every node started
+    /// with `args` too (persistence, say).
+    pub async fn start_with(primaries: usize, replicas: usize, args: &[&str]) -> Self {
         let timeout = NODE_TIMEOUT_MS.to_string();
-        let args = ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", &timeout];
-        let nodes = join_all((0..primaries * 2).map(|_| RedisServer::start_cluster_node(&args))).await;
+        let mut all = vec!["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", &timeout];
+        all.extend_from_slice(args);
+        let nodes = join_all((0..primaries * (1 + replicas)).map(|_| RedisServer::start_cluster_node(&all))).await;
         let addresses: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
         let created = tokio::process::Command::new("redis-cli")
             .arg("--cluster")
             .arg("create")
             .args(&addresses)
-            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .await
             .expect("redis-cli is installed");
         assert!(created.status.success(), "redis-cli --cluster create: {}", String::from_utf8_lossy(&created.stdout));
-        let cluster = Self { nodes };
+        let cluster = Self { nodes, replicas };
         cluster.wait_until_healthy().await;
         cluster
     }
@@ -271,7 +280,7 @@ impl RedisCluster {
                 let replication: String = node.query(redis::cmd("INFO").arg("replication")).await.ok()?;
                 replicas_in_sync += usize::from(replication.contains("master_link_status:up"));
             }
-            (replicas_in_sync == running.len() / 2).then_some(())
+            (replicas_in_sync == running.len() * self.replicas / (1 + self.replicas)).then_some(())
         })
         .await;
     }

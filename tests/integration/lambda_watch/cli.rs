@@ -175,6 +175,21 @@ async fn wrong_targets_a_bad_file_and_an_unknown_board_exit_non_zero_with_a_clea
 
     let bad_file = standings(&["boards", "put", "x", "/no/such/file.json"]);
     assert_eq!(bad_file.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad_file.stderr));
+    let not_json = std::env::temp_dir().join(format!("standings-cli-{}.json", std::process::id()));
+    std::fs::write(&not_json, "{\"kind\": ").unwrap();
+    let malformed = standings(&["--json", "tournaments", "put", "x-cup", not_json.to_str().unwrap()]);
+    std::fs::remove_file(&not_json).ok();
+    assert_eq!(malformed.status.code(), Some(2));
+    let error: Value = serde_json::from_slice(&malformed.stdout).unwrap();
+    assert_eq!(error["error"]["code"], "usage", "{error}");
+    assert!(error["error"]["message"].as_str().unwrap().contains("not JSON"), "{error}");
+
+    // A job whose Lambda endpoint answers nothing: unreachable, nothing invoked, exit 1.
+    let no_lambda =
+        std::process::Command::new(binary()).args(["restore", "--json", "--lambda-endpoint", "http://127.0.0.1:9"]).output().unwrap();
+    assert_eq!(no_lambda.status.code(), Some(1), "{}", String::from_utf8_lossy(&no_lambda.stderr));
+    let error: Value = serde_json::from_slice(&no_lambda.stdout).unwrap();
+    assert_eq!(error["error"]["code"], "unreachable", "target flags after the subcommand too: {error}");
 
     let nowhere = std::process::Command::new(binary()).args(["--api", "http://127.0.0.1:9", "top", "points"]).output().unwrap();
     assert_eq!(nowhere.status.code(), Some(1));

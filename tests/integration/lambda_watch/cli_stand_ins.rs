@@ -74,6 +74,12 @@ async fn client_credentials_fetch_a_token_that_admin_calls_carry() {
     assert_eq!(refused.status.code(), Some(1));
     let error: Value = serde_json::from_slice(&refused.stdout).unwrap();
     assert_eq!((&error["error"]["code"], &error["error"]["status"]), (&json!("invalid_client"), &json!(401)), "{error}");
+
+    // A token the gateway refuses (expired, of another scope): its own `{"message"}`, named by status.
+    let expired = command(&["--json", "--api", &url, "ban", "mallory"]).env("STANDINGS_TOKEN", "expired-token").output().await.unwrap();
+    assert_eq!(expired.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&expired.stdout).unwrap();
+    assert_eq!(error["error"], json!({"code": "unauthorized", "status": 401, "message": "Unauthorized"}), "{error}");
 }
 
 /// `application/x-www-form-urlencoded` pairs (the few characters the command's form uses).
@@ -187,4 +193,76 @@ async fn ctrl_c_stops_a_job_between_invocations_with_its_summary_so_far() {
     let failure: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(failure["error"]["code"], "stopped", "{failure}");
     assert_eq!(failure["summary"]["boards"][0]["applied"], json!(2), "both invocations' lines: {failure}");
+}
+
+/// A restore whose third and fifth invocations fail (the function's own error, as the Invoke
+/// API returns it) and whose seventh completes; every payload it was sent is kept.
+#[derive(Clone, Default)]
+struct Flaky {
+    payloads: Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+async fn flaky(State(flaky): State<Flaky>, body: String) -> (StatusCode, HeaderMap, Json<Value>) {
+    let n = {
+        let mut payloads = flaky.payloads.lock().unwrap();
+        payloads.push(serde_json::from_str(&body).unwrap());
+        payloads.len()
+    };
+    let mut headers = HeaderMap::new();
+    if n == 3 || n == 5 {
+        headers.insert("x-amz-function-error", "Unhandled".parse().unwrap());
+        return (StatusCode::OK, headers, Json(json!({"errorType": "Timeout", "errorMessage": "Task timed out after 900.00 seconds"})));
+    }
+    let status = if n >= 7 { "complete" } else { "in_progress" };
+    (
+        StatusCode::OK,
+        headers,
+        Json(json!({"status": status, "boards": [{"board": "points", "status": status, "replayed": 1, "applied": 1}]})),
+    )
+}
+
+#[tokio::test]
+async fn a_failed_invocation_keeps_what_the_ones_before_it_did_and_the_same_command_goes_on() {
+    let stand_in = Flaky::default();
+    let url = serve(Router::new().route("/2015-03-31/functions/{function}/invocations", post(flaky)).with_state(stand_in.clone())).await;
+    let args = ["--json", "--lambda-endpoint", &url, "restore", "--board", "points"];
+
+    let failed = command(&args).output().await.unwrap();
+    assert_eq!(failed.status.code(), Some(1), "{}", String::from_utf8_lossy(&failed.stderr));
+    let failure: Value = serde_json::from_slice(&failed.stdout).unwrap();
+    assert_eq!(failure["error"]["code"], "Timeout", "the function's own error: {failure}");
+    assert_eq!(failure["summary"]["boards"][0]["applied"], json!(2), "the two invocations before it: {failure}");
+    // Readable: the summary so far on stdout, the failure on stderr.
+    let readable = command(&args[1..]).output().await.unwrap();
+    assert_eq!(readable.status.code(), Some(1));
+    let (out, err) = (String::from_utf8_lossy(&readable.stdout), String::from_utf8_lossy(&readable.stderr));
+    assert!(out.contains("status: in_progress") && out.contains("points"), "the fourth invocation's summary: {out}");
+    assert!(err.contains("standings: Timeout: Task timed out after 900.00 seconds"), "{err}");
+    // The same command again goes on to the end.
+    let completed = command(&args[1..]).output().await.unwrap();
+    assert_eq!(completed.status.code(), Some(0), "the seventh invocation completes: {}", String::from_utf8_lossy(&completed.stderr));
+    let text = String::from_utf8_lossy(&completed.stdout);
+    assert!(text.contains("status: complete") && text.contains("points"), "{text}");
+
+    let payloads = stand_in.payloads.lock().unwrap().clone();
+    assert_eq!(payloads.len(), 7, "{payloads:?}");
+    assert!(payloads.iter().all(|p| *p == json!({"restore": {"board": "points"}})), "the same job, resumed by the function: {payloads:?}");
+}
+
+#[tokio::test]
+async fn a_listing_whose_page_fails_prints_the_rows_before_it_and_where_it_stopped() {
+    async fn list(Query(query): Query<HashMap<String, String>>) -> (StatusCode, Json<Value>) {
+        match query.get("cursor") {
+            None => (StatusCode::OK, Json(json!({"boards": [{"board": "points"}, {"board": "streaks"}], "next_cursor": "c1"}))),
+            Some(_) => (StatusCode::SERVICE_UNAVAILABLE, Json(json!({"error": {"code": "unavailable", "message": "try again"}}))),
+        }
+    }
+    let url = serve(Router::new().route("/v1/boards", get(list))).await;
+    let output = command(&["--json", "--api", &url, "boards", "list"]).output().await.unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let failure: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!((&failure["error"]["code"], &failure["error"]["status"]), (&json!("unavailable"), &json!(503)), "{failure}");
+    let boards: Vec<&str> = failure["summary"]["boards"].as_array().unwrap().iter().map(|b| b["board"].as_str().unwrap()).collect();
+    assert_eq!(boards, ["points", "streaks"]);
+    assert_eq!(failure["summary"]["next_cursor"], "c1", "the page not read: {failure}");
 }

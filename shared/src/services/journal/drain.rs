@@ -90,6 +90,9 @@ fn is_zero(n: &u64) -> bool {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct DrainReport {
+    /// The run ended before its deadline, every board's stream drained to its end as the run
+    /// found it; false: the deadline stopped it, entries may be left for the next run.
+    pub complete: bool,
     pub boards: Vec<BoardDrain>,
     pub entries: usize,
     pub lag_seconds: f64,
@@ -247,7 +250,7 @@ impl<O: Objects> Drainer<O> {
             self.metrics.put(NOTICES_SENT_METRIC, Unit::Count, notifications as f64, &[]);
             self.metrics.put(NOTICES_DROPPED_METRIC, Unit::Count, dropped as f64, &[]);
         }
-        DrainReport { boards, entries, lag_seconds, notifications, notification_lag_seconds }
+        DrainReport { complete: Utc::now() < deadline, boards, entries, lag_seconds, notifications, notification_lag_seconds }
     }
 
     /// Sends a board's notifications; the events sent, the age of the oldest move not sent
