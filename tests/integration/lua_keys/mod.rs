@@ -30,7 +30,7 @@ fn shebang_line_problem(first: &str) -> Option<String> {
         .map(|flag| format!("declares {flag}, which lifts Redis Cluster's slot checks"))
 }
 
-/// `prelude.lua` and `prelude_league.lua` are composed after every script's own shebang
+/// The prelude's fragments (`prelude*.lua`) are composed after every script's own shebang
 /// (`redis::scripts::compose`), so they must have none; every other script must start with one.
 fn shebang_problem(name: &str, source: &str) -> Option<String> {
     let first = source.lines().next().unwrap_or_default();

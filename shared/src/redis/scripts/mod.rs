@@ -5,7 +5,8 @@
 //! retrying, so callers never notice.
 //!
 //! Every script has one shape (`compose`): its own shebang line, the constants generated from
-//! their Rust definitions, `prelude.lua`'s helpers, then its body. No script copies a constant
+//! their Rust definitions, the prelude's helpers (`prelude_effects.lua`, `prelude.lua`,
+//! `prelude_league.lua`), then its body. No script copies a constant
 //! or a helper.
 
 mod apply;
@@ -112,6 +113,9 @@ pub fn hashes() -> Vec<&'static str> {
 }
 
 const PRELUDE: &str = include_str!("prelude.lua");
+/// The recording of a journaled write's effects, composed before the prelude (whose helpers
+/// read it).
+const PRELUDE_EFFECTS: &str = include_str!("prelude_effects.lua");
 /// The league helpers, composed after the prelude (they use its helpers).
 const PRELUDE_LEAGUE: &str = include_str!("prelude_league.lua");
 
@@ -146,7 +150,7 @@ fn constants() -> String {
 /// constants, the prelude and the rest of the file.
 fn compose(file: &str) -> Script {
     let (shebang, body) = file.split_once('\n').expect("every script starts with its shebang line");
-    Script::new(&format!("{shebang}\n{}{PRELUDE}{PRELUDE_LEAGUE}{body}", constants()))
+    Script::new(&format!("{shebang}\n{}{PRELUDE_EFFECTS}{PRELUDE}{PRELUDE_LEAGUE}{body}", constants()))
 }
 
 /// How long the string markers of heat, sign-ins and corrections remember their id per board.
@@ -379,13 +383,13 @@ mod tests {
             {
                 assert!(!source.contains(copy), "{path:?} copies {copy:?}: constants come from Rust");
             }
-            if path.ends_with("prelude.lua") {
-                assert!(!source.starts_with("#!"), "the prelude goes after each script's own shebang");
+            if path.file_name().is_some_and(|name| name.to_string_lossy().starts_with("prelude")) {
+                assert!(!source.starts_with("#!"), "the prelude's fragments go after each script's own shebang");
                 continue;
             }
             let composed = super::compose(&source);
             let (shebang, body) = source.split_once('\n').unwrap();
-            let expected = format!("{shebang}\n{text}{}{}{body}", super::PRELUDE, super::PRELUDE_LEAGUE);
+            let expected = format!("{shebang}\n{text}{}{}{}{body}", super::PRELUDE_EFFECTS, super::PRELUDE, super::PRELUDE_LEAGUE);
             assert_eq!(composed.get_hash(), super::Script::new(&expected).get_hash(), "{path:?}");
         }
     }

@@ -1,63 +1,12 @@
 --[[
 prelude.lua: the helpers every script is composed with (see `compose` in mod.rs): Redis runs
 one script text, made of the script's own shebang line, the constants generated from their
-Rust definitions (SPAN, MAX_POINTS, SCORE_SPAN, MAX_SCORE, GUARD_*, RECEIPT_*), this file, then the script's body.
+Rust definitions (SPAN, MAX_POINTS, SCORE_SPAN, MAX_SCORE, GUARD_*, RECEIPT_*),
+prelude_effects.lua (the recording of a journaled write's effects, `effects` and `journal`), this
+file, prelude_league.lua, then the script's body.
 It defines only local functions and touches no key by itself; it has no shebang, the
 script's own comes first.
 ]]
-
--- The effects of the write at hand (docs/journal.md#effects): while a journaled write runs,
--- every write command it makes on a key is recorded as it was made, its key named relative
--- to the board's keys ('!' and the whole name for a key outside them), so a restore applies
--- what the write did instead of deciding it again under today's rules. Reads, streams and
--- TTL commands are not recorded: the journal entry carries each written key's absolute expiry
--- after the write instead (`journal`). `redis` below is this script's own: it records, then
--- calls Redis's.
--- The commands recorded are EFFECT's (journal.rs `EFFECT_COMMANDS`); an argument that is not
--- printable ASCII (a marker's digest) is recorded as \1 and its bytes in hex, so the entry
--- stays JSON text.
-local raw_redis = redis
-local effects, effect_keys, effects_base
-local function effect_arg(arg)
-  if type(arg) == 'number' then return string.format('%.17g', arg) end
-  if not string.find(arg, '[^\32-\126]') then return arg end
-  -- One format per 512 bytes (a digest: one in all), not a call per byte.
-  local hex = {}
-  for i = 1, #arg, 512 do
-    local j = math.min(i + 511, #arg)
-    hex[#hex + 1] = string.format(string.rep('%02x', j - i + 1), string.byte(arg, i, j))
-  end
-  return '\1' .. table.concat(hex)
-end
-local redis = setmetatable({}, {__index = raw_redis})
-redis.call = function(forwarded_command, forwarded_key, ...)
-  local result = raw_redis.call(forwarded_command, forwarded_key, ...)
-  if effects and EFFECT[forwarded_command] and not (forwarded_command == 'BITFIELD' and ... == 'GET') then
-    local traced = forwarded_key
-    if effect_keys[traced] == nil then
-      local relative = '!' .. traced
-      if string.sub(traced, 1, #effects_base) == effects_base then relative = string.sub(traced, #effects_base + 1) end
-      effect_keys[traced] = relative
-      effect_keys[#effect_keys + 1] = traced
-    end
-    local line = {forwarded_command, effect_keys[traced], ...}
-    for i = 3, #line do line[i] = effect_arg(line[i]) end
-    effects[#effects + 1] = line
-  end
-  return result
-end
-
--- Starts recording the effects of one write for its journal entry (a stream `journal` key;
--- false or nil: the write journals nothing, so nothing is recorded). The board's keys are
--- the journal's name without its last part.
-local function effects_begin(journal_key)
-  if journal_key then
-    effects, effect_keys = {}, {}
-    effects_base = string.sub(journal_key, 1, #journal_key - #':journal')
-  else
-    effects = nil
-  end
-end
 
 -- Time parts per point of the board at hand: SPAN on rule boards; the read scripts set it
 -- from their ARGV[1], since a score board's composites use SCORE_SPAN (scores.rs).
@@ -307,28 +256,6 @@ local function rate_record(log, max, window, now_ms, entry)
   redis.call('PEXPIRE', log, window)
 end
 
--- Appends an applied write to its board's journal (a stream, docs/journal.md): `entry` what was
--- asked (JSON, journal.rs), `outcome` what it did. An empty entry: the journal is off. In the
--- write's own call, so a write is applied if and only if it is journaled.
--- With them go the write's effects ('x', `effects_begin`: [[command, key, args…]…] and then
--- each written key with its absolute expiry in ms after the write: -1 none, -2 gone).
-local function journal(key, entry, outcome)
-  if entry == '' then return end
-  local recorded = effects
-  effects = nil
-  if not recorded then
-    raw_redis.call('XADD', key, '*', 'e', entry, 'o', outcome)
-    return
-  end
-  -- Each key here went through a checked `redis.call` of this script: forwarded as those are.
-  local expiries, forwarded_command = {}, 'PEXPIRETIME'
-  for i = 1, #effect_keys do
-    local written = effect_keys[i]
-    expiries[#expiries + 1] = effect_keys[written]
-    expiries[#expiries + 1] = raw_redis.call(forwarded_command, written)
-  end
-  raw_redis.call('XADD', key, '*', 'e', entry, 'o', outcome, 'x', cjson.encode({recorded, expiries}))
-end
 
 -- Rank-change notifications (docs/notifications.md). The scripts record each applied write's
 -- moves on the boards that notify; the drain names the crossings (domain/notify). A move on a
