@@ -164,13 +164,18 @@ if $smoke; then
   grep -q unknown_board "$run/cli.err" || { echo "standings: no code in $(cat "$run/cli.err")" >&2; exit 1; }
   refused=$("${cli[@]}" --json top no-such-board || true)
   python3 -c 'import json, sys; e = json.loads(sys.argv[1])["error"]; assert (e["code"], e["status"]) == ("unknown_board", 404), e' "$refused"
-  # --stack: the API found by the stack's ApiUrl output, through CloudFormation (moto's here).
+  # --stack: the API and the functions found by the stack's outputs, through CloudFormation
+  # (moto's here; the Invoke API the SDK's own endpoint variable names, the watch's). Without
+  # the outputs the jobs would go to `<stack>-journal`, which nothing here serves.
   stack="standings-smoke-$$"
   python3 -c 'import boto3, json, sys; boto3.client("cloudformation", endpoint_url=sys.argv[1]).create_stack(StackName=sys.argv[2],
-    TemplateBody=json.dumps({"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}, "Outputs": {"ApiUrl": {"Value": sys.argv[3]}}}))' \
+    TemplateBody=json.dumps({"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}, "Outputs": {"ApiUrl": {"Value": sys.argv[3]},
+      "JournalFunctionName": {"Value": "journal"}, "ArchiveFunctionName": {"Value": "archive"}}}))' \
     "$AWS_ENDPOINT_URL_DYNAMODB" "$stack" "$base"
   stacked=$(AWS_ENDPOINT_URL_CLOUDFORMATION="$AWS_ENDPOINT_URL_DYNAMODB" "${cli[0]}" --stack "$stack" top points --limit 100 --json)
   python3 -c 'import json, sys; top = json.loads(sys.argv[1]); assert any(e["user_id"] == "u-lin" for e in top["entries"]), top' "$stacked"
+  stacked=$(AWS_ENDPOINT_URL_CLOUDFORMATION="$AWS_ENDPOINT_URL_DYNAMODB" AWS_ENDPOINT_URL_LAMBDA="$base" "${cli[0]}" --stack "$stack" verify --json)
+  python3 -c 'import json, sys; run = json.loads(sys.argv[1]); assert run["mismatches"] == 0 and run["boards"], run' "$stacked"
   status=0
   AWS_ENDPOINT_URL_CLOUDFORMATION="$AWS_ENDPOINT_URL_DYNAMODB" "${cli[0]}" --stack no-such-stack top points 2>"$run/cli.err" || status=$?
   if [ "$status" != 2 ] || ! grep -q "no stack named no-such-stack" "$run/cli.err"; then

@@ -87,7 +87,16 @@ pub enum Command {
         /// The season's id (e.g. 2026-10 for a monthly board).
         #[arg(long)]
         season: String,
+        /// Only this part of the season's members (0-based, with --shard-total): parts archived side by side.
+        #[arg(long, requires = "shard_total")]
+        shard_index: Option<u32>,
+        /// Into how many parts the season is split (with --shard-index).
+        #[arg(long, requires = "shard_index")]
+        shard_total: Option<u32>,
     },
+    /// League periods (docs/leagues.md).
+    #[command(subcommand)]
+    League(League),
     /// Replays a board's period under candidate rules and reports what would change (writes nothing).
     DryRun {
         /// The candidate configuration (TOML).
@@ -183,6 +192,28 @@ pub enum Command {
     },
     /// A user's statement on a board.
     Statement { board: String, user: String },
+    /// The admin actions recorded (bans, corrections, voids), newest first.
+    Audit {
+        /// Only this board's.
+        #[arg(long)]
+        board: Option<String>,
+        /// How many entries (the route's default and limit apply).
+        #[arg(long)]
+        limit: Option<u32>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum League {
+    /// Closes an ended league period: promotions, demotions and results (invoked until complete).
+    Close {
+        /// The board with the league.
+        #[arg(long)]
+        board: String,
+        /// The ended period's id (e.g. 2026-W47); earlier unclosed periods close first.
+        #[arg(long)]
+        period_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -232,6 +263,20 @@ pub enum Tournaments {
         /// Why (recorded with the end).
         #[arg(long)]
         reason: Option<String>,
+    },
+    /// Grants a player more attempts in the open instance (recorded in the audit).
+    Grant {
+        id: String,
+        user: String,
+        /// How many attempts to add.
+        #[arg(long)]
+        add: u32,
+        /// Why (required: recorded with the grant).
+        #[arg(long)]
+        reason: String,
+        /// Makes the grant exactly-once (default: one derived from its arguments).
+        #[arg(long)]
+        grant_id: Option<String>,
     },
     /// An instance's results (default: the open one, else the last that ended).
     Results {

@@ -21,7 +21,8 @@ pub enum Job {
     Verify { board: Option<String> },
     Reshard { board: String },
     Drain { release_held: bool },
-    Archive { board: String, season: String },
+    Archive { board: String, season: String, shard: Option<(u32, u32)> },
+    LeagueClose { board: String, period_id: String },
     DryRun { board: String, period: String, period_id: String, config: String },
 }
 
@@ -36,6 +37,7 @@ impl Job {
             Job::Reshard { .. } => "reshard",
             Job::Drain { .. } => "drain",
             Job::Archive { .. } => "archive",
+            Job::LeagueClose { .. } => "league close",
             Job::DryRun { .. } => "dry-run",
         }
     }
@@ -48,7 +50,11 @@ impl Job {
             Job::Reshard { board } => json!({"reshard": {"board": board}}),
             Job::Drain { release_held: false } => json!({"drain": {}}),
             Job::Drain { release_held: true } => json!({"drain": {"release_held": true}}),
-            Job::Archive { board, season } => json!({"board": board, "season": season}),
+            Job::Archive { board, season, shard: None } => json!({"board": board, "season": season}),
+            Job::Archive { board, season, shard: Some((index, total)) } => {
+                json!({"board": board, "season": season, "shard_index": index, "shard_total": total})
+            }
+            Job::LeagueClose { board, period_id } => json!({"league": {"board": board, "period_id": period_id}}),
             Job::DryRun { board, period, period_id, config } => {
                 json!({"dry_run": {"board": board, "period": period, "period_id": period_id, "config": config}})
             }
@@ -57,7 +63,7 @@ impl Job {
 
     fn function<'a>(&self, target: &'a Target) -> &'a str {
         match self {
-            Job::Archive { .. } => &target.archive_function,
+            Job::Archive { .. } | Job::LeagueClose { .. } => &target.archive_function,
             _ => &target.journal_function,
         }
     }
@@ -68,19 +74,22 @@ impl Job {
         match self {
             Job::Restore { .. } | Job::Reshard { .. } => answer["status"].is_string(),
             Job::Archive { .. } => answer["results"].is_array(),
+            Job::LeagueClose { .. } => answer["leagues"].is_array(),
             Job::Verify { .. } | Job::Drain { .. } => answer["boards"].is_array(),
             Job::DryRun { .. } => answer.is_object(),
         }
     }
 
-    /// Whether `answer` is the last one: a restore or reshard `complete`, an archive whose
-    /// every season report is past `in_progress`, a drain that ended before its deadline
-    /// (`complete`, absent from a function older than it); a verify or dry-run in one call.
+    /// Whether `answer` is the last one: a restore or reshard `complete`, an archive (or league
+    /// close) whose every season (period) report is past `in_progress`, a drain that ended
+    /// before its deadline (`complete`, absent from a function older than it); a verify or
+    /// dry-run in one call.
     pub fn completed(&self, answer: &Value) -> bool {
         match self {
             Job::Restore { .. } | Job::Reshard { .. } => answer["status"] == "complete",
-            Job::Archive { .. } => {
-                answer["results"].as_array().is_some_and(|seasons| seasons.iter().all(|season| season["status"] != "in_progress"))
+            Job::Archive { .. } | Job::LeagueClose { .. } => {
+                let rows = if matches!(self, Job::Archive { .. }) { "results" } else { "leagues" };
+                answer[rows].as_array().is_some_and(|reports| reports.iter().all(|report| report["status"] != "in_progress"))
             }
             Job::Drain { .. } => answer["complete"] != false,
             Job::Verify { .. } | Job::DryRun { .. } => true,
@@ -109,9 +118,11 @@ impl Progress {
         let boards = answer["boards"].as_array().map_or(&[][..], Vec::as_slice);
         let sum = |field: &str| boards.iter().map(|board| board[field].as_u64().unwrap_or(0)).sum::<u64>();
         // A restore's boards by their status; a verify's or drain's (one call, no status) are
-        // done once reported; a reshard is of one board; an archive's seasons count as boards.
-        let (done, count) = if let Some(seasons) = answer["results"].as_array() {
-            (seasons.iter().filter(|season| season["status"] != "in_progress").count(), seasons.len())
+        // done once reported; a reshard is of one board; an archive's seasons and a league
+        // close's periods count as boards.
+        let reports: Vec<&Value> = ["results", "leagues"].iter().flat_map(|rows| answer[*rows].as_array().into_iter().flatten()).collect();
+        let (done, count) = if answer["results"].is_array() || answer["leagues"].is_array() {
+            (reports.iter().filter(|report| report["status"] != "in_progress").count(), reports.len())
         } else if answer["boards"].is_array() {
             (boards.iter().filter(|board| board["status"].is_null() || board["status"] == "complete").count(), boards.len())
         } else if answer["board"].is_string() {
@@ -121,7 +132,7 @@ impl Progress {
         };
         let units = sum("replayed")
             + answer["moved"].as_u64().unwrap_or(0)
-            + answer["results"].as_array().map_or(0, |seasons| seasons.iter().filter_map(|s| s["items_written"].as_u64()).sum());
+            + reports.iter().filter_map(|report| report["items_written"].as_u64().or(report["cohorts_closed"].as_u64())).sum::<u64>();
         Progress {
             invocations,
             boards_done: done,
@@ -239,7 +250,7 @@ fn rates(progress: Progress, started: Instant, passed_before: Option<u64>) -> Ra
 /// summed over every invocation (a report counts what its own invocation did) and the boards
 /// only earlier invocations reported kept.
 fn merged(before: Value, mut next: Value) -> Value {
-    const COUNTERS: [&str; 11] = [
+    const COUNTERS: [&str; 13] = [
         "replayed",
         "applied",
         "duplicates",
@@ -251,6 +262,8 @@ fn merged(before: Value, mut next: Value) -> Value {
         "entries",
         "objects",
         "notifications",
+        "cohorts_closed",
+        "players_placed_after",
     ];
     let add = |from: &Value, into: &mut Value| {
         for counter in COUNTERS {
@@ -260,11 +273,13 @@ fn merged(before: Value, mut next: Value) -> Value {
         }
     };
     add(&before, &mut next);
-    // A restore's boards by name; an archive's seasons by board and season.
-    for rows in ["boards", "results"] {
+    // A restore's boards by name; an archive's seasons by board and season; a league's periods
+    // by board and period.
+    for rows in ["boards", "results", "leagues"] {
         let (Some(earlier), Some(later)) = (before[rows].as_array(), next[rows].as_array_mut()) else { continue };
         for old in earlier {
-            let same = |row: &&mut Value| row["board"] == old["board"] && row["season"] == old["season"];
+            let same =
+                |row: &&mut Value| row["board"] == old["board"] && row["season"] == old["season"] && row["period_id"] == old["period_id"];
             match later.iter_mut().find(same) {
                 // A board complete before is not restored again by a later invocation (a
                 // restore of every board passes through it anew): its row stays as it was.
@@ -307,7 +322,20 @@ mod tests {
         assert_eq!(Job::Restore { board: Some("points".into()) }.payload(), json!({"restore": {"board": "points"}}));
         assert_eq!(Job::Reshard { board: "launch".into() }.payload(), json!({"reshard": {"board": "launch"}}));
         assert_eq!(Job::Drain { release_held: true }.payload(), json!({"drain": {"release_held": true}}));
-        assert_eq!(Job::Archive { board: "b".into(), season: "2026-10".into() }.payload(), json!({"board": "b", "season": "2026-10"}));
+        assert_eq!(
+            Job::Archive { board: "b".into(), season: "2026-10".into(), shard: None }.payload(),
+            json!({"board": "b", "season": "2026-10"})
+        );
+        assert_eq!(
+            Job::Archive { board: "b".into(), season: "2026-10".into(), shard: Some((1, 4)) }.payload(),
+            json!({"board": "b", "season": "2026-10", "shard_index": 1, "shard_total": 4})
+        );
+        assert_eq!(
+            Job::LeagueClose { board: "xp".into(), period_id: "2026-W47".into() }.payload(),
+            json!({"league": {"board": "xp", "period_id": "2026-W47"}})
+        );
+        let dry_run = Job::DryRun { board: "b".into(), period: "all".into(), period_id: "all".into(), config: "x".into() };
+        assert_eq!(dry_run.payload(), json!({"dry_run": {"board": "b", "period": "all", "period_id": "all", "config": "x"}}));
     }
 
     #[test]
@@ -315,7 +343,7 @@ mod tests {
         let restore = Job::Restore { board: None };
         assert!(!restore.completed(&json!({"status": "in_progress", "boards": []})));
         assert!(restore.completed(&json!({"status": "complete", "boards": []})));
-        let archive = Job::Archive { board: "b".into(), season: "s".into() };
+        let archive = Job::Archive { board: "b".into(), season: "s".into(), shard: None };
         assert!(!archive.completed(&json!({"results": [{"status": "complete"}, {"status": "in_progress"}]})));
         assert!(archive.completed(&json!({"results": [{"status": "already_complete"}]})));
         let drain = Job::Drain { release_held: false };
@@ -323,6 +351,9 @@ mod tests {
         assert!(drain.completed(&json!({"complete": true, "boards": []})));
         assert!(drain.completed(&json!({"boards": []})), "a function from before the field");
         assert!(!archive.completed(&json!({"error": "x"})), "an answer with no reports is not a completion");
+        let league = Job::LeagueClose { board: "xp".into(), period_id: "2026-W47".into() };
+        assert!(!league.completed(&json!({"results": [], "leagues": [{"status": "in_progress"}]})));
+        assert!(league.completed(&json!({"results": [], "leagues": [{"status": "complete"}]})));
     }
 
     #[test]

@@ -120,6 +120,7 @@ pub fn runs_a_job(command: &Command) -> bool {
             | Command::Reshard { .. }
             | Command::Drain { .. }
             | Command::Archive { .. }
+            | Command::League(_)
             | Command::DryRun { .. }
     )
 }
@@ -130,7 +131,12 @@ fn job_of(command: &Command) -> Result<Option<Job>, Failure> {
         Command::Verify { board } => Job::Verify { board: board.clone() },
         Command::Reshard { board } => Job::Reshard { board: board.clone() },
         Command::Drain { release_held } => Job::Drain { release_held: *release_held },
-        Command::Archive { board, season } => Job::Archive { board: board.clone(), season: season.clone() },
+        Command::Archive { board, season, shard_index, shard_total } => {
+            Job::Archive { board: board.clone(), season: season.clone(), shard: shard_index.zip(*shard_total) }
+        }
+        Command::League(args::League::Close { board, period_id }) => {
+            Job::LeagueClose { board: board.clone(), period_id: period_id.clone() }
+        }
         Command::DryRun { config, board, period, period_id } => Job::DryRun {
             board: board.clone(),
             period: period.clone(),

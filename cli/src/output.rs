@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::jobs::{Progress, Rates};
 
 /// The rows an answer is a list of (`entries`, `results`, `boards`, …), if it is one.
-const ROW_FIELDS: [&str; 7] = ["entries", "results", "boards", "tournaments", "rows", "neighbours", "items"];
+const ROW_FIELDS: [&str; 8] = ["entries", "results", "boards", "tournaments", "leagues", "rows", "neighbours", "items"];
 
 const LEADING: [&str; 6] = ["rank", "user_id", "board", "tournament_id", "status", "score"];
 

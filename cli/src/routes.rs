@@ -72,6 +72,11 @@ pub async fn run(target: &Target, command: &Command) -> Result<Value, Failure> {
         Command::Statement { board, user } => {
             api.call(Method::GET, &format!("/v1/boards/{}/users/{}/statement", segment(board), segment(user)), &[], None).await
         }
+        Command::Audit { board, limit } => {
+            let mut query: Vec<_> = opt("board", board).into_iter().collect();
+            query.extend(limit.map(|limit| ("limit", limit.to_string())));
+            api.call(Method::GET, "/v1/admin/audit", &query, None).await
+        }
         _ => unreachable!("the jobs run through jobs::run"),
     }
 }
@@ -91,6 +96,12 @@ async fn tournaments(api: &Api, command: &Tournaments) -> Result<Value, Failure>
         Tournaments::Show { id } => api.call(Method::GET, &format!("/v1/tournaments/{}", segment(id)), &[], None).await,
         Tournaments::Put { id, file } => api.call(Method::PUT, &path(id, ""), &[], Some(&json_file(file)?)).await,
         Tournaments::Patch { id, file } => api.call(Method::PATCH, &path(id, ""), &[], Some(&json_file(file)?)).await,
+        Tournaments::Grant { id, user, add, reason, grant_id } => {
+            // As a correction's: the same command again (after a lost answer) is the same grant.
+            let grant_id = grant_id.clone().unwrap_or_else(|| format!("cli-{:016x}", fnv1a(&[id, user, &add.to_string(), reason])));
+            let body = json!({"user_id": user, "add": add, "reason": reason, "grant_id": grant_id});
+            api.call(Method::POST, &path(id, "/attempts"), &[], Some(&body)).await
+        }
         Tournaments::End { id, reason } => api.call(Method::POST, &path(id, "/end"), &[], Some(&json!({"reason": reason}))).await,
         Tournaments::Delete { id, reason } => {
             let query: Vec<_> = reason.iter().map(|r| ("reason", r.clone())).collect();

@@ -125,6 +125,12 @@ async fn a_tournament_from_a_file_patched_ended_and_its_results_listed() {
     let url = format!("{}/v1/tournaments/{id}/scores", watch_url());
     let scored = watch_client().post(url).json(&json!({"event_id": format!("{id}-1"), "user_id": "ann", "score": 7})).send().await.unwrap();
     assert_eq!(scored.status(), 200, "{}", scored.text().await.unwrap());
+    // Two more attempts for ann, exactly once however often the command runs.
+    let grant = ["--json", "tournaments", "grant", &id, "ann", "--add", "2", "--reason", "cli test"];
+    let granted = eventually(&grant, |granted| granted["added"] == 2).await;
+    assert_eq!(granted["duplicate"], false, "{granted}");
+    let again = json_of(&standings(&grant));
+    assert_eq!((&again["added"], &again["duplicate"]), (&json!(2), &json!(true)), "the same grant: {again}");
     let ended = json_of(&standings(&["--json", "tournaments", "end", &id, "--reason", "cli test"]));
     assert_eq!(ended["tournament_id"], id.as_str(), "{ended}");
     // Read by another function than the writes: its catalog is at most 5 s old.
@@ -160,6 +166,9 @@ async fn a_void_takes_back_a_users_points_and_a_ban_refuses_their_next_event() {
         false => after["error"]["code"] == "not_ranked",
     };
     assert!(taken_back, "the void took the points back: {after}");
+    let audit = json_of(&standings(&["--json", "audit", "--board", "points", "--limit", "1000"]));
+    let entries = audit["entries"].as_array().unwrap_or_else(|| panic!("{audit}"));
+    assert!(entries.iter().any(|e| e["kind"] == "void" && e["user_id"] == user.as_str() && e["reason"] == "cli test"), "{audit}");
 
     json_of(&standings(&["--json", "ban", &user]));
     let refused: Value = watch_client().post(&url).json(&event(9)).send().await.unwrap().json().await.unwrap();
@@ -226,4 +235,21 @@ async fn a_missing_token_says_where_a_token_comes_from() {
     assert_eq!(output.status.code(), Some(1));
     let error = String::from_utf8_lossy(&output.stderr);
     assert!(error.contains("401") && error.contains("STANDINGS_TOKEN"), "{error}");
+}
+
+#[tokio::test]
+async fn a_league_period_is_closed_to_completion_and_one_not_ended_is_refused() {
+    use standings::domain::period::{Period, PeriodKind};
+    // The shipped `xp` board: a weekly league from Monday, in Asia/Shanghai.
+    let week = |at| Period::containing(PeriodKind::Week(chrono::Weekday::Mon), at, chrono_tz::Asia::Shanghai).id;
+    let ended = week(chrono::Utc::now() - chrono::Duration::weeks(2));
+    let closed = json_of(&standings(&["--json", "league", "close", "--board", "xp", "--period-id", &ended]));
+    let reports = closed["leagues"].as_array().unwrap_or_else(|| panic!("{closed}"));
+    assert_eq!((reports.len(), &reports[0]["status"], &reports[0]["period_id"]), (1, &json!("complete"), &json!(ended)), "{closed}");
+
+    let open = week(chrono::Utc::now());
+    let refused = standings(&["--json", "league", "close", "--board", "xp", "--period-id", &open]);
+    assert_eq!(refused.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&refused.stdout).unwrap();
+    assert!(error["error"]["message"].as_str().is_some_and(|m| m.contains("has not ended")), "{error}");
 }
