@@ -73,11 +73,16 @@ impl Job {
     fn answered(&self, answer: &Value) -> bool {
         match self {
             Job::Restore { .. } | Job::Reshard { .. } => answer["status"].is_string(),
-            Job::Archive { .. } => answer["results"].is_array(),
-            Job::LeagueClose { .. } => answer["leagues"].is_array(),
+            Job::Archive { .. } | Job::LeagueClose { .. } => answer[self.reports()].is_array(),
             Job::Verify { .. } | Job::Drain { .. } => answer["boards"].is_array(),
             Job::DryRun { .. } => answer.is_object(),
         }
+    }
+
+    /// The archive function's reports of this job: a season's (`results`) or a league
+    /// period's (`leagues`).
+    fn reports(&self) -> &'static str {
+        if matches!(self, Job::LeagueClose { .. }) { "leagues" } else { "results" }
     }
 
     /// Whether `answer` is the last one: a restore or reshard `complete`, an archive (or league
@@ -88,8 +93,7 @@ impl Job {
         match self {
             Job::Restore { .. } | Job::Reshard { .. } => answer["status"] == "complete",
             Job::Archive { .. } | Job::LeagueClose { .. } => {
-                let rows = if matches!(self, Job::Archive { .. }) { "results" } else { "leagues" };
-                answer[rows].as_array().is_some_and(|reports| reports.iter().all(|report| report["status"] != "in_progress"))
+                answer[self.reports()].as_array().is_some_and(|reports| reports.iter().all(|report| report["status"] != "in_progress"))
             }
             Job::Drain { .. } => answer["complete"] != false,
             Job::Verify { .. } | Job::DryRun { .. } => true,

@@ -26,7 +26,7 @@ pub async fn run(target: &Target, command: &Command) -> Result<Value, Failure> {
         Command::Correct { board, user, delta, set, reason, period, period_id, correction_id } => {
             // As a void's: the same command again (after a lost answer) is the same correction.
             let amount = format!("{delta:?}/{set:?}/{period:?}/{period_id:?}");
-            let correction_id = correction_id.clone().unwrap_or_else(|| format!("cli-{:016x}", fnv1a(&[board, user, &amount, reason])));
+            let correction_id = correction_id.clone().unwrap_or_else(|| derived_id(&[board, user, &amount, reason]));
             let mut body = json!({"reason": reason, "period": period, "period_id": period_id, "correction_id": correction_id});
             match (delta, set) {
                 (Some(delta), None) => body["delta"] = json!(delta),
@@ -38,7 +38,7 @@ pub async fn run(target: &Target, command: &Command) -> Result<Value, Failure> {
         }
         Command::Void { board, user, from, to, reason, void_id } => {
             // The same command again is the same void (a retry after a lost answer applies once).
-            let void_id = void_id.clone().unwrap_or_else(|| format!("cli-{:016x}", fnv1a(&[board, user, from, to, reason])));
+            let void_id = void_id.clone().unwrap_or_else(|| derived_id(&[board, user, from, to, reason]));
             let body = json!({"void_id": void_id, "from": from, "to": to, "reason": reason});
             let path = format!("/v1/admin/boards/{}/users/{}/void", segment(board), segment(user));
             api.call(Method::POST, &path, &[], Some(&body)).await
@@ -98,7 +98,7 @@ async fn tournaments(api: &Api, command: &Tournaments) -> Result<Value, Failure>
         Tournaments::Patch { id, file } => api.call(Method::PATCH, &path(id, ""), &[], Some(&json_file(file)?)).await,
         Tournaments::Grant { id, user, add, reason, grant_id } => {
             // As a correction's: the same command again (after a lost answer) is the same grant.
-            let grant_id = grant_id.clone().unwrap_or_else(|| format!("cli-{:016x}", fnv1a(&[id, user, &add.to_string(), reason])));
+            let grant_id = grant_id.clone().unwrap_or_else(|| derived_id(&[id, user, &add.to_string(), reason]));
             let body = json!({"user_id": user, "add": add, "reason": reason, "grant_id": grant_id});
             api.call(Method::POST, &path(id, "/attempts"), &[], Some(&body)).await
         }
@@ -137,7 +137,7 @@ async fn every_page(api: &Api, route: &str, query: Vec<(&str, String)>, mut firs
         all.extend(more.iter().cloned());
         first["next_cursor"] = page["next_cursor"].as_str().map_or(Value::Null, |c| Value::String(c.to_owned()));
     }
-    if first["next_cursor"].is_null() {
+    if !first["next_cursor"].is_string() {
         return Ok(first);
     }
     Err(Failure::Incomplete { message: format!("GET {route}: more than {MAX_PAGES} pages"), summary: Some(first) })
@@ -146,6 +146,12 @@ async fn every_page(api: &Api, route: &str, query: Vec<(&str, String)>, mut firs
 fn json_file(file: &std::path::Path) -> Result<Value, Failure> {
     let text = std::fs::read_to_string(file).map_err(|e| Failure::Usage(format!("{}: {e}", file.display())))?;
     serde_json::from_str(&text).map_err(|e| Failure::Usage(format!("{}: not JSON: {e}", file.display())))
+}
+
+/// The exactly-once id of a correction, void or grant sent without one: the same arguments
+/// give the same id, so the same command again (after a lost answer) applies once.
+fn derived_id(parts: &[&String]) -> String {
+    format!("cli-{:016x}", fnv1a(parts))
 }
 
 /// FNV-1a over the parts (a separator between them): a stable id for the same arguments.
