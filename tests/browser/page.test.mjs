@@ -280,6 +280,23 @@ test('screenshots: a desktop and a phone, with nothing wider than the phone', as
   t.diagnostic(`screenshots: ${desktop} ${phone}`);
 });
 
+test('a script whose response is lost is asked for again, and the page recovers', async () => {
+  const second = await context.newPage();
+  const errors = [];
+  second.on('pageerror', (error) => errors.push(`uncaught: ${error.message}`));
+  let asked = 0;
+  await second.route('**/assets/panels.js', (route) => {
+    asked += 1;
+    return asked === 1 ? route.abort('connectionreset') : route.continue();
+  });
+  await second.goto(`${QUERY}/`);
+  await second.waitForFunction(() => /^Live · updated /.test(document.querySelector('#status').textContent));
+  await second.waitForSelector(`#tournaments li[data-tournament]`, { state: 'attached' });
+  assert.ok(asked >= 2, `panels.js was asked for ${asked} time(s)`);
+  assert.deepEqual(errors, []);
+  await second.close();
+});
+
 test('no script error and no Content-Security-Policy violation', () => {
   assert.deepEqual(problems, []);
 });

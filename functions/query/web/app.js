@@ -329,9 +329,26 @@ async function loadSeason() {
 
 let pollTimer = null;
 
+// panels.js (leagues, statements, the histogram, tournaments) is a file of its own: a response lost
+// on the way would leave those functions undefined and every refresh failing on them. Until it has
+// loaded, the page asks for it again (one request at a time) and refreshes the rest.
+function panelsLoaded() {
+  if (typeof refreshTournaments === 'function') return true;
+  if (!document.querySelector('script[data-reload]')) {
+    const script = el('script', { src: 'assets/panels.js', data: { reload: 'panels' } });
+    script.addEventListener('error', () => script.remove());
+    document.head.append(script);
+  }
+  return false;
+}
+
 async function refreshLive() {
   clearTimeout(pollTimer);
   try {
+    if (!panelsLoaded()) {
+      await Promise.all([refreshTop(), refreshUser(), refreshHot()]);
+      throw new Error('assets/panels.js has not loaded');
+    }
     await Promise.all([refreshTop(), refreshUser(), refreshHot(), refreshTournaments()]);
     await Promise.all([refreshLeague(), refreshStatement(), refreshDistribution()]);
     setStatus(`Live · updated ${new Date().toLocaleTimeString()}`, 'live');
@@ -415,7 +432,7 @@ async function start() {
     const item = event.target.closest('li[data-tournament]');
     if (!item) return;
     state.tournament = item.dataset.tournament;
-    refreshTournaments().catch(reportFailure);
+    if (panelsLoaded()) refreshTournaments().catch(reportFailure);
   });
   $('season-board').addEventListener('change', loadSeason);
   $('season').addEventListener('change', loadSeason);
@@ -424,7 +441,7 @@ async function start() {
   });
   setInterval(() => {
     tickCountdown();
-    tickTournaments();
+    if (panelsLoaded()) tickTournaments();
   }, 1000);
   refreshLive();
 }
