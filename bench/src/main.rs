@@ -16,6 +16,11 @@ mod seed001;
 use harness::{Bench, target_table};
 use machine::Machine;
 
+/// The system allocator, counted: a scenario reads what a structure keeps on the heap as the
+/// change around building it (`stats_alloc::Region`; the catalog a warm function holds).
+#[global_allocator]
+pub static HEAP: &stats_alloc::StatsAlloc<std::alloc::System> = &stats_alloc::INSTRUMENTED_SYSTEM;
+
 const USAGE: &str = "usage: standings-bench [--repetitions N] [--around-members N] [SCENARIO...]";
 const RESULTS_FILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../BENCHMARKS.md");
 const BEGIN: &str = "<!-- results: begin (written by ./scripts/bench.sh; edits here are overwritten) -->";

@@ -178,6 +178,7 @@ impl<S: ArchiveSink> Archiver<S> {
             .config
             .boards()
             .iter()
+            .map(|b| &**b)
             .filter(|b| b.archive)
             .flat_map(|board| unarchived_candidates(board, now, self.settings.grace).into_iter().map(move |season| (board, season)))
             .collect();

@@ -23,7 +23,18 @@ pub fn page<T>(
     // Stable, so linear on items already in name order (runtime boards load so).
     all.sort_by(|a, b| name(a).cmp(name(b)));
     let from = cursor.map_or(0, |cursor| all.partition_point(|item| name(item) <= cursor));
-    let mut chosen: Vec<T> = all.into_iter().skip(from).filter(|item| keep(item)).take(limit.saturating_add(1)).collect();
+    page_in_order(all.into_iter().skip(from), name, keep, limit)
+}
+
+/// `page` of items already in name order and named after the cursor (`Config::boards_after`):
+/// it looks at no item before the page nor past the one after it.
+pub fn page_in_order<T>(
+    items: impl IntoIterator<Item = T>,
+    name: impl Fn(&T) -> &str,
+    keep: impl Fn(&T) -> bool,
+    limit: usize,
+) -> (Vec<T>, Option<String>) {
+    let mut chosen: Vec<T> = items.into_iter().filter(|item| keep(item)).take(limit.saturating_add(1)).collect();
     if chosen.len() <= limit {
         return (chosen, None);
     }

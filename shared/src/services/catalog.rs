@@ -4,18 +4,31 @@
 //! costs no round trip for it, and a board created anywhere is served everywhere within
 //! `refresh` plus one request. Whatever the function builds from the boards (its services) is
 //! built once per version and shared.
+//!
+//! A warm function whose version moved reads only the boards changed since the version it holds
+//! (the catalog's change log, `catalog_changes.lua`) and parses only those: the rest keep the
+//! boards they parsed to. It reads the whole catalog when the log cannot say (a log younger than
+//! what it holds, or lost, or missing the latest change) and on the first change it sees
+//! `WHOLE_READ` after its last whole read (a change a release from before the log made while a
+//! deployment rolled, followed by a logged one).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use std::collections::BTreeMap;
 
 use crate::domain::config::{Board, Config, Definition};
 use crate::redis::catalog;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
+use crate::redis::scripts::catalog::{Changes, changes};
 use crate::redis::store::Store;
 
 /// How long a function serves the boards it knows before asking whether they changed.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(5);
+
+/// The longest a warm function goes without reading the whole catalog when its version moves.
+pub const WHOLE_READ: Duration = Duration::from_secs(300);
 
 /// `STANDINGS_CATALOG_REFRESH_SECS` (0: ask before every request).
 pub fn refresh_from_env() -> Duration {
@@ -54,40 +67,123 @@ pub(crate) fn deleted_as_recorded(mut board: Board, ending: &std::collections::B
 }
 
 /// The boards of stored definitions; one that no longer validates is logged and left out.
-fn runtime_boards(definitions: &std::collections::BTreeMap<String, String>) -> Vec<Board> {
-    definitions
-        .iter()
-        .filter_map(|(name, text)| match Definition::stored(text) {
-            Ok(board) if board.name == *name => Some(board),
-            Ok(_) => None,
-            Err(error) => {
-                tracing::error!(board = %name, error = %error, "a runtime board's definition no longer validates: not served");
-                None
-            }
-        })
-        .collect()
+fn runtime_boards(definitions: &BTreeMap<String, String>) -> Vec<Board> {
+    definitions.iter().filter_map(|(name, text)| runtime_board(name, text)).collect()
+}
+
+/// The board of stored definition `text` of `name`.
+fn runtime_board(name: &str, text: &str) -> Option<Board> {
+    match Definition::stored(text) {
+        Ok(board) if board.name == name => Some(board),
+        Ok(_) => None,
+        Err(error) => {
+            tracing::error!(board = %name, error = %error, "a runtime board's definition no longer validates: not served");
+            None
+        }
+    }
 }
 
 /// Runtime boards whose end is done, from the definition their tombstone keeps: ending for
 /// good (no write, no fan-out, not listed), their archived seasons still read by name.
 fn retired_boards(loaded: &catalog::Catalog) -> impl Iterator<Item = Board> + '_ {
-    loaded.ending.iter().filter(|(name, _)| !loaded.definitions.contains_key(*name)).filter_map(|(name, why)| {
-        let why: serde_json::Value = serde_json::from_str(why).ok()?;
-        let mut board = Definition::stored(&why.get("definition")?.to_string()).ok().filter(|board| board.name == *name)?;
-        board.ending = true;
-        let mut board = deleted_as_recorded(board, &loaded.ending);
-        if let Some(tournament) = board.tournament.as_mut() {
-            Arc::make_mut(tournament).retired = true;
+    loaded
+        .ending
+        .iter()
+        .filter(|(name, _)| !loaded.definitions.contains_key(*name))
+        .filter_map(|(name, why)| Some(deleted_as_recorded(retired_board(name, why)?, &loaded.ending)))
+}
+
+/// The board a tombstone (`why`, with the definition it kept) stands for, not yet marked deleted.
+fn retired_board(name: &str, why: &str) -> Option<Board> {
+    let why: serde_json::Value = serde_json::from_str(why).ok()?;
+    let mut board = Definition::stored(&why.get("definition")?.to_string()).ok().filter(|board| board.name == name)?;
+    board.ending = true;
+    if let Some(tournament) = board.tournament.as_mut() {
+        Arc::make_mut(tournament).retired = true;
+    }
+    Some(board)
+}
+
+/// One runtime board as the catalog holds it: the board it parsed to (`None`: it does not
+/// validate, or a tombstone without its definition) and the board served (ending once its end
+/// is recorded), kept across reloads until the log names it again, and shared with every config
+/// built since. The texts are not kept: a board the log names is parsed again.
+struct Entry {
+    served: Option<Arc<Board>>,
+}
+
+impl Entry {
+    fn new(name: &str, definition: Option<&str>, ending: Option<&str>) -> Self {
+        let parsed = match (definition, ending) {
+            (Some(text), _) => runtime_board(name, text),
+            (None, Some(why)) => retired_board(name, why),
+            (None, None) => None,
+        };
+        let served = parsed.map(|mut board| {
+            if let Some(why) = ending {
+                board.ending = true;
+                if let (Some(at), Some(tournament)) = (ended_at(why), board.tournament.as_mut()) {
+                    Arc::make_mut(tournament).deleted = Some(at);
+                }
+            }
+            Arc::new(board)
+        });
+        Self { served }
+    }
+}
+
+/// Every runtime board of the catalog as of one version, by name.
+type Held = BTreeMap<String, Arc<Entry>>;
+
+/// The catalog read whole, as entries.
+fn held_of(loaded: catalog::Catalog) -> Held {
+    let mut held = Held::new();
+    for (name, definition) in &loaded.definitions {
+        let why = loaded.ending.get(name).map(String::as_str);
+        held.insert(name.clone(), Arc::new(Entry::new(name, Some(definition), why)));
+    }
+    for (name, why) in loaded.ending.iter().filter(|(name, _)| !loaded.definitions.contains_key(*name)) {
+        held.insert(name.clone(), Arc::new(Entry::new(name, None, Some(why))));
+    }
+    held
+}
+
+/// `held` after `changed`: only the boards the log names are parsed again.
+fn held_after(held: &Held, changed: Vec<(String, Option<String>, Option<String>)>) -> Held {
+    let mut after = held.clone();
+    for (name, definition, ending) in changed {
+        if definition.is_none() && ending.is_none() {
+            after.remove(&name);
+        } else {
+            let entry = Entry::new(&name, definition.as_deref(), ending.as_deref());
+            after.insert(name, Arc::new(entry));
         }
-        Some(board)
-    })
+    }
+    after
 }
 
 type Build<T> = Box<dyn Fn(Arc<Config>) -> T + Send + Sync>;
 
+impl<T> Cached<T> {
+    /// The same boards, sharing what they hold.
+    fn fresh_copy(&self) -> Self {
+        Self {
+            checked: self.checked,
+            read_whole: self.read_whole,
+            version: self.version,
+            held: self.held.clone(),
+            config: self.config.clone(),
+            built: self.built.clone(),
+        }
+    }
+}
+
 struct Cached<T> {
     checked: Instant,
+    /// When the catalog was last read whole.
+    read_whole: Instant,
     version: Option<u64>,
+    held: Arc<Held>,
     config: Arc<Config>,
     built: Arc<T>,
 }
@@ -157,24 +253,37 @@ impl<T> Catalog<T> {
         let mut conn = self.store.connection().await?;
         let checked = Instant::now();
         if let Some(held) = &held {
-            let (version, born) = catalog::version(&mut conn, &self.keys).await?;
+            let (version, born, changed) = match held.version.filter(|_| held.read_whole.elapsed() < WHOLE_READ) {
+                Some(version) => {
+                    let Changes { version, born, complete, changed } = changes(&mut conn, &self.keys, version).await?;
+                    (version, born, complete.then_some(changed))
+                }
+                None => {
+                    let (version, born) = catalog::version(&mut conn, &self.keys).await?;
+                    (version, born, None)
+                }
+            };
             // A lost catalog (no version while the journal says it had one) keeps the boards
             // this function knew until it is restored; their own guards refuse their writes.
             let lost = version.is_none() && held.version.is_some() && self.keys.journal_on() && !born;
             if version == held.version || lost {
-                let fresh = Arc::new(Cached { checked, version: held.version, config: held.config.clone(), built: held.built.clone() });
-                return Ok(self.keep(fresh));
+                return Ok(self.keep(Arc::new(Cached { checked, ..held.fresh_copy() })));
+            }
+            if let Some(changed) = changed.filter(|_| version > held.version) {
+                let after = Arc::new(held_after(&held.held, changed));
+                return Ok(self.keep(self.compose(checked, held.read_whole, version, after)));
             }
         }
         let loaded = catalog::load(&mut conn, &self.keys).await?;
-        let runtime = runtime_boards(&loaded.definitions).into_iter().map(|mut board| {
-            board.ending = loaded.ending.contains_key(&board.name);
-            deleted_as_recorded(board, &loaded.ending)
-        });
-        let runtime: Vec<Board> = runtime.chain(retired_boards(&loaded)).collect();
-        let config = Arc::new(self.declared.with_runtime(runtime));
+        let version = loaded.version;
+        Ok(self.keep(self.compose(checked, checked, version, Arc::new(held_of(loaded)))))
+    }
+
+    /// The boards of `held` served beside the declared ones, and what the function builds.
+    fn compose(&self, checked: Instant, read_whole: Instant, version: Option<u64>, held: Arc<Held>) -> Arc<Cached<T>> {
+        let config = Arc::new(self.declared.with_runtime(held.values().filter_map(|entry| entry.served.clone())));
         let built = Arc::new((self.build)(config.clone()));
-        Ok(self.keep(Arc::new(Cached { checked, version: loaded.version, config, built })))
+        Arc::new(Cached { checked, read_whole, version, held, config, built })
     }
 
     /// Caches `fresh`, unless a request that read a newer version meanwhile cached that: a

@@ -151,7 +151,7 @@ impl Moderation {
 
     /// Boards whose members are users (decaying boards rank items).
     fn user_boards(&self) -> impl Iterator<Item = &Board> {
-        self.config.boards().iter().filter(|b| b.kind != BoardKind::Decaying)
+        self.config.boards().iter().map(|b| &**b).filter(|b| b.kind != BoardKind::Decaying)
     }
 
     /// A board of users (points or scores): what bans, corrections and the audit act on.

@@ -147,6 +147,9 @@ pub enum Op {
     },
     /// Fault: every key of the deployment deleted (a FLUSHALL of its prefix), right after a drain.
     LoseAll,
+    /// Fault: the runtime boards' catalog change log deleted alone (a bad `DEL`): warm functions
+    /// read the whole catalog at their next change and serve what they served.
+    LoseCatalogLog,
     /// The guild moved to `shards` slots (a deploy with the new count, then the journal
     /// function's reshard): in invocations stopped by their deadline after each run when
     /// `steps`, with a post to the guild refused between two of them.
@@ -289,7 +292,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..122) {
+        let op = match rng.u32(..123) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -374,6 +377,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                 let again = [None, None, Some(true), Some(false)][rng.usize(..4)];
                 Op::GrantCup { cup: rng.u8(..CUPS), user, add: rng.u8(1..3), grant: id(1), again }
             }
+            121 => Op::LoseCatalogLog,
             _ => {
                 let users: Vec<u8> = (0..rng.u8(1..5)).map(|_| rng.u8(..USERS)).collect();
                 Op::Rollback { first_id: id(users.len() as u32), users }

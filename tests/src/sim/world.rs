@@ -276,6 +276,10 @@ impl World {
                 self.drain().await?;
                 self.flush().await;
             }
+            Op::LoseCatalogLog => {
+                self.stats.faults += 1;
+                super::faults::delete(&self.app, &[self.app.keys.catalog().catalog_log()]).await;
+            }
             Op::Reshard { shards, steps, killed } => self.reshard(*shards, *steps, *killed).await?,
             Op::Archive => self.archive().await?,
             Op::Verify => self.verify().await?,

@@ -7,7 +7,8 @@ mod validate;
 
 pub use runtime::{CLOSED, Definition, MAX_DEFINITION_BYTES, MAX_RULES, MAX_RUNTIME_BOARDS, PRIOR_PRIZES, SCALE_SECS};
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use chrono_tz::Tz;
 use serde::Deserialize;
@@ -281,7 +282,15 @@ pub const MAX_SHARDS: u32 = 64;
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    boards: Vec<Board>,
+    /// Shared: a catalog reload keeps every board it did not parse again as it was.
+    boards: Vec<Arc<Board>>,
+    /// Board name -> its place in `boards`: a lookup costs the same beside 10,000 runtime boards.
+    by_name: HashMap<String, usize>,
+    /// Action -> the places in `boards` of the boards with a rule for it, in configuration order
+    /// (an event's fan-out looks at those alone).
+    by_action: HashMap<String, Vec<usize>>,
+    /// The places in `boards` in name order: a page of a list starts where its cursor is.
+    by_order: Vec<usize>,
 }
 
 impl Config {
@@ -317,33 +326,53 @@ impl Config {
         if let Some(second) = boards.iter().enumerate().filter(|(_, b)| b.sign_in.is_some()).nth(1) {
             return Err(invalid(format!("boards[{}].sign_in", second.0), "only one board can take sign-ins"));
         }
-        Ok(Self { boards })
+        Ok(Self::indexed(boards.into_iter().map(Arc::new).collect()))
+    }
+
+    fn indexed(boards: Vec<Arc<Board>>) -> Self {
+        let by_name = boards.iter().enumerate().map(|(i, board)| (board.name.clone(), i)).collect();
+        let mut by_action: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, board) in boards.iter().enumerate() {
+            for action in board.rules.keys() {
+                by_action.entry(action.clone()).or_default().push(i);
+            }
+        }
+        let mut by_order: Vec<usize> = (0..boards.len()).collect();
+        by_order.sort_by(|&a, &b| boards[a].name.cmp(&boards[b].name));
+        Self { boards, by_name, by_action, by_order }
     }
 
     /// This configuration with the runtime boards `extra` after the declared ones (a runtime
     /// board never shares a declared board's name: `Definition::parse` refuses it).
-    pub fn with_runtime(&self, extra: impl IntoIterator<Item = Board>) -> Self {
+    pub fn with_runtime<B: Into<Arc<Board>>>(&self, extra: impl IntoIterator<Item = B>) -> Self {
         let mut boards = self.boards.clone();
-        boards.extend(extra.into_iter().filter(|board| self.board(&board.name).is_none()));
-        Self { boards }
+        boards.extend(extra.into_iter().map(Into::into).filter(|board| self.board(&board.name).is_none()));
+        Self::indexed(boards)
     }
 
-    pub fn boards(&self) -> &[Board] {
+    pub fn boards(&self) -> &[Arc<Board>] {
         &self.boards
     }
 
+    /// The boards named after `cursor` (all without one), in name order.
+    pub fn boards_after(&self, cursor: Option<&str>) -> impl Iterator<Item = &Board> {
+        let from = cursor.map_or(0, |cursor| self.by_order.partition_point(|&i| self.boards[i].name.as_str() <= cursor));
+        self.by_order[from..].iter().map(|&i| &*self.boards[i])
+    }
+
     pub fn board(&self, name: &str) -> Option<&Board> {
-        self.boards.iter().find(|b| b.name == name)
+        self.by_name.get(name).map(|&i| &*self.boards[i])
     }
 
     /// The board that takes sign-ins (at most one has a `sign_in` section).
     pub fn sign_in_board(&self) -> Option<&Board> {
-        self.boards.iter().find(|b| b.sign_in.is_some())
+        self.boards.iter().map(|b| &**b).find(|b| b.sign_in.is_some())
     }
 
     /// Every board that scores `action`, in configuration order (the event fan-out).
     pub fn boards_for_action<'a>(&'a self, action: &str) -> impl Iterator<Item = (&'a Board, &'a Rule)> {
-        self.boards.iter().filter(|b| !b.ending).filter_map(move |b| b.rule(action).map(|r| (b, r)))
+        let places = self.by_action.get(action).map_or(&[][..], Vec::as_slice);
+        places.iter().map(|&i| &*self.boards[i]).filter(|b| !b.ending).filter_map(move |b| b.rule(action).map(|r| (b, r)))
     }
 }
 

@@ -7,6 +7,11 @@ use super::{BoardKeys, Keys};
 /// named so.
 pub const CATALOG_JOURNAL: &str = "_catalog";
 
+/// The change log's member whose score is the version from which the log names every change
+/// (`BoardKeys::catalog_log`): the version before the first change made with the log. No board
+/// can be named so.
+pub const CATALOG_LOG_FROM: &str = "#from";
+
 impl Keys {
     /// The keys of the runtime boards' catalog (`CATALOG_JOURNAL`): its journal, guard and
     /// restore bookkeeping as a board's, and `definitions`, `ending`, `catalog_version`.
@@ -30,6 +35,13 @@ impl BoardKeys {
     /// Of the catalog's keys: bumped by every change of a definition (functions reload on a move).
     pub fn catalog_version(&self) -> String {
         format!("{}:version", self.base)
+    }
+
+    /// Of the catalog's keys: the change log (sorted set: board -> the version that last changed
+    /// it; `CATALOG_LOG_FROM` -> where the log starts). One member a board, so it never grows
+    /// past the catalog.
+    pub fn catalog_log(&self) -> String {
+        format!("{}:changes", self.base)
     }
 
     /// Of the catalog's keys: the deployment's banned users (hash: user -> when recorded, ms),

@@ -1,6 +1,6 @@
 //! A runtime board's definition changed and journaled in one call (`define_board.lua`).
 
-use super::{DEFINE_BOARD, REGISTER_BANS};
+use super::{CATALOG_CHANGES, DEFINE_BOARD, REGISTER_BANS};
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::settings::ReplicaWait;
@@ -63,6 +63,7 @@ pub async fn define(
     let catalog = keys.catalog();
     let mut call = ScriptCall::new(&DEFINE_BOARD);
     call.key(catalog.definitions()).key(catalog.ending()).key(catalog.catalog_version()).key(catalog.journal()).key(catalog.guard());
+    call.key(catalog.catalog_log());
     call.arg(change.name()).arg(board);
     match change {
         Change::Put { definition, limit } => call.arg(definition).arg(limit),
@@ -84,6 +85,31 @@ pub async fn define(
         "unknown" => Defined::Unknown,
         other => return Err(StoreError::Protocol(format!("define_board answered {other:?}"))),
     })
+}
+
+/// What changed in the catalog after a version (`catalog_changes.lua`'s reply).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// The catalog's version now (`None`: never written, or lost).
+    pub version: Option<u64>,
+    /// Whether the catalog's guard says its history is all in Redis.
+    pub born: bool,
+    /// Whether the log names every change after the version asked about: when not, `changed`
+    /// is empty and only a whole read tells what changed.
+    pub complete: bool,
+    /// Board -> (its definition, why it ends), each `None` when absent, for every board changed.
+    pub changed: Vec<(String, Option<String>, Option<String>)>,
+}
+
+/// What changed in the catalog after version `held`: one round trip, at one version.
+pub async fn changes(conn: &mut Connection, keys: &Keys, held: u64) -> Result<Changes, StoreError> {
+    let catalog = keys.catalog();
+    let mut call = ScriptCall::new(&CATALOG_CHANGES);
+    call.key(catalog.definitions()).key(catalog.ending()).key(catalog.catalog_version()).key(catalog.catalog_log()).key(catalog.guard());
+    call.arg(held).arg(crate::domain::guard::BORN);
+    type Reply = (Option<u64>, bool, bool, Vec<(String, Option<String>, Option<String>)>);
+    let (version, born, complete, changed): Reply = conn.run_script(&call, ReplicaWait::NONE).await?;
+    Ok(Changes { version, born, complete, changed })
 }
 
 /// The field of the banned users' record that says the bans made before it are in it.

@@ -11,6 +11,9 @@ KEYS[2]  boards ended (hash: board -> {reason, at} JSON): being deleted while th
 KEYS[3]  version (string: bumped by every change; functions reload definitions when it moves)
 KEYS[4]  the catalog's journal (stream)
 KEYS[5]  the catalog's guard (hash): a lost catalog refuses changes until it is restored
+KEYS[6]  the catalog's change log (sorted set: board -> the version that last changed it, and
+         CATALOG_LOG_FROM -> the version from which it names every change): a warm function
+         reads only what changed since the version it holds (`catalog_changes.lua`)
 
 ARGV[1]  "put", "end", "remove" or "replace"
 ARGV[2]  the board
@@ -32,6 +35,7 @@ writable(KEYS[2], 'hash')
 writable(KEYS[3], 'string')
 writable(KEYS[4], 'stream')
 writable(KEYS[5], 'hash')
+writable(KEYS[6], 'zset')
 effects_begin(ARGV[5] ~= '' and KEYS[4])
 fence_check(KEYS[5])
 
@@ -59,7 +63,9 @@ else
   redis.call('HDEL', KEYS[1], board)
   if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], board, ARGV[3]) end
 end
-redis.call('INCR', KEYS[3])
+local version = redis.call('INCR', KEYS[3])
+redis.call('ZADD', KEYS[6], 'NX', version - 1, CATALOG_LOG_FROM)
+redis.call('ZADD', KEYS[6], version, board)
 journal(KEYS[4], ARGV[5], op)
 if op == 'put' then return 'created' end
 if op == 'end' then return 'ending' end

@@ -71,6 +71,7 @@ pub(crate) static RESTORE_LINES: LazyLock<Script> = script!("restore_lines.lua")
 static PUT_PROFILE: LazyLock<Script> = script!("put_profile.lua");
 static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 static REGISTER_BANS: LazyLock<Script> = script!("register_bans.lua");
+static CATALOG_CHANGES: LazyLock<Script> = script!("catalog_changes.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 static GRANT_ATTEMPTS: LazyLock<Script> = script!("grant_attempts.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
@@ -100,6 +101,7 @@ pub fn hashes() -> Vec<&'static str> {
         &PUT_PROFILE,
         &DEFINE_BOARD,
         &REGISTER_BANS,
+        &CATALOG_CHANGES,
         &JOIN_TOURNAMENT,
         &GRANT_ATTEMPTS,
         &RELEASE_INSTANCE,
@@ -133,6 +135,7 @@ fn constants() -> String {
     let effects: Vec<String> = crate::domain::journal::EFFECT_COMMANDS.iter().map(|c| format!("{c} = true")).collect();
     lua.push_str(&format!("local EFFECT = {{{}}}\n", effects.join(", ")));
     lua.push_str(&format!("local CLAIM_ALL = '{}'\n", crate::domain::journal::CLAIM_ALL));
+    lua.push_str(&format!("local CATALOG_LOG_FROM = '{}'\n", crate::redis::keys::CATALOG_LOG_FROM));
     lua.push_str(&format!("local NOTICES_MAX_LEN = {}\n", crate::domain::notify::NOTICES_MAX_LEN));
     lua.push_str(&format!(
         "local LEAGUE_CLOSED, LEAGUE_COHORT_CLOSED, LEAGUE_IDLE_CURSOR = '{CLOSED_FIELD}', '{COHORT_CLOSED_PREFIX}', '{IDLE_CURSOR_FIELD}'\n"

@@ -132,7 +132,7 @@ impl<O: Objects> Checker<O> {
     pub async fn verify(&self, board: Option<&str>, deadline: DateTime<Utc>) -> Result<VerifyReport, RestoreError> {
         let boards: Vec<&Board> = match board {
             Some(name) => vec![self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?],
-            None => self.config.boards().iter().collect(),
+            None => self.config.boards().iter().map(|b| &**b).collect(),
         };
         let mut report = VerifyReport { mismatches: 0, boards: Vec::new() };
         for board in boards {

@@ -77,6 +77,6 @@ pub fn catalog<'a>(config: &'a Config, cursor: Option<&str>, limit: usize, now: 
     // A runtime board deleted (or ended) is no board to list (docs/runtime-boards.md).
     // Tournaments have a catalogue of their own (`GET /v1/tournaments`, docs/tournaments.md).
     let listed = |board: &&Board| !board.ending && board.tournament.is_none();
-    let (boards, next_cursor) = paging::page(config.boards(), |board| board.name.as_str(), listed, cursor, limit);
+    let (boards, next_cursor) = paging::page_in_order(config.boards_after(cursor), |board| board.name.as_str(), listed, limit);
     Catalog { boards: boards.into_iter().map(|board| summary(board, now)).collect(), next_cursor }
 }

@@ -132,7 +132,17 @@ impl Tournaments {
 
     /// Every tournament not deleted, in name order.
     pub fn all(&self) -> impl Iterator<Item = (&Board, &Tournament)> {
-        self.config.boards().iter().filter(|board| !board.ending).filter_map(|board| Some((board, board.tournament.as_deref()?)))
+        self.config
+            .boards()
+            .iter()
+            .map(|b| &**b)
+            .filter(|board| !board.ending)
+            .filter_map(|board| Some((board, board.tournament.as_deref()?)))
+    }
+
+    /// The tournaments not deleted named after `cursor`, in name order.
+    pub fn all_after(&self, cursor: Option<&str>) -> impl Iterator<Item = (&Board, &Tournament)> {
+        self.config.boards_after(cursor).filter(|board| !board.ending).filter_map(|board| Some((board, board.tournament.as_deref()?)))
     }
 
     /// The instance open at `now` (its period on the tournament's board), or `Closed`.

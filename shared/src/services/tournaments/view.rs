@@ -83,7 +83,8 @@ impl Tournaments {
         let (category, state) = filter;
         let matches =
             |t: &&Tournament| category.is_none_or(|c| t.category.as_deref() == Some(c)) && state.is_none_or(|s| t.state_at(now) == s);
-        let (chosen, next_cursor) = paging::page(self.all().map(|(_, t)| t), |t| t.id.as_str(), matches, cursor, limit);
+        let after = self.all_after(cursor).map(|(_, t)| t);
+        let (chosen, next_cursor) = paging::page_in_order(after, |t| t.id.as_str(), matches, limit);
         let shown: Vec<(&Tournament, Option<Instance>)> = chosen.into_iter().map(|t| (t, shown(t, now))).collect();
         let groups =
             shown.iter().filter_map(|(t, instance)| Some(self.size_reads(t, instance.as_ref()?))).collect::<Result<Vec<_>, _>>()?;

@@ -1,0 +1,102 @@
+//! A warm function's catalog after a change (issue 59, docs/runtime-boards.md, "Every route, on
+//! every function"): it reads only the boards changed since the version it holds and parses only
+//! those, and serves exactly what a cold function reading the whole catalog serves, through
+//! every kind of change (a board or tournament defined, ended early, edited, deleted, its end
+//! done) and a change log lost.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::{Method, StatusCode};
+use chrono::Duration as Span;
+use serde_json::json;
+use standings::domain::config::{Config, Definition};
+use standings::services::catalog::Catalog;
+use standings_tests::ADMIN;
+use standings_tests::tournament::{Arena, cup};
+
+/// Every runtime board `config` serves, as text, in name order.
+fn runtime(config: &Config) -> Vec<String> {
+    config.boards_after(None).filter(|board| board.runtime).map(|board| format!("{board:?}")).collect()
+}
+
+/// The catalog a cold function reads now (whole).
+async fn cold(arena: &Arena) -> Arc<Config> {
+    let app = &arena.app;
+    Catalog::new(app.config.clone(), app.keys.clone(), app.store.clone(), |_| ()).with_refresh(Duration::ZERO).config().await.unwrap()
+}
+
+/// `warm`'s boards after a change, checked against a cold read's.
+async fn reload(arena: &Arena, warm: &Catalog<()>, what: &str) -> Arc<Config> {
+    let served = warm.config().await.unwrap();
+    assert_eq!(runtime(&served), runtime(&*cold(arena).await), "after {what}: a warm function serves what a cold one reads");
+    served
+}
+
+/// The parsed definition of tournament `id`, shared by every config that did not parse it again.
+fn parsed(config: &Config, id: &str) -> Arc<standings::domain::config::tournament::Tournament> {
+    config.board(id).and_then(|board| board.tournament.clone()).unwrap_or_else(|| panic!("{id} is served"))
+}
+
+#[tokio::test]
+async fn a_warm_catalog_parses_only_what_changed_and_serves_what_a_whole_read_does() {
+    let arena = Arena::new().await;
+    let now = arena.app.now();
+    let app = &arena.app;
+    for id in ["cup-a", "cup-b", "cup-c"] {
+        assert_eq!(arena.put(id, &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    }
+    let quiz = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day", "all"], "top": 10,
+        "rules": [{"action": "quiz_passed", "points": 7, "scope": "none"}]});
+    assert_eq!(app.define("quiz", &quiz).await.0, StatusCode::CREATED);
+    let warm = Catalog::new(app.config.clone(), app.keys.clone(), app.store.clone(), |_| ()).with_refresh(Duration::ZERO);
+    let first = reload(&arena, &warm, "the first read").await;
+
+    assert_eq!(arena.put("cup-d", &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    let defined = reload(&arena, &warm, "a tournament defined").await;
+    assert!(Arc::ptr_eq(&parsed(&first, "cup-a"), &parsed(&defined, "cup-a")), "cup-a unchanged: not parsed again");
+    assert!(!Arc::ptr_eq(&parsed(&first, "cup-a"), &parsed(&*cold(&arena).await, "cup-a")), "a whole read parses it again");
+
+    assert_eq!(arena.end("cup-b", "rained off").await.0, StatusCode::ACCEPTED);
+    let ended = reload(&arena, &warm, "an instance ended early").await;
+    assert!(!Arc::ptr_eq(&parsed(&defined, "cup-b"), &parsed(&ended, "cup-b")), "cup-b's new definition parsed");
+    assert!(Arc::ptr_eq(&parsed(&defined, "cup-a"), &parsed(&ended, "cup-a")));
+
+    let edit = json!({"title": "Saturday cup"});
+    let (status, body) = app.call(Method::PATCH, "/v1/admin/tournaments/cup-a", edit.to_string(), ADMIN).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let edited = reload(&arena, &warm, "a live edit").await;
+    assert_eq!(parsed(&edited, "cup-a").title, "Saturday cup");
+
+    assert_eq!(arena.delete("cup-c", "cancelled").await.0, StatusCode::ACCEPTED);
+    let deleting = reload(&arena, &warm, "a tournament deleted").await;
+    assert!(deleting.board("cup-c").unwrap().ending && parsed(&deleting, "cup-c").deleted.is_some());
+    assert_eq!(app.call(Method::DELETE, "/v1/admin/boards/quiz", String::new(), ADMIN).await.0, StatusCode::ACCEPTED);
+    reload(&arena, &warm, "a board deleted").await;
+    arena.runtime_run(None).await;
+    let retired = reload(&arena, &warm, "the deletions' ends done").await;
+    assert!(parsed(&retired, "cup-c").retired, "cup-c served from its tombstone");
+    assert!(retired.board("quiz").is_some_and(|quiz| quiz.ending), "quiz served from its tombstone");
+
+    // The log lost after a change this function has not read: what it names is gone, so the
+    // next reload reads the whole catalog (the log restarts with that change).
+    assert_eq!(arena.put("cup-e", &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    let mut conn = app.redis.clone();
+    let _: () = redis::cmd("DEL").arg(app.keys.catalog().catalog_log()).query_async(&mut conn).await.unwrap();
+    assert_eq!(arena.put("cup-f", &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    let whole = reload(&arena, &warm, "a change after the log was lost").await;
+    assert!(whole.board("cup-e").is_some() && whole.board("cup-f").is_some());
+    assert!(!Arc::ptr_eq(&parsed(&edited, "cup-a"), &parsed(&whole, "cup-a")), "read whole: parsed again");
+    assert_eq!(arena.put("cup-g", &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    let after = reload(&arena, &warm, "a change once the log started again").await;
+    assert!(Arc::ptr_eq(&parsed(&whole, "cup-a"), &parsed(&after, "cup-a")), "the log serves again");
+
+    // A change made without the log (by a release from before it, while a deployment rolls):
+    // the log's last change is not the catalog's latest, so the reload reads it all.
+    let text = Definition::tournament("cup-h", &cup(now - Span::hours(1), 4, json!({})), now).unwrap().text;
+    let catalog = app.keys.catalog();
+    let _: () = redis::cmd("HSET").arg(catalog.definitions()).arg("cup-h").arg(text).query_async(&mut conn).await.unwrap();
+    let _: () = redis::cmd("INCR").arg(catalog.catalog_version()).query_async(&mut conn).await.unwrap();
+    let unlogged = reload(&arena, &warm, "a change made without the log").await;
+    assert!(unlogged.board("cup-h").is_some(), "served");
+}
