@@ -131,3 +131,26 @@ async fn an_instance_that_keeps_failing_holds_the_watermark_while_later_ones_are
     assert!(arena.end_run(Some(&bus.bus)).await.is_empty(), "every instance behind the watermark");
     assert_eq!(bus.events(TOURNAMENT_ENDED).await.len(), 3, "each announced once");
 }
+
+/// On a journaled deployment, a tournament deleted while its instance is open, whether anybody
+/// played it or not, and one whose instance an operator ended early first: each 202 with its
+/// end recorded, and the same answer again.
+#[tokio::test]
+async fn an_open_tournament_nobody_played_or_ended_early_is_deleted_on_a_journaled_deployment() {
+    let (_server, arena) = standings_tests::tournament::journaled_arena_of_its_own().await;
+    let now = arena.app.now();
+    for id in ["empty", "played", "early"] {
+        assert_eq!(arena.put(id, &cup(now - Duration::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    }
+    assert_eq!(arena.play("played", "p1", "ann", 10).await.0, StatusCode::OK);
+    assert_eq!(arena.play("early", "e1", "bo", 10).await.0, StatusCode::OK);
+    let (status, ended) = arena.end("early", "rained off").await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{ended}");
+    for id in ["empty", "played", "early"] {
+        let (status, deleted) = arena.delete(id, "cancelled").await;
+        assert_eq!((status, deleted["state"].as_str()), (StatusCode::ACCEPTED, Some("ending")), "{id}: {deleted}");
+        assert_eq!(arena.delete(id, "cancelled").await, (StatusCode::ACCEPTED, deleted.clone()), "{id} again: the same answer");
+        let (status, late) = arena.play(id, &format!("{id}-late"), "cy", 1).await;
+        assert_eq!((status, code(&late)), (StatusCode::CONFLICT, Some("tournament_closed")), "{id}: {late}");
+    }
+}
