@@ -99,4 +99,41 @@ async fn a_warm_catalog_parses_only_what_changed_and_serves_what_a_whole_read_do
     let _: () = redis::cmd("INCR").arg(catalog.catalog_version()).query_async(&mut conn).await.unwrap();
     let unlogged = reload(&arena, &warm, "a change made without the log").await;
     assert!(unlogged.board("cup-h").is_some(), "served");
+
+    // The same, followed by a logged change before the function reloads: the count is short.
+    let text = Definition::tournament("cup-i", &cup(now - Span::hours(1), 4, json!({})), now).unwrap().text;
+    let _: () = redis::cmd("HSET").arg(catalog.definitions()).arg("cup-i").arg(text).query_async(&mut conn).await.unwrap();
+    let _: () = redis::cmd("INCR").arg(catalog.catalog_version()).query_async(&mut conn).await.unwrap();
+    assert_eq!(arena.put("cup-j", &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    let both = reload(&arena, &warm, "a change without the log, then one with it").await;
+    assert!(both.board("cup-i").is_some() && both.board("cup-j").is_some(), "both served");
+    assert_eq!(arena.put("cup-k", &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    let restarted = reload(&arena, &warm, "a change once the log started again").await;
+    assert!(Arc::ptr_eq(&parsed(&both, "cup-a"), &parsed(&restarted, "cup-a")), "the log serves again");
+}
+
+/// A catalog that went back to an older version (a snapshot restored, or its changes since the
+/// last drain lost), then moved on past the version a warm function held: the function serves
+/// it as it is, not the history it held.
+#[tokio::test]
+async fn a_catalog_that_went_back_is_served_as_it_is_now() {
+    let arena = Arena::new().await;
+    let (now, app) = (arena.app.now(), &arena.app);
+    for id in ["cup-a", "cup-b", "cup-c"] {
+        assert_eq!(arena.put(id, &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    }
+    let warm = Catalog::new(app.config.clone(), app.keys.clone(), app.store.clone(), |_| ()).with_refresh(Duration::ZERO);
+    assert!(reload(&arena, &warm, "the first read").await.board("cup-c").is_some());
+    // Back to the catalog as it was after its first change (the guard stays: nothing is lost).
+    let catalog = app.keys.catalog();
+    let mut conn = app.redis.clone();
+    let keys = [catalog.definitions(), catalog.ending(), catalog.catalog_version(), catalog.catalog_log()];
+    let _: () = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await.unwrap();
+    assert_eq!(arena.put("cup-a", &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    assert_eq!(runtime(&warm.config().await.unwrap()).len(), 1, "cup-a alone, at version 1");
+    for id in ["cup-x", "cup-y", "cup-z"] {
+        assert_eq!(arena.put(id, &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    }
+    let served = reload(&arena, &warm, "the catalog moved past the version held before").await;
+    assert!(served.board("cup-b").is_none() && served.board("cup-z").is_some());
 }

@@ -8,9 +8,8 @@
 //! A warm function whose version moved reads only the boards changed since the version it holds
 //! (the catalog's change log, `catalog_changes.lua`) and parses only those: the rest keep the
 //! boards they parsed to. It reads the whole catalog when the log cannot say (a log younger than
-//! what it holds, or lost, or missing the latest change) and on the first change it sees
-//! `WHOLE_READ` after its last whole read (a change a release from before the log made while a
-//! deployment rolled, followed by a logged one).
+//! what it holds, or lost, or short of a change made without it) and at least every
+//! `WHOLE_READ`, changed or not (a function frozen across a loss and a restore of the catalog).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,7 +26,7 @@ use crate::redis::store::Store;
 /// How long a function serves the boards it knows before asking whether they changed.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(5);
 
-/// The longest a warm function goes without reading the whole catalog when its version moves.
+/// The longest a warm function serves the catalog without reading it whole.
 pub const WHOLE_READ: Duration = Duration::from_secs(300);
 
 /// `STANDINGS_CATALOG_REFRESH_SECS` (0: ask before every request).
@@ -104,10 +103,10 @@ fn retired_board(name: &str, why: &str) -> Option<Board> {
     Some(board)
 }
 
-/// One runtime board as the catalog holds it: the board it parsed to (`None`: it does not
-/// validate, or a tombstone without its definition) and the board served (ending once its end
-/// is recorded), kept across reloads until the log names it again, and shared with every config
-/// built since. The texts are not kept: a board the log names is parsed again.
+/// One runtime board as the catalog holds it: the board served (`None`: its definition does not
+/// validate, or a tombstone keeps none), ending once its end is recorded, kept across reloads
+/// until the log names it again, and shared with every config built since. The texts are not
+/// kept: a board the log names is parsed again.
 struct Entry {
     served: Option<Arc<Board>>,
 }
@@ -253,7 +252,8 @@ impl<T> Catalog<T> {
         let mut conn = self.store.connection().await?;
         let checked = Instant::now();
         if let Some(held) = &held {
-            let (version, born, changed) = match held.version.filter(|_| held.read_whole.elapsed() < WHOLE_READ) {
+            let incremental = held.read_whole.elapsed() < WHOLE_READ;
+            let (version, born, changed) = match held.version.filter(|_| incremental) {
                 Some(version) => {
                     let Changes { version, born, complete, changed } = changes(&mut conn, &self.keys, version).await?;
                     (version, born, complete.then_some(changed))
@@ -266,7 +266,7 @@ impl<T> Catalog<T> {
             // A lost catalog (no version while the journal says it had one) keeps the boards
             // this function knew until it is restored; their own guards refuse their writes.
             let lost = version.is_none() && held.version.is_some() && self.keys.journal_on() && !born;
-            if version == held.version || lost {
+            if lost || (version == held.version && incremental) {
                 return Ok(self.keep(Arc::new(Cached { checked, ..held.fresh_copy() })));
             }
             if let Some(changed) = changed.filter(|_| version > held.version) {
@@ -286,12 +286,13 @@ impl<T> Catalog<T> {
         Arc::new(Cached { checked, read_whole, version, held, config, built })
     }
 
-    /// Caches `fresh`, unless a request that read a newer version meanwhile cached that: a
-    /// slow read never puts an older catalog back.
+    /// Caches `fresh`, unless a request that began its read later cached its own meanwhile: a
+    /// slow read never puts an older catalog back, and a catalog that went back (restored to
+    /// an older version, or rolled back) is served as it is now.
     fn keep(&self, fresh: Arc<Cached<T>>) -> Arc<Cached<T>> {
         let mut cached = self.cached.lock().expect("catalog cache poisoned");
         match cached.as_ref() {
-            Some(newer) if newer.version > fresh.version => newer.clone(),
+            Some(newer) if newer.checked > fresh.checked => newer.clone(),
             _ => {
                 *cached = Some(fresh.clone());
                 fresh

@@ -12,6 +12,11 @@ pub const CATALOG_JOURNAL: &str = "_catalog";
 /// can be named so.
 pub const CATALOG_LOG_FROM: &str = "#from";
 
+/// The change log's member whose score counts the changes logged since `CATALOG_LOG_FROM`: the
+/// log is whole while the two add up to the catalog's version (a change made without the log,
+/// by a release from before it, breaks the sum, and the next change starts the log again).
+pub const CATALOG_LOG_COUNT: &str = "#count";
+
 impl Keys {
     /// The keys of the runtime boards' catalog (`CATALOG_JOURNAL`): its journal, guard and
     /// restore bookkeeping as a board's, and `definitions`, `ending`, `catalog_version`.

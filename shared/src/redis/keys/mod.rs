@@ -18,7 +18,7 @@ mod catalog;
 mod journal;
 mod shards;
 mod tournament;
-pub use catalog::{CATALOG_JOURNAL, CATALOG_LOG_FROM};
+pub use catalog::{CATALOG_JOURNAL, CATALOG_LOG_COUNT, CATALOG_LOG_FROM};
 pub use shards::{SLOTS, journal_board, journal_names, journal_shards, slot, user_journal, user_shard};
 
 const VERSION: &str = "v1";

@@ -14,26 +14,25 @@ ARGV[1]  the version held
 ARGV[2]  the guard's field saying the catalog's history is all in Redis (`born`)
 
 Reply: {version or false, born (0/1), complete (0/1), changed}
-  complete  1 when the log names every change after ARGV[1] (it started by then, and names the
-            latest); 0: read the whole catalog (a log younger than the version held, or lost, or
-            a change made without it)
+  complete  1 when the log names every change after ARGV[1] (it started by then and counted
+            every change since); 0: read the whole catalog (a log younger than the version held,
+            or lost, or a change made without it)
   changed   {board, definition or false, why it ends or false} per board changed after ARGV[1]
             (empty unless complete)
 ]]
 
 local version = redis.call('GET', KEYS[3])
 local born = redis.call('HEXISTS', KEYS[5], ARGV[2])
-local from = redis.call('ZSCORE', KEYS[4], CATALOG_LOG_FROM)
-local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
--- The latest change must be logged too: one made without the log (a release from before it,
--- while a deployment rolls) moved the version past the log's last.
-local logged = last[2] and tonumber(last[2]) == tonumber(version or -1)
-if not from or tonumber(from) > tonumber(ARGV[1]) or (version and tonumber(version) > tonumber(ARGV[1]) and not logged) then
+local from = tonumber(redis.call('ZSCORE', KEYS[4], CATALOG_LOG_FROM) or -1)
+local count = tonumber(redis.call('ZSCORE', KEYS[4], CATALOG_LOG_COUNT) or 0)
+-- Whole while every change since `from` was logged: a change made without the log (a release
+-- from before it, while a deployment rolls) leaves the sum short of the version.
+if from < 0 or from > tonumber(ARGV[1]) or from + count ~= tonumber(version or -1) then
   return {version, born, 0, {}}
 end
 local changed = {}
 for _, board in ipairs(redis.call('ZRANGEBYSCORE', KEYS[4], '(' .. ARGV[1], '+inf')) do
-  if board ~= CATALOG_LOG_FROM then
+  if board ~= CATALOG_LOG_FROM and board ~= CATALOG_LOG_COUNT then
     changed[#changed + 1] = {board, redis.call('HGET', KEYS[1], board), redis.call('HGET', KEYS[2], board)}
   end
 end

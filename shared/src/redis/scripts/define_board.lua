@@ -11,9 +11,10 @@ KEYS[2]  boards ended (hash: board -> {reason, at} JSON): being deleted while th
 KEYS[3]  version (string: bumped by every change; functions reload definitions when it moves)
 KEYS[4]  the catalog's journal (stream)
 KEYS[5]  the catalog's guard (hash): a lost catalog refuses changes until it is restored
-KEYS[6]  the catalog's change log (sorted set: board -> the version that last changed it, and
-         CATALOG_LOG_FROM -> the version from which it names every change): a warm function
-         reads only what changed since the version it holds (`catalog_changes.lua`)
+KEYS[6]  the catalog's change log (sorted set: board -> the version that last changed it,
+         CATALOG_LOG_FROM -> the version from which it names every change, CATALOG_LOG_COUNT ->
+         how many it logged since): a warm function reads only what changed since the version
+         it holds (`catalog_changes.lua`)
 
 ARGV[1]  "put", "end", "remove" or "replace"
 ARGV[2]  the board
@@ -64,7 +65,15 @@ else
   if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], board, ARGV[3]) end
 end
 local version = redis.call('INCR', KEYS[3])
-redis.call('ZADD', KEYS[6], 'NX', version - 1, CATALOG_LOG_FROM)
+-- The log names every change after CATALOG_LOG_FROM while it counted each (CATALOG_LOG_COUNT):
+-- a change made without it (a release from before the log) breaks the sum, and the log starts
+-- again with this change.
+local from = tonumber(redis.call('ZSCORE', KEYS[6], CATALOG_LOG_FROM) or -1)
+local count = tonumber(redis.call('ZSCORE', KEYS[6], CATALOG_LOG_COUNT) or 0)
+if from < 0 or from + count ~= version - 1 then
+  redis.call('ZADD', KEYS[6], version - 1, CATALOG_LOG_FROM, 0, CATALOG_LOG_COUNT)
+end
+redis.call('ZINCRBY', KEYS[6], 1, CATALOG_LOG_COUNT)
 redis.call('ZADD', KEYS[6], version, board)
 journal(KEYS[4], ARGV[5], op)
 if op == 'put' then return 'created' end

@@ -135,7 +135,11 @@ fn constants() -> String {
     let effects: Vec<String> = crate::domain::journal::EFFECT_COMMANDS.iter().map(|c| format!("{c} = true")).collect();
     lua.push_str(&format!("local EFFECT = {{{}}}\n", effects.join(", ")));
     lua.push_str(&format!("local CLAIM_ALL = '{}'\n", crate::domain::journal::CLAIM_ALL));
-    lua.push_str(&format!("local CATALOG_LOG_FROM = '{}'\n", crate::redis::keys::CATALOG_LOG_FROM));
+    lua.push_str(&format!(
+        "local CATALOG_LOG_FROM, CATALOG_LOG_COUNT = '{}', '{}'\n",
+        crate::redis::keys::CATALOG_LOG_FROM,
+        crate::redis::keys::CATALOG_LOG_COUNT
+    ));
     lua.push_str(&format!("local NOTICES_MAX_LEN = {}\n", crate::domain::notify::NOTICES_MAX_LEN));
     lua.push_str(&format!(
         "local LEAGUE_CLOSED, LEAGUE_COHORT_CLOSED, LEAGUE_IDLE_CURSOR = '{CLOSED_FIELD}', '{COHORT_CLOSED_PREFIX}', '{IDLE_CURSOR_FIELD}'\n"
