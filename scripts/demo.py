@@ -13,7 +13,8 @@ second run on the same day against the same Redis is answered as duplicates and 
 - `xp`: the learners' lessons and practice on the weekly league board: 35 learners fill one
   bronze cohort of 30 and open a second;
 - `hot-videos`: heat on a few videos;
-- `daily-sprint-paris-<year>`: a daily tournament in Paris with prizes, three attempts for twelve members;
+- `sprint-paris-<year>`: a tournament every six hours in Paris (a cron schedule) with prizes, three
+  attempts for twelve members;
 - display profiles (nicknames) for the forum's members.
 
 Every event happens now: the API refuses events older than its 15-minute grace window, so there
@@ -197,23 +198,24 @@ def laps(api, rng, day):
 
 
 def tournament(api):
-    """A daily tournament for the year in Paris (one instance a Paris day, three attempts, prizes
-    for the top three), defined again on every run (the same body: 200), and a round of it
-    today, Paris time (its event ids name the Paris day, as its instances do); its top must list
-    each member's best kept score, best first."""
+    """A tournament for the year on a cron schedule in Paris (an instance at midnight, 06:00,
+    12:00 and 18:00 Paris time, three attempts, prizes for the top three), defined again on
+    every run (the same body: 200), and a round of the open instance (its event ids name the
+    instance, the local minute it opened); its top must list each member's best kept score, best
+    first."""
     # Paris is UTC+1 at New Year (no summer time then): its year, whatever the machine's zone.
     year = str((datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(hours=1)).year)
-    tournament_id = f"daily-sprint-paris-{year}"
+    tournament_id = f"sprint-paris-{year}"
     definition = {
-        "title": "Daily sprint", "description": "Three attempts a day; the best one counts.", "category": "sprint",
+        "title": "Sprint", "description": "Three attempts every six hours; the best one counts.", "category": "sprint",
         "keep": "best", "order": "desc", "start": f"{year}-01-01T00:00:00+01:00", "end": f"{int(year) + 1}-01-01T00:00:00+01:00",
-        "reset": "day", "timezone": "Europe/Paris", "duration_secs": 90000, "max_entries": 3, "join_required": False,
+        "cron": "0 */6 * * *", "timezone": "Europe/Paris", "duration_secs": 21600, "max_entries": 3, "join_required": False,
         "prizes": [{"ranks": [1, 1], "reward": {"badge": "gold"}}, {"ranks": [2, 3], "reward": {"badge": "silver"}}],
     }
     status, answer = api.call("PUT", f"/v1/admin/tournaments/{tournament_id}", definition)
     if status not in (200, 201):
         sys.exit(f"demo: PUT /v1/admin/tournaments/{tournament_id} answered {status}: {answer}")
-    # Today's instance is the Paris day, as the server says (no timezone database needed here).
+    # The open instance is the one the server names (no timezone database needed here).
     day = api.ok("GET", f"/v1/tournaments/{tournament_id}")["instance"]
     rng = random.Random(day + "t")
     best = {}
@@ -226,7 +228,7 @@ def tournament(api):
     shown = [(entry["user_id"], entry["score"]) for entry in top["entries"]]
     if [score for _, score in shown] != sorted(best.values(), reverse=True) or dict(shown) != best:
         sys.exit(f"demo: {tournament_id} shows {shown}, the submissions say {best}")
-    print(f"  {tournament_id}: {len(shown)} players today ({top['instance']}), first {shown[0][0]} with {shown[0][1]}")
+    print(f"  {tournament_id}: {len(shown)} players in this instance ({top['instance']}), first {shown[0][0]} with {shown[0][1]}")
 
 
 def check_league(api):

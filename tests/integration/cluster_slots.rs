@@ -70,3 +70,24 @@ async fn every_key_a_board_writes_hashes_to_that_boards_slot() {
         assert_eq!(slots.len(), 1, "{tag}'s keys span slots {slots:?}");
     }
 }
+
+/// The ranges docs/scaling.md's shard spread is tested against are the ones `redis-cli
+/// --cluster create` gave this suite's cluster (3 primaries).
+#[tokio::test]
+async fn the_primaries_hold_the_slot_ranges_redis_cli_gives() {
+    let app = standings_tests::spawn_ingest().await;
+    if !app.store.is_cluster() {
+        return;
+    }
+    let slots: Vec<redis::Value> = redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut app.redis.clone()).await.unwrap();
+    let mut ranges: Vec<(u32, u32)> = slots
+        .iter()
+        .map(|range| {
+            let redis::Value::Array(parts) = range else { panic!("CLUSTER SLOTS answers arrays: {range:?}") };
+            let [redis::Value::Int(first), redis::Value::Int(last), ..] = parts.as_slice() else { panic!("a range: {parts:?}") };
+            (u32::try_from(*first).unwrap(), u32::try_from(*last).unwrap())
+        })
+        .collect();
+    ranges.sort_unstable();
+    assert_eq!(ranges, standings::redis::keys::redis_cli_ranges(3));
+}

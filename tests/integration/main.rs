@@ -89,6 +89,7 @@ mod template_resources;
 mod time_and_ties;
 mod tls;
 mod tournaments;
+mod tournaments_cron;
 mod tournaments_delete;
 mod tournaments_edit;
 mod tournaments_end;

@@ -377,9 +377,10 @@ impl From<ReadError> for ApiError {
             ReadError::UnknownPeriod { .. } => (StatusCode::BAD_REQUEST, "unknown_period"),
             ReadError::NoLeague(_) => (StatusCode::NOT_FOUND, "no_league"),
             ReadError::UnknownTier { .. } => (StatusCode::BAD_REQUEST, "unknown_tier"),
-            ReadError::BadDate(DateError::Malformed) | ReadError::BadRankMode | ReadError::NoUsers | ReadError::BadSeason(_) => {
-                (StatusCode::BAD_REQUEST, "malformed")
-            }
+            ReadError::BadDate(DateError::Malformed | DateError::NotScheduled)
+            | ReadError::BadRankMode
+            | ReadError::NoUsers
+            | ReadError::BadSeason(_) => (StatusCode::BAD_REQUEST, "malformed"),
             ReadError::BadDate(DateError::OutOfRange) | ReadError::OutOfRange { .. } => (StatusCode::BAD_REQUEST, "out_of_range"),
             ReadError::TooManyUsers => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
             ReadError::InvalidId { .. } => (StatusCode::BAD_REQUEST, "invalid_id"),

@@ -13,6 +13,17 @@ use super::world::{World, restoring};
 use crate::runtime::call_on;
 use crate::{ADMIN, Caller, WRITER, clock_of, read_router};
 
+/// The instance a cup's definition runs: `all`, or a `cron` cup's, named by the minute its
+/// schedule fires (the minute its window starts, UTC).
+fn instance_of(definition: &str) -> String {
+    let body: Value = serde_json::from_str(definition).expect("a definition the world sent");
+    let start = body["start"].as_str().and_then(|at| at.parse::<chrono::DateTime<chrono::Utc>>().ok());
+    match start.filter(|_| body.get("cron").is_some()) {
+        Some(start) => start.format("%Y-%m-%dT%H%M").to_string(),
+        None => "all".to_owned(),
+    }
+}
+
 fn time(at: i64) -> String {
     DateTime::from_timestamp(at, 0).expect("a time in range").to_rfc3339_opts(SecondsFormat::Secs, true)
 }
@@ -54,14 +65,23 @@ impl World {
         read_router(query, seasons)
     }
 
-    fn definition(&self, join: bool, hours: u8, back: u8) -> Value {
+    /// Odd cups are `cron` tournaments whose schedule fires once a year, in the minute their
+    /// window starts, with instances as long as any: each runs its window as a one-off would,
+    /// through the cron path (its instance named by that minute, docs/tournaments.md#schedules).
+    fn definition(&self, cup: u8, join: bool, hours: u8, back: u8) -> Value {
         let start = self.now() - i64::from(back) * 3_600;
-        json!({
+        let mut body = json!({
             "title": "Simulated cup", "keep": "best", "order": "desc",
             "start": time(start), "end": time(start + i64::from(hours) * 3_600),
             "max_size": SEATS, "max_entries": ATTEMPTS, "join_required": join,
             "prizes": [{"ranks": [1, 1], "reward": prize(1)}, {"ranks": [2, 3], "reward": prize(2)}],
-        })
+        });
+        if cup % 2 == 1 {
+            let fires = chrono::DateTime::from_timestamp(start - start.rem_euclid(60), 0).expect("a time the world keeps");
+            body["cron"] = json!(fires.format("%M %H %d %m *").to_string());
+            body["duration_secs"] = json!(31 * 86_400 + 3 * 3_600);
+        }
+        body
     }
 
     pub(super) async fn put_cup(&mut self, cup: u8, join: bool, hours: u8, again: bool, back: u8) -> Result<(), String> {
@@ -69,7 +89,7 @@ impl World {
         let known = self.model.cups.cups.get(&id).map(|c| c.definition.clone());
         let body = match known.filter(|_| again) {
             Some(definition) => serde_json::from_str(&definition).expect("a definition the world sent"),
-            None => self.definition(join, hours, back),
+            None => self.definition(cup, join, hours, back),
         };
         let (status, reply) = self.app.call(Method::PUT, &format!("/v1/admin/tournaments/{id}"), body.to_string(), ADMIN).await;
         if self.all_lost && restoring(status, &reply) {
@@ -311,7 +331,7 @@ impl World {
                     return Err(format!("tournament {id} top: expected {:?}, got {status} {top}", cup.top()));
                 }
             }
-            let (status, results) = get(format!("/v1/tournaments/{id}/results?instance=all")).await;
+            let (status, results) = get(format!("/v1/tournaments/{id}/results?instance={}", instance_of(&cup.definition))).await;
             let expected = cup.results.as_ref().map(|rows| {
                 rows.iter()
                     .enumerate()

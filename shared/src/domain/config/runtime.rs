@@ -153,9 +153,12 @@ fn tournament_board(id: &str, body: &Value, stored: &Map<String, Value>) -> Resu
         tournament.closed.insert(instance.clone(), at);
     }
     let kind = tournament.period_kind();
+    // A board definition names no cron period (its schedule is the tournament's): validated as
+    // all-time, then given the tournament's own kind.
+    let named = if matches!(kind, PeriodKind::Cron(_)) { PeriodKind::All } else { kind };
     let raw = json!({
         "name": id, "kind": "scores", "keep": tournament.keep, "order": tournament.order, "timezone": tournament.timezone.name(),
-        "periods": [kind.as_str()], "top": 1000, "max_score": tournament.max_score(),
+        "periods": [named.as_str()], "top": 1000, "max_score": tournament.max_score(),
     });
     let raw: RawBoard = serde_json::from_value(raw).map_err(|error| ConfigError::Definition(error.to_string()))?;
     let mut board = validate_board("board", raw)?;

@@ -1,6 +1,10 @@
 //! Periods: which day / week / month / season an instant belongs to in a board's timezone,
 //! when that period ends, and how long its keys live. Pure: every function takes the time.
 
+mod cron;
+
+pub use cron::{Cron, CronError};
+
 use chrono::{DateTime, Datelike, Duration, Months, NaiveDate, TimeZone, Utc, Weekday};
 use chrono_tz::Tz;
 use serde::{Deserialize, Serialize};
@@ -17,6 +21,9 @@ pub enum PeriodKind {
     Season,
     /// All time: never resets, never expires.
     All,
+    /// From one time a five-field schedule names to the next, in the board's timezone (a `cron`
+    /// tournament's instances). Named `2026-11-30T1800` by the local minute it opens.
+    Cron(Cron),
 }
 
 /// The kinds a configuration or a request names; a week starts on Monday until the board says
@@ -45,6 +52,7 @@ impl PeriodKind {
             PeriodKind::Month => "month",
             PeriodKind::Season => "season",
             PeriodKind::All => "all",
+            PeriodKind::Cron(_) => "cron",
         }
     }
 
@@ -58,6 +66,7 @@ impl PeriodKind {
     pub fn contains(self, inner: PeriodKind) -> bool {
         match (self, inner) {
             (PeriodKind::All, _) => true,
+            (PeriodKind::Cron(_), inner) => inner == self,
             (PeriodKind::Month | PeriodKind::Season, PeriodKind::Month | PeriodKind::Season) => true,
             (_, PeriodKind::Day) => true,
             (outer, inner) => outer == inner,
@@ -79,6 +88,9 @@ impl PeriodKind {
             // backstop far beyond the archive schedule and its retries.
             PeriodKind::Season => Some(Duration::days(90)),
             PeriodKind::All => None,
+            // As long as a week's: a schedule's instances are its tournament's, whose results
+            // the archive stores when each ends.
+            PeriodKind::Cron(_) => Some(Duration::days(35)),
         }
     }
 }
@@ -122,6 +134,11 @@ impl Period {
                 (first, next_month(first), first.format("%Y-%m").to_string())
             }
             PeriodKind::All => return Self { kind, id: "all".into(), start: None, end: None },
+            PeriodKind::Cron(cron) => {
+                let (start, end) = cron.bounds(at, tz);
+                let id = cron::id_of(start, tz);
+                return Self { kind, id, start: Some(start.with_timezone(&tz)), end: Some(end.with_timezone(&tz)) };
+            }
         };
         Self { kind, id, start: Some(local_midnight(start, tz)), end: Some(local_midnight(end, tz)) }
     }
@@ -140,6 +157,11 @@ impl Period {
             PeriodKind::Month | PeriodKind::Season => parse_month(id)?,
             PeriodKind::All if id == "all" => FIRST_DATE,
             PeriodKind::All => return Err(DateError::Malformed),
+            PeriodKind::Cron(cron) => {
+                in_range(parse_day(id.get(..10).ok_or(DateError::Malformed)?)?)?;
+                let at = cron.fire_named(id, tz).ok_or(DateError::NotScheduled)?;
+                return Ok(Self::containing(kind, at, tz));
+            }
         };
         Ok(Self::on_date(kind, day, tz))
     }
@@ -157,7 +179,9 @@ impl Period {
     /// The period of the same kind just before this one (`None` for all-time).
     pub fn previous(&self) -> Option<Self> {
         let start = self.start?;
+        // A cron period before the searched years is its own previous one: there is none.
         Some(Self::containing(self.kind, start.with_timezone(&Utc) - Duration::seconds(1), start.timezone()))
+            .filter(|p| p.start < self.start)
     }
 
     /// The periods of the same kind before this one, the latest first.
@@ -168,7 +192,7 @@ impl Period {
     /// The period of the same kind just after this one (`None` for all-time).
     pub fn following(&self) -> Option<Self> {
         let end = self.end?;
-        Some(Self::containing(self.kind, end.with_timezone(&Utc), end.timezone()))
+        Some(Self::containing(self.kind, end.with_timezone(&Utc), end.timezone())).filter(|p| p.start > self.start)
     }
 
     /// Unix time at which this period's keys expire, if they do.
@@ -205,6 +229,9 @@ pub enum DateError {
     Malformed,
     #[error("must be between 2020-01-01 and 2088-01-18")]
     OutOfRange,
+    /// A cron period's id names a local minute its schedule does not.
+    #[error("must be a time the schedule opens an instance, written YYYY-MM-DDTHHMM in its timezone")]
+    NotScheduled,
 }
 
 /// `date` when it is within `FIRST_DATE..=LAST_DATE`.
@@ -335,5 +362,7 @@ impl EventWindow {
     }
 }
 
+#[cfg(test)]
+mod cron_tests;
 #[cfg(test)]
 mod tests;

@@ -27,6 +27,25 @@ pub fn slot(key: &str) -> u32 {
     u32::from(crc16::State::<crc16::XMODEM>::calculate(tagged.unwrap_or(bytes))) % SLOTS
 }
 
+/// The slot ranges (first and last, inclusive) `redis-cli --cluster create` gives `primaries`
+/// primaries, in order: each takes 16,384 / primaries slots, its last rounded to the nearest
+/// (redis-cli.c's `clusterManagerCommandCreate`), the last primary up to slot 16,383. Where
+/// those ranges do not meet the shards' equal ranges exactly (3, 5, 6, 9 or 12 primaries), a
+/// shard whose tag lands within a slot of a range's edge is on the neighbouring primary
+/// (docs/scaling.md#shards-and-primaries).
+pub fn redis_cli_ranges(primaries: u32) -> Vec<(u32, u32)> {
+    let per = f64::from(SLOTS) / f64::from(primaries.max(1));
+    let (mut first, mut cursor, mut ranges) = (0u32, 0f64, Vec::new());
+    for i in 0..primaries.max(1) {
+        let last = (cursor + per - 1.0).round() as u32;
+        let last = if last > SLOTS - 1 || i + 1 == primaries.max(1) { SLOTS - 1 } else { last };
+        ranges.push((first, last));
+        cursor += per;
+        first = last + 1;
+    }
+    ranges
+}
+
 /// The shard (0..shards) holding `user_id`'s entries on a board of `shards` shards.
 pub fn user_shard(user_id: &str, shards: u32) -> u32 {
     super::fnv1a(user_id) % shards.max(1)
@@ -138,6 +157,36 @@ mod tests {
         // No two layouts of a board share a shard's tag (a reshard moves from one to the other).
         let all: Vec<String> = (1..=64).flat_map(|n| keys.board_shards("launch", n)).map(|shard| shard.guard()).collect();
         assert_eq!(all.iter().collect::<std::collections::HashSet<_>>().len(), all.len());
+    }
+
+    /// What docs/scaling.md says of shards over primaries: with 2, 4, 8 or 16 primaries and
+    /// shards a multiple of them, each primary holds exactly shards / primaries; with 3, 5, 6,
+    /// 9 or 12, at most one shard more or less, and for most boards exactly that.
+    #[test]
+    fn shards_land_evenly_on_the_primaries_redis_cli_creates_or_one_off() {
+        assert_eq!(redis_cli_ranges(3), [(0, 5460), (5461, 10922), (10923, 16383)]);
+        let keys = Keys::new("st").unwrap();
+        for primaries in [2, 3, 4, 5, 6, 8, 9, 12, 16] {
+            let ranges = redis_cli_ranges(primaries);
+            let (mut layouts, mut uneven) = (0, 0);
+            for shards in (primaries..=64).step_by(primaries as usize) {
+                for board in (0..40).map(|i| format!("board-{i}")) {
+                    let mut held = vec![0; primaries as usize];
+                    for shard in keys.board_shards(&board, shards) {
+                        let slot = slot(&shard.guard());
+                        held[ranges.iter().position(|(first, last)| (*first..=*last).contains(&slot)).unwrap()] += 1;
+                    }
+                    let each = shards / primaries;
+                    layouts += 1;
+                    if primaries.is_power_of_two() {
+                        assert!(held.iter().all(|n| *n == each), "{board} over {shards} on {primaries}: {held:?}");
+                    }
+                    assert!(held.iter().all(|n| n.abs_diff(each) <= 1), "{board} over {shards} on {primaries}: {held:?}");
+                    uneven += usize::from(held.iter().any(|n| *n != each));
+                }
+            }
+            assert!(uneven * 20 < layouts, "{primaries} primaries: {uneven} of {layouts} layouts uneven");
+        }
     }
 
     #[test]

@@ -170,6 +170,9 @@ mod generated {
             PeriodKind::Month,
             PeriodKind::Season,
             PeriodKind::All,
+            // Two schedules that never fire in the same minute (one board has one schedule).
+            PeriodKind::Cron(crate::domain::period::Cron::parse("0 */6 * * *").unwrap()),
+            PeriodKind::Cron(crate::domain::period::Cron::parse("30 18 * * *").unwrap()),
         ])
     }
 

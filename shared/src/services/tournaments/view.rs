@@ -25,7 +25,8 @@ pub struct TournamentSummary {
     pub start: String,
     pub end: String,
     pub instance: Option<String>,
-    /// Where its resets fall (IANA): instance ids are its local days, weeks or months.
+    /// Where its resets fall (IANA): instance ids are its local days, weeks or months, or the
+    /// local minutes a cron schedule opens them.
     pub timezone: &'static str,
     /// Players in the shown instance.
     pub size: u64,

@@ -8,7 +8,7 @@ use serde_json::Value;
 use super::{Prize, Reset, Tournament};
 use crate::domain::config::{Keep, Order};
 use crate::domain::ids;
-use crate::domain::period::{FIRST_DATE, LAST_DATE};
+use crate::domain::period::{Cron, FIRST_DATE, LAST_DATE};
 
 pub const MAX_TITLE_CHARS: usize = 100;
 const MAX_DESCRIPTION_CHARS: usize = 1_000;
@@ -47,6 +47,8 @@ struct Raw {
     #[serde(default)]
     reset: Option<Reset>,
     #[serde(default)]
+    cron: Option<String>,
+    #[serde(default)]
     timezone: Option<String>,
     #[serde(default)]
     duration_secs: Option<i64>,
@@ -65,11 +67,13 @@ struct Raw {
 /// (a 25-hour day where the clocks go back). An instance never outlives its own period (it ends
 /// at the period's end at the latest), so one of this length covers every period whole, in any
 /// timezone; the extra hours change no time bit of the scale (`Tournament::max_score`).
-fn reset_length(reset: Reset) -> Duration {
+/// A cron schedule's instances are held to a month's, the longest reset's (the board's scale
+/// keeps every second of an instance).
+fn reset_length(reset: Option<Reset>) -> Duration {
     let nominal = match reset {
-        Reset::Day => Duration::days(1),
-        Reset::Week => Duration::weeks(1),
-        Reset::Month => Duration::days(31),
+        Some(Reset::Day) => Duration::days(1),
+        Some(Reset::Week) => Duration::weeks(1),
+        Some(Reset::Month) | None => Duration::days(31),
     };
     nominal + Duration::hours(3)
 }
@@ -120,19 +124,23 @@ impl Tournament {
         if raw.end - raw.start > Duration::days(MAX_WINDOW_DAYS) {
             return Err(invalid("end", format!("must be within {MAX_WINDOW_DAYS} days of start")));
         }
-        let duration = match (raw.reset, raw.duration_secs) {
-            (None, None) => None,
-            (None, Some(_)) => return Err(invalid("duration_secs", "only a recurring tournament (reset) has a duration")),
-            (Some(_), None) => return Err(invalid("duration_secs", "a recurring tournament (reset) needs one")),
-            (Some(reset), Some(secs)) => {
-                let duration = Duration::seconds(secs);
-                if secs < 1 || duration > reset_length(reset) {
-                    return Err(invalid(
-                        "duration_secs",
-                        format!("must be within 1..={} for this reset", reset_length(reset).num_seconds()),
-                    ));
+        let cron = match (&raw.cron, raw.reset) {
+            (Some(_), Some(_)) => return Err(invalid("cron", "a tournament has one schedule: reset or cron, not both")),
+            (Some(text), None) => Some(Cron::parse(text).map_err(|error| invalid("cron", error.to_string()))?),
+            (None, _) => None,
+        };
+        let recurring = raw.reset.is_some() || cron.is_some();
+        let duration = match (recurring, raw.duration_secs) {
+            (false, None) => None,
+            (false, Some(_)) => return Err(invalid("duration_secs", "only a recurring tournament (reset or cron) has a duration")),
+            (true, None) => return Err(invalid("duration_secs", "a recurring tournament (reset or cron) needs one")),
+            (true, Some(secs)) => {
+                let longest = reset_length(raw.reset);
+                if secs < 1 || Duration::seconds(secs) > longest {
+                    let schedule = if cron.is_some() { "a cron schedule" } else { "this reset" };
+                    return Err(invalid("duration_secs", format!("must be within 1..={} for {schedule}", longest.num_seconds())));
                 }
-                Some(duration)
+                Some(Duration::seconds(secs))
             }
         };
         let timezone = match &raw.timezone {
@@ -173,6 +181,7 @@ impl Tournament {
             start: raw.start,
             end: raw.end,
             reset: raw.reset,
+            cron,
             timezone,
             duration,
             max_size: raw.max_size,

@@ -5,6 +5,8 @@
 //! tournament's score board (`all` for a one-off, else the day, week or month of its reset in
 //! its timezone), so its entries live in that period's sorted set and its id is the period's.
 
+#[cfg(test)]
+mod cron_tests;
 mod definition;
 mod edit;
 #[cfg(test)]
@@ -19,7 +21,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Keep, Order};
-use crate::domain::period::{Period, PeriodKind};
+use crate::domain::period::{Cron, Period, PeriodKind};
 use crate::domain::tiebreak::{EXACT_BITS, MAX_SCORE};
 
 pub use definition::{MAX_METADATA_BYTES, MAX_PRIZES, MAX_SIZE, MAX_TITLE_CHARS, TournamentError};
@@ -64,6 +66,9 @@ pub struct Tournament {
     pub start: DateTime<Utc>,
     pub end: DateTime<Utc>,
     pub reset: Option<Reset>,
+    /// A recurring tournament's other schedule: an instance opens at every time a five-field
+    /// crontab names (`cron`), in its timezone. At most one of `reset` and `cron`.
+    pub cron: Option<Cron>,
     /// Where a recurring tournament's resets fall (local midnight, Monday, the 1st): UTC
     /// unless the definition names an IANA timezone.
     pub timezone: chrono_tz::Tz,
@@ -115,7 +120,12 @@ pub struct Instance {
 impl Tournament {
     /// The kind of the score board's period that holds one instance.
     pub fn period_kind(&self) -> PeriodKind {
-        self.reset.map_or(PeriodKind::All, Reset::period_kind)
+        self.recurrence().unwrap_or(PeriodKind::All)
+    }
+
+    /// A recurring tournament's period kind: one instance each (`None`: a one-off).
+    fn recurrence(&self) -> Option<PeriodKind> {
+        self.cron.map(PeriodKind::Cron).or(self.reset.map(Reset::period_kind))
     }
 
     /// The board period (the instance's) containing `at`, in the tournament's timezone.
@@ -135,10 +145,10 @@ impl Tournament {
         if at < self.start || at >= self.end {
             return None;
         }
-        let instance = match self.reset {
+        let instance = match self.recurrence() {
             None => Instance { id: "all".into(), start: self.start, end: self.end },
-            Some(reset) => {
-                let period = Period::containing(reset.period_kind(), at, self.timezone);
+            Some(kind) => {
+                let period = Period::containing(kind, at, self.timezone);
                 let opens = period.start.expect("a reset period starts").with_timezone(&Utc);
                 let period_end = period.end.expect("a reset period ends").with_timezone(&Utc);
                 let closes = (opens + self.duration.expect("a recurring tournament has a duration")).min(period_end);
@@ -185,14 +195,17 @@ impl Tournament {
         {
             return Some(first);
         }
-        let reset = self.reset?;
+        let kind = self.recurrence()?;
         let from = at.max(self.start);
-        let mut probe = Period::containing(reset.period_kind(), from, self.timezone).end.expect("a reset period ends").with_timezone(&Utc);
-        while probe < self.end {
+        let mut probe = Period::containing(kind, from, self.timezone).end.expect("a reset period ends").with_timezone(&Utc);
+        // Nothing opens after a deletion: the walk stops there, not at the window's end (ten
+        // years of a schedule naming every minute would be five million periods).
+        let last = self.deleted.map_or(self.end, |deleted| deleted.min(self.end));
+        while probe < last {
             if let Some(instance) = self.instance_of_period(probe).filter(|i| i.start < i.end) {
                 return Some(instance);
             }
-            probe = Period::containing(reset.period_kind(), probe, self.timezone).end.expect("a reset period ends").with_timezone(&Utc);
+            probe = Period::containing(kind, probe, self.timezone).end.expect("a reset period ends").with_timezone(&Utc);
         }
         None
     }
@@ -210,10 +223,10 @@ impl Tournament {
     /// The instance a read names (`instance=`), or the open one, or the last one that ran.
     pub fn instance_named(&self, id: Option<&str>, at: DateTime<Utc>) -> Option<Instance> {
         match id {
-            Some("all") if self.reset.is_none() => self.instance_of_period(self.start),
-            Some(_) if self.reset.is_none() => None,
+            Some("all") if self.recurrence().is_none() => self.instance_of_period(self.start),
+            Some(_) if self.recurrence().is_none() => None,
             Some(id) => {
-                let kind = self.reset?.period_kind();
+                let kind = self.recurrence()?;
                 let period = Period::named(kind, id, self.timezone).ok()?;
                 let opens = period.start?.with_timezone(&Utc);
                 self.instance_of_period(opens.max(self.start)).filter(|instance| instance.id == id)
@@ -225,7 +238,7 @@ impl Tournament {
     /// The instance whose results a read names when it names none (issue 59's "results by
     /// default"): a one-off's only one (`all`), else the open one, else the last that ran.
     pub fn results_instance(&self, at: DateTime<Utc>) -> Option<Instance> {
-        if self.reset.is_none() {
+        if self.recurrence().is_none() {
             return self.instance_of_period(self.start);
         }
         self.instance_named(None, at)
@@ -239,7 +252,7 @@ impl Tournament {
             return Some(instance);
         }
         // `at`'s period has not opened yet: the one before it.
-        let kind = self.reset?.period_kind();
+        let kind = self.recurrence()?;
         let opens = Period::containing(kind, probe, self.timezone).start?.with_timezone(&Utc);
         self.instance_of_period(opens - Duration::seconds(1)).filter(|i| self.ran(i))
     }
