@@ -74,3 +74,30 @@ async fn a_cron_tournament_opens_at_each_scheduled_time_in_its_timezone() {
         assert_eq!(arena.read(&format!("/v1/tournaments/{name}")).await.0, StatusCode::NOT_FOUND, "{name}: nothing stored");
     }
 }
+
+/// A correction naming a cron instance reaches that instance: the open one by its id, and one
+/// that has not opened yet is refused, nothing written (it was looked up at its local
+/// midnight, which found the instance before it: the open one refused, a later one corrected
+/// in its stead).
+#[tokio::test]
+async fn a_correction_names_a_cron_instance_by_its_id() {
+    let arena = Arena::new().await;
+    let noon = arena.app.now().date_naive().and_hms_opt(12, 0, 0).unwrap().and_utc();
+    let id = |at: DateTime<Utc>| at.format("%Y-%m-%dT%H%M").to_string();
+    let body = cup(noon - Duration::days(1), 24 * 4, json!({"cron": "0 12 * * *", "duration_secs": 6 * 3600}));
+    assert_eq!(arena.put_at("noons", &body, noon - Duration::hours(1)).await.0, StatusCode::CREATED);
+    arena.app.set_now(noon + Duration::hours(1));
+    assert_eq!(arena.play("noons", "n1", "ann", 10).await.0, StatusCode::OK);
+    let correct = |period_id: String| {
+        let body = json!({"set": 25, "reason": "scored offline", "period": "cron", "period_id": period_id});
+        arena.app.call(axum::http::Method::POST, "/v1/admin/boards/noons/users/ann/corrections", body.to_string(), standings_tests::ADMIN)
+    };
+    let before = arena.app.keyspace().await;
+    let (status, refused) = correct(id(noon + Duration::days(1))).await;
+    assert!(status.is_client_error(), "an instance not open yet: {status} {refused}");
+    assert_eq!(arena.app.keyspace().await, before, "a refused correction writes nothing");
+    let (status, corrected) = correct(id(noon)).await;
+    assert_eq!(status, StatusCode::OK, "{corrected}");
+    let (_, top) = arena.read("/v1/tournaments/noons/top").await;
+    assert_eq!((top["instance"].as_str(), top["entries"][0]["score"].as_i64()), (Some(id(noon).as_str()), Some(25)), "{top}");
+}

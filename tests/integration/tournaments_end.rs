@@ -269,11 +269,31 @@ async fn a_restore_after_every_key_was_lost_brings_tournaments_back_with_seats_a
 /// as it was (no live board, no seats, writes refused), not open until its natural end.
 #[tokio::test]
 async fn a_restore_after_an_instance_was_ended_and_stored_keeps_it_ended_and_released() {
+    restored_after_release(false).await;
+}
+
+/// The same for a `cron` tournament (an instance a year, opened in the minute the window
+/// starts): its released instance is named by its own period kind (the restore knows the
+/// runtime boards' kinds when it settles closed periods).
+#[tokio::test]
+async fn a_restore_after_a_cron_instance_was_ended_and_stored_keeps_it_ended_and_released() {
+    restored_after_release(true).await;
+}
+
+async fn restored_after_release(cron: bool) {
     // A redis-server of the test's own, emptied by a literal FLUSHALL.
     let (_server, arena) = journaled_arena_of_its_own().await;
     let bus = subscribed_to(TOURNAMENT_ENDED).await;
     let start = arena.app.now() - Duration::minutes(10);
-    assert_eq!(arena.put("cup", &cup(start, 24, json!({"join_required": true, "max_size": 3}))).await.0, StatusCode::CREATED);
+    let start = start - Duration::seconds(start.timestamp().rem_euclid(60));
+    let mut body = cup(start, 24, json!({"join_required": true, "max_size": 3}));
+    let mut instance = "all".to_owned();
+    if cron {
+        body["cron"] = json!(start.format("%M %H %d %m *").to_string());
+        body["duration_secs"] = json!(86_400);
+        instance = start.format("%Y-%m-%dT%H%M").to_string();
+    }
+    assert_eq!(arena.put("cup", &body).await.0, StatusCode::CREATED);
     for user in ["ann", "bo"] {
         assert_eq!(arena.join("cup", user).await.0, StatusCode::OK);
     }
@@ -302,7 +322,7 @@ async fn a_restore_after_an_instance_was_ended_and_stored_keeps_it_ended_and_rel
     let again = arena.end_run(Some(&bus.bus)).await;
     assert!(again.is_empty(), "finished before the loss, as the table says: {again:?}");
     assert!(bus.events(TOURNAMENT_ENDED).await.len() == 1, "announced once");
-    let (_, results) = arena.read("/v1/tournaments/cup/results?instance=all").await;
+    let (_, results) = arena.read(&format!("/v1/tournaments/cup/results?instance={instance}")).await;
     assert_eq!(results["total"].as_u64(), Some(2), "{results}");
 }
 

@@ -20,7 +20,8 @@ const ANNOUNCED: Shard = Shard { index: 0, total: 0 };
 /// the end (Unix seconds) of its latest instance such that it and every earlier one are
 /// finished. A run looks only at instances that ended after it.
 const ENDED_THROUGH: &str = "~ended";
-/// Instances of one tournament walked back from now at most (27 years of a daily one): a
+/// Instances of one tournament walked back from now at most (27 years of a daily one, 104 days
+/// of a cron one every 15 minutes, the closest a schedule may fire, `MIN_SPACING_MINUTES`): a
 /// backlog longer than this keeps the watermark where it is (logged), so none is skipped.
 const INSTANCES_WALKED: usize = 10_000;
 /// A page's results, as JSON, stay under this (EventBridge takes 256 KB a request).

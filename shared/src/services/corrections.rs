@@ -100,21 +100,26 @@ fn aimed_periods(
 ) -> Result<Vec<Period>, ModerationError> {
     let bad = |message: String| ModerationError::BadPeriod(message);
     let only_named = !matches!(change, Change::Add(_));
-    let (day, kinds): (NaiveDate, Vec<PeriodKind>) = match (&request.period, &request.period_id, request.at) {
+    let periods: Vec<Period> = match (&request.period, &request.period_id, request.at) {
         (None, None, None) if change == Change::Remove => return Ok(live_periods(board, now, window)),
         (None, None, None) => return Ok(current_periods(board, now)),
-        (None, None, Some(at)) => (crate::domain::period::in_range(at).map_err(|e| bad(format!("at: {e}")))?, board.periods.clone()),
+        (None, None, Some(at)) => {
+            let day: NaiveDate = crate::domain::period::in_range(at).map_err(|e| bad(format!("at: {e}")))?;
+            board.periods.iter().map(|&kind| Period::on_date(kind, day, board.timezone)).collect()
+        }
         (Some(kind), Some(id), None) => {
             let kind = board.period_kind(kind).ok_or_else(|| bad(format!("board {:?} has no period {kind:?}", board.name)))?;
             let named =
                 Period::named(kind, id, board.timezone).map_err(|e| bad(format!("period_id {id:?} of a {} period: {e}", kind.as_str())))?;
-            let day = named.start.map_or_else(|| now.with_timezone(&board.timezone).date_naive(), |start| start.date_naive());
-            let kinds = if only_named { vec![kind] } else { board.periods.iter().copied().filter(|&other| other.contains(kind)).collect() };
-            (day, kinds)
+            // The periods holding the named one's first instant (a cron instance starts at any
+            // minute, not at midnight).
+            let anchor = named.start.map_or(now, |start| start.with_timezone(&Utc));
+            let kinds: Vec<PeriodKind> =
+                if only_named { vec![kind] } else { board.periods.iter().copied().filter(|&other| other.contains(kind)).collect() };
+            kinds.into_iter().map(|kind| Period::containing(kind, anchor, board.timezone)).collect()
         }
         _ => return Err(bad("give period and period_id together, or at alone".into())),
     };
-    let periods: Vec<Period> = kinds.into_iter().map(|kind| Period::on_date(kind, day, board.timezone)).collect();
     for period in &periods {
         if period.start.is_some_and(|start| start > now) {
             return Err(bad(format!("{} {} has not started", period.kind.as_str(), period.id)));

@@ -27,6 +27,10 @@ pub struct Cron {
     either_day: bool,
 }
 
+/// The closest two instances of one schedule open: a tournament's ends are stored and announced
+/// instance by instance, and the archive walks at most 10,000 of a backlog (104 days of these).
+pub const MIN_SPACING_MINUTES: u32 = 15;
+
 /// Why a schedule is refused: the field and what it must be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -68,28 +72,29 @@ impl Field {
         for item in text.split(',') {
             let (range, step) = match item.split_once('/') {
                 Some((range, step)) => {
+                    let digits = !step.is_empty() && step.bytes().all(|b| b.is_ascii_digit());
                     let step: u32 = step
                         .parse()
                         .ok()
-                        .filter(|s| *s >= 1)
+                        .filter(|s| digits && *s >= 1)
                         .ok_or_else(|| self.error(&format!("step {step:?} must be a number from 1")))?;
-                    (range, step)
+                    (range, Some(step))
                 }
-                None => (item, 1),
+                None => (item, None),
             };
             let (from, to) = match range {
                 "*" => (self.min, self.max),
                 _ => match range.split_once('-') {
                     Some((a, b)) => (self.value(a)?, self.value(b)?),
                     // `5/15` runs from 5 to the field's end, as in most crons.
-                    None if step > 1 => (self.value(range)?, self.max),
+                    None if step.is_some() => (self.value(range)?, self.max),
                     None => (self.value(range)?, self.value(range)?),
                 },
             };
             if from > to {
                 return Err(self.error(&format!("range {range:?} runs backwards")));
             }
-            for v in (from..=to).step_by(step as usize) {
+            for v in (from..=to).step_by(step.unwrap_or(1) as usize) {
                 // Day of week 7 is Sunday, 0.
                 bits |= 1 << if self.name == "day of week" { v % 7 } else { v };
             }
@@ -142,9 +147,22 @@ impl Cron {
             return Err(CronError("the day of month is in none of the months named: the schedule never fires".into()));
         }
         if cron.first_fire_after(NaiveDate::from_ymd_opt(2020, 1, 1).expect("a valid date").and_time(NaiveTime::MIN)).is_none() {
-            return Err(CronError("the schedule never fires between 2020 and 2088".into()));
+            return Err(CronError("the schedule never fires (searched up to 2094)".into()));
+        }
+        if cron.closest_minutes() < MIN_SPACING_MINUTES {
+            return Err(CronError(format!(
+                "minute: instances open at most every {MIN_SPACING_MINUTES} minutes (name minutes at least {MIN_SPACING_MINUTES} apart)"
+            )));
         }
         Ok(cron)
+    }
+
+    /// The fewest minutes between two minutes the schedule names, across the hour too (59 and 1
+    /// are two apart): the closest two fire times can be.
+    fn closest_minutes(&self) -> u32 {
+        let named: Vec<u32> = (0..60).filter(|m| self.minutes & (1 << m) != 0).collect();
+        let wrap = named.first().zip(named.last()).map_or(60, |(first, last)| 60 - last + first);
+        named.windows(2).map(|pair| pair[1] - pair[0]).fold(wrap, u32::min)
     }
 
     fn day_matches(&self, date: NaiveDate) -> bool {

@@ -63,11 +63,27 @@ fn schedules_are_refused_with_the_field_and_why() {
         ("0 0 31 4,6 *", "never fires"),
         ("a b c d e", "minute"),
         ("@reboot", "five fields"),
+        ("5/1 * * * *", "every 15 minutes"),
     ] {
         let error = Cron::parse(text).unwrap_err().to_string();
         assert!(error.contains(names), "{text:?}: {error}");
     }
-    for text in ["@daily", "@hourly", "@weekly", "@monthly", "@yearly", "0 0 29 2 *", "15,45 8-17/3 * jan-mar,DEC sun,7", "5/20 * * * *"] {
+    for (text, names) in [("*/10 * * * *", "every 15 minutes"), ("0,55 * * * *", "every 15 minutes"), ("*/+5 * * * *", "step")] {
+        let error = Cron::parse(text).unwrap_err().to_string();
+        assert!(error.contains(names), "{text:?}: {error}");
+    }
+    assert_eq!(Cron::parse("5/30 1 * * *").unwrap(), Cron::parse("5,35 1 * * *").unwrap(), "a/step runs to the field's end");
+    for text in [
+        "@daily",
+        "@hourly",
+        "@weekly",
+        "@monthly",
+        "@yearly",
+        "0 0 29 2 *",
+        "15,45 8-17/3 * jan-mar,DEC sun,7",
+        "5/20 * * * *",
+        "*/15 * * * *",
+    ] {
         Cron::parse(text).unwrap_or_else(|error| panic!("{text:?}: {error}"));
     }
     assert_eq!(Cron::parse("@weekly").unwrap(), Cron::parse("0 0 * * 7").unwrap(), "Sunday is 0 and 7");
@@ -137,7 +153,9 @@ fn values(range: std::ops::RangeInclusive<u32>, most: usize, unrestricted: u32) 
 
 fn schedules() -> impl Strategy<Value = Schedule> {
     (
-        proptest::collection::btree_set(0u32..60, 1..4).prop_map(Some),
+        // One to four minutes an hour, 15 apart (`MIN_SPACING_MINUTES`).
+        (0u32..15, proptest::collection::btree_set(0u32..4, 1..=4))
+            .prop_map(|(first, quarters)| Some(quarters.iter().map(|q| first + 15 * q).collect())),
         values(0..=23, 6, 1),
         values(1..=31, 10, 3),
         values(1..=12, 8, 3),

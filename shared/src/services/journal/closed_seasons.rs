@@ -94,7 +94,9 @@ pub(super) async fn record_released(
 /// a season closed and not released keeps its frozen board and statements, and a live set
 /// found beside it goes (a closed season's set is never live), or becomes the frozen board
 /// when that is gone (the archive's next run then finishes or releases it).
-/// (`board` may be unknown here, a runtime board's: a period's keys need only its kind and id.)
+/// (`board` is unknown for a board no longer defined: a period's keys need only its kind and
+/// id, which day, week, month and season periods give by name; a cron period needs its board's
+/// schedule, so the restore passes the runtime boards too.)
 pub(super) async fn settle_closed(
     conn: &mut Connection,
     board: Option<&Board>,

@@ -97,13 +97,16 @@ impl<O: Objects> Restorer<O> {
         // Profiles: every shard's journal, each with its share of the journal before shards.
         let profiles = || (0..PROFILE_SHARDS).map(profile_journal);
         let mut reports_before = Vec::new();
+        // The boards as of now, runtime ones included (a restore settles their closed periods by
+        // their kinds, a cron tournament's included); the declared ones until the catalog is back.
+        let mut config = self.config.clone();
         let boards: Vec<String> = match board {
             Some(PROFILES_JOURNAL) => profiles().collect(),
             Some(shard) if profiles().any(|name| name == shard) => vec![shard.to_owned()],
             Some(CATALOG_JOURNAL) => vec![CATALOG_JOURNAL.to_owned()],
             // A sharded board's name restores every shard; a shard's, that one.
             Some(name) => {
-                let config = boards_now(&self.config, &self.keys, &self.store).await?;
+                config = Arc::new(boards_now(&self.config, &self.keys, &self.store).await?);
                 let board = config.board(journal_board(name)).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
                 let journals = journal_names(&board.name, board.shards);
                 match journals.iter().find(|journal| *journal == name) {
@@ -115,7 +118,7 @@ impl<O: Objects> Restorer<O> {
             // The runtime boards' definitions first: they say which boards there are to restore.
             None => {
                 let marks = Marks::load(&self.objects, self.keys.prefix()).await?;
-                let catalog = self.restore_board(CATALOG_JOURNAL, deadline, &marks).await?;
+                let catalog = self.restore_board(CATALOG_JOURNAL, &config, deadline, &marks).await?;
                 if catalog.status != Status::Complete {
                     return Ok(RestoreReport { status: Status::InProgress, boards: vec![catalog] });
                 }
@@ -123,7 +126,7 @@ impl<O: Objects> Restorer<O> {
                 // Boards whose end is done: their guards alone (their keys were freed on purpose).
                 let retired = retired_now(&self.keys, &self.store).await?;
                 restore::retired_guards(&mut self.store.write_connection().await?, &self.keys, &retired).await?;
-                let config = boards_now(&self.config, &self.keys, &self.store).await?;
+                config = Arc::new(boards_now(&self.config, &self.keys, &self.store).await?);
                 config.boards().iter().flat_map(|b| journal_names(&b.name, b.shards)).chain(profiles()).collect()
             }
         };
@@ -136,7 +139,7 @@ impl<O: Objects> Restorer<O> {
                 reports.push(BoardRestore::pending(&name));
                 continue;
             }
-            reports.push(self.restore_board(&name, deadline, &marks).await?);
+            reports.push(self.restore_board(&name, &config, deadline, &marks).await?);
         }
         let status = if reports.iter().all(|r| r.status == Status::Complete) { Status::Complete } else { Status::InProgress };
         Ok(RestoreReport { status, boards: reports })
@@ -145,7 +148,13 @@ impl<O: Objects> Restorer<O> {
     /// One board's restore, under its lock: one restore of a board at a time (a caller that
     /// retries a slow invocation must not start a second).
     /// `marks`: the drain's record of how far it stored each journal.
-    async fn restore_board(&self, name: &str, deadline: DateTime<Utc>, marks: &Marks) -> Result<BoardRestore, RestoreError> {
+    async fn restore_board(
+        &self,
+        name: &str,
+        config: &Config,
+        deadline: DateTime<Utc>,
+        marks: &Marks,
+    ) -> Result<BoardRestore, RestoreError> {
         let keys = self.keys.board(name);
         let mut conn = self.store.write_connection().await?;
         let clock = Clock::read(&mut conn).await?;
@@ -167,7 +176,7 @@ impl<O: Objects> Restorer<O> {
             point: None,
             clock,
         };
-        let mut restored = self.restore_locked(name, deadline, marks, &mut progress).await;
+        let mut restored = self.restore_locked(name, config, deadline, marks, &mut progress).await;
         // Whatever ended the restore, the run Redis is applying is awaited before the lock goes.
         let landed = self.landed(&mut progress).await;
         if restored.is_ok() {
@@ -184,6 +193,7 @@ impl<O: Objects> Restorer<O> {
     async fn restore_locked(
         &self,
         name: &str,
+        config: &Config,
         deadline: DateTime<Utc>,
         marks: &Marks,
         progress: &mut Progress<'_>,
@@ -280,7 +290,7 @@ impl<O: Objects> Restorer<O> {
             rollback::raise_drained(progress.conn, progress.keys, through).await?;
         }
         if !profiles && name != CATALOG_JOURNAL {
-            super::closed_seasons::settle_closed(progress.conn, self.config.board(journal_board(name)), progress.keys, Utc::now()).await?;
+            super::closed_seasons::settle_closed(progress.conn, config.board(journal_board(name)), progress.keys, Utc::now()).await?;
         }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
