@@ -21,7 +21,9 @@ async fn a_deleted_tournament_is_refused_at_once_its_instances_stored_and_announ
     let arena = Arena::new().await;
     let bus = subscribed_to(TOURNAMENT_ENDED).await;
     let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
-    let body = cup(midnight - Duration::days(1), 24 * 30, json!({"reset": "day", "duration_secs": 7200}));
+    let extra = json!({"reset": "day", "duration_secs": 7200, "description": "Every day", "metadata": {"banner": "b".repeat(2000)},
+        "prizes": [{"ranks": [1, 1], "reward": {"gems": 50}}]});
+    let body = cup(midnight - Duration::days(1), 24 * 30, extra);
     assert_eq!(arena.put_at("daily", &body, midnight - Duration::days(1)).await.0, StatusCode::CREATED);
     let (yesterday, today) = ((midnight - Duration::days(1)).format("%Y-%m-%d").to_string(), midnight.format("%Y-%m-%d").to_string());
     arena.app.set_now(midnight - Duration::days(1) + Duration::minutes(10));
@@ -87,6 +89,13 @@ async fn a_deleted_tournament_is_refused_at_once_its_instances_stored_and_announ
     let rows: Vec<(&str, i64)> =
         results["results"].as_array().unwrap().iter().map(|r| (r["user_id"].as_str().unwrap(), r["score"].as_i64().unwrap())).collect();
     assert_eq!(rows, [("bo", 20), ("cy", 5), ("dee", 1)], "its results stay readable: {results}");
+    assert_eq!(results["results"][0]["prize"], json!({"gems": 50}), "with their prizes: {results}");
+    // Its tombstone keeps what those reads need, not its description and metadata.
+    let tombstone: String =
+        redis::cmd("HGET").arg(arena.app.keys.catalog().ending()).arg("daily").query_async(&mut arena.app.redis.clone()).await.unwrap();
+    let kept: Value = serde_json::from_str(&tombstone).unwrap();
+    let kept = &kept["definition"]["tournament"];
+    assert_eq!((kept.get("description"), kept.get("metadata"), &kept["prizes"]), (None, None, &body["prizes"]), "{tombstone}");
     let (status, again) = arena.put("daily", &body).await;
     assert_eq!((status, code(&again)), (StatusCode::CONFLICT, Some("board_exists")), "its name is kept: {again}");
     let (ended, boards) = arena.runtime_run(Some(&bus.bus)).await;

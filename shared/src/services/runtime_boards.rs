@@ -9,7 +9,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::domain::config::{Board, Config, ConfigError, Definition, MAX_RUNTIME_BOARDS};
+use crate::domain::config::{Board, Config, ConfigError, Definition, MAX_RUNTIME_BOARDS, tombstone};
 use crate::domain::journal::{Entry, Stamp};
 use crate::redis::catalog::{self, mark_ended, unmark_ended};
 use crate::redis::error::StoreError;
@@ -218,11 +218,12 @@ impl RuntimeBoards {
         for keys in &all {
             free(&mut conn, keys, &guards).await?;
         }
-        // Why and when it ended, with the definition: its archived seasons stay readable.
+        // Why and when it ended, with what its history reads of the definition: its archived
+        // seasons and results stay readable.
         let loaded = catalog::load(&mut conn, &self.keys).await?;
         let mut retired: Value = loaded.ending.get(&board.name).and_then(|why| serde_json::from_str(why).ok()).unwrap_or(Value::Null);
         if let (Some(why), Some(text)) = (retired.as_object_mut(), loaded.definitions.get(&board.name)) {
-            why.insert("definition".into(), serde_json::from_str(text).unwrap_or(Value::Null));
+            why.insert("definition".into(), tombstone(serde_json::from_str(text).unwrap_or(Value::Null)));
         }
         let retired = if retired.is_object() { retired.to_string() } else { String::new() };
         let entry = self.entry(&board.name, "remove", &Value::Null, now);

@@ -131,6 +131,22 @@ impl Definition {
     }
 }
 
+/// What a deleted board's tombstone keeps of its stored definition (docs/runtime-boards.md):
+/// what its history is read through (its archived seasons' periods, timezone and order; a
+/// tournament's schedule, ended instances and prizes, which its results show), not what only
+/// its writes or its listing read (a board's rules; a tournament's description and metadata,
+/// sent with its end events before it is retired).
+pub fn tombstone(mut definition: Value) -> Value {
+    if let Some(object) = definition.as_object_mut() {
+        object.remove("rules");
+        if let Some(body) = object.get_mut(TOURNAMENT).and_then(Value::as_object_mut) {
+            body.remove("description");
+            body.remove("metadata");
+        }
+    }
+    definition
+}
+
 /// The score board of tournament `id`: one period, the instance's (in its timezone), and a score range
 /// whose composite keeps every second of the window for first-to-reach ties.
 fn tournament_board(id: &str, body: &Value, stored: &Map<String, Value>) -> Result<Board, ConfigError> {
@@ -188,6 +204,39 @@ mod tests {
         let reordered: Value = serde_json::from_str(&named.to_string()).unwrap();
         assert_eq!(Definition::parse("cup-2027", &reordered).unwrap().text, definition.text);
         assert!(definition.text.starts_with("{\"keep\":\"best\",\"kind\":\"scores\",\"name\":\"cup-2027\""), "{}", definition.text);
+    }
+
+    /// A tombstone parses to the board its definition made, minus what no read of its history
+    /// uses: a tournament's prizes, schedule and window stay, its description and metadata go;
+    /// a board's periods stay, its rules go.
+    #[test]
+    fn a_tombstone_keeps_what_the_history_reads() {
+        let now = "2026-12-01T00:00:00Z".parse().unwrap();
+        let body = json!({"title": "Cup", "description": "d".repeat(900), "metadata": {"blob": "m".repeat(3000)}, "keep": "best",
+            "start": "2026-12-01T00:00:00Z", "end": "2026-12-08T00:00:00Z", "cron": "0 20 * * *", "duration_secs": 3600,
+            "join_required": false, "prizes": [{"ranks": [1, 1], "reward": {"gems": 5}}]});
+        let cup = Definition::tournament("cup", &body, now).unwrap();
+        let kept = tombstone(serde_json::from_str(&cup.text).unwrap());
+        assert!(kept.to_string().len() < cup.text.len() - 3900, "{kept}");
+        let retired = Definition::stored(&kept.to_string()).unwrap();
+        let (before, after) = (cup.board.tournament.as_deref().unwrap(), retired.tournament.as_deref().unwrap());
+        assert_eq!((after.description.as_ref(), after.metadata.as_ref()), (None, None));
+        assert_eq!(
+            (&after.prizes, after.cron, after.start, after.end, after.defined),
+            (&before.prizes, before.cron, before.start, before.end, before.defined)
+        );
+        assert_eq!((&retired.periods, after.max_score()), (&cup.board.periods, before.max_score()));
+
+        let rules = json!({"kind": "cumulative", "timezone": "Asia/Tokyo", "periods": ["day", "season"], "top": 10, "archive": true,
+            "rules": [{"action": "comment", "points": 2, "scope": "none"}]});
+        let board = Definition::parse("points", &rules).unwrap();
+        let kept = tombstone(serde_json::from_str(&board.text).unwrap());
+        let retired = Definition::stored(&kept.to_string()).unwrap();
+        assert!(retired.rules.is_empty() && kept.get("rules").is_none());
+        assert_eq!(
+            (&retired.periods, retired.timezone, retired.kind, retired.archive),
+            (&board.board.periods, board.board.timezone, board.board.kind, true)
+        );
     }
 
     fn field_of(name: &str, body: Value) -> String {
