@@ -275,15 +275,29 @@ async fn a_league_week_closed_through_cargo_lambda_invoke_then_its_cohort_over_h
 
 /// A tournament through the functions of `cargo lambda watch`: created, joined by its scores and
 /// ended early over HTTP (`ingest`), its end run by the archive function's every-minute event
-/// through `cargo lambda invoke`, its results read over HTTP (`seasons`).
+/// through `cargo lambda invoke`, its results read over HTTP (`seasons`): a one-off, and a
+/// `cron` one (an instance a year, opened in the minute its window starts) read by default.
 #[tokio::test]
 async fn a_tournament_created_played_ended_and_its_results_read_through_cargo_lambda() {
+    played_ended_and_read(false).await;
+    played_ended_and_read(true).await;
+}
+
+async fn played_ended_and_read(cron: bool) {
     let client = watch_client();
     let ingest = format!("{}/lambda-url/ingest/v1", watch_url());
-    let id = format!("cup-{}", std::process::id());
+    let id = format!("{}-{}", if cron { "cron" } else { "cup" }, std::process::id());
     let now = chrono::Utc::now();
-    let definition = json!({"title": "Watch cup", "keep": "best", "start": now - chrono::Duration::hours(1),
+    let start = now - chrono::Duration::hours(1);
+    let start = start - chrono::Duration::seconds(start.timestamp().rem_euclid(60));
+    let mut definition = json!({"title": "Watch cup", "keep": "best", "start": start,
         "end": now + chrono::Duration::hours(1), "join_required": false, "prizes": [{"ranks": [1, 1], "reward": "gold"}]});
+    let mut query = "?instance=all".to_owned();
+    if cron {
+        definition["cron"] = json!(start.format("%M %H %d %m *").to_string());
+        definition["duration_secs"] = json!(86_400);
+        query = String::new();
+    }
     let created = client.put(format!("{ingest}/admin/tournaments/{id}")).json(&definition).send().await.unwrap();
     assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
     for (i, (user, score)) in [("ann", 30), ("bo", 70)].into_iter().enumerate() {
@@ -300,7 +314,7 @@ async fn a_tournament_created_played_ended_and_its_results_read_through_cargo_la
     // The watch has no event bus (`STANDINGS_EVENT_BUS`): stored, not announced.
     assert_eq!((&mine[0]["status"], &mine[0]["total"]), (&json!("stored"), &json!(2)), "{run}");
     // The seasons function's catalog is at most 5 s old: polled until it knows the tournament.
-    let url = format!("{}/lambda-url/seasons/v1/tournaments/{id}/results?instance=all", watch_url());
+    let url = format!("{}/lambda-url/seasons/v1/tournaments/{id}/results{query}", watch_url());
     let started = std::time::Instant::now();
     let results: Value = loop {
         let response = client.get(&url).send().await.unwrap();
@@ -318,4 +332,6 @@ async fn a_tournament_created_played_ended_and_its_results_read_through_cargo_la
         .collect();
     let (bo, ann) = (format!("{id}-bo"), format!("{id}-ann"));
     assert_eq!(rows, [(bo.as_str(), 70, &json!("gold")), (ann.as_str(), 30, &Value::Null)], "{results}");
+    let instance = if cron { start.format("%Y-%m-%dT%H%M").to_string() } else { "all".to_owned() };
+    assert_eq!(results["instance"], json!(instance), "{results}");
 }
