@@ -95,6 +95,43 @@ async fn a_deleted_board_refuses_writes_at_once_then_is_archived_rank_for_rank_a
     assert!(listed["boards"].as_array().unwrap().iter().all(|b| b["name"] != "spring-cup"), "{listed}");
 }
 
+/// A deleted one-rule board's archived season still counts the action in each row
+/// (`<action>_count`): its tombstone keeps its rules, which a read of its history uses.
+#[tokio::test]
+async fn a_deleted_one_rule_boards_archived_season_still_counts_its_action() {
+    let harness = ArchiveHarness::new().await;
+    let app = harness.app().await;
+    let board = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["season"], "top": 10, "archive": true,
+        "rules": [{"action": "referral_made", "points": 50, "scope": "none"}]});
+    assert_eq!(app.define("referrals", &board).await.0, StatusCode::CREATED);
+    for (id, user) in [("r1", "ann"), ("r2", "ann"), ("r3", "bo")] {
+        let (status, body) = app.event(json!({"event_id": id, "user_id": user, "action": "referral_made"})).await;
+        assert!(status.is_success(), "{body}");
+    }
+    let season = Period::containing(PeriodKind::Season, app.now(), chrono_tz::UTC);
+    assert_eq!(app.call(Method::DELETE, "/v1/admin/boards/referrals?reason=over", "", ADMIN).await.0, StatusCode::ACCEPTED);
+    let config = Arc::new(boards_now(&app.config, &app.keys, &app.store).await.unwrap());
+    let settings = ArchiveHarness::settings();
+    let archiver = standings::archive::job::Archiver::new(
+        config,
+        app.keys.clone(),
+        app.store.clone(),
+        harness.table.clone(),
+        harness.table.clone(),
+        app.clock(),
+        settings,
+    );
+    let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+    let reports = archive::end_boards(&boards, &archiver, app.now(), Utc::now() + Duration::minutes(5)).await.unwrap();
+    assert_eq!(reports.iter().map(|r| r.status).collect::<Vec<_>>(), ["done"], "{reports:?}");
+    let (status, archived) = app.get(&format!("/v1/boards/referrals/seasons/{}/top", season.id)).await;
+    let rows: Vec<(&str, i64)> = archived["entries"]
+        .as_array()
+        .map(|e| e.iter().map(|e| (e["user_id"].as_str().unwrap_or("?"), e["referral_made_count"].as_i64().unwrap_or(-1))).collect())
+        .unwrap_or_default();
+    assert_eq!((status, rows), (StatusCode::OK, vec![("ann", 2), ("bo", 1)]), "{archived}");
+}
+
 #[tokio::test]
 async fn a_queued_score_for_a_runtime_board_is_applied_once() {
     let app = spawn_ingest().await.reading_runtime_boards();

@@ -132,17 +132,15 @@ impl Definition {
 }
 
 /// What a deleted board's tombstone keeps of its stored definition (docs/runtime-boards.md):
-/// what its history is read through (its archived seasons' periods, timezone and order; a
-/// tournament's schedule, ended instances and prizes, which its results show), not what only
-/// its writes or its listing read (a board's rules; a tournament's description and metadata,
-/// sent with its end events before it is retired).
+/// what its history is read through (its archived seasons' periods, timezone and order, and
+/// its rules, which name a one-rule board's `<action>_count` in their rows; a tournament's
+/// schedule, ended instances and prizes, which its results show), not what only its listing
+/// and its end events read (a tournament's description and metadata, sent before it is
+/// retired).
 pub fn tombstone(mut definition: Value) -> Value {
-    if let Some(object) = definition.as_object_mut() {
-        object.remove("rules");
-        if let Some(body) = object.get_mut(TOURNAMENT).and_then(Value::as_object_mut) {
-            body.remove("description");
-            body.remove("metadata");
-        }
+    if let Some(body) = definition.get_mut(TOURNAMENT).and_then(Value::as_object_mut) {
+        body.remove("description");
+        body.remove("metadata");
     }
     definition
 }
@@ -208,7 +206,8 @@ mod tests {
 
     /// A tombstone parses to the board its definition made, minus what no read of its history
     /// uses: a tournament's prizes, schedule and window stay, its description and metadata go;
-    /// a board's periods stay, its rules go.
+    /// a board's periods and rules stay (an archived season's rows show a one-rule board's
+    /// `<action>_count`).
     #[test]
     fn a_tombstone_keeps_what_the_history_reads() {
         let now = "2026-12-01T00:00:00Z".parse().unwrap();
@@ -232,7 +231,7 @@ mod tests {
         let board = Definition::parse("points", &rules).unwrap();
         let kept = tombstone(serde_json::from_str(&board.text).unwrap());
         let retired = Definition::stored(&kept.to_string()).unwrap();
-        assert!(retired.rules.is_empty() && kept.get("rules").is_none());
+        assert_eq!(retired.rules, board.board.rules);
         assert_eq!(
             (&retired.periods, retired.timezone, retired.kind, retired.archive),
             (&board.board.periods, board.board.timezone, board.board.kind, true)
