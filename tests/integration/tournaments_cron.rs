@@ -47,6 +47,13 @@ async fn a_cron_tournament_opens_at_each_scheduled_time_in_its_timezone() {
     arena.app.set_now(evening + Duration::minutes(61));
     let (status, late) = arena.play("evenings", "e3", "cy", 30).await;
     assert_eq!((status, late["error"]["code"].as_str()), (StatusCode::CONFLICT, Some("tournament_closed")), "{late}");
+    // Between instances, the top without `instance` is the one that just ended (it was the
+    // next one's, empty), while the tournament shows the next one coming.
+    let (_, top) = arena.read("/v1/tournaments/evenings/top").await;
+    let listed: Vec<&str> = top["entries"].as_array().unwrap().iter().filter_map(|e| e["user_id"].as_str()).collect();
+    assert_eq!((top["instance"].as_str(), listed), (Some(id(evening).as_str()), vec!["bo", "ann"]), "{top}");
+    let (_, view) = arena.read("/v1/tournaments/evenings").await;
+    assert_eq!(view["state"].as_str(), Some("upcoming"), "{view}");
 
     // The archive's run ends it; its results, by default and by name, are the instance's.
     let (ended, _) = arena.runtime_run(None).await;

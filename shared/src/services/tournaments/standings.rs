@@ -100,14 +100,16 @@ fn rows(tournament: &Tournament, ends: DateTime<Utc>, standings: Vec<Standing>) 
 }
 
 impl Tournaments {
-    /// The instance a read names (`instance=`), else the shown one; and its period.
+    /// The instance a read names (`instance=`), else the open one, else the last that ran
+    /// (between a recurring tournament's instances its top is the one that just ended), else the
+    /// next; and its period.
     fn instance(&self, tournament: &Tournament, named: Option<&str>, now: DateTime<Utc>) -> Result<Option<(Instance, Period)>, PlayError> {
         let instance = match named {
             Some(id) => Some(tournament.instance_named(Some(id), now).ok_or_else(|| PlayError::UnknownInstance {
                 tournament: tournament.id.clone(),
                 instance: crate::domain::ids::loggable(id).into_owned(),
             })?),
-            None => shown(tournament, now),
+            None => tournament.instance_named(None, now).or_else(|| shown(tournament, now)),
         };
         Ok(instance.map(|instance| {
             let period = tournament.period_named(&instance.id).expect("an instance is a period");
