@@ -4,6 +4,7 @@
 
 mod cli;
 mod cli_stand_ins;
+mod tournament_routes;
 
 use serde_json::{Value, json};
 use standings::redis::keys::Keys;
