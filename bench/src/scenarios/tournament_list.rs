@@ -11,7 +11,7 @@ use axum::body::Body;
 use axum::http::Request;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use standings::domain::config::{Config, Definition};
+use standings::domain::config::{Config, Definition, tombstone};
 use standings::redis::keys::Keys;
 use standings::services::catalog::{Catalog, boards_now};
 use standings::services::tournaments::TournamentAdmin;
@@ -55,6 +55,24 @@ async fn define(bench: &Bench, declared: &Arc<Config>, keys: &Keys, count: usize
         let _: () = hset.query_async(&mut conn).await?;
     }
     let _: () = redis::cmd("INCR").arg(catalog.catalog_version()).query_async(&mut conn).await?;
+    Ok(())
+}
+
+/// `count` deleted tournaments' tombstones beside the catalog under `keys` (deleted years of
+/// tournaments ago: no function loads them, a request naming one reads it by name).
+async fn bury(bench: &Bench, keys: &Keys, count: usize, now: DateTime<Utc>) -> Result<(), BenchError> {
+    let mut conn = bench.connection().await?;
+    for chunk in (0..count).collect::<Vec<_>>().chunks(CHUNK) {
+        let mut hset = redis::cmd("HSET");
+        hset.arg(keys.catalog().ending());
+        for &i in chunk {
+            let id = format!("gone-{i:05}");
+            let text = Definition::tournament(&id, &body(i, now), now).map_err(|e| e.to_string())?.text;
+            let definition = tombstone(serde_json::from_str(&text)?);
+            hset.arg(&id).arg(json!({"reason": "bench", "at": now, "definition": definition}).to_string());
+        }
+        let _: () = hset.query_async(&mut conn).await?;
+    }
     Ok(())
 }
 
@@ -117,6 +135,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let (few, many) = (Keys::new(&format!("{}:list-few", bench.keys.prefix()))?, Keys::new(&format!("{}:list-many", bench.keys.prefix()))?);
     define(bench, &declared, &few, FEW, now).await?;
     define(bench, &declared, &many, MANY, now).await?;
+    bury(bench, &many, MANY, now).await?;
     let first = "/v1/tournaments";
     let deep = "/v1/tournaments?state=open&category=puzzles&cursor=cup-00005";
     let few_first = measure(bench, &declared, &few, "first page, 10 defined", first).await?;
@@ -137,7 +156,8 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         setup: format!(
             "The `seasons` router in process on a warm catalog; {SAMPLES} requests a path per round, {} round(s), one at a time. \
              Tournaments: one-offs and daily ones in two categories, each with a prize; the first defined through \
-             `TournamentAdmin`, the rest written beside it in the catalog. Each page counts its instances' players in one \
+             `TournamentAdmin`, the rest written beside it in the catalog; beside the 10,000, as many deleted \
+             tournaments' tombstones. Each page counts its instances' players in one \
              pipeline per slot. The warm reload: a `Catalog` (refresh 0) that has read the catalog, then one tournament \
              defined through `TournamentAdmin` before each timed `config()`; the heap is the bytes a cold `Catalog` keeps \
              allocated once it has read the catalog (counted by the bench's global allocator).",
@@ -146,7 +166,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         tables: vec![Table::latencies(&[&few_first, &many_first, &few_deep, &many_deep]), Table::timings(&[&reloaded, &loads])],
         notes: vec![format!(
             "p99 at 10,000 / at 10: first page **{first_ratio:.2}×**, a filtered page deep in the list **{deep_ratio:.2}×**; \
-             at 10,000 tournaments a warm function's reload after one change takes {} (median), a whole read {}, and a \
+             at 10,000 tournaments (and 10,000 tombstones, not loaded) a warm function's reload after one change takes {} (median), a whole read {}, and a \
              function's catalog holds {held_mb:.1} MB of heap.",
             ms(load),
             ms(whole)

@@ -91,7 +91,7 @@ async fn correct(
     Subject(actor): Subject,
     JsonBody(request): JsonBody<CorrectionRequest>,
 ) -> Result<Json<CorrectionReceipt>, ApiError> {
-    let services = app.services().await?;
+    let services = app.services_naming(&board).await?;
     let correction = services.moderation.correct(&board, &user_id, &request, actor.as_deref(), (app.clock)());
     let receipt = app.timed("/v1/admin/boards/{board}/users/{user_id}/corrections", correction).await?;
     tracing::warn!(board = %board, user_id = %user_id, delta = request.delta, actor = ?actor, "score corrected");
@@ -107,5 +107,5 @@ struct AuditQuery {
 }
 
 async fn audit(State(app): State<Arc<App>>, QueryParams(query): QueryParams<AuditQuery>) -> Result<Json<AuditPage>, ApiError> {
-    Ok(Json(app.timed("/v1/admin/audit", app.services().await?.moderation.audit(&query.board, query.limit)).await?))
+    Ok(Json(app.timed("/v1/admin/audit", app.services_naming(&query.board).await?.moderation.audit(&query.board, query.limit)).await?))
 }

@@ -99,6 +99,12 @@ impl App {
         Ok(self.catalog.current().await?)
     }
 
+    /// The services as of now, with `board` when it is a deleted one (`Catalog::naming`): its
+    /// writes refused as ended, as a function serving it answers.
+    pub async fn services_naming(&self, board: &str) -> Result<Arc<Services>, ApiError> {
+        Ok(self.catalog.naming(board).await?)
+    }
+
     /// A ban (or unban) of `user_id` recorded for the deployment first, then the services of
     /// every board as of a catalog read after that: a board defined meanwhile either carries
     /// the record or is in this catalog (docs/moderation.md).

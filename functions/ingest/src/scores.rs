@@ -21,7 +21,8 @@ pub async fn post_score(
     JsonBody(submission): JsonBody<Submission>,
 ) -> Result<Json<ScoreReceipt>, ApiError> {
     tracing::Span::current().record("event_id", &*ids::loggable(&submission.event_id));
-    let result = app.timed("/v1/boards/{board}/scores", app.services().await?.scores.submit(&board, &submission, (app.clock)())).await;
+    let result =
+        app.timed("/v1/boards/{board}/scores", app.services_naming(&board).await?.scores.submit(&board, &submission, (app.clock)())).await;
     let mut tally = Tally::of("ScoreSubmissions");
     tally.record_score(&board, &submission.event_id, &result);
     tally.flush(&app.metrics);
@@ -43,7 +44,10 @@ pub async fn post_score_batch(
         return Err(ApiError::too_large(format!("a batch holds at most {MAX_BATCH} scores")));
     }
     let outcomes = app
-        .timed("/v1/boards/{board}/scores:batch", app.services().await?.scores.submit_batch(&board, &batch.scores, (app.clock)()))
+        .timed(
+            "/v1/boards/{board}/scores:batch",
+            app.services_naming(&board).await?.scores.submit_batch(&board, &batch.scores, (app.clock)()),
+        )
         .await?;
     let mut tally = Tally::of("ScoreSubmissions");
     for (submission, outcome) in batch.scores.iter().zip(&outcomes) {

@@ -49,13 +49,13 @@ async fn join(
     Path(id): Path<String>,
     JsonBody(request): JsonBody<JoinRequest>,
 ) -> Result<Json<JoinReceipt>, ApiError> {
-    let services = app.services().await?;
+    let services = app.services_naming(&id).await?;
     Ok(Json(app.timed("/v1/tournaments/{tournament_id}/join", services.tournaments.join(&id, &request.user_id, (app.clock)())).await?))
 }
 
 async fn score(State(app): State<Arc<App>>, Path(id): Path<String>, JsonBody(play): JsonBody<Play>) -> Result<Json<PlayReceipt>, ApiError> {
     tracing::Span::current().record("event_id", &*ids::loggable(&play.event_id));
-    let services = app.services().await?;
+    let services = app.services_naming(&id).await?;
     Ok(Json(app.timed("/v1/tournaments/{tournament_id}/scores", services.tournaments.submit(&id, &play, (app.clock)())).await?))
 }
 
@@ -95,7 +95,7 @@ async fn grant(
     JsonBody(request): JsonBody<AttemptsGrant>,
 ) -> Result<Json<AttemptsGranted>, ApiError> {
     check_reason(&request.reason)?;
-    let services = app.services().await?;
+    let services = app.services_naming(&id).await?;
     let granted = services.tournaments.grant(&id, &request, actor.as_deref(), (app.clock)()).await?;
     tracing::warn!(tournament = %id, instance = %granted.instance, actor = ?actor, "tournament attempts granted");
     Ok(Json(granted))

@@ -47,7 +47,7 @@ pub async fn top(
     Path(board): Path<String>,
     QueryParams(params): QueryParams<TopParams>,
 ) -> Result<Response, ApiError> {
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = live_board(&config, &board)?;
     let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
     let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
@@ -63,7 +63,7 @@ pub async fn user(
     Path((board, user_id)): Path<(String, String)>,
     QueryParams(params): QueryParams<UserParams>,
 ) -> Result<Response, ApiError> {
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = live_board(&config, &board)?;
     ids::validate_id("user_id", &user_id)?;
     let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
@@ -97,7 +97,7 @@ pub async fn statement(
     Path((board, user_id)): Path<(String, String)>,
     QueryParams(params): QueryParams<StatementParams>,
 ) -> Result<Response, ApiError> {
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = live_board(&config, &board)?;
     ids::validate_id("user_id", &user_id)?;
     let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
@@ -136,7 +136,7 @@ pub async fn ranks(
     Path(board): Path<String>,
     JsonBody(request): JsonBody<RanksRequest>,
 ) -> Result<Response, ApiError> {
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = live_board(&config, &board)?;
     let user_ids = listed_users(&request.user_ids)?;
     let period = resolve_period(board, request.period.as_deref(), request.at.as_deref(), (app.clock)())?;
@@ -160,7 +160,7 @@ pub async fn distribution(
     Path(board): Path<String>,
     QueryParams(params): QueryParams<DistributionParams>,
 ) -> Result<Response, ApiError> {
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = live_board(&config, &board)?;
     let period = resolve_period(board, params.period.as_deref(), params.at.as_deref(), (app.clock)())?;
     let buckets = bounded("buckets", params.buckets, DEFAULT_BUCKETS, 1..=MAX_BUCKETS)?;

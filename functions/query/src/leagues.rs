@@ -54,7 +54,7 @@ pub async fn user(
     Path((board, user_id)): Path<(String, String)>,
     QueryParams(params): QueryParams<LeagueParams>,
 ) -> Result<Response, ApiError> {
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = live_board(&config, &board)?;
     ids::validate_id("user_id", &user_id)?;
     let league = league_of(board)?;
@@ -68,7 +68,7 @@ pub async fn user(
 }
 
 pub async fn history(State(app): State<Arc<App>>, Path((board, user_id)): Path<(String, String)>) -> Result<Response, ApiError> {
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = live_board(&config, &board)?;
     ids::validate_id("user_id", &user_id)?;
     let results = app.leagues.history(board, (app.clock)(), &user_id).await?;
@@ -80,7 +80,7 @@ pub async fn cohorts(
     Path(board): Path<String>,
     QueryParams(params): QueryParams<CohortParams>,
 ) -> Result<Response, ApiError> {
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = live_board(&config, &board)?;
     let league = league_of(board)?;
     let period = match params.period.as_deref() {

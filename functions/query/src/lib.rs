@@ -77,6 +77,11 @@ impl App {
     pub async fn config(&self) -> Result<Arc<Config>, ApiError> {
         Ok(self.services().await?.config.clone())
     }
+
+    /// Every board as of now, with `board` when it is a deleted one (`Catalog::naming`).
+    pub async fn config_naming(&self, board: &str) -> Result<Arc<Config>, ApiError> {
+        Ok(self.catalog.naming(board).await?.config.clone())
+    }
 }
 
 /// Every route of this function: the router is built from this list, and the OpenAPI test

@@ -104,7 +104,7 @@ pub async fn season_top(
     QueryParams(params): QueryParams<TopParams>,
 ) -> Result<Response, ApiError> {
     let table = table(&app)?;
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = archived_board(&config, &board)?;
     let period = named_season(board, &season)?;
     let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
@@ -123,7 +123,7 @@ pub async fn season_user(
     QueryParams(params): QueryParams<UserParams>,
 ) -> Result<Response, ApiError> {
     let table = table(&app)?;
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = archived_board(&config, &board)?;
     let period = named_season(board, &season)?;
     ids::validate_id("user_id", &user_id)?;
@@ -155,7 +155,7 @@ pub async fn season_distribution(
     QueryParams(params): QueryParams<DistributionParams>,
 ) -> Result<Response, ApiError> {
     let table = table(&app)?;
-    let config = app.config().await?;
+    let config = app.config_naming(&board).await?;
     let board = archived_board(&config, &board)?;
     let period = named_season(board, &season)?;
     let buckets = bounded("buckets", params.buckets, DEFAULT_BUCKETS, 1..=MAX_BUCKETS)?;
@@ -179,7 +179,7 @@ pub async fn user_seasons(
     let table = table(&app)?;
     ids::validate_id("user_id", &user_id)?;
     if let Some(board) = &params.board {
-        archived_board(&*app.config().await?, board)?;
+        archived_board(&*app.config_naming(board).await?, board)?;
     }
     let seasons = table
         .user_history(&user_id, params.board.as_deref())

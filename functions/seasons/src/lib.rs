@@ -60,6 +60,16 @@ impl App {
         Ok(self.catalog.config().await?)
     }
 
+    /// The tournaments as of now, with `id` when it is a deleted one (`Catalog::naming`).
+    pub async fn tournaments_naming(&self, id: &str) -> Result<Arc<Tournaments>, ApiError> {
+        Ok(self.catalog.naming(id).await?)
+    }
+
+    /// Every board as of now, with `board` when it is a deleted one (`Catalog::naming`).
+    pub async fn config_naming(&self, board: &str) -> Result<Arc<Config>, ApiError> {
+        Ok(self.catalog.config_naming(board).await?)
+    }
+
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
         let keys = standings::keys_from_env()?;

@@ -48,7 +48,7 @@ pub async fn list(State(app): State<Arc<App>>, QueryParams(params): QueryParams<
 
 /// `GET /v1/tournaments/{tournament_id}`
 pub async fn one(State(app): State<Arc<App>>, Path(id): Path<String>) -> Result<Response, ApiError> {
-    Ok(with_cache(LIVE_CACHE, Json(app.tournaments().await?.view(&id, (app.clock)()).await?)))
+    Ok(with_cache(LIVE_CACHE, Json(app.tournaments_naming(&id).await?.view(&id, (app.clock)()).await?)))
 }
 
 #[derive(Deserialize)]
@@ -68,7 +68,7 @@ pub async fn top(
     let table = app.archive.as_ref();
     let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
     let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
-    let tournaments = app.tournaments().await?;
+    let tournaments = app.tournaments_naming(&id).await?;
     let top = tournaments.top(&app.reader, table, &id, params.instance.as_deref(), offset, limit, (app.clock)()).await?;
     Ok(with_cache(if top.source == "archived" { RESULTS_CACHE } else { LIVE_CACHE }, Json(top)))
 }
@@ -88,7 +88,7 @@ pub async fn user(
 ) -> Result<Response, ApiError> {
     let table = app.archive.as_ref();
     let around = bounded("around", params.around, DEFAULT_AROUND, 0..=MAX_AROUND)?;
-    let tournaments = app.tournaments().await?;
+    let tournaments = app.tournaments_naming(&id).await?;
     let standing = tournaments.player(&app.reader, table, &id, &user_id, params.instance.as_deref(), around, (app.clock)()).await?;
     Ok(with_cache(LIVE_CACHE, Json(standing)))
 }
@@ -113,7 +113,7 @@ pub async fn results(
             cursor.parse::<u64>().ok().filter(|&rank| rank >= 1).ok_or_else(|| ApiError::malformed("cursor is not one this route gave"))?,
         ),
     };
-    let results = app.tournaments().await?.results(table, &id, params.instance.as_deref(), cursor, (app.clock)()).await?;
+    let results = app.tournaments_naming(&id).await?.results(table, &id, params.instance.as_deref(), cursor, (app.clock)()).await?;
     // Without `instance` the answer moves on at each instance's end: cached as a live read.
     let cache = if params.instance.is_some() { RESULTS_CACHE } else { LIVE_CACHE };
     Ok(with_cache(cache, Json(results)))

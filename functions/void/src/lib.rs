@@ -86,7 +86,7 @@ async fn void(
     Subject(actor): Subject,
     JsonBody(request): JsonBody<VoidRequest>,
 ) -> Result<Json<VoidReceipt>, ApiError> {
-    let receipt = app.voids.current().await?.void(&board, &user_id, &request, actor.as_deref(), (app.clock)()).await?;
+    let receipt = app.voids.naming(&board).await?.void(&board, &user_id, &request, actor.as_deref(), (app.clock)()).await?;
     let removed: i64 = receipt.periods.iter().map(|period| period.delta).sum();
     tracing::warn!(board = %board, user_id = %user_id, void_id = %request.void_id, removed, actor = ?actor, "points voided");
     Ok(Json(receipt))

@@ -42,6 +42,35 @@ pub async fn load(conn: &mut Connection, keys: &Keys) -> Result<Catalog, StoreEr
     Ok(Catalog { version, born, definitions, ending })
 }
 
+/// One runtime board as the catalog holds it, read at one version.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Record {
+    pub definition: Option<String>,
+    /// Why and when it ends (JSON): being deleted while `definition` is there, its tombstone
+    /// once it is gone.
+    pub ending: Option<String>,
+    /// Whether the catalog's guard says its history is all in Redis.
+    pub born: bool,
+}
+
+impl Record {
+    /// The tombstone of a board whose end is done.
+    pub fn tombstone(&self) -> Option<&str> {
+        self.ending.as_deref().filter(|_| self.definition.is_none())
+    }
+}
+
+/// Board `board`'s definition and end, one round trip whatever the catalog holds (a request
+/// naming a deleted board a function does not hold reads its tombstone so: `catalog_live.lua`
+/// leaves tombstones out).
+pub async fn record(conn: &mut Connection, keys: &Keys, board: &str) -> Result<Record, StoreError> {
+    let catalog = keys.catalog();
+    let mut pipe = redis::pipe();
+    pipe.atomic().hget(catalog.definitions(), board).hget(catalog.ending(), board).hexists(catalog.guard(), guard::BORN);
+    let (definition, ending, born) = pipe.query_async(conn).await?;
+    Ok(Record { definition, ending, born })
+}
+
 /// Whether runtime board `board` is being deleted (the catalog's `ending` hash names it).
 pub async fn is_ending(conn: &mut Connection, keys: &Keys, board: &str) -> Result<bool, StoreError> {
     Ok(redis::cmd("HEXISTS").arg(keys.catalog().ending()).arg(board).query_async(conn).await?)

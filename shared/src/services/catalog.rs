@@ -14,13 +14,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::domain::config::{Board, Config, Definition};
 use crate::redis::catalog;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::scripts::catalog::{Changes, changes};
+use crate::redis::scripts::catalog::{Changes, Live, changes, live};
 use crate::redis::store::Store;
 
 /// How long a function serves the boards it knows before asking whether they changed.
@@ -35,11 +35,16 @@ pub fn refresh_from_env() -> Duration {
 }
 
 /// The declared boards and the runtime ones the catalog holds now: for the jobs that run once
-/// a minute or by hand (drain, restore, verify, archive), which read it on every run.
+/// a minute or by hand (drain, restore, verify, archive), which read it on every run (deleted
+/// boards' tombstones left out, as a function's).
 pub async fn boards_now(declared: &Config, keys: &Keys, store: &Store) -> Result<Config, StoreError> {
     let mut conn = store.connection().await?;
-    let loaded = catalog::load(&mut conn, keys).await?;
-    Ok(declared.with_runtime(runtime_boards(&loaded.definitions).into_iter().map(|board| deleted_as_recorded(board, &loaded.ending))))
+    let live = live(&mut conn, keys).await?;
+    Ok(declared.with_runtime(
+        live.boards
+            .iter()
+            .filter_map(|(name, definition, why)| Some(deleted_as_recorded(runtime_board(name, definition)?, why.as_deref()))),
+    ))
 }
 
 /// The runtime boards whose end is done (their keys freed but their guards): a restore brings
@@ -56,18 +61,13 @@ pub(crate) fn ended_at(why: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     Some(chrono::DateTime::parse_from_rfc3339(why["at"].as_str()?).ok()?.with_timezone(&chrono::Utc))
 }
 
-/// A deleted tournament ends when it was deleted (`Tournament::deleted`, from its record in
-/// the catalog's `ending` hash): the instance open then ends then, and none opens after it.
-pub(crate) fn deleted_as_recorded(mut board: Board, ending: &std::collections::BTreeMap<String, String>) -> Board {
-    if let (Some(at), Some(tournament)) = (ending.get(&board.name).and_then(|why| ended_at(why)), board.tournament.as_mut()) {
+/// A deleted tournament ends when it was deleted (`Tournament::deleted`, from `why`, its record
+/// in the catalog's `ending` hash): the instance open then ends then, and none opens after it.
+pub(crate) fn deleted_as_recorded(mut board: Board, why: Option<&str>) -> Board {
+    if let (Some(at), Some(tournament)) = (why.and_then(ended_at), board.tournament.as_mut()) {
         Arc::make_mut(tournament).deleted = Some(at);
     }
     board
-}
-
-/// The boards of stored definitions; one that no longer validates is logged and left out.
-fn runtime_boards(definitions: &BTreeMap<String, String>) -> Vec<Board> {
-    definitions.iter().filter_map(|(name, text)| runtime_board(name, text)).collect()
 }
 
 /// The board of stored definition `text` of `name`.
@@ -89,7 +89,7 @@ fn retired_boards(loaded: &catalog::Catalog) -> impl Iterator<Item = Board> + '_
         .ending
         .iter()
         .filter(|(name, _)| !loaded.definitions.contains_key(*name))
-        .filter_map(|(name, why)| Some(deleted_as_recorded(retired_board(name, why)?, &loaded.ending)))
+        .filter_map(|(name, why)| Some(deleted_as_recorded(retired_board(name, why)?, Some(why))))
 }
 
 /// The board a tombstone (`why`, with the definition it kept) stands for, not yet marked deleted.
@@ -134,29 +134,26 @@ impl Entry {
 /// Every runtime board of the catalog as of one version, by name.
 type Held = BTreeMap<String, Arc<Entry>>;
 
-/// The catalog read whole, as entries.
-fn held_of(loaded: catalog::Catalog) -> Held {
-    let mut held = Held::new();
-    for (name, definition) in &loaded.definitions {
-        let why = loaded.ending.get(name).map(String::as_str);
-        held.insert(name.clone(), Arc::new(Entry::new(name, Some(definition), why)));
-    }
-    for (name, why) in loaded.ending.iter().filter(|(name, _)| !loaded.definitions.contains_key(*name)) {
-        held.insert(name.clone(), Arc::new(Entry::new(name, None, Some(why))));
-    }
-    held
+/// The catalog's live boards read whole, as entries (tombstones left out: `Catalog::naming`).
+fn held_of(live: Live) -> Held {
+    live.boards
+        .into_iter()
+        .map(|(name, definition, why)| {
+            let entry = Entry::new(&name, Some(&definition), why.as_deref());
+            (name, Arc::new(entry))
+        })
+        .collect()
 }
 
-/// `held` after `changed`: only the boards the log names are parsed again.
+/// `held` after `changed`: only the boards the log names are parsed again. A board whose
+/// definition went (its end done) leaves: its tombstone is read by name (`Catalog::naming`).
 fn held_after(held: &Held, changed: Vec<(String, Option<String>, Option<String>)>) -> Held {
     let mut after = held.clone();
     for (name, definition, ending) in changed {
-        if definition.is_none() && ending.is_none() {
-            after.remove(&name);
-        } else {
-            let entry = Entry::new(&name, definition.as_deref(), ending.as_deref());
-            after.insert(name, Arc::new(entry));
-        }
+        match definition {
+            None => after.remove(&name),
+            Some(definition) => after.insert(name.clone(), Arc::new(Entry::new(&name, Some(&definition), ending.as_deref()))),
+        };
     }
     after
 }
@@ -197,6 +194,37 @@ pub struct Catalog<T> {
     cached: Mutex<Option<Arc<Cached<T>>>>,
     /// Set by `invalidate`: every request asks the version until one checked after this.
     invalidated: Mutex<Option<Instant>>,
+    /// Deleted boards read by name (`naming`).
+    retired: Mutex<Retired<T>>,
+}
+
+/// Deleted boards a function read by name, and what it built with each beside the boards it
+/// serves: at most `RETIRED_HELD` of them (a tombstone never changes: a name is never defined
+/// again), so a function holds what its requests name, not every board ever deleted.
+struct Retired<T> {
+    boards: HashMap<String, Arc<Board>>,
+    built: HashMap<String, Composed<T>>,
+}
+
+impl<T> Default for Retired<T> {
+    fn default() -> Self {
+        Self { boards: HashMap::new(), built: HashMap::new() }
+    }
+}
+
+/// A deleted board added to a config: the config it was added to, and the config and `T` with it.
+type Composed<T> = (Arc<Config>, Arc<Config>, Arc<T>);
+
+/// The most deleted boards a function holds, read by name.
+pub const RETIRED_HELD: usize = 64;
+
+/// Inserts into a map held to `RETIRED_HELD` entries (emptied when full: requests naming
+/// deleted boards are rare, and each costs a read again at worst).
+fn bounded_insert<V>(map: &mut HashMap<String, V>, name: &str, value: V) {
+    if map.len() >= RETIRED_HELD {
+        map.clear();
+    }
+    map.insert(name.to_owned(), value);
 }
 
 impl<T> Catalog<T> {
@@ -209,6 +237,7 @@ impl<T> Catalog<T> {
             build: Box::new(build),
             cached: Mutex::new(None),
             invalidated: Mutex::new(None),
+            retired: Mutex::new(Retired::default()),
         }
     }
 
@@ -230,6 +259,46 @@ impl<T> Catalog<T> {
     /// Every board as of now (at most `refresh` old).
     pub async fn config(&self) -> Result<Arc<Config>, StoreError> {
         Ok(self.snapshot().await?.config.clone())
+    }
+
+    /// `T` for the boards as of now, with `board` when it is a deleted board this function does
+    /// not serve (its tombstone, read by name: its archived seasons and results are read through
+    /// it, its writes refused as ended, its live reads empty). One more round trip when a request
+    /// names a board the function does not know, none for the boards it serves.
+    pub async fn naming(&self, board: &str) -> Result<Arc<T>, StoreError> {
+        Ok(self.snapshot_naming(board).await?.1)
+    }
+
+    /// Every board as of now, with `board` when it is a deleted one (see `naming`).
+    pub async fn config_naming(&self, board: &str) -> Result<Arc<Config>, StoreError> {
+        Ok(self.snapshot_naming(board).await?.0)
+    }
+
+    async fn snapshot_naming(&self, board: &str) -> Result<(Arc<Config>, Arc<T>), StoreError> {
+        let snapshot = self.snapshot().await?;
+        let served = (snapshot.config.clone(), snapshot.built.clone());
+        if snapshot.config.board(board).is_some() || crate::domain::ids::validate_board_name(board).is_err() {
+            return Ok(served);
+        }
+        let lock = || self.retired.lock().expect("retired boards poisoned");
+        if let Some((_, config, built)) = lock().built.get(board).filter(|(base, ..)| Arc::ptr_eq(base, &snapshot.config)) {
+            return Ok((config.clone(), built.clone()));
+        }
+        let held = lock().boards.get(board).cloned();
+        let retired = match held {
+            Some(retired) => retired,
+            None => {
+                let mut conn = self.store.connection().await?;
+                let record = catalog::record(&mut conn, &self.keys, board).await?;
+                let Some(retired) = record.tombstone().and_then(|why| Entry::new(board, None, Some(why)).served) else { return Ok(served) };
+                bounded_insert(&mut lock().boards, board, retired.clone());
+                retired
+            }
+        };
+        let config = Arc::new(snapshot.config.with_runtime([retired]));
+        let built = Arc::new((self.build)(config.clone()));
+        bounded_insert(&mut lock().built, board, (snapshot.config.clone(), config.clone(), built.clone()));
+        Ok((config, built))
     }
 
     /// Makes every request ask the catalog's version until one has read it after this call
@@ -274,9 +343,9 @@ impl<T> Catalog<T> {
                 return Ok(self.keep(self.compose(checked, held.read_whole, version, after)));
             }
         }
-        let loaded = catalog::load(&mut conn, &self.keys).await?;
-        let version = loaded.version;
-        Ok(self.keep(self.compose(checked, checked, version, Arc::new(held_of(loaded)))))
+        let live = live(&mut conn, &self.keys).await?;
+        let version = live.version;
+        Ok(self.keep(self.compose(checked, checked, version, Arc::new(held_of(live)))))
     }
 
     /// The boards of `held` served beside the declared ones, and what the function builds.

@@ -15,7 +15,7 @@ use crate::redis::catalog::{self, mark_ended, unmark_ended};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::restore;
-use crate::redis::scripts::catalog::{Change, Defined, define};
+use crate::redis::scripts::catalog::{Change, Defined, define, live};
 use crate::redis::store::{Connection, Store};
 use crate::services::catalog::{deleted_as_recorded, ended_at};
 
@@ -125,15 +125,15 @@ impl RuntimeBoards {
 
     pub async fn get(&self, name: &str) -> Result<BoardDefinition, DefineError> {
         let mut conn = self.store.connection().await?;
-        let loaded = catalog::load(&mut conn, &self.keys).await?;
-        let Some(text) = loaded.definitions.get(name) else {
+        let record = catalog::record(&mut conn, &self.keys, name).await?;
+        let Some(text) = &record.definition else {
             // A lost catalog holds no definition: the name is not unknown, it is being restored.
-            if self.keys.journal_on() && !loaded.born {
+            if self.keys.journal_on() && !record.born {
                 return Err(StoreError::Restoring.into());
             }
             return Err(DefineError::Unknown(name.to_owned()));
         };
-        let ended = loaded.ending.get(name).and_then(|why| serde_json::from_str(why).ok());
+        let ended = record.ending.as_deref().and_then(|why| serde_json::from_str(why).ok());
         let state = if ended.is_some() { "ending" } else { "active" };
         let definition = serde_json::from_str(text).map_err(|e| StoreError::Protocol(format!("a stored definition: {e}")))?;
         Ok(BoardDefinition { board: name.to_owned(), state, definition, ended })
@@ -178,14 +178,14 @@ impl RuntimeBoards {
     /// Every board deleted whose end is not done yet.
     pub async fn ending(&self) -> Result<Vec<Ending>, DefineError> {
         let mut conn = self.store.connection().await?;
-        let loaded = catalog::load(&mut conn, &self.keys).await?;
+        let live = live(&mut conn, &self.keys).await?;
         let mut ending = Vec::new();
-        for (name, why) in &loaded.ending {
-            let Some(text) = loaded.definitions.get(name) else { continue };
+        for (name, text, why) in &live.boards {
+            let Some(why) = why else { continue };
             let at = ended_at(why).ok_or_else(|| StoreError::Protocol(format!("board {name:?} ended without a time")))?;
             match Definition::stored(text) {
                 // A tournament ends at its deletion (`Tournament::deleted`).
-                Ok(board) => ending.push(Ending { board: deleted_as_recorded(board, &loaded.ending), at }),
+                Ok(board) => ending.push(Ending { board: deleted_as_recorded(board, Some(why)), at }),
                 Err(error) => tracing::error!(board = %name, error = %error, "a deleted board's definition no longer validates: not ended"),
             }
         }
@@ -220,9 +220,9 @@ impl RuntimeBoards {
         }
         // Why and when it ended, with what its history reads of the definition: its archived
         // seasons and results stay readable.
-        let loaded = catalog::load(&mut conn, &self.keys).await?;
-        let mut retired: Value = loaded.ending.get(&board.name).and_then(|why| serde_json::from_str(why).ok()).unwrap_or(Value::Null);
-        if let (Some(why), Some(text)) = (retired.as_object_mut(), loaded.definitions.get(&board.name)) {
+        let record = catalog::record(&mut conn, &self.keys, &board.name).await?;
+        let mut retired: Value = record.ending.as_deref().and_then(|why| serde_json::from_str(why).ok()).unwrap_or(Value::Null);
+        if let (Some(why), Some(text)) = (retired.as_object_mut(), record.definition.as_deref()) {
             why.insert("definition".into(), tombstone(serde_json::from_str(text).unwrap_or(Value::Null)));
         }
         let retired = if retired.is_object() { retired.to_string() } else { String::new() };

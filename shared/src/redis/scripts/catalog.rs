@@ -1,6 +1,6 @@
 //! A runtime board's definition changed and journaled in one call (`define_board.lua`).
 
-use super::{CATALOG_CHANGES, DEFINE_BOARD, REGISTER_BANS};
+use super::{CATALOG_CHANGES, CATALOG_LIVE, DEFINE_BOARD, REGISTER_BANS};
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::settings::ReplicaWait;
@@ -110,6 +110,31 @@ pub async fn changes(conn: &mut Connection, keys: &Keys, held: u64) -> Result<Ch
     type Reply = (Option<u64>, bool, bool, Vec<(String, Option<String>, Option<String>)>);
     let (version, born, complete, changed): Reply = conn.run_script(&call, ReplicaWait::NONE).await?;
     Ok(Changes { version, born, complete, changed })
+}
+
+/// The runtime boards a function serves (`catalog_live.lua`'s reply): deleted boards'
+/// tombstones left out (`redis::catalog::tombstone` reads one by name).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Live {
+    /// The catalog's version (`None`: never written, or lost).
+    pub version: Option<u64>,
+    /// Whether the catalog's guard says its history is all in Redis.
+    pub born: bool,
+    /// Board -> (its definition, why it ends when it is being deleted).
+    pub boards: Vec<LiveBoard>,
+}
+
+/// A board's name, definition and why it ends (when it is being deleted).
+pub type LiveBoard = (String, String, Option<String>);
+
+/// Every defined runtime board, at one version: one round trip.
+pub async fn live(conn: &mut Connection, keys: &Keys) -> Result<Live, StoreError> {
+    let catalog = keys.catalog();
+    let mut call = ScriptCall::new(&CATALOG_LIVE);
+    call.key(catalog.definitions()).key(catalog.ending()).key(catalog.catalog_version()).key(catalog.guard());
+    call.arg(crate::domain::guard::BORN);
+    let (version, born, boards): (Option<u64>, bool, Vec<LiveBoard>) = conn.run_script(&call, ReplicaWait::NONE).await?;
+    Ok(Live { version, born, boards })
 }
 
 /// The field of the banned users' record that says the bans made before it are in it.

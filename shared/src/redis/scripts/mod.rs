@@ -72,6 +72,7 @@ static PUT_PROFILE: LazyLock<Script> = script!("put_profile.lua");
 static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 static REGISTER_BANS: LazyLock<Script> = script!("register_bans.lua");
 static CATALOG_CHANGES: LazyLock<Script> = script!("catalog_changes.lua");
+static CATALOG_LIVE: LazyLock<Script> = script!("catalog_live.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 static GRANT_ATTEMPTS: LazyLock<Script> = script!("grant_attempts.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
@@ -102,6 +103,7 @@ pub fn hashes() -> Vec<&'static str> {
         &DEFINE_BOARD,
         &REGISTER_BANS,
         &CATALOG_CHANGES,
+        &CATALOG_LIVE,
         &JOIN_TOURNAMENT,
         &GRANT_ATTEMPTS,
         &RELEASE_INSTANCE,
