@@ -1,5 +1,6 @@
 //! Reads of a board spread over shards (docs/scaling.md): each shard's sorted set answers its
-//! part in one `MULTI` (a snapshot of that shard), the shards in parallel (the cluster client
+//! part in one `MULTI` or one script call (a snapshot of that shard; counts ranked before a
+//! member search its tie rather than fetch it), the shards in parallel (the cluster client
 //! keeps one connection a node, so the shards of one node share it, pipelined). Exact against
 //! one sorted set holding every member: a composite already holds the tie part, so counts of
 //! the shards add up, and equal composites order by member id as `ZREVRANGE` orders them.
@@ -10,7 +11,9 @@ use futures::future::try_join_all;
 use redis::{FromRedisValue, Pipeline, Value};
 
 use super::error::StoreError;
-use super::store::Connection;
+use super::scripts::SHARD_RANKS;
+use super::settings::ReplicaWait;
+use super::store::{Connection, ScriptCall};
 use crate::domain::distribution::Histogram;
 use crate::domain::tiebreak::Scale;
 
@@ -110,7 +113,29 @@ pub struct Around {
     pub moved: bool,
 }
 
-/// The neighbourhood of `(member, composite)` over every shard (see `Around`).
+/// Runs `script` on every shard in parallel, with the shard's set and guard as its keys and
+/// `args` (given the shard's index) as its arguments: one call a shard, its fence checked in it.
+async fn each_script<T: FromRedisValue + Send>(
+    conn: &Connection,
+    shards: &[ShardSet],
+    script: &'static redis::Script,
+    args: impl Fn(usize, &mut ScriptCall<'_>),
+) -> Result<Vec<T>, StoreError> {
+    try_join_all(shards.iter().enumerate().map(|(i, shard)| {
+        let mut call = ScriptCall::new(script);
+        call.key(&shard.set);
+        if let Some(guard) = &shard.guard {
+            call.key(guard);
+        }
+        args(i, &mut call);
+        let mut conn = conn.clone();
+        async move { conn.run_script(&call, ReplicaWait::NONE).await }
+    }))
+    .await
+}
+
+/// The neighbourhood of `(member, composite)` over every shard (see `Around`): one call a shard
+/// (`shard_ranks.lua`), whatever the ties.
 pub async fn around(
     conn: &Connection,
     shards: &[ShardSet],
@@ -119,27 +144,19 @@ pub async fn around(
     at: f64,
     width: u64,
 ) -> Result<Around, StoreError> {
-    type Reply = (u64, u64, Vec<String>, Vec<Entry>, Vec<Entry>, u64, Option<f64>);
-    let replies: Vec<Reply> = each(conn, shards, |_, shard, pipe| {
-        let c = composite(at);
-        pipe.zcard(&shard.set)
-            .zcount(&shard.set, format!("({c}"), "+inf")
-            .zrangebyscore(&shard.set, &c, &c)
-            .zrangebyscore_limit_withscores(&shard.set, format!("({c}"), "+inf", 0, width as isize)
-            .zrevrangebyscore_limit_withscores(&shard.set, format!("({c}"), "-inf", 0, width as isize)
-            .zcount(&shard.set, "-inf", format!("({}", composite(value_floor)))
-            .zscore(&shard.set, member);
+    type Reply = (u64, u64, u64, Vec<Entry>, Vec<Entry>, Option<f64>);
+    let replies: Vec<Reply> = each_script(conn, shards, &SHARD_RANKS, |_, call| {
+        call.arg("around").arg(member).arg(composite(at)).arg(composite(value_floor)).arg(width);
     })
     .await?;
     let mut out = Around { total: 0, ranked_before: 0, below: 0, nearest: Vec::new(), moved: true };
-    for (total, higher, equal, above, below, under, held) in replies {
+    for (total, before, under, above, below, held) in replies {
         if held == Some(at) {
             out.moved = false;
         }
         out.total += total;
         out.below += under;
-        out.ranked_before += higher + equal.iter().filter(|other| other.as_str() > member).count() as u64;
-        out.nearest.extend(equal.into_iter().filter(|other| other != member).map(|other| (other, at)));
+        out.ranked_before += before;
         // Written meanwhile, the member may show among its own shard's neighbours too.
         out.nearest.extend(above.into_iter().chain(below).filter(|(other, _)| other != member));
     }
@@ -174,52 +191,37 @@ pub async fn scores(
 
 /// For each probe `(member, composite)`, the members of every shard ranked before it; and for
 /// each floor, the members with a composite at or above it (strictly more points than the
-/// value below the floor).
+/// value below the floor). One call a shard (`shard_ranks.lua`), whatever the ties.
 pub async fn counts(
     conn: &Connection,
     shards: &[ShardSet],
     probes: &[(&str, f64)],
     floors: &[f64],
 ) -> Result<(Vec<u64>, Vec<u64>), StoreError> {
-    let replies: Vec<Vec<Value>> = each(conn, shards, |_, shard, pipe| {
-        for (_, c) in probes {
-            pipe.zcount(&shard.set, format!("({}", composite(*c)), "+inf");
-        }
-        for (_, c) in probes {
-            pipe.zrangebyscore(&shard.set, composite(*c), composite(*c));
+    let replies: Vec<(Vec<u64>, Vec<u64>)> = each_script(conn, shards, &SHARD_RANKS, |_, call| {
+        call.arg("counts").arg(probes.len());
+        for (member, c) in probes {
+            call.arg(*member).arg(composite(*c));
         }
         for floor in floors {
-            pipe.zcount(&shard.set, composite(*floor), "+inf");
+            call.arg(composite(*floor));
         }
     })
     .await?;
-    let replies = replies.into_iter().map(|values| regroup(values, probes.len(), floors.len())).collect::<Result<Vec<_>, _>>()?;
     let mut before = vec![0; probes.len()];
     let mut above = vec![0; floors.len()];
-    for (higher, equal, at_least) in replies {
-        for (i, (member, _)) in probes.iter().enumerate() {
-            before[i] += higher[i] + equal[i].iter().filter(|other| other.as_str() > *member).count() as u64;
+    for (shard_before, at_least) in replies {
+        if shard_before.len() != probes.len() || at_least.len() != floors.len() {
+            return Err(StoreError::Protocol("sharded counts: reply length".into()));
+        }
+        for (total, count) in before.iter_mut().zip(shard_before) {
+            *total += count;
         }
         for (total, count) in above.iter_mut().zip(at_least) {
             *total += count;
         }
     }
     Ok((before, above))
-}
-
-/// One shard's counts: above each probe, the members equal to each, at or above each floor.
-type ShardCounts = (Vec<u64>, Vec<Vec<String>>, Vec<u64>);
-
-fn regroup(values: Vec<redis::Value>, probes: usize, floors: usize) -> Result<ShardCounts, StoreError> {
-    if values.len() != 2 * probes + floors {
-        return Err(StoreError::Protocol("sharded counts: reply length".into()));
-    }
-    let mut values = values.into_iter();
-    let protocol = |e: redis::ParsingError| StoreError::Protocol(format!("sharded counts: {e}"));
-    let higher = values.by_ref().take(probes).map(u64::from_redis_value).collect::<Result<_, _>>().map_err(protocol)?;
-    let equal = values.by_ref().take(probes).map(Vec::<String>::from_redis_value).collect::<Result<_, _>>().map_err(protocol)?;
-    let at_least = values.map(u64::from_redis_value).collect::<Result<_, _>>().map_err(protocol)?;
-    Ok((higher, equal, at_least))
 }
 
 fn value(scale: &Scale, composite: f64) -> i64 {

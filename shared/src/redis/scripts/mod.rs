@@ -73,6 +73,7 @@ static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 static REGISTER_BANS: LazyLock<Script> = script!("register_bans.lua");
 static CATALOG_CHANGES: LazyLock<Script> = script!("catalog_changes.lua");
 static CATALOG_LIVE: LazyLock<Script> = script!("catalog_live.lua");
+pub(crate) static SHARD_RANKS: LazyLock<Script> = script!("shard_ranks.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 static GRANT_ATTEMPTS: LazyLock<Script> = script!("grant_attempts.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
@@ -104,6 +105,7 @@ pub fn hashes() -> Vec<&'static str> {
         &REGISTER_BANS,
         &CATALOG_CHANGES,
         &CATALOG_LIVE,
+        &SHARD_RANKS,
         &JOIN_TOURNAMENT,
         &GRANT_ATTEMPTS,
         &RELEASE_INSTANCE,
