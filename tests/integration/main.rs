@@ -53,6 +53,7 @@ mod queue_dead_letters;
 mod queue_fifo;
 mod queue_poller;
 mod queue_time;
+mod rank_cursors;
 mod restore_failures;
 mod restore_losses;
 mod restore_model;

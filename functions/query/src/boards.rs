@@ -9,10 +9,12 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 use standings::domain::distribution::{DEFAULT_BUCKETS, MAX_BUCKETS};
 use standings::domain::ids;
+use standings::domain::paging::RankCursor;
 use standings::domain::period::PeriodInfo;
 use standings::http::{ApiError, JsonBody, QueryParams, with_cache};
 use standings::services::reads::rules::{
-    DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, bounded, listed_users, live_board, rank_mode, resolve_period,
+    DEFAULT_AROUND, DEFAULT_LIMIT, MAX_AROUND, MAX_LIMIT, MAX_OFFSET, ReadError, bounded, listed_users, live_board, rank_mode,
+    resolve_period,
 };
 use standings::services::reads::{DistributionResponse, ListedStanding, StatementResponse, TopResponse, UserResponse};
 
@@ -30,6 +32,8 @@ pub struct TopParams {
     at: Option<String>,
     limit: Option<u64>,
     offset: Option<u64>,
+    /// A page's `next_cursor`: the page after it (instead of `offset`).
+    cursor: Option<String>,
     rank_mode: Option<String>,
 }
 
@@ -53,8 +57,18 @@ pub async fn top(
     let limit = bounded("limit", params.limit, DEFAULT_LIMIT, 1..=MAX_LIMIT)?;
     let offset = bounded("offset", params.offset, 0, 0..=MAX_OFFSET)?;
     let mode = rank_mode(params.rank_mode.as_deref())?;
-    let page = app.reader.page(board, &period, offset, limit, mode).await?;
-    let body = TopResponse { board: board.name.clone(), period: period.info(), total: page.total, entries: page.entries };
+    let page = match params.cursor.as_deref() {
+        Some(_) if params.offset.is_some() => {
+            return Err(ReadError::BadCursor("cursor and offset: give one (a cursor's page starts after it)".into()).into());
+        }
+        Some(cursor) => {
+            let cursor = RankCursor::parse(cursor).map_err(ReadError::BadCursor)?;
+            app.reader.page_after(board, &period, &cursor, limit, mode).await?
+        }
+        None => app.reader.page(board, &period, offset, limit, mode).await?,
+    };
+    let next_cursor = Some(page.next.map(|next| next.text()));
+    let body = TopResponse { board: board.name.clone(), period: period.info(), total: page.total, entries: page.entries, next_cursor };
     Ok(with_cache(LIVE_TOP_CACHE, Json(body)))
 }
 

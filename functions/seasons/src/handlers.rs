@@ -113,7 +113,7 @@ pub async fn season_top(
         try_join(table.completed(&board.name, &season), table.ranks(&board.name, &season, offset + 1, offset + limit)).await?;
     let total = complete(completed, &board.name, &season)?.total;
     let entries = standings(&app, board, entries).await?;
-    Ok(with_cache(SEASON_CACHE, Json(TopResponse { board: board.name.clone(), period: period.info(), total, entries })))
+    Ok(with_cache(SEASON_CACHE, Json(TopResponse { board: board.name.clone(), period: period.info(), total, entries, next_cursor: None })))
 }
 
 /// `GET /v1/boards/{board}/seasons/{season}/users/{user_id}?around=`

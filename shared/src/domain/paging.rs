@@ -43,13 +43,58 @@ pub fn page_in_order<T>(
     (chosen, next)
 }
 
+/// Where a page of a live board ended (`next_cursor`, docs/api.md): its last entry's
+/// composite and member, `<composite>.<member>`. The page after holds the entries ranked after
+/// that place, whatever moved above it meanwhile (a keyset, not an offset).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RankCursor {
+    pub composite: u64,
+    pub member: String,
+}
+
+/// The largest composite a board stores (`tiebreak::EXACT_BITS`).
+const MAX_COMPOSITE: u64 = 1 << crate::domain::tiebreak::EXACT_BITS;
+
+impl RankCursor {
+    pub fn of(composite: f64, member: &str) -> Self {
+        Self { composite: composite as u64, member: member.to_owned() }
+    }
+
+    /// A cursor a page answered; anything else is refused with why.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let refused = || format!("cursor {:?} is not a next_cursor a page answered", crate::domain::ids::loggable(text));
+        let (composite, member) = text.split_once('.').ok_or_else(refused)?;
+        if composite.is_empty() || !composite.bytes().all(|b| b.is_ascii_digit()) || composite.len() > 16 {
+            return Err(refused());
+        }
+        let composite: u64 = composite.parse().map_err(|_| refused())?;
+        if composite >= MAX_COMPOSITE || crate::domain::ids::validate_id("cursor", member).is_err() {
+            return Err(refused());
+        }
+        Ok(Self { composite, member: member.to_owned() })
+    }
+
+    pub fn text(&self) -> String {
+        format!("{}.{}", self.composite, self.member)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeSet;
 
     use proptest::prelude::*;
 
-    use super::page;
+    use super::{RankCursor, page};
+
+    #[test]
+    fn a_rank_cursor_reads_back_and_refuses_anything_else() {
+        let cursor = RankCursor::of(4_503_599_627_370_495.0, "u-7.x");
+        assert_eq!(RankCursor::parse(&cursor.text()), Ok(cursor));
+        for bad in ["", "12", ".u1", "12.", "-1.u1", "1e5.u1", "9007199254740992.u1", "12.u 1", "12.{x}", "99999999999999999.u1"] {
+            assert!(RankCursor::parse(bad).is_err(), "{bad:?}");
+        }
+    }
 
     fn walk(names: &[String], limit: usize) -> Vec<Vec<String>> {
         let mut pages = Vec::new();

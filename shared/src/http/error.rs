@@ -379,6 +379,7 @@ impl From<ReadError> for ApiError {
             ReadError::UnknownTier { .. } => (StatusCode::BAD_REQUEST, "unknown_tier"),
             ReadError::BadDate(DateError::Malformed | DateError::NotScheduled)
             | ReadError::BadRankMode
+            | ReadError::BadCursor(_)
             | ReadError::NoUsers
             | ReadError::BadSeason(_) => (StatusCode::BAD_REQUEST, "malformed"),
             ReadError::BadDate(DateError::OutOfRange) | ReadError::OutOfRange { .. } => (StatusCode::BAD_REQUEST, "out_of_range"),

@@ -146,7 +146,7 @@ pub async fn around(
 ) -> Result<Around, StoreError> {
     type Reply = (u64, u64, u64, Vec<Entry>, Vec<Entry>, Option<f64>);
     let replies: Vec<Reply> = each_script(conn, shards, &SHARD_RANKS, |_, call| {
-        call.arg("around").arg(member).arg(composite(at)).arg(composite(value_floor)).arg(width);
+        call.arg("around").arg("").arg(member).arg(composite(at)).arg(composite(value_floor)).arg(width);
     })
     .await?;
     let mut out = Around { total: 0, ranked_before: 0, below: 0, nearest: Vec::new(), moved: true };
@@ -159,6 +159,31 @@ pub async fn around(
         out.ranked_before += before;
         // Written meanwhile, the member may show among its own shard's neighbours too.
         out.nearest.extend(above.into_iter().chain(below).filter(|(other, _)| other != member));
+    }
+    Ok(out)
+}
+
+/// A keyset page over every shard: the board's size, the members ranked at or before the
+/// cursor's place `(member, composite)`, and each shard's next `limit` entries after it (the
+/// page is the first `limit` of them merged). `now_ms`: the function's clock, for a read that
+/// refuses a period set its guard says was lost. One call a shard (`shard_ranks.lua`).
+pub async fn after(
+    conn: &Connection,
+    shards: &[ShardSet],
+    member: &str,
+    at: f64,
+    limit: u64,
+    now_ms: Option<i64>,
+) -> Result<(u64, u64, Vec<Entry>), StoreError> {
+    let replies: Vec<(u64, u64, Vec<Entry>)> = each_script(conn, shards, &SHARD_RANKS, |_, call| {
+        call.arg("after").arg(now_ms.map_or(String::new(), |ms| ms.to_string())).arg(member).arg(composite(at)).arg(limit);
+    })
+    .await?;
+    let mut out = (0, 0, Vec::new());
+    for (total, before, entries) in replies {
+        out.0 += total;
+        out.1 += before;
+        out.2.extend(entries);
     }
     Ok(out)
 }
@@ -199,7 +224,7 @@ pub async fn counts(
     floors: &[f64],
 ) -> Result<(Vec<u64>, Vec<u64>), StoreError> {
     let replies: Vec<(Vec<u64>, Vec<u64>)> = each_script(conn, shards, &SHARD_RANKS, |_, call| {
-        call.arg("counts").arg(probes.len());
+        call.arg("counts").arg("").arg(probes.len());
         for (member, c) in probes {
             call.arg(*member).arg(composite(*c));
         }

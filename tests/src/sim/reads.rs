@@ -32,6 +32,10 @@ impl World {
                     if status == StatusCode::OK { String::new() } else { top.to_string() }
                 ));
             }
+            // Now and then the same board walked by keyset pages (`cursor`, three at a time).
+            if self.stats.reads.is_multiple_of(3) {
+                self.walk_by_cursor(board, &query, &expected, lost).await?;
+            }
         }
         let all = self.model.forum_top("all");
         for user in 0..super::ops::USERS {
@@ -51,5 +55,33 @@ impl World {
         self.check_cups().await?;
         self.check_boards().await?;
         self.check_seasons().await
+    }
+}
+
+impl World {
+    /// `board`'s top walked three entries a page by `next_cursor`: the pages, end to end, hold
+    /// what the model says, each once.
+    async fn walk_by_cursor(&mut self, board: &str, query: &str, expected: &[(String, i64)], lost: bool) -> Result<(), String> {
+        let (mut got, mut cursor): (Vec<(String, i64)>, Option<String>) = (Vec::new(), None);
+        for _ in 0..=expected.len() / 3 + 1 {
+            let after = cursor.as_ref().map_or(String::new(), |c| format!("&cursor={c}"));
+            let (status, page) = self.app.get(&format!("/v1/boards/{board}/top?{query}&limit=3{after}")).await;
+            if lost && restoring(status, &page) {
+                return Ok(());
+            }
+            if status != StatusCode::OK {
+                return Err(format!("{board} top {query}{after}: {status} {page}"));
+            }
+            let entries = page["entries"].as_array().cloned().unwrap_or_default();
+            got.extend(entries.iter().map(|e| (e["user_id"].as_str().unwrap_or("?").to_owned(), e["score"].as_i64().unwrap_or(-1))));
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = Some(next.to_owned()),
+                None => break,
+            }
+        }
+        if got != expected {
+            return Err(format!("{board} top {query} walked by cursor: expected {expected:?}, got {got:?}"));
+        }
+        Ok(())
     }
 }

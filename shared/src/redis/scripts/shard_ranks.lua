@@ -8,24 +8,31 @@ KEYS[1]  the shard's sorted set of the period
 KEYS[2]  the shard's guard on a journaled deployment (absent: no journal): a shard being
          restored, or lost, answers BOARD_RESTORING (docs/journal.md#fence)
 
-ARGV[1]  'counts' or 'around'
-counts:  ARGV[2] the number of probes n, ARGV[3..] n probes as member, composite pairs, then
+ARGV[1]  'counts', 'around' or 'after'
+ARGV[2]  now (ms, the function's clock) for a read that also refuses a period set its guard
+         says was lost (`read_fence`), or '' for the guard's fence alone
+counts:  ARGV[3] the number of probes n, ARGV[4..] n probes as member, composite pairs, then
          floors (composites)
-around:  ARGV[2] the member, ARGV[3] its composite, ARGV[4] a value floor (members strictly
-         below it are counted), ARGV[5] width (the entries nearest before and after, at most
+around:  ARGV[3] the member, ARGV[4] its composite, ARGV[5] a value floor (members strictly
+         below it are counted), ARGV[6] width (the entries nearest before and after, at most
          this many each)
+after:   ARGV[3] a cursor's member, ARGV[4] its composite, ARGV[5] limit: a keyset page
 
 Reply:
   counts  {before, at_least}: the members ranked before each probe, at or above each floor
   around  {total, ranked before, below the floor, before, after, the member's composite or
           false}; before and after as ZRANGE WITHSCORES gives them, the member left out
+  after   {total, ranked at or before the cursor, entries}: the `limit` entries ranked next
+          after the cursor's place (ZRANGE WITHSCORES order)
 ]]
 
-if KEYS[2] then
+local key = KEYS[1]
+if KEYS[2] and ARGV[2] ~= '' then
+  read_fence(KEYS[2], key, ARGV[2])
+elseif KEYS[2] then
   local guard = redis.call('HMGET', KEYS[2], GUARD_BORN, GUARD_FENCE)
   if guard[2] or not guard[1] then error({err = 'BOARD_RESTORING the board is being restored from its journal'}) end
 end
-local key = KEYS[1]
 
 -- Whether member `a` sorts after `b` as a sorted set orders equal scores: byte by byte (Lua's
 -- `>` on strings follows the server's locale, which need not be byte order).
@@ -49,27 +56,41 @@ local function ranked_before(composite, member)
   return redis.call('ZCARD', key) - low, low
 end
 
+-- Whether `member` is at `composite` at ascending index `index`.
+local function at(index, member, composite)
+  if index < 0 then return false end
+  local entry = redis.call('ZRANGE', key, index, index, 'WITHSCORES')
+  return entry[1] == member and tonumber(entry[2]) == tonumber(composite)
+end
+
 if ARGV[1] == 'counts' then
-  local n = tonumber(ARGV[2])
+  local n = tonumber(ARGV[3])
   local before, at_least = {}, {}
   for i = 1, n do
-    before[i] = ranked_before(ARGV[2 * i + 2], ARGV[2 * i + 1])
+    before[i] = ranked_before(ARGV[2 * i + 3], ARGV[2 * i + 2])
   end
-  for i = 2 * n + 3, #ARGV do
+  for i = 2 * n + 4, #ARGV do
     at_least[#at_least + 1] = redis.call('ZCOUNT', key, ARGV[i], '+inf')
   end
   return {before, at_least}
 end
 
-local member, width = ARGV[2], tonumber(ARGV[5])
-local count, first = ranked_before(ARGV[3], member)
+local member = ARGV[3]
+local count, first = ranked_before(ARGV[4], member)
+-- The member itself, when at the probe, is the entry just below `first`.
+local last = first - 1
+if at(last, member, ARGV[4]) then last = last - 1 end
+if ARGV[1] == 'after' then
+  local limit, total = tonumber(ARGV[5]), redis.call('ZCARD', key)
+  local entries = {}
+  if last >= 0 then entries = redis.call('ZRANGE', key, math.max(0, last - limit + 1), last, 'WITHSCORES') end
+  return {total, total - last - 1, entries}
+end
+local width = tonumber(ARGV[6])
 local held = redis.call('ZSCORE', key, member)
 local before, after = {}, {}
 if width > 0 then
   before = redis.call('ZRANGE', key, first, first + width - 1, 'WITHSCORES')
-  -- The member itself, when at the probe, is the entry just below `first`.
-  local from = first - 1
-  if held and from >= 0 and redis.call('ZRANGE', key, from, from)[1] == member then from = from - 1 end
-  if from >= 0 then after = redis.call('ZRANGE', key, math.max(0, from - width + 1), from, 'WITHSCORES') end
+  if last >= 0 then after = redis.call('ZRANGE', key, math.max(0, last - width + 1), last, 'WITHSCORES') end
 end
-return {redis.call('ZCARD', key), count, redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[4]), before, after, held or false}
+return {redis.call('ZCARD', key), count, redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[5]), before, after, held or false}

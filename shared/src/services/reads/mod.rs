@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::domain::config::Board;
 use crate::domain::distribution::{CUTOFF_SHARES, Distribution};
 use crate::domain::guard;
+use crate::domain::paging::RankCursor;
 use crate::domain::period::{Period, PeriodInfo};
 use crate::domain::scores;
 use crate::domain::statement::{self, Statement};
@@ -20,6 +21,7 @@ use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::scripts::{self, MemberPlace, RawWindow, Window};
+use crate::redis::sharded::ShardSet;
 use crate::redis::store::Store;
 use crate::services::profiles::{self, Profile};
 use crate::services::reads::rules::ReadError;
@@ -75,6 +77,9 @@ pub struct Standing {
 pub struct Page {
     pub total: u64,
     pub entries: Vec<Standing>,
+    /// Where the page after starts (`None`: the page was not full, nothing is after it).
+    #[serde(skip)]
+    pub next: Option<RankCursor>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -97,6 +102,10 @@ pub struct TopResponse {
     pub period: PeriodInfo,
     pub total: u64,
     pub entries: Vec<Standing>,
+    /// A live board's: the `cursor` of the page after, `null` on the last page (absent from an
+    /// archived season's pages, which page by offset).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<Option<String>>,
 }
 
 /// A user's standing on a board (live, or in an archived season).
@@ -227,8 +236,40 @@ impl Reader {
 
     pub async fn page(&self, board: &Board, period: &Period, offset: u64, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
         let raw = self.read(board, period, Window::Page { offset, limit }, mode).await?;
+        self.page_of(board, period, raw, limit, mode).await
+    }
+
+    /// `limit` entries ranked after `cursor`'s place (a keyset page, docs/api.md): one script
+    /// call a shard (the board's one slot included), whatever moved above the cursor since the
+    /// page that answered it.
+    pub async fn page_after(
+        &self,
+        board: &Board,
+        period: &Period,
+        cursor: &RankCursor,
+        limit: u64,
+        mode: RankMode,
+    ) -> Result<Page, StoreError> {
+        let conn = self.store.connection().await?;
+        let scale = scores::scale(board, period);
+        let shards = self.store.board_shards(&self.keys, board).await?;
+        let sets = if shards > 1 {
+            sharded::sets(&self.keys, board, shards, period)
+        } else {
+            let keys = self.keys.board(&board.name);
+            let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
+            vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()) }]
+        };
+        let now_ms = self.keys.journal_on().then(|| (self.clock)().timestamp_millis());
+        let raw = sharded::page_after(&conn, &sets, &scale, cursor, limit, mode == RankMode::Competition, now_ms).await?;
+        self.page_of(board, period, raw, limit, mode).await
+    }
+
+    async fn page_of(&self, board: &Board, period: &Period, raw: RawWindow, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
+        let next =
+            raw.entries.last().filter(|_| raw.entries.len() as u64 == limit).map(|last| RankCursor::of(last.composite, &last.member));
         let total = raw.total;
-        Ok(Page { total, entries: self.standings(board, period, raw, mode).await? })
+        Ok(Page { total, entries: self.standings(board, period, raw, mode).await?, next })
     }
 
     pub async fn around(

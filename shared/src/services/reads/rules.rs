@@ -37,6 +37,8 @@ pub enum ReadError {
     BadDate(DateError),
     #[error("rank_mode must be unique or competition")]
     BadRankMode,
+    #[error("{0}")]
+    BadCursor(String),
     #[error("{name} must be within {}..={}", range.start(), range.end())]
     OutOfRange { name: &'static str, range: RangeInclusive<u64> },
     #[error("user_ids must list at least one user")]

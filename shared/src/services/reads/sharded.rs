@@ -2,6 +2,7 @@
 //! scripts give of one sorted set, merged from every shard's part (`redis::sharded`).
 
 use crate::domain::config::Board;
+use crate::domain::paging::RankCursor;
 use crate::domain::period::Period;
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
@@ -74,6 +75,28 @@ pub async fn page(conn: &Connection, sets: &[ShardSet], scale: &Scale, offset: u
         merged.iter().take(offset as usize).filter(|(_, c)| value(scale, *c) > value(scale, *first)).count() as u64
     });
     Ok(RawWindow { total, position: None, below: None, start: offset, entries: ranked(scale, window, offset, first_above) })
+}
+
+/// `limit` entries ranked after `cursor`'s place (a keyset page): each shard's next `limit`,
+/// merged, and where the page starts, in one call a shard; the first entry's competition rank
+/// takes one round more when `competition`.
+pub async fn page_after(
+    conn: &Connection,
+    sets: &[ShardSet],
+    scale: &Scale,
+    cursor: &RankCursor,
+    limit: u64,
+    competition: bool,
+    now_ms: Option<i64>,
+) -> Result<RawWindow, StoreError> {
+    let (total, start, mut entries) = sharded::after(conn, sets, &cursor.member, cursor.composite as f64, limit, now_ms).await?;
+    sharded::sort(&mut entries);
+    entries.truncate(limit as usize);
+    let first_above = match entries.first() {
+        Some((_, first)) if competition => sharded::counts(conn, sets, &[], &[next_value_floor(scale, *first)]).await?.1[0],
+        _ => 0,
+    };
+    Ok(RawWindow { total, position: None, below: None, start, entries: ranked(scale, entries, start, first_above) })
 }
 
 /// Reads of a member's neighbourhood while the member writes: at most this many, then the last.
