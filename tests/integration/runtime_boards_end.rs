@@ -7,6 +7,9 @@ use std::sync::Arc;
 use axum::http::{Method, StatusCode};
 use chrono::{Duration, Utc};
 use serde_json::{Value, json};
+use standings::archive::job::Archiver;
+use standings::archive::table::SeasonTable;
+use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
 use standings::services::catalog::boards_now;
 use standings::services::runtime_boards::{RuntimeBoards, limit_from_env};
@@ -25,6 +28,20 @@ async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode,
 async fn keys_of(app: &TestApp, board: &str) -> Vec<String> {
     let tag = format!("{{{board}}}");
     app.written_keys().await.into_iter().filter(|key| key.contains(&tag)).collect()
+}
+
+/// The archive function's every-minute run of deleted boards' ends, on the catalog as it is now.
+fn ends_job(harness: &ArchiveHarness, app: &TestApp, config: Config) -> (RuntimeBoards, Archiver<SeasonTable>) {
+    let archiver = Archiver::new(
+        Arc::new(config),
+        app.keys.clone(),
+        app.store.clone(),
+        harness.table.clone(),
+        harness.table.clone(),
+        app.clock(),
+        ArchiveHarness::settings(),
+    );
+    (RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env()), archiver)
 }
 
 #[tokio::test]
@@ -58,17 +75,7 @@ async fn a_deleted_board_refuses_writes_at_once_then_is_archived_rank_for_rank_a
     assert_eq!((status, top["entries"].as_array().map(Vec::len)), (StatusCode::OK, Some(3)), "reads go on until the end is done");
 
     // The archive function's every-minute run ends it.
-    let config = Arc::new(boards_now(&app.config, &app.keys, &app.store).await.unwrap());
-    let archiver = standings::archive::job::Archiver::new(
-        config,
-        app.keys.clone(),
-        app.store.clone(),
-        harness.table.clone(),
-        harness.table.clone(),
-        app.clock(),
-        ArchiveHarness::settings(),
-    );
-    let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+    let (boards, archiver) = ends_job(&harness, &app, boards_now(&app.config, &app.keys, &app.store).await.unwrap());
     let reports = archive::end_boards(&boards, &archiver, app.now(), Utc::now() + Duration::minutes(5)).await.unwrap();
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!((reports[0].status, reports[0].season.as_deref()), ("done", Some(season.id.as_str())), "{reports:?}");
@@ -110,18 +117,7 @@ async fn a_deleted_one_rule_boards_archived_season_still_counts_its_action() {
     }
     let season = Period::containing(PeriodKind::Season, app.now(), chrono_tz::UTC);
     assert_eq!(app.call(Method::DELETE, "/v1/admin/boards/referrals?reason=over", "", ADMIN).await.0, StatusCode::ACCEPTED);
-    let config = Arc::new(boards_now(&app.config, &app.keys, &app.store).await.unwrap());
-    let settings = ArchiveHarness::settings();
-    let archiver = standings::archive::job::Archiver::new(
-        config,
-        app.keys.clone(),
-        app.store.clone(),
-        harness.table.clone(),
-        harness.table.clone(),
-        app.clock(),
-        settings,
-    );
-    let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+    let (boards, archiver) = ends_job(&harness, &app, boards_now(&app.config, &app.keys, &app.store).await.unwrap());
     let reports = archive::end_boards(&boards, &archiver, app.now(), Utc::now() + Duration::minutes(5)).await.unwrap();
     assert_eq!(reports.iter().map(|r| r.status).collect::<Vec<_>>(), ["done"], "{reports:?}");
     let (status, archived) = app.get(&format!("/v1/boards/referrals/seasons/{}/top", season.id)).await;

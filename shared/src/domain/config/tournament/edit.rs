@@ -111,7 +111,7 @@ impl Tournament {
         // Before a one-off opens (with the notice: a function whose catalog is a few seconds old
         // scores in the scale it knows) nothing is kept yet: its new window makes its own scale.
         let notice = Duration::seconds(SHORTEN_NOTICE_SECS);
-        if after.window() == scale || (self.period_kind() == crate::domain::period::PeriodKind::All && now + notice <= self.start) {
+        if after.window() == scale || (self.recurrence().is_none() && now + notice <= self.start) {
             return Ok(None);
         }
         let span = time_span_for(self.max_score());
