@@ -84,6 +84,10 @@ async fn a_warm_catalog_parses_only_what_changed_and_serves_what_a_whole_read_do
     assert!(named.board("quiz").is_some_and(|quiz| quiz.ending), "quiz read from its tombstone by name");
     assert!(warm.config_naming("never-defined").await.unwrap().board("never-defined").is_none());
     assert!(warm.config_naming("cup-a").await.unwrap().board("cup-a").is_some_and(|cup| !cup.ending));
+    // A board defined after a config with a deleted one was composed: served beside it.
+    assert_eq!(arena.put("cup-l", &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    let named = warm.config_naming("cup-c").await.unwrap();
+    assert!(named.board("cup-l").is_some() && named.board("cup-c").is_some_and(|cup| cup.ending));
 
     // The log lost after a change this function has not read: what it names is gone, so the
     // next reload reads the whole catalog (the log restarts with that change).

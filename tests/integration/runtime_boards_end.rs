@@ -14,7 +14,7 @@ use standings::domain::period::{Period, PeriodKind};
 use standings::services::catalog::boards_now;
 use standings::services::runtime_boards::{RuntimeBoards, limit_from_env};
 use standings_tests::journal::{drain_to_new_bucket, spawn_journaled};
-use standings_tests::queue::{new_queue, record, sqs, sqs_event};
+use standings_tests::queue::{drain, new_queue, record, sqs, sqs_event};
 use standings_tests::{ADMIN, ArchiveHarness, TestApp, spawn_ingest};
 
 fn spring_cup() -> Value {
@@ -91,6 +91,16 @@ async fn a_deleted_board_refuses_writes_at_once_then_is_archived_rank_for_rank_a
     assert_eq!(submit(&app, "s6", "dee", 99).await.0, StatusCode::CONFLICT, "a warm instance's stale catalog still meets the guard");
     let again = archive::end_boards(&boards, &archiver, app.now(), Utc::now() + Duration::minutes(5)).await.unwrap();
     assert!(again.is_empty(), "nothing left to end: {again:?}");
+    // A queued score for it is dead-lettered as ended, not as unknown (which an operator would
+    // redrive): the queue's function reads its tombstone by name.
+    let client = sqs().await;
+    let dlq = new_queue(&client, "dlq").await;
+    let queue = app.queue(queue::DeadLetters::new(client.clone(), dlq.clone()));
+    let message = json!({"kind": "score", "board": "spring-cup", "event_id": "q9", "user_id": "dee", "score": 1}).to_string();
+    let response = queue.handle(sqs_event(vec![record("m9", &message, 1)])).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    let dead: Vec<String> = drain(&client, &dlq).await.into_iter().map(|(_, code, _)| code).collect();
+    assert_eq!(dead, ["board_ended"]);
 
     // Its archived season is still read by its name; it is no board to list any more.
     // (The `seasons` function has not read its catalog yet in this test: it reads it now.)

@@ -14,6 +14,7 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::{DateTime, Utc};
 use standings::Clock;
 use standings::domain::config::Config;
+use standings::domain::message::Message;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::runtime::metrics::{Metrics, Unit};
@@ -102,7 +103,17 @@ impl App {
                 continue;
             }
             let batch: Vec<Delivery> = round.iter().map(|&i| deliveries[i].clone()).collect();
-            let verdicts = match self.catalog.current().await {
+            // A score for a deleted board is refused as ended (dead-lettered `board_ended`), not
+            // as unknown: its tombstone is read by name.
+            let scored: Vec<String> = batch
+                .iter()
+                .filter_map(|delivery| match Message::parse(&delivery.body) {
+                    Ok(Message::Score { board, .. }) => Some(board),
+                    _ => None,
+                })
+                .collect();
+            let named: Vec<&str> = scored.iter().map(String::as_str).collect();
+            let verdicts = match self.catalog.naming_all(&named).await {
                 Ok(services) => consume(&services.ingestor, &services.scores, &services.sign_ins, &batch, (self.clock)()).await,
                 Err(error) => {
                     tracing::error!(error = %error, "the boards could not be read: the batch is handed back");

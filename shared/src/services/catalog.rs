@@ -198,11 +198,14 @@ pub struct Catalog<T> {
     retired: Mutex<Retired<T>>,
 }
 
-/// Deleted boards a function read by name, and what it built with each beside the boards it
-/// serves: at most `RETIRED_HELD` of them (a tombstone never changes: a name is never defined
-/// again), so a function holds what its requests name, not every board ever deleted.
+/// Deleted boards a function read by name, and what it built with them beside the boards it
+/// serves, bounded: a function holds what its requests name, not every board ever deleted.
 struct Retired<T> {
-    boards: HashMap<String, Arc<Board>>,
+    /// Name -> its tombstone's board (`None`: it has none, as read at that instant, trusted for
+    /// the refresh period; a tombstone never changes, a name is never defined again).
+    boards: HashMap<String, (Option<Arc<Board>>, Instant)>,
+    /// The names added (sorted, joined) -> the config they were added to, and the config and
+    /// `T` with them; only for the config served now.
     built: HashMap<String, Composed<T>>,
 }
 
@@ -212,20 +215,13 @@ impl<T> Default for Retired<T> {
     }
 }
 
-/// A deleted board added to a config: the config it was added to, and the config and `T` with it.
+/// Deleted boards added to a config: the config they were added to, and the config and `T` with them.
 type Composed<T> = (Arc<Config>, Arc<Config>, Arc<T>);
 
-/// The most deleted boards a function holds, read by name.
+/// The most names a function remembers reading by name (with a tombstone or without).
 pub const RETIRED_HELD: usize = 64;
-
-/// Inserts into a map held to `RETIRED_HELD` entries (emptied when full: requests naming
-/// deleted boards are rare, and each costs a read again at worst).
-fn bounded_insert<V>(map: &mut HashMap<String, V>, name: &str, value: V) {
-    if map.len() >= RETIRED_HELD {
-        map.clear();
-    }
-    map.insert(name.to_owned(), value);
-}
+/// The most configs it keeps with deleted boards added (each a copy of the boards' index).
+pub const COMPOSED_HELD: usize = 4;
 
 impl<T> Catalog<T> {
     pub fn new(declared: Arc<Config>, keys: Keys, store: Store, build: impl Fn(Arc<Config>) -> T + Send + Sync + 'static) -> Self {
@@ -266,38 +262,64 @@ impl<T> Catalog<T> {
     /// it, its writes refused as ended, its live reads empty). One more round trip when a request
     /// names a board the function does not know, none for the boards it serves.
     pub async fn naming(&self, board: &str) -> Result<Arc<T>, StoreError> {
-        Ok(self.snapshot_naming(board).await?.1)
+        Ok(self.snapshot_naming(&[board]).await?.1)
+    }
+
+    /// `naming` for every board of `boards` (a queue batch's).
+    pub async fn naming_all(&self, boards: &[&str]) -> Result<Arc<T>, StoreError> {
+        Ok(self.snapshot_naming(boards).await?.1)
     }
 
     /// Every board as of now, with `board` when it is a deleted one (see `naming`).
     pub async fn config_naming(&self, board: &str) -> Result<Arc<Config>, StoreError> {
-        Ok(self.snapshot_naming(board).await?.0)
+        Ok(self.snapshot_naming(&[board]).await?.0)
     }
 
-    async fn snapshot_naming(&self, board: &str) -> Result<(Arc<Config>, Arc<T>), StoreError> {
+    async fn snapshot_naming(&self, names: &[&str]) -> Result<(Arc<Config>, Arc<T>), StoreError> {
         let snapshot = self.snapshot().await?;
         let served = (snapshot.config.clone(), snapshot.built.clone());
-        if snapshot.config.board(board).is_some() || crate::domain::ids::validate_board_name(board).is_err() {
+        let mut unknown: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|name| snapshot.config.board(name).is_none() && crate::domain::ids::validate_board_name(name).is_ok())
+            .collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        let lock = || self.retired.lock().expect("retired boards poisoned");
+        let mut retired = Vec::new();
+        for name in unknown {
+            let held = lock().boards.get(name).filter(|(board, at)| board.is_some() || at.elapsed() < self.refresh).map(|(b, _)| b.clone());
+            let board = match held {
+                Some(board) => board,
+                None => {
+                    let mut conn = self.store.connection().await?;
+                    let record = catalog::record(&mut conn, &self.keys, name).await?;
+                    let board = record.tombstone().and_then(|why| Entry::new(name, None, Some(why)).served);
+                    let mut held = lock();
+                    if held.boards.len() >= RETIRED_HELD {
+                        held.boards.clear();
+                    }
+                    held.boards.insert(name.to_owned(), (board.clone(), Instant::now()));
+                    board
+                }
+            };
+            retired.extend(board);
+        }
+        if retired.is_empty() {
             return Ok(served);
         }
-        let lock = || self.retired.lock().expect("retired boards poisoned");
-        if let Some((_, config, built)) = lock().built.get(board).filter(|(base, ..)| Arc::ptr_eq(base, &snapshot.config)) {
+        let key = retired.iter().map(|board| board.name.as_str()).collect::<Vec<_>>().join(",");
+        if let Some((_, config, built)) = lock().built.get(&key).filter(|(base, ..)| Arc::ptr_eq(base, &snapshot.config)) {
             return Ok((config.clone(), built.clone()));
         }
-        let held = lock().boards.get(board).cloned();
-        let retired = match held {
-            Some(retired) => retired,
-            None => {
-                let mut conn = self.store.connection().await?;
-                let record = catalog::record(&mut conn, &self.keys, board).await?;
-                let Some(retired) = record.tombstone().and_then(|why| Entry::new(board, None, Some(why)).served) else { return Ok(served) };
-                bounded_insert(&mut lock().boards, board, retired.clone());
-                retired
-            }
-        };
-        let config = Arc::new(snapshot.config.with_runtime([retired]));
+        let config = Arc::new(snapshot.config.with_runtime(retired));
         let built = Arc::new((self.build)(config.clone()));
-        bounded_insert(&mut lock().built, board, (snapshot.config.clone(), config.clone(), built.clone()));
+        let mut held = lock();
+        held.built.retain(|_, (base, ..)| Arc::ptr_eq(base, &snapshot.config));
+        if held.built.len() >= COMPOSED_HELD {
+            held.built.clear();
+        }
+        held.built.insert(key, (snapshot.config.clone(), config.clone(), built.clone()));
         Ok((config, built))
     }
 

@@ -113,7 +113,7 @@ pub async fn changes(conn: &mut Connection, keys: &Keys, held: u64) -> Result<Ch
 }
 
 /// The runtime boards a function serves (`catalog_live.lua`'s reply): deleted boards'
-/// tombstones left out (`redis::catalog::tombstone` reads one by name).
+/// tombstones left out (`redis::catalog::record` reads one by name).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Live {
     /// The catalog's version (`None`: never written, or lost).

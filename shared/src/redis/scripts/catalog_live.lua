@@ -3,7 +3,7 @@
 catalog_live.lua: the runtime boards a function serves (docs/runtime-boards.md#limits), read at
 one version: every definition, with why it ends for the boards being deleted. Deleted boards'
 tombstones are left out: a function reads one by name when a request names it
-(`catalog::tombstone`), so what it loads is bounded by the boards defined, not by every board
+(`catalog::record`), so what it loads is bounded by the boards defined, not by every board
 ever deleted. Read-only.
 
 KEYS[1]  definitions (hash: board -> definition JSON)
