@@ -47,6 +47,13 @@ macro_rules! script {
     };
 }
 
+/// A read-only script composed with the constants and the reads' fence alone (`compose_read`).
+macro_rules! read_script {
+    ($file:literal) => {
+        LazyLock::new(|| compose_read(include_str!($file)))
+    };
+}
+
 static APPLY_EVENT: LazyLock<Script> = script!("apply_event.lua");
 static READ_BOARD: LazyLock<Script> = script!("read_board.lua");
 static READ_MEMBERS: LazyLock<Script> = script!("read_members.lua");
@@ -73,7 +80,7 @@ static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 static REGISTER_BANS: LazyLock<Script> = script!("register_bans.lua");
 static CATALOG_CHANGES: LazyLock<Script> = script!("catalog_changes.lua");
 static CATALOG_LIVE: LazyLock<Script> = script!("catalog_live.lua");
-pub(crate) static SHARD_RANKS: LazyLock<Script> = script!("shard_ranks.lua");
+pub(crate) static SHARD_RANKS: LazyLock<Script> = read_script!("shard_ranks.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 static GRANT_ATTEMPTS: LazyLock<Script> = script!("grant_attempts.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
@@ -119,6 +126,8 @@ pub fn hashes() -> Vec<&'static str> {
 }
 
 const PRELUDE: &str = include_str!("prelude.lua");
+/// The reads' fence (`read_fence`), composed first.
+const PRELUDE_READ: &str = include_str!("prelude_read.lua");
 /// The recording of a journaled write's effects, composed before the prelude (whose helpers
 /// read it).
 const PRELUDE_EFFECTS: &str = include_str!("prelude_effects.lua");
@@ -161,7 +170,14 @@ fn constants() -> String {
 /// constants, the prelude and the rest of the file.
 fn compose(file: &str) -> Script {
     let (shebang, body) = file.split_once('\n').expect("every script starts with its shebang line");
-    Script::new(&format!("{shebang}\n{}{PRELUDE_EFFECTS}{PRELUDE}{PRELUDE_LEAGUE}{body}", constants()))
+    Script::new(&format!("{shebang}\n{}{PRELUDE_READ}{PRELUDE_EFFECTS}{PRELUDE}{PRELUDE_LEAGUE}{body}", constants()))
+}
+
+/// A read-only script run once a shard (`read_script!`): the shebang, the constants, the reads'
+/// fence and the file, without the write helpers every other script carries.
+fn compose_read(file: &str) -> Script {
+    let (shebang, body) = file.split_once('\n').expect("every script starts with its shebang line");
+    Script::new(&format!("{shebang}\n{}{PRELUDE_READ}{body}", constants()))
 }
 
 /// How long the string markers of heat, sign-ins and corrections remember their id per board.
@@ -398,9 +414,15 @@ mod tests {
                 assert!(!source.starts_with("#!"), "the prelude's fragments go after each script's own shebang");
                 continue;
             }
-            let composed = super::compose(&source);
             let (shebang, body) = source.split_once('\n').unwrap();
-            let expected = format!("{shebang}\n{text}{}{}{}{body}", super::PRELUDE_EFFECTS, super::PRELUDE, super::PRELUDE_LEAGUE);
+            let read_only = path.file_name().is_some_and(|name| name == "shard_ranks.lua");
+            let composed = if read_only { super::compose_read(&source) } else { super::compose(&source) };
+            let preludes = if read_only {
+                super::PRELUDE_READ.to_owned()
+            } else {
+                format!("{}{}{}{}", super::PRELUDE_READ, super::PRELUDE_EFFECTS, super::PRELUDE, super::PRELUDE_LEAGUE)
+            };
+            let expected = format!("{shebang}\n{text}{preludes}{body}");
             assert_eq!(composed.get_hash(), super::Script::new(&expected).get_hash(), "{path:?}");
         }
     }

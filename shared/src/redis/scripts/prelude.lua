@@ -3,7 +3,8 @@ prelude.lua: the helpers every script is composed with (see `compose` in mod.rs)
 one script text, made of the script's own shebang line, the constants generated from their
 Rust definitions (SPAN, MAX_POINTS, SCORE_SPAN, MAX_SCORE, GUARD_*, RECEIPT_*),
 prelude_effects.lua (the recording of a journaled write's effects, `effects` and `journal`), this
-file, prelude_league.lua, then the script's body.
+file, prelude_league.lua, then the script's body (prelude_read.lua, the reads' fence, comes
+first; the shard reads are composed with it alone: `read_script!`).
 It defines only local functions and touches no key by itself; it has no shebang, the
 script's own comes first.
 ]]
@@ -87,26 +88,6 @@ end
 local function fence_if_lost(guard_key, key, kind, id, now_ms)
   local recorded = redis.call('HGET', guard_key, GUARD_KEPT .. kind .. ':' .. id)
   if recorded and period_state(key, recorded, now_ms) == 'lost' then fence_lost(guard_key) end
-end
-
--- A read of a journaled board passes its guard as `guard_key` (nil: no journal) and is refused
--- like a write while the board is restored or lost, or when the period set it reads, `key`,
--- was lost (`period_state`, on the function's clock `now_ms`): a part-way board is not an
--- answer. Reads write nothing: the next write fences the board.
-local function read_fence(guard_key, key, now_ms)
-  if guard_key then
-    local kind_id = string.match(key, '}:z:(.+)$')
-    local fields = redis.call('HMGET', guard_key, GUARD_BORN, GUARD_FENCE, GUARD_KEPT .. (kind_id or ''))
-    if fields[2] or not fields[1] then
-      error({err = 'BOARD_RESTORING the board is being restored from its journal'})
-    end
-    if kind_id and fields[3] and redis.call('EXISTS', key) == 0 then
-      local expiry = tonumber(fields[3])
-      if expiry < 0 or tonumber(now_ms) < expiry then
-        error({err = 'BOARD_RESTORING the board lost data its history says it holds: it is restored from its journal'})
-      end
-    end
-  end
 end
 
 -- Records in the guard that the period set `kind`:`id` exists until `ttl` seconds ('0':
