@@ -205,7 +205,7 @@ struct Retired<T> {
     /// the refresh period; a tombstone never changes, a name is never defined again).
     boards: HashMap<String, (Option<Arc<Board>>, Instant)>,
     /// The names added (sorted, joined) -> the config they were added to, and the config and
-    /// `T` with them; only for the config served now.
+    /// `T` with them; those for an older config are dropped when one is added.
     built: HashMap<String, Composed<T>>,
 }
 
@@ -295,6 +295,10 @@ impl<T> Catalog<T> {
                     let mut conn = self.store.connection().await?;
                     let record = catalog::record(&mut conn, &self.keys, name).await?;
                     let board = record.tombstone().and_then(|why| Entry::new(name, None, Some(why)).served);
+                    // A lost catalog holds no tombstone: "none" is not remembered then.
+                    if board.is_none() && self.keys.journal_on() && !record.born {
+                        continue;
+                    }
                     let mut held = lock();
                     if held.boards.len() >= RETIRED_HELD {
                         held.boards.clear();

@@ -5,9 +5,10 @@
 //! retrying, so callers never notice.
 //!
 //! Every script has one shape (`compose`): its own shebang line, the constants generated from
-//! their Rust definitions, the prelude's helpers (`prelude_effects.lua`, `prelude.lua`,
-//! `prelude_league.lua`), then its body. No script copies a constant
-//! or a helper.
+//! their Rust definitions, the prelude's helpers (`prelude_read.lua`, `prelude_effects.lua`,
+//! `prelude.lua`, `prelude_league.lua`), then its body; the reads a sharded board makes once a
+//! shard take the constants and `prelude_read.lua` alone (`compose_read`: the whole prelude
+//! costs about 18 µs a call to define). No script copies a constant or a helper.
 
 mod apply;
 pub mod catalog;

@@ -14,7 +14,7 @@ ARGV[2]  "page" or "member"
 ARGV[3]  page: 0-based offset          member: the member id
 ARGV[4]  page: limit                   member: entries on each side ("around")
 ARGV[5]  now (ms, the function's clock): a period set the guard records as live then and
-         missing was lost (prelude.lua `read_fence`)
+         missing was lost (prelude_read.lua `read_fence`)
 
 Reply: {total, rank, below, start, entries}
   total    ZCARD

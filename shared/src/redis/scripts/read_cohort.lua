@@ -13,7 +13,7 @@ KEYS[5]  the board's guard (hash): banned members are left out (a ban after the 
 ARGV[1]  the user, or "" to read the cohort ARGV[2] ("<tier>:<n>")
 ARGV[3]  now (ms, the function's clock) on a journaled deployment, "" otherwise: a board being
          restored, or whose period set KEYS[4] the guard records as live then and is missing,
-         answers BOARD_RESTORING (prelude.lua `read_fence`): a cohort whose scores were lost is
+         answers BOARD_RESTORING (prelude_read.lua `read_fence`): a cohort whose scores were lost is
          no answer, and no close
 
 Reply: {tier, cohort, member1, composite1, member2, …}: tier the user's tier for their next
