@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
-use standings::domain::message::{Message, write_time};
+use standings::domain::message::{Malformed, Message, write_time};
 use standings::domain::period::EventWindow;
 use standings::domain::scores::Submission;
 use standings::domain::scoring::Event;
@@ -98,12 +98,30 @@ impl Verdict {
     }
 }
 
-/// The verdict of every delivery, in order.
+/// Each delivery's message, parsed once for the batch.
+pub fn parse(deliveries: &[Delivery]) -> Vec<Result<Message, Malformed>> {
+    deliveries.iter().map(|delivery| Message::parse(&delivery.body)).collect()
+}
+
+/// The boards the batch's score messages name (their function must know them, deleted ones
+/// included: `Catalog::naming_all`).
+pub fn scored_boards(messages: &[Result<Message, Malformed>]) -> Vec<&str> {
+    messages
+        .iter()
+        .filter_map(|message| match message {
+            Ok(Message::Score { board, .. }) => Some(board.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The verdict of every delivery, in order (`messages`: `parse` of them).
 pub async fn consume(
     ingestor: &Ingestor,
     scores: &Scores,
     sign_ins: &SignIns,
     deliveries: &[Delivery],
+    messages: Vec<Result<Message, Malformed>>,
     now: DateTime<Utc>,
 ) -> Vec<Verdict> {
     let mut verdicts: Vec<Option<Verdict>> = vec![None; deliveries.len()];
@@ -112,8 +130,7 @@ pub async fn consume(
     let mut requests = Vec::new();
     // When each message's write happens: an untimed one when SQS took it.
     let mut times = vec![now; deliveries.len()];
-    for (i, delivery) in deliveries.iter().enumerate() {
-        let message = Message::parse(&delivery.body);
+    for (i, (delivery, message)) in deliveries.iter().zip(messages).enumerate() {
         if let Ok(message) = &message {
             times[i] = write_time(message.timed(), delivery.sent_at, now, &EventWindow::default());
         }

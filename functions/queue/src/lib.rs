@@ -14,7 +14,6 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::{DateTime, Utc};
 use standings::Clock;
 use standings::domain::config::Config;
-use standings::domain::message::Message;
 use standings::redis::keys::Keys;
 use standings::redis::store::Store;
 use standings::runtime::metrics::{Metrics, Unit};
@@ -23,7 +22,7 @@ use standings::services::ingestion::Ingestor;
 use standings::services::scores::Scores;
 use standings::services::sign_ins::SignIns;
 
-pub use consume::{Delivery, TAKE_BACK_WAITS, Verdict, consume};
+pub use consume::{Delivery, TAKE_BACK_WAITS, Verdict, consume, parse, scored_boards};
 pub use dead_letter::{DEAD_LETTER_QUEUE_ENV, DeadLetters, MAX_MESSAGE_BYTES, sqs_client};
 
 /// The `Function` dimension of this function's metrics.
@@ -105,16 +104,10 @@ impl App {
             let batch: Vec<Delivery> = round.iter().map(|&i| deliveries[i].clone()).collect();
             // A score for a deleted board is refused as ended (dead-lettered `board_ended`), not
             // as unknown: its tombstone is read by name.
-            let scored: Vec<String> = batch
-                .iter()
-                .filter_map(|delivery| match Message::parse(&delivery.body) {
-                    Ok(Message::Score { board, .. }) => Some(board),
-                    _ => None,
-                })
-                .collect();
-            let named: Vec<&str> = scored.iter().map(String::as_str).collect();
-            let verdicts = match self.catalog.naming_all(&named).await {
-                Ok(services) => consume(&services.ingestor, &services.scores, &services.sign_ins, &batch, (self.clock)()).await,
+            let messages = parse(&batch);
+            let services = self.catalog.naming_all(&scored_boards(&messages)).await;
+            let verdicts = match services {
+                Ok(services) => consume(&services.ingestor, &services.scores, &services.sign_ins, &batch, messages, (self.clock)()).await,
                 Err(error) => {
                     tracing::error!(error = %error, "the boards could not be read: the batch is handed back");
                     batch.iter().map(|_| Verdict::Retry { code: "store_unavailable" }).collect()

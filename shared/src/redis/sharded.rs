@@ -113,21 +113,20 @@ pub struct Around {
     pub moved: bool,
 }
 
-/// Runs `script` on every shard in parallel, with the shard's set and guard as its keys and
-/// `args` (given the shard's index) as its arguments: one call a shard, its fence checked in it.
-async fn each_script<T: FromRedisValue + Send>(
+/// Runs `shard_ranks.lua` on every shard in parallel, with the shard's set and guard as its
+/// keys and `args` as its arguments: one call a shard, its fence checked in it.
+async fn each_ranks<T: FromRedisValue + Send>(
     conn: &Connection,
     shards: &[ShardSet],
-    script: &'static redis::Script,
-    args: impl Fn(usize, &mut ScriptCall<'_>),
+    args: impl Fn(&mut ScriptCall<'_>),
 ) -> Result<Vec<T>, StoreError> {
-    try_join_all(shards.iter().enumerate().map(|(i, shard)| {
-        let mut call = ScriptCall::new(script);
+    try_join_all(shards.iter().map(|shard| {
+        let mut call = ScriptCall::new(&SHARD_RANKS);
         call.key(&shard.set);
         if let Some(guard) = &shard.guard {
             call.key(guard);
         }
-        args(i, &mut call);
+        args(&mut call);
         let mut conn = conn.clone();
         async move { conn.run_script(&call, ReplicaWait::NONE).await }
     }))
@@ -145,7 +144,7 @@ pub async fn around(
     width: u64,
 ) -> Result<Around, StoreError> {
     type Reply = (u64, u64, u64, Vec<Entry>, Vec<Entry>, Option<f64>);
-    let replies: Vec<Reply> = each_script(conn, shards, &SHARD_RANKS, |_, call| {
+    let replies: Vec<Reply> = each_ranks(conn, shards, |call| {
         call.arg("around").arg("").arg(member).arg(composite(at)).arg(composite(value_floor)).arg(width);
     })
     .await?;
@@ -175,7 +174,7 @@ pub async fn after(
     limit: u64,
     now_ms: Option<i64>,
 ) -> Result<(u64, u64, Vec<Entry>), StoreError> {
-    let replies: Vec<(u64, u64, Vec<Entry>)> = each_script(conn, shards, &SHARD_RANKS, |_, call| {
+    let replies: Vec<(u64, u64, Vec<Entry>)> = each_ranks(conn, shards, |call| {
         call.arg("after").arg(now_ms.map_or(String::new(), |ms| ms.to_string())).arg(member).arg(composite(at)).arg(limit);
     })
     .await?;
@@ -223,7 +222,7 @@ pub async fn counts(
     probes: &[(&str, f64)],
     floors: &[f64],
 ) -> Result<(Vec<u64>, Vec<u64>), StoreError> {
-    let replies: Vec<(Vec<u64>, Vec<u64>)> = each_script(conn, shards, &SHARD_RANKS, |_, call| {
+    let replies: Vec<(Vec<u64>, Vec<u64>)> = each_ranks(conn, shards, |call| {
         call.arg("counts").arg("").arg(probes.len());
         for (member, c) in probes {
             call.arg(*member).arg(composite(*c));
