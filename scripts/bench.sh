@@ -14,7 +14,9 @@ ensure_deps
 cargo build --profile bench-tool -p standings-bench --locked
 target_dir=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 prepare_run_dir
-start_redis "$run"
+# DEBUG from loopback: the rollback scenario loads the store again from its snapshot, and
+# compares keys by digest.
+start_redis "$run" --enable-debug-command local
 export REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
 start_moto "$run"
 # Scenario 13 spreads one board over a cluster: the same 6 nodes the tests use.

@@ -151,11 +151,13 @@ redis_server() {
     --daemonize yes --pidfile "$dir/redis.pid" --logfile "$dir/redis.log" "$@"
 }
 
-# start_redis DIR: a throwaway redis-server on a free loopback port; sets REDIS_PORT.
+# start_redis DIR [OPTION...]: a throwaway redis-server on a free loopback port, with redis-server's
+# options after DIR; sets REDIS_PORT.
 start_redis() {
   local dir=$1
+  shift
   REDIS_PORT=$(free_port)
-  redis_server "$dir" --port "$REDIS_PORT"
+  redis_server "$dir" --port "$REDIS_PORT" "$@"
   poll 10 "redis-server (see $dir/redis.log)" redis-cli -p "$REDIS_PORT" ping
 }
 

@@ -13,6 +13,7 @@ mod league;
 mod memory;
 mod queue;
 mod restore;
+mod rollback;
 mod rpo;
 mod sharded;
 mod top30;
@@ -45,4 +46,5 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "sharded-board", run: |bench| Box::pin(sharded::run(bench)) },
     Scenario { name: "tournament", run: |bench| Box::pin(tournament::run(bench)) },
     Scenario { name: "tournament-list", run: |bench| Box::pin(tournament_list::run(bench)) },
+    Scenario { name: "journal-rollback", run: |bench| Box::pin(rollback::run(bench)) },
 ];

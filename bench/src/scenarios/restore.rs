@@ -4,6 +4,7 @@
 //! it back. Measured: lines restored a second, and Redis's memory at its peak during the
 //! restore (sampled every 50 ms) against the live data's before the loss.
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -12,6 +13,7 @@ use chrono::Utc;
 use journal::{Drainer, Restorer, S3Objects, Status};
 use standings::domain::config::Config;
 use standings::domain::scoring::Event;
+use standings::redis::keys::Keys;
 use standings::runtime::metrics::Metrics;
 use standings::services::ingestion::Ingestor;
 
@@ -19,12 +21,12 @@ use crate::harness::{Bench, BenchError, Report, Table, Target, grouped, scan};
 
 /// The issue's journal: a million lines (`STANDINGS_BENCH_RESTORE_LINES` for a shorter try).
 const LINES: u64 = 1_000_000;
-const WRITERS: u64 = 50;
-const USERS: u64 = 100_000;
+pub(super) const WRITERS: u64 = 50;
+pub(super) const USERS: u64 = 100_000;
 /// The issue's target for a restore on this machine.
 const TARGET_LINES_PER_SEC: f64 = 20_000.0;
 
-fn board() -> Config {
+pub(super) fn board() -> Config {
     Config::parse(
         r#"
         [[boards]]
@@ -40,31 +42,23 @@ fn board() -> Config {
     .expect("the bench's board parses")
 }
 
-async fn used_memory(conn: &mut standings::redis::store::Connection) -> Result<u64, BenchError> {
+pub(super) async fn used_memory(conn: &mut standings::redis::store::Connection) -> Result<u64, BenchError> {
     let info: String = redis::cmd("INFO").arg("memory").query_async(conn).await?;
     Ok(info.lines().find_map(|line| line.strip_prefix("used_memory:")).and_then(|n| n.trim().parse().ok()).unwrap_or(0))
 }
 
-pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
-    let lines = std::env::var("STANDINGS_BENCH_RESTORE_LINES").ok().and_then(|n| n.parse().ok()).unwrap_or(LINES);
-    let config = Arc::new(board());
-    let keys = bench.keys.clone().with_journal(true);
-    bench.born(&config).await?;
-    let client = journal::s3_client().await;
-    let bucket = format!("{}-restore", bench.keys.prefix()).to_lowercase().replace(['_', ':'], "-");
-    client.create_bucket().bucket(&bucket).send().await?;
-    let objects = S3Objects::new(client, &bucket);
-
-    let next = Arc::new(AtomicU64::new(0));
-    let writing = Instant::now();
+/// Events `ids` (`r-<i>`, user `u<i % USERS>`) through `Ingestor::record`, journal on, from
+/// WRITERS clients at once.
+pub(super) async fn write(bench: &Bench, config: &Arc<Config>, keys: &Keys, ids: Range<u64>) -> Result<(), BenchError> {
+    let next = Arc::new(AtomicU64::new(ids.start));
     let writers: Vec<_> = (0..WRITERS)
         .map(|_| {
-            let (next, config, keys, store) = (next.clone(), config.clone(), keys.clone(), bench.client());
+            let (next, config, keys, store, end) = (next.clone(), config.clone(), keys.clone(), bench.client(), ids.end);
             tokio::spawn(async move {
                 let ingestor = Ingestor::new(config, keys, store?);
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    if i >= lines {
+                    if i >= end {
                         return Ok::<(), BenchError>(());
                     }
                     let event: Event = serde_json::from_value(serde_json::json!({
@@ -78,11 +72,11 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     for writer in writers {
         writer.await.map_err(|e| e.to_string())??;
     }
-    let wrote = writing.elapsed();
+    Ok(())
+}
 
-    let drainer =
-        Drainer::new(config.clone(), keys.clone(), bench.store.clone(), objects.clone(), Metrics::with_sink("bench", Arc::new(|_| ())));
-    let draining = Instant::now();
+/// Drain runs until one moves nothing: the entries moved.
+pub(super) async fn drain_all<O: journal::Objects>(drainer: &Drainer<O>) -> Result<usize, BenchError> {
     let mut drained = 0;
     loop {
         let report = drainer.drain(Utc::now() + chrono::Duration::seconds(50)).await;
@@ -91,9 +85,29 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         }
         drained += report.entries;
         if report.entries == 0 {
-            break;
+            return Ok(drained);
         }
     }
+}
+
+pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
+    let lines = std::env::var("STANDINGS_BENCH_RESTORE_LINES").ok().and_then(|n| n.parse().ok()).unwrap_or(LINES);
+    let config = Arc::new(board());
+    let keys = bench.keys.clone().with_journal(true);
+    bench.born(&config).await?;
+    let client = journal::s3_client().await;
+    let bucket = format!("{}-restore", bench.keys.prefix()).to_lowercase().replace(['_', ':'], "-");
+    client.create_bucket().bucket(&bucket).send().await?;
+    let objects = S3Objects::new(client, &bucket);
+
+    let writing = Instant::now();
+    write(bench, &config, &keys, 0..lines).await?;
+    let wrote = writing.elapsed();
+
+    let drainer =
+        Drainer::new(config.clone(), keys.clone(), bench.store.clone(), objects.clone(), Metrics::with_sink("bench", Arc::new(|_| ())));
+    let draining = Instant::now();
+    let drained = drain_all(&drainer).await?;
     let drain_took = draining.elapsed();
 
     let mut conn = bench.connection().await?;
