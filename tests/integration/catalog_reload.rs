@@ -5,13 +5,14 @@
 //! done) and a change log lost.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
 use chrono::Duration as Span;
 use serde_json::json;
 use standings::domain::config::{Config, Definition};
-use standings::services::catalog::Catalog;
+use standings::services::catalog::{COMPOSED_HELD, Catalog, RETIRED_HELD};
 use standings_tests::ADMIN;
 use standings_tests::tournament::{Arena, cup};
 
@@ -147,4 +148,72 @@ async fn a_catalog_that_went_back_is_served_as_it_is_now() {
     }
     let served = reload(&arena, &warm, "the catalog moved past the version held before").await;
     assert!(served.board("cup-b").is_none() && served.board("cup-z").is_some());
+}
+
+/// A request naming a board a function does not serve (issue 59, bounded): its record is read
+/// by name once; a name with no tombstone is trusted as such for the refresh period, never
+/// longer; at most `RETIRED_HELD` names and `COMPOSED_HELD` configs are kept.
+#[tokio::test]
+async fn names_read_by_name_are_held_bounded_and_trusted_only_for_the_refresh_period() {
+    let arena = Arena::new().await;
+    let (now, app) = (arena.app.now(), &arena.app);
+    let gone: Vec<String> = (0..=COMPOSED_HELD).map(|i| format!("gone-{i}")).collect();
+    for id in &gone {
+        assert_eq!(arena.put(id, &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+        assert_eq!(arena.delete(id, "cancelled").await.0, StatusCode::ACCEPTED);
+    }
+    arena.runtime_run(None).await;
+    let builds = Arc::new(AtomicUsize::new(0));
+    let counted = builds.clone();
+    let build = move |_| {
+        counted.fetch_add(1, Ordering::SeqCst);
+    };
+    let warm = Catalog::new(app.config.clone(), app.keys.clone(), app.store.clone(), build).with_refresh(Duration::from_secs(3600));
+    let every = Catalog::new(app.config.clone(), app.keys.clone(), app.store.clone(), |_| ()).with_refresh(Duration::ZERO);
+    warm.current().await.unwrap();
+    let trips = || app.store.round_trips();
+    let named = |config: Arc<Config>, name: &str| config.board(name).is_some();
+
+    // A name with no tombstone: read once, then trusted for the refresh period.
+    let before = trips();
+    assert!(!named(warm.config_naming("late").await.unwrap(), "late"));
+    assert_eq!(trips() - before, 1, "the name's record read");
+    assert!(!named(every.config_naming("late").await.unwrap(), "late"));
+    let before = trips();
+    assert!(!named(warm.config_naming("late").await.unwrap(), "late"));
+    assert_eq!(trips() - before, 0, "trusted within the refresh period: no round trip");
+    // Defined and deleted since: a function refreshing at once sees its tombstone; one within its
+    // refresh period still answers from what it read (stale by at most that period).
+    assert_eq!(arena.put("late", &cup(now - Span::hours(1), 4, json!({}))).await.0, StatusCode::CREATED);
+    assert_eq!(arena.delete("late", "cancelled").await.0, StatusCode::ACCEPTED);
+    arena.runtime_run(None).await;
+    assert!(named(every.config_naming("late").await.unwrap(), "late"), "a name without a tombstone is not remembered past the refresh");
+    assert!(!named(warm.config_naming("late").await.unwrap(), "late"));
+
+    // Tombstones: each read by name once; a config composed with it is kept, `COMPOSED_HELD` at most.
+    let (first, last) = (&gone[0], &gone[COMPOSED_HELD]);
+    for id in &gone[..COMPOSED_HELD] {
+        let before = (trips(), builds.load(Ordering::SeqCst));
+        assert!(named(warm.config_naming(id).await.unwrap(), id));
+        assert_eq!((trips() - before.0, builds.load(Ordering::SeqCst) - before.1), (1, 1), "{id}: its record read, a config built");
+    }
+    let before = (trips(), builds.load(Ordering::SeqCst));
+    assert!(named(warm.config_naming(first).await.unwrap(), first));
+    assert_eq!((trips() - before.0, builds.load(Ordering::SeqCst) - before.1), (0, 0), "held: neither read nor built again");
+    assert!(named(warm.config_naming(last).await.unwrap(), last));
+    let before = (trips(), builds.load(Ordering::SeqCst));
+    assert!(named(warm.config_naming(first).await.unwrap(), first));
+    assert_eq!(
+        (trips() - before.0, builds.load(Ordering::SeqCst) - before.1),
+        (0, 1),
+        "past `COMPOSED_HELD` configs the oldest are dropped: built again from the tombstone still held"
+    );
+
+    // Past `RETIRED_HELD` names, what was held is dropped: read again by name.
+    for i in 0..RETIRED_HELD {
+        warm.config_naming(&format!("nobody-{i}")).await.unwrap();
+    }
+    let before = trips();
+    assert!(named(warm.config_naming(first).await.unwrap(), first));
+    assert_eq!(trips() - before, 1, "{first} read by name again");
 }

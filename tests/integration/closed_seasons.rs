@@ -126,7 +126,7 @@ async fn a_move_keeps_an_archived_season_released_and_a_frozen_one_frozen() {
     // Frozen, then stopped by its deadline before its pages are stored.
     let report = archiver(&one, &table).archive_season("guild", &frozen_season.id, Shard::WHOLE, one.now()).await.unwrap();
     assert_eq!(report.status, Status::InProgress);
-    let old = one.keys.board_shards("guild", 1);
+    let old = one.keys.layout("guild", 1).all();
     let frozen_before = frozen(&one, &old, &frozen_season).await;
     assert_eq!(frozen_before.len(), 7, "the frozen board holds the season's members");
     for season in [&released, &frozen_season] {
@@ -151,7 +151,7 @@ async fn a_move_keeps_an_archived_season_released_and_a_frozen_one_frozen() {
     let moved = three.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "guild"}}), far()).await.unwrap();
     assert_eq!(moved["status"], "complete", "{moved}");
 
-    let new = three.keys.board_shards("guild", 3);
+    let new = three.keys.layout("guild", 3).all();
     for shard in &new {
         let closed: Vec<Option<String>> = redis::cmd("HMGET")
             .arg(shard.guard())
@@ -213,7 +213,7 @@ async fn a_released_season_stays_closed_through_a_loss_of_every_key_and_a_restor
     app.set_now(month_start(0) + Duration::hours(2));
     let report = archiver(&app, &table).archive_season("guild", &season.id, Shard::WHOLE, far()).await.unwrap();
     assert_eq!(report.status, Status::Complete);
-    let shards = app.keys.board_shards("guild", 2);
+    let shards = app.keys.layout("guild", 2).all();
     assert_eq!(season_keys(&app, &shards, &season).await, Vec::<String>::new(), "released");
     let (_, top_before) = app.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;
 

@@ -10,7 +10,6 @@ use serde_json::json;
 use standings::archive::job::{ArchiveError, Status};
 use standings::archive::table::Shard;
 use standings::domain::config::Config;
-use standings::redis::keys::journal_names;
 use standings_tests::{ArchiveHarness, Member, at, season_members, seed_board};
 
 const SEASON: &str = "2026-10";
@@ -36,8 +35,8 @@ async fn seed(harness: &ArchiveHarness, n: u64) -> Vec<Member> {
     seed_board(&harness.keys.board("solo").period(&season), &members).await;
     for shard in 0..SHARDS {
         let mine: Vec<Member> =
-            members.iter().filter(|(user, ..)| standings::redis::keys::user_shard(user, SHARDS) == shard).cloned().collect();
-        seed_board(&harness.keys.board_shard("wide", SHARDS, shard).period(&season), &mine).await;
+            members.iter().filter(|(user, ..)| harness.keys.layout("wide", SHARDS).shard_of(user) == shard as usize).cloned().collect();
+        seed_board(&harness.keys.layout("wide", SHARDS).shard(shard as usize).period(&season), &mine).await;
     }
     harness.board_in_rank_order(&harness.keys.board("solo").period(&season)).await
 }
@@ -108,12 +107,12 @@ async fn a_shard_seen_live_then_gone_refuses_the_archive() {
     harness.set_now(at("2026-10-20T10:00:00+08:00"));
     // A run while the season is live sees every shard with members.
     harness.archiver(harness.table.clone()).archive_due(far()).await.unwrap();
-    for name in journal_names("wide", SHARDS) {
+    for name in harness.keys.layout("wide", SHARDS).journals() {
         assert!(harness.table.seen(&name, SEASON).await.unwrap(), "{name}");
     }
     // Shard 3 flushed with its guard (a node lost): the others still hold their members.
     let season = ArchiveHarness::season(SEASON);
-    let lost = harness.keys.board_shard("wide", SHARDS, 3);
+    let lost = harness.keys.layout("wide", SHARDS).shard(3);
     let _: () = redis::cmd("DEL").arg(lost.period(&season)).arg(lost.guard()).query_async(&mut harness.redis.clone()).await.unwrap();
     harness.set_now(at("2026-11-01T01:00:00+08:00"));
     let error = harness.archiver(harness.table.clone()).archive_season("wide", SEASON, Shard::WHOLE, far()).await.unwrap_err();
@@ -134,7 +133,8 @@ async fn a_season_on_more_shards_than_members_is_archived_with_its_empty_shards(
     }
     harness.set_now(at("2026-10-20T10:01:00+08:00"));
     harness.archiver(harness.table.clone()).archive_due(far()).await.unwrap();
-    let seen = futures::future::join_all(journal_names("wide", SHARDS).iter().map(|name| harness.table.seen(name, SEASON))).await;
+    let seen =
+        futures::future::join_all(harness.keys.layout("wide", SHARDS).journals().iter().map(|name| harness.table.seen(name, SEASON))).await;
     assert_eq!(seen.into_iter().filter(|s| *s.as_ref().unwrap()).count(), 2, "only the shards holding ann and bob");
     harness.set_now(at("2026-11-01T01:00:00+08:00"));
     let report = harness.archiver(harness.table.clone()).archive_season("wide", SEASON, Shard::WHOLE, far()).await.unwrap();

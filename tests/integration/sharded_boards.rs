@@ -11,7 +11,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
-use standings::redis::keys::{SLOTS, slot, user_shard};
+use standings::redis::keys::{SLOTS, slot};
 use standings_tests::{ADMIN, TestApp, as_either_board, at, spawn_ingest_with};
 
 const SHARDS: u32 = 5;
@@ -183,7 +183,7 @@ async fn a_sharded_writes_keys_are_all_in_its_users_shard() {
         )
         .await;
     assert_eq!(status, 200, "{body}");
-    let shard_tags: Vec<String> = app.keys.board_shards("wide", SHARDS).iter().map(|keys| keys.guard()).collect();
+    let shard_tags: Vec<String> = app.keys.layout("wide", SHARDS).all().iter().map(|keys| keys.guard()).collect();
     let mut written_by_shard = vec![0; SHARDS as usize];
     for key in app.written_keys().await.into_iter().filter(|key| key.contains("{wide") && !key.ends_with(":layout")) {
         assert!(!key.contains("{wide}"), "no key of the sharded board stays in the board's one slot: {key}");
@@ -191,7 +191,7 @@ async fn a_sharded_writes_keys_are_all_in_its_users_shard() {
         written_by_shard[shard] += 1;
         // A key naming a user (a statement, a rate log) is in that user's shard.
         if let Some(user) = key.split(':').find(|part| part.starts_with('u') && part[1..].parse::<u32>().is_ok()) {
-            assert_eq!(shard as u32, user_shard(user, SHARDS), "{key}");
+            assert_eq!(shard, app.keys.layout("wide", SHARDS).shard_of(user), "{key}");
         }
         if app.store.is_cluster() {
             let server: u16 = redis::cmd("CLUSTER").arg("KEYSLOT").arg(&key).query_async(&mut app.redis.clone()).await.unwrap();
@@ -263,7 +263,8 @@ async fn concurrent_writes_to_a_sharded_board_sum_exactly_and_a_batch_is_a_call_
 
     // A batch of users spread over every shard: one call per shard touched.
     let scores: Vec<Value> = (0..40).map(|i| json!({"event_id": format!("b{i}"), "user_id": format!("u{i}"), "score": 1})).collect();
-    let shards_touched = (0..40).map(|i| user_shard(&format!("u{i}"), SHARDS)).collect::<std::collections::HashSet<_>>().len() as u64;
+    let shards_touched =
+        (0..40).map(|i| app.keys.layout("wide", SHARDS).shard_of(&format!("u{i}"))).collect::<std::collections::HashSet<_>>().len() as u64;
     let before = app.store.round_trips();
     let (status, body) = app.post("/v1/boards/wide/scores:batch", &json!({ "scores": scores })).await;
     assert_eq!(status, StatusCode::OK, "{body}");

@@ -10,7 +10,6 @@ use chrono::{Duration, Utc};
 use journal::{Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
-use standings::redis::keys::journal_names;
 use standings_tests::journal::{new_bucket, s3};
 use standings_tests::{ADMIN, TestApp, spawn_journaled};
 
@@ -69,7 +68,7 @@ async fn a_sharded_board_journals_verifies_and_restores_shard_by_shard() {
     let drained = jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
     // Every shard drained its own stream (none is the whole board's).
     let names: Vec<String> = drained["boards"].as_array().unwrap().iter().map(|b| b["board"].as_str().unwrap().to_owned()).collect();
-    for shard in journal_names("wide", SHARDS) {
+    for shard in app.keys.layout("wide", SHARDS).journals() {
         assert!(names.contains(&shard), "{shard} in {names:?}");
     }
     assert!(!names.contains(&"wide".to_owned()), "{names:?}");

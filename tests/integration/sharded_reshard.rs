@@ -116,7 +116,7 @@ async fn a_board_moved_from_one_shard_to_eight_then_to_three_reads_as_before() {
     let report = reshard_in_steps(&jobs).await;
     assert_eq!((report["from"].as_u64(), report["to"].as_u64()), (Some(8), Some(3)), "{report}");
     assert_eq!(reads(&three).await, before);
-    for shard in three.keys.board_shards("game", 8) {
+    for shard in three.keys.layout("game", 8).all() {
         let tag = shard.guard().split('{').nth(1).unwrap().split('}').next().unwrap().to_owned();
         assert!(keys_of(&three, &format!("{{{tag}}}")).await.is_empty(), "shard {tag} of the old layout is freed");
     }
@@ -142,7 +142,7 @@ async fn a_reshard_refuses_a_new_layout_that_already_holds_boards() {
     assert_eq!(submit(&one, "s1", "u1", 3).await.0, StatusCode::OK);
     // Something left in the new layout (a layout the board had before, say).
     let four = spawn_journaled_on(game(4), one.keys.clone()).await;
-    let stray = four.keys.board_shard("game", 4, 2).relative(":z:all:all");
+    let stray = four.keys.layout("game", 4).shard(2).relative(":z:all:all");
     assert_eq!(submit(&four, "s2", "u2", 3).await.0, StatusCode::SERVICE_UNAVAILABLE);
     let _: () = redis::cmd("ZADD").arg(&stray).arg(1).arg("x").query_async(&mut four.redis.clone()).await.unwrap();
     let error = four.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await.unwrap_err();
@@ -168,7 +168,7 @@ async fn a_move_stopped_after_recording_its_layout_is_finished_by_the_next_invoc
     // The state of a move killed right after it recorded the layout: its checkpoints and
     // claims, the new shards fenced and not born yet, an old key left.
     let mut conn = four.redis.clone();
-    for shard in four.keys.board_shards("game", 4) {
+    for shard in four.keys.layout("game", 4).all() {
         let _: () = redis::cmd("HSET").arg(shard.reshard_checkpoint()).arg("from").arg(1).query_async(&mut conn).await.unwrap();
         let _: () = redis::cmd("HSET").arg(shard.restore_claims()).arg(shard.guard()).arg("1").query_async(&mut conn).await.unwrap();
         let _: () = redis::cmd("HSET").arg(shard.guard()).arg("fence").arg(1).query_async(&mut conn).await.unwrap();
@@ -222,11 +222,10 @@ async fn a_score_board_with_a_max_score_keeps_its_scale_through_a_move() {
 /// new layout's journal ends with the same records.
 #[tokio::test]
 async fn a_merged_shard_records_every_set_it_holds_through_a_restore_and_a_loss_fences_it() {
-    use standings::redis::keys::user_shard;
     let client = s3().await;
     let bucket = new_bucket(&client).await;
     let two = spawn_journaled(game(2)).await;
-    let on = |shard: u32| (0..).map(|u| format!("u{u}")).find(|user| user_shard(user, 2) == shard).unwrap();
+    let on = |shard: usize| (0..).map(|u| format!("u{u}")).find(|user| two.keys.layout("game", 2).shard_of(user) == shard).unwrap();
     let (kept, banned) = (on(0), on(1));
     assert_eq!(submit(&two, "s1", &kept, 3).await.0, StatusCode::OK);
     assert_eq!(submit(&two, "s2", &banned, 5).await.0, StatusCode::OK);
@@ -267,7 +266,6 @@ async fn kept_records(conn: &mut standings::redis::store::Connection, shard: &st
 /// again, the fence that loss put up would be lifted, and writes decided against the lost set).
 #[tokio::test]
 async fn a_resumed_switch_leaves_the_shards_it_finished_as_they_are() {
-    use standings::redis::keys::user_shard;
     let client = s3().await;
     let bucket = new_bucket(&client).await;
     let one = spawn_journaled(game(1)).await;
@@ -278,7 +276,7 @@ async fn a_resumed_switch_leaves_the_shards_it_finished_as_they_are() {
     let jobs = four.journal_jobs(&client, &bucket, Arc::default());
     assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
     // A switch killed once it finished shard 0: the others still claimed and fenced.
-    let shards = four.keys.board_shards("game", 4);
+    let shards = four.keys.layout("game", 4).all();
     let mut conn = four.redis.clone();
     for (i, shard) in shards.iter().enumerate() {
         let _: () = redis::cmd("HSET").arg(shard.reshard_checkpoint()).arg("from").arg(1).query_async(&mut conn).await.unwrap();
@@ -288,7 +286,7 @@ async fn a_resumed_switch_leaves_the_shards_it_finished_as_they_are() {
         }
     }
     // Shard 0 loses its all-time set; its next write finds the loss and fences it.
-    let user = (0..8).map(|u| format!("u{u}")).find(|user| user_shard(user, 4) == 0).expect("a user on shard 0");
+    let user = (0..8).map(|u| format!("u{u}")).find(|user| four.keys.layout("game", 4).shard_of(user) == 0).expect("a user on shard 0");
     let _: () = redis::cmd("DEL").arg(shards[0].relative(":z:all:all")).query_async(&mut conn).await.unwrap();
     let (status, body) = submit(&four, "late", &user, 50).await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
@@ -346,4 +344,63 @@ async fn a_void_of_a_window_already_voided_takes_nothing_after_a_reshard() {
     assert_eq!(void(&two, "v2").await, 0, "the window was voided: the later post is not taken");
     let (_, read) = two.get("/v1/boards/posts/users/u1?period=all").await;
     assert_eq!(read["score"], 1, "{read}");
+}
+
+/// The journal's bucket, counting each object read (`get`) by name.
+struct Counted(S3Objects, Arc<Mutex<std::collections::HashMap<String, usize>>>);
+
+impl journal::Objects for Counted {
+    async fn put_new(&self, key: &str, body: Vec<u8>) -> Result<journal::Put, journal::ObjectError> {
+        self.0.put_new(key, body).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Vec<u8>, journal::ObjectError> {
+        *self.1.lock().unwrap().entry(key.to_owned()).or_default() += 1;
+        self.0.get(key).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, journal::ObjectError> {
+        self.0.list(prefix).await
+    }
+}
+
+/// Issue 58, "streaming": a move reads one object at a time, and a move resumed past an object
+/// (every new shard past its successor's first line) does not read it again. Before, every
+/// invocation read every object of the old layout into memory, resumes included.
+#[tokio::test]
+async fn a_resumed_move_reads_no_object_it_has_moved_past() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    let jobs = one.journal_jobs(&client, &bucket, Arc::default());
+    // Six drained objects of five lines each.
+    for object in 0..6 {
+        for i in 0..5 {
+            assert_eq!(submit(&one, &format!("s{object}-{i}"), &format!("u{i}"), 1 + object).await.0, StatusCode::OK);
+        }
+        jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    }
+    let before = reads(&one).await;
+    let two = spawn_journaled_on(game(2), one.keys.clone()).await;
+    let reads_of = Arc::new(Mutex::new(std::collections::HashMap::new()));
+    let resharder = journal::Resharder::new(
+        two.config.clone(),
+        two.keys.clone(),
+        two.store.clone(),
+        Counted(S3Objects::new(client.clone(), &bucket), reads_of.clone()),
+    );
+    let mut invocations = 0;
+    // Every invocation past its deadline: each moves a line and stops.
+    while resharder.reshard("game", Utc::now() - Duration::seconds(1)).await.unwrap().status != Status::Complete {
+        invocations += 1;
+        assert!(invocations < 100, "the move ends");
+    }
+    two.set_now(Utc::now());
+    assert_eq!(reads(&two).await, before, "every read as before the move");
+    let reads_of = reads_of.lock().unwrap().clone();
+    let mut names: Vec<&String> = reads_of.keys().collect();
+    names.sort_by_key(|name| standings::archive::objects::object_order(name));
+    assert_eq!(names.len(), 6, "{reads_of:?}");
+    let first = reads_of[names[0]];
+    assert!(invocations >= 25 && first * 3 < invocations, "the first object read by {first} of {invocations} invocations: {reads_of:?}");
 }

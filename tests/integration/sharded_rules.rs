@@ -15,7 +15,7 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config as RunnerConfig, TestCaseError, TestRunner};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
-use standings::redis::keys::{journal_names, slot, user_shard};
+use standings::redis::keys::slot;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled, spawn_journaled_on};
 use standings_tests::{ADMIN, TestApp, as_either_board, at, spawn_ingest_with};
 
@@ -204,7 +204,7 @@ async fn a_sharded_rule_boards_writes_are_one_call_in_the_users_shard() {
     let before = app.store.round_trips();
     let (status, _) = app.event(event(9, 77, false, 0, true)).await;
     assert_eq!((status, app.store.round_trips() - before), (StatusCode::OK, 1));
-    let tags: Vec<String> = app.keys.board_shards("wide", SHARDS).iter().map(|keys| keys.guard()).collect();
+    let tags: Vec<String> = app.keys.layout("wide", SHARDS).all().iter().map(|keys| keys.guard()).collect();
     let mut by_shard = vec![0; SHARDS as usize];
     for key in app.written_keys().await.into_iter().filter(|key| key.contains("{wide") && !key.ends_with(":layout")) {
         assert!(!key.contains("{wide}"), "no key of the sharded board stays in the board's one slot: {key}");
@@ -212,7 +212,7 @@ async fn a_sharded_rule_boards_writes_are_one_call_in_the_users_shard() {
         by_shard[shard] += 1;
         // Ledgers, caps and statements name their user: in that user's shard.
         if let Some(user) = key.split(':').find(|part| part.starts_with('u') && part[1..].parse::<u32>().is_ok()) {
-            assert_eq!(shard as u32, user_shard(user, SHARDS), "{key}");
+            assert_eq!(shard, app.keys.layout("wide", SHARDS).shard_of(user), "{key}");
         }
     }
     assert!(by_shard.iter().all(|n| *n > 0), "{by_shard:?}");
@@ -312,7 +312,7 @@ async fn a_sharded_rule_board_journals_restores_and_reshards() {
     let jobs = app.journal_jobs(&client, &bucket, Arc::new(Mutex::new(Vec::new())));
     let drained = jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
     let names: Vec<&str> = drained["boards"].as_array().unwrap().iter().filter_map(|b| b["board"].as_str()).collect();
-    for shard in journal_names("wide", SHARDS) {
+    for shard in app.keys.layout("wide", SHARDS).journals() {
         assert!(names.contains(&shard.as_str()), "{shard} in {names:?}");
     }
     write_history(&app, 40, 50).await;

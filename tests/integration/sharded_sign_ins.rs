@@ -5,7 +5,7 @@
 use axum::http::StatusCode;
 use serde_json::json;
 use standings::domain::config::Config;
-use standings::redis::keys::{slot, user_shard};
+use standings::redis::keys::slot;
 use standings_tests::{at, spawn_ingest_with};
 
 const SHARDS: u32 = 5;
@@ -53,13 +53,13 @@ async fn sign_ins_on_a_sharded_board_answer_and_read_as_on_one_slot() {
         assert_eq!(a.0, StatusCode::OK, "{path}: {}", a.1);
         assert_eq!(a, b, "{path}");
     }
-    let tags: Vec<String> = wide.keys.board_shards("daily", SHARDS).iter().map(|keys| keys.guard()).collect();
+    let tags: Vec<String> = wide.keys.layout("daily", SHARDS).all().iter().map(|keys| keys.guard()).collect();
     let mut bitmaps = 0;
     for key in wide.written_keys().await.into_iter().filter(|key| key.contains("{daily") && !key.ends_with(":layout")) {
         assert!(tags.iter().any(|guard| slot(guard) == slot(&key)), "{key} is in a shard's slot");
         // A user's day bitmaps and statements: in that user's shard.
         if let Some(user) = key.split(':').find(|part| part.starts_with('u') && part[1..].parse::<u32>().is_ok()) {
-            assert_eq!(slot(&key), slot(&tags[user_shard(user, SHARDS) as usize]), "{key}");
+            assert_eq!(slot(&key), slot(&tags[wide.keys.layout("daily", SHARDS).shard_of(user)]), "{key}");
             bitmaps += usize::from(key.contains(":signin:"));
         }
     }
@@ -90,7 +90,8 @@ async fn a_queue_batch_on_a_sharded_board_is_a_call_per_shard_each_applied_once(
     let before = app.store.round_trips();
     let response = queue.handle(sqs_event(records)).await;
     assert!(response.batch_item_failures.is_empty(), "{:?}", response.batch_item_failures);
-    let shards = users.iter().map(|user| user_shard(user, SHARDS)).collect::<std::collections::HashSet<_>>().len() as u64;
+    let shards =
+        users.iter().map(|user| app.keys.layout("daily", SHARDS).shard_of(user)).collect::<std::collections::HashSet<_>>().len() as u64;
     assert_eq!(app.store.round_trips() - before, shards, "one call per shard touched");
     let (_, top) = app.get("/v1/boards/daily/top?period=all&limit=50").await;
     assert_eq!(top["total"], 13, "{top}");

@@ -149,7 +149,7 @@ pub(crate) async fn spawn_app(config: Config, keys: Keys, store: Store, assertio
         // its journal holds nothing yet, so every board takes journaled writes.
         // The runtime boards' catalog (docs/runtime-boards.md) likewise.
         let catalog = [keys.catalog()];
-        for shard in config.boards().iter().flat_map(|board| keys.board_shards(&board.name, board.shards)).chain(catalog) {
+        for shard in config.boards().iter().flat_map(|board| keys.layout(&board.name, board.shards).all()).chain(catalog) {
             let _: () =
                 redis::cmd("HSET").arg(shard.guard()).arg(standings::domain::guard::BORN).arg(1).query_async(&mut redis).await.unwrap();
         }

@@ -14,7 +14,7 @@ use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
 use standings::domain::scores::Submission;
 use standings::domain::tiebreak::Scale;
-use standings::redis::keys::{Keys, user_shard};
+use standings::redis::keys::Keys;
 use standings::redis::settings::RedisSettings;
 use standings::redis::store::Store;
 use standings::services::reads::{RankMode, Reader};
@@ -120,7 +120,8 @@ async fn load(store: &Store, keys: &Keys, scale: &Scale) -> Result<(f64, f64), B
     let period = Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC);
     let mut conn = store.connection().await?;
     let one = keys.board("one").period(&period);
-    let twelve: Vec<String> = keys.board_shards("twelve", SHARDS).iter().map(|shard| shard.period(&period)).collect();
+    let layout = keys.layout("twelve", SHARDS);
+    let twelve: Vec<String> = layout.all().iter().map(|shard| shard.period(&period)).collect();
     let mut rng = Rng::new(7);
     let reached = scale.time_part(Utc::now())?;
     let mut batches: Vec<Vec<(f64, String)>> = vec![Vec::new(); SHARDS as usize + 1];
@@ -128,7 +129,7 @@ async fn load(store: &Store, keys: &Keys, scale: &Scale) -> Result<(f64, f64), B
         let user = format!("m{i}");
         let composite = (rng.below(1_000_000) as i64 * scale.span + reached) as f64;
         batches[0].push((composite, user.clone()));
-        batches[1 + user_shard(&user, SHARDS) as usize].push((composite, user));
+        batches[1 + layout.shard_of(&user)].push((composite, user));
         if i % 10_000 == 9_999 || i == MEMBERS - 1 {
             for (b, batch) in batches.iter_mut().enumerate() {
                 if batch.is_empty() {
@@ -172,7 +173,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let period = Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC);
     let scale = standings::domain::scores::scale(one, &period);
     for board in ["one", "twelve"] {
-        for shard in keys.board_shards(board, if board == "one" { 1 } else { SHARDS }) {
+        for shard in keys.layout(board, if board == "one" { 1 } else { SHARDS }).all() {
             let _: () = redis::cmd("DEL").arg(shard.period(&period)).query_async(&mut store.connection().await?).await?;
         }
     }

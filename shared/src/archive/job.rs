@@ -20,7 +20,7 @@ use crate::domain::config::{Board, Config};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::scores;
 use crate::domain::tiebreak::Scale;
-use crate::redis::keys::{BoardKeys, Keys, journal_names};
+use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::store::{Connection, Store};
 use crate::runtime::metrics::{Metrics, Unit};
 use aws_sdk_dynamodb::types::WriteRequest;
@@ -225,8 +225,8 @@ impl<S: ArchiveSink> Archiver<S> {
 
     async fn see_running_season(&self, board: &Board, season: &Period, now: DateTime<Utc>) -> Result<(), ArchiveError> {
         let mut conn = self.store.connection().await?;
-        let layout = self.store.board_shards(&self.keys, board).await?;
-        for (keys, name) in self.keys.board_shards(&board.name, layout).iter().zip(seen_names(&board.name, layout as usize)) {
+        let layout = self.store.read_layout(&self.keys, board).await?;
+        for (keys, name) in layout.all().iter().zip(seen_names(&layout)) {
             if freeze::has_members(&mut conn, keys, season).await? {
                 self.table.record_seen(&name, &season.id, now).await?;
             }
@@ -284,8 +284,8 @@ impl<S: ArchiveSink> Archiver<S> {
         };
         let stop_at = deadline - stopping_margin(self.settings.deadline_margin, deadline - now);
         let scale = scores::scale(config, &period);
-        let layout = self.store.board_shards(&self.keys, config).await?;
-        let shards = self.keys.board_shards(board, layout);
+        let layout = self.store.read_layout(&self.keys, config).await?;
+        let shards = layout.all();
         let job =
             Job { board, season: period, scale, statements: config.statements, shard, shards, progress: Progress::default(), stop_at };
         let mut conn = self.store.connection().await?;
@@ -306,7 +306,7 @@ impl<S: ArchiveSink> Archiver<S> {
         let frozen = freeze::shards::freeze(&mut conn, &job.shards, &job.season, self.keys.journal_on()).await?;
         // A flush takes the guard with the board: only what the runs saw can tell it apart
         // from a season nobody played (shard by shard: one may have had no member at all).
-        for (name, shard) in seen_names(board, job.shards.len()).iter().zip(&frozen) {
+        for (name, shard) in seen_names(&layout).iter().zip(&frozen) {
             if shard.lost || (shard.unwitnessed && self.table.seen(name, season).await?) {
                 return Err(ArchiveError::LiveBoardLost { board: board.to_owned(), season: season.to_owned() });
             }
@@ -404,8 +404,8 @@ impl<S: ArchiveSink> Archiver<S> {
 
 /// The names a season's runs record it seen under: the board's, or each shard's journal name
 /// (`<board>:<k>of<n>:<salt>`, never a board's: board names hold no `:`).
-fn seen_names(board: &str, shards: usize) -> Vec<String> {
-    journal_names(board, shards as u32)
+fn seen_names(layout: &Layout) -> Vec<String> {
+    layout.journals()
 }
 
 #[cfg(test)]

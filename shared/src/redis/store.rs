@@ -19,6 +19,7 @@ use redis::{Cmd, ErrorKind, FromRedisValue, Pipeline, RedisError, RedisFuture, S
 use tokio::sync::OnceCell;
 
 use super::error::StoreError;
+use super::keys::Layout;
 use super::settings::{RedisSettings, ReplicaWait};
 
 /// rustls needs a process-wide crypto provider; redis-rs does not pick one. `ring` is
@@ -154,26 +155,28 @@ impl Store {
         if self.writes_accepted(&policy) { Ok(conn) } else { Err(StoreError::EvictingPolicy(policy)) }
     }
 
-    /// The shards `board`'s data is in, as recorded in Redis (`layout`): what reads read.
-    pub async fn board_shards(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<u32, StoreError> {
+    /// The layout `board`'s data is in, as recorded in Redis (`layout`): what reads read.
+    pub async fn read_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
-        self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), false).await
+        let shards = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), false).await?;
+        Ok(keys.layout(&board.name, shards))
     }
 
-    /// `board_shards` for a write that goes where the board's data is whatever the
+    /// `read_layout` for a write that goes where the board's data is whatever the
     /// configuration says (a ban): a board with no record yet gets its configured layout recorded,
     /// as its first write would, so a reshard finds what the write left there.
-    pub async fn board_shards_written(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<u32, StoreError> {
+    pub async fn written_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
-        self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await
+        let shards = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await?;
+        Ok(keys.layout(&board.name, shards))
     }
 
-    /// Refuses a write to `board` while its data is in another layout than the configuration's
-    /// (`Resharding`): it would land where no read looks.
-    pub async fn check_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<(), StoreError> {
+    /// The layout a write to `board` goes to; refused while its data is in another layout than
+    /// the configuration's (`Resharding`): it would land where no read looks.
+    pub async fn write_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
         match self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await? {
-            recorded if recorded == board.shards => Ok(()),
+            recorded if recorded == board.shards => Ok(keys.layout(&board.name, recorded)),
             recorded => Err(StoreError::Resharding { board: board.name.clone(), recorded, configured: board.shards }),
         }
     }

@@ -210,8 +210,8 @@ impl Moderation {
         let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request) } else { String::new() };
         let correction = ScoreCorrection { journal_entry: &journal_entry, ..correction };
         let mut conn = self.store.write_connection().await?;
-        self.store.check_layout(&self.keys, board).await?;
-        let keys = self.keys.board_of_user(&board.name, board.shards, user_id);
+        let layout = self.store.write_layout(&self.keys, board).await?;
+        let keys = layout.of_user(user_id);
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
         let (entry, duplicate, periods) = match script::correct_score(&mut conn, &keys, &correction, audit).await? {
             CorrectionReply::Corrected { entry, periods, duplicate } => {
@@ -227,7 +227,7 @@ impl Moderation {
         // request: the caller sent it once.
         let duplicate = duplicate && request.correction_id.is_some();
         let mut periods = periods;
-        crate::services::reads::sharded::rank_standings(&conn, &self.keys, board, user_id, &mut periods).await?;
+        crate::services::reads::sharded::rank_standings(&conn, &self.keys, &layout, board, user_id, &mut periods).await?;
         Ok(CorrectionReceipt { entry, duplicate, periods })
     }
 }

@@ -19,7 +19,7 @@ use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::EventWindow;
 use crate::domain::scoring::{BoardPlan, Event, EventPlan, Refusal, plan_event};
 use crate::redis::error::StoreError;
-use crate::redis::keys::{Keys, user_shard};
+use crate::redis::keys::Keys;
 use crate::redis::scripts::{self, ApplyReply, BoardEvent, BoardOutcome, CHUNK};
 use crate::redis::store::Store;
 
@@ -184,13 +184,25 @@ impl Ingestor {
             Ok(conn) => conn,
             Err(error) => return events.iter().map(|_| Err(error.clone().into())).collect(),
         };
+        // Where each board written takes writes. A board whose data is in another layout than
+        // configured takes none (docs/scaling.md#changing-shards): probed once per container
+        // every 30 s.
+        let mut boards: Vec<&Board> = Vec::new();
+        for board_plan in events.iter().flat_map(|(_, plan)| &plan.boards).filter(|p| p.refused.is_none()) {
+            if !boards.iter().any(|board| board.name == board_plan.board.name) {
+                boards.push(board_plan.board);
+            }
+        }
+        let layouts = join_all(boards.iter().map(|board| self.store.write_layout(&self.keys, board))).await;
+        let layout_of =
+            |board: &Board| &layouts[boards.iter().position(|b| b.name == board.name).expect("every board written has a layout")];
         // Each board's shares, by the shard of the event's user (docs/scaling.md: 0 on a board
         // of one slot), in event order: (event, board plan) indexes.
         let mut shares: Vec<Share<'_>> = Vec::new();
         for (e, (event, plan)) in events.iter().enumerate() {
             for (b, board_plan) in plan.boards.iter().enumerate().filter(|(_, p)| p.refused.is_none()) {
                 let board = board_plan.board;
-                let shard = user_shard(&event.user_id, board.shards);
+                let shard = layout_of(board).as_ref().map_or(0, |layout| layout.shard_of(&event.user_id));
                 match shares.iter_mut().find(|(other, s, _)| other.name == board.name && *s == shard) {
                     Some((_, _, list)) => list.push((e, b)),
                     None => shares.push((board, shard, vec![(e, b)])),
@@ -225,12 +237,10 @@ impl Ingestor {
                     })
                     .collect();
                 let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
-                // A board whose data is in another layout than configured takes no writes
-                // (docs/scaling.md#changing-shards): probed once per container every 30 s.
-                if let Err(error) = self.store.check_layout(&self.keys, board).await {
-                    return (chunk, items.iter().map(|_| Err(error.clone())).collect());
-                }
-                let keys = self.keys.board_shard(&board.name, board.shards, shard);
+                let keys = match layout_of(board) {
+                    Ok(layout) => layout.shard(shard),
+                    Err(error) => return (chunk, items.iter().map(|_| Err(error.clone())).collect()),
+                };
                 let answers: Vec<Result<ApplyReply, StoreError>> =
                     match scripts::apply_events(&mut conn, &keys, &items, wait).await {
                         Ok(replies) => replies.into_iter().map(Ok).collect(),
@@ -264,7 +274,7 @@ impl Ingestor {
 }
 
 /// A board's shard and the (event, board plan) indexes of the events it takes there.
-type Share<'a> = (&'a Board, u32, Vec<(usize, usize)>);
+type Share<'a> = (&'a Board, usize, Vec<(usize, usize)>);
 
 /// The answer to one event from its boards' replies (`None`: refused by its plan, unsent).
 fn receipt(event: &Event, plan: &EventPlan<'_>, replies: Vec<Option<Result<ApplyReply, StoreError>>>) -> Result<EventReceipt, IngestError> {

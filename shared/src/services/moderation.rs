@@ -213,8 +213,7 @@ impl Moderation {
         // A board being deleted keeps its guard's bans for good (an unban skips it).
         for board in self.user_boards().filter(|b| !b.ending) {
             // A sharded board keeps each user's ban in the user's shard.
-            let shards = self.store.board_shards(&self.keys, board).await?;
-            for keys in self.keys.board_shards(&board.name, shards) {
+            for keys in self.store.read_layout(&self.keys, board).await?.all() {
                 let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
                 read = true;
                 // A lost board's guard (or one under restore) holds part of its bans at most;
@@ -248,8 +247,7 @@ impl Moderation {
         let banned = self.banned_users(now).await?;
         let mut conn = self.store.write_connection().await?;
         let mut held = BTreeSet::new();
-        let shards = self.store.board_shards(&self.keys, target).await?;
-        for keys in self.keys.board_shards(board, shards) {
+        for keys in self.store.read_layout(&self.keys, target).await?.all() {
             let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
             held.extend(fields.into_iter().filter_map(|f| f.strip_prefix(crate::domain::guard::BAN).map(str::to_owned)));
         }
@@ -312,7 +310,7 @@ impl Moderation {
             async move {
                 // Where the user's data is: the recorded layout (a changed `shards` does not hold a ban
                 // back; a reshard's fence does, 503, until the move is done).
-                let keys = keys.board_of_user(&board.name, store.board_shards_written(&keys, board).await?, user_id);
+                let keys = store.written_layout(&keys, board).await?.of_user(user_id);
                 script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN }).await
             }
         }))
@@ -338,8 +336,7 @@ impl Moderation {
         }
         let conn = self.store.connection().await?;
         // A sharded board keeps a log per shard (each user's actions in their shard): merged.
-        let shards = self.store.board_shards(&self.keys, board).await?;
-        let logs = futures::future::try_join_all(self.keys.board_shards(&board.name, shards).into_iter().map(|keys| {
+        let logs = futures::future::try_join_all(self.store.read_layout(&self.keys, board).await?.all().into_iter().map(|keys| {
             let mut conn = conn.clone();
             async move { conn.lrange::<_, Vec<String>>(keys.audit(), 0, limit as isize - 1).await }
         }))

@@ -232,7 +232,7 @@ impl RuntimeBoards {
     }
 
     fn shards(&self, board: &Board) -> Vec<BoardKeys> {
-        self.keys.board_shards(&board.name, board.shards)
+        self.keys.layout(&board.name, board.shards).all()
     }
 
     fn guards(&self, board: &Board) -> Vec<String> {

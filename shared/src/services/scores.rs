@@ -10,7 +10,7 @@ use crate::domain::config::{Board, BoardKind, Config};
 use crate::domain::period::{EventTimeError, EventWindow};
 use crate::domain::scores::{ScorePlan, Submission, SubmissionRefusal, plan_submission};
 use crate::redis::error::StoreError;
-use crate::redis::keys::{BoardKeys, Keys, user_shard};
+use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::scripts::scores::{ScoreOutcome, SubmitReply, submit_score, submit_scores};
 use crate::redis::scripts::{CHUNK, SeatRefusal};
 use crate::redis::settings::ReplicaWait;
@@ -115,11 +115,10 @@ impl Scores {
         plan.first_delivery = plan.first_delivery.or(refusal);
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
-        self.store.check_layout(&self.keys, board).await?;
-        let keys = self.keys.board_of_user(&board.name, board.shards, &submission.user_id);
-        let reply = submit_score(&mut conn, &keys, &plan, wait).await?;
+        let layout = self.store.write_layout(&self.keys, board).await?;
+        let reply = submit_score(&mut conn, &layout.of_user(&submission.user_id), &plan, wait).await?;
         let mut receipts = [receipt(board, submission, reply)];
-        without_shard_ranks(board, &mut receipts);
+        without_shard_ranks(&layout, &mut receipts);
         let [receipt] = receipts;
         receipt
     }
@@ -156,31 +155,24 @@ impl Scores {
             .collect::<Result<Vec<_>, _>>()?;
         // The store's policy first: a refused write records nothing, the layout included.
         let connected = match self.store.write_connection().await {
-            Ok(conn) => self.store.check_layout(&self.keys, board).await.map(|()| conn),
+            Ok(conn) => self.store.write_layout(&self.keys, board).await.map(|layout| (conn, layout)),
             Err(error) => Err(error),
         };
-        let conn = match connected {
-            Ok(conn) => conn,
+        let (conn, layout) = match connected {
+            Ok(connected) => connected,
             Err(error) => return Ok(plans.iter().map(|_| Err(error.clone().into())).collect()),
         };
         // Each shard's submissions in the batch's order (a user's all go to one shard, so each
         // user's keep their order), the shards in parallel: one call per shard per chunk.
-        let mut shards: Vec<Vec<usize>> = vec![Vec::new(); board.shards as usize];
-        for (index, plan) in plans.iter().enumerate() {
-            shards[user_shard(&plan.submission.user_id, board.shards) as usize].push(index);
-        }
-        let applied =
-            futures::future::join_all(shards.iter().enumerate().filter(|(_, indexes)| !indexes.is_empty()).map(|(shard, indexes)| {
-                let (conn, keys) = (conn.clone(), self.keys.board_shard(&board.name, board.shards, shard as u32));
-                let plans: Vec<&ScorePlan<'_>> = indexes.iter().map(|&i| &plans[i]).collect();
-                async move {
-                    (
-                        indexes,
-                        apply_in_order(conn, board, &keys, &plans, self.store.replica_wait().with_replicas(board.wait_replicas)).await,
-                    )
-                }
-            }))
-            .await;
+        let shards = layout.by_shard(plans.iter().enumerate(), |(_, plan)| plan.submission.user_id.as_str());
+        let applied = futures::future::join_all(shards.into_iter().map(|(shard, mine)| {
+            let (conn, keys) = (conn.clone(), layout.shard(shard));
+            let (indexes, plans): (Vec<usize>, Vec<&ScorePlan<'_>>) = mine.into_iter().unzip();
+            async move {
+                (indexes, apply_in_order(conn, board, &keys, &plans, self.store.replica_wait().with_replicas(board.wait_replicas)).await)
+            }
+        }))
+        .await;
         let mut results: Vec<Option<Result<ScoreReceipt, ScoreError>>> = (0..plans.len()).map(|_| None).collect();
         for (indexes, answers) in applied {
             for (&index, answer) in indexes.iter().zip(answers) {
@@ -189,7 +181,7 @@ impl Scores {
         }
         let mut results: Vec<Result<ScoreReceipt, ScoreError>> =
             results.into_iter().map(|r| r.expect("every submission is answered")).collect();
-        without_shard_ranks(board, &mut results);
+        without_shard_ranks(&layout, &mut results);
         Ok(results)
     }
 }
@@ -233,8 +225,8 @@ async fn apply_in_order(
 /// On a sharded board a write answers no rank (`null`): its script knows the rank in its shard
 /// only, and counting the others would cost a round trip to every shard on every write
 /// (docs/scaling.md#what-a-write-answers). Reads give the exact rank.
-fn without_shard_ranks(board: &Board, receipts: &mut [Result<ScoreReceipt, ScoreError>]) {
-    if board.shards > 1 {
+fn without_shard_ranks(layout: &Layout, receipts: &mut [Result<ScoreReceipt, ScoreError>]) {
+    if layout.is_sharded() {
         receipts.iter_mut().flatten().flat_map(|receipt| &mut receipt.outcome.periods).for_each(|standing| standing.rank = None);
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
-use crate::domain::config::Config;
+use crate::domain::config::{Board, Config};
 use crate::domain::ids::{self, IdError};
 use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::{EventWindow, Period, PeriodKind, first_of_month, month_id, previous_month};
@@ -15,7 +15,7 @@ use crate::domain::scoring::fingerprint;
 use crate::domain::sign_in::{Calendar, DateRefusal, MonthBitmap, SignInPlan, SignInRequest, accepted_date, read_calendar};
 use crate::domain::tiebreak::{self, RangeError};
 use crate::redis::error::StoreError;
-use crate::redis::keys::{Keys, user_shard};
+use crate::redis::keys::{Keys, Layout};
 use crate::redis::scripts::CHUNK;
 use crate::redis::scripts::GuardRefusal;
 use crate::redis::scripts::sign_in::{self as script, SignInOutcome, SignInReply};
@@ -107,7 +107,8 @@ impl SignIns {
 
     pub async fn record(&self, request: &SignInRequest, now: DateTime<Utc>) -> Result<SignInReceipt, SignInError> {
         let mut plan = self.plan(request, now)?;
-        let reply = self.sign_in_alone(&plan).await?;
+        let layout = self.write_layout(plan.board).await?;
+        let reply = self.sign_in_alone(&layout, &plan).await?;
         receipt(request, &mut plan, reply)
     }
 
@@ -122,25 +123,35 @@ impl SignIns {
     /// SQS took it, so one sent before midnight counts for its day).
     pub async fn record_batch_at(&self, requests: &[SignInRequest], times: &[DateTime<Utc>]) -> Vec<Result<SignInReceipt, SignInError>> {
         let mut answers: Vec<Option<Result<SignInReceipt, SignInError>>> = requests.iter().map(|_| None).collect();
-        // By the shard of each user (docs/scaling.md; one on a board of one slot), in order.
-        let mut shards: Vec<(u32, Vec<usize>, Vec<SignInPlan<'_>>)> = Vec::new();
+        let mut planned: Vec<(usize, SignInPlan<'_>)> = Vec::new();
         for (i, (request, &now)) in requests.iter().zip(times).enumerate() {
             match self.plan(request, now) {
-                Ok(plan) => {
-                    let shard = user_shard(&plan.user_id, plan.board.shards);
-                    match shards.iter_mut().find(|(s, ..)| *s == shard) {
-                        Some((_, indices, plans)) => {
-                            indices.push(i);
-                            plans.push(plan);
-                        }
-                        None => shards.push((shard, vec![i], vec![plan])),
-                    }
-                }
+                Ok(plan) => planned.push((i, plan)),
                 Err(error) => answers[i] = Some(Err(error)),
             }
         }
-        for (chunk, at) in shards.iter_mut().flat_map(|(_, indices, plans)| plans.chunks_mut(CHUNK).zip(indices.chunks(CHUNK))) {
-            let replies = self.sign_in_chunk(chunk).await;
+        // Every plan is of the one sign-in board.
+        let layout = match planned.first() {
+            Some((_, plan)) => self.write_layout(plan.board).await,
+            None => return answers.into_iter().map(|answer| answer.expect("every sign-in is answered")).collect(),
+        };
+        let layout = match layout {
+            Ok(layout) => layout,
+            Err(error) => {
+                for (i, _) in planned {
+                    answers[i] = Some(Err(error.clone().into()));
+                }
+                return answers.into_iter().map(|answer| answer.expect("every sign-in is answered")).collect();
+            }
+        };
+        // By the shard of each user (docs/scaling.md; one on a board of one slot), in order.
+        let mut shards: Vec<(Vec<usize>, Vec<SignInPlan<'_>>)> = layout
+            .by_shard(planned, |(_, plan)| plan.user_id.as_str())
+            .into_iter()
+            .map(|(_, planned)| planned.into_iter().unzip())
+            .collect();
+        for (chunk, at) in shards.iter_mut().flat_map(|(indices, plans)| plans.chunks_mut(CHUNK).zip(indices.chunks(CHUNK))) {
+            let replies = self.sign_in_chunk(&layout, chunk).await;
             for (k, (plan, &i)) in chunk.iter_mut().zip(at).enumerate() {
                 let reply = match &replies {
                     Ok(replies) => Ok(replies[k].clone()),
@@ -149,7 +160,7 @@ impl SignIns {
                     // alone, so those answer as the duplicates they are and only it fails (a
                     // sign-in's day bit is its first write: one stopped half-way is not counted
                     // twice, it reads as already signed).
-                    Err(error) if error.is_programming_error() => self.sign_in_alone(plan).await,
+                    Err(error) if error.is_programming_error() => self.sign_in_alone(&layout, plan).await,
                     Err(error) => Err(error.clone()),
                 };
                 answers[i] = Some(reply.map_err(SignInError::from).and_then(|reply| receipt(&requests[i], plan, reply)));
@@ -158,19 +169,24 @@ impl SignIns {
         answers.into_iter().map(|answer| answer.expect("every sign-in is answered")).collect()
     }
 
-    /// One script call for `plans` (all of the sign-in board, all of one shard), with the
-    /// board's replica wait.
-    async fn sign_in_chunk(&self, plans: &[SignInPlan<'_>]) -> Result<Vec<SignInReply>, StoreError> {
+    /// Where the sign-in board takes writes: the store's policy first (a refused write records
+    /// nothing, the layout included).
+    async fn write_layout(&self, board: &Board) -> Result<Layout, StoreError> {
+        self.store.write_connection().await?;
+        self.store.write_layout(&self.keys, board).await
+    }
+
+    /// One script call for `plans` (all of the sign-in board, all of one shard of `layout`),
+    /// with the board's replica wait.
+    async fn sign_in_chunk(&self, layout: &Layout, plans: &[SignInPlan<'_>]) -> Result<Vec<SignInReply>, StoreError> {
         let board = plans[0].board;
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
-        self.store.check_layout(&self.keys, board).await?;
-        let keys = self.keys.board_of_user(&board.name, board.shards, &plans[0].user_id);
-        script::sign_in_chunk(&mut conn, &keys, plans, wait).await
+        script::sign_in_chunk(&mut conn, &layout.of_user(&plans[0].user_id), plans, wait).await
     }
 
-    async fn sign_in_alone(&self, plan: &SignInPlan<'_>) -> Result<SignInReply, StoreError> {
-        let mut replies = self.sign_in_chunk(std::slice::from_ref(plan)).await?;
+    async fn sign_in_alone(&self, layout: &Layout, plan: &SignInPlan<'_>) -> Result<SignInReply, StoreError> {
+        let mut replies = self.sign_in_chunk(layout, std::slice::from_ref(plan)).await?;
         replies.pop().ok_or_else(|| StoreError::Protocol("sign_in: no reply".into()))
     }
 
@@ -189,8 +205,7 @@ impl SignIns {
         let board = self.config.sign_in_board().ok_or(SignInError::NotConfigured)?;
         let today = now.with_timezone(&board.timezone).date_naive();
         let month = month.map(parse_month).transpose()?.unwrap_or(first_of_month(today));
-        let shards = self.store.board_shards(&self.keys, board).await?;
-        let keys = self.keys.board_of_user(&board.name, shards, user_id);
+        let keys = self.store.read_layout(&self.keys, board).await?.of_user(user_id);
         let mut conn = self.store.connection().await?;
         let (this, previous): (Option<Vec<u8>>, Option<Vec<u8>>) = redis::pipe()
             .get(keys.sign_ins(user_id, &month_id(month)))

@@ -21,7 +21,7 @@ use crate::domain::scoring::{self, Event};
 use crate::domain::void::{Applied, LedgerEntry, Voided, Written, voided};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
-use crate::redis::keys::user_journal;
+use crate::redis::keys::Layout;
 use crate::redis::scripts::LEDGER_RETENTION_SECS;
 use crate::redis::scripts::moderation::{self as script, AuditRecord, PointsVoid, VoidReply};
 use crate::redis::scripts::{Decision, GuardRefusal, PeriodStanding, Receipt};
@@ -119,12 +119,13 @@ impl<O: Objects> Voids<O> {
         // The journal keeps times to the millisecond: the range as it compares, as it is
         // fingerprinted and journaled (a later void reads it back).
         let request = &VoidRequest { from: request.from.trunc_subsecs(3), to: request.to.trunc_subsecs(3), ..request.clone() };
-        let keys = self.moderation.keys.board_of_user(&board.name, board.shards, user_id);
+        let layout = self.moderation.store.write_layout(&self.moderation.keys, board).await?;
+        let keys = layout.of_user(user_id);
         for _ in 0..ATTEMPTS {
             // Read before the journal: a void landing after it makes this one stale.
             // On the primary, like the journal: a replica's may lag behind each other.
             let seen = script::voids_seen(&mut self.moderation.store.write_connection().await?, &keys, user_id).await?;
-            let (written, through) = self.written(objects, board, user_id, request.from, now).await?;
+            let (written, through) = self.written(objects, &layout, board, user_id, request.from, now).await?;
             let mut voided = voided(board, &written, request.from, request.to);
             // A day ledger past its retention is gone, and with it any take-back of its gives.
             voided.entries.retain(|entry| ledger_kept(board, &entry.day, now));
@@ -143,6 +144,7 @@ impl<O: Objects> Voids<O> {
     async fn written(
         &self,
         objects: &O,
+        layout: &Layout,
         board: &Board,
         user_id: &str,
         from: DateTime<Utc>,
@@ -150,7 +152,7 @@ impl<O: Objects> Voids<O> {
     ) -> Result<(Vec<Written>, String), ModerationError> {
         // Redis first, then S3: an entry drained in between is read twice (and kept once), never
         // missed.
-        let keys = self.moderation.keys.board_of_user(&board.name, board.shards, user_id);
+        let keys = layout.of_user(user_id);
         let mut conn = self.moderation.store.write_connection().await?;
         let mut lines: Vec<Line> = Vec::new();
         loop {
@@ -167,8 +169,8 @@ impl<O: Objects> Voids<O> {
         let mut names: Vec<((String, u64, u64), String)> = Vec::new();
         for date in dates.collect::<Vec<NaiveDate>>() {
             // The user's writes are in their shard's journal (the board's own on one shard).
-            let journal = user_journal(&board.name, board.shards, user_id);
-            let listed = objects.list(&date_objects(prefix, &journal, &date.to_string())).await.map_err(journal_unavailable)?;
+            let listed =
+                objects.list(&date_objects(prefix, layout.journal_of(user_id), &date.to_string())).await.map_err(journal_unavailable)?;
             names.extend(listed.into_iter().filter_map(|name| object_order(&name).map(|order| (order, name))));
         }
         names.sort();
@@ -333,12 +335,12 @@ impl Moderation {
         };
         let mut conn = self.store.write_connection().await?;
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
-        self.store.check_layout(&self.keys, board).await?;
-        match script::void_points(&mut conn, &self.keys.board_of_user(&board.name, board.shards, user_id), &void, audit).await? {
+        let layout = self.store.write_layout(&self.keys, board).await?;
+        match script::void_points(&mut conn, &layout.of_user(user_id), &void, audit).await? {
             VoidReply::Voided { entry, periods, duplicate } => {
                 let entry = serde_json::from_str(&entry).map_err(|e| StoreError::Protocol(format!("void entry: {e}")))?;
                 let mut periods = periods;
-                crate::services::reads::sharded::rank_standings(&conn, &self.keys, board, user_id, &mut periods).await?;
+                crate::services::reads::sharded::rank_standings(&conn, &self.keys, &layout, board, user_id, &mut periods).await?;
                 Ok(VoidReceipt { entry, duplicate, periods })
             }
             VoidReply::Conflict => Err(ModerationError::Conflict(request.void_id.clone())),

@@ -19,7 +19,7 @@ mod journal;
 mod shards;
 mod tournament;
 pub use catalog::{CATALOG_JOURNAL, CATALOG_LOG_COUNT, CATALOG_LOG_FROM};
-pub use shards::{SLOTS, journal_board, journal_names, journal_shards, redis_cli_ranges, slot, user_journal, user_shard};
+pub use shards::{Layout, SLOTS, journal_board, journal_shards, redis_cli_ranges, slot};
 
 const VERSION: &str = "v1";
 /// How long a shadow replay's keys live (see `Keys::shadow`): longer than the invocation that

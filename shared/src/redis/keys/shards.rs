@@ -47,7 +47,7 @@ pub fn redis_cli_ranges(primaries: u32) -> Vec<(u32, u32)> {
 }
 
 /// The shard (0..shards) holding `user_id`'s entries on a board of `shards` shards.
-pub fn user_shard(user_id: &str, shards: u32) -> u32 {
+fn user_shard(user_id: &str, shards: u32) -> u32 {
     super::fnv1a(user_id) % shards.max(1)
 }
 
@@ -74,17 +74,6 @@ fn tag(board: &str, shards: u32, k: u32) -> String {
         .expect("CRC16 reaches every range")
 }
 
-/// The journals of a board of `shards` shards: its own name when one, else each shard's tag
-/// (each shard journals, drains, restores and verifies on its own; docs/journal.md).
-pub fn journal_names(board: &str, shards: u32) -> Vec<String> {
-    tags(board, shards).to_vec()
-}
-
-/// The journal holding `user_id`'s writes on a board of `shards` shards.
-pub fn user_journal(board: &str, shards: u32, user_id: &str) -> String {
-    tags(board, shards)[user_shard(user_id, shards) as usize].clone()
-}
-
 /// The board journal `name` belongs to: a shard's tag starts with its board's name and a `:`,
 /// which no board name holds.
 pub fn journal_board(name: &str) -> &str {
@@ -96,7 +85,83 @@ pub fn journal_shards(name: &str) -> u32 {
     name.split(':').nth(1).and_then(|part| part.split_once("of")).and_then(|(_, n)| n.parse().ok()).unwrap_or(1)
 }
 
+/// Where a board's data is, in one layout: the keys of each of its shards, the shard holding
+/// each user, and each shard's journal (its own name when one, else each shard's tag: each
+/// shard journals, drains, restores and verifies on its own; docs/journal.md). The one answer
+/// to "where" a service is given (`Store::read_layout`, `Store::write_layout`): no service
+/// computes a shard.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    keys: Keys,
+    board: String,
+    tags: Arc<Vec<String>>,
+}
+
+impl Layout {
+    pub fn board(&self) -> &str {
+        &self.board
+    }
+
+    /// How many shards (1: the board's own keys, in one slot).
+    pub fn shards(&self) -> u32 {
+        self.tags.len() as u32
+    }
+
+    pub fn is_sharded(&self) -> bool {
+        self.tags.len() > 1
+    }
+
+    /// The shard (0..shards) holding `user_id`'s entries: every write of theirs goes there.
+    pub fn shard_of(&self, user_id: &str) -> usize {
+        user_shard(user_id, self.shards()) as usize
+    }
+
+    /// The keys of shard `shard`.
+    pub fn shard(&self, shard: usize) -> BoardKeys {
+        self.keys.board(&self.tags[shard])
+    }
+
+    /// The keys of the shard holding `user_id`'s entries.
+    pub fn of_user(&self, user_id: &str) -> BoardKeys {
+        self.shard(self.shard_of(user_id))
+    }
+
+    /// The keys of every shard, in shard order.
+    pub fn all(&self) -> Vec<BoardKeys> {
+        self.tags.iter().map(|tag| self.keys.board(tag)).collect()
+    }
+
+    /// Each shard's journal, in shard order.
+    pub fn journals(&self) -> Vec<String> {
+        self.tags.to_vec()
+    }
+
+    /// The journal holding `user_id`'s writes.
+    pub fn journal_of(&self, user_id: &str) -> &str {
+        &self.tags[self.shard_of(user_id)]
+    }
+
+    /// `items` grouped by the shard of the user each names, in shard order (shards with none
+    /// left out), each group in the items' order: one call per shard keeps each user's writes
+    /// in order.
+    pub fn by_shard<T>(&self, items: impl IntoIterator<Item = T>, user_of: impl Fn(&T) -> &str) -> Vec<(usize, Vec<T>)> {
+        let mut groups: Vec<Vec<T>> = (0..self.tags.len()).map(|_| Vec::new()).collect();
+        for item in items {
+            let shard = self.shard_of(user_of(&item));
+            groups[shard].push(item);
+        }
+        groups.into_iter().enumerate().filter(|(_, items)| !items.is_empty()).collect()
+    }
+}
+
 impl Keys {
+    /// `board` spread over `shards` (1: the board's own keys). Which layout a board's data is
+    /// in is Redis's record (`redis::layout`, through `Store::read_layout`/`write_layout`);
+    /// this names one.
+    pub fn layout(&self, board: &str, shards: u32) -> Layout {
+        Layout { keys: self.clone(), board: board.to_owned(), tags: tags(board, shards) }
+    }
+
     /// How many shards `board`'s data is in (a string; `redis::layout`), beside its one-slot
     /// keys.
     pub fn board_layout(&self, board: &str) -> String {
@@ -107,22 +172,6 @@ impl Keys {
     /// its one-slot keys.
     pub fn board_scale(&self, board: &str) -> String {
         format!("{}:scale", self.board(board).guard().trim_end_matches(":guard"))
-    }
-
-    /// The keys of shard `shard` of `board` spread over `shards` (1: the board's own keys).
-    pub fn board_shard(&self, board: &str, shards: u32, shard: u32) -> BoardKeys {
-        self.board(&tags(board, shards)[shard as usize])
-    }
-
-    /// The keys of every shard of `board`, in shard order.
-    pub fn board_shards(&self, board: &str, shards: u32) -> Vec<BoardKeys> {
-        tags(board, shards).iter().map(|tag| self.board(tag)).collect()
-    }
-
-    /// The keys of the shard holding `user_id`'s entries on `board`: every write of theirs
-    /// goes there.
-    pub fn board_of_user(&self, board: &str, shards: u32, user_id: &str) -> BoardKeys {
-        self.board_shard(board, shards, user_shard(user_id, shards))
     }
 }
 
@@ -143,19 +192,19 @@ mod tests {
     fn shards_spread_one_to_each_equal_range_of_slots() {
         let keys = Keys::new("st").unwrap();
         for shards in [2, 3, 8, 12, 64] {
-            let boards = keys.board_shards("launch", shards);
+            let boards = keys.layout("launch", shards).all();
             for (k, shard) in boards.iter().enumerate() {
                 let slot = slot(&shard.guard());
                 assert!((k as u32 * SLOTS / shards..(k as u32 + 1) * SLOTS / shards).contains(&slot), "{shards}: {k} at {slot}");
             }
         }
         // One shard is the layout every board had before shards.
-        assert_eq!(keys.board_shard("launch", 1, 0), keys.board("launch"));
+        assert_eq!(keys.layout("launch", 1).shard(0), keys.board("launch"));
         // The layout is data: these tags must never change.
-        let guards: Vec<String> = keys.board_shards("launch", 3).iter().map(BoardKeys::guard).collect();
+        let guards: Vec<String> = keys.layout("launch", 3).all().iter().map(BoardKeys::guard).collect();
         assert_eq!(guards, ["st:v1:{launch:0of3:0}:guard", "st:v1:{launch:1of3:1}:guard", "st:v1:{launch:2of3:3}:guard"]);
         // No two layouts of a board share a shard's tag (a reshard moves from one to the other).
-        let all: Vec<String> = (1..=64).flat_map(|n| keys.board_shards("launch", n)).map(|shard| shard.guard()).collect();
+        let all: Vec<String> = (1..=64).flat_map(|n| keys.layout("launch", n).all()).map(|shard| shard.guard()).collect();
         assert_eq!(all.iter().collect::<std::collections::HashSet<_>>().len(), all.len());
     }
 
@@ -172,7 +221,7 @@ mod tests {
             for shards in (primaries..=64).step_by(primaries as usize) {
                 for board in (0..40).map(|i| format!("board-{i}")) {
                     let mut held = vec![0; primaries as usize];
-                    for shard in keys.board_shards(&board, shards) {
+                    for shard in keys.layout(&board, shards).all() {
                         let slot = slot(&shard.guard());
                         held[ranges.iter().position(|(first, last)| (*first..=*last).contains(&slot)).unwrap()] += 1;
                     }
@@ -198,7 +247,10 @@ mod tests {
         assert!(counts.iter().all(|c| (60..140).contains(c)), "{counts:?}");
         assert_eq!(user_shard("u1", 12), user_shard("u1", 12));
         assert_eq!(user_shard("u1", 1), 0);
-        assert_eq!(journal_names("b", 12).iter().map(|name| journal_shards(name)).collect::<Vec<_>>(), vec![12; 12]);
+        assert_eq!(
+            Keys::new("st").unwrap().layout("b", 12).journals().iter().map(|name| journal_shards(name)).collect::<Vec<_>>(),
+            vec![12; 12]
+        );
         assert_eq!(journal_shards("b"), 1);
     }
 }

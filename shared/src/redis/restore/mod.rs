@@ -356,7 +356,7 @@ pub async fn retired_guards(
     boards: &[crate::domain::config::Board],
 ) -> Result<(), StoreError> {
     for board in boards {
-        for shard in keys.board_shards(&board.name, board.shards).iter().chain([&keys.board(&board.name)]) {
+        for shard in keys.layout(&board.name, board.shards).all().iter().chain([&keys.board(&board.name)]) {
             let (born, ended) = (crate::domain::guard::BORN, crate::domain::guard::ENDED);
             let _: () = redis::cmd("HSET").arg(shard.guard()).arg(born).arg(1).arg(ended).arg(1).query_async(conn).await?;
         }

@@ -27,7 +27,7 @@ use crate::domain::guard::{
 };
 use crate::domain::period::{Period, PeriodKind};
 use crate::redis::error::StoreError;
-use crate::redis::keys::{BoardKeys, user_shard};
+use crate::redis::keys::{BoardKeys, Layout};
 use crate::redis::store::Connection;
 
 /// Members of a frozen board read at once.
@@ -60,12 +60,12 @@ pub(super) async fn carry(
     conn: &mut Connection,
     board: &Board,
     sources: &[BoardKeys],
-    targets: &[BoardKeys],
+    target: &Layout,
     now: DateTime<Utc>,
 ) -> Result<Vec<Period>, StoreError> {
     let periods = periods_named(conn, Some(board), sources, CLOSED, closed_period, now).await?;
     for period in &periods {
-        carry_period(conn, period, sources, targets).await?;
+        carry_period(conn, period, sources, target).await?;
     }
     Ok(periods)
 }
@@ -170,7 +170,8 @@ async fn periods_named(
     Ok(fields.iter().filter_map(named).filter(kept).collect())
 }
 
-async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKeys], targets: &[BoardKeys]) -> Result<(), StoreError> {
+async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKeys], target: &Layout) -> Result<(), StoreError> {
+    let targets = target.all();
     let field = closed_field(period);
     let mut closed = Vec::with_capacity(sources.len());
     for source in sources {
@@ -183,7 +184,7 @@ async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKe
         closed.push(Closed::parse(value.as_deref().unwrap_or("unwitnessed")));
     }
     // Nothing of the period is live in the new layout: the lines recreated it.
-    for target in targets {
+    for target in &targets {
         let mut gone = vec![target.period(period), target.arrivals(period), target.frozen(period)];
         gone.extend(conn.scan_slot_of(&target.guard(), &target.statement_pattern(period)).await?);
         for chunk in gone.chunks(500) {
@@ -196,11 +197,11 @@ async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKe
     let mut frozen = vec![0u64; targets.len()];
     let mut released = 0u64;
     for (source, closed) in sources.iter().zip(&closed) {
-        let moved = copy_frozen(conn, period, source, targets, &mut frozen).await?;
+        let moved = copy_frozen(conn, period, source, target, &mut frozen).await?;
         if let (Closed::Members(members), false) = (closed, moved) {
             released += members;
         }
-        copy_statements(conn, period, source, targets).await?;
+        copy_statements(conn, period, source, target).await?;
     }
     let mut released_everywhere = true;
     for source in sources {
@@ -230,7 +231,7 @@ async fn copy_frozen(
     conn: &mut Connection,
     period: &Period,
     source: &BoardKeys,
-    targets: &[BoardKeys],
+    target: &Layout,
     counts: &mut [u64],
 ) -> Result<bool, StoreError> {
     let key = source.frozen(period);
@@ -241,15 +242,11 @@ async fn copy_frozen(
         if page.is_empty() {
             return Ok(start > 0);
         }
-        let mut by_target: Vec<Vec<(f64, &str)>> = vec![Vec::new(); targets.len()];
-        for (member, composite) in &page {
-            by_target[user_shard(member, targets.len() as u32) as usize].push((*composite, member));
-        }
-        for (index, members) in by_target.iter().enumerate().filter(|(_, members)| !members.is_empty()) {
+        for (index, members) in target.by_shard(&page, |(member, _)| member.as_str()) {
             let mut zadd = redis::cmd("ZADD");
-            zadd.arg(targets[index].frozen(period));
-            for (composite, member) in members {
-                zadd.arg(*composite).arg(*member);
+            zadd.arg(target.shard(index).frozen(period));
+            for (member, composite) in members {
+                zadd.arg(*composite).arg(member);
             }
             let added: u64 = zadd.query_async(conn).await?;
             counts[index] += added;
@@ -259,15 +256,19 @@ async fn copy_frozen(
 }
 
 /// Copies `source`'s statements of `period`, each to its user's target, with their expiry.
-async fn copy_statements(conn: &mut Connection, period: &Period, source: &BoardKeys, targets: &[BoardKeys]) -> Result<(), StoreError> {
+async fn copy_statements(conn: &mut Connection, period: &Period, source: &BoardKeys, target: &Layout) -> Result<(), StoreError> {
     for key in conn.scan_slot_of(&source.guard(), &source.statement_pattern(period)).await? {
         let Some(user) = source.statement_user(&key, period) else { continue };
         let (dump, ttl): (Option<Vec<u8>>, i64) =
             (redis::cmd("DUMP").arg(&key).query_async(conn).await?, redis::cmd("PTTL").arg(&key).query_async(conn).await?);
         let Some(dump) = dump else { continue };
-        let target = &targets[user_shard(user, targets.len() as u32) as usize];
-        let _: () =
-            redis::cmd("RESTORE").arg(target.statement(user, period)).arg(ttl.max(0)).arg(dump).arg("REPLACE").query_async(conn).await?;
+        let _: () = redis::cmd("RESTORE")
+            .arg(target.of_user(user).statement(user, period))
+            .arg(ttl.max(0))
+            .arg(dump)
+            .arg("REPLACE")
+            .query_async(conn)
+            .await?;
     }
     Ok(())
 }

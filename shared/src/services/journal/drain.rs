@@ -12,7 +12,7 @@ use crate::domain::config::Config;
 use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
-use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, journal_names, profile_journals};
+use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, profile_journals};
 use crate::redis::restore;
 use crate::redis::restore::rollback::{self, Found};
 use crate::redis::store::Store;
@@ -162,8 +162,10 @@ impl<O: Objects> Drainer<O> {
             }
         };
         for board in config.boards() {
-            let recorded = self.store.board_shards(&self.keys, board).await.unwrap_or(board.shards);
-            for name in journal_names(&board.name, board.shards).into_iter().chain(journal_names(&board.name, recorded)) {
+            // The configured layout's and the recorded one's (a move under way).
+            let configured = self.keys.layout(&board.name, board.shards);
+            let recorded = self.store.read_layout(&self.keys, board).await.unwrap_or_else(|_| configured.clone());
+            for name in configured.journals().into_iter().chain(recorded.journals()) {
                 if !journals.contains(&name) {
                     journals.push(name);
                 }

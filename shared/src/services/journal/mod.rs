@@ -10,6 +10,7 @@ mod marks;
 mod notices;
 mod report;
 mod reshard;
+mod reshard_check;
 mod restore;
 mod shadow;
 

@@ -13,20 +13,18 @@
 //! got in the call that applies a run (`<source shard>/<stream id>`), so an invocation stopped
 //! by its deadline, or killed, goes on where the lines it applied end.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::restore::{RestoreError, Status};
-use crate::archive::objects::{Objects, journal_objects, read_lines};
+use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, parse_lines, read_text};
 use crate::domain::config::{BoardKind, Config};
 use crate::domain::guard;
 use crate::domain::journal::{Effects, Entry, Line, RESHARDED, Stamp};
-use crate::domain::period::Period;
 use crate::redis::error::StoreError;
-use crate::redis::keys::{BoardKeys, Keys, journal_names, user_shard};
+use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::store::{Connection, Store};
 use crate::redis::{journal, layout, restore};
 
@@ -56,6 +54,18 @@ pub struct Resharder<O> {
 
 /// A line's place in the move: its source shard, then its stream id's numbers.
 type Place = (usize, u64, u64);
+
+/// What a move carries from line to line: where they go, how far each new shard got, the runs
+/// being filled.
+struct Moving<'a> {
+    target: &'a Layout,
+    targets: &'a [BoardKeys],
+    token: &'a str,
+    deadline: DateTime<Utc>,
+    done: Vec<Option<Place>>,
+    runs: Vec<restore::Run>,
+    clock: restore::Clock,
+}
 
 fn place(source: usize, id: &str) -> Option<Place> {
     let (ms, seq) = id.split_once('-')?;
@@ -92,10 +102,11 @@ impl<O: Objects> Resharder<O> {
                 "a reshard applies the board's journal: it needs the journal on (STANDINGS_JOURNAL_BUCKET)".into(),
             ));
         }
-        let (from, to) = (self.store.board_shards(&self.keys, board).await?, board.shards);
+        let (from, to) = (self.store.read_layout(&self.keys, board).await?.shards(), board.shards);
         let mut report = ReshardReport { board: name.to_owned(), from, to, status: Status::Complete, moved: 0, periods_checked: 0 };
         let mut conn = self.store.write_connection().await?;
-        let targets = self.keys.board_shards(name, to);
+        let target = self.keys.layout(name, to);
+        let targets = target.all();
         // A move that recorded the new layout and stopped before its end: finished now.
         let unfinished = if from == to { self.moved_from(&mut conn, &targets).await? } else { None };
         if from == to && unfinished.is_none() {
@@ -114,7 +125,7 @@ impl<O: Objects> Resharder<O> {
         }
         let moved = match unfinished {
             Some(moved_from) => self.finish_move(&mut conn, name, moved_from, &targets).await,
-            None => self.move_locked(&mut conn, name, from, &targets, &token, deadline, &mut report).await,
+            None => self.move_locked(&mut conn, name, from, &target, &token, deadline, &mut report).await,
         };
         for target in &targets {
             if let Err(error) = restore::unlock(&mut conn, target, &token).await {
@@ -130,12 +141,13 @@ impl<O: Objects> Resharder<O> {
         conn: &mut Connection,
         name: &str,
         from: u32,
-        targets: &[BoardKeys],
+        target: &Layout,
         token: &str,
         deadline: DateTime<Utc>,
         report: &mut ReshardReport,
     ) -> Result<(), RestoreError> {
-        let sources = self.keys.board_shards(name, from);
+        let (targets, source) = (&target.all(), self.keys.layout(name, from));
+        let sources = source.all();
         let mut done: Vec<Option<Place>> = Vec::with_capacity(targets.len());
         for target in targets {
             let through: Option<String> = checkpoint(conn, target, "through").await?;
@@ -146,7 +158,7 @@ impl<O: Objects> Resharder<O> {
         if starting {
             // A lost shard's guard (its closed seasons, bans) is not there to carry: restored
             // first. (A guard not born with no history is a board that never took a write.)
-            for (source, journal_name) in sources.iter().zip(journal_names(name, from)) {
+            for (source, journal_name) in sources.iter().zip(source.journals()) {
                 if !restore::born(conn, source).await?
                     && (journal::len(conn, source).await? > 0
                         || !journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?.is_empty())
@@ -157,7 +169,7 @@ impl<O: Objects> Resharder<O> {
                     )));
                 }
             }
-            for (target, journal_name) in targets.iter().zip(journal_names(name, targets.len() as u32)) {
+            for (target, journal_name) in targets.iter().zip(target.journals()) {
                 let objects = journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?;
                 if !objects.is_empty() || !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
                     return Err(RestoreError::Invalid(format!(
@@ -195,62 +207,52 @@ impl<O: Objects> Resharder<O> {
                     .map_err(StoreError::from)?;
             }
         }
-        let mut runs: Vec<restore::Run> = targets.iter().map(|_| restore::Run::default()).collect();
-        let clock = restore::Clock::read(conn).await?;
-        for (index, journal_name) in journal_names(name, from).iter().enumerate() {
-            for line in self.lines(conn, &sources[index], journal_name).await? {
-                // Every invocation moves a line at least: one past its deadline still goes on.
-                if report.moved > 0 && Utc::now() >= deadline {
-                    self.flush_all(conn, targets, token, &mut runs).await?;
-                    report.status = Status::InProgress;
-                    return Ok(());
-                }
-                let at = place(index, &line.id)
-                    .ok_or_else(|| RestoreError::Invalid(format!("line {} of {journal_name}: no stream id", line.id)))?;
-                // An earlier move's settling of its shard's records: this move settles its own.
-                // A season's release: this move carries closed seasons itself (closed_seasons).
-                if matches!(line.entry.get("kind").and_then(|k| k.as_str()), Some("reshard" | "season_release")) {
+        let mut moving = Moving {
+            target,
+            targets,
+            token,
+            deadline,
+            done,
+            runs: targets.iter().map(|_| restore::Run::default()).collect(),
+            clock: restore::Clock::read(conn).await?,
+        };
+        // One object in memory at a time, then the stream's tail (the lines not stored yet).
+        for (index, journal_name) in source.journals().iter().enumerate() {
+            let tail = self.tail(conn, &sources[index], journal_name).await?;
+            let first = tail.first().and_then(|line| place(index, &line.id));
+            // An object every new shard has moved past (its successor's first line included)
+            // is not read again by a resumed move.
+            let applied = moving.done.iter().copied().min().flatten();
+            let objects = journal_objects(&self.objects, self.keys.prefix(), journal_name).await?;
+            for (k, object) in objects.iter().enumerate() {
+                let next = objects.get(k + 1).and_then(|next| object_order(next)).map(|(_, ms, seq)| (index, ms, seq));
+                if next.is_some_and(|next| applied.is_some_and(|applied| next <= applied)) {
                     continue;
                 }
-                let user = line.entry.get("user_id").and_then(|u| u.as_str()).ok_or_else(|| {
-                    RestoreError::Invalid(format!("line {} of {journal_name} names no user: it cannot be moved to a shard", line.id))
-                })?;
-                let t = user_shard(user, targets.len() as u32) as usize;
-                if done[t].is_some_and(|through| at <= through) {
-                    continue;
-                }
-                let (effects, recorded) = match &line.effects {
-                    Some(recorded) => (
-                        Effects::parse(recorded).map_err(|e| RestoreError::Invalid(format!("line {}: {e}", line.id)))?,
-                        recorded.to_string(),
-                    ),
-                    None => {
-                        return Err(RestoreError::Invalid(format!(
-                            "line {} of {journal_name} records no effects (written before 2026-11-26): a board holding such lines cannot be moved",
-                            line.id
-                        )));
+                let unreadable = |e: ReadError| RestoreError::Unreadable(object.clone(), e.to_string());
+                let text = read_text(&self.objects, object).await.map_err(unreadable)?;
+                for line in parse_lines(object, &text) {
+                    let line = line.map_err(unreadable)?;
+                    // Stored and still in the stream (a drain between the two reads): moved from the stream.
+                    if first.is_some_and(|first| place(index, &line.id).is_none_or(|at| at >= first)) {
+                        continue;
                     }
-                };
-                let mut entry = line.entry.clone();
-                // A void stands after the journal it read, up to `through`: an id of this layout's
-                // journal, which the moved lines no longer have. Moved, it stands at its own line
-                // (services/voids.rs), where the user's writes keep their order.
-                if entry.get("kind").and_then(|k| k.as_str()) == Some("void") {
-                    entry.insert(RESHARDED.into(), true.into());
+                    if !self.move_line(conn, &mut moving, report, index, journal_name, &line).await? {
+                        return Ok(());
+                    }
                 }
-                let entry = serde_json::Value::Object(entry).to_string();
-                let (id, fields) = (format!("{index}/{}", line.id), [entry, line.outcome.clone(), recorded]);
-                runs[t].push_copied(&targets[t], &id, &effects, clock.now_ms(), fields);
-                report.moved += 1;
-                if runs[t].lines() >= RUN_LINES {
-                    self.flush(conn, &targets[t], token, &mut runs[t]).await?;
+            }
+            for line in &tail {
+                if !self.move_line(conn, &mut moving, report, index, journal_name, line).await? {
+                    return Ok(());
                 }
             }
         }
-        self.flush_all(conn, targets, token, &mut runs).await?;
+        let runs = &mut moving.runs;
+        self.flush_all(conn, targets, token, runs).await?;
         let board = self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
-        let carried = super::closed_seasons::carry(conn, board, &sources, targets, Utc::now()).await?;
-        report.periods_checked = self.compare(conn, name, &sources, targets, &carried).await?;
+        let carried = super::closed_seasons::carry(conn, board, &sources, target, Utc::now()).await?;
+        report.periods_checked = super::reshard_check::compare(conn, &source, target, &carried).await?;
         self.finish_move(conn, name, from, targets).await
     }
 
@@ -287,7 +289,7 @@ impl<O: Objects> Resharder<O> {
         // The board's records (its layout and a score board's scale) stay: they are the board's,
         // not a layout's.
         let records = [self.keys.board_layout(name), self.keys.board_scale(name)];
-        for source in self.keys.board_shards(name, from) {
+        for source in self.keys.layout(name, from).all() {
             let old: Vec<String> =
                 conn.scan_slot_of(&source.guard(), &source.pattern_all()).await?.into_iter().filter(|key| !records.contains(key)).collect();
             for chunk in old.chunks(500) {
@@ -300,10 +302,10 @@ impl<O: Objects> Resharder<O> {
         Ok(())
     }
 
-    /// Every line of one shard of the old layout, in order: its stream read first, then its
-    /// objects up to the stream's first line (a drain storing and trimming lines meanwhile moves
-    /// them from the one to the other, never out of both).
-    async fn lines(&self, conn: &mut Connection, source: &BoardKeys, journal_name: &str) -> Result<Vec<Line>, RestoreError> {
+    /// The lines of one shard of the old layout still in its stream, in order (its objects are
+    /// read after: a drain storing and trimming lines meanwhile moves them from the one to the
+    /// other, never out of both). Bounded: the stream holds what the drain has not stored yet.
+    async fn tail(&self, conn: &mut Connection, source: &BoardKeys, journal_name: &str) -> Result<Vec<Line>, RestoreError> {
         let mut tail: Vec<Line> = Vec::new();
         if let Some(until) = journal::newest_id(conn, source).await? {
             loop {
@@ -315,14 +317,66 @@ impl<O: Objects> Resharder<O> {
                 tail.extend(page);
             }
         }
-        let first = tail.first().and_then(|line| place(0, &line.id));
-        let mut lines = Vec::new();
-        for object in journal_objects(&self.objects, self.keys.prefix(), journal_name).await? {
-            let stored = read_lines(&self.objects, &object).await.map_err(|e| RestoreError::Unreadable(object.clone(), e.to_string()))?;
-            lines.extend(stored.into_iter().filter(|line| first.is_none_or(|first| place(0, &line.id).is_some_and(|at| at < first))));
+        Ok(tail)
+    }
+
+    /// Line `line` of old shard `index` into its user's new shard (a run sent when full). False:
+    /// the deadline stopped the move before it, every run sent.
+    async fn move_line(
+        &self,
+        conn: &mut Connection,
+        moving: &mut Moving<'_>,
+        report: &mut ReshardReport,
+        index: usize,
+        journal_name: &str,
+        line: &Line,
+    ) -> Result<bool, RestoreError> {
+        // Every invocation moves a line at least: one past its deadline still goes on.
+        if report.moved > 0 && Utc::now() >= moving.deadline {
+            self.flush_all(conn, moving.targets, moving.token, &mut moving.runs).await?;
+            report.status = Status::InProgress;
+            return Ok(false);
         }
-        lines.extend(tail);
-        Ok(lines)
+        let at =
+            place(index, &line.id).ok_or_else(|| RestoreError::Invalid(format!("line {} of {journal_name}: no stream id", line.id)))?;
+        // An earlier move's settling of its shard's records: this move settles its own.
+        // A season's release: this move carries closed seasons itself (closed_seasons).
+        if matches!(line.entry.get("kind").and_then(|k| k.as_str()), Some("reshard" | "season_release")) {
+            return Ok(true);
+        }
+        let user = line.entry.get("user_id").and_then(|u| u.as_str()).ok_or_else(|| {
+            RestoreError::Invalid(format!("line {} of {journal_name} names no user: it cannot be moved to a shard", line.id))
+        })?;
+        let t = moving.target.shard_of(user);
+        if moving.done[t].is_some_and(|through| at <= through) {
+            return Ok(true);
+        }
+        let (effects, recorded) = match &line.effects {
+            Some(recorded) => {
+                (Effects::parse(recorded).map_err(|e| RestoreError::Invalid(format!("line {}: {e}", line.id)))?, recorded.to_string())
+            }
+            None => {
+                return Err(RestoreError::Invalid(format!(
+                    "line {} of {journal_name} records no effects (written before 2026-11-26): a board holding such lines cannot be moved",
+                    line.id
+                )));
+            }
+        };
+        let mut entry = line.entry.clone();
+        // A void stands after the journal it read, up to `through`: an id of this layout's
+        // journal, which the moved lines no longer have. Moved, it stands at its own line
+        // (services/voids.rs), where the user's writes keep their order.
+        if entry.get("kind").and_then(|k| k.as_str()) == Some("void") {
+            entry.insert(RESHARDED.into(), true.into());
+        }
+        let entry = serde_json::Value::Object(entry).to_string();
+        let (id, fields) = (format!("{index}/{}", line.id), [entry, line.outcome.clone(), recorded]);
+        moving.runs[t].push_copied(&moving.targets[t], &id, &effects, moving.clock.now_ms(), fields);
+        report.moved += 1;
+        if moving.runs[t].lines() >= RUN_LINES {
+            self.flush(conn, &moving.targets[t], moving.token, &mut moving.runs[t]).await?;
+        }
+        Ok(true)
     }
 
     async fn flush(&self, conn: &mut Connection, target: &BoardKeys, token: &str, run: &mut restore::Run) -> Result<(), RestoreError> {
@@ -349,56 +403,5 @@ impl<O: Objects> Resharder<O> {
             self.flush(conn, target, token, run).await?;
         }
         Ok(())
-    }
-
-    /// Every period set of the old layout against the same period's sets of the new: the
-    /// same members with the same composites, or the board stays fenced. The count compared.
-    async fn compare(
-        &self,
-        conn: &mut Connection,
-        name: &str,
-        sources: &[BoardKeys],
-        targets: &[BoardKeys],
-        carried: &[Period],
-    ) -> Result<usize, RestoreError> {
-        // A closed period is carried as the old layout holds it, not by its lines (a restore
-        // may have brought its set back beside the frozen board in an old shard).
-        let closed: Vec<String> = sources.first().map_or_else(Vec::new, |source| {
-            carried.iter().filter_map(|period| source.relative_of(&source.period(period)).map(str::to_owned)).collect()
-        });
-        // Both layouts' periods: one the new layout holds and the old does not (a season whose
-        // set the moved lines brought back after its freeze) differs as much as a lost one.
-        let mut periods: BTreeMap<String, ()> = BTreeMap::new();
-        for source in sources.iter().chain(targets) {
-            for key in conn.scan_slot_of(&source.guard(), &source.period_pattern()).await? {
-                if let Some(relative) = source.relative_of(&key) {
-                    periods.insert(relative.to_owned(), ());
-                }
-            }
-        }
-        for relative in periods.keys().filter(|relative| !closed.contains(relative)) {
-            let members = |shards: &[BoardKeys]| shards.iter().map(|shard| shard.relative(relative)).collect::<Vec<_>>();
-            let (mut old, mut new) = (Vec::new(), Vec::new());
-            for key in members(sources) {
-                old.extend(
-                    redis::AsyncCommands::zrange_withscores::<_, Vec<(String, f64)>>(conn, key, 0, -1).await.map_err(StoreError::from)?,
-                );
-            }
-            for key in members(targets) {
-                new.extend(
-                    redis::AsyncCommands::zrange_withscores::<_, Vec<(String, f64)>>(conn, key, 0, -1).await.map_err(StoreError::from)?,
-                );
-            }
-            crate::redis::sharded::sort(&mut old);
-            crate::redis::sharded::sort(&mut new);
-            if old != new {
-                return Err(RestoreError::Invalid(format!(
-                    "reshard of board {name:?}: period {relative} holds {} entries in the old layout and {} in the new, not the same: the board stays fenced",
-                    old.len(),
-                    new.len()
-                )));
-            }
-        }
-        Ok(periods.len())
     }
 }

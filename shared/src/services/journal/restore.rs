@@ -20,8 +20,7 @@ use crate::domain::journal::{Effects, Line, stream_order};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{
-    BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_names, journal_shards,
-    profile_journal,
+    BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_shards, profile_journal,
 };
 use crate::redis::restore::{self, Applied, Clock, Run, rollback};
 use crate::redis::store::{Connection, Store};
@@ -108,7 +107,7 @@ impl<O: Objects> Restorer<O> {
             Some(name) => {
                 config = Arc::new(boards_now(&self.config, &self.keys, &self.store).await?);
                 let board = config.board(journal_board(name)).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
-                let journals = journal_names(&board.name, board.shards);
+                let journals = self.keys.layout(&board.name, board.shards).journals();
                 match journals.iter().find(|journal| *journal == name) {
                     Some(shard) if board.name != name => vec![shard.clone()],
                     _ if board.name == name => journals,
@@ -127,7 +126,7 @@ impl<O: Objects> Restorer<O> {
                 let retired = retired_now(&self.keys, &self.store).await?;
                 restore::retired_guards(&mut self.store.write_connection().await?, &self.keys, &retired).await?;
                 config = Arc::new(boards_now(&self.config, &self.keys, &self.store).await?);
-                config.boards().iter().flat_map(|b| journal_names(&b.name, b.shards)).chain(profiles()).collect()
+                config.boards().iter().flat_map(|b| self.keys.layout(&b.name, b.shards).journals()).chain(profiles()).collect()
             }
         };
         // What the journal knows and a Redis rolled back to a snapshot does not.

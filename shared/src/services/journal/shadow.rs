@@ -14,7 +14,7 @@ use crate::domain::journal::Line;
 use crate::domain::period::Period;
 use crate::domain::scores::scale;
 use crate::redis::journal;
-use crate::redis::keys::{Keys, journal_names};
+use crate::redis::keys::Keys;
 use crate::redis::sharded;
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
@@ -141,7 +141,7 @@ impl<O: Objects> Checker<O> {
             let mut counts = (0, 0);
             let mut compared: Vec<(usize, Vec<Difference>)> = vec![(0, Vec::new()); periods.len()];
             // Each shard's journal on its own (one shard of one slot: the board's).
-            for journal in journal_names(&board.name, board.shards) {
+            for journal in self.keys.layout(&board.name, board.shards).journals() {
                 let mut last = None;
                 self.replay(&replayer, &board.name, &journal, deadline, &mut counts, &mut last).await?;
                 // A consistent cut: the live members and the journal's newest entry read at one
@@ -202,7 +202,7 @@ impl<O: Objects> Checker<O> {
         let period = Period::named(kind, &request.period_id, live.timezone).map_err(|e| invalid(format!("period_id: {e}")))?;
         let (replayer, shadow) = self.shadow_replayer(&Arc::new(candidate.clone()))?;
         let mut check = (0, 0);
-        for journal in journal_names(&live.name, live.shards) {
+        for journal in self.keys.layout(&live.name, live.shards).journals() {
             self.replay(&replayer, &live.name, &journal, deadline, &mut check, &mut None).await?;
         }
         let (before, after) = self.compare(&shadow, &request.board, &period).await?;
@@ -297,7 +297,7 @@ impl<O: Objects> Checker<O> {
 
     /// The journals of `board`: one per shard.
     fn journals(&self, board: &str) -> Vec<String> {
-        journal_names(board, self.config.board(board).map_or(1, |b| b.shards))
+        self.keys.layout(board, self.config.board(board).map_or(1, |b| b.shards)).journals()
     }
 
     /// Deletes the shadow's keys that carry no TTL or were read; the rest expire on their own.

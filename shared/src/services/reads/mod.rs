@@ -252,11 +252,11 @@ impl Reader {
     ) -> Result<Page, StoreError> {
         let conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
-        let shards = self.store.board_shards(&self.keys, board).await?;
-        let sets = if shards > 1 {
-            sharded::sets(&self.keys, board, shards, period)
+        let layout = self.store.read_layout(&self.keys, board).await?;
+        let sets = if layout.is_sharded() {
+            sharded::sets(&self.keys, &layout, period)
         } else {
-            let keys = self.keys.board(&board.name);
+            let keys = layout.shard(0);
             let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
             vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()) }]
         };
@@ -306,11 +306,11 @@ impl Reader {
         let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
         let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
-        let shards = self.store.board_shards(&self.keys, board).await?;
-        let (total, places) = if shards > 1 {
-            sharded::members(&conn, &sharded::sets(&self.keys, board, shards, period), &scale, &distinct).await?
+        let layout = self.store.read_layout(&self.keys, board).await?;
+        let (total, places) = if layout.is_sharded() {
+            sharded::members(&conn, &layout, &sharded::sets(&self.keys, &layout, period), &scale, &distinct).await?
         } else {
-            let keys = self.keys.board(&board.name);
+            let keys = layout.shard(0);
             let fence = self.fence(&keys);
             scripts::read_members(&mut conn, &keys.period(period), fenced(&fence), &scale, &distinct).await?
         };
@@ -340,13 +340,13 @@ impl Reader {
     pub async fn distribution(&self, board: &Board, period: &Period, buckets: u64) -> Result<Distribution, StoreError> {
         let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
-        let shards = self.store.board_shards(&self.keys, board).await?;
-        if shards > 1 {
+        let layout = self.store.read_layout(&self.keys, board).await?;
+        if layout.is_sharded() {
             let histogram =
-                sharded::distribution(&conn, &sharded::sets(&self.keys, board, shards, period), &scale, buckets, &CUTOFF_SHARES).await?;
+                sharded::distribution(&conn, &sharded::sets(&self.keys, &layout, period), &scale, buckets, &CUTOFF_SHARES).await?;
             return Ok(Distribution::of(histogram, &scale));
         }
-        let keys = self.keys.board(&board.name);
+        let keys = layout.shard(0);
         let (key, fence) = (keys.period(period), self.fence(&keys));
         let histogram = scripts::read_distribution(&mut conn, &key, fenced(&fence), &scale, buckets, &CUTOFF_SHARES).await?;
         Ok(Distribution::of(histogram, &scale))
@@ -357,8 +357,8 @@ impl Reader {
     /// explain (its statements are released with it): `StatementGone`.
     pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, ReadError> {
         let mut conn = self.store.connection().await?;
-        let shards = self.store.board_shards(&self.keys, board).await?;
-        let keys = self.keys.board_of_user(&board.name, shards, user_id);
+        let layout = self.store.read_layout(&self.keys, board).await?;
+        let keys = layout.of_user(user_id);
         let (closed, fence, composite, fields): (bool, GuardFence, Option<f64>, BTreeMap<String, String>) = redis::pipe()
             .atomic()
             .hexists(keys.guard(), guard::closed_field(period))
@@ -386,17 +386,17 @@ impl Reader {
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>, mode: RankMode) -> Result<RawWindow, StoreError> {
         let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
-        let shards = self.store.board_shards(&self.keys, board).await?;
-        if shards > 1 {
-            let sets = sharded::sets(&self.keys, board, shards, period);
+        let layout = self.store.read_layout(&self.keys, board).await?;
+        if layout.is_sharded() {
+            let sets = sharded::sets(&self.keys, &layout, period);
             return match window {
                 Window::Page { offset, limit } => sharded::page(&conn, &sets, &scale, offset, limit).await,
                 Window::Around { member, around } => {
-                    sharded::around(&conn, &sets, &scale, member, around, mode == RankMode::Competition).await
+                    sharded::around(&conn, &layout, &sets, &scale, member, around, mode == RankMode::Competition).await
                 }
             };
         }
-        let keys = self.keys.board(&board.name);
+        let keys = layout.shard(0);
         let fence = self.fence(&keys);
         let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
         scripts::read_board(&mut conn, &set, fenced(&fence), &scale, window).await

@@ -6,17 +6,15 @@ use crate::domain::paging::RankCursor;
 use crate::domain::period::Period;
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
-use crate::redis::keys::{Keys, user_shard};
+use crate::redis::keys::{Keys, Layout};
 use crate::redis::scripts::{MemberPlace, PeriodStanding, RawEntry, RawWindow};
 use crate::redis::sharded::{self, Entry, ShardSet};
 use crate::redis::store::Connection;
 
-/// Every sorted set of `period` of `board`'s `shards` (its recorded layout), with its guard when reads honour fences.
-pub fn sets(keys: &Keys, board: &Board, shards: u32, period: &Period) -> Vec<ShardSet> {
-    keys.board_shards(&board.name, shards)
-        .into_iter()
-        .map(|shard| ShardSet { set: shard.period(period), guard: keys.journal_on().then(|| shard.guard()) })
-        .collect()
+/// Every sorted set of `period` in `layout` (the board's recorded one), with its guard when
+/// reads honour fences.
+pub fn sets(keys: &Keys, layout: &Layout, period: &Period) -> Vec<ShardSet> {
+    layout.all().into_iter().map(|shard| ShardSet { set: shard.period(period), guard: keys.journal_on().then(|| shard.guard()) }).collect()
 }
 
 fn value(scale: &Scale, composite: f64) -> i64 {
@@ -105,15 +103,17 @@ const AROUND_ATTEMPTS: u32 = 3;
 /// The member and `around` entries on each side (shifted to stay full at either end).
 /// The entries' `above` (competition ranks) take a round of their own: read when
 /// `competition`, else 0 (unique ranks need only positions).
+#[allow(clippy::too_many_arguments)]
 pub async fn around(
     conn: &Connection,
+    layout: &Layout,
     sets: &[ShardSet],
     scale: &Scale,
     member: &str,
     around: u64,
     competition: bool,
 ) -> Result<RawWindow, StoreError> {
-    let home = user_shard(member, sets.len() as u32) as usize;
+    let home = layout.shard_of(member);
     let width = 2 * around + 1;
     // The member's standing, then the shards around it: a write of the member's between the two
     // rounds moves the probe, so both are read again (the counts must be of one standing).
@@ -159,11 +159,12 @@ pub async fn around(
 /// The places of `members` (distinct), in their order, with the board's size.
 pub async fn members(
     conn: &Connection,
+    layout: &Layout,
     sets: &[ShardSet],
     scale: &Scale,
     members: &[&str],
 ) -> Result<(u64, Vec<Option<MemberPlace>>), StoreError> {
-    let home: Vec<usize> = members.iter().map(|m| user_shard(m, sets.len() as u32) as usize).collect();
+    let home: Vec<usize> = members.iter().map(|m| layout.shard_of(m)).collect();
     let (total, found) = sharded::scores(conn, sets, members, &home).await?;
     let probes: Vec<(&str, f64)> = members.iter().zip(&found).filter_map(|(m, c)| Some((*m, (*c)?))).collect();
     let floors: Vec<f64> = probes.iter().map(|(_, c)| next_value_floor(scale, *c)).collect();
@@ -184,18 +185,19 @@ pub async fn ranks(conn: &Connection, sets: &[ShardSet], probes: &[(&str, f64)])
 pub async fn rank_standings(
     conn: &Connection,
     keys: &Keys,
+    layout: &Layout,
     board: &Board,
     user_id: &str,
     standings: &mut [PeriodStanding],
 ) -> Result<(), StoreError> {
-    if board.shards <= 1 {
+    if !layout.is_sharded() {
         return Ok(());
     }
-    let home = user_shard(user_id, board.shards) as usize;
+    let home = layout.shard_of(user_id);
     for standing in standings.iter_mut().filter(|standing| standing.rank.is_some()) {
         let Some(kind) = board.period_kind(&standing.period) else { continue };
         let Ok(period) = Period::named(kind, &standing.period_id, board.timezone) else { continue };
-        let sets = sets(keys, board, board.shards, &period);
+        let sets = sets(keys, layout, &period);
         let (_, found) = sharded::scores(conn, &sets[home..=home], &[user_id], &[0]).await?;
         standing.rank = match found[0] {
             Some(composite) => Some(ranks(conn, &sets, &[(user_id, composite)]).await?[0] + 1),
