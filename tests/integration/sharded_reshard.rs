@@ -365,8 +365,9 @@ impl journal::Objects for Counted {
 }
 
 /// Issue 58, "streaming": a move reads one object at a time, and a move resumed past an object
-/// (every new shard past its successor's first line) does not read it again. Before, every
-/// invocation read every object of the old layout into memory, resumes included.
+/// (every new shard past its successor's first line) does not read it again; its check stops at
+/// the deadline and goes on. Before, every invocation read every object of the old layout into
+/// memory, resumes included, and the check ran whole.
 #[tokio::test]
 async fn a_resumed_move_reads_no_object_it_has_moved_past() {
     let client = s3().await;
@@ -389,12 +390,18 @@ async fn a_resumed_move_reads_no_object_it_has_moved_past() {
         two.store.clone(),
         Counted(S3Objects::new(client.clone(), &bucket), reads_of.clone()),
     );
-    let mut invocations = 0;
-    // Every invocation past its deadline: each moves a line and stops.
-    while resharder.reshard("game", Utc::now() - Duration::seconds(1)).await.unwrap().status != Status::Complete {
+    let (mut invocations, mut checking) = (0, 0);
+    // Every invocation past its deadline: each moves a line and stops, then each checks a period.
+    loop {
+        let report = resharder.reshard("game", Utc::now() - Duration::seconds(1)).await.unwrap();
+        checking += usize::from(report.periods_checked > 0);
+        if report.status == Status::Complete {
+            break;
+        }
         invocations += 1;
         assert!(invocations < 100, "the move ends");
     }
+    assert_eq!(checking, 2, "the check too stops at the deadline and goes on where it stopped: a period an invocation");
     two.set_now(Utc::now());
     assert_eq!(reads(&two).await, before, "every read as before the move");
     let reads_of = reads_of.lock().unwrap().clone();
@@ -403,4 +410,42 @@ async fn a_resumed_move_reads_no_object_it_has_moved_past() {
     assert_eq!(names.len(), 6, "{reads_of:?}");
     let first = reads_of[names[0]];
     assert!(invocations >= 25 && first * 3 < invocations, "the first object read by {first} of {invocations} invocations: {reads_of:?}");
+}
+
+/// The verify step, paged: a new layout holding a member twice (in a shard not its user's) and
+/// missing another holds as many members as the old one, every one at its old composite, and is
+/// still refused (the board stays fenced, nothing switched).
+#[tokio::test]
+async fn a_new_layout_holding_a_member_twice_is_refused() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    for i in 0..6 {
+        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{i}"), 1 + i).await.0, StatusCode::OK);
+    }
+    let two = spawn_journaled_on(game(2), one.keys.clone()).await;
+    let jobs = two.journal_jobs(&client, &bucket, Arc::default());
+    // Past its deadline, the invocation that moves the last line checks one period and stops.
+    let past = || Utc::now() - Duration::seconds(1);
+    loop {
+        let report = jobs.run(json!({"reshard": {"board": "game"}}), past()).await.unwrap();
+        assert_ne!(report["status"], "complete", "the check stops at its deadline: {report}");
+        if report["periods_checked"].as_u64() > Some(0) {
+            break;
+        }
+    }
+    // The period not checked yet: u0's entry copied into the other shard, another user's dropped.
+    let layout = two.keys.layout("game", 2);
+    let day: Vec<String> = two.written_keys().await.into_iter().filter(|key| key.contains("{game:") && key.contains(":z:day:")).collect();
+    let relative = layout.shard(0).relative_of(&day[0]).or_else(|| layout.shard(1).relative_of(&day[0])).unwrap().to_owned();
+    let home = layout.shard_of("u0");
+    let (own, other) = (layout.shard(home).relative(&relative), layout.shard(1 - home).relative(&relative));
+    let mut conn = two.redis.clone();
+    let composite: f64 = redis::cmd("ZSCORE").arg(&own).arg("u0").query_async(&mut conn).await.unwrap();
+    let dropped = (1..6).map(|i| format!("u{i}")).find(|user| layout.shard_of(user) == 1 - home).unwrap();
+    let _: () = redis::cmd("ZREM").arg(&other).arg(&dropped).query_async(&mut conn).await.unwrap();
+    let _: () = redis::cmd("ZADD").arg(&other).arg(composite).arg("u0").query_async(&mut conn).await.unwrap();
+    let error = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap_err();
+    assert!(format!("{error:?}").contains("outside its user's shard"), "{error:?}");
+    assert_eq!(submit(&two, "n1", "u1", 1).await.0, StatusCode::SERVICE_UNAVAILABLE, "not switched: writes still refused");
 }

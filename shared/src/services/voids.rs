@@ -119,12 +119,14 @@ impl<O: Objects> Voids<O> {
         // The journal keeps times to the millisecond: the range as it compares, as it is
         // fingerprinted and journaled (a later void reads it back).
         let request = &VoidRequest { from: request.from.trunc_subsecs(3), to: request.to.trunc_subsecs(3), ..request.clone() };
+        // The store's policy first: a refused write records nothing, the layout included.
+        // On the primary, like the journal: a replica's may lag behind each other.
+        let mut conn = self.moderation.store.write_connection().await?;
         let layout = self.moderation.store.write_layout(&self.moderation.keys, board).await?;
         let keys = layout.of_user(user_id);
         for _ in 0..ATTEMPTS {
             // Read before the journal: a void landing after it makes this one stale.
-            // On the primary, like the journal: a replica's may lag behind each other.
-            let seen = script::voids_seen(&mut self.moderation.store.write_connection().await?, &keys, user_id).await?;
+            let seen = script::voids_seen(&mut conn, &keys, user_id).await?;
             let (written, through) = self.written(objects, &layout, board, user_id, request.from, now).await?;
             let mut voided = voided(board, &written, request.from, request.to);
             // A day ledger past its retention is gone, and with it any take-back of its gives.

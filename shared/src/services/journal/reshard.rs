@@ -233,8 +233,9 @@ impl<O: Objects> Resharder<O> {
                 let text = read_text(&self.objects, object).await.map_err(unreadable)?;
                 for line in parse_lines(object, &text) {
                     let line = line.map_err(unreadable)?;
-                    // Stored and still in the stream (a drain between the two reads): moved from the stream.
-                    if first.is_some_and(|first| place(index, &line.id).is_none_or(|at| at >= first)) {
+                    // Stored and still in the stream (a drain between the two reads): moved from
+                    // the stream. (A line without an id is refused by `move_line`.)
+                    if first.is_some_and(|first| place(index, &line.id).is_some_and(|at| at >= first)) {
                         continue;
                     }
                     if !self.move_line(conn, &mut moving, report, index, journal_name, &line).await? {
@@ -252,7 +253,12 @@ impl<O: Objects> Resharder<O> {
         self.flush_all(conn, targets, token, runs).await?;
         let board = self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
         let carried = super::closed_seasons::carry(conn, board, &sources, target, Utc::now()).await?;
-        report.periods_checked = super::reshard_check::compare(conn, &source, target, &carried).await?;
+        let checked = super::reshard_check::compare(conn, &source, target, &carried, deadline).await?;
+        report.periods_checked = checked.compared;
+        if !checked.done {
+            report.status = Status::InProgress;
+            return Ok(());
+        }
         self.finish_move(conn, name, from, targets).await
     }
 
