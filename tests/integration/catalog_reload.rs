@@ -209,6 +209,11 @@ async fn names_read_by_name_are_held_bounded_and_trusted_only_for_the_refresh_pe
         "past `COMPOSED_HELD` configs the oldest are dropped: built again from the tombstone still held"
     );
 
+    // Names not held, read together: one round trip (a queue batch naming several).
+    let before = trips();
+    warm.naming_all(&["fresh-a", "fresh-b", "fresh-c"]).await.unwrap();
+    assert_eq!(trips() - before, 1, "three names, one read");
+
     // Past `RETIRED_HELD` names, what was held is dropped: read again by name.
     for i in 0..RETIRED_HELD {
         warm.config_naming(&format!("nobody-{i}")).await.unwrap();

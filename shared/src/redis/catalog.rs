@@ -71,6 +71,25 @@ pub async fn record(conn: &mut Connection, keys: &Keys, board: &str) -> Result<R
     Ok(Record { definition, ending, born })
 }
 
+/// `record` of each of `boards`, in their order, in one round trip.
+pub async fn records(conn: &mut Connection, keys: &Keys, boards: &[&str]) -> Result<Vec<Record>, StoreError> {
+    if boards.is_empty() {
+        return Ok(Vec::new());
+    }
+    let catalog = keys.catalog();
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("HMGET")
+        .arg(catalog.definitions())
+        .arg(boards)
+        .cmd("HMGET")
+        .arg(catalog.ending())
+        .arg(boards)
+        .hexists(catalog.guard(), guard::BORN);
+    let (definitions, endings, born): (Vec<Option<String>>, Vec<Option<String>>, bool) = pipe.query_async(conn).await?;
+    Ok(definitions.into_iter().zip(endings).map(|(definition, ending)| Record { definition, ending, born }).collect())
+}
+
 /// Whether runtime board `board` is being deleted (the catalog's `ending` hash names it).
 pub async fn is_ending(conn: &mut Connection, keys: &Keys, board: &str) -> Result<bool, StoreError> {
     Ok(redis::cmd("HEXISTS").arg(keys.catalog().ending()).arg(board).query_async(conn).await?)

@@ -286,32 +286,35 @@ impl<T> Catalog<T> {
         unknown.sort_unstable();
         unknown.dedup();
         let lock = || self.retired.lock().expect("retired boards poisoned");
-        let mut retired = Vec::new();
+        let (mut retired, mut unread) = (Vec::new(), Vec::new());
         for name in unknown {
             let held = lock().boards.get(name).filter(|(board, at)| board.is_some() || at.elapsed() < self.refresh).map(|(b, _)| b.clone());
-            let board = match held {
-                Some(board) => board,
-                None => {
-                    let mut conn = self.store.connection().await?;
-                    let record = catalog::record(&mut conn, &self.keys, name).await?;
-                    let board = record.tombstone().and_then(|why| Entry::new(name, None, Some(why)).served);
-                    // A lost catalog holds no tombstone: "none" is not remembered then.
-                    if board.is_none() && self.keys.journal_on() && !record.born {
-                        continue;
-                    }
-                    let mut held = lock();
-                    if held.boards.len() >= RETIRED_HELD {
-                        held.boards.clear();
-                    }
-                    held.boards.insert(name.to_owned(), (board.clone(), Instant::now()));
-                    board
+            match held {
+                Some(board) => retired.extend(board),
+                None => unread.push(name),
+            }
+        }
+        // The names not held, read at once (a queue batch's several in one round trip).
+        if !unread.is_empty() {
+            let records = catalog::records(&mut self.store.connection().await?, &self.keys, &unread).await?;
+            for (name, record) in unread.into_iter().zip(records) {
+                let board = record.tombstone().and_then(|why| Entry::new(name, None, Some(why)).served);
+                // A lost catalog holds no tombstone: "none" is not remembered then.
+                if board.is_none() && self.keys.journal_on() && !record.born {
+                    continue;
                 }
-            };
-            retired.extend(board);
+                let mut held = lock();
+                if held.boards.len() >= RETIRED_HELD {
+                    held.boards.clear();
+                }
+                held.boards.insert(name.to_owned(), (board.clone(), Instant::now()));
+                retired.extend(board);
+            }
         }
         if retired.is_empty() {
             return Ok(served);
         }
+        retired.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let key = retired.iter().map(|board| board.name.as_str()).collect::<Vec<_>>().join(",");
         if let Some((_, config, built)) = lock().built.get(&key).filter(|(base, ..)| Arc::ptr_eq(base, &snapshot.config)) {
             return Ok((config.clone(), built.clone()));
