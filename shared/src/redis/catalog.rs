@@ -64,11 +64,7 @@ impl Record {
 /// naming a deleted board a function does not hold reads its tombstone so: `catalog_live.lua`
 /// leaves tombstones out).
 pub async fn record(conn: &mut Connection, keys: &Keys, board: &str) -> Result<Record, StoreError> {
-    let catalog = keys.catalog();
-    let mut pipe = redis::pipe();
-    pipe.atomic().hget(catalog.definitions(), board).hget(catalog.ending(), board).hexists(catalog.guard(), guard::BORN);
-    let (definition, ending, born) = pipe.query_async(conn).await?;
-    Ok(Record { definition, ending, born })
+    Ok(records(conn, keys, &[board]).await?.pop().unwrap_or_default())
 }
 
 /// `record` of each of `boards`, in their order, in one round trip.

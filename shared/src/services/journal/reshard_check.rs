@@ -62,7 +62,7 @@ pub(super) async fn compare(
         if compared > 0 && Utc::now() >= deadline {
             return Ok(Checked { compared, done: false });
         }
-        if let Some(detail) = differs(conn, source, target, relative).await? {
+        if let Some(detail) = differs(conn, (source, &sources), (target, &targets), relative).await? {
             // A move that failed its check compares everything again when it is run again.
             let _: () = redis::cmd("HDEL").arg(&checkpoint).arg(CHECKED).query_async(conn).await.map_err(StoreError::from)?;
             return Err(RestoreError::Invalid(format!(
@@ -77,9 +77,13 @@ pub(super) async fn compare(
 }
 
 /// How period `relative` differs between the layouts, if it does.
-async fn differs(conn: &mut Connection, source: &Layout, target: &Layout, relative: &str) -> Result<Option<String>, StoreError> {
-    let (sources, targets) = (source.all(), target.all());
-    let (old, new) = (size(conn, &sources, relative).await?, size(conn, &targets, relative).await?);
+async fn differs(
+    conn: &mut Connection,
+    (source, sources): (&Layout, &[BoardKeys]),
+    (target, targets): (&Layout, &[BoardKeys]),
+    relative: &str,
+) -> Result<Option<String>, StoreError> {
+    let (old, new) = (size(conn, sources, relative).await?, size(conn, targets, relative).await?);
     if old != new {
         return Ok(Some(format!("holds {old} and {new} entries")));
     }
