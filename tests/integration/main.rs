@@ -67,6 +67,7 @@ mod runtime_boards_end;
 mod score_batch;
 mod score_corrections;
 mod score_model;
+mod score_rescale;
 mod score_scale;
 mod score_semantics;
 mod scores;

@@ -100,6 +100,30 @@ impl Effects {
     }
 }
 
+impl Effects {
+    /// The recorded form `parse` reads (`[commands, expiries]`), as prelude_effects.lua writes it.
+    pub fn to_value(&self) -> Value {
+        let commands: Vec<Value> = self
+            .commands
+            .iter()
+            .map(|command| {
+                let words = [command.name.clone(), command.key.clone()].into_iter().chain(command.args.iter().map(|arg| encode_arg(arg)));
+                Value::Array(words.map(Value::String).collect())
+            })
+            .collect();
+        let expiries: Vec<Value> = self.expiries.iter().flat_map(|(key, at)| [Value::String(key.clone()), Value::from(*at)]).collect();
+        Value::Array(vec![Value::Array(commands), Value::Array(expiries)])
+    }
+}
+
+/// `decode_arg`'s inverse: printable ASCII as it is, anything else `BINARY_ARG` and hex.
+fn encode_arg(arg: &[u8]) -> String {
+    if arg.iter().all(|b| (0x20..0x7f).contains(b)) && arg.first() != Some(&(BINARY_ARG as u8)) {
+        return String::from_utf8_lossy(arg).into_owned();
+    }
+    std::iter::once(BINARY_ARG.to_string()).chain(arg.iter().map(|b| format!("{b:02x}"))).collect()
+}
+
 /// Refuses the argument shapes Redis would refuse once the restore's call has begun writing
 /// (a score that is no number, a count that is no integer, a field without its value): a
 /// call that fails part-way keeps its first writes.
@@ -351,6 +375,12 @@ mod tests {
         assert_eq!(effects.commands[1].key, ":z:all:all");
         assert_eq!(effects.expiries, vec![(":evt:1:2".to_owned(), 5), (":z:all:all".to_owned(), -1)]);
         assert_eq!(Effects::parse(&serde_json::json!([{}, {}])).unwrap(), Effects::default());
+        // What a line records is read back as it was written.
+        let written = Effects {
+            commands: vec![Command { name: "ZADD".into(), key: ":z:all:all".into(), args: vec![b"12".to_vec(), vec![0, 255, b'a']] }],
+            expiries: vec![(":z:all:all".into(), -1)],
+        };
+        assert_eq!(Effects::parse(&written.to_value()).unwrap(), written);
         assert!(Effects::parse(&serde_json::json!([[["FLUSHALL", ":x"]], []])).is_err());
         assert!(Effects::parse(&serde_json::json!([[["DEL", "other:{b}:z"]], []])).is_err());
         assert!(Effects::parse(&serde_json::json!([[["DEL", "!other:{b}:z"]], []])).is_err());

@@ -14,6 +14,7 @@ pub mod message;
 pub mod notify;
 pub mod paging;
 pub mod period;
+pub mod rescale;
 pub mod scores;
 pub mod scoring;
 pub mod sign_in;

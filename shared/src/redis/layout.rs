@@ -42,6 +42,8 @@ pub struct Layouts {
 #[derive(Debug, Clone, Copy)]
 struct Recorded {
     shards: u32,
+    /// How many moves re-encoded the board's scores (`Keys::layout_at`).
+    generation: u32,
     /// The scale the board's scores are in (`None`: a board whose scale never changes).
     max_score: Option<i64>,
 }
@@ -53,9 +55,9 @@ fn configured_scale(board: &Board) -> Option<i64> {
 }
 
 impl Layouts {
-    /// The shards `board`'s data is in, probed at most every `LAYOUT_PROBE_SECS`. A read
-    /// (`record` false) never writes: on a board with no record yet it finds the layout
-    /// without recording it (and probes again next time).
+    /// The shards `board`'s data is in and their generation, probed at most every
+    /// `LAYOUT_PROBE_SECS`. A read (`record` false) never writes: on a board with no record
+    /// yet it finds the layout without recording it (and probes again next time).
     pub async fn recorded(
         &self,
         conn: &mut (impl ConnectionLike + Send),
@@ -63,14 +65,15 @@ impl Layouts {
         board: &Board,
         now: DateTime<Utc>,
         record: bool,
-    ) -> Result<u32, StoreError> {
+    ) -> Result<(u32, u32), StoreError> {
         // Hot boards cannot be sharded (`config::validate`): they are in one slot.
         if board.kind == BoardKind::Decaying {
-            return Ok(1);
+            return Ok((1, 0));
         }
-        // A replay writes where the journal says (a shadow's keys hold no layout of their own).
+        // A replay writes where the journal says (a shadow's keys hold no layout of their own:
+        // `Keys::replaying` names the generation it replays).
         if keys.replays() {
-            return Ok(board.shards);
+            return Ok((board.shards, keys.replayed_generation()));
         }
         // By the record's key: containers may hold several prefixes' keys (a test, a shadow).
         let layout = keys.board_layout(&board.name);
@@ -91,7 +94,7 @@ impl Layouts {
             (Some(recorded), Some(configured)) if recorded != configured => {
                 Err(StoreError::Rescaled { board: board.name.clone(), recorded, configured })
             }
-            _ => Ok(found.shards),
+            _ => Ok((found.shards, found.generation)),
         }
     }
 
@@ -115,7 +118,7 @@ async fn probe(
     let one_slot = keys.board(&board.name);
     let (layout, scale) = (keys.board_layout(&board.name), keys.board_scale(&board.name));
     let periods: Vec<String> = board.periods.iter().map(|kind| one_slot.period(&Period::containing(*kind, now, board.timezone))).collect();
-    let (recorded, recorded_scale, guarded, scored): (Option<u32>, Option<i64>, u64, u64) = redis::pipe()
+    let (recorded, recorded_scale, guarded, scored): (Option<String>, Option<i64>, u64, u64) = redis::pipe()
         .get(&layout)
         .get(&scale)
         .exists(one_slot.guard())
@@ -125,7 +128,9 @@ async fn probe(
         .await
         .map_err(StoreError::from)?;
     let mut holds = true;
-    let shards = match recorded {
+    let recorded = recorded.map(|text| parse(&text)).transpose()?;
+    let generation = recorded.map_or(0, |(_, generation)| generation);
+    let shards = match recorded.map(|(shards, _)| shards) {
         Some(shards) => shards,
         None if board.shards > 1 && guarded + scored > 0 => 1,
         // Only a sharded layout needs a record: data in the one slot is found there again by
@@ -160,12 +165,57 @@ async fn probe(
             Some(configured)
         }
     };
-    Ok((Recorded { shards, max_score }, holds))
+    Ok((Recorded { shards, generation, max_score }, holds))
 }
 
-/// Records `shards` as the layout of `board` (a reshard's last step), whatever was recorded.
-pub async fn record(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &str, shards: u32) -> Result<(), StoreError> {
-    redis::cmd("SET").arg(keys.board_layout(board)).arg(shards).query_async(conn).await.map_err(StoreError::from)
+/// A layout record: `<shards>` or `<shards>:<generation>`.
+pub fn parse(text: &str) -> Result<(u32, u32), StoreError> {
+    let (shards, generation) = text.split_once(':').unwrap_or((text, "0"));
+    shards
+        .parse()
+        .ok()
+        .zip(generation.parse().ok())
+        .ok_or_else(|| StoreError::Protocol(format!("a board's layout record reads {text:?}, not <shards>[:<generation>]")))
+}
+
+/// `parse`'s inverse.
+pub fn text(shards: u32, generation: u32) -> String {
+    if generation == 0 { shards.to_string() } else { format!("{shards}:{generation}") }
+}
+
+/// The layout record of `board` as it is (`None`: none), without probing its data: a restore
+/// finds where the board's journal is.
+pub async fn read(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &str) -> Result<Option<(u32, u32)>, StoreError> {
+    let recorded: Option<String> = redis::cmd("GET").arg(keys.board_layout(board)).query_async(conn).await.map_err(StoreError::from)?;
+    recorded.map(|text| parse(&text)).transpose()
+}
+
+/// The `max_score` `board`'s scores are held at (`None`: a board whose scale never changes):
+/// the recorded one, else the default (a board holding scores from before scales were recorded).
+pub async fn held_scale(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &Board) -> Result<Option<i64>, StoreError> {
+    if configured_scale(board).is_none() {
+        return Ok(None);
+    }
+    let recorded: Option<i64> = redis::cmd("GET").arg(keys.board_scale(&board.name)).query_async(conn).await.map_err(StoreError::from)?;
+    Ok(Some(recorded.unwrap_or(MAX_SCORE)))
+}
+
+/// Records `(shards, generation)` as the layout of `board` (a reshard's last step), whatever
+/// was recorded, and `max_score` as its scale (a move that re-encoded it) in the same command:
+/// no function ever reads the one without the other.
+pub async fn record(
+    conn: &mut (impl ConnectionLike + Send),
+    keys: &Keys,
+    board: &str,
+    (shards, generation): (u32, u32),
+    max_score: Option<i64>,
+) -> Result<(), StoreError> {
+    let mut set = redis::cmd("MSET");
+    set.arg(keys.board_layout(board)).arg(text(shards, generation));
+    if let Some(max_score) = max_score {
+        set.arg(keys.board_scale(board)).arg(max_score);
+    }
+    set.query_async(conn).await.map_err(StoreError::from)
 }
 
 /// Records `max_score` as the scale of `board` unless one is recorded: a restore brings back
@@ -188,6 +238,18 @@ pub fn line_scale(board: &Board) -> Option<i64> {
 /// Records `shards` as the layout of `board` unless one is recorded (a restore brought a
 /// sharded board back: the record went with the rest, and a function configured otherwise
 /// would record its own layout at its first write).
-pub async fn record_if_absent(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &str, shards: u32) -> Result<(), StoreError> {
-    redis::cmd("SET").arg(keys.board_layout(board)).arg(shards).arg("NX").query_async(conn).await.map_err(StoreError::from)
+pub async fn record_if_absent(
+    conn: &mut (impl ConnectionLike + Send),
+    keys: &Keys,
+    board: &str,
+    shards: u32,
+    generation: u32,
+) -> Result<(), StoreError> {
+    redis::cmd("SET")
+        .arg(keys.board_layout(board))
+        .arg(text(shards, generation))
+        .arg("NX")
+        .query_async(conn)
+        .await
+        .map_err(StoreError::from)
 }

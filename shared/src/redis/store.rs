@@ -158,8 +158,8 @@ impl Store {
     /// The layout `board`'s data is in, as recorded in Redis (`layout`): what reads read.
     pub async fn read_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
-        let shards = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), false).await?;
-        Ok(keys.layout(&board.name, shards))
+        let (shards, generation) = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), false).await?;
+        Ok(keys.layout_at(&board.name, shards, generation))
     }
 
     /// `read_layout` for a write that goes where the board's data is whatever the
@@ -167,8 +167,8 @@ impl Store {
     /// as its first write would, so a reshard finds what the write left there.
     pub async fn written_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
-        let shards = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await?;
-        Ok(keys.layout(&board.name, shards))
+        let (shards, generation) = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await?;
+        Ok(keys.layout_at(&board.name, shards, generation))
     }
 
     /// The layout a write to `board` goes to; refused while its data is in another layout than
@@ -176,8 +176,8 @@ impl Store {
     pub async fn write_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
         match self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await? {
-            recorded if recorded == board.shards => Ok(keys.layout(&board.name, recorded)),
-            recorded => Err(StoreError::Resharding { board: board.name.clone(), recorded, configured: board.shards }),
+            (recorded, generation) if recorded == board.shards => Ok(keys.layout_at(&board.name, recorded, generation)),
+            (recorded, _) => Err(StoreError::Resharding { board: board.name.clone(), recorded, configured: board.shards }),
         }
     }
 

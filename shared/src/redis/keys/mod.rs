@@ -19,7 +19,7 @@ mod journal;
 mod shards;
 mod tournament;
 pub use catalog::{CATALOG_JOURNAL, CATALOG_LOG_COUNT, CATALOG_LOG_FROM};
-pub use shards::{Layout, SLOTS, journal_board, journal_shards, redis_cli_ranges, slot};
+pub use shards::{Layout, SLOTS, journal_board, journal_generation, journal_shards, redis_cli_ranges, slot};
 
 const VERSION: &str = "v1";
 /// How long a shadow replay's keys live (see `Keys::shadow`): longer than the invocation that
@@ -74,6 +74,8 @@ pub struct Keys {
     notices: bool,
     /// Writes are a restore's replay of the journal (`replaying`).
     replay: bool,
+    /// The layout generation a replay writes (`replaying_generation`).
+    replay_generation: u32,
     /// Every key a write creates expires within this many seconds (`shadow`).
     ttl_cap: Option<i64>,
 }
@@ -88,7 +90,7 @@ impl Keys {
             && prefix.len() <= 64
             && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
         if ok {
-            Ok(Self { prefix: prefix.to_owned(), journal: false, notices: false, replay: false, ttl_cap: None })
+            Ok(Self { prefix: prefix.to_owned(), journal: false, notices: false, replay: false, replay_generation: 0, ttl_cap: None })
         } else {
             Err(BadPrefix)
         }
@@ -109,6 +111,17 @@ impl Keys {
     /// journal says and probes no layout.
     pub fn replays(&self) -> bool {
         self.replay
+    }
+
+    /// A replay's writes go to this generation of each board's layout (a board a move
+    /// re-encoded: docs/boards.md#changing-max_score).
+    pub fn replaying_generation(mut self, generation: u32) -> Self {
+        self.replay_generation = generation;
+        self
+    }
+
+    pub fn replayed_generation(&self) -> u32 {
+        self.replay_generation
     }
 
     pub fn journal_on(&self) -> bool {
@@ -187,6 +200,17 @@ impl Keys {
     pub fn all_pattern(&self) -> String {
         format!("{}:{VERSION}:*", self.prefix)
     }
+}
+
+/// What a board key holds of a period's composites (`BoardKeys::composites_in`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// A sorted set of members at their composites.
+    Scores,
+    /// A hash of members at `<composite>|<n>` (and `#`, a count).
+    Arrivals,
+    /// Members `<cohort>|<composite>|<user>` (prelude_league.lua `order_entry`).
+    CohortOrder,
 }
 
 /// Keys of one board; all share the board's hash slot.
@@ -330,6 +354,21 @@ impl BoardKeys {
     pub fn kept_field(&self, set: &str) -> Option<String> {
         let period = set.strip_prefix(self.base.as_str())?.strip_prefix(":z:")?;
         Some(format!("{}{period}", crate::domain::guard::KEPT))
+    }
+
+    /// What a key relative to the board's (`relative`) holds of one period's composites: its
+    /// sorted set (live or frozen) or its arrivals (`<composite>|<n>` values), with the
+    /// period's kind and id; `None` for a key that holds none. A league's cohort order holds
+    /// composites too (`league_order`): `Some((Holds::CohortOrder, "", period id))`.
+    pub fn composites_in(relative: &str) -> Option<(Holds, &str, &str)> {
+        if let Some(period) = relative.strip_prefix(":lg:o:") {
+            return Some((Holds::CohortOrder, "", period));
+        }
+        let (holds, rest) = [(":z:", Holds::Scores), (":frozen:", Holds::Scores), (":arrivals:", Holds::Arrivals)]
+            .into_iter()
+            .find_map(|(stem, holds)| relative.strip_prefix(stem).map(|rest| (holds, rest)))?;
+        let (kind, id) = rest.split_once(':')?;
+        Some((holds, kind, id))
     }
 
     /// A key of this board (or shard) relative to its keys (`relative`'s inverse).

@@ -6,6 +6,11 @@
 //! n / primaries on each primary, as evenly as the division allows. A board of one shard keeps
 //! the tag it always had (`{<board>}`).
 //!
+//! A layout has a generation too (0 until a move re-encodes the board's scores for another
+//! `max_score`, docs/boards.md#changing-max_score): generation g > 0 puts `:g<g>` in every tag
+//! (`{<board>:g<g>}`, `{<board>:<k>of<n>:g<g>:<salt>}`), so the re-encoded board is new keys
+//! and a new journal beside the old ones until the move switches to it.
+//!
 //! A user's writes all go to one shard (FNV-1a of the user id, modulo n): every key a write
 //! touches (its period sets, markers, ledgers, rate logs, statements, journal, guard) is in
 //! that shard's slot, so a write stays one script call. Both the salt rule and the hash are
@@ -51,25 +56,30 @@ fn user_shard(user_id: &str, shards: u32) -> u32 {
     super::fnv1a(user_id) % shards.max(1)
 }
 
-/// The hash tags of a board's shards, computed once per board and shard count.
-fn tags(board: &str, shards: u32) -> Arc<Vec<String>> {
-    type Cache = RwLock<HashMap<(String, u32), Arc<Vec<String>>>>;
+/// The hash tags of a board's shards, computed once per board, shard count and generation.
+fn tags(board: &str, shards: u32, generation: u32) -> Arc<Vec<String>> {
+    type Cache = RwLock<HashMap<(String, u32, u32), Arc<Vec<String>>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let key = (board.to_owned(), shards);
+    let key = (board.to_owned(), shards, generation);
     if let Some(tags) = cache.read().expect("shard tag cache").get(&key) {
         return tags.clone();
     }
-    let tags = Arc::new(if shards <= 1 { vec![board.to_owned()] } else { (0..shards).map(|k| tag(board, shards, k)).collect() });
+    let tags = Arc::new(match (shards, generation) {
+        (0 | 1, 0) => vec![board.to_owned()],
+        (0 | 1, g) => vec![format!("{board}:g{g}")],
+        _ => (0..shards).map(|k| tag(board, shards, k, generation)).collect(),
+    });
     cache.write().expect("shard tag cache").insert(key, tags.clone());
     tags
 }
 
 /// Shard `k`'s tag: the first salt whose slot falls in the k-th equal range of the slots.
-fn tag(board: &str, shards: u32, k: u32) -> String {
+fn tag(board: &str, shards: u32, k: u32, generation: u32) -> String {
     let (low, high) = (k * SLOTS / shards, (k + 1) * SLOTS / shards);
+    let stem = if generation == 0 { format!("{board}:{k}of{shards}") } else { format!("{board}:{k}of{shards}:g{generation}") };
     (0u32..)
-        .map(|salt| format!("{board}:{k}of{shards}:{salt}"))
+        .map(|salt| format!("{stem}:{salt}"))
         .find(|tag| (low..high).contains(&slot(&format!("{{{tag}}}"))))
         .expect("CRC16 reaches every range")
 }
@@ -85,6 +95,11 @@ pub fn journal_shards(name: &str) -> u32 {
     name.split(':').nth(1).and_then(|part| part.split_once("of")).and_then(|(_, n)| n.parse().ok()).unwrap_or(1)
 }
 
+/// The generation of the layout journal `name` belongs to (0: none named).
+pub fn journal_generation(name: &str) -> u32 {
+    name.split(':').skip(1).find_map(|part| part.strip_prefix('g').and_then(|g| g.parse().ok())).unwrap_or(0)
+}
+
 /// Where a board's data is, in one layout: the keys of each of its shards, the shard holding
 /// each user, and each shard's journal (its own name when one, else each shard's tag: each
 /// shard journals, drains, restores and verifies on its own; docs/journal.md). The one answer
@@ -94,6 +109,7 @@ pub fn journal_shards(name: &str) -> u32 {
 pub struct Layout {
     keys: Keys,
     board: String,
+    generation: u32,
     tags: Arc<Vec<String>>,
 }
 
@@ -105,6 +121,11 @@ impl Layout {
     /// How many shards (1: the board's own keys, in one slot).
     pub fn shards(&self) -> u32 {
         self.tags.len() as u32
+    }
+
+    /// How many moves re-encoded the board's scores before this layout (0: none).
+    pub fn generation(&self) -> u32 {
+        self.generation
     }
 
     pub fn is_sharded(&self) -> bool {
@@ -159,11 +180,16 @@ impl Keys {
     /// in is Redis's record (`redis::layout`, through `Store::read_layout`/`write_layout`);
     /// this names one.
     pub fn layout(&self, board: &str, shards: u32) -> Layout {
-        Layout { keys: self.clone(), board: board.to_owned(), tags: tags(board, shards) }
+        self.layout_at(board, shards, 0)
     }
 
-    /// How many shards `board`'s data is in (a string; `redis::layout`), beside its one-slot
-    /// keys.
+    /// `layout` of generation `generation` (a board a move re-encoded).
+    pub fn layout_at(&self, board: &str, shards: u32, generation: u32) -> Layout {
+        Layout { keys: self.clone(), board: board.to_owned(), generation, tags: tags(board, shards, generation) }
+    }
+
+    /// How many shards `board`'s data is in, and their generation (a string, `<n>` or
+    /// `<n>:<generation>`; `redis::layout`), beside its one-slot keys.
     pub fn board_layout(&self, board: &str) -> String {
         format!("{}:layout", self.board(board).guard().trim_end_matches(":guard"))
     }
@@ -252,5 +278,27 @@ mod tests {
             vec![12; 12]
         );
         assert_eq!(journal_shards("b"), 1);
+    }
+
+    #[test]
+    fn a_generation_is_new_keys_and_its_journals_say_so() {
+        let keys = Keys::new("st").unwrap();
+        assert_eq!(keys.layout_at("b", 1, 0).shard(0), keys.board("b"));
+        assert_eq!(keys.layout_at("b", 1, 2).journals(), ["b:g2"]);
+        for (shards, generation) in [(1, 1), (1, 7), (4, 1), (12, 3)] {
+            let layout = keys.layout_at("b", shards, generation);
+            for name in layout.journals() {
+                assert_eq!((journal_board(&name), journal_shards(&name), journal_generation(&name)), ("b", shards, generation));
+            }
+            let old: Vec<String> = keys.layout("b", shards).journals();
+            assert!(layout.journals().iter().all(|name| !old.contains(name)));
+            // Still one equal range of slots each.
+            for (k, shard) in layout.all().iter().enumerate() {
+                let slot = slot(&shard.guard());
+                assert!((k as u32 * SLOTS / shards..(k as u32 + 1) * SLOTS / shards).contains(&slot));
+            }
+        }
+        assert_eq!(journal_generation("b:3of4:12"), 0);
+        assert_eq!(journal_generation("g5"), 0);
     }
 }

@@ -30,6 +30,9 @@ use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Layout};
 use crate::redis::store::Connection;
 
+use super::restore::RestoreError;
+use crate::domain::rescale::Rescale;
+
 /// Members of a frozen board read at once.
 const PAGE: isize = 1000;
 
@@ -61,11 +64,12 @@ pub(super) async fn carry(
     board: &Board,
     sources: &[BoardKeys],
     target: &Layout,
+    rescale: Option<&Rescale>,
     now: DateTime<Utc>,
-) -> Result<Vec<Period>, StoreError> {
+) -> Result<Vec<Period>, RestoreError> {
     let periods = periods_named(conn, Some(board), sources, CLOSED, closed_period, now).await?;
     for period in &periods {
-        carry_period(conn, period, sources, target).await?;
+        carry_period(conn, period, sources, (target, rescale)).await?;
     }
     Ok(periods)
 }
@@ -170,7 +174,12 @@ async fn periods_named(
     Ok(fields.iter().filter_map(named).filter(kept).collect())
 }
 
-async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKeys], target: &Layout) -> Result<(), StoreError> {
+async fn carry_period(
+    conn: &mut Connection,
+    period: &Period,
+    sources: &[BoardKeys],
+    (target, rescale): (&Layout, Option<&Rescale>),
+) -> Result<(), RestoreError> {
     let targets = target.all();
     let field = closed_field(period);
     let mut closed = Vec::with_capacity(sources.len());
@@ -197,7 +206,7 @@ async fn carry_period(conn: &mut Connection, period: &Period, sources: &[BoardKe
     let mut frozen = vec![0u64; targets.len()];
     let mut released = 0u64;
     for (source, closed) in sources.iter().zip(&closed) {
-        let moved = copy_frozen(conn, period, source, target, &mut frozen).await?;
+        let moved = copy_frozen(conn, period, source, (target, rescale), &mut frozen).await?;
         if let (Closed::Members(members), false) = (closed, moved) {
             released += members;
         }
@@ -231,14 +240,20 @@ async fn copy_frozen(
     conn: &mut Connection,
     period: &Period,
     source: &BoardKeys,
-    target: &Layout,
+    (target, rescale): (&Layout, Option<&Rescale>),
     counts: &mut [u64],
-) -> Result<bool, StoreError> {
+) -> Result<bool, RestoreError> {
     let key = source.frozen(period);
     let mut start = 0isize;
     loop {
-        let page: Vec<(String, f64)> =
-            redis::cmd("ZRANGE").arg(&key).arg(start).arg(start + PAGE - 1).arg("WITHSCORES").query_async(conn).await?;
+        let page: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(&key)
+            .arg(start)
+            .arg(start + PAGE - 1)
+            .arg("WITHSCORES")
+            .query_async(conn)
+            .await
+            .map_err(StoreError::from)?;
         if page.is_empty() {
             return Ok(start > 0);
         }
@@ -246,9 +261,9 @@ async fn copy_frozen(
             let mut zadd = redis::cmd("ZADD");
             zadd.arg(target.shard(index).frozen(period));
             for (member, composite) in members {
-                zadd.arg(*composite).arg(member);
+                zadd.arg(Rescale::text(super::rescale::composite(rescale, period, *composite)?)).arg(member);
             }
-            let added: u64 = zadd.query_async(conn).await?;
+            let added: u64 = zadd.query_async(conn).await.map_err(StoreError::from)?;
             counts[index] += added;
         }
         start += PAGE;

@@ -165,6 +165,8 @@ impl<O: Objects> Drainer<O> {
             // The configured layout's and the recorded one's (a move under way).
             let configured = self.keys.layout(&board.name, board.shards);
             let recorded = self.store.read_layout(&self.keys, board).await.unwrap_or_else(|_| configured.clone());
+            // A move re-encoding the board keeps the generation it moves to until it switches.
+            let configured = self.keys.layout_at(&board.name, board.shards, recorded.generation());
             for name in configured.journals().into_iter().chain(recorded.journals()) {
                 if !journals.contains(&name) {
                     journals.push(name);

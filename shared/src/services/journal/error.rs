@@ -25,6 +25,12 @@ pub enum RestoreError {
     Running(String),
 }
 
+impl From<redis::RedisError> for RestoreError {
+    fn from(error: redis::RedisError) -> Self {
+        Self::Store(error.into())
+    }
+}
+
 impl RestoreError {
     pub fn code(&self) -> &'static str {
         match self {

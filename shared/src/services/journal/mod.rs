@@ -5,10 +5,12 @@
 mod closed_seasons;
 mod drain;
 mod error;
+mod generations;
 mod legacy_profiles;
 mod marks;
 mod notices;
 mod report;
+mod rescale;
 mod reshard;
 mod reshard_check;
 mod restore;

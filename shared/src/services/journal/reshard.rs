@@ -23,6 +23,7 @@ use crate::archive::objects::{Objects, ReadError, journal_objects, object_order,
 use crate::domain::config::{BoardKind, Config};
 use crate::domain::guard;
 use crate::domain::journal::{Effects, Entry, Line, RESHARDED, Stamp};
+use crate::domain::rescale::Rescale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::store::{Connection, Store};
@@ -42,6 +43,15 @@ pub struct ReshardReport {
     pub moved: usize,
     /// Period sets compared, old layout against new, before the switch.
     pub periods_checked: usize,
+    /// The `max_score` the board's scores were re-encoded from and to (docs/boards.md#changing-max_score).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_score: Option<ScaleMove>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ScaleMove {
+    pub from: i64,
+    pub to: i64,
 }
 
 pub struct Resharder<O> {
@@ -58,6 +68,8 @@ type Place = (usize, u64, u64);
 /// What a move carries from line to line: where they go, how far each new shard got, the runs
 /// being filled.
 struct Moving<'a> {
+    board: &'a crate::domain::config::Board,
+    rescale: Option<&'a Rescale>,
     target: &'a Layout,
     targets: &'a [BoardKeys],
     token: &'a str,
@@ -102,14 +114,25 @@ impl<O: Objects> Resharder<O> {
                 "a reshard applies the board's journal: it needs the journal on (STANDINGS_JOURNAL_BUCKET)".into(),
             ));
         }
-        let (from, to) = (self.store.read_layout(&self.keys, board).await?.shards(), board.shards);
-        let mut report = ReshardReport { board: name.to_owned(), from, to, status: Status::Complete, moved: 0, periods_checked: 0 };
         let mut conn = self.store.write_connection().await?;
-        let target = self.keys.layout(name, to);
+        let source = super::generations::held(&self.store, &mut conn, &self.keys, board).await?;
+        let (from, to) = (source.shards(), board.shards);
+        let rescale = layout::held_scale(&mut conn, &self.keys, board).await?.and_then(|held| Rescale::new(board, held));
+        if rescale.is_some() && board.league.is_some() {
+            return Err(RestoreError::Invalid(format!(
+                "board {name:?} runs a league: its cohorts' order cannot be re-encoded for another max_score; configure the max_score it holds"
+            )));
+        }
+        let max_score = rescale.as_ref().map(|rescale| ScaleMove { from: rescale.from_max(), to: rescale.to_max() });
+        let mut report =
+            ReshardReport { board: name.to_owned(), from, to, status: Status::Complete, moved: 0, periods_checked: 0, max_score };
+        // Re-encoded scores are new keys and a new journal: the next generation's.
+        let target = self.keys.layout_at(name, to, source.generation() + u32::from(rescale.is_some()));
         let targets = target.all();
         // A move that recorded the new layout and stopped before its end: finished now.
-        let unfinished = if from == to { self.moved_from(&mut conn, &targets).await? } else { None };
-        if from == to && unfinished.is_none() {
+        let settled = from == to && rescale.is_none();
+        let unfinished = if settled { self.moved_from(&mut conn, name, &targets).await? } else { None };
+        if settled && unfinished.is_none() {
             return Ok(report);
         }
         let token = format!("{:016x}", fastrand::u64(..));
@@ -124,8 +147,11 @@ impl<O: Objects> Resharder<O> {
             locked.push(target.clone());
         }
         let moved = match unfinished {
-            Some(moved_from) => self.finish_move(&mut conn, name, moved_from, &targets).await,
-            None => self.move_locked(&mut conn, name, from, &target, &token, deadline, &mut report).await,
+            Some(moved_from) => self.finish_move(&mut conn, name, &moved_from, &target, None).await,
+            None => {
+                let moving = (&source, &target, rescale.as_ref());
+                self.move_locked(&mut conn, board, moving, &token, deadline, &mut report).await
+            }
         };
         for target in &targets {
             if let Err(error) = restore::unlock(&mut conn, target, &token).await {
@@ -135,19 +161,16 @@ impl<O: Objects> Resharder<O> {
         moved.map(|()| report)
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn move_locked(
         &self,
         conn: &mut Connection,
-        name: &str,
-        from: u32,
-        target: &Layout,
+        board: &crate::domain::config::Board,
+        (source, target, rescale): (&Layout, &Layout, Option<&Rescale>),
         token: &str,
         deadline: DateTime<Utc>,
         report: &mut ReshardReport,
     ) -> Result<(), RestoreError> {
-        let (targets, source) = (&target.all(), self.keys.layout(name, from));
-        let sources = source.all();
+        let (name, targets, sources) = (board.name.as_str(), &target.all(), source.all());
         let mut done: Vec<Option<Place>> = Vec::with_capacity(targets.len());
         for target in targets {
             let through: Option<String> = checkpoint(conn, target, "through").await?;
@@ -179,6 +202,9 @@ impl<O: Objects> Resharder<O> {
                 }
             }
         }
+        if let Some(rescale) = rescale.filter(|_| starting) {
+            super::rescale::fits(conn, board, rescale, &sources).await?;
+        }
         for source in &sources {
             let _: () =
                 redis::cmd("HSET").arg(source.guard()).arg(guard::FENCE).arg(1).query_async(conn).await.map_err(StoreError::from)?;
@@ -190,7 +216,7 @@ impl<O: Objects> Resharder<O> {
                 let _: () = redis::cmd("HSET")
                     .arg(target.reshard_checkpoint())
                     .arg("from")
-                    .arg(from)
+                    .arg(layout::text(source.shards(), source.generation()))
                     .query_async(conn)
                     .await
                     .map_err(StoreError::from)?;
@@ -208,6 +234,8 @@ impl<O: Objects> Resharder<O> {
             }
         }
         let mut moving = Moving {
+            board,
+            rescale,
             target,
             targets,
             token,
@@ -251,33 +279,41 @@ impl<O: Objects> Resharder<O> {
         }
         let runs = &mut moving.runs;
         self.flush_all(conn, targets, token, runs).await?;
-        let board = self.config.board(name).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
-        let carried = super::closed_seasons::carry(conn, board, &sources, target, Utc::now()).await?;
-        let checked = super::reshard_check::compare(conn, &source, target, &carried, deadline).await?;
+        let carried = super::closed_seasons::carry(conn, board, &sources, target, rescale, Utc::now()).await?;
+        let checked = super::reshard_check::compare(conn, (source, target, rescale), board, &carried, deadline).await?;
         report.periods_checked = checked.compared;
         if !checked.done {
             report.status = Status::InProgress;
             return Ok(());
         }
-        self.finish_move(conn, name, from, targets).await
+        self.finish_move(conn, name, source, target, rescale).await
     }
 
     /// The layout a move recorded and did not finish (`from` in a new shard's checkpoint).
-    async fn moved_from(&self, conn: &mut Connection, targets: &[BoardKeys]) -> Result<Option<u32>, RestoreError> {
+    async fn moved_from(&self, conn: &mut Connection, name: &str, targets: &[BoardKeys]) -> Result<Option<Layout>, RestoreError> {
         for target in targets {
-            let from: Option<u32> = checkpoint(conn, target, "from").await?;
-            if from.is_some() {
-                return Ok(from);
+            let from: Option<String> = checkpoint(conn, target, "from").await?;
+            if let Some(from) = from {
+                let (shards, generation) = layout::parse(&from)?;
+                return Ok(Some(self.keys.layout_at(name, shards, generation)));
             }
         }
         Ok(None)
     }
 
-    /// The switch, every step of which may run again: the new layout recorded (writes resume on
-    /// every container within 30 s) and born, the old layout's keys freed (its history is in
-    /// the new layout's journal now), the checkpoints last.
-    async fn finish_move(&self, conn: &mut Connection, name: &str, from: u32, targets: &[BoardKeys]) -> Result<(), RestoreError> {
-        layout::record(conn, &self.keys, name, targets.len() as u32).await?;
+    /// The switch, every step of which may run again: the new layout recorded with the scale it
+    /// holds, at once (writes resume on every container within 30 s) and born, the old layout's
+    /// keys freed (its history is in the new layout's journal now), the checkpoints last.
+    async fn finish_move(
+        &self,
+        conn: &mut Connection,
+        name: &str,
+        source: &Layout,
+        target: &Layout,
+        rescale: Option<&Rescale>,
+    ) -> Result<(), RestoreError> {
+        let (from, targets) = (source.shards(), &target.all());
+        layout::record(conn, &self.keys, name, (target.shards(), target.generation()), rescale.map(Rescale::to_max)).await?;
         self.store.forget_layout(&self.keys, name);
         let settled = Entry::Reshard { at: Stamp(Utc::now()), board: name, from, to: targets.len() as u32 }.json();
         for target in targets {
@@ -295,7 +331,7 @@ impl<O: Objects> Resharder<O> {
         // The board's records (its layout and a score board's scale) stay: they are the board's,
         // not a layout's.
         let records = [self.keys.board_layout(name), self.keys.board_scale(name)];
-        for source in self.keys.layout(name, from).all() {
+        for source in source.all() {
             let old: Vec<String> =
                 conn.scan_slot_of(&source.guard(), &source.pattern_all()).await?.into_iter().filter(|key| !records.contains(key)).collect();
             for chunk in old.chunks(500) {
@@ -357,9 +393,14 @@ impl<O: Objects> Resharder<O> {
         if moving.done[t].is_some_and(|through| at <= through) {
             return Ok(true);
         }
+        let mut entry = line.entry.clone();
         let (effects, recorded) = match &line.effects {
             Some(recorded) => {
-                (Effects::parse(recorded).map_err(|e| RestoreError::Invalid(format!("line {}: {e}", line.id)))?, recorded.to_string())
+                let effects = Effects::parse(recorded).map_err(|e| RestoreError::Invalid(format!("line {}: {e}", line.id)))?;
+                match moving.rescale {
+                    Some(rescale) => super::rescale::line(rescale, moving.board, &line.id, &mut entry, &effects)?,
+                    None => (effects, recorded.to_string()),
+                }
             }
             None => {
                 return Err(RestoreError::Invalid(format!(
@@ -368,7 +409,6 @@ impl<O: Objects> Resharder<O> {
                 )));
             }
         };
-        let mut entry = line.entry.clone();
         // A void stands after the journal it read, up to `through`: an id of this layout's
         // journal, which the moved lines no longer have. Moved, it stands at its own line
         // (services/voids.rs), where the user's writes keep their order.

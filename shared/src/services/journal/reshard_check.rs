@@ -4,14 +4,17 @@
 //! of the new layout has the same composite in its user's old shard. One page of one set in
 //! memory at a time, whatever the board's size; against the invocation's deadline, each period
 //! compared recorded in the new layout's first shard (`checked` in its reshard checkpoint), so
-//! the next invocation goes on after it (the move is fenced: what was compared stays so).
+//! the next invocation goes on after it (the move is fenced: what was compared stays so). A move
+//! that re-encodes the scores compares each old composite at the new scale (`rescale`).
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
 use super::restore::RestoreError;
+use crate::domain::config::Board;
 use crate::domain::period::Period;
+use crate::domain::rescale::Rescale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Layout};
 use crate::redis::store::Connection;
@@ -35,8 +38,8 @@ pub(super) struct Checked {
 /// fenced.
 pub(super) async fn compare(
     conn: &mut Connection,
-    source: &Layout,
-    target: &Layout,
+    (source, target, rescale): (&Layout, &Layout, Option<&Rescale>),
+    board: &Board,
     carried: &[Period],
     deadline: DateTime<Utc>,
 ) -> Result<Checked, RestoreError> {
@@ -62,7 +65,15 @@ pub(super) async fn compare(
         if compared > 0 && Utc::now() >= deadline {
             return Ok(Checked { compared, done: false });
         }
-        if let Some(detail) = differs(conn, (source, &sources), (target, &targets), relative).await? {
+        let period = match BoardKeys::composites_in(relative) {
+            Some((_, kind, id)) if rescale.is_some() => Some(super::rescale::period(board, kind, id).map_err(RestoreError::Invalid)?),
+            _ => None,
+        };
+        let map = |composite: f64| match (&period, rescale) {
+            (Some(period), Some(_)) => super::rescale::composite(rescale, period, composite),
+            _ => Ok(composite),
+        };
+        if let Some(detail) = differs(conn, (source, &sources), (target, &targets), relative, map).await? {
             // A move that failed its check compares everything again when it is run again.
             let _: () = redis::cmd("HDEL").arg(&checkpoint).arg(CHECKED).query_async(conn).await.map_err(StoreError::from)?;
             return Err(RestoreError::Invalid(format!(
@@ -82,7 +93,8 @@ async fn differs(
     (source, sources): (&Layout, &[BoardKeys]),
     (target, targets): (&Layout, &[BoardKeys]),
     relative: &str,
-) -> Result<Option<String>, StoreError> {
+    map: impl Fn(f64) -> Result<f64, RestoreError>,
+) -> Result<Option<String>, RestoreError> {
     let (old, new) = (size(conn, sources, relative).await?, size(conn, targets, relative).await?);
     if old != new {
         return Ok(Some(format!("holds {old} and {new} entries")));
@@ -105,9 +117,11 @@ async fn differs(
                 let names: Vec<&str> = members.iter().map(|(member, _)| member.as_str()).collect();
                 let found: Vec<Option<f64>> =
                     redis::cmd("ZMSCORE").arg(sources[home].relative(relative)).arg(&names).query_async(conn).await?;
-                if let Some(((member, composite), was)) = members.iter().zip(&found).find(|((_, composite), was)| **was != Some(*composite))
-                {
-                    return Ok(Some(format!("holds {member:?} at {was:?} and {composite}")));
+                for ((member, composite), was) in members.iter().zip(&found) {
+                    let was = was.map(&map).transpose()?;
+                    if was != Some(*composite) {
+                        return Ok(Some(format!("holds {member:?} at {was:?} and {composite}")));
+                    }
                 }
             }
             start += PAGE;

@@ -20,7 +20,8 @@ use crate::domain::journal::{Effects, Line, stream_order};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{
-    BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_shards, profile_journal,
+    BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_generation,
+    journal_shards, profile_journal,
 };
 use crate::redis::restore::{self, Applied, Clock, Run, rollback};
 use crate::redis::store::{Connection, Store};
@@ -107,7 +108,8 @@ impl<O: Objects> Restorer<O> {
             Some(name) => {
                 config = Arc::new(boards_now(&self.config, &self.keys, &self.store).await?);
                 let board = config.board(journal_board(name)).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
-                let journals = self.keys.layout(&board.name, board.shards).journals();
+                let mut conn = self.store.write_connection().await?;
+                let journals = super::generations::configured(&mut conn, &self.objects, &self.keys, board).await?.journals();
                 match journals.iter().find(|journal| *journal == name) {
                     Some(shard) if board.name != name => vec![shard.clone()],
                     _ if board.name == name => journals,
@@ -126,7 +128,12 @@ impl<O: Objects> Restorer<O> {
                 let retired = retired_now(&self.keys, &self.store).await?;
                 restore::retired_guards(&mut self.store.write_connection().await?, &self.keys, &retired).await?;
                 config = Arc::new(boards_now(&self.config, &self.keys, &self.store).await?);
-                config.boards().iter().flat_map(|b| self.keys.layout(&b.name, b.shards).journals()).chain(profiles()).collect()
+                let mut conn = self.store.write_connection().await?;
+                let mut journals = Vec::new();
+                for board in config.boards() {
+                    journals.extend(super::generations::configured(&mut conn, &self.objects, &self.keys, board).await?.journals());
+                }
+                journals.into_iter().chain(profiles()).collect()
             }
         };
         // What the journal knows and a Redis rolled back to a snapshot does not.
@@ -208,8 +215,9 @@ impl<O: Objects> Restorer<O> {
         // A shard of a sharded board: its layout recorded before any line (the loss took the
         // record too), so a function configured otherwise refuses its writes from now on
         // instead of recording its own layout over the data coming back.
-        if journal_shards(name) > 1 {
-            crate::redis::layout::record_if_absent(progress.conn, &self.keys, journal_board(name), journal_shards(name)).await?;
+        if journal_shards(name) > 1 || journal_generation(name) > 0 {
+            let (board, shards, generation) = (journal_board(name), journal_shards(name), journal_generation(name));
+            crate::redis::layout::record_if_absent(progress.conn, &self.keys, board, shards, generation).await?;
         }
         let mut through = restore::through(progress.conn, progress.keys).await?;
         progress.report.through.clone_from(&through);

@@ -14,7 +14,7 @@ use crate::domain::journal::Line;
 use crate::domain::period::Period;
 use crate::domain::scores::scale;
 use crate::redis::journal;
-use crate::redis::keys::Keys;
+use crate::redis::keys::{Keys, journal_generation};
 use crate::redis::sharded;
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
@@ -137,11 +137,12 @@ impl<O: Objects> Checker<O> {
         let mut report = VerifyReport { mismatches: 0, boards: Vec::new() };
         for board in boards {
             let periods = current_periods(board, (self.clock)());
-            let (replayer, shadow) = self.shadow_replayer(&self.config)?;
+            let journals = self.journals(&board.name).await?;
+            let (replayer, shadow) = self.shadow_replayer(&self.config, &journals)?;
             let mut counts = (0, 0);
             let mut compared: Vec<(usize, Vec<Difference>)> = vec![(0, Vec::new()); periods.len()];
             // Each shard's journal on its own (one shard of one slot: the board's).
-            for journal in self.keys.layout(&board.name, board.shards).journals() {
+            for journal in journals {
                 let mut last = None;
                 self.replay(&replayer, &board.name, &journal, deadline, &mut counts, &mut last).await?;
                 // A consistent cut: the live members and the journal's newest entry read at one
@@ -200,9 +201,10 @@ impl<O: Objects> Checker<O> {
             .filter(|kind| board.periods.contains(kind))
             .ok_or_else(|| invalid(format!("period {:?} is not a period of both the live and the candidate board", request.period)))?;
         let period = Period::named(kind, &request.period_id, live.timezone).map_err(|e| invalid(format!("period_id: {e}")))?;
-        let (replayer, shadow) = self.shadow_replayer(&Arc::new(candidate.clone()))?;
+        let journals = self.journals(&live.name).await?;
+        let (replayer, shadow) = self.shadow_replayer(&Arc::new(candidate.clone()), &journals)?;
         let mut check = (0, 0);
-        for journal in self.keys.layout(&live.name, live.shards).journals() {
+        for journal in journals {
             self.replay(&replayer, &live.name, &journal, deadline, &mut check, &mut None).await?;
         }
         let (before, after) = self.compare(&shadow, &request.board, &period).await?;
@@ -225,9 +227,11 @@ impl<O: Objects> Checker<O> {
     }
 
     /// A replayer under `config` into fresh shadow keys, and the keys.
-    fn shadow_replayer(&self, config: &Arc<Config>) -> Result<(Replayer, Keys), RestoreError> {
+    /// A replayer into shadow keys, writing the generation `journals` are of.
+    fn shadow_replayer(&self, config: &Arc<Config>, journals: &[String]) -> Result<(Replayer, Keys), RestoreError> {
         let run = u64::try_from(Utc::now().timestamp_micros()).unwrap_or_default();
-        let shadow = self.keys.shadow(run).map_err(|e| RestoreError::Invalid(e.to_string()))?;
+        let generation = journals.first().map_or(0, |name| journal_generation(name));
+        let shadow = self.keys.shadow(run).map_err(|e| RestoreError::Invalid(e.to_string()))?.replaying_generation(generation);
         Ok((Replayer::new(config.clone(), shadow.clone(), self.store.clone()), shadow))
     }
 
@@ -286,7 +290,7 @@ impl<O: Objects> Checker<O> {
     async fn compare(&self, shadow: &Keys, board: &str, period: &Period) -> Result<(Vec<(String, f64)>, Vec<(String, f64)>), RestoreError> {
         let mut conn = self.store.connection().await?;
         let (mut live, mut replayed) = (Vec::new(), Vec::new());
-        for journal in self.journals(board) {
+        for journal in self.journals(board).await? {
             live.extend(journal::members(&mut conn, &self.keys.board(&journal), period).await?);
             replayed.extend(journal::members(&mut conn, &shadow.board(&journal), period).await?);
         }
@@ -295,15 +299,17 @@ impl<O: Objects> Checker<O> {
         Ok((live, replayed))
     }
 
-    /// The journals of `board`: one per shard.
-    fn journals(&self, board: &str) -> Vec<String> {
-        self.keys.layout(board, self.config.board(board).map_or(1, |b| b.shards)).journals()
+    /// The journals of `board`: one per shard, of the generation it is in.
+    async fn journals(&self, board: &str) -> Result<Vec<String>, RestoreError> {
+        let Some(board) = self.config.board(board) else { return Ok(vec![board.to_owned()]) };
+        let mut conn = self.store.connection().await?;
+        Ok(super::generations::configured(&mut conn, &self.objects, &self.keys, board).await?.journals())
     }
 
     /// Deletes the shadow's keys that carry no TTL or were read; the rest expire on their own.
     async fn discard(&self, shadow: &Keys, board: &str, periods: &[Period]) -> Result<(), RestoreError> {
         let mut conn = self.store.write_connection().await?;
-        for journal in self.journals(board) {
+        for journal in self.journals(board).await? {
             let keys = shadow.board(&journal);
             let mut names = vec![keys.guard(), keys.audit()];
             names.extend(periods.iter().map(|period| keys.period(period)));

@@ -1,0 +1,120 @@
+//! A move that re-encodes a board's scores (docs/boards.md#changing-max_score): each line moved
+//! to the new layout carries its effects with every composite at the new `max_score`, so the
+//! new layout's journal restores the board as it now is, and a frozen season or a compared set
+//! is read through the same map (`domain::rescale`).
+
+use serde_json::{Map, Value};
+
+use crate::domain::config::Board;
+use crate::domain::journal::{Command, Effects};
+use crate::domain::period::{Period, PeriodKind};
+use crate::domain::rescale::Rescale;
+use crate::domain::scores::MAX_SCORE;
+use crate::redis::keys::{BoardKeys, Holds};
+use crate::redis::store::Connection;
+
+use super::restore::RestoreError;
+
+/// The period a composite-holding key names.
+pub(super) fn period(board: &Board, kind: &str, id: &str) -> Result<Period, String> {
+    let kind = board.period_kind(kind).or_else(|| PeriodKind::parse(kind)).ok_or_else(|| format!("unknown period kind {kind:?}"))?;
+    Period::named(kind, id, board.timezone).map_err(|e| format!("period {id:?}: {e}"))
+}
+
+/// `effects` with every composite re-encoded; a command on a composite key the move cannot
+/// re-encode refuses the line (the move stops before it, nothing of it applied).
+pub(super) fn effects(rescale: &Rescale, board: &Board, effects: &Effects) -> Result<Effects, String> {
+    let mut commands = Vec::with_capacity(effects.commands.len());
+    for command in &effects.commands {
+        let Some((holds, kind, id)) = BoardKeys::composites_in(&command.key) else {
+            commands.push(command.clone());
+            continue;
+        };
+        let args = match (holds, command.name.as_str()) {
+            (_, "DEL" | "UNLINK" | "ZREM" | "HDEL") => command.args.clone(),
+            (Holds::Scores, "ZADD") => {
+                let period = period(board, kind, id)?;
+                let flags = command.args.iter().take_while(|arg| matches!(arg.as_slice(), b"NX" | b"XX" | b"GT" | b"LT" | b"CH")).count();
+                let mut args = command.args.clone();
+                for score in args[flags..].iter_mut().step_by(2) {
+                    *score = rescale.argument(&period, &String::from_utf8_lossy(score)).map_err(|e| e.to_string())?.into_bytes();
+                }
+                args
+            }
+            (Holds::Arrivals, "HSET") => {
+                let period = period(board, kind, id)?;
+                let mut args = command.args.clone();
+                for pair in args.chunks_mut(2) {
+                    if let [field, value] = pair
+                        && field.as_slice() != b"#"
+                    {
+                        *value = rescale.argument(&period, &String::from_utf8_lossy(value)).map_err(|e| e.to_string())?.into_bytes();
+                    }
+                }
+                args
+            }
+            (Holds::Arrivals, "HINCRBY") => command.args.clone(),
+            (_, name) => return Err(format!("{name} on {} cannot be re-encoded for another max_score", command.key)),
+        };
+        commands.push(Command { name: command.name.clone(), key: command.key.clone(), args });
+    }
+    Ok(Effects { commands, expiries: effects.expiries.clone() })
+}
+
+/// A moved line's entry and effects at the new scale: the entry says the `max_score` its
+/// composites are in (none at the default, as a line of a board at the default).
+pub(super) fn line(
+    rescale: &Rescale,
+    board: &Board,
+    id: &str,
+    entry: &mut Map<String, Value>,
+    recorded: &Effects,
+) -> Result<(Effects, String), RestoreError> {
+    let moved = effects(rescale, board, recorded).map_err(|e| RestoreError::Invalid(format!("line {id}: {e}")))?;
+    if entry.contains_key("max_score") || entry.get("kind").and_then(Value::as_str) == Some("score") {
+        entry.remove("max_score");
+        if rescale.to_max() != MAX_SCORE {
+            entry.insert("max_score".into(), rescale.to_max().into());
+        }
+    }
+    let text = moved.to_value().to_string();
+    Ok((moved, text))
+}
+
+/// What a composite of `period` held in the old layout is in the new one (the same without a
+/// re-encode).
+pub(super) fn composite(rescale: Option<&Rescale>, period: &Period, composite: f64) -> Result<f64, RestoreError> {
+    match rescale {
+        None => Ok(composite),
+        Some(rescale) => rescale.composite(period, composite).map_err(|e| RestoreError::Invalid(e.to_string())),
+    }
+}
+
+/// Refuses a re-encode some held score does not fit (a lower `max_score` than a score held),
+/// before the move fences anything: the highest and the lowest composite of every period set,
+/// live or frozen, of every old shard (a score is monotonic in its composite).
+pub(super) async fn fits(conn: &mut Connection, board: &Board, rescale: &Rescale, sources: &[BoardKeys]) -> Result<(), RestoreError> {
+    for source in sources {
+        for key in conn.scan_slot_of(&source.guard(), &source.pattern_all()).await? {
+            let Some((Holds::Scores, kind, id)) = source.relative_of(&key).and_then(BoardKeys::composites_in) else { continue };
+            let period = period(board, kind, id).map_err(RestoreError::Invalid)?;
+            let ends: [Vec<(String, f64)>; 2] = redis::pipe()
+                .cmd("ZRANGE")
+                .arg(&key)
+                .arg(0)
+                .arg(0)
+                .arg("WITHSCORES")
+                .cmd("ZRANGE")
+                .arg(&key)
+                .arg(-1)
+                .arg(-1)
+                .arg("WITHSCORES")
+                .query_async(conn)
+                .await?;
+            for (_, held) in ends.iter().flatten() {
+                composite(Some(rescale), &period, *held)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,140 @@
+//! A score board whose `max_score` changes (docs/boards.md#changing-max_score): the journal
+//! function's `reshard` re-encodes every score it holds into the next generation of its layout,
+//! so the shipped `high-scores` upgrade (scores held at the default, the configuration now
+//! declaring 4,194,303) is one command, not a rebuild or a new name (issue 58 item 4).
+
+use std::sync::{Arc, Mutex};
+
+use axum::http::StatusCode;
+use chrono::{DateTime, Duration, Utc};
+use journal::{Jobs, Restorer, S3Objects, Status};
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings::domain::tiebreak::{EPOCH_SECS, MAX_SCORE};
+use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
+use standings_tests::{TestApp, spawn_journaled};
+
+fn far() -> DateTime<Utc> {
+    Utc::now() + Duration::minutes(5)
+}
+
+fn game(max_score: &str) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\n{max_score}\n"
+    ))
+    .unwrap()
+}
+
+async fn submit(app: &TestApp, at: DateTime<Utc>, id: &str, user: &str, score: i64) -> (StatusCode, Value) {
+    app.set_now(at);
+    app.post("/v1/boards/game/scores", &json!({"event_id": id, "user_id": user, "score": score})).await
+}
+
+async fn tops(app: &TestApp) -> Vec<Value> {
+    let mut tops = Vec::new();
+    for period in ["all", "day"] {
+        let (status, top) = app.get(&format!("/v1/boards/game/top?period={period}&limit=20")).await;
+        assert_eq!(status, StatusCode::OK, "{top}");
+        tops.push(top["entries"].clone());
+    }
+    tops
+}
+
+fn ids(entries: &Value) -> Vec<&str> {
+    entries.as_array().unwrap().iter().map(|entry| entry["user_id"].as_str().unwrap()).collect()
+}
+
+/// Reshards with every invocation past its deadline (each moves a run and stops), until done.
+async fn reshard_in_steps(jobs: &Jobs<S3Objects>) -> Value {
+    for step in 0..200 {
+        let report = jobs
+            .run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1))
+            .await
+            .unwrap_or_else(|e| panic!("step {step}: {e:?}"));
+        if report["status"] == "complete" {
+            return report;
+        }
+    }
+    panic!("the move did not finish in 200 invocations");
+}
+
+/// The upgrade: scores from before the scale was recorded (at the default, all-time ties to
+/// 256 s), the configuration now 4,194,303. Refused until moved; moved in steps, every score,
+/// rank and time reached reads as before, retries are duplicates, a new score is exact to the
+/// second, and a restore after the deployment's Redis is lost brings the re-encoded board back
+/// from the new generation's journal alone.
+#[tokio::test]
+async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let metrics = || Arc::new(Mutex::new(Vec::new()));
+    // 10 s into a 256-second all-time step, in the past.
+    let now = Utc::now().timestamp();
+    let t0 = now - 512 - (now - EPOCH_SECS).rem_euclid(256) + 10;
+    let at = |secs: i64| DateTime::from_timestamp(t0 + secs, 0).unwrap();
+    let old = spawn_journaled(game("")).await;
+    for (i, (user, score, secs)) in
+        [("u0", 500, 0), ("u1", 500, 300), ("u2", 900, 5), ("u3", 100, 7), ("u4", 700, 3), ("u5", 500, 600)].into_iter().enumerate()
+    {
+        assert_eq!(submit(&old, at(secs), &format!("s{i}"), user, score).await.0, StatusCode::OK);
+        if i == 2 {
+            // Part of the history in S3, the rest still in the stream.
+            old.journal_jobs(&client, &bucket, metrics()).run(json!({"drain": {}}), far()).await.expect("a drain");
+        }
+    }
+    let before = tops(&old).await;
+
+    let new = spawn_journaled_on(game("max_score = 4194303"), old.keys.clone()).await;
+    let (status, refused) = new.get("/v1/boards/game/top?period=all").await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_scale_changed")));
+    let jobs = new.journal_jobs(&client, &bucket, metrics());
+    let report = reshard_in_steps(&jobs).await;
+    assert_eq!(report["max_score"], json!({"from": MAX_SCORE, "to": 4_194_303}), "{report}");
+    new.set_now(at(600));
+    assert_eq!(tops(&new).await, before, "every score, rank and time reached as before");
+    let mut conn = new.redis.clone();
+    let records: (Option<String>, Option<i64>) =
+        redis::pipe().get(new.keys.board_layout("game")).get(new.keys.board_scale("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(records, (Some("1:1".to_owned()), Some(4_194_303)), "the next generation, at the new scale");
+    let left: Vec<String> = new.written_keys().await.into_iter().filter(|key| key.contains("{game}")).collect();
+    assert!(left.iter().all(|key| key.ends_with(":layout") || key.ends_with(":scale")), "the old keys are freed: {left:?}");
+    let (status, retry) = submit(&new, at(0), "s1", "u1", 500).await;
+    assert_eq!((status, retry["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "{retry}");
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["moved"], 0, "done: nothing more to move");
+
+    // One second after u0, in the same 256-second step: at the default it would tie with u0
+    // and lead it (Redis orders a tie by member, u9 > u0); now it ranks after.
+    assert_eq!(submit(&new, at(1), "s9", "u9", 500).await.0, StatusCode::OK);
+    let after = tops(&new).await;
+    assert_eq!(ids(&after[0]), ["u2", "u4", "u0", "u9", "u1", "u5", "u3"], "{}", after[0]);
+
+    // Redis lost, the layout record with it: S3's newest generation is the board's.
+    jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    for key in new.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let restorer = Restorer::new(new.config.clone(), new.keys.clone(), new.store.clone(), S3Objects::new(client.clone(), &bucket));
+    let restored = restorer.restore(Some("game"), far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    new.store.forget_layout(&new.keys, "game");
+    assert_eq!(tops(&new).await, after, "restored at the new scale");
+}
+
+/// A `max_score` below a score the board holds cannot hold it: the move is refused before it
+/// fences or writes anything, and the board goes on under its old configuration.
+#[tokio::test]
+async fn a_max_score_below_a_held_score_is_refused_before_anything_moves() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let old = spawn_journaled(game("")).await;
+    let now = Utc::now();
+    assert_eq!(submit(&old, now, "a", "amy", 5000).await.0, StatusCode::OK);
+    assert_eq!(submit(&old, now, "b", "bob", 10).await.0, StatusCode::OK);
+    let state = old.keyspace().await;
+    let new = spawn_journaled_on(game("max_score = 1000"), old.keys.clone()).await;
+    let refused = new.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await;
+    let message = format!("{:?}", refused.expect_err("refused"));
+    assert!(message.contains("5000") && message.contains("max_score 1000"), "{message}");
+    assert_eq!(old.keyspace().await, state, "nothing written");
+    assert_eq!(submit(&old, now, "c", "cat", 7).await.0, StatusCode::OK, "the board goes on as it was");
+}
