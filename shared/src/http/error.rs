@@ -343,7 +343,8 @@ impl ApiError {
             tracing::error!(board, recorded, configured, "refused: the board's scores are laid out for another max_score");
             let message = format!(
                 "board {board:?} holds scores laid out for max_score {recorded} but is configured with {configured}; \
-                 its reads and writes resume once the configuration says {recorded} again (docs/boards.md#score-boards)"
+                 its reads and writes resume once the configuration says {recorded} again, or once a reshard re-encodes it \
+                 (docs/boards.md#changing-max_score)"
             );
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_scale_changed", &message).with_retry_after(60);
         }

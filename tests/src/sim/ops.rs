@@ -161,6 +161,10 @@ pub enum Op {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         killed: Option<u8>,
     },
+    /// An operator deploys the arcade with another `max_score` and runs the journal function's
+    /// reshard: refused (the arcade runs a league, docs/boards.md#changing-max_score) before it
+    /// fences or writes anything; the old deploy goes on.
+    Rescale,
     /// The journal function's verify of every board (its daily schedule).
     Verify,
     /// The archive function's scheduled run (every forum season 30 minutes past its end).
@@ -352,7 +356,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0 },
             95 => Op::LoseAll,
             96..=97 => Op::Reshard { shards: [1, 2, 3, 4, 8][rng.usize(..5)], steps: rng.bool(), killed: rng.bool().then(|| rng.u8(..60)) },
-            98..=99 => Op::Corrupt { id: id(1), user },
+            98 => Op::Corrupt { id: id(1), user },
+            99 => Op::Rescale,
             100..=101 => Op::Cup {
                 cup: rng.u8(..CUPS),
                 join: rng.bool(),

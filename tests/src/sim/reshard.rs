@@ -11,7 +11,7 @@ use journal::{Resharder, S3Objects};
 use serde_json::{Value, json};
 use standings::redis::store::Store;
 
-use super::world::{World, config, far};
+use super::world::{World, config, config_with, far};
 
 /// Invocations a reshard in steps may take.
 const MAX_INVOCATIONS: usize = 400;
@@ -95,6 +95,25 @@ impl World {
             }
         }
         Err(format!("reshard {} -> {shards}: not complete in {MAX_INVOCATIONS} invocations", self.guild_shards))
+    }
+
+    /// A move of the arcade to another `max_score`: refused by name before anything is fenced or
+    /// written (its league's cohort order is not re-encoded), every key of the deployment as it
+    /// was; the reads after the step check the arcade against the model.
+    pub(super) async fn rescale(&mut self) -> Result<(), String> {
+        let assertions = Store::connect(&self.redis).expect("the world's Redis");
+        let config = config_with(self.guild_shards, "max_score = 4194303");
+        let rescaled = crate::spawn_app(config, self.app.keys.clone(), self.app.store.clone(), assertions, Some(self.table.clone())).await;
+        let jobs = rescaled.journal_jobs(&self.s3, &self.bucket, Arc::default());
+        let before = self.app.keyspace().await;
+        match jobs.run(json!({"reshard": {"board": "arcade"}}), far()).await {
+            Err(error) if format!("{error:?}").contains("league") => {}
+            other => return Err(format!("a move of the arcade to another max_score: {other:?}")),
+        }
+        if self.app.keyspace().await != before {
+            return Err("a refused move of the arcade to another max_score wrote".into());
+        }
+        Ok(())
     }
 
     /// The deploy still on the guild's layout takes a post once a move was refused.

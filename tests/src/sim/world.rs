@@ -24,6 +24,11 @@ pub const START: &str = "2026-11-22T23:30:00Z";
 
 /// The simulated deployment, its guild spread over `guild_shards` slots.
 pub(super) fn config(guild_shards: u32) -> Config {
+    config_with(guild_shards, "")
+}
+
+/// `config` with `arcade` lines added to the arcade (a changed `max_score`).
+pub(super) fn config_with(guild_shards: u32, arcade: &str) -> Config {
     Config::parse(&format!(
         r#"
         [[boards]]
@@ -61,6 +66,7 @@ pub(super) fn config(guild_shards: u32) -> Config {
         top = 10
         notify = {{ top = {top} }}
         league = {{ period = "day", cohort_size = 3, tiers = ["low", "mid", "high"], promote = 1, demote = 1 }}
+        {arcade}
         "#,
         top = super::notify::TOP
     ))
@@ -281,6 +287,7 @@ impl World {
                 super::faults::delete(&self.app, &[self.app.keys.catalog().catalog_log()]).await;
             }
             Op::Reshard { shards, steps, killed } => self.reshard(*shards, *steps, *killed).await?,
+            Op::Rescale => self.rescale().await?,
             Op::Archive => self.archive().await?,
             Op::Verify => self.verify().await?,
             Op::ArchiveLost => {

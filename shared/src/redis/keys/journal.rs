@@ -3,7 +3,33 @@
 
 use super::BoardKeys;
 
+/// What a board key holds of a period's composites (`BoardKeys::composites_in`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Holds {
+    /// A sorted set of members at their composites.
+    Scores,
+    /// A hash of members at `<composite>|<n>` (and `#`, a count).
+    Arrivals,
+    /// Members `<cohort>|<composite>|<user>` (prelude_league.lua `order_entry`).
+    CohortOrder,
+}
+
 impl BoardKeys {
+    /// What a key relative to the board's (`relative`) holds of one period's composites: its
+    /// sorted set (live or frozen) or its arrivals (`<composite>|<n>` values), with the
+    /// period's kind and id; `None` for a key that holds none. A league's cohort order holds
+    /// composites too (`league_order`): `Some((Holds::CohortOrder, "", period id))`.
+    pub fn composites_in(relative: &str) -> Option<(Holds, &str, &str)> {
+        if let Some(period) = relative.strip_prefix(":lg:o:") {
+            return Some((Holds::CohortOrder, "", period));
+        }
+        let (holds, rest) = [(":z:", Holds::Scores), (":frozen:", Holds::Scores), (":arrivals:", Holds::Arrivals)]
+            .into_iter()
+            .find_map(|(stem, holds)| relative.strip_prefix(stem).map(|rest| (holds, rest)))?;
+        let (kind, id) = rest.split_once(':')?;
+        Some((holds, kind, id))
+    }
+
     /// The board's journal: a stream of every applied write, drained to S3 (docs/journal.md).
     /// Its key whether or not the journal is on (the scripts take it either way, see
     /// `journaled`).

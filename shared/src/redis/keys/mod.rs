@@ -19,6 +19,7 @@ mod journal;
 mod shards;
 mod tournament;
 pub use catalog::{CATALOG_JOURNAL, CATALOG_LOG_COUNT, CATALOG_LOG_FROM};
+pub use journal::Holds;
 pub use shards::{Layout, SLOTS, journal_board, journal_generation, journal_shards, redis_cli_ranges, slot};
 
 const VERSION: &str = "v1";
@@ -202,17 +203,6 @@ impl Keys {
     }
 }
 
-/// What a board key holds of a period's composites (`BoardKeys::composites_in`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Holds {
-    /// A sorted set of members at their composites.
-    Scores,
-    /// A hash of members at `<composite>|<n>` (and `#`, a count).
-    Arrivals,
-    /// Members `<cohort>|<composite>|<user>` (prelude_league.lua `order_entry`).
-    CohortOrder,
-}
-
 /// Keys of one board; all share the board's hash slot.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BoardKeys {
@@ -354,21 +344,6 @@ impl BoardKeys {
     pub fn kept_field(&self, set: &str) -> Option<String> {
         let period = set.strip_prefix(self.base.as_str())?.strip_prefix(":z:")?;
         Some(format!("{}{period}", crate::domain::guard::KEPT))
-    }
-
-    /// What a key relative to the board's (`relative`) holds of one period's composites: its
-    /// sorted set (live or frozen) or its arrivals (`<composite>|<n>` values), with the
-    /// period's kind and id; `None` for a key that holds none. A league's cohort order holds
-    /// composites too (`league_order`): `Some((Holds::CohortOrder, "", period id))`.
-    pub fn composites_in(relative: &str) -> Option<(Holds, &str, &str)> {
-        if let Some(period) = relative.strip_prefix(":lg:o:") {
-            return Some((Holds::CohortOrder, "", period));
-        }
-        let (holds, rest) = [(":z:", Holds::Scores), (":frozen:", Holds::Scores), (":arrivals:", Holds::Arrivals)]
-            .into_iter()
-            .find_map(|(stem, holds)| relative.strip_prefix(stem).map(|rest| (holds, rest)))?;
-        let (kind, id) = rest.split_once(':')?;
-        Some((holds, kind, id))
     }
 
     /// A key of this board (or shard) relative to its keys (`relative`'s inverse).

@@ -295,3 +295,18 @@ fn a_kept_record_names_its_period_set_in_its_own_shard_only() {
     assert_eq!(board.kept_field(&Keys::new("st").unwrap().board("other").period(&day)), None);
     assert_eq!(board.kept_field(&board.guard()), None);
 }
+
+#[test]
+fn the_keys_holding_composites_are_told_by_their_relative_name() {
+    let board = Keys::new("st").unwrap().board("game");
+    let day = Period::on_date(PeriodKind::Day, NaiveDate::from_ymd_opt(2026, 11, 22).unwrap(), chrono_tz::UTC);
+    let relative = |key: String| board.relative_of(&key).unwrap().to_owned();
+    for (key, holds) in [(board.period(&day), Holds::Scores), (board.frozen(&day), Holds::Scores), (board.arrivals(&day), Holds::Arrivals)]
+    {
+        assert_eq!(BoardKeys::composites_in(&relative(key)), Some((holds, "day", "2026-11-22")));
+    }
+    assert_eq!(BoardKeys::composites_in(&relative(board.league_order("2026-W48"))), Some((Holds::CohortOrder, "", "2026-W48")));
+    for other in [board.guard(), board.statement("u1", &day), board.journal(), board.marker_bucket(3, 1)] {
+        assert_eq!(BoardKeys::composites_in(&relative(other)), None);
+    }
+}

@@ -30,7 +30,7 @@ use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Layout};
 use crate::redis::store::Connection;
 
-use super::restore::RestoreError;
+use super::error::RestoreError;
 use crate::domain::rescale::Rescale;
 
 /// Members of a frozen board read at once.

@@ -11,7 +11,7 @@ use crate::redis::keys::{Keys, Layout};
 use crate::redis::layout;
 use crate::redis::store::{Connection, Store};
 
-use super::restore::RestoreError;
+use super::error::RestoreError;
 
 /// The layout of `board` at its configured shards, in the generation its journal is in.
 pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, keys: &Keys, board: &Board) -> Result<Layout, RestoreError> {

@@ -13,7 +13,7 @@ use crate::domain::scores::MAX_SCORE;
 use crate::redis::keys::{BoardKeys, Holds};
 use crate::redis::store::Connection;
 
-use super::restore::RestoreError;
+use super::error::RestoreError;
 
 /// The period a composite-holding key names.
 pub(super) fn period(board: &Board, kind: &str, id: &str) -> Result<Period, String> {
