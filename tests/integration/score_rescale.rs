@@ -9,6 +9,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use journal::{Jobs, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
+use standings::archive::objects::journal_objects;
 use standings::domain::config::Config;
 use standings::domain::tiebreak::{EPOCH_SECS, MAX_SCORE};
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
@@ -18,11 +19,16 @@ fn far() -> DateTime<Utc> {
     Utc::now() + Duration::minutes(5)
 }
 
-fn game(max_score: &str) -> Config {
+/// The board `game`: its `keep`, its periods and more lines (`max_score`).
+fn board(keep: &str, periods: &str, extra: &str) -> Config {
     Config::parse(&format!(
-        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\n{max_score}\n"
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"{keep}\"\ntimezone = \"UTC\"\nperiods = [{periods}]\ntop = 10\n{extra}\n"
     ))
     .unwrap()
+}
+
+fn game(max_score: &str) -> Config {
+    board("best", "\"day\", \"all\"", max_score)
 }
 
 async fn submit(app: &TestApp, at: DateTime<Utc>, id: &str, user: &str, score: i64) -> (StatusCode, Value) {
@@ -44,16 +50,21 @@ fn ids(entries: &Value) -> Vec<&str> {
     entries.as_array().unwrap().iter().map(|entry| entry["user_id"].as_str().unwrap()).collect()
 }
 
-/// Reshards with every invocation past its deadline (each moves a run and stops), until done.
-async fn reshard_in_steps(jobs: &Jobs<S3Objects>) -> Value {
+/// Reshards with every invocation past its deadline (each moves a run and stops), until done;
+/// the drain's scheduled run between two invocations. How many runs stored lines of the new
+/// generation's journal while it moved.
+async fn reshard_in_steps(jobs: &Jobs<S3Objects>, objects: &S3Objects, prefix: &str) -> (Value, usize) {
+    let mut stored = 0;
     for step in 0..200 {
         let report = jobs
             .run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1))
             .await
             .unwrap_or_else(|e| panic!("step {step}: {e:?}"));
         if report["status"] == "complete" {
-            return report;
+            return (report, stored);
         }
+        jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+        stored = stored.max(journal_objects(objects, prefix, "game:g1").await.unwrap().len());
     }
     panic!("the move did not finish in 200 invocations");
 }
@@ -88,8 +99,9 @@ async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
     let (status, refused) = new.get("/v1/boards/game/top?period=all").await;
     assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_scale_changed")));
     let jobs = new.journal_jobs(&client, &bucket, metrics());
-    let report = reshard_in_steps(&jobs).await;
+    let (report, stored) = reshard_in_steps(&jobs, &S3Objects::new(client.clone(), &bucket), new.keys.prefix()).await;
     assert_eq!(report["max_score"], json!({"from": MAX_SCORE, "to": 4_194_303}), "{report}");
+    assert!(stored > 0, "the drain stores the new generation's journal while the board moves");
     new.set_now(at(600));
     assert_eq!(tops(&new).await, before, "every score, rank and time reached as before");
     let mut conn = new.redis.clone();
@@ -101,6 +113,9 @@ async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
     let (status, retry) = submit(&new, at(0), "s1", "u1", 500).await;
     assert_eq!((status, retry["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "{retry}");
     assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["moved"], 0, "done: nothing more to move");
+    // A verify replays every moved line at the new scale, to the second: what the move wrote.
+    let verify = jobs.run(json!({"verify": {"board": "game"}}), far()).await.expect("a verify");
+    assert_eq!(verify["mismatches"], 0, "{verify}");
 
     // One second after u0, in the same 256-second step: at the default it would tie with u0
     // and lead it (Redis orders a tie by member, u9 > u0); now it ranks after.
@@ -137,4 +152,66 @@ async fn a_max_score_below_a_held_score_is_refused_before_anything_moves() {
     assert!(message.contains("5000") && message.contains("max_score 1000"), "{message}");
     assert_eq!(old.keyspace().await, state, "nothing written");
     assert_eq!(submit(&old, now, "c", "cat", 7).await.0, StatusCode::OK, "the board goes on as it was");
+}
+
+/// A lower `max_score` than a score the history once held but no entry keeps now (a "latest"
+/// board whose player since submitted less): the board moves; its lines' old scores are written
+/// at the new maximum, overwritten by the lines after them as they were.
+#[tokio::test]
+async fn a_score_only_the_history_held_above_the_new_max_does_not_stop_the_move() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let latest = |max: &str| board("latest", "\"day\", \"all\"", max);
+    let old = spawn_journaled(latest("")).await;
+    let now = Utc::now();
+    for (id, user, score) in [("a", "amy", 5000), ("b", "bob", 20), ("c", "amy", 10)] {
+        assert_eq!(submit(&old, now, id, user, score).await.0, StatusCode::OK);
+    }
+    let new = spawn_journaled_on(latest("max_score = 1000"), old.keys.clone()).await;
+    new.set_now(now);
+    let report = new.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
+    assert_eq!(report["status"], "complete", "{report}");
+    let (_, top) = new.get("/v1/boards/game/top?period=all").await;
+    let scores: Vec<(&str, i64)> =
+        top["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap(), e["score"].as_i64().unwrap())).collect();
+    assert_eq!(scores, [("bob", 20), ("amy", 10)], "{top}");
+}
+
+/// A board with no scale record whose current periods hold nothing but an earlier period does
+/// (yesterday's set, on a day board): its scores are at the default, and a function configured
+/// with another `max_score` refuses it rather than recording its own over them; the move then
+/// re-encodes yesterday's set too.
+#[tokio::test]
+async fn yesterdays_scores_keep_a_board_at_the_default_until_it_is_moved() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let day_only = |max: &str| board("best", "\"day\"", max);
+    let old = spawn_journaled(day_only("")).await;
+    let yesterday = Utc::now() - Duration::days(1);
+    assert_eq!(submit(&old, yesterday, "a", "amy", 300).await.0, StatusCode::OK);
+    let new = spawn_journaled_on(day_only("max_score = 4194303"), old.keys.clone()).await;
+    let (status, refused) = submit(&new, Utc::now(), "b", "bob", 5).await;
+    assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_scale_changed")), "{refused}");
+    let report = new.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
+    assert_eq!(report["status"], "complete", "{report}");
+    let date = yesterday.date_naive();
+    let (status, top) = new.get(&format!("/v1/boards/game/top?period=day&at={date}")).await;
+    assert_eq!((status, &top["entries"][0]["score"]), (StatusCode::OK, &json!(300)), "{top}");
+    assert_eq!(submit(&new, Utc::now(), "b", "bob", 5).await.0, StatusCode::OK);
+}
+
+/// A board that notifies is refused by name (its undelivered rank moves are not carried), before
+/// anything is fenced.
+#[tokio::test]
+async fn a_board_that_notifies_is_refused_by_name() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let notifying = |max: &str| board("best", "\"day\", \"all\"", &format!("{max}\nnotify = {{ top = 3 }}"));
+    let old = spawn_journaled(notifying("")).await;
+    assert_eq!(submit(&old, Utc::now(), "a", "amy", 30).await.0, StatusCode::OK);
+    let state = old.keyspace().await;
+    let new = spawn_journaled_on(notifying("max_score = 4194303"), old.keys.clone()).await;
+    let refused = new.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await;
+    assert!(format!("{:?}", refused.expect_err("refused")).contains("notifications"));
+    assert_eq!(old.keyspace().await, state, "nothing written");
 }

@@ -71,17 +71,44 @@ impl Rescale {
         new.encode(score, at).map_err(|_| RescaleError::OutOfRange(at))
     }
 
+    /// A composite a journal line wrote, at the new scale, as a write at the new scale would
+    /// have written it: the time reached is the line's own (one of `reached`, its clock and the
+    /// time its client gave) where that falls within the old step the composite says, so a
+    /// verify replaying the line at the new scale finds what the move wrote; and a score above
+    /// the new `max_score` (a line whose entry no held score keeps: the move checked those
+    /// first) is written at the new `max_score`, to be overwritten or expire as it did.
+    pub fn written(&self, period: &Period, composite: f64, reached: &[DateTime<Utc>]) -> Result<f64, RescaleError> {
+        let (old, new) = self.scales(period);
+        let (score, at) = old.decode(composite).map_err(|_| RescaleError::Unreadable(composite.to_string(), self.from_max()))?;
+        let within = |t: &DateTime<Utc>| *t >= at && t.timestamp() - at.timestamp() < old.step;
+        let at = reached.iter().copied().find(within).unwrap_or(at);
+        new.encode(score.min(new.max_value), at).map_err(|_| RescaleError::OutOfRange(at))
+    }
+
+    /// Whether `new`, at the new scale, holds what `old` held at the old one: the same score,
+    /// reached within the old step the old composite says (`written` may know the second).
+    pub fn agrees(&self, period: &Period, old: f64, new: f64) -> bool {
+        let (before, after) = self.scales(period);
+        match (before.decode(old), after.decode(new)) {
+            (Ok((score, at)), Ok((score_now, at_now))) => {
+                score == score_now
+                    && (self.composite(period, old) == Ok(new) || (at_now >= at && (at_now - at).num_seconds() < before.step))
+            }
+            _ => false,
+        }
+    }
+
     /// `composite` as the text Redis and the scripts write it (a whole number).
     pub fn text(composite: f64) -> String {
         format!("{composite:.0}")
     }
 
-    /// A recorded composite argument (`ZADD`'s score, an arrival's `<composite>|<n>`) at the new scale.
-    pub fn argument(&self, period: &Period, arg: &str) -> Result<String, RescaleError> {
+    /// A recorded composite argument (`ZADD`'s score, an arrival's `<composite>|<n>`) through `map`.
+    pub fn argument(&self, arg: &str, map: impl Fn(f64) -> Result<f64, RescaleError>) -> Result<String, RescaleError> {
         let unreadable = || RescaleError::Unreadable(arg.to_owned(), self.from_max());
         let (number, rest) = arg.split_once('|').map_or((arg, None), |(number, rest)| (number, Some(rest)));
         let composite: f64 = number.parse().map_err(|_| unreadable())?;
-        let new = Self::text(self.composite(period, composite)?);
+        let new = Self::text(map(composite)?);
         Ok(match rest {
             Some(rest) => format!("{new}|{rest}"),
             None => new,
@@ -94,6 +121,7 @@ mod tests {
     use super::*;
     use crate::domain::config::Config;
     use crate::domain::period::PeriodKind;
+    use crate::domain::tiebreak::EPOCH_SECS;
     use proptest::prelude::*;
 
     fn board(max_score: Option<i64>, order: &str) -> Board {
@@ -131,11 +159,34 @@ mod tests {
         let old = scale(&board(None, "desc"), &all());
         let rescale = Rescale::new(&board(Some(4_194_303), "desc"), old.max_value).unwrap();
         let composite = old.encode(7, at(1_700_000_000)).unwrap();
-        let moved = rescale.argument(&all(), &format!("{composite:.0}|3")).unwrap();
+        let moved = rescale.argument(&format!("{composite:.0}|3"), |c| rescale.composite(&all(), c)).unwrap();
         let (number, n) = moved.split_once('|').unwrap();
         assert_eq!(n, "3");
         let new = scale(&board(Some(4_194_303), "desc"), &all());
         assert_eq!(new.decode(number.parse().unwrap()).unwrap().0, 7);
+    }
+
+    #[test]
+    fn a_line_knows_the_second_its_composite_does_not() {
+        let old = scale(&board(None, "desc"), &all());
+        let rescale = Rescale::new(&board(Some(4_194_303), "desc"), old.max_value).unwrap();
+        let new = scale(&board(Some(4_194_303), "desc"), &all());
+        // 100 s into a 256-second step: the composite says the step's start, the line the second.
+        let step_start = EPOCH_SECS + 256 * 7_000;
+        let held = old.encode(40, at(step_start + 100)).unwrap();
+        let written = rescale.written(&all(), held, &[at(step_start + 100)]).unwrap();
+        assert_eq!(new.decode(written).unwrap(), (40, at(step_start + 100)));
+        assert!(rescale.agrees(&all(), held, written));
+        // A time outside the step (a sum kept an earlier one): the step's start.
+        let kept = rescale.written(&all(), held, &[at(step_start + 300)]).unwrap();
+        assert_eq!(new.decode(kept).unwrap(), (40, at(step_start)));
+        assert!(rescale.agrees(&all(), held, kept));
+        assert!(!rescale.agrees(&all(), held, new.encode(40, at(step_start + 300)).unwrap()));
+        assert!(!rescale.agrees(&all(), held, new.encode(41, at(step_start)).unwrap()));
+        // Above the new max (a lower max_score): written at it.
+        let lower = Rescale::new(&board(Some(1000), "desc"), old.max_value).unwrap();
+        let top = scale(&board(Some(1000), "desc"), &all());
+        assert_eq!(top.decode(lower.written(&all(), old.encode(5000, at(step_start)).unwrap(), &[]).unwrap()).unwrap().0, 1000);
     }
 
     proptest! {

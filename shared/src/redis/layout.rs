@@ -14,7 +14,9 @@
 //! misread its scores. With no record, a board holding scores in its current periods holds them
 //! at the default `MAX_SCORE` (written before scales were recorded, or never declared one:
 //! nothing is recorded for it); a board holding none takes its configured scale, recorded by
-//! its first write when it is not the default.
+//! its first write when it is not the default, unless it holds a set of an earlier period still
+//! kept (yesterday's, a frozen season's): that write records the default, which its scores are
+//! in. A move re-encodes a board for another scale (docs/boards.md#changing-max_score).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -24,7 +26,7 @@ use chrono::{DateTime, Utc};
 use redis::aio::ConnectionLike;
 
 use super::error::StoreError;
-use super::keys::Keys;
+use super::keys::{BoardKeys, Keys};
 use crate::domain::config::{Board, BoardKind};
 use crate::domain::period::Period;
 use crate::domain::scores::MAX_SCORE;
@@ -156,9 +158,13 @@ async fn probe(
         (Some(_), None) if scored > 0 || recorded.is_some() => Some(MAX_SCORE),
         (Some(MAX_SCORE), None) => Some(MAX_SCORE),
         (Some(configured), None) if record => {
+            // Scores only in other periods than the current ones (yesterday's, a frozen
+            // season's) are at the default too, and recorded so: looked for once, at the write
+            // that would record the configured scale (the record then answers every probe).
+            let held = if holds_periods(conn, &one_slot, board, now).await? { MAX_SCORE } else { configured };
             let before: Option<i64> =
-                redis::cmd("SET").arg(&scale).arg(configured).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
-            Some(before.unwrap_or(configured))
+                redis::cmd("SET").arg(&scale).arg(held).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
+            Some(before.unwrap_or(held))
         }
         (Some(configured), None) => {
             holds = false;
@@ -166,6 +172,29 @@ async fn probe(
         }
     };
     Ok((Recorded { shards, generation, max_score }, holds))
+}
+
+/// Whether the board's one slot holds a period set, live or frozen, of a period still kept
+/// (each kind's periods back to its retention, `PeriodKind::retention`): one `EXISTS`.
+async fn holds_periods(
+    conn: &mut (impl ConnectionLike + Send),
+    keys: &BoardKeys,
+    board: &Board,
+    now: DateTime<Utc>,
+) -> Result<bool, StoreError> {
+    let mut held = Vec::new();
+    for kind in &board.periods {
+        let current = Period::containing(*kind, now, board.timezone);
+        let kept = |period: &Period| match (period.end, kind.retention()) {
+            (Some(end), Some(retention)) => end.with_timezone(&Utc) + retention > now,
+            _ => true,
+        };
+        for period in std::iter::once(current.clone()).chain(current.before()).take(40).take_while(kept) {
+            held.extend([keys.period(&period), keys.frozen(&period)]);
+        }
+    }
+    let found: u64 = redis::cmd("EXISTS").arg(&held).query_async(conn).await.map_err(StoreError::from)?;
+    Ok(found > 0)
 }
 
 /// A layout record: `<shards>` or `<shards>:<generation>`.
@@ -191,13 +220,23 @@ pub async fn read(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &
 }
 
 /// The `max_score` `board`'s scores are held at (`None`: a board whose scale never changes):
-/// the recorded one, else the default (a board holding scores from before scales were recorded).
-pub async fn held_scale(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &Board) -> Result<Option<i64>, StoreError> {
-    if configured_scale(board).is_none() {
-        return Ok(None);
-    }
-    let recorded: Option<i64> = redis::cmd("GET").arg(keys.board_scale(&board.name)).query_async(conn).await.map_err(StoreError::from)?;
-    Ok(Some(recorded.unwrap_or(MAX_SCORE)))
+/// the recorded one; without a record, the default for a board holding scores (written before
+/// records, or at the default: as `probe` decides), else the configured one (its first write
+/// records it).
+pub async fn held_scale(
+    conn: &mut (impl ConnectionLike + Send),
+    keys: &Keys,
+    board: &Board,
+    now: DateTime<Utc>,
+) -> Result<Option<i64>, StoreError> {
+    let Some(configured) = configured_scale(board) else { return Ok(None) };
+    let (recorded, layout): (Option<i64>, bool) =
+        redis::pipe().get(keys.board_scale(&board.name)).exists(keys.board_layout(&board.name)).query_async(conn).await?;
+    Ok(Some(match recorded {
+        Some(recorded) => recorded,
+        None if layout || holds_periods(conn, &keys.board(&board.name), board, now).await? => MAX_SCORE,
+        None => configured,
+    }))
 }
 
 /// Records `(shards, generation)` as the layout of `board` (a reshard's last step), whatever

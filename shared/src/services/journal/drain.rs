@@ -12,7 +12,7 @@ use crate::domain::config::Config;
 use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
-use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, profile_journals};
+use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, journal_board, journal_shards, profile_journals};
 use crate::redis::restore;
 use crate::redis::restore::rollback::{self, Found};
 use crate::redis::store::Store;
@@ -162,12 +162,13 @@ impl<O: Objects> Drainer<O> {
             }
         };
         for board in config.boards() {
-            // The configured layout's and the recorded one's (a move under way).
-            let configured = self.keys.layout(&board.name, board.shards);
-            let recorded = self.store.read_layout(&self.keys, board).await.unwrap_or_else(|_| configured.clone());
-            // A move re-encoding the board keeps the generation it moves to until it switches.
-            let configured = self.keys.layout_at(&board.name, board.shards, recorded.generation());
-            for name in configured.journals().into_iter().chain(recorded.journals()) {
+            // The layout the data is in and the one a move takes it to.
+            let drained = match self.store.write_connection().await {
+                Ok(mut conn) => super::generations::drained(&self.store, &mut conn, &self.keys, board).await.ok(),
+                Err(_) => None,
+            };
+            let drained = drained.unwrap_or_else(|| self.keys.layout(&board.name, board.shards).journals());
+            for name in drained {
                 if !journals.contains(&name) {
                     journals.push(name);
                 }
@@ -260,7 +261,9 @@ impl<O: Objects> Drainer<O> {
     /// Sends a board's notifications; the events sent, the age of the oldest move not sent
     /// (recorded, or held past its window's end) and the moves the full stream dropped.
     async fn notify_board(&self, name: &str, deadline: DateTime<Utc>, release: bool) -> (Result<usize, DrainError>, f64, u64) {
-        let (Some(notifier), Some(board)) = (&self.notifier, self.config.boards().iter().find(|b| b.name == name)) else {
+        // A board that notifies has one shard: its journal is named after it (and its generation).
+        let board = self.config.boards().iter().find(|b| b.name == journal_board(name) && journal_shards(name) == 1);
+        let (Some(notifier), Some(board)) = (&self.notifier, board) else {
             return (Ok(0), 0.0, 0);
         };
         let keys = self.keys.board(name);

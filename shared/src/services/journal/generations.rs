@@ -28,9 +28,7 @@ pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, k
                 return Ok(first);
             }
             let mut generation = 0;
-            while let Some(first) = keys.layout_at(&board.name, board.shards, generation + 1).journals().first().cloned()
-                && !journal_objects(objects, keys.prefix(), &first).await?.is_empty()
-            {
+            while stored(objects, keys, &keys.layout_at(&board.name, board.shards, generation + 1)).await? {
                 generation += 1;
             }
             Ok(keys.layout_at(&board.name, board.shards, generation))
@@ -50,4 +48,38 @@ pub(super) async fn held(store: &Store, conn: &mut Connection, keys: &Keys, boar
         }
         held => Ok(held?),
     }
+}
+
+/// Whether S3 holds objects of any journal of `layout` (a board of few users may have none in
+/// some shards).
+async fn stored<O: Objects>(objects: &O, keys: &Keys, layout: &Layout) -> Result<bool, RestoreError> {
+    for journal in layout.journals() {
+        if !journal_objects(objects, keys.prefix(), &journal).await?.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The journals the drain stores for `board`: those of the layout its data is in and those of
+/// the layout a move takes it to (its configured shards; the next generation when its scores
+/// are being re-encoded), so no stream is left undrained while it moves. From the store's
+/// probed records (no round trip most runs): a scale pending is the probe's `Rescaled`.
+pub(super) async fn drained(store: &Store, conn: &mut Connection, keys: &Keys, board: &Board) -> Result<Vec<String>, RestoreError> {
+    let (held, next) = match store.read_layout(keys, board).await {
+        Ok(held) => {
+            let next = held.generation();
+            (held, next)
+        }
+        Err(StoreError::Rescaled { .. }) => {
+            let (shards, generation) = layout::read(conn, keys, &board.name).await?.unwrap_or((1, 0));
+            let refused = super::rescale::refusal(board).is_some();
+            (keys.layout_at(&board.name, shards, generation), generation + u32::from(!refused))
+        }
+        Err(error) => return Err(error.into()),
+    };
+    let mut journals = held.journals();
+    let target = keys.layout_at(&board.name, board.shards, next).journals();
+    journals.extend(target.into_iter().filter(|name| !held.journals().contains(name)));
+    Ok(journals)
 }

@@ -3,6 +3,7 @@
 //! new layout's journal restores the board as it now is, and a frozen season or a compared set
 //! is read through the same map (`domain::rescale`).
 
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::domain::config::Board;
@@ -15,29 +16,50 @@ use crate::redis::store::Connection;
 
 use super::error::RestoreError;
 
+/// Why a move cannot re-encode `board`, if it cannot: a league's cohort order and a notifying
+/// board's rank moves hold composites (and undelivered moves) a move does not carry yet.
+pub(super) fn refusal(board: &Board) -> Option<String> {
+    let feature = if board.league.is_some() {
+        "runs a league (its cohorts' order holds composites)"
+    } else if board.notify.is_some() {
+        "sends rank-change notifications (its undelivered moves hold composites)"
+    } else {
+        return None;
+    };
+    Some(format!("board {:?} {feature}: a move does not re-encode it for another max_score; configure the max_score it holds", board.name))
+}
+
 /// The period a composite-holding key names.
 pub(super) fn period(board: &Board, kind: &str, id: &str) -> Result<Period, String> {
     let kind = board.period_kind(kind).or_else(|| PeriodKind::parse(kind)).ok_or_else(|| format!("unknown period kind {kind:?}"))?;
     Period::named(kind, id, board.timezone).map_err(|e| format!("period {id:?}: {e}"))
 }
 
-/// `effects` with every composite re-encoded; a command on a composite key the move cannot
-/// re-encode refuses the line (the move stops before it, nothing of it applied).
-pub(super) fn effects(rescale: &Rescale, board: &Board, effects: &Effects) -> Result<Effects, String> {
+/// `effects` with every composite re-encoded (`Rescale::written`, the line's times `reached`);
+/// a command on a composite key the move cannot re-encode refuses the line (the move stops
+/// before it, nothing of it applied).
+pub(super) fn effects(rescale: &Rescale, board: &Board, effects: &Effects, reached: &[DateTime<Utc>]) -> Result<Effects, String> {
     let mut commands = Vec::with_capacity(effects.commands.len());
     for command in &effects.commands {
         let Some((holds, kind, id)) = BoardKeys::composites_in(&command.key) else {
             commands.push(command.clone());
             continue;
         };
+        let written = |period: &Period, arg: &[u8]| {
+            let map = |composite| rescale.written(period, composite, reached);
+            rescale.argument(&String::from_utf8_lossy(arg), map).map(String::into_bytes).map_err(|e| e.to_string())
+        };
         let args = match (holds, command.name.as_str()) {
             (_, "DEL" | "UNLINK" | "ZREM" | "HDEL") => command.args.clone(),
+            // A league's order on a board that runs none now (one that does is refused): keys
+            // of past periods, which nothing reads and which expire.
+            (Holds::CohortOrder, _) if board.league.is_none() => command.args.clone(),
             (Holds::Scores, "ZADD") => {
                 let period = period(board, kind, id)?;
                 let flags = command.args.iter().take_while(|arg| matches!(arg.as_slice(), b"NX" | b"XX" | b"GT" | b"LT" | b"CH")).count();
                 let mut args = command.args.clone();
                 for score in args[flags..].iter_mut().step_by(2) {
-                    *score = rescale.argument(&period, &String::from_utf8_lossy(score)).map_err(|e| e.to_string())?.into_bytes();
+                    *score = written(&period, score)?;
                 }
                 args
             }
@@ -48,7 +70,7 @@ pub(super) fn effects(rescale: &Rescale, board: &Board, effects: &Effects) -> Re
                     if let [field, value] = pair
                         && field.as_slice() != b"#"
                     {
-                        *value = rescale.argument(&period, &String::from_utf8_lossy(value)).map_err(|e| e.to_string())?.into_bytes();
+                        *value = written(&period, value)?;
                     }
                 }
                 args
@@ -70,7 +92,9 @@ pub(super) fn line(
     entry: &mut Map<String, Value>,
     recorded: &Effects,
 ) -> Result<(Effects, String), RestoreError> {
-    let moved = effects(rescale, board, recorded).map_err(|e| RestoreError::Invalid(format!("line {id}: {e}")))?;
+    // When the write happened (its clock) and when its client said the score was reached.
+    let reached: Vec<DateTime<Utc>> = ["at", "occurred_at"].iter().filter_map(|field| entry.get(*field)?.as_str()?.parse().ok()).collect();
+    let moved = effects(rescale, board, recorded, &reached).map_err(|e| RestoreError::Invalid(format!("line {id}: {e}")))?;
     if entry.contains_key("max_score") || entry.get("kind").and_then(Value::as_str) == Some("score") {
         entry.remove("max_score");
         if rescale.to_max() != MAX_SCORE {
@@ -91,7 +115,7 @@ pub(super) fn composite(rescale: Option<&Rescale>, period: &Period, composite: f
 }
 
 /// Refuses a re-encode some held score does not fit (a lower `max_score` than a score held),
-/// before the move fences anything: the highest and the lowest composite of every period set,
+/// once the board is fenced and before anything moves: the highest and the lowest composite of every period set,
 /// live or frozen, of every old shard (a score is monotonic in its composite).
 pub(super) async fn fits(conn: &mut Connection, board: &Board, rescale: &Rescale, sources: &[BoardKeys]) -> Result<(), RestoreError> {
     for source in sources {

@@ -117,12 +117,11 @@ impl<O: Objects> Resharder<O> {
         let mut conn = self.store.write_connection().await?;
         let source = super::generations::held(&self.store, &mut conn, &self.keys, board).await?;
         let (from, to) = (source.shards(), board.shards);
-        let rescale = layout::held_scale(&mut conn, &self.keys, board).await?.and_then(|held| Rescale::new(board, held));
-        if rescale.is_some() && board.league.is_some() {
-            return Err(RestoreError::Invalid(format!(
-                "board {name:?} runs a league: its cohorts' order cannot be re-encoded for another max_score; configure the max_score it holds"
-            )));
+        let rescale = layout::held_scale(&mut conn, &self.keys, board, Utc::now()).await?.and_then(|held| Rescale::new(board, held));
+        if let Some(refusal) = rescale.as_ref().and_then(|_| super::rescale::refusal(board)) {
+            return Err(RestoreError::Invalid(refusal));
         }
+
         let max_score = rescale.as_ref().map(|rescale| ScaleMove { from: rescale.from_max(), to: rescale.to_max() });
         let mut report =
             ReshardReport { board: name.to_owned(), from, to, status: Status::Complete, moved: 0, periods_checked: 0, max_score };
@@ -202,12 +201,25 @@ impl<O: Objects> Resharder<O> {
                 }
             }
         }
-        if let Some(rescale) = rescale.filter(|_| starting) {
-            super::rescale::fits(conn, board, rescale, &sources).await?;
-        }
         for source in &sources {
             let _: () =
                 redis::cmd("HSET").arg(source.guard()).arg(guard::FENCE).arg(1).query_async(conn).await.map_err(StoreError::from)?;
+        }
+        // Fenced first, so no write lands a score the check did not see; refused, the fence is
+        // lifted and nothing else was written.
+        if let Some(rescale) = rescale.filter(|_| starting)
+            && let Err(refused) = super::rescale::fits(conn, board, rescale, &sources).await
+        {
+            for source in &sources {
+                let _: () = redis::cmd("HDEL").arg(source.guard()).arg(guard::FENCE).query_async(conn).await.map_err(StoreError::from)?;
+            }
+            return Err(refused);
+        }
+        if let Some(rescale) = rescale.filter(|_| starting) {
+            // The scale the scores are in, recorded (it is absent on a board at the default):
+            // every function, the drain included, knows from then on that a move is due.
+            layout::record_scale_if_absent(conn, &self.keys, name, rescale.from_max()).await?;
+            self.store.forget_layout(&self.keys, name);
         }
         if starting {
             for target in targets {
@@ -246,7 +258,7 @@ impl<O: Objects> Resharder<O> {
         };
         // One object in memory at a time, then the stream's tail (the lines not stored yet).
         for (index, journal_name) in source.journals().iter().enumerate() {
-            let tail = self.tail(conn, &sources[index], journal_name).await?;
+            let tail = journal::tail(conn, &sources[index], journal_name, STREAM_PAGE).await?;
             let first = tail.first().and_then(|line| place(index, &line.id));
             // An object every new shard has moved past (its successor's first line included)
             // is not read again by a resumed move.
@@ -342,24 +354,6 @@ impl<O: Objects> Resharder<O> {
             let _: () = redis::cmd("DEL").arg(target.reshard_checkpoint()).query_async(conn).await.map_err(StoreError::from)?;
         }
         Ok(())
-    }
-
-    /// The lines of one shard of the old layout still in its stream, in order (its objects are
-    /// read after: a drain storing and trimming lines meanwhile moves them from the one to the
-    /// other, never out of both). Bounded: the stream holds what the drain has not stored yet.
-    async fn tail(&self, conn: &mut Connection, source: &BoardKeys, journal_name: &str) -> Result<Vec<Line>, RestoreError> {
-        let mut tail: Vec<Line> = Vec::new();
-        if let Some(until) = journal::newest_id(conn, source).await? {
-            loop {
-                let last = tail.last().map(|line| line.id.clone());
-                let page = journal::after_until(conn, source, journal_name, last.as_deref(), &until, STREAM_PAGE).await?;
-                if page.is_empty() {
-                    break;
-                }
-                tail.extend(page);
-            }
-        }
-        Ok(tail)
     }
 
     /// Line `line` of old shard `index` into its user's new shard (a run sent when full). False:

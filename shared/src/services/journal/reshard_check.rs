@@ -69,11 +69,11 @@ pub(super) async fn compare(
             Some((_, kind, id)) if rescale.is_some() => Some(super::rescale::period(board, kind, id).map_err(RestoreError::Invalid)?),
             _ => None,
         };
-        let map = |composite: f64| match (&period, rescale) {
-            (Some(period), Some(_)) => super::rescale::composite(rescale, period, composite),
-            _ => Ok(composite),
+        let same = |old: f64, new: f64| match (&period, rescale) {
+            (Some(period), Some(rescale)) => rescale.agrees(period, old, new),
+            _ => old == new,
         };
-        if let Some(detail) = differs(conn, (source, &sources), (target, &targets), relative, map).await? {
+        if let Some(detail) = differs(conn, (source, &sources), (target, &targets), relative, same).await? {
             // A move that failed its check compares everything again when it is run again.
             let _: () = redis::cmd("HDEL").arg(&checkpoint).arg(CHECKED).query_async(conn).await.map_err(StoreError::from)?;
             return Err(RestoreError::Invalid(format!(
@@ -93,7 +93,7 @@ async fn differs(
     (source, sources): (&Layout, &[BoardKeys]),
     (target, targets): (&Layout, &[BoardKeys]),
     relative: &str,
-    map: impl Fn(f64) -> Result<f64, RestoreError>,
+    same: impl Fn(f64, f64) -> bool,
 ) -> Result<Option<String>, RestoreError> {
     let (old, new) = (size(conn, sources, relative).await?, size(conn, targets, relative).await?);
     if old != new {
@@ -117,11 +117,9 @@ async fn differs(
                 let names: Vec<&str> = members.iter().map(|(member, _)| member.as_str()).collect();
                 let found: Vec<Option<f64>> =
                     redis::cmd("ZMSCORE").arg(sources[home].relative(relative)).arg(&names).query_async(conn).await?;
-                for ((member, composite), was) in members.iter().zip(&found) {
-                    let was = was.map(&map).transpose()?;
-                    if was != Some(*composite) {
-                        return Ok(Some(format!("holds {member:?} at {was:?} and {composite}")));
-                    }
+                let differing = members.iter().zip(&found).find(|((_, composite), was)| !was.is_some_and(|was| same(was, *composite)));
+                if let Some(((member, composite), was)) = differing {
+                    return Ok(Some(format!("holds {member:?} at {was:?} and {composite}")));
                 }
             }
             start += PAGE;
