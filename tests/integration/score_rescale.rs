@@ -9,7 +9,7 @@ use axum::http::StatusCode;
 use chrono::{DateTime, Duration, Utc};
 use journal::{Jobs, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
-use standings::archive::objects::journal_objects;
+use standings::archive::objects::{Objects, generation_name, generations_of, journal_objects};
 use standings::domain::config::Config;
 use standings::domain::tiebreak::{EPOCH_SECS, MAX_SCORE};
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
@@ -48,6 +48,19 @@ async fn tops(app: &TestApp) -> Vec<Value> {
 
 fn ids(entries: &Value) -> Vec<&str> {
     entries.as_array().unwrap().iter().map(|entry| entry["user_id"].as_str().unwrap()).collect()
+}
+
+/// Reshards until complete, the drain's scheduled run between two invocations (a re-encode
+/// switches once the new journal is whole in S3).
+async fn moved(jobs: &Jobs<S3Objects>) -> Value {
+    for _ in 0..20 {
+        let report = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
+        if report["status"] == "complete" {
+            return report;
+        }
+        jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    }
+    panic!("the move did not finish in 20 invocations");
 }
 
 /// Reshards with every invocation past its deadline (each moves a run and stops), until done;
@@ -102,6 +115,8 @@ async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
     let (report, stored) = reshard_in_steps(&jobs, &S3Objects::new(client.clone(), &bucket), new.keys.prefix()).await;
     assert_eq!(report["max_score"], json!({"from": MAX_SCORE, "to": 4_194_303}), "{report}");
     assert!(stored > 0, "the drain stores the new generation's journal while the board moves");
+    let records = S3Objects::new(client.clone(), &bucket).list(&generations_of(new.keys.prefix(), "game")).await.unwrap();
+    assert_eq!(records, [generation_name(new.keys.prefix(), "game", 1)], "the switch recorded once the journal was whole");
     new.set_now(at(600));
     assert_eq!(tops(&new).await, before, "every score, rank and time reached as before");
     let mut conn = new.redis.clone();
@@ -169,7 +184,7 @@ async fn a_score_only_the_history_held_above_the_new_max_does_not_stop_the_move(
     }
     let new = spawn_journaled_on(latest("max_score = 1000"), old.keys.clone()).await;
     new.set_now(now);
-    let report = new.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
+    let report = moved(&new.journal_jobs(&client, &bucket, Arc::default())).await;
     assert_eq!(report["status"], "complete", "{report}");
     let (_, top) = new.get("/v1/boards/game/top?period=all").await;
     let scores: Vec<(&str, i64)> =
@@ -192,7 +207,7 @@ async fn yesterdays_scores_keep_a_board_at_the_default_until_it_is_moved() {
     let new = spawn_journaled_on(day_only("max_score = 4194303"), old.keys.clone()).await;
     let (status, refused) = submit(&new, Utc::now(), "b", "bob", 5).await;
     assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_scale_changed")), "{refused}");
-    let report = new.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
+    let report = moved(&new.journal_jobs(&client, &bucket, Arc::default())).await;
     assert_eq!(report["status"], "complete", "{report}");
     let date = yesterday.date_naive();
     let (status, top) = new.get(&format!("/v1/boards/game/top?period=day&at={date}")).await;
@@ -214,4 +229,40 @@ async fn a_board_that_notifies_is_refused_by_name() {
     let refused = new.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await;
     assert!(format!("{:?}", refused.expect_err("refused")).contains("notifications"));
     assert_eq!(old.keyspace().await, state, "nothing written");
+}
+
+/// Redis lost in the middle of a move, its new generation's journal partly in S3 already: the
+/// restore brings the board back as it was before the move (the generation S3 records a switch
+/// to), not the part moved so far (issue 58, found by a review: the newest generation holding
+/// objects was taken).
+#[tokio::test]
+async fn a_loss_in_the_middle_of_a_move_restores_the_board_from_before_it() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let old = spawn_journaled(game("")).await;
+    let now = Utc::now();
+    for i in 0..30 {
+        assert_eq!(submit(&old, now, &format!("s{i}"), &format!("u{i}"), 10 * i + 1).await.0, StatusCode::OK);
+    }
+    let before = tops(&old).await;
+    let new = spawn_journaled_on(game("max_score = 4194303"), old.keys.clone()).await;
+    let jobs = new.journal_jobs(&client, &bucket, Arc::default());
+    // Two runs moved (one an invocation), the drain storing them between.
+    for _ in 0..2 {
+        let report = jobs.run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1)).await.unwrap();
+        assert_eq!(report["status"], "in_progress", "{report}");
+        jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    }
+    assert!(!journal_objects(&S3Objects::new(client.clone(), &bucket), new.keys.prefix(), "game:g1").await.unwrap().is_empty());
+    let mut conn = old.redis.clone();
+    for key in old.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let restorer = Restorer::new(old.config.clone(), old.keys.clone(), old.store.clone(), S3Objects::new(client.clone(), &bucket));
+    let restored = restorer.restore(Some("game"), far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    assert!(restored.boards.iter().all(|board| board.board == "game"), "{restored:?}");
+    old.store.forget_layout(&old.keys, "game");
+    old.set_now(now);
+    assert_eq!(tops(&old).await, before, "the board as it was before the move");
 }

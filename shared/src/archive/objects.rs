@@ -44,6 +44,18 @@ pub fn marks_name(prefix: &str) -> String {
     format!("journal/_marks/prefix={prefix}/drained.json")
 }
 
+/// The record that `board` of tenant `prefix` switched to generation `generation` of its layout
+/// (docs/boards.md#changing-max_score), written once that generation's journal is whole in S3:
+/// how a restore with Redis lost finds the generation (beside the journal, under no `board=`).
+pub fn generation_name(prefix: &str, board: &str, generation: u32) -> String {
+    format!("{}{generation}", generations_of(prefix, board))
+}
+
+/// The folder of `board`'s generation records.
+pub fn generations_of(prefix: &str, board: &str) -> String {
+    format!("journal/_generations/prefix={prefix}/board={board}/g")
+}
+
 /// The object holding a chunk whose first entry is `first_id`, written on UTC `date` (Hive-style
 /// partitions: Athena and DuckDB read `prefix`, `board` and `dt` as columns; `dt`, since a sign-in has a `date` of its own).
 pub fn object_name(prefix: &str, board: &str, date: &str, first_id: &str) -> String {

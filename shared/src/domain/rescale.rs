@@ -24,7 +24,7 @@ pub enum RescaleError {
     #[error("a stored composite {0} is no score of max_score {1}")]
     Unreadable(String, i64),
     #[error(
-        "score {score} of period {period} is above the new max_score {max_score}: lower max_score only to at least the highest score held"
+        "score {score} of period {period} is above the new max_score {max_score}: a board's max_score can be lowered only to at least every score it holds"
     )]
     TooHigh { score: i64, period: String, max_score: i64 },
     #[error("the time {0} a score was reached is outside the new scale's range")]

@@ -166,9 +166,11 @@ async fn probe(
                 redis::cmd("SET").arg(&scale).arg(held).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
             Some(before.unwrap_or(held))
         }
+        // A read records nothing: the default where earlier periods hold scores (so the read
+        // is refused, as the write would be), probed again next time.
         (Some(configured), None) => {
             holds = false;
-            Some(configured)
+            Some(if holds_periods(conn, &one_slot, board, now).await? { MAX_SCORE } else { configured })
         }
     };
     Ok((Recorded { shards, generation, max_score }, holds))

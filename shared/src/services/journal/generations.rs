@@ -4,8 +4,10 @@
 //! lost it (the board's slot, or everything) is told by S3, whose newest generation holding
 //! objects for the configured shards is the one the board was in.
 
-use crate::archive::objects::{Objects, journal_objects};
+use crate::archive::objects::{Objects, generation_name, generations_of, journal_objects, parse_lines, read_text};
 use crate::domain::config::Board;
+use crate::domain::journal::stream_order;
+use crate::domain::rescale::Rescale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{Keys, Layout};
 use crate::redis::layout;
@@ -27,10 +29,9 @@ pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, k
             if held {
                 return Ok(first);
             }
-            let mut generation = 0;
-            while stored(objects, keys, &keys.layout_at(&board.name, board.shards, generation + 1)).await? {
-                generation += 1;
-            }
+            // The newest generation a move switched to (recorded once its journal was whole).
+            let listed = objects.list(&generations_of(keys.prefix(), &board.name)).await?;
+            let generation = listed.iter().filter_map(|name| name.rsplit_once("/g")?.1.parse::<u32>().ok()).max().unwrap_or(0);
             Ok(keys.layout_at(&board.name, board.shards, generation))
         }
     }
@@ -50,15 +51,27 @@ pub(super) async fn held(store: &Store, conn: &mut Connection, keys: &Keys, boar
     }
 }
 
-/// Whether S3 holds objects of any journal of `layout` (a board of few users may have none in
-/// some shards).
-async fn stored<O: Objects>(objects: &O, keys: &Keys, layout: &Layout) -> Result<bool, RestoreError> {
-    for journal in layout.journals() {
-        if !journal_objects(objects, keys.prefix(), &journal).await?.is_empty() {
-            return Ok(true);
+/// Whether S3 holds every line of `layout`'s journals that their streams hold (the drain stores
+/// them as it runs; a move waits for it before switching, so the new generation's history is
+/// whole in S3 before anything names it), and once it does, the generation's record written.
+pub(super) async fn recorded_whole<O: Objects>(
+    conn: &mut Connection,
+    objects: &O,
+    keys: &Keys,
+    layout: &Layout,
+) -> Result<bool, RestoreError> {
+    for (shard, journal) in layout.all().iter().zip(layout.journals()) {
+        let Some(newest) = crate::redis::journal::newest_id(conn, shard).await? else { continue };
+        let stored = journal_objects(objects, keys.prefix(), &journal).await?;
+        let Some(last) = stored.last() else { return Ok(false) };
+        let text = read_text(objects, last).await.map_err(|e| RestoreError::Unreadable(last.clone(), e.to_string()))?;
+        let through = parse_lines(last, &text).filter_map(Result::ok).last().map(|line| line.id);
+        if through.as_deref().map(stream_order) < Some(stream_order(&newest)) {
+            return Ok(false);
         }
     }
-    Ok(false)
+    objects.put_new(&generation_name(keys.prefix(), layout.board(), layout.generation()), Vec::new()).await?;
+    Ok(true)
 }
 
 /// The journals the drain stores for `board`: those of the layout its data is in and those of
@@ -71,10 +84,12 @@ pub(super) async fn drained(store: &Store, conn: &mut Connection, keys: &Keys, b
             let next = held.generation();
             (held, next)
         }
+        // Read again (the probe is up to 30 s old: a move may have switched since).
         Err(StoreError::Rescaled { .. }) => {
             let (shards, generation) = layout::read(conn, keys, &board.name).await?.unwrap_or((1, 0));
-            let refused = super::rescale::refusal(board).is_some();
-            (keys.layout_at(&board.name, shards, generation), generation + u32::from(!refused))
+            let held = layout::held_scale(conn, keys, board, chrono::Utc::now()).await?;
+            let due = held.and_then(|held| Rescale::new(board, held)).is_some() && super::rescale::refusal(board).is_none();
+            (keys.layout_at(&board.name, shards, generation), generation + u32::from(due))
         }
         Err(error) => return Err(error.into()),
     };

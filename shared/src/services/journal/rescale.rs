@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 use crate::domain::config::Board;
+use crate::domain::guard;
 use crate::domain::journal::{Command, Effects};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::rescale::Rescale;
@@ -26,7 +27,11 @@ pub(super) fn refusal(board: &Board) -> Option<String> {
     } else {
         return None;
     };
-    Some(format!("board {:?} {feature}: a move does not re-encode it for another max_score; configure the max_score it holds", board.name))
+    Some(format!(
+        "board {:?} {feature}: a move does not re-encode it for another max_score; configure the max_score its scores are in \
+         (its scale record, or 1073741823 when it has none)",
+        board.name
+    ))
 }
 
 /// The period a composite-holding key names.
@@ -92,8 +97,12 @@ pub(super) fn line(
     entry: &mut Map<String, Value>,
     recorded: &Effects,
 ) -> Result<(Effects, String), RestoreError> {
-    // When the write happened (its clock) and when its client said the score was reached.
-    let reached: Vec<DateTime<Utc>> = ["at", "occurred_at"].iter().filter_map(|field| entry.get(*field)?.as_str()?.parse().ok()).collect();
+    // A submission's score is reached when it happened (its clock) or when its client said;
+    // another write (a correction, a take-back) keeps the time its member had, which the old
+    // composite holds only to its step.
+    let submitted = entry.get("kind").and_then(Value::as_str) == Some("score");
+    let reached: Vec<DateTime<Utc>> =
+        ["at", "occurred_at"].iter().filter(|_| submitted).filter_map(|field| entry.get(*field)?.as_str()?.parse().ok()).collect();
     let moved = effects(rescale, board, recorded, &reached).map_err(|e| RestoreError::Invalid(format!("line {id}: {e}")))?;
     if entry.contains_key("max_score") || entry.get("kind").and_then(Value::as_str) == Some("score") {
         entry.remove("max_score");
@@ -115,13 +124,33 @@ pub(super) fn composite(rescale: Option<&Rescale>, period: &Period, composite: f
 }
 
 /// Refuses a re-encode some held score does not fit (a lower `max_score` than a score held),
-/// once the board is fenced and before anything moves: the highest and the lowest composite of every period set,
-/// live or frozen, of every old shard (a score is monotonic in its composite).
+/// once the board is fenced and before anything moves: the highest and the lowest composite (a
+/// score is monotonic in its composite) of every period set the guards record, live (`kept|`,
+/// and the current periods) or frozen (`closed|`). Bounded by the guards, not the node's keys.
 pub(super) async fn fits(conn: &mut Connection, board: &Board, rescale: &Rescale, sources: &[BoardKeys]) -> Result<(), RestoreError> {
+    let now = Utc::now();
     for source in sources {
-        for key in conn.scan_slot_of(&source.guard(), &source.pattern_all()).await? {
-            let Some((Holds::Scores, kind, id)) = source.relative_of(&key).and_then(BoardKeys::composites_in) else { continue };
-            let period = period(board, kind, id).map_err(RestoreError::Invalid)?;
+        let mut sets: Vec<(String, Period)> =
+            board.periods.iter().map(|kind| Period::containing(*kind, now, board.timezone)).map(|p| (source.period(&p), p)).collect();
+        let mut cursor = 0u64;
+        loop {
+            let (next, pairs): (u64, Vec<String>) =
+                redis::cmd("HSCAN").arg(source.guard()).arg(cursor).arg("COUNT").arg(1000).query_async(conn).await?;
+            for field in pairs.iter().step_by(2) {
+                let (frozen, named) = match (field.strip_prefix(guard::KEPT), guard::closed_period(field)) {
+                    (Some(named), _) => (false, named.split_once(':')),
+                    (None, named) => (true, named),
+                };
+                let Some((kind, id)) = named else { continue };
+                let period = period(board, kind, id).map_err(RestoreError::Invalid)?;
+                sets.push((if frozen { source.frozen(&period) } else { source.period(&period) }, period));
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        for (key, period) in sets {
             let ends: [Vec<(String, f64)>; 2] = redis::pipe()
                 .cmd("ZRANGE")
                 .arg(&key)

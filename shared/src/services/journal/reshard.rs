@@ -181,12 +181,16 @@ impl<O: Objects> Resharder<O> {
             // A lost shard's guard (its closed seasons, bans) is not there to carry: restored
             // first. (A guard not born with no history is a board that never took a write.)
             for (source, journal_name) in sources.iter().zip(source.journals()) {
-                if !restore::born(conn, source).await?
+                // Fenced already (a loss a write found, a restore under way): not this move's
+                // fence to lift if it is refused.
+                let (fenced, lost): (bool, bool) =
+                    redis::pipe().hexists(source.guard(), guard::FENCE).hexists(source.guard(), guard::LOST).query_async(conn).await?;
+                let unborn = !restore::born(conn, source).await?
                     && (journal::len(conn, source).await? > 0
-                        || !journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?.is_empty())
-                {
+                        || !journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?.is_empty());
+                if fenced || lost || unborn {
                     return Err(RestoreError::Invalid(format!(
-                        "board {name:?} is lost or being restored ({} holds no born guard): restore it, then move it",
+                        "board {name:?} is lost, fenced or being restored ({} is not born, or fenced): restore it, then move it",
                         source.guard()
                     )));
                 }
@@ -294,7 +298,10 @@ impl<O: Objects> Resharder<O> {
         let carried = super::closed_seasons::carry(conn, board, &sources, target, rescale, Utc::now()).await?;
         let checked = super::reshard_check::compare(conn, (source, target, rescale), board, &carried, deadline).await?;
         report.periods_checked = checked.compared;
-        if !checked.done {
+        // A re-encode switches once the drain stored the new generation's journal whole: a
+        // restore with Redis lost then finds it complete, by its record (`generations`).
+        let waiting = rescale.is_some() && !super::generations::recorded_whole(conn, &self.objects, &self.keys, target).await?;
+        if !checked.done || waiting {
             report.status = Status::InProgress;
             return Ok(());
         }
