@@ -266,3 +266,32 @@ async fn a_loss_in_the_middle_of_a_move_restores_the_board_from_before_it() {
     old.set_now(now);
     assert_eq!(tops(&old).await, before, "the board as it was before the move");
 }
+
+/// A journal that begins with a line from before effects were recorded (2026-11-26) cannot be
+/// moved: refused by name before anything is fenced, every key as it was (a move applies lines
+/// by their effects, and stopped at that line with the board fenced).
+#[tokio::test]
+async fn a_journal_older_than_recorded_effects_is_refused_before_anything_is_fenced() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let old = spawn_journaled(game("")).await;
+    let entry = json!({"kind": "score", "at": "2026-11-25T10:00:00.000Z", "event_id": "legacy", "user_id": "amy", "score": 5});
+    let mut conn = old.redis.clone();
+    let _: String = redis::cmd("XADD")
+        .arg(old.keys.board("game").journal())
+        .arg("*")
+        .arg("e")
+        .arg(entry.to_string())
+        .arg("o")
+        .arg("k1")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(submit(&old, Utc::now(), "a", "bob", 40).await.0, StatusCode::OK);
+    let state = old.keyspace().await;
+    let new = spawn_journaled_on(game("max_score = 4194303"), old.keys.clone()).await;
+    let refused = new.journal_jobs(&client, &bucket, Arc::default()).run(json!({"reshard": {"board": "game"}}), far()).await;
+    assert!(format!("{:?}", refused.expect_err("refused")).contains("before 2026-11-26"));
+    assert_eq!(old.keyspace().await, state, "nothing written, the board not fenced");
+    assert_eq!(submit(&old, Utc::now(), "b", "cat", 7).await.0, StatusCode::OK, "the board goes on as it was");
+}

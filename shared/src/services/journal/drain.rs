@@ -347,10 +347,8 @@ impl<O: Objects> Drainer<O> {
             );
             drained.lost = true;
         }
-        // Stored and not trimmed: a restore or a move holds the board's lock.
-        let mut kept: Option<String> = None;
         while Utc::now() < deadline {
-            let lines = journal::after(&mut conn, &keys, board, kept.as_deref(), self.chunk).await?;
+            let lines = journal::oldest(&mut conn, &keys, board, self.chunk).await?;
             let Some(first) = lines.first() else { break };
             let date = first.date().map_or_else(|| "unknown".to_owned(), |d| d.to_string());
             let chunk: Vec<&Line> = lines.iter().take_while(|line| line.date().map(|d| d.to_string()).as_deref() == Some(&date)).collect();
@@ -388,12 +386,10 @@ impl<O: Objects> Drainer<O> {
                     drained.entries += trimmed;
                     drained.through = Some(last);
                 }
-                // A restore of the board reads the tail from the stream (trim_journal.lua), and
-                // a move's new journal waits to be whole in S3: the lines after are stored on,
-                // and trimmed by a run once the lock is gone. A board found rolled back keeps
-                // its entries for its restore.
-                None if guarded && rollback::point(&mut conn, &keys).await?.is_some() => break,
-                None => kept = Some(last),
+                // A restore of the board reads the tail from the stream (trim_journal.lua). (A
+                // move holds the lock on its new layout within an invocation only: the drain
+                // stores its journal between two.)
+                None => break,
             }
         }
         Ok(())

@@ -98,3 +98,28 @@ pub(super) async fn drained(store: &Store, conn: &mut Connection, keys: &Keys, b
     journals.extend(target.into_iter().filter(|name| !held.journals().contains(name)));
     Ok(journals)
 }
+
+/// Refuses a move of a board whose journal begins with a line written before effects were
+/// recorded (2026-11-26): a move applies lines by their effects, and would stop at that line
+/// with the board fenced. Lines are in release order, so the oldest of each journal (its first
+/// object's first line, or its stream's first entry) tells.
+pub(super) async fn movable<O: Objects>(conn: &mut Connection, objects: &O, keys: &Keys, layout: &Layout) -> Result<(), RestoreError> {
+    for (shard, journal) in layout.all().iter().zip(layout.journals()) {
+        let oldest = match journal_objects(objects, keys.prefix(), &journal).await?.first() {
+            Some(first) => {
+                let text = read_text(objects, first).await.map_err(|e| RestoreError::Unreadable(first.clone(), e.to_string()))?;
+                parse_lines(first, &text).next().and_then(Result::ok)
+            }
+            None => crate::redis::journal::oldest(conn, shard, &journal, 1).await?.into_iter().next(),
+        };
+        if let Some(line) = oldest.filter(|line| line.effects.is_none()) {
+            return Err(RestoreError::Invalid(format!(
+                "board {:?}: its journal {journal} begins with a line written before 2026-11-26 ({}), whose effects were not \
+                 recorded: a move cannot apply it; the board goes on as it is",
+                layout.board(),
+                line.id
+            )));
+        }
+    }
+    Ok(())
+}

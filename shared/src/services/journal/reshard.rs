@@ -195,6 +195,7 @@ impl<O: Objects> Resharder<O> {
                     )));
                 }
             }
+            super::generations::movable(conn, &self.objects, &self.keys, source).await?;
             for (target, journal_name) in targets.iter().zip(target.journals()) {
                 let objects = journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?;
                 if !objects.is_empty() || !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
