@@ -41,10 +41,7 @@ async fn drain(app: &TestApp) -> (aws_sdk_s3::Client, String) {
 }
 
 async fn lose_and_restore(app: &TestApp, (client, bucket): (aws_sdk_s3::Client, String)) {
-    let mut conn = app.redis.clone();
-    for key in app.written_keys().await {
-        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    }
+    app.lose_written_keys().await;
     let restorer =
         Restorer::new(Arc::new(app.config.as_ref().clone()), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
     let report = restorer.restore(None, far()).await.unwrap();
@@ -162,9 +159,7 @@ async fn a_profile_changed_during_its_shards_restore_keeps_the_change() {
     }
     let (client, bucket) = drain(&app).await;
     let mut conn = app.redis.clone();
-    for key in app.written_keys().await {
-        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    }
+    app.lose_written_keys().await;
     let key = app.keys.profile("ann");
     let shard = key[key.find('{').unwrap() + 1..key.find('}').unwrap()].to_owned();
     let restorer =

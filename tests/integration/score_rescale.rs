@@ -140,9 +140,7 @@ async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
 
     // Redis lost, the layout record with it: S3's newest generation is the board's.
     jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
-    for key in new.written_keys().await {
-        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    }
+    new.lose_written_keys().await;
     let restorer = Restorer::new(new.config.clone(), new.keys.clone(), new.store.clone(), S3Objects::new(client.clone(), &bucket));
     let restored = restorer.restore(Some("game"), far()).await.expect("the restore runs");
     assert_eq!(restored.status, Status::Complete, "{restored:?}");
@@ -254,10 +252,7 @@ async fn a_loss_in_the_middle_of_a_move_restores_the_board_from_before_it() {
         jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
     }
     assert!(!journal_objects(&S3Objects::new(client.clone(), &bucket), new.keys.prefix(), "game:g1").await.unwrap().is_empty());
-    let mut conn = old.redis.clone();
-    for key in old.written_keys().await {
-        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    }
+    old.lose_written_keys().await;
     let restorer = Restorer::new(old.config.clone(), old.keys.clone(), old.store.clone(), S3Objects::new(client.clone(), &bucket));
     let restored = restorer.restore(Some("game"), far()).await.expect("the restore runs");
     assert_eq!(restored.status, Status::Complete, "{restored:?}");

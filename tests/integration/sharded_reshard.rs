@@ -124,10 +124,7 @@ async fn a_board_moved_from_one_shard_to_eight_then_to_three_reads_as_before() {
 
     // Redis lost: the new layout's journal holds the whole history.
     jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
-    let mut conn = three.redis.clone();
-    for key in three.written_keys().await {
-        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    }
+    three.lose_written_keys().await;
     let restorer = Restorer::new(three.config.clone(), three.keys.clone(), three.store.clone(), S3Objects::new(client.clone(), &bucket));
     let restored = restorer.restore(Some("game"), far()).await.expect("the restore runs");
     assert_eq!(restored.status, Status::Complete, "{restored:?}");
@@ -241,9 +238,7 @@ async fn a_merged_shard_records_every_set_it_holds_through_a_restore_and_a_loss_
     assert_eq!(kept_records(&mut conn, &shard).await, sets, "every set the merged shard holds is recorded");
 
     jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
-    for key in one.written_keys().await {
-        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
-    }
+    one.lose_written_keys().await;
     let restorer = Restorer::new(one.config.clone(), one.keys.clone(), one.store.clone(), S3Objects::new(client.clone(), &bucket));
     assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
     assert_eq!(kept_records(&mut conn, &shard).await, sets, "the restore brings the records back as the move left them");

@@ -354,6 +354,15 @@ impl TestApp {
         keys
     }
 
+    /// Redis lost: deletes every key `written_keys` lists, one `DEL` each (a cluster's keys are
+    /// on several nodes).
+    pub async fn lose_written_keys(&self) {
+        let mut conn = self.redis.clone();
+        for key in self.written_keys().await {
+            let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+        }
+    }
+
     /// Every key this test wrote with its value (`DUMP`) and absolute expiry: what "writes
     /// nothing" compares before and after.
     pub async fn keyspace(&self) -> Vec<(String, Vec<u8>, i64)> {

@@ -43,12 +43,16 @@ pub(super) async fn held(store: &Store, conn: &mut Connection, keys: &Keys, boar
     match store.read_layout(keys, board).await {
         // Scores held at another scale than configured: a board with no layout record then
         // holds them in its one slot (`redis::layout`).
-        Err(StoreError::Rescaled { .. }) => {
-            let (shards, generation) = layout::read(conn, keys, &board.name).await?.unwrap_or((1, 0));
-            Ok(keys.layout_at(&board.name, shards, generation))
-        }
+        Err(StoreError::Rescaled { .. }) => recorded(conn, keys, board).await,
         held => Ok(held?),
     }
+}
+
+/// The layout `board`'s record names, read now (a board with none holds its data in its one
+/// slot).
+async fn recorded(conn: &mut Connection, keys: &Keys, board: &Board) -> Result<Layout, RestoreError> {
+    let (shards, generation) = layout::read(conn, keys, &board.name).await?.unwrap_or((1, 0));
+    Ok(keys.layout_at(&board.name, shards, generation))
 }
 
 /// Whether S3 holds every line of `layout`'s journals that their streams hold (the drain stores
@@ -86,10 +90,11 @@ pub(super) async fn drained(store: &Store, conn: &mut Connection, keys: &Keys, b
         }
         // Read again (the probe is up to 30 s old: a move may have switched since).
         Err(StoreError::Rescaled { .. }) => {
-            let (shards, generation) = layout::read(conn, keys, &board.name).await?.unwrap_or((1, 0));
-            let held = layout::held_scale(conn, keys, board, chrono::Utc::now()).await?;
-            let due = held.and_then(|held| Rescale::new(board, held)).is_some() && super::rescale::refusal(board).is_none();
-            (keys.layout_at(&board.name, shards, generation), generation + u32::from(due))
+            let held = recorded(conn, keys, board).await?;
+            let scale = layout::held_scale(conn, keys, board, chrono::Utc::now()).await?;
+            let due = scale.and_then(|scale| Rescale::new(board, scale)).is_some() && super::rescale::refusal(board).is_none();
+            let next = held.generation() + u32::from(due);
+            (held, next)
         }
         Err(error) => return Err(error.into()),
     };
