@@ -5,11 +5,13 @@
 
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
+use journal::S3Objects;
 use serde_json::{Value, json};
 use standings::archive::bus::TOURNAMENT_ENDED;
+use standings_tests::journal::drain_to_new_bucket;
 use standings_tests::notify::subscribed_to;
 use standings_tests::runtime::call_on;
-use standings_tests::tournament::{Arena, cup};
+use standings_tests::tournament::{Arena, cup, flush_and_restore};
 use standings_tests::{WRITER, cluster};
 
 fn code(body: &Value) -> Option<&str> {
@@ -162,4 +164,31 @@ async fn an_open_tournament_nobody_played_or_ended_early_is_deleted_on_a_journal
         let (status, late) = arena.play(id, &format!("{id}-late"), "cy", 1).await;
         assert_eq!((status, code(&late)), (StatusCode::CONFLICT, Some("tournament_closed")), "{id}: {late}");
     }
+
+    // Their ends done once their journals are stored: listed under `ended` from their
+    // tombstones, and so again after every key was lost and the journal restored.
+    let (client, bucket) = drain_to_new_bucket(&arena.app, 50).await;
+    let mut done = Vec::new();
+    for _ in 0..3 {
+        let (_, boards) = arena.runtime_run(None).await;
+        done.extend(boards.into_iter().filter(|r| r.status == "done").map(|r| r.board));
+        let objects = S3Objects::new(client.clone(), &bucket);
+        arena.app.drainer(objects, Default::default()).drain(chrono::Utc::now() + Duration::minutes(5)).await;
+    }
+    done.sort();
+    assert_eq!(done, ["early", "empty", "played"]);
+    let listed = |page: &Value| -> Vec<(String, u64)> {
+        page["tournaments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| (t["tournament_id"].as_str().unwrap().to_owned(), t["size"].as_u64().unwrap()))
+            .collect()
+    };
+    let (_, ended) = arena.read("/v1/tournaments?state=ended").await;
+    let expected = [("early".to_owned(), 1), ("empty".to_owned(), 0), ("played".to_owned(), 1)];
+    assert_eq!(listed(&ended), expected, "{ended}");
+    flush_and_restore(&arena, &client, &bucket).await;
+    let (_, restored) = arena.read("/v1/tournaments?state=ended").await;
+    assert_eq!(listed(&restored), expected, "{restored}");
 }

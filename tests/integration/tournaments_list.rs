@@ -127,3 +127,81 @@ async fn the_board_catalogue_pages_the_same_way() {
     let (status, body) = arena.read("/v1/boards?limit=1000").await;
     assert_eq!((status, code(&body)), (StatusCode::BAD_REQUEST, Some("out_of_range")), "{body}");
 }
+
+/// Ended tournaments are listed under `state=ended` for as long as their results are kept,
+/// deleted ones included (their results stay readable): one ended on time, one whose deletion
+/// is done (every key freed but its guard) and one being deleted, in name order, paged, each
+/// with the players its last instance had and when it was deleted. The default list leaves
+/// deleted ones out.
+#[tokio::test]
+async fn ended_tournaments_are_listed_under_ended_while_their_results_are_kept_deleted_ones_included() {
+    let arena = Arena::new().await;
+    let start = arena.app.now();
+    for (id, hours, category) in [("a-done", 1, "racing"), ("b-gone", 24, "puzzles"), ("c-going", 24, "racing"), ("d-open", 24, "racing")] {
+        assert_eq!(arena.put(id, &cup(start, hours, json!({"category": category}))).await.0, StatusCode::CREATED);
+    }
+    arena.app.set_now(start + Duration::minutes(10));
+    for (id, players) in [("a-done", 2), ("b-gone", 3), ("c-going", 1), ("d-open", 1)] {
+        for player in 0..players {
+            let (status, body) = arena.play(id, &format!("{id}-{player}"), &format!("p{player}"), 10 + player).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+        }
+    }
+    let gone_at = start + Duration::hours(2);
+    arena.app.set_now(gone_at);
+    assert_eq!(arena.delete("b-gone", "cancelled").await.0, StatusCode::ACCEPTED);
+    // The list of retired ones a key of another type: the end's last step fails whole (the
+    // definition kept, nothing listed), then goes through once the key is mended.
+    let mut conn = arena.app.redis.clone();
+    let retired = arena.app.keys.catalog().retired_tournaments();
+    let () = redis::cmd("SET").arg(&retired).arg("x").query_async(&mut conn).await.unwrap();
+    let (_, boards) = arena.runtime_run(None).await;
+    assert_eq!(boards.iter().map(|r| (r.board.as_str(), r.status)).collect::<Vec<_>>(), [("b-gone", "failed")], "{boards:?}");
+    let definitions = arena.app.keys.catalog().definitions();
+    let kept: bool = redis::cmd("HEXISTS").arg(&definitions).arg("b-gone").query_async(&mut conn).await.unwrap();
+    assert!(kept, "its definition kept");
+    let () = redis::cmd("DEL").arg(&retired).query_async(&mut conn).await.unwrap();
+    let (_, boards) = arena.runtime_run(None).await;
+    assert_eq!(boards.iter().map(|r| (r.board.as_str(), r.status)).collect::<Vec<_>>(), [("b-gone", "done")], "{boards:?}");
+    let going_at = gone_at + Duration::minutes(5);
+    arena.app.set_now(going_at);
+    assert_eq!(arena.delete("c-going", "cancelled").await.0, StatusCode::ACCEPTED);
+
+    let (status, ended) = arena.read("/v1/tournaments?state=ended").await;
+    assert_eq!(status, StatusCode::OK, "{ended}");
+    let rows: Vec<Value> = ended["tournaments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| json!([t["tournament_id"], t["state"], t["size"], t["deleted_at"], t["category"], t["title"]]))
+        .collect();
+    let at = |at: chrono::DateTime<chrono::Utc>| at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    assert_eq!(
+        rows,
+        [
+            json!(["a-done", "ended", 2, null, "racing", "Friday cup"]),
+            json!(["b-gone", "ended", 3, at(gone_at), "puzzles", "Friday cup"]),
+            json!(["c-going", "ended", 1, at(going_at), "racing", "Friday cup"]),
+        ],
+        "{ended}"
+    );
+    assert_eq!(ended["next_cursor"], Value::Null);
+    let ids = |ids: &[&str]| ids.iter().map(|id| id.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        walk(&arena, "/v1/tournaments?state=ended", "tournaments", "tournament_id", 1).await,
+        (ids(&["a-done", "b-gone", "c-going"]), vec![1, 1, 1])
+    );
+    assert_eq!(walk(&arena, "/v1/tournaments?state=ended&category=puzzles", "tournaments", "tournament_id", 1).await.0, ids(&["b-gone"]));
+    assert_eq!(
+        walk(&arena, "/v1/tournaments?state=ended&cursor=a-done", "tournaments", "tournament_id", 5).await.0,
+        ids(&["b-gone", "c-going"])
+    );
+    assert_eq!(
+        walk(&arena, "/v1/tournaments", "tournaments", "tournament_id", 5).await.0,
+        ids(&["a-done", "d-open"]),
+        "deleted ones only under ended"
+    );
+    assert_eq!(walk(&arena, "/v1/tournaments?state=open", "tournaments", "tournament_id", 5).await.0, ids(&["d-open"]));
+    let (status, results) = arena.read("/v1/tournaments/b-gone/results?instance=all").await;
+    assert_eq!((status, results["results"].as_array().map(Vec::len)), (StatusCode::OK, Some(3)), "its results are kept: {results}");
+}

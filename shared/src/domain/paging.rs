@@ -43,6 +43,28 @@ pub fn page_in_order<T>(
     (chosen, next)
 }
 
+/// Two lists in name order as one, in name order; an item named in both is `second`'s (a
+/// name listed from two sources read at different instants is listed once).
+pub fn merged<T>(
+    first: impl IntoIterator<Item = T>,
+    second: impl IntoIterator<Item = T>,
+    name: impl Fn(&T) -> &str,
+) -> impl Iterator<Item = T> {
+    let (mut first, mut second) = (first.into_iter().peekable(), second.into_iter().peekable());
+    std::iter::from_fn(move || match (first.peek(), second.peek()) {
+        (Some(a), Some(b)) => match name(a).cmp(name(b)) {
+            std::cmp::Ordering::Less => first.next(),
+            std::cmp::Ordering::Greater => second.next(),
+            std::cmp::Ordering::Equal => {
+                first.next();
+                second.next()
+            }
+        },
+        (Some(_), None) => first.next(),
+        (None, _) => second.next(),
+    })
+}
+
 /// Where a page of a live board ended (`next_cursor`, docs/api.md): its last entry's
 /// composite and member, `<composite>.<member>`. The page after holds the entries ranked after
 /// that place, whatever moved above it meanwhile (a keyset, not an offset).
@@ -85,7 +107,9 @@ mod tests {
 
     use proptest::prelude::*;
 
-    use super::{RankCursor, page};
+    use std::collections::BTreeMap;
+
+    use super::{RankCursor, merged, page};
 
     #[test]
     fn a_rank_cursor_reads_back_and_refuses_anything_else() {
@@ -154,6 +178,23 @@ mod tests {
             }
             prop_assert_eq!(pages, expected.len().div_ceil(limit).max(1));
             prop_assert_eq!(listed, expected);
+        }
+
+        /// Model: a map by name where the second list's items overwrite the first's.
+        #[test]
+        fn two_lists_merge_in_name_order_the_second_winning_a_name_in_both(
+            first in prop::collection::btree_set("[a-e]{1,2}", 0..20),
+            second in prop::collection::btree_set("[a-e]{1,2}", 0..20),
+        ) {
+            let mut model: BTreeMap<String, u8> = first.iter().map(|n| (n.clone(), 1)).collect();
+            model.extend(second.iter().map(|n| (n.clone(), 2)));
+            let got: Vec<(String, u8)> = merged(
+                first.iter().map(|n| (n.clone(), 1)),
+                second.iter().map(|n| (n.clone(), 2)),
+                |item: &(String, u8)| item.0.as_str(),
+            )
+            .collect();
+            prop_assert_eq!(got, model.into_iter().collect::<Vec<_>>());
         }
 
         /// Names defined or deleted between two pages: each name present before and after is

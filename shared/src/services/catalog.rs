@@ -92,6 +92,12 @@ fn retired_boards(loaded: &catalog::Catalog) -> impl Iterator<Item = Board> + '_
         .filter_map(|(name, why)| Some(deleted_as_recorded(retired_board(name, why)?, Some(why))))
 }
 
+/// The tournament a tombstone (`why`) stands for, deleted when it says (`None`: not a
+/// tournament's, or unreadable): the list of ended tournaments shows it.
+pub(crate) fn retired_tournament(name: &str, why: &str) -> Option<Board> {
+    retired_board(name, why).filter(|board| board.tournament.is_some()).map(|board| deleted_as_recorded(board, Some(why)))
+}
+
 /// The board a tombstone (`why`, with the definition it kept) stands for, not yet marked deleted.
 fn retired_board(name: &str, why: &str) -> Option<Board> {
     let why: serde_json::Value = serde_json::from_str(why).ok()?;

@@ -209,6 +209,7 @@ impl RuntimeBoards {
                 }
             }
         }
+        let players = self.players_shown(&mut conn, board, now).await?;
         let mut all = shards.clone();
         all.push(self.keys.board(&board.name));
         let guards: Vec<String> = all.iter().map(BoardKeys::guard).collect();
@@ -224,11 +225,40 @@ impl RuntimeBoards {
         let mut retired: Value = record.ending.as_deref().and_then(|why| serde_json::from_str(why).ok()).unwrap_or(Value::Null);
         if let (Some(why), Some(text)) = (retired.as_object_mut(), record.definition.as_deref()) {
             why.insert("definition".into(), tombstone(serde_json::from_str(text).unwrap_or(Value::Null)));
+            if let Some(players) = players {
+                why.insert(PLAYERS.into(), players.into());
+            }
         }
         let retired = if retired.is_object() { retired.to_string() } else { String::new() };
         let entry = self.entry(&board.name, "remove", &Value::Null, now);
-        define(&mut conn, &self.keys, &board.name, Change::Remove { retired: &retired }, &entry, self.store.replica_wait()).await?;
+        let change = Change::Remove { retired: &retired, tournament: board.tournament.is_some() };
+        define(&mut conn, &self.keys, &board.name, change, &entry, self.store.replica_wait()).await?;
+        if players.is_some() {
+            let guard = self.keys.board(&board.name).guard();
+            let _: () = redis::cmd("HDEL").arg(guard).arg(PLAYERS).query_async(&mut conn).await.map_err(StoreError::from)?;
+        }
         Ok(true)
+    }
+
+    /// The players of the instance a deleted tournament shows (its last), read before its keys
+    /// are freed: its tombstone keeps them for the list of ended tournaments. As
+    /// `Tournaments::size` counts them: the size kept at its release, else its set's. Kept in
+    /// the board's guard, which outlives the keys, until the tombstone holds them: a run that
+    /// stopped after freeing the keys finds them there.
+    async fn players_shown(&self, conn: &mut Connection, board: &Board, now: DateTime<Utc>) -> Result<Option<u64>, StoreError> {
+        let Some(tournament) = board.tournament.as_deref() else { return Ok(None) };
+        let Some(period) = tournament.shown_at(now).and_then(|instance| tournament.period_named(&instance.id).ok()) else {
+            return Ok(None);
+        };
+        let keys = self.keys.board(&board.name);
+        let (noted, players, kept): (Option<u64>, u64, Option<u64>) =
+            redis::pipe().hget(keys.guard(), PLAYERS).scard(keys.players(&period)).get(keys.final_size(&period)).query_async(conn).await?;
+        if let Some(noted) = noted {
+            return Ok(Some(noted));
+        }
+        let players = kept.unwrap_or(players);
+        let _: () = redis::cmd("HSET").arg(keys.guard()).arg(PLAYERS).arg(players).query_async(conn).await?;
+        Ok(Some(players))
     }
 
     fn shards(&self, board: &Board) -> Vec<BoardKeys> {
@@ -246,6 +276,9 @@ impl RuntimeBoards {
         Entry::Definition { at: Stamp(now), board, change, definition: definition.clone() }.json()
     }
 }
+
+/// The field of a deleted tournament's tombstone keeping the players its last instance had.
+pub const PLAYERS: &str = "players";
 
 /// Removes the guard's records of the period sets it holds (`kept|…`): freed with the rest, the
 /// sets are gone on purpose, and a read that met a record without its set would take the board

@@ -273,13 +273,14 @@ impl World {
         Ok(())
     }
 
-    /// `GET /v1/tournaments` page after page (two a page): the last answer and every id listed.
-    async fn walk(&mut self, reads: &Router) -> (StatusCode, Value, Vec<String>) {
+    /// `GET /v1/tournaments?{query}` page after page (two a page): the last answer and every id
+    /// listed.
+    async fn walk(&mut self, reads: &Router, query: &str) -> (StatusCode, Value, Vec<String>) {
         let mut listed = Vec::new();
         let mut cursor = String::new();
         loop {
             self.stats.reads += 1;
-            let (status, page) = read(reads, format!("/v1/tournaments?limit=2{cursor}")).await;
+            let (status, page) = read(reads, format!("/v1/tournaments?limit=2{query}{cursor}")).await;
             let ids: Vec<&str> =
                 page["tournaments"].as_array().map(|l| l.iter().filter_map(|t| t["tournament_id"].as_str()).collect()).unwrap_or_default();
             listed.extend(ids.into_iter().map(str::to_owned));
@@ -294,15 +295,19 @@ impl World {
     pub(super) async fn check_cups(&mut self) -> Result<(), String> {
         let reads = self.reads();
         let now = self.now();
-        // The list: every cup not deleted, in name order, walked two a page.
-        let (status, list, listed) = self.walk(&reads).await;
-        let listed: Vec<&str> = listed.iter().map(String::as_str).collect();
-        let expected: Vec<&str> = self.model.cups.cups.iter().filter(|(_, cup)| !cup.deleted).map(|(id, _)| id.as_str()).collect();
-        if !(self.all_lost && restoring(status, &list))
-            && (status != StatusCode::OK || listed != expected)
-            && !(self.all_lost && listed.is_empty())
-        {
-            return Err(format!("tournaments listed: expected {expected:?}, got {status} {list}"));
+        // The list: every cup not deleted, in name order, walked two a page; under `ended`, every
+        // cup ended, deleted ones included (being deleted, or their end done: from tombstones).
+        let cups = &self.model.cups.cups;
+        let all: Vec<String> = cups.iter().filter(|(_, cup)| !cup.deleted).map(|(id, _)| id.clone()).collect();
+        let ended: Vec<String> = cups.iter().filter(|(_, cup)| cup.deleted || now >= cup.end).map(|(id, _)| id.clone()).collect();
+        for (query, expected) in [("", all), ("&state=ended", ended)] {
+            let (status, list, listed) = self.walk(&reads, query).await;
+            if !(self.all_lost && restoring(status, &list))
+                && (status != StatusCode::OK || listed != expected)
+                && !(self.all_lost && listed.is_empty())
+            {
+                return Err(format!("tournaments listed ({query}): expected {expected:?}, got {status} {list}"));
+            }
         }
         for (id, cup) in &self.model.cups.cups {
             self.stats.reads += 3;

@@ -37,6 +37,13 @@ impl BoardKeys {
         format!("{}:ending", self.base)
     }
 
+    /// Of the catalog's keys: the tournaments whose deletion is done (sorted set, every score 0,
+    /// so in name order): `GET /v1/tournaments?state=ended` pages through it, reading each one's
+    /// tombstone in `ending`.
+    pub fn retired_tournaments(&self) -> String {
+        format!("{}:retired", self.base)
+    }
+
     /// Of the catalog's keys: bumped by every change of a definition (functions reload on a move).
     pub fn catalog_version(&self) -> String {
         format!("{}:version", self.base)

@@ -1,6 +1,6 @@
 //! A runtime board's definition changed and journaled in one call (`define_board.lua`).
 
-use super::{CATALOG_CHANGES, CATALOG_LIVE, DEFINE_BOARD, REGISTER_BANS};
+use super::{CATALOG_CHANGES, CATALOG_LIVE, CATALOG_RETIRED, DEFINE_BOARD, REGISTER_BANS};
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::settings::ReplicaWait;
@@ -14,8 +14,9 @@ pub enum Change<'a> {
     /// Mark the board ending (`why`: the reason and time, JSON).
     End { why: &'a str },
     /// Forget the board's definition (its end is done), keeping `retired` (why and when it
-    /// ended, with the definition) in its place among the ended boards.
-    Remove { retired: &'a str },
+    /// ended, with the definition) in its place among the ended boards; a `tournament` is
+    /// listed among the retired ones.
+    Remove { retired: &'a str, tournament: bool },
     /// Replace the board's definition `expected` with `definition` (a tournament's record of
     /// an instance ended early).
     Replace { definition: &'a str, expected: &'a str },
@@ -63,12 +64,12 @@ pub async fn define(
     let catalog = keys.catalog();
     let mut call = ScriptCall::new(&DEFINE_BOARD);
     call.key(catalog.definitions()).key(catalog.ending()).key(catalog.catalog_version()).key(catalog.journal()).key(catalog.guard());
-    call.key(catalog.catalog_log());
+    call.key(catalog.catalog_log()).key(catalog.retired_tournaments());
     call.arg(change.name()).arg(board);
     match change {
         Change::Put { definition, limit } => call.arg(definition).arg(limit),
         Change::End { why } => call.arg(why).arg(0),
-        Change::Remove { retired } => call.arg(retired).arg(0),
+        Change::Remove { retired, tournament } => call.arg(retired).arg(u8::from(tournament)),
         Change::Replace { definition, expected } => call.arg(definition).arg(expected),
     };
     call.arg(entry);
@@ -135,6 +136,22 @@ pub async fn live(conn: &mut Connection, keys: &Keys) -> Result<Live, StoreError
     call.arg(crate::domain::guard::BORN);
     let (version, born, boards): (Option<u64>, bool, Vec<LiveBoard>) = conn.run_script(&call, ReplicaWait::NONE).await?;
     Ok(Live { version, born, boards })
+}
+
+/// Up to `count` tournaments whose deletion is done, in name order after `after` (`None`: from
+/// the first), each with its tombstone (`None`: none, which no deletion leaves; `catalog_retired.lua`):
+/// one round trip.
+pub async fn retired(
+    conn: &mut Connection,
+    keys: &Keys,
+    after: Option<&str>,
+    count: usize,
+) -> Result<Vec<(String, Option<String>)>, StoreError> {
+    let catalog = keys.catalog();
+    let mut call = ScriptCall::new(&CATALOG_RETIRED);
+    call.key(catalog.retired_tournaments()).key(catalog.ending());
+    call.arg(after.map_or_else(|| "-".to_owned(), |after| format!("({after}"))).arg(count);
+    conn.run_script(&call, ReplicaWait::NONE).await
 }
 
 /// The field of the banned users' record that says the bans made before it are in it.

@@ -15,6 +15,8 @@ KEYS[6]  the catalog's change log (sorted set: board -> the version that last ch
          CATALOG_LOG_FROM -> the version from which it names every change, CATALOG_LOG_COUNT ->
          how many it logged since): a warm function reads only what changed since the version
          it holds (`catalog_changes.lua`)
+KEYS[7]  the tournaments whose deletion is done (sorted set, every score 0: in name order), which
+         `GET /v1/tournaments?state=ended` lists from their tombstones (`catalog_retired.lua`)
 
 ARGV[1]  "put", "end", "remove" or "replace"
 ARGV[2]  the board
@@ -22,7 +24,8 @@ ARGV[3]  put, replace: the definition; end: why and when it ends; remove: why an
          ended with its definition (kept: its archived seasons are read by it), or '' to keep
          what is there
 ARGV[4]  put: how many runtime boards the deployment may hold; replace: the definition it
-         replaces (a tournament's instance ended early, docs/tournaments.md)
+         replaces (a tournament's instance ended early, docs/tournaments.md); remove: '1' for a
+         tournament (listed among the ended ones from then on), else '0'
 ARGV[5]  the journal entry ('' when the deployment journals nothing)
 
 Reply: put: 'created', 'same' (this very definition is there), 'exists' (another, or the board
@@ -37,6 +40,7 @@ writable(KEYS[3], 'string')
 writable(KEYS[4], 'stream')
 writable(KEYS[5], 'hash')
 writable(KEYS[6], 'zset')
+writable(KEYS[7], 'zset')
 effects_begin(ARGV[5] ~= '' and KEYS[4])
 fence_check(KEYS[5])
 
@@ -63,6 +67,7 @@ else
   if not held then return 'unknown' end
   redis.call('HDEL', KEYS[1], board)
   if ARGV[3] ~= '' then redis.call('HSET', KEYS[2], board, ARGV[3]) end
+  if ARGV[4] == '1' then redis.call('ZADD', KEYS[7], 0, board) end
 end
 local version = redis.call('INCR', KEYS[3])
 -- The log names every change after CATALOG_LOG_FROM while it counted each (CATALOG_LOG_COUNT):

@@ -81,6 +81,7 @@ static DEFINE_BOARD: LazyLock<Script> = script!("define_board.lua");
 static REGISTER_BANS: LazyLock<Script> = script!("register_bans.lua");
 static CATALOG_CHANGES: LazyLock<Script> = script!("catalog_changes.lua");
 static CATALOG_LIVE: LazyLock<Script> = script!("catalog_live.lua");
+static CATALOG_RETIRED: LazyLock<Script> = script!("catalog_retired.lua");
 pub(crate) static SHARD_RANKS: LazyLock<Script> = read_script!("shard_ranks.lua");
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 static GRANT_ATTEMPTS: LazyLock<Script> = script!("grant_attempts.lua");
@@ -113,6 +114,7 @@ pub fn hashes() -> Vec<&'static str> {
         &REGISTER_BANS,
         &CATALOG_CHANGES,
         &CATALOG_LIVE,
+        &CATALOG_RETIRED,
         &SHARD_RANKS,
         &JOIN_TOURNAMENT,
         &GRANT_ATTEMPTS,

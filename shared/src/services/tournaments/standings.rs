@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{PlayError, Tournaments, entries_left, view::shown};
+use super::{PlayError, Tournaments, entries_left};
 use crate::archive::table::{ArchivedEntry, SeasonTable, TableError};
 use crate::domain::config::Board;
 use crate::domain::config::tournament::{Instance, Tournament};
@@ -109,7 +109,7 @@ impl Tournaments {
                 tournament: tournament.id.clone(),
                 instance: crate::domain::ids::loggable(id).into_owned(),
             })?),
-            None => tournament.instance_named(None, now).or_else(|| shown(tournament, now)),
+            None => tournament.instance_named(None, now).or_else(|| tournament.shown_at(now)),
         };
         Ok(instance.map(|instance| {
             let period = tournament.period_named(&instance.id).expect("an instance is a period");

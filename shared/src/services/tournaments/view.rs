@@ -2,6 +2,8 @@
 //! /v1/tournaments/{id}`): its state now, the instance it shows (the open one, else the next,
 //! else the last), that instance's players.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -10,7 +12,9 @@ use super::{PlayError, Tournaments};
 use crate::domain::config::tournament::{Instance, Prize, State, Tournament};
 use crate::domain::paging;
 use crate::redis::error::StoreError;
-use crate::redis::{batch, catalog};
+use crate::redis::{batch, catalog, scripts};
+use crate::services::catalog::retired_tournament;
+use crate::services::runtime_boards::PLAYERS;
 
 /// One tournament as `GET /v1/tournaments` lists it: no prizes or metadata, which can be large
 /// (`GET /v1/tournaments/{id}` has them).
@@ -37,6 +41,8 @@ pub struct TournamentSummary {
     pub can_join: bool,
     /// When the next instance opens (`null`: none does).
     pub next_reset: Option<String>,
+    /// When it was deleted (`null`: it was not): listed under `state=ended` alone from then on.
+    pub deleted_at: Option<String>,
 }
 
 /// One tournament as `GET /v1/tournaments/{id}` shows it.
@@ -66,14 +72,11 @@ pub fn entries_left(tournament: &Tournament, used: i64) -> Option<u32> {
     tournament.max_entries.map(|max| u32::try_from((i64::from(max) - used).max(0)).unwrap_or(u32::MAX))
 }
 
-/// The instance a tournament shows at `now`: the open one, else the next, else the last.
-pub fn shown(tournament: &Tournament, now: DateTime<Utc>) -> Option<Instance> {
-    tournament.open_at(now).or_else(|| tournament.next_after(now)).or_else(|| tournament.instance_named(None, now))
-}
-
 impl Tournaments {
     /// A page of the tournaments whose category and state match (each filter optional), in
-    /// name order after `cursor`: their players counted in one round trip.
+    /// name order after `cursor`: their players counted in one round trip. Under `ended`, the
+    /// deleted ones too (their results stay readable): those being deleted, and those whose
+    /// deletion is done, from their tombstones (one round trip more).
     pub async fn views(
         &self,
         filter: (Option<&str>, Option<State>),
@@ -82,28 +85,66 @@ impl Tournaments {
         now: DateTime<Utc>,
     ) -> Result<TournamentPage, PlayError> {
         let (category, state) = filter;
-        let matches =
-            |t: &&Tournament| category.is_none_or(|c| t.category.as_deref() == Some(c)) && state.is_none_or(|s| t.state_at(now) == s);
-        let after = self.all_after(cursor).map(|(_, t)| t);
-        let (chosen, next_cursor) = paging::page_in_order(after, |t| t.id.as_str(), matches, limit);
-        let shown: Vec<(&Tournament, Option<Instance>)> = chosen.into_iter().map(|t| (t, shown(t, now))).collect();
-        let groups =
-            shown.iter().filter_map(|(t, instance)| Some(self.size_reads(t, instance.as_ref()?))).collect::<Result<Vec<_>, _>>()?;
+        let in_category = |t: &Tournament| category.is_none_or(|c| t.category.as_deref() == Some(c));
+        let ended = state == Some(State::Ended);
+        let retired = if ended { self.retired_after(cursor, limit, &in_category).await? } else { Vec::new() };
+        let live = self.config.boards_after(cursor).filter(|board| ended || !board.ending).filter_map(|board| board.tournament.as_deref());
+        let live = live.filter(|t| in_category(t) && state.is_none_or(|s| t.state_at(now) == s)).map(|t| (t, None));
+        let retired = retired.iter().map(|(t, players)| (t.as_ref(), Some(*players)));
+        let (chosen, next_cursor) =
+            paging::page_in_order(paging::merged(live, retired, |(t, _)| t.id.as_str()), |(t, _)| t.id.as_str(), |_| true, limit);
+        let shown: Vec<(&Tournament, Option<Instance>, Option<u64>)> =
+            chosen.into_iter().map(|(t, kept)| (t, t.shown_at(now), kept)).collect();
+        let groups = shown
+            .iter()
+            .filter(|(_, _, kept)| kept.is_none())
+            .filter_map(|(t, instance, _)| Some(self.size_reads(t, instance.as_ref()?)))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut sizes = batch::read(&self.store, &groups).await?.into_iter().map(size_of);
         let mut tournaments = Vec::with_capacity(shown.len());
-        for (tournament, instance) in shown {
-            let size = match instance {
-                Some(_) => sizes.next().unwrap_or(Ok(0))?,
-                None => 0,
+        for (tournament, instance, kept) in shown {
+            let size = match (kept, &instance) {
+                (Some(kept), _) => kept,
+                (None, Some(_)) => sizes.next().unwrap_or(Ok(0))?,
+                (None, None) => 0,
             };
             tournaments.push(summary(tournament, instance, size, now));
         }
         Ok(TournamentPage { tournaments, next_cursor })
     }
 
+    /// Deleted tournaments whose deletion is done, in name order after `cursor`, those `keep`
+    /// takes until one more than a page (or the last), each with the players its tombstone kept.
+    async fn retired_after(
+        &self,
+        cursor: Option<&str>,
+        limit: usize,
+        keep: &impl Fn(&Tournament) -> bool,
+    ) -> Result<Vec<(Arc<Tournament>, u64)>, PlayError> {
+        let mut conn = self.store.connection().await?;
+        let (mut kept, mut after) = (Vec::new(), cursor.map(str::to_owned));
+        while kept.len() <= limit {
+            let page = scripts::catalog::retired(&mut conn, &self.keys, after.as_deref(), limit + 1).await?;
+            let last = page.len() <= limit;
+            after = page.last().map(|(name, _)| name.clone());
+            for (name, why) in page {
+                let Some(why) = why else { continue };
+                let Some(tournament) = retired_tournament(&name, &why).and_then(|board| board.tournament) else { continue };
+                let players = serde_json::from_str::<Value>(&why).ok().and_then(|why| why[PLAYERS].as_u64()).unwrap_or(0);
+                if keep(&tournament) {
+                    kept.push((tournament, players));
+                }
+            }
+            if last {
+                break;
+            }
+        }
+        Ok(kept)
+    }
+
     pub async fn view(&self, id: &str, now: DateTime<Utc>) -> Result<TournamentView, PlayError> {
         let (_, tournament) = self.find(id)?;
-        let instance = shown(tournament, now);
+        let instance = tournament.shown_at(now);
         let size = match &instance {
             Some(instance) => self.size(tournament, instance).await?,
             None => 0,
@@ -176,5 +217,6 @@ fn summary(tournament: &Tournament, instance: Option<Instance>, size: u64, now: 
         join_required: tournament.join_required,
         can_join: state == State::Open && seat_left,
         next_reset: next.map(|next| time(next.start)),
+        deleted_at: tournament.deleted.map(time),
     }
 }

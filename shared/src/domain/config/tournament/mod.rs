@@ -220,6 +220,12 @@ impl Tournament {
         }
     }
 
+    /// The instance a tournament shows at `at` (its view, its list entry): the open one, else
+    /// the next, else the last.
+    pub fn shown_at(&self, at: DateTime<Utc>) -> Option<Instance> {
+        self.open_at(at).or_else(|| self.next_after(at)).or_else(|| self.instance_named(None, at))
+    }
+
     /// The instance a read names (`instance=`), or the open one, or the last one that ran.
     pub fn instance_named(&self, id: Option<&str>, at: DateTime<Utc>) -> Option<Instance> {
         match id {
