@@ -335,4 +335,31 @@ async fn played_ended_and_read(cron: bool) {
     assert_eq!(rows, [(bo.as_str(), 70, &json!("gold")), (ann.as_str(), 30, &Value::Null)], "{results}");
     let instance = if cron { start.format("%Y-%m-%dT%H%M").to_string() } else { "all".to_owned() };
     assert_eq!(results["instance"], json!(instance), "{results}");
+    if cron {
+        return;
+    }
+
+    // Deleted: listed under `state=ended` with when, its results kept (the seasons function's
+    // catalog is at most 5 s old: polled until it knows of the deletion).
+    let deleted = client.delete(format!("{ingest}/admin/tournaments/{id}?reason=watch")).send().await.unwrap();
+    assert_eq!(deleted.status(), 202, "{}", deleted.text().await.unwrap());
+    let started = std::time::Instant::now();
+    loop {
+        let (mut cursor, mut found) = (String::new(), None);
+        loop {
+            let url = format!("{}/lambda-url/seasons/v1/tournaments?state=ended&limit=100{cursor}", watch_url());
+            let page: Value = client.get(&url).send().await.unwrap().json().await.unwrap();
+            found = found.or_else(|| page["tournaments"].as_array()?.iter().find(|t| t["tournament_id"] == id.as_str()).cloned());
+            match page["next_cursor"].as_str() {
+                Some(next) => cursor = format!("&cursor={next}"),
+                None => break,
+            }
+        }
+        if let Some(entry) = found.filter(|entry| !entry["deleted_at"].is_null()) {
+            assert_eq!((&entry["state"], &entry["size"]), (&json!("ended"), &json!(2)), "{entry}");
+            break;
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "{id} not listed as deleted under state=ended");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }

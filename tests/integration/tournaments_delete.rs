@@ -191,4 +191,8 @@ async fn an_open_tournament_nobody_played_or_ended_early_is_deleted_on_a_journal
     flush_and_restore(&arena, &client, &bucket).await;
     let (_, restored) = arena.read("/v1/tournaments?state=ended").await;
     assert_eq!(listed(&restored), expected, "{restored}");
+    // The catalog lost (its guard with it): the deleted ones are being restored, not gone.
+    let () = redis::cmd("DEL").arg(arena.app.keys.catalog().guard()).query_async(&mut arena.app.redis.clone()).await.unwrap();
+    let (status, lost) = arena.read("/v1/tournaments?state=ended").await;
+    assert_eq!((status, code(&lost)), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{lost}");
 }

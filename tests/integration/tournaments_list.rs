@@ -205,3 +205,34 @@ async fn ended_tournaments_are_listed_under_ended_while_their_results_are_kept_d
     let (status, results) = arena.read("/v1/tournaments/b-gone/results?instance=all").await;
     assert_eq!((status, results["results"].as_array().map(Vec::len)), (StatusCode::OK, Some(3)), "its results are kept: {results}");
 }
+
+/// A filter that keeps few deleted tournaments reads at most two batches of their tombstones a
+/// page: the page ends where they end, short, with the cursor to go on from. A deleted
+/// tournament's view shows the players its list entry shows.
+#[tokio::test]
+async fn a_page_of_deleted_tournaments_reads_a_bounded_number_of_tombstones() {
+    let arena = Arena::new().await;
+    let start = arena.app.now();
+    for i in 0..5 {
+        let category = if i == 0 { "puzzles" } else { "other" };
+        assert_eq!(arena.put(&format!("k-{i}"), &cup(start, 24, json!({"category": category}))).await.0, StatusCode::CREATED);
+    }
+    arena.app.set_now(start + Duration::minutes(10));
+    for player in ["ann", "bo"] {
+        assert_eq!(arena.play("k-0", &format!("k-{player}"), player, 5).await.0, StatusCode::OK);
+    }
+    for i in 0..5 {
+        assert_eq!(arena.delete(&format!("k-{i}"), "cancelled").await.0, StatusCode::ACCEPTED);
+    }
+    let (_, boards) = arena.runtime_run(None).await;
+    assert_eq!(boards.iter().filter(|r| r.status == "done").count(), 5, "{boards:?}");
+    let (status, first) = arena.read("/v1/tournaments?state=ended&category=puzzles&limit=1").await;
+    let listed: Vec<&str> = first["tournaments"].as_array().unwrap().iter().map(|t| t["tournament_id"].as_str().unwrap()).collect();
+    assert_eq!((status, listed, &first["next_cursor"]), (StatusCode::OK, vec!["k-0"], &json!("k-3")), "{first}");
+    assert_eq!(
+        walk(&arena, "/v1/tournaments?state=ended&category=puzzles", "tournaments", "tournament_id", 1).await,
+        (vec!["k-0".to_owned()], vec![1, 0])
+    );
+    let (status, view) = arena.read("/v1/tournaments/k-0").await;
+    assert_eq!((status, &view["size"], &first["tournaments"][0]["size"]), (StatusCode::OK, &json!(2), &json!(2)), "{view}");
+}

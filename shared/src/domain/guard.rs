@@ -40,6 +40,10 @@ pub const ROLLBACK: &str = "rollback";
 /// Set when a runtime board is deleted (docs/runtime-boards.md#deleting): every write is
 /// refused (409 `board_ended`) while its end is archived and its keys freed.
 pub const ENDED: &str = "ended";
+/// Set on a deleted tournament's guard while its end is done: the players its last instance had,
+/// read before its keys are freed, until its tombstone (the same field) keeps them. The guard is
+/// in the board's slot and the tombstone in the catalog's, so no one call writes both.
+pub const PLAYERS: &str = "players";
 
 /// Set while `user_id` is banned from the board.
 pub fn ban_field(user_id: &str) -> String {

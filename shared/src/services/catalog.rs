@@ -104,7 +104,9 @@ fn retired_board(name: &str, why: &str) -> Option<Board> {
     let mut board = Definition::stored(&why.get("definition")?.to_string()).ok().filter(|board| board.name == name)?;
     board.ending = true;
     if let Some(tournament) = board.tournament.as_mut() {
-        Arc::make_mut(tournament).retired = true;
+        let tournament = Arc::make_mut(tournament);
+        tournament.retired = true;
+        tournament.players_kept = why.get(crate::domain::guard::PLAYERS).and_then(serde_json::Value::as_u64);
     }
     Some(board)
 }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::domain::config::{Board, Config, ConfigError, Definition, MAX_RUNTIME_BOARDS, tombstone};
+use crate::domain::guard::PLAYERS;
 use crate::domain::journal::{Entry, Stamp};
 use crate::redis::catalog::{self, mark_ended, unmark_ended};
 use crate::redis::error::StoreError;
@@ -233,6 +234,7 @@ impl RuntimeBoards {
         let entry = self.entry(&board.name, "remove", &Value::Null, now);
         let change = Change::Remove { retired: &retired, tournament: board.tournament.is_some() };
         define(&mut conn, &self.keys, &board.name, change, &entry, self.store.replica_wait()).await?;
+        // Kept by the tombstone now (a run stopped before this leaves the field: read by nothing).
         if players.is_some() {
             let guard = self.keys.board(&board.name).guard();
             let _: () = redis::cmd("HDEL").arg(guard).arg(PLAYERS).query_async(&mut conn).await.map_err(StoreError::from)?;
@@ -276,9 +278,6 @@ impl RuntimeBoards {
         Entry::Definition { at: Stamp(now), board, change, definition: definition.clone() }.json()
     }
 }
-
-/// The field of a deleted tournament's tombstone keeping the players its last instance had.
-pub const PLAYERS: &str = "players";
 
 /// Removes the guard's records of the period sets it holds (`kept|…`): freed with the rest, the
 /// sets are gone on purpose, and a read that met a record without its set would take the board

@@ -139,18 +139,20 @@ pub async fn live(conn: &mut Connection, keys: &Keys) -> Result<Live, StoreError
 }
 
 /// Up to `count` tournaments whose deletion is done, in name order after `after` (`None`: from
-/// the first), each with its tombstone (`None`: none, which no deletion leaves; `catalog_retired.lua`):
-/// one round trip.
+/// the first), each with its tombstone (`None`: none, which no deletion leaves;
+/// `catalog_retired.lua`), and the catalog's guard state (`catalog::restoring` reads it): one
+/// round trip.
 pub async fn retired(
     conn: &mut Connection,
     keys: &Keys,
     after: Option<&str>,
     count: usize,
-) -> Result<Vec<(String, Option<String>)>, StoreError> {
+) -> Result<(redis::Value, Vec<(String, Option<String>)>), StoreError> {
     let catalog = keys.catalog();
     let mut call = ScriptCall::new(&CATALOG_RETIRED);
-    call.key(catalog.retired_tournaments()).key(catalog.ending());
+    call.key(catalog.retired_tournaments()).key(catalog.ending()).key(catalog.guard());
     call.arg(after.map_or_else(|| "-".to_owned(), |after| format!("({after}"))).arg(count);
+    call.arg(crate::domain::guard::BORN).arg(crate::domain::guard::FENCE);
     conn.run_script(&call, ReplicaWait::NONE).await
 }
 

@@ -10,11 +10,15 @@ use serde_json::Value;
 
 use super::{PlayError, Tournaments};
 use crate::domain::config::tournament::{Instance, Prize, State, Tournament};
+use crate::domain::guard::PLAYERS;
 use crate::domain::paging;
 use crate::redis::error::StoreError;
 use crate::redis::{batch, catalog, scripts};
 use crate::services::catalog::retired_tournament;
-use crate::services::runtime_boards::PLAYERS;
+
+/// The most reads of deleted tournaments' tombstones a page makes (`limit + 1` a read): a
+/// category filter that keeps few of them ends the page where they end.
+const RETIRED_ROUNDS: usize = 2;
 
 /// One tournament as `GET /v1/tournaments` lists it: no prizes or metadata, which can be large
 /// (`GET /v1/tournaments/{id}` has them).
@@ -76,7 +80,8 @@ impl Tournaments {
     /// A page of the tournaments whose category and state match (each filter optional), in
     /// name order after `cursor`: their players counted in one round trip. Under `ended`, the
     /// deleted ones too (their results stay readable): those being deleted, and those whose
-    /// deletion is done, from their tombstones (one round trip more).
+    /// deletion is done, from their tombstones (one round trip more, at most `RETIRED_ROUNDS`
+    /// with a category filter: a page then ends where the tombstones read end).
     pub async fn views(
         &self,
         filter: (Option<&str>, Option<State>),
@@ -87,26 +92,28 @@ impl Tournaments {
         let (category, state) = filter;
         let in_category = |t: &Tournament| category.is_none_or(|c| t.category.as_deref() == Some(c));
         let ended = state == Some(State::Ended);
-        let retired = if ended { self.retired_after(cursor, limit, &in_category).await? } else { Vec::new() };
+        let (retired, read_to) = if ended { self.retired_after(cursor, limit, &in_category).await? } else { (Vec::new(), None) };
         let live = self.config.boards_after(cursor).filter(|board| ended || !board.ending).filter_map(|board| board.tournament.as_deref());
-        let live = live.filter(|t| in_category(t) && state.is_none_or(|s| t.state_at(now) == s)).map(|t| (t, None));
-        let retired = retired.iter().map(|(t, players)| (t.as_ref(), Some(*players)));
-        let (chosen, next_cursor) =
-            paging::page_in_order(paging::merged(live, retired, |(t, _)| t.id.as_str()), |(t, _)| t.id.as_str(), |_| true, limit);
-        let shown: Vec<(&Tournament, Option<Instance>, Option<u64>)> =
-            chosen.into_iter().map(|(t, kept)| (t, t.shown_at(now), kept)).collect();
+        let live = live.take_while(|t| read_to.as_deref().is_none_or(|to| t.id.as_str() <= to));
+        let live = live.filter(|t| in_category(t) && state.is_none_or(|s| t.state_at(now) == s));
+        let merged = paging::merged(live, retired.iter().map(Arc::as_ref), |t| t.id.as_str());
+        let (chosen, mut next_cursor) = paging::page_in_order(merged, |t| t.id.as_str(), |_| true, limit);
+        if next_cursor.is_none() {
+            next_cursor = read_to;
+        }
+        let shown: Vec<(&Tournament, Option<Instance>)> = chosen.into_iter().map(|t| (t, t.shown_at(now))).collect();
         let groups = shown
             .iter()
-            .filter(|(_, _, kept)| kept.is_none())
-            .filter_map(|(t, instance, _)| Some(self.size_reads(t, instance.as_ref()?)))
+            .filter(|(t, _)| !t.retired)
+            .filter_map(|(t, instance)| Some(self.size_reads(t, instance.as_ref()?)))
             .collect::<Result<Vec<_>, _>>()?;
         let mut sizes = batch::read(&self.store, &groups).await?.into_iter().map(size_of);
         let mut tournaments = Vec::with_capacity(shown.len());
-        for (tournament, instance, kept) in shown {
-            let size = match (kept, &instance) {
-                (Some(kept), _) => kept,
-                (None, Some(_)) => sizes.next().unwrap_or(Ok(0))?,
-                (None, None) => 0,
+        for (tournament, instance) in shown {
+            let size = match &instance {
+                _ if tournament.retired => tournament.players_kept.unwrap_or(0),
+                Some(_) => sizes.next().unwrap_or(Ok(0))?,
+                None => 0,
             };
             tournaments.push(summary(tournament, instance, size, now));
         }
@@ -114,32 +121,36 @@ impl Tournaments {
     }
 
     /// Deleted tournaments whose deletion is done, in name order after `cursor`, those `keep`
-    /// takes until one more than a page (or the last), each with the players its tombstone kept.
+    /// takes until one more than a page, or the last, or `RETIRED_ROUNDS` reads: then also the
+    /// last name read, where the page must end (a filter that keeps few reads no further).
     async fn retired_after(
         &self,
         cursor: Option<&str>,
         limit: usize,
         keep: &impl Fn(&Tournament) -> bool,
-    ) -> Result<Vec<(Arc<Tournament>, u64)>, PlayError> {
+    ) -> Result<(Vec<Arc<Tournament>>, Option<String>), PlayError> {
         let mut conn = self.store.connection().await?;
         let (mut kept, mut after) = (Vec::new(), cursor.map(str::to_owned));
-        while kept.len() <= limit {
-            let page = scripts::catalog::retired(&mut conn, &self.keys, after.as_deref(), limit + 1).await?;
+        for _ in 0..RETIRED_ROUNDS {
+            let (guard, page) = scripts::catalog::retired(&mut conn, &self.keys, after.as_deref(), limit + 1).await?;
+            if self.keys.journal_on() {
+                catalog::restoring(guard)?;
+            }
             let last = page.len() <= limit;
             after = page.last().map(|(name, _)| name.clone());
             for (name, why) in page {
-                let Some(why) = why else { continue };
-                let Some(tournament) = retired_tournament(&name, &why).and_then(|board| board.tournament) else { continue };
-                let players = serde_json::from_str::<Value>(&why).ok().and_then(|why| why[PLAYERS].as_u64()).unwrap_or(0);
+                let Some(tournament) = why.and_then(|why| retired_tournament(&name, &why)).and_then(|board| board.tournament) else {
+                    continue;
+                };
                 if keep(&tournament) {
-                    kept.push((tournament, players));
+                    kept.push(tournament);
                 }
             }
-            if last {
-                break;
+            if last || kept.len() > limit {
+                return Ok((kept, None));
             }
         }
-        Ok(kept)
+        Ok((kept, after))
     }
 
     pub async fn view(&self, id: &str, now: DateTime<Utc>) -> Result<TournamentView, PlayError> {
@@ -157,8 +168,12 @@ impl Tournaments {
     }
 
     /// Players in `instance`: its set's size, or once its results are stored and its seats
-    /// freed, the size kept then (one round trip).
+    /// freed, the size kept then (one round trip); a deleted tournament's, as its end noted
+    /// them before its keys went (none once retired).
     pub async fn size(&self, tournament: &Tournament, instance: &Instance) -> Result<u64, PlayError> {
+        if tournament.retired {
+            return Ok(tournament.players_kept.unwrap_or(0));
+        }
         let group = self.size_reads(tournament, instance)?;
         let replies = batch::read(&self.store, std::slice::from_ref(&group)).await?;
         size_of(replies.into_iter().next().unwrap_or_default())
@@ -171,7 +186,11 @@ impl Tournaments {
             .map_err(|_| PlayError::UnknownInstance { tournament: tournament.id.clone(), instance: instance.id.clone() })?;
         let keys = self.keys.board(&tournament.id);
         let players = keys.players(&period);
-        let mut commands = vec![redis::cmd("SCARD").arg(&players).clone(), redis::cmd("GET").arg(keys.final_size(&period)).clone()];
+        let mut commands = vec![
+            redis::cmd("SCARD").arg(&players).clone(),
+            redis::cmd("GET").arg(keys.final_size(&period)).clone(),
+            redis::cmd("HGET").arg(keys.guard()).arg(PLAYERS).clone(),
+        ];
         if self.keys.journal_on() {
             // A lost board (its guard gone, or fenced) is being restored, not empty: 503, as
             // every other read of it (found by the simulation: a seat read as 0 after a loss).
@@ -187,10 +206,12 @@ fn size_of(replies: Vec<redis::Value>) -> Result<u64, PlayError> {
     let mut replies = replies.into_iter();
     let players: u64 = redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil)).map_err(protocol)?;
     let kept: Option<u64> = redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil)).map_err(protocol)?;
+    // A deleted tournament's, between its keys freed and its tombstone written.
+    let noted: Option<u64> = redis::from_redis_value(replies.next().unwrap_or(redis::Value::Nil)).map_err(protocol)?;
     if let Some(guard) = replies.next() {
         catalog::restoring(guard)?;
     }
-    Ok(kept.unwrap_or(players))
+    Ok(noted.or(kept).unwrap_or(players))
 }
 
 fn summary(tournament: &Tournament, instance: Option<Instance>, size: u64, now: DateTime<Utc>) -> TournamentSummary {

@@ -192,6 +192,7 @@ impl Tournament {
             closed: std::collections::BTreeMap::new(),
             deleted: None,
             retired: false,
+            players_kept: None,
             defined: None,
             scale_window: None,
             prior_prizes: Vec::new(),

@@ -87,6 +87,9 @@ pub struct Tournament {
     /// Deleted and its end done (keys freed, definition kept only to read its results): no
     /// run looks at it again.
     pub retired: bool,
+    /// Once retired, the players its last instance had, as its tombstone kept them (`None`: a
+    /// tombstone from before they were kept).
+    pub players_kept: Option<u64>,
     /// When it was defined (`PUT /v1/admin/tournaments/{id}`; `None` before this was stored):
     /// an instance that ended by then never ran, so a `start` in the past opens the current
     /// instance only and nothing before the tournament existed is stored or announced.
