@@ -224,3 +224,67 @@ async fn a_restore_whose_guard_is_lost_while_it_runs_starts_over_and_brings_the_
     assert_eq!(status, StatusCode::OK, "{top}");
     assert!(top["entries"].as_array().unwrap().iter().all(|e| e["user_id"] != "u1"), "{top}");
 }
+
+/// The journal's objects; the first listing of the board's journal lets the restore's lock
+/// lapse (as a Redis stalled past the lease would: its renewals late), then runs a drain, which
+/// finds no restore under way and stores and trims the undrained tail the restore reads from
+/// the stream.
+struct LapsesTheLockOnList {
+    inner: S3Objects,
+    drainer: journal::Drainer<S3Objects>,
+    redis: standings::redis::store::Connection,
+    lock: String,
+    armed: std::sync::atomic::AtomicBool,
+}
+
+impl standings::archive::objects::Objects for LapsesTheLockOnList {
+    async fn put_new(
+        &self,
+        key: &str,
+        body: Vec<u8>,
+    ) -> Result<standings::archive::objects::Put, standings::archive::objects::ObjectError> {
+        self.inner.put_new(key, body).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Vec<u8>, standings::archive::objects::ObjectError> {
+        self.inner.get(key).await
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, standings::archive::objects::ObjectError> {
+        let listed = self.inner.list(prefix).await?;
+        if prefix.contains("board=forum/") && self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            let _: () = redis::cmd("DEL").arg(&self.lock).query_async(&mut self.redis.clone()).await.unwrap();
+            self.drainer.drain(far()).await;
+        }
+        Ok(listed)
+    }
+}
+
+/// Restore × drain under a stalled Redis (found by the simulation in CI, whose Redis fsyncs
+/// every write): the restore's lock lapsed before it read the undrained tail, a drain stored and
+/// trimmed that tail meanwhile, and the restore, finding nothing left to apply, answered
+/// complete without those lines (the lost set stayed lost, and its next read fenced the board).
+/// A restore now finishes only while it still holds its lock: else another attempt reads the
+/// tail from where the drain stored it.
+#[tokio::test]
+async fn a_restore_whose_lock_lapsed_before_it_read_the_tail_does_not_answer_complete() {
+    let app = spawn_journaled(forum()).await;
+    comments(&app, 5).await;
+    let board = app.keys.board("forum");
+    let _: () = redis::cmd("DEL").arg(board.relative(":z:all:all")).query_async(&mut app.redis.clone()).await.unwrap();
+    let client = standings_tests::journal::s3().await;
+    let bucket = standings_tests::journal::new_bucket(&client).await;
+    let objects = LapsesTheLockOnList {
+        inner: S3Objects::new(client.clone(), &bucket),
+        drainer: app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()),
+        redis: app.redis.clone(),
+        lock: board.restore_lock(),
+        armed: true.into(),
+    };
+    let first = Restorer::new(Arc::new(forum()), app.keys.clone(), app.store.clone(), objects).restore(Some("forum"), far()).await;
+    assert!(!matches!(&first, Ok(report) if report.status == Status::Complete), "the lock lapsed: not complete ({first:?})");
+    let restorer = Restorer::new(Arc::new(forum()), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
+    assert_eq!(restorer.restore(Some("forum"), far()).await.unwrap().status, Status::Complete);
+    let (status, top) = app.get("/v1/boards/forum/top?period=all").await;
+    assert_eq!((status, &top["entries"][0]["score"]), (StatusCode::OK, &json!(15)), "every comment back: {top}");
+}

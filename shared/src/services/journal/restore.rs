@@ -299,6 +299,12 @@ impl<O: Objects> Restorer<O> {
         if !profiles && name != CATALOG_JOURNAL {
             super::closed_seasons::settle_closed(progress.conn, config.board(journal_board(name)), progress.keys, Utc::now()).await?;
         }
+        // Finished only under a lock held throughout: one that lapsed (a Redis stalled past the
+        // lease) let a drain trim lines this restore had still to read from the stream. Renewed
+        // now, the lock has been this restore's since it began (a lapsed one never comes back).
+        if !restore::renew(progress.conn, progress.keys, progress.token, self.lease_ms).await? {
+            return Err(RestoreError::Running(name.to_owned()));
+        }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
         Ok(())
