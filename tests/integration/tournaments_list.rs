@@ -204,6 +204,18 @@ async fn ended_tournaments_are_listed_under_ended_while_their_results_are_kept_d
     assert_eq!(walk(&arena, "/v1/tournaments?state=open", "tournaments", "tournament_id", 5).await.0, ids(&["d-open"]));
     let (status, results) = arena.read("/v1/tournaments/b-gone/results?instance=all").await;
     assert_eq!((status, results["results"].as_array().map(Vec::len)), (StatusCode::OK, Some(3)), "its results are kept: {results}");
+
+    // Deleted by a release before the list of retired ones (its tombstone alone): the archive's
+    // next every-minute run lists it, once.
+    let () = redis::cmd("DEL").arg(&retired).query_async(&mut conn).await.unwrap();
+    assert_eq!(walk(&arena, "/v1/tournaments?state=ended", "tournaments", "tournament_id", 5).await.0, ids(&["a-done", "c-going"]));
+    arena.runtime_run(None).await;
+    let (_, backfilled) = arena.read("/v1/tournaments?state=ended").await;
+    let rows: Vec<Value> = backfilled["tournaments"].as_array().unwrap().iter().map(|t| json!([t["tournament_id"], t["size"]])).collect();
+    assert_eq!(rows, [json!(["a-done", 2]), json!(["b-gone", 3]), json!(["c-going", 1])], "{backfilled}");
+    let () = redis::cmd("ZREM").arg(&retired).arg("b-gone").query_async(&mut conn).await.unwrap();
+    arena.runtime_run(None).await;
+    assert_eq!(walk(&arena, "/v1/tournaments?state=ended", "tournaments", "tournament_id", 5).await.0, ids(&["a-done", "c-going"]), "once");
 }
 
 /// A filter that keeps few deleted tournaments reads at most two batches of their tombstones a

@@ -263,6 +263,16 @@ impl RuntimeBoards {
         Ok(Some(players))
     }
 
+    /// Lists the tournaments whose deletion was done by a release before the list of retired
+    /// ones (their tombstones), once; journaled. Each run of the archive's every-minute step asks
+    /// (one call, which writes nothing once done).
+    pub async fn index_retired(&self, now: DateTime<Utc>) -> Result<(), DefineError> {
+        let mut conn = self.store.write_connection().await?;
+        let entry = self.entry(crate::redis::keys::CATALOG_JOURNAL, "index", &Value::Null, now);
+        define(&mut conn, &self.keys, "", Change::Index, &entry, self.store.replica_wait()).await?;
+        Ok(())
+    }
+
     fn shards(&self, board: &Board) -> Vec<BoardKeys> {
         self.keys.layout(&board.name, board.shards).all()
     }
@@ -329,6 +339,9 @@ impl RuntimeBoards {
         use crate::archive::job::Status;
         use crate::archive::schedule::unarchived_candidates;
         use crate::domain::period::{Period, PeriodKind};
+        if let Err(error) = self.index_retired(now).await {
+            tracing::error!(error = %error, "the tournaments deleted by earlier releases could not be listed yet");
+        }
         let mut reports = Vec::new();
         for Ending { board, at } in self.ending().await? {
             let mut report = EndReport { board: board.name.clone(), status: "done", season: None, error: None };

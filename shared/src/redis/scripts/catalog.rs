@@ -20,6 +20,9 @@ pub enum Change<'a> {
     /// Replace the board's definition `expected` with `definition` (a tournament's record of
     /// an instance ended early).
     Replace { definition: &'a str, expected: &'a str },
+    /// List every tournament whose deletion was done by a release before the list of retired
+    /// ones, once.
+    Index,
 }
 
 impl Change<'_> {
@@ -29,6 +32,7 @@ impl Change<'_> {
             Change::End { .. } => "end",
             Change::Remove { .. } => "remove",
             Change::Replace { .. } => "replace",
+            Change::Index => "index",
         }
     }
 }
@@ -48,6 +52,8 @@ pub enum Defined {
     Replaced,
     /// The definition was not the one expected: nothing written.
     Changed,
+    /// The tournaments retired before their list were listed (`Same`: they had been).
+    Indexed,
     Unknown,
 }
 
@@ -71,6 +77,7 @@ pub async fn define(
         Change::End { why } => call.arg(why).arg(0),
         Change::Remove { retired, tournament } => call.arg(retired).arg(u8::from(tournament)),
         Change::Replace { definition, expected } => call.arg(definition).arg(expected),
+        Change::Index => call.arg("").arg(0),
     };
     call.arg(entry);
     let reply: String = conn.run_script(&call, wait).await?;
@@ -83,6 +90,7 @@ pub async fn define(
         "removed" => Defined::Removed,
         "replaced" => Defined::Replaced,
         "changed" => Defined::Changed,
+        "indexed" => Defined::Indexed,
         "unknown" => Defined::Unknown,
         other => return Err(StoreError::Protocol(format!("define_board answered {other:?}"))),
     })
@@ -151,7 +159,8 @@ pub async fn retired(
     let catalog = keys.catalog();
     let mut call = ScriptCall::new(&CATALOG_RETIRED);
     call.key(catalog.retired_tournaments()).key(catalog.ending()).key(catalog.guard());
-    call.arg(after.map_or_else(|| "-".to_owned(), |after| format!("({after}"))).arg(count);
+    // Exclusive, so never the index's own member '' (`Change::Index`).
+    call.arg(format!("({}", after.unwrap_or_default())).arg(count);
     call.arg(crate::domain::guard::BORN).arg(crate::domain::guard::FENCE);
     conn.run_script(&call, ReplicaWait::NONE).await
 }

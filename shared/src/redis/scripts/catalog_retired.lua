@@ -8,7 +8,8 @@ KEYS[1]  the tournaments whose deletion is done (sorted set, every score 0: in n
 KEYS[2]  boards ended (hash: board -> its tombstone, {reason, at, definition, players} JSON)
 KEYS[3]  the catalog's guard (hash): a lost or fenced catalog is being restored
 
-ARGV[1]  where the page starts, as ZRANGEBYLEX takes it: '-' (the first) or '(' .. the cursor
+ARGV[1]  where the page starts, as ZRANGEBYLEX takes it: '(' .. the cursor ('' for the first:
+         the member '' says the index was filled, define_board.lua's "index")
 ARGV[2]  how many at most
 ARGV[3]  the guard's field saying the catalog's history is all in Redis (`born`)
 ARGV[4]  the guard's field fencing it (`fence`)

@@ -18,7 +18,8 @@ KEYS[6]  the catalog's change log (sorted set: board -> the version that last ch
 KEYS[7]  the tournaments whose deletion is done (sorted set, every score 0: in name order), which
          `GET /v1/tournaments?state=ended` lists from their tombstones (`catalog_retired.lua`)
 
-ARGV[1]  "put", "end", "remove" or "replace"
+ARGV[1]  "put", "end", "remove", "replace" or "index" (once: every tournament whose deletion is
+         done by a release before KEYS[7] listed there, then its member '' says so)
 ARGV[2]  the board
 ARGV[3]  put, replace: the definition; end: why and when it ends; remove: why and when it
          ended with its definition (kept: its archived seasons are read by it), or '' to keep
@@ -31,7 +32,7 @@ ARGV[5]  the journal entry ('' when the deployment journals nothing)
 Reply: put: 'created', 'same' (this very definition is there), 'exists' (another, or the board
 is ending), 'full'; end: 'ending' (now or already), 'unknown'; remove: 'removed', 'unknown';
 replace: 'replaced', 'changed' (the definition is not ARGV[4] any more: read it again),
-'unknown'
+'unknown'; index: 'indexed', 'same' (done before)
 ]]
 
 writable(KEYS[1], 'hash')
@@ -45,6 +46,21 @@ effects_begin(ARGV[5] ~= '' and KEYS[4])
 fence_check(KEYS[5])
 
 local op, board = ARGV[1], ARGV[2]
+if op == 'index' then
+  if redis.call('ZSCORE', KEYS[7], '') then return 'same' end
+  local ended = redis.call('HGETALL', KEYS[2])
+  for i = 1, #ended, 2 do
+    if redis.call('HEXISTS', KEYS[1], ended[i]) == 0 then
+      local ok, why = pcall(cjson.decode, ended[i + 1])
+      if ok and type(why) == 'table' and type(why.definition) == 'table' and why.definition.tournament then
+        redis.call('ZADD', KEYS[7], 0, ended[i])
+      end
+    end
+  end
+  redis.call('ZADD', KEYS[7], 0, '')
+  journal(KEYS[4], ARGV[5], op)
+  return 'indexed'
+end
 local held = redis.call('HGET', KEYS[1], board)
 local ending = redis.call('HEXISTS', KEYS[2], board) == 1
 if op == 'put' then
