@@ -174,6 +174,24 @@ async fn a_sharded_writes_keys_are_all_in_its_users_shard() {
     let before = app.store.round_trips();
     let (status, _) = app.post("/v1/boards/wide/scores", &json!({"event_id": "one-trip", "user_id": "u77", "score": 5})).await;
     assert_eq!((status, app.store.round_trips() - before), (StatusCode::OK, 1));
+    // A user's neighbourhood is two rounds whatever the rank mode (the user's composite, then one
+    // call a shard): competition ranks come with the second (each shard's count above its
+    // farthest neighbour's points), not in a third.
+    let mut trips = Vec::new();
+    // The first read probes the board's layout (then cached).
+    assert_eq!(app.get("/v1/boards/wide/users/u5?around=2").await.0, StatusCode::OK);
+    for mode in ["unique", "competition"] {
+        let before = app.store.round_trips();
+        let (status, body) = app.get(&format!("/v1/boards/wide/users/u5?around=2&rank_mode={mode}")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        trips.push(app.store.round_trips() - before);
+    }
+    // The same requests (on standalone Redis the user's composite, a call a shard, the
+    // profiles: 2 + SHARDS; a third round was SHARDS more).
+    assert_eq!(trips[0], trips[1], "round trips of around-me, unique then competition");
+    if std::env::var("REDIS_CLUSTER").is_err() {
+        assert_eq!(trips[1], 2 + u64::from(SHARDS));
+    }
     let (status, body) = app
         .call(
             Method::POST,

@@ -108,9 +108,21 @@ pub struct Around {
     pub ranked_before: u64,
     pub below: u64,
     pub nearest: Vec<Entry>,
+    /// Each shard's part above the probe, when a span was given (competition ranks).
+    pub above: Vec<ShardAbove>,
     /// The member's composite changed since the probe (written meanwhile): the counts above are
     /// of another standing than the member holds now.
     pub moved: bool,
+}
+
+/// One shard above a probe: its members ranked before it, the nearest of them (nearest first),
+/// whether it holds more than those, and then the members with strictly more points than the
+/// farthest of them (the value above the farthest's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShardAbove {
+    pub ranked_before: u64,
+    pub nearest: Vec<Entry>,
+    pub edge: Option<u64>,
 }
 
 /// Runs `shard_ranks.lua` on every shard in parallel, with the shard's set and guard as its
@@ -141,21 +153,26 @@ pub async fn around(
     member: &str,
     value_floor: f64,
     at: f64,
-    width: u64,
+    (width, span): (u64, Option<i64>),
 ) -> Result<Around, StoreError> {
-    type Reply = (u64, u64, u64, Vec<Entry>, Vec<Entry>, Option<f64>);
+    type Reply = (u64, u64, u64, Vec<Entry>, Vec<Entry>, Option<f64>, Option<u64>);
     let replies: Vec<Reply> = each_ranks(conn, shards, |call| {
         call.arg("around").arg("").arg(member).arg(composite(at)).arg(composite(value_floor)).arg(width);
+        call.arg(span.map_or(String::new(), |span| span.to_string()));
     })
     .await?;
-    let mut out = Around { total: 0, ranked_before: 0, below: 0, nearest: Vec::new(), moved: true };
-    for (total, before, under, above, below, held) in replies {
+    let mut out = Around { total: 0, ranked_before: 0, below: 0, nearest: Vec::new(), above: Vec::new(), moved: true };
+    for (total, before, under, above, below, held, edge) in replies {
         if held == Some(at) {
             out.moved = false;
         }
         out.total += total;
         out.below += under;
         out.ranked_before += before;
+        if span.is_some() {
+            let nearest = above.iter().filter(|(other, _)| other != member).cloned().collect();
+            out.above.push(ShardAbove { ranked_before: before, nearest, edge });
+        }
         // Written meanwhile, the member may show among its own shard's neighbours too.
         out.nearest.extend(above.into_iter().chain(below).filter(|(other, _)| other != member));
     }

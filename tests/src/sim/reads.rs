@@ -51,6 +51,25 @@ impl World {
                 return Err(format!("forum rank of {user}: expected {expected:?}, got {status} {read}"));
             }
         }
+        // The sharded guild's neighbourhoods in competition ranks: every entry's rank is one more
+        // than the members with more points, whatever ties lie beyond the window (the shards
+        // count them in the same call).
+        let guild = self.model.guild_top();
+        for (user, _) in guild.iter().step_by(3) {
+            self.stats.reads += 1;
+            let (status, read) = self.app.get(&format!("/v1/boards/guild/users/{user}?period=all&around=2&rank_mode=competition")).await;
+            if self.others_lost && restoring(status, &read) {
+                continue;
+            }
+            let entries = read["around"].as_array().cloned().unwrap_or_default();
+            let wrong = entries.iter().find(|e| {
+                let score = e["score"].as_i64().unwrap_or(-1);
+                e["rank"].as_u64() != Some(1 + guild.iter().filter(|(_, points)| *points > score).count() as u64)
+            });
+            if status != StatusCode::OK || entries.is_empty() || wrong.is_some() {
+                return Err(format!("guild competition ranks around {user}: {status} {read}"));
+            }
+        }
         self.check_league().await?;
         self.check_cups().await?;
         self.check_boards().await?;

@@ -15,13 +15,17 @@ counts:  ARGV[3] the number of probes n, ARGV[4..] n probes as member, composite
          floors (composites)
 around:  ARGV[3] the member, ARGV[4] its composite, ARGV[5] a value floor (members strictly
          below it are counted), ARGV[6] width (the entries nearest before and after, at most
-         this many each)
+         this many each), ARGV[7] the scale's span (composites a value) for competition ranks,
+         else ''
+
 after:   ARGV[3] a cursor's member, ARGV[4] its composite, ARGV[5] limit: a keyset page
 
 Reply:
   counts  {before, at_least}: the members ranked before each probe, at or above each floor
   around  {total, ranked before, below the floor, before, after, the member's composite or
-          false}; before and after as ZRANGE WITHSCORES gives them, the member left out
+          false, edge}; before and after as ZRANGE WITHSCORES gives them, the member left out;
+          edge (with a span, when `before` holds `width` entries): the members with more points
+          than the farthest of them (strictly greater value), else false
   after   {total, ranked at or before the cursor, entries}: the `limit` entries ranked next
           after the cursor's place (ZRANGE WITHSCORES order)
 ]]
@@ -93,4 +97,12 @@ if width > 0 then
   before = redis.call('ZRANGE', key, first, first + width - 1, 'WITHSCORES')
   if last >= 0 then after = redis.call('ZRANGE', key, math.max(0, last - width + 1), last, 'WITHSCORES') end
 end
-return {redis.call('ZCARD', key), count, redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[5]), before, after, held or false}
+-- The window's first entry may share the farthest entry's value with members beyond it: the
+-- members above that value are counted here (sharded.rs, `competition_above`), not in a round more.
+local edge = false
+if ARGV[7] and ARGV[7] ~= '' and width > 0 and #before == 2 * width then
+  local span = tonumber(ARGV[7])
+  local floor = (math.floor(tonumber(before[#before]) / span) + 1) * span
+  edge = redis.call('ZCOUNT', key, string.format('%.0f', floor), '+inf')
+end
+return {redis.call('ZCARD', key), count, redis.call('ZCOUNT', key, '-inf', '(' .. ARGV[5]), before, after, held or false, edge}

@@ -8,7 +8,7 @@ use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{Keys, Layout};
 use crate::redis::scripts::{MemberPlace, PeriodStanding, RawEntry, RawWindow};
-use crate::redis::sharded::{self, Entry, ShardSet};
+use crate::redis::sharded::{self, Entry, ShardAbove, ShardSet};
 use crate::redis::store::Connection;
 
 /// Every sorted set of `period` in `layout` (the board's recorded one), with its guard when
@@ -125,8 +125,10 @@ pub async fn around(
             return Ok(RawWindow { total, position: None, below: None, start: 0, entries: Vec::new() });
         };
         let floor = (value(scale, composite) * scale.span) as f64;
-        // A window of the member alone needs no neighbours (it never shifts past the member).
-        let near = sharded::around(conn, sets, member, floor, composite, if around == 0 { 0 } else { width }).await?;
+        // A window of the member alone needs no neighbours (it never shifts past the member), but
+        // for its competition rank the nearest above (`competition_above`).
+        let asked = if around == 0 { u64::from(competition) } else { width };
+        let near = sharded::around(conn, sets, member, floor, composite, (asked, competition.then_some(scale.span))).await?;
         attempts += 1;
         if !near.moved || attempts == AROUND_ATTEMPTS {
             break (composite, near);
@@ -143,17 +145,29 @@ pub async fn around(
     let at = candidates.iter().position(|(m, _)| m == member).expect("the member is a candidate");
     let first = at.saturating_sub((rank - start) as usize);
     let window: Vec<Entry> = candidates.into_iter().skip(first).take(width as usize).collect();
-    let (_, above) = match window.first() {
-        Some((_, c)) if competition => sharded::counts(conn, sets, &[], &[next_value_floor(scale, *c)]).await?,
-        _ => (Vec::new(), vec![0]),
+    let above = match window.first() {
+        Some((_, c)) if competition => competition_above(scale, &near.above, *c),
+        _ => 0,
     };
-    Ok(RawWindow {
-        total: near.total,
-        position: Some(rank),
-        below: Some(near.below),
-        start,
-        entries: ranked(scale, window, start, above[0]),
-    })
+    Ok(RawWindow { total: near.total, position: Some(rank), below: Some(near.below), start, entries: ranked(scale, window, start, above) })
+}
+
+/// The members of every shard with strictly more points than `first`, the first entry of a
+/// window around a member, from what each shard answered around that member (no round more):
+/// its members ranked before the member less its nearest below the value above `first`'s;
+/// unless its nearest fill its answer and the farthest has `first`'s value, when members of
+/// that value lie beyond them, and its `edge` counts the ones above. Exact while the window
+/// holds fewer entries above the member than each shard's answer: a shard whose nearest all
+/// had a lower value than `first`'s would put more than that between the member and `first`.
+fn competition_above(scale: &Scale, shards: &[ShardAbove], first: f64) -> u64 {
+    let (points, floor) = (value(scale, first), next_value_floor(scale, first));
+    shards
+        .iter()
+        .map(|shard| match (shard.edge, shard.nearest.last()) {
+            (Some(edge), Some((_, farthest))) if value(scale, *farthest) == points => edge,
+            _ => shard.ranked_before.saturating_sub(shard.nearest.iter().filter(|(_, c)| *c < floor).count() as u64),
+        })
+        .sum()
 }
 
 /// The places of `members` (distinct), in their order, with the board's size.
@@ -220,5 +234,49 @@ mod tests {
         let above: Vec<u64> = ranked(&scale, window, 7, 4).iter().map(|e| e.above).collect();
         // 5 and 5 share the first entry's count; 4 and 4 start at their position; 3 likewise.
         assert_eq!(above, [4, 4, 9, 9, 11]);
+    }
+
+    /// One shard's answer around `(member, at)` as `shard_ranks.lua` gives it: the members ranked
+    /// before it (a higher composite, or an equal one with a greater id), the `width` nearest of
+    /// them, and the count above the farthest's value when they fill the answer.
+    fn answer(scale: &Scale, shard: &[(String, f64)], (member, at): (&str, f64), width: usize) -> ShardAbove {
+        let mut before: Vec<Entry> =
+            shard.iter().filter(|(m, c)| m != member && (*c > at || (*c == at && m.as_str() > member))).cloned().collect();
+        before.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+        let ranked_before = before.len() as u64;
+        before.truncate(width);
+        let edge = (before.len() == width).then(|| {
+            let farthest = value(scale, before[width - 1].1);
+            shard.iter().filter(|(_, c)| value(scale, *c) > farthest).count() as u64
+        });
+        ShardAbove { ranked_before, nearest: before, edge }
+    }
+
+    proptest::proptest! {
+        /// Model: every shard's members with more points than the window's first entry, counted
+        /// one by one. The window's first entry is any of the `around` nearest above the member
+        /// on the whole board, or the member; ties of points are many (values 0..4).
+        #[test]
+        fn competition_above_counts_what_every_shard_holds_above_the_first_entry(
+            entries in proptest::collection::vec((0usize..4, 0i64..4, 0i64..3), 1..60),
+            around in 0usize..4,
+            pick in 0usize..8,
+        ) {
+            let scale = Scale { span: 10, ..Scale::POINTS };
+            let mut shards: Vec<Vec<(String, f64)>> = vec![Vec::new(); 4];
+            for (i, (shard, points, time)) in entries.iter().enumerate() {
+                shards[*shard].push((format!("m{i:02}"), (points * 10 + time) as f64));
+            }
+            let (member, at) = entries.iter().enumerate().map(|(i, (_, p, t))| (format!("m{i:02}"), (p * 10 + t) as f64)).next().unwrap();
+            let width = if around == 0 { 1 } else { 2 * around + 1 };
+            let answers: Vec<ShardAbove> = shards.iter().map(|shard| answer(&scale, shard, (&member, at), width)).collect();
+            let mut above_member: Vec<Entry> = shards.iter().flatten()
+                .filter(|(m, c)| *m != member && (*c > at || (*c == at && *m > member))).cloned().collect();
+            above_member.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+            let k = pick % (around.min(above_member.len()) + 1);
+            let first = if k == 0 { at } else { above_member[k - 1].1 };
+            let expected = shards.iter().flatten().filter(|(_, c)| value(&scale, *c) > value(&scale, first)).count() as u64;
+            proptest::prop_assert_eq!(competition_above(&scale, &answers, first), expected);
+        }
     }
 }
