@@ -170,7 +170,10 @@ pub async fn around(
         out.below += under;
         out.ranked_before += before;
         if span.is_some() {
-            let nearest = above.iter().filter(|(other, _)| other != member).cloned().collect();
+            let nearest: Vec<Entry> = above.iter().filter(|(other, _)| other != member).cloned().collect();
+            // The member among them (written meanwhile): the edge was counted past it, not past
+            // the farthest left; counted from the shard's members ranked before instead.
+            let edge = edge.filter(|_| nearest.len() == above.len());
             out.above.push(ShardAbove { ranked_before: before, nearest, edge });
         }
         // Written meanwhile, the member may show among its own shard's neighbours too.

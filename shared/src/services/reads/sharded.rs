@@ -157,8 +157,9 @@ pub async fn around(
 /// its members ranked before the member less its nearest below the value above `first`'s;
 /// unless its nearest fill its answer and the farthest has `first`'s value, when members of
 /// that value lie beyond them, and its `edge` counts the ones above. Exact while the window
-/// holds fewer entries above the member than each shard's answer: a shard whose nearest all
-/// had a lower value than `first`'s would put more than that between the member and `first`.
+/// holds fewer entries above the member than each shard's answer (at most `2 · around` of
+/// `2 · around + 1`, shifted up at the board's end): a shard whose nearest all had a lower value
+/// than `first`'s would put more than that between the member and `first`.
 fn competition_above(scale: &Scale, shards: &[ShardAbove], first: f64) -> u64 {
     let (points, floor) = (value(scale, first), next_value_floor(scale, first));
     shards
@@ -254,13 +255,14 @@ mod tests {
 
     proptest::proptest! {
         /// Model: every shard's members with more points than the window's first entry, counted
-        /// one by one. The window's first entry is any of the `around` nearest above the member
-        /// on the whole board, or the member; ties of points are many (values 0..4).
+        /// one by one. The window's first entry is any of the `2 · around` nearest above the
+        /// member on the whole board (a window shifted up at the board's end), or the member;
+        /// ties of points are many (values 0..4).
         #[test]
         fn competition_above_counts_what_every_shard_holds_above_the_first_entry(
             entries in proptest::collection::vec((0usize..4, 0i64..4, 0i64..3), 1..60),
             around in 0usize..4,
-            pick in 0usize..8,
+            pick in 0usize..16,
         ) {
             let scale = Scale { span: 10, ..Scale::POINTS };
             let mut shards: Vec<Vec<(String, f64)>> = vec![Vec::new(); 4];
@@ -273,7 +275,7 @@ mod tests {
             let mut above_member: Vec<Entry> = shards.iter().flatten()
                 .filter(|(m, c)| *m != member && (*c > at || (*c == at && *m > member))).cloned().collect();
             above_member.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
-            let k = pick % (around.min(above_member.len()) + 1);
+            let k = pick % ((2 * around).min(above_member.len()) + 1);
             let first = if k == 0 { at } else { above_member[k - 1].1 };
             let expected = shards.iter().flatten().filter(|(_, c)| value(&scale, *c) > value(&scale, first)).count() as u64;
             proptest::prop_assert_eq!(competition_above(&scale, &answers, first), expected);
