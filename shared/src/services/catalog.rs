@@ -8,20 +8,26 @@
 //! A warm function whose version moved reads only the boards changed since the version it holds
 //! (the catalog's change log, `catalog_changes.lua`) and parses only those: the rest keep the
 //! boards they parsed to. It reads the whole catalog when the log cannot say (a log younger than
-//! what it holds, or lost, or short of a change made without it) and at least every
-//! `WHOLE_READ`, changed or not (a function frozen across a loss and a restore of the catalog).
+//! what it holds, or lost, or short of a change made without it), and every `WHOLE_READ`,
+//! changed or not (a function frozen across a loss and a restore of the catalog), beside its
+//! requests rather than in one (`whole`).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use crate::domain::config::{Board, Config, Definition};
 use crate::redis::catalog;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::scripts::catalog::{Changes, Live, changes, live};
+use crate::redis::scripts::catalog::{Changes, changes, live};
 use crate::redis::store::Store;
+
+mod held;
+mod whole;
+
+use held::{Entry, Held, held_after, held_of};
 
 /// How long a function serves the boards it knows before asking whether they changed.
 pub const DEFAULT_REFRESH: Duration = Duration::from_secs(5);
@@ -111,61 +117,6 @@ fn retired_board(name: &str, why: &str) -> Option<Board> {
     Some(board)
 }
 
-/// One runtime board as the catalog holds it: the board served (`None`: its definition does not
-/// validate, or a tombstone keeps none), ending once its end is recorded, kept across reloads
-/// until the log names it again, and shared with every config built since. The texts are not
-/// kept: a board the log names is parsed again.
-struct Entry {
-    served: Option<Arc<Board>>,
-}
-
-impl Entry {
-    fn new(name: &str, definition: Option<&str>, ending: Option<&str>) -> Self {
-        let parsed = match (definition, ending) {
-            (Some(text), _) => runtime_board(name, text),
-            (None, Some(why)) => retired_board(name, why),
-            (None, None) => None,
-        };
-        let served = parsed.map(|mut board| {
-            if let Some(why) = ending {
-                board.ending = true;
-                if let (Some(at), Some(tournament)) = (ended_at(why), board.tournament.as_mut()) {
-                    Arc::make_mut(tournament).deleted = Some(at);
-                }
-            }
-            Arc::new(board)
-        });
-        Self { served }
-    }
-}
-
-/// Every runtime board of the catalog as of one version, by name.
-type Held = BTreeMap<String, Arc<Entry>>;
-
-/// The catalog's live boards read whole, as entries (tombstones left out: `Catalog::naming`).
-fn held_of(live: Live) -> Held {
-    live.boards
-        .into_iter()
-        .map(|(name, definition, why)| {
-            let entry = Entry::new(&name, Some(&definition), why.as_deref());
-            (name, Arc::new(entry))
-        })
-        .collect()
-}
-
-/// `held` after `changed`: only the boards the log names are parsed again. A board whose
-/// definition went (its end done) leaves: its tombstone is read by name (`Catalog::naming`).
-fn held_after(held: &Held, changed: Vec<(String, Option<String>, Option<String>)>) -> Held {
-    let mut after = held.clone();
-    for (name, definition, ending) in changed {
-        match definition {
-            None => after.remove(&name),
-            Some(definition) => after.insert(name.clone(), Arc::new(Entry::new(&name, Some(&definition), ending.as_deref()))),
-        };
-    }
-    after
-}
-
 type Build<T> = Box<dyn Fn(Arc<Config>) -> T + Send + Sync>;
 
 impl<T> Cached<T> {
@@ -204,6 +155,9 @@ pub struct Catalog<T> {
     invalidated: Mutex<Option<Instant>>,
     /// Deleted boards read by name (`naming`).
     retired: Mutex<Retired<T>>,
+    /// How often a warm function reads the catalog whole (`WHOLE_READ`), beside its requests.
+    whole_read: Duration,
+    whole: whole::WholeRead,
 }
 
 /// Deleted boards a function read by name, and what it built with them beside the boards it
@@ -242,7 +196,19 @@ impl<T> Catalog<T> {
             cached: Mutex::new(None),
             invalidated: Mutex::new(None),
             retired: Mutex::new(Retired::default()),
+            whole_read: WHOLE_READ,
+            whole: whole::WholeRead::default(),
         }
+    }
+
+    pub fn with_whole_read(mut self, every: Duration) -> Self {
+        self.whole_read = every;
+        self
+    }
+
+    /// Waits for a whole read made beside the requests, if one is in flight (tests, the bench).
+    pub async fn whole_read_settled(&self) {
+        self.whole.settled().await;
     }
 
     pub fn with_refresh(mut self, refresh: Duration) -> Self {
@@ -358,8 +324,13 @@ impl<T> Catalog<T> {
         let mut conn = self.store.connection().await?;
         let checked = Instant::now();
         if let Some(held) = &held {
-            let incremental = held.read_whole.elapsed() < WHOLE_READ;
-            let (version, born, changed) = match held.version.filter(|_| incremental) {
+            // The base brought forward: what a whole read made beside earlier requests found,
+            // else what this function holds.
+            let (read_whole, base_version, base) = match self.whole.take() {
+                Some(found) => (found.began, found.version, found.held),
+                None => (held.read_whole, held.version, held.held.clone()),
+            };
+            let (version, born, changed) = match base_version {
                 Some(version) => {
                     let Changes { version, born, complete, changed } = changes(&mut conn, &self.keys, version).await?;
                     (version, born, complete.then_some(changed))
@@ -369,20 +340,29 @@ impl<T> Catalog<T> {
                     (version, born, None)
                 }
             };
+            // Started once this request's own read is answered: Redis runs the whole read's script
+            // (~10,000 definitions) alone, and this request does not queue behind it.
+            if read_whole.elapsed() >= self.whole_read {
+                self.whole.start(&self.store, &self.keys, self.whole_read, base.clone());
+            }
             // A lost catalog (no version while the journal says it had one) keeps the boards
             // this function knew until it is restored; their own guards refuse their writes.
             let lost = version.is_none() && held.version.is_some() && self.keys.journal_on() && !born;
-            if lost || (version == held.version && incremental) {
+            if lost || (version == held.version && Arc::ptr_eq(&base, &held.held)) {
                 return Ok(self.keep(Arc::new(Cached { checked, ..held.fresh_copy() })));
             }
-            if let Some(changed) = changed.filter(|_| version > held.version) {
-                let after = Arc::new(held_after(&held.held, changed));
-                return Ok(self.keep(self.compose(checked, held.read_whole, version, after)));
+            if version == base_version {
+                return Ok(self.keep(self.compose(checked, read_whole, version, base)));
+            }
+            if let Some(changed) = changed.filter(|_| version > base_version) {
+                let after = Arc::new(held_after(&base, changed));
+                return Ok(self.keep(self.compose(checked, read_whole, version, after)));
             }
         }
         let live = live(&mut conn, &self.keys).await?;
         let version = live.version;
-        Ok(self.keep(self.compose(checked, checked, version, Arc::new(held_of(live)))))
+        let before = held.as_ref().map(|held| held.held.as_ref());
+        Ok(self.keep(self.compose(checked, checked, version, Arc::new(held_of(live, before)))))
     }
 
     /// The boards of `held` served beside the declared ones, and what the function builds.

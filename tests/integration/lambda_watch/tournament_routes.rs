@@ -1,6 +1,9 @@
 //! Issue 59's routes as API Gateway routes them: through `cargo lambda watch`'s router (the
-//! paths of the template, not `/lambda-url/<function>`), a live edit, an attempts grant and the
-//! paged list, each checked by what it changed.
+//! paths of the template, not `/lambda-url/<function>`), each numbered item checked by what it
+//! changed: the paged list (1), bounded definitions (2), a deleted name kept (3), a stale
+//! function's code (4), a start in the past (5), a cron schedule in a timezone (6), a live edit
+//! and an attempts grant (7), moderation (8). Results by default (9) are read in
+//! `played_ended_and_read`; item 10 is the sharding issue's `reshard` (score_rescale.rs).
 
 use serde_json::{Value, json};
 
@@ -73,4 +76,123 @@ async fn a_live_edit_a_grant_and_the_paged_list_through_the_watch_router() {
     assert!(one["tournaments"][0].get("prizes").is_none(), "no prizes in a list: {one}");
     let (status, bad) = call(reqwest::Method::GET, "/v1/tournaments?limit=101", None).await;
     assert_eq!((status, &bad["error"]["code"]), (400, &json!("out_of_range")), "{bad}");
+}
+
+/// The watch's keys (journaled, as its functions' are: scripts/test.sh names a bucket).
+fn watch_keys() -> standings::redis::keys::Keys {
+    let prefix = std::env::var("STANDINGS_WATCH_KEY_PREFIX").expect("scripts/test.sh names the watch's key prefix");
+    standings::redis::keys::Keys::new(&prefix).unwrap().with_journal(true)
+}
+
+fn code(body: &Value) -> Option<&str> {
+    body["error"]["code"].as_str()
+}
+
+#[tokio::test]
+async fn a_definition_past_its_limits_a_deleted_name_and_a_stale_ingest_through_the_watch_router() {
+    let id = format!("gone-{}", std::process::id());
+    let now = chrono::Utc::now();
+    let cup = json!({"title": "Gone cup", "keep": "best", "start": now - chrono::Duration::minutes(5),
+        "end": now + chrono::Duration::hours(1), "join_required": false});
+
+    // Item 2: past a documented limit, refused naming it, nothing stored.
+    let prizes: Vec<Value> = (1..=100).map(|rank| json!({"ranks": [rank, rank], "reward": "x".repeat(3000)})).collect();
+    for (field, value, named) in [("metadata", json!({"blob": "x".repeat(5000)}), "metadata"), ("prizes", json!(prizes), "16384")] {
+        let mut big = cup.clone();
+        big[field] = value;
+        let (status, refused) = call(reqwest::Method::PUT, &format!("/v1/admin/tournaments/{id}"), Some(big)).await;
+        let message = refused["error"]["message"].as_str().unwrap_or_default();
+        assert_eq!((status, code(&refused), message.contains(named)), (400, Some("invalid_tournament"), true), "{field}: {refused}");
+        assert_eq!(call(reqwest::Method::GET, &format!("/v1/admin/tournaments/{id}"), None).await.0, 404, "{field}: nothing stored");
+    }
+
+    let (status, created) = call(reqwest::Method::PUT, &format!("/v1/admin/tournaments/{id}"), Some(cup.clone())).await;
+    assert_eq!(status, 201, "{created}");
+    let play = |n: u32| json!({"event_id": format!("{id}-{n}"), "user_id": format!("{id}-ann"), "score": n});
+    let (status, played) = call(reqwest::Method::POST, &format!("/v1/tournaments/{id}/scores"), Some(play(1))).await;
+    assert_eq!(status, 200, "the watch's ingest now holds the tournament: {played}");
+
+    // Item 4: deleted by another instance of the function (a second Lambda container); the
+    // watch's, its catalog up to 5 s old, answers with the tournament's code.
+    let declared = std::sync::Arc::new(standings::domain::config::Config::parse(standings::domain::config::DEFAULT_CONFIG).unwrap());
+    let store = standings::redis::store::Store::connect(&standings_tests::redis_settings()).unwrap();
+    let elsewhere = standings::services::tournaments::TournamentAdmin::new(declared, watch_keys(), store, 10_000);
+    elsewhere.delete(&id, Some("elsewhere"), chrono::Utc::now()).await.unwrap();
+    let (status, late) = call(reqwest::Method::POST, &format!("/v1/tournaments/{id}/scores"), Some(play(2))).await;
+    assert_eq!((status, code(&late)), (409, Some("tournament_closed")), "{late}");
+
+    // Item 3: the name is never defined again, the same body included.
+    let (status, again) = call(reqwest::Method::PUT, &format!("/v1/admin/tournaments/{id}"), Some(cup)).await;
+    assert_eq!((status, code(&again)), (409, Some("board_exists")), "{again}");
+    let top = read_until(&format!("/v1/tournaments/{id}/top?instance=all"), |top| top["entries"].is_array()).await;
+    let scores: Vec<i64> = top["entries"].as_array().into_iter().flatten().filter_map(|e| e["score"].as_i64()).collect();
+    assert_eq!(scores, [1], "the score before the deletion alone: {top}");
+}
+
+/// Items 5 and 6: an hourly `cron` tournament in Kolkata (UTC+05:30) whose `start` is 30 days
+/// back opens the instance of now, named by its local minute; none before it exists, and the
+/// archive's run stores none of them.
+#[tokio::test]
+async fn a_cron_tournament_in_a_timezone_started_in_the_past_opens_the_current_instance_only_through_the_watch_router() {
+    let id = format!("kolkata-{}", std::process::id());
+    let now = chrono::Utc::now();
+    let body = json!({"title": "Hourly", "keep": "best", "start": now - chrono::Duration::days(30), "end": now + chrono::Duration::days(30),
+        "cron": "0 * * * *", "timezone": "Asia/Kolkata", "duration_secs": 3600, "join_required": false});
+    let (status, created) = call(reqwest::Method::PUT, &format!("/v1/admin/tournaments/{id}"), Some(body)).await;
+    assert_eq!(status, 201, "{created}");
+    let view = read_until(&format!("/v1/tournaments/{id}"), |view| view["state"] == "open").await;
+    let start = chrono::DateTime::parse_from_rfc3339(view["start"].as_str().unwrap()).unwrap();
+    let local = start.with_timezone(&chrono_tz::Asia::Kolkata);
+    assert_eq!((local.format("%M").to_string(), start.format("%M").to_string()), ("00".to_owned(), "30".to_owned()), "{view}");
+    let instance = local.format("%Y-%m-%dT%H%M").to_string();
+    let played = json!({"event_id": format!("{id}-1"), "user_id": format!("{id}-ann"), "score": 5});
+    let (status, score) = call(reqwest::Method::POST, &format!("/v1/tournaments/{id}/scores"), Some(played)).await;
+    assert_eq!((status, &score["instance"]), (200, &json!(instance)), "{score}");
+    let earlier = (local - chrono::Duration::hours(1)).format("%Y-%m-%dT%H%M").to_string();
+    let (status, before) = call(reqwest::Method::GET, &format!("/v1/tournaments/{id}/results?instance={earlier}"), None).await;
+    assert_eq!((status, code(&before)), (404, Some("unknown_instance")), "{before}");
+
+    let run = super::invoke("archive", "runtime-event.json");
+    let stored: Vec<&str> = run["tournaments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["tournament_id"] == id.as_str())
+        .filter_map(|r| r["instance"].as_str())
+        .collect();
+    assert!(stored.iter().all(|stored| *stored >= instance.as_str()), "nothing from before the definition: {run}");
+}
+
+/// Item 8: a ban frees the banned player's seat; a correction after the instance's end is 422
+/// `period_closed` and writes nothing.
+#[tokio::test]
+async fn moderation_reaches_a_tournament_through_the_watch_router() {
+    let id = format!("mod-{}", std::process::id());
+    let (ann, bo) = (format!("{id}-ann"), format!("{id}-bo"));
+    let now = chrono::Utc::now();
+    let cup = json!({"title": "Moderated", "keep": "best", "start": now - chrono::Duration::minutes(5),
+        "end": now + chrono::Duration::hours(1), "max_size": 1, "join_required": true});
+    assert_eq!(call(reqwest::Method::PUT, &format!("/v1/admin/tournaments/{id}"), Some(cup)).await.0, 201);
+    let join = |user: &str| {
+        let (path, body) = (format!("/v1/tournaments/{id}/join"), json!({"user_id": user}));
+        async move { call(reqwest::Method::POST, &path, Some(body)).await }
+    };
+    assert_eq!(join(&ann).await.0, 200);
+    let (status, full) = join(&bo).await;
+    assert_eq!((status, code(&full)), (409, Some("tournament_full")), "{full}");
+    let (status, banned) = call(reqwest::Method::POST, &format!("/v1/admin/users/{ann}/ban"), None).await;
+    assert_eq!(status, 200, "{banned}");
+    let (status, joined) = join(&bo).await;
+    assert_eq!((status, &joined["size"]), (200, &json!(1)), "the seat freed: {joined}");
+
+    let play = json!({"event_id": format!("{id}-1"), "user_id": bo, "score": 7});
+    assert_eq!(call(reqwest::Method::POST, &format!("/v1/tournaments/{id}/scores"), Some(play)).await.0, 200);
+    let (status, ended) = call(reqwest::Method::POST, &format!("/v1/admin/tournaments/{id}/end"), Some(json!({"reason": "watch"}))).await;
+    assert_eq!(status, 202, "{ended}");
+    let correction = json!({"set": 20, "reason": "late"});
+    let (status, late) = call(reqwest::Method::POST, &format!("/v1/admin/boards/{id}/users/{bo}/corrections"), Some(correction)).await;
+    assert_eq!((status, code(&late)), (422, Some("period_closed")), "{late}");
+    let top = read_until(&format!("/v1/tournaments/{id}/top?instance=all"), |top| top["entries"].is_array()).await;
+    let scores: Vec<i64> = top["entries"].as_array().into_iter().flatten().filter_map(|e| e["score"].as_i64()).collect();
+    assert_eq!(scores, [7], "nothing written: {top}");
 }
