@@ -8,8 +8,10 @@ use axum::http::StatusCode;
 use chrono::Duration;
 use serde_json::json;
 use standings::archive::bus::TOURNAMENT_ENDED;
+use standings::archive::tournament_end::EndsKnown;
 use standings_tests::notify::subscribed_to;
 use standings_tests::tournament::{Arena, cup};
+use standings_tests::unique_season_table;
 
 #[tokio::test]
 async fn a_start_in_the_past_opens_the_current_instance_only() {
@@ -54,6 +56,36 @@ async fn a_start_in_the_past_opens_the_current_instance_only() {
     assert!(again.is_empty(), "nothing more to end: {again:?}");
     let (status, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(midnight))).await;
     assert_eq!((status, results["results"][0]["user_id"].as_str()), (StatusCode::OK, Some("ann")), "{results}");
+}
+
+/// A warm archive function reads a tournament's watermark from the table only when an instance
+/// ended after the one it knows (issue 59 item 5: each run read every tournament's, for ever).
+/// Shown by swapping the table for an empty one: a run that reads it ends the instance again.
+#[tokio::test]
+async fn a_warm_archive_reads_a_watermark_only_when_an_instance_ended_after_it() {
+    let mut arena = Arena::new().await;
+    let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
+    let day = |at: chrono::DateTime<chrono::Utc>| at.format("%Y-%m-%d").to_string();
+    arena.app.set_now(midnight + Duration::hours(1));
+    let body = cup(midnight, 24 * 60, json!({"reset": "day", "duration_secs": 7200}));
+    assert_eq!(arena.put("daily", &body).await.0, StatusCode::CREATED);
+    assert_eq!(arena.play("daily", "t1", "ann", 10).await.0, StatusCode::OK);
+    let instances = |ended: Vec<standings::archive::tournament_end::InstanceEnd>| ended.into_iter().map(|r| r.instance).collect::<Vec<_>>();
+    let known = EndsKnown::default();
+    assert!(arena.end_run_knowing(&known).await.is_empty(), "nothing ended yet");
+
+    arena.app.set_now(midnight + Duration::hours(3));
+    assert_eq!(instances(arena.end_run_knowing(&known).await), [day(midnight)]);
+    arena.table = unique_season_table().await;
+    assert!(arena.end_run_knowing(&known).await.is_empty(), "nothing ended after the watermark it knows: no read");
+    // (Its board freed by the first end, the instance is reported failed: what matters is the read.)
+    assert_eq!(instances(arena.end_run(None).await), [day(midnight)], "a cold function reads the (empty) table's");
+
+    // The next day's instance ends: the warm function reads the table again (and, as the cold
+    // one, finds the first instance not finished there), the latest first.
+    arena.app.set_now(midnight + Duration::days(1) + Duration::hours(3));
+    let next = arena.end_run_knowing(&known).await;
+    assert_eq!((next[0].instance.clone(), next[0].status), (day(midnight + Duration::days(1)), "stored"), "{next:?}");
 }
 
 /// A daily tournament in Tokyo (UTC+9) resets at Tokyo's midnight, 15:00 UTC: a score a second

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use standings::archive::bus::{Announce, BusError, EventBridgeBus};
 use standings::archive::job::Archiver;
 use standings::archive::table::SeasonTable;
-use standings::archive::tournament_end::InstanceEnd;
+use standings::archive::tournament_end::{EndsKnown, InstanceEnd};
 use standings::services::catalog::Catalog;
 use standings::services::runtime_boards::{EndReport, RuntimeBoards, limit_from_env};
 
@@ -84,6 +84,12 @@ impl Arena {
     /// `end_run` through any bus, stopping at `deadline`.
     pub async fn end_run_until<B: Announce>(&self, bus: Option<&B>, deadline: DateTime<Utc>) -> Vec<InstanceEnd> {
         self.archiver().await.end_tournaments(bus, deadline).await
+    }
+
+    /// `end_run` of a warm function, knowing the watermarks `known` holds from its earlier runs.
+    pub async fn end_run_knowing(&self, known: &EndsKnown) -> Vec<InstanceEnd> {
+        let deadline = Utc::now() + chrono::Duration::minutes(5);
+        self.archiver().await.with_ends_known(known.clone()).end_tournaments(None::<&EventBridgeBus>, deadline).await
     }
 
     /// The whole every-minute run (`{"runtime": {}}`): tournaments' ends, then deleted runtime

@@ -15,7 +15,7 @@ use standings::Clock;
 use standings::archive::bus::{EventBridgeBus, eventbridge_client};
 use standings::archive::job::{ArchiveError, Archiver, OVERDUE_AFTER, SeasonReport, Settings};
 use standings::archive::table::{ArchiveSink, SeasonTable, Shard};
-use standings::archive::tournament_end::InstanceEnd;
+use standings::archive::tournament_end::{EndsKnown, InstanceEnd};
 use standings::domain::config::Config;
 use standings::domain::period::Period;
 use standings::redis::store::Store;
@@ -245,6 +245,7 @@ impl App {
         };
         let boards = RuntimeBoards::new(config.clone(), keys.clone(), store.clone(), runtime_boards::limit_from_env());
         let (built_keys, built_store) = (keys.clone(), store.clone());
+        let ends_known = EndsKnown::default();
         let build = move |config| {
             Archiver::new(
                 config,
@@ -255,6 +256,7 @@ impl App {
                 standings::system_clock(),
                 settings.clone(),
             )
+            .with_ends_known(ends_known.clone())
         };
         let archiver = Catalog::new(config, keys, store, build).with_refresh(std::time::Duration::ZERO);
         let bus = match standings::event_bus_from_env() {

@@ -15,6 +15,7 @@ use super::freeze::{self, Standing};
 use super::schedule::{Backoff, stopping_margin, unarchived_candidates};
 pub use super::table::MAX_SHARDS;
 use super::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, entry_item, put_request};
+use super::tournament_end::EndsKnown;
 use crate::Clock;
 use crate::domain::config::{Board, Config};
 use crate::domain::period::{Period, PeriodKind};
@@ -137,6 +138,7 @@ pub struct Archiver<S> {
     pub(super) clock: Clock,
     settings: Settings,
     metrics: Metrics,
+    pub(super) ends_known: EndsKnown,
 }
 
 /// The `Function` dimension of this function's metrics.
@@ -153,7 +155,13 @@ impl<S: ArchiveSink> Archiver<S> {
     /// `table` serves reads, checkpoints and the completion record; `sink` takes the
     /// BatchWriteItem calls (the table itself, or a fault-injecting wrapper around it).
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, table: SeasonTable, sink: S, clock: Clock, settings: Settings) -> Self {
-        Self { config, keys, store, table, sink, clock, settings, metrics: Metrics::stdout(FUNCTION) }
+        Self { config, keys, store, table, sink, clock, settings, metrics: Metrics::stdout(FUNCTION), ends_known: EndsKnown::default() }
+    }
+
+    /// The same job, knowing the tournaments' watermarks `known` holds (shared by every job a
+    /// function builds, so a new catalog version does not read them all again).
+    pub fn with_ends_known(self, known: EndsKnown) -> Self {
+        Self { ends_known: known, ..self }
     }
 
     /// Where the job puts its metrics (the function's other jobs put theirs there too).

@@ -2,8 +2,11 @@
 //! every-minute run: its results archived rank for rank as a season is (frozen, then stored in
 //! DynamoDB and verified), its players and attempts freed, then announced as `Standings
 //! Tournament Ended` events, a page of ranked results with their prizes each. Every step is
-//! checkpointed in the table, so a run cut short resumes where it stood and a finished instance
-//! costs two reads a run.
+//! checkpointed in the table, so a run cut short resumes where it stood; a tournament with no
+//! instance ended after the watermark a warm function knows costs no read (`EndsKnown`).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
@@ -29,6 +32,23 @@ const PAGE_BYTES: usize = 200 * 1024;
 /// Ranks read from the table at a time while pages are packed.
 const READ_RANKS: u64 = 500;
 
+/// Each tournament's watermark as this function last read or moved it (`None`: none yet),
+/// shared by the archive jobs it builds as its catalog changes: a run reads the table's only for
+/// a tournament with an instance ended after it, so one whose last instance ended years ago (or
+/// whose first has not) costs no read a minute once a warm function has read it.
+#[derive(Clone, Default)]
+pub struct EndsKnown(Arc<Mutex<HashMap<String, Option<DateTime<Utc>>>>>);
+
+impl EndsKnown {
+    fn get(&self, tournament: &str) -> Option<Option<DateTime<Utc>>> {
+        self.0.lock().expect("ends known poisoned").get(tournament).copied()
+    }
+
+    fn set(&self, tournament: &str, through: Option<DateTime<Utc>>) {
+        self.0.lock().expect("ends known poisoned").insert(tournament.to_owned(), through);
+    }
+}
+
 /// What a run did for one instance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct InstanceEnd {
@@ -53,6 +73,9 @@ impl<S: ArchiveSink> Archiver<S> {
         let mut reports = Vec::new();
         // A retired tournament (deleted, its end done) costs nothing.
         for tournament in self.config.boards().iter().filter_map(|board| board.tournament.as_deref()).filter(|t| !t.retired) {
+            if self.ends_known.get(&tournament.id).is_some_and(|known| tournament.ended_by(now, known, 1).is_empty()) {
+                continue;
+            }
             let through = match self.watermark(tournament).await {
                 Ok(through) => through,
                 Err(error) => {
@@ -108,7 +131,9 @@ impl<S: ArchiveSink> Archiver<S> {
     /// The tournament's watermark: every instance ending then or before is finished.
     async fn watermark(&self, tournament: &Tournament) -> Result<Option<DateTime<Utc>>, ArchiveError> {
         let through = self.table.checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED).await?;
-        Ok(through.and_then(|secs| DateTime::from_timestamp(i64::try_from(secs).ok()?, 0)))
+        let through = through.and_then(|secs| DateTime::from_timestamp(i64::try_from(secs).ok()?, 0));
+        self.ends_known.set(&tournament.id, through);
+        Ok(through)
     }
 
     /// Whether deleted tournament `tournament` is over: every instance that ran is finished
@@ -121,9 +146,12 @@ impl<S: ArchiveSink> Archiver<S> {
 
     /// Moves the tournament's watermark to `through`, if anywhere.
     async fn advance_ended(&self, tournament: &Tournament, through: Option<DateTime<Utc>>) {
-        let Some(through) = through.and_then(|end| u64::try_from(end.timestamp()).ok()) else { return };
-        if let Err(error) = self.table.advance_checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED, through, (self.clock)()).await {
-            tracing::warn!(tournament = %tournament.id, %error, "tournament ends' watermark not moved (moved by the next run)");
+        let Some(secs) = through.and_then(|end| u64::try_from(end.timestamp()).ok()) else { return };
+        match self.table.advance_checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED, secs, (self.clock)()).await {
+            Ok(_) => self.ends_known.set(&tournament.id, through),
+            Err(error) => {
+                tracing::warn!(tournament = %tournament.id, %error, "tournament ends' watermark not moved (moved by the next run)")
+            }
         }
     }
 

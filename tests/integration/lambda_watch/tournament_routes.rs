@@ -51,6 +51,15 @@ async fn a_live_edit_a_grant_and_the_paged_list_through_the_watch_router() {
     let (status, edited) = call(reqwest::Method::PATCH, &format!("/v1/admin/tournaments/{first}"), Some(json!({"title": "Renamed"}))).await;
     assert_eq!((status, &edited["definition"]["title"]), (200, &json!("Renamed")), "{edited}");
     read_until(&format!("/v1/tournaments/{first}"), |view| view["title"] == "Renamed").await;
+    // Extended by a day: the instance open now ends then.
+    let later = (now + chrono::Duration::hours(25)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let (status, extended) = call(reqwest::Method::PATCH, &format!("/v1/admin/tournaments/{first}"), Some(json!({"end": later}))).await;
+    assert_eq!(status, 200, "{extended}");
+    read_until(&format!("/v1/tournaments/{first}"), |view| {
+        view["end"].as_str().and_then(|end| chrono::DateTime::parse_from_rfc3339(end).ok())
+            == chrono::DateTime::parse_from_rfc3339(&later).ok()
+    })
+    .await;
 
     // One attempt, spent; a grant gives one more, which a score then takes.
     let play = |n: u32| json!({"event_id": format!("{first}-{n}"), "user_id": format!("{first}-ann"), "score": 10 * n});
@@ -189,6 +198,8 @@ async fn moderation_reaches_a_tournament_through_the_watch_router() {
     assert_eq!(call(reqwest::Method::POST, &format!("/v1/tournaments/{id}/scores"), Some(play)).await.0, 200);
     let (status, ended) = call(reqwest::Method::POST, &format!("/v1/admin/tournaments/{id}/end"), Some(json!({"reason": "watch"}))).await;
     assert_eq!(status, 202, "{ended}");
+    let (status, late) = call(reqwest::Method::PATCH, &format!("/v1/admin/tournaments/{id}"), Some(json!({"title": "Too late"}))).await;
+    assert_eq!((status, code(&late)), (409, Some("tournament_closed")), "no edit once its instance ended: {late}");
     let correction = json!({"set": 20, "reason": "late"});
     let (status, late) = call(reqwest::Method::POST, &format!("/v1/admin/boards/{id}/users/{bo}/corrections"), Some(correction)).await;
     assert_eq!((status, code(&late)), (422, Some("period_closed")), "{late}");
