@@ -8,7 +8,7 @@ use axum::http::StatusCode;
 use chrono::Duration;
 use serde_json::json;
 use standings::archive::bus::TOURNAMENT_ENDED;
-use standings::archive::tournament_end::EndsKnown;
+use standings::archive::ends_known::EndsKnown;
 use standings_tests::notify::subscribed_to;
 use standings_tests::tournament::{Arena, cup};
 use standings_tests::unique_season_table;

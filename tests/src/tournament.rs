@@ -12,9 +12,10 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use standings::archive::bus::{Announce, BusError, EventBridgeBus};
+use standings::archive::ends_known::EndsKnown;
 use standings::archive::job::Archiver;
 use standings::archive::table::SeasonTable;
-use standings::archive::tournament_end::{EndsKnown, InstanceEnd};
+use standings::archive::tournament_end::InstanceEnd;
 use standings::services::catalog::Catalog;
 use standings::services::runtime_boards::{EndReport, RuntimeBoards, limit_from_env};
 

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration as StdDuration;
 
+use super::ends_known::EndsKnown;
 use super::freeze::{self, Standing};
 use super::schedule::{Backoff, stopping_margin, unarchived_candidates};
 pub use super::table::MAX_SHARDS;
 use super::table::{ArchiveSink, MAX_BATCH_WRITE, SeasonTable, Shard, entry_item, put_request};
-use super::tournament_end::EndsKnown;
 use crate::Clock;
 use crate::domain::config::{Board, Config};
 use crate::domain::period::{Period, PeriodKind};

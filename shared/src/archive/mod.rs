@@ -6,6 +6,8 @@
 
 pub mod bus;
 #[cfg(feature = "dynamodb")]
+pub mod ends_known;
+#[cfg(feature = "dynamodb")]
 pub mod error;
 pub mod freeze;
 #[cfg(feature = "dynamodb")]

@@ -5,9 +5,6 @@
 //! checkpointed in the table, so a run cut short resumes where it stood; a tournament with no
 //! instance ended after the watermark a warm function knows costs no read (`EndsKnown`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
-
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
@@ -31,23 +28,6 @@ const INSTANCES_WALKED: usize = 10_000;
 const PAGE_BYTES: usize = 200 * 1024;
 /// Ranks read from the table at a time while pages are packed.
 const READ_RANKS: u64 = 500;
-
-/// Each tournament's watermark as this function last read or moved it (`None`: none yet),
-/// shared by the archive jobs it builds as its catalog changes: a run reads the table's only for
-/// a tournament with an instance ended after it, so one whose last instance ended years ago (or
-/// whose first has not) costs no read a minute once a warm function has read it.
-#[derive(Clone, Default)]
-pub struct EndsKnown(Arc<Mutex<HashMap<String, Option<DateTime<Utc>>>>>);
-
-impl EndsKnown {
-    fn get(&self, tournament: &str) -> Option<Option<DateTime<Utc>>> {
-        self.0.lock().expect("ends known poisoned").get(tournament).copied()
-    }
-
-    fn set(&self, tournament: &str, through: Option<DateTime<Utc>>) {
-        self.0.lock().expect("ends known poisoned").insert(tournament.to_owned(), through);
-    }
-}
 
 /// What a run did for one instance.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
