@@ -164,16 +164,20 @@ fn far() -> chrono::DateTime<Utc> {
     Utc::now() + Duration::minutes(5)
 }
 
-/// The journal's objects; the first listing deletes the board's guard first (a loss while the
-/// restore runs, after it judged the guard intact).
-struct LosesTheGuardOnList {
+/// The journal's objects; the first listing of the board's journal runs `hook` once, after
+/// it (what happens to Redis while a restore runs).
+struct HookedOnList {
     inner: S3Objects,
-    redis: standings::redis::store::Connection,
-    guard: String,
-    armed: std::sync::atomic::AtomicBool,
+    hook: tokio::sync::Mutex<Option<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>>>,
 }
 
-impl standings::archive::objects::Objects for LosesTheGuardOnList {
+impl HookedOnList {
+    fn new(inner: S3Objects, hook: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
+        Self { inner, hook: tokio::sync::Mutex::new(Some(Box::pin(hook))) }
+    }
+}
+
+impl standings::archive::objects::Objects for HookedOnList {
     async fn put_new(
         &self,
         key: &str,
@@ -187,11 +191,15 @@ impl standings::archive::objects::Objects for LosesTheGuardOnList {
     }
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>, standings::archive::objects::ObjectError> {
-        // Armed for the board's journal (not the drain's record the restore reads first).
-        if prefix.contains("board=") && self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            let _: () = redis::cmd("DEL").arg(&self.guard).query_async(&mut self.redis.clone()).await.unwrap();
+        let listed = self.inner.list(prefix).await?;
+        // The board's journal (not the drain's record the restore reads first).
+        if prefix.contains("board=forum/") {
+            let hook = self.hook.lock().await.take();
+            if let Some(hook) = hook {
+                hook.await;
+            }
         }
-        self.inner.list(prefix).await
+        Ok(listed)
     }
 }
 
@@ -208,12 +216,10 @@ async fn a_restore_whose_guard_is_lost_while_it_runs_starts_over_and_brings_the_
     let (client, bucket) = drain_to_new_bucket(&app, 4).await;
     let board = app.keys.board("forum");
     let _: () = redis::cmd("DEL").arg(board.relative(":z:all:all")).query_async(&mut app.redis.clone()).await.unwrap();
-    let objects = LosesTheGuardOnList {
-        inner: S3Objects::new(client.clone(), &bucket),
-        redis: app.redis.clone(),
-        guard: board.guard(),
-        armed: true.into(),
-    };
+    let (mut redis, guard) = (app.redis.clone(), board.guard());
+    let objects = HookedOnList::new(S3Objects::new(client.clone(), &bucket), async move {
+        let _: () = redis::cmd("DEL").arg(&guard).query_async(&mut redis).await.unwrap();
+    });
     let first = Restorer::new(Arc::new(forum()), app.keys.clone(), app.store.clone(), objects).restore(Some("forum"), far()).await.unwrap();
     assert_eq!(first.status, Status::InProgress, "the guard it judged intact is gone: not complete ({first:?})");
     let restorer = Restorer::new(Arc::new(forum()), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
@@ -223,41 +229,6 @@ async fn a_restore_whose_guard_is_lost_while_it_runs_starts_over_and_brings_the_
     let (status, top) = app.get("/v1/boards/forum/top?period=all").await;
     assert_eq!(status, StatusCode::OK, "{top}");
     assert!(top["entries"].as_array().unwrap().iter().all(|e| e["user_id"] != "u1"), "{top}");
-}
-
-/// The journal's objects; the first listing of the board's journal lets the restore's lock
-/// lapse (as a Redis stalled past the lease would: its renewals late), then runs a drain, which
-/// finds no restore under way and stores and trims the undrained tail the restore reads from
-/// the stream.
-struct LapsesTheLockOnList {
-    inner: S3Objects,
-    drainer: journal::Drainer<S3Objects>,
-    redis: standings::redis::store::Connection,
-    lock: String,
-    armed: std::sync::atomic::AtomicBool,
-}
-
-impl standings::archive::objects::Objects for LapsesTheLockOnList {
-    async fn put_new(
-        &self,
-        key: &str,
-        body: Vec<u8>,
-    ) -> Result<standings::archive::objects::Put, standings::archive::objects::ObjectError> {
-        self.inner.put_new(key, body).await
-    }
-
-    async fn get(&self, key: &str) -> Result<Vec<u8>, standings::archive::objects::ObjectError> {
-        self.inner.get(key).await
-    }
-
-    async fn list(&self, prefix: &str) -> Result<Vec<String>, standings::archive::objects::ObjectError> {
-        let listed = self.inner.list(prefix).await?;
-        if prefix.contains("board=forum/") && self.armed.swap(false, std::sync::atomic::Ordering::SeqCst) {
-            let _: () = redis::cmd("DEL").arg(&self.lock).query_async(&mut self.redis.clone()).await.unwrap();
-            self.drainer.drain(far()).await;
-        }
-        Ok(listed)
-    }
 }
 
 /// Restore × drain under a stalled Redis (found by the simulation in CI, whose Redis fsyncs
@@ -274,13 +245,14 @@ async fn a_restore_whose_lock_lapsed_before_it_read_the_tail_does_not_answer_com
     let _: () = redis::cmd("DEL").arg(board.relative(":z:all:all")).query_async(&mut app.redis.clone()).await.unwrap();
     let client = standings_tests::journal::s3().await;
     let bucket = standings_tests::journal::new_bucket(&client).await;
-    let objects = LapsesTheLockOnList {
-        inner: S3Objects::new(client.clone(), &bucket),
-        drainer: app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()),
-        redis: app.redis.clone(),
-        lock: board.restore_lock(),
-        armed: true.into(),
-    };
+    // The lock lapses (as under a Redis stalled past the lease: its renewals late), then a
+    // drain, finding no restore under way, stores and trims the tail the restore reads next.
+    let (mut redis, lock) = (app.redis.clone(), board.restore_lock());
+    let drainer = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default());
+    let objects = HookedOnList::new(S3Objects::new(client.clone(), &bucket), async move {
+        let _: () = redis::cmd("DEL").arg(&lock).query_async(&mut redis).await.unwrap();
+        drainer.drain(far()).await;
+    });
     let first = Restorer::new(Arc::new(forum()), app.keys.clone(), app.store.clone(), objects).restore(Some("forum"), far()).await;
     assert!(!matches!(&first, Ok(report) if report.status == Status::Complete), "the lock lapsed: not complete ({first:?})");
     let restorer = Restorer::new(Arc::new(forum()), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));

@@ -5,6 +5,7 @@
 use axum::http::StatusCode;
 use chrono::Duration;
 use serde_json::{Value, json};
+use standings::services::runtime_boards::{RuntimeBoards, limit_from_env};
 use standings_tests::tournament::{Arena, cup};
 
 fn code(body: &Value) -> Option<&str> {
@@ -216,6 +217,19 @@ async fn ended_tournaments_are_listed_under_ended_while_their_results_are_kept_d
     let () = redis::cmd("ZREM").arg(&retired).arg("b-gone").query_async(&mut conn).await.unwrap();
     arena.runtime_run(None).await;
     assert_eq!(walk(&arena, "/v1/tournaments?state=ended", "tournaments", "tournament_id", 5).await.0, ids(&["a-done", "c-going"]), "once");
+}
+
+/// The archive function's step that lists tournaments deleted before the list existed asks
+/// Redis until it is done in the process, then never again (it was one call a minute for ever).
+#[tokio::test]
+async fn the_list_of_retired_tournaments_is_filled_once_a_process_then_not_asked_again() {
+    let arena = Arena::new().await;
+    let app = &arena.app;
+    let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+    boards.index_retired(app.now()).await.unwrap();
+    let before = app.store.round_trips();
+    boards.index_retired(app.now()).await.unwrap();
+    assert_eq!(app.store.round_trips(), before, "done in this process: not asked again");
 }
 
 /// A filter that keeps few deleted tournaments reads at most two batches of their tombstones a

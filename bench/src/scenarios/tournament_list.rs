@@ -39,9 +39,33 @@ fn body(i: usize, now: DateTime<Utc>) -> Value {
     body
 }
 
+/// Tournaments defined near the size limit for the heap they cost (`large_heap`).
+const LARGE: usize = 1_000;
+
+/// Tournament `i` near a definition's 16 KiB limit: three prizes of 4,000 characters and 3,000
+/// of metadata.
+fn large_body(i: usize, now: DateTime<Utc>) -> Value {
+    let mut body = body(i, now);
+    let text = |n: usize| "x".repeat(n);
+    body["prizes"] = json!([1, 2, 3].map(|rank| json!({"ranks": [rank, rank], "reward": text(4_000)})));
+    body["metadata"] = json!({"notes": text(3_000)});
+    body
+}
+
 /// `count` tournaments in the catalog under `keys`: the first through `TournamentAdmin` (so the
 /// catalog is born and versioned as a deployment's), the rest written beside it in chunks.
 async fn define(bench: &Bench, declared: &Arc<Config>, keys: &Keys, count: usize, now: DateTime<Utc>) -> Result<(), BenchError> {
+    define_as(bench, declared, keys, count, now, body).await
+}
+
+async fn define_as(
+    bench: &Bench,
+    declared: &Arc<Config>,
+    keys: &Keys,
+    count: usize,
+    now: DateTime<Utc>,
+    body: fn(usize, DateTime<Utc>) -> Value,
+) -> Result<(), BenchError> {
     admin(bench, declared, keys)?.put("cup-00000", &body(0, now), now).await.map_err(|e| e.to_string())?;
     let mut conn = bench.connection().await?;
     let catalog = keys.catalog();
@@ -116,6 +140,19 @@ async fn reloads(
     Ok((measured, whole_due, held))
 }
 
+/// The heap a cold `Catalog` keeps once it has read `LARGE` tournaments defined near the size
+/// limit, and their definitions' bytes.
+async fn large_heap(bench: &Bench, declared: &Arc<Config>, now: DateTime<Utc>) -> Result<(usize, usize), BenchError> {
+    let keys = Keys::new(&format!("{}:list-large", bench.keys.prefix()))?;
+    define_as(bench, declared, &keys, LARGE, now, large_body).await?;
+    let text = Definition::tournament("cup-00001", &large_body(1, now), now).map_err(|e| e.to_string())?.text.len();
+    let cold = stats_alloc::Region::new(crate::HEAP);
+    let catalog = Catalog::new(declared.clone(), keys, bench.client()?, |_| ());
+    catalog.config().await?;
+    let change = cold.change();
+    Ok((change.bytes_allocated.saturating_sub(change.bytes_deallocated), text))
+}
+
 /// p99 of `path` on a warm `seasons` router over `keys`' catalog.
 async fn measure(bench: &Bench, declared: &Arc<Config>, keys: &Keys, label: &str, path: &str) -> Result<Measurement, BenchError> {
     let app = seasons::App::new(declared.clone(), keys.clone(), bench.client()?, None, standings::system_clock());
@@ -155,6 +192,8 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         loads.samples.push(time(boards_now(&declared, &many, &bench.store)).await?.0);
     }
     let (reloaded, whole_due, held) = reloads(bench, &declared, &many, 20 * bench.repetitions.max(1), now).await?;
+    let (large, large_text) = large_heap(bench, &declared, now).await?;
+    let per_large = large as f64 / LARGE as f64 / 1024.0;
     let ratio = |a: &Measurement, b: &Measurement| a.percentile(99.0).as_secs_f64() / b.percentile(99.0).as_secs_f64().max(1e-9);
     let (first_ratio, deep_ratio) = (ratio(&many_first, &few_first), ratio(&many_deep, &few_deep));
     let (load, whole) = (reloaded.median().max(whole_due.median()), loads.median());
@@ -176,9 +215,12 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         notes: vec![format!(
             "p99 at 10,000 / at 10: first page **{first_ratio:.2}×**, a filtered page deep in the list **{deep_ratio:.2}×**; \
              at 10,000 tournaments (and 10,000 tombstones, not loaded) a warm function's reload after one change takes {} (median, the worse of the two warm rows: a due whole read is not waited for), a whole read {}, and a \
-             function's catalog holds {held_mb:.1} MB of heap.",
+             function's catalog holds {held_mb:.1} MB of heap. Defined near the 16 KiB limit ({large_text} bytes each, \
+             {LARGE} of them), a tournament holds {per_large:.1} KiB of a function's heap: 10,000 such would hold \
+             {:.0} MB (the target is met for definitions of a few hundred bytes, not at the limit).",
             ms(load),
-            ms(whole)
+            ms(whole),
+            per_large * 10_000.0 / 1024.0
         )],
         targets: vec![
             Target::at_most("`GET /v1/tournaments` p99, 10,000 tournaments", "10 tournaments'", first_ratio, 2.0),

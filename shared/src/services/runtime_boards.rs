@@ -69,11 +69,13 @@ pub struct RuntimeBoards {
     keys: Keys,
     store: Store,
     limit: u32,
+    /// Whether `index_retired` was done by this process (it stays done: journaled, restored).
+    indexed: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl RuntimeBoards {
     pub fn new(declared: Arc<Config>, keys: Keys, store: Store, limit: u32) -> Self {
-        Self { declared, keys, store, limit }
+        Self { declared, keys, store, limit, indexed: Arc::default() }
     }
 
     /// Creates `name` from `body`: true when created, false when this very definition was there.
@@ -264,12 +266,17 @@ impl RuntimeBoards {
     }
 
     /// Lists the tournaments whose deletion was done by a release before the list of retired
-    /// ones (their tombstones), once; journaled. Each run of the archive's every-minute step asks
-    /// (one call, which writes nothing once done).
+    /// ones (their tombstones), once; journaled. The archive's every-minute step asks until it
+    /// has been done in this process (one call, which writes nothing once done), then no more.
     pub async fn index_retired(&self, now: DateTime<Utc>) -> Result<(), DefineError> {
+        use std::sync::atomic::Ordering;
+        if self.indexed.load(Ordering::Relaxed) {
+            return Ok(());
+        }
         let mut conn = self.store.write_connection().await?;
         let entry = self.entry(crate::redis::keys::CATALOG_JOURNAL, "index", &Value::Null, now);
         define(&mut conn, &self.keys, "", Change::Index, &entry, self.store.replica_wait()).await?;
+        self.indexed.store(true, Ordering::Relaxed);
         Ok(())
     }
 
