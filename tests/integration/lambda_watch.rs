@@ -309,11 +309,15 @@ async fn played_ended_and_read(cron: bool) {
     let ended = client.post(format!("{ingest}/admin/tournaments/{id}/end")).json(&json!({"reason": "watch"})).send().await.unwrap();
     assert_eq!(ended.status(), 202, "{}", ended.text().await.unwrap());
 
+    // Another test's run of the shared archive function may have ended the instance first:
+    // then this run has nothing to do for it, and the results read below show it stored.
     let run = invoke("archive", "runtime-event.json");
     let mine: Vec<&Value> = run["tournaments"].as_array().unwrap().iter().filter(|r| r["tournament_id"] == id.as_str()).collect();
-    assert_eq!(mine.len(), 1, "{run}");
+    assert!(mine.len() <= 1, "{run}");
     // The watch has no event bus (`STANDINGS_EVENT_BUS`): stored, not announced.
-    assert_eq!((&mine[0]["status"], &mine[0]["total"]), (&json!("stored"), &json!(2)), "{run}");
+    for entry in mine {
+        assert_eq!((&entry["status"], &entry["total"]), (&json!("stored"), &json!(2)), "{run}");
+    }
     // Read without `instance` (item 9), on the path API Gateway routes: the one-off's only
     // instance, the cron one's latest ended (the next opens in a year). The seasons function's
     // catalog is at most 5 s old: polled until it knows the tournament.
