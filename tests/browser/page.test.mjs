@@ -68,6 +68,23 @@ let context;
 let page;
 let periods;
 const problems = [];
+// What the page asked and was answered, for a failure's message (a page that never renders
+// says why: a request refused, failed or never answered).
+const traffic = [];
+const started = Date.now();
+const at = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+
+/** `wait`, or its error with the page's status line and traffic so far. */
+async function orExplain(wait) {
+  try {
+    return await wait;
+  } catch (error) {
+    const status = await page.textContent('#status').catch(() => '?');
+    const tabs = await page.$$eval('#board-tabs button', (b) => b.map((t) => t.dataset.board)).catch(() => []);
+    error.message += `\nstatus: ${status}\nboard tabs: ${tabs.slice(0, 5).join(', ')}\ntraffic:\n${traffic.slice(-40).join('\n')}`;
+    throw error;
+  }
+}
 
 before(async () => {
   await publish(alice, 3);
@@ -88,6 +105,10 @@ before(async () => {
   context.setDefaultTimeout(30_000);
   page = context.pages()[0] || await context.newPage();
   page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
+  page.on('request', (request) => traffic.push(`${at()} asked ${request.url().replace(QUERY, '')}`));
+  page.on('response', (response) => traffic.push(`${at()} ${response.status()} ${response.url().replace(QUERY, '')}`));
+  page.on('requestfailed', (request) => traffic.push(`${at()} failed ${request.url().replace(QUERY, '')}: ${request.failure()?.errorText}`));
+  page.on('console', (message) => traffic.push(`${at()} console ${message.type()}: ${message.text()}`));
   page.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) problems.push(`CSP: ${message.text()}`);
   });
@@ -100,7 +121,7 @@ after(async () => {
 });
 
 test('the page shows the entries posted, as the API ranks them', async () => {
-  await page.waitForSelector(`#top tbody tr[data-user="${carol}"]`);
+  await orExplain(page.waitForSelector(`#top tbody tr[data-user="${carol}"]`));
   const top = await api(`/v1/boards/activity/top?limit=30`);
   assert.deepEqual(await shownRows(page), apiRows(top.entries));
   const mine = (await shownRows(page)).filter(([, user]) => user.startsWith(run));

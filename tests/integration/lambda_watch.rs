@@ -296,6 +296,8 @@ async fn played_ended_and_read(cron: bool) {
     if cron {
         definition["cron"] = json!(start.format("%M %H %d %m *").to_string());
         definition["duration_secs"] = json!(86_400);
+        // Between instances once this one is ended early: the next opens in a year.
+        definition["end"] = json!(now + chrono::Duration::days(400));
     }
     let created = client.put(format!("{ingest}/admin/tournaments/{id}")).json(&definition).send().await.unwrap();
     assert_eq!(created.status(), 201, "{}", created.text().await.unwrap());
@@ -339,6 +341,10 @@ async fn played_ended_and_read(cron: bool) {
     assert_eq!(rows, [(bo.as_str(), 70, &json!("gold")), (ann.as_str(), 30, &Value::Null)], "{results}");
     let instance = if cron { start.format("%Y-%m-%dT%H%M").to_string() } else { "all".to_owned() };
     assert_eq!(results["instance"], json!(instance), "{results}");
+    if cron {
+        let view: Value = client.get(format!("{}/v1/tournaments/{id}", watch_url())).send().await.unwrap().json().await.unwrap();
+        assert_eq!(view["state"], "upcoming", "between instances: {view}");
+    }
     let top: Value = client.get(format!("{}/v1/tournaments/{id}/top", watch_url())).send().await.unwrap().json().await.unwrap();
     let (users, kept): (Vec<&str>, Vec<&Value>) =
         top["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap(), &e["score"])).unzip();

@@ -51,15 +51,22 @@ async fn a_live_edit_a_grant_and_the_paged_list_through_the_watch_router() {
     let (status, edited) = call(reqwest::Method::PATCH, &format!("/v1/admin/tournaments/{first}"), Some(json!({"title": "Renamed"}))).await;
     assert_eq!((status, &edited["definition"]["title"]), (200, &json!("Renamed")), "{edited}");
     read_until(&format!("/v1/tournaments/{first}"), |view| view["title"] == "Renamed").await;
-    // Extended by a day: the instance open now ends then.
-    let later = (now + chrono::Duration::hours(25)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-    let (status, extended) = call(reqwest::Method::PATCH, &format!("/v1/admin/tournaments/{first}"), Some(json!({"end": later}))).await;
-    assert_eq!(status, 200, "{extended}");
-    read_until(&format!("/v1/tournaments/{first}"), |view| {
-        view["end"].as_str().and_then(|end| chrono::DateTime::parse_from_rfc3339(end).ok())
-            == chrono::DateTime::parse_from_rfc3339(&later).ok()
-    })
-    .await;
+    // Extended by a day, then shortened to half an hour from now: the instance open now ends
+    // then; an end before now is refused, naming `end`, and changes nothing.
+    let edit = format!("/v1/admin/tournaments/{first}");
+    for hours in [25, 0] {
+        let end = (now + chrono::Duration::hours(hours) + chrono::Duration::minutes(30)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let (status, edited) = call(reqwest::Method::PATCH, &edit, Some(json!({"end": end}))).await;
+        assert_eq!(status, 200, "{edited}");
+        read_until(&format!("/v1/tournaments/{first}"), |view| {
+            view["end"].as_str().and_then(|at| chrono::DateTime::parse_from_rfc3339(at).ok())
+                == chrono::DateTime::parse_from_rfc3339(&end).ok()
+        })
+        .await;
+    }
+    let (status, refused) = call(reqwest::Method::PATCH, &edit, Some(json!({"end": now - chrono::Duration::hours(1)}))).await;
+    let field = refused["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!((status, code(&refused), field.starts_with("end")), (400, Some("invalid_tournament"), true), "{refused}");
 
     // One attempt, spent; a grant gives one more, which a score then takes.
     let play = |n: u32| json!({"event_id": format!("{first}-{n}"), "user_id": format!("{first}-ann"), "score": 10 * n});
@@ -187,6 +194,8 @@ async fn moderation_reaches_a_tournament_through_the_watch_router() {
         async move { call(reqwest::Method::POST, &path, Some(body)).await }
     };
     assert_eq!(join(&ann).await.0, 200);
+    let scored = json!({"event_id": format!("{id}-0"), "user_id": ann, "score": 9});
+    assert_eq!(call(reqwest::Method::POST, &format!("/v1/tournaments/{id}/scores"), Some(scored)).await.0, 200);
     let (status, full) = join(&bo).await;
     assert_eq!((status, code(&full)), (409, Some("tournament_full")), "{full}");
     let (status, banned) = call(reqwest::Method::POST, &format!("/v1/admin/users/{ann}/ban"), None).await;
@@ -205,5 +214,5 @@ async fn moderation_reaches_a_tournament_through_the_watch_router() {
     assert_eq!((status, code(&late)), (422, Some("period_closed")), "{late}");
     let top = read_until(&format!("/v1/tournaments/{id}/top?instance=all"), |top| top["entries"].is_array()).await;
     let scores: Vec<i64> = top["entries"].as_array().into_iter().flatten().filter_map(|e| e["score"].as_i64()).collect();
-    assert_eq!(scores, [7], "nothing written: {top}");
+    assert_eq!(scores, [7], "ann's score went with the ban; the correction wrote nothing: {top}");
 }
