@@ -94,6 +94,7 @@ mod tls;
 mod tournaments;
 mod tournaments_cron;
 mod tournaments_delete;
+mod tournaments_details;
 mod tournaments_edit;
 mod tournaments_end;
 mod tournaments_list;

@@ -174,6 +174,9 @@ impl<S: ArchiveSink> Archiver<S> {
             report.status = "stored";
             return Ok(report);
         };
+        // The events carry the prizes and metadata the catalog held may leave out.
+        let whole = crate::redis::catalog::whole_tournament(&mut self.store.connection().await?, &self.keys, tournament).await?;
+        let tournament = &*whole;
         while next.is_none_or(|next| next <= total) {
             if (self.clock)() >= deadline {
                 report.status = "announcing";

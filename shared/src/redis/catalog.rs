@@ -1,8 +1,11 @@
 //! Reads of the runtime boards' catalog (docs/runtime-boards.md): its version, cheap enough to
 //! ask every few seconds, and the definitions, read when the version moved.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use crate::domain::config::Definition;
+use crate::domain::config::tournament::Tournament;
 use crate::domain::guard;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
@@ -84,6 +87,32 @@ pub async fn records(conn: &mut Connection, keys: &Keys, boards: &[&str]) -> Res
         .hexists(catalog.guard(), guard::BORN);
     let (definitions, endings, born): (Vec<Option<String>>, Vec<Option<String>>, bool) = pipe.query_async(conn).await?;
     Ok(definitions.into_iter().zip(endings).map(|(definition, ending)| Record { definition, ending, born }).collect())
+}
+
+/// `tournament` with its prizes and metadata (`Tournament::without_details` left them out of the
+/// catalog a function holds), from its definition as stored, or once its end is done its
+/// tombstone's: one round trip, none when they are held.
+pub async fn whole_tournament<'a>(
+    conn: &mut Connection,
+    keys: &Keys,
+    tournament: &'a Tournament,
+) -> Result<Cow<'a, Tournament>, StoreError> {
+    if tournament.details_held {
+        return Ok(Cow::Borrowed(tournament));
+    }
+    let record = record(conn, keys, &tournament.id).await?;
+    let kept = || -> Option<String> {
+        let why: serde_json::Value = serde_json::from_str(record.tombstone()?).ok()?;
+        Some(why.get("definition")?.to_string())
+    };
+    let whole = record.definition.clone().or_else(kept).and_then(|text| Definition::stored(&text).ok()?.tournament);
+    // Gone from both: the catalog was lost since the function read it (503 until it is restored).
+    let whole = match whole {
+        Some(whole) => whole,
+        None if !record.born => return Err(StoreError::Restoring),
+        None => return Err(StoreError::Protocol(format!("tournament {}: no definition in the catalog", tournament.id))),
+    };
+    Ok(Cow::Owned(tournament.with_details_of(&whole)))
 }
 
 /// Whether runtime board `board` is being deleted (the catalog's `ending` hash names it).

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use super::{ended_at, retired_board, runtime_board};
 use crate::domain::config::Board;
+use crate::domain::config::tournament::DETAILS_HELD_BYTES;
 use crate::redis::scripts::catalog::Live;
 
 /// One runtime board as the catalog holds it: the board served (`None`: its definition does not
@@ -28,7 +29,14 @@ fn fingerprint(definition: Option<&str>, ending: Option<&str>) -> u64 {
 impl Entry {
     pub(super) fn new(name: &str, definition: Option<&str>, ending: Option<&str>) -> Self {
         let parsed = match (definition, ending) {
-            (Some(text), _) => runtime_board(name, text),
+            // Large prizes and metadata left out: what shows them reads them
+            // (`whole_tournament`). A text that short holds none that large: not measured.
+            (Some(text), _) => runtime_board(name, text).map(|mut board| {
+                if let Some(tournament) = board.tournament.as_mut().filter(|_| text.len() > DETAILS_HELD_BYTES) {
+                    *tournament = Arc::new(tournament.without_details());
+                }
+                board
+            }),
             (None, Some(why)) => retired_board(name, why),
             (None, None) => None,
         };

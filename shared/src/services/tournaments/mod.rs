@@ -10,6 +10,7 @@ mod edit;
 mod standings;
 mod view;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -128,6 +129,16 @@ impl Tournaments {
             .board(id)
             .and_then(|board| Some((board, board.tournament.as_deref()?)))
             .ok_or_else(|| PlayError::Unknown(ids::loggable(id).into_owned()))
+    }
+
+    /// `tournament` with its prizes and metadata: a function's catalog may hold it without them
+    /// (`Tournament::without_details`); one round trip then, none else.
+    pub async fn whole<'a>(&self, tournament: &'a Tournament) -> Result<Cow<'a, Tournament>, PlayError> {
+        if tournament.details_held {
+            return Ok(Cow::Borrowed(tournament));
+        }
+        let mut conn = self.store.connection().await?;
+        Ok(crate::redis::catalog::whole_tournament(&mut conn, &self.keys, tournament).await?)
     }
 
     /// Every tournament not deleted, in name order.

@@ -172,7 +172,8 @@ impl Tournaments {
         limit: u64,
         now: DateTime<Utc>,
     ) -> Result<InstanceTop, PlayError> {
-        let (board, tournament) = self.find(id)?;
+        let (board, held) = self.find(id)?;
+        let tournament = &*self.whole(held).await?;
         let Some((instance, period)) = self.instance(tournament, instance, now)? else {
             return Ok(InstanceTop { tournament_id: id.to_owned(), instance: None, source: "live", total: 0, entries: Vec::new() });
         };
@@ -203,7 +204,8 @@ impl Tournaments {
         around: u64,
         now: DateTime<Utc>,
     ) -> Result<PlayerStanding, PlayError> {
-        let (board, tournament) = self.find(id)?;
+        let (board, held) = self.find(id)?;
+        let tournament = &*self.whole(held).await?;
         crate::domain::ids::validate_id("user_id", user_id)?;
         let mut standing = PlayerStanding {
             tournament_id: id.to_owned(),
@@ -263,7 +265,8 @@ impl Tournaments {
         cursor: Option<u64>,
         now: DateTime<Utc>,
     ) -> Result<Results, PlayError> {
-        let (_, tournament) = self.find(id)?;
+        let (_, held) = self.find(id)?;
+        let tournament = &*self.whole(held).await?;
         // A named instance that never ran (outside the window, or over before the definition)
         // has no results coming: unknown, not pending.
         if let Some(named) = instance {

@@ -154,7 +154,8 @@ impl Tournaments {
     }
 
     pub async fn view(&self, id: &str, now: DateTime<Utc>) -> Result<TournamentView, PlayError> {
-        let (_, tournament) = self.find(id)?;
+        let (_, held) = self.find(id)?;
+        let tournament = &*self.whole(held).await?;
         let instance = tournament.shown_at(now);
         let size = match &instance {
             Some(instance) => self.size(tournament, instance).await?,

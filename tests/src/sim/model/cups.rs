@@ -101,11 +101,13 @@ pub fn best_first(board: &HashMap<String, (i64, i64)>) -> Vec<(String, i64)> {
     list.into_iter().map(|(user, &(score, _))| (user.clone(), score)).collect()
 }
 
-/// The prize of `rank` in every simulated cup.
+/// The prize of `rank` in every simulated cup: with its note, more than a function's catalog
+/// holds (`DETAILS_HELD_BYTES`), so every read and end showing them reads the definition.
 pub fn prize(rank: usize) -> Option<serde_json::Value> {
+    let note = |c: &str| c.repeat(600);
     match rank {
-        1 => Some(serde_json::json!({"gems": 3})),
-        2..=3 => Some(serde_json::json!({"gems": 1})),
+        1 => Some(serde_json::json!({"gems": 3, "note": note("g")})),
+        2..=3 => Some(serde_json::json!({"gems": 1, "note": note("s")})),
         _ => None,
     }
 }

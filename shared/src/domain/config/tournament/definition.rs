@@ -196,6 +196,7 @@ impl Tournament {
             defined: None,
             scale_window: None,
             prior_prizes: Vec::new(),
+            details_held: true,
         })
     }
 }

@@ -27,6 +27,10 @@ use crate::domain::tiebreak::{EXACT_BITS, MAX_SCORE};
 pub use definition::{MAX_METADATA_BYTES, MAX_PRIZES, MAX_SIZE, MAX_TITLE_CHARS, TournamentError};
 pub use edit::{EDITABLE, EditError, Edited, PriorPrizes};
 
+/// The most of a tournament's prizes and metadata (as JSON) a function's catalog holds
+/// (`Tournament::without_details`).
+pub const DETAILS_HELD_BYTES: usize = 1_024;
+
 /// How often a recurring tournament opens again (midnight, Monday, the 1st, in its timezone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -99,6 +103,9 @@ pub struct Tournament {
     pub scale_window: Option<Duration>,
     /// Prizes a live edit replaced, kept for the instances that ended before it (oldest first).
     pub prior_prizes: Vec<PriorPrizes>,
+    /// Whether `prizes`, `metadata` and `prior_prizes` are held (`false`: left out by
+    /// `without_details`, as a function's catalog holds every tournament).
+    pub details_held: bool,
 }
 
 /// Where a tournament stands at an instant.
@@ -121,6 +128,32 @@ pub struct Instance {
 }
 
 impl Tournament {
+    /// This tournament without its prizes and metadata (those in force and those a live edit
+    /// replaced) when they are larger than `DETAILS_HELD_BYTES`: up to ~14 KB a definition that no rule reads, only the routes and the end that
+    /// show them. A function's catalog holds every tournament so, and stays bounded whatever the
+    /// definitions hold (docs/runtime-boards.md); what shows them reads them (`with_details_of`).
+    /// Details of at most `DETAILS_HELD_BYTES` (a few prizes) are kept: the reads that show them
+    /// then cost no more round trips.
+    pub fn without_details(&self) -> Self {
+        let bytes = serde_json::to_vec(&(&self.prizes, &self.metadata, &self.prior_prizes)).map_or(usize::MAX, |text| text.len());
+        if bytes <= DETAILS_HELD_BYTES {
+            return self.clone();
+        }
+        Self { prizes: Vec::new(), metadata: None, prior_prizes: Vec::new(), details_held: false, ..self.clone() }
+    }
+
+    /// This tournament with the prizes and metadata of `whole`, its definition as stored (read
+    /// on demand), everything else as held.
+    pub fn with_details_of(&self, whole: &Tournament) -> Self {
+        Self {
+            prizes: whole.prizes.clone(),
+            metadata: whole.metadata.clone(),
+            prior_prizes: whole.prior_prizes.clone(),
+            details_held: true,
+            ..self.clone()
+        }
+    }
+
     /// The kind of the score board's period that holds one instance.
     pub fn period_kind(&self) -> PeriodKind {
         self.recurrence().unwrap_or(PeriodKind::All)
