@@ -10,6 +10,7 @@ use axum::http::{Method, StatusCode};
 use chrono::Duration as Span;
 use serde_json::{Value, json};
 use standings::archive::bus::TOURNAMENT_ENDED;
+use standings::redis::catalog::whole_tournament;
 use standings::services::catalog::Catalog;
 use standings_tests::ADMIN;
 use standings_tests::notify::subscribed_to;
@@ -73,4 +74,14 @@ async fn large_prizes_and_metadata_stay_out_of_the_catalog_held_and_every_route_
     let events = bus.events(TOURNAMENT_ENDED).await;
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!((shown(&events[0]["results"]), &events[0]["metadata"]), (expected, &metadata));
+
+    // A function that read the catalog before the tournament's end was done finds its prizes in
+    // its tombstone (which keeps no metadata); gone from both, none (no journal: nothing lost).
+    assert_eq!(arena.delete("grand", "over").await.0, StatusCode::ACCEPTED);
+    arena.runtime_run(None).await;
+    let mut conn = app.store.connection().await.unwrap();
+    let retired = whole_tournament(&mut conn, &app.keys, &g).await.unwrap().expect("its tombstone");
+    assert_eq!((serde_json::to_value(&retired.prizes).unwrap(), &retired.metadata), (edited_prizes, &None));
+    let _: i64 = redis::cmd("HDEL").arg(app.keys.catalog().ending()).arg("grand").query_async(&mut conn).await.unwrap();
+    assert!(whole_tournament(&mut conn, &app.keys, &g).await.unwrap().is_none());
 }

@@ -175,7 +175,9 @@ impl<S: ArchiveSink> Archiver<S> {
             return Ok(report);
         };
         // The events carry the prizes and metadata the catalog held may leave out.
-        let whole = crate::redis::catalog::whole_tournament(&mut self.store.connection().await?, &self.keys, tournament).await?;
+        let whole = crate::redis::catalog::whole_tournament(&mut self.store.connection().await?, &self.keys, tournament)
+            .await?
+            .ok_or_else(|| ArchiveError::BadRequest(format!("tournament {id}: its definition is gone from the catalog")))?;
         let tournament = &*whole;
         while next.is_none_or(|next| next <= total) {
             if (self.clock)() >= deadline {

@@ -91,14 +91,14 @@ pub async fn records(conn: &mut Connection, keys: &Keys, boards: &[&str]) -> Res
 
 /// `tournament` with its prizes and metadata (`Tournament::without_details` left them out of the
 /// catalog a function holds), from its definition as stored, or once its end is done its
-/// tombstone's: one round trip, none when they are held.
+/// tombstone's: one round trip, none when they are held. `None`: neither is there any more.
 pub async fn whole_tournament<'a>(
     conn: &mut Connection,
     keys: &Keys,
     tournament: &'a Tournament,
-) -> Result<Cow<'a, Tournament>, StoreError> {
+) -> Result<Option<Cow<'a, Tournament>>, StoreError> {
     if tournament.details_held {
-        return Ok(Cow::Borrowed(tournament));
+        return Ok(Some(Cow::Borrowed(tournament)));
     }
     let record = record(conn, keys, &tournament.id).await?;
     let kept = || -> Option<String> {
@@ -106,13 +106,13 @@ pub async fn whole_tournament<'a>(
         Some(why.get("definition")?.to_string())
     };
     let whole = record.definition.clone().or_else(kept).and_then(|text| Definition::stored(&text).ok()?.tournament);
-    // Gone from both: the catalog was lost since the function read it (503 until it is restored).
-    let whole = match whole {
-        Some(whole) => whole,
-        None if !record.born => return Err(StoreError::Restoring),
-        None => return Err(StoreError::Protocol(format!("tournament {}: no definition in the catalog", tournament.id))),
-    };
-    Ok(Cow::Owned(tournament.with_details_of(&whole)))
+    match whole {
+        Some(whole) => Ok(Some(Cow::Owned(tournament.with_details_of(&whole)))),
+        // Gone from both: the catalog was lost since the function read it (503 until it is
+        // restored, as every read of it: `RuntimeBoards::get`).
+        None if keys.journal_on() && !record.born => Err(StoreError::Restoring),
+        None => Ok(None),
+    }
 }
 
 /// Whether runtime board `board` is being deleted (the catalog's `ending` hash names it).

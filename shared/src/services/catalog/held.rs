@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use super::{ended_at, retired_board, runtime_board};
 use crate::domain::config::Board;
-use crate::domain::config::tournament::DETAILS_HELD_BYTES;
 use crate::redis::scripts::catalog::Live;
 
 /// One runtime board as the catalog holds it: the board served (`None`: its definition does not
@@ -29,10 +28,11 @@ fn fingerprint(definition: Option<&str>, ending: Option<&str>) -> u64 {
 impl Entry {
     pub(super) fn new(name: &str, definition: Option<&str>, ending: Option<&str>) -> Self {
         let parsed = match (definition, ending) {
-            // Large prizes and metadata left out: what shows them reads them
-            // (`whole_tournament`). A text that short holds none that large: not measured.
+            // Large prizes and metadata left out: what shows them reads them (`whole_tournament`).
             (Some(text), _) => runtime_board(name, text).map(|mut board| {
-                if let Some(tournament) = board.tournament.as_mut().filter(|_| text.len() > DETAILS_HELD_BYTES) {
+                if let Some(tournament) =
+                    board.tournament.as_mut().filter(|t| !t.prizes.is_empty() || t.metadata.is_some() || !t.prior_prizes.is_empty())
+                {
                     *tournament = Arc::new(tournament.without_details());
                 }
                 board

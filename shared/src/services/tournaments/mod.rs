@@ -138,7 +138,9 @@ impl Tournaments {
             return Ok(Cow::Borrowed(tournament));
         }
         let mut conn = self.store.connection().await?;
-        Ok(crate::redis::catalog::whole_tournament(&mut conn, &self.keys, tournament).await?)
+        crate::redis::catalog::whole_tournament(&mut conn, &self.keys, tournament)
+            .await?
+            .ok_or_else(|| PlayError::Unknown(ids::loggable(&tournament.id).into_owned()))
     }
 
     /// Every tournament not deleted, in name order.

@@ -27,9 +27,21 @@ use crate::domain::tiebreak::{EXACT_BITS, MAX_SCORE};
 pub use definition::{MAX_METADATA_BYTES, MAX_PRIZES, MAX_SIZE, MAX_TITLE_CHARS, TournamentError};
 pub use edit::{EDITABLE, EditError, Edited, PriorPrizes};
 
-/// The most of a tournament's prizes and metadata (as JSON) a function's catalog holds
+/// The most heap a tournament's prizes and metadata may hold in a function's catalog
 /// (`Tournament::without_details`).
 pub const DETAILS_HELD_BYTES: usize = 1_024;
+
+/// The heap `value` holds once parsed, as serde_json lays it out: 32 bytes a value in its
+/// parent, a string's bytes, ~48 bytes a map's entry beside its key. JSON text undercounts it
+/// (`[0,0,…]` is 2 bytes of text a value and 32 of heap).
+fn heap_of(value: &Value) -> usize {
+    32 + match value {
+        Value::String(text) => text.len(),
+        Value::Array(items) => items.iter().map(heap_of).sum(),
+        Value::Object(map) => map.iter().map(|(key, value)| 48 + key.len() + heap_of(value)).sum(),
+        _ => 0,
+    }
+}
 
 /// How often a recurring tournament opens again (midnight, Monday, the 1st, in its timezone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -129,14 +141,17 @@ pub struct Instance {
 
 impl Tournament {
     /// This tournament without its prizes and metadata (those in force and those a live edit
-    /// replaced) when they are larger than `DETAILS_HELD_BYTES`: up to ~14 KB a definition that no rule reads, only the routes and the end that
-    /// show them. A function's catalog holds every tournament so, and stays bounded whatever the
-    /// definitions hold (docs/runtime-boards.md); what shows them reads them (`with_details_of`).
-    /// Details of at most `DETAILS_HELD_BYTES` (a few prizes) are kept: the reads that show them
-    /// then cost no more round trips.
+    /// replaced) when they would hold more than `DETAILS_HELD_BYTES` of heap: up to ~14 KB of a
+    /// definition that no rule reads, only the routes and the end that show them. A function's
+    /// catalog holds every tournament so, and stays bounded whatever the definitions hold
+    /// (docs/runtime-boards.md); what shows them reads them (`with_details_of`). Smaller ones (a
+    /// few prizes) are kept: the reads that show them then cost no more round trips.
     pub fn without_details(&self) -> Self {
-        let bytes = serde_json::to_vec(&(&self.prizes, &self.metadata, &self.prior_prizes)).map_or(usize::MAX, |text| text.len());
-        if bytes <= DETAILS_HELD_BYTES {
+        let prizes = |prizes: &[Prize]| prizes.iter().map(|prize| 16 + heap_of(&prize.reward)).sum::<usize>();
+        let held = prizes(&self.prizes)
+            + self.metadata.as_ref().map_or(0, heap_of)
+            + self.prior_prizes.iter().map(|prior| 16 + prizes(&prior.prizes)).sum::<usize>();
+        if held <= DETAILS_HELD_BYTES {
             return self.clone();
         }
         Self { prizes: Vec::new(), metadata: None, prior_prizes: Vec::new(), details_held: false, ..self.clone() }

@@ -305,3 +305,25 @@ fn a_daily_tournament_covers_a_25_hour_day_whole() {
     assert_eq!(daily.open_at(at("2027-11-08T05:00:00Z")).unwrap().id, "2027-11-08");
     assert_eq!(daily.max_score(), tournament_in(start, 30 * 86_400, Some(Reset::Day), 86_400, "UTC").max_score(), "the same scale");
 }
+
+/// What a function's catalog holds of a tournament's details goes by the heap they take, not
+/// their text: a kilobyte of zeros is 16 KB parsed.
+#[test]
+fn details_are_left_out_by_the_heap_they_hold() {
+    let held = |extra: Value| {
+        let mut body = body();
+        for (field, value) in extra.as_object().unwrap() {
+            body[field] = value.clone();
+        }
+        let cup = Tournament::parse("winter-cup", &body).unwrap();
+        let light = cup.without_details();
+        assert_eq!(light.clone().with_details_of(&cup), Tournament { details_held: true, ..cup.clone() }, "details read back");
+        (light.details_held, light.prizes.len(), light.metadata.is_some())
+    };
+    assert_eq!(held(json!({"prizes": [{"ranks": [1, 1], "reward": "gold"}], "metadata": {"season": 7}})), (true, 1, true));
+    let zeros = Value::Array(vec![json!(0); 400]);
+    assert!(zeros.to_string().len() + body()["prizes"].to_string().len() <= DETAILS_HELD_BYTES, "under a kilobyte of text");
+    assert_eq!(held(json!({"metadata": {"zeros": zeros}})), (false, 0, false));
+    let long = json!([{"ranks": [1, 1], "reward": "x".repeat(DETAILS_HELD_BYTES)}]);
+    assert_eq!(held(json!({"prizes": long})), (false, 0, false));
+}
