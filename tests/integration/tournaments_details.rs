@@ -79,9 +79,9 @@ async fn large_prizes_and_metadata_stay_out_of_the_catalog_held_and_every_route_
     // its tombstone (which keeps no metadata); gone from both, none (no journal: nothing lost).
     assert_eq!(arena.delete("grand", "over").await.0, StatusCode::ACCEPTED);
     arena.runtime_run(None).await;
-    let mut conn = app.store.connection().await.unwrap();
-    let retired = whole_tournament(&mut conn, &app.keys, &g).await.unwrap().expect("its tombstone");
+    let retired = whole_tournament(&app.store, &app.keys, &g).await.unwrap().expect("its tombstone");
     assert_eq!((serde_json::to_value(&retired.prizes).unwrap(), &retired.metadata), (edited_prizes, &None));
+    let mut conn = app.store.connection().await.unwrap();
     let _: i64 = redis::cmd("HDEL").arg(app.keys.catalog().ending()).arg("grand").query_async(&mut conn).await.unwrap();
-    assert!(whole_tournament(&mut conn, &app.keys, &g).await.unwrap().is_none());
+    assert!(whole_tournament(&app.store, &app.keys, &g).await.unwrap().is_none());
 }

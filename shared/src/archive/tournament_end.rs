@@ -175,7 +175,7 @@ impl<S: ArchiveSink> Archiver<S> {
             return Ok(report);
         };
         // The events carry the prizes and metadata the catalog held may leave out.
-        let whole = crate::redis::catalog::whole_tournament(&mut self.store.connection().await?, &self.keys, tournament)
+        let whole = crate::redis::catalog::whole_tournament(&self.store, &self.keys, tournament)
             .await?
             .ok_or_else(|| ArchiveError::BadRequest(format!("tournament {id}: its definition is gone from the catalog")))?;
         let tournament = &*whole;

@@ -4,12 +4,12 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use crate::domain::config::Definition;
 use crate::domain::config::tournament::Tournament;
+use crate::domain::config::{Definition, kept_board};
 use crate::domain::guard;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
-use crate::redis::store::Connection;
+use crate::redis::store::{Connection, Store};
 
 /// The catalog as one `MULTI` read it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -91,22 +91,23 @@ pub async fn records(conn: &mut Connection, keys: &Keys, boards: &[&str]) -> Res
 
 /// `tournament` with its prizes and metadata (`Tournament::without_details` left them out of the
 /// catalog a function holds), from its definition as stored, or once its end is done its
-/// tombstone's: one round trip, none when they are held. `None`: neither is there any more.
+/// tombstone's: one round trip, none (no connection) when they are held. `None`: neither is
+/// there any more.
 pub async fn whole_tournament<'a>(
-    conn: &mut Connection,
+    store: &Store,
     keys: &Keys,
     tournament: &'a Tournament,
 ) -> Result<Option<Cow<'a, Tournament>>, StoreError> {
     if tournament.details_held {
         return Ok(Some(Cow::Borrowed(tournament)));
     }
-    let record = record(conn, keys, &tournament.id).await?;
-    let kept = || -> Option<String> {
-        let why: serde_json::Value = serde_json::from_str(record.tombstone()?).ok()?;
-        Some(why.get("definition")?.to_string())
+    let record = record(&mut store.connection().await?, keys, &tournament.id).await?;
+    let stored = match (&record.definition, record.tombstone()) {
+        (Some(text), _) => Definition::stored(text).ok(),
+        (None, Some(why)) => serde_json::from_str(why).ok().as_ref().and_then(kept_board),
+        (None, None) => None,
     };
-    let whole = record.definition.clone().or_else(kept).and_then(|text| Definition::stored(&text).ok()?.tournament);
-    match whole {
+    match stored.and_then(|board| board.tournament) {
         Some(whole) => Ok(Some(Cow::Owned(tournament.with_details_of(&whole)))),
         // Gone from both: the catalog was lost since the function read it (503 until it is
         // restored, as every read of it: `RuntimeBoards::get`).

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use std::collections::HashMap;
 
-use crate::domain::config::{Board, Config, Definition};
+use crate::domain::config::{Board, Config, Definition, kept_board};
 use crate::redis::catalog;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
@@ -107,7 +107,7 @@ pub(crate) fn retired_tournament(name: &str, why: &str) -> Option<Board> {
 /// The board a tombstone (`why`, with the definition it kept) stands for, not yet marked deleted.
 fn retired_board(name: &str, why: &str) -> Option<Board> {
     let why: serde_json::Value = serde_json::from_str(why).ok()?;
-    let mut board = Definition::stored(&why.get("definition")?.to_string()).ok().filter(|board| board.name == name)?;
+    let mut board = kept_board(&why).filter(|board| board.name == name)?;
     board.ending = true;
     if let Some(tournament) = board.tournament.as_mut() {
         let tournament = Arc::make_mut(tournament);

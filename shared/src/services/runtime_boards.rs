@@ -9,7 +9,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::domain::config::{Board, Config, ConfigError, Definition, MAX_RUNTIME_BOARDS, tombstone};
+use crate::domain::config::{Board, Config, ConfigError, Definition, KEPT_DEFINITION, MAX_RUNTIME_BOARDS, tombstone};
 use crate::domain::guard::PLAYERS;
 use crate::domain::journal::{Entry, Stamp};
 use crate::redis::catalog::{self, mark_ended, unmark_ended};
@@ -227,7 +227,7 @@ impl RuntimeBoards {
         let record = catalog::record(&mut conn, &self.keys, &board.name).await?;
         let mut retired: Value = record.ending.as_deref().and_then(|why| serde_json::from_str(why).ok()).unwrap_or(Value::Null);
         if let (Some(why), Some(text)) = (retired.as_object_mut(), record.definition.as_deref()) {
-            why.insert("definition".into(), tombstone(serde_json::from_str(text).unwrap_or(Value::Null)));
+            why.insert(KEPT_DEFINITION.into(), tombstone(serde_json::from_str(text).unwrap_or(Value::Null)));
             if let Some(players) = players {
                 why.insert(PLAYERS.into(), players.into());
             }

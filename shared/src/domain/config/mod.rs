@@ -5,7 +5,10 @@ mod runtime;
 pub mod tournament;
 mod validate;
 
-pub use runtime::{CLOSED, Definition, MAX_DEFINITION_BYTES, MAX_RULES, MAX_RUNTIME_BOARDS, PRIOR_PRIZES, SCALE_SECS, tombstone};
+pub use runtime::{
+    CLOSED, Definition, KEPT_DEFINITION, MAX_DEFINITION_BYTES, MAX_RULES, MAX_RUNTIME_BOARDS, PRIOR_PRIZES, SCALE_SECS, kept_board,
+    tombstone,
+};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;

@@ -131,6 +131,15 @@ impl Definition {
     }
 }
 
+/// The field of a deleted board's record in the catalog's `ending` hash that keeps its
+/// `tombstone` once its end is done.
+pub const KEPT_DEFINITION: &str = "definition";
+
+/// The board the record `why` of a deleted board keeps (`None`: none kept, or unreadable).
+pub fn kept_board(why: &Value) -> Option<Board> {
+    Definition::stored(&why.get(KEPT_DEFINITION)?.to_string()).ok()
+}
+
 /// What a deleted board's tombstone keeps of its stored definition (docs/runtime-boards.md):
 /// what its history is read through (its archived seasons' periods, timezone and order, and
 /// its rules, which name a one-rule board's `<action>_count` in their rows; a tournament's

@@ -30,10 +30,8 @@ impl Entry {
         let parsed = match (definition, ending) {
             // Large prizes and metadata left out: what shows them reads them (`whole_tournament`).
             (Some(text), _) => runtime_board(name, text).map(|mut board| {
-                if let Some(tournament) =
-                    board.tournament.as_mut().filter(|t| !t.prizes.is_empty() || t.metadata.is_some() || !t.prior_prizes.is_empty())
-                {
-                    *tournament = Arc::new(tournament.without_details());
+                if let Some(light) = board.tournament.as_ref().and_then(|tournament| tournament.without_details()) {
+                    board.tournament = Some(Arc::new(light));
                 }
                 board
             }),

@@ -134,11 +134,7 @@ impl Tournaments {
     /// `tournament` with its prizes and metadata: a function's catalog may hold it without them
     /// (`Tournament::without_details`); one round trip then, none else.
     pub async fn whole<'a>(&self, tournament: &'a Tournament) -> Result<Cow<'a, Tournament>, PlayError> {
-        if tournament.details_held {
-            return Ok(Cow::Borrowed(tournament));
-        }
-        let mut conn = self.store.connection().await?;
-        crate::redis::catalog::whole_tournament(&mut conn, &self.keys, tournament)
+        crate::redis::catalog::whole_tournament(&self.store, &self.keys, tournament)
             .await?
             .ok_or_else(|| PlayError::Unknown(ids::loggable(&tournament.id).into_owned()))
     }

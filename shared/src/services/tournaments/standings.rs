@@ -205,8 +205,8 @@ impl Tournaments {
         now: DateTime<Utc>,
     ) -> Result<PlayerStanding, PlayError> {
         let (board, held) = self.find(id)?;
-        let tournament = &*self.whole(held).await?;
         crate::domain::ids::validate_id("user_id", user_id)?;
+        let tournament = &*self.whole(held).await?;
         let mut standing = PlayerStanding {
             tournament_id: id.to_owned(),
             instance: None,

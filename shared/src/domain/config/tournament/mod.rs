@@ -145,16 +145,20 @@ impl Tournament {
     /// definition that no rule reads, only the routes and the end that show them. A function's
     /// catalog holds every tournament so, and stays bounded whatever the definitions hold
     /// (docs/runtime-boards.md); what shows them reads them (`with_details_of`). Smaller ones (a
-    /// few prizes) are kept: the reads that show them then cost no more round trips.
-    pub fn without_details(&self) -> Self {
+    /// few prizes) are kept (`None`: nothing to leave out): the reads that show them then cost
+    /// no more round trips.
+    pub fn without_details(&self) -> Option<Self> {
         let prizes = |prizes: &[Prize]| prizes.iter().map(|prize| 16 + heap_of(&prize.reward)).sum::<usize>();
         let held = prizes(&self.prizes)
             + self.metadata.as_ref().map_or(0, heap_of)
             + self.prior_prizes.iter().map(|prior| 16 + prizes(&prior.prizes)).sum::<usize>();
-        if held <= DETAILS_HELD_BYTES {
-            return self.clone();
-        }
-        Self { prizes: Vec::new(), metadata: None, prior_prizes: Vec::new(), details_held: false, ..self.clone() }
+        (held > DETAILS_HELD_BYTES).then(|| Self {
+            prizes: Vec::new(),
+            metadata: None,
+            prior_prizes: Vec::new(),
+            details_held: false,
+            ..self.clone()
+        })
     }
 
     /// This tournament with the prizes and metadata of `whole`, its definition as stored (read
