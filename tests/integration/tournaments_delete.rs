@@ -196,3 +196,25 @@ async fn an_open_tournament_nobody_played_or_ended_early_is_deleted_on_a_journal
     let (status, lost) = arena.read("/v1/tournaments?state=ended").await;
     assert_eq!((status, code(&lost)), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{lost}");
 }
+
+/// A deletion part-way through a second (as a real clock makes every one): the run that stores
+/// its last instance moves the watermark past that instance's end, so the tournament's end is
+/// done in the same run and no later run reads it again (a watermark kept in whole seconds
+/// below the end held it `archiving`, its instance stored again, every minute for ever).
+#[tokio::test]
+async fn a_tournament_deleted_part_way_through_a_second_finishes_its_end() {
+    let arena = Arena::new().await;
+    let start = arena.app.now() - Duration::minutes(30);
+    assert_eq!(arena.put("subsec", &cup(start, 24, json!({}))).await.0, StatusCode::CREATED);
+    assert_eq!(arena.play("subsec", "p1", "ann", 7).await.0, StatusCode::OK);
+    arena.app.set_now(arena.app.now() + Duration::milliseconds(110));
+    assert_eq!(arena.delete("subsec", "gone").await.0, StatusCode::ACCEPTED);
+    arena.app.set_now(arena.app.now() + Duration::seconds(5));
+    let (ended, boards) = arena.runtime_run(None).await;
+    assert_eq!(ended.iter().map(|r| (r.instance.as_str(), r.status)).collect::<Vec<_>>(), [("all", "stored")], "{ended:?}");
+    assert_eq!(boards.iter().map(|r| (r.board.as_str(), r.status)).collect::<Vec<_>>(), [("subsec", "done")], "{boards:?}");
+    let (status, gone) = arena.app.call(Method::GET, "/v1/admin/tournaments/subsec", String::new(), standings_tests::ADMIN).await;
+    assert_eq!((status, code(&gone)), (StatusCode::NOT_FOUND, Some("unknown_tournament")), "{gone}");
+    let (ended, boards) = arena.runtime_run(None).await;
+    assert!(ended.is_empty() && boards.is_empty(), "nothing left to do: {ended:?} {boards:?}");
+}

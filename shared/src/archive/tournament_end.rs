@@ -17,8 +17,13 @@ use crate::domain::config::tournament::{Instance, Tournament, ended_through};
 /// Where the announcement of an instance stands in the table: the next rank to send.
 const ANNOUNCED: Shard = Shard { index: 0, total: 0 };
 /// Where a tournament's ends stand in the table (under this name in place of an instance's):
-/// the end (Unix seconds) of its latest instance such that it and every earlier one are
+/// the end (Unix milliseconds) of its latest instance such that it and every earlier one are
 /// finished. A run looks only at instances that ended after it.
+const ENDED_THROUGH_MS: &str = "~ended-ms";
+/// The watermark as runs kept it before, in whole seconds: read while no other is kept. An
+/// instance ended early or by a deletion ends part-way through a second, above a watermark
+/// rounded down to its second: its tournament's end was never done, the instance read again
+/// every run.
 const ENDED_THROUGH: &str = "~ended";
 /// Instances of one tournament walked back from now at most (27 years of a daily one, 104 days
 /// of a cron one every 15 minutes, the closest a schedule may fire, `MIN_SPACING_MINUTES`): a
@@ -110,8 +115,13 @@ impl<S: ArchiveSink> Archiver<S> {
 
     /// The tournament's watermark: every instance ending then or before is finished.
     async fn watermark(&self, tournament: &Tournament) -> Result<Option<DateTime<Utc>>, ArchiveError> {
-        let through = self.table.checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED).await?;
-        let through = through.and_then(|secs| DateTime::from_timestamp(i64::try_from(secs).ok()?, 0));
+        let through = match self.table.checkpoint(&tournament.id, ENDED_THROUGH_MS, ANNOUNCED).await? {
+            Some(ms) => i64::try_from(ms).ok().and_then(DateTime::from_timestamp_millis),
+            None => {
+                let secs = self.table.checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED).await?;
+                secs.and_then(|secs| DateTime::from_timestamp(i64::try_from(secs).ok()?, 0))
+            }
+        };
         self.ends_known.set(&tournament.id, through);
         Ok(through)
     }
@@ -126,8 +136,8 @@ impl<S: ArchiveSink> Archiver<S> {
 
     /// Moves the tournament's watermark to `through`, if anywhere.
     async fn advance_ended(&self, tournament: &Tournament, through: Option<DateTime<Utc>>) {
-        let Some(secs) = through.and_then(|end| u64::try_from(end.timestamp()).ok()) else { return };
-        match self.table.advance_checkpoint(&tournament.id, ENDED_THROUGH, ANNOUNCED, secs, (self.clock)()).await {
+        let Some(ms) = through.and_then(|end| u64::try_from(end.timestamp_millis()).ok()) else { return };
+        match self.table.advance_checkpoint(&tournament.id, ENDED_THROUGH_MS, ANNOUNCED, ms, (self.clock)()).await {
             Ok(_) => self.ends_known.set(&tournament.id, through),
             Err(error) => {
                 tracing::warn!(tournament = %tournament.id, %error, "tournament ends' watermark not moved (moved by the next run)")
