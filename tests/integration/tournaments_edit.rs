@@ -214,3 +214,46 @@ async fn a_grant_retried_in_the_next_instance_is_refused_not_answered_as_granted
     assert_eq!(arena.play("nightly", "x1", "ann", 1).await.0, StatusCode::OK);
     assert_eq!(code(&arena.play("nightly", "x2", "ann", 2).await.1), Some("entry_limit"), "today's one attempt only");
 }
+
+/// A daily tournament an operator ends early every day for 120 days, with a long reason each
+/// time: an early end leaves the definition a day after its instance's scheduled end, so what is
+/// kept beside it stays bounded and the tournament takes edits for years (with all 120 kept the
+/// definition passes its 32 KiB and every edit is refused); an instance whose early end left
+/// reads the same stored results and top as before. A description is set, then removed.
+#[tokio::test]
+async fn a_tournament_ended_early_every_day_keeps_a_bounded_definition_and_takes_edits() {
+    const DAYS: i64 = 120;
+    let arena = Arena::new().await;
+    let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc() + Duration::days(1);
+    let prizes = json!([{"ranks": [1, 1], "reward": "gold"}]);
+    let body = cup(midnight, 24 * 400, json!({"reset": "day", "duration_secs": 12 * 3600, "prizes": prizes}));
+    assert_eq!(arena.put("daily", &body).await.0, StatusCode::CREATED);
+    let day = |d: i64| (midnight + Duration::days(d)).format("%Y-%m-%d").to_string();
+    let reason = "é".repeat(200);
+    let mut first = None;
+    for d in 0..DAYS {
+        arena.app.set_now(midnight + Duration::days(d) + Duration::hours(1));
+        assert_eq!(arena.play("daily", &format!("e{d}"), "ann", 10 + d).await.0, StatusCode::OK, "{}", day(d));
+        let (status, ended) = arena.end("daily", &reason).await;
+        assert_eq!((status, ended["instance"].as_str()), (StatusCode::ACCEPTED, Some(day(d).as_str())), "{ended}");
+        if d == 1 {
+            // Day 0's results stored by the archive's run, with the end it had.
+            arena.end_run(None).await;
+            let results = arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(0))).await;
+            let top = arena.read(&format!("/v1/tournaments/daily/top?instance={}", day(0))).await;
+            assert_eq!((results.0, &results.1["results"][0]["prize"]), (StatusCode::OK, &json!("gold")), "{}", results.1);
+            first = Some((results, top));
+        }
+    }
+    let stored = definition(&arena, "daily").await;
+    let closed: Vec<&String> = stored["closed"].as_object().unwrap().keys().collect();
+    assert_eq!(closed, [&day(DAYS - 2), &day(DAYS - 1)], "only the early ends a read still needs: {}", stored["closed"]);
+    let (status, edited) = patch(&arena, "daily", json!({"title": "Daily cup, for years", "description": "Every day"})).await;
+    assert_eq!((status, edited["definition"]["description"].as_str()), (StatusCode::OK, Some("Every day")), "{edited}");
+    let (status, edited) = patch(&arena, "daily", json!({"description": null})).await;
+    assert_eq!((status, edited["definition"].get("description")), (StatusCode::OK, None), "{edited}");
+    assert_eq!(edited["definition"]["title"], json!("Daily cup, for years"));
+    let (results, top) = first.unwrap();
+    assert_eq!(arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(0))).await, results);
+    assert_eq!(arena.read(&format!("/v1/tournaments/daily/top?instance={}", day(0))).await, top);
+}

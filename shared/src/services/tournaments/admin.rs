@@ -194,6 +194,7 @@ impl TournamentAdmin {
             freeze::freeze(&mut conn, &self.keys.board(id), &period, self.keys.journal_on()).await?;
             if let Some(why) = why {
                 stored[CLOSED][&instance.id] = why;
+                forget_early_ends(&mut stored, tournament, now);
                 let replaced = stored.to_string();
                 let entry = if self.keys.journal_on() {
                     Entry::Definition { at: Stamp(now), board: id, change: "replace", definition: stored.clone() }.json()
@@ -216,6 +217,16 @@ impl TournamentAdmin {
             });
         }
         Err(PlayError::Store(StoreError::Protocol("the tournament's definition kept changing".into())))
+    }
+}
+
+/// `stored` without the early ends no read needs any more (`Tournament::early_ends_done`):
+/// every change that rewrites a definition drops them, so what is kept beside it stays bounded.
+pub(super) fn forget_early_ends(stored: &mut Value, tournament: &Tournament, now: DateTime<Utc>) {
+    if let Some(closed) = stored.get_mut(CLOSED).and_then(Value::as_object_mut) {
+        for done in tournament.early_ends_done(now) {
+            closed.remove(&done);
+        }
     }
 }
 

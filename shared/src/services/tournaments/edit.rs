@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::admin::{TournamentAdmin, TournamentDefinition, of_stored};
+use super::admin::{TournamentAdmin, TournamentDefinition, forget_early_ends, of_stored};
 use super::{PlayError, Tournaments};
 use crate::domain::config::tournament::{EditError, TournamentError};
 use crate::domain::config::{Definition, MAX_DEFINITION_BYTES, PRIOR_PRIZES, SCALE_SECS};
@@ -107,6 +107,7 @@ impl TournamentAdmin {
             if !edited.prior_prizes.is_empty() {
                 stored[PRIOR_PRIZES] = serde_json::to_value(&edited.prior_prizes).expect("prizes serialize");
             }
+            forget_early_ends(&mut stored, tournament, now);
             if stored == definition {
                 return Ok(current);
             }

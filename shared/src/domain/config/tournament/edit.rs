@@ -1,6 +1,8 @@
 //! A live edit of a tournament (`PATCH /v1/admin/tournaments/{id}`, docs/tournaments.md#live-edits):
 //! which fields change and how, decided on the stored definition at `now`.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -12,6 +14,11 @@ use crate::domain::tiebreak::time_span_for;
 /// s by default) knows it before it takes effect, so none lands a score, a join or a grant past
 /// it, which a verify's replay would then refuse. `POST …/end` ends the open instance now.
 pub const SHORTEN_NOTICE_SECS: i64 = 60;
+
+/// How long an early end stays beside the definition once its instance's scheduled end has
+/// passed: the archive (every minute) has stored and announced the instance long before, with
+/// the end it had. Past it, no read needs the record (`Tournament::early_ends_done`).
+pub const EARLY_END_KEPT: Duration = Duration::days(1);
 
 /// The fields an edit may name; every other one is fixed once the tournament exists.
 pub const EDITABLE: [&str; 6] = ["end", "title", "description", "metadata", "max_size", "prizes"];
@@ -123,6 +130,25 @@ impl Tournament {
             ));
         }
         Ok(Some(scale.num_seconds()))
+    }
+
+    /// The instances ended early whose record no read needs at `now` any more, so a definition
+    /// an operator ends early every day stays bounded for years: their scheduled end passed
+    /// `EARLY_END_KEPT` ago, they are not the instance a read without `instance` shows (the open
+    /// one, else the last that ran), and the prizes in force at the early end are those in force
+    /// at the scheduled one (an ended instance's rows carry the prizes it ended with). Without
+    /// the record such an instance ran all the same, over the same scores: they were frozen at
+    /// the early end.
+    pub fn early_ends_done(&self, now: DateTime<Utc>) -> Vec<String> {
+        let shown = self.instance_named(None, now).map(|instance| instance.id);
+        // An instance's scheduled window is its own period's, cut by nothing but a deletion.
+        let scheduled = Tournament { closed: BTreeMap::new(), prizes: Vec::new(), metadata: None, ..self.clone() };
+        let done = |id: &str, at: DateTime<Utc>| {
+            let Some(instance) = scheduled.instance_named(Some(id), now) else { return false };
+            let same_prizes = !self.prior_prizes.iter().any(|prior| at <= prior.until && prior.until < instance.end);
+            shown.as_deref() != Some(id) && instance.end + EARLY_END_KEPT <= now && same_prizes
+        };
+        self.closed.iter().filter(|(id, at)| done(id, **at)).map(|(id, _)| id.clone()).collect()
     }
 
     /// The prizes kept for ended instances once `after`'s replace these: the ones in force until

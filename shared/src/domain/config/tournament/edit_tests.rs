@@ -130,3 +130,27 @@ proptest! {
         }
     }
 }
+
+/// Early ends leave once their instance's scheduled end is `EARLY_END_KEPT` behind, unless the
+/// instance is the one shown, or a prize change between its early and its scheduled end would
+/// give its rows other prizes without the record.
+#[test]
+fn early_ends_leave_a_day_after_their_scheduled_end_unless_a_read_still_needs_them() {
+    let mut b = body(BASE, BASE + 30 * DAY, true);
+    b["duration_secs"] = json!(DAY / 2);
+    let mut cup = Tournament::parse("cup", &b).unwrap();
+    for d in 0..3 {
+        cup.closed.insert(at(BASE + d * DAY).format("%Y-%m-%d").to_string(), at(BASE + d * DAY + 3_600));
+    }
+    cup.prior_prizes = vec![PriorPrizes { until: at(BASE + DAY + 7_200), prizes: Vec::new() }];
+    assert_eq!(
+        cup.early_ends_done(at(BASE + 5 * DAY)),
+        ["2027-01-01", "2027-01-03"],
+        "2027-01-02's prizes changed between its early and its scheduled end"
+    );
+    // 2027-01-03's is the last that ran; 2027-01-01's scheduled end is a day and 17 hours back.
+    assert_eq!(cup.early_ends_done(at(BASE + 2 * DAY + 5 * 3_600)), ["2027-01-01"]);
+    assert!(cup.early_ends_done(at(BASE + DAY + 11 * 3_600)).is_empty(), "2027-01-01's scheduled end is not a day back yet");
+    cup.prior_prizes.clear();
+    assert_eq!(cup.early_ends_done(at(BASE + 5 * DAY)), ["2027-01-01", "2027-01-02", "2027-01-03"]);
+}
