@@ -4,6 +4,7 @@
 //! function's code (4), a start in the past (5), a cron schedule in a timezone (6), a live edit
 //! and an attempts grant (7), moderation (8). Results by default (9) are read in
 //! `played_ended_and_read`; item 10 is the sharding issue's `reshard` (score_rescale.rs).
+//! Each asserts what a reader then sees, not only the status.
 
 use serde_json::{Value, json};
 
@@ -38,10 +39,11 @@ async fn a_live_edit_a_grant_and_the_paged_list_through_the_watch_router() {
     let pid = std::process::id();
     let category = format!("watch-{pid}");
     let now = chrono::Utc::now();
-    let ids: Vec<String> = ["a", "b", "c"].iter().map(|s| format!("routes-{pid}-{s}")).collect();
+    // One more than the default page.
+    let ids: Vec<String> = (0..21).map(|i| format!("routes-{pid}-{i:02}")).collect();
     for id in &ids {
         let cup = json!({"title": "Routes cup", "category": category, "keep": "best", "start": now - chrono::Duration::minutes(5),
-            "end": now + chrono::Duration::hours(1), "max_entries": 1, "join_required": false});
+            "end": now + chrono::Duration::hours(1), "max_entries": 1, "max_size": 100, "join_required": false});
         let (status, created) = call(reqwest::Method::PUT, &format!("/v1/admin/tournaments/{id}"), Some(cup)).await;
         assert_eq!(status, 201, "{created}");
     }
@@ -67,6 +69,20 @@ async fn a_live_edit_a_grant_and_the_paged_list_through_the_watch_router() {
     let (status, refused) = call(reqwest::Method::PATCH, &edit, Some(json!({"end": now - chrono::Duration::hours(1)}))).await;
     let field = refused["error"]["message"].as_str().unwrap_or_default();
     assert_eq!((status, code(&refused), field.starts_with("end")), (400, Some("invalid_tournament"), true), "{refused}");
+    // The other fields an edit changes, each where a reader sees it; `null` removes a description.
+    let prizes = json!([{"ranks": [1, 1], "reward": {"gems": 50}}]);
+    let details = json!({"description": "Edited live", "metadata": {"season": 2}, "max_size": 200, "prizes": prizes});
+    let (status, edited) = call(reqwest::Method::PATCH, &edit, Some(details)).await;
+    assert_eq!(status, 200, "{edited}");
+    let view = read_until(&format!("/v1/tournaments/{first}"), |view| view["max_size"] == 200).await;
+    assert_eq!(
+        (&view["description"], &view["metadata"], &view["prizes"]),
+        (&json!("Edited live"), &json!({"season": 2}), &prizes),
+        "{view}"
+    );
+    let (status, edited) = call(reqwest::Method::PATCH, &edit, Some(json!({"description": null}))).await;
+    assert_eq!((status, edited["definition"].get("description")), (200, None), "{edited}");
+    read_until(&format!("/v1/tournaments/{first}"), |view| view["description"].is_null()).await;
 
     // One attempt, spent; a grant gives one more, which a score then takes.
     let play = |n: u32| json!({"event_id": format!("{first}-{n}"), "user_id": format!("{first}-ann"), "score": 10 * n});
@@ -80,16 +96,20 @@ async fn a_live_edit_a_grant_and_the_paged_list_through_the_watch_router() {
     let (status, played) = call(reqwest::Method::POST, &format!("/v1/tournaments/{first}/scores"), Some(play(3))).await;
     assert_eq!((status, &played["score"], &played["entries_left"]), (200, &json!(30), &json!(0)), "{played}");
 
-    // The list, two a page, filtered to this test's category: every tournament once, in name order.
-    let page = format!("/v1/tournaments?category={category}&limit=2");
-    let one = read_until(&page, |page| page["tournaments"].as_array().is_some_and(|t| t.len() == 2)).await;
+    // The list, filtered to this test's category, 20 a page by default: every tournament once, in
+    // name order, without prizes and metadata; `limit` asks fewer.
+    let page = format!("/v1/tournaments?category={category}");
+    let one = read_until(&page, |page| page["tournaments"].as_array().is_some_and(|t| t.len() == 20)).await;
     let cursor = one["next_cursor"].as_str().expect("a second page").to_owned();
     let two = read_until(&format!("{page}&cursor={cursor}"), |_| true).await;
     let listed: Vec<&str> =
         [&one, &two].iter().flat_map(|page| page["tournaments"].as_array().unwrap()).filter_map(|t| t["tournament_id"].as_str()).collect();
     assert_eq!(listed, ids.iter().map(String::as_str).collect::<Vec<_>>(), "{one} {two}");
     assert_eq!(two["next_cursor"], Value::Null, "{two}");
-    assert!(one["tournaments"][0].get("prizes").is_none(), "no prizes in a list: {one}");
+    let entry = &one["tournaments"][0];
+    assert_eq!((entry.get("prizes"), entry.get("metadata"), &entry["max_size"]), (None, None, &json!(200)), "{entry}");
+    let (_, two_only) = call(reqwest::Method::GET, &format!("{page}&limit=2"), None).await;
+    assert_eq!(two_only["next_cursor"], json!(ids[1]), "{two_only}");
     let (status, bad) = call(reqwest::Method::GET, "/v1/tournaments?limit=101", None).await;
     assert_eq!((status, &bad["error"]["code"]), (400, &json!("out_of_range")), "{bad}");
 }
@@ -143,6 +163,36 @@ async fn a_definition_past_its_limits_a_deleted_name_and_a_stale_ingest_through_
     let top = read_until(&format!("/v1/tournaments/{id}/top?instance=all"), |top| top["entries"].is_array()).await;
     let scores: Vec<i64> = top["entries"].as_array().into_iter().flatten().filter_map(|e| e["score"].as_i64()).collect();
     assert_eq!(scores, [1], "the score before the deletion alone: {top}");
+
+    // Its end done by the archive's every-minute run once its journal is drained (the
+    // definition forgotten, 404): the name stays taken.
+    let admin = format!("/v1/admin/tournaments/{id}");
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        if call(reqwest::Method::GET, &admin, None).await.0 == 404 {
+            break;
+        }
+        runs.push(super::invoke("journal", "drain-event.json"));
+        runs.push(super::invoke("archive", "runtime-event.json"));
+    }
+    let (status, gone) = call(reqwest::Method::GET, &admin, None).await;
+    assert_eq!((status, code(&gone)), (404, Some("unknown_tournament")), "its end done: {gone}; runs: {runs:?}");
+    let (status, again) = call(
+        reqwest::Method::PUT,
+        &admin,
+        Some(json!({"title": "Again", "keep": "best",
+        "start": now, "end": now + chrono::Duration::hours(1), "join_required": false})),
+    )
+    .await;
+    assert_eq!((status, code(&again)), (409, Some("board_exists")), "{again}");
+    // A board's rules are bounded too (item 2), refused naming the limit, nothing stored.
+    let rules: Vec<Value> = (0..101).map(|i| json!({"action": format!("a{i}"), "points": 1, "scope": "none"})).collect();
+    let many = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day"], "top": 10, "rules": rules});
+    let board = format!("/v1/admin/boards/rules-{}", std::process::id());
+    let (status, refused) = call(reqwest::Method::PUT, &board, Some(many)).await;
+    let message = refused["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!((status, code(&refused), message.starts_with("rules: at most 100")), (400, Some("invalid_board"), true), "{refused}");
+    assert_eq!(call(reqwest::Method::GET, &board, None).await.0, 404, "nothing stored");
 }
 
 /// Items 5 and 6: an hourly `cron` tournament in Kolkata (UTC+05:30) whose `start` is 30 days
@@ -186,8 +236,8 @@ async fn moderation_reaches_a_tournament_through_the_watch_router() {
     let id = format!("mod-{}", std::process::id());
     let (ann, bo) = (format!("{id}-ann"), format!("{id}-bo"));
     let now = chrono::Utc::now();
-    let cup = json!({"title": "Moderated", "keep": "best", "start": now - chrono::Duration::minutes(5),
-        "end": now + chrono::Duration::hours(1), "max_size": 1, "join_required": true});
+    let cup = json!({"title": "Moderated", "category": id, "keep": "best", "start": now - chrono::Duration::minutes(5),
+        "end": now + chrono::Duration::hours(1), "max_size": 1, "max_entries": 5, "join_required": true});
     assert_eq!(call(reqwest::Method::PUT, &format!("/v1/admin/tournaments/{id}"), Some(cup)).await.0, 201);
     let join = |user: &str| {
         let (path, body) = (format!("/v1/tournaments/{id}/join"), json!({"user_id": user}));
@@ -209,6 +259,11 @@ async fn moderation_reaches_a_tournament_through_the_watch_router() {
     assert_eq!(status, 202, "{ended}");
     let (status, late) = call(reqwest::Method::PATCH, &format!("/v1/admin/tournaments/{id}"), Some(json!({"title": "Too late"}))).await;
     assert_eq!((status, code(&late)), (409, Some("tournament_closed")), "no edit once its instance ended: {late}");
+    let grant = json!({"user_id": bo, "add": 1, "reason": "late"});
+    let (status, late) = call(reqwest::Method::POST, &format!("/v1/admin/tournaments/{id}/attempts"), Some(grant)).await;
+    assert_eq!((status, code(&late)), (409, Some("tournament_closed")), "no grant once its instance ended: {late}");
+    let ended = read_until(&format!("/v1/tournaments?state=ended&category={id}"), |page| page["tournaments"][0].is_object()).await;
+    assert_eq!((&ended["tournaments"][0]["tournament_id"], &ended["tournaments"][0]["state"]), (&json!(id), &json!("ended")), "{ended}");
     let correction = json!({"set": 20, "reason": "late"});
     let (status, late) = call(reqwest::Method::POST, &format!("/v1/admin/boards/{id}/users/{bo}/corrections"), Some(correction)).await;
     assert_eq!((status, code(&late)), (422, Some("period_closed")), "{late}");
