@@ -1,7 +1,8 @@
 //! Changing a board's `shards` with live data (docs/scaling.md#changing-shards): a deploy with
 //! the new count refuses its writes (503 `board_resharding`) and reads where the data is; the
 //! journal function's `reshard` moves it (part drained to S3, part still in the streams), in
-//! invocations stopped by their deadline again and again; afterwards every read equals the
+//! invocations stopped by their deadline again and again, every read of either deploy as before
+//! after each of them (reads go on while it moves); afterwards every read equals the
 //! board's before, retries are duplicates, bans hold, the old layout is gone, and a restore
 //! after the whole deployment is lost brings the moved board back from the new layout's journal.
 
@@ -51,13 +52,18 @@ async fn reads(app: &TestApp) -> Vec<Value> {
     reads
 }
 
-/// Reshards with every invocation past its deadline (each moves a run and stops), until done.
-async fn reshard_in_steps(jobs: &Jobs<S3Objects>) -> Value {
+/// Reshards with every invocation past its deadline (each moves a run and stops), until done;
+/// after each invocation, and after the switch, every read of each deploy in `readers` (the old
+/// configuration's and the new one's) equals `before`: reads go on for the whole move.
+async fn reshard_in_steps(jobs: &Jobs<S3Objects>, readers: &[&TestApp], before: &[Value]) -> Value {
     for step in 0..200 {
         let report = jobs
             .run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1))
             .await
             .unwrap_or_else(|e| panic!("step {step}: {e:?}"));
+        for (which, reader) in readers.iter().enumerate() {
+            assert_eq!(reads(reader).await, before, "step {step} ({}), deploy {which}: reads as before", report["status"]);
+        }
         if report["status"] == "complete" {
             return report;
         }
@@ -98,7 +104,7 @@ async fn a_board_moved_from_one_shard_to_eight_then_to_three_reads_as_before() {
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_resharding")), "{body}");
     assert_eq!(reads(&eight).await, before);
     let jobs = eight.journal_jobs(&client, &bucket, metrics());
-    let report = reshard_in_steps(&jobs).await;
+    let report = reshard_in_steps(&jobs, &[&one, &eight], &before).await;
     assert_eq!((report["from"].as_u64(), report["to"].as_u64()), (Some(1), Some(8)), "{report}");
     assert_eq!(reads(&eight).await, before, "every read as before the move");
     assert!(keys_of(&eight, "{game}").await.iter().all(|key| key.ends_with(":layout")), "the old layout's keys are freed");
@@ -113,7 +119,7 @@ async fn a_board_moved_from_one_shard_to_eight_then_to_three_reads_as_before() {
     let three = spawn_journaled_on(game(3), one.keys.clone()).await;
     assert_eq!(submit(&three, "n2", "u2", 1).await.0, StatusCode::SERVICE_UNAVAILABLE);
     let jobs = three.journal_jobs(&client, &bucket, metrics());
-    let report = reshard_in_steps(&jobs).await;
+    let report = reshard_in_steps(&jobs, &[&eight, &three], &before).await;
     assert_eq!((report["from"].as_u64(), report["to"].as_u64()), (Some(8), Some(3)), "{report}");
     assert_eq!(reads(&three).await, before);
     for shard in three.keys.layout("game", 8).all() {

@@ -15,6 +15,11 @@ pub const EMPTIED: &str = "emptied|";
 pub const VOIDS: &str = "voids|";
 /// Set while a restore of the board runs (docs/journal.md#fence): journaled writes are refused.
 pub const FENCE: &str = "fence";
+/// The value of `FENCE` a move between layouts puts up (docs/scaling.md#changing-shards): writes
+/// are refused as by any fence, reads go on from the layout being moved from, whose keys the
+/// move leaves as they are until its switch. Every other fencer (a loss, a restore, a rollback)
+/// writes its own value over it, and reads are refused again.
+pub const MOVING: &str = "moving";
 /// Set once the board's journal is known to hold nothing Redis lacks: by the drain when the
 /// journal holds no object of the board yet (a new board), and by a restore when it completes.
 /// A guard without it (a whole-board loss, a FLUSHALL) refuses journaled writes until a

@@ -129,9 +129,19 @@ pub fn guard_state(guard: &str) -> redis::Cmd {
 /// `guard_state`'s reply: a guard lost (no `born`) or fenced is a board being restored, which
 /// every read and write of it answers 503 `board_restoring` for (the scripts' `refuse_restoring`).
 pub fn restoring(reply: redis::Value) -> Result<(), StoreError> {
+    judged(reply, false)
+}
+
+/// `restoring` as a read judges it: a move between layouts fences writes only (`guard::MOVING`).
+pub fn restoring_for_reads(reply: redis::Value) -> Result<(), StoreError> {
+    judged(reply, true)
+}
+
+fn judged(reply: redis::Value, reading: bool) -> Result<(), StoreError> {
     let (born, fence): (Option<String>, Option<String>) =
         redis::from_redis_value(reply).map_err(|e| StoreError::Protocol(format!("a guard's state: {e}")))?;
-    if born.is_none() || fence.is_some() { Err(StoreError::Restoring) } else { Ok(()) }
+    let fenced = fence.is_some_and(|fence| !(reading && fence == guard::MOVING));
+    if born.is_none() || fenced { Err(StoreError::Restoring) } else { Ok(()) }
 }
 
 /// Refuses every later write of a board (or shard) being deleted: set on each of its guards

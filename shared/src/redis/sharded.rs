@@ -62,7 +62,7 @@ async fn each<T: FromRedisValue + Send>(
         async move {
             let mut values: Vec<Value> = pipe.query_async(&mut conn).await?;
             if fenced {
-                crate::redis::catalog::restoring(values.remove(0))?;
+                crate::redis::catalog::restoring_for_reads(values.remove(0))?;
             }
             T::from_redis_value(Value::Array(values)).map_err(protocol)
         }

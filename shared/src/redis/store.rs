@@ -181,6 +181,18 @@ impl Store {
         }
     }
 
+    /// After a read of `board` found its guard gone (`Restoring`): whether the recorded layout
+    /// moved since this container probed it (a reshard's switch freed the layout it read), the
+    /// record probed again either way.
+    pub async fn layout_moved(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<bool, StoreError> {
+        let record = keys.board_layout(&board.name);
+        let before = self.layouts.held(&record);
+        self.layouts.forget(&record);
+        let mut conn = self.connection().await?;
+        let now = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), false).await?;
+        Ok(before.is_some_and(|before| before != now))
+    }
+
     /// Forgets the probed layout of `board` (a reshard recorded a new one).
     pub fn forget_layout(&self, keys: &super::keys::Keys, board: &str) {
         self.layouts.forget(&keys.board_layout(board));

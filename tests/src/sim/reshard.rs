@@ -1,7 +1,9 @@
 //! Reshards in the simulation: the guild moved to another count of slots as an operator does it
 //! (docs/scaling.md#changing-shards): a deploy with the new count, then the journal function's
 //! `reshard` until it answers `complete`, with the old deploy's and the new one's writes
-//! refused while the board moves. Every read then checks the moved board against the model.
+//! refused while the board moves and their reads answering as the model says, during the move
+//! and (the old deploy's, its layout probed before the switch) after it. Every read then checks
+//! the moved board against the model.
 
 use std::sync::Arc;
 
@@ -33,7 +35,7 @@ impl World {
             self.restore(false).await?;
         }
         let assertions = Store::connect(&self.redis).expect("the world's Redis");
-        let moved =
+        let mut moved =
             crate::spawn_app(config(shards), self.app.keys.clone(), self.app.store.clone(), assertions, Some(self.table.clone())).await;
         moved.set_now(self.app.now());
         let mut jobs = moved.journal_jobs(&self.s3, &self.bucket, Arc::default());
@@ -77,6 +79,9 @@ impl World {
             let first = !moving;
             moving = true;
             if report["status"] == "complete" {
+                // The old deploy's probe of the layout predates the switch: it reads the freed
+                // layout once, probes again and answers from the new one.
+                self.check_reads().await.map_err(|e| format!("a read after the guild moved, old deploy: {e}"))?;
                 self.app = moved;
                 self.queue = self.app.queue(queue::DeadLetters::new(self.sqs.clone(), self.dlq.clone()));
                 self.guild_shards = shards;
@@ -92,6 +97,13 @@ impl World {
                         return Err(format!("a post to the guild while it moves, {which} deploy: {status} {reply}"));
                     }
                 }
+                // Reads go on (the move's fence refuses writes only), on either deploy, as the
+                // model says: every board as it was.
+                self.check_reads().await.map_err(|e| format!("a read while the guild moves, old deploy: {e}"))?;
+                std::mem::swap(&mut self.app, &mut moved);
+                let read = self.check_reads().await;
+                std::mem::swap(&mut self.app, &mut moved);
+                read.map_err(|e| format!("a read while the guild moves, new deploy: {e}"))?;
             }
         }
         Err(format!("reshard {} -> {shards}: not complete in {MAX_INVOCATIONS} invocations", self.guild_shards))

@@ -30,7 +30,7 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::distribution::Histogram;
-use crate::domain::guard::{BAN, BORN, CLOSED, DRAINED, EMPTIED, ENDED, FENCE, KEPT, LIVE, LOST, ROLLBACK};
+use crate::domain::guard::{BAN, BORN, CLOSED, DRAINED, EMPTIED, ENDED, FENCE, KEPT, LIVE, LOST, MOVING, ROLLBACK};
 use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX, IDLE_CURSOR_FIELD};
 use crate::domain::period::EventTimeError;
 use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
@@ -147,6 +147,7 @@ fn constants() -> String {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
     lua.push_str(&format!("local GUARD_FENCE, GUARD_BORN, GUARD_ENDED = '{FENCE}', '{BORN}', '{ENDED}'\n"));
+    lua.push_str(&format!("local GUARD_MOVING = '{MOVING}'\n"));
     lua.push_str(&format!("local GUARD_KEPT, GUARD_LOST, GUARD_DRAINED, GUARD_ROLLBACK = '{KEPT}', '{LOST}', '{DRAINED}', '{ROLLBACK}'\n"));
     let effects: Vec<String> = crate::domain::journal::EFFECT_COMMANDS.iter().map(|c| format!("{c} = true")).collect();
     lua.push_str(&format!("local EFFECT = {{{}}}\n", effects.join(", ")));

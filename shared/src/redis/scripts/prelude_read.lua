@@ -13,7 +13,8 @@ local function read_fence(guard_key, key, now_ms)
   if guard_key then
     local kind_id = string.match(key, '}:z:(.+)$')
     local fields = redis.call('HMGET', guard_key, GUARD_BORN, GUARD_FENCE, GUARD_KEPT .. (kind_id or ''))
-    if fields[2] or not fields[1] then
+    -- A move between layouts fences writes only: its old layout reads as it was.
+    if (fields[2] and fields[2] ~= GUARD_MOVING) or not fields[1] then
       error({err = 'BOARD_RESTORING the board is being restored from its journal'})
     end
     if kind_id and fields[3] and redis.call('EXISTS', key) == 0 then

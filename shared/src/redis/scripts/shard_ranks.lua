@@ -35,7 +35,7 @@ if KEYS[2] and ARGV[2] ~= '' then
   read_fence(KEYS[2], key, ARGV[2])
 elseif KEYS[2] then
   local guard = redis.call('HMGET', KEYS[2], GUARD_BORN, GUARD_FENCE)
-  if guard[2] or not guard[1] then error({err = 'BOARD_RESTORING the board is being restored from its journal'}) end
+  if (guard[2] and guard[2] ~= GUARD_MOVING) or not guard[1] then error({err = 'BOARD_RESTORING the board is being restored from its journal'}) end
 end
 
 -- Whether member `a` sorts after `b` as a sorted set orders equal scores: byte by byte (Lua's

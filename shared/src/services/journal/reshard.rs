@@ -207,8 +207,13 @@ impl<O: Objects> Resharder<O> {
             }
         }
         for source in &sources {
-            let _: () =
-                redis::cmd("HSET").arg(source.guard()).arg(guard::FENCE).arg(1).query_async(conn).await.map_err(StoreError::from)?;
+            let _: () = redis::cmd("HSETNX")
+                .arg(source.guard())
+                .arg(guard::FENCE)
+                .arg(guard::MOVING)
+                .query_async(conn)
+                .await
+                .map_err(StoreError::from)?;
         }
         // Fenced first, so no write lands a score the check did not see; refused, the fence is
         // lifted and nothing else was written.

@@ -19,7 +19,7 @@ use crate::domain::scores;
 use crate::domain::statement::{self, Statement};
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
-use crate::redis::keys::{BoardKeys, Keys};
+use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::scripts::{self, MemberPlace, RawWindow, Window};
 use crate::redis::sharded::ShardSet;
 use crate::redis::store::Store;
@@ -205,6 +205,8 @@ pub fn counts(board: &Board, score: i64) -> BTreeMap<String, i64> {
 
 /// A guard's `born` and `fence` fields.
 type GuardFence = (Option<String>, Option<String>);
+/// A statement's read: whether its period is closed, the member's composite, the counters.
+type StatementRead = (bool, Option<f64>, BTreeMap<String, String>);
 
 #[derive(Clone)]
 pub struct Reader {
@@ -250,18 +252,21 @@ impl Reader {
         limit: u64,
         mode: RankMode,
     ) -> Result<Page, StoreError> {
-        let conn = self.store.connection().await?;
-        let scale = scores::scale(board, period);
-        let layout = self.store.read_layout(&self.keys, board).await?;
-        let sets = if layout.is_sharded() {
-            sharded::sets(&self.keys, &layout, period)
-        } else {
-            let keys = layout.shard(0);
-            let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
-            vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()) }]
-        };
+        let scale = &scores::scale(board, period);
         let now_ms = self.keys.journal_on().then(|| (self.clock)().timestamp_millis());
-        let raw = sharded::page_after(&conn, &sets, &scale, cursor, limit, mode == RankMode::Competition, now_ms).await?;
+        let raw = self
+            .on_layout(board, |layout| async move {
+                let conn = self.store.connection().await?;
+                let sets = if layout.is_sharded() {
+                    sharded::sets(&self.keys, &layout, period)
+                } else {
+                    let keys = layout.shard(0);
+                    let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
+                    vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()) }]
+                };
+                sharded::page_after(&conn, &sets, scale, cursor, limit, mode == RankMode::Competition, now_ms).await
+            })
+            .await?;
         self.page_of(board, period, raw, limit, mode).await
     }
 
@@ -304,16 +309,20 @@ impl Reader {
     ) -> Result<Listing, StoreError> {
         let mut seen = std::collections::HashSet::new();
         let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
-        let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
-        let layout = self.store.read_layout(&self.keys, board).await?;
-        let (total, places) = if layout.is_sharded() {
-            sharded::members(&conn, &layout, &sharded::sets(&self.keys, &layout, period), &scale, &distinct).await?
-        } else {
-            let keys = layout.shard(0);
-            let fence = self.fence(&keys);
-            scripts::read_members(&mut conn, &keys.period(period), fenced(&fence), &scale, &distinct).await?
-        };
+        let (scale_of, members_of) = (&scale, &distinct);
+        let (total, places) = self
+            .on_layout(board, |layout| async move {
+                let mut conn = self.store.connection().await?;
+                if layout.is_sharded() {
+                    sharded::members(&conn, &layout, &sharded::sets(&self.keys, &layout, period), scale_of, members_of).await
+                } else {
+                    let keys = layout.shard(0);
+                    let fence = self.fence(&keys);
+                    scripts::read_members(&mut conn, &keys.period(period), fenced(&fence), scale_of, members_of).await
+                }
+            })
+            .await?;
         let ordered: Vec<_> =
             order_listing(&distinct, places, &scale, mode).into_iter().filter(|(_, place, _)| include_missing || place.is_some()).collect();
         let members: Vec<&str> = ordered.iter().map(|(member, ..)| *member).collect();
@@ -338,17 +347,20 @@ impl Reader {
     /// The board's distribution in at most `buckets` buckets, with the cut-offs of
     /// `CUTOFF_SHARES`: one read-only script, one round trip.
     pub async fn distribution(&self, board: &Board, period: &Period, buckets: u64) -> Result<Distribution, StoreError> {
-        let mut conn = self.store.connection().await?;
         let scale = scores::scale(board, period);
-        let layout = self.store.read_layout(&self.keys, board).await?;
-        if layout.is_sharded() {
-            let histogram =
-                sharded::distribution(&conn, &sharded::sets(&self.keys, &layout, period), &scale, buckets, &CUTOFF_SHARES).await?;
-            return Ok(Distribution::of(histogram, &scale));
-        }
-        let keys = layout.shard(0);
-        let (key, fence) = (keys.period(period), self.fence(&keys));
-        let histogram = scripts::read_distribution(&mut conn, &key, fenced(&fence), &scale, buckets, &CUTOFF_SHARES).await?;
+        let scale_of = &scale;
+        let histogram = self
+            .on_layout(board, |layout| async move {
+                let mut conn = self.store.connection().await?;
+                if layout.is_sharded() {
+                    return sharded::distribution(&conn, &sharded::sets(&self.keys, &layout, period), scale_of, buckets, &CUTOFF_SHARES)
+                        .await;
+                }
+                let keys = layout.shard(0);
+                let (key, fence) = (keys.period(period), self.fence(&keys));
+                scripts::read_distribution(&mut conn, &key, fenced(&fence), scale_of, buckets, &CUTOFF_SHARES).await
+            })
+            .await?;
         Ok(Distribution::of(histogram, &scale))
     }
 
@@ -356,8 +368,18 @@ impl Reader {
     /// key in the board's slot), explained. A period frozen for archiving has no live board to
     /// explain (its statements are released with it): `StatementGone`.
     pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, ReadError> {
+        let (closed, composite, fields) = self.on_layout(board, |layout| self.statement_on(layout, period, user_id)).await?;
+        if closed {
+            return Err(ReadError::StatementGone { board: board.name.clone(), period: period.kind.as_str(), period_id: period.id.clone() });
+        }
+        let score = composite.map(|c| scores::scale(board, period).score_of(c));
+        Ok(statement::explain(board, score, &fields))
+    }
+
+    /// Whether `period` is closed, the member's composite and statement counters, from one
+    /// snapshot of `layout`.
+    async fn statement_on(&self, layout: Layout, period: &Period, user_id: &str) -> Result<StatementRead, StoreError> {
         let mut conn = self.store.connection().await?;
-        let layout = self.store.read_layout(&self.keys, board).await?;
         let keys = layout.of_user(user_id);
         let (closed, fence, composite, fields): (bool, GuardFence, Option<f64>, BTreeMap<String, String>) = redis::pipe()
             .atomic()
@@ -371,35 +393,49 @@ impl Reader {
             .query_async(&mut conn)
             .await
             .map_err(StoreError::from)?;
-        if self.keys.journal_on() && (fence.0.is_none() || fence.1.is_some()) {
-            return Err(StoreError::Restoring.into());
+        if self.keys.journal_on() && (fence.0.is_none() || fence.1.is_some_and(|fence| fence != guard::MOVING)) {
+            return Err(StoreError::Restoring);
         }
-        if closed {
-            return Err(ReadError::StatementGone { board: board.name.clone(), period: period.kind.as_str(), period_id: period.id.clone() });
+        Ok((closed, composite, fields))
+    }
+
+    /// `read` on the board's recorded layout; again on the layout recorded now when it found
+    /// the board's guard gone because a move's switch freed the layout this container had
+    /// probed (docs/scaling.md#changing-shards), rather than answer 503 until its probe expires.
+    async fn on_layout<T, F, Fut>(&self, board: &Board, read: F) -> Result<T, StoreError>
+    where
+        F: Fn(Layout) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
+        match read(self.store.read_layout(&self.keys, board).await?).await {
+            Err(error) if error.is_restoring() && self.store.layout_moved(&self.keys, board).await? => {
+                read(self.store.read_layout(&self.keys, board).await?).await
+            }
+            other => other,
         }
-        let score = composite.map(|c| scores::scale(board, period).score_of(c));
-        Ok(statement::explain(board, score, &fields))
     }
 
     /// A window of the board; `mode` says whether entries' `above` counts are read (a sharded
     /// board reads them in a round of their own, for competition ranks only).
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>, mode: RankMode) -> Result<RawWindow, StoreError> {
-        let mut conn = self.store.connection().await?;
-        let scale = scores::scale(board, period);
-        let layout = self.store.read_layout(&self.keys, board).await?;
-        if layout.is_sharded() {
-            let sets = sharded::sets(&self.keys, &layout, period);
-            return match window {
-                Window::Page { offset, limit } => sharded::page(&conn, &sets, &scale, offset, limit).await,
-                Window::Around { member, around } => {
-                    sharded::around(&conn, &layout, &sets, &scale, member, around, mode == RankMode::Competition).await
-                }
-            };
-        }
-        let keys = layout.shard(0);
-        let fence = self.fence(&keys);
-        let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
-        scripts::read_board(&mut conn, &set, fenced(&fence), &scale, window).await
+        let scale = &scores::scale(board, period);
+        self.on_layout(board, |layout| async move {
+            let mut conn = self.store.connection().await?;
+            if layout.is_sharded() {
+                let sets = sharded::sets(&self.keys, &layout, period);
+                return match window {
+                    Window::Page { offset, limit } => sharded::page(&conn, &sets, scale, offset, limit).await,
+                    Window::Around { member, around } => {
+                        sharded::around(&conn, &layout, &sets, scale, member, around, mode == RankMode::Competition).await
+                    }
+                };
+            }
+            let keys = layout.shard(0);
+            let fence = self.fence(&keys);
+            let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
+            scripts::read_board(&mut conn, &set, fenced(&fence), scale, window).await
+        })
+        .await
     }
 
     /// The guard whose fence a read honours: on a journaled deployment, a board being restored
