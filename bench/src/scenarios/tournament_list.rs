@@ -156,6 +156,49 @@ async fn large_heap(bench: &Bench, declared: &Arc<Config>, now: DateTime<Utc>) -
     Ok((change.bytes_allocated.saturating_sub(change.bytes_deallocated), text))
 }
 
+/// Plain runtime boards (not tournaments) whose heap a function's catalog is measured for: as
+/// many as the deployment's limit with a few rules, and a tenth of it at the rules' limit.
+const BOARDS: usize = 10_000;
+const BOARDS_AT_LIMIT: usize = 1_000;
+
+/// Runtime board `i`'s stored text: a cumulative board of the day and all time with `rules` rules.
+fn board_text(i: usize, rules: usize) -> Result<String, BenchError> {
+    let rules: Vec<Value> = (0..rules).map(|r| json!({"action": format!("action_{r:03}"), "points": 1 + r % 7, "scope": "none"})).collect();
+    let body = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day", "all"], "top": 100, "rules": rules});
+    Ok(Definition::parse(&format!("board-{i:05}"), &body).map_err(|e| e.to_string())?.text)
+}
+
+/// The heap a cold `Catalog` keeps once it has read `count` plain runtime boards of `rules`
+/// rules each (beside one tournament, through which the catalog was born), and one's bytes.
+async fn boards_heap(
+    bench: &Bench,
+    declared: &Arc<Config>,
+    now: DateTime<Utc>,
+    count: usize,
+    rules: usize,
+) -> Result<(usize, usize), BenchError> {
+    let keys = Keys::new(&format!("{}:list-boards-{rules}", bench.keys.prefix()))?;
+    define(bench, declared, &keys, 1, now).await?;
+    let mut conn = bench.connection().await?;
+    for chunk in (0..count).collect::<Vec<_>>().chunks(CHUNK) {
+        let mut hset = redis::cmd("HSET");
+        hset.arg(keys.catalog().definitions());
+        for &i in chunk {
+            hset.arg(format!("board-{i:05}")).arg(board_text(i, rules)?);
+        }
+        let _: () = hset.query_async(&mut conn).await?;
+    }
+    let _: () = redis::cmd("INCR").arg(keys.catalog().catalog_version()).query_async(&mut conn).await?;
+    let cold = stats_alloc::Region::new(crate::HEAP);
+    let catalog = Catalog::new(declared.clone(), keys, bench.client()?, |_| ());
+    let config = catalog.config().await?;
+    let change = cold.change();
+    if config.board(&format!("board-{:05}", count - 1)).is_none_or(|board| board.rules.len() != rules) {
+        return Err("the catalog does not serve the boards defined".into());
+    }
+    Ok((change.bytes_allocated.saturating_sub(change.bytes_deallocated), board_text(0, rules)?.len()))
+}
+
 /// p99 of `path` on a warm `seasons` router over `keys`' catalog.
 async fn measure(bench: &Bench, declared: &Arc<Config>, keys: &Keys, label: &str, path: &str) -> Result<Measurement, BenchError> {
     let app = seasons::App::new(declared.clone(), keys.clone(), bench.client()?, None, standings::system_clock());
@@ -196,6 +239,10 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     }
     let (reloaded, whole_due, held) = reloads(bench, &declared, &many, 20 * bench.repetitions.max(1), now).await?;
     let (large, large_text) = large_heap(bench, &declared, now).await?;
+    let (boards, board_bytes) = boards_heap(bench, &declared, now, BOARDS, 3).await?;
+    let (ruled, ruled_bytes) = boards_heap(bench, &declared, now, BOARDS_AT_LIMIT, standings::domain::config::MAX_RULES).await?;
+    let boards_mb = boards as f64 / (1024.0 * 1024.0);
+    let ruled_per = ruled as f64 / BOARDS_AT_LIMIT as f64 / 1024.0;
     let per_large = large as f64 / LARGE as f64 / 1024.0;
     let large_mb = per_large * 10_000.0 / 1024.0;
     let ratio = |a: &Measurement, b: &Measurement| a.percentile(99.0).as_secs_f64() / b.percentile(99.0).as_secs_f64().max(1e-9);
@@ -222,9 +269,13 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
              function's catalog holds {held_mb:.1} MB of heap. Defined at the limits ({large_text} bytes each: the \
              longest title and description, which the list shows and a function holds, and prizes and metadata near the \
              16 KiB limit, which it leaves out; {LARGE} of them), a tournament holds {per_large:.1} KiB of a function's \
-             heap: 10,000 such would hold {large_mb:.0} MB.",
+             heap: 10,000 such would hold {large_mb:.0} MB. Plain runtime boards (cumulative, day and all time): \
+             {BOARDS} of 3 rules ({board_bytes} bytes each) hold {boards_mb:.1} MB; at the rules' limit (100 rules, \
+             {ruled_bytes} bytes each; {BOARDS_AT_LIMIT} of them) a board holds {ruled_per:.1} KiB, {:.0} MB at 10,000 \
+             (a function holds every rule parsed: it scores by them).",
             ms(load),
             ms(whole),
+            ruled_per * 10_000.0 / 1024.0,
         )],
         targets: vec![
             Target::at_most("`GET /v1/tournaments` p99, 10,000 tournaments", "10 tournaments'", first_ratio, 2.0),
@@ -235,6 +286,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
                 1.0,
             ),
             Target::at_most("catalog heap at 10,000 tournaments", "16 MB", held_mb / 16.0, 1.0),
+            Target::at_most("catalog heap at 10,000 runtime boards of 3 rules", "16 MB", boards_mb / 16.0, 1.0),
             // Title and description at their most are ~1.1 KB a tournament the list shows.
             Target::at_most("catalog heap at 10,000 tournaments defined at the limits", "32 MB", large_mb / 32.0, 1.0),
         ],

@@ -142,3 +142,17 @@ fn unknown_keys_are_syntax_errors() {
         Err(ConfigError::Syntax(message)) if message.contains("colour")
     ));
 }
+
+/// A board's rules are held sorted by action; a second rule for an action is refused naming the
+/// first one that repeats, in the order written.
+#[test]
+fn rules_are_found_by_action_and_a_repeated_action_is_named() {
+    let rule = |action: &str| format!("\n    [[boards.rules]]\n    action = \"{action}\"\n    points = 1\n    scope = \"none\"\n");
+    let board = |actions: &[&str]| format!("{BOARD}{}", actions.iter().map(|a| rule(a)).collect::<String>());
+    let config = Config::parse(&board(&["zeta", "alpha", "mid"])).unwrap();
+    let held = config.board("b").unwrap();
+    assert_eq!(held.rules.keys().collect::<Vec<_>>(), ["alpha", "mid", "zeta"]);
+    assert_eq!(held.rule("mid").map(|r| r.action.as_str()), Some("mid"));
+    assert!(held.rule("nope").is_none() && held.rule("").is_none());
+    assert_eq!(problem_field(&board(&["b", "a", "b", "a"])), "boards[0].rules[2].action");
+}

@@ -113,13 +113,10 @@ pub(super) fn validate_board(at: &str, raw: RawBoard) -> Result<Board, ConfigErr
                 .map_err(|(field, problem)| invalid(format!("{at}.notify.{field}"), problem))?,
         ),
     };
-    let mut rules = BTreeMap::new();
-    for (j, rule) in raw.rules.into_iter().enumerate() {
-        validate_rule(&format!("{at}.rules[{j}]"), &rule)?;
-        if rules.insert(rule.action.clone(), rule).is_some() {
-            return Err(invalid(format!("{at}.rules[{j}].action"), "duplicate action on this board"));
-        }
+    for (j, rule) in raw.rules.iter().enumerate() {
+        validate_rule(&format!("{at}.rules[{j}]"), rule)?;
     }
+    let rules = Rules::new(raw.rules).map_err(|j| invalid(format!("{at}.rules[{j}].action"), "duplicate action on this board"))?;
     if let Some(sign_in) = &raw.sign_in {
         if !(1..=MAX_RULE_POINTS).contains(&sign_in.points) {
             return Err(invalid(format!("{at}.sign_in.points"), format!("must be 1..={MAX_RULE_POINTS}")));
