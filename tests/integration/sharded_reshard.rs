@@ -456,3 +456,31 @@ async fn a_new_layout_holding_a_member_twice_is_refused() {
     let report = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
     assert_eq!((report["status"].as_str(), report["periods_checked"].as_u64()), (Some("complete"), Some(2)), "{report}");
 }
+
+/// A loss fenced while the board moves (a rollback the drain found, a lost set a write found)
+/// stops the move at its next invocation, the fence left as it is: the board is restored first,
+/// as a move that would start so is refused (its switch would free that fence with the old
+/// layout).
+#[tokio::test]
+async fn a_loss_fenced_while_the_board_moves_stops_the_move() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    for i in 0..12 {
+        assert_eq!(submit(&one, &format!("f{i}"), &format!("u{i}"), 3).await.0, StatusCode::OK);
+    }
+    let eight = spawn_journaled_on(game(8), one.keys.clone()).await;
+    let jobs = eight.journal_jobs(&client, &bucket, Arc::new(Mutex::new(Vec::new())));
+    let past = || Utc::now() - Duration::seconds(1);
+    let first = jobs.run(json!({"reshard": {"board": "game"}}), past()).await.unwrap();
+    assert_eq!(first["status"], "in_progress", "{first}");
+    let guard = one.keys.layout("game", 1).shard(0).guard();
+    let mut conn = one.redis.clone();
+    let () = redis::cmd("HSET").arg(&guard).arg("fence").arg(1).arg("lost").arg(1).query_async(&mut conn).await.unwrap();
+    let refused = jobs.run(json!({"reshard": {"board": "game"}}), past()).await.unwrap_err();
+    assert!(format!("{refused:?}").contains("lost or fenced while it moved"), "{refused:?}");
+    let fence: Option<String> = redis::cmd("HGET").arg(&guard).arg("fence").query_async(&mut conn).await.unwrap();
+    assert_eq!(fence.as_deref(), Some("1"), "the loss's fence stays");
+    let (status, body) = one.get("/v1/boards/game/top?period=all").await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+}

@@ -100,11 +100,6 @@ impl Layouts {
         }
     }
 
-    /// The shards and generation last probed of record `record`, however long ago.
-    pub fn held(&self, record: &str) -> Option<(u32, u32)> {
-        self.probed.lock().ok()?.get(record).map(|(_, found)| (found.shards, found.generation))
-    }
-
     /// Forgets what was probed of record `record` (a reshard changed it).
     pub fn forget(&self, record: &str) {
         if let Ok(mut probed) = self.probed.lock() {

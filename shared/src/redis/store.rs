@@ -181,16 +181,11 @@ impl Store {
         }
     }
 
-    /// After a read of `board` found its guard gone (`Restoring`): whether the recorded layout
-    /// moved since this container probed it (a reshard's switch freed the layout it read), the
-    /// record probed again either way.
-    pub async fn layout_moved(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<bool, StoreError> {
-        let record = keys.board_layout(&board.name);
-        let before = self.layouts.held(&record);
-        self.layouts.forget(&record);
-        let mut conn = self.connection().await?;
-        let now = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), false).await?;
-        Ok(before.is_some_and(|before| before != now))
+    /// `read_layout` probed again now, whatever this container probed before (a read found
+    /// the guard of the layout it read gone: a reshard's switch may have freed it).
+    pub async fn fresh_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
+        self.forget_layout(keys, &board.name);
+        self.read_layout(keys, board).await
     }
 
     /// Forgets the probed layout of `board` (a reshard recorded a new one).

@@ -182,9 +182,11 @@ impl<O: Objects> Resharder<O> {
             // first. (A guard not born with no history is a board that never took a write.)
             for (source, journal_name) in sources.iter().zip(source.journals()) {
                 // Fenced already (a loss a write found, a restore under way): not this move's
-                // fence to lift if it is refused.
-                let (fenced, lost): (bool, bool) =
-                    redis::pipe().hexists(source.guard(), guard::FENCE).hexists(source.guard(), guard::LOST).query_async(conn).await?;
+                // fence to lift if it is refused. (This move's own, from an invocation killed
+                // before it moved a line, is taken up again.)
+                let (fence, lost): (Option<String>, bool) =
+                    redis::pipe().hget(source.guard(), guard::FENCE).hexists(source.guard(), guard::LOST).query_async(conn).await?;
+                let fenced = fence.is_some_and(|fence| fence != guard::MOVING);
                 let unborn = !restore::born(conn, source).await?
                     && (journal::len(conn, source).await? > 0
                         || !journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?.is_empty());
@@ -214,6 +216,23 @@ impl<O: Objects> Resharder<O> {
                 .query_async(conn)
                 .await
                 .map_err(StoreError::from)?;
+        }
+        // A fence of another kind found on a resumed move (a loss a write found, a rollback the
+        // drain found): restored first, as at the start; the switch would free it with the rest.
+        for source in &sources {
+            let (fence, lost, rolled_back): (Option<String>, bool, bool) = redis::pipe()
+                .hget(source.guard(), guard::FENCE)
+                .hexists(source.guard(), guard::LOST)
+                .hexists(source.guard(), guard::ROLLBACK)
+                .query_async(conn)
+                .await
+                .map_err(StoreError::from)?;
+            if fence.as_deref() != Some(guard::MOVING) || lost || rolled_back {
+                return Err(RestoreError::Invalid(format!(
+                    "board {name:?} was lost or fenced while it moved ({}): restore it, then move it",
+                    source.guard()
+                )));
+            }
         }
         // Fenced first, so no write lands a score the check did not see; refused, the fence is
         // lifted and nothing else was written.
@@ -340,6 +359,13 @@ impl<O: Objects> Resharder<O> {
         let (from, targets) = (source.shards(), &target.all());
         layout::record(conn, &self.keys, name, (target.shards(), target.generation()), rescale.map(Rescale::to_max)).await?;
         self.store.forget_layout(&self.keys, name);
+        // The old layout's guards go before any new shard takes a write: a container whose probe
+        // of the layout predates the switch finds the board's guard gone and reads the new layout
+        // (`Reader::on_layout`), never the old one once writes land in the new.
+        let guards: Vec<String> = source.all().iter().map(BoardKeys::guard).collect();
+        for guard in &guards {
+            let _: () = redis::cmd("UNLINK").arg(guard).query_async(conn).await.map_err(StoreError::from)?;
+        }
         let settled = Entry::Reshard { at: Stamp(Utc::now()), board: name, from, to: targets.len() as u32 }.json();
         for target in targets {
             // A shard this switch finished already takes writes: settled again, it could drop

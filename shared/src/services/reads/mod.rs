@@ -366,9 +366,12 @@ impl Reader {
         F: Fn(Layout) -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>>,
     {
-        match read(self.store.read_layout(&self.keys, board).await?).await {
-            Err(error) if error.is_restoring() && self.store.layout_moved(&self.keys, board).await? => {
-                read(self.store.read_layout(&self.keys, board).await?).await
+        let layout = self.store.read_layout(&self.keys, board).await?;
+        let read_in = (layout.shards(), layout.generation());
+        match read(layout).await {
+            Err(error) if error.is_restoring() => {
+                let now = self.store.fresh_layout(&self.keys, board).await?;
+                if (now.shards(), now.generation()) == read_in { Err(error) } else { read(now).await }
             }
             other => other,
         }
