@@ -205,3 +205,17 @@ async fn the_calendar_refuses_bad_input() {
         assert_eq!((got.as_u16(), body["error"]["code"].as_str()), (status, Some(code)), "{path}: {body}");
     }
 }
+
+/// A journaled board that lost its keys answers its calendar 503 `board_restoring`, as its
+/// other reads do (docs/journal.md#fence), not an empty month (200, as if the user never
+/// signed in).
+#[tokio::test]
+async fn a_lost_board_answers_its_calendar_503_not_an_empty_month() {
+    let app = standings_tests::spawn_journaled(standings::domain::config::Config::default_boards()).await;
+    sign_in_on(&app, "u1", date("2026-12-01")).await;
+    let (status, calendar) = app.get("/v1/users/u1/sign-ins?month=2026-12").await;
+    assert_eq!((status.as_u16(), &calendar["days"]), (200, &json!([1])), "{calendar}");
+    app.lose_written_keys().await;
+    let (status, body) = app.get("/v1/users/u1/sign-ins?month=2026-12").await;
+    assert_eq!((status.as_u16(), body["error"]["code"].as_str()), (503, Some("board_restoring")), "{body}");
+}

@@ -205,16 +205,46 @@ impl SignIns {
         let board = self.config.sign_in_board().ok_or(SignInError::NotConfigured)?;
         let today = now.with_timezone(&board.timezone).date_naive();
         let month = month.map(parse_month).transpose()?.unwrap_or(first_of_month(today));
-        let keys = self.store.read_layout(&self.keys, board).await?.of_user(user_id);
-        let mut conn = self.store.connection().await?;
-        let (this, previous): (Option<Vec<u8>>, Option<Vec<u8>>) = redis::pipe()
-            .get(keys.sign_ins(user_id, &month_id(month)))
-            .get(keys.sign_ins(user_id, &month_id(previous_month(month))))
-            .query_async(&mut conn)
-            .await
-            .map_err(StoreError::from)?;
-        let (this, previous) = (this.unwrap_or_default(), previous.unwrap_or_default());
+        let layout = self.store.read_layout(&self.keys, board).await?;
+        let read_in = (layout.shards(), layout.generation());
+        let (this, previous) = match self.months(&layout, user_id, month).await {
+            // The layout this container probed was freed by a move's switch: the new one's.
+            Err(error) if error.is_restoring() => {
+                let now = self.store.fresh_layout(&self.keys, board).await?;
+                if (now.shards(), now.generation()) == read_in {
+                    return Err(error.into());
+                }
+                self.months(&now, user_id, month).await?
+            }
+            other => other?,
+        };
         Ok(read_calendar(user_id, month, MonthBitmap::new(&this), MonthBitmap::new(&previous), today))
+    }
+}
+
+impl SignIns {
+    /// A user's bitmaps of `month` and the month before, in one snapshot with their shard's
+    /// guard: a board being restored or lost answers `Restoring` (docs/journal.md#fence), not an
+    /// empty calendar; one being moved between layouts is read (its move fences writes only).
+    async fn months(&self, layout: &Layout, user_id: &str, month: NaiveDate) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
+        let keys = layout.of_user(user_id);
+        let mut conn = self.store.connection().await?;
+        let mut pipe = redis::pipe();
+        pipe.atomic().get(keys.sign_ins(user_id, &month_id(month))).get(keys.sign_ins(user_id, &month_id(previous_month(month))));
+        if self.keys.journal_on() {
+            pipe.add_command(crate::redis::catalog::guard_state(&keys.guard()));
+        }
+        let mut replies: Vec<redis::Value> = pipe.query_async(&mut conn).await?;
+        if self.keys.journal_on() {
+            crate::redis::catalog::restoring_for_reads(replies.pop().unwrap_or(redis::Value::Nil))?;
+        }
+        let bitmap = |value: Option<redis::Value>| -> Result<Vec<u8>, StoreError> {
+            let bytes: Option<Vec<u8>> = redis::from_redis_value(value.unwrap_or(redis::Value::Nil))
+                .map_err(|e| StoreError::Protocol(format!("a sign-in bitmap: {e}")))?;
+            Ok(bytes.unwrap_or_default())
+        };
+        let mut replies = replies.into_iter();
+        Ok((bitmap(replies.next())?, bitmap(replies.next())?))
     }
 }
 
