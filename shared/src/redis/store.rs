@@ -181,11 +181,29 @@ impl Store {
         }
     }
 
-    /// `read_layout` probed again now, whatever this container probed before (a read found
-    /// the guard of the layout it read gone: a reshard's switch may have freed it).
-    pub async fn fresh_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
-        self.forget_layout(keys, &board.name);
-        self.read_layout(keys, board).await
+    /// `read` on `board`'s recorded layout; again on the layout recorded now when it found the
+    /// guard gone because a move's switch freed the layout this container had probed
+    /// (docs/scaling.md#changing-shards), rather than answer 503 until its probe expires.
+    pub async fn on_read_layout<T, F, Fut>(
+        &self,
+        keys: &super::keys::Keys,
+        board: &crate::domain::config::Board,
+        read: F,
+    ) -> Result<T, StoreError>
+    where
+        F: Fn(Layout) -> Fut,
+        Fut: std::future::Future<Output = Result<T, StoreError>>,
+    {
+        let layout = self.read_layout(keys, board).await?;
+        let read_in = (layout.shards(), layout.generation());
+        match read(layout).await {
+            Err(error) if error.is_restoring() => {
+                self.forget_layout(keys, &board.name);
+                let now = self.read_layout(keys, board).await?;
+                if (now.shards(), now.generation()) == read_in { Err(error) } else { read(now).await }
+            }
+            other => other,
+        }
     }
 
     /// Forgets the probed layout of `board` (a reshard recorded a new one).

@@ -205,19 +205,8 @@ impl SignIns {
         let board = self.config.sign_in_board().ok_or(SignInError::NotConfigured)?;
         let today = now.with_timezone(&board.timezone).date_naive();
         let month = month.map(parse_month).transpose()?.unwrap_or(first_of_month(today));
-        let layout = self.store.read_layout(&self.keys, board).await?;
-        let read_in = (layout.shards(), layout.generation());
-        let (this, previous) = match self.months(&layout, user_id, month).await {
-            // The layout this container probed was freed by a move's switch: the new one's.
-            Err(error) if error.is_restoring() => {
-                let now = self.store.fresh_layout(&self.keys, board).await?;
-                if (now.shards(), now.generation()) == read_in {
-                    return Err(error.into());
-                }
-                self.months(&now, user_id, month).await?
-            }
-            other => other?,
-        };
+        let (this, previous) =
+            self.store.on_read_layout(&self.keys, board, |layout| async move { self.months(&layout, user_id, month).await }).await?;
         Ok(read_calendar(user_id, month, MonthBitmap::new(&this), MonthBitmap::new(&previous), today))
     }
 }

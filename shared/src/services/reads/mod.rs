@@ -358,23 +358,13 @@ impl Reader {
         Ok(Distribution::of(histogram, &scale))
     }
 
-    /// `read` on the board's recorded layout; again on the layout recorded now when it found
-    /// the board's guard gone because a move's switch freed the layout this container had
-    /// probed (docs/scaling.md#changing-shards), rather than answer 503 until its probe expires.
+    /// `Store::on_read_layout` of this reader's keys.
     async fn on_layout<T, F, Fut>(&self, board: &Board, read: F) -> Result<T, StoreError>
     where
         F: Fn(Layout) -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>>,
     {
-        let layout = self.store.read_layout(&self.keys, board).await?;
-        let read_in = (layout.shards(), layout.generation());
-        match read(layout).await {
-            Err(error) if error.is_restoring() => {
-                let now = self.store.fresh_layout(&self.keys, board).await?;
-                if (now.shards(), now.generation()) == read_in { Err(error) } else { read(now).await }
-            }
-            other => other,
-        }
+        self.store.on_read_layout(&self.keys, board, read).await
     }
 
     /// A window of the board; `mode` says whether entries' `above` counts are read (a sharded
