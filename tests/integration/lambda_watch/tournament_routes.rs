@@ -218,11 +218,13 @@ async fn a_cron_tournament_in_a_timezone_started_in_the_past_opens_the_current_i
     let (status, before) = call(reqwest::Method::GET, &format!("/v1/tournaments/{id}/results?instance={earlier}"), None).await;
     assert_eq!((status, code(&before)), (404, Some("unknown_instance")), "{before}");
 
+    // A run that worked on no instance leaves `tournaments` out (as when another test's run
+    // ended every instance due first): nothing stored is what is asserted, not a list.
     let run = super::invoke("archive", "runtime-event.json");
     let stored: Vec<&str> = run["tournaments"]
         .as_array()
-        .unwrap()
-        .iter()
+        .into_iter()
+        .flatten()
         .filter(|r| r["tournament_id"] == id.as_str())
         .filter_map(|r| r["instance"].as_str())
         .collect();
