@@ -65,14 +65,25 @@ async fn moved(jobs: &Jobs<S3Objects>) -> Value {
 
 /// Reshards with every invocation past its deadline (each moves a run and stops), until done;
 /// the drain's scheduled run between two invocations. How many runs stored lines of the new
-/// generation's journal while it moved.
-async fn reshard_in_steps(jobs: &Jobs<S3Objects>, objects: &S3Objects, prefix: &str) -> (Value, usize) {
+/// generation's journal while it moved. After every invocation, each of `readers` (functions on
+/// either configuration) reads `before` (issue 58: reads answer from the old layout for the
+/// whole move, whatever `max_score` the reader is configured with).
+async fn reshard_in_steps(
+    jobs: &Jobs<S3Objects>,
+    objects: &S3Objects,
+    prefix: &str,
+    readers: &[&TestApp],
+    before: &[Value],
+) -> (Value, usize) {
     let mut stored = 0;
     for step in 0..200 {
         let report = jobs
             .run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1))
             .await
             .unwrap_or_else(|e| panic!("step {step}: {e:?}"));
+        for (i, reader) in readers.iter().enumerate() {
+            assert_eq!(tops(reader).await, before, "reader {i} after step {step}: {report}");
+        }
         if report["status"] == "complete" {
             return (report, stored);
         }
@@ -109,10 +120,14 @@ async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
     let before = tops(&old).await;
 
     let new = spawn_journaled_on(game("max_score = 4194303"), old.keys.clone()).await;
-    let (status, refused) = new.get("/v1/boards/game/top?period=all").await;
+    new.set_now(at(600));
+    // Writes wait for the move; reads answer from the scores as they are held.
+    let (status, refused) = submit(&new, at(600), "s9", "u9", 5).await;
     assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_scale_changed")));
+    assert_eq!(tops(&new).await, before, "read at the scale the board holds, before the move");
     let jobs = new.journal_jobs(&client, &bucket, metrics());
-    let (report, stored) = reshard_in_steps(&jobs, &S3Objects::new(client.clone(), &bucket), new.keys.prefix()).await;
+    let (report, stored) =
+        reshard_in_steps(&jobs, &S3Objects::new(client.clone(), &bucket), new.keys.prefix(), &[&old, &new], &before).await;
     assert_eq!(report["max_score"], json!({"from": MAX_SCORE, "to": 4_194_303}), "{report}");
     assert!(stored > 0, "the drain stores the new generation's journal while the board moves");
     let records = S3Objects::new(client.clone(), &bucket).list(&generations_of(new.keys.prefix(), "game")).await.unwrap();

@@ -26,17 +26,25 @@ pub const ALL_TIME_STEP_SECS: i64 = 256;
 /// The scale of one period of a board: rule boards share [`Scale::POINTS`]; a score board's
 /// time parts count from the period's start (2020 for all-time, in coarser steps).
 pub fn scale(board: &Board, period: &Period) -> Scale {
+    scale_held(board, period, None)
+}
+
+/// `scale` of a board whose scores are held at `held` (`None`: its configured `max_score`): a
+/// read answers from the scores as they are laid out, while the configuration says another
+/// `max_score` and a move re-encodes them (docs/boards.md#changing-max_score).
+pub fn scale_held(board: &Board, period: &Period, held: Option<i64>) -> Scale {
     let Some(scores) = &board.scores else {
         return Scale::POINTS;
     };
-    let span = score_time_span(scores.max_score);
+    let max_score = held.unwrap_or(scores.max_score);
+    let span = score_time_span(max_score);
     let (origin, step) = match (period.kind, period.start, &board.tournament) {
         // A tournament's window fits its span (`Tournament::max_score`): every second counts.
         (_, _, Some(tournament)) => (tournament.origin_of(period), 1),
         (PeriodKind::All, _, _) | (_, None, _) => (EPOCH_SECS, ((ALL_TIME_RANGE_SECS + span - 1) / span).max(1)),
         (_, Some(start), _) => (start.timestamp(), 1),
     };
-    Scale { span, max_value: scores.max_score, ascending: scores.order == Order::Asc, origin, step }
+    Scale { span, max_value: max_score, ascending: scores.order == Order::Asc, origin, step }
 }
 
 /// Time parts of a score board whose scores reach `max_score` (`tiebreak::time_span_for`):

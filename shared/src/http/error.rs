@@ -340,11 +340,11 @@ impl ApiError {
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_resharding", &message).with_retry_after(RESTORING_RETRY_SECS);
         }
         if let StoreError::Rescaled { board, recorded, configured } = &error {
-            tracing::error!(board, recorded, configured, "refused: the board's scores are laid out for another max_score");
+            tracing::error!(board, recorded, configured, "writes refused: the board's scores are laid out for another max_score");
             let message = format!(
                 "board {board:?} holds scores laid out for max_score {recorded} but is configured with {configured}; \
-                 its reads and writes resume once the configuration says {recorded} again, or once a reshard re-encodes it \
-                 (docs/boards.md#changing-max_score)"
+                 its writes resume once the configuration says {recorded} again, or once a reshard re-encodes it \
+                 (docs/boards.md#changing-max_score); reads answer from the scores as they are held"
             );
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_scale_changed", &message).with_retry_after(60);
         }

@@ -68,14 +68,45 @@ impl Layouts {
         now: DateTime<Utc>,
         record: bool,
     ) -> Result<(u32, u32), StoreError> {
+        let found = self.found(conn, keys, board, now, record).await?;
+        match (found.max_score, configured_scale(board)) {
+            (Some(recorded), Some(configured)) if recorded != configured => {
+                Err(StoreError::Rescaled { board: board.name.clone(), recorded, configured })
+            }
+            _ => Ok((found.shards, found.generation)),
+        }
+    }
+
+    /// `recorded` for a read that answers from the scores as they are held, whatever
+    /// `max_score` the configuration says: also the `max_score` they are held at (`None`: a
+    /// board whose scale never changes). Records nothing.
+    pub async fn held(
+        &self,
+        conn: &mut (impl ConnectionLike + Send),
+        keys: &Keys,
+        board: &Board,
+        now: DateTime<Utc>,
+    ) -> Result<(u32, u32, Option<i64>), StoreError> {
+        let found = self.found(conn, keys, board, now, false).await?;
+        Ok((found.shards, found.generation, found.max_score))
+    }
+
+    async fn found(
+        &self,
+        conn: &mut (impl ConnectionLike + Send),
+        keys: &Keys,
+        board: &Board,
+        now: DateTime<Utc>,
+        record: bool,
+    ) -> Result<Recorded, StoreError> {
         // Hot boards cannot be sharded (`config::validate`): they are in one slot.
         if board.kind == BoardKind::Decaying {
-            return Ok((1, 0));
+            return Ok(Recorded { shards: 1, generation: 0, max_score: None });
         }
         // A replay writes where the journal says (a shadow's keys hold no layout of their own:
         // `Keys::replaying` names the generation it replays).
         if keys.replays() {
-            return Ok((board.shards, keys.replayed_generation()));
+            return Ok(Recorded { shards: board.shards, generation: keys.replayed_generation(), max_score: None });
         }
         // By the record's key: containers may hold several prefixes' keys (a test, a shadow).
         let layout = keys.board_layout(&board.name);
@@ -92,12 +123,7 @@ impl Layouts {
                 found
             }
         };
-        match (found.max_score, configured_scale(board)) {
-            (Some(recorded), Some(configured)) if recorded != configured => {
-                Err(StoreError::Rescaled { board: board.name.clone(), recorded, configured })
-            }
-            _ => Ok((found.shards, found.generation)),
-        }
+        Ok(found)
     }
 
     /// Forgets what was probed of record `record` (a reshard changed it).

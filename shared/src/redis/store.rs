@@ -181,9 +181,19 @@ impl Store {
         }
     }
 
-    /// `read` on `board`'s recorded layout; again on the layout recorded now when it found the
-    /// guard gone because a move's switch freed the layout this container had probed
-    /// (docs/scaling.md#changing-shards), rather than answer 503 until its probe expires.
+    /// The layout `board`'s data is in and the `max_score` its scores are held at
+    /// (`Layout::held_scale`), whatever the configuration says: what a read of its standings
+    /// reads, so reads answer from the scores as they are while a move re-encodes them
+    /// (docs/boards.md#changing-max_score).
+    pub async fn held_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
+        let mut conn = self.connection().await?;
+        let (shards, generation, held) = self.layouts.held(&mut conn, keys, board, chrono::Utc::now()).await?;
+        Ok(keys.layout_at(&board.name, shards, generation).holding(held))
+    }
+
+    /// `read` on `board`'s recorded layout (`held_layout`); again on the layout recorded now
+    /// when it found the guard gone because a move's switch freed the layout this container had
+    /// probed (docs/scaling.md#changing-shards), rather than answer 503 until its probe expires.
     pub async fn on_read_layout<T, F, Fut>(
         &self,
         keys: &super::keys::Keys,
@@ -194,12 +204,12 @@ impl Store {
         F: Fn(Layout) -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>>,
     {
-        let layout = self.read_layout(keys, board).await?;
+        let layout = self.held_layout(keys, board).await?;
         let read_in = (layout.shards(), layout.generation());
         match read(layout).await {
             Err(error) if error.is_restoring() => {
                 self.forget_layout(keys, &board.name);
-                let now = self.read_layout(keys, board).await?;
+                let now = self.held_layout(keys, board).await?;
                 if (now.shards(), now.generation()) == read_in { Err(error) } else { read(now).await }
             }
             other => other,

@@ -133,6 +133,21 @@ impl World {
         if self.app.keyspace().await != before {
             return Err("a refused move of the arcade to another max_score wrote".into());
         }
+        // The deploy on the other `max_score` reads the arcade from its scores as they are held
+        // (issue 58): what the model says, not 503 `board_scale_changed`.
+        rescaled.set_now(self.app.now());
+        let date = super::model::day_of(self.app.now().timestamp());
+        let expected = self.model.arcade_top(&format!("day:{date}"));
+        let (status, top) = rescaled.get(&format!("/v1/boards/arcade/top?period=day&at={date}&limit=100")).await;
+        let got: Vec<(String, i64)> = top["entries"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|e| (e["user_id"].as_str().unwrap_or("?").to_owned(), e["score"].as_i64().unwrap_or(-1)))
+            .collect();
+        if status != axum::http::StatusCode::OK || got != expected {
+            return Err(format!("the arcade read by a deploy on another max_score: expected {expected:?}, got {status} {top}"));
+        }
         Ok(())
     }
 

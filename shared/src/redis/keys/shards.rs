@@ -111,9 +111,22 @@ pub struct Layout {
     board: String,
     generation: u32,
     tags: Arc<Vec<String>>,
+    /// The `max_score` its scores are held at, as read (`None`: the configured one).
+    held_scale: Option<i64>,
 }
 
 impl Layout {
+    /// This layout, its scores held at `max_score` (`Store::held_layout`).
+    pub fn holding(mut self, max_score: Option<i64>) -> Self {
+        self.held_scale = max_score;
+        self
+    }
+
+    /// The `max_score` a read found the scores held at (`None`: the configured one).
+    pub fn held_scale(&self) -> Option<i64> {
+        self.held_scale
+    }
+
     pub fn board(&self) -> &str {
         &self.board
     }
@@ -185,7 +198,7 @@ impl Keys {
 
     /// `layout` of generation `generation` (a board a move re-encoded).
     pub fn layout_at(&self, board: &str, shards: u32, generation: u32) -> Layout {
-        Layout { keys: self.clone(), board: board.to_owned(), generation, tags: tags(board, shards, generation) }
+        Layout { keys: self.clone(), board: board.to_owned(), generation, tags: tags(board, shards, generation), held_scale: None }
     }
 
     /// How many shards `board`'s data is in, and their generation (a string, `<n>` or

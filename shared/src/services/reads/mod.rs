@@ -231,8 +231,8 @@ impl Reader {
     }
 
     pub async fn page(&self, board: &Board, period: &Period, offset: u64, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
-        let raw = self.read(board, period, Window::Page { offset, limit }, mode).await?;
-        self.page_of(board, period, raw, limit, mode).await
+        let (raw, scale) = self.read(board, period, Window::Page { offset, limit }, mode).await?;
+        self.page_of(board, &scale, raw, limit, mode).await
     }
 
     /// `limit` entries ranked after `cursor`'s place (a keyset page, docs/api.md): one script
@@ -246,10 +246,10 @@ impl Reader {
         limit: u64,
         mode: RankMode,
     ) -> Result<Page, StoreError> {
-        let scale = &scores::scale(board, period);
         let now_ms = self.keys.journal_on().then(|| (self.clock)().timestamp_millis());
-        let raw = self
+        let (raw, scale) = self
             .on_layout(board, |layout| async move {
+                let scale = &scores::scale_held(board, period, layout.held_scale());
                 let conn = self.store.connection().await?;
                 let sets = if layout.is_sharded() {
                     sharded::sets(&self.keys, &layout, period)
@@ -258,17 +258,17 @@ impl Reader {
                     let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
                     vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()) }]
                 };
-                sharded::page_after(&conn, &sets, scale, cursor, limit, mode == RankMode::Competition, now_ms).await
+                Ok((sharded::page_after(&conn, &sets, scale, cursor, limit, mode == RankMode::Competition, now_ms).await?, *scale))
             })
             .await?;
-        self.page_of(board, period, raw, limit, mode).await
+        self.page_of(board, &scale, raw, limit, mode).await
     }
 
-    async fn page_of(&self, board: &Board, period: &Period, raw: RawWindow, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
+    async fn page_of(&self, board: &Board, scale: &Scale, raw: RawWindow, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
         let next =
             raw.entries.last().filter(|_| raw.entries.len() as u64 == limit).map(|last| RankCursor::of(last.composite, &last.member));
         let total = raw.total;
-        Ok(Page { total, entries: self.standings(board, period, raw, mode).await?, next })
+        Ok(Page { total, entries: self.standings(board, scale, raw, mode).await?, next })
     }
 
     pub async fn around(
@@ -279,9 +279,9 @@ impl Reader {
         around: u64,
         mode: RankMode,
     ) -> Result<MemberStanding, StoreError> {
-        let raw = self.read(board, period, Window::Around { member: user_id, around }, mode).await?;
+        let (raw, scale) = self.read(board, period, Window::Around { member: user_id, around }, mode).await?;
         let (total, below) = (raw.total, raw.below);
-        let entries = self.standings(board, period, raw, mode).await?;
+        let entries = self.standings(board, &scale, raw, mode).await?;
         let own = entries.iter().find(|e| e.holder.user_id == user_id);
         Ok(MemberStanding {
             total,
@@ -303,18 +303,19 @@ impl Reader {
     ) -> Result<Listing, StoreError> {
         let mut seen = std::collections::HashSet::new();
         let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
-        let scale = scores::scale(board, period);
-        let (scale_of, members_of) = (&scale, &distinct);
-        let (total, places) = self
+        let members_of = &distinct;
+        let ((total, places), scale) = self
             .on_layout(board, |layout| async move {
+                let scale = scores::scale_held(board, period, layout.held_scale());
                 let mut conn = self.store.connection().await?;
-                if layout.is_sharded() {
-                    sharded::members(&conn, &layout, &sharded::sets(&self.keys, &layout, period), scale_of, members_of).await
+                let read = if layout.is_sharded() {
+                    sharded::members(&conn, &layout, &sharded::sets(&self.keys, &layout, period), &scale, members_of).await
                 } else {
                     let keys = layout.shard(0);
                     let fence = self.fence(&keys);
-                    scripts::read_members(&mut conn, &keys.period(period), fenced(&fence), scale_of, members_of).await
-                }
+                    scripts::read_members(&mut conn, &keys.period(period), fenced(&fence), &scale, members_of).await
+                };
+                Ok((read?, scale))
             })
             .await?;
         let ordered: Vec<_> =
@@ -341,18 +342,18 @@ impl Reader {
     /// The board's distribution in at most `buckets` buckets, with the cut-offs of
     /// `CUTOFF_SHARES`: one read-only script, one round trip.
     pub async fn distribution(&self, board: &Board, period: &Period, buckets: u64) -> Result<Distribution, StoreError> {
-        let scale = scores::scale(board, period);
-        let scale_of = &scale;
-        let histogram = self
+        let (histogram, scale) = self
             .on_layout(board, |layout| async move {
+                let scale = scores::scale_held(board, period, layout.held_scale());
                 let mut conn = self.store.connection().await?;
-                if layout.is_sharded() {
-                    return sharded::distribution(&conn, &sharded::sets(&self.keys, &layout, period), scale_of, buckets, &CUTOFF_SHARES)
-                        .await;
-                }
-                let keys = layout.shard(0);
-                let (key, fence) = (keys.period(period), self.fence(&keys));
-                scripts::read_distribution(&mut conn, &key, fenced(&fence), scale_of, buckets, &CUTOFF_SHARES).await
+                let histogram = if layout.is_sharded() {
+                    sharded::distribution(&conn, &sharded::sets(&self.keys, &layout, period), &scale, buckets, &CUTOFF_SHARES).await
+                } else {
+                    let keys = layout.shard(0);
+                    let (key, fence) = (keys.period(period), self.fence(&keys));
+                    scripts::read_distribution(&mut conn, &key, fenced(&fence), &scale, buckets, &CUTOFF_SHARES).await
+                };
+                Ok((histogram?, scale))
             })
             .await?;
         Ok(Distribution::of(histogram, &scale))
@@ -369,23 +370,26 @@ impl Reader {
 
     /// A window of the board; `mode` says whether entries' `above` counts are read (a sharded
     /// board reads them in a round of their own, for competition ranks only).
-    async fn read(&self, board: &Board, period: &Period, window: Window<'_>, mode: RankMode) -> Result<RawWindow, StoreError> {
-        let scale = &scores::scale(board, period);
+    /// The scale its composites were read in comes with it (`Store::held_layout`).
+    async fn read(&self, board: &Board, period: &Period, window: Window<'_>, mode: RankMode) -> Result<(RawWindow, Scale), StoreError> {
         self.on_layout(board, |layout| async move {
+            let scale = &scores::scale_held(board, period, layout.held_scale());
             let mut conn = self.store.connection().await?;
-            if layout.is_sharded() {
+            let raw = if layout.is_sharded() {
                 let sets = sharded::sets(&self.keys, &layout, period);
-                return match window {
+                match window {
                     Window::Page { offset, limit } => sharded::page(&conn, &sets, scale, offset, limit).await,
                     Window::Around { member, around } => {
                         sharded::around(&conn, &layout, &sets, scale, member, around, mode == RankMode::Competition).await
                     }
-                };
-            }
-            let keys = layout.shard(0);
-            let fence = self.fence(&keys);
-            let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
-            scripts::read_board(&mut conn, &set, fenced(&fence), scale, window).await
+                }
+            } else {
+                let keys = layout.shard(0);
+                let fence = self.fence(&keys);
+                let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
+                scripts::read_board(&mut conn, &set, fenced(&fence), scale, window).await
+            };
+            Ok((raw?, *scale))
         })
         .await
     }
@@ -397,8 +401,7 @@ impl Reader {
         self.keys.journal_on().then(|| (keys.guard(), (self.clock)().timestamp_millis()))
     }
 
-    async fn standings(&self, board: &Board, period: &Period, raw: RawWindow, mode: RankMode) -> Result<Vec<Standing>, StoreError> {
-        let scale = scores::scale(board, period);
+    async fn standings(&self, board: &Board, scale: &Scale, raw: RawWindow, mode: RankMode) -> Result<Vec<Standing>, StoreError> {
         let members: Vec<&str> = raw.entries.iter().map(|e| e.member.as_str()).collect();
         let mut profiles = profiles::get_many(&self.store, &self.keys, &members).await?.into_iter();
         Ok(raw

@@ -15,19 +15,20 @@ use crate::services::reads::rules::ReadError;
 
 /// A guard's `born` and `fence`.
 type GuardFence = (Option<String>, Option<String>);
-/// A statement's read: whether its period is closed, the member's composite, the counters.
-type StatementRead = (bool, Option<f64>, BTreeMap<String, String>);
+/// A statement's read: whether its period is closed, the member's composite, the counters, the
+/// `max_score` the composite is held at (`Layout::held_scale`).
+type StatementRead = (bool, Option<f64>, BTreeMap<String, String>, Option<i64>);
 
 impl Reader {
     /// The member's score and its statement counters, from one snapshot (one `MULTI`, every
     /// key in the board's slot), explained. A period frozen for archiving has no live board to
     /// explain (its statements are released with it): `StatementGone`.
     pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, ReadError> {
-        let (closed, composite, fields) = self.on_layout(board, |layout| self.statement_on(layout, period, user_id)).await?;
+        let (closed, composite, fields, held) = self.on_layout(board, |layout| self.statement_on(layout, period, user_id)).await?;
         if closed {
             return Err(ReadError::StatementGone { board: board.name.clone(), period: period.kind.as_str(), period_id: period.id.clone() });
         }
-        let score = composite.map(|c| scores::scale(board, period).score_of(c));
+        let score = composite.map(|c| scores::scale_held(board, period, held).score_of(c));
         Ok(statement::explain(board, score, &fields))
     }
 
@@ -51,6 +52,6 @@ impl Reader {
         if self.keys.journal_on() && (fence.0.is_none() || fence.1.is_some_and(|fence| fence != guard::MOVING)) {
             return Err(StoreError::Restoring);
         }
-        Ok((closed, composite, fields))
+        Ok((closed, composite, fields, layout.held_scale()))
     }
 }
