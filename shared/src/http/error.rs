@@ -344,7 +344,7 @@ impl ApiError {
             let message = format!(
                 "board {board:?} holds scores laid out for max_score {recorded} but is configured with {configured}; \
                  its writes resume once the configuration says {recorded} again, or once a reshard re-encodes it \
-                 (docs/boards.md#changing-max_score); reads answer from the scores as they are held"
+                 (docs/boards.md#changing-max_score); reads of its standings answer from the scores as they are held"
             );
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_scale_changed", &message).with_retry_after(60);
         }

@@ -10,8 +10,9 @@
 //!
 //! A score board's scale (its `max_score`, which lays out every composite it stores:
 //! docs/boards.md#score-boards) is recorded the same way (`Keys::board_scale`): a function configured
-//! with another refuses the board's reads and writes (`StoreError::Rescaled`) rather than
-//! misread its scores. With no record, a board holding scores in its current periods holds them
+//! with another refuses the board's writes (`StoreError::Rescaled`) rather than lay a score out
+//! in another scale than the ones stored; its reads of standings decode at the recorded one
+//! (`Layouts::held`). With no record, a board holding scores in its current periods holds them
 //! at the default `MAX_SCORE` (written before scales were recorded, or never declared one:
 //! nothing is recorded for it); a board holding none takes its configured scale, recorded by
 //! its first write when it is not the default, unless it holds a set of an earlier period still
@@ -146,7 +147,10 @@ async fn probe(
     let one_slot = keys.board(&board.name);
     let (layout, scale) = (keys.board_layout(&board.name), keys.board_scale(&board.name));
     let periods: Vec<String> = board.periods.iter().map(|kind| one_slot.period(&Period::containing(*kind, now, board.timezone))).collect();
+    // One snapshot: a move's switch writes both records in one command, and a probe that read
+    // one before it and one after would decode one generation at the other's scale.
     let (recorded, recorded_scale, guarded, scored): (Option<String>, Option<i64>, u64, u64) = redis::pipe()
+        .atomic()
         .get(&layout)
         .get(&scale)
         .exists(one_slot.guard())
@@ -192,8 +196,8 @@ async fn probe(
                 redis::cmd("SET").arg(&scale).arg(held).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
             Some(before.unwrap_or(held))
         }
-        // A read records nothing: the default where earlier periods hold scores (so the read
-        // is refused, as the write would be), probed again next time.
+        // A read records nothing: the default where earlier periods hold scores (what the
+        // write would record), probed again next time.
         (Some(configured), None) => {
             holds = false;
             Some(if holds_periods(conn, &one_slot, board, now).await? { MAX_SCORE } else { configured })
