@@ -305,3 +305,24 @@ async fn a_journal_older_than_recorded_effects_is_refused_before_anything_is_fen
     assert_eq!(old.keyspace().await, state, "nothing written, the board not fenced");
     assert_eq!(submit(&old, Utc::now(), "b", "cat", 7).await.0, StatusCode::OK, "the board goes on as it was");
 }
+
+/// A move refused after it fenced the board (a `max_score` below a held score) lifts its own
+/// `moving` fence only: a loss's fence, set by a write in between, stays until a restore.
+#[tokio::test]
+async fn a_refused_move_lifts_its_own_fence_and_never_a_losss() {
+    let app = spawn_journaled(game("")).await;
+    assert_eq!(submit(&app, Utc::now(), "a", "amy", 100).await.0, StatusCode::OK);
+    let keys = app.keys.board("game");
+    let mut conn = app.store.write_connection().await.unwrap();
+    let fence = |conn: &mut standings::redis::store::Connection| {
+        let guard = keys.guard();
+        let mut conn = conn.clone();
+        async move { redis::cmd("HGET").arg(guard).arg("fence").query_async::<Option<String>>(&mut conn).await.unwrap() }
+    };
+    let _: () = redis::cmd("HSET").arg(keys.guard()).arg("fence").arg("1").query_async(&mut conn).await.unwrap();
+    assert!(!standings::redis::restore::lift_fence(&mut conn, &keys, "moving").await.unwrap());
+    assert_eq!(fence(&mut conn).await.as_deref(), Some("1"), "a loss's fence stays");
+    let _: () = redis::cmd("HSET").arg(keys.guard()).arg("fence").arg("moving").query_async(&mut conn).await.unwrap();
+    assert!(standings::redis::restore::lift_fence(&mut conn, &keys, "moving").await.unwrap());
+    assert_eq!(fence(&mut conn).await, None, "the move's own fence is lifted");
+}

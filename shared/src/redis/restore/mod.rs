@@ -148,6 +148,13 @@ pub async fn unlock(conn: &mut Connection, keys: &BoardKeys, token: &str) -> Res
     Ok(())
 }
 
+/// Lifts the board's fence if it is still `fence` (a move's own, refused): never a loss's set
+/// meanwhile (lift_fence.lua). Whether it was lifted.
+pub async fn lift_fence(conn: &mut Connection, keys: &BoardKeys, fence: &str) -> Result<bool, StoreError> {
+    let lifted: u8 = scripts::LIFT_FENCE.key(keys.guard()).arg(fence).invoke_async(conn).await?;
+    Ok(lifted == 1)
+}
+
 /// The last stream id a restore under way applied (`None`: no restore under way).
 pub async fn through(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<String>, StoreError> {
     Ok(redis::cmd("HGET").arg(keys.restore_checkpoint()).arg("through").query_async(conn).await?)

@@ -88,6 +88,7 @@ static GRANT_ATTEMPTS: LazyLock<Script> = script!("grant_attempts.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
 pub(crate) static RELEASE_SEASON: LazyLock<Script> = script!("release_season.lua");
 pub(crate) static TRIM_JOURNAL: LazyLock<Script> = script!("trim_journal.lua");
+pub(crate) static LIFT_FENCE: LazyLock<Script> = script!("lift_fence.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -121,6 +122,7 @@ pub fn hashes() -> Vec<&'static str> {
         &RELEASE_INSTANCE,
         &RELEASE_SEASON,
         &TRIM_JOURNAL,
+        &LIFT_FENCE,
     ]
     .into_iter()
     .chain(league::scripts())

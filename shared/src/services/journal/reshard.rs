@@ -240,7 +240,7 @@ impl<O: Objects> Resharder<O> {
             && let Err(refused) = super::rescale::fits(conn, board, rescale, &sources).await
         {
             for source in &sources {
-                let _: () = redis::cmd("HDEL").arg(source.guard()).arg(guard::FENCE).query_async(conn).await.map_err(StoreError::from)?;
+                restore::lift_fence(conn, source, guard::MOVING).await?;
             }
             return Err(refused);
         }
