@@ -86,6 +86,13 @@ pub async fn append(conn: &mut Connection, keys: &BoardKeys, entry: &str, outcom
     Ok(())
 }
 
+/// Removes entry `id` (a write decided again, whose new decision is journaled: see
+/// `services::journal::restore`).
+pub async fn remove(conn: &mut Connection, keys: &BoardKeys, id: &str) -> Result<(), StoreError> {
+    let _: u64 = conn.xdel(keys.journal(), &[id]).await?;
+    Ok(())
+}
+
 /// Entries in a board's journal (tests, operators).
 pub async fn len(conn: &mut Connection, keys: &BoardKeys) -> Result<usize, StoreError> {
     Ok(conn.xlen(keys.journal()).await?)

@@ -64,7 +64,17 @@ pub struct Replayer {
 impl Replayer {
     /// `keys` as the live functions use them; the replayer's own journal nothing.
     pub fn new(config: Arc<Config>, keys: Keys, store: Store) -> Self {
-        let keys = keys.replaying();
+        Self::with_keys(config, keys.replaying(), store)
+    }
+
+    /// A replayer that decides lines again as live writes, each journaling its new decision
+    /// (`keys` as the live functions use them): the writes a rolled-back store took before its
+    /// fence (docs/journal.md#rollbacks).
+    pub fn deciding(config: Arc<Config>, keys: Keys, store: Store) -> Self {
+        Self::with_keys(config, keys, store)
+    }
+
+    fn with_keys(config: Arc<Config>, keys: Keys, store: Store) -> Self {
         let sign_in_board = config.sign_in_board().map(|board| board.name.clone());
         Self {
             sign_in_board,

@@ -8,7 +8,7 @@
 use axum::http::StatusCode;
 use serde_json::Value;
 
-use super::world::World;
+use super::world::{Sent, World};
 use crate::servers::RedisServer;
 
 /// The world's own Redis.
@@ -88,8 +88,12 @@ impl World {
     /// Fault: Redis started again on an older copy of its files (a snapshot restored,
     /// docs/journal.md#rollbacks): a drain (nothing left to send), the copy, comments of `users`
     /// (acknowledged: the model takes them), a drain that stores them in S3, then the server
-    /// killed and started on the copy. The drain's next run must fence the forum (its journal
-    /// holds the comments, Redis does not): its reads and writes may answer 503
+    /// killed and started on the copy. Before the drain's next run fences the forum (its journal
+    /// holds the comments, Redis does not), the older store takes writes: a retry of the first
+    /// comment (the snapshot has no marker of it) and a new comment of each user. Their replies
+    /// are the snapshot's; the model takes those it applied as the restore decides them again
+    /// (the retry a duplicate, each new one applied once, or refused as the model says); those
+    /// it refused are not in the journal. Its reads and writes may answer 503
     /// `board_restoring` until a restore brings the comments back. Standalone (the cluster pass
     /// sends the comments without the fault).
     pub(super) async fn rollback(&mut self, first_id: u32, users: &[u8]) -> Result<(), String> {
@@ -97,6 +101,8 @@ impl World {
             return self.burst(first_id, users).await;
         }
         self.drain().await?;
+        // A forum lost when the copy is taken comes back lost: the copy refuses its writes.
+        let lost_in_copy = self.forum_lost;
         if let Some(server) = self.server.as_ref() {
             server.snapshot();
         }
@@ -107,6 +113,25 @@ impl World {
             server.roll_back().await;
         }
         self.reconnected().await;
+        let retried = Self::comments(first_id, &users[..users.len().min(1)]);
+        let fresh = Self::comments(first_id, users).into_iter().map(|sent| Sent { id: format!("w{}", sent.id), ..sent });
+        for mut sent in retried.into_iter().chain(fresh) {
+            sent.body = Self::body(&sent);
+            let (status, reply) = self.app.event(sent.body.clone()).await;
+            if lost_in_copy && super::world::restoring(status, &reply) {
+                continue;
+            }
+            // Refused by the copy (a user banned then): not applied, nothing journaled.
+            if status.is_client_error() {
+                continue;
+            }
+            if status != StatusCode::OK {
+                return Err(format!("a write on the older store before its fence: {status} {reply}"));
+            }
+            let (next, _) = self.expect_event(&sent, &sent.body.to_string(), self.now());
+            self.model = next;
+            self.sent.push(sent);
+        }
         self.forum_lost = true;
         self.drain().await
     }

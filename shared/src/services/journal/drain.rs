@@ -304,8 +304,14 @@ impl<O: Objects> Drainer<O> {
         let mut conn = self.store.write_connection().await?;
         let guarded = !is_profile_journal(board);
         let born = guarded && restore::born(&mut conn, &keys).await?;
-        // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained
-        // until restored (its entries since the snapshot were decided on the older state).
+        // Writes a rolled-back store took before its fence wait in the stream to be decided
+        // again (docs/journal.md#rollbacks): stored as they are, a later restore would apply
+        // what they decided against the snapshot. Left until the restore has decided them.
+        if guarded && rollback::redecide(&mut conn, &keys).await?.is_some() {
+            tracing::error!(board, "writes taken before a rollback's fence wait for the restore to decide them again");
+            drained.lost = true;
+            return Ok(());
+        }
         // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained
         // until restored (its entries since the snapshot were decided on the older state).
         if born {

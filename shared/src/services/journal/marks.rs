@@ -84,6 +84,19 @@ pub async fn prepare(conn: &mut Connection, keys: &BoardKeys, marks: &Marks, nam
         _ if born => rollback::point(conn, keys).await?.map_or(Found::Current(None), Found::Behind),
         _ => Found::Current(None),
     };
+    // Writes the older store took before its fence, decided against the snapshot: their effects
+    // are mixed into its keys, so none can be told intact. Rebuilt from S3 alone, and the writes
+    // decided again after it (`Restorer`, docs/journal.md#rollbacks). So too for a board found
+    // rolled back whose guard (and the point) was lost since: its stream still holds them.
+    let rolled_back = matches!(found, Found::Behind(_)) || (!born && marks.rolled_back(name).is_some() && first_attempt);
+    if let (true, Some(stored)) = (rolled_back, marks.get(name))
+        && let Some(newest) = rollback::writes_since(conn, keys, stored).await?
+    {
+        rollback::mark_redecide(conn, keys, stored, &newest).await?;
+        rollback::wipe(conn, keys).await?;
+        restore::start_over(conn, keys).await?;
+        return Ok(false);
+    }
     match found {
         // Nothing says where the snapshot stands: rebuilt whole, from the start (a checkpoint
         // there is the snapshot's own, taken mid-restore).

@@ -44,6 +44,8 @@ const TAIL_PAGE: usize = 1_000;
 /// Runs sent to Redis and not answered yet, at most.
 const IN_FLIGHT: usize = 2;
 
+mod redecide;
+
 pub use super::error::RestoreError;
 pub use super::report::{BoardRestore, RestoreReport, Status};
 
@@ -53,6 +55,8 @@ pub struct Restorer<O> {
     store: Store,
     objects: O,
     replayer: Replayer,
+    /// Decides again, as live writes, those a rolled-back store took before its fence.
+    decider: Replayer,
     lease_ms: u64,
 }
 
@@ -82,7 +86,8 @@ struct Progress<'a> {
 impl<O: Objects> Restorer<O> {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O) -> Self {
         let replayer = Replayer::new(config.clone(), keys.clone(), store.clone());
-        Self { config, keys, store, objects, replayer, lease_ms: LOCK_LEASE_MS }
+        let decider = Replayer::deciding(config.clone(), keys.clone(), store.clone());
+        Self { config, keys, store, objects, replayer, decider, lease_ms: LOCK_LEASE_MS }
     }
 
     /// The lock's lease (tests stop restores and take the lock over again at once).
@@ -206,6 +211,14 @@ impl<O: Objects> Restorer<O> {
     ) -> Result<(), RestoreError> {
         let profiles = is_profile_journal(name);
         let rolled_back = !profiles && marks::prepare(progress.conn, progress.keys, marks, name).await?;
+        // Writes a rolled-back store took before its fence, left to decide again once the
+        // board was rebuilt (docs/journal.md#rollbacks): the rebuild is done when it is born.
+        let redecide = if profiles { None } else { rollback::redecide(progress.conn, progress.keys).await? };
+        if let Some(window) = &redecide
+            && restore::born(progress.conn, progress.keys).await?
+        {
+            return self.redecide(name, progress, window, deadline).await;
+        }
         if !profiles {
             restore::begin(progress.conn, progress.keys).await?;
         }
@@ -235,7 +248,12 @@ impl<O: Objects> Restorer<O> {
             self.landed(progress).await?;
         }
         // The undrained tail as it stands now; the board takes no writes while it is restored.
-        let until = if rolled_back { None } else { journal::newest_id(progress.conn, progress.keys).await? };
+        // A rebuild whose stream holds writes to decide again applies the stream up to them only.
+        let until = match &redecide {
+            _ if rolled_back => None,
+            Some((after, _)) => Some(after.clone()),
+            None => journal::newest_id(progress.conn, progress.keys).await?,
+        };
         let listed = journal_listing(&self.objects, self.keys.prefix(), name).await?;
         progress.report.journal_bytes = listed.iter().map(|(_, bytes)| bytes).sum();
         for (index, (object, bytes)) in listed.iter().enumerate() {
@@ -307,7 +325,10 @@ impl<O: Objects> Restorer<O> {
         }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
-        Ok(())
+        match &redecide {
+            Some(window) => self.redecide(name, progress, window, deadline).await,
+            None => Ok(()),
+        }
     }
 
     /// At the deadline (once this invocation has made progress): applies what it gathered and
