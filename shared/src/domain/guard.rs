@@ -42,12 +42,6 @@ pub const DRAINED: &str = "drained";
 /// entry whose effects the snapshot holds. A restore replays the journal's entries after it onto
 /// the keys as they are.
 pub const ROLLBACK: &str = "rollback";
-/// Set when a board found older than its journal had taken writes on the older store before its
-/// fence (docs/journal.md#rollbacks): `<after>|<through>`, the drain's record and the stream's
-/// last entry then. The board is rebuilt from S3 alone, and the stream's entries in that range
-/// are then decided again, in order, each replaced by the line its new decision journals; until
-/// they are, the drain leaves the board.
-pub const REDECIDE: &str = "redecide";
 /// Set when a runtime board is deleted (docs/runtime-boards.md#deleting): every write is
 /// refused (409 `board_ended`) while its end is archived and its keys freed.
 pub const ENDED: &str = "ended";

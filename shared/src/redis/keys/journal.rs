@@ -48,6 +48,13 @@ impl BoardKeys {
         format!("{}:restore-claims", self.base)
     }
 
+    /// The window of writes a rolled-back store took before its fence, to decide again
+    /// (`<after>|<through>`, docs/journal.md#rollbacks): a key of its own, so a rebuild and a
+    /// guard lost meanwhile keep it.
+    pub fn restore_redecide(&self) -> String {
+        format!("{}:restore-redecide", self.base)
+    }
+
     /// Held by the one restore of this board running (a string with a lease).
     pub fn restore_lock(&self) -> String {
         format!("{}:restore-lock", self.base)
@@ -87,6 +94,7 @@ impl BoardKeys {
             self.restore_checkpoint(),
             self.restore_claims(),
             self.restore_lock(),
+            self.restore_redecide(),
             self.notices(),
             self.notices_count(),
             self.notices_quiet(),

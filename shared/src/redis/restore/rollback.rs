@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::domain::guard::{DRAINED, FENCE, LOST, REDECIDE, ROLLBACK};
+use crate::domain::guard::{DRAINED, FENCE, LOST, ROLLBACK};
 use crate::domain::journal::stream_order;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
@@ -92,22 +92,22 @@ pub async fn writes_since(conn: &mut Connection, keys: &BoardKeys, stored: &str)
     Ok(newest.filter(|newest| stream_order(newest) > stream_order(stored)))
 }
 
-/// Records the window of entries to decide again (`guard::REDECIDE`): the first record stands
-/// (a resumed restore finds the same window, whatever was appended after it since).
+/// Records the window of entries to decide again (`BoardKeys::restore_redecide`): the first
+/// record stands (a resumed restore finds the same window, whatever was appended after it since).
 pub async fn mark_redecide(conn: &mut Connection, keys: &BoardKeys, after: &str, through: &str) -> Result<(), StoreError> {
-    let _: () = redis::cmd("HSETNX").arg(keys.guard()).arg(REDECIDE).arg(format!("{after}|{through}")).query_async(conn).await?;
+    let _: () = redis::cmd("SET").arg(keys.restore_redecide()).arg(format!("{after}|{through}")).arg("NX").query_async(conn).await?;
     Ok(())
 }
 
 /// The window of entries still to decide again: after the first id, through the second.
 pub async fn redecide(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<(String, String)>, StoreError> {
-    let window: Option<String> = redis::cmd("HGET").arg(keys.guard()).arg(REDECIDE).query_async(conn).await?;
+    let window: Option<String> = redis::cmd("GET").arg(keys.restore_redecide()).query_async(conn).await?;
     Ok(window.and_then(|window| window.split_once('|').map(|(after, through)| (after.to_owned(), through.to_owned()))))
 }
 
 /// Every entry of the window decided again: the board drains as any other from now on.
 pub async fn redecided(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
-    let _: () = redis::cmd("HDEL").arg(keys.guard()).arg(REDECIDE).query_async(conn).await?;
+    let _: () = redis::cmd("DEL").arg(keys.restore_redecide()).query_async(conn).await?;
     Ok(())
 }
 
@@ -124,8 +124,7 @@ pub async fn raise_drained(conn: &mut Connection, keys: &BoardKeys, through: &st
 /// is unknown, or whose guard (and the point) was lost since, has no key that can be told
 /// intact.
 /// The guard goes last, so a wipe that fails part-way is found rolled back, and wiped, again;
-/// its seasons' closes (`closed|…`, not journaled: a freeze's) stay, as the frozen sets do, and
-/// so does a window of writes to decide again (`REDECIDE`).
+/// its seasons' closes (`closed|…`, not journaled: a freeze's) stay, as the frozen sets do.
 pub async fn wipe(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
     let guard = keys.guard();
     let found: Vec<String> = conn
@@ -138,9 +137,7 @@ pub async fn wipe(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreEr
         let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await?;
     }
     let fields: HashMap<String, String> = redis::cmd("HGETALL").arg(&guard).query_async(conn).await?;
-    // The window of writes to decide again stays too: the rebuild is what it waits for.
-    let closed: Vec<(&String, &String)> =
-        fields.iter().filter(|(field, _)| field.starts_with(crate::domain::guard::CLOSED) || *field == REDECIDE).collect();
+    let closed: Vec<(&String, &String)> = fields.iter().filter(|(field, _)| field.starts_with(crate::domain::guard::CLOSED)).collect();
     let mut pipe = redis::pipe();
     pipe.atomic().del(&guard);
     if !closed.is_empty() {

@@ -306,10 +306,15 @@ impl<O: Objects> Drainer<O> {
         let born = guarded && restore::born(&mut conn, &keys).await?;
         // Writes a rolled-back store took before its fence wait in the stream to be decided
         // again (docs/journal.md#rollbacks): stored as they are, a later restore would apply
-        // what they decided against the snapshot. Left until the restore has decided them.
+        // what they decided against the snapshot. Left until the restore has decided them, as
+        // is a board found rolled back whose guard was lost since (its stream holds them too).
         if guarded && rollback::redecide(&mut conn, &keys).await?.is_some() {
             tracing::error!(board, "writes taken before a rollback's fence wait for the restore to decide them again");
             drained.lost = true;
+            return Ok(());
+        }
+        if let Some(point) = marks.and_then(|marks| marks.rolled_back(board)).filter(|_| guarded && !born) {
+            rolled_back(board, point.to_owned(), drained);
             return Ok(());
         }
         // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained

@@ -88,8 +88,9 @@ pub async fn prepare(conn: &mut Connection, keys: &BoardKeys, marks: &Marks, nam
     // are mixed into its keys, so none can be told intact. Rebuilt from S3 alone, and the writes
     // decided again after it (`Restorer`, docs/journal.md#rollbacks). So too for a board found
     // rolled back whose guard (and the point) was lost since: its stream still holds them.
+    // (The catalog's definitions are not decided again: its window is applied as recorded.)
     let rolled_back = matches!(found, Found::Behind(_)) || (!born && marks.rolled_back(name).is_some() && first_attempt);
-    if let (true, Some(stored)) = (rolled_back, marks.get(name))
+    if let (true, Some(stored), false) = (rolled_back, marks.get(name), name == crate::redis::keys::CATALOG_JOURNAL)
         && let Some(newest) = rollback::writes_since(conn, keys, stored).await?
     {
         rollback::mark_redecide(conn, keys, stored, &newest).await?;

@@ -55,8 +55,6 @@ pub struct Restorer<O> {
     store: Store,
     objects: O,
     replayer: Replayer,
-    /// Decides again, as live writes, those a rolled-back store took before its fence.
-    decider: Replayer,
     lease_ms: u64,
 }
 
@@ -86,8 +84,7 @@ struct Progress<'a> {
 impl<O: Objects> Restorer<O> {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O) -> Self {
         let replayer = Replayer::new(config.clone(), keys.clone(), store.clone());
-        let decider = Replayer::deciding(config.clone(), keys.clone(), store.clone());
-        Self { config, keys, store, objects, replayer, decider, lease_ms: LOCK_LEASE_MS }
+        Self { config, keys, store, objects, replayer, lease_ms: LOCK_LEASE_MS }
     }
 
     /// The lock's lease (tests stop restores and take the lock over again at once).
@@ -217,7 +214,7 @@ impl<O: Objects> Restorer<O> {
         if let Some(window) = &redecide
             && restore::born(progress.conn, progress.keys).await?
         {
-            return self.redecide(name, progress, window, deadline).await;
+            return self.redecide(name, config, progress, window, deadline).await;
         }
         if !profiles {
             restore::begin(progress.conn, progress.keys).await?;
@@ -326,7 +323,7 @@ impl<O: Objects> Restorer<O> {
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
         match &redecide {
-            Some(window) => self.redecide(name, progress, window, deadline).await,
+            Some(window) => self.redecide(name, config, progress, window, deadline).await,
             None => Ok(()),
         }
     }

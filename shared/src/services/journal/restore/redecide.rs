@@ -1,40 +1,54 @@
 //! The writes a rolled-back store took before its fence (docs/journal.md#rollbacks), decided
 //! again once the board is rebuilt from S3.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 
 use super::{Progress, RestoreError, Restorer, Status, TAIL_PAGE};
 use crate::archive::objects::Objects;
+use crate::domain::config::Config;
 use crate::redis::journal;
+use crate::redis::keys::journal_board;
 use crate::redis::restore::rollback;
-use crate::services::replay::{ReplayError, Replayed};
+use crate::services::replay::{ReplayError, Replayed, Replayer};
+
+/// Lines that record what a job did rather than a write to decide (a reshard's records, a
+/// season's release): left in the stream as they are, their effects hold whatever the state.
+const RECORDS: [&str; 2] = ["reshard", "season_release"];
 
 impl<O: Objects> Restorer<O> {
-    /// The writes a rolled-back store took before its fence (docs/journal.md#rollbacks), decided
-    /// against the snapshot: once the board is rebuilt from S3 and takes writes again, each is
-    /// decided again in order, as a live write at its own time that journals its new decision
-    /// (a retry of a write the journal holds is a duplicate, and journals nothing), then taken
-    /// out of the stream. Killed between the two, the next attempt finds the write's marker: a
-    /// duplicate, journaled once. Until the last, the drain leaves the board.
+    /// The writes a rolled-back store took before its fence, decided against the snapshot: once
+    /// the board is rebuilt from S3 and takes writes again, each is decided again in order, as a
+    /// live write at its own time on the boards as they are now (`config`: runtime ones too; a
+    /// shard's write on its board, routed to the user's shard), which journals its new decision
+    /// (a retry of a write the journal holds is a duplicate, and journals nothing); then it is
+    /// taken out of the stream. Killed between the two, the next attempt finds the write's
+    /// marker: a duplicate, journaled once. Until the last, the drain leaves the board.
     pub(super) async fn redecide(
         &self,
         name: &str,
+        config: &Config,
         progress: &mut Progress<'_>,
         (after, through): &(String, String),
         deadline: DateTime<Utc>,
     ) -> Result<(), RestoreError> {
+        let decider = Replayer::deciding(Arc::new(config.clone()), self.keys.clone(), self.store.clone());
+        let mut cursor = after.clone();
         loop {
-            let page = journal::after_until(progress.conn, progress.keys, name, Some(after), through, TAIL_PAGE).await?;
-            if page.is_empty() {
-                break;
-            }
+            let page = journal::after_until(progress.conn, progress.keys, name, Some(&cursor), through, TAIL_PAGE).await?;
+            let Some(last) = page.last() else { break };
+            let last = last.id.clone();
             for line in &page {
                 if progress.report.replayed > 0 && Utc::now() >= deadline {
                     progress.report.status = Status::InProgress;
                     return Ok(());
                 }
+                if line.entry.get("kind").and_then(|kind| kind.as_str()).is_some_and(|kind| RECORDS.contains(&kind)) {
+                    continue;
+                }
                 progress.report.replayed += 1;
-                let decided = match self.decider.replay(name, line).await {
+                let decided = match decider.replay(journal_board(name), line).await {
                     Ok(decided) => decided,
                     Err(ReplayError::Malformed { problem, .. }) => Replayed::Refused(problem),
                     Err(ReplayError::Store(error)) => return Err(error.into()),
@@ -43,6 +57,7 @@ impl<O: Objects> Restorer<O> {
                 progress.report.passed(&line.id);
                 journal::remove(progress.conn, progress.keys, &line.id).await?;
             }
+            cursor = last;
         }
         rollback::redecided(progress.conn, progress.keys).await?;
         progress.report.status = Status::Complete;
