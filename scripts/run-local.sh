@@ -105,13 +105,12 @@ fire_hotness() {
     curl -sS --fail-with-body --max-time 60 --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/hotness/invocations" --data-binary @-
 }
 
-# One drain of the journal, as its schedule would (the Invoke API again). The first one, before
-# any write, tells the boards their journal is empty: a new deployment's boards take journaled
-# writes once a drain has seen that (docs/journal.md#fence).
+# One drain of the journal, as its schedule would (the Invoke API again). None runs before the
+# demo: a new deployment's boards take writes from the first, each function judging them new at
+# its start (docs/journal.md#fence).
 fire_journal() {
   curl -sS --fail-with-body --max-time 60 --retry 2 --retry-all-errors -X POST "$base/2015-03-31/functions/journal/invocations" --data-binary '{"drain": {}}'
 }
-fire_journal >/dev/null
 
 if ! python3 scripts/demo.py "$base"; then
   $smoke && tail -n 50 "$watch_log"

@@ -11,6 +11,7 @@ mod archive_served;
 mod archived_statements;
 mod batch;
 mod batch_isolation;
+mod births;
 mod catalog_reload;
 mod closed_seasons;
 mod cluster_slots;

@@ -41,16 +41,18 @@ fn statements(function: &Value) -> Vec<Value> {
 
 /// Only `seasons` (reads) and `archive` touch DynamoDB, only the season table; only `queue`
 /// touches SQS: what its event source mapping needs of the event queue, and sending to the
-/// dead-letter queue; only `journal` (and `void`, reading) touch S3, only the journal's objects; no wildcard actions; every function may read the Redis URL secret (once,
-/// at start) and nothing else beyond logs and VPC access.
+/// dead-letter queue; only `journal` (and `void`, reading) touch S3's objects, only the journal's;
+/// `ingest`, `query` and `queue` list it (one key, at start: docs/journal.md#fence); no wildcard
+/// actions; every function may read the Redis URL secret (once, at start) and nothing else beyond
+/// logs and VPC access.
 #[test]
 fn each_function_gets_only_the_permissions_it_uses() {
     let template = template();
     const SECRET: &str = "secretsmanager:GetSecretValue";
     let allowed: BTreeMap<&str, &[&str]> = BTreeMap::from([
-        (INGEST, &[SECRET][..]),
+        (INGEST, &[SECRET, "s3:ListBucket"][..]),
         (HOTNESS, &[SECRET][..]),
-        (QUERY, &[SECRET][..]),
+        (QUERY, &[SECRET, "s3:ListBucket"][..]),
         (SEASONS, &[SECRET, "dynamodb:GetItem", "dynamodb:Query"][..]),
         (
             ARCHIVE,
@@ -64,7 +66,10 @@ fn each_function_gets_only_the_permissions_it_uses() {
                 "events:PutEvents",
             ][..],
         ),
-        ("QueueFunction", &[SECRET, "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"][..]),
+        (
+            "QueueFunction",
+            &[SECRET, "s3:ListBucket", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"][..],
+        ),
         ("JournalFunction", &[SECRET, "s3:PutObject", "s3:GetObject", "s3:ListBucket", "events:PutEvents"][..]),
         (VOID, &[SECRET, "s3:GetObject", "s3:ListBucket"][..]),
     ]);

@@ -57,6 +57,14 @@ pub async fn spawn_journaled(config: Config) -> TestApp {
     spawn_app(config, keys, Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
 }
 
+/// A journaling app of a new deployment as it stands before any function's start judged its
+/// boards (`births::at_start`): none born.
+pub async fn spawn_journaled_unborn(config: Config) -> TestApp {
+    let settings = redis_settings();
+    let keys = Keys::new(&unique_prefix()).unwrap().with_journal(true);
+    crate::spawn_app_born(config, keys, Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None, false).await
+}
+
 /// A journaling app on `keys` (another configuration over the same prefix: a rule change).
 pub async fn spawn_journaled_on(config: Config, keys: Keys) -> TestApp {
     let settings = redis_settings();

@@ -128,6 +128,19 @@ pub async fn spawn_ingest_with_stores(config: Config, store: Store, assertions: 
 
 /// The app on given keys; its `seasons` function reads archived seasons from `archive`, if any.
 pub(crate) async fn spawn_app(config: Config, keys: Keys, store: Store, assertions: Store, archive: Option<SeasonTable>) -> TestApp {
+    spawn_app_born(config, keys, store, assertions, archive, true).await
+}
+
+/// `spawn_app`; a journaled one's boards marked born (what a function's start does for a new
+/// deployment, `births::at_start`) only when `born`.
+pub(crate) async fn spawn_app_born(
+    config: Config,
+    keys: Keys,
+    store: Store,
+    assertions: Store,
+    archive: Option<SeasonTable>,
+    born: bool,
+) -> TestApp {
     let now = Arc::new(Mutex::new(at("2026-11-22T10:00:00+08:00")));
     let config = Arc::new(config);
     let clock = clock_of(&now);
@@ -144,9 +157,9 @@ pub(crate) async fn spawn_app(config: Config, keys: Keys, store: Store, assertio
     // What the journal's first drain does for a new deployment: no profile of the layout before
     // profile shards to move (docs/journal.md#profiles).
     let _: () = redis::cmd("SET").arg(keys.profiles_moved()).arg(1).query_async(&mut redis).await.unwrap();
-    if keys.journal_on() {
-        // What the journal's first drain does for a new deployment (docs/journal.md#fence):
-        // its journal holds nothing yet, so every board takes journaled writes.
+    if keys.journal_on() && born {
+        // What a function's start does for a new deployment (docs/journal.md#fence): its
+        // journal holds nothing yet, so every board takes journaled writes.
         // The runtime boards' catalog (docs/runtime-boards.md) likewise.
         let catalog = [keys.catalog()];
         for shard in config.boards().iter().flat_map(|board| keys.layout(&board.name, board.shards).all()).chain(catalog) {

@@ -91,6 +91,7 @@ impl App {
         let config = Arc::new(Config::from_env()?);
         let keys = standings::keys_from_env()?;
         let store = Store::from_env().await?;
+        standings::services::journal::births::at_start_from_env(&config, &keys, &store).await;
         Ok(Self::new(config, keys, store, standings::system_clock(), AuthMode::from_env()?, Metrics::stdout("ingest")))
     }
 

@@ -65,7 +65,9 @@ impl App {
     pub async fn from_env() -> Result<Self, Box<dyn std::error::Error + Send + Sync>> {
         let config = Arc::new(Config::from_env()?);
         let keys = standings::keys_from_env()?;
-        Ok(Self::new(config, keys, Store::from_env().await?, standings::system_clock()))
+        let store = Store::from_env().await?;
+        standings::services::journal::births::at_start_from_env(&config, &keys, &store).await;
+        Ok(Self::new(config, keys, store, standings::system_clock()))
     }
 
     /// The services for the boards as of now (declared and runtime, docs/runtime-boards.md).

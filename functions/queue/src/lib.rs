@@ -76,7 +76,9 @@ impl App {
             .filter(|url| !url.is_empty())
             .ok_or_else(|| format!("{DEAD_LETTER_QUEUE_ENV} is not set: messages that can never apply need somewhere to go"))?;
         let dead_letters = DeadLetters::connect(url).await;
-        Ok(Self::new(config, keys, Store::from_env().await?, dead_letters, standings::system_clock(), Metrics::stdout(FUNCTION)))
+        let store = Store::from_env().await?;
+        standings::services::journal::births::at_start_from_env(&config, &keys, &store).await;
+        Ok(Self::new(config, keys, store, dead_letters, standings::system_clock(), Metrics::stdout(FUNCTION)))
     }
 
     /// One batch: every message applied, retried or dead-lettered. A message whose trip to the

@@ -65,6 +65,9 @@ impl App {
             Err(_) => DEFAULT_RETENTION_DAYS,
         };
         let store = Store::from_env().await?;
+        if let Some(objects) = &objects {
+            standings::services::journal::births::at_start(&config, &keys, &store, objects).await;
+        }
         Ok(Self::new(config, keys, store, objects, retention, standings::system_clock(), AuthMode::from_env()?))
     }
 }

@@ -1,7 +1,8 @@
 //! Season archives: freezing a finished season in Redis (`freeze`), the DynamoDB table that
 //! keeps it (`table`), the job that copies one into the other (`job`) and when it runs
 //! (`schedule`); `table` and `job` need the cargo feature `dynamodb`. The journal's objects
-//! (`objects`: names, order, lines) and its S3 bucket (`s3`, cargo feature `s3`); the event bus
+//! (`objects`: names, order, lines) and its S3 bucket (`s3`, cargo feature `s3`; `probe`, cargo
+//! feature `journal-probe`, asks it only whether it holds a board); the event bus
 //! rank-change notifications go to (`bus`; EventBridge with cargo feature `eventbridge`).
 
 pub mod bus;
@@ -13,6 +14,8 @@ pub mod freeze;
 #[cfg(feature = "dynamodb")]
 pub mod job;
 pub mod objects;
+#[cfg(feature = "journal-probe")]
+pub mod probe;
 #[cfg(feature = "s3")]
 pub mod s3;
 pub mod schedule;

@@ -37,6 +37,18 @@ pub trait Objects: Send + Sync {
     }
 }
 
+/// Whether anything is stored under a prefix: the journal's witness that a board has a history
+/// its Redis may have lost (`services::journal::births`). Any bucket of objects is one.
+pub trait Witness: Send + Sync {
+    fn holds_any(&self, prefix: &str) -> impl Future<Output = Result<bool, ObjectError>> + Send;
+}
+
+impl<O: Objects> Witness for O {
+    async fn holds_any(&self, prefix: &str) -> Result<bool, ObjectError> {
+        Ok(!self.list(prefix).await?.is_empty())
+    }
+}
+
 /// The drain's record of the last entry it stored and trimmed of each journal of the tenant
 /// `prefix` (docs/journal.md#rollbacks): under `journal/` (the functions' S3 permissions), in
 /// no partition of the lines and no `.jsonl`, so no query of the journal reads it.

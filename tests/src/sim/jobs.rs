@@ -20,6 +20,25 @@ impl World {
         }
     }
 
+    /// A function's start (docs/journal.md#fence): each declared board (and the catalog) not born
+    /// is judged against the bucket. One the model holds lost with its history stays refused (the
+    /// reads after every step check the rest: a lost board taken for new would answer them).
+    pub(super) async fn function_start(&mut self) -> Result<(), String> {
+        let objects = S3Objects::new(self.s3.clone(), &self.bucket);
+        let found = standings::services::journal::births::at_start(&self.app.config, &self.app.keys, &self.app.store, &objects).await;
+        for (name, birth) in found {
+            let board = standings::redis::keys::journal_board(&name).to_owned();
+            match birth {
+                Err(error) => return Err(format!("a function's start: {name}: {error}")),
+                Ok(standings::redis::restore::Birth::New) if board == "forum" && self.forum_lost => {
+                    return Err(format!("a function's start took {name}, lost with its history, for a new board"));
+                }
+                Ok(_) => {}
+            }
+        }
+        Ok(())
+    }
+
     /// The journal's verify: every board replayed from its journal equals Redis (a deployment a
     /// fault left lost is restored first, as the alarm's runbook says).
     pub(super) async fn verify(&mut self) -> Result<(), String> {

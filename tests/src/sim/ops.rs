@@ -267,6 +267,9 @@ pub enum Op {
         cup: u8,
         delete: bool,
     },
+    /// A function's start (a deploy, a scale-out): the boards not born judged against the journal
+    /// bucket (docs/journal.md#fence); a board lost with its history is never taken for new.
+    Start,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,7 +299,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..123) {
+        let op = match rng.u32(..124) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -383,10 +386,11 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                 Op::GrantCup { cup: rng.u8(..CUPS), user, add: rng.u8(1..3), grant: id(1), again }
             }
             121 => Op::LoseCatalogLog,
-            _ => {
+            122 => {
                 let users: Vec<u8> = (0..rng.u8(1..5)).map(|_| rng.u8(..USERS)).collect();
                 Op::Rollback { first_id: id(users.len() as u32), users }
             }
+            _ => Op::Start,
         };
         ops.push(op);
     }

@@ -287,6 +287,7 @@ impl World {
                 self.drain().await?;
                 self.flush().await;
             }
+            Op::Start => self.function_start().await?,
             Op::LoseCatalogLog => {
                 self.stats.faults += 1;
                 super::faults::delete(&self.app, &[self.app.keys.catalog().catalog_log()]).await;

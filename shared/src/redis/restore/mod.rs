@@ -387,6 +387,29 @@ pub async fn found_lost(conn: &mut Connection, keys: &BoardKeys) -> Result<bool,
     Ok(redis::cmd("HEXISTS").arg(keys.guard()).arg(crate::domain::guard::LOST).query_async(conn).await?)
 }
 
+/// What `mark_new` found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Birth {
+    /// Born before: nothing written.
+    Born,
+    /// Marked born now: its first writes go ahead.
+    New,
+    /// Redis holds signs of a history (a fence, a loss, a drained entry, an entry in its stream):
+    /// left unborn, a loss for a restore to mend.
+    History,
+}
+
+/// Marks `keys`' board born if Redis holds no sign of its history, in one step (mark_born.lua):
+/// for a board the caller found the journal bucket holding nothing of (docs/journal.md#fence).
+pub async fn mark_new(conn: &mut Connection, keys: &BoardKeys) -> Result<Birth, StoreError> {
+    let found: u8 = scripts::MARK_BORN.key(keys.guard()).key(keys.journal()).invoke_async(conn).await?;
+    Ok(match found {
+        0 => Birth::Born,
+        1 => Birth::New,
+        _ => Birth::History,
+    })
+}
+
 /// Marks a board whose journal holds nothing yet as born: its first writes go ahead.
 pub async fn mark_born(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
     let _: () = redis::cmd("HSET").arg(keys.guard()).arg(crate::domain::guard::BORN).arg(1).query_async(conn).await?;

@@ -89,6 +89,7 @@ static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
 pub(crate) static RELEASE_SEASON: LazyLock<Script> = script!("release_season.lua");
 pub(crate) static TRIM_JOURNAL: LazyLock<Script> = script!("trim_journal.lua");
 pub(crate) static LIFT_FENCE: LazyLock<Script> = script!("lift_fence.lua");
+pub(crate) static MARK_BORN: LazyLock<Script> = script!("mark_born.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
 pub fn hashes() -> Vec<&'static str> {
@@ -123,6 +124,7 @@ pub fn hashes() -> Vec<&'static str> {
         &RELEASE_SEASON,
         &TRIM_JOURNAL,
         &LIFT_FENCE,
+        &MARK_BORN,
     ]
     .into_iter()
     .chain(league::scripts())

@@ -13,8 +13,8 @@ use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, journal_board, journal_shards, profile_journals};
-use crate::redis::restore;
 use crate::redis::restore::rollback::{self, Found};
+use crate::redis::restore::{self, Birth};
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
 use crate::services::catalog::boards_now;
@@ -23,7 +23,7 @@ use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde::Serialize;
 
-use crate::archive::objects::{ObjectError, Objects, Put, journal_objects, object_name};
+use crate::archive::objects::{ObjectError, Objects, Put, object_name};
 use crate::redis::notices;
 
 use super::marks::Marks;
@@ -47,6 +47,15 @@ pub enum DrainError {
     Notices(#[from] NoticeError),
     #[error("object {0} is not this chunk's (no journal line, or another first entry)")]
     Unreadable(String),
+}
+
+impl From<super::births::BirthError> for DrainError {
+    fn from(error: super::births::BirthError) -> Self {
+        match error {
+            super::births::BirthError::Store(error) => Self::Store(error),
+            super::births::BirthError::Objects(error) => Self::Objects(error),
+        }
+    }
 }
 
 /// One board's drain.
@@ -343,10 +352,7 @@ impl<O: Objects> Drainer<O> {
             // nothing yet (no object, no entry) is new; one whose journal holds objects lost its history in Redis,
             // and stays refused until a restore completes.
             // Entries in its stream are history too: a guard lost before its first drain.
-            let history = journal::len(&mut conn, &keys).await? > 0;
-            if !history && journal_objects(&self.objects, self.keys.prefix(), board).await?.is_empty() {
-                restore::mark_born(&mut conn, &keys).await?;
-            } else {
+            if super::births::judge(&self.store, &self.keys, board, &self.objects).await? == Birth::History {
                 tracing::error!(board, "the board's data was lost: its writes are refused until it is restored from the journal");
                 drained.lost = true;
             }

@@ -2,6 +2,7 @@
 //! board's journal to S3 and of its notices to the event bus, the restore of boards from the
 //! journal, and the verify and rule dry-runs that replay it into shadow keys.
 
+pub mod births;
 mod closed_seasons;
 mod drain;
 mod error;

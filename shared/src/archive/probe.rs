@@ -1,0 +1,130 @@
+//! The journal bucket asked one thing: whether it holds any object under a prefix. What tells a
+//! new board from a lost one (`services::journal::births`) in the functions that take journaled
+//! writes, at their start. One signed `ListObjectsV2` (`max-keys=1`) over the TLS the Redis
+//! client already brings, signed by the SDK's own SigV4 crate: the S3 SDK and its credential
+//! chain would add about 2 MB to `ingest`'s 7.6 MB bootstrap (BENCHMARKS.md, scenario 8) for a
+//! call made at most once per board a start.
+
+use std::borrow::Cow;
+use std::time::{Duration, SystemTime};
+
+use aws_credential_types::Credentials;
+use aws_sigv4::http_request::{PayloadChecksumKind, SignableBody, SignableRequest, SigningSettings, UriPathNormalizationMode, sign};
+use aws_sigv4::sign::v4;
+use aws_smithy_runtime_api::client::identity::Identity;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use super::objects::{ObjectError, Witness};
+
+/// A call that takes longer is an error: the board is then left to the drain to judge.
+const TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The bucket `STANDINGS_JOURNAL_BUCKET` as the function's role sees it (the credentials Lambda
+/// puts in the environment), at `AWS_ENDPOINT_URL_S3` (or `AWS_ENDPOINT_URL`) when set, path
+/// style, else at the bucket's virtual host in `AWS_REGION`.
+pub struct JournalProbe {
+    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    /// `…/` to which the listing's query is appended.
+    base: String,
+    region: String,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|value| !value.is_empty())
+}
+
+/// A query value as SigV4 and S3 encode it: everything but the unreserved characters.
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+impl JournalProbe {
+    /// `None` without a journal bucket (the journal is off: nothing to tell apart).
+    pub fn from_env() -> Option<Self> {
+        let bucket = crate::journal_bucket_from_env()?;
+        let region = env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION")).unwrap_or_else(|| "us-east-1".to_owned());
+        Self::new(&bucket, env("AWS_ENDPOINT_URL_S3").or_else(|| env("AWS_ENDPOINT_URL")).as_deref(), &region)
+    }
+
+    /// `bucket` at `endpoint` (path style) or, without one, at its virtual host in `region`.
+    pub fn new(bucket: &str, endpoint: Option<&str>, region: &str) -> Option<Self> {
+        let base = match endpoint {
+            Some(endpoint) => format!("{}/{bucket}/", endpoint.trim_end_matches('/')),
+            None => format!("https://{bucket}.s3.{region}.amazonaws.com/"),
+        };
+        let region = region.to_owned();
+        let roots = rustls::RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
+        let tls = rustls::ClientConfig::builder_with_provider(rustls::crypto::ring::default_provider().into())
+            .with_safe_default_protocol_versions()
+            .ok()?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let connector = hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(tls).https_or_http().enable_http1().build();
+        Some(Self { client: Client::builder(TokioExecutor::new()).build(connector), base, region })
+    }
+
+    async fn list(&self, prefix: &str) -> Result<bool, ObjectError> {
+        let failed = |what: &str| ObjectError(format!("listing the journal bucket: {what}"));
+        let (Some(key), Some(secret)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) else {
+            return Err(failed("no credentials in the environment"));
+        };
+        let identity: Identity = Credentials::new(key, secret, env("AWS_SESSION_TOKEN"), None, "environment").into();
+        let uri = format!("{}?list-type=2&max-keys=1&prefix={}", self.base, encode(prefix));
+        let mut settings = SigningSettings::default();
+        settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
+        settings.uri_path_normalization_mode = UriPathNormalizationMode::Disabled;
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("s3")
+            .time(SystemTime::now())
+            .settings(settings)
+            .build()
+            .map_err(|e| failed(&e.to_string()))?
+            .into();
+        let signable = SignableRequest::new("GET", Cow::Borrowed(uri.as_str()), std::iter::empty(), SignableBody::Bytes(&[]))
+            .map_err(|e| failed(&e.to_string()))?;
+        let (instructions, _) = sign(signable, &params).map_err(|e| failed(&e.to_string()))?.into_parts();
+        let mut request = hyper::Request::get(&uri).body(Empty::new()).map_err(|e| failed(&e.to_string()))?;
+        instructions.apply_to_request_http1x(&mut request);
+        let response = self.client.request(request).await.map_err(|e| failed(&e.to_string()))?;
+        let status = response.status();
+        let body = response.into_body().collect().await.map_err(|e| failed(&e.to_string()))?.to_bytes();
+        if !status.is_success() {
+            // S3's error code only (`AccessDenied`, `NoSuchBucket`): never the whole body.
+            let text = String::from_utf8_lossy(&body);
+            let code = text.split_once("<Code>").and_then(|(_, rest)| rest.split_once("</Code>")).map_or("", |(code, _)| code);
+            return Err(failed(&format!("{status} {code}")));
+        }
+        Ok(String::from_utf8_lossy(&body).contains("<Contents>"))
+    }
+}
+
+impl Witness for JournalProbe {
+    async fn holds_any(&self, prefix: &str) -> Result<bool, ObjectError> {
+        tokio::time::timeout(TIMEOUT, self.list(prefix))
+            .await
+            .unwrap_or_else(|_| Err(ObjectError(format!("listing the journal bucket: no answer within {TIMEOUT:?}"))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encode;
+
+    #[test]
+    fn a_prefix_is_encoded_as_sigv4_canonicalises_it() {
+        assert_eq!(encode("journal/prefix=a:b/board=x-1_y.z~/"), "journal%2Fprefix%3Da%3Ab%2Fboard%3Dx-1_y.z~%2F");
+    }
+}
