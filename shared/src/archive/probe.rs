@@ -74,12 +74,10 @@ impl JournalProbe {
         Some(Self { client: Client::builder(TokioExecutor::new()).build(connector), base, region })
     }
 
-    async fn list(&self, prefix: &str) -> Result<bool, ObjectError> {
-        let failed = |what: &str| ObjectError(format!("listing the journal bucket: {what}"));
-        let (Some(key), Some(secret)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) else {
-            return Err(failed("no credentials in the environment"));
-        };
-        let identity: Identity = Credentials::new(key, secret, env("AWS_SESSION_TOKEN"), None, "environment").into();
+    /// The signed listing of one key under `prefix`, as `credentials` sign it at `time`.
+    fn request(&self, prefix: &str, credentials: Credentials, time: SystemTime) -> Result<hyper::Request<Empty<Bytes>>, ObjectError> {
+        let failed = |what: String| ObjectError(format!("signing a listing of the journal bucket: {what}"));
+        let identity: Identity = credentials.into();
         let uri = format!("{}?list-type=2&max-keys=1&prefix={}", self.base, encode(prefix));
         let mut settings = SigningSettings::default();
         settings.payload_checksum_kind = PayloadChecksumKind::XAmzSha256;
@@ -88,16 +86,26 @@ impl JournalProbe {
             .identity(&identity)
             .region(&self.region)
             .name("s3")
-            .time(SystemTime::now())
+            .time(time)
             .settings(settings)
             .build()
-            .map_err(|e| failed(&e.to_string()))?
+            .map_err(|e| failed(e.to_string()))?
             .into();
         let signable = SignableRequest::new("GET", Cow::Borrowed(uri.as_str()), std::iter::empty(), SignableBody::Bytes(&[]))
-            .map_err(|e| failed(&e.to_string()))?;
-        let (instructions, _) = sign(signable, &params).map_err(|e| failed(&e.to_string()))?.into_parts();
-        let mut request = hyper::Request::get(&uri).body(Empty::new()).map_err(|e| failed(&e.to_string()))?;
+            .map_err(|e| failed(e.to_string()))?;
+        let (instructions, _) = sign(signable, &params).map_err(|e| failed(e.to_string()))?.into_parts();
+        let mut request = hyper::Request::get(&uri).body(Empty::new()).map_err(|e| failed(e.to_string()))?;
         instructions.apply_to_request_http1x(&mut request);
+        Ok(request)
+    }
+
+    async fn list(&self, prefix: &str) -> Result<bool, ObjectError> {
+        let failed = |what: &str| ObjectError(format!("listing the journal bucket: {what}"));
+        let (Some(key), Some(secret)) = (env("AWS_ACCESS_KEY_ID"), env("AWS_SECRET_ACCESS_KEY")) else {
+            return Err(failed("no credentials in the environment"));
+        };
+        let credentials = Credentials::new(key, secret, env("AWS_SESSION_TOKEN"), None, "environment");
+        let request = self.request(prefix, credentials, SystemTime::now())?;
         let response = self.client.request(request).await.map_err(|e| failed(&e.to_string()))?;
         let status = response.status();
         let body = response.into_body().collect().await.map_err(|e| failed(&e.to_string()))?.to_bytes();
@@ -121,10 +129,49 @@ impl Witness for JournalProbe {
 
 #[cfg(test)]
 mod tests {
-    use super::encode;
+    use std::time::{Duration, SystemTime};
+
+    use aws_credential_types::Credentials;
+
+    use super::{JournalProbe, encode};
 
     #[test]
     fn a_prefix_is_encoded_as_sigv4_canonicalises_it() {
         assert_eq!(encode("journal/prefix=a:b/board=x-1_y.z~/"), "journal%2Fprefix%3Da%3Ab%2Fboard%3Dx-1_y.z~%2F");
+    }
+
+    /// Signed as botocore's `S3SigV4Auth` signs the same listing at the same time (its headers,
+    /// computed once with botocore and pasted here): another implementation's canonical
+    /// request, since moto_server does not check signatures.
+    #[test]
+    fn a_listing_is_signed_as_botocore_signs_it() {
+        let at = SystemTime::UNIX_EPOCH + Duration::from_secs(1_767_323_045); // 2026-01-02T03:04:05Z
+        let secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY";
+        let header = |request: &hyper::Request<_>, name: &str| request.headers()[name].to_str().unwrap().to_owned();
+
+        let aws = JournalProbe::new("journal-bucket", None, "eu-west-1").unwrap();
+        let credentials = Credentials::new("AKIDEXAMPLE", secret, Some("session-token".into()), None, "test");
+        let request = aws.request("journal/prefix=p:a/board=points/", credentials, at).unwrap();
+        assert_eq!(
+            request.uri().to_string(),
+            "https://journal-bucket.s3.eu-west-1.amazonaws.com/?list-type=2&max-keys=1&prefix=journal%2Fprefix%3Dp%3Aa%2Fboard%3Dpoints%2F"
+        );
+        assert_eq!(header(&request, "x-amz-security-token"), "session-token");
+        assert_eq!(
+            header(&request, "authorization"),
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260102/eu-west-1/s3/aws4_request, \
+             SignedHeaders=host;x-amz-content-sha256;x-amz-date;x-amz-security-token, \
+             Signature=19363dbb98af875e243a3cb853e49d92fbacf105c699c7bfb2dfc755a9735494"
+        );
+
+        let local = JournalProbe::new("journal-bucket", Some("http://127.0.0.1:5000/"), "us-east-1").unwrap();
+        let request = local.request("journal/", Credentials::new("AKIDEXAMPLE", secret, None, None, "test"), at).unwrap();
+        assert_eq!(request.uri().to_string(), "http://127.0.0.1:5000/journal-bucket/?list-type=2&max-keys=1&prefix=journal%2F");
+        assert_eq!(
+            header(&request, "authorization"),
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20260102/us-east-1/s3/aws4_request, \
+             SignedHeaders=host;x-amz-content-sha256;x-amz-date, \
+             Signature=cd8057db02b31652a2877c6e3cb7fe4cdbc7a6e7be223d24bc6aa2daa45f2b10"
+        );
     }
 }
