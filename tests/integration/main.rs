@@ -46,6 +46,7 @@ mod notify_lease;
 mod notify_model;
 mod notify_put_events;
 mod notify_repairs;
+mod online_reshard;
 mod openapi;
 mod partial_writes;
 mod query;

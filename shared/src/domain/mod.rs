@@ -1,7 +1,8 @@
 //! Pure rules, time passed in, no network: board configuration, periods and calendars, leagues,
 //! scoring, rank-change notifications, the tie-break encoding, ids, decay, board distributions,
-//! the guard's fields and lists that page.
+//! the guard's fields, lists that page and the rounds of a move between layouts.
 
+pub mod catch_up;
 pub mod config;
 pub mod correction;
 pub mod decay;

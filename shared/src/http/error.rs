@@ -281,6 +281,8 @@ pub const STORE_FULL: &str = "the leaderboard store is out of memory on at least
 
 /// Seconds a client waits before retrying a write to a board being restored.
 pub const RESTORING_RETRY_SECS: u64 = 30;
+/// A move's last step (`board_resharding`) takes seconds.
+pub const RESHARDING_RETRY_SECS: u64 = 1;
 
 impl From<StoreError> for ApiError {
     fn from(error: StoreError) -> Self {
@@ -290,7 +292,9 @@ impl From<StoreError> for ApiError {
 
 /// Status and code of a store failure (see `ApiError::store`, which also logs it).
 pub fn store_status(error: &StoreError) -> (StatusCode, &'static str) {
-    if error.is_restoring() {
+    if error.is_resharding() {
+        (StatusCode::SERVICE_UNAVAILABLE, "board_resharding")
+    } else if error.is_restoring() {
         (StatusCode::SERVICE_UNAVAILABLE, "board_restoring")
     } else if error.is_ended() {
         (StatusCode::CONFLICT, "board_ended")
@@ -300,8 +304,6 @@ pub fn store_status(error: &StoreError) -> (StatusCode, &'static str) {
         (StatusCode::SERVICE_UNAVAILABLE, "store_full")
     } else if matches!(error, StoreError::EvictingPolicy(_)) {
         (StatusCode::SERVICE_UNAVAILABLE, "store_misconfigured")
-    } else if matches!(error, StoreError::Resharding { .. }) {
-        (StatusCode::SERVICE_UNAVAILABLE, "board_resharding")
     } else if matches!(error, StoreError::Rescaled { .. }) {
         (StatusCode::SERVICE_UNAVAILABLE, "board_scale_changed")
     } else {
@@ -313,6 +315,12 @@ impl ApiError {
     /// The one answer for every store failure: a programming error, full, misconfigured, or
     /// unavailable.
     pub fn store(error: &StoreError) -> Self {
+        if error.is_resharding() {
+            tracing::warn!("refused: the board is taking its last step to another layout");
+            let message = "this board is taking the last step of its move to another layout (docs/scaling.md#changing-shards); \
+                writes resume within seconds; retry (writes with the same ids); reads answer meanwhile";
+            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_resharding", message).with_retry_after(RESHARDING_RETRY_SECS);
+        }
         if error.is_restoring() {
             tracing::warn!("refused: the board is being restored from its journal");
             let message = "this board is being restored from its journal; reads and writes resume when the restore completes; \
@@ -330,14 +338,6 @@ impl ApiError {
             tracing::error!(error = %error, "store out of memory");
             // Memory is freed by expiring keys or by an operator, not within a second.
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", STORE_FULL).with_retry_after(5);
-        }
-        if let StoreError::Resharding { board, recorded, configured } = &error {
-            tracing::error!(board, recorded, configured, "writes refused: the board's data is in another layout than configured");
-            let message = format!(
-                "board {board:?} holds its data in {recorded} shard(s) but is configured with {configured}; \
-                 writes resume once it is moved (docs/scaling.md#changing-shards); reads answer from its data"
-            );
-            return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_resharding", &message).with_retry_after(RESTORING_RETRY_SECS);
         }
         if let StoreError::Rescaled { board, recorded, configured } = &error {
             tracing::error!(board, recorded, configured, "writes refused: the board's scores are laid out for another max_score");

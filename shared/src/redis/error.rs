@@ -20,10 +20,6 @@ pub enum StoreError {
     /// A read found its board being restored, or lost (docs/journal.md#fence).
     #[error("the board is being restored from its journal")]
     Restoring,
-    /// A board's data is in another layout than the configuration's (docs/scaling.md):
-    /// writes are refused until it is moved or the configuration restored.
-    #[error("board {board:?} holds its data in {recorded} shard(s); the configuration says {configured}")]
-    Resharding { board: String, recorded: u32, configured: u32 },
     /// A score board's scores are laid out for another `max_score` than the configuration's
     /// (docs/boards.md#score-boards): its reads and writes are refused rather than misread.
     #[error("board {board:?} holds scores laid out for max_score {recorded}; the configuration says {configured}")]
@@ -56,6 +52,12 @@ impl StoreError {
     /// (docs/journal.md#fence): a journaled write was refused with nothing written.
     pub fn is_restoring(&self) -> bool {
         matches!(self, StoreError::Restoring) || matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_RESTORING"))
+    }
+
+    /// A move between layouts is in its last step (the `moving` fence,
+    /// docs/scaling.md#changing-shards): a journaled write was refused with nothing written.
+    pub fn is_resharding(&self) -> bool {
+        matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_RESHARDING"))
     }
 
     /// The runtime board is being deleted (docs/runtime-boards.md#deleting): a write was

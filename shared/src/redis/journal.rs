@@ -188,6 +188,12 @@ pub async fn tail(conn: &mut Connection, keys: &BoardKeys, board: &str, page: us
     Ok(tail)
 }
 
+/// Where the board's journal stands now (journal_point.lua): every entry written so far is at
+/// most this id, every later one greater.
+pub async fn point(conn: &mut Connection, keys: &BoardKeys) -> Result<String, StoreError> {
+    Ok(crate::redis::scripts::JOURNAL_POINT.key(keys.journal()).invoke_async(conn).await?)
+}
+
 pub async fn newest_id(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<String>, StoreError> {
     let reply: StreamRangeReply = conn.xrevrange_count(keys.journal(), "+", "-", 1).await?;
     Ok(reply.ids.first().map(|entry| entry.id.clone()))

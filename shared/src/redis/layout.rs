@@ -1,10 +1,11 @@
 //! The layout a board's data is in (docs/scaling.md#changing-shards): how many shards, as
 //! recorded in Redis beside the board's one-slot keys (`Keys::board_layout`). A function whose
-//! configuration says otherwise refuses the board's writes (`StoreError::Resharding`) and
-//! reads the recorded layout, so a changed `shards` never splits a board or hides its data.
+//! configuration says otherwise writes and reads the recorded layout until a move's switch
+//! records its own, so a changed `shards` never splits a board or hides its data.
 //!
 //! Probed once per board per container every `LAYOUT_PROBE_SECS` (the write path stays one
-//! round trip per board in between). With no record, a board's data is in its one slot when
+//! round trip per board in between), every `MOVING_PROBE_MS` while the recorded count is not
+//! the configured one. With no record, a board's data is in its one slot when
 //! it holds any there (a board written before shards existed, or never sharded: nothing is
 //! recorded for it), else in its configured layout, recorded by its first write.
 //!
@@ -34,6 +35,10 @@ use crate::domain::scores::MAX_SCORE;
 
 /// How long a probe of a board's recorded layout is trusted.
 pub const LAYOUT_PROBE_SECS: u64 = 30;
+/// How long one is trusted while the board's data is in another count of shards than the
+/// configuration's (a move due or under way, docs/scaling.md#changing-shards): its writes go
+/// where the data is, and find the new layout within this of the move's switch.
+pub const MOVING_PROBE_MS: u64 = 500;
 
 /// The recorded layouts probed by this container.
 #[derive(Default)]
@@ -111,9 +116,14 @@ impl Layouts {
         }
         // By the record's key: containers may hold several prefixes' keys (a test, a shadow).
         let layout = keys.board_layout(&board.name);
-        let cached = self.probed.lock().ok().and_then(|probed| {
-            probed.get(&layout).filter(|(at, _)| at.elapsed() < Duration::from_secs(LAYOUT_PROBE_SECS)).map(|(_, found)| *found)
-        });
+        let trusted = |found: &Recorded| {
+            if found.shards == board.shards { Duration::from_secs(LAYOUT_PROBE_SECS) } else { Duration::from_millis(MOVING_PROBE_MS) }
+        };
+        let cached = self
+            .probed
+            .lock()
+            .ok()
+            .and_then(|probed| probed.get(&layout).filter(|(at, found)| at.elapsed() < trusted(found)).map(|(_, found)| *found));
         let found = match cached {
             Some(found) => found,
             None => {
@@ -125,6 +135,14 @@ impl Layouts {
             }
         };
         Ok(found)
+    }
+
+    /// Forgets every probe (a write found a board restoring: a move's switch may have freed the
+    /// layout probed).
+    pub fn forget_all(&self) {
+        if let Ok(mut probed) = self.probed.lock() {
+            probed.clear();
+        }
     }
 
     /// Forgets what was probed of record `record` (a reshard changed it).

@@ -126,7 +126,7 @@ impl Store {
                 Link::Cluster(connection.get_or_try_init(|| client.get_async_connection()).await?.clone())
             }
         };
-        Ok(Connection { link, round_trips: self.round_trips.clone() })
+        Ok(Connection { link, round_trips: self.round_trips.clone(), layouts: self.layouts.clone() })
     }
 
     /// A connection for a write: refused (`EvictingPolicy`) when the store may evict keys. The
@@ -171,14 +171,14 @@ impl Store {
         Ok(keys.layout_at(&board.name, shards, generation))
     }
 
-    /// The layout a write to `board` goes to; refused while its data is in another layout than
-    /// the configuration's (`Resharding`): it would land where no read looks.
+    /// The layout a write to `board` goes to: where its data is, as reads read it, whatever
+    /// shards the configuration says. A deploy with another count writes where the data is
+    /// until a move's switch records the new layout (docs/scaling.md#changing-shards); only the
+    /// move's last step refuses writes (its `moving` fence, 503 `board_resharding`).
     pub async fn write_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
-        match self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await? {
-            (recorded, generation) if recorded == board.shards => Ok(keys.layout_at(&board.name, recorded, generation)),
-            (recorded, _) => Err(StoreError::Resharding { board: board.name.clone(), recorded, configured: board.shards }),
-        }
+        let (recorded, generation) = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await?;
+        Ok(keys.layout_at(&board.name, recorded, generation))
     }
 
     /// The layout `board`'s data is in and the `max_score` its scores are held at
@@ -244,6 +244,7 @@ enum Link {
 pub struct Connection {
     link: Link,
     round_trips: Arc<AtomicU64>,
+    layouts: Arc<super::layout::Layouts>,
 }
 
 /// One call of a Lua script: the script, its KEYS and its ARGV, run with
@@ -395,6 +396,12 @@ impl Connection {
             Err(e) if e.kind() == ErrorKind::Server(ServerErrorKind::NoScript) => {
                 call.script.load_async(self).await?;
                 self.send_script(call, wait).await?
+            }
+            // A board found restoring may have been moved by a switch this container's probe
+            // predates (its old guards freed): the next write probes its layout again.
+            Err(e) if e.code() == Some("BOARD_RESTORING") => {
+                self.layouts.forget_all();
+                return Err(e.into());
             }
             result => result?,
         };

@@ -1,9 +1,9 @@
 //! Reshards in the simulation: the guild moved to another count of slots as an operator does it
 //! (docs/scaling.md#changing-shards): a deploy with the new count, then the journal function's
-//! `reshard` until it answers `complete`, with the old deploy's and the new one's writes
-//! refused while the board moves and their reads answering as the model says, during the move
-//! and (the old deploy's, its layout probed before the switch) after it. Every read then checks
-//! the moved board against the model.
+//! `reshard` until it answers `complete`. Both deploys' writes go on while the lines move (where
+//! the data is) and are refused in the move's last step only; their reads answer as the model
+//! says during the move and (the old deploy's, its layout probed before the switch) after it.
+//! Every read then checks the moved board against the model.
 
 use std::sync::Arc;
 
@@ -18,11 +18,13 @@ use super::world::{World, config, config_with, far};
 /// Invocations a reshard in steps may take.
 const MAX_INVOCATIONS: usize = 400;
 
-/// A post refused part-way as docs/scaling.md says: the old deploy's by its fenced shards
-/// (`board_restoring`), the new one's until the layout is recorded (`board_resharding`).
-fn refused(status: StatusCode, reply: &Value, code: &str) -> bool {
-    status == StatusCode::SERVICE_UNAVAILABLE && reply["error"]["code"] == code
+/// A post refused in a move's last step as docs/scaling.md says, on either deploy.
+fn refused(status: StatusCode, reply: &Value) -> bool {
+    status == StatusCode::SERVICE_UNAVAILABLE && reply["error"]["code"] == "board_resharding"
 }
+
+/// Invocations of a move in steps whose writes and reads are checked on both deploys.
+const CHECKED_STEPS: usize = 3;
 
 impl World {
     pub(super) async fn reshard(&mut self, shards: u8, steps: bool, killed: Option<u8>) -> Result<(), String> {
@@ -58,7 +60,6 @@ impl World {
             task.abort();
             let _ = task.await;
         }
-        let post = json!({"event_id": format!("move{}", self.stats.steps), "user_id": "u0", "action": "post"});
         // Whether an invocation moved anything yet (before: only a killed one's lock answered).
         let mut moving = false;
         for invocation in 0..MAX_INVOCATIONS {
@@ -76,7 +77,6 @@ impl World {
                 }
                 Err(error) => return Err(format!("reshard {} -> {shards}, invocation {invocation}: {error:?}", self.guild_shards)),
             };
-            let first = !moving;
             moving = true;
             if report["status"] == "complete" {
                 // The old deploy's probe of the layout predates the switch: it reads the freed
@@ -88,14 +88,10 @@ impl World {
                 self.guild_had.push(shards);
                 return Ok(());
             }
-            if first {
-                // Part-way, neither deploy writes to the board: the old one's shards are fenced,
-                // the new one waits for its layout.
-                for (which, app, code) in [("old", &self.app, "board_restoring"), ("new", &moved, "board_resharding")] {
-                    let (status, reply) = app.event(post.clone()).await;
-                    if !refused(status, &reply, code) {
-                        return Err(format!("a post to the guild while it moves, {which} deploy: {status} {reply}"));
-                    }
+            if invocation < CHECKED_STEPS {
+                for old in [true, false] {
+                    let id = format!("move{}-{invocation}-{old}", self.stats.steps);
+                    self.post_while_moving(&moved, old, &id, report["last_step"] == true).await?;
                 }
                 // Reads go on (the move's fence refuses writes only), on either deploy, as the
                 // model says: every board as it was.
@@ -148,6 +144,25 @@ impl World {
         if status != axum::http::StatusCode::OK || got != expected {
             return Err(format!("the arcade read by a deploy on another max_score: expected {expected:?}, got {status} {top}"));
         }
+        Ok(())
+    }
+
+    /// A post to the guild from the old deploy (`old`) or the new one while the guild moves: taken
+    /// where the data is while the lines move, refused in the move's last step (`last_step`).
+    async fn post_while_moving(&mut self, moved: &crate::TestApp, old: bool, id: &str, last_step: bool) -> Result<(), String> {
+        let body = json!({"event_id": id, "user_id": "u0", "action": "post"});
+        let (status, reply) = if old { self.app.event(body.clone()).await } else { moved.event(body.clone()).await };
+        let which = if old { "old" } else { "new" };
+        if last_step {
+            return match refused(status, &reply) {
+                true => Ok(()),
+                false => Err(format!("a post to the guild in its move's last step, {which} deploy: {status} {reply}")),
+            };
+        }
+        let mut next = self.model.clone();
+        let expect = next.post(id, &body.to_string(), "u0", self.now());
+        self.agree(&format!("a post to the guild while it moves, {which} deploy"), &expect, status, &reply, false)?;
+        self.model = next;
         Ok(())
     }
 

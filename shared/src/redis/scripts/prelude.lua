@@ -47,6 +47,11 @@ end
 -- BOARD_RESTORING, is answered 503 board_restoring (docs/journal.md#fence). `born` and `fence`
 -- are those fields of the guard.
 local function refuse_restoring(born, fence)
+  -- A move between layouts fences writes for its last step only (docs/scaling.md#changing-shards):
+  -- answered 503 board_resharding, for a retry a second later.
+  if effects and fence == GUARD_MOVING and born then
+    error({err = 'BOARD_RESHARDING the board is taking its last step to another layout'})
+  end
   if effects and (fence or not born) then
     error({err = 'BOARD_RESTORING the board is being restored from its journal'})
   end

@@ -14,6 +14,8 @@ mod report;
 mod rescale;
 mod reshard;
 mod reshard_check;
+mod reshard_lines;
+mod reshard_start;
 mod restore;
 mod shadow;
 

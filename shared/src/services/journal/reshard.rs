@@ -1,37 +1,37 @@
 //! Moving a board to the number of shards its configuration now says (docs/scaling.md#changing-
 //! shards): `{"reshard": {"board": …}}` on the `journal` function. The journal's recorded
 //! effects of every line of the old layout are applied in the user's shard of the new one
-//! (`restore_lines.lua`, with the line copied into that shard's journal in the same call, so
-//! the new layout's journal holds the board's whole history and a restore needs nothing else);
-//! archived seasons are carried as they were (`closed_seasons`), every period set of either
-//! layout is then compared, the layout recorded and the old keys freed.
+//! (`reshard_lines`, with the line copied into that shard's journal in the same call, so the new
+//! layout's journal holds the board's whole history and a restore needs nothing else); archived
+//! seasons are carried as they were (`closed_seasons`), every period set of either layout is
+//! then compared, the layout recorded and the old keys freed.
 //!
-//! Fenced: the old shards' guards refuse journaled writes from the first step (a function still
-//! configured the old way included), functions configured the new way refuse the board's writes
-//! until the layout is recorded (`board_resharding`), and reads of the old layout answer
-//! `board_restoring` while it moves. Resumable: each shard of the new layout records how far it
-//! got in the call that applies a run (`<source shard>/<stream id>`), so an invocation stopped
-//! by its deadline, or killed, goes on where the lines it applied end.
+//! Online: writes go on to the old layout (every function writes where the data is) while the
+//! lines up to the point the move started at are moved; then the old shards' guards are fenced
+//! (`moving`: writes answer 503 `board_resharding`, reads go on) for the last step only: the
+//! lines written since, the closed seasons, the check and the switch. A `max_score` move is
+//! fenced from its first step (writes on the new scale wait for it anyway). Resumable: each
+//! shard of the new layout records how far it got in the call that applies a run
+//! (`<range>/<stream id>`), and the move's starting points are recorded beside it, so an
+//! invocation stopped by its deadline, or killed, goes on where the lines it applied end.
 
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::reshard_lines::{Lines, Moving, Place, Range, parse_place};
 use super::restore::{RestoreError, Status};
-use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, parse_lines, read_text};
+use crate::archive::objects::Objects;
+use crate::domain::catch_up::{Next, ROUND_MS};
 use crate::domain::config::{BoardKind, Config};
 use crate::domain::guard;
-use crate::domain::journal::{Effects, Entry, Line, RESHARDED, Stamp};
+use crate::domain::journal::{Entry, Stamp};
 use crate::domain::rescale::Rescale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::store::{Connection, Store};
-use crate::redis::{journal, layout, restore};
-
-/// Lines a run applies in one call, and a stream page read at once.
-const RUN_LINES: usize = 200;
-const STREAM_PAGE: usize = 1000;
+use crate::redis::{layout, restore};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReshardReport {
@@ -43,6 +43,9 @@ pub struct ReshardReport {
     pub moved: usize,
     /// Period sets compared, old layout against new, before the switch.
     pub periods_checked: usize,
+    /// Whether the move reached its last step: the board's writes wait (503 `board_resharding`)
+    /// until it completes. Before it, writes go on to the old layout.
+    pub last_step: bool,
     /// The `max_score` the board's scores were re-encoded from and to (docs/boards.md#changing-max_score).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_score: Option<ScaleMove>,
@@ -56,37 +59,12 @@ pub struct ScaleMove {
 
 pub struct Resharder<O> {
     config: Arc<Config>,
-    keys: Keys,
+    pub(super) keys: Keys,
     store: Store,
-    objects: O,
-    lease_ms: u64,
-}
-
-/// A line's place in the move: its source shard, then its stream id's numbers.
-type Place = (usize, u64, u64);
-
-/// What a move carries from line to line: where they go, how far each new shard got, the runs
-/// being filled.
-struct Moving<'a> {
-    board: &'a crate::domain::config::Board,
-    rescale: Option<&'a Rescale>,
-    target: &'a Layout,
-    targets: &'a [BoardKeys],
-    token: &'a str,
-    deadline: DateTime<Utc>,
-    done: Vec<Option<Place>>,
-    runs: Vec<restore::Run>,
-    clock: restore::Clock,
-}
-
-fn place(source: usize, id: &str) -> Option<Place> {
-    let (ms, seq) = id.split_once('-')?;
-    Some((source, ms.parse().ok()?, seq.parse().ok()?))
-}
-
-fn parse_place(through: &str) -> Option<Place> {
-    let (source, id) = through.split_once('/')?;
-    place(source.parse().ok()?, id)
+    pub(super) objects: O,
+    pub(super) lease_ms: u64,
+    /// A round that ended within this of its start is the last before the fence (`ROUND_MS`).
+    round_ms: i64,
 }
 
 /// A field of a new shard's reshard checkpoint (`through`, `from`).
@@ -96,7 +74,14 @@ async fn checkpoint<T: redis::FromRedisValue>(conn: &mut Connection, target: &Bo
 
 impl<O: Objects> Resharder<O> {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O) -> Self {
-        Self { config, keys, store, objects, lease_ms: super::restore::LOCK_LEASE_MS }
+        Self { config, keys, store, objects, lease_ms: super::restore::LOCK_LEASE_MS, round_ms: ROUND_MS }
+    }
+
+    /// Rounds until one finds nothing new (tests whose invocations move a line each, `0`) or
+    /// ends within `round_ms` of its start.
+    pub fn with_round_ms(mut self, round_ms: i64) -> Self {
+        self.round_ms = round_ms;
+        self
     }
 
     pub fn with_lease_ms(mut self, lease_ms: u64) -> Self {
@@ -123,8 +108,16 @@ impl<O: Objects> Resharder<O> {
         }
 
         let max_score = rescale.as_ref().map(|rescale| ScaleMove { from: rescale.from_max(), to: rescale.to_max() });
-        let mut report =
-            ReshardReport { board: name.to_owned(), from, to, status: Status::Complete, moved: 0, periods_checked: 0, max_score };
+        let mut report = ReshardReport {
+            board: name.to_owned(),
+            from,
+            to,
+            status: Status::Complete,
+            moved: 0,
+            periods_checked: 0,
+            last_step: false,
+            max_score,
+        };
         // Re-encoded scores are new keys and a new journal: the next generation's.
         let target = self.keys.layout_at(name, to, source.generation() + u32::from(rescale.is_some()));
         let targets = target.all();
@@ -178,61 +171,12 @@ impl<O: Objects> Resharder<O> {
         let starting = done.iter().all(Option::is_none);
         // A move refused is refused before it fences anything: the board goes on as it was.
         if starting {
-            // A lost shard's guard (its closed seasons, bans) is not there to carry: restored
-            // first. (A guard not born with no history is a board that never took a write.)
-            for (source, journal_name) in sources.iter().zip(source.journals()) {
-                // Fenced already (a loss a write found, a restore under way): not this move's
-                // fence to lift if it is refused. (This move's own, from an invocation killed
-                // before it moved a line, is taken up again.)
-                let (fence, lost): (Option<String>, bool) =
-                    redis::pipe().hget(source.guard(), guard::FENCE).hexists(source.guard(), guard::LOST).query_async(conn).await?;
-                let fenced = fence.is_some_and(|fence| fence != guard::MOVING);
-                let unborn = !restore::born(conn, source).await?
-                    && (journal::len(conn, source).await? > 0
-                        || !journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?.is_empty());
-                if fenced || lost || unborn {
-                    return Err(RestoreError::Invalid(format!(
-                        "board {name:?} is lost, fenced or being restored ({} is not born, or fenced): restore it, then move it",
-                        source.guard()
-                    )));
-                }
-            }
-            super::generations::movable(conn, &self.objects, &self.keys, source).await?;
-            for (target, journal_name) in targets.iter().zip(target.journals()) {
-                let objects = journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?;
-                if !objects.is_empty() || !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
-                    return Err(RestoreError::Invalid(format!(
-                        "the new layout of board {name:?} already holds boards or journal objects (a layout it had before?): \
-                         delete its keys and its objects under {journal_name:?} first"
-                    )));
-                }
-            }
+            self.movable(conn, name, source, target).await?;
         }
-        for source in &sources {
-            let _: () = redis::cmd("HSETNX")
-                .arg(source.guard())
-                .arg(guard::FENCE)
-                .arg(guard::MOVING)
-                .query_async(conn)
-                .await
-                .map_err(StoreError::from)?;
-        }
-        // A fence of another kind found on a resumed move (a loss a write found, a rollback the
-        // drain found): restored first, as at the start; the switch would free it with the rest.
-        for source in &sources {
-            let (fence, lost, rolled_back): (Option<String>, bool, bool) = redis::pipe()
-                .hget(source.guard(), guard::FENCE)
-                .hexists(source.guard(), guard::LOST)
-                .hexists(source.guard(), guard::ROLLBACK)
-                .query_async(conn)
-                .await
-                .map_err(StoreError::from)?;
-            if fence.as_deref() != Some(guard::MOVING) || lost || rolled_back {
-                return Err(RestoreError::Invalid(format!(
-                    "board {name:?} was lost or fenced while it moved ({}): restore it, then move it",
-                    source.guard()
-                )));
-            }
+        // A re-encode is fenced from the first step: writes on the new scale wait for it anyway.
+        let online = rescale.is_none();
+        if !online {
+            self.fence(conn, name, &sources).await?;
         }
         // Fenced first, so no write lands a score the check did not see; refused, the fence is
         // lifted and nothing else was written.
@@ -251,28 +195,7 @@ impl<O: Objects> Resharder<O> {
             self.store.forget_layout(&self.keys, name);
         }
         if starting {
-            for target in targets {
-                // What the move is from, for a move that records the layout and stops before
-                // its end (see `moved_from`).
-                let _: () = redis::cmd("HSET")
-                    .arg(target.reshard_checkpoint())
-                    .arg("from")
-                    .arg(layout::text(source.shards(), source.generation()))
-                    .query_async(conn)
-                    .await
-                    .map_err(StoreError::from)?;
-            }
-            // A new shard's guard may exist (the drain marks a journal with no objects born): it
-            // takes the moved lines' bans all the same.
-            for target in targets {
-                let _: () = redis::cmd("HSET")
-                    .arg(target.restore_claims())
-                    .arg(target.guard())
-                    .arg("1")
-                    .query_async(conn)
-                    .await
-                    .map_err(StoreError::from)?;
-            }
+            self.start_targets(conn, source, targets).await?;
         }
         let mut moving = Moving {
             board,
@@ -284,42 +207,21 @@ impl<O: Objects> Resharder<O> {
             done,
             runs: targets.iter().map(|_| restore::Run::default()).collect(),
             clock: restore::Clock::read(conn).await?,
+            moved: 0,
         };
-        // One object in memory at a time, then the stream's tail (the lines not stored yet).
-        for (index, journal_name) in source.journals().iter().enumerate() {
-            let tail = journal::tail(conn, &sources[index], journal_name, STREAM_PAGE).await?;
-            let first = tail.first().and_then(|line| place(index, &line.id));
-            // An object every new shard has moved past (its successor's first line included)
-            // is not read again by a resumed move.
-            let applied = moving.done.iter().copied().min().flatten();
-            let objects = journal_objects(&self.objects, self.keys.prefix(), journal_name).await?;
-            for (k, object) in objects.iter().enumerate() {
-                let next = objects.get(k + 1).and_then(|next| object_order(next)).map(|(_, ms, seq)| (index, ms, seq));
-                if next.is_some_and(|next| applied.is_some_and(|applied| next <= applied)) {
-                    continue;
-                }
-                let unreadable = |e: ReadError| RestoreError::Unreadable(object.clone(), e.to_string());
-                let text = read_text(&self.objects, object).await.map_err(unreadable)?;
-                for line in parse_lines(object, &text) {
-                    let line = line.map_err(unreadable)?;
-                    // Stored and still in the stream (a drain between the two reads): moved from
-                    // the stream. (A line without an id is refused by `move_line`.)
-                    if first.is_some_and(|first| place(index, &line.id).is_some_and(|at| at >= first)) {
-                        continue;
-                    }
-                    if !self.move_line(conn, &mut moving, report, index, journal_name, &line).await? {
-                        return Ok(());
-                    }
-                }
-            }
-            for line in &tail {
-                if !self.move_line(conn, &mut moving, report, index, journal_name, line).await? {
-                    return Ok(());
-                }
-            }
+        let lines = self.lines();
+        // A re-encode: every line, fenced.
+        report.last_step = !online;
+        let moved = match online {
+            true => self.catch_up(conn, &mut moving, report, source).await?,
+            false => lines.move_all(conn, &mut moving, source).await?,
+        };
+        report.moved = moving.moved;
+        if !moved {
+            report.status = Status::InProgress;
+            return Ok(());
         }
-        let runs = &mut moving.runs;
-        self.flush_all(conn, targets, token, runs).await?;
+        lines.flush_all(conn, targets, token, &mut moving.runs).await?;
         let carried = super::closed_seasons::carry(conn, board, &sources, target, rescale, Utc::now()).await?;
         let checked = super::reshard_check::compare(conn, (source, target, rescale), board, &carried, deadline).await?;
         report.periods_checked = checked.compared;
@@ -331,6 +233,64 @@ impl<O: Objects> Resharder<O> {
             return Ok(());
         }
         self.finish_move(conn, name, source, target, rescale).await
+    }
+
+    fn lines(&self) -> Lines<'_, O> {
+        Lines { objects: &self.objects, keys: &self.keys, lease_ms: self.lease_ms }
+    }
+
+    /// An online move's lines (`domain::catch_up`): its rounds while writes go on, each old
+    /// shard's lines of round `r` at places of index `r·n + shard`; then, fenced, its last step's,
+    /// past them all. False: the deadline stopped it.
+    async fn catch_up(
+        &self,
+        conn: &mut Connection,
+        moving: &mut Moving<'_>,
+        report: &mut ReshardReport,
+        source: &Layout,
+    ) -> Result<bool, RestoreError> {
+        let (name, sources, journals, n) = (moving.board.name.as_str(), source.all(), source.journals(), source.all().len());
+        let lines = self.lines();
+        let mut rounds = self.rounds(conn, source, moving.targets).await?;
+        let mut fenced = self.fenced(conn, name, source).await?;
+        report.last_step = fenced;
+        // A resumed move goes through every round again (what it moved is skipped); a round
+        // added here is the only one left to move.
+        let mut first = 0;
+        while !fenced {
+            for r in first..rounds.0.len() {
+                for (i, journal_name) in journals.iter().enumerate() {
+                    let (after, until) = rounds.range(r, i);
+                    let range = Range { index: r * n + i, after, until: Some(until) };
+                    if !lines.move_range(conn, moving, (&sources[i], journal_name), range).await? {
+                        return Ok(false);
+                    }
+                }
+            }
+            first = rounds.0.len();
+            lines.flush_all(conn, moving.targets, moving.token, &mut moving.runs).await?;
+            let points = self.journal_points(conn, source).await?;
+            match rounds.next(Utc::now().timestamp_millis(), points, self.round_ms) {
+                Next::Round(round) => {
+                    rounds.0.push(round);
+                    self.keep_rounds(conn, moving.targets, &rounds).await?;
+                }
+                Next::Fence => {
+                    self.fence(conn, name, &sources).await?;
+                    fenced = true;
+                }
+            }
+        }
+        report.last_step = true;
+        // The last step's lines: those written since the last round's points (no more come).
+        let last = rounds.last().points.clone();
+        for (i, journal_name) in journals.iter().enumerate() {
+            let range = Range { index: rounds.0.len() * n + i, after: Some(last[i].as_str()), until: None };
+            if !lines.move_range(conn, moving, (&sources[i], journal_name), range).await? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// The layout a move recorded and did not finish (`from` in a new shard's checkpoint).
@@ -391,95 +351,6 @@ impl<O: Objects> Resharder<O> {
         }
         for target in targets {
             let _: () = redis::cmd("DEL").arg(target.reshard_checkpoint()).query_async(conn).await.map_err(StoreError::from)?;
-        }
-        Ok(())
-    }
-
-    /// Line `line` of old shard `index` into its user's new shard (a run sent when full). False:
-    /// the deadline stopped the move before it, every run sent.
-    async fn move_line(
-        &self,
-        conn: &mut Connection,
-        moving: &mut Moving<'_>,
-        report: &mut ReshardReport,
-        index: usize,
-        journal_name: &str,
-        line: &Line,
-    ) -> Result<bool, RestoreError> {
-        // Every invocation moves a line at least: one past its deadline still goes on.
-        if report.moved > 0 && Utc::now() >= moving.deadline {
-            self.flush_all(conn, moving.targets, moving.token, &mut moving.runs).await?;
-            report.status = Status::InProgress;
-            return Ok(false);
-        }
-        let at =
-            place(index, &line.id).ok_or_else(|| RestoreError::Invalid(format!("line {} of {journal_name}: no stream id", line.id)))?;
-        // An earlier move's settling of its shard's records: this move settles its own.
-        // A season's release: this move carries closed seasons itself (closed_seasons).
-        if matches!(line.entry.get("kind").and_then(|k| k.as_str()), Some("reshard" | "season_release")) {
-            return Ok(true);
-        }
-        let user = line.entry.get("user_id").and_then(|u| u.as_str()).ok_or_else(|| {
-            RestoreError::Invalid(format!("line {} of {journal_name} names no user: it cannot be moved to a shard", line.id))
-        })?;
-        let t = moving.target.shard_of(user);
-        if moving.done[t].is_some_and(|through| at <= through) {
-            return Ok(true);
-        }
-        let mut entry = line.entry.clone();
-        let (effects, recorded) = match &line.effects {
-            Some(recorded) => {
-                let effects = Effects::parse(recorded).map_err(|e| RestoreError::Invalid(format!("line {}: {e}", line.id)))?;
-                match moving.rescale {
-                    Some(rescale) => super::rescale::line(rescale, moving.board, &line.id, &mut entry, &effects)?,
-                    None => (effects, recorded.to_string()),
-                }
-            }
-            None => {
-                return Err(RestoreError::Invalid(format!(
-                    "line {} of {journal_name} records no effects (written before 2026-11-26): a board holding such lines cannot be moved",
-                    line.id
-                )));
-            }
-        };
-        // A void stands after the journal it read, up to `through`: an id of this layout's
-        // journal, which the moved lines no longer have. Moved, it stands at its own line
-        // (services/voids.rs), where the user's writes keep their order.
-        if entry.get("kind").and_then(|k| k.as_str()) == Some("void") {
-            entry.insert(RESHARDED.into(), true.into());
-        }
-        let entry = serde_json::Value::Object(entry).to_string();
-        let (id, fields) = (format!("{index}/{}", line.id), [entry, line.outcome.clone(), recorded]);
-        moving.runs[t].push_copied(&moving.targets[t], &id, &effects, moving.clock.now_ms(), fields);
-        report.moved += 1;
-        if moving.runs[t].lines() >= RUN_LINES {
-            self.flush(conn, &moving.targets[t], moving.token, &mut moving.runs[t]).await?;
-        }
-        Ok(true)
-    }
-
-    async fn flush(&self, conn: &mut Connection, target: &BoardKeys, token: &str, run: &mut restore::Run) -> Result<(), RestoreError> {
-        if run.lines() == 0 {
-            return Ok(());
-        }
-        if restore::apply_at(conn, target, &target.reshard_checkpoint(), token, self.lease_ms, None, run).await?
-            != restore::Applied::Applied
-        {
-            return Err(RestoreError::Running(target.guard()));
-        }
-        *run = restore::Run::default();
-        Ok(())
-    }
-
-    async fn flush_all(
-        &self,
-        conn: &mut Connection,
-        targets: &[BoardKeys],
-        token: &str,
-        runs: &mut [restore::Run],
-    ) -> Result<(), RestoreError> {
-        for (target, run) in targets.iter().zip(runs.iter_mut()) {
-            self.flush(conn, target, token, run).await?;
         }
         Ok(())
     }

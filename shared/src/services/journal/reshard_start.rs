@@ -1,0 +1,145 @@
+//! What a move (`reshard`) checks and records before it moves a line, and the fence of its last
+//! step (docs/scaling.md#changing-shards).
+
+use chrono::Utc;
+
+use super::Resharder;
+use super::restore::RestoreError;
+use crate::archive::objects::{Objects, journal_objects};
+use crate::domain::catch_up::{Round, Rounds};
+use crate::domain::guard;
+use crate::redis::error::StoreError;
+use crate::redis::keys::{BoardKeys, Layout};
+use crate::redis::store::Connection;
+use crate::redis::{journal, layout};
+
+/// The rounds' field of the first new shard's reshard checkpoint (`Rounds::text`).
+const ROUNDS: &str = "rounds";
+
+/// The fields of an old shard's guard a move checks: `fence`, whether it records a loss, a
+/// rollback, and whether it is born.
+async fn guard_state(conn: &mut Connection, source: &BoardKeys) -> Result<(Option<String>, bool, bool, bool), StoreError> {
+    Ok(redis::pipe()
+        .hget(source.guard(), guard::FENCE)
+        .hexists(source.guard(), guard::LOST)
+        .hexists(source.guard(), guard::ROLLBACK)
+        .hexists(source.guard(), guard::BORN)
+        .query_async(conn)
+        .await?)
+}
+
+fn lost_while_moving(name: &str, source: &BoardKeys) -> RestoreError {
+    RestoreError::Invalid(format!("board {name:?} was lost or fenced while it moved ({}): restore it, then move it", source.guard()))
+}
+
+impl<O: Objects> Resharder<O> {
+    /// Refuses a move before it fences or writes anything: an old shard lost, fenced or being
+    /// restored (its closed seasons and bans are not there to carry: restored first; a guard not
+    /// born with no history is a board that never took a write), a journal from before effects
+    /// were recorded, or a new layout already holding boards or journal objects.
+    pub(super) async fn movable(&self, conn: &mut Connection, name: &str, source: &Layout, target: &Layout) -> Result<(), RestoreError> {
+        for (source, journal_name) in source.all().iter().zip(source.journals()) {
+            // Fenced already (a loss a write found, a restore under way): not this move's fence
+            // to lift if it is refused. (This move's own, from an invocation killed before it
+            // moved a line, is taken up again.)
+            let (fence, lost, _, born) = guard_state(conn, source).await?;
+            let fenced = fence.is_some_and(|fence| fence != guard::MOVING);
+            let unborn = !born && self.has_history(conn, source, &journal_name).await?;
+            if fenced || lost || unborn {
+                return Err(RestoreError::Invalid(format!(
+                    "board {name:?} is lost, fenced or being restored ({} is not born, or fenced): restore it, then move it",
+                    source.guard()
+                )));
+            }
+        }
+        super::generations::movable(conn, &self.objects, &self.keys, source).await?;
+        for (target, journal_name) in target.all().iter().zip(target.journals()) {
+            let objects = journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?;
+            if !objects.is_empty() || !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
+                return Err(RestoreError::Invalid(format!(
+                    "the new layout of board {name:?} already holds boards or journal objects (a layout it had before?): \
+                     delete its keys and its objects under {journal_name:?} first"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether an old shard's journal holds anything (its stream or its objects in S3).
+    async fn has_history(&self, conn: &mut Connection, source: &BoardKeys, journal_name: &str) -> Result<bool, RestoreError> {
+        Ok(journal::len(conn, source).await? > 0 || !journal_objects(&self.objects, self.keys.prefix(), journal_name).await?.is_empty())
+    }
+
+    /// Records on each new shard what the move is from (for a move that records the layout and
+    /// stops before its end, `moved_from`), and has each take the moved lines' bans into its
+    /// guard even where the guard exists (a new board's is born at a function's start).
+    pub(super) async fn start_targets(&self, conn: &mut Connection, source: &Layout, targets: &[BoardKeys]) -> Result<(), StoreError> {
+        for target in targets {
+            let _: () = redis::pipe()
+                .hset(target.reshard_checkpoint(), "from", layout::text(source.shards(), source.generation()))
+                .hset(target.restore_claims(), target.guard(), "1")
+                .query_async(conn)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// The move's rounds so far (`domain::catch_up`), the first taken by its first invocation:
+    /// each old shard's journal point (`journal::point`) and the time, kept on the first new
+    /// shard's checkpoint.
+    pub(super) async fn rounds(&self, conn: &mut Connection, source: &Layout, targets: &[BoardKeys]) -> Result<Rounds, StoreError> {
+        let kept: Option<String> = redis::cmd("HGET").arg(targets[0].reshard_checkpoint()).arg(ROUNDS).query_async(conn).await?;
+        if let Some(text) = kept {
+            return Rounds::parse(&text, source.shards() as usize)
+                .ok_or_else(|| StoreError::Protocol(format!("a move's rounds {text:?} are not one point an old shard")));
+        }
+        let rounds = Rounds(vec![Round { start_ms: Utc::now().timestamp_millis(), points: self.journal_points(conn, source).await? }]);
+        self.keep_rounds(conn, targets, &rounds).await?;
+        Ok(rounds)
+    }
+
+    /// Where each old shard's journal stands now.
+    pub(super) async fn journal_points(&self, conn: &mut Connection, source: &Layout) -> Result<Vec<String>, StoreError> {
+        let mut points = Vec::new();
+        for old in source.all() {
+            points.push(journal::point(conn, &old).await?);
+        }
+        Ok(points)
+    }
+
+    pub(super) async fn keep_rounds(&self, conn: &mut Connection, targets: &[BoardKeys], rounds: &Rounds) -> Result<(), StoreError> {
+        Ok(redis::cmd("HSET").arg(targets[0].reshard_checkpoint()).arg(ROUNDS).arg(rounds.text()).query_async(conn).await?)
+    }
+
+    /// Fences every old shard for the move's last step (`moving`: writes refused, reads go on),
+    /// then checks that no fence of another kind was found (a loss a write found, a rollback the
+    /// drain found): restored first, as at the start; the switch would free it with the rest.
+    pub(super) async fn fence(&self, conn: &mut Connection, name: &str, sources: &[BoardKeys]) -> Result<(), RestoreError> {
+        for source in sources {
+            let _: () = redis::cmd("HSETNX").arg(source.guard()).arg(guard::FENCE).arg(guard::MOVING).query_async(conn).await?;
+        }
+        for source in sources {
+            let (fence, lost, rolled_back, _) = guard_state(conn, source).await?;
+            if fence.as_deref() != Some(guard::MOVING) || lost || rolled_back {
+                return Err(lost_while_moving(name, source));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the move's last step began (an old shard fenced by it); an error when an old
+    /// shard was lost (its guard with it, once it had taken a write: `movable` let it through
+    /// born or without history) or fenced otherwise while writes went on.
+    pub(super) async fn fenced(&self, conn: &mut Connection, name: &str, layout: &Layout) -> Result<bool, RestoreError> {
+        let mut fenced = false;
+        for (source, journal_name) in layout.all().iter().zip(layout.journals()) {
+            let (fence, lost, rolled_back, born) = guard_state(conn, source).await?;
+            let gone = !born && self.has_history(conn, source, &journal_name).await?;
+            if lost || rolled_back || gone || fence.as_deref().is_some_and(|fence| fence != guard::MOVING) {
+                return Err(lost_while_moving(name, source));
+            }
+            fenced |= fence.is_some();
+        }
+        Ok(fenced)
+    }
+}

@@ -1,0 +1,162 @@
+//! A move between layouts while the board serves (docs/scaling.md#changing-shards): writes from
+//! the old deploy and the new one go on while the lines move (to the old layout, where the data
+//! is), concurrent with each invocation and between them; only the move's last step refuses
+//! them (503 `board_resharding`, nothing written). Every write a deploy acknowledged is in the
+//! moved board, exactly once, and in the new layout's journal: a restore after the whole
+//! deployment is lost brings it back.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use axum::http::StatusCode;
+use chrono::{Duration, Utc};
+use journal::{Resharder, Restorer, S3Objects, Status};
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
+use standings_tests::{TestApp, spawn_journaled};
+
+/// Invocations with writes beside them.
+const WRITING_STEPS: usize = 30;
+
+fn far() -> chrono::DateTime<Utc> {
+    Utc::now() + Duration::minutes(5)
+}
+
+fn game(shards: u32) -> Config {
+    Config::parse(&format!(
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"sum\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nshards = {shards}\n"
+    ))
+    .unwrap()
+}
+
+async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode, Value) {
+    app.set_now(Utc::now());
+    app.post("/v1/boards/game/scores", &json!({"event_id": id, "user_id": user, "score": score})).await
+}
+
+/// What the board holds: each user's sum, from its top.
+async fn sums(app: &TestApp) -> BTreeMap<String, i64> {
+    let (status, top) = app.get("/v1/boards/game/top?period=all&limit=100").await;
+    assert_eq!(status, StatusCode::OK, "{top}");
+    top["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap().to_owned(), e["score"].as_i64().unwrap())).collect()
+}
+
+/// A write's outcome: taken (counted in `model`) or refused by the move's last step.
+fn settle(model: &mut BTreeMap<String, i64>, (user, score): (&str, i64), (status, reply): (StatusCode, Value)) -> bool {
+    settle_as(model, (user, score), (status, reply), &["board_resharding"])
+}
+
+/// `settle`, a refusal answered with one of `codes`.
+fn settle_as(model: &mut BTreeMap<String, i64>, (user, score): (&str, i64), (status, reply): (StatusCode, Value), codes: &[&str]) -> bool {
+    match status {
+        StatusCode::OK => {
+            *model.entry(user.to_owned()).or_default() += score;
+            true
+        }
+        StatusCode::SERVICE_UNAVAILABLE => {
+            assert!(codes.iter().any(|code| reply["error"]["code"] == *code), "{reply}");
+            false
+        }
+        other => panic!("a write during the move: {other} {reply}"),
+    }
+}
+
+#[tokio::test]
+async fn writes_go_on_while_a_board_moves_and_wait_only_for_its_last_step() {
+    moved_online(false).await;
+}
+
+/// A board with no stream when the move starts (restored from S3, which brings none back): its
+/// starting point is taken from the clock, and the writes that make the stream again are moved.
+#[tokio::test]
+async fn a_board_with_no_stream_moves_online_too() {
+    moved_online(true).await;
+}
+
+async fn moved_online(without_stream: bool) {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    let mut model: BTreeMap<String, i64> = BTreeMap::new();
+    for i in 0..60 {
+        let user = format!("u{}", i % 17);
+        assert!(settle(&mut model, (&user, 1 + i % 5), submit(&one, &format!("s{i}"), &user, 1 + i % 5).await));
+        if i == 30 {
+            // Part of the history in S3, the rest in the stream.
+            one.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
+        }
+    }
+    if without_stream {
+        one.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
+        let () = redis::cmd("DEL").arg(one.keys.board("game").journal()).query_async(&mut one.redis.clone()).await.unwrap();
+    }
+    // The new count deployed: its writes go where the data is until the move's switch.
+    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
+    if !without_stream {
+        assert!(settle(&mut model, ("u1", 3), submit(&four, "before-move", "u1", 3).await), "the new deploy writes before the move");
+    }
+    assert_eq!(sums(&four).await, model);
+
+    let mut jobs = four.journal_jobs(&client, &bucket, Arc::new(Mutex::new(Vec::new())));
+    // Each invocation below moves a line and stops: rounds go on until one finds nothing new.
+    let objects = S3Objects::new(client.clone(), &bucket);
+    jobs.resharder = Resharder::new(four.config.clone(), four.keys.clone(), four.store.clone(), objects).with_round_ms(0);
+    let (mut taken, mut refused, mut last_steps) = (0, 0, 0);
+    for step in 0..400 {
+        // Each invocation moves a run and stops (its deadline passed); for 30 of them, with a
+        // write from each deploy in flight beside it.
+        let run = jobs.run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1));
+        // Not beside the first, which takes the starting points (with no stream: from the clock).
+        let writes = (1..=WRITING_STEPS).contains(&step);
+        let (user, old_id, new_id) = (format!("u{}", step % 17), format!("o{step}"), format!("n{step}"));
+        let (report, old_write, new_write) = if writes {
+            let (report, old_write, new_write) = tokio::join!(run, submit(&one, &old_id, &user, 2), submit(&four, &new_id, &user, 3));
+            (report, Some(old_write), Some(new_write))
+        } else {
+            (run.await, None, None)
+        };
+        let report = report.unwrap_or_else(|e| panic!("step {step}: {e:?}"));
+        for (score, outcome) in [(2, old_write), (3, new_write)] {
+            let Some(outcome) = outcome else { continue };
+            if settle(&mut model, (&user, score), outcome) { taken += 1 } else { refused += 1 }
+        }
+        if report["status"] == "complete" {
+            break;
+        }
+        let last_step = report["last_step"] == true;
+        if last_step {
+            // Fenced: each deploy's write refused with nothing written.
+            last_steps += 1;
+            let before = four.keyspace().await;
+            for (app, id) in [(&one, format!("fenced-old{step}")), (&four, format!("fenced-new{step}"))] {
+                assert!(!settle(&mut model, ("u5", 7), submit(app, &id, "u5", 7).await), "refused in the last step");
+            }
+            assert_eq!(four.keyspace().await, before, "a refused write writes nothing");
+        } else if writes {
+            // Between invocations too: taken while the lines move.
+            let (status, reply) = submit(&four, &format!("between{step}"), "u2", 1).await;
+            assert!(settle(&mut model, ("u2", 1), (status, reply)), "step {step}");
+        }
+        assert_eq!(sums(&four).await, model, "step {step}: reads answer the board as written so far");
+    }
+    assert!((1..=3).contains(&last_steps), "the last step only is fenced: {last_steps} invocations");
+    assert_eq!((taken, refused), (2 * WRITING_STEPS, 0), "every write made while the lines moved was taken");
+    assert_eq!(sums(&four).await, model, "every write taken is in the moved board, once");
+    let (status, after) = submit(&four, "after", "u3", 4).await;
+    assert!(settle(&mut model, ("u3", 4), (status, after)), "writes resume after the switch");
+    // The old deploy writes where the data is now, once it probed the new layout.
+    let (status, old_after) = submit(&one, "old-after", "u4", 5).await;
+    let (status, old_after) = if status == StatusCode::OK { (status, old_after) } else { submit(&one, "old-after", "u4", 5).await };
+    assert!(settle(&mut model, ("u4", 5), (status, old_after)), "the old deploy's writes land in the new layout");
+    assert_eq!(sums(&four).await, model);
+
+    // The whole deployment lost: the new layout's journal holds every write, those taken
+    // during the move included.
+    jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    four.lose_written_keys().await;
+    let restorer = Restorer::new(four.config.clone(), four.keys.clone(), four.store.clone(), S3Objects::new(client, &bucket));
+    let restored = restorer.restore(Some("game"), far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    assert_eq!(sums(&four).await, model, "restored from the new layout's journal alone");
+}
