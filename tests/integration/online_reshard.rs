@@ -160,3 +160,59 @@ async fn moved_online(without_stream: bool) {
     assert_eq!(restored.status, Status::Complete, "{restored:?}");
     assert_eq!(sums(&four).await, model, "restored from the new layout's journal alone");
 }
+
+/// A board of two shards holding 40 submissions, deployed with three; its jobs.
+async fn two_to_three() -> (TestApp, TestApp, journal::Jobs<S3Objects>, BTreeMap<String, i64>) {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let two = spawn_journaled(game(2)).await;
+    let mut model = BTreeMap::new();
+    for i in 0..40 {
+        let user = format!("u{}", i % 13);
+        assert!(settle(&mut model, (&user, 1 + i % 4), submit(&two, &format!("s{i}"), &user, 1 + i % 4).await));
+    }
+    let three = spawn_journaled_on(game(3), two.keys.clone()).await;
+    three.set_now(two.now());
+    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
+    (two, three, jobs, model)
+}
+
+async fn fence_of(app: &TestApp, shard: &standings::redis::keys::BoardKeys) -> Option<String> {
+    redis::cmd("HGET").arg(shard.guard()).arg("fence").query_async(&mut app.redis.clone()).await.unwrap()
+}
+
+/// A fence a killed invocation left on some old shards only (its `HSETNX`s are one a shard) is
+/// put on all of them by the next: no write lands on an old shard after the last step read it.
+#[tokio::test]
+async fn a_fence_left_on_some_old_shards_is_completed_by_the_next_invocation() {
+    let (two, three, jobs, mut model) = two_to_three().await;
+    let past = || Utc::now() - Duration::seconds(1);
+    let first = jobs.run(json!({"reshard": {"board": "game"}}), past()).await.unwrap();
+    assert_eq!((first["status"].as_str(), first["last_step"].as_bool()), (Some("in_progress"), Some(false)), "{first}");
+    let old = two.keys.layout("game", 2);
+    let () = redis::cmd("HSET").arg(old.shard(0).guard()).arg("fence").arg("moving").query_async(&mut two.redis.clone()).await.unwrap();
+    let next = jobs.run(json!({"reshard": {"board": "game"}}), past()).await.unwrap();
+    assert_eq!(next["last_step"], true, "{next}");
+    assert_eq!(fence_of(&two, &old.shard(1)).await.as_deref(), Some("moving"), "the other old shard fenced too");
+    let user = (0..).map(|u| format!("w{u}")).find(|user| old.shard_of(user) == 1).unwrap();
+    assert!(!settle(&mut model, (&user, 5), submit(&three, "late", &user, 5).await), "refused on the shard fenced late");
+    loop {
+        if jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"] == "complete" {
+            break;
+        }
+    }
+    assert_eq!(sums(&three).await, model);
+}
+
+/// A move begun by a release that fenced it from its first step (no rounds recorded) moves
+/// every line, as that release did, rather than take its rounds from now.
+#[tokio::test]
+async fn a_move_begun_fenced_by_an_older_release_moves_every_line() {
+    let (two, three, jobs, model) = two_to_three().await;
+    for shard in two.keys.layout("game", 2).all() {
+        let () = redis::cmd("HSET").arg(shard.guard()).arg("fence").arg("moving").query_async(&mut two.redis.clone()).await.unwrap();
+    }
+    let report = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.expect("the move goes on");
+    assert_eq!((report["status"].as_str(), report["moved"].as_u64()), (Some("complete"), Some(40)), "{report}");
+    assert_eq!(sums(&three).await, model);
+}

@@ -11,6 +11,7 @@ mod ingest;
 mod ingest_boards;
 mod league;
 mod memory;
+mod online_reshard;
 mod queue;
 mod restore;
 mod rollback;
@@ -47,4 +48,5 @@ pub const ALL: &[Scenario] = &[
     Scenario { name: "tournament", run: |bench| Box::pin(tournament::run(bench)) },
     Scenario { name: "tournament-list", run: |bench| Box::pin(tournament_list::run(bench)) },
     Scenario { name: "journal-rollback", run: |bench| Box::pin(rollback::run(bench)) },
+    Scenario { name: "online-reshard", run: |bench| Box::pin(online_reshard::run(bench)) },
 ];

@@ -1,10 +1,11 @@
 #!lua
 --[[
-journal_point.lua: where a board's journal stands now (a move's starting point,
-docs/scaling.md#changing-shards): every entry written so far has an id at most this, every
-entry written later a greater one. The stream's last generated id (kept when the drain trims
-it); with no stream, the millisecond before now on this node's clock, whose next entry (a new
-stream) gets an id of now or later.
+journal_point.lua: where a board's journal stands now (a move's round, docs/scaling.md#changing-
+shards): every entry written so far has an id at most this, every entry written later a greater
+one. The stream's last generated id (kept when the drain trims it). With no stream, one is made
+empty by an entry trimmed in the same command (`MAXLEN 0`): its id is the point, and Redis gives
+every later entry a greater one whatever its clock does (a failover to a node whose clock is
+behind). Composed with the reads' prelude alone: no write of a board is recorded here.
 
 KEYS[1]  the board's journal stream
 
@@ -16,6 +17,4 @@ if redis.call('EXISTS', KEYS[1]) == 1 then
     if info[i] == 'last-generated-id' then return info[i + 1] end
   end
 end
-local now = redis.call('TIME')
-local ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-return string.format('%.0f-18446744073709551615', ms - 1)
+return redis.call('XADD', KEYS[1], 'MAXLEN', '0', '*', 'point', '')

@@ -138,6 +138,10 @@ impl<O: Objects> Resharder<O> {
             }
             locked.push(target.clone());
         }
+        // Held for as long as the move works, whatever it is doing (reading objects with nothing
+        // to apply, a compare), not only when a run lands.
+        let renewers: Vec<restore::LockRenewer> =
+            targets.iter().map(|target| restore::LockRenewer::start(conn.clone(), target.clone(), token.clone(), self.lease_ms)).collect();
         let moved = match unfinished {
             Some(moved_from) => self.finish_move(&mut conn, name, &moved_from, &target, None).await,
             None => {
@@ -145,6 +149,7 @@ impl<O: Objects> Resharder<O> {
                 self.move_locked(&mut conn, board, moving, &token, deadline, &mut report).await
             }
         };
+        drop(renewers);
         for target in &targets {
             if let Err(error) = restore::unlock(&mut conn, target, &token).await {
                 tracing::warn!(board = name, error = %error, "a reshard lock is left to its lease");
@@ -251,13 +256,24 @@ impl<O: Objects> Resharder<O> {
     ) -> Result<bool, RestoreError> {
         let (name, sources, journals, n) = (moving.board.name.as_str(), source.all(), source.journals(), source.all().len());
         let lines = self.lines();
-        let mut rounds = self.rounds(conn, source, moving.targets).await?;
+        let kept = self.kept_rounds(conn, source, moving.targets).await?;
         let mut fenced = self.fenced(conn, name, source).await?;
+        // None kept and fenced: begun by a release that fenced a move from its first step (its
+        // checkpoints are round 0's places), or left fenced by a move to another layout; round
+        // 0 taken now then holds every line, moved before the last step as any round.
+        let mut rounds = match kept {
+            Some(rounds) => rounds,
+            None => self.first_round(conn, source, moving.targets).await?,
+        };
+        if fenced {
+            // A fence a killed invocation left on some old shards only: on all of them now.
+            self.fence(conn, name, &sources).await?;
+        }
         report.last_step = fenced;
-        // A resumed move goes through every round again (what it moved is skipped); a round
-        // added here is the only one left to move.
+        // Every recorded round, a resumed move's included (what it moved is skipped), before
+        // the last step; a round added here is the only one left to move.
         let mut first = 0;
-        while !fenced {
+        loop {
             for r in first..rounds.0.len() {
                 for (i, journal_name) in journals.iter().enumerate() {
                     let (after, until) = rounds.range(r, i);
@@ -268,7 +284,13 @@ impl<O: Objects> Resharder<O> {
                 }
             }
             first = rounds.0.len();
+            if fenced {
+                break;
+            }
             lines.flush_all(conn, moving.targets, moving.token, &mut moving.runs).await?;
+            // A lapsed lock is another invocation's move now: it must not find rounds or a
+            // fence this one decided on what it read before.
+            self.still_held(conn, moving.targets, moving.token).await?;
             let points = self.journal_points(conn, source).await?;
             match rounds.next(Utc::now().timestamp_millis(), points, self.round_ms) {
                 Next::Round(round) => {

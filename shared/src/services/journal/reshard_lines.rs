@@ -98,15 +98,24 @@ impl<O: Objects> Lines<'_, O> {
         range: Range<'_>,
     ) -> Result<bool, RestoreError> {
         let until = range.until.unwrap_or("+");
-        let mut tail: Vec<Line> = Vec::new();
-        loop {
-            let last = tail.last().map(|line| line.id.clone()).or_else(|| range.after.map(str::to_owned));
-            let read = journal::after_until(conn, source, journal_name, last.as_deref(), until, STREAM_PAGE).await?;
-            if read.is_empty() {
-                break;
+        let tail = loop {
+            let mut tail: Vec<Line> = Vec::new();
+            loop {
+                let last = tail.last().map(|line| line.id.clone()).or_else(|| range.after.map(str::to_owned));
+                let read = journal::after_until(conn, source, journal_name, last.as_deref(), until, STREAM_PAGE).await?;
+                if read.is_empty() {
+                    break;
+                }
+                tail.extend(read);
             }
-            tail.extend(read);
-        }
+            // The drain trims from the oldest entry: with the first one read still there, none
+            // after it went between two pages (it is in an object then, which the lines at or
+            // past the first are not read from). Read again when it went.
+            match tail.first() {
+                Some(first) if !journal::holds(conn, source, &first.id).await? => continue,
+                _ => break tail,
+            }
+        };
         // Lines stored and still in the stream (a drain between the two reads) are moved from
         // the stream.
         let first = tail.first().and_then(|line| numbers(&line.id));

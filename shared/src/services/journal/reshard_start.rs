@@ -11,7 +11,7 @@ use crate::domain::guard;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Layout};
 use crate::redis::store::Connection;
-use crate::redis::{journal, layout};
+use crate::redis::{journal, layout, restore};
 
 /// The rounds' field of the first new shard's reshard checkpoint (`Rounds::text`).
 const ROUNDS: &str = "rounds";
@@ -84,18 +84,38 @@ impl<O: Objects> Resharder<O> {
         Ok(())
     }
 
-    /// The move's rounds so far (`domain::catch_up`), the first taken by its first invocation:
-    /// each old shard's journal point (`journal::point`) and the time, kept on the first new
-    /// shard's checkpoint.
-    pub(super) async fn rounds(&self, conn: &mut Connection, source: &Layout, targets: &[BoardKeys]) -> Result<Rounds, StoreError> {
+    /// The move's rounds so far (`domain::catch_up`), kept on the first new shard's checkpoint
+    /// (`None`: not begun, or begun by a release that fenced a move from its first step).
+    pub(super) async fn kept_rounds(
+        &self,
+        conn: &mut Connection,
+        source: &Layout,
+        targets: &[BoardKeys],
+    ) -> Result<Option<Rounds>, StoreError> {
         let kept: Option<String> = redis::cmd("HGET").arg(targets[0].reshard_checkpoint()).arg(ROUNDS).query_async(conn).await?;
-        if let Some(text) = kept {
-            return Rounds::parse(&text, source.shards() as usize)
-                .ok_or_else(|| StoreError::Protocol(format!("a move's rounds {text:?} are not one point an old shard")));
-        }
+        kept.map(|text| {
+            Rounds::parse(&text, source.shards() as usize)
+                .ok_or_else(|| StoreError::Protocol(format!("a move's rounds {text:?} are not one point an old shard")))
+        })
+        .transpose()
+    }
+
+    /// Round 0, taken by a move's first invocation: each old shard's journal point now.
+    pub(super) async fn first_round(&self, conn: &mut Connection, source: &Layout, targets: &[BoardKeys]) -> Result<Rounds, StoreError> {
         let rounds = Rounds(vec![Round { start_ms: Utc::now().timestamp_millis(), points: self.journal_points(conn, source).await? }]);
         self.keep_rounds(conn, targets, &rounds).await?;
         Ok(rounds)
+    }
+
+    /// Errs when a new shard's lock is no longer this move's `token` (its lease lapsed and
+    /// another invocation took it); renewed otherwise.
+    pub(super) async fn still_held(&self, conn: &mut Connection, targets: &[BoardKeys], token: &str) -> Result<(), RestoreError> {
+        for target in targets {
+            if !restore::renew(conn, target, token, self.lease_ms).await? {
+                return Err(RestoreError::Running(target.guard()));
+            }
+        }
+        Ok(())
     }
 
     /// Where each old shard's journal stands now.
