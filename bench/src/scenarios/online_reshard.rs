@@ -5,7 +5,8 @@
 //! configuration's `Ingestor`: writes go where the data is) and another reads its top through
 //! the `query` router. Measured: the move's time and lines a second (the lines written during
 //! it included), every write and read of the move by its answer, the span from the first write
-//! refused (503 `board_resharding`, the last step's fence) to the last, and the growth of this
+//! refused (503 `board_resharding`, the last step's fence; or `board_restoring`, once, a write
+//! at the switch whose layout probe is older than it) to the last, and the growth of this
 //! process's resident memory during the move (sampled every 50 ms).
 
 use std::sync::Arc;
@@ -98,7 +99,9 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
                 i += 1;
                 match ingestor.record(&event, Utc::now()).await {
                     Ok(_) => seen.taken.fetch_add(1, Ordering::Relaxed),
-                    Err(error) if format!("{error:?}").contains("BOARD_RESHARDING") => {
+                    // The last step's fence, or (once, at the switch) the old layout freed under a
+                    // probe older than the switch: refused, nothing written.
+                    Err(error) if ["BOARD_RESHARDING", "BOARD_RESTORING"].iter().any(|code| format!("{error:?}").contains(code)) => {
                         let at = start.elapsed().as_millis() as u64;
                         seen.first_refused.fetch_min(at, Ordering::Relaxed);
                         seen.last_refused.fetch_max(at, Ordering::Relaxed);
@@ -119,8 +122,15 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
                 let request = axum::http::Request::get("/v1/boards/forum/top?period=all&limit=10").body(axum::body::Body::empty());
                 let response =
                     tower::ServiceExt::oneshot(router.clone(), request.map_err(|e| e.to_string())?).await.map_err(|e| e.to_string())?;
-                let counter = if response.status().is_success() { &seen.reads_ok } else { &seen.reads_other };
-                counter.fetch_add(1, Ordering::Relaxed);
+                let (status, at) = (response.status(), start.elapsed().as_millis() as u64);
+                if !status.is_success() {
+                    let body = axum::body::to_bytes(response.into_body(), 4096).await.map_err(|e| e.to_string())?;
+                    if seen.reads_other.fetch_add(1, Ordering::Relaxed) % 20 == 0 {
+                        eprintln!("a read during the move at {at} ms: {status} {}", String::from_utf8_lossy(&body));
+                    }
+                } else {
+                    seen.reads_ok.fetch_add(1, Ordering::Relaxed);
+                }
                 seen.peak_rss.fetch_max(rss(), Ordering::Relaxed);
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
@@ -130,6 +140,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
 
     let resharder = Resharder::new(twelve.clone(), keys.clone(), bench.store.clone(), objects);
     let moving = Instant::now();
+    eprintln!("the move starts at {} ms", start.elapsed().as_millis());
     let (mut invocations, mut moved) = (0, 0);
     loop {
         invocations += 1;
@@ -140,6 +151,12 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
         }
     }
     let took = moving.elapsed();
+    eprintln!(
+        "the move ends at {} ms; writes refused from {} to {} ms",
+        start.elapsed().as_millis(),
+        seen.first_refused.load(Ordering::Relaxed),
+        seen.last_refused.load(Ordering::Relaxed)
+    );
     stop.store(true, Ordering::Relaxed);
     let during = writer.await.map_err(|e| e.to_string())??;
     reader.await.map_err(|e| e.to_string())??;
@@ -157,7 +174,7 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     table.row(vec!["the move, invocations".into(), format!("{:.1} s, {invocations}", took.as_secs_f64())]);
     table.row(vec!["lines moved a second".into(), grouped(rate as u64)]);
     table.row(vec![
-        "writes during the move: taken / refused (board_resharding)".into(),
+        "writes during the move: taken / refused (board_resharding, or once at the switch)".into(),
         format!("{} / {}", grouped(taken), grouped(refused)),
     ]);
     table.row(vec!["first to last refused write".into(), format!("{} ms", refused_span.as_millis())]);
