@@ -8,6 +8,7 @@ pub mod journal;
 pub mod keys;
 pub mod layout;
 pub mod notices;
+pub mod period_sets;
 pub mod probe;
 pub mod restore;
 pub mod scripts;

@@ -207,6 +207,16 @@ impl Keys {
         format!("{}:layout", self.board(board).guard().trim_end_matches(":guard"))
     }
 
+    /// A `SCAN … MATCH` glob for the period sets of every layout of `board` (its own tag
+    /// `{<board>}`, a shard's `{<board>:…}`); it may match a board whose name starts
+    /// `<board>:`, so a caller keeps a shard's own by its base (`redis::period_sets`).
+    pub fn period_sets_glob(&self, board: &str) -> String {
+        let own = self.board(board).base;
+        let escaped: String =
+            own.chars().flat_map(|c| if matches!(c, '*' | '?' | '[' | ']' | '\\') { vec!['\\', c] } else { vec![c] }).collect();
+        format!("{}[}}:]*:z:*", escaped.trim_end_matches('}'))
+    }
+
     /// The `max_score` `board`'s scores are laid out with (a string; `redis::layout`), beside
     /// its one-slot keys.
     pub fn board_scale(&self, board: &str) -> String {
@@ -217,6 +227,38 @@ impl Keys {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_period_sets_glob_matches_every_layout_of_its_board() {
+        let keys = Keys::new("p").unwrap();
+        assert_eq!(keys.period_sets_glob("forum"), "p:v1:{forum[}:]*:z:*");
+        // Matched as Redis's glob does: `[}:]` one of the two, `*` anything.
+        let glob = regex_lite_from(&keys.period_sets_glob("forum"));
+        for layout in [keys.layout("forum", 1), keys.layout("forum", 12), keys.layout_at("forum", 3, 2)] {
+            for shard in layout.all() {
+                assert!(glob(&format!("{}all:0", shard.period_pattern().trim_end_matches('*'))), "{}", shard.period_pattern());
+            }
+        }
+        assert!(!glob(&keys.layout("forum2", 1).all()[0].period_pattern()));
+        assert!(!glob(&keys.layout("other", 4).all()[0].period_pattern()));
+    }
+
+    /// A matcher for the globs above: literal text, `*` and one `[…]` class of literal chars.
+    fn regex_lite_from(glob: &str) -> impl Fn(&str) -> bool + use<> {
+        fn matches(glob: &[char], text: &[char]) -> bool {
+            match glob.split_first() {
+                None => text.is_empty(),
+                Some(('*', rest)) => (0..=text.len()).any(|skip| matches(rest, &text[skip..])),
+                Some(('[', rest)) => {
+                    let close = rest.iter().position(|c| *c == ']').expect("a closed class");
+                    text.first().is_some_and(|c| rest[..close].contains(c)) && matches(&rest[close + 1..], &text[1..])
+                }
+                Some((c, rest)) => text.first() == Some(c) && matches(rest, &text[1..]),
+            }
+        }
+        let glob: Vec<char> = glob.chars().collect();
+        move |text: &str| matches(&glob, &text.chars().collect::<Vec<_>>())
+    }
 
     #[test]
     fn slots_match_redis() {

@@ -265,11 +265,11 @@ pub async fn start_over(conn: &mut Connection, keys: &BoardKeys) -> Result<(), S
 /// the merged one). The change goes into the shard's journal with it, as a line (`entry`) of
 /// effects, so a restore from the new layout's journal ends with the same records; a shard
 /// already settled writes nothing. Never a restore's: a recorded set missing at its end is a
-/// loss the next write must find.
-pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, entry: &str) -> Result<(), StoreError> {
+/// loss the next write must find. `sets`: the shard's period sets (`PeriodSets::of`), read
+/// with the shard fenced.
+pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, sets: &[String], entry: &str) -> Result<(), StoreError> {
     let fields: Vec<String> = redis::cmd("HKEYS").arg(keys.guard()).query_async(conn).await?;
     let recorded: BTreeMap<String, String> = fields.iter().filter_map(|field| Some((keys.kept_set(field)?, field.clone()))).collect();
-    let sets = conn.scan_slot_of(&keys.guard(), &keys.period_pattern()).await?;
     let mut absent: Vec<&String> = recorded.iter().filter(|(set, _)| !sets.contains(set)).map(|(_, field)| field).collect();
     // A season a moved line created in this shard and a later moved line emptied (a ban, a
     // take-back recorded against the old layout, where the set kept others): emptied, as the

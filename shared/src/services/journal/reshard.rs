@@ -30,6 +30,7 @@ use crate::domain::journal::{Entry, Stamp};
 use crate::domain::rescale::Rescale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, Layout};
+use crate::redis::period_sets::PeriodSets;
 use crate::redis::store::{Connection, Store};
 use crate::redis::{layout, restore};
 
@@ -143,7 +144,7 @@ impl<O: Objects> Resharder<O> {
         let renewers: Vec<restore::LockRenewer> =
             targets.iter().map(|target| restore::LockRenewer::start(conn.clone(), target.clone(), token.clone(), self.lease_ms)).collect();
         let moved = match unfinished {
-            Some(moved_from) => self.finish_move(&mut conn, name, &moved_from, &target, None).await,
+            Some(moved_from) => self.finish_move(&mut conn, name, (&moved_from, &target), None, None).await,
             None => {
                 let moving = (&source, &target, rescale.as_ref());
                 self.move_locked(&mut conn, board, moving, &token, deadline, &mut report).await
@@ -228,7 +229,10 @@ impl<O: Objects> Resharder<O> {
         }
         lines.flush_all(conn, targets, token, &mut moving.runs).await?;
         let carried = super::closed_seasons::carry(conn, board, &sources, target, rescale, Utc::now()).await?;
-        let checked = super::reshard_check::compare(conn, (source, target, rescale), board, &carried, deadline).await?;
+        // Both layouts' period sets, read once the last lines and seasons are in (nothing writes
+        // them after): the compare's and each new shard's records'.
+        let sets = PeriodSets::scan(conn, &self.keys, name).await?;
+        let checked = super::reshard_check::compare(conn, (source, target, rescale), board, &carried, &sets, deadline).await?;
         report.periods_checked = checked.compared;
         // A re-encode switches once the drain stored the new generation's journal whole: a
         // restore with Redis lost then finds it complete, by its record (`generations`).
@@ -237,7 +241,7 @@ impl<O: Objects> Resharder<O> {
             report.status = Status::InProgress;
             return Ok(());
         }
-        self.finish_move(conn, name, source, target, rescale).await
+        self.finish_move(conn, name, (source, target), rescale, Some(&sets)).await
     }
 
     fn lines(&self) -> Lines<'_, O> {
@@ -327,37 +331,49 @@ impl<O: Objects> Resharder<O> {
         Ok(None)
     }
 
-    /// The switch, every step of which may run again: the new layout recorded with the scale it
-    /// holds, at once (writes resume on every container within 30 s) and born, the old layout's
-    /// keys freed (its history is in the new layout's journal now), the checkpoints last.
+    /// The switch, every step of which may run again: each new shard settled (its records made
+    /// to say what it holds) and born while no write can reach it yet (none is given a layout
+    /// not recorded), so the new layout serves every read and write from its record on; then
+    /// the new layout recorded with the scale it holds, the old layout's keys freed (its history
+    /// is in the new layout's journal now), the checkpoints last. `sets`: both layouts' period
+    /// sets, read fenced after the last lines (`None`: read here if a shard is still to settle).
     async fn finish_move(
         &self,
         conn: &mut Connection,
         name: &str,
-        source: &Layout,
-        target: &Layout,
+        (source, target): (&Layout, &Layout),
         rescale: Option<&Rescale>,
+        sets: Option<&PeriodSets>,
     ) -> Result<(), RestoreError> {
         let (from, targets) = (source.shards(), &target.all());
-        layout::record(conn, &self.keys, name, (target.shards(), target.generation()), rescale.map(Rescale::to_max)).await?;
-        self.store.forget_layout(&self.keys, name);
-        // The old layout's guards go before any new shard takes a write: a container whose probe
-        // of the layout predates the switch finds the board's guard gone and reads the new layout
-        // (`Reader::on_layout`), never the old one once writes land in the new.
-        let guards: Vec<String> = source.all().iter().map(BoardKeys::guard).collect();
-        for guard in &guards {
-            let _: () = redis::cmd("UNLINK").arg(guard).query_async(conn).await.map_err(StoreError::from)?;
-        }
         let settled = Entry::Reshard { at: Stamp(Utc::now()), board: name, from, to: targets.len() as u32 }.json();
+        let mut scanned = None;
         for target in targets {
-            // A shard this switch finished already takes writes: settled again, it could drop
-            // the record of a set it lost since, and the fence that loss put up would be lifted.
+            // A shard this switch finished already takes writes once the layout is recorded:
+            // settled again, it could drop the record of a set it lost since, and the fence that
+            // loss put up would be lifted.
             if !restore::claimed(conn, target).await? {
                 continue;
             }
-            restore::settle_kept_records(conn, target, &settled).await?;
+            let sets = match (sets, &mut scanned) {
+                (Some(sets), _) => sets,
+                (None, Some(sets)) => &*sets,
+                (None, scanned) => scanned.insert(PeriodSets::scan(conn, &self.keys, name).await?),
+            };
+            restore::settle_kept_records(conn, target, &sets.of(target), &settled).await?;
             restore::finish(conn, target, true, false).await?;
         }
+        layout::record(conn, &self.keys, name, (target.shards(), target.generation()), rescale.map(Rescale::to_max)).await?;
+        self.store.forget_layout(&self.keys, name);
+        // The old layout's guards go at once, all sent together (one slot each): a container
+        // whose probe of the layout predates the record finds the board's guard gone and reads
+        // the new layout (`Reader::on_layout`), so no read is answered from the old layout once
+        // a write has landed in the new but within that round trip (docs/scaling.md#changing-shards).
+        let unlinks = source.all().into_iter().map(|source| {
+            let mut conn = conn.clone();
+            async move { redis::cmd("UNLINK").arg(source.guard()).query_async::<()>(&mut conn).await }
+        });
+        futures::future::try_join_all(unlinks).await.map_err(StoreError::from)?;
         if let Some(board) = self.config.board(name) {
             super::closed_seasons::record_released(conn, board, targets, Utc::now()).await?;
         }

@@ -17,6 +17,7 @@ use crate::domain::period::Period;
 use crate::domain::rescale::Rescale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Layout};
+use crate::redis::period_sets::PeriodSets;
 use crate::redis::store::Connection;
 
 /// Members read from a new shard's set at once.
@@ -41,6 +42,7 @@ pub(super) async fn compare(
     (source, target, rescale): (&Layout, &Layout, Option<&Rescale>),
     board: &Board,
     carried: &[Period],
+    sets: &PeriodSets,
     deadline: DateTime<Utc>,
 ) -> Result<Checked, RestoreError> {
     let (sources, targets) = (source.all(), target.all());
@@ -53,7 +55,7 @@ pub(super) async fn compare(
     // the moved lines brought back after its freeze) differs as much as a lost one.
     let mut periods: BTreeMap<String, ()> = BTreeMap::new();
     for shard in sources.iter().chain(&targets) {
-        for key in conn.scan_slot_of(&shard.guard(), &shard.period_pattern()).await? {
+        for key in sets.of(shard) {
             if let Some(relative) = shard.relative_of(&key) {
                 periods.insert(relative.to_owned(), ());
             }
