@@ -10,6 +10,7 @@ use axum::http::StatusCode;
 use chrono::{Duration, Utc};
 use journal::S3Objects;
 use serde_json::{Value, json};
+use standings::archive::objects::{ObjectError, Witness};
 use standings::archive::probe::JournalProbe;
 use standings::domain::config::Config;
 use standings::redis::restore::Birth;
@@ -111,4 +112,40 @@ async fn a_guard_lost_alone_while_its_stream_holds_writes_is_not_new_nor_is_a_fe
     assert_eq!((found.get("points"), found.get(&wide)), (Some(&Birth::History), Some(&Birth::History)), "{found:?}");
     assert_eq!(found.len(), 2, "only the two unborn journals are judged: {found:?}");
     assert_eq!(learn(&app, "after").await.0, StatusCode::SERVICE_UNAVAILABLE);
+}
+
+/// A witness whose listing finds nothing because a drain stores the board's entries, and trims
+/// them from its stream, between the listing and the start's mark.
+struct DrainedWhileListed<'a> {
+    app: &'a TestApp,
+    objects: S3Objects,
+}
+
+impl Witness for DrainedWhileListed<'_> {
+    async fn holds_any(&self, _prefix: &str) -> Result<bool, ObjectError> {
+        let report = self.app.drainer(self.objects.clone(), Arc::default()).drain(Utc::now() + Duration::minutes(5)).await;
+        assert!(report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+        Ok(false)
+    }
+}
+
+/// A board whose guard alone was lost, its writes still in its stream, drained to S3 and trimmed
+/// between the start's listing (empty) and its mark: the mark finds an empty stream that exists,
+/// which only a history leaves (the trim keeps the key), and does not take the board for new
+/// (found by review: it looked for entries in the stream, which the trim had just removed).
+#[tokio::test]
+async fn a_board_drained_between_the_starts_listing_and_its_mark_is_not_taken_for_new() {
+    let app = spawn_journaled(config()).await;
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    assert_eq!(learn(&app, "undrained").await.0, StatusCode::OK);
+    let points = app.keys.board("points");
+    let mut redis = app.redis.clone();
+    let () = redis::cmd("DEL").arg(points.guard()).query_async(&mut redis).await.unwrap();
+    let witness = DrainedWhileListed { app: &app, objects: S3Objects::new(client.clone(), &bucket) };
+    let birth = births::judge(&app.store, &app.keys, "points", &witness).await.expect("judged");
+    let left: u64 = redis::cmd("XLEN").arg(points.journal()).query_async(&mut redis).await.unwrap();
+    assert_eq!(left, 0, "the drain trimmed the stream between the listing and the mark");
+    assert_eq!(birth, Birth::History);
+    assert_eq!(learn(&app, "after").await.0, StatusCode::SERVICE_UNAVAILABLE, "no write against the history in S3");
 }
