@@ -5,6 +5,8 @@
 //! count times the node's keys (measured: 25 scans, 24 s of a 1 → 12 move's 25 s of refused
 //! writes, BENCHMARKS.md).
 
+use std::collections::BTreeSet;
+
 use super::error::StoreError;
 use super::keys::{BoardKeys, Keys};
 use super::store::Connection;
@@ -27,6 +29,29 @@ impl PeriodSets {
                 }
                 cursor = next;
             }
+        }
+        found.sort_unstable();
+        found.dedup();
+        Ok(Self(found))
+    }
+
+    /// Those of `relatives` (keys relative to a board's) that exist on `shards`, read now: one
+    /// pipelined `EXISTS` round a shard (its keys share its slot), no scan. For a move's last
+    /// step once its compare while writes went on found the sets (`Keys::period_sets_glob`) and
+    /// the lines moved since named those they wrote.
+    pub async fn among(conn: &mut Connection, shards: &[BoardKeys], relatives: &BTreeSet<String>) -> Result<Self, StoreError> {
+        let mut found = Vec::new();
+        for shard in shards {
+            let keys: Vec<String> = relatives.iter().map(|relative| shard.relative(relative)).collect();
+            if keys.is_empty() {
+                continue;
+            }
+            let mut exists = redis::pipe();
+            for key in &keys {
+                exists.exists(key);
+            }
+            let held: Vec<bool> = exists.query_async(conn).await?;
+            found.extend(keys.into_iter().zip(held).filter_map(|(key, held)| held.then_some(key)));
         }
         found.sort_unstable();
         found.dedup();

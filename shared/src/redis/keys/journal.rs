@@ -15,6 +15,12 @@ pub enum Holds {
 }
 
 impl BoardKeys {
+    /// Whether `relative` (a key relative to a board's, as a line's effects name it) is one of
+    /// its period sets.
+    pub fn is_period_set(relative: &str) -> bool {
+        relative.starts_with(":z:")
+    }
+
     /// What a key relative to the board's (`relative`) holds of one period's composites: its
     /// sorted set (live or frozen) or its arrivals (`<composite>|<n>` values), with the
     /// period's kind and id; `None` for a key that holds none. A league's cohort order holds

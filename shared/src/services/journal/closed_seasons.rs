@@ -33,9 +33,6 @@ use crate::redis::store::Connection;
 use super::error::RestoreError;
 use crate::domain::rescale::Rescale;
 
-/// Members of a frozen board read at once.
-const PAGE: isize = 1000;
-
 /// A new shard's `released|` field for a season every old shard recorded released, until the
 /// release is recorded (journaled) there: `release_season.lua` takes only "1" as recorded.
 const MOVED: &str = "moved";
@@ -246,14 +243,7 @@ async fn copy_frozen(
     let key = source.frozen(period);
     let mut start = 0isize;
     loop {
-        let page: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(&key)
-            .arg(start)
-            .arg(start + PAGE - 1)
-            .arg("WITHSCORES")
-            .query_async(conn)
-            .await
-            .map_err(StoreError::from)?;
+        let page = super::reshard_check::members_page(conn, &key, start).await?;
         if page.is_empty() {
             return Ok(start > 0);
         }
@@ -266,7 +256,7 @@ async fn copy_frozen(
             let added: u64 = zadd.query_async(conn).await.map_err(StoreError::from)?;
             counts[index] += added;
         }
-        start += PAGE;
+        start += super::reshard_check::PAGE;
     }
 }
 

@@ -16,6 +16,7 @@ mod reshard;
 mod reshard_check;
 mod reshard_lines;
 mod reshard_start;
+mod reshard_touched;
 mod restore;
 mod shadow;
 

@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::reshard_lines::{Lines, Moving, Place, Range, parse_place};
 use super::restore::{RestoreError, Status};
 use crate::archive::objects::Objects;
-use crate::domain::catch_up::{Next, ROUND_MS};
+use crate::domain::catch_up::{Next, ROUND_MS, Round};
 use crate::domain::config::{BoardKind, Config};
 use crate::domain::guard;
 use crate::domain::journal::{Entry, Stamp};
@@ -214,6 +214,7 @@ impl<O: Objects> Resharder<O> {
             runs: targets.iter().map(|_| restore::Run::default()).collect(),
             clock: restore::Clock::read(conn).await?,
             moved: 0,
+            pre: None,
         };
         let lines = self.lines();
         // A re-encode: every line, fenced.
@@ -230,9 +231,18 @@ impl<O: Objects> Resharder<O> {
         lines.flush_all(conn, targets, token, &mut moving.runs).await?;
         let carried = super::closed_seasons::carry(conn, board, &sources, target, rescale, Utc::now()).await?;
         // Both layouts' period sets, read once the last lines and seasons are in (nothing writes
-        // them after): the compare's and each new shard's records'.
-        let sets = PeriodSets::scan(conn, &self.keys, name).await?;
-        let checked = super::reshard_check::compare(conn, (source, target, rescale), board, &carried, &sets, deadline).await?;
+        // them after): the compare's and each new shard's records'. Found without a scan when
+        // this invocation compared while writes went on: those it saw, those written since.
+        let sets = match &moving.pre {
+            Some(pre) => {
+                let closed = carried.iter().filter_map(|period| sources[0].relative_of(&sources[0].period(period)).map(str::to_owned));
+                let shards: Vec<BoardKeys> = sources.iter().chain(targets).cloned().collect();
+                PeriodSets::among(conn, &shards, &pre.candidates(closed)).await?
+            }
+            None => PeriodSets::scan(conn, &self.keys, name).await?,
+        };
+        let checked =
+            super::reshard_check::compare(conn, (source, target, rescale), board, &carried, (&sets, moving.pre.as_ref()), deadline).await?;
         report.periods_checked = checked.compared;
         // A re-encode switches once the drain stored the new generation's journal whole: a
         // restore with Redis lost then finds it complete, by its record (`generations`).
@@ -299,6 +309,16 @@ impl<O: Objects> Resharder<O> {
             match rounds.next(Utc::now().timestamp_millis(), points, self.round_ms) {
                 Next::Round(round) => {
                     rounds.0.push(round);
+                    self.keep_rounds(conn, moving.targets, &rounds).await?;
+                }
+                // Once an invocation, before its fence: every period set compared while writes
+                // go on, then a round for the lines written meanwhile; the fenced compare looks
+                // only at what the pre-check found different and what the lines since wrote.
+                Next::Fence if moving.pre.is_none() => {
+                    let sets = PeriodSets::scan(conn, &self.keys, name).await?;
+                    moving.pre = Some(super::reshard_check::pre_check(conn, (source, moving.target), &sets).await?);
+                    let points = self.journal_points(conn, source).await?;
+                    rounds.0.push(Round { start_ms: Utc::now().timestamp_millis(), points });
                     self.keep_rounds(conn, moving.targets, &rounds).await?;
                 }
                 Next::Fence => {

@@ -6,6 +6,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::reshard_check::PreChecked;
 use super::restore::RestoreError;
 use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, parse_lines, read_text};
 use crate::domain::journal::{Effects, Line, RESHARDED};
@@ -66,6 +67,9 @@ pub(super) struct Moving<'a> {
     pub clock: restore::Clock,
     /// Lines this invocation moved.
     pub moved: usize,
+    /// The compare made while writes went on, with what the lines moved since wrote
+    /// (`reshard_check::pre_check`): the fenced compare looks at those only.
+    pub pre: Option<PreChecked>,
 }
 
 /// Where lines are read from and how long a run's lease holds.
@@ -202,6 +206,9 @@ impl<O: Objects> Lines<'_, O> {
         // (services/voids.rs), where the user's writes keep their order.
         if entry.get("kind").and_then(|k| k.as_str()) == Some("void") {
             entry.insert(RESHARDED.into(), true.into());
+        }
+        if let Some(pre) = &mut moving.pre {
+            pre.touched.note(&effects);
         }
         let entry = serde_json::Value::Object(entry).to_string();
         let (id, fields) = (format!("{index}/{}", line.id), [entry, line.outcome.clone(), recorded]);
