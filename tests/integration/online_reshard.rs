@@ -14,6 +14,8 @@ use chrono::{Duration, Utc};
 use journal::{Resharder, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
+use standings::redis::restore::Birth;
+use standings::services::journal::births;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
 use standings_tests::{TestApp, spawn_journaled};
 
@@ -303,4 +305,36 @@ async fn a_difference_the_compare_before_the_fence_found_stops_the_move() {
     for shard in old.all() {
         assert_eq!(fence_of(&two, &shard).await.as_deref(), Some("moving"), "the board stays fenced");
     }
+}
+
+/// An old shard that never took a write and was never judged (no guard: its start's judgement
+/// failed) is judged by the move before its starting point makes it a stream: born then, its
+/// empty stream is not taken for a history by a later start, which would refuse its writes as
+/// lost for the rest of the move (found by review).
+#[tokio::test]
+async fn an_old_shard_never_written_is_born_not_lost_once_a_move_takes_its_point() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let two = spawn_journaled(game(2)).await;
+    let old = two.keys.layout("game", 2);
+    let mut model = BTreeMap::new();
+    let users: Vec<String> = (0..).map(|u| format!("u{u}")).filter(|u| old.shard_of(u) == 0).take(6).collect();
+    for (i, user) in users.iter().enumerate() {
+        assert!(settle(&mut model, (user, 3), submit(&two, &format!("s{i}"), user, 3).await));
+    }
+    let () = redis::cmd("DEL").arg(old.shard(1).guard()).query_async(&mut two.redis.clone()).await.unwrap();
+    let three = spawn_journaled_on(game(3), two.keys.clone()).await;
+    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
+    let first = jobs.run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1)).await.unwrap();
+    assert_eq!(first["status"], "in_progress", "{first}");
+    let found = births::at_start(&three.config, &three.keys, &three.store, &S3Objects::new(client.clone(), &bucket)).await;
+    assert!(found.iter().all(|(_, birth)| !matches!(birth, Ok(Birth::History))), "{found:?}");
+    let user = (0..).map(|u| format!("v{u}")).find(|u| old.shard_of(u) == 1).unwrap();
+    assert!(settle(&mut model, (&user, 2), submit(&three, "late", &user, 2).await), "a write to the shard never written is taken");
+    for _ in 0..50 {
+        if jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"] == "complete" {
+            break;
+        }
+    }
+    assert_eq!(sums(&three).await, model);
 }

@@ -184,7 +184,8 @@ impl World {
 
     /// An archived season has nothing live left, whatever moved or restored its board since:
     /// no set, no statement (docs/archival.md). A board lost, or part-way through a restore, is
-    /// fenced and not looked at.
+    /// fenced and not looked at; nor is the layout a move of the guild has not switched to yet
+    /// (its last step carries closed seasons as the old layout holds them, checked once done).
     async fn check_archived_closed(&mut self, seasons: &[String]) -> Result<(), String> {
         let archived: Vec<&String> = seasons.iter().filter(|season| self.model.is_archived(season)).collect();
         let boards: Vec<&str> = [("{forum}", self.forum_lost), ("{guild", self.others_lost)]
@@ -199,6 +200,7 @@ impl World {
             let live: Vec<&String> = keys
                 .iter()
                 .filter(|key| boards.iter().any(|tag| key.contains(tag)))
+                .filter(|key| !self.guild_moving_to.iter().any(|base| key.starts_with(base.as_str())))
                 .filter(|key| key.ends_with(&format!(":z:season:{season}")) || key.contains(&format!(":stmt:season:{season}:")))
                 .collect();
             if !live.is_empty() {

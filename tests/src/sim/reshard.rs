@@ -62,12 +62,14 @@ impl World {
         }
         // Whether an invocation moved anything yet (before: only a killed one's lock answered).
         let mut moving = false;
+        self.guild_moving_to = moved.keys.layout("guild", shards).all().iter().map(|shard| shard.relative("")).collect();
         for invocation in 0..MAX_INVOCATIONS {
             let report = match jobs.run(json!({"reshard": {"board": "guild"}}), deadline).await {
                 Ok(report) => report,
                 // A layout the guild had before keeps its journal objects: the move is refused
                 // (docs/scaling.md#changing-shards), and the board goes on as it was.
                 Err(error) if !moving && self.guild_had.contains(&shards) && format!("{error:?}").contains("already holds") => {
+                    self.guild_moving_to.clear();
                     return self.post_after_refusal().await;
                 }
                 // A killed move's lock, until its lease runs out.
@@ -79,6 +81,7 @@ impl World {
             };
             moving = true;
             if report["status"] == "complete" {
+                self.guild_moving_to.clear();
                 // The old deploy's probe of the layout predates the switch: it reads the freed
                 // layout once, probes again and answers from the new one.
                 self.check_reads().await.map_err(|e| format!("a read after the guild moved, old deploy: {e}"))?;

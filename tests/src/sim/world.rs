@@ -107,6 +107,10 @@ pub struct World {
     pub(super) guild_shards: u32,
     /// Every count the guild was moved to (a move back to one is refused).
     pub(super) guild_had: Vec<u32>,
+    /// The bases of the layout a move of the guild takes it to, while it moves: keys no read
+    /// answers from until the switch, which the move's last step makes what the old layout
+    /// holds (a closed season's set, brought back by its moved lines, removed).
+    pub(super) guild_moving_to: Vec<String>,
     pub(super) model: Model,
     pub(super) sent: Vec<Sent>,
     /// A fault took some of the forum's keys (or a restore was stopped part-way) and no restore
@@ -188,6 +192,7 @@ impl World {
             dlq,
             guild_shards: 4,
             guild_had: vec![4],
+            guild_moving_to: Vec::new(),
             model: Model::default(),
             sent: Vec::new(),
             forum_lost: false,

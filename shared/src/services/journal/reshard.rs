@@ -61,7 +61,7 @@ pub struct ScaleMove {
 pub struct Resharder<O> {
     config: Arc<Config>,
     pub(super) keys: Keys,
-    store: Store,
+    pub(super) store: Store,
     pub(super) objects: O,
     pub(super) lease_ms: u64,
     /// A round that ended within this of its start is the last before the fence (`ROUND_MS`).
@@ -286,7 +286,7 @@ impl<O: Objects> Resharder<O> {
         report.last_step = fenced;
         // Every recorded round, a resumed move's included (what it moved is skipped), before
         // the last step; a round added here is the only one left to move.
-        let mut first = 0;
+        let (mut first, mut pre_tried) = (0, false);
         loop {
             for r in first..rounds.0.len() {
                 for (i, journal_name) in journals.iter().enumerate() {
@@ -314,12 +314,20 @@ impl<O: Objects> Resharder<O> {
                 // Once an invocation, before its fence: every period set compared while writes
                 // go on, then a round for the lines written meanwhile; the fenced compare looks
                 // only at what the pre-check found different and what the lines since wrote.
-                Next::Fence if moving.pre.is_none() => {
+                // One that outlasts the invocation's deadline is given up: the fenced step then
+                // compares every set, resumable across invocations, as a resumed move does.
+                Next::Fence if !pre_tried => {
+                    pre_tried = true;
                     let sets = PeriodSets::scan(conn, &self.keys, name).await?;
-                    moving.pre = Some(super::reshard_check::pre_check(conn, (source, moving.target), &sets).await?);
-                    let points = self.journal_points(conn, source).await?;
-                    rounds.0.push(Round { start_ms: Utc::now().timestamp_millis(), points });
-                    self.keep_rounds(conn, moving.targets, &rounds).await?;
+                    moving.pre = super::reshard_check::pre_check(conn, (source, moving.target), &sets, moving.deadline).await?;
+                    if moving.pre.is_some() {
+                        let points = self.journal_points(conn, source).await?;
+                        rounds.0.push(Round { start_ms: Utc::now().timestamp_millis(), points });
+                        self.keep_rounds(conn, moving.targets, &rounds).await?;
+                    } else {
+                        self.fence(conn, name, &sources).await?;
+                        fenced = true;
+                    }
                 }
                 Next::Fence => {
                     self.fence(conn, name, &sources).await?;

@@ -269,16 +269,20 @@ impl PreChecked {
 /// does not re-encode): each member of the new layout against its user's old shard. One held
 /// differently is noted, not a failure (a write the move has not moved yet); the fenced
 /// compare looks at it again. A member outside its user's new shard is a failure: only the
-/// move writes the new layout.
+/// move writes the new layout. `None`: the deadline came first (checked between periods).
 pub(super) async fn pre_check(
     conn: &mut Connection,
     (source, target): (&Layout, &Layout),
     sets: &PeriodSets,
-) -> Result<PreChecked, RestoreError> {
+    deadline: DateTime<Utc>,
+) -> Result<Option<PreChecked>, RestoreError> {
     let (sources, targets) = (source.all(), target.all());
     let periods = relatives(sets, sources.iter().chain(&targets));
     let mut differing = Touched::default();
     for relative in &periods {
+        if Utc::now() >= deadline {
+            return Ok(None);
+        }
         let mut found = Vec::new();
         let outside = walk(conn, (source, &sources), (target, &targets), relative, |member, was, composite| {
             if was != Some(composite) {
@@ -295,7 +299,7 @@ pub(super) async fn pre_check(
         }
         differing.members(relative, found);
     }
-    Ok(PreChecked { periods, differing, touched: Touched::default() })
+    Ok(Some(PreChecked { periods, differing, touched: Touched::default() }))
 }
 
 /// Members of `relative`'s sets over `shards`.

@@ -44,7 +44,10 @@ impl<O: Objects> Resharder<O> {
             // moved a line, is taken up again.)
             let (fence, lost, _, born) = guard_state(conn, source).await?;
             let fenced = fence.is_some_and(|fence| fence != guard::MOVING);
-            let unborn = !born && self.has_history(conn, source, &journal_name).await?;
+            // A shard never judged (no write yet, its start's judgement failed) is judged now,
+            // before its starting point makes it a stream: an empty stream is a history to the
+            // judgement (mark_born.lua), which would then refuse its writes as lost.
+            let unborn = !born && self.judged_lost(&journal_name).await?;
             if fenced || lost || unborn {
                 return Err(RestoreError::Invalid(format!(
                     "board {name:?} is lost, fenced or being restored ({} is not born, or fenced): restore it, then move it",
@@ -63,6 +66,15 @@ impl<O: Objects> Resharder<O> {
             }
         }
         Ok(())
+    }
+
+    /// Whether a shard not born holds a history (`births::judge`): if not, it is marked born.
+    async fn judged_lost(&self, journal_name: &str) -> Result<bool, RestoreError> {
+        match super::births::judge(&self.store, &self.keys, journal_name, &self.objects).await {
+            Ok(birth) => Ok(birth == restore::Birth::History),
+            Err(super::births::BirthError::Store(error)) => Err(error.into()),
+            Err(super::births::BirthError::Objects(error)) => Err(error.into()),
+        }
     }
 
     /// Whether an old shard's journal holds anything (its stream or its objects in S3).
