@@ -198,9 +198,8 @@ impl Window {
 /// acknowledged after the snapshot (no marker on the snapshot, so applied there again) is a
 /// duplicate of the journal's; retries of both answer duplicate; the journal holds each once, so
 /// a later loss of everything restores the same board.
-/// `interrupted`: a first restore fails once it has rebuilt nothing yet (its journal's objects
-/// unreadable), and the next one starts over.
-async fn writes_in_the_window(window: Window, interrupted: bool) {
+/// `then`: what comes between the fence and the restore that completes.
+async fn writes_in_the_window(window: Window, then: Then) {
     let mut server = RedisServer::start(&["--appendonly", "no", "--save", ""]).await;
     let app = spawn_journaled_at(window.config(), &RedisSettings::standalone(&server.url())).await;
     assert_eq!(window.write(&app, "before-0", "ann").await.0, StatusCode::OK);
@@ -227,10 +226,19 @@ async fn writes_in_the_window(window: Window, interrupted: bool) {
     let report = drain().await;
     assert!(report.boards.iter().any(|b| b.board.starts_with(window.board()) && b.lost), "{:?}", report.boards);
 
-    if interrupted {
-        let objects = ObjectsUnreadable(S3Objects::new(client.clone(), &bucket));
-        let failing = journal::Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), objects);
-        assert!(failing.restore(None, far()).await.is_err(), "S3 is down");
+    match then {
+        Then::Restore => {}
+        Then::FailedRestore => {
+            let objects = ObjectsUnreadable(S3Objects::new(client.clone(), &bucket));
+            let failing = journal::Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), objects);
+            assert!(failing.restore(None, far()).await.is_err(), "S3 is down");
+        }
+        Then::EveryKeyLost => {
+            // The drain's run stores what it can and the store is lost whole: the window's
+            // writes, acknowledged, were only in the stream the loss took.
+            assert!(drain().await.boards.iter().any(|b| b.board.starts_with(window.board()) && b.lost));
+            let () = redis::cmd("FLUSHALL").query_async(&mut app.redis.clone()).await.unwrap();
+        }
     }
     let restorer = app.journal_jobs(&client, &bucket, Arc::default()).restorer;
     let report = restorer.restore(None, far()).await.unwrap();
@@ -253,9 +261,33 @@ async fn writes_in_the_window(window: Window, interrupted: bool) {
     assert_eq!(state(&app).await, whole, "restored from the journal alone");
 }
 
+/// What comes between a rollback's fence and the restore that completes.
+#[derive(Clone, Copy)]
+enum Then {
+    Restore,
+    /// A first restore fails once it has rebuilt nothing yet (its journal's objects
+    /// unreadable), and the next one starts over.
+    FailedRestore,
+    /// Every key lost, the journal's stream with them (a `FLUSHALL` after a drain's run).
+    EveryKeyLost,
+}
+
 #[tokio::test]
 async fn writes_between_a_rollback_and_its_fence_count_once() {
-    writes_in_the_window(Window::Points, false).await;
+    writes_in_the_window(Window::Points, Then::Restore).await;
+}
+
+/// Found by the simulation (a rollback, then every key lost, then a restore): the drain stored
+/// nothing of a board found rolled back, so the window's writes lived only in the stream, and
+/// a loss of every key lost them, acknowledged.
+#[tokio::test]
+async fn writes_between_a_rollback_and_its_fence_survive_a_loss_of_every_key() {
+    writes_in_the_window(Window::Points, Then::EveryKeyLost).await;
+}
+
+#[tokio::test]
+async fn writes_between_a_rollback_and_its_fence_survive_a_loss_of_every_key_on_a_sharded_board() {
+    writes_in_the_window(Window::ShardedSum, Then::EveryKeyLost).await;
 }
 
 /// Found by the simulation under CI's load (a restore whose lease lapsed before its first run):
@@ -263,12 +295,12 @@ async fn writes_between_a_rollback_and_its_fence_count_once() {
 /// with every key the first had claimed, and the window was applied as the snapshot decided it.
 #[tokio::test]
 async fn writes_between_a_rollback_and_its_fence_count_once_after_a_restore_that_failed_first() {
-    writes_in_the_window(Window::Points, true).await;
+    writes_in_the_window(Window::Points, Then::FailedRestore).await;
 }
 
 #[tokio::test]
 async fn writes_between_a_rollback_and_its_fence_count_once_on_a_sharded_board() {
-    writes_in_the_window(Window::ShardedSum, false).await;
+    writes_in_the_window(Window::ShardedSum, Then::Restore).await;
 }
 
 /// The keys of one board (`{board}`, its hash tag) as `state` reads them.

@@ -56,6 +56,13 @@ pub fn marks_name(prefix: &str) -> String {
     format!("journal/_marks/prefix={prefix}/drained.json")
 }
 
+/// The folder of the writes journal `journal` of tenant `prefix` took on a rolled-back store
+/// after the drain's record `after`, waiting to be decided again (docs/journal.md#rollbacks):
+/// no `.jsonl` in it and in no partition of the lines, so no query of the journal reads them.
+pub fn window_objects(prefix: &str, journal: &str, after: &str) -> String {
+    format!("journal/_windows/prefix={prefix}/board={journal}/after={after}/")
+}
+
 /// The record that `board` of tenant `prefix` switched to generation `generation` of its layout
 /// (docs/boards.md#changing-max_score), written once that generation's journal is whole in S3:
 /// how a restore with Redis lost finds the generation (beside the journal, under no `board=`).
@@ -113,6 +120,16 @@ pub async fn journal_listing<O: Objects>(objects: &O, prefix: &str, board: &str)
         objects.list_sized(&board_objects(prefix, board)).await?.into_iter().filter(|(name, _)| object_order(name).is_some()).collect();
     listed.sort_by_cached_key(|(name, _)| object_order(name));
     Ok(listed)
+}
+
+/// `lines` as an object's body: one JSON line each, as `parse_lines` reads them.
+pub fn lines_body<'a>(lines: impl IntoIterator<Item = &'a Line>) -> Vec<u8> {
+    let mut body = Vec::new();
+    for line in lines {
+        serde_json::to_writer(&mut body, line).expect("a journal line always serializes");
+        body.push(b'\n');
+    }
+    body
 }
 
 /// An object's lines.

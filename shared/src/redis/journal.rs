@@ -86,6 +86,34 @@ pub async fn append(conn: &mut Connection, keys: &BoardKeys, entry: &str, outcom
     Ok(())
 }
 
+/// Appends `lines` under their own ids, oldest first (a rollback's window put back from S3 into
+/// a stream a loss took, `services::journal::windows`): each must follow the stream's last id.
+pub async fn put_back(conn: &mut Connection, keys: &BoardKeys, lines: &[Line]) -> Result<(), StoreError> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let mut pipe = redis::pipe();
+    for line in lines {
+        let entry = serde_json::to_string(&line.entry).expect("a line's entry serializes");
+        let command = pipe.cmd("XADD").arg(keys.journal()).arg(&line.id).arg("e").arg(entry).arg("o").arg(&line.outcome);
+        if let Some(effects) = &line.effects {
+            command.arg("x").arg(effects.to_string());
+        }
+        command.ignore();
+    }
+    let () = pipe.query_async(conn).await?;
+    Ok(())
+}
+
+/// The last id the stream generated, whether or not it still holds that entry (none: no stream).
+pub async fn last_generated(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<String>, StoreError> {
+    if !conn.exists::<_, bool>(keys.journal()).await? {
+        return Ok(None);
+    }
+    let info: redis::streams::StreamInfoStreamReply = conn.xinfo_stream(keys.journal()).await?;
+    Ok(Some(info.last_generated_id))
+}
+
 /// Removes entry `id` (a write decided again, whose new decision is journaled: see
 /// `services::journal::restore`).
 pub async fn remove(conn: &mut Connection, keys: &BoardKeys, id: &str) -> Result<(), StoreError> {

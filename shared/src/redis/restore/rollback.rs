@@ -84,14 +84,6 @@ pub fn behind(held: Option<&str>, stored: &str) -> bool {
     held.and_then(stream_order) < stream_order(stored)
 }
 
-/// The newest entry of the board's stream when it holds any after `stored` (the drain's record):
-/// writes the older store took before its fence, since the snapshot's stream ends at or before
-/// the record (`None`: none).
-pub async fn writes_since(conn: &mut Connection, keys: &BoardKeys, stored: &str) -> Result<Option<String>, StoreError> {
-    let newest = journal::newest_id(conn, keys).await?;
-    Ok(newest.filter(|newest| stream_order(newest) > stream_order(stored)))
-}
-
 /// Records the window of entries to decide again (`BoardKeys::restore_redecide`): the first
 /// record stands (a resumed restore finds the same window, whatever was appended after it since).
 pub async fn mark_redecide(conn: &mut Connection, keys: &BoardKeys, after: &str, through: &str) -> Result<(), StoreError> {

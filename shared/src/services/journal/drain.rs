@@ -23,11 +23,12 @@ use chrono::{DateTime, Utc};
 use futures::future::join_all;
 use serde::Serialize;
 
-use crate::archive::objects::{ObjectError, Objects, Put, object_name};
+use crate::archive::objects::{ObjectError, Objects, Put, lines_body, object_name};
 use crate::redis::notices;
 
 use super::marks::Marks;
 use super::notices::{NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, NoticeError, Notifier};
+use super::windows::{self, WindowError};
 
 /// Entries read (and stored as one object at most) per step.
 pub const CHUNK_ENTRIES: usize = 5000;
@@ -47,6 +48,16 @@ pub enum DrainError {
     Notices(#[from] NoticeError),
     #[error("object {0} is not this chunk's (no journal line, or another first entry)")]
     Unreadable(String),
+}
+
+impl From<WindowError> for DrainError {
+    fn from(error: WindowError) -> Self {
+        match error {
+            WindowError::Store(error) => Self::Store(error),
+            WindowError::Objects(error) => Self::Objects(error),
+            WindowError::Unreadable(name, _) => Self::Unreadable(name),
+        }
+    }
 }
 
 impl From<super::births::BirthError> for DrainError {
@@ -323,8 +334,7 @@ impl<O: Objects> Drainer<O> {
             return Ok(());
         }
         if let Some(point) = marks.and_then(|marks| marks.rolled_back(board)).filter(|_| guarded && !born) {
-            rolled_back(board, point.to_owned(), drained);
-            return Ok(());
+            return self.rolled_back(&mut conn, board, point.to_owned(), marks, drained).await;
         }
         // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained
         // until restored (its entries since the snapshot were decided on the older state).
@@ -340,10 +350,7 @@ impl<O: Objects> Drainer<O> {
                 None => rollback::point(&mut conn, &keys).await?.map_or(Found::Current(None), Found::Behind),
             };
             match found {
-                Found::Behind(point) => {
-                    rolled_back(board, point, drained);
-                    return Ok(());
-                }
+                Found::Behind(point) => return self.rolled_back(&mut conn, board, point, Some(marks), drained).await,
                 Found::Current(held) => drained.held = held,
             }
         }
@@ -371,7 +378,7 @@ impl<O: Objects> Drainer<O> {
             let chunk: Vec<&Line> = lines.iter().take_while(|line| line.date().map(|d| d.to_string()).as_deref() == Some(&date)).collect();
             let chunk = if chunk.is_empty() { vec![first] } else { chunk };
             let name = object_name(self.keys.prefix(), board, &date, &first.id);
-            let last = match self.objects.put_new(&name, body(&chunk)).await? {
+            let last = match self.objects.put_new(&name, lines_body(chunk.iter().copied())).await? {
                 Put::Created => {
                     drained.objects += 1;
                     chunk.last().expect("a chunk has its first line").id.clone()
@@ -392,8 +399,7 @@ impl<O: Objects> Drainer<O> {
                         && !journal::holds(&mut conn, &keys, &stored_last).await?
                         && let Found::Behind(point) = rollback::check(&mut conn, &keys, &stored_last).await?
                     {
-                        rolled_back(board, point, drained);
-                        return Ok(());
+                        return self.rolled_back(&mut conn, board, point, marks, drained).await;
                     }
                     stored_last
                 }
@@ -412,19 +418,32 @@ impl<O: Objects> Drainer<O> {
         Ok(())
     }
 
+    /// A board found older than its journal: counted lost until restored, and not drained; the
+    /// writes its store took after the record, fenced now, kept in S3 until the restore decides
+    /// them again (`windows`: its stream is their only copy).
+    async fn rolled_back(
+        &self,
+        conn: &mut crate::redis::store::Connection,
+        board: &str,
+        point: String,
+        marks: Option<&Marks>,
+        drained: &mut BoardDrain,
+    ) -> Result<(), DrainError> {
+        tracing::error!(board, "the board's Redis is older than its journal: its writes are refused until it is restored");
+        drained.rolled_back = Some(point);
+        drained.lost = true;
+        if let Some(after) = marks.and_then(|marks| marks.get(board)) {
+            windows::keep(conn, &self.keys.board(board), &self.objects, self.keys.prefix(), board, after).await?;
+        }
+        Ok(())
+    }
+
     /// Seconds since the oldest entry of the board's journal still in Redis was written.
     async fn lag_seconds(&self, board: &str) -> Result<f64, StoreError> {
         let mut conn = self.store.connection().await?;
         let oldest = journal::oldest_ms(&mut conn, &self.keys.board(board)).await?;
         Ok(oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0))
     }
-}
-
-/// A board found older than its journal: counted lost until restored, and not drained.
-fn rolled_back(board: &str, point: String, drained: &mut BoardDrain) {
-    tracing::error!(board, "the board's Redis is older than its journal: its writes are refused until it is restored");
-    drained.rolled_back = Some(point);
-    drained.lost = true;
 }
 
 /// Seconds since the oldest move of a board not sent: recorded and not yet read, or held past
@@ -435,16 +454,6 @@ async fn notice_lag(conn: &mut crate::redis::store::Connection, keys: &crate::re
     let overdue = notices::held(conn, keys).await?.values().flatten().map(|w| w.due_ms).min().filter(|&due| due < now);
     let since = [oldest, overdue].into_iter().flatten().min();
     Ok(since.map_or(0.0, |ms| ((now - ms).max(0) as f64) / 1000.0))
-}
-
-/// JSON lines, one per entry.
-fn body(lines: &[&Line]) -> Vec<u8> {
-    let mut body = Vec::new();
-    for line in lines {
-        serde_json::to_writer(&mut body, line).expect("a journal line always serializes");
-        body.push(b'\n');
-    }
-    body
 }
 
 /// The stream ids of an object's first and last lines.
@@ -467,7 +476,7 @@ mod tests {
     #[test]
     fn an_object_reads_back_to_its_last_id() {
         let lines = [Line::new("1-0", "b", r#"{"kind":"event"}"#, "a1"), Line::new("1-1", "b", r#"{"kind":"event"}"#, "a1")];
-        let body = body(&lines.iter().collect::<Vec<_>>());
+        let body = lines_body(&lines);
         assert_eq!(String::from_utf8(body.clone()).unwrap().lines().count(), 2);
         assert_eq!(ids(&body), Some(("1-0".to_owned(), "1-1".to_owned())));
         assert_eq!(ids(b"not json\n"), None);

@@ -31,6 +31,16 @@ impl From<redis::RedisError> for RestoreError {
     }
 }
 
+impl From<super::windows::WindowError> for RestoreError {
+    fn from(error: super::windows::WindowError) -> Self {
+        match error {
+            super::windows::WindowError::Store(error) => Self::Store(error),
+            super::windows::WindowError::Objects(error) => Self::Objects(error),
+            super::windows::WindowError::Unreadable(name, problem) => Self::Unreadable(name, problem),
+        }
+    }
+}
+
 impl RestoreError {
     pub fn code(&self) -> &'static str {
         match self {

@@ -5,9 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use super::error::RestoreError;
+use super::windows;
 use crate::archive::objects::{ObjectError, Objects, marks_name};
 use crate::domain::journal::stream_order;
-use crate::redis::error::StoreError;
 use crate::redis::keys::BoardKeys;
 use crate::redis::restore::{self, rollback, rollback::Found};
 use crate::redis::store::Connection;
@@ -76,7 +77,13 @@ impl Marks {
 /// the snapshot's point (its stream's tail, written on the snapshot since, is not applied
 /// again). A board whose point is unknown, or whose guard (and the point with it) was lost
 /// since, has no key that can be told intact: it is rebuilt whole, from its first attempt.
-pub async fn prepare(conn: &mut Connection, keys: &BoardKeys, marks: &Marks, name: &str) -> Result<bool, StoreError> {
+pub async fn prepare<O: Objects>(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    (objects, prefix): (&O, &str),
+    marks: &Marks,
+    name: &str,
+) -> Result<bool, RestoreError> {
     let first_attempt = restore::through(conn, keys).await?.is_none();
     let born = restore::born(conn, keys).await?;
     let found = match marks.get(name) {
@@ -90,13 +97,17 @@ pub async fn prepare(conn: &mut Connection, keys: &BoardKeys, marks: &Marks, nam
     // rolled back whose guard (and the point) was lost since: its stream still holds them.
     // (The catalog's definitions are not decided again: its window is applied as recorded.)
     let rolled_back = matches!(found, Found::Behind(_)) || (!born && marks.rolled_back(name).is_some() && first_attempt);
-    if let (true, Some(stored), false) = (rolled_back, marks.get(name), name == crate::redis::keys::CATALOG_JOURNAL)
-        && let Some(newest) = rollback::writes_since(conn, keys, stored).await?
-    {
-        rollback::mark_redecide(conn, keys, stored, &newest).await?;
-        rollback::wipe(conn, keys).await?;
-        restore::start_over(conn, keys).await?;
-        return Ok(false);
+    if let (true, Some(stored)) = (rolled_back, marks.get(name)) {
+        // The window is kept in S3 first (the drain kept it if it saw the rollback), and put
+        // back where a loss since took the stream with it: decided again either way.
+        windows::keep(conn, keys, objects, prefix, name, stored).await?;
+        let through = windows::bring_back(conn, keys, objects, prefix, name, stored).await?;
+        if let (Some(newest), false) = (through, name == crate::redis::keys::CATALOG_JOURNAL) {
+            rollback::mark_redecide(conn, keys, stored, &newest).await?;
+            rollback::wipe(conn, keys).await?;
+            restore::start_over(conn, keys).await?;
+            return Ok(false);
+        }
     }
     match found {
         // Nothing says where the snapshot stands: rebuilt whole, from the start (a checkpoint

@@ -19,6 +19,7 @@ mod reshard_start;
 mod reshard_touched;
 mod restore;
 mod shadow;
+mod windows;
 
 pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC, LOST_METRIC};
 pub use marks::Marks;

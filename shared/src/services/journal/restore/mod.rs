@@ -207,7 +207,8 @@ impl<O: Objects> Restorer<O> {
         progress: &mut Progress<'_>,
     ) -> Result<(), RestoreError> {
         let profiles = is_profile_journal(name);
-        let rolled_back = !profiles && marks::prepare(progress.conn, progress.keys, marks, name).await?;
+        let rolled_back =
+            !profiles && marks::prepare(progress.conn, progress.keys, (&self.objects, self.keys.prefix()), marks, name).await?;
         // Writes a rolled-back store took before its fence, left to decide again once the
         // board was rebuilt (docs/journal.md#rollbacks): the rebuild is done when it is born.
         let redecide = if profiles { None } else { rollback::redecide(progress.conn, progress.keys).await? };
