@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 
 use super::reshard_touched::{Again, Touched};
-use super::restore::RestoreError;
+use super::error::RestoreError;
 use crate::domain::config::Board;
 use crate::domain::period::Period;
 use crate::domain::rescale::Rescale;

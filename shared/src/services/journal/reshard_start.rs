@@ -4,7 +4,7 @@
 use chrono::Utc;
 
 use super::Resharder;
-use super::restore::RestoreError;
+use super::error::RestoreError;
 use crate::archive::objects::{Objects, journal_objects};
 use crate::domain::catch_up::{Round, Rounds};
 use crate::domain::guard;

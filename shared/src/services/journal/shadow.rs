@@ -23,7 +23,7 @@ use crate::services::replay::{Replayed, Replayer};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::restore::RestoreError;
+use super::error::RestoreError;
 use crate::archive::objects::{Objects, journal_objects, read_lines};
 
 /// Members differing between Redis and its journal, after a verify (dimension `Board`).
