@@ -11,8 +11,8 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use super::reshard_touched::{Again, Touched};
 use super::error::RestoreError;
+use super::reshard_touched::{Again, Touched};
 use crate::domain::config::Board;
 use crate::domain::period::Period;
 use crate::domain::rescale::Rescale;

@@ -6,8 +6,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::reshard_check::PreChecked;
 use super::error::RestoreError;
+use super::reshard_check::PreChecked;
 use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, parse_lines, read_text};
 use crate::domain::journal::{Effects, Line, RESHARDED};
 use crate::domain::rescale::Rescale;
