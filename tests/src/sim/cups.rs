@@ -8,7 +8,7 @@ use axum::http::{Method, StatusCode};
 use chrono::{DateTime, SecondsFormat};
 use serde_json::{Value, json};
 
-use super::model::cups::{ATTEMPTS, Answer, Play, SEATS, prize};
+use super::model::cups::{ATTEMPTS, Answer, CupEdit, Play, SEATS, prize, prizes};
 use super::world::{World, restoring};
 use crate::runtime::call_on;
 use crate::{ADMIN, Caller, WRITER, clock_of, read_router};
@@ -74,7 +74,7 @@ impl World {
             "title": "Simulated cup", "keep": "best", "order": "desc",
             "start": time(start), "end": time(start + i64::from(hours) * 3_600),
             "max_size": SEATS, "max_entries": ATTEMPTS, "join_required": join,
-            "prizes": [{"ranks": [1, 1], "reward": prize(1)}, {"ranks": [2, 3], "reward": prize(2)}],
+            "prizes": prizes(0),
         });
         if cup % 2 == 1 {
             let fires = chrono::DateTime::from_timestamp(start - start.rem_euclid(60), 0).expect("a time the world keeps");
@@ -183,13 +183,26 @@ impl World {
         Ok(())
     }
 
-    /// A live edit moving the cup's end to `minutes` from now (and its title when `title`).
-    pub(super) async fn edit_cup(&mut self, cup: u8, minutes: i16, title: bool) -> Result<(), String> {
+    /// A live edit moving the cup's end to `minutes` from now (and its title when `title`, and
+    /// `more`).
+    pub(super) async fn edit_cup(&mut self, cup: u8, minutes: i16, title: bool, more: Option<CupEdit>) -> Result<(), String> {
         let id = format!("cup{cup}");
         let end = self.now() + i64::from(minutes) * 60;
         let mut patch = json!({"end": time(end)});
         if title {
             patch["title"] = json!("Edited cup");
+        }
+        let known = self.model.cups.cups.get(&id);
+        match more {
+            None => {}
+            Some(CupEdit::Prizes) => patch["prizes"] = prizes(1),
+            Some(CupEdit::Seats(seats)) => patch["max_size"] = json!(seats),
+            Some(CupEdit::Description) => patch["description"] = json!(format!("Edited at {}", self.now())),
+            // Set, or removed (`null`) when some is set.
+            Some(CupEdit::Metadata) => {
+                let set = known.is_some_and(|c| c.definition.contains("\"metadata\""));
+                patch["metadata"] = if set { Value::Null } else { json!({"tier": cup, "region": "eu"}) };
+            }
         }
         let (status, reply) = self.app.call(Method::PATCH, &format!("/v1/admin/tournaments/{id}"), patch.to_string(), ADMIN).await;
         if self.all_lost && (restoring(status, &reply) || reply["error"]["code"] == "unknown_tournament") {
@@ -202,10 +215,13 @@ impl World {
             .get(&id)
             .map_or(Value::Null, |c| serde_json::from_str(&c.definition).expect("a definition the world sent"));
         for (field, value) in patch.as_object().expect("an object") {
-            edited[field] = value.clone();
+            match value {
+                Value::Null => _ = edited.as_object_mut().map(|o| o.remove(field)),
+                value => edited[field] = value.clone(),
+            }
         }
         let mut next = self.model.clone();
-        let expected = next.cups.edit(&id, end, &edited.to_string(), self.now());
+        let expected = next.cups.edit(&id, (end, more), &edited.to_string(), self.now());
         let got = (status.as_u16(), reply["error"]["code"].as_str().unwrap_or_default());
         if got != expected || (status == StatusCode::OK && reply["definition"] != edited) {
             return Err(format!("PATCH {id} {patch}: expected {expected:?} with {edited}, got {status} {reply}"));
@@ -320,7 +336,7 @@ impl World {
                 let (status, view) = get(format!("/v1/tournaments/{id}")).await;
                 let open = cup.start <= now && now < cup.end;
                 let expected = json!({"state": if open { "open" } else { "ended" }, "end": time(cup.end), "size": cup.seated.len(),
-                    "can_join": open && cup.seated.len() < SEATS});
+                    "can_join": open && cup.seated.len() < cup.seats});
                 let got = json!({"state": view["state"], "end": view["end"], "size": view["size"], "can_join": view["can_join"]});
                 if !lost(status, &view) && (status != StatusCode::OK || got != expected) {
                     return Err(format!("tournament {id}: expected {expected}, got {status} {view}"));
@@ -340,7 +356,7 @@ impl World {
             let expected = cup.results.as_ref().map(|rows| {
                 rows.iter()
                     .enumerate()
-                    .map(|(i, (user, score))| json!({"rank": i + 1, "user_id": user, "score": score, "prize": prize(i + 1)}))
+                    .map(|(i, (user, score))| json!({"rank": i + 1, "user_id": user, "score": score, "prize": prize(cup.prizes, i + 1)}))
             });
             let got = match (status, &expected) {
                 (StatusCode::OK, Some(rows)) => {

@@ -2,6 +2,7 @@
 //! history is plain data (serialised into tests/sim/regressions.txt), so a regression replays
 //! the same steps whatever later changes make the generator produce.
 
+use super::model::cups::CupEdit;
 use serde::{Deserialize, Serialize};
 
 /// Users are `u0`..`u5`: few enough that writes meet on the same members.
@@ -252,6 +253,9 @@ pub enum Op {
         cup: u8,
         minutes: i16,
         title: bool,
+        /// Another field edited with them (prizes, seats, description, metadata).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        more: Option<CupEdit>,
     },
     /// `POST /v1/admin/tournaments/cup{cup}/attempts`: `add` attempts for the user, grant id
     /// `g{grant}`; then the same again (`Some(true)`) or the id with another payload.
@@ -380,7 +384,12 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             113..=116 => Op::Submit { id: id(1), board: rng.u8(..BOARDS), user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
             117 => Op::DeleteBoard { board: rng.u8(..BOARDS) },
             118 => Op::CorrectCup { cup: rng.u8(..CUPS), user, score: 10 + 2 * rng.u32(..4) },
-            119 => Op::EditCup { cup: rng.u8(..CUPS), minutes: [-30, 0, 30, 120, 600][rng.usize(..5)], title: rng.bool() },
+            119 => {
+                let more =
+                    [None, Some(CupEdit::Prizes), Some(CupEdit::Seats(rng.u8(2..6))), Some(CupEdit::Description), Some(CupEdit::Metadata)]
+                        [rng.usize(..5)];
+                Op::EditCup { cup: rng.u8(..CUPS), minutes: [-30, 0, 30, 120, 600][rng.usize(..5)], title: rng.bool(), more }
+            }
             120 => {
                 let again = [None, None, Some(true), Some(false)][rng.usize(..4)];
                 Op::GrantCup { cup: rng.u8(..CUPS), user, add: rng.u8(1..3), grant: id(1), again }

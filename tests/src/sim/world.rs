@@ -316,7 +316,7 @@ impl World {
             Op::Play { id, cup, user, score, again } => self.play_cup(*id, *cup, *user, *score, *again).await?,
             Op::EndCup { cup, delete } => self.end_cup(*cup, *delete).await?,
             Op::CorrectCup { cup, user, score } => self.correct_cup(*cup, *user, *score).await?,
-            Op::EditCup { cup, minutes, title } => self.edit_cup(*cup, *minutes, *title).await?,
+            Op::EditCup { cup, minutes, title, more } => self.edit_cup(*cup, *minutes, *title, *more).await?,
             Op::GrantCup { cup, user, add, grant, again } => self.grant_cup(*cup, *user, *add, *grant, *again).await?,
             Op::RuntimeBoard { board, latest } => self.put_board(*board, *latest).await?,
             Op::Submit { id, board, user, score, again } => self.submit(*id, *board, *user, *score, *again).await?,

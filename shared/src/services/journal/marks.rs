@@ -9,6 +9,7 @@ use super::error::RestoreError;
 use super::windows;
 use crate::archive::objects::{ObjectError, Objects, marks_name};
 use crate::domain::journal::stream_order;
+use crate::redis::journal;
 use crate::redis::keys::BoardKeys;
 use crate::redis::restore::{self, rollback, rollback::Found};
 use crate::redis::store::Connection;
@@ -99,9 +100,14 @@ pub async fn prepare<O: Objects>(
     let rolled_back = matches!(found, Found::Behind(_)) || (!born && marks.rolled_back(name).is_some() && first_attempt);
     if let (true, Some(stored)) = (rolled_back, marks.get(name)) {
         // The window is kept in S3 first (the drain kept it if it saw the rollback), and put
-        // back where a loss since took the stream with it: decided again either way.
+        // back where a loss since took the stream with it: decided again either way. A window
+        // decided already (a restore completed, and a loss of the guard since, before a drain
+        // stored the new decisions) left the stream for those new decisions, after it: decided
+        // again with it.
         windows::keep(conn, keys, objects, prefix, name, stored).await?;
         let through = windows::bring_back(conn, keys, objects, prefix, name, stored).await?;
+        let newest = journal::newest_id(conn, keys).await?.filter(|newest| stream_order(newest) > stream_order(stored));
+        let through = [through, newest].into_iter().flatten().max_by_key(|id| stream_order(id));
         if let (Some(newest), false) = (through, name == crate::redis::keys::CATALOG_JOURNAL) {
             rollback::mark_redecide(conn, keys, stored, &newest).await?;
             rollback::wipe(conn, keys).await?;

@@ -56,6 +56,10 @@ pub struct Cup {
     pub cut: bool,
     pub seated: BTreeSet<String>,
     pub entries: HashMap<String, u32>,
+    /// Seats (`max_size`): `SEATS`, raised by a live edit.
+    pub seats: usize,
+    /// The prize table in force (`prize`): 0 as defined, 1 once an edit replaced it.
+    pub prizes: u8,
     /// Attempts an admin granted each player beyond `ATTEMPTS`.
     pub granted: HashMap<String, u32>,
     /// grant id -> (payload, the attempts left it answered).
@@ -101,15 +105,41 @@ pub fn best_first(board: &HashMap<String, (i64, i64)>) -> Vec<(String, i64)> {
     list.into_iter().map(|(user, &(score, _))| (user.clone(), score)).collect()
 }
 
-/// The prize of `rank` in every simulated cup: with its note, more than a function's catalog
-/// holds (`DETAILS_HELD_BYTES`), so every read and end showing them reads the definition.
-pub fn prize(rank: usize) -> Option<serde_json::Value> {
+/// The prize of `rank` in table `table` of every simulated cup (0 as defined, 1 as a live edit
+/// replaces it, which prizes four ranks): with its note, more than a function's catalog holds
+/// (`DETAILS_HELD_BYTES`), so every read and end showing them reads the definition.
+pub fn prize(table: u8, rank: usize) -> Option<serde_json::Value> {
     let note = |c: &str| c.repeat(600);
-    match rank {
-        1 => Some(serde_json::json!({"gems": 3, "note": note("g")})),
-        2..=3 => Some(serde_json::json!({"gems": 1, "note": note("s")})),
+    match (table, rank) {
+        (0, 1) => Some(serde_json::json!({"gems": 3, "note": note("g")})),
+        (0, 2..=3) => Some(serde_json::json!({"gems": 1, "note": note("s")})),
+        (_, 1..=4) => Some(serde_json::json!({"coins": 5 - rank, "note": note("c")})),
         _ => None,
     }
+}
+
+/// The prizes field of table `table` (`prize`), as a definition sends it.
+pub fn prizes(table: u8) -> serde_json::Value {
+    match table {
+        0 => serde_json::json!([{"ranks": [1, 1], "reward": prize(0, 1)}, {"ranks": [2, 3], "reward": prize(0, 2)}]),
+        _ => {
+            serde_json::Value::Array((1..=4).map(|rank| serde_json::json!({"ranks": [rank, rank], "reward": prize(table, rank)})).collect())
+        }
+    }
+}
+
+/// What a live edit changes beside the end and the title (docs/tournaments.md#live-edits).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CupEdit {
+    /// The prizes replaced (table 1): the open instance runs for them.
+    Prizes,
+    /// `max_size` set to this: a raise takes more players, a lower one is refused.
+    Seats(u8),
+    /// A description set.
+    Description,
+    /// Metadata set, or removed with `null` when there is some.
+    Metadata,
 }
 
 /// A score submission: its id, its payload as sent, its player and score.
@@ -143,6 +173,8 @@ impl Cups {
                     deleted: false,
                     cut: false,
                     seated: BTreeSet::new(),
+                    seats: SEATS,
+                    prizes: 0,
                     entries: HashMap::new(),
                     granted: HashMap::new(),
                     grants: HashMap::new(),
@@ -166,7 +198,7 @@ impl Cups {
             return refused(422, "user_banned");
         }
         if !cup.seated.contains(user) {
-            if cup.seated.len() >= SEATS {
+            if cup.seated.len() >= cup.seats {
                 return refused(409, "tournament_full");
             }
             cup.seated.insert(user.to_owned());
@@ -193,7 +225,7 @@ impl Cups {
         if !seated && cup.join_required {
             return refused(403, "not_joined");
         }
-        if !seated && cup.seated.len() >= SEATS {
+        if !seated && cup.seated.len() >= cup.seats {
             return refused(409, "tournament_full");
         }
         let used = cup.entries.get(user).copied().unwrap_or(0);
@@ -282,7 +314,7 @@ impl Cups {
     /// 200 while open (the definition becomes `edited`), 409 `tournament_closed` once over or
     /// deleted, 400 for an end not after now, or past the 2^23 one-second
     /// time parts its scores are kept in; 404 for a cup never defined or retired.
-    pub fn edit(&mut self, id: &str, end: i64, edited: &str, now: i64) -> (u16, &'static str) {
+    pub fn edit(&mut self, id: &str, (end, more): (i64, Option<CupEdit>), edited: &str, now: i64) -> (u16, &'static str) {
         let Some(cup) = self.cups.get_mut(id).filter(|cup| !cup.retired) else { return (404, "unknown_tournament") };
         if cup.deleted || !cup.open(now) {
             return (409, "tournament_closed");
@@ -291,6 +323,12 @@ impl Cups {
         // Nor when the open instance ends within that minute (the archive may be ending it).
         if end <= now || (end < cup.end && end < now + 60) || (cup.end < now + 60 && end != cup.end) || end - cup.start > 1 << 23 {
             return (400, "invalid_tournament");
+        }
+        match more {
+            Some(CupEdit::Seats(seats)) if usize::from(seats) < cup.seats => return (400, "invalid_tournament"),
+            Some(CupEdit::Seats(seats)) => cup.seats = usize::from(seats),
+            Some(CupEdit::Prizes) => cup.prizes = 1,
+            _ => {}
         }
         cup.end = end;
         cup.definition = edited.to_owned();
