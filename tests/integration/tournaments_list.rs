@@ -101,6 +101,44 @@ async fn the_list_pages_without_prizes_and_a_walk_lists_every_tournament_once() 
     }
 }
 
+/// A page costs one round trip to Redis on a warm function, whatever the filter or the cursor
+/// (docs/tournaments.md#the-list), counted by the store itself.
+#[tokio::test]
+async fn a_page_costs_one_round_trip_on_a_warm_function() {
+    let cold = Arena::new().await;
+    let arena = Arena::refreshed(cold.app, cold.table, std::time::Duration::from_secs(3600));
+    let now = arena.app.now();
+    for i in 0..30 {
+        // Even ones open now, odd ones tomorrow, a third of them puzzles.
+        let start = if i % 2 == 0 { now - Duration::hours(1) } else { now + Duration::days(1) };
+        let extra = if i % 3 == 0 { json!({"category": "puzzles"}) } else { json!({}) };
+        assert_eq!(arena.put(&format!("cup-{i:02}"), &cup(start, 4, extra)).await.0, StatusCode::CREATED);
+    }
+    assert_eq!(arena.delete("cup-29", "retired").await.0, StatusCode::ACCEPTED);
+    // Its end done by the archive's run: listed under `ended` from its tombstone.
+    arena.end_run(None).await;
+    // Warm: the catalog and the tombstones' index read once.
+    for path in ["/v1/tournaments", "/v1/tournaments?state=ended"] {
+        assert_eq!(arena.read(path).await.0, StatusCode::OK);
+    }
+    for (path, trips, listed) in [
+        ("/v1/tournaments", 1, 20),
+        ("/v1/tournaments?cursor=cup-19", 1, 9),
+        ("/v1/tournaments?state=open&limit=5", 1, 5),
+        ("/v1/tournaments?state=upcoming&limit=100", 1, 14),
+        ("/v1/tournaments?category=puzzles&cursor=cup-03", 1, 8),
+        // Deleted ones alone: their tombstones' read is the page's one round trip (their
+        // players are kept on them, so no count); with live ended ones, one more.
+        ("/v1/tournaments?state=ended", 1, 1),
+    ] {
+        let before = arena.app.store.round_trips();
+        let (status, page) = arena.read(path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {page}");
+        assert_eq!(page["tournaments"].as_array().map(Vec::len), Some(listed), "{path}: {page}");
+        assert_eq!(arena.app.store.round_trips() - before, trips, "{path}: round trips");
+    }
+}
+
 /// The board catalogue pages the same way: declared and runtime boards together in name order,
 /// tournaments not among them.
 #[tokio::test]

@@ -36,11 +36,17 @@ impl Arena {
 
     /// Tournaments on `app` (journaled or not), read with `table`.
     pub fn on(app: TestApp, table: SeasonTable) -> Self {
+        Self::refreshed(app, table, Duration::ZERO)
+    }
+
+    /// The reads through functions whose catalog is read again after `refresh` (a warm
+    /// function's, with an hour: what a request costs on its own).
+    pub fn refreshed(app: TestApp, table: SeasonTable, refresh: Duration) -> Self {
         let mut query = query::App::new(app.config.clone(), app.keys.clone(), app.store.clone(), clock_of(&app.now));
-        query.catalog = query.catalog.with_refresh(Duration::ZERO);
+        query.catalog = query.catalog.with_refresh(refresh);
         let mut seasons =
             seasons::App::new(app.config.clone(), app.keys.clone(), app.store.clone(), Some(table.clone()), clock_of(&app.now));
-        seasons.catalog = seasons.catalog.with_refresh(Duration::ZERO);
+        seasons.catalog = seasons.catalog.with_refresh(refresh);
         let reads = read_router(query, seasons);
         Self { app, table, reads }
     }

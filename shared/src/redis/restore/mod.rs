@@ -268,6 +268,8 @@ pub async fn start_over(conn: &mut Connection, keys: &BoardKeys) -> Result<(), S
 /// loss the next write must find. `sets`: the shard's period sets (`PeriodSets::of`), read
 /// with the shard fenced.
 pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, sets: &[String], entry: &str) -> Result<(), StoreError> {
+    // Looked up once per record: a set of them, not the slice (periods × records).
+    let sets: std::collections::BTreeSet<&String> = sets.iter().collect();
     let fields: Vec<String> = redis::cmd("HKEYS").arg(keys.guard()).query_async(conn).await?;
     let recorded: BTreeMap<String, String> = fields.iter().filter_map(|field| Some((keys.kept_set(field)?, field.clone()))).collect();
     let mut absent: Vec<&String> = recorded.iter().filter(|(set, _)| !sets.contains(set)).map(|(_, field)| field).collect();
@@ -290,7 +292,7 @@ pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, sets: 
     }
     // A record holds the set's expiry on the functions' clock (`guard::KEPT`): this one's, plus
     // what Redis gives the set to live. A set gone meanwhile (-2) is not recorded.
-    let new_sets: Vec<&String> = sets.iter().filter(|set| !recorded.contains_key(*set)).collect();
+    let new_sets: Vec<&String> = sets.iter().copied().filter(|set| !recorded.contains_key(*set)).collect();
     let mut ttls = redis::pipe();
     for set in &new_sets {
         ttls.pttl(*set);
