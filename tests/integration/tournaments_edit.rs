@@ -5,6 +5,7 @@
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
 use serde_json::{Value, json};
+use standings::archive::bus::EventBridgeBus;
 use standings_tests::journal::drain_to_new_bucket;
 use standings_tests::tournament::{Arena, assert_verified, cup, flush_and_restore, journaled_arena_of_its_own, state};
 use standings_tests::{ADMIN, WRITER};
@@ -256,4 +257,40 @@ async fn a_tournament_ended_early_every_day_keeps_a_bounded_definition_and_takes
     let (results, top) = first.unwrap();
     assert_eq!(arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(0))).await, results);
     assert_eq!(arena.read(&format!("/v1/tournaments/daily/top?instance={}", day(0))).await, top);
+}
+
+/// A daily tournament whose prizes (a kilobyte) change every day for 40 days: replaced prizes
+/// leave the definition a week after the last instance they priced (the archive's run recorded
+/// each instance's prizes with its results), so every edit is taken (with all of them kept the
+/// definition passed its 32 KiB in about three weeks and every change of prizes was refused);
+/// each instance's results, read after, show the prizes it ended with.
+#[tokio::test]
+async fn prizes_changed_every_day_for_weeks_are_taken_and_each_instance_keeps_its_own() {
+    const DAYS: i64 = 40;
+    let arena = Arena::new().await;
+    let midnight = arena.app.now().date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc() + Duration::days(1);
+    let prizes = |d: i64| json!([{"ranks": [1, 1], "reward": {"day": d, "art": "p".repeat(1000)}}]);
+    let body = cup(midnight, 24 * 400, json!({"reset": "day", "duration_secs": 86_400, "prizes": prizes(-1)}));
+    assert_eq!(arena.put("daily", &body).await.0, StatusCode::CREATED);
+    let day = |d: i64| (midnight + Duration::days(d)).format("%Y-%m-%d").to_string();
+    for d in 0..DAYS {
+        arena.app.set_now(midnight + Duration::days(d) + Duration::hours(1));
+        // Yesterday's instance stored, with its prizes (the run's deadline on the app's clock).
+        let ran = arena.end_run_until(None::<&EventBridgeBus>, arena.app.now() + Duration::minutes(5)).await;
+        assert!(d == 0 || ran.iter().any(|end| end.instance == day(d - 1) && end.status == "stored"), "{ran:?}");
+        assert_eq!(arena.play("daily", &format!("e{d}"), "ann", 10 + d).await.0, StatusCode::OK, "{}", day(d));
+        let (status, edited) = patch(&arena, "daily", json!({"prizes": prizes(d)})).await;
+        assert_eq!(status, StatusCode::OK, "day {d}: {edited}");
+    }
+    let kept = definition(&arena, "daily").await["prior_prizes"].as_array().map_or(0, Vec::len);
+    assert!(kept <= 8, "a week of replaced prizes kept, not {kept}");
+    arena.app.set_now(midnight + Duration::days(DAYS) + Duration::hours(1));
+    arena.end_run_until(None::<&EventBridgeBus>, arena.app.now() + Duration::minutes(5)).await;
+    for d in [0, 1, DAYS / 2, DAYS - 1] {
+        let (status, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(d))).await;
+        assert_eq!(status, StatusCode::OK, "{results}");
+        assert_eq!(results["results"][0]["prize"]["day"], json!(d), "day {d}: the prizes it ended with");
+        let (_, top) = arena.read(&format!("/v1/tournaments/daily/top?instance={}", day(d))).await;
+        assert_eq!(top["entries"][0]["prize"]["day"], json!(d), "day {d}'s top: {top}");
+    }
 }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::bus::Announce;
 use super::job::{ArchiveError, Archiver, Status};
 use super::table::{ArchiveSink, Shard};
-use crate::domain::config::tournament::{Instance, Tournament, ended_through};
+use crate::domain::config::tournament::{Instance, Prize, Tournament, ended_through, prize_in};
 
 /// Where the announcement of an instance stands in the table: the next rank to send.
 const ANNOUNCED: Shard = Shard { index: 0, total: 0 };
@@ -161,17 +161,31 @@ impl<S: ArchiveSink> Archiver<S> {
             pages_sent: 0,
             error: None,
         };
-        let total = match self.table.completed(id, name).await? {
-            Some(done) => done.total,
+        let (total, prizes) = match self.table.completed(id, name).await? {
+            Some(done) => (done.total, done.prizes),
             None => {
                 let archived = self.archive_ended(id, name, deadline).await?;
                 if !matches!(archived.status, Status::Complete | Status::AlreadyComplete) {
                     return Ok(report);
                 }
-                archived.total
+                (archived.total, None)
             }
         };
         report.total = total;
+        // The prizes it ended with, recorded with its results: every read of them, and its
+        // events, are priced from there once an edit has left them out of the definition
+        // (`PRIZES_KEPT`). Read whole (the catalog may leave prizes out).
+        let mut whole = None;
+        let prizes: Vec<Prize> = match prizes.map(|prizes| serde_json::from_str(&prizes)) {
+            Some(Ok(prizes)) => prizes,
+            _ => {
+                let read = self.whole(tournament).await?;
+                let prizes = read.prizes_at(instance.end).to_vec();
+                self.table.record_prizes(id, name, &serde_json::to_string(&prizes).expect("prizes serialize")).await?;
+                whole = Some(read);
+                prizes
+            }
+        };
         let mut next = self.table.checkpoint(id, name, ANNOUNCED).await?;
         if next.is_some_and(|next| next > total) {
             report.status = "done";
@@ -184,10 +198,11 @@ impl<S: ArchiveSink> Archiver<S> {
             report.status = "stored";
             return Ok(report);
         };
-        // The events carry the prizes and metadata the catalog held may leave out.
-        let whole = crate::redis::catalog::whole_tournament(&self.store, &self.keys, tournament)
-            .await?
-            .ok_or_else(|| ArchiveError::BadRequest(format!("tournament {id}: its definition is gone from the catalog")))?;
+        // The events carry the metadata the catalog held may leave out.
+        let whole = match whole {
+            Some(whole) => whole,
+            None => self.whole(tournament).await?,
+        };
         let tournament = &*whole;
         while next.is_none_or(|next| next <= total) {
             if (self.clock)() >= deadline {
@@ -195,7 +210,7 @@ impl<S: ArchiveSink> Archiver<S> {
                 return Ok(report);
             }
             let first = next.unwrap_or(1);
-            let (page, after) = self.page(tournament, instance, total, first).await?;
+            let (page, after) = self.page(tournament, instance, (total, &prizes), first).await?;
             bus.announce(&[page]).await.map_err(|error| ArchiveError::BadRequest(format!("announcing results: {error}")))?;
             report.pages_sent += 1;
             next = Some(self.table.advance_checkpoint(id, name, ANNOUNCED, after, (self.clock)()).await?);
@@ -203,6 +218,13 @@ impl<S: ArchiveSink> Archiver<S> {
         report.status = "done";
         tracing::info!(tournament = id, instance = name, total, "tournament instance ended: results stored and announced");
         Ok(report)
+    }
+
+    /// `tournament` with the prizes and metadata the catalog may leave out.
+    async fn whole<'a>(&self, tournament: &'a Tournament) -> Result<std::borrow::Cow<'a, Tournament>, ArchiveError> {
+        crate::redis::catalog::whole_tournament(&self.store, &self.keys, tournament)
+            .await?
+            .ok_or_else(|| ArchiveError::BadRequest(format!("tournament {}: its definition is gone from the catalog", tournament.id)))
     }
 
     /// The live board, players and attempts of an archived instance: its results are in the
@@ -216,7 +238,13 @@ impl<S: ArchiveSink> Archiver<S> {
     }
 
     /// The page of results from rank `first`, as one event's detail, and the rank after it.
-    async fn page(&self, tournament: &Tournament, instance: &Instance, total: u64, first: u64) -> Result<(String, u64), ArchiveError> {
+    async fn page(
+        &self,
+        tournament: &Tournament,
+        instance: &Instance,
+        (total, prizes): (u64, &[Prize]),
+        first: u64,
+    ) -> Result<(String, u64), ArchiveError> {
         let mut results: Vec<Value> = Vec::new();
         let (mut bytes, mut next) = (0, first);
         'read: while next <= total {
@@ -225,7 +253,8 @@ impl<S: ArchiveSink> Archiver<S> {
                 return Err(ArchiveError::BadRequest(format!("rank {next} of {} {} is not in the table", tournament.id, instance.id)));
             }
             for entry in entries {
-                let row = json!({"rank": entry.rank, "user_id": entry.user_id, "score": entry.points, "prize": tournament.prize_of(instance.end, entry.rank)});
+                let row =
+                    json!({"rank": entry.rank, "user_id": entry.user_id, "score": entry.points, "prize": prize_in(prizes, entry.rank)});
                 let size = row.to_string().len() + 1;
                 if bytes + size > PAGE_BYTES && !results.is_empty() {
                     break 'read;

@@ -54,6 +54,9 @@ pub struct ArchivedEntry {
 pub struct CompletedSeason {
     pub total: u64,
     pub completed_at: DateTime<Utc>,
+    /// A tournament instance's prizes (JSON), as they were when it ended: its results are
+    /// priced from them, whatever edits came after (docs/tournaments.md#live-edits).
+    pub prizes: Option<String>,
 }
 
 pub(super) fn season_pk(board: &str, season: &str) -> String {

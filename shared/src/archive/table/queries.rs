@@ -10,6 +10,9 @@ use crate::domain::distribution::Histogram;
 
 use super::items::*;
 use super::schema::{GSI1, PK, SK};
+
+/// The completion record's attribute holding a tournament instance's prizes.
+const PRIZES: &str = "prizes";
 use super::{Item, SeasonTable, TableError};
 
 impl SeasonTable {
@@ -17,8 +20,30 @@ impl SeasonTable {
     pub async fn completed(&self, board: &str, season: &str) -> Result<Option<CompletedSeason>, TableError> {
         self.archive_item(board, season, STATUS_SK)
             .await?
-            .map(|item| Ok(CompletedSeason { total: get_n(&item, "total")?, completed_at: get_time(&item, "completed_at")? }))
+            .map(|item| {
+                let prizes = item.get(PRIZES).and_then(|prizes| prizes.as_s().ok()).cloned();
+                Ok(CompletedSeason { total: get_n(&item, "total")?, completed_at: get_time(&item, "completed_at")?, prizes })
+            })
             .transpose()
+    }
+
+    /// Records a completed tournament instance's prizes (`prizes`, JSON) on its completion
+    /// record; the first record stands.
+    pub async fn record_prizes(&self, board: &str, season: &str, prizes: &str) -> Result<(), TableError> {
+        let update = self
+            .client
+            .update_item()
+            .table_name(&self.name)
+            .key(PK, s(archive_pk(board, season)))
+            .key(SK, s(STATUS_SK))
+            .update_expression("SET #prizes = :prizes")
+            .condition_expression("attribute_exists(pk) AND attribute_not_exists(#prizes)")
+            .expression_attribute_names("#prizes", PRIZES)
+            .expression_attribute_values(":prizes", s(prizes));
+        match update.send().await {
+            Err(e) if e.as_service_error().is_some_and(|e| e.is_conditional_check_failed_exception()) => Ok(()),
+            other => other.map(drop).map_err(Into::into),
+        }
     }
 
     /// Records that the season's archive is complete; a second call keeps the first record.

@@ -104,8 +104,10 @@ impl TournamentAdmin {
                 Some(secs) => stored[SCALE_SECS] = secs.into(),
                 None => _ = stored.as_object_mut().map(|o| o.remove(SCALE_SECS)),
             }
-            if !edited.prior_prizes.is_empty() {
-                stored[PRIOR_PRIZES] = serde_json::to_value(&edited.prior_prizes).expect("prizes serialize");
+            // Replaced prizes past `PRIZES_KEPT` leave (their instances' results carry them).
+            match edited.prior_prizes.is_empty() {
+                true => _ = stored.as_object_mut().map(|o| o.remove(PRIOR_PRIZES)),
+                false => stored[PRIOR_PRIZES] = serde_json::to_value(&edited.prior_prizes).expect("prizes serialize"),
             }
             forget_early_ends(&mut stored, tournament, now);
             if stored == definition {

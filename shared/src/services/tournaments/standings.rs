@@ -2,6 +2,8 @@
 //! `…/results`): from its live board while it runs, its frozen board while its results are
 //! archived, and the results table once they are (the `seasons` function, which has it).
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
@@ -9,7 +11,7 @@ use serde_json::Value;
 use super::{PlayError, Tournaments, entries_left};
 use crate::archive::table::{ArchivedEntry, SeasonTable, TableError};
 use crate::domain::config::Board;
-use crate::domain::config::tournament::{Instance, Tournament};
+use crate::domain::config::tournament::{Instance, Prize, Tournament, prize_in};
 use crate::domain::period::Period;
 use crate::redis::error::StoreError;
 use crate::services::profiles::{self, Profile};
@@ -72,7 +74,8 @@ pub struct Results {
 enum Source {
     Live,
     Frozen,
-    Archived(u64),
+    /// Its total and its prizes as recorded with its results (`CompletedSeason::prizes`).
+    Archived(u64, Option<String>),
 }
 
 impl Source {
@@ -80,8 +83,18 @@ impl Source {
         match self {
             Source::Live => "live",
             Source::Frozen => "frozen",
-            Source::Archived(_) => "archived",
+            Source::Archived(..) => "archived",
         }
+    }
+}
+
+/// The prizes an archived instance's rows are priced with: those recorded with its results
+/// (`stored`), else those in force when it ended (`ends`), which an edit keeps beside the
+/// definition until then (`PRIZES_KEPT`).
+fn priced<'a>(tournament: &'a Tournament, ends: DateTime<Utc>, stored: Option<&str>) -> Cow<'a, [Prize]> {
+    match stored.map(serde_json::from_str::<Vec<Prize>>) {
+        Some(Ok(prizes)) => Cow::Owned(prizes),
+        _ => Cow::Borrowed(tournament.prizes_at(ends)),
     }
 }
 
@@ -132,7 +145,7 @@ impl Tournaments {
         if let Some(table) = table
             && let Some(done) = table.completed(&board.name, &instance.id).await?
         {
-            return Ok(Source::Archived(done.total));
+            return Ok(Source::Archived(done.total, done.prizes));
         }
         let mut conn = self.store.connection().await?;
         let frozen: bool =
@@ -140,12 +153,7 @@ impl Tournaments {
         Ok(if frozen { Source::Frozen } else { Source::Live })
     }
 
-    async fn archived_rows(
-        &self,
-        tournament: &Tournament,
-        ends: DateTime<Utc>,
-        entries: Vec<ArchivedEntry>,
-    ) -> Result<Vec<Row>, PlayError> {
+    async fn archived_rows(&self, prizes: &[Prize], entries: Vec<ArchivedEntry>) -> Result<Vec<Row>, PlayError> {
         let users: Vec<&str> = entries.iter().map(|entry| entry.user_id.as_str()).collect();
         let profiles = profiles::get_many(&self.store, &self.keys, &users).await?;
         Ok(entries
@@ -153,7 +161,7 @@ impl Tournaments {
             .zip(profiles)
             .map(|(e, profile)| Row {
                 rank: e.rank,
-                prize: tournament.prize_of(ends, e.rank).cloned(),
+                prize: prize_in(prizes, e.rank).cloned(),
                 user_id: e.user_id,
                 score: Some(e.points),
                 profile,
@@ -180,10 +188,10 @@ impl Tournaments {
         let source = self.source(table, board, &instance, &period, now).await?;
         let name = source.name();
         let (total, entries) = match (source, table) {
-            (Source::Archived(total), Some(table)) => (
-                total,
-                self.archived_rows(tournament, instance.end, table.ranks(id, &instance.id, offset + 1, offset + limit).await?).await?,
-            ),
+            (Source::Archived(total, prizes), Some(table)) => {
+                let prizes = priced(tournament, instance.end, prizes.as_deref());
+                (total, self.archived_rows(&prizes, table.ranks(id, &instance.id, offset + 1, offset + limit).await?).await?)
+            }
             (source, _) => {
                 let reader = if matches!(source, Source::Frozen) { reader.of_frozen() } else { reader.clone() };
                 let page = reader.page(board, &period, offset, limit, RankMode::Unique).await?;
@@ -235,13 +243,13 @@ impl Tournaments {
             standing.entries_left = entries_left(tournament, used.unwrap_or(0));
         }
         match (self.source(table, board, &instance, &period, now).await?, table) {
-            (Source::Archived(total), Some(table)) => {
+            (Source::Archived(total, prizes), Some(table)) => {
                 standing.total = total;
+                let prizes = priced(tournament, instance.end, prizes.as_deref());
                 if let Some(entry) = table.user_entry(id, &instance.id, user_id).await? {
                     let (first, last) = crate::services::reads::rules::around_window(entry.rank, around, total);
                     (standing.rank, standing.score) = (Some(entry.rank), Some(entry.points));
-                    standing.around =
-                        self.archived_rows(tournament, instance.end, table.ranks(id, &instance.id, first, last).await?).await?;
+                    standing.around = self.archived_rows(&prizes, table.ranks(id, &instance.id, first, last).await?).await?;
                 }
             }
             (source, _) => {
@@ -281,7 +289,8 @@ impl Tournaments {
         let first = cursor.unwrap_or(1).max(1);
         let last = first + RESULTS_PAGE - 1;
         let ends = tournament.instance_named(Some(instance), now).map_or(tournament.end, |named| named.end);
-        let results = self.archived_rows(tournament, ends, table.ranks(id, instance, first, last).await?).await?;
+        let prizes = priced(tournament, ends, done.prizes.as_deref());
+        let results = self.archived_rows(&prizes, table.ranks(id, instance, first, last).await?).await?;
         Ok(Results {
             tournament_id: id.to_owned(),
             instance: instance.to_owned(),

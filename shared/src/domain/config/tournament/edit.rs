@@ -20,6 +20,14 @@ pub const SHORTEN_NOTICE_SECS: i64 = 60;
 /// the end it had. Past it, no read needs the record (`Tournament::early_ends_done`).
 pub const EARLY_END_KEPT: Duration = Duration::days(1);
 
+/// How long replaced prizes stay beside the definition once the last instance they priced
+/// ended: the archive (every minute) stores each instance's prizes with its results long
+/// before, and every read of those results prices them from there. Past it, an edit leaves them
+/// out, so a tournament whose prizes change every day stays bounded for years. (An instance
+/// whose results were not stored within it, its archive failing a week, is priced with the
+/// prizes in force when they are.)
+pub const PRIZES_KEPT: Duration = Duration::days(7);
+
 /// The fields an edit may name; every other one is fixed once the tournament exists.
 pub const EDITABLE: [&str; 6] = ["end", "title", "description", "metadata", "max_size", "prizes"];
 
@@ -153,19 +161,33 @@ impl Tournament {
 
     /// The prizes kept for ended instances once `after`'s replace these: the ones in force until
     /// now, when an instance ended since the last change (an instance still to end gets the new).
+    /// Those `PRIZES_KEPT` past, and not pricing the instance a read without `instance` shows,
+    /// are left out (their instances' results carry them).
     fn prizes_after(&self, after: &Tournament, now: DateTime<Utc>) -> Vec<PriorPrizes> {
         let mut prior = self.prior_prizes.clone();
         let since = prior.last().map(|last| last.until);
         if after.prizes != self.prizes && !self.ended_by(now, since, 1).is_empty() {
             prior.push(PriorPrizes { until: now, prizes: self.prizes.clone() });
         }
+        let shown = self.instance_named(None, now).map(|instance| instance.end);
+        prior.retain(|kept| kept.until + PRIZES_KEPT > now || shown.is_some_and(|end| end <= kept.until));
         prior
     }
 
-    /// The reward of `rank` (1-based) in the instance that ends (or ended) at `end`: the prizes
-    /// in force when it ended, if a prize covers it.
-    pub fn prize_of(&self, end: DateTime<Utc>, rank: u64) -> Option<&Value> {
-        let prizes = self.prior_prizes.iter().find(|prior| end <= prior.until).map_or(&self.prizes, |prior| &prior.prizes);
-        prizes.iter().find(|prize| prize.ranks[0] <= rank && rank <= prize.ranks[1]).map(|prize| &prize.reward)
+    /// The prizes the instance that ends (or ended) at `end` runs for: those in force when it
+    /// ended.
+    pub fn prizes_at(&self, end: DateTime<Utc>) -> &[Prize] {
+        self.prior_prizes.iter().find(|prior| end <= prior.until).map_or(&self.prizes, |prior| &prior.prizes)
     }
+
+    /// The reward of `rank` (1-based) in the instance that ends (or ended) at `end`, if a prize
+    /// covers it.
+    pub fn prize_of(&self, end: DateTime<Utc>, rank: u64) -> Option<&Value> {
+        prize_in(self.prizes_at(end), rank)
+    }
+}
+
+/// The reward of `rank` (1-based) among `prizes`, if one covers it.
+pub fn prize_in(prizes: &[Prize], rank: u64) -> Option<&Value> {
+    prizes.iter().find(|prize| prize.ranks[0] <= rank && rank <= prize.ranks[1]).map(|prize| &prize.reward)
 }

@@ -107,6 +107,9 @@ fn prizes_of_an_open_one_off_are_replaced_with_nothing_kept() {
 proptest! {
     /// Model: the prizes in force at an instant are those of the last change made before it;
     /// an instance keeps the prizes in force when it ended. Daily instances end at midnights.
+    /// The definition prices those that ended less than `PRIZES_KEPT` before the last edit
+    /// (older ones are priced by what the archive recorded with their results), and keeps no
+    /// replaced prizes older than that but for the instance shown.
     #[test]
     fn every_ended_instance_keeps_the_prizes_it_ended_with(
         edits in prop::collection::vec((1..20 * DAY, 1u64..50), 0..12),
@@ -123,12 +126,35 @@ proptest! {
             b = edited.body;
             changes.push((BASE + t, reward));
         }
+        let last = changes.last().map_or(BASE, |(t, _)| *t);
         for day in 1..=30 {
             let ends = BASE + day * DAY;
+            if ends + PRIZES_KEPT.num_seconds() <= last {
+                continue;
+            }
             let expected = changes.iter().rev().find(|(t, _)| *t < ends).map_or(json!("gold"), |(_, reward)| json!(reward));
             prop_assert_eq!(cup.prize_of(at(ends), 1), Some(&expected), "the instance ending on day {}", day);
         }
+        let shown = cup.instance_named(None, at(last)).map(|instance| instance.end);
+        for kept in &cup.prior_prizes {
+            prop_assert!(kept.until + PRIZES_KEPT > at(last) || shown.is_some_and(|end| end <= kept.until), "{:?} kept", kept);
+        }
     }
+}
+
+/// Prizes changed every day for years: what is kept beside the definition stays a week's.
+#[test]
+fn prizes_changed_every_day_for_years_keep_a_week_of_replaced_ones() {
+    let mut b = body(BASE, BASE + 1000 * DAY, true);
+    let mut cup = Tournament::parse("cup", &b).unwrap();
+    for day in 0..800 {
+        let edited = cup.edit(&b, &json!({"prizes": [{"ranks": [1, 1], "reward": day}]}), at(BASE + day * DAY + DAY / 2)).unwrap();
+        cup = stored(&edited);
+        b = edited.body;
+        assert!(cup.prior_prizes.len() <= 8, "day {day}: {} kept", cup.prior_prizes.len());
+    }
+    assert_eq!(cup.prize_of(at(BASE + 799 * DAY), 1), Some(&json!(798)), "yesterday's instance: the prizes it ended with");
+    assert_eq!(cup.prize_of(at(BASE + 800 * DAY), 1), Some(&json!(799)), "today's: the new ones");
 }
 
 /// Early ends leave once their instance's scheduled end is `EARLY_END_KEPT` behind, unless the

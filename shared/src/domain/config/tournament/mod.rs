@@ -25,7 +25,7 @@ use crate::domain::period::{Cron, Period, PeriodKind};
 use crate::domain::tiebreak::{EXACT_BITS, MAX_SCORE};
 
 pub use definition::{MAX_METADATA_BYTES, MAX_PRIZES, MAX_SIZE, MAX_TITLE_CHARS, TournamentError};
-pub use edit::{EARLY_END_KEPT, EDITABLE, EditError, Edited, PriorPrizes};
+pub use edit::{EARLY_END_KEPT, EDITABLE, EditError, Edited, PRIZES_KEPT, PriorPrizes, prize_in};
 
 /// The most heap a tournament's prizes and metadata may hold in a function's catalog
 /// (`Tournament::without_details`).
