@@ -233,6 +233,22 @@ async fn writes_in_the_window(window: Window, then: Then) {
             let failing = journal::Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), objects);
             assert!(failing.restore(None, far()).await.is_err(), "S3 is down");
         }
+        Then::GuardLostMidWindow => {
+            // A restore killed after deciding the window's last write but before it forgets the
+            // window (its record left, the fence lifted): a live write taken, then the guard lost.
+            let keys = app.keys.board(window.board());
+            let mut conn = app.store.connection().await.unwrap();
+            let through = standings::redis::journal::newest_id(&mut conn, &keys).await.unwrap().expect("the window's writes");
+            let marks =
+                standings::services::journal::Marks::load(&S3Objects::new(client.clone(), &bucket), app.keys.prefix()).await.unwrap();
+            let after = marks.get(window.board()).expect("the drain's record").to_owned();
+            let restorer = app.journal_jobs(&client, &bucket, Arc::default()).restorer;
+            assert_eq!(restorer.restore(None, far()).await.unwrap().status, Status::Complete);
+            let () = redis::cmd("SET").arg(keys.restore_redecide()).arg(format!("{after}|{through}")).query_async(&mut conn).await.unwrap();
+            let (status, live) = window.write(&app, "live-0", "cy").await;
+            assert_eq!((status, live["duplicate"].as_bool()), (StatusCode::OK, Some(false)), "{live}");
+            let () = redis::cmd("DEL").arg(keys.guard()).query_async(&mut conn).await.unwrap();
+        }
         Then::EveryKeyLost => {
             // The drain's run stores what it can and the store is lost whole: the window's
             // writes, acknowledged, were only in the stream the loss took.
@@ -245,6 +261,9 @@ async fn writes_in_the_window(window: Window, then: Then) {
     assert_eq!(report.status, Status::Complete, "{report:?}");
     assert_eq!(window.score(&app, "ann").await, Some(ann + 10), "the new write counts once");
     assert_eq!(window.score(&app, "bob").await, Some(bob), "the retry counts once");
+    if matches!(then, Then::GuardLostMidWindow) {
+        assert_eq!(window.score(&app, "cy").await, Some(10), "the live write taken while the window was decided, once");
+    }
     for (id, user) in [("window-0", "ann"), ("after-1", "bob")] {
         let (status, again) = window.write(&app, id, user).await;
         assert_eq!((status, again["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "{id}: {again}");
@@ -270,6 +289,10 @@ enum Then {
     FailedRestore,
     /// Every key lost, the journal's stream with them (a `FLUSHALL` after a drain's run).
     EveryKeyLost,
+    /// The board rebuilt and its window being decided (the fence lifted), a live write taken,
+    /// then its guard lost (found by review: the window kept its first end, and the rebuild's
+    /// wipe took the live write's effects, never applied again).
+    GuardLostMidWindow,
 }
 
 #[tokio::test]
@@ -283,6 +306,11 @@ async fn writes_between_a_rollback_and_its_fence_count_once() {
 #[tokio::test]
 async fn writes_between_a_rollback_and_its_fence_survive_a_loss_of_every_key() {
     writes_in_the_window(Window::Points, Then::EveryKeyLost).await;
+}
+
+#[tokio::test]
+async fn a_guard_lost_while_the_window_is_decided_decides_the_live_writes_after_it_again() {
+    writes_in_the_window(Window::Points, Then::GuardLostMidWindow).await;
 }
 
 #[tokio::test]

@@ -84,10 +84,20 @@ pub fn behind(held: Option<&str>, stored: &str) -> bool {
     held.and_then(stream_order) < stream_order(stored)
 }
 
-/// Records the window of entries to decide again (`BoardKeys::restore_redecide`): the first
-/// record stands (a resumed restore finds the same window, whatever was appended after it since).
+/// Records the window of entries to decide again (`BoardKeys::restore_redecide`), or raises its
+/// end to `through` when that is later: a window being decided whose guard a loss took since
+/// holds the new decisions and live writes after it, which the rebuild's wipe takes too, so
+/// they are decided again with it. A resumed restore keeps its window (it does not ask again).
+/// Under the restore's lock.
 pub async fn mark_redecide(conn: &mut Connection, keys: &BoardKeys, after: &str, through: &str) -> Result<(), StoreError> {
-    let _: () = redis::cmd("SET").arg(keys.restore_redecide()).arg(format!("{after}|{through}")).arg("NX").query_async(conn).await?;
+    let window = redecide(conn, keys).await?;
+    let (after, kept) = match &window {
+        Some((after, kept)) => (after.as_str(), Some(kept.as_str())),
+        None => (after, None),
+    };
+    if kept.is_none_or(|kept| stream_order(through) > stream_order(kept)) {
+        let _: () = redis::cmd("SET").arg(keys.restore_redecide()).arg(format!("{after}|{through}")).query_async(conn).await?;
+    }
     Ok(())
 }
 
