@@ -65,6 +65,8 @@ async fn a_deleted_tournament_is_refused_at_once_its_instances_stored_and_announ
         (StatusCode::CONFLICT, Some("tournament_closed")),
         "refused in Redis whatever a catalog says, with the tournament's code: {stale_late}"
     );
+    let (status, stale_join) = call_on(&stale, Method::POST, "/v1/tournaments/daily/join", &json!({"user_id": "eve"}), WRITER).await;
+    assert_eq!((status, code(&stale_join)), (StatusCode::CONFLICT, Some("tournament_closed")), "a join too: {stale_join}");
     assert_eq!(arena.app.keyspace().await, board, "nothing written");
     assert_eq!(code(&arena.join("daily", "eve").await.1), Some("tournament_closed"));
     let (_, listed) = arena.read("/v1/tournaments").await;

@@ -48,6 +48,26 @@ async fn a_correction_reaches_the_open_instance_and_is_refused_after_its_end() {
     assert_eq!(users(&top), [("bo".to_owned(), 12), ("ann".to_owned(), 10)]);
 }
 
+/// Before the tournament opens, a correction is refused too (its instance has not started) and
+/// writes nothing; once it opens, the same correction lands.
+#[tokio::test]
+async fn a_correction_before_the_tournament_opens_is_refused_and_writes_nothing() {
+    let arena = Arena::new().await;
+    let start = arena.app.now() + Duration::hours(1);
+    assert_eq!(arena.put("cup", &cup(start, 2, json!({}))).await.0, StatusCode::CREATED);
+    let before = arena.app.keyspace().await;
+    for body in [json!({"set": 20, "reason": "early"}), json!({"set": 20, "reason": "early", "period": "all", "period_id": "all"})] {
+        let (status, answer) = correct(&arena, "ann", body.clone()).await;
+        assert_eq!((status, code(&answer)), (StatusCode::UNPROCESSABLE_ENTITY, Some("period_closed")), "{body}: {answer}");
+    }
+    assert_eq!(arena.app.keyspace().await, before, "a refused correction writes nothing");
+    arena.app.set_now(start + Duration::minutes(1));
+    let (status, body) = correct(&arena, "ann", json!({"set": 20, "reason": "opened"})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let (_, top) = arena.read("/v1/tournaments/cup/top").await;
+    assert_eq!(users(&top), [("ann".to_owned(), 20)]);
+}
+
 /// A ban takes the player off the open instance and frees their seat: a full tournament takes
 /// the next player, and the banned one cannot join again.
 #[tokio::test]

@@ -175,16 +175,20 @@ impl<S: ArchiveSink> Archiver<S> {
         // The prizes it ended with, recorded with its results: every read of them, and its
         // events, are priced from there once an edit has left them out of the definition
         // (`PRIZES_KEPT`). Read whole (the catalog may leave prizes out).
+        // A definition gone from the catalog and its tombstone records none (as before: its
+        // results are stored, its events need it).
         let mut whole = None;
         let prizes: Vec<Prize> = match prizes.map(|prizes| serde_json::from_str(&prizes)) {
             Some(Ok(prizes)) => prizes,
-            _ => {
-                let read = self.whole(tournament).await?;
-                let prizes = read.prizes_at(instance.end).to_vec();
-                self.table.record_prizes(id, name, &serde_json::to_string(&prizes).expect("prizes serialize")).await?;
-                whole = Some(read);
-                prizes
-            }
+            _ => match crate::redis::catalog::whole_tournament(&self.store, &self.keys, tournament).await? {
+                Some(read) => {
+                    let prizes = read.prizes_at(instance.end).to_vec();
+                    self.table.record_prizes(id, name, &serde_json::to_string(&prizes).expect("prizes serialize")).await?;
+                    whole = Some(read);
+                    prizes
+                }
+                None => Vec::new(),
+            },
         };
         let mut next = self.table.checkpoint(id, name, ANNOUNCED).await?;
         if next.is_some_and(|next| next > total) {

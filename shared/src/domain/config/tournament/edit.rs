@@ -23,9 +23,11 @@ pub const EARLY_END_KEPT: Duration = Duration::days(1);
 /// How long replaced prizes stay beside the definition once the last instance they priced
 /// ended: the archive (every minute) stores each instance's prizes with its results long
 /// before, and every read of those results prices them from there. Past it, an edit leaves them
-/// out, so a tournament whose prizes change every day stays bounded for years. (An instance
-/// whose results were not stored within it, its archive failing a week, is priced with the
-/// prizes in force when they are.)
+/// out, so a tournament whose prizes change every day stays bounded for years. Only those
+/// after the first replaced by a release that records prizes (`PriorPrizes::recorded_after`):
+/// the instances they priced all ended since, so their records exist. (An instance whose
+/// results were not stored within the week, its archive failing that long, is priced from the
+/// oldest replaced prizes still kept, or the prizes in force.)
 pub const PRIZES_KEPT: Duration = Duration::days(7);
 
 /// The fields an edit may name; every other one is fixed once the tournament exists.
@@ -38,6 +40,11 @@ pub const EDITABLE: [&str; 6] = ["end", "title", "description", "metadata", "max
 pub struct PriorPrizes {
     pub until: DateTime<Utc>,
     pub prizes: Vec<Prize>,
+    /// Replaced by a release whose archive records each instance's prizes with its results:
+    /// every instance that ends after `until` has them recorded (an instance a release before
+    /// archived has none, so the prizes pricing it are never left out).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recorded_after: bool,
 }
 
 /// Why an edit is refused.
@@ -167,10 +174,17 @@ impl Tournament {
         let mut prior = self.prior_prizes.clone();
         let since = prior.last().map(|last| last.until);
         if after.prizes != self.prizes && !self.ended_by(now, since, 1).is_empty() {
-            prior.push(PriorPrizes { until: now, prizes: self.prizes.clone() });
+            prior.push(PriorPrizes { until: now, prizes: self.prizes.clone(), recorded_after: true });
         }
+        // An entry prices the instances that ended after the one before it: only those after
+        // the first `recorded_after` one are sure to have their prizes recorded.
+        let Some(first_recorded) = prior.iter().position(|kept| kept.recorded_after) else { return prior };
         let shown = self.instance_named(None, now).map(|instance| instance.end);
-        prior.retain(|kept| kept.until + PRIZES_KEPT > now || shown.is_some_and(|end| end <= kept.until));
+        let mut index = 0;
+        prior.retain(|kept| {
+            index += 1;
+            index <= first_recorded + 1 || kept.until + PRIZES_KEPT > now || shown.is_some_and(|end| end <= kept.until)
+        });
         prior
     }
 

@@ -135,8 +135,9 @@ proptest! {
             let expected = changes.iter().rev().find(|(t, _)| *t < ends).map_or(json!("gold"), |(_, reward)| json!(reward));
             prop_assert_eq!(cup.prize_of(at(ends), 1), Some(&expected), "the instance ending on day {}", day);
         }
+        // The first replaced prizes price every instance before them: kept.
         let shown = cup.instance_named(None, at(last)).map(|instance| instance.end);
-        for kept in &cup.prior_prizes {
+        for kept in cup.prior_prizes.iter().skip(1) {
             prop_assert!(kept.until + PRIZES_KEPT > at(last) || shown.is_some_and(|end| end <= kept.until), "{:?} kept", kept);
         }
     }
@@ -151,10 +152,30 @@ fn prizes_changed_every_day_for_years_keep_a_week_of_replaced_ones() {
         let edited = cup.edit(&b, &json!({"prizes": [{"ranks": [1, 1], "reward": day}]}), at(BASE + day * DAY + DAY / 2)).unwrap();
         cup = stored(&edited);
         b = edited.body;
-        assert!(cup.prior_prizes.len() <= 8, "day {day}: {} kept", cup.prior_prizes.len());
+        assert!(cup.prior_prizes.len() <= 9, "day {day}: {} kept", cup.prior_prizes.len());
     }
+    assert_eq!(cup.prior_prizes[0].prizes[0].reward, json!(0), "the first replaced prizes kept: they price every instance before");
     assert_eq!(cup.prize_of(at(BASE + 799 * DAY), 1), Some(&json!(798)), "yesterday's instance: the prizes it ended with");
     assert_eq!(cup.prize_of(at(BASE + 800 * DAY), 1), Some(&json!(799)), "today's: the new ones");
+}
+
+/// Replaced prizes kept by a release that did not record prizes with results price instances
+/// whose results have none: never left out, nor the first replaced after them (it prices the
+/// instances that ended before it, some archived by that release).
+#[test]
+fn prizes_replaced_before_the_release_that_records_them_are_kept() {
+    let mut b = body(BASE, BASE + 1000 * DAY, true);
+    let mut cup = Tournament::parse("cup", &b).unwrap();
+    let legacy = |day: i64| PriorPrizes { until: at(BASE + day * DAY + DAY / 2), prizes: Vec::new(), recorded_after: false };
+    cup.prior_prizes = vec![legacy(0), legacy(1)];
+    for day in 2..100 {
+        let edited = cup.edit(&b, &json!({"prizes": [{"ranks": [1, 1], "reward": day}]}), at(BASE + day * DAY + DAY / 2)).unwrap();
+        cup = stored(&edited);
+        b = edited.body;
+    }
+    assert_eq!(&cup.prior_prizes[..2], &[legacy(0), legacy(1)]);
+    assert_eq!(cup.prior_prizes[2].until, at(BASE + 2 * DAY + DAY / 2), "the first replaced by this release");
+    assert!(cup.prior_prizes.len() <= 11, "{} kept", cup.prior_prizes.len());
 }
 
 /// Early ends leave once their instance's scheduled end is `EARLY_END_KEPT` behind, unless the
@@ -168,7 +189,7 @@ fn early_ends_leave_a_day_after_their_scheduled_end_unless_a_read_still_needs_th
     for d in 0..3 {
         cup.closed.insert(at(BASE + d * DAY).format("%Y-%m-%d").to_string(), at(BASE + d * DAY + 3_600));
     }
-    cup.prior_prizes = vec![PriorPrizes { until: at(BASE + DAY + 7_200), prizes: Vec::new() }];
+    cup.prior_prizes = vec![PriorPrizes { until: at(BASE + DAY + 7_200), prizes: Vec::new(), recorded_after: true }];
     assert_eq!(
         cup.early_ends_done(at(BASE + 5 * DAY)),
         ["2027-01-01", "2027-01-03"],
