@@ -103,6 +103,19 @@ before(async () => {
     viewport: { width: 1280, height: 900 },
   });
   context.setDefaultTimeout(30_000);
+  // `cargo lambda watch` runs one invocation of a function at a time and now and then answers a
+  // request that meets another with a 500 of its own (CI143, CI149: the page's app.js, asked for
+  // beside app.css and panels.js, where the handler answers every asset 200); API Gateway runs
+  // them side by side. An asset answered 5xx is asked for again, at most three times, so these
+  // tests see the page, not the emulator. (A script whose response is lost is the page's own
+  // concern: its test below.)
+  await context.route('**/assets/**', async (route) => {
+    for (let attempt = 1; ; attempt += 1) {
+      const response = await route.fetch();
+      if (response.status() < 500 || attempt === 3) return route.fulfill({ response });
+      traffic.push(`${at()} ${response.status()} ${route.request().url().replace(QUERY, '')}: the watch's, asked again`);
+    }
+  });
   page = context.pages()[0] || await context.newPage();
   page.on('pageerror', (error) => problems.push(`uncaught: ${error.message}`));
   page.on('request', (request) => traffic.push(`${at()} asked ${request.url().replace(QUERY, '')}`));
@@ -308,7 +321,7 @@ test('a script whose response is lost is asked for again, and the page recovers'
   let asked = 0;
   await second.route('**/assets/panels.js', (route) => {
     asked += 1;
-    return asked === 1 ? route.abort('connectionreset') : route.continue();
+    return asked === 1 ? route.abort('connectionreset') : route.fallback();
   });
   await second.goto(`${QUERY}/`);
   await second.waitForFunction(() => /^Live · updated /.test(document.querySelector('#status').textContent));

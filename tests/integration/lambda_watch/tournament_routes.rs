@@ -112,6 +112,38 @@ async fn a_live_edit_a_grant_and_the_paged_list_through_the_watch_router() {
     assert_eq!(two_only["next_cursor"], json!(ids[1]), "{two_only}");
     let (status, bad) = call(reqwest::Method::GET, "/v1/tournaments?limit=101", None).await;
     assert_eq!((status, &bad["error"]["code"]), (400, &json!("out_of_range")), "{bad}");
+
+    // The live page's two pages: `state=open` lists the 21, `state=upcoming` the one defined
+    // for tomorrow, each of this category alone.
+    let upcoming = format!("routes-{pid}-later");
+    let cup = json!({"title": "Later cup", "category": category, "keep": "best", "start": now + chrono::Duration::days(1),
+        "end": now + chrono::Duration::days(1) + chrono::Duration::hours(1), "join_required": false});
+    let (status, created) = call(reqwest::Method::PUT, &format!("/v1/admin/tournaments/{upcoming}"), Some(cup)).await;
+    assert_eq!(status, 201, "{created}");
+    let names = |page: &Value| -> Vec<String> {
+        page["tournaments"].as_array().unwrap().iter().filter_map(|t| t["tournament_id"].as_str().map(str::to_owned)).collect()
+    };
+    let later = read_until(&format!("/v1/tournaments?state=upcoming&category={category}"), |page| !names(page).is_empty()).await;
+    assert_eq!((names(&later), &later["tournaments"][0]["state"]), (vec![upcoming.clone()], &json!("upcoming")), "{later}");
+    let open = read_until(&format!("/v1/tournaments?state=open&category={category}&limit=100"), |_| true).await;
+    assert_eq!(names(&open), ids, "{open}");
+
+    // The board catalogue pages the same way: a walk of 7 a page lists every board once, in
+    // name order, the declared ones among them.
+    let (mut boards, mut cursor) = (Vec::new(), String::new());
+    loop {
+        let (status, page) = call(reqwest::Method::GET, &format!("/v1/boards?limit=7{cursor}"), None).await;
+        assert_eq!(status, 200, "{page}");
+        let names: Vec<String> = page["boards"].as_array().unwrap().iter().map(|b| b["name"].as_str().unwrap().to_owned()).collect();
+        assert!(names.len() <= 7, "{page}");
+        boards.extend(names);
+        match page["next_cursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => break,
+        }
+    }
+    assert!(boards.windows(2).all(|pair| pair[0] < pair[1]), "once each, in name order: {boards:?}");
+    assert!(["points", "high-scores", "activity"].iter().all(|name| boards.iter().any(|b| b == name)), "{boards:?}");
 }
 
 /// The watch's keys (journaled, as its functions' are: scripts/test.sh names a bucket).
