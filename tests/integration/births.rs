@@ -20,7 +20,8 @@ use standings_tests::{ADMIN, TestApp};
 
 fn probe(bucket: &str) -> JournalProbe {
     let endpoint = std::env::var("AWS_ENDPOINT_URL_S3").expect("scripts/lib.sh points S3 at moto_server");
-    JournalProbe::new(bucket, Some(&endpoint), "us-east-1").expect("the probe's TLS settings")
+    // CI's moto_server, busy with every other test, took over the functions' 3 s (CI151).
+    JournalProbe::new(bucket, Some(&endpoint), "us-east-1").expect("the probe's TLS settings").waiting(std::time::Duration::from_secs(60))
 }
 
 /// The default boards and a sharded one.
