@@ -13,13 +13,25 @@ use super::world::{World, restoring};
 use crate::runtime::call_on;
 use crate::{ADMIN, Caller, WRITER, clock_of, read_router};
 
+/// The zone a `cron` cup of `hours` runs its schedule in: UTC (no `timezone`), or one of two
+/// zones without clock changes whose offsets are not whole hours (+05:30, +05:45), so a
+/// schedule read in UTC fires in another minute than the zone's.
+fn zone_of(hours: u8) -> Option<chrono_tz::Tz> {
+    match hours {
+        1 => None,
+        3 => Some(chrono_tz::Asia::Kolkata),
+        _ => Some(chrono_tz::Asia::Kathmandu),
+    }
+}
+
 /// The instance a cup's definition runs: `all`, or a `cron` cup's, named by the minute its
-/// schedule fires (the minute its window starts, UTC).
+/// schedule fires (the minute its window starts) on its zone's clock.
 fn instance_of(definition: &str) -> String {
     let body: Value = serde_json::from_str(definition).expect("a definition the world sent");
     let start = body["start"].as_str().and_then(|at| at.parse::<chrono::DateTime<chrono::Utc>>().ok());
+    let zone = body["timezone"].as_str().map_or(chrono_tz::UTC, |name| name.parse().expect("a zone the world sent"));
     match start.filter(|_| body.get("cron").is_some()) {
-        Some(start) => start.format("%Y-%m-%dT%H%M").to_string(),
+        Some(start) => start.with_timezone(&zone).format("%Y-%m-%dT%H%M").to_string(),
         None => "all".to_owned(),
     }
 }
@@ -66,8 +78,9 @@ impl World {
     }
 
     /// Odd cups are `cron` tournaments whose schedule fires once a year, in the minute their
-    /// window starts, with instances as long as any: each runs its window as a one-off would,
-    /// through the cron path (its instance named by that minute, docs/tournaments.md#schedules).
+    /// window starts on their zone's clock (`zone_of`), with instances as long as any: each runs
+    /// its window as a one-off would, through the cron path (its instance named by that local
+    /// minute, docs/tournaments.md#schedules).
     fn definition(&self, cup: u8, join: bool, hours: u8, back: u8) -> Value {
         let start = self.now() - i64::from(back) * 3_600;
         let mut body = json!({
@@ -78,7 +91,11 @@ impl World {
         });
         if cup % 2 == 1 {
             let fires = chrono::DateTime::from_timestamp(start - start.rem_euclid(60), 0).expect("a time the world keeps");
-            body["cron"] = json!(fires.format("%M %H %d %m *").to_string());
+            let zone = zone_of(hours);
+            body["cron"] = json!(fires.with_timezone(&zone.unwrap_or(chrono_tz::UTC)).format("%M %H %d %m *").to_string());
+            if let Some(zone) = zone {
+                body["timezone"] = json!(zone.name());
+            }
             body["duration_secs"] = json!(31 * 86_400 + 3 * 3_600);
         }
         body
