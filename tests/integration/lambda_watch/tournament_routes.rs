@@ -263,6 +263,46 @@ async fn a_cron_tournament_in_a_timezone_started_in_the_past_opens_the_current_i
     assert!(stored.iter().all(|stored| *stored >= instance.as_str()), "nothing from before the definition: {run}");
 }
 
+/// Item 6: a monthly tournament in New York (clocks changed twice a year) runs its whole local
+/// month, from the 1st's midnight to the next 1st's, whatever the month's length: its
+/// `duration_secs` of 31 days and an hour is cut at the next instance's start.
+#[tokio::test]
+async fn a_monthly_tournament_covers_its_whole_local_month_through_the_watch_router() {
+    use chrono::{Datelike, TimeZone};
+    let id = format!("monthly-{}", std::process::id());
+    let zone = chrono_tz::America::New_York;
+    let before = chrono::Utc::now();
+    let body = json!({"title": "Monthly", "keep": "best", "start": before - chrono::Duration::days(40), "end": before + chrono::Duration::days(100),
+        "reset": "month", "timezone": "America/New_York", "duration_secs": 31 * 86_400 + 3_600, "join_required": false});
+    let (status, created) = call(reqwest::Method::PUT, &format!("/v1/admin/tournaments/{id}"), Some(body)).await;
+    assert_eq!(status, 201, "{created}");
+    let view = read_until(&format!("/v1/tournaments/{id}"), |view| view["state"] == "open").await;
+    let played = json!({"event_id": format!("{id}-1"), "user_id": format!("{id}-ann"), "score": 5});
+    let (status, score) = call(reqwest::Method::POST, &format!("/v1/tournaments/{id}/scores"), Some(played)).await;
+    let after = chrono::Utc::now();
+    assert_eq!(status, 200, "{score}");
+    // The month of `before`, or of `after` when a month began between them.
+    let months: Vec<_> = [before, after]
+        .iter()
+        .map(|at| {
+            let local = at.with_timezone(&zone);
+            let first =
+                zone.with_ymd_and_hms(local.year(), local.month(), 1, 0, 0, 0).single().expect("midnight on a 1st is never skipped");
+            let next = if local.month() == 12 { (local.year() + 1, 1) } else { (local.year(), local.month() + 1) };
+            let next = zone.with_ymd_and_hms(next.0, next.1, 1, 0, 0, 0).single().expect("midnight on a 1st is never skipped");
+            (first.format("%Y-%m").to_string(), first.with_timezone(&chrono::Utc), next.with_timezone(&chrono::Utc))
+        })
+        .collect();
+    let window = |view: &Value| {
+        let at = |field: &str| {
+            chrono::DateTime::parse_from_rfc3339(view[field].as_str().unwrap_or_default()).map(|t| t.with_timezone(&chrono::Utc)).ok()
+        };
+        (at("start"), at("end"))
+    };
+    assert!(months.iter().any(|(_, first, next)| window(&view) == (Some(*first), Some(*next))), "the whole month {months:?}: {view}");
+    assert!(months.iter().any(|(name, _, _)| score["instance"] == name.as_str()), "{months:?}: {score}");
+}
+
 /// Item 8: a ban frees the banned player's seat; a correction after the instance's end is 422
 /// `period_closed` and writes nothing.
 #[tokio::test]
