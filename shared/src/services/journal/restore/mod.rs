@@ -293,6 +293,13 @@ impl<O: Objects> Restorer<O> {
                 through = Some(last);
             }
         }
+        // Records among the writes to decide again (a season released after them) come back
+        // with the rebuild, which settles what they closed: they hold whatever the writes decide.
+        if let (false, Some((_, end))) = (rolled_back, &redecide)
+            && self.records_after(name, progress, through.clone(), end, deadline).await?
+        {
+            return Ok(());
+        }
         self.flush(progress).await?;
         self.landed(progress).await?;
         // A runtime board being deleted comes back refusing writes (its guard's `ended` is not

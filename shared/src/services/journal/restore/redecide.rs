@@ -14,10 +14,42 @@ use crate::redis::restore::rollback;
 use crate::services::replay::{ReplayError, Replayed, Replayer};
 
 /// Lines that record what a job did rather than a write to decide (a reshard's records, a
-/// season's release): left in the stream as they are, their effects hold whatever the state.
-const RECORDS: [&str; 2] = ["reshard", "season_release"];
+/// season's release): applied by their effects with the rebuild (`Restorer::records_after`),
+/// so left in the stream as they are here.
+pub(super) const RECORDS: [&str; 2] = ["reshard", "season_release"];
+
+/// Whether `line` is one of the `RECORDS`.
+pub(super) fn is_record(line: &crate::domain::journal::Line) -> bool {
+    line.entry.get("kind").and_then(|kind| kind.as_str()).is_some_and(|kind| RECORDS.contains(&kind))
+}
 
 impl<O: Objects> Restorer<O> {
+    /// Feeds the records among the stream's lines after `from` through `end` (the writes among
+    /// them are left to `redecide`): true when it stopped at the deadline, the checkpoint on the
+    /// last record fed, where the next invocation goes on.
+    pub(super) async fn records_after(
+        &self,
+        name: &str,
+        progress: &mut Progress<'_>,
+        from: Option<String>,
+        end: &str,
+        deadline: DateTime<Utc>,
+    ) -> Result<bool, RestoreError> {
+        let mut cursor = from;
+        loop {
+            let page = journal::after_until(progress.conn, progress.keys, name, cursor.as_deref(), end, TAIL_PAGE).await?;
+            let Some(last) = page.last() else { return Ok(false) };
+            let last = last.id.clone();
+            for line in page.iter().filter(|line| is_record(line)) {
+                if self.stop(progress, deadline).await? {
+                    return Ok(true);
+                }
+                self.feed(name, progress, line).await?;
+            }
+            cursor = Some(last);
+        }
+    }
+
     /// The writes a rolled-back store took before its fence, decided against the snapshot: once
     /// the board is rebuilt from S3 and takes writes again, each is decided again in order, as a
     /// live write at its own time on the boards as they are now (`config`: runtime ones too; a
@@ -44,7 +76,7 @@ impl<O: Objects> Restorer<O> {
                     progress.report.status = Status::InProgress;
                     return Ok(());
                 }
-                if line.entry.get("kind").and_then(|kind| kind.as_str()).is_some_and(|kind| RECORDS.contains(&kind)) {
+                if is_record(line) {
                     continue;
                 }
                 progress.report.replayed += 1;
