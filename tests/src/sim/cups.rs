@@ -8,7 +8,7 @@ use axum::http::{Method, StatusCode};
 use chrono::{DateTime, SecondsFormat};
 use serde_json::{Value, json};
 
-use super::model::cups::{ATTEMPTS, Answer, CupEdit, Play, SEATS, prize, prizes};
+use super::model::cups::{ATTEMPTS, Answer, CupEdit, Defined, Play, SEATS, Schedule, prize, prizes};
 use super::world::{World, restoring};
 use crate::runtime::call_on;
 use crate::{ADMIN, Caller, WRITER, clock_of, read_router};
@@ -24,16 +24,9 @@ fn zone_of(hours: u8) -> Option<chrono_tz::Tz> {
     }
 }
 
-/// The instance a cup's definition runs: `all`, or a `cron` cup's, named by the minute its
-/// schedule fires (the minute its window starts) on its zone's clock.
-fn instance_of(definition: &str) -> String {
-    let body: Value = serde_json::from_str(definition).expect("a definition the world sent");
-    let start = body["start"].as_str().and_then(|at| at.parse::<chrono::DateTime<chrono::Utc>>().ok());
-    let zone = body["timezone"].as_str().map_or(chrono_tz::UTC, |name| name.parse().expect("a zone the world sent"));
-    match start.filter(|_| body.get("cron").is_some()) {
-        Some(start) => start.with_timezone(&zone).format("%Y-%m-%dT%H%M").to_string(),
-        None => "all".to_owned(),
-    }
+/// The instant `at` on a clock `offset` seconds east of UTC, as `format` writes it.
+fn local(at: i64, offset: i64, format: &str) -> String {
+    DateTime::from_timestamp(at + offset, 0).expect("a time the world keeps").format(format).to_string()
 }
 
 fn time(at: i64) -> String {
@@ -77,11 +70,14 @@ impl World {
         read_router(query, seasons)
     }
 
-    /// Odd cups are `cron` tournaments whose schedule fires once a year, in the minute their
-    /// window starts on their zone's clock (`zone_of`), with instances as long as any: each runs
-    /// its window as a one-off would, through the cron path (its instance named by that local
-    /// minute, docs/tournaments.md#schedules).
-    fn definition(&self, cup: u8, join: bool, hours: u8, back: u8) -> Value {
+    /// Cup 2 recurs (docs/tournaments.md#schedules): an instance every hour on its zone's clock
+    /// (`cron`), half an hour long, or every local midnight (`reset: day`, 30-hour windows), six
+    /// hours long, each with its own seats, attempts, board and results. Odd cups are `cron`
+    /// tournaments whose schedule fires once a year, in the minute their window starts on their
+    /// zone's clock (`zone_of`), with instances as long as any: each runs its window as a
+    /// one-off would, through the cron path (its instance named by that local minute). Others
+    /// are one-offs (`all`).
+    fn definition(&self, cup: u8, join: bool, hours: u8, back: u8) -> (Value, Option<Schedule>, String) {
         let start = self.now() - i64::from(back) * 3_600;
         let mut body = json!({
             "title": "Simulated cup", "keep": "best", "order": "desc",
@@ -89,24 +85,46 @@ impl World {
             "max_size": SEATS, "max_entries": ATTEMPTS, "join_required": join,
             "prizes": prizes(0),
         });
-        if cup % 2 == 1 {
-            let fires = chrono::DateTime::from_timestamp(start - start.rem_euclid(60), 0).expect("a time the world keeps");
-            let zone = zone_of(hours);
-            body["cron"] = json!(fires.with_timezone(&zone.unwrap_or(chrono_tz::UTC)).format("%M %H %d %m *").to_string());
-            if let Some(zone) = zone {
-                body["timezone"] = json!(zone.name());
-            }
-            body["duration_secs"] = json!(31 * 86_400 + 3 * 3_600);
+        let zone = zone_of(hours);
+        if let Some(zone) = zone {
+            body["timezone"] = json!(zone.name());
         }
-        body
+        let offset = zone.map_or(0, |zone| {
+            use chrono::Offset;
+            let at = DateTime::from_timestamp(start, 0).expect("a time the world keeps").naive_utc();
+            i64::from(chrono::TimeZone::offset_from_utc_datetime(&zone, &at).fix().local_minus_utc())
+        });
+        if cup == 2 {
+            let daily = hours == 30;
+            let schedule =
+                Schedule { every: if daily { 86_400 } else { 3_600 }, offset, duration: if daily { 6 * 3_600 } else { 1_800 }, daily };
+            if daily {
+                body["reset"] = json!("day");
+            } else {
+                body["cron"] = json!("0 * * * *");
+            }
+            body["duration_secs"] = json!(schedule.duration);
+            return (body, Some(schedule), String::new());
+        }
+        if cup % 2 == 1 {
+            let fires = start - start.rem_euclid(60);
+            body["cron"] = json!(local(fires, offset, "%M %H %d %m *"));
+            body["duration_secs"] = json!(31 * 86_400 + 3 * 3_600);
+            return (body, None, local(fires, offset, "%Y-%m-%dT%H%M"));
+        }
+        body.as_object_mut().expect("an object").remove("timezone");
+        (body, None, "all".to_owned())
     }
 
     pub(super) async fn put_cup(&mut self, cup: u8, join: bool, hours: u8, again: bool, back: u8) -> Result<(), String> {
         let id = format!("cup{cup}");
-        let known = self.model.cups.cups.get(&id).map(|c| c.definition.clone());
-        let body = match known.filter(|_| again) {
-            Some(definition) => serde_json::from_str(&definition).expect("a definition the world sent"),
-            None => self.definition(cup, join, hours, back),
+        let (fresh, schedule, single) = self.definition(cup, join, hours, back);
+        let known = self.model.cups.cups.get(&id).filter(|_| again);
+        let (body, schedule, single) = match known {
+            Some(known) => {
+                (serde_json::from_str(&known.definition).expect("a definition the world sent"), known.schedule, known.single.clone())
+            }
+            None => (fresh, schedule, single),
         };
         let (status, reply) = self.app.call(Method::PUT, &format!("/v1/admin/tournaments/{id}"), body.to_string(), ADMIN).await;
         if self.all_lost && restoring(status, &reply) {
@@ -114,8 +132,14 @@ impl World {
         }
         let window = [&body["start"], &body["end"]].map(|at| at.as_str().and_then(|at| at.parse::<chrono::DateTime<chrono::Utc>>().ok()));
         let [Some(start), Some(end)] = window else { return Err(format!("a definition the world sent: {body}")) };
-        let join_required = body["join_required"] == true;
-        let expected = self.model.cups.put(&id, &body.to_string(), join_required, (start.timestamp(), end.timestamp()), self.now());
+        let defined = Defined {
+            definition: &body.to_string(),
+            join_required: body["join_required"] == true,
+            window: (start.timestamp(), end.timestamp()),
+            schedule,
+            single,
+        };
+        let expected = self.model.cups.put(&id, defined, self.now());
         let code_ok = match expected {
             409 => reply["error"]["code"] == "board_exists",
             400 => {
@@ -329,10 +353,11 @@ impl World {
         let reads = self.reads();
         let now = self.now();
         // The list: every cup not deleted, in name order, walked two a page; under `ended`, every
-        // cup ended, deleted ones included (being deleted, or their end done: from tombstones).
+        // cup with no instance open nor to come, deleted ones included (being deleted, or their
+        // end done: from tombstones).
         let cups = &self.model.cups.cups;
-        let all: Vec<String> = cups.iter().filter(|(_, cup)| !cup.deleted).map(|(id, _)| id.clone()).collect();
-        let ended: Vec<String> = cups.iter().filter(|(_, cup)| cup.deleted || now >= cup.end).map(|(id, _)| id.clone()).collect();
+        let all: Vec<String> = cups.iter().filter(|(_, cup)| cup.deleted.is_none()).map(|(id, _)| id.clone()).collect();
+        let ended: Vec<String> = cups.iter().filter(|(_, cup)| cup.deleted.is_some() || cup.over(now)).map(|(id, _)| id.clone()).collect();
         for (query, expected) in [("", all), ("&state=ended", ended)] {
             let (status, list, listed) = self.walk(&reads, query).await;
             if !(self.all_lost && restoring(status, &list))
@@ -343,17 +368,27 @@ impl World {
             }
         }
         for (id, cup) in &self.model.cups.cups {
-            self.stats.reads += 3;
             let get = |path: String| read(&reads, path);
             // A lost catalog is read as empty by a function that reads it now: its cups unknown.
             let lost = |status: StatusCode, body: &Value| {
                 self.all_lost && (restoring(status, body) || body["error"]["code"] == "unknown_tournament")
             };
-            if !cup.deleted {
+            if cup.deleted.is_none() {
+                self.stats.reads += 2;
                 let (status, view) = get(format!("/v1/tournaments/{id}")).await;
-                let open = cup.start <= now && now < cup.end;
-                let expected = json!({"state": if open { "open" } else { "ended" }, "end": time(cup.end), "size": cup.seated.len(),
-                    "can_join": open && cup.seated.len() < cup.seats});
+                let open = cup.open_at(now).is_some();
+                let state = if open {
+                    "open"
+                } else if cup.next_after(now).is_some() {
+                    "upcoming"
+                } else {
+                    "ended"
+                };
+                // With no instance to show (an edit's end left none to run): the window's end.
+                let shown = cup.shown(now);
+                let size = shown.as_ref().map_or(0, |w| cup.run(&w.id).seated.len());
+                let expected = json!({"state": state, "end": time(shown.as_ref().map_or(cup.end, |w| w.end)), "size": size,
+                    "can_join": open && size < cup.seats});
                 let got = json!({"state": view["state"], "end": view["end"], "size": view["size"], "can_join": view["can_join"]});
                 if !lost(status, &view) && (status != StatusCode::OK || got != expected) {
                     return Err(format!("tournament {id}: expected {expected}, got {status} {view}"));
@@ -365,34 +400,38 @@ impl World {
                         e.iter().map(|e| (e["user_id"].as_str().unwrap_or("?").to_owned(), e["score"].as_i64().unwrap_or(-1))).collect()
                     })
                     .unwrap_or_default();
-                if !lost(status, &top) && (status != StatusCode::OK || listed != cup.top()) {
-                    return Err(format!("tournament {id} top: expected {:?}, got {status} {top}", cup.top()));
+                let expected = cup.current(now).map(|w| cup.run(&w.id).top()).unwrap_or_default();
+                if !lost(status, &top) && (status != StatusCode::OK || listed != expected) {
+                    return Err(format!("tournament {id} top: expected {expected:?}, got {status} {top}"));
                 }
             }
-            let (status, results) = get(format!("/v1/tournaments/{id}/results?instance={}", instance_of(&cup.definition))).await;
-            let expected = cup.results.as_ref().map(|rows| {
-                rows.iter()
-                    .enumerate()
-                    .map(|(i, (user, score))| json!({"rank": i + 1, "user_id": user, "score": score, "prize": prize(cup.prizes, i + 1)}))
-            });
-            let got = match (status, &expected) {
-                (StatusCode::OK, Some(rows)) => {
-                    let listed: Vec<Value> = results["results"]
-                        .as_array()
-                        .map(|r| {
-                            r.iter()
-                                .map(|r| json!({"rank": r["rank"], "user_id": r["user_id"], "score": r["score"], "prize": r["prize"]}))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    listed == rows.clone().collect::<Vec<_>>()
+            for (instance, run) in &cup.runs {
+                self.stats.reads += 1;
+                let (status, results) = get(format!("/v1/tournaments/{id}/results?instance={instance}")).await;
+                let expected = run.results.as_ref().map(|(rows, table)| {
+                    rows.iter()
+                        .enumerate()
+                        .map(|(i, (user, score))| json!({"rank": i + 1, "user_id": user, "score": score, "prize": prize(*table, i + 1)}))
+                        .collect::<Vec<Value>>()
+                });
+                let got = match (status, &expected) {
+                    (StatusCode::OK, Some(rows)) => {
+                        let listed: Vec<Value> = results["results"]
+                            .as_array()
+                            .map(|r| {
+                                r.iter()
+                                    .map(|r| json!({"rank": r["rank"], "user_id": r["user_id"], "score": r["score"], "prize": r["prize"]}))
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        listed == *rows
+                    }
+                    (StatusCode::NOT_FOUND, None) => results["error"]["code"] == "results_pending",
+                    _ => false,
+                };
+                if !got && !lost(status, &results) {
+                    return Err(format!("tournament {id} results of {instance}: expected {expected:?}, got {status} {results}"));
                 }
-                (StatusCode::NOT_FOUND, None) => results["error"]["code"] == "results_pending",
-                _ => false,
-            };
-            if !got && !lost(status, &results) {
-                let rows: Option<Vec<Value>> = expected.map(Iterator::collect);
-                return Err(format!("tournament {id} results: expected {rows:?}, got {status} {results}"));
             }
         }
         Ok(())

@@ -15,6 +15,7 @@ use chrono::DateTime;
 
 mod arcade;
 pub mod boards;
+mod cup;
 pub mod cups;
 mod voids;
 

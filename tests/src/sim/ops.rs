@@ -180,9 +180,10 @@ pub enum Op {
         id: u32,
         user: u8,
     },
-    /// `PUT /v1/admin/tournaments/cup{cup}`: a one-off cup whose window starts `back` hours
-    /// before now and lasts `hours` (over already when `back >= hours`: refused), a join
-    /// required when `join`; `again`: the definition the cup was created with, sent again.
+    /// `PUT /v1/admin/tournaments/cup{cup}`: a cup whose window starts `back` hours before now
+    /// and lasts `hours` (refused when no instance of it is open or to come), a join required
+    /// when `join`; `again`: the definition the cup was created with, sent again. Cup 2 recurs,
+    /// odd cups run a yearly `cron`, the others are one-offs (`World::definition`).
     Cup {
         cup: u8,
         join: bool,
@@ -303,7 +304,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..124) {
+        let op = match rng.u32(..136) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -399,6 +400,13 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                 let users: Vec<u8> = (0..rng.u8(1..5)).map(|_| rng.u8(..USERS)).collect();
                 Op::Rollback { first_id: id(users.len() as u32), users }
             }
+            // The recurring cup played more than the others: its instances change within hours.
+            124..=125 => Op::Cup { cup: 2, join: rng.bool(), hours: [1, 3, 30][rng.usize(..3)], again: rng.u8(..3) == 0, back: 0 },
+            126..=130 => Op::Play { id: id(1), cup: 2, user, score: 10 + 2 * rng.u32(..4), again: rng.u8(..5) == 0 },
+            131..=132 => Op::Join { cup: 2, user },
+            133 => Op::CorrectCup { cup: 2, user, score: 10 + 2 * rng.u32(..4) },
+            134 => Op::GrantCup { cup: 2, user, add: rng.u8(1..3), grant: id(1), again: None },
+            135 => Op::EditCup { cup: 2, minutes: [-30, 0, 30, 120, 600][rng.usize(..5)], title: false, more: Some(CupEdit::Prizes) },
             _ => Op::Start,
         };
         ops.push(op);

@@ -1,13 +1,16 @@
-//! Tournaments in the model, written from docs/tournaments.md: one-off cups open from their
-//! creation for a window, with three seats, two attempts a player, a join required or taken by a
-//! first score, each player's best score kept (ties by who reached it first, to the second);
-//! an admin's early end or a deletion cuts the window and freezes the board; the archive's run
-//! stores every instance that ended, rank for rank with its prize, and its top is then those
-//! results. A ban takes the user off every cup not frozen (a one-off's `all` period is always
-//! live, docs/moderation.md) and frees their seat there; an admin's correction reaches a cup's
-//! board only while it is open (docs/tournaments.md).
+//! Tournaments in the model, written from docs/tournaments.md: cups open from their creation
+//! for a window, one-off or recurring (an instance every hour or every midnight on a zone's
+//! clock, `cup`), with three seats, two attempts a player in each instance, a join required or
+//! taken by a first score, each player's best score kept (ties by who reached it first, to the
+//! second); an admin's early end cuts the open instance and freezes it, a deletion cuts it and
+//! every one after; the archive's run stores every instance that ended, rank for rank with the
+//! prize it ended with, and its top is then those results. A ban takes the user off every
+//! instance not frozen and frees their seat there; an admin's correction reaches only the
+//! instance open (docs/tournaments.md).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+pub use super::cup::{Cup, Run, Schedule, Window, best_first};
 
 use super::{MARKER_DAYS, day_number};
 
@@ -41,68 +44,6 @@ pub enum Answer {
 
 fn refused(status: u16, code: &str) -> Answer {
     Answer::Refused { status, code: code.to_owned() }
-}
-
-#[derive(Debug, Clone)]
-pub struct Cup {
-    /// The definition as sent (JSON): the same again is a 200.
-    pub definition: String,
-    pub join_required: bool,
-    pub start: i64,
-    /// The window's end, or the early end's (or the deletion's) time when that came first.
-    pub end: i64,
-    pub deleted: bool,
-    /// Ended early: frozen at once (nothing written to it from then on).
-    pub cut: bool,
-    pub seated: BTreeSet<String>,
-    pub entries: HashMap<String, u32>,
-    /// Seats (`max_size`): `SEATS`, raised by a live edit.
-    pub seats: usize,
-    /// The prize table in force (`prize`): 0 as defined, 1 once an edit replaced it.
-    pub prizes: u8,
-    /// Attempts an admin granted each player beyond `ATTEMPTS`.
-    pub granted: HashMap<String, u32>,
-    /// grant id -> (payload, the attempts left it answered).
-    grants: HashMap<String, (String, u32)>,
-    /// user -> (kept score, when it was reached).
-    pub board: HashMap<String, (i64, i64)>,
-    /// Stored by the archive's run once the instance ended: user and score, best first.
-    pub results: Option<Vec<(String, i64)>>,
-    /// Deleted, and its end done (its keys freed but the guard's, its definition forgotten):
-    /// retries are refused, DELETE and the early end find nothing (404).
-    pub retired: bool,
-    /// event id -> (payload, day number of the first delivery, whether it was applied).
-    markers: HashMap<String, (String, i64, bool)>,
-}
-
-impl Cup {
-    fn open(&self, now: i64) -> bool {
-        self.start <= now && now < self.end
-    }
-
-    fn frozen(&self) -> bool {
-        self.cut || self.results.is_some()
-    }
-
-    /// The board best first: a higher score first, then who reached it first, then (one
-    /// second) the greater user id, as a sorted set orders equal scores from the top.
-    pub fn ranking(&self) -> Vec<(String, i64)> {
-        best_first(&self.board)
-    }
-
-    /// What the instance's top reads: the stored results once there, else the board.
-    pub fn top(&self) -> Vec<(String, i64)> {
-        self.results.clone().unwrap_or_else(|| self.ranking())
-    }
-}
-
-/// A score board (user -> (kept score, when it was kept)) best first: a higher score, then who
-/// kept it first, then (one second) the greater user id, as a sorted set orders equal scores
-/// from the top.
-pub fn best_first(board: &HashMap<String, (i64, i64)>) -> Vec<(String, i64)> {
-    let mut list: Vec<(&String, &(i64, i64))> = board.iter().collect();
-    list.sort_by(|a, b| b.1.0.cmp(&a.1.0).then(a.1.1.cmp(&b.1.1)).then(b.0.cmp(a.0)));
-    list.into_iter().map(|(user, &(score, _))| (user.clone(), score)).collect()
 }
 
 /// The prize of `rank` in table `table` of every simulated cup (0 as defined, 1 as a live edit
@@ -155,55 +96,68 @@ pub struct Cups {
     pub cups: BTreeMap<String, Cup>,
 }
 
+/// How a cup is defined: its window, its schedule (or its one instance's name), whether a
+/// join is required.
+pub struct Defined<'a> {
+    pub definition: &'a str,
+    pub join_required: bool,
+    pub window: (i64, i64),
+    pub schedule: Option<Schedule>,
+    pub single: String,
+}
+
 impl Cups {
-    /// `PUT /v1/admin/tournaments/{id}` at `now` with `definition` (`join_required`, the
-    /// window `[start, end)` in seconds): 200 the same again (not deleted), 400 a window over
-    /// by now (it would never run), 409 `board_exists` another or once deleted, 201 created.
-    pub fn put(&mut self, id: &str, definition: &str, join_required: bool, (start, end): (i64, i64), now: i64) -> u16 {
-        match self.cups.get(id) {
-            Some(cup) if cup.definition == definition && !cup.deleted => 200,
-            _ if end <= now => 400,
-            Some(_) => 409,
-            None => {
-                let cup = Cup {
-                    definition: definition.to_owned(),
-                    join_required,
-                    start,
-                    end,
-                    deleted: false,
-                    cut: false,
-                    seated: BTreeSet::new(),
-                    seats: SEATS,
-                    prizes: 0,
-                    entries: HashMap::new(),
-                    granted: HashMap::new(),
-                    grants: HashMap::new(),
-                    board: HashMap::new(),
-                    results: None,
-                    retired: false,
-                    markers: HashMap::new(),
-                };
-                self.cups.insert(id.to_owned(), cup);
-                201
-            }
+    /// `PUT /v1/admin/tournaments/{id}` at `now`: 200 the same again (not deleted), 400 a
+    /// window leaving no instance open now or later, 409 `board_exists` another or once
+    /// deleted, 201 created.
+    pub fn put(&mut self, id: &str, defined: Defined<'_>, now: i64) -> u16 {
+        let Defined { definition, join_required, window: (start, end), schedule, single } = defined;
+        if self.cups.get(id).is_some_and(|cup| cup.definition == definition && cup.deleted.is_none()) {
+            return 200;
         }
+        let cup = Cup {
+            definition: definition.to_owned(),
+            join_required,
+            start,
+            end,
+            defined: now,
+            schedule,
+            single,
+            deleted: None,
+            closed: BTreeMap::new(),
+            seats: SEATS,
+            prizes_changed: None,
+            runs: BTreeMap::new(),
+            grants: HashMap::new(),
+            retired: false,
+            markers: HashMap::new(),
+        };
+        // A window leaving no instance to run is refused before the name is looked at.
+        if cup.over(now) {
+            return 400;
+        }
+        if self.cups.contains_key(id) {
+            return 409;
+        }
+        self.cups.insert(id.to_owned(), cup);
+        201
     }
 
     pub fn join(&mut self, id: &str, user: &str, banned: bool, now: i64) -> Answer {
         let Some(cup) = self.cups.get_mut(id) else { return refused(404, "unknown_tournament") };
-        if !cup.open(now) {
-            return refused(409, "tournament_closed");
-        }
+        let Some(open) = cup.open_at(now) else { return refused(409, "tournament_closed") };
         if banned {
             return refused(422, "user_banned");
         }
-        if !cup.seated.contains(user) {
-            if cup.seated.len() >= cup.seats {
+        let seats = cup.seats;
+        let run = cup.runs.entry(open.id).or_default();
+        if !run.seated.contains(user) {
+            if run.seated.len() >= seats {
                 return refused(409, "tournament_full");
             }
-            cup.seated.insert(user.to_owned());
+            run.seated.insert(user.to_owned());
         }
-        Answer::Joined { size: cup.seated.len() }
+        Answer::Joined { size: run.seated.len() }
     }
 
     /// A score submitted to cup `id`.
@@ -215,63 +169,67 @@ impl Cups {
         {
             return if first == payload { Answer::Again { applied: *applied } } else { refused(409, "idempotency_conflict") };
         }
-        if !cup.open(now) {
-            return refused(409, "tournament_closed");
-        }
+        let Some(open) = cup.open_at(now) else { return refused(409, "tournament_closed") };
         if banned {
             return refused(422, "user_banned");
         }
-        let seated = cup.seated.contains(user);
-        if !seated && cup.join_required {
+        let (seats, join_required) = (cup.seats, cup.join_required);
+        let run = cup.runs.entry(open.id).or_default();
+        let seated = run.seated.contains(user);
+        if !seated && join_required {
             return refused(403, "not_joined");
         }
-        if !seated && cup.seated.len() >= cup.seats {
+        if !seated && run.seated.len() >= seats {
             return refused(409, "tournament_full");
         }
-        let used = cup.entries.get(user).copied().unwrap_or(0);
-        let allowed = ATTEMPTS + cup.granted.get(user).copied().unwrap_or(0);
+        let used = run.entries.get(user).copied().unwrap_or(0);
+        let allowed = ATTEMPTS + run.granted.get(user).copied().unwrap_or(0);
         if used >= allowed {
             return refused(422, "entry_limit");
         }
-        cup.seated.insert(user.to_owned());
-        cup.entries.insert(user.to_owned(), used + 1);
-        let applied = cup.board.get(user).is_none_or(|&(kept, _)| score > kept);
+        run.seated.insert(user.to_owned());
+        run.entries.insert(user.to_owned(), used + 1);
+        let applied = run.board.get(user).is_none_or(|&(kept, _)| score > kept);
         if applied {
-            cup.board.insert(user.to_owned(), (score, now));
+            run.board.insert(user.to_owned(), (score, now));
         }
+        let ranking = run.ranking();
         cup.markers.insert(event.to_owned(), (payload.to_owned(), day_number(now), applied));
-        let ranking = cup.ranking();
         let rank = ranking.iter().position(|(u, _)| u == user).expect("a player who scored is ranked") + 1;
         Answer::Played { applied, score: ranking[rank - 1].1, rank, entries_left: allowed - used - 1 }
     }
 
-    /// `POST …/end` at `now`: 202 with the instance's end, or a refusal.
+    /// `POST …/end` at `now`: 202 with the instance's end, or a refusal. Again (no instance open,
+    /// the last one ended early): the same answer.
     pub fn end(&mut self, id: &str, now: i64) -> Result<i64, Answer> {
         let Some(cup) = self.cups.get_mut(id).filter(|cup| !cup.retired) else { return Err(refused(404, "unknown_tournament")) };
-        if cup.open(now) {
-            (cup.end, cup.cut) = (now, true);
-        } else if !cup.cut {
-            return Err(refused(409, "tournament_closed"));
+        if let Some(open) = cup.open_at(now) {
+            cup.closed.insert(open.id, now);
+            return Ok(now);
         }
-        Ok(cup.end)
+        match cup.last_before(now).filter(|last| cup.closed.contains_key(&last.id)) {
+            Some(last) => Ok(last.end),
+            None => Err(refused(409, "tournament_closed")),
+        }
     }
 
     /// `DELETE …` at `now`: 202 (the same again), the open instance ended at the deletion.
     pub fn delete(&mut self, id: &str, now: i64) -> Result<(), Answer> {
-        if self.cups.get(id).is_some_and(|cup| cup.open(now)) {
+        if self.cups.get(id).is_some_and(|cup| cup.open_at(now).is_some() && cup.deleted.is_none()) {
             self.end(id, now)?;
         }
         let cup = self.cups.get_mut(id).filter(|cup| !cup.retired).ok_or(refused(404, "unknown_tournament"))?;
-        cup.deleted = true;
+        cup.deleted.get_or_insert(now);
         Ok(())
     }
 
     /// The archive's run finished deleted cup `id`'s end; an error when the model says it could
-    /// not have (not deleted, or its results not stored).
+    /// not have (not deleted, or an instance that ran by then not stored).
     pub fn retire(&mut self, id: &str) -> Result<(), String> {
         let cup = self.cups.get_mut(id).ok_or_else(|| format!("{id}'s end done: no such cup"))?;
-        if !cup.deleted || cup.results.is_none() {
-            return Err(format!("{id}'s end done while deleted {} with results {:?}", cup.deleted, cup.results));
+        let pending: Vec<&String> = cup.runs.iter().filter(|(_, run)| run.results.is_none()).map(|(id, _)| id).collect();
+        if cup.deleted.is_none() || !pending.is_empty() {
+            return Err(format!("{id}'s end done while deleted {:?} with {pending:?} not stored", cup.deleted));
         }
         cup.retired = true;
         cup.markers.clear();
@@ -279,55 +237,62 @@ impl Cups {
     }
 
     /// An admin's correction setting `user`'s score in cup `id` at `now`: 200 in the open
-    /// instance (seat and attempts untouched), 422 `period_closed` once it
-    /// ended (on time or early), 422 `user_banned` for a banned user while open. `None`: a cup
-    /// never defined or deleted, whose answer the model does not say.
+    /// instance (seat and attempts untouched), 422 `period_closed` when none is open (ended, on
+    /// time or early, or not open yet), 422 `user_banned` for a banned user while open. `None`: a
+    /// cup never defined or deleted, whose answer the model does not say.
     pub fn correct(&mut self, id: &str, user: &str, score: i64, banned: bool, now: i64) -> Option<(u16, &'static str)> {
-        let cup = self.cups.get_mut(id).filter(|cup| !cup.deleted)?;
-        if !cup.open(now) || cup.frozen() {
-            return Some((422, "period_closed"));
-        }
+        let cup = self.cups.get_mut(id).filter(|cup| cup.deleted.is_none())?;
+        let Some(open) = cup.open_at(now).filter(|open| !cup.frozen(&open.id)) else { return Some((422, "period_closed")) };
         if banned {
             return Some((422, "user_banned"));
         }
+        let run = cup.runs.entry(open.id).or_default();
         // As correct_score.lua keeps it: a better score is reached now, a worse or equal one
         // keeps when the held one was reached.
-        let reached = match cup.board.get(user) {
+        let reached = match run.board.get(user) {
             Some(&(held, at)) if score <= held => at,
             _ => now,
         };
-        cup.board.insert(user.to_owned(), (score, reached));
+        run.board.insert(user.to_owned(), (score, reached));
         Some((200, ""))
     }
 
-    /// A ban: off every cup's board not frozen (its results not stored yet), and out of its
-    /// seat there; attempts stay.
+    /// A ban: off every instance's board not frozen (its results not stored yet, not ended
+    /// early), and out of its seat there; attempts stay.
     pub fn ban(&mut self, user: &str) {
-        for cup in self.cups.values_mut().filter(|cup| !cup.frozen() && !cup.deleted) {
-            cup.board.remove(user);
-            // Their seat is freed with their score: another player may take it.
-            cup.seated.remove(user);
+        for cup in self.cups.values_mut().filter(|cup| cup.deleted.is_none()) {
+            let frozen: BTreeSet<String> = cup.runs.keys().filter(|id| cup.frozen(id)).cloned().collect();
+            for (_, run) in cup.runs.iter_mut().filter(|(id, _)| !frozen.contains(*id)) {
+                run.board.remove(user);
+                // Their seat is freed with their score: another player may take it.
+                run.seated.remove(user);
+            }
         }
     }
 
     /// `PATCH /v1/admin/tournaments/{id}` moving the end to `end` at `now` (docs/tournaments.md#live-edits):
-    /// 200 while open (the definition becomes `edited`), 409 `tournament_closed` once over or
-    /// deleted, 400 for an end not after now, or past the 2^23 one-second
-    /// time parts its scores are kept in; 404 for a cup never defined or retired.
+    /// 200 while an instance is open or to come (the definition becomes `edited`), 409
+    /// `tournament_closed` once none is, or deleted; 400 for an end not after now, a shortened
+    /// one within a minute, a move of an open instance's end within its last minute, or a
+    /// one-off's window past the 2^23 one-second time parts its scores are kept in; 404 for a
+    /// cup never defined or retired.
     pub fn edit(&mut self, id: &str, (end, more): (i64, Option<CupEdit>), edited: &str, now: i64) -> (u16, &'static str) {
         let Some(cup) = self.cups.get_mut(id).filter(|cup| !cup.retired) else { return (404, "unknown_tournament") };
-        if cup.deleted || !cup.open(now) {
+        if cup.deleted.is_some() || cup.over(now) {
             return (409, "tournament_closed");
         }
-        // A shortened end gives a minute's notice (every function's catalog knows it first).
-        // Nor when the open instance ends within that minute (the archive may be ending it).
-        if end <= now || (end < cup.end && end < now + 60) || (cup.end < now + 60 && end != cup.end) || end - cup.start > 1 << 23 {
+        let mut after = cup.clone();
+        after.end = end;
+        let open_end = |cup: &Cup| cup.open_at(now).map(|open| open.end);
+        let moves_closing = open_end(cup).is_some_and(|ends| ends < now + 60 && open_end(&after) != Some(ends));
+        let too_wide = cup.schedule.is_none() && end - cup.start > 1 << 23;
+        if end <= now || (end < cup.end && end < now + 60) || moves_closing || too_wide {
             return (400, "invalid_tournament");
         }
         match more {
             Some(CupEdit::Seats(seats)) if usize::from(seats) < cup.seats => return (400, "invalid_tournament"),
             Some(CupEdit::Seats(seats)) => cup.seats = usize::from(seats),
-            Some(CupEdit::Prizes) => cup.prizes = 1,
+            Some(CupEdit::Prizes) => _ = cup.prizes_changed.get_or_insert(now),
             _ => {}
         }
         cup.end = end;
@@ -348,26 +313,39 @@ impl Cups {
     ) -> Result<(u32, bool), Answer> {
         // A retired cup is still in the catalog (its results are read by it): closed.
         let Some(cup) = self.cups.get_mut(id) else { return Err(refused(404, "unknown_tournament")) };
-        if !cup.open(now) {
-            return Err(refused(409, "tournament_closed"));
-        }
-        if let Some((first, left)) = cup.grants.get(grant) {
-            return if first == payload { Ok((*left, true)) } else { Err(refused(409, "grant_conflict")) };
+        let Some(open) = cup.open_at(now) else { return Err(refused(409, "tournament_closed")) };
+        if let Some((first, instance, left)) = cup.grants.get(grant) {
+            return if first == payload && *instance == open.id { Ok((*left, true)) } else { Err(refused(409, "grant_conflict")) };
         }
         if banned {
             return Err(refused(422, "user_banned"));
         }
-        let granted = cup.granted.entry(user.to_owned()).or_default();
+        let run = cup.runs.entry(open.id.clone()).or_default();
+        let granted = run.granted.entry(user.to_owned()).or_default();
         *granted += add;
-        let left = (ATTEMPTS + *granted).saturating_sub(cup.entries.get(user).copied().unwrap_or(0));
-        cup.grants.insert(grant.to_owned(), (payload.to_owned(), left));
+        let left = (ATTEMPTS + *granted).saturating_sub(run.entries.get(user).copied().unwrap_or(0));
+        cup.grants.insert(grant.to_owned(), (payload.to_owned(), open.id, left));
         Ok((left, false))
     }
 
-    /// The archive's run at `now`: every instance that ended is stored as it stands.
+    /// The archive's run at `now`: every instance that ended is stored as it stands, with the
+    /// prizes it ended with.
     pub fn archive(&mut self, now: i64) {
-        for cup in self.cups.values_mut().filter(|cup| cup.end <= now && cup.results.is_none()) {
-            cup.results = Some(cup.ranking());
+        for cup in self.cups.values_mut() {
+            let ended: Vec<(String, i64)> = cup
+                .runs
+                .keys()
+                .filter_map(|id| cup.instance_named(id))
+                .filter(|window| window.end <= now)
+                .map(|window| (window.id, window.end))
+                .collect();
+            for (id, end) in ended {
+                let table = cup.table(end);
+                let run = cup.runs.get_mut(&id).expect("a run the history touched");
+                if run.results.is_none() {
+                    run.results = Some((run.ranking(), table));
+                }
+            }
         }
     }
 }
