@@ -116,6 +116,8 @@ async fn a_page_costs_one_round_trip_on_a_warm_function() {
         assert_eq!(arena.put(&format!("cup-{i:02}"), &cup(start, 4, extra)).await.0, StatusCode::CREATED);
     }
     assert_eq!(arena.delete("cup-29", "retired").await.0, StatusCode::ACCEPTED);
+    // One ended early and kept: a live ended tournament, listed beside the tombstone.
+    assert_eq!(arena.end("cup-28", "early").await.0, StatusCode::ACCEPTED);
     // Its end done by the archive's run: listed under `ended` from its tombstone.
     arena.end_run(None).await;
     // Warm: the catalog and the tombstones' index read once.
@@ -130,7 +132,8 @@ async fn a_page_costs_one_round_trip_on_a_warm_function() {
         ("/v1/tournaments?category=puzzles&cursor=cup-03", 1, 8),
         // Deleted ones alone: their tombstones' read is the page's one round trip (their
         // players are kept on them, so no count); with live ended ones, one more.
-        ("/v1/tournaments?state=ended", 1, 1),
+        ("/v1/tournaments?state=ended&cursor=cup-28", 1, 1),
+        ("/v1/tournaments?state=ended", 2, 2),
     ] {
         let before = arena.app.store.round_trips();
         let (status, page) = arena.read(path).await;
