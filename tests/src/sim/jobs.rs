@@ -30,7 +30,8 @@ impl World {
             let board = standings::redis::keys::journal_board(&name).to_owned();
             match birth {
                 Err(error) => return Err(format!("a function's start: {name}: {error}")),
-                Ok(standings::redis::restore::Birth::New) if board == "forum" && self.forum_lost => {
+                // A forum whose guard a loss took before any point was applied may start new.
+                Ok(standings::redis::restore::Birth::New) if board == "forum" && self.forum_lost && self.model.forum_has_points() => {
                     return Err(format!("a function's start took {name}, lost with its history, for a new board"));
                 }
                 Ok(_) => {}

@@ -232,6 +232,12 @@ impl Model {
         answer
     }
 
+    /// Whether the forum holds points the model applied, live or archived: a board without any
+    /// may come back from a loss as new (nothing to take it for lost by).
+    pub fn forum_has_points(&self) -> bool {
+        self.forum.values().any(|members| !members.is_empty()) || !self.archived.is_empty()
+    }
+
     pub fn is_banned(&self, user: &str) -> bool {
         self.banned.contains(user)
     }
