@@ -259,7 +259,17 @@ pub struct Line {
     pub entry: Map<String, Value>,
 }
 
+/// Kinds of lines that record what a job did rather than a write to decide (a reshard's
+/// settling of its shard's records, a season's release): their effects are applied as they are,
+/// never decided again.
+pub const RECORD_KINDS: [&str; 2] = ["reshard", "season_release"];
+
 impl Line {
+    /// Whether the line is one of the `RECORD_KINDS`.
+    pub fn is_record(&self) -> bool {
+        self.entry.get("kind").and_then(|kind| kind.as_str()).is_some_and(|kind| RECORD_KINDS.contains(&kind))
+    }
+
     /// The line of stream entry `id` of `board`: `entry` as a script appended it (an object;
     /// anything else is kept under `entry`, never dropped).
     pub fn new(id: &str, board: &str, entry: &str, outcome: &str) -> Self {

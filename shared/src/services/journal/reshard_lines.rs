@@ -175,7 +175,7 @@ impl<O: Objects> Lines<'_, O> {
             place(index, &line.id).ok_or_else(|| RestoreError::Invalid(format!("line {} of {journal_name}: no stream id", line.id)))?;
         // An earlier move's settling of its shard's records: this move settles its own.
         // A season's release: this move carries closed seasons itself (closed_seasons).
-        if matches!(line.entry.get("kind").and_then(|k| k.as_str()), Some("reshard" | "season_release")) {
+        if line.is_record() {
             return Ok(true);
         }
         let user = line.entry.get("user_id").and_then(|u| u.as_str()).ok_or_else(|| {

@@ -13,16 +13,6 @@ use crate::redis::keys::journal_board;
 use crate::redis::restore::rollback;
 use crate::services::replay::{ReplayError, Replayed, Replayer};
 
-/// Lines that record what a job did rather than a write to decide (a reshard's records, a
-/// season's release): applied by their effects with the rebuild (`Restorer::records_after`),
-/// so left in the stream as they are here.
-pub(super) const RECORDS: [&str; 2] = ["reshard", "season_release"];
-
-/// Whether `line` is one of the `RECORDS`.
-pub(super) fn is_record(line: &crate::domain::journal::Line) -> bool {
-    line.entry.get("kind").and_then(|kind| kind.as_str()).is_some_and(|kind| RECORDS.contains(&kind))
-}
-
 impl<O: Objects> Restorer<O> {
     /// Feeds the records among the stream's lines after `from` through `end` (the writes among
     /// them are left to `redecide`): true when it stopped at the deadline, the checkpoint on the
@@ -40,7 +30,7 @@ impl<O: Objects> Restorer<O> {
             let page = journal::after_until(progress.conn, progress.keys, name, cursor.as_deref(), end, TAIL_PAGE).await?;
             let Some(last) = page.last() else { return Ok(false) };
             let last = last.id.clone();
-            for line in page.iter().filter(|line| is_record(line)) {
+            for line in page.iter().filter(|line| line.is_record()) {
                 if self.stop(progress, deadline).await? {
                     return Ok(true);
                 }
@@ -76,7 +66,8 @@ impl<O: Objects> Restorer<O> {
                     progress.report.status = Status::InProgress;
                     return Ok(());
                 }
-                if is_record(line) {
+                // Records: applied by their effects with the rebuild (`records_after`).
+                if line.is_record() {
                     continue;
                 }
                 progress.report.replayed += 1;
