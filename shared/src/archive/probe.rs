@@ -2,8 +2,8 @@
 //! new board from a lost one (`services::journal::births`) in the functions that take journaled
 //! writes, at their start. One signed `ListObjectsV2` (`max-keys=1`) over the TLS the Redis
 //! client already brings, signed by the SDK's own SigV4 crate: the S3 SDK and its credential
-//! chain would add about 2 MB to `ingest`'s 7.6 MB bootstrap (BENCHMARKS.md, scenario 8) for a
-//! call made at most once per board a start.
+//! chain would add about 2 MB to `ingest`'s bootstrap (under 8 MB with this probe, BENCHMARKS.md,
+//! scenario 8) for a call made at most once per board a start.
 
 use std::borrow::Cow;
 use std::time::{Duration, SystemTime};

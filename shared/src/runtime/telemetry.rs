@@ -1,12 +1,19 @@
 //! Logging: JSON lines inside Lambda (CloudWatch parses them), plain text locally.
+//!
+//! `RUST_LOG` is read as `Targets` (`info`, `standings::events=info,warn`), not `EnvFilter`:
+//! nothing here filters on spans or fields, and `EnvFilter` brings the regex crates, about
+//! 0.3 MB of every bootstrap (BENCHMARKS.md, scenario 8).
 
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::filter::{LevelFilter, Targets};
+use tracing_subscriber::{Layer, fmt, prelude::*};
 
 pub fn init() {
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    let filter = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|directives| directives.parse::<Targets>().ok())
+        .unwrap_or_else(|| Targets::new().with_default(LevelFilter::INFO));
     let in_lambda = std::env::var_os("AWS_LAMBDA_FUNCTION_NAME").is_some();
-    let result = if in_lambda { builder.json().flatten_event(true).with_current_span(false).try_init() } else { builder.try_init() };
+    let layer = if in_lambda { fmt::layer().json().flatten_event(true).with_current_span(false).boxed() } else { fmt::layer().boxed() };
     // A second init (tests) keeps the first subscriber.
-    drop(result);
+    drop(tracing_subscriber::registry().with(layer.with_filter(filter)).try_init());
 }
