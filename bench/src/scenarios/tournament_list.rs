@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use standings::domain::config::{Config, Definition, tombstone};
 use standings::redis::keys::Keys;
 use standings::services::catalog::{Catalog, boards_now};
+use standings::services::runtime_boards::RuntimeBoards;
 use standings::services::tournaments::TournamentAdmin;
 
 use crate::harness::{Bench, BenchError, Measurement, Report, Table, Target, call, ms, time};
@@ -161,22 +162,27 @@ async fn large_heap(bench: &Bench, declared: &Arc<Config>, now: DateTime<Utc>) -
 const BOARDS: usize = 10_000;
 const BOARDS_AT_LIMIT: usize = 1_000;
 
-/// Runtime board `i`'s stored text: a cumulative board of the day and all time with `rules` rules.
-fn board_text(i: usize, rules: usize) -> Result<String, BenchError> {
+/// A plain runtime board's body: a cumulative board of the day and all time with `rules` rules.
+fn board_body(rules: usize) -> Value {
     let rules: Vec<Value> = (0..rules).map(|r| json!({"action": format!("action_{r:03}"), "points": 1 + r % 7, "scope": "none"})).collect();
-    let body = json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day", "all"], "top": 100, "rules": rules});
-    Ok(Definition::parse(&format!("board-{i:05}"), &body).map_err(|e| e.to_string())?.text)
+    json!({"kind": "cumulative", "timezone": "UTC", "periods": ["day", "all"], "top": 100, "rules": rules})
+}
+
+/// Runtime board `i`'s stored text.
+fn board_text(i: usize, rules: usize) -> Result<String, BenchError> {
+    Ok(Definition::parse(&format!("board-{i:05}"), &board_body(rules)).map_err(|e| e.to_string())?.text)
 }
 
 /// The heap a cold `Catalog` keeps once it has read `count` plain runtime boards of `rules`
-/// rules each (beside one tournament, through which the catalog was born), and one's bytes.
+/// rules each (beside one tournament, through which the catalog was born), and one's bytes;
+/// then that catalog, warm, reloading after one more board is defined, `samples` times.
 async fn boards_heap(
     bench: &Bench,
     declared: &Arc<Config>,
     now: DateTime<Utc>,
-    count: usize,
-    rules: usize,
-) -> Result<(usize, usize), BenchError> {
+    (count, rules): (usize, usize),
+    samples: usize,
+) -> Result<(usize, usize, Measurement), BenchError> {
     let keys = Keys::new(&format!("{}:list-boards-{rules}", bench.keys.prefix()))?;
     define(bench, declared, &keys, 1, now).await?;
     let mut conn = bench.connection().await?;
@@ -190,13 +196,24 @@ async fn boards_heap(
     }
     let _: () = redis::cmd("INCR").arg(keys.catalog().catalog_version()).query_async(&mut conn).await?;
     let cold = stats_alloc::Region::new(crate::HEAP);
-    let catalog = Catalog::new(declared.clone(), keys, bench.client()?, |_| ());
+    let catalog = Catalog::new(declared.clone(), keys.clone(), bench.client()?, |_| ()).with_refresh(Duration::ZERO);
     let config = catalog.config().await?;
     let change = cold.change();
     if config.board(&format!("board-{:05}", count - 1)).is_none_or(|board| board.rules.len() != rules) {
         return Err("the catalog does not serve the boards defined".into());
     }
-    Ok((change.bytes_allocated.saturating_sub(change.bytes_deallocated), board_text(0, rules)?.len()))
+    let admin = RuntimeBoards::new(declared.clone(), keys, bench.client()?, u32::try_from(count + ROOM)?);
+    let mut reloads = Measurement::new(format!("warm catalog load after one board defined, {count} plain boards of {rules} rules"));
+    for sample in 0..samples {
+        let name = format!("new-{sample:04}");
+        admin.put(&name, &board_body(rules), now).await.map_err(|e| e.to_string())?;
+        let (elapsed, config) = time(catalog.config()).await?;
+        if config.board(&name).is_none() {
+            return Err(format!("{name}: not served after its reload").into());
+        }
+        reloads.samples.push(elapsed);
+    }
+    Ok((change.bytes_allocated.saturating_sub(change.bytes_deallocated), board_text(0, rules)?.len(), reloads))
 }
 
 /// p99 of `path` on a warm `seasons` router over `keys`' catalog.
@@ -239,8 +256,9 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     }
     let (reloaded, whole_due, held) = reloads(bench, &declared, &many, 20 * bench.repetitions.max(1), now).await?;
     let (large, large_text) = large_heap(bench, &declared, now).await?;
-    let (boards, board_bytes) = boards_heap(bench, &declared, now, BOARDS, 3).await?;
-    let (ruled, ruled_bytes) = boards_heap(bench, &declared, now, BOARDS_AT_LIMIT, standings::domain::config::MAX_RULES).await?;
+    let reload_samples = 20 * bench.repetitions.max(1);
+    let (boards, board_bytes, board_reloads) = boards_heap(bench, &declared, now, (BOARDS, 3), reload_samples).await?;
+    let (ruled, ruled_bytes, _) = boards_heap(bench, &declared, now, (BOARDS_AT_LIMIT, standings::domain::config::MAX_RULES), 0).await?;
     let boards_mb = boards as f64 / (1024.0 * 1024.0);
     let ruled_per = ruled as f64 / BOARDS_AT_LIMIT as f64 / 1024.0;
     let per_large = large as f64 / LARGE as f64 / 1024.0;
@@ -262,7 +280,10 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
              allocated once it has read the catalog (counted by the bench's global allocator).",
             bench.repetitions.max(1)
         ),
-        tables: vec![Table::latencies(&[&few_first, &many_first, &few_deep, &many_deep]), Table::timings(&[&reloaded, &whole_due, &loads])],
+        tables: vec![
+            Table::latencies(&[&few_first, &many_first, &few_deep, &many_deep]),
+            Table::timings(&[&reloaded, &whole_due, &loads, &board_reloads]),
+        ],
         notes: vec![format!(
             "p99 at 10,000 / at 10: first page **{first_ratio:.2}×**, a filtered page deep in the list **{deep_ratio:.2}×**; \
              at 10,000 tournaments (and 10,000 tombstones, not loaded) a warm function's reload after one change takes {} (median, the worse of the two warm rows: a due whole read is not waited for), a whole read {}, and a \
@@ -270,11 +291,13 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
              longest title and description, which the list shows and a function holds, and prizes and metadata near the \
              16 KiB limit, which it leaves out; {LARGE} of them), a tournament holds {per_large:.1} KiB of a function's \
              heap: 10,000 such would hold {large_mb:.0} MB. Plain runtime boards (cumulative, day and all time): \
-             {BOARDS} of 3 rules ({board_bytes} bytes each) hold {boards_mb:.1} MB; at the rules' limit (100 rules, \
+             {BOARDS} of 3 rules ({board_bytes} bytes each) hold {boards_mb:.1} MB and reload after one board defined in {} \
+             (median); at the rules' limit (100 rules, \
              {ruled_bytes} bytes each; {BOARDS_AT_LIMIT} of them) a board holds {ruled_per:.1} KiB, {:.0} MB at 10,000 \
              (a function holds every rule parsed: it scores by them).",
             ms(load),
             ms(whole),
+            ms(board_reloads.median()),
             ruled_per * 10_000.0 / 1024.0,
         )],
         targets: vec![
@@ -283,6 +306,12 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
                 "warm catalog load at 10,000 tournaments",
                 "20 ms",
                 load.as_secs_f64() / Duration::from_millis(20).as_secs_f64(),
+                1.0,
+            ),
+            Target::at_most(
+                "warm catalog load at 10,000 runtime boards of 3 rules",
+                "20 ms",
+                board_reloads.median().as_secs_f64() / Duration::from_millis(20).as_secs_f64(),
                 1.0,
             ),
             Target::at_most("catalog heap at 10,000 tournaments", "16 MB", held_mb / 16.0, 1.0),
