@@ -379,3 +379,28 @@ fn rule_boards_that_cannot_be_sharded_are_refused_naming_the_field() {
     }
     assert!(Config::parse(&format!("{base}rules = [{{ action = \"a\", points = 1, scope = \"user_target\" }}]\n")).is_ok());
 }
+
+/// While a board moves from shards to one slot (configured `shards = 1`, its data still in the
+/// recorded layout until the move's switch), a write lands in its user's shard and knows the
+/// rank there only: it answers none, as on any sharded board, never its shard's rank for the
+/// board's (docs/scaling.md#what-a-write-answers).
+#[tokio::test]
+async fn a_write_while_a_board_moves_to_one_slot_answers_no_shards_rank() {
+    let wide = spawn_journaled(Config::parse(&board("wide", SHARDS)).unwrap()).await;
+    wide.set_now(at("2026-11-22T08:00:00Z"));
+    let layout = wide.keys.layout("wide", SHARDS);
+    let leader = 0;
+    let second = (1..USERS).find(|&u| layout.shard_of(&format!("u{u}")) != layout.shard_of(&format!("u{leader}"))).unwrap();
+    for id in 0..3 {
+        let (status, body) = wide.event(event(id, leader, false, 0, true)).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let one = spawn_journaled_on(Config::parse(&board("wide", 1)).unwrap(), wide.keys.clone()).await;
+    one.set_now(at("2026-11-22T08:00:00Z"));
+    let (status, body) = one.event(event(0, second, false, 0, true)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let periods = body["results"][0]["periods"].as_array().unwrap();
+    assert!(periods.iter().all(|p| p["rank"].is_null()), "first in its shard, second on the board: {body}");
+    let (_, read) = one.get(&format!("/v1/boards/wide/users/u{second}?period=all")).await;
+    assert_eq!((read["score"].as_i64(), read["rank"].as_i64()), (Some(10), Some(2)), "{read}");
+}

@@ -237,11 +237,11 @@ impl Ingestor {
                     })
                     .collect();
                 let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
-                let keys = match layout_of(board) {
-                    Ok(layout) => layout.shard(shard),
+                let (keys, sharded) = match layout_of(board) {
+                    Ok(layout) => (layout.shard(shard), layout.is_sharded()),
                     Err(error) => return (chunk, items.iter().map(|_| Err(error.clone())).collect()),
                 };
-                let answers: Vec<Result<ApplyReply, StoreError>> =
+                let mut answers: Vec<Result<ApplyReply, StoreError>> =
                     match scripts::apply_events(&mut conn, &keys, &items, wait).await {
                         Ok(replies) => replies.into_iter().map(Ok).collect(),
                         // An event Redis cannot apply (a key of another type) stopped the chunk where
@@ -259,6 +259,9 @@ impl Ingestor {
                         }
                         Err(error) => items.iter().map(|_| Err(error.clone())).collect(),
                     };
+                if sharded {
+                    answers.iter_mut().flatten().for_each(without_shard_rank);
+                }
                 (chunk, answers)
             }
         }))
@@ -270,6 +273,15 @@ impl Ingestor {
             chunk.iter().zip(answers).for_each(|(&(e, b), reply)| replies[e][b] = Some(reply));
         }
         events.iter().zip(replies).map(|((event, plan), replies)| receipt(event, plan, replies)).collect()
+    }
+}
+
+/// On a board whose data is sharded (the layout written to, which a move makes differ from the
+/// configuration) the script knows the rank in its shard only: the write answers none
+/// (docs/scaling.md#what-a-write-answers); reads give the exact rank.
+fn without_shard_rank(reply: &mut ApplyReply) {
+    if let ApplyReply::New(outcome) | ApplyReply::Duplicate(outcome) = reply {
+        outcome.periods.iter_mut().for_each(|standing| standing.rank = None);
     }
 }
 
@@ -313,17 +325,9 @@ fn receipt(event: &Event, plan: &EventPlan<'_>, replies: Vec<Option<Result<Apply
 /// from an earlier delivery), or why it refused it (nothing written on that board).
 fn board_reply(event: &Event, board_plan: &BoardPlan<'_>, reply: ApplyReply) -> Result<(bool, BoardOutcome), IngestError> {
     let board = || board_plan.board.name.clone();
-    // On a sharded board the script knows the rank in its shard only: the write answers none
-    // (docs/scaling.md#what-a-write-answers); reads give the exact rank.
-    let whole = |mut outcome: BoardOutcome| {
-        if board_plan.board.shards > 1 {
-            outcome.periods.iter_mut().for_each(|standing| standing.rank = None);
-        }
-        outcome
-    };
     match reply {
-        ApplyReply::New(outcome) => Ok((false, whole(outcome))),
-        ApplyReply::Duplicate(outcome) => Ok((true, whole(outcome))),
+        ApplyReply::New(outcome) => Ok((false, outcome)),
+        ApplyReply::Duplicate(outcome) => Ok((true, outcome)),
         ApplyReply::Conflict => Err(IngestError::Conflict(event.event_id.clone())),
         ApplyReply::OutsideWindow(refusal) => Err(IngestError::Refused(Refusal::EventTime(refusal))),
         ApplyReply::OutOfRange => Err(IngestError::ScoreOutOfRange(board())),

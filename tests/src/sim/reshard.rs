@@ -165,6 +165,16 @@ impl World {
         let mut next = self.model.clone();
         let expect = next.post(id, &body.to_string(), "u0", self.now());
         self.agree(&format!("a post to the guild while it moves, {which} deploy"), &expect, status, &reply, false)?;
+        // Its data is in the old layout until the switch: sharded, a write knows its shard's
+        // rank only and answers none (docs/scaling.md#what-a-write-answers), whatever either
+        // deploy is configured with.
+        let periods = reply["results"][0]["periods"].as_array().cloned().unwrap_or_default();
+        if self.guild_shards > 1 && periods.iter().any(|period| !period["rank"].is_null()) {
+            return Err(format!(
+                "a post to the guild moving from {} slots, {which} deploy, answered a shard's rank: {reply}",
+                self.guild_shards
+            ));
+        }
         self.model = next;
         Ok(())
     }
