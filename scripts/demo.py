@@ -228,7 +228,17 @@ def tournament(api):
     shown = [(entry["user_id"], entry["score"]) for entry in top["entries"]]
     if [score for _, score in shown] != sorted(best.values(), reverse=True) or dict(shown) != best:
         sys.exit(f"demo: {tournament_id} shows {shown}, the submissions say {best}")
-    print(f"  {tournament_id}: {len(shown)} players in this instance ({top['instance']}), first {shown[0][0]} with {shown[0][1]}")
+    # What the live page's panel asks: the open ones, a page of 20, walked by its cursor.
+    listed, cursor = [], ""
+    while True:
+        page = api.ok("GET", f"/v1/tournaments?state=open&limit=20{cursor}")
+        listed += [entry for entry in page["tournaments"] if entry["tournament_id"] == tournament_id]
+        if not page.get("next_cursor"):
+            break
+        cursor = f"&cursor={page['next_cursor']}"
+    if [(entry["instance"], entry["size"]) for entry in listed] != [(top["instance"], len(shown))]:
+        sys.exit(f"demo: GET /v1/tournaments?state=open lists {tournament_id} as {listed}, its top shows {len(shown)} players in {top['instance']}")
+    print(f"  {tournament_id}: {len(shown)} players in this instance ({top['instance']}), first {shown[0][0]} with {shown[0][1]}, listed open")
 
 
 def check_league(api):
