@@ -118,6 +118,10 @@ async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
         }
     }
     let before = tops(&old).await;
+    // A walk by cursor begun before the move (issue 58: a cursor names its scale).
+    let (_, first) = old.get("/v1/boards/game/top?period=all&limit=2").await;
+    let cursor = first["next_cursor"].as_str().expect("a page of 2 of 6 has a next one").to_owned();
+    assert!(cursor.contains(&format!("~{MAX_SCORE}.")), "{cursor}");
 
     let new = spawn_journaled_on(game("max_score = 4194303"), old.keys.clone()).await;
     new.set_now(at(600));
@@ -134,6 +138,16 @@ async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
     assert_eq!(records, [generation_name(new.keys.prefix(), "game", 1)], "the switch recorded once the journal was whole");
     new.set_now(at(600));
     assert_eq!(tops(&new).await, before, "every score, rank and time reached as before");
+    // The same number is another place at the new scale: refused, not read there.
+    let (status, stale) = new.get(&format!("/v1/boards/game/top?period=all&limit=2&cursor={cursor}")).await;
+    assert_eq!((status, stale["error"]["code"].as_str()), (StatusCode::BAD_REQUEST, Some("malformed")), "{stale}");
+    assert!(stale["error"]["message"].as_str().unwrap().contains("max_score changed"), "{stale}");
+    // A walk begun after the move reads the board's order.
+    let (_, first) = new.get("/v1/boards/game/top?period=all&limit=2").await;
+    let (status, second) =
+        new.get(&format!("/v1/boards/game/top?period=all&limit=2&cursor={}", first["next_cursor"].as_str().unwrap())).await;
+    assert_eq!(status, StatusCode::OK, "{second}");
+    assert_eq!([ids(&first["entries"]), ids(&second["entries"])].concat(), ids(&before[0])[..4], "{second}");
     let mut conn = new.redis.clone();
     let records: (Option<String>, Option<i64>) =
         redis::pipe().get(new.keys.board_layout("game")).get(new.keys.board_scale("game")).query_async(&mut conn).await.unwrap();

@@ -63,7 +63,12 @@ pub async fn top(
         }
         Some(cursor) => {
             let cursor = RankCursor::parse(cursor).map_err(ReadError::BadCursor)?;
-            app.reader.page_after(board, &period, &cursor, limit, mode).await?
+            app.reader.page_after(board, &period, &cursor, limit, mode).await?.ok_or_else(|| {
+                ReadError::BadCursor(format!(
+                    "cursor {:?} names a place in the scores as they were held before the board's max_score changed: ask the first page again",
+                    ids::loggable(&cursor.text())
+                ))
+            })?
         }
         None => app.reader.page(board, &period, offset, limit, mode).await?,
     };

@@ -66,11 +66,17 @@ pub fn merged<T>(
 }
 
 /// Where a page of a live board ended (`next_cursor`, docs/api.md): its last entry's
-/// composite and member, `<composite>.<member>`. The page after holds the entries ranked after
-/// that place, whatever moved above it meanwhile (a keyset, not an offset).
+/// composite, the largest value of the scale that composite is in, and its member,
+/// `<composite>~<max_value>.<member>`. The page after holds the entries ranked after that
+/// place, whatever moved above it meanwhile (a keyset, not an offset). The scale names what the
+/// composite means: after a move to another `max_score` (docs/boards.md#changing-max_score)
+/// the same number is another place, and the cursor is refused rather than read there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RankCursor {
     pub composite: u64,
+    /// `None`: a cursor from before cursors named their scale (`<composite>.<member>`), read
+    /// in the board's scale as it was then.
+    pub max_value: Option<i64>,
     pub member: String,
 }
 
@@ -78,26 +84,41 @@ pub struct RankCursor {
 const MAX_COMPOSITE: u64 = 1 << crate::domain::tiebreak::EXACT_BITS;
 
 impl RankCursor {
-    pub fn of(composite: f64, member: &str) -> Self {
-        Self { composite: composite as u64, member: member.to_owned() }
+    pub fn of(composite: f64, max_value: i64, member: &str) -> Self {
+        Self { composite: composite as u64, max_value: Some(max_value), member: member.to_owned() }
     }
 
     /// A cursor a page answered; anything else is refused with why.
     pub fn parse(text: &str) -> Result<Self, String> {
         let refused = || format!("cursor {:?} is not a next_cursor a page answered", crate::domain::ids::loggable(text));
-        let (composite, member) = text.split_once('.').ok_or_else(refused)?;
-        if composite.is_empty() || !composite.bytes().all(|b| b.is_ascii_digit()) || composite.len() > 16 {
+        let digits = |part: &str, most: usize| !part.is_empty() && part.len() <= most && part.bytes().all(|b| b.is_ascii_digit());
+        let (place, member) = text.split_once('.').ok_or_else(refused)?;
+        let (composite, max_value) = match place.split_once('~') {
+            Some((composite, max_value)) if digits(max_value, 18) => (composite, Some(max_value.parse().map_err(|_| refused())?)),
+            Some(_) => return Err(refused()),
+            None => (place, None),
+        };
+        if !digits(composite, 16) {
             return Err(refused());
         }
         let composite: u64 = composite.parse().map_err(|_| refused())?;
         if composite >= MAX_COMPOSITE || crate::domain::ids::validate_id("cursor", member).is_err() {
             return Err(refused());
         }
-        Ok(Self { composite, member: member.to_owned() })
+        Ok(Self { composite, max_value, member: member.to_owned() })
     }
 
     pub fn text(&self) -> String {
-        format!("{}.{}", self.composite, self.member)
+        match self.max_value {
+            Some(max_value) => format!("{}~{max_value}.{}", self.composite, self.member),
+            None => format!("{}.{}", self.composite, self.member),
+        }
+    }
+
+    /// Whether this cursor's composite is a place in `scale` (one from before cursors named
+    /// their scale is taken to be).
+    pub fn is_in(&self, scale: &crate::domain::tiebreak::Scale) -> bool {
+        self.max_value.is_none_or(|max_value| max_value == scale.max_value)
     }
 }
 
@@ -113,11 +134,41 @@ mod tests {
 
     #[test]
     fn a_rank_cursor_reads_back_and_refuses_anything_else() {
-        let cursor = RankCursor::of(4_503_599_627_370_495.0, "u-7.x");
+        let cursor = RankCursor::of(4_503_599_627_370_495.0, 1_073_741_823, "u-7.x");
+        assert_eq!(cursor.text(), "4503599627370495~1073741823.u-7.x");
         assert_eq!(RankCursor::parse(&cursor.text()), Ok(cursor));
-        for bad in ["", "12", ".u1", "12.", "-1.u1", "1e5.u1", "9007199254740992.u1", "12.u 1", "12.{x}", "99999999999999999.u1"] {
+        // One a page answered before cursors named their scale.
+        let older = RankCursor::parse("12.u-7.x").unwrap();
+        assert_eq!((older.composite, older.max_value, older.member.as_str()), (12, None, "u-7.x"));
+        for bad in [
+            "",
+            "12",
+            ".u1",
+            "12.",
+            "-1.u1",
+            "1e5.u1",
+            "9007199254740992.u1",
+            "12.u 1",
+            "12.{x}",
+            "99999999999999999.u1",
+            "12~.u1",
+            "~5.u1",
+            "12~-5.u1",
+            "12~5~6.u1",
+            "12~1234567890123456789.u1",
+        ] {
             assert!(RankCursor::parse(bad).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_rank_cursor_is_a_place_in_the_scale_it_names_only() {
+        use crate::domain::tiebreak::Scale;
+        let points = Scale::POINTS;
+        let other = Scale { max_value: 1_000_000, ..points };
+        assert!(RankCursor::of(7.0, points.max_value, "u1").is_in(&points));
+        assert!(!RankCursor::of(7.0, points.max_value, "u1").is_in(&other));
+        assert!(RankCursor::parse("7.u1").unwrap().is_in(&other), "one that names no scale is read as before");
     }
 
     fn walk(names: &[String], limit: usize) -> Vec<Vec<String>> {

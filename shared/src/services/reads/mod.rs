@@ -237,7 +237,8 @@ impl Reader {
 
     /// `limit` entries ranked after `cursor`'s place (a keyset page, docs/api.md): one script
     /// call a shard (the board's one slot included), whatever moved above the cursor since the
-    /// page that answered it.
+    /// page that answered it. `None`: the cursor names a place in another scale than the board's
+    /// scores are held in now (a move to another `max_score` since), read nowhere.
     pub async fn page_after(
         &self,
         board: &Board,
@@ -245,11 +246,14 @@ impl Reader {
         cursor: &RankCursor,
         limit: u64,
         mode: RankMode,
-    ) -> Result<Page, StoreError> {
+    ) -> Result<Option<Page>, StoreError> {
         let now_ms = self.keys.journal_on().then(|| (self.clock)().timestamp_millis());
-        let (raw, scale) = self
+        let Some((raw, scale)) = self
             .on_layout(board, |layout| async move {
                 let scale = &scores::scale_held(board, period, layout.held_scale());
+                if !cursor.is_in(scale) {
+                    return Ok(None);
+                }
                 let conn = self.store.connection().await?;
                 let sets = if layout.is_sharded() {
                     sharded::sets(&self.keys, &layout, period)
@@ -258,15 +262,22 @@ impl Reader {
                     let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
                     vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()) }]
                 };
-                Ok((sharded::page_after(&conn, &sets, scale, cursor, limit, mode == RankMode::Competition, now_ms).await?, *scale))
+                let raw = sharded::page_after(&conn, &sets, scale, cursor, limit, mode == RankMode::Competition, now_ms).await?;
+                Ok(Some((raw, *scale)))
             })
-            .await?;
-        self.page_of(board, &scale, raw, limit, mode).await
+            .await?
+        else {
+            return Ok(None);
+        };
+        self.page_of(board, &scale, raw, limit, mode).await.map(Some)
     }
 
     async fn page_of(&self, board: &Board, scale: &Scale, raw: RawWindow, limit: u64, mode: RankMode) -> Result<Page, StoreError> {
-        let next =
-            raw.entries.last().filter(|_| raw.entries.len() as u64 == limit).map(|last| RankCursor::of(last.composite, &last.member));
+        let next = raw
+            .entries
+            .last()
+            .filter(|_| raw.entries.len() as u64 == limit)
+            .map(|last| RankCursor::of(last.composite, scale.max_value, &last.member));
         let total = raw.total;
         Ok(Page { total, entries: self.standings(board, scale, raw, mode).await?, next })
     }
