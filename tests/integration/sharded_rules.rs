@@ -20,9 +20,9 @@ use standings_tests::journal::{new_bucket, s3, spawn_journaled, spawn_journaled_
 use standings_tests::{ADMIN, TestApp, as_either_board, at, spawn_ingest_with};
 
 const SHARDS: u32 = 5;
-const USERS: u8 = 12;
+pub(crate) const USERS: u8 = 12;
 
-fn board(name: &str, shards: u32) -> String {
+pub(crate) fn board(name: &str, shards: u32) -> String {
     format!(
         "[[boards]]\nname = \"{name}\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nstatements = true\nshards = {shards}\nrules = [\n  {{ action = \"lesson\", points = 10, scope = \"none\", daily_cap = 30 }},\n  {{ action = \"review\", points = 4, scope = \"user_target_day\", reversible = true }},\n]\n"
     )
@@ -33,7 +33,7 @@ fn pair() -> Config {
 }
 
 #[derive(Debug, Clone)]
-enum Op {
+pub(crate) enum Op {
     Event {
         id: u8,
         user: u8,
@@ -58,13 +58,13 @@ enum Op {
     },
 }
 
-fn event(id: u8, user: u8, review: bool, target: u8, active: bool) -> Value {
+pub(crate) fn event(id: u8, user: u8, review: bool, target: u8, active: bool) -> Value {
     // Only a review can be taken back.
     let (action, active) = if review { ("review", active) } else { ("lesson", true) };
     json!({"event_id": format!("e{user}-{id}"), "user_id": format!("u{user}"), "action": action, "target": format!("c{target}"), "active": active})
 }
 
-fn ops() -> impl Strategy<Value = Vec<Op>> {
+pub(crate) fn ops() -> impl Strategy<Value = Vec<Op>> {
     let item = (0u8..30, 0..USERS, any::<bool>(), 0u8..3, prop_oneof![4 => Just(true), 1 => Just(false)]);
     let op = prop_oneof![
         8 => (item.clone(), prop_oneof![3 => Just(0i64), 1 => 1i64..90, 1 => Just(86_400i64)])
@@ -84,7 +84,7 @@ fn both(receipt: &Value) -> Result<(Value, Value), TestCaseError> {
     Ok((as_either_board(results[0].clone(), true), as_either_board(results[1].clone(), true)))
 }
 
-async fn same_reads(app: &TestApp) -> Result<(), TestCaseError> {
+pub(crate) async fn same_reads(app: &TestApp) -> Result<(), TestCaseError> {
     let mut paths = Vec::new();
     for period in ["day", "all"] {
         for mode in ["unique", "competition"] {
@@ -112,7 +112,7 @@ async fn same_reads(app: &TestApp) -> Result<(), TestCaseError> {
     Ok(())
 }
 
-async fn step(app: &TestApp, voids: &axum::Router, op: &Op, index: usize) -> Result<(), TestCaseError> {
+pub(crate) async fn step(app: &TestApp, voids: &axum::Router, op: &Op, index: usize) -> Result<(), TestCaseError> {
     match op {
         Op::Void { user, secs } => {
             let (from, to) = (app.now() - Duration::seconds(*secs), app.now() + Duration::seconds(1));

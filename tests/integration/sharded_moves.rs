@@ -1,0 +1,158 @@
+//! Issue 58's acceptance for rule boards: one board moved 1 → 8 → 3 → 1 while it takes events,
+//! batches, corrections, bans and voids between the move's invocations (each stopped by its
+//! deadline after a run), read after every invocation, through the deploy on the old count and
+//! the one on the new, against its twin in one slot that took the same writes
+//! (`sharded_rules`' operations; a board configured twice fans each event out to both). A write
+//! the move's last step refuses (503 `board_resharding` on the moving board only) is sent again
+//! once the step is done, before anything else and at the same instant, as a client retries:
+//! the twin answers it as the duplicate it is, the moved board takes it once.
+
+use std::sync::Arc;
+
+use axum::http::{Method, StatusCode};
+use chrono::Duration;
+use proptest::strategy::{Strategy, ValueTree};
+use proptest::test_runner::TestRunner;
+use serde_json::{Value, json};
+use standings::domain::config::Config;
+use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
+use standings_tests::{ADMIN, TestApp, at, spawn_journaled};
+
+use crate::sharded_rules::{Op, board, event, ops, same_reads, step};
+
+fn config(shards: u32) -> Config {
+    Config::parse(&format!("{}{}", board("solo", 1), board("wide", shards))).unwrap()
+}
+
+fn resharding(status: StatusCode, body: &Value) -> bool {
+    status == StatusCode::SERVICE_UNAVAILABLE && body["error"]["code"] == "board_resharding"
+}
+
+/// Whether an event's answer says the moving board refused it for its move's last step.
+fn wide_refused(receipt: &Value) -> bool {
+    receipt["results"].as_array().is_some_and(|results| {
+        results.iter().any(|result| result["board"] == "wide" && result["applied"] == false && result["reason"] == "board_resharding")
+    })
+}
+
+/// `op` sent while the board moves: false when the move's last step refused it on the moving
+/// board (then nothing of it is compared: it is sent again).
+async fn sent_while_moving(app: &TestApp, voids: &axum::Router, op: &Op, index: usize) -> bool {
+    match op {
+        Op::Event { id, user, review, target, active, advance } => {
+            app.set_now(app.now() + Duration::seconds(*advance));
+            let (status, body) = app.event(event(*id, *user, *review, *target, *active)).await;
+            assert!(status.as_u16() < 500 || resharding(status, &body), "{op:?}: {body}");
+            !wide_refused(&body) && !resharding(status, &body)
+        }
+        Op::Batch(items) => {
+            let events: Vec<Value> =
+                items.iter().map(|&(id, user, review, target, active)| event(id, user, review, target, active)).collect();
+            let (status, body) = app.post("/v1/events:batch", &json!({ "events": events })).await;
+            assert_eq!(status, StatusCode::OK, "{op:?}: {body}");
+            !body["results"].as_array().unwrap().iter().any(|result| wide_refused(result) || result["error"]["code"] == "board_resharding")
+        }
+        Op::Correct { user, .. } | Op::Void { user, .. } => {
+            let (route, body) = match op {
+                Op::Correct { delta, .. } => (
+                    "corrections",
+                    json!({"correction_id": format!("c{index}"), "delta": delta, "period": "all", "period_id": "all", "reason": "model"}),
+                ),
+                Op::Void { secs, .. } => {
+                    let (from, to) = (app.now() - Duration::seconds(*secs), app.now() + Duration::seconds(1));
+                    ("void", json!({"void_id": format!("v{index}"), "from": from, "to": to, "reason": "model"}))
+                }
+                _ => unreachable!(),
+            };
+            let mut taken = true;
+            for name in ["solo", "wide"] {
+                let path = format!("/v1/admin/boards/{name}/users/u{user}/{route}");
+                let (status, answer) = if route == "void" {
+                    standings_tests::journal::call(voids, Method::POST, &path, &body, ADMIN).await
+                } else {
+                    app.call(Method::POST, &path, body.to_string(), ADMIN).await
+                };
+                assert!(status.as_u16() < 500 && status != StatusCode::BAD_REQUEST || resharding(status, &answer), "{op:?}: {answer}");
+                taken &= !resharding(status, &answer);
+            }
+            taken
+        }
+        Op::Ban { user, banned } => {
+            let method = if *banned { Method::POST } else { Method::DELETE };
+            let (status, body) = app.call(method, &format!("/v1/admin/users/u{user}/ban"), "{}".to_owned(), ADMIN).await;
+            assert!(status == StatusCode::OK || resharding(status, &body), "{op:?}: {body}");
+            status == StatusCode::OK
+        }
+    }
+}
+
+/// The same operation sent again at the instant it was first sent (its clock not moved on).
+fn again(op: &Op) -> Op {
+    match op {
+        Op::Event { id, user, review, target, active, .. } => {
+            Op::Event { id: *id, user: *user, review: *review, target: *target, active: *active, advance: 0 }
+        }
+        other => other.clone(),
+    }
+}
+
+#[tokio::test]
+async fn a_rule_board_moved_one_eight_three_one_while_written_reads_as_its_twin_in_one_slot() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let mut runner = TestRunner::deterministic();
+    let mut generated = || ops().new_tree(&mut runner).expect("a sequence").current();
+    let mut app = spawn_journaled(config(1)).await;
+    app.set_now(at("2026-11-22T08:00:00Z"));
+    let (mut index, mut during, mut resent) = (0, 0, 0);
+    for op in generated() {
+        step(&app, &app.void_router(&client, Some(&bucket), 30), &op, index).await.unwrap_or_else(|e| panic!("{op:?}: {e}"));
+        index += 1;
+    }
+    for target in [8, 3, 1] {
+        // Part of the history in S3, the rest in the streams.
+        app.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), app.now() + Duration::minutes(5)).await.unwrap();
+        let moved = spawn_journaled_on(config(target), app.keys.clone()).await;
+        moved.set_now(app.now());
+        let jobs = moved.journal_jobs(&client, &bucket, Arc::default());
+        let voids = moved.void_router(&client, Some(&bucket), 30);
+        let mut writes = generated().into_iter();
+        // A write refused by the last step, with the index its ids were made from.
+        let mut refused: Option<(Op, usize)> = None;
+        for invocation in 0.. {
+            assert!(invocation < 300, "the move to {target} did not finish");
+            let report = jobs.run(json!({"reshard": {"board": "wide"}}), chrono::Utc::now() - Duration::seconds(1)).await.unwrap();
+            let op = match refused.take() {
+                Some((op, at)) => {
+                    resent += 1;
+                    Some((again(&op), at))
+                }
+                None => writes.next().map(|op| {
+                    (index, during) = (index + 1, during + 1);
+                    (op, index)
+                }),
+            };
+            if let Some((op, at)) = op
+                && !sent_while_moving(&moved, &voids, &op, at).await
+            {
+                refused = Some((op, at));
+            }
+            // A write refused on the moving board is in the twin already: compared once resent.
+            if refused.is_none() {
+                for (deploy, reader) in [("old", &app), ("new", &moved)] {
+                    reader.set_now(moved.now());
+                    same_reads(reader).await.unwrap_or_else(|e| panic!("to {target}, invocation {invocation}, {deploy} deploy: {e}"));
+                }
+            }
+            if report["status"] == "complete" && refused.is_none() {
+                break;
+            }
+        }
+        for op in writes {
+            index += 1;
+            step(&moved, &voids, &op, index).await.unwrap_or_else(|e| panic!("after the move to {target}, {op:?}: {e}"));
+        }
+        app = moved;
+    }
+    assert!(during >= 9 && resent >= 1, "writes during the moves: {during}, sent again after a last step's refusal: {resent}");
+}
