@@ -3,9 +3,12 @@
 
 pub mod catalog;
 pub mod cohorts;
+mod responses;
 pub mod rules;
 pub mod sharded;
 mod statements;
+
+pub use responses::{DistributionResponse, StatementResponse, TopResponse, UserResponse};
 
 use std::collections::BTreeMap;
 
@@ -14,9 +17,8 @@ use serde::Serialize;
 use crate::domain::config::Board;
 use crate::domain::distribution::{CUTOFF_SHARES, Distribution};
 use crate::domain::paging::RankCursor;
-use crate::domain::period::{Period, PeriodInfo};
+use crate::domain::period::Period;
 use crate::domain::scores;
-use crate::domain::statement::Statement;
 use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, Layout};
@@ -91,55 +93,6 @@ pub struct MemberStanding {
     /// Share of members with strictly fewer points, in percent (two decimals).
     pub percentile: Option<f64>,
     pub around: Vec<Standing>,
-}
-
-/// A page of a board (live, or an archived season).
-#[derive(Serialize)]
-pub struct TopResponse {
-    pub board: String,
-    #[serde(flatten)]
-    pub period: PeriodInfo,
-    pub total: u64,
-    pub entries: Vec<Standing>,
-    /// A live board's: the `cursor` of the page after, `null` on the last page (absent from an
-    /// archived season's pages, which page by offset).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<Option<String>>,
-}
-
-/// A user's standing on a board (live, or in an archived season).
-#[derive(Serialize)]
-pub struct UserResponse {
-    pub board: String,
-    #[serde(flatten)]
-    pub period: PeriodInfo,
-    pub user_id: String,
-    pub rank: Option<u64>,
-    pub score: Option<i64>,
-    pub percentile: Option<f64>,
-    pub total: u64,
-    pub around: Vec<Standing>,
-}
-
-/// A board's distribution (live, or an archived season).
-#[derive(Serialize)]
-pub struct DistributionResponse {
-    pub board: String,
-    #[serde(flatten)]
-    pub period: PeriodInfo,
-    #[serde(flatten)]
-    pub distribution: Distribution,
-}
-
-/// A user's score in one period, explained (`domain::statement`).
-#[derive(Serialize)]
-pub struct StatementResponse {
-    pub board: String,
-    #[serde(flatten)]
-    pub period: PeriodInfo,
-    pub user_id: String,
-    #[serde(flatten)]
-    pub statement: Statement,
 }
 
 /// A listed member ("my friends"): global rank beside the rank among the list itself.
