@@ -5,6 +5,7 @@
 pub mod births;
 mod closed_seasons;
 mod drain;
+mod drain_report;
 mod error;
 mod generations;
 mod legacy_profiles;
