@@ -65,8 +65,10 @@ pub async fn top(
             let cursor = RankCursor::parse(cursor).map_err(ReadError::BadCursor)?;
             app.reader.page_after(board, &period, &cursor, limit, mode).await?.ok_or_else(|| {
                 ReadError::BadCursor(format!(
-                    "cursor {:?} names a place in the scores as they were held before the board's max_score changed: ask the first page again",
-                    ids::loggable(&cursor.text())
+                    "cursor {}~{} (of {}) names a place in the scores as they were held before the board's max_score changed: ask the first page again",
+                    cursor.composite,
+                    cursor.max_value.unwrap_or_default(),
+                    ids::loggable(&cursor.member)
                 ))
             })?
         }
