@@ -3,9 +3,11 @@
 //! deadline after a run), read after every invocation, through the deploy on the old count and
 //! the one on the new, against its twin in one slot that took the same writes
 //! (`sharded_rules`' operations; a board configured twice fans each event out to both). A write
-//! the move's last step refuses (503 `board_resharding` on the moving board only) is sent again
-//! once the step is done, before anything else and at the same instant, as a client retries:
-//! the twin answers it as the duplicate it is, the moved board takes it once.
+//! the move's last step refuses (503 `board_resharding` for the whole write, the twin's part
+//! taken) is sent again once the step is done, before anything else and at the same instant, as
+//! a client retries: the twin answers it as the duplicate it is, the moved board takes it once.
+//! Writes alternate between the deploys while the lines move, and each write's answers on the
+//! two boards are the same.
 
 use std::sync::Arc;
 
@@ -16,9 +18,9 @@ use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
-use standings_tests::{ADMIN, TestApp, at, spawn_journaled};
+use standings_tests::{ADMIN, TestApp, as_either_board, at, spawn_journaled};
 
-use crate::sharded_rules::{Op, board, event, ops, same_reads, step};
+use crate::sharded_rules::{Op, board, both, event, ops, same_reads, step};
 
 fn config(shards: u32) -> Config {
     Config::parse(&format!("{}{}", board("solo", 1), board("wide", shards))).unwrap()
@@ -28,29 +30,32 @@ fn resharding(status: StatusCode, body: &Value) -> bool {
     status == StatusCode::SERVICE_UNAVAILABLE && body["error"]["code"] == "board_resharding"
 }
 
-/// Whether an event's answer says the moving board refused it for its move's last step.
-fn wide_refused(receipt: &Value) -> bool {
-    receipt["results"].as_array().is_some_and(|results| {
-        results.iter().any(|result| result["board"] == "wide" && result["applied"] == false && result["reason"] == "board_resharding")
-    })
-}
-
 /// `op` sent while the board moves: false when the move's last step refused it on the moving
-/// board (then nothing of it is compared: it is sent again).
+/// board (the whole write answers 503 then, the twin's part taken: it is sent again); else both
+/// boards' answers are the same.
 async fn sent_while_moving(app: &TestApp, voids: &axum::Router, op: &Op, index: usize) -> bool {
     match op {
         Op::Event { id, user, review, target, active, advance } => {
             app.set_now(app.now() + Duration::seconds(*advance));
             let (status, body) = app.event(event(*id, *user, *review, *target, *active)).await;
             assert!(status.as_u16() < 500 || resharding(status, &body), "{op:?}: {body}");
-            !wide_refused(&body) && !resharding(status, &body)
+            if status == StatusCode::OK {
+                let (solo, wide) = both(&body).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+                assert_eq!(solo, wide, "{op:?}");
+            }
+            !resharding(status, &body)
         }
         Op::Batch(items) => {
             let events: Vec<Value> =
                 items.iter().map(|&(id, user, review, target, active)| event(id, user, review, target, active)).collect();
             let (status, body) = app.post("/v1/events:batch", &json!({ "events": events })).await;
             assert_eq!(status, StatusCode::OK, "{op:?}: {body}");
-            !body["results"].as_array().unwrap().iter().any(|result| wide_refused(result) || result["error"]["code"] == "board_resharding")
+            let results = body["results"].as_array().unwrap();
+            for result in results.iter().filter(|result| result["error"].is_null()) {
+                let (solo, wide) = both(result).unwrap_or_else(|e| panic!("{op:?}: {e}"));
+                assert_eq!(solo, wide, "{op:?}");
+            }
+            !results.iter().any(|result| result["error"]["code"] == "board_resharding")
         }
         Op::Correct { user, .. } | Op::Void { user, .. } => {
             let (route, body) = match op {
@@ -64,7 +69,7 @@ async fn sent_while_moving(app: &TestApp, voids: &axum::Router, op: &Op, index: 
                 }
                 _ => unreachable!(),
             };
-            let mut taken = true;
+            let (mut taken, mut answers) = (true, Vec::new());
             for name in ["solo", "wide"] {
                 let path = format!("/v1/admin/boards/{name}/users/u{user}/{route}");
                 let (status, answer) = if route == "void" {
@@ -74,6 +79,10 @@ async fn sent_while_moving(app: &TestApp, voids: &axum::Router, op: &Op, index: 
                 };
                 assert!(status.as_u16() < 500 && status != StatusCode::BAD_REQUEST || resharding(status, &answer), "{op:?}: {answer}");
                 taken &= !resharding(status, &answer);
+                answers.push((status, as_either_board(answer, false)));
+            }
+            if taken {
+                assert_eq!(answers[0], answers[1], "{op:?}");
             }
             taken
         }
@@ -122,6 +131,7 @@ async fn a_rule_board_moved_one_eight_three_one_while_written_reads_as_its_twin_
         for invocation in 0.. {
             assert!(invocation < 300, "the move to {target} did not finish");
             let report = jobs.run(json!({"reshard": {"board": "wide"}}), chrono::Utc::now() - Duration::seconds(1)).await.unwrap();
+            let retry = refused.is_some();
             let op = match refused.take() {
                 Some((op, at)) => {
                     resent += 1;
@@ -132,11 +142,17 @@ async fn a_rule_board_moved_one_eight_three_one_while_written_reads_as_its_twin_
                     (op, index)
                 }),
             };
+            // Writes from either deploy while the lines move (both write where the data is); a
+            // write sent again, and every write once the move is done, from the new one.
+            let writer = if invocation % 2 == 1 && !retry && report["status"] != "complete" { &app } else { &moved };
             if let Some((op, at)) = op
-                && !sent_while_moving(&moved, &voids, &op, at).await
+                && !sent_while_moving(writer, &voids, &op, at).await
             {
                 refused = Some((op, at));
             }
+            let now = writer.now();
+            app.set_now(now);
+            moved.set_now(now);
             // A write refused on the moving board is in the twin already: compared once resent.
             if refused.is_none() {
                 for (deploy, reader) in [("old", &app), ("new", &moved)] {

@@ -78,7 +78,7 @@ pub(crate) fn ops() -> impl Strategy<Value = Vec<Op>> {
 }
 
 /// An event's answer, board by board: each event feeds both boards.
-fn both(receipt: &Value) -> Result<(Value, Value), TestCaseError> {
+pub(crate) fn both(receipt: &Value) -> Result<(Value, Value), TestCaseError> {
     let results = receipt["results"].as_array().cloned().unwrap_or_default();
     prop_assert_eq!(results.len(), 2, "{}", receipt);
     Ok((as_either_board(results[0].clone(), true), as_either_board(results[1].clone(), true)))

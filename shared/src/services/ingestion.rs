@@ -184,9 +184,9 @@ impl Ingestor {
             Ok(conn) => conn,
             Err(error) => return events.iter().map(|_| Err(error.clone().into())).collect(),
         };
-        // Where each board written takes writes. A board whose data is in another layout than
-        // configured takes none (docs/scaling.md#changing-shards): probed once per container
-        // every 30 s.
+        // Where each board written takes writes: the layout its data is in, whatever the
+        // configuration says while a move goes on (docs/scaling.md#changing-shards); probed once
+        // per container every 30 s.
         let mut boards: Vec<&Board> = Vec::new();
         for board_plan in events.iter().flat_map(|(_, plan)| &plan.boards).filter(|p| p.refused.is_none()) {
             if !boards.iter().any(|board| board.name == board_plan.board.name) {
