@@ -53,6 +53,9 @@ async fn load_tied(store: &Store, keys: &Keys, period: &Period, composite: i64) 
     for key in shards.iter().chain([&raw]) {
         let _: () = redis::cmd("DEL").arg(key).query_async(&mut conn).await?;
     }
+    // Its layout recorded, as a first write records it: a read then probes it once, as
+    // `twelve`'s (written through `Scores::submit`) do.
+    standings::redis::layout::record_if_absent(&mut conn, keys, "tied", SHARDS, 0).await?;
     let users: Vec<String> = (0..TIED).map(|i| format!("t{i}")).collect();
     for chunk in users.chunks(10_000) {
         let mut by_shard: Vec<Vec<String>> = vec![Vec::new(); SHARDS as usize];
