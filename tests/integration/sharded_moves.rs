@@ -1,4 +1,5 @@
-//! Issue 58's acceptance for rule boards: one board moved 1 → 8 → 3 → 1 while it takes events,
+//! Issue 58's acceptance (a score board moved to shards and a new `max_score` at once: the last
+//! test). For rule boards: one board moved 1 → 8 → 3 → 1 while it takes events,
 //! batches, corrections, bans and voids between the move's invocations (each stopped by its
 //! deadline after a run), read after every invocation, through the deploy on the old count and
 //! the one on the new, against its twin in one slot that took the same writes
@@ -13,9 +14,11 @@ use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
+use journal::S3Objects;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};
+use standings::archive::objects::journal_objects;
 use standings::domain::config::Config;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
 use standings_tests::{ADMIN, TestApp, as_either_board, at, spawn_journaled};
@@ -119,8 +122,20 @@ async fn a_rule_board_moved_one_eight_three_one_while_written_reads_as_its_twin_
         index += 1;
     }
     for target in [8, 3, 1] {
+        if target == 1 {
+            // Back to the board's own slot, which it left in the first move: its journal objects
+            // there are the operator's to delete first (docs/scaling.md#changing-shards; its
+            // history is in the shards' journals since), as the move's refusal says.
+            let objects = S3Objects::new(client.clone(), &bucket);
+            for name in journal_objects(&objects, app.keys.prefix(), "wide").await.unwrap() {
+                client.delete_object().bucket(&bucket).key(name).send().await.unwrap();
+            }
+        }
         // Part of the history in S3, the rest in the streams.
-        app.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), app.now() + Duration::minutes(5)).await.unwrap();
+        app.journal_jobs(&client, &bucket, Arc::default())
+            .run(json!({"drain": {}}), chrono::Utc::now() + Duration::minutes(5))
+            .await
+            .unwrap();
         let moved = spawn_journaled_on(config(target), app.keys.clone()).await;
         moved.set_now(app.now());
         let jobs = moved.journal_jobs(&client, &bucket, Arc::default());
@@ -171,4 +186,109 @@ async fn a_rule_board_moved_one_eight_three_one_while_written_reads_as_its_twin_
         app = moved;
     }
     assert!(during >= 9 && resent >= 1, "writes during the moves: {during}, sent again after a last step's refusal: {resent}");
+}
+
+/// Two score boards, `solo` in one slot at the default scale and `wide` on `shards` with
+/// `max` (a `max_score` line or none).
+fn score_boards(shards: u32, max: &str) -> Config {
+    let board = |name: &str, shards: u32, max: &str| {
+        format!(
+            "[[boards]]\nname = \"{name}\"\nkind = \"scores\"\nkeep = \"best\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nshards = {shards}\n{max}\n"
+        )
+    };
+    Config::parse(&format!("{}{}", board("solo", 1, ""), board("wide", shards, max))).unwrap()
+}
+
+/// Submission `n`: user `n % 12`'s score, never equal to another user's (its last two digits
+/// name the user), so the twins order the same whatever each scale's tie step.
+fn submission(n: usize) -> (String, String, i64) {
+    (format!("s{n}"), format!("u{}", n % 12), ((n * 7919) % 500) as i64 * 100 + (n % 12) as i64)
+}
+
+/// Submission `n` to both boards through `app`: whether `wide` took it (the twin always does;
+/// sent `again`, it answers the duplicate it is).
+async fn submit_both(app: &TestApp, n: usize, again: bool) -> bool {
+    let (id, user, score) = submission(n);
+    let body = json!({"event_id": id, "user_id": user, "score": score});
+    let (status, solo) = app.post("/v1/boards/solo/scores", &body).await;
+    assert_eq!(status, StatusCode::OK, "{solo}");
+    let (status, wide) = app.post("/v1/boards/wide/scores", &body).await;
+    let moving = status == StatusCode::SERVICE_UNAVAILABLE
+        && ["board_restoring", "board_scale_changed", "board_resharding"].contains(&wide["error"]["code"].as_str().unwrap_or_default());
+    assert!(status == StatusCode::OK || moving, "{wide}");
+    if status == StatusCode::OK {
+        let (mut solo, mut wide) = (as_either_board(solo, true), as_either_board(wide, true));
+        if again {
+            assert_eq!((solo["duplicate"].as_bool(), wide["duplicate"].as_bool()), (Some(true), Some(false)), "submission {n}");
+            (solo["duplicate"], wide["duplicate"]) = (Value::Null, Value::Null);
+        }
+        assert_eq!(solo, wide, "submission {n}");
+    }
+    status == StatusCode::OK
+}
+
+/// What both score boards answer, the same: their tops, players' standings, ranks and
+/// distributions.
+async fn same_scores(app: &TestApp) -> Result<(), String> {
+    let mut paths: Vec<String> = ["all", "day"].iter().map(|period| format!("top?period={period}&limit=20")).collect();
+    paths.extend((0..12).step_by(5).map(|u| format!("users/u{u}?period=all&around=2")));
+    paths.push("distribution?period=all&buckets=4".into());
+    for path in paths {
+        let (solo_status, solo) = app.get(&format!("/v1/boards/solo/{path}")).await;
+        let (wide_status, wide) = app.get(&format!("/v1/boards/wide/{path}")).await;
+        if (solo_status, as_either_board(solo.clone(), false)) != (wide_status, as_either_board(wide.clone(), false)) {
+            return Err(format!("{path}: solo {solo_status} {solo}, wide {wide_status} {wide}"));
+        }
+    }
+    Ok(())
+}
+
+/// Issue 58's acceptance for a `max_score` change: a score board at the default scale in one
+/// slot moved to 4 shards and 4,194,303 in one move while submissions go on (refused by the
+/// moving board for the whole re-encode, then sent again as a client retries), read after every
+/// invocation through the deploy on the old configuration and the one on the new, against its
+/// twin in one slot that took the same submissions and never moved.
+#[tokio::test]
+async fn a_score_board_moved_to_shards_and_a_new_max_score_while_written_reads_as_its_twin() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let old = spawn_journaled(score_boards(1, "")).await;
+    old.set_now(at("2026-11-22T08:00:00Z"));
+    for n in 0..30 {
+        assert!(submit_both(&old, n, false).await, "before the move");
+    }
+    old.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), chrono::Utc::now() + Duration::minutes(5)).await.unwrap();
+    let new = spawn_journaled_on(score_boards(4, "max_score = 4194303"), old.keys.clone()).await;
+    new.set_now(old.now());
+    let jobs = new.journal_jobs(&client, &bucket, Arc::default());
+    let (mut n, mut pending, mut refused) = (30, None, 0);
+    for invocation in 0.. {
+        assert!(invocation < 300, "the move did not finish");
+        let report = jobs.run(json!({"reshard": {"board": "wide"}}), chrono::Utc::now() - Duration::seconds(1)).await.unwrap();
+        let writer = if invocation % 2 == 1 { &old } else { &new };
+        let again = pending.is_some();
+        let sent = pending.take().unwrap_or_else(|| {
+            n += 1;
+            n
+        });
+        if !submit_both(writer, sent, again).await {
+            (pending, refused) = (Some(sent), refused + 1);
+        }
+        if pending.is_none() {
+            for (deploy, reader) in [("old", &old), ("new", &new)] {
+                same_scores(reader).await.unwrap_or_else(|e| panic!("invocation {invocation}, {deploy} deploy: {e}"));
+            }
+        }
+        if report["status"] == "complete" && pending.is_none() {
+            assert_eq!(report["max_score"], json!({"from": standings::domain::tiebreak::MAX_SCORE, "to": 4_194_303}), "{report}");
+            break;
+        }
+        // A re-encode switches once the new generation's journal is whole in S3.
+        jobs.run(json!({"drain": {}}), chrono::Utc::now() + Duration::minutes(5)).await.expect("a drain");
+    }
+    assert!(refused >= 1, "the re-encode refused the moving board's writes");
+    for more in n + 1..n + 20 {
+        assert!(submit_both(&new, more, false).await, "after the move");
+    }
+    same_scores(&new).await.unwrap();
 }
