@@ -315,7 +315,8 @@ mod tests {
                     uneven += usize::from(held.iter().any(|n| *n != each));
                 }
             }
-            assert!(uneven * 20 < layouts, "{primaries} primaries: {uneven} of {layouts} layouts uneven");
+            // docs/scaling.md: "under 3 % of layouts are uneven".
+            assert!(uneven * 100 < layouts * 3, "{primaries} primaries: {uneven} of {layouts} layouts uneven");
         }
     }
 
