@@ -23,7 +23,7 @@ use standings::domain::config::Config;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
 use standings_tests::{ADMIN, TestApp, as_either_board, at, spawn_journaled};
 
-use crate::sharded_rules::{Op, board, both, event, ops, same_reads, step};
+use crate::sharded_rules::{Op, admin_write, batch, board, both, event, ops, same_reads, step};
 
 fn config(shards: u32) -> Config {
     Config::parse(&format!("{}{}", board("solo", 1), board("wide", shards))).unwrap()
@@ -49,9 +49,7 @@ async fn sent_while_moving(app: &TestApp, voids: &axum::Router, op: &Op, index: 
             !resharding(status, &body)
         }
         Op::Batch(items) => {
-            let events: Vec<Value> =
-                items.iter().map(|&(id, user, review, target, active)| event(id, user, review, target, active)).collect();
-            let (status, body) = app.post("/v1/events:batch", &json!({ "events": events })).await;
+            let (status, body) = app.post("/v1/events:batch", &batch(items)).await;
             assert_eq!(status, StatusCode::OK, "{op:?}: {body}");
             let results = body["results"].as_array().unwrap();
             for result in results.iter().filter(|result| result["error"].is_null()) {
@@ -60,26 +58,10 @@ async fn sent_while_moving(app: &TestApp, voids: &axum::Router, op: &Op, index: 
             }
             !results.iter().any(|result| result["error"]["code"] == "board_resharding")
         }
-        Op::Correct { user, .. } | Op::Void { user, .. } => {
-            let (route, body) = match op {
-                Op::Correct { delta, .. } => (
-                    "corrections",
-                    json!({"correction_id": format!("c{index}"), "delta": delta, "period": "all", "period_id": "all", "reason": "model"}),
-                ),
-                Op::Void { secs, .. } => {
-                    let (from, to) = (app.now() - Duration::seconds(*secs), app.now() + Duration::seconds(1));
-                    ("void", json!({"void_id": format!("v{index}"), "from": from, "to": to, "reason": "model"}))
-                }
-                _ => unreachable!(),
-            };
+        Op::Correct { .. } | Op::Void { .. } => {
             let (mut taken, mut answers) = (true, Vec::new());
             for name in ["solo", "wide"] {
-                let path = format!("/v1/admin/boards/{name}/users/u{user}/{route}");
-                let (status, answer) = if route == "void" {
-                    standings_tests::journal::call(voids, Method::POST, &path, &body, ADMIN).await
-                } else {
-                    app.call(Method::POST, &path, body.to_string(), ADMIN).await
-                };
+                let (status, answer) = admin_write(app, voids, op, index, name).await;
                 assert!(status.as_u16() < 500 && status != StatusCode::BAD_REQUEST || resharding(status, &answer), "{op:?}: {answer}");
                 taken &= !resharding(status, &answer);
                 answers.push((status, as_either_board(answer, false)));
