@@ -250,6 +250,21 @@ impl<T> Catalog<T> {
     }
 
     async fn snapshot_naming(&self, names: &[&str]) -> Result<(Arc<Config>, Arc<T>), StoreError> {
+        match self.naming_once(names, false).await? {
+            Some(found) => Ok(found),
+            // A name the catalog defines that the boards held lack: created since this function
+            // asked, or the catalog restored since it read it lost (empty). Served at once, not a
+            // 404 until the refresh: read again now.
+            None => {
+                self.invalidate();
+                Ok(self.naming_once(names, true).await?.expect("a read after the catalog changed serves what it reads"))
+            }
+        }
+    }
+
+    /// `snapshot_naming` on the snapshot held; `None` when the catalog defines a name it lacks
+    /// (unless `fresh`: the snapshot was just read).
+    async fn naming_once(&self, names: &[&str], fresh: bool) -> Result<Option<(Arc<Config>, Arc<T>)>, StoreError> {
         let snapshot = self.snapshot().await?;
         let served = (snapshot.config.clone(), snapshot.built.clone());
         let mut unknown: Vec<&str> = names
@@ -272,6 +287,9 @@ impl<T> Catalog<T> {
         if !unread.is_empty() {
             let records = catalog::records(&mut self.store.connection().await?, &self.keys, &unread).await?;
             for (name, record) in unread.into_iter().zip(records) {
+                if record.definition.is_some() && !fresh {
+                    return Ok(None);
+                }
                 let board = record.tombstone().and_then(|why| Entry::new(name, None, Some(why)).served);
                 // A lost catalog holds no tombstone: "none" is not remembered then.
                 if board.is_none() && self.keys.journal_on() && !record.born {
@@ -286,12 +304,12 @@ impl<T> Catalog<T> {
             }
         }
         if retired.is_empty() {
-            return Ok(served);
+            return Ok(Some(served));
         }
         retired.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         let key = retired.iter().map(|board| board.name.as_str()).collect::<Vec<_>>().join(",");
         if let Some((_, config, built)) = lock().built.get(&key).filter(|(base, ..)| Arc::ptr_eq(base, &snapshot.config)) {
-            return Ok((config.clone(), built.clone()));
+            return Ok(Some((config.clone(), built.clone())));
         }
         let config = Arc::new(snapshot.config.with_runtime(retired));
         let built = Arc::new((self.build)(config.clone()));
@@ -301,7 +319,7 @@ impl<T> Catalog<T> {
             held.built.clear();
         }
         held.built.insert(key, (snapshot.config.clone(), config.clone(), built.clone()));
-        Ok((config, built))
+        Ok(Some((config, built)))
     }
 
     /// Makes every request ask the catalog's version until one has read it after this call
