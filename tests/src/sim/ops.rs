@@ -161,6 +161,11 @@ pub enum Op {
         /// operator invokes it again until `complete`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         killed: Option<u8>,
+        /// Fault: every key of the deployment deleted right after the switch, before any drain
+        /// (everything else drained before the move, and nothing written during it): the new
+        /// layout's history is in its streams, and must be in S3 already.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        lost: bool,
     },
     /// An operator deploys the arcade with another `max_score` and runs the journal function's
     /// reshard: refused (the arcade runs a league, docs/boards.md#changing-max_score) before it
@@ -363,7 +368,12 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             89 => Op::KilledRestore { yields: rng.u8(..8) },
             90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0 },
             95 => Op::LoseAll,
-            96..=97 => Op::Reshard { shards: [1, 2, 3, 4, 8][rng.usize(..5)], steps: rng.bool(), killed: rng.bool().then(|| rng.u8(..60)) },
+            96..=97 => Op::Reshard {
+                shards: [1, 2, 3, 4, 8][rng.usize(..5)],
+                steps: rng.bool(),
+                killed: rng.bool().then(|| rng.u8(..60)),
+                lost: rng.u8(..3) == 0,
+            },
             98 => Op::Corrupt { id: id(1), user },
             99 => Op::Rescale,
             100..=101 => Op::Cup {

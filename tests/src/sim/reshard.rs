@@ -27,7 +27,7 @@ fn refused(status: StatusCode, reply: &Value) -> bool {
 const CHECKED_STEPS: usize = 3;
 
 impl World {
-    pub(super) async fn reshard(&mut self, shards: u8, steps: bool, killed: Option<u8>) -> Result<(), String> {
+    pub(super) async fn reshard(&mut self, shards: u8, steps: bool, killed: Option<u8>, lost: bool) -> Result<(), String> {
         let shards = u32::from(shards.max(1));
         if shards == self.guild_shards {
             return Ok(());
@@ -35,6 +35,10 @@ impl World {
         if self.forum_lost || self.others_lost {
             // A board waiting for its restore is restored first, as its 503 asks.
             self.restore(false).await?;
+        }
+        if lost {
+            // Everything else in S3 before the move: the loss after it takes only what the move wrote.
+            self.drain().await?;
         }
         let assertions = Store::connect(&self.redis).expect("the world's Redis");
         let mut moved =
@@ -89,9 +93,13 @@ impl World {
                 self.queue = self.app.queue(queue::DeadLetters::new(self.sqs.clone(), self.dlq.clone()));
                 self.guild_shards = shards;
                 self.guild_had.push(shards);
+                if lost {
+                    self.stats.faults += 1;
+                    self.flush().await;
+                }
                 return Ok(());
             }
-            if invocation < CHECKED_STEPS {
+            if invocation < CHECKED_STEPS && !lost {
                 for old in [true, false] {
                     let id = format!("move{}-{invocation}-{old}", self.stats.steps);
                     self.post_while_moving(&moved, old, &id, report["last_step"] == true).await?;

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use crate::domain::config::Config;
-use crate::domain::journal::Line;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, journal_board, journal_shards, profile_journals};
@@ -22,12 +21,12 @@ use crate::services::profiles;
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
 
-use crate::archive::objects::{Objects, Put, lines_body, object_name};
+use crate::archive::objects::{Objects, Put, lines_body};
 use crate::redis::notices;
 
 use super::marks::Marks;
 use super::notices::{NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, Notifier};
-use super::windows;
+use super::{stored, windows};
 
 pub use super::drain_report::{BoardDrain, DrainError, DrainReport};
 
@@ -292,12 +291,9 @@ impl<O: Objects> Drainer<O> {
         }
         while Utc::now() < deadline {
             let lines = journal::oldest(&mut conn, &keys, board, self.chunk).await?;
-            let Some(first) = lines.first() else { break };
-            let date = first.date().map_or_else(|| "unknown".to_owned(), |d| d.to_string());
-            let chunk: Vec<&Line> = lines.iter().take_while(|line| line.date().map(|d| d.to_string()).as_deref() == Some(&date)).collect();
-            let chunk = if chunk.is_empty() { vec![first] } else { chunk };
-            let name = object_name(self.keys.prefix(), board, &date, &first.id);
-            let last = match self.objects.put_new(&name, lines_body(chunk.iter().copied())).await? {
+            let Some((name, chunk)) = stored::chunk(self.keys.prefix(), board, &lines) else { break };
+            let first = &chunk[0];
+            let last = match self.objects.put_new(&name, lines_body(chunk)).await? {
                 Put::Created => {
                     drained.objects += 1;
                     chunk.last().expect("a chunk has its first line").id.clone()
@@ -307,7 +303,7 @@ impl<O: Objects> Drainer<O> {
                 // behind the old one could reuse an old object's name).
                 Put::Exists => {
                     let stored = self.objects.get(&name).await?;
-                    let stored_last = match ids(&stored) {
+                    let stored_last = match stored::ids(&stored) {
                         Some((stored_first, stored_last)) if stored_first == first.id => stored_last,
                         _ => return Err(DrainError::Unreadable(name)),
                     };
@@ -373,31 +369,4 @@ async fn notice_lag(conn: &mut crate::redis::store::Connection, keys: &crate::re
     let overdue = notices::held(conn, keys).await?.values().flatten().map(|w| w.due_ms).min().filter(|&due| due < now);
     let since = [oldest, overdue].into_iter().flatten().min();
     Ok(since.map_or(0.0, |ms| ((now - ms).max(0) as f64) / 1000.0))
-}
-
-/// The stream ids of an object's first and last lines.
-fn ids(body: &[u8]) -> Option<(String, String)> {
-    let text = std::str::from_utf8(body).ok()?;
-    let id = |line: &str| serde_json::from_str::<Line>(line).ok().map(|line| line.id);
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let first = id(lines.next()?)?;
-    let last = match lines.next_back() {
-        Some(line) => id(line)?,
-        None => first.clone(),
-    };
-    Some((first, last))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_object_reads_back_to_its_last_id() {
-        let lines = [Line::new("1-0", "b", r#"{"kind":"event"}"#, "a1"), Line::new("1-1", "b", r#"{"kind":"event"}"#, "a1")];
-        let body = lines_body(&lines);
-        assert_eq!(String::from_utf8(body.clone()).unwrap().lines().count(), 2);
-        assert_eq!(ids(&body), Some(("1-0".to_owned(), "1-1".to_owned())));
-        assert_eq!(ids(b"not json\n"), None);
-    }
 }

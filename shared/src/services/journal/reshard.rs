@@ -244,9 +244,12 @@ impl<O: Objects> Resharder<O> {
         let checked =
             super::reshard_check::compare(conn, (source, target, rescale), board, &carried, (&sets, moving.pre.as_ref()), deadline).await?;
         report.periods_checked = checked.compared;
-        // A re-encode switches once the drain stored the new generation's journal whole: a
-        // restore with Redis lost then finds it complete, by its record (`generations`).
-        let waiting = rescale.is_some() && !super::generations::recorded_whole(conn, &self.objects, &self.keys, target).await?;
+        // The new layout's journal stored whole before anything names it: a restore with Redis
+        // lost right after the switch finds the board's history there (`stored`); a re-encode's
+        // generation recorded then (`generations`).
+        let stored = super::stored::store_layout(conn, &self.objects, &self.keys, target, deadline).await?;
+        let waiting =
+            !stored || (rescale.is_some() && !super::generations::recorded_whole(conn, &self.objects, &self.keys, target).await?);
         if !checked.done || waiting {
             report.status = Status::InProgress;
             return Ok(());
@@ -302,6 +305,8 @@ impl<O: Objects> Resharder<O> {
                 break;
             }
             lines.flush_all(conn, moving.targets, moving.token, &mut moving.runs).await?;
+            // Stored while writes go on, so the fenced step stores only its own lines.
+            super::stored::store_layout(conn, &self.objects, &self.keys, moving.target, moving.deadline).await?;
             // A lapsed lock is another invocation's move now: it must not find rounds or a
             // fence this one decided on what it read before.
             self.still_held(conn, moving.targets, moving.token).await?;
