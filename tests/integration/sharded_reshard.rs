@@ -514,3 +514,42 @@ async fn a_redis_lost_right_after_a_move_is_restored_whole() {
     four.set_now(one.now());
     assert_eq!(reads(&four).await, before, "every acknowledged write is back");
 }
+
+/// Back to a layout the board had before (its journal objects left in S3, another time's): the
+/// drain takes them for no loss while the move is due, and the move takes the next generation,
+/// the board reading as before and restorable from it.
+#[tokio::test]
+async fn a_board_moved_back_to_a_layout_it_had_before_takes_the_next_generation() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    for i in 0..10 {
+        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{}", i % 4), 1 + i).await.0, StatusCode::OK);
+    }
+    one.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
+    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
+    let jobs = four.journal_jobs(&client, &bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    assert_eq!(submit(&four, "s10", "u1", 5).await.0, StatusCode::OK);
+
+    let back = spawn_journaled_on(game(1), one.keys.clone()).await;
+    back.set_now(four.now());
+    let before = reads(&back).await;
+    let jobs = back.journal_jobs(&client, &bucket, Arc::default());
+    let drained = jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    assert!(drained["boards"].as_array().unwrap().iter().all(|b| b["lost"] != true), "no loss while the move is due: {drained}");
+    let report = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
+    assert_eq!((report["status"].as_str(), report["to"].as_u64()), (Some("complete"), Some(1)), "{report}");
+    let record: String = redis::cmd("GET").arg(back.keys.board_layout("game")).query_async(&mut back.redis.clone()).await.unwrap();
+    assert_eq!(record, "1:1", "the next generation");
+    assert_eq!(reads(&back).await, before);
+    let (status, retry) = submit(&back, "s10", "u1", 5).await;
+    assert_eq!((status, retry["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "{retry}");
+
+    // Redis lost: the restore finds the second generation by S3's record and brings it back.
+    back.lose_written_keys().await;
+    let restorer = Restorer::new(back.config.clone(), back.keys.clone(), back.store.clone(), S3Objects::new(client.clone(), &bucket));
+    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
+    back.set_now(four.now());
+    assert_eq!(reads(&back).await, before, "restored from the second generation's journal");
+}

@@ -105,8 +105,6 @@ pub struct World {
     pub(super) dlq: String,
     /// The slots the guild is spread over now (a reshard changes them).
     pub(super) guild_shards: u32,
-    /// Every count the guild was moved to (a move back to one is refused).
-    pub(super) guild_had: Vec<u32>,
     /// The bases of the layout a move of the guild takes it to, while it moves: keys no read
     /// answers from until the switch, which the move's last step makes what the old layout
     /// holds (a closed season's set, brought back by its moved lines, removed).
@@ -191,7 +189,6 @@ impl World {
             sqs,
             dlq,
             guild_shards: 4,
-            guild_had: vec![4],
             guild_moving_to: Vec::new(),
             model: Model::default(),
             sent: Vec::new(),

@@ -41,10 +41,10 @@ pub async fn judge<W: Witness>(store: &Store, keys: &Keys, name: &str, witness: 
 /// The journals a function's start judges: the catalog's and, for each declared board, those the
 /// drain stores (the layout its data is in and the one a move takes it to), never a layout a move
 /// left behind, whose guards it removed. Runtime boards are born when defined.
-async fn declared(config: &Config, keys: &Keys, store: &Store) -> Vec<String> {
+async fn declared<W: Witness>(config: &Config, keys: &Keys, store: &Store, witness: &W) -> Vec<String> {
     let layouts = join_all(config.boards().iter().map(|board| async move {
         let mut conn = store.connection().await?;
-        super::generations::drained(store, &mut conn, keys, board).await
+        super::generations::drained(store, &mut conn, keys, board, witness).await
     }))
     .await;
     let mut names = vec![CATALOG_JOURNAL.to_owned()];
@@ -67,7 +67,7 @@ pub async fn at_start<W: Witness>(config: &Config, keys: &Keys, store: &Store, w
     if !keys.journal_on() {
         return Vec::new();
     }
-    let names = declared(config, keys, store).await;
+    let names = declared(config, keys, store, witness).await;
     let judged = join_all(names.iter().map(|name| judge(store, keys, name, witness))).await;
     let mut found = Vec::new();
     for (name, birth) in names.into_iter().zip(judged) {

@@ -102,7 +102,7 @@ impl<O: Objects> Drainer<O> {
         for board in config.boards() {
             // The layout the data is in and the one a move takes it to.
             let drained = match self.store.write_connection().await {
-                Ok(mut conn) => super::generations::drained(&self.store, &mut conn, &self.keys, board).await.ok(),
+                Ok(mut conn) => super::generations::drained(&self.store, &mut conn, &self.keys, board, &self.objects).await.ok(),
                 Err(_) => None,
             };
             let drained = drained.unwrap_or_else(|| self.keys.layout(&board.name, board.shards).journals());

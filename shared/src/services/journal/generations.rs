@@ -4,7 +4,7 @@
 //! lost it (the board's slot, or everything) is told by S3, whose newest generation holding
 //! objects for the configured shards is the one the board was in.
 
-use crate::archive::objects::{Objects, generation_name, generations_of, journal_objects, parse_lines, read_text};
+use crate::archive::objects::{Objects, Witness, board_objects, generation_name, generations_of, journal_objects, parse_lines, read_text};
 use crate::domain::config::Board;
 use crate::domain::journal::stream_order;
 use crate::domain::rescale::Rescale;
@@ -18,9 +18,9 @@ use super::error::RestoreError;
 /// The layout of `board` at its configured shards, in the generation its journal is in.
 pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, keys: &Keys, board: &Board) -> Result<Layout, RestoreError> {
     match layout::read(conn, keys, &board.name).await? {
-        Some((shards, generation)) if shards == board.shards => Ok(keys.layout_at(&board.name, shards, generation)),
-        // A move between shard counts keeps the generation (only a re-encode takes the next).
-        Some((_, generation)) => Ok(keys.layout_at(&board.name, board.shards, generation)),
+        // Where the data is, whatever the configuration says (a move due or under way restores
+        // the layout it moves from, never the one it goes to, nor one the board had before).
+        Some((shards, generation)) => Ok(keys.layout_at(&board.name, shards, generation)),
         None => {
             // The first generation's keys still there: a board never re-encoded, or one whose
             // move has not switched yet (the move records the layout as it switches).
@@ -82,26 +82,73 @@ pub(super) async fn recorded_whole<O: Objects>(
 /// the layout a move takes it to (its configured shards; the next generation when its scores
 /// are being re-encoded), so no stream is left undrained while it moves. From the store's
 /// probed records (no round trip most runs): a scale pending is the probe's `Rescaled`.
-pub(super) async fn drained(store: &Store, conn: &mut Connection, keys: &Keys, board: &Board) -> Result<Vec<String>, RestoreError> {
-    let (held, next) = match store.read_layout(keys, board).await {
-        Ok(held) => {
-            let next = held.generation();
-            (held, next)
-        }
+pub(super) async fn drained<W: Witness>(
+    store: &Store,
+    conn: &mut Connection,
+    keys: &Keys,
+    board: &Board,
+    witness: &W,
+) -> Result<Vec<String>, RestoreError> {
+    let (held, rescaled) = match store.read_layout(keys, board).await {
+        Ok(held) => (held, false),
         // Read again (the probe is up to 30 s old: a move may have switched since).
         Err(StoreError::Rescaled { .. }) => {
             let held = recorded(conn, keys, board).await?;
             let scale = layout::held_scale(conn, keys, board, chrono::Utc::now()).await?;
             let due = scale.and_then(|scale| Rescale::new(board, scale)).is_some() && super::rescale::refusal(board).is_none();
-            let next = held.generation() + u32::from(due);
-            (held, next)
+            (held, due)
         }
         Err(error) => return Err(error.into()),
     };
     let mut journals = held.journals();
-    let target = keys.layout_at(&board.name, board.shards, next).journals();
-    journals.extend(target.into_iter().filter(|name| !held.journals().contains(name)));
+    if held.shards() != board.shards || rescaled {
+        let target = moving_to(conn, witness, keys, board, &held, rescaled).await?.journals();
+        journals.extend(target.into_iter().filter(|name| !held.journals().contains(name)));
+    }
     Ok(journals)
+}
+
+/// How many generations past the first candidate a move looks for one free of another time's.
+const GENERATIONS_TRIED: u32 = 64;
+
+/// The layout a move of `board` from `held` goes to (docs/scaling.md#changing-shards): its
+/// configured shards in `held`'s generation (the next when its scores are re-encoded,
+/// `rescaled`), or the first after it holding nothing of another time: a layout the board had
+/// before keeps its journal objects, and its generation is not taken again. A generation whose
+/// move from `held` has begun (its checkpoint says so) is that move's.
+pub(super) async fn moving_to<W: Witness>(
+    conn: &mut Connection,
+    witness: &W,
+    keys: &Keys,
+    board: &Board,
+    held: &Layout,
+    rescaled: bool,
+) -> Result<Layout, RestoreError> {
+    let first = held.generation() + u32::from(rescaled);
+    let from = layout::text(held.shards(), held.generation());
+    for generation in first..first + GENERATIONS_TRIED {
+        let candidate = keys.layout_at(&board.name, board.shards, generation);
+        let begun: Option<String> = redis::cmd("HGET")
+            .arg(candidate.shard(0).reshard_checkpoint())
+            .arg("from")
+            .query_async(conn)
+            .await
+            .map_err(StoreError::from)?;
+        if begun.as_deref() == Some(from.as_str()) {
+            return Ok(candidate);
+        }
+        let mut other_time = begun.is_some();
+        for journal in candidate.journals() {
+            other_time = other_time || witness.holds_any(&board_objects(keys.prefix(), &journal)).await?;
+        }
+        if !other_time {
+            return Ok(candidate);
+        }
+    }
+    Err(RestoreError::Invalid(format!(
+        "board {:?}: every generation of its {} shards from {first} holds another time's journal: delete them",
+        board.name, board.shards
+    )))
 }
 
 /// Refuses a move of a board whose journal begins with a line written before effects were

@@ -119,11 +119,15 @@ impl<O: Objects> Resharder<O> {
             last_step: false,
             max_score,
         };
-        // Re-encoded scores are new keys and a new journal: the next generation's.
-        let target = self.keys.layout_at(name, to, source.generation() + u32::from(rescale.is_some()));
-        let targets = target.all();
         // A move that recorded the new layout and stopped before its end: finished now.
         let settled = from == to && rescale.is_none();
+        // Re-encoded scores are new keys and a new journal: the next generation's; so is a
+        // layout the board had before (its journal objects are another time's).
+        let target = match settled {
+            true => self.keys.layout_at(name, to, source.generation()),
+            false => super::generations::moving_to(&mut conn, &self.objects, &self.keys, board, &source, rescale.is_some()).await?,
+        };
+        let targets = target.all();
         let unfinished = if settled { self.moved_from(&mut conn, name, &targets).await? } else { None };
         if settled && unfinished.is_none() {
             return Ok(report);
@@ -248,8 +252,8 @@ impl<O: Objects> Resharder<O> {
         // lost right after the switch finds the board's history there (`stored`); a re-encode's
         // generation recorded then (`generations`).
         let stored = super::stored::store_layout(conn, &self.objects, &self.keys, target, deadline).await?;
-        let waiting =
-            !stored || (rescale.is_some() && !super::generations::recorded_whole(conn, &self.objects, &self.keys, target).await?);
+        let next_generation = target.generation() != source.generation();
+        let waiting = !stored || (next_generation && !super::generations::recorded_whole(conn, &self.objects, &self.keys, target).await?);
         if !checked.done || waiting {
             report.status = Status::InProgress;
             return Ok(());

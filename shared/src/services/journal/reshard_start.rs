@@ -60,7 +60,7 @@ impl<O: Objects> Resharder<O> {
             let objects = journal_objects(&self.objects, self.keys.prefix(), &journal_name).await?;
             if !objects.is_empty() || !conn.scan_slot_of(&target.guard(), &target.period_pattern()).await?.is_empty() {
                 return Err(RestoreError::Invalid(format!(
-                    "the new layout of board {name:?} already holds boards or journal objects (a layout it had before?): \
+                    "the new layout of board {name:?} already holds boards or journal objects (none of this move's): \
                      delete its keys and its objects under {journal_name:?} first"
                 )));
             }
