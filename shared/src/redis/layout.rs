@@ -110,9 +110,10 @@ impl Layouts {
             return Ok(Recorded { shards: 1, generation: 0, max_score: None });
         }
         // A replay writes where the journal says (a shadow's keys hold no layout of their own:
-        // `Keys::replaying` names the generation it replays).
+        // `Keys::replaying_layout` names the one it replays).
         if keys.replays() {
-            return Ok(Recorded { shards: board.shards, generation: keys.replayed_generation(), max_score: None });
+            let (shards, generation) = keys.replayed_layout().unwrap_or((board.shards, 0));
+            return Ok(Recorded { shards, generation, max_score: None });
         }
         // By the record's key: containers may hold several prefixes' keys (a test, a shadow).
         let layout = keys.board_layout(&board.name);

@@ -75,8 +75,9 @@ pub struct Keys {
     notices: bool,
     /// Writes are a restore's replay of the journal (`replaying`).
     replay: bool,
-    /// The layout generation a replay writes (`replaying_generation`).
-    replay_generation: u32,
+    /// The layout a replay writes, shards and generation (`replaying_layout`; `None`: each
+    /// board's configured shards, generation 0).
+    replay_layout: Option<(u32, u32)>,
     /// Every key a write creates expires within this many seconds (`shadow`).
     ttl_cap: Option<i64>,
 }
@@ -91,7 +92,7 @@ impl Keys {
             && prefix.len() <= 64
             && prefix.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'));
         if ok {
-            Ok(Self { prefix: prefix.to_owned(), journal: false, notices: false, replay: false, replay_generation: 0, ttl_cap: None })
+            Ok(Self { prefix: prefix.to_owned(), journal: false, notices: false, replay: false, replay_layout: None, ttl_cap: None })
         } else {
             Err(BadPrefix)
         }
@@ -114,15 +115,15 @@ impl Keys {
         self.replay
     }
 
-    /// A replay's writes go to this generation of each board's layout (a board a move
-    /// re-encoded: docs/boards.md#changing-max_score).
-    pub fn replaying_generation(mut self, generation: u32) -> Self {
-        self.replay_generation = generation;
+    /// A replay's writes go to this layout of its board (the one the journals replayed are of:
+    /// a board a move re-encoded, docs/boards.md#changing-max_score, or one moving).
+    pub fn replaying_layout(mut self, shards: u32, generation: u32) -> Self {
+        self.replay_layout = Some((shards, generation));
         self
     }
 
-    pub fn replayed_generation(&self) -> u32 {
-        self.replay_generation
+    pub fn replayed_layout(&self) -> Option<(u32, u32)> {
+        self.replay_layout
     }
 
     pub fn journal_on(&self) -> bool {

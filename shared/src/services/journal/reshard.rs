@@ -424,6 +424,9 @@ impl<O: Objects> Resharder<O> {
                 let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await.map_err(StoreError::from)?;
             }
         }
+        // The lines the switch itself wrote (each shard's settled records, a season's release)
+        // stored too, from where the move's store ended (its record is on the checkpoints).
+        super::stored::store_layout(conn, &self.objects, &self.keys, target, Utc::now() + chrono::Duration::seconds(10)).await?;
         for target in targets {
             let _: () = redis::cmd("DEL").arg(target.reshard_checkpoint()).query_async(conn).await.map_err(StoreError::from)?;
         }

@@ -226,12 +226,14 @@ impl<O: Objects> Checker<O> {
         })
     }
 
-    /// A replayer under `config` into fresh shadow keys, and the keys.
-    /// A replayer into shadow keys, writing the generation `journals` are of.
+    /// A replayer under `config` into fresh shadow keys, writing the layout `journals` are of
+    /// (one a shard, of one generation: where the board's data is, whatever its configuration
+    /// says while a move is due), and the keys.
     fn shadow_replayer(&self, config: &Arc<Config>, journals: &[String]) -> Result<(Replayer, Keys), RestoreError> {
         let run = u64::try_from(Utc::now().timestamp_micros()).unwrap_or_default();
         let generation = journals.first().map_or(0, |name| journal_generation(name));
-        let shadow = self.keys.shadow(run).map_err(|e| RestoreError::Invalid(e.to_string()))?.replaying_generation(generation);
+        let shards = u32::try_from(journals.len().max(1)).unwrap_or(1);
+        let shadow = self.keys.shadow(run).map_err(|e| RestoreError::Invalid(e.to_string()))?.replaying_layout(shards, generation);
         Ok((Replayer::new(config.clone(), shadow.clone(), self.store.clone()), shadow))
     }
 
