@@ -557,3 +557,38 @@ async fn a_board_moved_back_to_a_layout_it_had_before_takes_the_next_generation(
     back.set_now(four.now());
     assert_eq!(reads(&back).await, before, "restored from the second generation's journal");
 }
+
+/// A board in its one slot (never moved: nothing recorded) whose deploy now says 8 shards, the
+/// move not run yet: the deploy's start marked the 8 new shards born, and a restore restored
+/// them (empty) instead of the slot the data is in, which stayed fenced; after the whole
+/// deployment is lost, a restore found no record, no guard and no generation, and restored the 8
+/// empty shards too. Both restore the one slot.
+#[tokio::test]
+async fn a_restore_of_a_board_whose_first_move_is_due_restores_its_one_slot() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    for i in 0..8 {
+        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{}", i % 3), 2 + i).await.0, StatusCode::OK);
+    }
+    one.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
+    let eight = spawn_journaled_on(game(8), one.keys.clone()).await;
+    eight.set_now(one.now());
+    let before = reads(&eight).await;
+    let restorer = Restorer::new(eight.config.clone(), eight.keys.clone(), eight.store.clone(), S3Objects::new(client.clone(), &bucket));
+
+    // A bad `DEL` of the slot's all-time set: the next write finds it gone and fences the board.
+    let mut conn = eight.redis.clone();
+    let _: () = redis::cmd("DEL").arg(one.keys.board("game").relative(":z:all:all")).query_async(&mut conn).await.unwrap();
+    let (status, body) = submit(&eight, "x1", "u1", 1).await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
+    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
+    eight.set_now(one.now());
+    assert_eq!(reads(&eight).await, before, "the one slot restored");
+
+    // The whole deployment lost: S3 alone says where the board was.
+    eight.lose_written_keys().await;
+    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
+    eight.set_now(one.now());
+    assert_eq!(reads(&eight).await, before, "the one slot restored from S3 alone");
+}

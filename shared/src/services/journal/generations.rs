@@ -15,26 +15,38 @@ use crate::redis::store::{Connection, Store};
 
 use super::error::RestoreError;
 
-/// The layout of `board` at its configured shards, in the generation its journal is in.
+/// The layout `board`'s journal is in: the one recorded, else the one its keys or S3 say.
 pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, keys: &Keys, board: &Board) -> Result<Layout, RestoreError> {
-    match layout::read(conn, keys, &board.name).await? {
-        // Where the data is, whatever the configuration says (a move due or under way restores
-        // the layout it moves from, never the one it goes to, nor one the board had before).
-        Some((shards, generation)) => Ok(keys.layout_at(&board.name, shards, generation)),
-        None => {
-            // The first generation's keys still there: a board never re-encoded, or one whose
-            // move has not switched yet (the move records the layout as it switches).
-            let first = keys.layout(&board.name, board.shards);
-            let held: bool = redis::cmd("EXISTS").arg(first.shard(0).guard()).query_async(conn).await.map_err(StoreError::from)?;
-            if held {
-                return Ok(first);
-            }
-            // The newest generation a move switched to (recorded once its journal was whole).
-            let listed = objects.list(&generations_of(keys.prefix(), &board.name)).await?;
-            let generation = listed.iter().filter_map(|name| name.rsplit_once("/g")?.1.parse::<u32>().ok()).max().unwrap_or(0);
-            Ok(keys.layout_at(&board.name, board.shards, generation))
+    // Where the data is, whatever the configuration says (a move due or under way restores the
+    // layout it moves from, never the one it goes to, nor one the board had before).
+    if let Some((shards, generation)) = layout::read(conn, keys, &board.name).await? {
+        return Ok(keys.layout_at(&board.name, shards, generation));
+    }
+    // Nothing recorded: a board never moved (its data in its one slot, as `redis::layout`'s probe
+    // finds it, whatever count is configured), or one whose first move has not switched yet, or
+    // a store that lost the record. The one slot's guard first: a deploy's start marks the
+    // configured layout's guards born before any move.
+    let (one, first) = (keys.layout(&board.name, 1), keys.layout(&board.name, board.shards));
+    for layout in [&one, &first] {
+        let held: bool = redis::cmd("EXISTS").arg(layout.shard(0).guard()).query_async(conn).await.map_err(StoreError::from)?;
+        if held {
+            return Ok(layout.clone());
         }
     }
+    // The newest generation a move switched to (recorded once its journal was whole).
+    let listed = objects.list(&generations_of(keys.prefix(), &board.name)).await?;
+    let generation = listed.iter().filter_map(|name| name.rsplit_once("/g")?.1.parse::<u32>().ok()).max().unwrap_or(0);
+    if generation > 0 || board.shards == 1 {
+        return Ok(keys.layout_at(&board.name, board.shards, generation));
+    }
+    // None: the configured shards' journal if it holds anything, else the one slot's (the first
+    // move due when the store was lost: its lines are there).
+    for journal in first.journals() {
+        if objects.holds_any(&board_objects(keys.prefix(), &journal)).await? {
+            return Ok(first);
+        }
+    }
+    Ok(one)
 }
 
 /// The layout `board`'s data is in, whatever scale the configuration says (a move re-encoding
