@@ -153,11 +153,13 @@ pub(super) async fn moving_to<W: Witness>(
         if begun.as_deref() == Some(from.as_str()) {
             return Ok(candidate);
         }
-        let mut other_time = begun.is_some();
-        for journal in candidate.journals() {
-            other_time = other_time || witness.holds_any(&board_objects(keys.prefix(), &journal)).await?;
+        if begun.is_some() {
+            continue;
         }
-        if !other_time {
+        // Side by side: a function's start asks this while a move is due.
+        let folders: Vec<String> = candidate.journals().iter().map(|journal| board_objects(keys.prefix(), journal)).collect();
+        let held_any = futures::future::try_join_all(folders.iter().map(|folder| witness.holds_any(folder))).await?;
+        if !held_any.contains(&true) {
             return Ok(candidate);
         }
     }
