@@ -592,3 +592,32 @@ async fn a_restore_of_a_board_whose_first_move_is_due_restores_its_one_slot() {
     eight.set_now(one.now());
     assert_eq!(reads(&eight).await, before, "the one slot restored from S3 alone");
 }
+
+/// A store rolled back to before a move's switch (here: the layout record gone and the one
+/// slot's guard back, as a snapshot taken before the switch holds them): the restore restores
+/// the shards, whose journal in S3 holds the switch (the move stores it first), with every write
+/// taken after it; not the one slot, whose journal ends at the switch.
+#[tokio::test]
+async fn a_restore_with_the_record_gone_and_the_old_guard_back_restores_the_shards() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(game(1)).await;
+    for i in 0..6 {
+        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{}", i % 3), 2 + i).await.0, StatusCode::OK);
+    }
+    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
+    let jobs = four.journal_jobs(&client, &bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    assert_eq!(submit(&four, "after", "u1", 9).await.0, StatusCode::OK, "a write after the switch");
+    four.set_now(one.now());
+    let before = reads(&four).await;
+    let mut conn = four.redis.clone();
+    let _: () = redis::cmd("DEL").arg(four.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    let _: () = redis::cmd("HSET").arg(one.keys.board("game").guard()).arg("born").arg(1).query_async(&mut conn).await.unwrap();
+    let restorer = Restorer::new(four.config.clone(), four.keys.clone(), four.store.clone(), S3Objects::new(client.clone(), &bucket));
+    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
+    let record: Option<String> = redis::cmd("GET").arg(four.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(record.as_deref(), Some("4"), "the shards recorded again");
+    four.set_now(one.now());
+    assert_eq!(reads(&four).await, before, "the shards' data, the write after the switch included");
+}

@@ -23,30 +23,38 @@ pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, k
         return Ok(keys.layout_at(&board.name, shards, generation));
     }
     // Nothing recorded: a board never moved (its data in its one slot, as `redis::layout`'s probe
-    // finds it, whatever count is configured), or one whose first move has not switched yet, or
-    // a store that lost the record. The one slot's guard first: a deploy's start marks the
-    // configured layout's guards born before any move.
+    // finds it, whatever count is configured), one whose first move has not switched yet, or a
+    // store that lost the record (with the one slot: the record is in its hash tag) or was
+    // rolled back to before a switch. A switch leaves the new layout's journal in S3 (the move
+    // stores it first), so the one slot is the data's only when the configured layout's journal
+    // holds nothing there: a deploy's start marks that layout's guards born before any move.
     let (one, first) = (keys.layout(&board.name, 1), keys.layout(&board.name, board.shards));
-    for layout in [&one, &first] {
-        let held: bool = redis::cmd("EXISTS").arg(layout.shard(0).guard()).query_async(conn).await.map_err(StoreError::from)?;
-        if held {
-            return Ok(layout.clone());
+    let stored = |layout: &Layout| {
+        let folders: Vec<String> = layout.journals().iter().map(|journal| board_objects(keys.prefix(), journal)).collect();
+        async move {
+            Ok::<bool, RestoreError>(futures::future::try_join_all(folders.iter().map(|f| objects.holds_any(f))).await?.contains(&true))
         }
+    };
+    let guarded = |layout: &Layout| redis::cmd("EXISTS").arg(layout.shard(0).guard()).clone();
+    let first_stored = board.shards > 1 && stored(&first).await?;
+    if board.shards > 1 && !first_stored && guarded(&one).query_async::<bool>(conn).await.map_err(StoreError::from)? {
+        return Ok(one);
+    }
+    if guarded(&first).query_async::<bool>(conn).await.map_err(StoreError::from)? {
+        return Ok(first);
     }
     // The newest generation a move switched to (recorded once its journal was whole).
     let listed = objects.list(&generations_of(keys.prefix(), &board.name)).await?;
     let generation = listed.iter().filter_map(|name| name.rsplit_once("/g")?.1.parse::<u32>().ok()).max().unwrap_or(0);
-    if generation > 0 || board.shards == 1 {
+    if generation > 0 || board.shards == 1 || first_stored {
         return Ok(keys.layout_at(&board.name, board.shards, generation));
     }
-    // None: the configured shards' journal if it holds anything, else the one slot's (the first
-    // move due when the store was lost: its lines are there).
-    for journal in first.journals() {
-        if objects.holds_any(&board_objects(keys.prefix(), &journal)).await? {
-            return Ok(first);
-        }
+    // None: the one slot when its journal holds the lines (the first move due when the store
+    // was lost), else the configured shards (a sharded board lost before its first drain).
+    match stored(&one).await? {
+        true => Ok(one),
+        false => Ok(first),
     }
-    Ok(one)
 }
 
 /// The layout `board`'s data is in, whatever scale the configuration says (a move re-encoding
