@@ -29,9 +29,8 @@ use super::notices::{NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_MET
 use super::{stored, windows};
 
 pub use super::drain_report::{BoardDrain, DrainError, DrainReport};
+pub use super::stored::CHUNK_ENTRIES;
 
-/// Entries read (and stored as one object at most) per step.
-pub const CHUNK_ENTRIES: usize = 5000;
 /// Age of the oldest entry not yet in S3, after a drain (the alarm's metric).
 pub const LAG_METRIC: &str = "JournalLagSeconds";
 pub const DRAINED_METRIC: &str = "JournalEntriesDrained";

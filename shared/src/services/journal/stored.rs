@@ -13,8 +13,10 @@ use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::store::Connection;
 use crate::redis::{error::StoreError, journal};
 
-use super::drain::CHUNK_ENTRIES;
 use super::error::RestoreError;
+
+/// Entries read (and stored as one object at most) per step.
+pub const CHUNK_ENTRIES: usize = 5000;
 
 /// The field of a new shard's reshard checkpoint naming the last entry its stream has stored.
 const STORED: &str = "stored";
