@@ -56,6 +56,7 @@ mod queue_fifo;
 mod queue_poller;
 mod queue_time;
 mod rank_cursors;
+mod reshard_recovery;
 mod restore_failures;
 mod restore_losses;
 mod restore_model;

@@ -17,24 +17,24 @@ use standings::domain::config::Config;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
 use standings_tests::{ADMIN, TestApp, spawn_journaled};
 
-fn far() -> chrono::DateTime<Utc> {
+pub(crate) fn far() -> chrono::DateTime<Utc> {
     Utc::now() + Duration::minutes(5)
 }
 
-fn game(shards: u32) -> Config {
+pub(crate) fn game(shards: u32) -> Config {
     Config::parse(&format!(
         "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"sum\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nstatements = true\nshards = {shards}\n"
     ))
     .unwrap()
 }
 
-async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode, Value) {
+pub(crate) async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode, Value) {
     app.set_now(Utc::now());
     app.post("/v1/boards/game/scores", &json!({"event_id": id, "user_id": user, "score": score})).await
 }
 
 /// Every read of the board, with the ranks of a list of users.
-async fn reads(app: &TestApp) -> Vec<Value> {
+pub(crate) async fn reads(app: &TestApp) -> Vec<Value> {
     let mut reads = Vec::new();
     for path in [
         "top?period=all&limit=50",
@@ -488,136 +488,4 @@ async fn a_loss_fenced_while_the_board_moves_stops_the_move() {
     assert_eq!(fence.as_deref(), Some("1"), "the loss's fence stays");
     let (status, body) = one.get("/v1/boards/game/top?period=all").await;
     assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
-}
-
-/// A move's new layout holds the board's whole history in its streams only until the drain
-/// stores them: a Redis lost right after the switch, before any drain, must still be restorable
-/// (the old layout's objects hold that history, but a restore reads the new layout's journal).
-#[tokio::test]
-async fn a_redis_lost_right_after_a_move_is_restored_whole() {
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let one = spawn_journaled(game(1)).await;
-    for i in 0..12 {
-        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{}", i % 5), 1 + i).await.0, StatusCode::OK);
-    }
-    one.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
-    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
-    four.set_now(one.now());
-    let before = reads(&four).await;
-    let jobs = four.journal_jobs(&client, &bucket, Arc::default());
-    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
-    assert_eq!(reads(&four).await, before);
-    four.lose_written_keys().await;
-    let restorer = Restorer::new(four.config.clone(), four.keys.clone(), four.store.clone(), S3Objects::new(client.clone(), &bucket));
-    let restored = restorer.restore(Some("game"), far()).await.expect("the restore runs");
-    assert_eq!(restored.status, Status::Complete, "{restored:?}");
-    four.set_now(one.now());
-    assert_eq!(reads(&four).await, before, "every acknowledged write is back");
-}
-
-/// Back to a layout the board had before (its journal objects left in S3, another time's): the
-/// drain takes them for no loss while the move is due, and the move takes the next generation,
-/// the board reading as before and restorable from it.
-#[tokio::test]
-async fn a_board_moved_back_to_a_layout_it_had_before_takes_the_next_generation() {
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let one = spawn_journaled(game(1)).await;
-    for i in 0..10 {
-        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{}", i % 4), 1 + i).await.0, StatusCode::OK);
-    }
-    one.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
-    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
-    let jobs = four.journal_jobs(&client, &bucket, Arc::default());
-    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
-    assert_eq!(submit(&four, "s10", "u1", 5).await.0, StatusCode::OK);
-
-    let back = spawn_journaled_on(game(1), one.keys.clone()).await;
-    back.set_now(four.now());
-    let before = reads(&back).await;
-    let jobs = back.journal_jobs(&client, &bucket, Arc::default());
-    let drained = jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
-    assert!(drained["boards"].as_array().unwrap().iter().all(|b| b["lost"] != true), "no loss while the move is due: {drained}");
-    // Verified where its data is (the 4 shards recorded), not in the configured one slot.
-    let verified = jobs.run(json!({"verify": {"board": "game"}}), far()).await.expect("a verify");
-    assert_eq!(verified["mismatches"], 0, "{verified}");
-    let report = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
-    assert_eq!((report["status"].as_str(), report["to"].as_u64()), (Some("complete"), Some(1)), "{report}");
-    let record: String = redis::cmd("GET").arg(back.keys.board_layout("game")).query_async(&mut back.redis.clone()).await.unwrap();
-    assert_eq!(record, "1:1", "the next generation");
-    assert_eq!(reads(&back).await, before);
-    let (status, retry) = submit(&back, "s10", "u1", 5).await;
-    assert_eq!((status, retry["duplicate"].as_bool()), (StatusCode::OK, Some(true)), "{retry}");
-
-    // Redis lost: the restore finds the second generation by S3's record and brings it back.
-    back.lose_written_keys().await;
-    let restorer = Restorer::new(back.config.clone(), back.keys.clone(), back.store.clone(), S3Objects::new(client.clone(), &bucket));
-    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
-    back.set_now(four.now());
-    assert_eq!(reads(&back).await, before, "restored from the second generation's journal");
-}
-
-/// A board in its one slot (never moved: nothing recorded) whose deploy now says 8 shards, the
-/// move not run yet: the deploy's start marked the 8 new shards born, and a restore restored
-/// them (empty) instead of the slot the data is in, which stayed fenced; after the whole
-/// deployment is lost, a restore found no record, no guard and no generation, and restored the 8
-/// empty shards too. Both restore the one slot.
-#[tokio::test]
-async fn a_restore_of_a_board_whose_first_move_is_due_restores_its_one_slot() {
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let one = spawn_journaled(game(1)).await;
-    for i in 0..8 {
-        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{}", i % 3), 2 + i).await.0, StatusCode::OK);
-    }
-    one.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
-    let eight = spawn_journaled_on(game(8), one.keys.clone()).await;
-    eight.set_now(one.now());
-    let before = reads(&eight).await;
-    let restorer = Restorer::new(eight.config.clone(), eight.keys.clone(), eight.store.clone(), S3Objects::new(client.clone(), &bucket));
-
-    // A bad `DEL` of the slot's all-time set: the next write finds it gone and fences the board.
-    let mut conn = eight.redis.clone();
-    let _: () = redis::cmd("DEL").arg(one.keys.board("game").relative(":z:all:all")).query_async(&mut conn).await.unwrap();
-    let (status, body) = submit(&eight, "x1", "u1", 1).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{body}");
-    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
-    eight.set_now(one.now());
-    assert_eq!(reads(&eight).await, before, "the one slot restored");
-
-    // The whole deployment lost: S3 alone says where the board was.
-    eight.lose_written_keys().await;
-    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
-    eight.set_now(one.now());
-    assert_eq!(reads(&eight).await, before, "the one slot restored from S3 alone");
-}
-
-/// A store rolled back to before a move's switch (here: the layout record gone and the one
-/// slot's guard back, as a snapshot taken before the switch holds them): the restore restores
-/// the shards, whose journal in S3 holds the switch (the move stores it first), with every write
-/// taken after it; not the one slot, whose journal ends at the switch.
-#[tokio::test]
-async fn a_restore_with_the_record_gone_and_the_old_guard_back_restores_the_shards() {
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let one = spawn_journaled(game(1)).await;
-    for i in 0..6 {
-        assert_eq!(submit(&one, &format!("s{i}"), &format!("u{}", i % 3), 2 + i).await.0, StatusCode::OK);
-    }
-    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
-    let jobs = four.journal_jobs(&client, &bucket, Arc::default());
-    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
-    assert_eq!(submit(&four, "after", "u1", 9).await.0, StatusCode::OK, "a write after the switch");
-    four.set_now(one.now());
-    let before = reads(&four).await;
-    let mut conn = four.redis.clone();
-    let _: () = redis::cmd("DEL").arg(four.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    let _: () = redis::cmd("HSET").arg(one.keys.board("game").guard()).arg("born").arg(1).query_async(&mut conn).await.unwrap();
-    let restorer = Restorer::new(four.config.clone(), four.keys.clone(), four.store.clone(), S3Objects::new(client.clone(), &bucket));
-    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
-    let record: Option<String> = redis::cmd("GET").arg(four.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    assert_eq!(record.as_deref(), Some("4"), "the shards recorded again");
-    four.set_now(one.now());
-    assert_eq!(reads(&four).await, before, "the shards' data, the write after the switch included");
 }
