@@ -3,12 +3,14 @@
 //! layout a restore chooses when nothing is recorded.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use aws_sdk_s3::Client;
 use axum::http::StatusCode;
 use journal::{Restorer, S3Objects, Status};
 use serde_json::json;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
+use standings_tests::sim::faults::DrainOnList;
 use standings_tests::{TestApp, spawn_journaled};
 
 use crate::sharded_reshard::{far, game, reads, submit};
@@ -148,4 +150,29 @@ async fn a_restore_with_the_record_gone_and_the_old_guard_back_restores_the_shar
     assert_eq!(record.as_deref(), Some("4"), "the shards recorded again");
     four.set_now(one.now());
     assert_eq!(reads(&four).await, before, "the shards' data, the write after the switch included");
+}
+
+/// A move reads an old shard's stream a page at a time, not whole (its memory is bounded), while
+/// the drain on its schedule stores and trims that stream beneath it: the lines trimmed after a
+/// page was read are moved from the objects the drain stored, none lost and none twice.
+#[tokio::test]
+async fn a_move_whose_old_journal_is_drained_beneath_it_moves_every_line_once() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    // Two pages and a half in the stream, none stored yet.
+    let one = written_one_slot(2_500, 40, 1).await;
+    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
+    four.set_now(one.now());
+    let before = reads(&four).await;
+    let drainer = Arc::new(four.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()));
+    let objects =
+        DrainOnList { inner: S3Objects::new(client.clone(), &bucket), drainer: Some(drainer), board: "game", pause: Duration::ZERO };
+    let jobs = four.journal_jobs_over(objects, Arc::default());
+    let report = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
+    assert_eq!((report["status"].as_str(), report["moved"].as_u64()), (Some("complete"), Some(2_500)), "{report}");
+    four.set_now(one.now());
+    assert_eq!(reads(&four).await, before, "every line moved once");
+    let stored =
+        client.list_objects_v2().bucket(&bucket).prefix(format!("journal/prefix={}/board=game/", four.keys.prefix())).send().await.unwrap();
+    assert!(stored.key_count().unwrap_or(0) > 0, "the drain stored the old slot's lines under the move");
 }

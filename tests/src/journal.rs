@@ -102,11 +102,16 @@ impl TestApp {
     /// Everything the journal function does, over this app's boards and keys, into `bucket`, on
     /// this app's clock; metric lines to `metrics`.
     pub fn journal_jobs(&self, client: &Client, bucket: &str, metrics: Arc<Mutex<Vec<Value>>>) -> Jobs<S3Objects> {
+        self.journal_jobs_over(S3Objects::new(client.clone(), bucket), metrics)
+    }
+
+    /// `journal_jobs` over `objects` (a fault's wrapper of S3).
+    pub fn journal_jobs_over<O: Objects + Clone>(&self, objects: O, metrics: Arc<Mutex<Vec<Value>>>) -> Jobs<O> {
         let sink = Metrics::with_sink(
             journal::FUNCTION,
             Arc::new(move |line: String| metrics.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line is JSON"))),
         );
-        Jobs::new(self.config.clone(), self.keys.clone(), self.store.clone(), S3Objects::new(client.clone(), bucket), sink, self.clock())
+        Jobs::new(self.config.clone(), self.keys.clone(), self.store.clone(), objects, sink, self.clock())
     }
 
     /// The `void` function over this app's boards, keys and clock, reading the journal in

@@ -35,16 +35,45 @@ pub async fn after_until(
     until: &str,
     count: usize,
 ) -> Result<Vec<Line>, StoreError> {
+    Ok(read(conn, (keys, board), (after, until, count), false).await?.1)
+}
+
+/// `after_until`, with the id of the stream's oldest entry read in the same transaction: the
+/// page is every entry after `after` (up to `count`) only when that oldest is at or before
+/// `after`, or is known to follow it directly (the drain trims from the oldest, after storing).
+pub async fn page_with_oldest(
+    conn: &mut Connection,
+    (keys, board): (&BoardKeys, &str),
+    (after, until, count): (Option<&str>, &str, usize),
+) -> Result<(Option<String>, Vec<Line>), StoreError> {
+    read(conn, (keys, board), (after, until, count), true).await
+}
+
+async fn read(
+    conn: &mut Connection,
+    (keys, board): (&BoardKeys, &str),
+    (after, until, count): (Option<&str>, &str, usize),
+    with_oldest: bool,
+) -> Result<(Option<String>, Vec<Line>), StoreError> {
     let start = after.map_or_else(|| "-".to_owned(), |id| format!("({id}"));
-    let reply: StreamRangeReply = conn.xrange_count(keys.journal(), start, until, count).await?;
-    Ok(reply
+    let (oldest, page) = match with_oldest {
+        true => {
+            let mut pipe = redis::pipe();
+            pipe.atomic().xrange_count(keys.journal(), "-", "+", 1).xrange_count(keys.journal(), start, until, count);
+            let (oldest, page): (StreamRangeReply, StreamRangeReply) = pipe.query_async(conn).await?;
+            (oldest.ids.first().map(|entry| entry.id.clone()), page)
+        }
+        false => (None, conn.xrange_count(keys.journal(), start, until, count).await?),
+    };
+    let lines = page
         .ids
         .iter()
         .map(|entry| {
             let field = |name: &str| entry.get::<String>(name).unwrap_or_default();
             Line::new(&entry.id, board, &field("e"), &field("o")).with_effects(&field("x"))
         })
-        .collect())
+        .collect();
+    Ok((oldest, lines))
 }
 
 /// Milliseconds (Redis's clock) of the oldest entry not yet drained, if any.

@@ -2,6 +2,8 @@
 //! that makes a write script fail part-way. Key names come from the implementation's key
 //! module: faults are the world's, never the model's.
 
+use std::sync::Arc;
+
 use standings::domain::period::{Period, PeriodKind};
 
 use axum::http::StatusCode;
@@ -21,11 +23,15 @@ pub async fn delete(app: &TestApp, keys: &[String]) {
     }
 }
 
-/// The journal's objects as a restore reads them, with a drain run each time the restore lists
-/// the forum's: the drain on its schedule meeting a restore under way.
+/// The journal's objects as a restore or a move reads them, with a drain run each time one
+/// lists `board`'s (none when `drainer` is `None`): the drain on its schedule meeting a restore
+/// or a move under way, then a listing as slow as `pause`.
+#[derive(Clone)]
 pub struct DrainOnList {
     pub inner: S3Objects,
-    pub drainer: Drainer<S3Objects>,
+    pub drainer: Option<Arc<Drainer<S3Objects>>>,
+    pub board: &'static str,
+    pub pause: std::time::Duration,
 }
 
 impl Objects for DrainOnList {
@@ -43,13 +49,11 @@ impl Objects for DrainOnList {
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
         let listed = self.inner.list(prefix).await?;
-        // When the forum's own objects are listed: an earlier board's list would drain the
-        // forum before its restore began.
-        if prefix.contains("board=forum/") {
-            self.drainer.drain(chrono::Utc::now() + chrono::Duration::minutes(5)).await;
-            // A listing as slow as a large journal's: longer than the restore's lease (50 ms
-            // here), which must hold whatever the restore is doing.
-            tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        // When the board's own objects are listed: an earlier board's list would drain it
+        // before its restore began.
+        if let Some(drainer) = self.drainer.as_ref().filter(|_| prefix.contains(&format!("board={}/", self.board))) {
+            drainer.drain(chrono::Utc::now() + chrono::Duration::minutes(5)).await;
+            tokio::time::sleep(self.pause).await;
         }
         Ok(listed)
     }

@@ -69,7 +69,10 @@ impl World {
             let attempt = if drain_at_list {
                 let objects = S3Objects::new(self.s3.clone(), &self.bucket);
                 let drainer = self.app.drainer(S3Objects::new(self.s3.clone(), &self.bucket), Arc::default());
-                let objects = super::faults::DrainOnList { inner: objects, drainer };
+                // A listing as slow as a large journal's: longer than the restore's lease (50 ms
+                // here), which must hold whatever the restore is doing.
+                let pause = std::time::Duration::from_millis(200);
+                let objects = super::faults::DrainOnList { inner: objects, drainer: Some(Arc::new(drainer)), board: "forum", pause };
                 let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), objects);
                 restorer.with_lease_ms(50).restore(None, far()).await
             } else {

@@ -166,6 +166,10 @@ pub enum Op {
         /// layout's history is in its streams, and must be in S3 already.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         lost: bool,
+        /// Fault: a drain each time the move lists the guild's objects (the drain on its
+        /// schedule storing and trimming the old layout's streams under the move).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        drained: bool,
     },
     /// An operator deploys the arcade with another `max_score` and runs the journal function's
     /// reshard: refused (the arcade runs a league, docs/boards.md#changing-max_score) before it
@@ -373,6 +377,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                 steps: rng.bool(),
                 killed: rng.bool().then(|| rng.u8(..60)),
                 lost: rng.u8(..3) == 0,
+                drained: rng.bool(),
             },
             98 => Op::Corrupt { id: id(1), user },
             99 => Op::Rescale,

@@ -13,6 +13,7 @@ use journal::{Resharder, S3Objects};
 use serde_json::{Value, json};
 use standings::redis::store::Store;
 
+use super::faults::DrainOnList;
 use super::world::{World, config, config_with, far};
 
 /// Invocations a reshard in steps may take.
@@ -27,7 +28,13 @@ fn refused(status: StatusCode, reply: &Value) -> bool {
 const CHECKED_STEPS: usize = 3;
 
 impl World {
-    pub(super) async fn reshard(&mut self, shards: u8, steps: bool, killed: Option<u8>, lost: bool) -> Result<(), String> {
+    pub(super) async fn reshard(
+        &mut self,
+        shards: u8,
+        steps: bool,
+        killed: Option<u8>,
+        (lost, drained): (bool, bool),
+    ) -> Result<(), String> {
         let shards = u32::from(shards.max(1));
         if shards == self.guild_shards {
             return Ok(());
@@ -44,11 +51,18 @@ impl World {
         let mut moved =
             crate::spawn_app(config(shards), self.app.keys.clone(), self.app.store.clone(), assertions, Some(self.table.clone())).await;
         moved.set_now(self.app.now());
-        let mut jobs = moved.journal_jobs(&self.s3, &self.bucket, Arc::default());
+        // With `drained`, the drain runs each time the move lists the guild's objects: it stores
+        // and trims the old layout's streams under the move, between the pages it reads.
+        let drainer = drained.then(|| Arc::new(moved.drainer(S3Objects::new(self.s3.clone(), &self.bucket), Arc::default())));
+        if drained {
+            self.stats.faults += 1;
+        }
+        let inner = S3Objects::new(self.s3.clone(), &self.bucket);
+        let objects = DrainOnList { inner, drainer, board: "guild", pause: std::time::Duration::ZERO };
+        let mut jobs = moved.journal_jobs_over(objects.clone(), Arc::default());
         if killed.is_some() {
             // A killed move's locks lapse within 2 s here (30 s deployed): a move renews its
             // lease with each run only, so one as short as the restores' (50 ms) lapses mid-move.
-            let objects = S3Objects::new(self.s3.clone(), &self.bucket);
             jobs.resharder = Resharder::new(moved.config.clone(), moved.keys.clone(), moved.store.clone(), objects).with_lease_ms(2000);
         }
         let jobs = Arc::new(jobs);

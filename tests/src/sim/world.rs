@@ -294,7 +294,7 @@ impl World {
                 self.stats.faults += 1;
                 super::faults::delete(&self.app, &[self.app.keys.catalog().catalog_log()]).await;
             }
-            Op::Reshard { shards, steps, killed, lost } => self.reshard(*shards, *steps, *killed, *lost).await?,
+            Op::Reshard { shards, steps, killed, lost, drained } => self.reshard(*shards, *steps, *killed, (*lost, *drained)).await?,
             Op::Rescale => self.rescale().await?,
             Op::Archive => self.archive().await?,
             Op::Verify => self.verify().await?,

@@ -47,12 +47,6 @@ pub(super) struct Range<'a> {
     pub until: Option<&'a str>,
 }
 
-impl Range<'_> {
-    fn holds(&self, id: (u64, u64)) -> bool {
-        self.after.and_then(numbers).is_none_or(|after| id > after) && self.until.and_then(numbers).is_none_or(|until| id <= until)
-    }
-}
-
 /// What a move carries from line to line: where they go, how far each new shard got, the runs
 /// being filled.
 pub(super) struct Moving<'a> {
@@ -92,8 +86,14 @@ impl<O: Objects> Lines<'_, O> {
         Ok(true)
     }
 
-    /// The lines of `range` of old shard `source` (journal `journal_name`): one object in memory
-    /// at a time, then the stream's lines in the range. False: the deadline stopped it.
+    /// The lines of `range` of old shard `source` (journal `journal_name`), oldest first, a
+    /// page or an object in memory at a time: the stream's lines after the last one moved, and
+    /// the objects' when the stream may no longer hold the lines right after it (the drain
+    /// stores before it trims, from the oldest entry: the lines it trimmed are in objects listed
+    /// after). The stream is known to hold them when its oldest entry is at or before the last
+    /// line moved, or is the oldest it had before the objects were last listed (nothing trimmed
+    /// since: every line after the listed objects' was in the stream then, and still is). False:
+    /// the deadline stopped it.
     pub(super) async fn move_range(
         &self,
         conn: &mut Connection,
@@ -102,27 +102,45 @@ impl<O: Objects> Lines<'_, O> {
         range: Range<'_>,
     ) -> Result<bool, RestoreError> {
         let until = range.until.unwrap_or("+");
-        let tail = loop {
-            let mut tail: Vec<Line> = Vec::new();
-            loop {
-                let last = tail.last().map(|line| line.id.clone()).or_else(|| range.after.map(str::to_owned));
-                let read = journal::after_until(conn, source, journal_name, last.as_deref(), until, STREAM_PAGE).await?;
-                if read.is_empty() {
-                    break;
+        let mut last: Option<String> = range.after.map(str::to_owned);
+        // The stream's oldest entry read before the objects were last listed (`None`: not yet).
+        let mut listed: Option<Option<String>> = None;
+        loop {
+            let (oldest, page) = journal::page_with_oldest(conn, (source, journal_name), (last.as_deref(), until, STREAM_PAGE)).await?;
+            let at_or_before_last =
+                |oldest: &str| last.as_deref().and_then(numbers).is_some_and(|last| numbers(oldest).is_some_and(|o| o <= last));
+            let held = oldest.as_deref().is_some_and(|o| at_or_before_last(o) || listed.as_ref().is_some_and(|l| l.as_deref() == Some(o)));
+            if !held {
+                listed = Some(oldest);
+                if !self.move_objects(conn, moving, (journal_name, &range), &mut last).await? {
+                    return Ok(false);
                 }
-                tail.extend(read);
             }
-            // The drain trims from the oldest entry: with the first one read still there, none
-            // after it went between two pages (it is in an object then, which the lines at or
-            // past the first are not read from). Read again when it went.
-            match tail.first() {
-                Some(first) if !journal::holds(conn, source, &first.id).await? => continue,
-                _ => break tail,
+            if page.is_empty() {
+                return Ok(true);
             }
-        };
-        // Lines stored and still in the stream (a drain between the two reads) are moved from
-        // the stream.
-        let first = tail.first().and_then(|line| numbers(&line.id));
+            for line in &page {
+                // Moved from an object listed after the page was read.
+                if last.as_deref().and_then(numbers).is_some_and(|last| numbers(&line.id).is_some_and(|id| id <= last)) {
+                    continue;
+                }
+                if !self.move_line(conn, moving, (range.index, journal_name), line).await? {
+                    return Ok(false);
+                }
+                last = Some(line.id.clone());
+            }
+        }
+    }
+
+    /// The lines of `range` after `last` in `journal_name`'s objects, one object in memory at a
+    /// time; `last` moved to the last of them. False: the deadline stopped it.
+    async fn move_objects(
+        &self,
+        conn: &mut Connection,
+        moving: &mut Moving<'_>,
+        (journal_name, range): (&str, &Range<'_>),
+        last: &mut Option<String>,
+    ) -> Result<bool, RestoreError> {
         // An object every new shard has moved past (its successor's first line included) is not
         // read again by a resumed move; nor one wholly outside the range.
         let applied = moving.done.iter().copied().min().flatten();
@@ -130,28 +148,31 @@ impl<O: Objects> Lines<'_, O> {
         for (k, object) in objects.iter().enumerate() {
             let next = objects.get(k + 1).and_then(|next| object_order(next)).map(|(_, ms, seq)| (ms, seq));
             let starts = object_order(object).map(|(_, ms, seq)| (ms, seq));
-            let before = next.is_some_and(|next| range.after.and_then(numbers).is_some_and(|after| next <= after));
+            let after = last.as_deref().and_then(numbers);
+            let before = next.is_some_and(|next| after.is_some_and(|after| next <= after));
             let past = starts.is_some_and(|starts| range.until.and_then(numbers).is_some_and(|until| starts > until));
             let moved = next.is_some_and(|(ms, seq)| applied.is_some_and(|applied| (range.index, ms, seq) <= applied));
-            if before || past || moved {
+            if past {
+                break;
+            }
+            if before || moved {
                 continue;
             }
             let unreadable = |e: ReadError| RestoreError::Unreadable(object.clone(), e.to_string());
             let text = read_text(self.objects, object).await.map_err(unreadable)?;
             for line in parse_lines(object, &text) {
                 let line = line.map_err(unreadable)?;
-                let id = numbers(&line.id);
-                if id.is_some_and(|id| !range.holds(id) || first.is_some_and(|first| id >= first)) {
+                let (after, id) = (last.as_deref().and_then(numbers), numbers(&line.id));
+                if id.is_some_and(|id| range.until.and_then(numbers).is_some_and(|until| id > until)) {
+                    return Ok(true);
+                }
+                if id.is_some_and(|id| after.is_some_and(|after| id <= after)) {
                     continue;
                 }
                 if !self.move_line(conn, moving, (range.index, journal_name), &line).await? {
                     return Ok(false);
                 }
-            }
-        }
-        for line in &tail {
-            if !self.move_line(conn, moving, (range.index, journal_name), line).await? {
-                return Ok(false);
+                *last = Some(line.id.clone());
             }
         }
         Ok(true)
