@@ -216,6 +216,7 @@ impl<O: Objects> Resharder<O> {
             deadline,
             done,
             runs: targets.iter().map(|_| restore::Run::default()).collect(),
+            sending: targets.iter().map(|_| None).collect(),
             clock: restore::Clock::read(conn).await?,
             moved: 0,
             pre: None,
@@ -232,7 +233,7 @@ impl<O: Objects> Resharder<O> {
             report.status = Status::InProgress;
             return Ok(());
         }
-        lines.flush_all(conn, targets, token, &mut moving.runs).await?;
+        lines.flush_all(conn, &mut moving).await?;
         let carried = super::closed_seasons::carry(conn, board, &sources, target, rescale, Utc::now()).await?;
         // Both layouts' period sets, read once the last lines and seasons are in (nothing writes
         // them after): the compare's and each new shard's records'. Found without a scan when
@@ -308,7 +309,7 @@ impl<O: Objects> Resharder<O> {
             if fenced {
                 break;
             }
-            lines.flush_all(conn, moving.targets, moving.token, &mut moving.runs).await?;
+            lines.flush_all(conn, moving).await?;
             // Stored while writes go on, so the fenced step stores only its own lines.
             super::stored::store_layout(conn, &self.objects, &self.keys, moving.target, moving.deadline).await?;
             // A lapsed lock is another invocation's move now: it must not find rounds or a

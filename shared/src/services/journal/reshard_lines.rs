@@ -11,6 +11,7 @@ use super::reshard_check::PreChecked;
 use crate::archive::objects::{Objects, ReadError, journal_objects, object_order, parse_lines, read_text};
 use crate::domain::journal::{Effects, Line, RESHARDED};
 use crate::domain::rescale::Rescale;
+use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::store::Connection;
 use crate::redis::{journal, restore};
@@ -58,6 +59,8 @@ pub(super) struct Moving<'a> {
     pub deadline: DateTime<Utc>,
     pub done: Vec<Option<Place>>,
     pub runs: Vec<restore::Run>,
+    /// Each new shard's run under way (`flush`).
+    pub sending: Vec<Option<tokio::task::JoinHandle<Result<restore::Applied, StoreError>>>>,
     pub clock: restore::Clock,
     /// Lines this invocation moved.
     pub moved: usize,
@@ -189,7 +192,7 @@ impl<O: Objects> Lines<'_, O> {
     ) -> Result<bool, RestoreError> {
         // Every invocation moves a line at least: one past its deadline still goes on.
         if moving.moved > 0 && Utc::now() >= moving.deadline {
-            self.flush_all(conn, moving.targets, moving.token, &mut moving.runs).await?;
+            self.flush_all(conn, moving).await?;
             return Ok(false);
         }
         let at =
@@ -237,34 +240,45 @@ impl<O: Objects> Lines<'_, O> {
         moving.done[t] = Some(at);
         moving.moved += 1;
         if moving.runs[t].lines() >= RUN_LINES {
-            self.flush(conn, &moving.targets[t], moving.token, &mut moving.runs[t]).await?;
+            self.flush(conn, moving, t).await?;
         }
         Ok(true)
     }
 
-    async fn flush(&self, conn: &mut Connection, target: &BoardKeys, token: &str, run: &mut restore::Run) -> Result<(), RestoreError> {
-        if run.lines() == 0 {
+    /// Sends new shard `t`'s run (none when empty) once the one sent before it to that shard
+    /// has landed: the new shards take their runs side by side, each in order, while the next
+    /// lines are read.
+    async fn flush(&self, conn: &Connection, moving: &mut Moving<'_>, t: usize) -> Result<(), RestoreError> {
+        self.landed(moving, t).await?;
+        if moving.runs[t].lines() == 0 {
             return Ok(());
         }
-        if restore::apply_at(conn, target, &target.reshard_checkpoint(), token, self.lease_ms, None, run).await?
-            != restore::Applied::Applied
-        {
-            return Err(RestoreError::Running(target.guard()));
-        }
-        *run = restore::Run::default();
+        let run = std::mem::take(&mut moving.runs[t]);
+        let (mut conn, target, token, lease_ms) = (conn.clone(), moving.targets[t].clone(), moving.token.to_owned(), self.lease_ms);
+        moving.sending[t] = Some(tokio::spawn(async move {
+            restore::apply_at(&mut conn, &target, &target.reshard_checkpoint(), &token, lease_ms, None, &run).await
+        }));
         Ok(())
     }
 
-    pub(super) async fn flush_all(
-        &self,
-        conn: &mut Connection,
-        targets: &[BoardKeys],
-        token: &str,
-        runs: &mut [restore::Run],
-    ) -> Result<(), RestoreError> {
-        for (target, run) in targets.iter().zip(runs.iter_mut()) {
-            self.flush(conn, target, token, run).await?;
+    /// Waits for the run last sent to new shard `t`.
+    async fn landed(&self, moving: &mut Moving<'_>, t: usize) -> Result<(), RestoreError> {
+        let Some(sent) = moving.sending[t].take() else { return Ok(()) };
+        match sent.await.map_err(|e| StoreError::Protocol(format!("reshard call: {e}")))?? {
+            restore::Applied::Applied => Ok(()),
+            _ => Err(RestoreError::Running(moving.targets[t].guard())),
         }
-        Ok(())
+    }
+
+    /// Sends every run gathered and waits for every run sent: the first error, after all landed.
+    pub(super) async fn flush_all(&self, conn: &Connection, moving: &mut Moving<'_>) -> Result<(), RestoreError> {
+        let mut first = Ok(());
+        for t in 0..moving.targets.len() {
+            first = first.and(self.flush(conn, moving, t).await);
+        }
+        for t in 0..moving.targets.len() {
+            first = first.and(self.landed(moving, t).await);
+        }
+        first
     }
 }
