@@ -3,11 +3,11 @@
 //! layout a restore chooses when nothing is recorded.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
 use aws_sdk_s3::Client;
 use axum::http::StatusCode;
-use journal::{Restorer, S3Objects, Status};
+use journal::{Resharder, Restorer, S3Objects, Status};
 use serde_json::json;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
 use standings_tests::sim::faults::DrainOnList;
@@ -153,26 +153,31 @@ async fn a_restore_with_the_record_gone_and_the_old_guard_back_restores_the_shar
 }
 
 /// A move reads an old shard's stream a page at a time, not whole (its memory is bounded), while
-/// the drain on its schedule stores and trims that stream beneath it: the lines trimmed after a
-/// page was read are moved from the objects the drain stored, none lost and none twice.
+/// the drain on its schedule stores and trims that stream beneath it: here the drain runs at each
+/// listing of the board's objects once the move has begun, so it stores and trims every line
+/// after the first page was read, and the rest are moved from the object it stored, none lost
+/// and none twice.
 #[tokio::test]
 async fn a_move_whose_old_journal_is_drained_beneath_it_moves_every_line_once() {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    // Two pages and a half in the stream, none stored yet.
+    // 2,500 lines in the stream, none stored yet; pages of 100.
     let one = written_one_slot(2_500, 40, 1).await;
     let four = spawn_journaled_on(game(4), one.keys.clone()).await;
     four.set_now(one.now());
     let before = reads(&four).await;
-    let drainer = Arc::new(four.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()));
-    let objects =
-        DrainOnList { inner: S3Objects::new(client.clone(), &bucket), drainer: Some(drainer), board: "game", pause: Duration::ZERO };
-    let jobs = four.journal_jobs_over(objects, Arc::default());
+    let drainer = four.drainer(S3Objects::new(client.clone(), &bucket), Arc::default());
+    let begun = four.keys.layout_at("game", 4, 0).all()[0].reshard_checkpoint();
+    let objects = DrainOnList {
+        once: Some((four.redis.clone(), begun)),
+        ..DrainOnList::new(S3Objects::new(client.clone(), &bucket), Some(drainer), "game")
+    };
+    let drains = objects.drains.clone();
+    let mut jobs = four.journal_jobs_over(objects.clone(), Arc::default());
+    jobs.resharder = Resharder::new(four.config.clone(), four.keys.clone(), four.store.clone(), objects).with_stream_page(100);
     let report = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap();
     assert_eq!((report["status"].as_str(), report["moved"].as_u64()), (Some("complete"), Some(2_500)), "{report}");
+    assert!(drains.load(Ordering::Relaxed) >= 2, "the drain ran under the move, and its listing again after a page");
     four.set_now(one.now());
     assert_eq!(reads(&four).await, before, "every line moved once");
-    let stored =
-        client.list_objects_v2().bucket(&bucket).prefix(format!("journal/prefix={}/board=game/", four.keys.prefix())).send().await.unwrap();
-    assert!(stored.key_count().unwrap_or(0) > 0, "the drain stored the old slot's lines under the move");
 }

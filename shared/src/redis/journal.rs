@@ -225,32 +225,13 @@ pub async fn members(
     Ok(conn.zrevrange_withscores(keys.period(period), 0, -1).await?)
 }
 
-/// The newest journal entry's stream id (`None`: the stream is empty).
-/// The lines still in a journal's stream, in order, read `page` at a time up to its newest when
-/// called (a reshard reads them after the old layout's objects: a drain storing and trimming
-/// lines meanwhile moves them from the one to the other, never out of both). Bounded: the
-/// stream holds what the drain has not stored yet.
-pub async fn tail(conn: &mut Connection, keys: &BoardKeys, board: &str, page: usize) -> Result<Vec<Line>, StoreError> {
-    let mut tail: Vec<Line> = Vec::new();
-    if let Some(until) = newest_id(conn, keys).await? {
-        loop {
-            let last = tail.last().map(|line| line.id.clone());
-            let read = after_until(conn, keys, board, last.as_deref(), &until, page).await?;
-            if read.is_empty() {
-                break;
-            }
-            tail.extend(read);
-        }
-    }
-    Ok(tail)
-}
-
 /// Where the board's journal stands now (journal_point.lua): every entry written so far is at
 /// most this id, every later one greater.
 pub async fn point(conn: &mut Connection, keys: &BoardKeys) -> Result<String, StoreError> {
     Ok(crate::redis::scripts::JOURNAL_POINT.key(keys.journal()).invoke_async(conn).await?)
 }
 
+/// The newest journal entry's stream id (`None`: the stream is empty).
 pub async fn newest_id(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<String>, StoreError> {
     let reply: StreamRangeReply = conn.xrevrange_count(keys.journal(), "+", "-", 1).await?;
     Ok(reply.ids.first().map(|entry| entry.id.clone()))

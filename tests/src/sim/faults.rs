@@ -24,14 +24,38 @@ pub async fn delete(app: &TestApp, keys: &[String]) {
 }
 
 /// The journal's objects as a restore or a move reads them, with a drain run each time one
-/// lists `board`'s (none when `drainer` is `None`): the drain on its schedule meeting a restore
-/// or a move under way, then a listing as slow as `pause`.
+/// lists `board`'s (any of its layouts' journals; none when `drainer` is `None`, nor before key
+/// `once` exists when one is named): the drain on its schedule meeting a restore or a move under
+/// way, then a listing as slow as `pause`. `drains` counts the drains run.
 #[derive(Clone)]
 pub struct DrainOnList {
     pub inner: S3Objects,
     pub drainer: Option<Arc<Drainer<S3Objects>>>,
     pub board: &'static str,
     pub pause: std::time::Duration,
+    pub once: Option<(standings::redis::store::Connection, String)>,
+    pub drains: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl DrainOnList {
+    pub fn new(inner: S3Objects, drainer: Option<Drainer<S3Objects>>, board: &'static str) -> Self {
+        let (pause, once, drains) = (std::time::Duration::ZERO, None, Arc::default());
+        Self { inner, drainer: drainer.map(Arc::new), board, pause, once, drains }
+    }
+
+    /// Whether a listing of `prefix` drains now.
+    async fn due(&self, prefix: &str) -> bool {
+        let (own, sharded) = (format!("board={}/", self.board), format!("board={}:", self.board));
+        // When the board's own objects are listed: an earlier board's list would drain it
+        // before its restore began.
+        if self.drainer.is_none() || !(prefix.contains(&own) || prefix.contains(&sharded)) {
+            return false;
+        }
+        match &self.once {
+            Some((conn, key)) => redis::cmd("EXISTS").arg(key).query_async(&mut conn.clone()).await.unwrap_or(false),
+            None => true,
+        }
+    }
 }
 
 impl Objects for DrainOnList {
@@ -49,10 +73,11 @@ impl Objects for DrainOnList {
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>, ObjectError> {
         let listed = self.inner.list(prefix).await?;
-        // When the board's own objects are listed: an earlier board's list would drain it
-        // before its restore began.
-        if let Some(drainer) = self.drainer.as_ref().filter(|_| prefix.contains(&format!("board={}/", self.board))) {
+        if let Some(drainer) = &self.drainer
+            && self.due(prefix).await
+        {
             drainer.drain(chrono::Utc::now() + chrono::Duration::minutes(5)).await;
+            self.drains.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             tokio::time::sleep(self.pause).await;
         }
         Ok(listed)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use chrono::{Duration, Utc};
 use journal::{RestoreReport, Restorer, S3Objects, Status};
 
+use super::faults::DrainOnList;
 use super::world::{World, far};
 
 impl World {
@@ -71,8 +72,10 @@ impl World {
                 let drainer = self.app.drainer(S3Objects::new(self.s3.clone(), &self.bucket), Arc::default());
                 // A listing as slow as a large journal's: longer than the restore's lease (50 ms
                 // here), which must hold whatever the restore is doing.
-                let pause = std::time::Duration::from_millis(200);
-                let objects = super::faults::DrainOnList { inner: objects, drainer: Some(Arc::new(drainer)), board: "forum", pause };
+                let objects = super::faults::DrainOnList {
+                    pause: std::time::Duration::from_millis(200),
+                    ..DrainOnList::new(objects, Some(drainer), "forum")
+                };
                 let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), objects);
                 restorer.with_lease_ms(50).restore(None, far()).await
             } else {

@@ -51,19 +51,23 @@ impl World {
         let mut moved =
             crate::spawn_app(config(shards), self.app.keys.clone(), self.app.store.clone(), assertions, Some(self.table.clone())).await;
         moved.set_now(self.app.now());
-        // With `drained`, the drain runs each time the move lists the guild's objects: it stores
-        // and trims the old layout's streams under the move, between the pages it reads.
-        let drainer = drained.then(|| Arc::new(moved.drainer(S3Objects::new(self.s3.clone(), &self.bucket), Arc::default())));
+        // With `drained`, the drain runs each time the move lists the guild's objects, and the
+        // move reads its streams a few entries at a time: the drain stores and trims the old
+        // layout's streams under the move, between the pages it reads.
+        let drainer = drained.then(|| moved.drainer(S3Objects::new(self.s3.clone(), &self.bucket), Arc::default()));
         if drained {
             self.stats.faults += 1;
         }
-        let inner = S3Objects::new(self.s3.clone(), &self.bucket);
-        let objects = DrainOnList { inner, drainer, board: "guild", pause: std::time::Duration::ZERO };
+        let objects = DrainOnList::new(S3Objects::new(self.s3.clone(), &self.bucket), drainer, "guild");
         let mut jobs = moved.journal_jobs_over(objects.clone(), Arc::default());
+        jobs.resharder = Resharder::new(moved.config.clone(), moved.keys.clone(), moved.store.clone(), objects);
         if killed.is_some() {
             // A killed move's locks lapse within 2 s here (30 s deployed): a move renews its
             // lease with each run only, so one as short as the restores' (50 ms) lapses mid-move.
-            jobs.resharder = Resharder::new(moved.config.clone(), moved.keys.clone(), moved.store.clone(), objects).with_lease_ms(2000);
+            jobs.resharder = jobs.resharder.with_lease_ms(2000);
+        }
+        if drained {
+            jobs.resharder = jobs.resharder.with_stream_page(3);
         }
         let jobs = Arc::new(jobs);
         // Past its deadline, each invocation moves one run and stops.

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::reshard_lines::{Lines, Moving, Place, Range, parse_place};
+use super::reshard_lines::{Lines, Moving, Place, Range, STREAM_PAGE, parse_place};
 use super::restore::{RestoreError, Status};
 use crate::archive::objects::Objects;
 use crate::domain::catch_up::{Next, ROUND_MS, Round};
@@ -66,6 +66,8 @@ pub struct Resharder<O> {
     pub(super) lease_ms: u64,
     /// A round that ended within this of its start is the last before the fence (`ROUND_MS`).
     round_ms: i64,
+    /// Stream entries read at once (`reshard_lines::STREAM_PAGE`).
+    stream_page: usize,
 }
 
 /// A field of a new shard's reshard checkpoint (`through`, `from`).
@@ -75,13 +77,19 @@ async fn checkpoint<T: redis::FromRedisValue>(conn: &mut Connection, target: &Bo
 
 impl<O: Objects> Resharder<O> {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O) -> Self {
-        Self { config, keys, store, objects, lease_ms: super::restore::LOCK_LEASE_MS, round_ms: ROUND_MS }
+        Self { config, keys, store, objects, lease_ms: super::restore::LOCK_LEASE_MS, round_ms: ROUND_MS, stream_page: STREAM_PAGE }
     }
 
     /// Rounds until one finds nothing new (tests whose invocations move a line each, `0`) or
     /// ends within `round_ms` of its start.
     pub fn with_round_ms(mut self, round_ms: i64) -> Self {
         self.round_ms = round_ms;
+        self
+    }
+
+    /// Smaller stream pages (tests: a drain trimming between two pages of a few entries).
+    pub fn with_stream_page(mut self, entries: usize) -> Self {
+        self.stream_page = entries.max(1);
         self
     }
 
@@ -263,7 +271,7 @@ impl<O: Objects> Resharder<O> {
     }
 
     fn lines(&self) -> Lines<'_, O> {
-        Lines { objects: &self.objects, keys: &self.keys, lease_ms: self.lease_ms }
+        Lines { objects: &self.objects, keys: &self.keys, lease_ms: self.lease_ms, page: self.stream_page }
     }
 
     /// An online move's lines (`domain::catch_up`): its rounds while writes go on, each old

@@ -1,8 +1,9 @@
-//! The lines a move carries (`reshard`): each journal line of an old shard, read from S3 one
-//! object at a time and then from its stream, applied by its recorded effects in its user's new
-//! shard, in runs (`restore_lines.lua`, the line copied into that shard's journal in the same
-//! call). A range of each old shard's lines at a time: those up to the point the move started
-//! at while writes go on, then, fenced, those after it (docs/scaling.md#changing-shards).
+//! The lines a move carries (`reshard`): each journal line of an old shard, read a page of its
+//! stream or an object of S3 at a time (the objects for what the drain trimmed), applied by its
+//! recorded effects in its user's new shard, in runs (`restore_lines.lua`, the line copied into
+//! that shard's journal in the same call), each new shard's runs sent side by side. A range of
+//! each old shard's lines at a time: those up to the point the move started at while writes go
+//! on, then, fenced, those after it (docs/scaling.md#changing-shards).
 
 use chrono::{DateTime, Utc};
 
@@ -16,9 +17,9 @@ use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::store::Connection;
 use crate::redis::{journal, restore};
 
-/// Lines a run applies in one call, and a stream page read at once.
+/// Lines a run applies in one call, and a stream page read at once (`Resharder::with_stream_page`).
 const RUN_LINES: usize = 200;
-const STREAM_PAGE: usize = 1000;
+pub(super) const STREAM_PAGE: usize = 1000;
 
 /// A line's place in the move: the range it is moved in (an old shard's index, then past them
 /// for the lines after the move's starting point), then its stream id's numbers. A new shard
@@ -69,11 +70,22 @@ pub(super) struct Moving<'a> {
     pub pre: Option<PreChecked>,
 }
 
+/// A move stopped part-way (an error, or its invocation cancelled) takes its runs under way
+/// with it, as a killed process would: none lands after the move has returned.
+impl Drop for Moving<'_> {
+    fn drop(&mut self) {
+        for sent in self.sending.iter().flatten() {
+            sent.abort();
+        }
+    }
+}
+
 /// Where lines are read from and how long a run's lease holds.
 pub(super) struct Lines<'a, O> {
     pub objects: &'a O,
     pub keys: &'a Keys,
     pub lease_ms: u64,
+    pub page: usize,
 }
 
 impl<O: Objects> Lines<'_, O> {
@@ -109,7 +121,7 @@ impl<O: Objects> Lines<'_, O> {
         // The stream's oldest entry read before the objects were last listed (`None`: not yet).
         let mut listed: Option<Option<String>> = None;
         loop {
-            let (oldest, page) = journal::page_with_oldest(conn, (source, journal_name), (last.as_deref(), until, STREAM_PAGE)).await?;
+            let (oldest, page) = journal::page_with_oldest(conn, (source, journal_name), (last.as_deref(), until, self.page)).await?;
             let at_or_before_last =
                 |oldest: &str| last.as_deref().and_then(numbers).is_some_and(|last| numbers(oldest).is_some_and(|o| o <= last));
             let held = oldest.as_deref().is_some_and(|o| at_or_before_last(o) || listed.as_ref().is_some_and(|l| l.as_deref() == Some(o)));
