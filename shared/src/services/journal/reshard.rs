@@ -225,6 +225,7 @@ impl<O: Objects> Resharder<O> {
             done,
             runs: targets.iter().map(|_| restore::Run::default()).collect(),
             sending: targets.iter().map(|_| None).collect(),
+            sent: Default::default(),
             clock: restore::Clock::read(conn).await?,
             moved: 0,
             pre: None,

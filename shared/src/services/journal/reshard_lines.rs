@@ -20,6 +20,9 @@ use crate::redis::{journal, restore};
 /// Lines a run applies in one call, and a stream page read at once (`Resharder::with_stream_page`).
 const RUN_LINES: usize = 200;
 pub(super) const STREAM_PAGE: usize = 1000;
+/// Runs under way at once, over every new shard: one a shard (twelve) took a move no faster and
+/// held more memory (BENCHMARKS.md, the night of 2026-12-02).
+const RUNS_UNDER_WAY: usize = 3;
 
 /// A line's place in the move: the range it is moved in (an old shard's index, then past them
 /// for the lines after the move's starting point), then its stream id's numbers. A new shard
@@ -62,6 +65,8 @@ pub(super) struct Moving<'a> {
     pub runs: Vec<restore::Run>,
     /// Each new shard's run under way (`flush`).
     pub sending: Vec<Option<tokio::task::JoinHandle<Result<restore::Applied, StoreError>>>>,
+    /// The new shards with a run under way, the first sent first.
+    pub sent: std::collections::VecDeque<usize>,
     pub clock: restore::Clock,
     /// Lines this invocation moved.
     pub moved: usize,
@@ -258,13 +263,18 @@ impl<O: Objects> Lines<'_, O> {
     }
 
     /// Sends new shard `t`'s run (none when empty) once the one sent before it to that shard
-    /// has landed: the new shards take their runs side by side, each in order, while the next
-    /// lines are read.
+    /// has landed, and fewer than `RUNS_UNDER_WAY` are: the new shards take their runs side by
+    /// side, each in order, while the next lines are read.
     async fn flush(&self, conn: &Connection, moving: &mut Moving<'_>, t: usize) -> Result<(), RestoreError> {
         self.landed(moving, t).await?;
         if moving.runs[t].lines() == 0 {
             return Ok(());
         }
+        while moving.sent.len() >= RUNS_UNDER_WAY {
+            let first = moving.sent[0];
+            self.landed(moving, first).await?;
+        }
+        moving.sent.push_back(t);
         let run = std::mem::take(&mut moving.runs[t]);
         let (mut conn, target, token, lease_ms) = (conn.clone(), moving.targets[t].clone(), moving.token.to_owned(), self.lease_ms);
         moving.sending[t] = Some(tokio::spawn(async move {
@@ -276,6 +286,7 @@ impl<O: Objects> Lines<'_, O> {
     /// Waits for the run last sent to new shard `t`.
     async fn landed(&self, moving: &mut Moving<'_>, t: usize) -> Result<(), RestoreError> {
         let Some(sent) = moving.sending[t].take() else { return Ok(()) };
+        moving.sent.retain(|u| *u != t);
         match sent.await.map_err(|e| StoreError::Protocol(format!("reshard call: {e}")))?? {
             restore::Applied::Applied => Ok(()),
             _ => Err(RestoreError::Running(moving.targets[t].guard())),
