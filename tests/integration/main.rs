@@ -79,6 +79,7 @@ mod sharded_archive;
 mod sharded_boards;
 mod sharded_journal;
 mod sharded_moves;
+mod sharded_nodes;
 mod sharded_reshard;
 mod sharded_rules;
 mod sharded_sign_ins;

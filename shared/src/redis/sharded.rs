@@ -1,7 +1,7 @@
 //! Reads of a board spread over shards (docs/scaling.md): each shard's sorted set answers its
 //! part in one `MULTI` or one script call (a snapshot of that shard; counts ranked before a
-//! member search its tie rather than fetch it), the shards in parallel (the cluster client
-//! keeps one connection a node, so the shards of one node share it, pipelined). Exact against
+//! member search its tie rather than fetch it), one pipeline a node holding shards, the nodes
+//! in parallel (`nodes`; standalone, one pipeline in all). Exact against
 //! one sorted set holding every member: a composite already holds the tie part, so counts of
 //! the shards add up, and equal composites order by member id as `ZREVRANGE` orders them.
 //! There is no snapshot across shards: a read while writes go on may see one shard before a
@@ -11,6 +11,7 @@ use futures::future::try_join_all;
 use redis::{FromRedisValue, Pipeline, Value};
 
 use super::error::StoreError;
+use super::nodes::Part;
 use super::scripts::SHARD_RANKS;
 use super::settings::ReplicaWait;
 use super::store::{Connection, ScriptCall};
@@ -42,25 +43,38 @@ fn composite(c: f64) -> String {
     format!("{c:.0}")
 }
 
-/// Runs `build`'s commands on every shard in parallel, each shard's in one `MULTI` after its
-/// fence check (a board being restored answers `Restoring`, as the read scripts do); each
-/// shard's replies, the fence's left out, read as one `T`.
+/// Runs `build`'s commands on every shard, each shard's in one `MULTI` after its fence check
+/// (a board being restored answers `Restoring`, as the read scripts do), one pipeline a node
+/// (`nodes`); each shard's replies, the fence's left out, read as one `T`.
 async fn each<T: FromRedisValue + Send>(
     conn: &Connection,
     shards: &[ShardSet],
     build: impl Fn(usize, &ShardSet, &mut Pipeline),
 ) -> Result<Vec<T>, StoreError> {
     let protocol = |e: redis::ParsingError| StoreError::Protocol(format!("sharded read: {e}"));
-    try_join_all(shards.iter().enumerate().map(|(i, shard)| {
-        let mut pipe = redis::pipe();
-        pipe.atomic();
-        if let Some(guard) = &shard.guard {
-            pipe.add_command(crate::redis::catalog::guard_state(guard));
-        }
-        build(i, shard, &mut pipe);
+    let pipes: Vec<Pipeline> = shards
+        .iter()
+        .enumerate()
+        .map(|(i, shard)| {
+            let mut pipe = redis::pipe();
+            pipe.atomic();
+            if let Some(guard) = &shard.guard {
+                pipe.add_command(crate::redis::catalog::guard_state(guard));
+            }
+            build(i, shard, &mut pipe);
+            pipe
+        })
+        .collect();
+    let parts: Vec<(&str, Part)> = shards.iter().zip(&pipes).map(|(shard, pipe)| (shard.set.as_str(), Part::Atomic(pipe))).collect();
+    let answers = conn.per_node(&parts).await;
+    try_join_all(pipes.iter().zip(shards).zip(answers).map(|((pipe, shard), answer)| {
         let (mut conn, fenced) = (conn.clone(), shard.guard.is_some());
         async move {
-            let mut values: Vec<Value> = pipe.query_async(&mut conn).await?;
+            let mut values: Vec<Value> = match answer {
+                Some(Value::Array(values)) => values,
+                // Not answered in its node's pipeline: on its own, redirects followed.
+                _ => pipe.query_async(&mut conn).await?,
+            };
             if fenced {
                 crate::redis::catalog::restoring_for_reads(values.remove(0))?;
             }
@@ -125,22 +139,37 @@ pub struct ShardAbove {
     pub edge: Option<u64>,
 }
 
-/// Runs `shard_ranks.lua` on every shard in parallel, with the shard's set and guard as its
-/// keys and `args` as its arguments: one call a shard, its fence checked in it.
+/// Runs `shard_ranks.lua` on every shard, with the shard's set and guard as its keys and
+/// `args` as its arguments: one call a shard, its fence checked in it, one pipeline a node.
 async fn each_ranks<T: FromRedisValue + Send>(
     conn: &Connection,
     shards: &[ShardSet],
     args: impl Fn(&mut ScriptCall<'_>),
 ) -> Result<Vec<T>, StoreError> {
-    try_join_all(shards.iter().map(|shard| {
-        let mut call = ScriptCall::new(&SHARD_RANKS);
-        call.key(&shard.set);
-        if let Some(guard) = &shard.guard {
-            call.key(guard);
-        }
-        args(&mut call);
+    let protocol = |e: redis::ParsingError| StoreError::Protocol(format!("sharded read: {e}"));
+    let calls: Vec<ScriptCall> = shards
+        .iter()
+        .map(|shard| {
+            let mut call = ScriptCall::new(&SHARD_RANKS);
+            call.key(&shard.set);
+            if let Some(guard) = &shard.guard {
+                call.key(guard);
+            }
+            args(&mut call);
+            call
+        })
+        .collect();
+    let parts: Vec<(&str, Part)> = shards.iter().zip(&calls).map(|(shard, call)| (shard.set.as_str(), Part::Script(call))).collect();
+    let answers = conn.per_node(&parts).await;
+    try_join_all(calls.iter().zip(answers).map(|(call, answer)| {
         let mut conn = conn.clone();
-        async move { conn.run_script(&call, ReplicaWait::NONE).await }
+        async move {
+            match answer {
+                Some(value) => T::from_redis_value(value).map_err(protocol),
+                // Not answered in its node's pipeline (a fence, a script to load, a redirect).
+                None => conn.run_script(call, ReplicaWait::NONE).await,
+            }
+        }
     }))
     .await
 }

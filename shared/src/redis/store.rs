@@ -48,6 +48,7 @@ pub struct Store {
     replica_wait: ReplicaWait,
     policy: Arc<PolicyGate>,
     layouts: Arc<super::layout::Layouts>,
+    nodes: Arc<super::nodes::NodeMap>,
 }
 
 /// How long a probe of the store's eviction policy is trusted before writes probe again.
@@ -99,6 +100,7 @@ impl Store {
             replica_wait: settings.replica_wait,
             policy,
             layouts: Arc::default(),
+            nodes: Arc::default(),
         })
     }
 
@@ -126,7 +128,7 @@ impl Store {
                 Link::Cluster(connection.get_or_try_init(|| client.get_async_connection()).await?.clone())
             }
         };
-        Ok(Connection { link, round_trips: self.round_trips.clone(), layouts: self.layouts.clone() })
+        Ok(Connection { link, round_trips: self.round_trips.clone(), layouts: self.layouts.clone(), nodes: self.nodes.clone() })
     }
 
     /// A connection for a write: refused (`EvictingPolicy`) when the store may evict keys. The
@@ -227,6 +229,11 @@ impl Store {
         policy == "noeviction" || self.policy.allow_evicting
     }
 
+    /// Which primary holds each slot, as this container last read it (`nodes`).
+    pub fn node_map(&self) -> &super::nodes::NodeMap {
+        &self.nodes
+    }
+
     /// Requests sent to Redis so far by this store (a pipeline or a script call is one; a
     /// cluster pipeline spanning several nodes is also counted once).
     pub fn round_trips(&self) -> u64 {
@@ -245,6 +252,7 @@ pub struct Connection {
     link: Link,
     round_trips: Arc<AtomicU64>,
     layouts: Arc<super::layout::Layouts>,
+    nodes: Arc<super::nodes::NodeMap>,
 }
 
 /// One call of a Lua script: the script, its KEYS and its ARGV, run with
@@ -270,7 +278,7 @@ impl<'a> ScriptCall<'a> {
         self
     }
 
-    fn evalsha(&self) -> Cmd {
+    pub(super) fn evalsha(&self) -> Cmd {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(self.script.get_hash()).arg(self.keys.len()).arg(&self.keys).arg(&self.args);
         cmd
@@ -319,71 +327,14 @@ impl Connection {
             .collect())
     }
 
-    /// Every key matching `pattern` on the node holding `key`'s slot (`SCAN … MATCH`, a page
-    /// at a time): the keys of one hash tag, found without knowing their names. O(the node's
-    /// keys): for rare jobs (a season's release), never a request.
-    pub async fn scan_slot_of(&mut self, key: &str, pattern: &str) -> Result<Vec<String>, StoreError> {
-        use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-        let mut found = Vec::new();
-        let mut cursor = 0u64;
-        loop {
-            let mut scan = redis::cmd("SCAN");
-            scan.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
-            let (next, keys): (u64, Vec<String>) = match &self.link {
-                Link::Standalone(_) => scan.query_async(self).await?,
-                Link::Cluster(cluster) => {
-                    self.round_trips.fetch_add(1, Ordering::Relaxed);
-                    let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(Route::with_key(key, SlotAddr::Master)));
-                    let reply = cluster.clone().route_command(scan, route).await?;
-                    FromRedisValue::from_redis_value(reply).map_err(|e| StoreError::Protocol(format!("SCAN: {e}")))?
-                }
-            };
-            found.extend(keys);
-            if next == 0 {
-                return Ok(found);
-            }
-            cursor = next;
-        }
+    /// Which primary holds each slot, as this container last read it (`nodes`).
+    pub(super) fn nodes(&self) -> &super::nodes::NodeMap {
+        &self.nodes
     }
 
-    /// The primaries to SCAN for a job that must see every key: `[None]` standalone, each
-    /// primary's address on a cluster. A primary marked failing (`fail` or `fail?`) is an
-    /// error: its keys would be missed.
-    pub async fn primaries(&mut self) -> Result<Vec<Option<(String, u16)>>, StoreError> {
-        if self.cluster().is_none() {
-            return Ok(vec![None]);
-        }
-        let text: String = redis::cmd("CLUSTER").arg("NODES").query_async(self).await?;
-        let mut primaries = Vec::new();
-        for line in text.lines() {
-            let parts: Vec<&str> = line.split(' ').collect();
-            let Some(flags) = parts.get(2).filter(|flags| flags.contains("master")) else { continue };
-            if flags.contains("fail") {
-                return Err(StoreError::Protocol(format!("a primary is failing ({flags}): its keys cannot be scanned")));
-            }
-            let address = parts.get(1).and_then(|a| a.split('@').next()).and_then(|a| a.rsplit_once(':'));
-            let Some((host, port)) = address.and_then(|(host, port)| Some((host.to_owned(), port.parse().ok()?))) else { continue };
-            primaries.push(Some((host, port)));
-        }
-        Ok(primaries)
-    }
-
-    /// One page of `SCAN cursor MATCH pattern COUNT 1000` on `node` (`primaries`): the next
-    /// cursor (0: done) and the keys. O(the node's keys) over all pages: for a one-off job (the
-    /// move of profiles to their shards), never a request.
-    pub async fn scan_page(&mut self, node: &Option<(String, u16)>, cursor: u64, pattern: &str) -> Result<(u64, Vec<String>), StoreError> {
-        use redis::cluster_routing::{RoutingInfo, SingleNodeRoutingInfo};
-        let mut scan = redis::cmd("SCAN");
-        scan.arg(cursor).arg("MATCH").arg(pattern).arg("COUNT").arg(1000);
-        match (self.cluster().cloned(), node) {
-            (Some(mut cluster), Some((host, port))) => {
-                self.round_trips.fetch_add(1, Ordering::Relaxed);
-                let route = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress { host: host.clone(), port: *port });
-                let reply = cluster.route_command(scan, route).await?;
-                FromRedisValue::from_redis_value(reply).map_err(|e| StoreError::Protocol(format!("SCAN: {e}")))
-            }
-            _ => Ok(scan.query_async(self).await?),
-        }
+    /// Counts a request sent past `ConnectionLike` (a node addressed by hand).
+    pub(super) fn count_round_trip(&self) {
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Runs a script with EVALSHA; NOSCRIPT (after `SCRIPT FLUSH`, or on a node that never saw

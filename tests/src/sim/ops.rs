@@ -281,6 +281,10 @@ pub enum Op {
         cup: u8,
         delete: bool,
     },
+    /// Fault: the function's map of which primary holds each slot gone stale (a failover, a
+    /// slot moved): every slot taken for one node's, so the next reads of the guild's shards
+    /// go to the wrong node first (docs/scaling.md#reads).
+    StaleNodes,
     /// A function's start (a deploy, a scale-out): the boards not born judged against the journal
     /// bucket (docs/journal.md#fence); a board lost with its history is never taken for new.
     Start,
@@ -313,7 +317,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..136) {
+        let op = match rng.u32(..137) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -422,6 +426,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             133 => Op::CorrectCup { cup: 2, user, score: 10 + 2 * rng.u32(..4) },
             134 => Op::GrantCup { cup: 2, user, add: rng.u8(1..3), grant: id(1), again: None },
             135 => Op::EditCup { cup: 2, minutes: [-30, 0, 30, 120, 600][rng.usize(..5)], title: false, more: Some(CupEdit::Prizes) },
+            136 => Op::StaleNodes,
             _ => Op::Start,
         };
         ops.push(op);

@@ -290,6 +290,10 @@ impl World {
                 self.flush().await;
             }
             Op::Start => self.function_start().await?,
+            Op::StaleNodes => {
+                self.stats.faults += 1;
+                self.app.store.node_map().pretend_all_on("127.0.0.1:1");
+            }
             Op::LoseCatalogLog => {
                 self.stats.faults += 1;
                 super::faults::delete(&self.app, &[self.app.keys.catalog().catalog_log()]).await;

@@ -1,0 +1,231 @@
+//! A read of several shards sent as one pipeline a node (docs/scaling.md#reads): each shard's
+//! part (a transaction, or a script call) keeps its own atomicity, and the parts of the shards
+//! a node holds travel together, the nodes in parallel. Standalone, every shard is on the one
+//! server: one pipeline in all.
+//!
+//! A cluster's shards are grouped by which primary holds their slot, as `CLUSTER SLOTS` last
+//! said (read once a container, read again after a redirect). The pipeline is routed by its
+//! first part's slot, so a map gone stale (a slot moved, a failover) can only send a part to a
+//! node that answers it `MOVED`: a part answered with any error is not taken from the
+//! pipeline but sent again on its own by the caller, as before this module, where the cluster
+//! client follows redirects and a script the node lacks is loaded. Reads only: sending a part
+//! twice changes nothing.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+
+use futures::future::join_all;
+use redis::aio::ConnectionLike;
+use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
+use redis::{FromRedisValue, Pipeline, Value};
+
+use super::store::{Connection, ScriptCall};
+
+/// Slot ranges `(first, last)` and the address of the primary holding each, sorted.
+type Ranges = Arc<Vec<(u16, u16, String)>>;
+
+/// Which primary holds each slot, as this container last read it; empty until first needed.
+#[derive(Default)]
+pub struct NodeMap {
+    ranges: RwLock<Option<Ranges>>,
+}
+
+impl NodeMap {
+    /// Replaces the map as a stale read would leave it (a fault for tests): every slot on the
+    /// node at `address`.
+    pub fn pretend_all_on(&self, address: &str) {
+        self.set(Some(Arc::new(vec![(0, 16383, address.to_owned())])));
+    }
+
+    fn get(&self) -> Option<Ranges> {
+        self.ranges.read().ok().and_then(|ranges| ranges.clone())
+    }
+
+    fn set(&self, ranges: Option<Ranges>) {
+        if let Ok(mut held) = self.ranges.write() {
+            *held = ranges;
+        }
+    }
+}
+
+/// The primary holding `slot` in `ranges`.
+fn node_of(ranges: &[(u16, u16, String)], slot: u16) -> Option<&str> {
+    let at = ranges.partition_point(|(_, last, _)| *last < slot);
+    ranges.get(at).filter(|(first, _, _)| *first <= slot).map(|(_, _, node)| node.as_str())
+}
+
+/// `CLUSTER SLOTS`' reply as ranges: `[[first, last, [host, port, …], replicas…]…]`.
+fn parse_slots(reply: Value) -> Option<Vec<(u16, u16, String)>> {
+    let Value::Array(entries) = reply else { return None };
+    let mut ranges = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let Value::Array(fields) = entry else { return None };
+        let mut fields = fields.into_iter();
+        let first = u16::from_redis_value(fields.next()?).ok()?;
+        let last = u16::from_redis_value(fields.next()?).ok()?;
+        let (host, port): (String, u16) = match fields.next()? {
+            Value::Array(node) => {
+                (String::from_redis_value(node.first()?.clone()).ok()?, u16::from_redis_value(node.get(1)?.clone()).ok()?)
+            }
+            _ => return None,
+        };
+        ranges.push((first, last, format!("{host}:{port}")));
+    }
+    ranges.sort();
+    Some(ranges)
+}
+
+/// One shard's part of a read.
+pub enum Part<'a> {
+    /// Commands run in one `MULTI`; its answer is `EXEC`'s array.
+    Atomic(&'a Pipeline),
+    /// One script call; its answer is the script's reply.
+    Script(&'a ScriptCall<'a>),
+}
+
+impl Part<'_> {
+    /// Adds the part to `pipe`; how many replies it gets there.
+    fn add_to(&self, pipe: &mut Pipeline) -> usize {
+        match self {
+            Part::Atomic(commands) => {
+                pipe.cmd("MULTI");
+                let mut n = 2;
+                for command in commands.cmd_iter() {
+                    pipe.add_command(command.clone());
+                    n += 1;
+                }
+                pipe.cmd("EXEC");
+                n
+            }
+            Part::Script(call) => {
+                pipe.add_command(call.evalsha());
+                1
+            }
+        }
+    }
+}
+
+/// Whether a reply holds an error anywhere (a transaction's inside it included).
+fn failed(value: &Value) -> bool {
+    match value {
+        Value::ServerError(_) => true,
+        Value::Array(items) => items.iter().any(failed),
+        _ => false,
+    }
+}
+
+/// Whether a reply says the part went to a node that does not hold its slot.
+fn redirected(value: &Value) -> bool {
+    match value {
+        Value::ServerError(error) => matches!(error.code(), "MOVED" | "ASK" | "TRYAGAIN" | "CLUSTERDOWN" | "CROSSSLOT"),
+        Value::Array(items) => items.iter().any(redirected),
+        _ => false,
+    }
+}
+
+impl Connection {
+    /// Sends `parts`, each routed by the key given with it (a key of the shard's slot), one
+    /// pipeline a node; each part's answer, or `None` for a part to send again on its own (it
+    /// was answered with an error, or its node could not be asked).
+    pub(super) async fn per_node(&self, parts: &[(&str, Part<'_>)]) -> Vec<Option<Value>> {
+        let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+        match self.cluster() {
+            None => groups.entry(String::new()).or_default().extend(0..parts.len()),
+            Some(_) => {
+                let Some(ranges) = self.node_ranges().await else { return vec![None; parts.len()] };
+                for (i, (key, _)) in parts.iter().enumerate() {
+                    let slot = super::keys::slot(key) as u16;
+                    // A slot no primary holds (a cluster being set up): its part goes alone.
+                    let node = node_of(&ranges, slot).map_or_else(|| format!("?{i}"), str::to_owned);
+                    groups.entry(node).or_default().push(i);
+                }
+            }
+        }
+        let sent = join_all(groups.into_values().map(|members| self.send_group(parts, members))).await;
+        let mut answers = vec![None; parts.len()];
+        for (members, replies) in sent {
+            for (i, reply) in members.into_iter().zip(replies) {
+                answers[i] = reply;
+            }
+        }
+        answers
+    }
+
+    /// The cluster's slot ranges, read with `CLUSTER SLOTS` when not known yet.
+    async fn node_ranges(&self) -> Option<Ranges> {
+        if let Some(ranges) = self.nodes().get() {
+            return Some(ranges);
+        }
+        let reply: Value = redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut self.clone()).await.ok()?;
+        let ranges = Arc::new(parse_slots(reply)?);
+        self.nodes().set(Some(ranges.clone()));
+        Some(ranges)
+    }
+
+    /// One node's parts in one pipeline: `members` (indexes into `parts`) and their answers.
+    async fn send_group(&self, parts: &[(&str, Part<'_>)], members: Vec<usize>) -> (Vec<usize>, Vec<Option<Value>>) {
+        let mut pipe = redis::pipe();
+        let counts: Vec<usize> = members.iter().map(|i| parts[*i].1.add_to(&mut pipe)).collect();
+        let total = counts.iter().sum();
+        let mut conn = self.clone();
+        let replies = match self.cluster().cloned() {
+            None => conn.req_packed_commands(&pipe, 0, total).await,
+            Some(mut cluster) => {
+                self.count_round_trip();
+                let route = Route::new(super::keys::slot(parts[members[0]].0) as u16, SlotAddr::Master);
+                cluster.route_pipeline(pipe, 0, total, SingleNodeRoutingInfo::SpecificNode(route)).await
+            }
+        };
+        // Failed whole (a node gone, or a redirect the cluster client followed with the whole
+        // pipeline): the map is read again before the next read.
+        let Some(mut replies) = replies.ok().filter(|replies| replies.len() == total).map(Vec::into_iter) else {
+            self.nodes().set(None);
+            return (members.clone(), vec![None; members.len()]);
+        };
+        let mut answers = Vec::with_capacity(members.len());
+        let mut stale = false;
+        for count in counts {
+            let part: Vec<Value> = replies.by_ref().take(count).collect();
+            stale |= part.iter().any(redirected);
+            // A part's answer is its last reply (`EXEC`'s, or the script's); the others are
+            // `MULTI`'s OK and each command's QUEUED, where a refused command shows.
+            answers.push(match part.iter().any(failed) {
+                true => None,
+                false => part.into_iter().last(),
+            });
+        }
+        if stale {
+            self.nodes().set(None);
+        }
+        (members, answers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_slot_is_found_in_its_range_and_nowhere_else() {
+        let ranges = vec![(0, 5460, "a".to_owned()), (5461, 10922, "b".to_owned()), (10923, 16383, "c".to_owned())];
+        assert_eq!(node_of(&ranges, 0), Some("a"));
+        assert_eq!(node_of(&ranges, 5460), Some("a"));
+        assert_eq!(node_of(&ranges, 5461), Some("b"));
+        assert_eq!(node_of(&ranges, 16383), Some("c"));
+        let gap = vec![(0, 99, "a".to_owned()), (200, 300, "b".to_owned())];
+        assert_eq!(node_of(&gap, 150), None);
+        assert_eq!(node_of(&gap, 301), None);
+    }
+
+    #[test]
+    fn cluster_slots_replies_become_sorted_ranges() {
+        let node =
+            |host: &str, port: i64| Value::Array(vec![Value::BulkString(host.into()), Value::Int(port), Value::BulkString(b"id".to_vec())]);
+        let reply = Value::Array(vec![
+            Value::Array(vec![Value::Int(5461), Value::Int(16383), node("127.0.0.1", 7001), node("127.0.0.1", 7004)]),
+            Value::Array(vec![Value::Int(0), Value::Int(5460), node("127.0.0.1", 7000)]),
+        ]);
+        assert_eq!(parse_slots(reply), Some(vec![(0, 5460, "127.0.0.1:7000".to_owned()), (5461, 16383, "127.0.0.1:7001".to_owned())]));
+        assert_eq!(parse_slots(Value::Nil), None);
+    }
+}

@@ -1,0 +1,102 @@
+//! A read of every shard is one pipeline a node holding shards (docs/scaling.md#reads): counted
+//! by the store itself, exact against every shard's entries read whole, and a cluster map gone
+//! stale (every slot taken for one node's) costs one wasted pipeline and the parts sent again
+//! alone, answers exactly, and is read again for the next read.
+
+use standings::domain::config::Config;
+use standings::domain::period::{Period, PeriodKind};
+use standings::redis::sharded::{self, ShardSet};
+use standings_tests::{TestApp, at, spawn_ingest_with};
+
+const SHARDS: u32 = 12;
+const USERS: u32 = 60;
+
+fn config() -> Config {
+    let board = format!(
+        "[[boards]]\nname = \"nodes\"\nkind = \"scores\"\nkeep = \"best\"\norder = \"desc\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nshards = {SHARDS}\n"
+    );
+    Config::parse(&board).unwrap()
+}
+
+/// How many nodes hold the slots of `keys`: 1 standalone, the primaries holding them on a cluster.
+async fn nodes_holding(app: &TestApp, keys: &[String]) -> u64 {
+    if !app.store.is_cluster() {
+        return 1;
+    }
+    let ranges: Vec<Vec<redis::Value>> = redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut app.redis.clone()).await.unwrap();
+    let number = |value: &redis::Value| match value {
+        redis::Value::Int(n) => *n as u32,
+        other => panic!("a slot: {other:?}"),
+    };
+    let mut nodes: Vec<String> = keys
+        .iter()
+        .map(|key| {
+            let slot = standings::redis::keys::slot(key);
+            let range = ranges.iter().find(|range| (number(&range[0])..=number(&range[1])).contains(&slot)).expect("every slot is held");
+            format!("{:?}", range[2])
+        })
+        .collect();
+    nodes.sort();
+    nodes.dedup();
+    nodes.len() as u64
+}
+
+#[tokio::test]
+async fn a_read_of_every_shard_is_one_pipeline_a_node_and_a_stale_map_only_costs_a_resend() {
+    let app = spawn_ingest_with(config()).await;
+    let now = at("2026-11-22T08:00:00Z");
+    app.set_now(now);
+    for user in 0..USERS {
+        // Ties on purpose: scores repeat every 7 users.
+        let body = serde_json::json!({"event_id": format!("e{user}"), "user_id": format!("u{user}"), "score": user % 7});
+        assert_eq!(app.post("/v1/boards/nodes/scores", &body).await.0, 200);
+    }
+    let period = Period::containing(PeriodKind::All, now, chrono_tz::UTC);
+    let layout = app.keys.layout("nodes", SHARDS);
+    let sets: Vec<ShardSet> = layout.all().iter().map(|keys| ShardSet { set: keys.period(&period), guard: None }).collect();
+    let nodes = nodes_holding(&app, &sets.iter().map(|s| s.set.clone()).collect::<Vec<_>>()).await;
+    if app.store.is_cluster() {
+        assert!(nodes > 1 && nodes < u64::from(SHARDS), "12 shards over the test cluster's primaries: {nodes}");
+    }
+
+    // The oracle: every shard's entries read whole, in ZREVRANGE order over all of them.
+    let mut conn = app.store.connection().await.unwrap();
+    let mut all: Vec<(String, f64)> = Vec::new();
+    for set in &sets {
+        let entries: Vec<(String, f64)> =
+            redis::cmd("ZRANGE").arg(&set.set).arg(0).arg(-1).arg("WITHSCORES").query_async(&mut conn).await.unwrap();
+        all.extend(entries);
+    }
+    assert_eq!(all.len() as u32, USERS);
+    all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    let probes: Vec<(&str, f64)> = [3usize, 17, 42].iter().map(|i| (all[*i].0.as_str(), all[*i].1)).collect();
+
+    // A transaction a shard (sizes) and a script call a shard (counts): one request a node.
+    sharded::sizes(&conn, &sets).await.unwrap();
+    let before = app.store.round_trips();
+    let sizes = sharded::sizes(&conn, &sets).await.unwrap();
+    assert_eq!(app.store.round_trips() - before, nodes, "sizes of {SHARDS} shards");
+    assert_eq!(sizes.iter().sum::<u64>(), u64::from(USERS));
+    let before = app.store.round_trips();
+    let (ranked, _) = sharded::counts(&conn, &sets, &probes, &[]).await.unwrap();
+    assert_eq!(app.store.round_trips() - before, nodes, "counts of {SHARDS} shards");
+    assert_eq!(ranked, vec![3, 17, 42], "members ranked before each probe");
+
+    // A stale map: every part goes to the node of the first shard's slot; the parts of other
+    // nodes come back MOVED and are sent again on their own.
+    app.store.node_map().pretend_all_on("127.0.0.1:1");
+    let before = app.store.round_trips();
+    let (ranked, _) = sharded::counts(&conn, &sets, &probes, &[]).await.unwrap();
+    let spent = app.store.round_trips() - before;
+    assert_eq!(ranked, vec![3, 17, 42], "exact with a stale map");
+    // At most the wasted pipeline and then every part alone (the cluster client may follow a
+    // redirect with the whole pipeline, so even the parts of the right node may be resent).
+    assert!(spent <= 1 + u64::from(SHARDS), "one pipeline, then the parts alone: {spent}");
+    // The map was read again: one request a node once more.
+    let before = app.store.round_trips();
+    assert_eq!(sharded::sizes(&conn, &sets).await.unwrap().iter().sum::<u64>(), u64::from(USERS));
+    assert_eq!(app.store.round_trips() - before, nodes + u64::from(app.store.is_cluster()), "the map read again, then a request a node");
+    let before = app.store.round_trips();
+    sharded::sizes(&conn, &sets).await.unwrap();
+    assert_eq!(app.store.round_trips() - before, nodes);
+}
