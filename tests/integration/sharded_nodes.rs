@@ -99,4 +99,19 @@ async fn a_read_of_every_shard_is_one_pipeline_a_node_and_a_stale_map_only_costs
     let before = app.store.round_trips();
     sharded::sizes(&conn, &sets).await.unwrap();
     assert_eq!(app.store.round_trips() - before, nodes);
+
+    // Reading from replicas (`REDIS_READ_FROM_REPLICAS`), once each primary's replica holds the
+    // writes: the transactions go to the replicas, the same answers.
+    if app.store.is_cluster() {
+        for set in &sets {
+            let (_, acknowledged): (u64, u64) =
+                redis::pipe().cmd("ZCARD").arg(&set.set).cmd("WAIT").arg(1).arg(5000).query_async(&mut app.redis.clone()).await.unwrap();
+            assert_eq!(acknowledged, 1, "{} replicated", set.set);
+        }
+        let settings = standings::redis::settings::RedisSettings { read_from_replicas: true, ..standings_tests::redis_settings() };
+        let replicas = standings::redis::store::Store::connect(&settings).unwrap();
+        let conn = replicas.connection().await.unwrap();
+        assert_eq!(sharded::sizes(&conn, &sets).await.unwrap(), sizes);
+        assert_eq!(sharded::counts(&conn, &sets, &probes, &[]).await.unwrap().0, vec![3, 17, 42]);
+    }
 }

@@ -28,9 +28,16 @@ type Ranges = Arc<Vec<(u16, u16, String)>>;
 #[derive(Default)]
 pub struct NodeMap {
     ranges: RwLock<Option<Ranges>>,
+    /// `REDIS_READ_FROM_REPLICAS`: transactions of reads go to a replica of the primary, as the
+    /// cluster client sends a read-only command; script calls go to the primary, as it does.
+    from_replicas: bool,
 }
 
 impl NodeMap {
+    pub fn new(from_replicas: bool) -> Self {
+        Self { ranges: RwLock::default(), from_replicas }
+    }
+
     /// Replaces the map as a stale read would leave it (a fault for tests): every slot on the
     /// node at `address`.
     pub fn pretend_all_on(&self, address: &str) {
@@ -172,7 +179,9 @@ impl Connection {
             None => conn.req_packed_commands(&pipe, 0, total).await,
             Some(mut cluster) => {
                 self.count_round_trip();
-                let route = Route::new(super::keys::slot(parts[members[0]].0) as u16, SlotAddr::Master);
+                let reads_only = members.iter().all(|i| matches!(parts[*i].1, Part::Atomic(_)));
+                let addr = if reads_only && self.nodes().from_replicas { SlotAddr::ReplicaOptional } else { SlotAddr::Master };
+                let route = Route::new(super::keys::slot(parts[members[0]].0) as u16, addr);
                 cluster.route_pipeline(pipe, 0, total, SingleNodeRoutingInfo::SpecificNode(route)).await
             }
         };

@@ -100,7 +100,7 @@ impl Store {
             replica_wait: settings.replica_wait,
             policy,
             layouts: Arc::default(),
-            nodes: Arc::default(),
+            nodes: Arc::new(super::nodes::NodeMap::new(settings.read_from_replicas)),
         })
     }
 
