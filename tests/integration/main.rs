@@ -84,6 +84,7 @@ mod sharded_reshard;
 mod sharded_rules;
 mod sharded_sign_ins;
 mod sharded_ties;
+mod sharded_tops;
 mod sign_ins;
 // Named to sort first: libtest starts tests in name order, and the simulation (minutes, on its
 // budget) started last ran alone at the end of each pass.
