@@ -54,11 +54,11 @@ async fn five_hundred_ids_ranked_unranked_and_repeated() {
     let (status, body) = ranks(&app, "activity", json!({ "user_ids": ids })).await;
     assert_eq!(status, 200, "{body}");
     let listed = body["entries"].as_array().unwrap().iter().map(|e| e["user_id"].as_str().unwrap());
-    let profiles = app.profile_requests(listed);
+    let profiles = app.profile_requests(listed).await;
     assert_eq!(
         app.store.round_trips() - before,
         1 + profiles,
-        "one script for the ranks, one pipeline for profiles (per slot on a cluster)"
+        "one script for the ranks, one pipeline for profiles (per node on a cluster)"
     );
     assert_eq!(body["total"], 300);
     let entries = body["entries"].as_array().unwrap();

@@ -164,17 +164,17 @@ async fn top_30_with_profiles_is_two_round_trips() {
     app.get("/v1/boards/activity/top?limit=30").await;
     let before = app.store.round_trips();
     let (_, top) = app.get("/v1/boards/activity/top?limit=30").await;
-    let profiles = app.profile_requests(users(&top["entries"]));
+    let profiles = app.profile_requests(users(&top["entries"])).await;
     assert_eq!(
         app.store.round_trips() - before,
         1 + profiles,
-        "one script call for the page, one pipeline for profiles (per slot on a cluster)"
+        "one script call for the page, one pipeline for profiles (per node on a cluster)"
     );
     assert_eq!(top["entries"].as_array().unwrap().len(), 30);
     assert!(top["entries"].as_array().unwrap().iter().all(|e| e["profile"]["nickname"].is_string()));
     let before = app.store.round_trips();
     let (_, me) = app.get("/v1/boards/activity/users/u7?around=5").await;
-    let profiles = app.profile_requests(users(&me["around"]));
+    let profiles = app.profile_requests(users(&me["around"])).await;
     assert_eq!(app.store.round_trips() - before, 1 + profiles);
 }
 

@@ -6,7 +6,7 @@
 use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
 use standings::redis::sharded::{self, ShardSet};
-use standings_tests::{TestApp, at, spawn_ingest_with};
+use standings_tests::{at, spawn_ingest_with};
 
 const SHARDS: u32 = 12;
 const USERS: u32 = 60;
@@ -16,29 +16,6 @@ fn config() -> Config {
         "[[boards]]\nname = \"nodes\"\nkind = \"scores\"\nkeep = \"best\"\norder = \"desc\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nshards = {SHARDS}\n"
     );
     Config::parse(&board).unwrap()
-}
-
-/// How many nodes hold the slots of `keys`: 1 standalone, the primaries holding them on a cluster.
-async fn nodes_holding(app: &TestApp, keys: &[String]) -> u64 {
-    if !app.store.is_cluster() {
-        return 1;
-    }
-    let ranges: Vec<Vec<redis::Value>> = redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut app.redis.clone()).await.unwrap();
-    let number = |value: &redis::Value| match value {
-        redis::Value::Int(n) => *n as u32,
-        other => panic!("a slot: {other:?}"),
-    };
-    let mut nodes: Vec<String> = keys
-        .iter()
-        .map(|key| {
-            let slot = standings::redis::keys::slot(key);
-            let range = ranges.iter().find(|range| (number(&range[0])..=number(&range[1])).contains(&slot)).expect("every slot is held");
-            format!("{:?}", range[2])
-        })
-        .collect();
-    nodes.sort();
-    nodes.dedup();
-    nodes.len() as u64
 }
 
 #[tokio::test]
@@ -54,7 +31,7 @@ async fn a_read_of_every_shard_is_one_pipeline_a_node_and_a_stale_map_only_costs
     let period = Period::containing(PeriodKind::All, now, chrono_tz::UTC);
     let layout = app.keys.layout("nodes", SHARDS);
     let sets: Vec<ShardSet> = layout.all().iter().map(|keys| ShardSet { set: keys.period(&period), guard: None }).collect();
-    let nodes = nodes_holding(&app, &sets.iter().map(|s| s.set.clone()).collect::<Vec<_>>()).await;
+    let nodes = app.nodes_holding(&sets.iter().map(|s| s.set.clone()).collect::<Vec<_>>()).await;
     if app.store.is_cluster() {
         assert!(nodes > 1 && nodes < u64::from(SHARDS), "12 shards over the test cluster's primaries: {nodes}");
     }

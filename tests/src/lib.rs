@@ -339,11 +339,37 @@ impl TestApp {
     }
 
     /// Requests one profile read for `user_ids` makes: one pipeline standalone; on a cluster one
-    /// per slot holding a profile, all sent at once (see `profiles::get_many`).
-    pub fn profile_requests<'a>(&self, user_ids: impl IntoIterator<Item = &'a str>) -> u64 {
-        let slots: std::collections::HashSet<_> =
-            user_ids.into_iter().map(|user| redis::cluster_routing::Slot::for_key(self.keys.profile(user))).collect();
-        if self.store.is_cluster() { slots.len() as u64 } else { u64::from(!slots.is_empty()) }
+    /// per node holding a profile's slot (or the flag that profiles were moved, read beside
+    /// them), all sent at once (see `profiles::get_many`).
+    pub async fn profile_requests<'a>(&self, user_ids: impl IntoIterator<Item = &'a str>) -> u64 {
+        let keys: Vec<String> = user_ids.into_iter().map(|user| self.keys.profile(user)).collect();
+        if keys.is_empty() {
+            return 0;
+        }
+        self.nodes_holding(&keys.into_iter().chain([self.keys.profiles_moved()]).collect::<Vec<_>>()).await
+    }
+
+    /// How many nodes hold the slots of `keys`: 1 standalone, the primaries holding them on a
+    /// cluster (as `CLUSTER SLOTS` says).
+    pub async fn nodes_holding(&self, keys: &[String]) -> u64 {
+        if !self.store.is_cluster() {
+            return 1;
+        }
+        let ranges: Vec<Vec<redis::Value>> = redis::cmd("CLUSTER").arg("SLOTS").query_async(&mut self.redis.clone()).await.unwrap();
+        let number = |value: &redis::Value| match value {
+            redis::Value::Int(n) => *n as u32,
+            other => panic!("a slot: {other:?}"),
+        };
+        let nodes: std::collections::BTreeSet<String> = keys
+            .iter()
+            .map(|key| {
+                let slot = standings::redis::keys::slot(key);
+                let range =
+                    ranges.iter().find(|range| (number(&range[0])..=number(&range[1])).contains(&slot)).expect("every slot is held");
+                format!("{:?}", range[2])
+            })
+            .collect();
+        nodes.len() as u64
     }
 
     /// A deployment upgraded from a release before profile shards: its profiles are not moved.

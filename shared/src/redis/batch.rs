@@ -1,15 +1,12 @@
-//! Reads of many boards in one round trip (a page of `GET /v1/tournaments`): each board's
-//! commands touch keys of one slot, so the groups are pipelined per slot (all in one pipeline on
-//! a standalone Redis) and the pipelines sent at once; the cluster client keeps one connection
-//! a node, so the pipelines of one node share it.
-
-use std::collections::HashMap;
+//! Reads of many boards in one round trip (a page of `GET /v1/tournaments`, the profiles of a
+//! page): each group's commands touch keys of one slot, and the groups go out one pipeline a
+//! node (`nodes`: all in one pipeline on a standalone Redis), the nodes at once.
 
 use futures::future::try_join_all;
-use redis::cluster_routing::Slot;
-use redis::{Cmd, Value};
+use redis::{Cmd, Pipeline, Value};
 
 use super::error::StoreError;
+use super::nodes::Part;
 use super::store::Store;
 
 /// Commands on keys of one slot, named by any key of them.
@@ -20,28 +17,28 @@ pub struct Group {
 
 /// Each group's replies, in the groups' order and each group's commands' order.
 pub async fn read(store: &Store, groups: &[Group]) -> Result<Vec<Vec<Value>>, StoreError> {
-    let mut by_slot: HashMap<Option<Slot>, Vec<usize>> = HashMap::new();
-    for (index, group) in groups.iter().enumerate() {
-        by_slot.entry(store.is_cluster().then(|| Slot::for_key(&group.key))).or_default().push(index);
-    }
     let conn = store.connection().await?;
-    let replies = try_join_all(by_slot.values().map(|indices| {
-        let mut pipe = redis::pipe();
-        for &index in indices {
-            for command in &groups[index].commands {
+    let pipes: Vec<Pipeline> = groups
+        .iter()
+        .map(|group| {
+            let mut pipe = redis::pipe();
+            for command in &group.commands {
                 pipe.add_command(command.clone());
             }
-        }
+            pipe
+        })
+        .collect();
+    let parts: Vec<(&str, Part)> = groups.iter().zip(&pipes).map(|(group, pipe)| (group.key.as_str(), Part::Plain(pipe))).collect();
+    let answers = conn.per_node(&parts).await;
+    try_join_all(pipes.iter().zip(answers).map(|(pipe, answer)| {
         let mut conn = conn.clone();
-        async move { pipe.query_async::<Vec<Value>>(&mut conn).await }
-    }))
-    .await?;
-    let mut answers = vec![Vec::new(); groups.len()];
-    for (indices, values) in by_slot.values().zip(replies) {
-        let mut values = values.into_iter();
-        for &index in indices {
-            answers[index] = values.by_ref().take(groups[index].commands.len()).collect();
+        async move {
+            match answer {
+                Some(Value::Array(values)) => Ok(values),
+                // Not answered in its node's pipeline: on its own, redirects followed.
+                _ => pipe.query_async::<Vec<Value>>(&mut conn).await.map_err(StoreError::from),
+            }
         }
-    }
-    Ok(answers)
+    }))
+    .await
 }

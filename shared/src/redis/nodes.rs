@@ -28,8 +28,9 @@ type Ranges = Arc<Vec<(u16, u16, String)>>;
 #[derive(Default)]
 pub struct NodeMap {
     ranges: RwLock<Option<Ranges>>,
-    /// `REDIS_READ_FROM_REPLICAS`: transactions of reads go to a replica of the primary, as the
-    /// cluster client sends a read-only command; script calls go to the primary, as it does.
+    /// `REDIS_READ_FROM_REPLICAS`: reads and transactions of reads go to a replica of the
+    /// primary, as the cluster client sends a read-only command; script calls go to the
+    /// primary, as it does.
     from_replicas: bool,
 }
 
@@ -82,8 +83,10 @@ fn parse_slots(reply: Value) -> Option<Vec<(u16, u16, String)>> {
     Some(ranges)
 }
 
-/// One shard's part of a read.
+/// One shard's (or one slot's) part of a read.
 pub enum Part<'a> {
+    /// Commands as they are; its answer is their replies, as an array.
+    Plain(&'a Pipeline),
     /// Commands run in one `MULTI`; its answer is `EXEC`'s array.
     Atomic(&'a Pipeline),
     /// One script call; its answer is the script's reply.
@@ -94,6 +97,14 @@ impl Part<'_> {
     /// Adds the part to `pipe`; how many replies it gets there.
     fn add_to(&self, pipe: &mut Pipeline) -> usize {
         match self {
+            Part::Plain(commands) => {
+                let mut n = 0;
+                for command in commands.cmd_iter() {
+                    pipe.add_command(command.clone());
+                    n += 1;
+                }
+                n
+            }
             Part::Atomic(commands) => {
                 pipe.cmd("MULTI");
                 let mut n = 2;
@@ -174,12 +185,15 @@ impl Connection {
         let mut pipe = redis::pipe();
         let counts: Vec<usize> = members.iter().map(|i| parts[*i].1.add_to(&mut pipe)).collect();
         let total = counts.iter().sum();
+        if total == 0 {
+            return (members.clone(), vec![Some(Value::Array(Vec::new())); members.len()]);
+        }
         let mut conn = self.clone();
         let replies = match self.cluster().cloned() {
             None => conn.req_packed_commands(&pipe, 0, total).await,
             Some(mut cluster) => {
                 self.count_round_trip();
-                let reads_only = members.iter().all(|i| matches!(parts[*i].1, Part::Atomic(_)));
+                let reads_only = members.iter().all(|i| matches!(parts[*i].1, Part::Atomic(_) | Part::Plain(_)));
                 let addr = if reads_only && self.nodes().from_replicas { SlotAddr::ReplicaOptional } else { SlotAddr::Master };
                 let route = Route::new(super::keys::slot(parts[members[0]].0) as u16, addr);
                 cluster.route_pipeline(pipe, 0, total, SingleNodeRoutingInfo::SpecificNode(route)).await
@@ -193,14 +207,15 @@ impl Connection {
         };
         let mut answers = Vec::with_capacity(members.len());
         let mut stale = false;
-        for count in counts {
+        for (i, count) in members.iter().zip(counts) {
             let part: Vec<Value> = replies.by_ref().take(count).collect();
             stale |= part.iter().any(redirected);
-            // A part's answer is its last reply (`EXEC`'s, or the script's); the others are
-            // `MULTI`'s OK and each command's QUEUED, where a refused command shows.
-            answers.push(match part.iter().any(failed) {
-                true => None,
-                false => part.into_iter().last(),
+            // A transaction's answer is its last reply (`EXEC`'s); the others are `MULTI`'s OK
+            // and each command's QUEUED, where a refused command shows.
+            answers.push(match (part.iter().any(failed), &parts[*i].1) {
+                (true, _) => None,
+                (false, Part::Plain(_)) => Some(Value::Array(part)),
+                (false, _) => part.into_iter().last(),
             });
         }
         if stale {

@@ -169,7 +169,7 @@ pub async fn get_many(store: &Store, keys: &Keys, user_ids: &[&str]) -> Result<V
     Ok(profiles)
 }
 
-/// `HGETALL` of each key, pipelined per slot, slots at once (`batch::read`); with `flag`,
+/// `HGETALL` of each key, one pipeline a node, the nodes at once (`batch::read`); with `flag`,
 /// whether it exists, in the same round.
 async fn read_profiles(store: &Store, profile_keys: &[String], flag: Option<String>) -> Result<(Vec<Option<Profile>>, bool), StoreError> {
     let mut groups: Vec<Group> =
