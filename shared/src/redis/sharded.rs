@@ -127,6 +127,9 @@ pub struct Around {
     /// The member's composite changed since the probe (written meanwhile): the counts above are
     /// of another standing than the member holds now.
     pub moved: bool,
+    /// Each shard's farthest entry above the probe and below it, when it answered as many as
+    /// asked on that side (it may hold more beyond).
+    pub ends: Vec<(Option<Entry>, Option<Entry>)>,
 }
 
 /// One shard above a probe: its members ranked before it, the nearest of them (nearest first),
@@ -190,8 +193,11 @@ pub async fn around(
         call.arg(span.map_or(String::new(), |span| span.to_string()));
     })
     .await?;
-    let mut out = Around { total: 0, ranked_before: 0, below: 0, nearest: Vec::new(), above: Vec::new(), moved: true };
+    let mut out = Around { total: 0, ranked_before: 0, below: 0, nearest: Vec::new(), above: Vec::new(), moved: true, ends: Vec::new() };
     for (total, before, under, above, below, held, edge) in replies {
+        let full = |side: &[Entry]| width > 0 && side.len() as u64 == width;
+        // Above: nearest first; below: farthest first (ZRANGE order).
+        out.ends.push((above.last().filter(|_| full(&above)).cloned(), below.first().filter(|_| full(&below)).cloned()));
         if held == Some(at) {
             out.moved = false;
         }

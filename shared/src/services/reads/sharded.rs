@@ -8,7 +8,7 @@ use crate::domain::tiebreak::Scale;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{Keys, Layout};
 use crate::redis::scripts::{MemberPlace, PeriodStanding, RawEntry, RawWindow};
-use crate::redis::sharded::{self, Entry, ShardAbove, ShardSet};
+use crate::redis::sharded::{self, Around, Entry, ShardAbove, ShardSet};
 use crate::redis::store::Connection;
 
 /// Every sorted set of `period` in `layout` (the board's recorded one), with its guard when
@@ -156,17 +156,31 @@ pub async fn around(
     // The member's standing, then the shards around it: a write of the member's between the two
     // rounds moves the probe, so both are read again (the counts must be of one standing).
     let mut attempts = 0;
+    // Each shard's share of the neighbours first (`first_round`), all of them when a shard may
+    // hold more of the window than it answered (`short`).
+    let (mut whole, mut probe) = (false, None);
     let (composite, near) = loop {
-        let (_, found) = sharded::scores(conn, &sets[home..=home], &[member], &[0]).await?;
-        let Some(composite) = found[0] else {
+        let found = match probe.take() {
+            Some(composite) => Some(composite),
+            None => sharded::scores(conn, &sets[home..=home], &[member], &[0]).await?.1[0],
+        };
+        let Some(composite) = found else {
             let total = sharded::sizes(conn, sets).await?.iter().sum();
             return Ok(RawWindow { total, position: None, below: None, start: 0, entries: Vec::new() });
         };
         let floor = (value(scale, composite) * scale.span) as f64;
         // A window of the member alone needs no neighbours (it never shifts past the member), but
         // for its competition rank the nearest above (`competition_above`).
-        let asked = if around == 0 { u64::from(competition) } else { width };
+        let asked = match (around, whole) {
+            (0, _) => u64::from(competition),
+            (_, true) => width,
+            (_, false) => first_round(width, sets.len()),
+        };
         let near = sharded::around(conn, sets, member, floor, composite, (asked, competition.then_some(scale.span))).await?;
+        if asked < width && short(&near, (member, composite), around) {
+            (whole, probe) = (true, Some(composite));
+            continue;
+        }
         attempts += 1;
         if !near.moved || attempts == AROUND_ATTEMPTS {
             break (composite, near);
@@ -188,6 +202,34 @@ pub async fn around(
         _ => 0,
     };
     Ok(RawWindow { total: near.total, position: Some(rank), below: Some(near.below), start, entries: ranked(scale, window, start, above) })
+}
+
+/// Whether a shard that answered as many neighbours as asked on a side may hold more of the
+/// window than it gave: its farthest on that side is nearer the member than the window's end
+/// there (or the window is not filled on that side). Otherwise its entries beyond lie beyond the
+/// window, and `competition_above` is exact (a shard's farthest above ranks at or before the
+/// window's first entry, so it has at least the first entry's points).
+fn short(near: &Around, (member, composite): (&str, f64), around: u64) -> bool {
+    let width = 2 * around + 1;
+    let rank = near.ranked_before;
+    let start = rank.saturating_sub(around).min(near.total.saturating_sub(width));
+    let (wanted_above, wanted_below) = ((rank - start) as usize, (width - 1 - (rank - start)) as usize);
+    let probe = (member, composite);
+    let mut above: Vec<&Entry> = near.nearest.iter().filter(|(m, c)| sharded::before((m, *c), probe)).collect();
+    let mut below: Vec<&Entry> = near.nearest.iter().filter(|(m, c)| sharded::before(probe, (m, *c))).collect();
+    // Nearest first on both sides.
+    above.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+    below.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    let (cut_above, cut_below) = (above.get(wanted_above.wrapping_sub(1)), below.get(wanted_below.wrapping_sub(1)));
+    near.ends.iter().any(|(far_above, far_below)| {
+        let above_short = far_above
+            .as_ref()
+            .is_some_and(|(m, c)| wanted_above > 0 && cut_above.is_none_or(|(cm, cc)| sharded::before((cm, *cc), (m, *c))));
+        let below_short = far_below
+            .as_ref()
+            .is_some_and(|(m, c)| wanted_below > 0 && cut_below.is_none_or(|(cm, cc)| sharded::before((m, *c), (cm, *cc))));
+        above_short || below_short
+    })
 }
 
 /// The members of every shard with strictly more points than `first`, the first entry of a
