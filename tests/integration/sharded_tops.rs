@@ -52,6 +52,11 @@ async fn a_top_held_by_one_shard_is_read_again_from_that_shard_alone_and_equals_
             score(&app, board, &format!("o{i}"), i % 17).await;
         }
     }
+    // The spread board: 300 members, about 25 a shard, more than a shard's first share of a
+    // top-25 (10), none holding that many of the top.
+    for i in 60..300 {
+        score(&app, "spread", &format!("o{i}"), i % 97).await;
+    }
     for (offset, limit) in [(0, 25), (0, 5), (10, 15), (0, 100), (28, 4)] {
         for mode in ["unique", "competition"] {
             let query = format!("period=all&limit={limit}&offset={offset}&rank_mode={mode}");
@@ -74,6 +79,8 @@ async fn a_top_held_by_one_shard_is_read_again_from_that_shard_alone_and_equals_
     let spread = page(&conn, &spread_sets, &scale, 0, 25).await.unwrap();
     let one_round = app.store.round_trips() - before;
     assert_eq!(spread.entries.len(), 25);
+    let nodes = app.nodes_holding(&spread_sets.iter().map(|s| s.set.clone()).collect::<Vec<_>>()).await;
+    assert_eq!(one_round, nodes, "a spread top in one round, each shard holding more than it was asked for");
     let before = app.store.round_trips();
     let top = page(&conn, &crowded_sets, &scale, 0, 25).await.unwrap();
     assert_eq!(app.store.round_trips() - before, one_round + 1, "the crowded shard read again, alone");

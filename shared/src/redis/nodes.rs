@@ -16,8 +16,11 @@ use std::sync::{Arc, RwLock};
 
 use futures::future::join_all;
 use redis::aio::ConnectionLike;
+use redis::cluster::ClusterClient;
+use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
 use redis::{FromRedisValue, Pipeline, Value};
+use tokio::sync::OnceCell;
 
 use super::store::{Connection, ScriptCall};
 
@@ -28,6 +31,10 @@ type Ranges = Arc<Vec<(u16, u16, String)>>;
 #[derive(Default)]
 pub struct NodeMap {
     ranges: RwLock<Option<Ranges>>,
+    /// The cluster client the pipelines go on, with no retries (`Store::connect`): the cluster
+    /// client follows a redirect by sending the whole pipeline to the node named, where the
+    /// other parts are redirected back, until its retries run out.
+    unretried: Option<(ClusterClient, OnceCell<ClusterConnection>)>,
     /// `REDIS_READ_FROM_REPLICAS`: reads and transactions of reads go to a replica of the
     /// primary, as the cluster client sends a read-only command; script calls go to the
     /// primary, as it does.
@@ -35,8 +42,14 @@ pub struct NodeMap {
 }
 
 impl NodeMap {
-    pub fn new(from_replicas: bool) -> Self {
-        Self { ranges: RwLock::default(), from_replicas }
+    pub fn new(from_replicas: bool, unretried: Option<ClusterClient>) -> Self {
+        Self { ranges: RwLock::default(), unretried: unretried.map(|client| (client, OnceCell::new())), from_replicas }
+    }
+
+    /// The connection of the client with no retries (`None`: standalone, or not connected).
+    async fn unretried(&self) -> Option<ClusterConnection> {
+        let (client, connection) = self.unretried.as_ref()?;
+        connection.get_or_try_init(|| client.get_async_connection()).await.ok().cloned()
     }
 
     /// Replaces the map as a stale read would leave it (a fault for tests): every slot on the
@@ -189,9 +202,12 @@ impl Connection {
             return (members.clone(), vec![Some(Value::Array(Vec::new())); members.len()]);
         }
         let mut conn = self.clone();
-        let replies = match self.cluster().cloned() {
+        let replies = match self.cluster() {
             None => conn.req_packed_commands(&pipe, 0, total).await,
-            Some(mut cluster) => {
+            Some(_) => {
+                let Some(mut cluster) = self.nodes().unretried().await else {
+                    return (members.clone(), vec![None; members.len()]);
+                };
                 self.count_round_trip();
                 let reads_only = members.iter().all(|i| matches!(parts[*i].1, Part::Atomic(_) | Part::Plain(_)));
                 let addr = if reads_only && self.nodes().from_replicas { SlotAddr::ReplicaOptional } else { SlotAddr::Master };
@@ -199,12 +215,18 @@ impl Connection {
                 cluster.route_pipeline(pipe, 0, total, SingleNodeRoutingInfo::SpecificNode(route)).await
             }
         };
-        // Failed whole (a node gone, or a redirect the cluster client followed with the whole
-        // pipeline): the map is read again before the next read.
-        let Some(mut replies) = replies.ok().filter(|replies| replies.len() == total).map(Vec::into_iter) else {
-            self.nodes().set(None);
-            return (members.clone(), vec![None; members.len()]);
+        // Failed whole (a node gone, a part redirected): the map is read again before the next
+        // read, unless the redirect was a slot being migrated (`ASK`: the map is right).
+        let replies = match replies {
+            Ok(replies) if replies.len() == total => replies,
+            failed => {
+                if !failed.as_ref().is_err_and(|e| matches!(e.code(), Some("ASK" | "TRYAGAIN"))) {
+                    self.nodes().set(None);
+                }
+                return (members.clone(), vec![None; members.len()]);
+            }
         };
+        let mut replies = replies.into_iter();
         let mut answers = Vec::with_capacity(members.len());
         let mut stale = false;
         for (i, count) in members.iter().zip(counts) {

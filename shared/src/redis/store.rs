@@ -69,7 +69,7 @@ impl Store {
         if settings.uses_tls() {
             install_tls_provider();
         }
-        let backend = if settings.cluster {
+        let cluster = || {
             let mut builder = ClusterClientBuilder::new(settings.urls.clone())
                 .connection_timeout(settings.connect_timeout)
                 .response_timeout(settings.response_timeout);
@@ -79,7 +79,13 @@ impl Store {
             if settings.read_from_replicas {
                 builder = builder.read_routing_strategy(redis::cluster_read_routing::RandomReplicaStrategy);
             }
-            Backend::Cluster { client: builder.build()?, connection: OnceCell::new() }
+            builder
+        };
+        // Pipelines a node (`nodes`) go on a client that never retries: one sent by a stale map
+        // fails at once, and its parts go again, each on its own, on the client that does.
+        let unretried = if settings.cluster { Some(cluster().retries(0).build()?) } else { None };
+        let backend = if settings.cluster {
+            Backend::Cluster { client: cluster().build()?, connection: OnceCell::new() }
         } else {
             let url = settings.urls.first().ok_or_else(|| StoreError::Config("REDIS_URL is empty".into()))?;
             let client = match settings.certificates() {
@@ -100,7 +106,7 @@ impl Store {
             replica_wait: settings.replica_wait,
             policy,
             layouts: Arc::default(),
-            nodes: Arc::new(super::nodes::NodeMap::new(settings.read_from_replicas)),
+            nodes: Arc::new(super::nodes::NodeMap::new(settings.read_from_replicas, unretried)),
         })
     }
 

@@ -52,8 +52,8 @@ const PREFIX_PAGE: u64 = 1_000;
 
 /// How many entries of each of `shards` a prefix page of `need` reads first: `need` spread
 /// evenly, twice over, and a few more. Members are spread over shards by a hash of their ids,
-/// so a shard holds more than this of the prefix rarely (binomially: about once in 10⁵ shards
-/// read for a top-100 over 12); then `page` reads that shard again.
+/// so a shard holds more than this of the prefix rarely (binomially: about one top-100 read
+/// in 4,000 over 12 shards); then `page` reads that shard again.
 fn first_round(need: u64, shards: usize) -> u64 {
     match shards as u64 {
         0 | 1 => need,
@@ -65,7 +65,8 @@ fn first_round(need: u64, shards: usize) -> u64 {
 /// share of `around` and three more. A window needs `around` a side unless shifted at the
 /// board's end, and a shard is read again (`short`) only when all it gave on a side lie within
 /// them: for 5 around over 12 shards, a shard holding all of the 4 nearest on a side, about one
-/// read in 900 (binomially; with two more, one in 20 measured). Each entry a shard returns costs
+/// read in 900 (binomially; with two more, one in 20 measured), and about one in 20 within
+/// `around` of either end of the board, where the window holds up to `2 · around` on a side. Each entry a shard returns costs
 /// about a microsecond end to end, so asking every shard for the whole window cost more.
 fn side_share(around: u64, shards: usize) -> u64 {
     (around.div_ceil(shards.max(1) as u64) + 3).min(2 * around + 1)
@@ -97,7 +98,7 @@ pub async fn page(conn: &Connection, sets: &[ShardSet], scale: &Scale, offset: u
     let mut merged = merge(&tops);
     // A shard read short of `need` whose last entry read made the prefix may hold more of it:
     // read again to `need` (whole, one snapshot of it). Entries are spread over shards by a
-    // hash of their ids, so this is rare (one read in tens of thousands at 12 shards).
+    // hash of their ids, so this is rare (about one top-100 read in 4,000 at 12 shards).
     let cut = merged.get(need as usize - 1).cloned();
     let short: Vec<usize> = (0..tops.len())
         .filter(|&i| {
@@ -223,7 +224,9 @@ fn short(near: &Around, (member, composite): (&str, f64), around: u64) -> bool {
     let width = 2 * around + 1;
     let rank = near.ranked_before;
     let start = rank.saturating_sub(around).min(near.total.saturating_sub(width));
-    let (wanted_above, wanted_below) = ((rank - start) as usize, (width - 1 - (rank - start)) as usize);
+    // A member last on the board removed or moved up since its probe: `rank` may be `total`.
+    let above_wanted = rank - start;
+    let (wanted_above, wanted_below) = (above_wanted as usize, (width - 1).saturating_sub(above_wanted) as usize);
     let probe = (member, composite);
     let mut above: Vec<&Entry> = near.nearest.iter().filter(|(m, c)| sharded::before((m, *c), probe)).collect();
     let mut below: Vec<&Entry> = near.nearest.iter().filter(|(m, c)| sharded::before(probe, (m, *c))).collect();
