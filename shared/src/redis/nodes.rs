@@ -4,97 +4,22 @@
 //! server: one pipeline in all.
 //!
 //! A cluster's shards are grouped by which primary holds their slot, as `CLUSTER SLOTS` last
-//! said (read once a container, read again after a redirect). The pipeline is routed by its
-//! first part's slot, so a map gone stale (a slot moved, a failover) can only send a part to a
-//! node that answers it `MOVED`: a part answered with any error is not taken from the
-//! pipeline but sent again on its own by the caller, as before this module, where the cluster
-//! client follows redirects and a script the node lacks is loaded. Reads only: sending a part
-//! twice changes nothing.
+//! said (`node_map`). The pipeline is routed by its first part's slot on a client that never
+//! retries, so a map gone stale (a slot moved, a failover) fails it at once: a part answered
+//! with any error, or of a pipeline that failed, is not taken from the pipeline but sent again
+//! on its own by the caller, as before this module, where the cluster client follows redirects
+//! and a script the node lacks is loaded. Reads only: sending a part twice changes nothing.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use futures::future::join_all;
 use redis::aio::ConnectionLike;
-use redis::cluster::ClusterClient;
-use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, SingleNodeRoutingInfo, SlotAddr};
-use redis::{FromRedisValue, Pipeline, Value};
-use tokio::sync::OnceCell;
+use redis::{Pipeline, Value};
 
+use super::node_map::{Ranges, node_of, parse_slots};
 use super::store::{Connection, ScriptCall};
-
-/// Slot ranges `(first, last)` and the address of the primary holding each, sorted.
-type Ranges = Arc<Vec<(u16, u16, String)>>;
-
-/// Which primary holds each slot, as this container last read it; empty until first needed.
-#[derive(Default)]
-pub struct NodeMap {
-    ranges: RwLock<Option<Ranges>>,
-    /// The cluster client the pipelines go on, with no retries (`Store::connect`): the cluster
-    /// client follows a redirect by sending the whole pipeline to the node named, where the
-    /// other parts are redirected back, until its retries run out.
-    unretried: Option<(ClusterClient, OnceCell<ClusterConnection>)>,
-    /// `REDIS_READ_FROM_REPLICAS`: reads and transactions of reads go to a replica of the
-    /// primary, as the cluster client sends a read-only command; script calls go to the
-    /// primary, as it does.
-    from_replicas: bool,
-}
-
-impl NodeMap {
-    pub fn new(from_replicas: bool, unretried: Option<ClusterClient>) -> Self {
-        Self { ranges: RwLock::default(), unretried: unretried.map(|client| (client, OnceCell::new())), from_replicas }
-    }
-
-    /// The connection of the client with no retries (`None`: standalone, or not connected).
-    async fn unretried(&self) -> Option<ClusterConnection> {
-        let (client, connection) = self.unretried.as_ref()?;
-        connection.get_or_try_init(|| client.get_async_connection()).await.ok().cloned()
-    }
-
-    /// Replaces the map as a stale read would leave it (a fault for tests): every slot on the
-    /// node at `address`.
-    pub fn pretend_all_on(&self, address: &str) {
-        self.set(Some(Arc::new(vec![(0, 16383, address.to_owned())])));
-    }
-
-    fn get(&self) -> Option<Ranges> {
-        self.ranges.read().ok().and_then(|ranges| ranges.clone())
-    }
-
-    fn set(&self, ranges: Option<Ranges>) {
-        if let Ok(mut held) = self.ranges.write() {
-            *held = ranges;
-        }
-    }
-}
-
-/// The primary holding `slot` in `ranges`.
-fn node_of(ranges: &[(u16, u16, String)], slot: u16) -> Option<&str> {
-    let at = ranges.partition_point(|(_, last, _)| *last < slot);
-    ranges.get(at).filter(|(first, _, _)| *first <= slot).map(|(_, _, node)| node.as_str())
-}
-
-/// `CLUSTER SLOTS`' reply as ranges: `[[first, last, [host, port, …], replicas…]…]`.
-fn parse_slots(reply: Value) -> Option<Vec<(u16, u16, String)>> {
-    let Value::Array(entries) = reply else { return None };
-    let mut ranges = Vec::with_capacity(entries.len());
-    for entry in entries {
-        let Value::Array(fields) = entry else { return None };
-        let mut fields = fields.into_iter();
-        let first = u16::from_redis_value(fields.next()?).ok()?;
-        let last = u16::from_redis_value(fields.next()?).ok()?;
-        let (host, port): (String, u16) = match fields.next()? {
-            Value::Array(node) => {
-                (String::from_redis_value(node.first()?.clone()).ok()?, u16::from_redis_value(node.get(1)?.clone()).ok()?)
-            }
-            _ => return None,
-        };
-        ranges.push((first, last, format!("{host}:{port}")));
-    }
-    ranges.sort();
-    Some(ranges)
-}
 
 /// One shard's (or one slot's) part of a read.
 pub enum Part<'a> {
@@ -210,7 +135,7 @@ impl Connection {
                 };
                 self.count_round_trip();
                 let reads_only = members.iter().all(|i| matches!(parts[*i].1, Part::Atomic(_) | Part::Plain(_)));
-                let addr = if reads_only && self.nodes().from_replicas { SlotAddr::ReplicaOptional } else { SlotAddr::Master };
+                let addr = if reads_only && self.nodes().reads_replicas() { SlotAddr::ReplicaOptional } else { SlotAddr::Master };
                 let route = Route::new(super::keys::slot(parts[members[0]].0) as u16, addr);
                 cluster.route_pipeline(pipe, 0, total, SingleNodeRoutingInfo::SpecificNode(route)).await
             }
@@ -244,34 +169,5 @@ impl Connection {
             self.nodes().set(None);
         }
         (members, answers)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_slot_is_found_in_its_range_and_nowhere_else() {
-        let ranges = vec![(0, 5460, "a".to_owned()), (5461, 10922, "b".to_owned()), (10923, 16383, "c".to_owned())];
-        assert_eq!(node_of(&ranges, 0), Some("a"));
-        assert_eq!(node_of(&ranges, 5460), Some("a"));
-        assert_eq!(node_of(&ranges, 5461), Some("b"));
-        assert_eq!(node_of(&ranges, 16383), Some("c"));
-        let gap = vec![(0, 99, "a".to_owned()), (200, 300, "b".to_owned())];
-        assert_eq!(node_of(&gap, 150), None);
-        assert_eq!(node_of(&gap, 301), None);
-    }
-
-    #[test]
-    fn cluster_slots_replies_become_sorted_ranges() {
-        let node =
-            |host: &str, port: i64| Value::Array(vec![Value::BulkString(host.into()), Value::Int(port), Value::BulkString(b"id".to_vec())]);
-        let reply = Value::Array(vec![
-            Value::Array(vec![Value::Int(5461), Value::Int(16383), node("127.0.0.1", 7001), node("127.0.0.1", 7004)]),
-            Value::Array(vec![Value::Int(0), Value::Int(5460), node("127.0.0.1", 7000)]),
-        ]);
-        assert_eq!(parse_slots(reply), Some(vec![(0, 5460, "127.0.0.1:7000".to_owned()), (5461, 16383, "127.0.0.1:7001".to_owned())]));
-        assert_eq!(parse_slots(Value::Nil), None);
     }
 }

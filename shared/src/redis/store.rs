@@ -48,7 +48,7 @@ pub struct Store {
     replica_wait: ReplicaWait,
     policy: Arc<PolicyGate>,
     layouts: Arc<super::layout::Layouts>,
-    nodes: Arc<super::nodes::NodeMap>,
+    nodes: Arc<super::node_map::NodeMap>,
 }
 
 /// How long a probe of the store's eviction policy is trusted before writes probe again.
@@ -106,7 +106,7 @@ impl Store {
             replica_wait: settings.replica_wait,
             policy,
             layouts: Arc::default(),
-            nodes: Arc::new(super::nodes::NodeMap::new(settings.read_from_replicas, unretried)),
+            nodes: Arc::new(super::node_map::NodeMap::new(settings.read_from_replicas, unretried)),
         })
     }
 
@@ -236,7 +236,7 @@ impl Store {
     }
 
     /// Which primary holds each slot, as this container last read it (`nodes`).
-    pub fn node_map(&self) -> &super::nodes::NodeMap {
+    pub fn node_map(&self) -> &super::node_map::NodeMap {
         &self.nodes
     }
 
@@ -258,7 +258,7 @@ pub struct Connection {
     link: Link,
     round_trips: Arc<AtomicU64>,
     layouts: Arc<super::layout::Layouts>,
-    nodes: Arc<super::nodes::NodeMap>,
+    nodes: Arc<super::node_map::NodeMap>,
 }
 
 /// One call of a Lua script: the script, its KEYS and its ARGV, run with
@@ -334,7 +334,7 @@ impl Connection {
     }
 
     /// Which primary holds each slot, as this container last read it (`nodes`).
-    pub(super) fn nodes(&self) -> &super::nodes::NodeMap {
+    pub(super) fn nodes(&self) -> &super::node_map::NodeMap {
         &self.nodes
     }
 
