@@ -131,6 +131,24 @@ pub fn live_periods(board: &Board, now: DateTime<Utc>, window: &EventWindow) -> 
     live
 }
 
+/// The periods a ban takes `board`'s user off at `now`: the live ones (`live_periods`), and a
+/// tournament's last instance once its window has ended, which stays not frozen until the
+/// archive stores its results (docs/tournaments.md#bans; the ban script leaves it alone once
+/// frozen).
+pub fn ban_periods(board: &Board, now: DateTime<Utc>, window: &EventWindow) -> Vec<Period> {
+    let mut periods = live_periods(board, now, window);
+    if let Some(tournament) = board.tournament.as_ref().filter(|tournament| now >= tournament.end) {
+        let last_instant = tournament.end - chrono::Duration::seconds(1);
+        for &kind in &board.periods {
+            let last = Period::containing(kind, last_instant, board.timezone);
+            if !periods.contains(&last) {
+                periods.push(last);
+            }
+        }
+    }
+    periods
+}
+
 /// The periods of `board` that contain `now`.
 pub fn current_periods(board: &Board, now: DateTime<Utc>) -> Vec<Period> {
     board.periods.iter().map(|&kind| Period::containing(kind, now, board.timezone)).collect()
@@ -296,7 +314,7 @@ impl Moderation {
             // A runtime board being deleted takes no ban (docs/runtime-boards.md#deleting).
             .filter(|b| !b.ending)
             .filter(|board| only.is_none_or(|name| board.name == name))
-            .map(|board| (board, if banned { live_periods(board, now, &self.window) } else { Vec::new() }))
+            .map(|board| (board, if banned { ban_periods(board, now, &self.window) } else { Vec::new() }))
             .collect();
         let replies = join_all(boards.iter().map(|(board, live)| {
             let (mut conn, keys, store) = (conn.clone(), self.keys.clone(), self.store.clone());
