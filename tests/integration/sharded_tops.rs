@@ -34,6 +34,19 @@ fn entries(top: &serde_json::Value) -> Vec<(String, i64, u64)> {
         .collect()
 }
 
+/// `count` members of shard `shard` of the sharded board (ids `<prefix><n>`), each scored
+/// `points(i)` on it and on the one-slot board alike.
+async fn crowd(app: &TestApp, prefix: &str, shard: usize, count: usize, points: impl Fn(usize) -> i64) -> Vec<String> {
+    let layout = app.keys.layout("tops", SHARDS);
+    let crowded: Vec<String> = (0..).map(|i| format!("{prefix}{i}")).filter(|id| layout.shard_of(id) == shard).take(count).collect();
+    for (i, user) in crowded.iter().enumerate() {
+        for board in ["tops", "solo"] {
+            score(app, board, user, points(i)).await;
+        }
+    }
+    crowded
+}
+
 #[tokio::test]
 async fn a_top_held_by_one_shard_is_read_again_from_that_shard_alone_and_equals_the_one_slot_board() {
     let app = spawn_ingest_with(config()).await;
@@ -41,12 +54,7 @@ async fn a_top_held_by_one_shard_is_read_again_from_that_shard_alone_and_equals_
     app.set_now(now);
     let layout = app.keys.layout("tops", SHARDS);
     // The top 30 all in shard 3, ties of points among them; 60 others below, anywhere.
-    let crowded: Vec<String> = (0..).map(|i| format!("c{i}")).filter(|id| layout.shard_of(id) == 3).take(30).collect();
-    for (i, user) in crowded.iter().enumerate() {
-        for board in ["tops", "solo"] {
-            score(&app, board, user, 1000 + (i as i64 / 3)).await;
-        }
-    }
+    let crowded = crowd(&app, "c", 3, 30, |i| 1000 + i as i64 / 3).await;
     for i in 0..60 {
         for board in ["tops", "solo", "spread"] {
             score(&app, board, &format!("o{i}"), i % 17).await;
@@ -98,23 +106,13 @@ async fn neighbours_held_by_one_shard_are_read_again_whole_and_equal_the_one_slo
     let layout = app.keys.layout("tops", SHARDS);
     // The top 20 all in shard 3, the bottom 12 all in shard 5 (ties of points among them), 60
     // others between, anywhere.
-    let crowded: Vec<String> = (0..).map(|i| format!("c{i}")).filter(|id| layout.shard_of(id) == 3).take(20).collect();
-    for (i, user) in crowded.iter().enumerate() {
-        for board in ["tops", "solo"] {
-            score(&app, board, user, 1000 + (i as i64 / 3)).await;
-        }
-    }
+    let crowded = crowd(&app, "c", 3, 20, |i| 1000 + i as i64 / 3).await;
     for i in 0..60 {
         for board in ["tops", "solo"] {
             score(&app, board, &format!("o{i}"), 100 + i % 17).await;
         }
     }
-    let bottom: Vec<String> = (0..).map(|i| format!("z{i}")).filter(|id| layout.shard_of(id) == 5).take(12).collect();
-    for (i, user) in bottom.iter().enumerate() {
-        for board in ["tops", "solo"] {
-            score(&app, board, user, i as i64 / 2).await;
-        }
-    }
+    let bottom = crowd(&app, "z", 5, 12, |i| i as i64 / 2).await;
     let top = crowded.last().unwrap().clone();
     let mut members: Vec<String> = vec![
         top.clone(),
