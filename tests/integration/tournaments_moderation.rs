@@ -126,15 +126,22 @@ async fn a_ban_meeting_a_wrong_type_seats_key_writes_nothing_on_the_board() {
     assert_eq!((users(&top), view["size"].as_u64()), (vec![], Some(0)));
 }
 
-/// A ban minutes after an instance ended, before its results are stored, takes the player out
-/// of it, score and seat: a cheater caught at the end is not in the results.
-#[tokio::test]
-async fn a_ban_before_the_results_are_stored_takes_the_player_out_of_them() {
+/// An arena with a daily tournament of five days opened at the midnight before now, joins
+/// required; now, and the midnight after it.
+async fn daily_cup() -> (Arena, chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>) {
     let arena = Arena::new().await;
     let now = arena.app.now();
     let midnight = (now + Duration::days(1)).date_naive().and_hms_opt(0, 0, 0).unwrap().and_utc();
     let daily = cup(midnight - Duration::days(1), 24 * 5, json!({"reset": "day", "duration_secs": 86_400, "join_required": true}));
     assert_eq!(arena.put("cup", &daily).await.0, StatusCode::CREATED);
+    (arena, now, midnight)
+}
+
+/// A ban minutes after an instance ended, before its results are stored, takes the player out
+/// of it, score and seat: a cheater caught at the end is not in the results.
+#[tokio::test]
+async fn a_ban_before_the_results_are_stored_takes_the_player_out_of_them() {
+    let (arena, now, midnight) = daily_cup().await;
     for user in ["ann", "bo"] {
         assert_eq!(arena.join("cup", user).await.0, StatusCode::OK);
     }
@@ -154,4 +161,46 @@ async fn a_ban_before_the_results_are_stored_takes_the_player_out_of_them() {
     let (_, results) = arena.read(&format!("/v1/tournaments/cup/results?instance={ended}")).await;
     let ranked: Vec<&str> = results["results"].as_array().unwrap().iter().map(|r| r["user_id"].as_str().unwrap()).collect();
     assert_eq!(ranked, ["bo"], "{results}");
+}
+
+/// A ban mid-tournament reaches an instance that ended a day before and whose results the
+/// archive has not stored yet (it lags), as it reaches the open one: every instance not frozen
+/// loses the player, score and seat; a frozen one keeps its results as stored.
+#[tokio::test]
+async fn a_ban_reaches_every_ended_instance_whose_results_are_not_stored() {
+    let (arena, _, midnight) = daily_cup().await;
+    let mut instances = Vec::new();
+    // Three days played; the archive runs after the first only.
+    for day in 0..3 {
+        arena.app.set_now(midnight - Duration::days(1) + Duration::days(day) + Duration::hours(12));
+        for user in ["ann", "bo"] {
+            assert_eq!(arena.join("cup", user).await.0, StatusCode::OK);
+        }
+        assert_eq!(arena.play("cup", &format!("a{day}"), "ann", 10).await.0, StatusCode::OK);
+        assert_eq!(arena.play("cup", &format!("b{day}"), "bo", 8).await.0, StatusCode::OK);
+        instances.push(arena.app.now().format("%Y-%m-%d").to_string());
+        if day == 0 {
+            arena.app.set_now(midnight + Duration::hours(1));
+            let reports = arena.end_run(None).await;
+            assert!(reports.iter().any(|r| r.instance == instances[0] && r.error.is_none()), "{reports:?}");
+        }
+    }
+    // The third day's noon: the second day ended 12 hours ago, not stored.
+    assert_eq!(arena.app.call(Method::POST, "/v1/admin/users/ann/ban", "", ADMIN).await.0, StatusCode::OK);
+    let mut conn = arena.app.redis.clone();
+    for (i, instance) in instances.iter().enumerate() {
+        let (_, top) = arena.read(&format!("/v1/tournaments/cup/top?instance={instance}")).await;
+        let period =
+            standings::domain::period::Period::named(standings::domain::period::PeriodKind::Day, instance, chrono_tz::UTC).unwrap();
+        let seats: Vec<String> =
+            redis::cmd("SMEMBERS").arg(arena.app.keys.board("cup").players(&period)).query_async(&mut conn).await.unwrap();
+        if i == 0 {
+            let (_, results) = arena.read(&format!("/v1/tournaments/cup/results?instance={instance}")).await;
+            let ranked: Vec<&str> = results["results"].as_array().unwrap().iter().map(|r| r["user_id"].as_str().unwrap()).collect();
+            assert_eq!(ranked, ["ann", "bo"], "the stored results stay: {results}");
+        } else {
+            assert_eq!(users(&top), [("bo".to_owned(), 8)], "{instance}: {top}");
+            assert_eq!(seats, ["bo"], "{instance}: ann's seat is freed");
+        }
+    }
 }

@@ -1,6 +1,7 @@
 //! Pure rules, time passed in, no network: board configuration, periods and calendars, leagues,
 //! scoring, rank-change notifications, the tie-break encoding, ids, decay, board distributions,
-//! the guard's fields, lists that page and the rounds of a move between layouts.
+//! the guard's fields, lists that page, the rounds of a move between layouts and the periods
+//! an admin action reaches.
 
 pub mod catch_up;
 pub mod config;
@@ -15,6 +16,7 @@ pub mod message;
 pub mod notify;
 pub mod paging;
 pub mod period;
+pub mod reach;
 pub mod rescale;
 pub mod scores;
 pub mod scoring;

@@ -5,11 +5,12 @@
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::moderation::{AUDIT_LOG_LEN, AuditEntry, AuditKind, Moderation, ModerationError, check_reason, current_periods, live_periods};
+use super::moderation::{AUDIT_LOG_LEN, AuditEntry, AuditKind, Moderation, ModerationError, check_reason};
 use crate::domain::config::{Board, Order};
 use crate::domain::correction::Change;
 use crate::domain::ids;
 use crate::domain::period::{EventWindow, Period, PeriodKind};
+use crate::domain::reach::{current_periods, live_periods};
 use crate::domain::{scores, scoring};
 use crate::redis::error::StoreError;
 use crate::redis::scripts::moderation::{self as script, AuditRecord, CorrectionReply, ScoreCorrection};

@@ -15,6 +15,7 @@ use crate::domain::correction::ChangeError;
 use crate::domain::ids::{self, IdError};
 use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::{EventWindow, Period};
+use crate::domain::reach::{ban_periods, ended_instances};
 use crate::domain::tiebreak::RangeError;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
@@ -112,46 +113,6 @@ pub struct AuditPage {
     pub board: String,
     /// Newest first.
     pub entries: Vec<AuditEntry>,
-}
-
-/// The periods of `board` an event could still land in at `now`: those containing any instant
-/// from `now - grace` (late events) to `now + max_future` (clock skew). Usually one per
-/// period kind; two around a boundary (e.g. yesterday's day board for 15 minutes after
-/// midnight). Older periods are history: a ban does not rewrite them.
-pub fn live_periods(board: &Board, now: DateTime<Utc>, window: &EventWindow) -> Vec<Period> {
-    let mut live: Vec<Period> = Vec::new();
-    for &kind in &board.periods {
-        for at in [now - window.grace, now, now + window.max_future] {
-            let period = Period::containing(kind, at, board.timezone);
-            if !live.contains(&period) {
-                live.push(period);
-            }
-        }
-    }
-    live
-}
-
-/// The periods a ban takes `board`'s user off at `now`: the live ones (`live_periods`), and a
-/// tournament's last instance once its window has ended, which stays not frozen until the
-/// archive stores its results (docs/tournaments.md#bans; the ban script leaves it alone once
-/// frozen).
-pub fn ban_periods(board: &Board, now: DateTime<Utc>, window: &EventWindow) -> Vec<Period> {
-    let mut periods = live_periods(board, now, window);
-    if let Some(tournament) = board.tournament.as_ref().filter(|tournament| now >= tournament.end) {
-        let last_instant = tournament.end - chrono::Duration::seconds(1);
-        for &kind in &board.periods {
-            let last = Period::containing(kind, last_instant, board.timezone);
-            if !periods.contains(&last) {
-                periods.push(last);
-            }
-        }
-    }
-    periods
-}
-
-/// The periods of `board` that contain `now`.
-pub fn current_periods(board: &Board, now: DateTime<Utc>) -> Vec<Period> {
-    board.periods.iter().map(|&kind| Period::containing(kind, now, board.timezone)).collect()
 }
 
 #[derive(Clone)]
@@ -329,7 +290,23 @@ impl Moderation {
                 // Where the user's data is: the recorded layout (a changed `shards` does not hold a ban
                 // back; a reshard's fence does, 503, until the move is done).
                 let keys = store.written_layout(&keys, board).await?.of_user(user_id);
-                script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN }).await
+                // A tournament's ended instances the archive has not frozen yet (read first: one
+                // frozen meanwhile is left alone by the script all the same).
+                let ended = match action {
+                    Ban::Ban { seats: true, .. } => {
+                        script::not_frozen(&mut conn, &keys, &ended_instances(board, now, &self.window)).await?
+                    }
+                    _ => Vec::new(),
+                };
+                let reach: Vec<Period> = live.iter().cloned().chain(ended).collect();
+                let action = match action {
+                    Ban::Ban { statements, league, notify, now, seats, .. } => {
+                        Ban::Ban { live: &reach, statements, league, notify, now, seats }
+                    }
+                    Ban::Unban => Ban::Unban,
+                };
+                let removed = script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN }).await?;
+                Ok::<_, StoreError>(removed.into_iter().cloned().collect::<Vec<Period>>())
             }
         }))
         .await;
@@ -338,7 +315,7 @@ impl Moderation {
             removed.extend(reply?.into_iter().map(|period| RemovedFrom {
                 board: board.name.clone(),
                 period: period.kind.as_str(),
-                period_id: period.id.clone(),
+                period_id: period.id,
             }));
         }
         let boards = boards.iter().map(|(board, _)| board.name.clone()).collect();
@@ -370,34 +347,5 @@ impl Moderation {
             entries.truncate(limit);
         }
         Ok(AuditPage { board: board.name.clone(), entries })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn at(s: &str) -> DateTime<Utc> {
-        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
-    }
-
-    fn ids(periods: &[Period]) -> Vec<&str> {
-        periods.iter().map(|p| p.id.as_str()).collect()
-    }
-
-    #[test]
-    fn live_periods_cover_the_event_window_around_boundaries() {
-        let config = Config::default_boards();
-        let activity = config.board("activity").unwrap();
-        let window = EventWindow::default();
-        assert_eq!(ids(&live_periods(activity, at("2026-11-22T10:00:00+08:00"), &window)), ["2026-11-22", "2026-11"]);
-        // Ten minutes into December: late events can still land on November 30 and November.
-        assert_eq!(
-            ids(&live_periods(activity, at("2026-12-01T00:10:00+08:00"), &window)),
-            ["2026-11-30", "2026-12-01", "2026-11", "2026-12"]
-        );
-        // Thirty seconds before midnight: a client a minute ahead already writes tomorrow.
-        assert_eq!(ids(&live_periods(activity, at("2026-11-22T23:59:30+08:00"), &window)), ["2026-11-22", "2026-11-23", "2026-11"]);
-        assert_eq!(ids(&current_periods(activity, at("2026-12-01T00:10:00+08:00"))), ["2026-12-01", "2026-12"]);
     }
 }

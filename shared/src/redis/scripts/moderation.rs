@@ -366,6 +366,32 @@ pub async fn void_points(
     }
 }
 
+/// Of `ended` (a tournament's instances ended before a ban's live ones), those whose set exists
+/// and is not frozen (no `closed|` in the guard): one pipeline.
+pub async fn not_frozen(conn: &mut Connection, keys: &BoardKeys, ended: &[Period]) -> Result<Vec<Period>, StoreError> {
+    if ended.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    pipe.cmd("HMGET").arg(keys.guard());
+    for period in ended {
+        pipe.arg(guard::closed_field(period));
+    }
+    for period in ended {
+        pipe.exists(keys.period(period));
+    }
+    let mut replies: Vec<redis::Value> = pipe.query_async(conn).await?;
+    let unexpected = |e: redis::ParsingError| StoreError::Protocol(format!("ended instances: {e}"));
+    let exists: Vec<bool> = replies.split_off(1).into_iter().map(redis::from_redis_value).collect::<Result<_, _>>().map_err(unexpected)?;
+    let closed: Vec<Option<String>> = redis::from_redis_value(replies.remove(0)).map_err(unexpected)?;
+    Ok(ended
+        .iter()
+        .zip(closed.iter().zip(exists))
+        .filter(|(_, (closed, exists))| closed.is_none() && *exists)
+        .map(|(p, _)| p.clone())
+        .collect())
+}
+
 /// The count of `member`'s voids on the board (its guard's field), read before the journal.
 pub async fn voids_seen(conn: &mut Connection, keys: &BoardKeys, member: &str) -> Result<i64, StoreError> {
     let seen: Option<i64> = redis::cmd("HGET").arg(keys.guard()).arg(guard::voids_field(member)).query_async(conn).await?;
