@@ -46,19 +46,26 @@ pub fn ban_periods(board: &Board, now: DateTime<Utc>, window: &EventWindow) -> V
 /// Instances of a tournament walked back from a ban at most (a month of a daily one, a day of
 /// one every 15 minutes): those the archive has not frozen are what its lag leaves unstored.
 pub const BAN_REACH_INSTANCES: usize = 100;
+/// An instance whose sets expire sooner than this after a ban is left alone: they could expire
+/// while the ban is on its way, and its script would take a set gone before the expiry its
+/// guard records, on the function's clock, for a loss.
+pub const BAN_EXPIRY_MARGIN_MINUTES: i64 = 5;
 
 /// The instances of a tournament's board that ended before `ban_periods`' reach and whose sets
 /// may still hold results the archive has not stored (docs/tournaments.md#bans): every one ended
-/// within its period's retention, latest first, at most `BAN_REACH_INSTANCES`. A ban takes the
-/// user off those found neither frozen nor gone.
+/// whose sets expire more than `BAN_EXPIRY_MARGIN_MINUTES` after `now`, latest first, at most
+/// `BAN_REACH_INSTANCES`. A ban takes the user off those where it finds them.
 pub fn ended_instances(board: &Board, now: DateTime<Utc>, window: &EventWindow) -> Vec<Period> {
     let Some(tournament) = board.tournament.as_ref() else { return Vec::new() };
     let reached = ban_periods(board, now, window);
+    let expire_after = (now + chrono::Duration::minutes(BAN_EXPIRY_MARGIN_MINUTES)).timestamp();
+    // Instances ended before the longest retention are gone: the walk back stops there.
+    let longest = board.periods.iter().map(|kind| kind.retention()).collect::<Option<Vec<_>>>().and_then(|all| all.into_iter().max());
     let mut ended = Vec::new();
-    for instance in tournament.ended_by(now - window.grace, None, BAN_REACH_INSTANCES) {
+    for instance in tournament.ended_by(now - window.grace, longest.map(|retention| now - retention), BAN_REACH_INSTANCES) {
         for &kind in &board.periods {
-            let kept = kind.retention().is_none_or(|retention| instance.end + retention > now);
             let period = Period::containing(kind, instance.end - chrono::Duration::seconds(1), board.timezone);
+            let kept = period.expires_at().is_none_or(|at| at > expire_after);
             if kept && !reached.contains(&period) && !ended.contains(&period) {
                 ended.push(period);
             }

@@ -290,11 +290,12 @@ impl Moderation {
                 // Where the user's data is: the recorded layout (a changed `shards` does not hold a ban
                 // back; a reshard's fence does, 503, until the move is done).
                 let keys = store.written_layout(&keys, board).await?.of_user(user_id);
-                // A tournament's ended instances the archive has not frozen yet (read first: one
-                // frozen meanwhile is left alone by the script all the same).
+                // A tournament's ended instances the archive has not frozen yet where the user
+                // holds a score or a seat (read first: one frozen meanwhile is left alone by the
+                // script all the same).
                 let ended = match action {
                     Ban::Ban { seats: true, .. } => {
-                        script::not_frozen(&mut conn, &keys, &ended_instances(board, now, &self.window)).await?
+                        script::holding(&mut conn, &keys, user_id, &ended_instances(board, now, &self.window)).await?
                     }
                     _ => Vec::new(),
                 };

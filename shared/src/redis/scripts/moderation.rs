@@ -366,9 +366,9 @@ pub async fn void_points(
     }
 }
 
-/// Of `ended` (a tournament's instances ended before a ban's live ones), those whose set exists
-/// and is not frozen (no `closed|` in the guard): one pipeline.
-pub async fn not_frozen(conn: &mut Connection, keys: &BoardKeys, ended: &[Period]) -> Result<Vec<Period>, StoreError> {
+/// Of `ended` (a tournament's instances ended before a ban's live ones), those not frozen (no
+/// `closed|` in the guard) where `member` holds a score or a seat: one pipeline.
+pub async fn holding(conn: &mut Connection, keys: &BoardKeys, member: &str, ended: &[Period]) -> Result<Vec<Period>, StoreError> {
     if ended.is_empty() {
         return Ok(Vec::new());
     }
@@ -378,18 +378,18 @@ pub async fn not_frozen(conn: &mut Connection, keys: &BoardKeys, ended: &[Period
         pipe.arg(guard::closed_field(period));
     }
     for period in ended {
-        pipe.exists(keys.period(period));
+        pipe.zscore(keys.period(period), member).sismember(keys.players(period), member);
     }
     let mut replies: Vec<redis::Value> = pipe.query_async(conn).await?;
     let unexpected = |e: redis::ParsingError| StoreError::Protocol(format!("ended instances: {e}"));
-    let exists: Vec<bool> = replies.split_off(1).into_iter().map(redis::from_redis_value).collect::<Result<_, _>>().map_err(unexpected)?;
+    let held: Vec<bool> = replies
+        .split_off(1)
+        .chunks(2)
+        .map(|pair| Ok(!matches!(pair[0], redis::Value::Nil) || redis::from_redis_value::<bool>(pair[1].clone())?))
+        .collect::<Result<_, redis::ParsingError>>()
+        .map_err(unexpected)?;
     let closed: Vec<Option<String>> = redis::from_redis_value(replies.remove(0)).map_err(unexpected)?;
-    Ok(ended
-        .iter()
-        .zip(closed.iter().zip(exists))
-        .filter(|(_, (closed, exists))| closed.is_none() && *exists)
-        .map(|(p, _)| p.clone())
-        .collect())
+    Ok(ended.iter().zip(closed.iter().zip(held)).filter(|(_, (closed, held))| closed.is_none() && *held).map(|(p, _)| p.clone()).collect())
 }
 
 /// The count of `member`'s voids on the board (its guard's field), read before the journal.
