@@ -49,8 +49,11 @@ async fn a_read_of_every_shard_is_one_pipeline_a_node_and_a_stale_map_only_costs
     all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
     let probes: Vec<(&str, f64)> = [3usize, 17, 42].iter().map(|i| (all[*i].0.as_str(), all[*i].1)).collect();
 
-    // A transaction a shard (sizes) and a script call a shard (counts): one request a node.
+    // A transaction a shard (sizes) and a script call a shard (counts): one request a node,
+    // once each node has the script (a node without it answers NOSCRIPT, and the parts go again
+    // alone, loading it: which test reads counts first is not this one's to know).
     sharded::sizes(&conn, &sets).await.unwrap();
+    sharded::counts(&conn, &sets, &probes, &[]).await.unwrap();
     let before = app.store.round_trips();
     let sizes = sharded::sizes(&conn, &sets).await.unwrap();
     assert_eq!(app.store.round_trips() - before, nodes, "sizes of {SHARDS} shards");
@@ -89,7 +92,47 @@ async fn a_read_of_every_shard_is_one_pipeline_a_node_and_a_stale_map_only_costs
         let settings = standings::redis::settings::RedisSettings { read_from_replicas: true, ..standings_tests::redis_settings() };
         let replicas = standings::redis::store::Store::connect(&settings).unwrap();
         let conn = replicas.connection().await.unwrap();
+        let (primaries, secondaries) = cluster_nodes(&app).await;
+        let served = |nodes: Vec<String>| async move {
+            let mut calls = 0;
+            for node in nodes {
+                calls += zcard_calls(&node).await;
+            }
+            calls
+        };
+        let (on_primaries, on_replicas) = (served(primaries.clone()).await, served(secondaries.clone()).await);
         assert_eq!(sharded::sizes(&conn, &sets).await.unwrap(), sizes);
+        // Served by the replicas, a ZCARD a shard there, none on a primary.
+        assert_eq!(served(secondaries).await - on_replicas, u64::from(SHARDS), "the replicas served the sizes");
+        assert_eq!(served(primaries).await - on_primaries, 0, "no primary served them");
         assert_eq!(sharded::counts(&conn, &sets, &probes, &[]).await.unwrap().0, vec![3, 17, 42]);
     }
+}
+
+/// The test cluster's primaries and replicas (`host:port`), from `CLUSTER NODES`.
+async fn cluster_nodes(app: &standings_tests::TestApp) -> (Vec<String>, Vec<String>) {
+    let text: String = redis::cmd("CLUSTER").arg("NODES").query_async(&mut app.redis.clone()).await.unwrap();
+    let (mut primaries, mut replicas) = (Vec::new(), Vec::new());
+    for line in text.lines() {
+        let fields: Vec<&str> = line.split(' ').collect();
+        let address = fields[1].split('@').next().unwrap().to_owned();
+        if fields[2].contains("master") {
+            primaries.push(address);
+        } else if fields[2].contains("slave") {
+            replicas.push(address);
+        }
+    }
+    assert!(!replicas.is_empty(), "the test cluster has replicas: {text}");
+    (primaries, replicas)
+}
+
+/// How many `ZCARD`s the node at `address` has served (`INFO commandstats`).
+async fn zcard_calls(address: &str) -> u64 {
+    let client = redis::Client::open(format!("redis://{address}")).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let info: String = redis::cmd("INFO").arg("commandstats").query_async(&mut conn).await.unwrap();
+    info.lines()
+        .find_map(|line| line.strip_prefix("cmdstat_zcard:calls="))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
 }
