@@ -14,14 +14,15 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use journal::{Drainer, Resharder, S3Objects, Status};
+use journal::{Drainer, Resharder, Restorer, S3Objects, Status};
 use standings::domain::config::Config;
 use standings::domain::scoring::Event;
+use standings::redis::keys::Keys;
 use standings::runtime::metrics::Metrics;
 use standings::services::ingestion::Ingestor;
 
 use super::restore::{drain_all, write};
-use crate::harness::{Bench, BenchError, Report, Table, Target, grouped};
+use crate::harness::{Bench, BenchError, Report, Table, Target, grouped, scan};
 
 /// Lines before the move (`STANDINGS_BENCH_RESHARD_LINES` for another size).
 const LINES: u64 = 200_000;
@@ -30,10 +31,14 @@ const SHARDS: u32 = 12;
 const REFUSED_TARGET: Duration = Duration::from_secs(5);
 
 fn board(shards: u32) -> Config {
+    board_named("forum", shards)
+}
+
+fn board_named(name: &str, shards: u32) -> Config {
     Config::parse(&format!(
         r#"
         [[boards]]
-        name = "forum"
+        name = "{name}"
         kind = "cumulative"
         timezone = "UTC"
         periods = ["all", "week"]
@@ -70,6 +75,37 @@ struct Seen {
     peak_rss: AtomicU64,
 }
 
+/// The same journal (board `calm`, `lines` events) restored after every key of it was lost,
+/// then moved 1 → SHARDS, each with nothing beside it: the lines each applied and its time.
+async fn alone(bench: &Bench, keys: &Keys, objects: &S3Objects, lines: u64) -> Result<[(usize, Duration); 2], BenchError> {
+    let (one, twelve) = (Arc::new(board_named("calm", 1)), Arc::new(board_named("calm", SHARDS)));
+    bench.born(&one).await?;
+    write(bench, &one, keys, 0..lines).await?;
+    let sink = Metrics::with_sink("bench", Arc::new(|_| ()));
+    drain_all(&Drainer::new(one.clone(), keys.clone(), bench.store.clone(), objects.clone(), sink)).await?;
+    let mut conn = bench.connection().await?;
+    for chunk in scan(&mut conn, &keys.board("calm").pattern_all()).await?.chunks(1_000) {
+        let () = redis::AsyncCommands::del(&mut conn, chunk).await?;
+    }
+    let restoring = Instant::now();
+    let restorer = Restorer::new(one, keys.clone(), bench.store.clone(), objects.clone());
+    let report = restorer.restore(Some("calm"), Utc::now() + chrono::Duration::minutes(30)).await?;
+    if report.status != Status::Complete {
+        return Err(format!("the restore did not complete: {report:?}").into());
+    }
+    let restored = (report.boards.iter().map(|b| b.replayed).sum::<usize>(), restoring.elapsed());
+    let moving = Instant::now();
+    let resharder = Resharder::new(twelve, keys.clone(), bench.store.clone(), objects.clone());
+    let mut moved = 0;
+    loop {
+        let report = resharder.reshard("calm", Utc::now() + chrono::Duration::minutes(15)).await?;
+        moved += report.moved;
+        if report.status == Status::Complete {
+            return Ok([restored, (moved, moving.elapsed())]);
+        }
+    }
+}
+
 pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let lines = std::env::var("STANDINGS_BENCH_RESHARD_LINES").ok().and_then(|n| n.parse().ok()).unwrap_or(LINES);
     let (one, twelve) = (Arc::new(board(1)), Arc::new(board(SHARDS)));
@@ -79,6 +115,8 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     let bucket = format!("{}-reshard", bench.keys.prefix()).to_lowercase().replace(['_', ':'], "-");
     client.create_bucket().bucket(&bucket).send().await?;
     let objects = S3Objects::new(client, &bucket);
+    let [(restored, restore_took), (moved_alone, alone_took)] = alone(bench, &keys, &objects, lines).await?;
+    let (restore_rate, alone_rate) = (restored as f64 / restore_took.as_secs_f64(), moved_alone as f64 / alone_took.as_secs_f64());
     write(bench, &one, &keys, 0..lines).await?;
     let drainer =
         Drainer::new(one.clone(), keys.clone(), bench.store.clone(), objects.clone(), Metrics::with_sink("bench", Arc::new(|_| ())));
@@ -180,7 +218,25 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
     table.row(vec!["first to last refused write".into(), format!("{} ms", refused_span.as_millis())]);
     table.row(vec!["reads of the top during the move: 200 / other".into(), format!("{} / {}", grouped(reads_ok), grouped(reads_other))]);
     table.row(vec!["this process's resident memory, growth at its peak".into(), format!("{:.1} MB", growth as f64 / 1e6)]);
+    let mut alone_table = Table::new(&["the same journal, nothing beside it", "lines", "took", "lines/s"]);
+    for (what, n, took) in [
+        ("restored, every key of it lost", restored, restore_took),
+        (&*format!("moved 1 → {SHARDS}, after that restore"), moved_alone, alone_took),
+    ] {
+        alone_table.row(vec![
+            what.to_owned(),
+            grouped(n as u64),
+            format!("{:.1} s", took.as_secs_f64()),
+            grouped((n as f64 / took.as_secs_f64()) as u64),
+        ]);
+    }
     let targets = vec![
+        Target {
+            row: format!("lines a second, a move 1 → {SHARDS} alone against a restore of the same journal alone"),
+            goal: "≥ 1×".into(),
+            measured: format!("{:.2}×", alone_rate / restore_rate),
+            met: alone_rate >= restore_rate,
+        },
         Target {
             row: format!("writes refused during a move 1 → {SHARDS} of {} lines, in all", grouped(lines)),
             goal: format!("≤ {} s", REFUSED_TARGET.as_secs()),
@@ -200,10 +256,13 @@ pub async fn run(bench: &Bench) -> Result<Report, BenchError> {
             "The journal-restore scenario's board (100,000 members) with {} events written through `Ingestor::record` (journal \
              on) and drained to moto_server's S3; then configured with `shards = {SHARDS}` and moved by the `Resharder` \
              (invocations of 15 minutes) while one client writes comments to it without pause through the new configuration's \
-             `Ingestor` ({during} writes) and another reads its top through the `query` router every 50 ms.",
+             `Ingestor` ({during} writes) and another reads its top through the `query` router every 50 ms. Before it, \
+             the same number of events on a board of its own, drained, every key of it deleted, restored by the `Restorer` \
+             and then moved 1 → {SHARDS}, with no client beside either: the restore's lines a second and the move's, the \
+             issue's comparison, in the same run.",
             grouped(lines)
         ),
-        tables: vec![table],
+        tables: vec![table, alone_table],
         notes: vec![format!(
             "Moved in **{:.1} s** ({} lines/s); writes refused for **{} ms** in all (the last step: the lines written during the \
              last round, the closed seasons, the compare of every period set of both layouts, the switch); reads answered 200 \
