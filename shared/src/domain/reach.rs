@@ -54,10 +54,10 @@ pub const BAN_EXPIRY_MARGIN_MINUTES: i64 = 5;
 /// The instances of a tournament's board that ended before `ban_periods`' reach and whose sets
 /// may still hold results the archive has not stored (docs/tournaments.md#bans): every one ended
 /// whose sets expire more than `BAN_EXPIRY_MARGIN_MINUTES` after `now`, latest first, at most
-/// `BAN_REACH_INSTANCES`. A ban takes the user off those where it finds them.
-pub fn ended_instances(board: &Board, now: DateTime<Utc>, window: &EventWindow) -> Vec<Period> {
+/// `BAN_REACH_INSTANCES`, none of `reached` (the ban's own periods, `ban_periods`). A ban takes
+/// the user off those where it finds them.
+pub fn ended_instances(board: &Board, now: DateTime<Utc>, window: &EventWindow, reached: &[Period]) -> Vec<Period> {
     let Some(tournament) = board.tournament.as_ref() else { return Vec::new() };
-    let reached = ban_periods(board, now, window);
     let expire_after = (now + chrono::Duration::minutes(BAN_EXPIRY_MARGIN_MINUTES)).timestamp();
     // Instances ended before the longest retention are gone: the walk back stops there.
     let longest = board.periods.iter().map(|kind| kind.retention()).collect::<Option<Vec<_>>>().and_then(|all| all.into_iter().max());
@@ -124,21 +124,19 @@ mod tests {
         let window = EventWindow::default();
         let daily = tournament(serde_json::json!({"reset": "day", "duration_secs": 86_400}));
         let noon = at("2026-06-10T12:00:00Z");
-        let ended = ended_instances(&daily, noon, &window);
+        let ended_at = |board: &Board, now| ended_instances(board, now, &window, &ban_periods(board, now, &window));
+        let ended = ended_at(&daily, noon);
         assert_eq!(ended.len(), 30, "a day's retention: 30 days back");
         assert_eq!((ended[0].id.as_str(), ended[29].id.as_str()), ("2026-06-09", "2026-05-11"));
         assert!(!ended.iter().any(|p| ban_periods(&daily, noon, &window).contains(p)), "the live ones are not repeated");
         // Five minutes after midnight, yesterday is live still (the grace): not listed twice.
-        assert_eq!(ended_instances(&daily, at("2026-06-10T00:05:00Z"), &window)[0].id, "2026-06-08");
-        assert_eq!(ended_instances(&daily, at("2026-01-01T12:00:00Z"), &window), Vec::<Period>::new());
+        assert_eq!(ended_at(&daily, at("2026-06-10T00:05:00Z"))[0].id, "2026-06-08");
+        assert_eq!(ended_at(&daily, at("2026-01-01T12:00:00Z")), Vec::<Period>::new());
         let often = tournament(serde_json::json!({"cron": "*/15 * * * *", "duration_secs": 900}));
-        assert_eq!(ended_instances(&often, noon, &window).len(), BAN_REACH_INSTANCES);
+        assert_eq!(ended_at(&often, noon).len(), BAN_REACH_INSTANCES);
         let one_off = tournament(serde_json::json!({}));
-        assert_eq!(ended_instances(&one_off, noon, &window), Vec::<Period>::new(), "its one instance is live");
-        assert_eq!(ended_instances(config_board("activity"), noon, &window), Vec::<Period>::new());
-    }
-
-    fn config_board(name: &str) -> &'static Board {
-        Box::leak(Box::new(Config::default_boards())).board(name).unwrap()
+        assert_eq!(ended_at(&one_off, noon), Vec::<Period>::new(), "its one instance is live");
+        let config = Config::default_boards();
+        assert_eq!(ended_at(config.board("activity").unwrap(), noon), Vec::<Period>::new());
     }
 }

@@ -280,12 +280,6 @@ impl Moderation {
         let replies = join_all(boards.iter().map(|(board, live)| {
             let (mut conn, keys, store) = (conn.clone(), self.keys.clone(), self.store.clone());
             let entry = AuditEntry::new(&board.name, kind, user_id, actor, now).json();
-            let action = if banned {
-                let (league, notify, seats) = (board.league.as_ref(), board.notify.as_ref(), board.tournament.is_some());
-                Ban::Ban { live, statements: board.statements, league, notify, now, seats }
-            } else {
-                Ban::Unban
-            };
             async move {
                 // Where the user's data is: the recorded layout (a changed `shards` does not hold a ban
                 // back; a reshard's fence does, 503, until the move is done).
@@ -293,18 +287,18 @@ impl Moderation {
                 // A tournament's ended instances the archive has not frozen yet where the user
                 // holds a score or a seat (read first: one frozen meanwhile is left alone by the
                 // script all the same).
-                let ended = match action {
-                    Ban::Ban { seats: true, .. } => {
-                        script::holding(&mut conn, &keys, user_id, &ended_instances(board, now, &self.window)).await?
-                    }
-                    _ => Vec::new(),
+                let seats = board.tournament.is_some();
+                let ended = match banned && seats {
+                    true => script::holding(&mut conn, &keys, user_id, &ended_instances(board, now, &self.window, live)).await?,
+                    false => Vec::new(),
                 };
                 let reach: Vec<Period> = live.iter().cloned().chain(ended).collect();
-                let action = match action {
-                    Ban::Ban { statements, league, notify, now, seats, .. } => {
-                        Ban::Ban { live: &reach, statements, league, notify, now, seats }
+                let action = match banned {
+                    true => {
+                        let (league, notify) = (board.league.as_ref(), board.notify.as_ref());
+                        Ban::Ban { live: &reach, statements: board.statements, league, notify, now, seats }
                     }
-                    Ban::Unban => Ban::Unban,
+                    false => Ban::Unban,
                 };
                 let removed = script::ban(&mut conn, &keys, user_id, action, AuditRecord { entry: &entry, keep: AUDIT_LOG_LEN }).await?;
                 Ok::<_, StoreError>(removed.into_iter().cloned().collect::<Vec<Period>>())
