@@ -50,8 +50,9 @@ async fn a_read_of_every_shard_is_one_pipeline_a_node_and_a_stale_map_only_costs
     let probes: Vec<(&str, f64)> = [3usize, 17, 42].iter().map(|i| (all[*i].0.as_str(), all[*i].1)).collect();
 
     // A transaction a shard (sizes) and a script call a shard (counts): one request a node,
-    // once each node has the script (a node without it answers NOSCRIPT, and the parts go again
-    // alone, loading it: which test reads counts first is not this one's to know).
+    // once each node has the script (a node without it answers NOSCRIPT, and the script is
+    // loaded and the node's parts sent again: which test reads counts first is not this one's to
+    // know; faults/noscript_reads.rs counts that case).
     sharded::sizes(&conn, &sets).await.unwrap();
     sharded::counts(&conn, &sets, &probes, &[]).await.unwrap();
     let before = app.store.round_trips();

@@ -9,6 +9,9 @@
 //! with any error, or of a pipeline that failed, is not taken from the pipeline but sent again
 //! on its own by the caller, as before this module, where the cluster client follows redirects
 //! and a script the node lacks is loaded. Reads only: sending a part twice changes nothing.
+//! A node without a script (restarted, failed over, its scripts flushed) answers its script
+//! parts NOSCRIPT: the scripts are loaded once (on every node) and that node's unanswered
+//! parts go again in one pipeline, instead of each alone (three requests a part).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -70,6 +73,11 @@ fn failed(value: &Value) -> bool {
     }
 }
 
+/// Whether a reply says the node lacks the script called.
+fn no_script(value: &Value) -> bool {
+    matches!(value, Value::ServerError(error) if error.code() == "NOSCRIPT")
+}
+
 /// Whether a reply says the part went to a node that does not hold its slot.
 fn redirected(value: &Value) -> bool {
     match value {
@@ -99,12 +107,44 @@ impl Connection {
         }
         let sent = join_all(groups.into_values().map(|members| self.send_group(parts, members))).await;
         let mut answers = vec![None; parts.len()];
-        for (members, replies) in sent {
+        let mut again = Vec::new();
+        for (members, replies, lacked) in sent {
+            if lacked {
+                again.push(members.iter().zip(&replies).filter(|(_, reply)| reply.is_none()).map(|(i, _)| *i).collect::<Vec<_>>());
+            }
+            for (i, reply) in members.into_iter().zip(replies) {
+                answers[i] = reply;
+            }
+        }
+        if again.is_empty() || !self.load_scripts(parts, again.iter().flatten()).await {
+            return answers;
+        }
+        for (members, replies, _) in join_all(again.into_iter().map(|members| self.send_group(parts, members))).await {
             for (i, reply) in members.into_iter().zip(replies) {
                 answers[i] = reply;
             }
         }
         answers
+    }
+
+    /// Loads the scripts of the script parts among `members`, each once (`SCRIPT LOAD` goes to
+    /// every node); whether all loaded.
+    async fn load_scripts(&self, parts: &[(&str, Part<'_>)], members: impl Iterator<Item = &usize>) -> bool {
+        let mut scripts: Vec<&redis::Script> = Vec::new();
+        for i in members {
+            if let Part::Script(call) = &parts[*i].1
+                && !scripts.iter().any(|script| script.get_hash() == call.script().get_hash())
+            {
+                scripts.push(call.script());
+            }
+        }
+        let mut conn = self.clone();
+        for script in scripts {
+            if script.load_async(&mut conn).await.is_err() {
+                return false;
+            }
+        }
+        true
     }
 
     /// The cluster's slot ranges, read with `CLUSTER SLOTS` when not known yet.
@@ -118,20 +158,21 @@ impl Connection {
         Some(ranges)
     }
 
-    /// One node's parts in one pipeline: `members` (indexes into `parts`) and their answers.
-    async fn send_group(&self, parts: &[(&str, Part<'_>)], members: Vec<usize>) -> (Vec<usize>, Vec<Option<Value>>) {
+    /// One node's parts in one pipeline: `members` (indexes into `parts`), their answers, and
+    /// whether a script part found the node without its script.
+    async fn send_group(&self, parts: &[(&str, Part<'_>)], members: Vec<usize>) -> (Vec<usize>, Vec<Option<Value>>, bool) {
         let mut pipe = redis::pipe();
         let counts: Vec<usize> = members.iter().map(|i| parts[*i].1.add_to(&mut pipe)).collect();
         let total = counts.iter().sum();
         if total == 0 {
-            return (members.clone(), vec![Some(Value::Array(Vec::new())); members.len()]);
+            return (members.clone(), vec![Some(Value::Array(Vec::new())); members.len()], false);
         }
         let mut conn = self.clone();
         let replies = match self.cluster() {
             None => conn.req_packed_commands(&pipe, 0, total).await,
             Some(_) => {
                 let Some(mut cluster) = self.nodes().unretried().await else {
-                    return (members.clone(), vec![None; members.len()]);
+                    return (members.clone(), vec![None; members.len()], false);
                 };
                 self.count_round_trip();
                 let reads_only = members.iter().all(|i| matches!(parts[*i].1, Part::Atomic(_) | Part::Plain(_)));
@@ -148,15 +189,16 @@ impl Connection {
                 if !failed.as_ref().is_err_and(|e| matches!(e.code(), Some("ASK" | "TRYAGAIN"))) {
                     self.nodes().set(None);
                 }
-                return (members.clone(), vec![None; members.len()]);
+                return (members.clone(), vec![None; members.len()], false);
             }
         };
         let mut replies = replies.into_iter();
         let mut answers = Vec::with_capacity(members.len());
-        let mut stale = false;
+        let (mut stale, mut lacked) = (false, false);
         for (i, count) in members.iter().zip(counts) {
             let part: Vec<Value> = replies.by_ref().take(count).collect();
             stale |= part.iter().any(redirected);
+            lacked |= matches!(parts[*i].1, Part::Script(_)) && part.iter().any(no_script);
             // A transaction's answer is its last reply (`EXEC`'s); the others are `MULTI`'s OK
             // and each command's QUEUED, where a refused command shows.
             answers.push(match (part.iter().any(failed), &parts[*i].1) {
@@ -168,6 +210,6 @@ impl Connection {
         if stale {
             self.nodes().set(None);
         }
-        (members, answers)
+        (members, answers, lacked)
     }
 }

@@ -284,6 +284,11 @@ impl<'a> ScriptCall<'a> {
         self
     }
 
+    /// The script called (to load it where a node answered NOSCRIPT).
+    pub(super) fn script(&self) -> &Script {
+        self.script
+    }
+
     pub(super) fn evalsha(&self) -> Cmd {
         let mut cmd = redis::cmd("EVALSHA");
         cmd.arg(self.script.get_hash()).arg(self.keys.len()).arg(&self.keys).arg(&self.args);

@@ -5,6 +5,7 @@ mod aof_kill;
 mod dropped_connection;
 mod eviction_probe;
 mod failover;
+mod noscript_reads;
 mod out_of_memory;
 mod replica_wait;
 mod restart;
