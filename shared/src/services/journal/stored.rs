@@ -74,7 +74,8 @@ pub(super) async fn store_new<O: Objects>(
     }
 }
 
-/// `store_new` for every shard of `layout`: whether each is stored whole.
+/// `store_new` for every shard of `layout`, the shards at once (each its own chain of objects
+/// and its own checkpoint): whether each is stored whole.
 pub(super) async fn store_layout<O: Objects>(
     conn: &mut Connection,
     objects: &O,
@@ -82,11 +83,12 @@ pub(super) async fn store_layout<O: Objects>(
     layout: &Layout,
     deadline: chrono::DateTime<chrono::Utc>,
 ) -> Result<bool, RestoreError> {
-    let mut whole = true;
-    for (shard, journal_name) in layout.all().iter().zip(layout.journals()) {
-        whole &= store_new(conn, objects, keys.prefix(), (shard, &journal_name), deadline).await?;
-    }
-    Ok(whole)
+    let (shards, journals) = (layout.all(), layout.journals());
+    let stores = shards.iter().zip(&journals).map(|(shard, journal_name)| {
+        let mut conn = conn.clone();
+        async move { store_new(&mut conn, objects, keys.prefix(), (shard, journal_name), deadline).await }
+    });
+    Ok(futures::future::try_join_all(stores).await?.into_iter().all(|whole| whole))
 }
 
 #[cfg(test)]
