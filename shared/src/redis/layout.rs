@@ -186,7 +186,14 @@ async fn probe(
         None if board.shards > 1 && guarded + scored > 0 => 1,
         // Only a sharded layout needs a record: data in the one slot is found there again by
         // the next probe (and a board of one shard writes no key a read or a restore would not).
-        None if board.shards == 1 => 1,
+        // With a journal, nothing there at all (not even the guard a function's start gives a
+        // new board, docs/journal.md#fence) is a board whose every key was lost, its record
+        // included (a board moved back to one shard is at a later generation): probed again
+        // next time, so the restore that brings the record back is seen at once.
+        None if board.shards == 1 => {
+            holds = !keys.journal_on() || guarded + scored > 0;
+            1
+        }
         None if record => {
             // Another container may record it first: theirs stands.
             let before: Option<u32> =
