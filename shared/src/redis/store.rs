@@ -359,6 +359,12 @@ impl Connection {
                 call.script.load_async(self).await?;
                 self.send_script(call, wait).await?
             }
+            // A board found restoring may have been moved by a switch this container's probe
+            // predates (its old guards freed): the next write probes its layout again.
+            Err(e) if e.code() == Some("BOARD_RESTORING") => {
+                self.layouts.forget_all();
+                return Err(e.into());
+            }
             result => result?,
         };
         if acknowledged < wait.replicas {
@@ -376,27 +382,10 @@ impl Connection {
     }
 }
 
-/// Whether an answer says a board is being restored (`BOARD_RESTORING`, alone or in a pipeline).
-fn restoring(error: Option<&RedisError>, values: &[Value]) -> bool {
-    fn found(value: &Value) -> bool {
-        match value {
-            Value::ServerError(error) => error.code() == "BOARD_RESTORING",
-            Value::Array(items) => items.iter().any(found),
-            _ => false,
-        }
-    }
-    error.is_some_and(|error| error.code() == Some("BOARD_RESTORING")) || values.iter().any(found)
-}
-
-/// Every request, whatever sends it (`run_script`, `invoke_async`, a pipeline): a board found
-/// restoring may have been moved by a switch, or restored to a later layout, since this
-/// container probed it (a probe while every key was lost takes a one-slot board for generation
-/// 0): every probe is forgotten, so the next request reads the layout again.
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        let layouts = self.layouts.clone();
-        let answer = match &mut self.link {
+        match &mut self.link {
             Link::Standalone(c) => Box::pin(async move {
                 match c.req_packed_command(cmd).await {
                     Err(error) if error.is_connection_dropped() => c.req_packed_command(cmd).await,
@@ -404,20 +393,12 @@ impl ConnectionLike for Connection {
                 }
             }),
             Link::Cluster(c) => c.req_packed_command(cmd),
-        };
-        Box::pin(async move {
-            let answer = answer.await;
-            if restoring(answer.as_ref().err(), answer.as_ref().map(std::slice::from_ref).unwrap_or_default()) {
-                layouts.forget_all();
-            }
-            answer
-        })
+        }
     }
 
     fn req_packed_commands<'a>(&'a mut self, pipeline: &'a Pipeline, offset: usize, count: usize) -> RedisFuture<'a, Vec<Value>> {
         self.round_trips.fetch_add(1, Ordering::Relaxed);
-        let layouts = self.layouts.clone();
-        let answer = match &mut self.link {
+        match &mut self.link {
             Link::Standalone(c) => Box::pin(async move {
                 match c.req_packed_commands(pipeline, offset, count).await {
                     Err(error) if error.is_connection_dropped() => c.req_packed_commands(pipeline, offset, count).await,
@@ -425,14 +406,7 @@ impl ConnectionLike for Connection {
                 }
             }),
             Link::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-        };
-        Box::pin(async move {
-            let answer = answer.await;
-            if restoring(answer.as_ref().err(), answer.as_deref().unwrap_or_default()) {
-                layouts.forget_all();
-            }
-            answer
-        })
+        }
     }
 
     fn get_db(&self) -> i64 {

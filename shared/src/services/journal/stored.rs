@@ -74,8 +74,12 @@ pub(super) async fn store_new<O: Objects>(
     }
 }
 
-/// `store_new` for every shard of `layout`, the shards at once (each its own chain of objects
-/// and its own checkpoint): whether each is stored whole.
+/// Shards whose streams are stored at once: each holds a chunk (up to `CHUNK_ENTRIES` lines and
+/// its object's body) in memory, and a board may have 64.
+const STORES_AT_ONCE: usize = 3;
+
+/// `store_new` for every shard of `layout`, `STORES_AT_ONCE` shards side by side (each its own
+/// chain of objects and its own checkpoint): whether each is stored whole.
 pub(super) async fn store_layout<O: Objects>(
     conn: &mut Connection,
     objects: &O,
@@ -83,12 +87,19 @@ pub(super) async fn store_layout<O: Objects>(
     layout: &Layout,
     deadline: chrono::DateTime<chrono::Utc>,
 ) -> Result<bool, RestoreError> {
+    use futures::{StreamExt, TryStreamExt};
     let (shards, journals) = (layout.all(), layout.journals());
-    let stores = shards.iter().zip(&journals).map(|(shard, journal_name)| {
-        let mut conn = conn.clone();
-        async move { store_new(&mut conn, objects, keys.prefix(), (shard, journal_name), deadline).await }
-    });
-    Ok(futures::future::try_join_all(stores).await?.into_iter().all(|whole| whole))
+    // Gathered first: a lazy map held across the await is not `Send` for every lifetime.
+    let stores: Vec<_> = shards
+        .iter()
+        .zip(&journals)
+        .map(|(shard, journal_name)| {
+            let mut conn = conn.clone();
+            async move { store_new(&mut conn, objects, keys.prefix(), (shard, journal_name), deadline).await }
+        })
+        .collect();
+    let whole: Vec<bool> = futures::stream::iter(stores).buffer_unordered(STORES_AT_ONCE).try_collect().await?;
+    Ok(whole.into_iter().all(|whole| whole))
 }
 
 #[cfg(test)]
