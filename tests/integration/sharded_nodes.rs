@@ -4,24 +4,17 @@
 //! never retries) and the parts sent again alone, answers exactly, and is read again for the
 //! next read.
 
-use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
-use standings::redis::sharded::{self, ShardSet};
+use standings::redis::sharded;
+use standings_tests::sharded::{best_scores, in_rank_order, period_sets};
 use standings_tests::{at, spawn_ingest_with};
 
 const SHARDS: u32 = 12;
 const USERS: u32 = 60;
 
-fn config() -> Config {
-    let board = format!(
-        "[[boards]]\nname = \"nodes\"\nkind = \"scores\"\nkeep = \"best\"\norder = \"desc\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nshards = {SHARDS}\n"
-    );
-    Config::parse(&board).unwrap()
-}
-
 #[tokio::test]
 async fn a_read_of_every_shard_is_one_pipeline_a_node_and_a_stale_map_only_costs_a_resend() {
-    let app = spawn_ingest_with(config()).await;
+    let app = spawn_ingest_with(best_scores("nodes", SHARDS)).await;
     let now = at("2026-11-22T08:00:00Z");
     app.set_now(now);
     for user in 0..USERS {
@@ -30,8 +23,7 @@ async fn a_read_of_every_shard_is_one_pipeline_a_node_and_a_stale_map_only_costs
         assert_eq!(app.post("/v1/boards/nodes/scores", &body).await.0, 200);
     }
     let period = Period::containing(PeriodKind::All, now, chrono_tz::UTC);
-    let layout = app.keys.layout("nodes", SHARDS);
-    let sets: Vec<ShardSet> = layout.all().iter().map(|keys| ShardSet { set: keys.period(&period), guard: None }).collect();
+    let sets = period_sets(&app, "nodes", SHARDS, &period);
     let nodes = app.nodes_holding(&sets.iter().map(|s| s.set.clone()).collect::<Vec<_>>()).await;
     if app.store.is_cluster() {
         assert!(nodes > 1 && nodes < u64::from(SHARDS), "12 shards over the test cluster's primaries: {nodes}");
@@ -39,14 +31,8 @@ async fn a_read_of_every_shard_is_one_pipeline_a_node_and_a_stale_map_only_costs
 
     // The oracle: every shard's entries read whole, in ZREVRANGE order over all of them.
     let mut conn = app.store.connection().await.unwrap();
-    let mut all: Vec<(String, f64)> = Vec::new();
-    for set in &sets {
-        let entries: Vec<(String, f64)> =
-            redis::cmd("ZRANGE").arg(&set.set).arg(0).arg(-1).arg("WITHSCORES").query_async(&mut conn).await.unwrap();
-        all.extend(entries);
-    }
+    let all = in_rank_order(&mut conn, &sets).await;
     assert_eq!(all.len() as u32, USERS);
-    all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
     let probes: Vec<(&str, f64)> = [3usize, 17, 42].iter().map(|i| (all[*i].0.as_str(), all[*i].1)).collect();
 
     // A transaction a shard (sizes) and a script call a shard (counts): one request a node,

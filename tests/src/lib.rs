@@ -41,6 +41,7 @@ pub mod proxy;
 pub mod queue;
 pub mod runtime;
 pub mod servers;
+pub mod sharded;
 pub mod sim;
 pub mod tournament;
 

@@ -196,16 +196,7 @@ impl<S: ArchiveSink> Archiver<S> {
         let mut reports = Vec::new();
         let mut failures = Vec::new();
         for (board, season) in &candidates {
-            let mut archived = self.archive_season(&board.name, &season.id, Shard::WHOLE, deadline).await;
-            // A board restored since this container probed its layout (a probe while every key
-            // was lost takes a one-slot board for generation 0; its restore may record a later
-            // one) answers `board_restoring` from the layout probed: the probe is forgotten and
-            // one more attempt reads the layout again (a board still restoring answers the same).
-            if archived.as_ref().is_err_and(|error| error.code() == "board_restoring") {
-                self.store.forget_layout(&self.keys, &board.name);
-                archived = self.archive_season(&board.name, &season.id, Shard::WHOLE, deadline).await;
-            }
-            match archived {
+            match self.archive_season(&board.name, &season.id, Shard::WHOLE, deadline).await {
                 Ok(report) => {
                     if matches!(report.status, Status::Complete | Status::AlreadyComplete) && is_overdue(season) {
                         overdue -= 1;

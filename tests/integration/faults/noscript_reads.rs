@@ -4,26 +4,19 @@
 //! then one request a node. Before, every part went again alone (three requests a part).
 //! Flushes scripts, so on servers of its own (`standings_tests::servers`).
 
-use standings::domain::config::Config;
 use standings::domain::period::{Period, PeriodKind};
 use standings::redis::settings::RedisSettings;
-use standings::redis::sharded::{self, ShardSet};
+use standings::redis::sharded;
 use standings_tests::servers::{RedisCluster, RedisServer};
+use standings_tests::sharded::{best_scores, in_rank_order, period_sets};
 use standings_tests::{at, spawn_ingest_at};
 
 const SHARDS: u32 = 12;
 const USERS: u32 = 40;
 
-fn config() -> Config {
-    let board = format!(
-        "[[boards]]\nname = \"flushed\"\nkind = \"scores\"\nkeep = \"best\"\norder = \"desc\"\ntimezone = \"UTC\"\nperiods = [\"all\"]\ntop = 10\nshards = {SHARDS}\n"
-    );
-    Config::parse(&board).unwrap()
-}
-
 /// Writes the board, then reads its counts with every node's scripts flushed by `flush`.
 async fn counts_after_a_flush(settings: &RedisSettings, flush: impl AsyncFn()) {
-    let app = spawn_ingest_at(config(), settings).await;
+    let app = spawn_ingest_at(best_scores("flushed", SHARDS), settings).await;
     let now = at("2026-11-22T08:00:00Z");
     app.set_now(now);
     for user in 0..USERS {
@@ -31,18 +24,11 @@ async fn counts_after_a_flush(settings: &RedisSettings, flush: impl AsyncFn()) {
         assert_eq!(app.post("/v1/boards/flushed/scores", &body).await.0, 200);
     }
     let period = Period::containing(PeriodKind::All, now, chrono_tz::UTC);
-    let sets: Vec<ShardSet> =
-        app.keys.layout("flushed", SHARDS).all().iter().map(|keys| ShardSet { set: keys.period(&period), guard: None }).collect();
+    let sets = period_sets(&app, "flushed", SHARDS, &period);
     let nodes = app.nodes_holding(&sets.iter().map(|s| s.set.clone()).collect::<Vec<_>>()).await;
     let mut conn = app.store.connection().await.unwrap();
     // Three members by every shard's entries read whole: counted before each, by the scripts.
-    let mut all: Vec<(String, f64)> = Vec::new();
-    for set in &sets {
-        let entries: Vec<(String, f64)> =
-            redis::cmd("ZRANGE").arg(&set.set).arg(0).arg(-1).arg("WITHSCORES").query_async(&mut conn).await.unwrap();
-        all.extend(entries);
-    }
-    all.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+    let all = in_rank_order(&mut conn, &sets).await;
     let probes: Vec<(&str, f64)> = [4usize, 19, 33].iter().map(|i| (all[*i].0.as_str(), all[*i].1)).collect();
     assert_eq!(sharded::counts(&conn, &sets, &probes, &[]).await.unwrap().0, vec![4, 19, 33]);
 
