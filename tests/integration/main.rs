@@ -71,6 +71,7 @@ mod score_batch;
 mod score_corrections;
 mod score_model;
 mod score_rescale;
+mod score_rescale_online;
 mod score_scale;
 mod score_semantics;
 mod scores;

@@ -94,7 +94,8 @@ async fn reshard_in_steps(
 }
 
 /// The upgrade: scores from before the scale was recorded (at the default, all-time ties to
-/// 256 s), the configuration now 4,194,303. Refused until moved; moved in steps, every score,
+/// 256 s), the configuration now 4,194,303. Written at the held scale until moved (a new score
+/// too, read beside the others by either deploy); moved in steps, every score,
 /// rank and time reached reads as before, retries are duplicates, a new score is exact to the
 /// second, and a restore after the deployment's Redis is lost brings the re-encoded board back
 /// from the new generation's journal alone.
@@ -117,17 +118,18 @@ async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
             old.journal_jobs(&client, &bucket, metrics()).run(json!({"drain": {}}), far()).await.expect("a drain");
         }
     }
-    let before = tops(&old).await;
     // A walk by cursor begun before the move (issue 58: a cursor names its scale).
     let (_, first) = old.get("/v1/boards/game/top?period=all&limit=2").await;
     let cursor = first["next_cursor"].as_str().expect("a page of 2 of 6 has a next one").to_owned();
     assert!(cursor.contains(&format!("~{MAX_SCORE}.")), "{cursor}");
 
     let new = spawn_journaled_on(game("max_score = 4194303"), old.keys.clone()).await;
-    new.set_now(at(600));
-    // Writes wait for the move; reads answer from the scores as they are held.
-    let (status, refused) = submit(&new, at(600), "s9", "u9", 5).await;
-    assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_scale_changed")));
+    // Writes go on at the scale the board holds, until the move; reads answer from it.
+    let (status, taken) = submit(&new, at(600), "s8", "u8", 50).await;
+    assert_eq!(status, StatusCode::OK, "{taken}");
+    old.set_now(at(600));
+    let before = tops(&old).await;
+    assert_eq!(ids(&before[0]), ["u2", "u4", "u0", "u1", "u5", "u3", "u8"], "{}", before[0]);
     assert_eq!(tops(&new).await, before, "read at the scale the board holds, before the move");
     let jobs = new.journal_jobs(&client, &bucket, metrics());
     let (report, stored) =
@@ -165,7 +167,7 @@ async fn a_board_held_at_the_default_scale_moves_to_its_configured_max_score() {
     // and lead it (Redis orders a tie by member, u9 > u0); now it ranks after.
     assert_eq!(submit(&new, at(1), "s9", "u9", 500).await.0, StatusCode::OK);
     let after = tops(&new).await;
-    assert_eq!(ids(&after[0]), ["u2", "u4", "u0", "u9", "u1", "u5", "u3"], "{}", after[0]);
+    assert_eq!(ids(&after[0]), ["u2", "u4", "u0", "u9", "u1", "u5", "u3", "u8"], "{}", after[0]);
 
     // Redis lost, the layout record with it: S3's newest generation is the board's.
     jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
@@ -221,8 +223,8 @@ async fn a_score_only_the_history_held_above_the_new_max_does_not_stop_the_move(
 
 /// A board with no scale record whose current periods hold nothing but an earlier period does
 /// (yesterday's set, on a day board): its scores are at the default, and a function configured
-/// with another `max_score` refuses it rather than recording its own over them; the move then
-/// re-encodes yesterday's set too.
+/// with another `max_score` writes today's at the default too rather than record its own over
+/// them; the move then re-encodes both days.
 #[tokio::test]
 async fn yesterdays_scores_keep_a_board_at_the_default_until_it_is_moved() {
     let client = s3().await;
@@ -232,14 +234,18 @@ async fn yesterdays_scores_keep_a_board_at_the_default_until_it_is_moved() {
     let yesterday = Utc::now() - Duration::days(1);
     assert_eq!(submit(&old, yesterday, "a", "amy", 300).await.0, StatusCode::OK);
     let new = spawn_journaled_on(day_only("max_score = 4194303"), old.keys.clone()).await;
-    let (status, refused) = submit(&new, Utc::now(), "b", "bob", 5).await;
-    assert_eq!((status, refused["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_scale_changed")), "{refused}");
+    let today = Utc::now();
+    assert_eq!(submit(&new, today, "b", "bob", 5).await.0, StatusCode::OK);
+    let mut conn = new.redis.clone();
+    let scale: Option<i64> = redis::cmd("GET").arg(new.keys.board_scale("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(scale, Some(MAX_SCORE), "the default recorded, as the scores held");
     let report = moved(&new.journal_jobs(&client, &bucket, Arc::default())).await;
-    assert_eq!(report["status"], "complete", "{report}");
-    let date = yesterday.date_naive();
-    let (status, top) = new.get(&format!("/v1/boards/game/top?period=day&at={date}")).await;
-    assert_eq!((status, &top["entries"][0]["score"]), (StatusCode::OK, &json!(300)), "{top}");
-    assert_eq!(submit(&new, Utc::now(), "b", "bob", 5).await.0, StatusCode::OK);
+    assert_eq!((&report["status"], &report["max_score"]["to"]), (&json!("complete"), &json!(4_194_303)), "{report}");
+    for (day, score) in [(yesterday, 300), (today, 5)] {
+        let (status, top) = new.get(&format!("/v1/boards/game/top?period=day&at={}", day.date_naive())).await;
+        assert_eq!((status, &top["entries"][0]["score"]), (StatusCode::OK, &json!(score)), "{top}");
+    }
+    assert_eq!(submit(&new, today, "c", "cat", 4_000_000).await.0, StatusCode::OK, "the new scale's range");
 }
 
 /// A board that notifies is refused by name (its undelivered rank moves are not carried), before

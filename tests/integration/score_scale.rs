@@ -1,6 +1,7 @@
 //! A score board's scale (docs/boards.md#score-boards): the shipped `high-scores` orders all-time ties
-//! to the second, and a `max_score` changed on a board that holds scores is refused, never
-//! misread; a restore after a loss records the scale its data was written in.
+//! to the second, and a board whose `max_score` changed while it holds scores is written and read
+//! at the scale it holds until a move re-encodes it, never misread; a restore after a loss records
+//! the scale its data was written in.
 
 use chrono::{Duration, Utc};
 use journal::{Restorer, S3Objects};
@@ -38,38 +39,43 @@ async fn the_shipped_high_scores_orders_all_time_ties_to_the_second() {
     assert_eq!(top_ids(&top), ["amy", "zed"], "amy reached 100 a second before zed: {top}");
 }
 
-/// Writes wait (503 `board_scale_changed`, naming both values, nothing written); reads answer
-/// from amy's 100 as it is held, as they do while a move re-encodes the board (issue 58).
-async fn assert_refused(app: &TestApp, recorded: i64, configured: i64) {
-    let (status, reply) = submit(app, "game", "late", "bob", 5).await;
-    assert_eq!((status, reply["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{reply}");
-    let message = reply["error"]["message"].as_str().unwrap();
-    assert!(message.contains(&recorded.to_string()) && message.contains(&configured.to_string()), "{message}");
-    let (status, read) = app.get("/v1/boards/game/top?period=all").await;
-    assert_eq!(
-        (status.as_u16(), &read["entries"][0]["user_id"], &read["entries"][0]["score"]),
-        (200, &json!("amy"), &json!(100)),
-        "{read}"
-    );
-    let (status, read) = app.get("/v1/boards/game/users/amy?period=all").await;
-    assert_eq!((status.as_u16(), &read["rank"], &read["score"]), (200, &json!(1), &json!(100)), "{read}");
+/// A deploy on another `max_score` than the board's scores are held at: a score within the held
+/// one is written at it (read back by this deploy and by one on the held scale, beside amy's
+/// 100); a score only the configured one takes waits (503 `board_scale_changed`, naming both
+/// values, nothing written) for the move that re-encodes the board (issue 58).
+async fn assert_held(app: &TestApp, other: &TestApp, recorded: i64, configured: i64) {
+    assert_eq!(submit(app, "game", "late", "bob", 5).await.0, 200);
+    if configured > recorded {
+        let state = app.keyspace().await;
+        let (status, reply) = submit(app, "game", "high", "cyd", recorded + 1).await;
+        assert_eq!((status, reply["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{reply}");
+        let message = reply["error"]["message"].as_str().unwrap();
+        assert!(message.contains(&recorded.to_string()) && message.contains(&configured.to_string()), "{message}");
+        assert_eq!(app.keyspace().await, state, "a write that waits wrote nothing");
+    }
+    for reader in [app, other] {
+        let (status, read) = reader.get("/v1/boards/game/top?period=all").await;
+        let scores: Vec<(&Value, &Value)> = read["entries"].as_array().unwrap().iter().map(|e| (&e["user_id"], &e["score"])).collect();
+        assert_eq!((status.as_u16(), scores), (200, vec![(&json!("amy"), &json!(100)), (&json!("bob"), &json!(5))]), "{read}");
+        let (status, read) = reader.get("/v1/boards/game/users/amy?period=all").await;
+        assert_eq!((status.as_u16(), &read["rank"], &read["score"]), (200, &json!(1), &json!(100)), "{read}");
+    }
 }
 
 #[tokio::test]
-async fn a_max_score_changed_on_a_board_holding_scores_is_refused_and_writes_nothing() {
+async fn a_max_score_changed_on_a_board_holding_scores_writes_at_the_held_one() {
     for (before, after, recorded, configured) in
         [("", "max_score = 4194303", 1_073_741_823, 4_194_303), ("max_score = 4194303", "", 4_194_303, 1_073_741_823)]
     {
         let old = spawn_journaled(game(before)).await;
         assert_eq!(submit(&old, "game", "a", "amy", 100).await.0, 200);
-        let state = old.keyspace().await;
         let new = spawn_journaled_on(game(after), old.keys.clone()).await;
-        assert_refused(&new, recorded, configured).await;
-        assert_eq!(old.keyspace().await, state, "a refused write wrote nothing");
-        // The old configuration, restored, reads and writes as before.
-        let (_, top) = old.get("/v1/boards/game/top?period=all").await;
-        assert_eq!((top_ids(&top), &top["entries"][0]["score"]), (vec!["amy".to_owned()], &json!(100)), "{top}");
-        assert_eq!(submit(&old, "game", "b", "bob", 5).await.0, 200);
+        assert_held(&new, &old, recorded, configured).await;
+        let mut conn = old.redis.clone();
+        let scale: Option<i64> = redis::cmd("GET").arg(old.keys.board_scale("game")).query_async(&mut conn).await.unwrap();
+        assert!(scale.is_none_or(|scale| scale == recorded), "the held scale stays recorded: {scale:?}");
+        // The old configuration reads and writes as before.
+        assert_eq!(submit(&old, "game", "b", "dan", 3).await.0, 200);
     }
 }
 
@@ -93,27 +99,33 @@ async fn a_new_board_takes_its_configured_scale_and_a_restore_keeps_it() {
     assert_eq!(restored, before, "the same keys, the scale's record included");
     assert_eq!(submit(&app, "game", "b", "bob", 5).await.0, 200, "the restored board takes writes in its scale");
     let other = spawn_journaled_on(game(""), app.keys.clone()).await;
-    assert_refused(&other, 4_194_303, 1_073_741_823).await;
+    let (status, reply) = submit(&other, "game", "high", "cyd", 4_194_304).await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (503, Some("board_scale_changed")), "held at the restored scale: {reply}");
 }
 
 #[tokio::test]
-async fn a_sharded_board_refuses_a_changed_max_score_too() {
+async fn a_sharded_board_writes_at_its_held_max_score_too() {
     let sharded = |extra: &str| game(&format!("shards = 4\n{extra}"));
-    let old = spawn_journaled(sharded("")).await;
+    let old = spawn_journaled(sharded("max_score = 4194303")).await;
     for (i, user) in ["amy", "bob", "cyd", "dan"].iter().enumerate() {
         assert_eq!(submit(&old, "game", &format!("e{i}"), user, 100).await.0, 200);
     }
-    let new = spawn_journaled_on(sharded("max_score = 4194303"), old.keys.clone()).await;
-    let (status, reply) = submit(&new, "game", "late", "eve", 5).await;
+    let new = spawn_journaled_on(sharded(""), old.keys.clone()).await;
+    assert_eq!(submit(&new, "game", "late", "eve", 5).await.0, 200);
+    let (status, reply) = submit(&new, "game", "high", "fay", 4_194_304).await;
     assert_eq!((status, reply["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{reply}");
     let (status, top) = new.get("/v1/boards/game/top?period=all").await;
     let scores: Vec<&Value> = top["entries"].as_array().into_iter().flatten().map(|e| &e["score"]).collect();
-    assert_eq!((status.as_u16(), scores), (200, vec![&json!(100); 4]), "read at the scale held, every shard: {top}");
+    assert_eq!(
+        (status.as_u16(), scores),
+        (200, [vec![&json!(100); 4], vec![&json!(5)]].concat()),
+        "read at the scale held, every shard: {top}"
+    );
 }
 
 /// A restore brings back the scale the lines were written in, not the configuration's: a
-/// board written at the default and restored under `max_score = 4194303` refuses, and the
-/// other way round.
+/// board written at the default and restored under `max_score = 4194303` is read and written at
+/// the default, and the other way round (where a score above 4,194,303 waits).
 #[tokio::test]
 async fn a_restore_records_the_scale_the_lines_were_written_in() {
     for (written, restored) in [("", "max_score = 4194303"), ("max_score = 4194303", "")] {
@@ -127,9 +139,15 @@ async fn a_restore_records_the_scale_the_lines_were_written_in() {
         let other = spawn_journaled_on(game(restored), app.keys.clone()).await;
         let restorer = Restorer::new(other.config.clone(), other.keys.clone(), other.store.clone(), S3Objects::new(client, &bucket));
         restorer.restore(None, Utc::now() + Duration::minutes(5)).await.expect("the restore runs");
-        let (status, reply) = submit(&other, "game", "b", "bob", 5).await;
-        assert_eq!((status, reply["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{written:?}: {reply}");
-        let (_, top) = app.get("/v1/boards/game/top?period=all").await;
-        assert_eq!(&top["entries"][0]["score"], &json!(100), "{written:?}: read as written: {top}");
+        let mut conn = other.redis.clone();
+        let scale: Option<i64> = redis::cmd("GET").arg(other.keys.board_scale("game")).query_async(&mut conn).await.unwrap();
+        let held = if written.is_empty() { 1_073_741_823 } else { 4_194_303 };
+        assert!(scale.is_none_or(|scale| scale == held), "{written:?}: the lines' scale recorded: {scale:?}");
+        assert_eq!(submit(&other, "game", "b", "bob", 5).await.0, 200, "{written:?}");
+        for reader in [&app, &other] {
+            let (_, top) = reader.get("/v1/boards/game/top?period=all").await;
+            let scores: Vec<&Value> = top["entries"].as_array().unwrap().iter().map(|e| &e["score"]).collect();
+            assert_eq!(scores, [&json!(100), &json!(5)], "{written:?}: read as written: {top}");
+        }
     }
 }

@@ -202,7 +202,7 @@ async fn submit_both(app: &TestApp, n: usize, again: bool) -> bool {
     assert_eq!(status, StatusCode::OK, "{solo}");
     let (status, wide) = app.post("/v1/boards/wide/scores", &body).await;
     let moving = status == StatusCode::SERVICE_UNAVAILABLE
-        && ["board_restoring", "board_scale_changed", "board_resharding"].contains(&wide["error"]["code"].as_str().unwrap_or_default());
+        && ["board_restoring", "board_resharding"].contains(&wide["error"]["code"].as_str().unwrap_or_default());
     assert!(status == StatusCode::OK || moving, "{wide}");
     if status == StatusCode::OK {
         let (mut solo, mut wide) = (as_either_board(solo, true), as_either_board(wide, true));
@@ -232,10 +232,11 @@ async fn same_scores(app: &TestApp) -> Result<(), String> {
 }
 
 /// Issue 58's acceptance for a `max_score` change: a score board at the default scale in one
-/// slot moved to 4 shards and 4,194,303 in one move while submissions go on (refused by the
-/// moving board for the whole re-encode, then sent again as a client retries), read after every
-/// invocation through the deploy on the old configuration and the one on the new, against its
-/// twin in one slot that took the same submissions and never moved.
+/// slot moved to 4 shards and 4,194,303 in one move while submissions go on (taken at the held
+/// scale while the lines move, refused by the moving board in its last step only, then sent
+/// again as a client retries), read after every invocation through the deploy on the old
+/// configuration and the one on the new, against its twin in one slot that took the same
+/// submissions and never moved.
 #[tokio::test]
 async fn a_score_board_moved_to_shards_and_a_new_max_score_while_written_reads_as_its_twin() {
     let client = s3().await;
@@ -249,18 +250,22 @@ async fn a_score_board_moved_to_shards_and_a_new_max_score_while_written_reads_a
     let new = spawn_journaled_on(score_boards(4, "max_score = 4194303"), old.keys.clone()).await;
     new.set_now(old.now());
     let jobs = new.journal_jobs(&client, &bucket, Arc::default());
-    let (mut n, mut pending, mut refused) = (30, None, 0);
+    let (mut n, mut pending, mut taken) = (30, None, 0);
     for invocation in 0.. {
         assert!(invocation < 300, "the move did not finish");
         let report = jobs.run(json!({"reshard": {"board": "wide"}}), chrono::Utc::now() - Duration::seconds(1)).await.unwrap();
+        // Each invocation moves a line (its deadline passed): a write every third lets it catch up.
         let writer = if invocation % 2 == 1 { &old } else { &new };
-        let again = pending.is_some();
-        let sent = pending.take().unwrap_or_else(|| {
-            n += 1;
-            n
-        });
-        if !submit_both(writer, sent, again).await {
-            (pending, refused) = (Some(sent), refused + 1);
+        if invocation % 3 == 0 || pending.is_some() {
+            let again = pending.is_some();
+            let sent = pending.take().unwrap_or_else(|| {
+                n += 1;
+                n
+            });
+            match submit_both(writer, sent, again).await {
+                true => taken += 1,
+                false => pending = Some(sent),
+            }
         }
         if pending.is_none() {
             for (deploy, reader) in [("old", &old), ("new", &new)] {
@@ -274,7 +279,7 @@ async fn a_score_board_moved_to_shards_and_a_new_max_score_while_written_reads_a
         // A re-encode switches once the new generation's journal is whole in S3.
         jobs.run(json!({"drain": {}}), chrono::Utc::now() + Duration::minutes(5)).await.expect("a drain");
     }
-    assert!(refused >= 1, "the re-encode refused the moving board's writes");
+    assert!(taken >= 10, "the moving board took writes while its lines moved: {taken}");
     for more in n + 1..n + 20 {
         assert!(submit_both(&new, more, false).await, "after the move");
     }

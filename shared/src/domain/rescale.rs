@@ -35,13 +35,10 @@ impl Rescale {
     /// `board` (configured with the new `max_score`) from its scores held at `from`; `None`
     /// when nothing changes or the board holds no scores whose scale can change.
     pub fn new(board: &Board, from: i64) -> Option<Self> {
-        let scores = board.scores.as_ref().filter(|_| board.tournament.is_none())?;
-        if scores.max_score == from {
-            return None;
+        match super::scores::held_at(board, Some(from)) {
+            std::borrow::Cow::Owned(old) => Some(Self { from: old, to: board.clone() }),
+            std::borrow::Cow::Borrowed(_) => None,
         }
-        let mut old = board.clone();
-        old.scores.as_mut().expect("a score board").max_score = from;
-        Some(Self { from: old, to: board.clone() })
     }
 
     pub fn from_max(&self) -> i64 {

@@ -47,6 +47,20 @@ pub fn scale_held(board: &Board, period: &Period, held: Option<i64>) -> Scale {
     Scale { span, max_value: max_score, ascending: scores.order == Order::Asc, origin, step }
 }
 
+/// `board` as its scores are held at `held` (a deploy configured with another `max_score` than
+/// the board's scores are laid out in writes them at the held one until a move re-encodes them,
+/// docs/boards.md#changing-max_score): borrowed when nothing differs.
+pub fn held_at(board: &Board, held: Option<i64>) -> std::borrow::Cow<'_, Board> {
+    match (&board.scores, held) {
+        (Some(scores), Some(held)) if board.tournament.is_none() && scores.max_score != held => {
+            let mut at = board.clone();
+            at.scores.as_mut().expect("a score board").max_score = held;
+            std::borrow::Cow::Owned(at)
+        }
+        _ => std::borrow::Cow::Borrowed(board),
+    }
+}
+
 /// Time parts of a score board whose scores reach `max_score` (`tiebreak::time_span_for`):
 /// 2^23 at the default `MAX_SCORE`; 2^31, every second from 2020 to 2088 even on all-time
 /// boards, at 4,194,303 or less.

@@ -340,11 +340,11 @@ impl ApiError {
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", STORE_FULL).with_retry_after(5);
         }
         if let StoreError::Rescaled { board, recorded, configured } = &error {
-            tracing::error!(board, recorded, configured, "writes refused: the board's scores are laid out for another max_score");
+            tracing::warn!(board, recorded, configured, "a write waits: the board's scores are laid out for another max_score");
             let message = format!(
                 "board {board:?} holds scores laid out for max_score {recorded} but is configured with {configured}; \
-                 its writes resume once the configuration says {recorded} again, or once a reshard re-encodes it \
-                 (docs/boards.md#changing-max_score); reads of its standings answer from the scores as they are held"
+                 writes that fit {recorded} go on, this one waits until a reshard re-encodes the board \
+                 (docs/boards.md#changing-max_score); retry then (with the same ids)"
             );
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_scale_changed", &message).with_retry_after(60);
         }

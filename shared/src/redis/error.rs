@@ -21,7 +21,9 @@ pub enum StoreError {
     #[error("the board is being restored from its journal")]
     Restoring,
     /// A score board's scores are laid out for another `max_score` than the configuration's
-    /// (docs/boards.md#score-boards): its reads and writes are refused rather than misread.
+    /// (docs/boards.md#changing-max_score): a write that fits only the configured one (or a
+    /// write that cannot be laid out at the held one, a void) waits for the move that
+    /// re-encodes the board, rather than be misread.
     #[error("board {board:?} holds scores laid out for max_score {recorded}; the configuration says {configured}")]
     Rescaled { board: String, recorded: i64, configured: i64 },
     /// Writes are refused: the store may evict keys, and with them the boards, ledgers and
@@ -31,6 +33,13 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// `Rescaled` for a write to `board` that fits its configured `max_score` but not `held`'s
+    /// (the board as its scores are held, `scores::held_at`).
+    pub fn rescaled(board: &crate::domain::config::Board, held: &crate::domain::config::Board) -> Self {
+        let max = |board: &crate::domain::config::Board| board.scores.as_ref().map_or(0, |scores| scores.max_score);
+        StoreError::Rescaled { board: board.name.clone(), recorded: max(held), configured: max(board) }
+    }
+
     /// A failure no retry can cure: Standings asked Redis for something wrong (a key holding
     /// another type, a script that failed, a reply it cannot read, keys of several slots).
     /// Answered as an internal error and alarmed, never as a store to retry shortly.

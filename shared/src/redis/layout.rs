@@ -83,6 +83,20 @@ impl Layouts {
         }
     }
 
+    /// `recorded` for a write that lays its scores out as the board holds them, whatever
+    /// `max_score` the configuration says (a score submission, a correction: `scores::held_at`),
+    /// or writes none (a ban): also the `max_score` they are held at. Records as a write does.
+    pub async fn writing(
+        &self,
+        conn: &mut (impl ConnectionLike + Send),
+        keys: &Keys,
+        board: &Board,
+        now: DateTime<Utc>,
+    ) -> Result<(u32, u32, Option<i64>), StoreError> {
+        let found = self.found(conn, keys, board, now, true).await?;
+        Ok((found.shards, found.generation, found.max_score))
+    }
+
     /// `recorded` for a read that answers from the scores as they are held, whatever
     /// `max_score` the configuration says: also the `max_score` they are held at (`None`: a
     /// board whose scale never changes). Records nothing.
@@ -117,8 +131,11 @@ impl Layouts {
         }
         // By the record's key: containers may hold several prefixes' keys (a test, a shadow).
         let layout = keys.board_layout(&board.name);
+        // A move due or under way (another count of shards, or scores held at another
+        // `max_score`): its switch is found within `MOVING_PROBE_MS`.
         let trusted = |found: &Recorded| {
-            if found.shards == board.shards { Duration::from_secs(LAYOUT_PROBE_SECS) } else { Duration::from_millis(MOVING_PROBE_MS) }
+            let settled = found.shards == board.shards && (found.max_score.is_none() || found.max_score == configured_scale(board));
+            if settled { Duration::from_secs(LAYOUT_PROBE_SECS) } else { Duration::from_millis(MOVING_PROBE_MS) }
         };
         let cached = self
             .probed

@@ -170,13 +170,16 @@ impl Store {
         Ok(keys.layout_at(&board.name, shards, generation))
     }
 
-    /// `read_layout` for a write that goes where the board's data is whatever the
-    /// configuration says (a ban): a board with no record yet gets its configured layout recorded,
-    /// as its first write would, so a reshard finds what the write left there.
+    /// `write_layout` for a write that lays out scores as the board holds them, or writes none
+    /// (a ban), whatever `max_score` the configuration says: the layout holding the scale its
+    /// scores are in (`Layout::held_scale`, for `scores::held_at`). A board with no record yet
+    /// gets its configured layout recorded, as its first write would, so a move finds what the
+    /// write left there; a deploy on another `max_score` writes on until a move re-encodes the
+    /// board (docs/boards.md#changing-max_score).
     pub async fn written_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
-        let (shards, generation) = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), true).await?;
-        Ok(keys.layout_at(&board.name, shards, generation))
+        let (shards, generation, held) = self.layouts.writing(&mut conn, keys, board, chrono::Utc::now()).await?;
+        Ok(keys.layout_at(&board.name, shards, generation).holding(held))
     }
 
     /// The layout a write to `board` goes to: where its data is, as reads read it, whatever

@@ -164,6 +164,14 @@ impl Moderation {
         request.validate()?;
         let change = Change::of(board, request.delta, request.set, request.remove)?;
         let periods = correction_periods(board, request, change, now, &self.window)?;
+        let mut conn = self.store.write_connection().await?;
+        let layout = self.store.written_layout(&self.keys, board).await?;
+        // Laid out as the board holds its scores (a move to the configured `max_score` may be
+        // due): a change that fits only the configured one waits for the move.
+        let held = scores::held_at(board, layout.held_scale());
+        if !std::ptr::eq(board, &*held) && Change::of(&held, request.delta, request.set, request.remove).is_err() {
+            return Err(StoreError::rescaled(board, &held).into());
+        }
         let periods: Vec<(Period, i64)> = periods
             .into_iter()
             .map(|period| {
@@ -171,11 +179,11 @@ impl Moderation {
                 // ours) is reached no earlier than its start: a score board's time parts count
                 // from there.
                 let reached = period.start.map_or(now, |start| now.max(start.with_timezone(&Utc)));
-                let time_part = scores::scale(board, &period).time_part(reached)?;
+                let time_part = scores::scale(&held, &period).time_part(reached)?;
                 Ok((period, time_part))
             })
             .collect::<Result<_, crate::domain::tiebreak::RangeError>>()?;
-        let scale = periods.first().map_or(crate::domain::tiebreak::Scale::POINTS, |(period, _)| scores::scale(board, period));
+        let scale = periods.first().map_or(crate::domain::tiebreak::Scale::POINTS, |(period, _)| scores::scale(&held, period));
         let (mode, operand) = change.script_operand(&scale);
         let correction_id = request.correction_id.clone().or(made_up).unwrap_or_else(ids::made_up_id);
         let fingerprint = scoring::fingerprint(&(user_id, request));
@@ -210,8 +218,6 @@ impl Moderation {
         let entry_json = entry.json();
         let journal_entry = if self.keys.journal_on() { journal_entry(&entry, request) } else { String::new() };
         let correction = ScoreCorrection { journal_entry: &journal_entry, ..correction };
-        let mut conn = self.store.write_connection().await?;
-        let layout = self.store.write_layout(&self.keys, board).await?;
         let keys = layout.of_user(user_id);
         let audit = AuditRecord { entry: &entry_json, keep: AUDIT_LOG_LEN };
         let (entry, duplicate, periods) = match script::correct_score(&mut conn, &keys, &correction, audit).await? {
@@ -222,6 +228,7 @@ impl Moderation {
             CorrectionReply::Conflict => return Err(ModerationError::Conflict(correction_id)),
             CorrectionReply::Banned => Err(GuardRefusal::Banned { user_id: user_id.to_owned(), board: board.name.clone() })?,
             CorrectionReply::PeriodClosed(period_id) => Err(GuardRefusal::PeriodClosed { board: board.name.clone(), period_id })?,
+            CorrectionReply::OutOfRange if !std::ptr::eq(board, &*held) => return Err(StoreError::rescaled(board, &held).into()),
             CorrectionReply::OutOfRange => return Err(ModerationError::ScoreOutOfRange(board.name.clone())),
         };
         // Under a made-up id a duplicate can only be the client library's own re-send of this

@@ -1,6 +1,7 @@
 //! Score submissions: validate, then one script call on the board (one round trip; a batch, one
 //! per chunk), exactly once per `event_id`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -8,7 +9,7 @@ use serde::Serialize;
 
 use crate::domain::config::{Board, BoardKind, Config};
 use crate::domain::period::{EventTimeError, EventWindow};
-use crate::domain::scores::{ScorePlan, Submission, SubmissionRefusal, plan_submission};
+use crate::domain::scores::{ScorePlan, Submission, SubmissionRefusal, held_at, plan_submission};
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys, Layout};
 use crate::redis::scripts::scores::{ScoreOutcome, SubmitReply, submit_score, submit_scores};
@@ -111,13 +112,16 @@ impl Scores {
         now: DateTime<Utc>,
         refusal: Option<EventTimeError>,
     ) -> Result<ScoreReceipt, ScoreError> {
-        let mut plan = plan_submission(board, submission, now, &self.window)?;
-        plan.first_delivery = plan.first_delivery.or(refusal);
+        plan_submission(board, submission, now, &self.window)?;
         let mut conn = self.store.write_connection().await?;
         let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
-        let layout = self.store.write_layout(&self.keys, board).await?;
+        let layout = self.store.written_layout(&self.keys, board).await?;
+        // Laid out as the board holds its scores (a move to the configured `max_score` may be due).
+        let held = held_at(board, layout.held_scale());
+        let mut plan = plan_held(board, &held, submission, now, &self.window)?;
+        plan.first_delivery = plan.first_delivery.or(refusal);
         let reply = submit_score(&mut conn, &layout.of_user(&submission.user_id), &plan, wait).await?;
-        let mut receipts = [receipt(board, submission, reply)];
+        let mut receipts = [receipt(board, &held, submission, reply)];
         without_shard_ranks(&layout, &mut receipts);
         let [receipt] = receipts;
         receipt
@@ -155,25 +159,42 @@ impl Scores {
             .collect::<Result<Vec<_>, _>>()?;
         // The store's policy first: a refused write records nothing, the layout included.
         let connected = match self.store.write_connection().await {
-            Ok(conn) => self.store.write_layout(&self.keys, board).await.map(|layout| (conn, layout)),
+            Ok(conn) => self.store.written_layout(&self.keys, board).await.map(|layout| (conn, layout)),
             Err(error) => Err(error),
         };
         let (conn, layout) = match connected {
             Ok(connected) => connected,
             Err(error) => return Ok(plans.iter().map(|_| Err(error.clone().into())).collect()),
         };
+        // Laid out as the board holds its scores: one that does not fit that scale waits.
+        let held = held_at(board, layout.held_scale());
+        let mut results: Vec<Option<Result<ScoreReceipt, ScoreError>>> = (0..plans.len()).map(|_| None).collect();
+        let plans: Vec<(usize, ScorePlan<'_>)> = match &held {
+            Cow::Borrowed(_) => plans.into_iter().enumerate().collect(),
+            Cow::Owned(_) => {
+                let mut fitting = Vec::with_capacity(plans.len());
+                for (index, plan) in plans.into_iter().enumerate() {
+                    match plan_held(board, &held, plan.submission, plan.now, &self.window) {
+                        Ok(held) => fitting.push((index, held)),
+                        Err(error) => results[index] = Some(Err(error)),
+                    }
+                }
+                fitting
+            }
+        };
         // Each shard's submissions in the batch's order (a user's all go to one shard, so each
         // user's keep their order), the shards in parallel: one call per shard per chunk.
-        let shards = layout.by_shard(plans.iter().enumerate(), |(_, plan)| plan.submission.user_id.as_str());
+        let shards = layout.by_shard(plans.iter().map(|(index, plan)| (*index, plan)), |(_, plan)| plan.submission.user_id.as_str());
         let applied = futures::future::join_all(shards.into_iter().map(|(shard, mine)| {
             let (conn, keys) = (conn.clone(), layout.shard(shard));
             let (indexes, plans): (Vec<usize>, Vec<&ScorePlan<'_>>) = mine.into_iter().unzip();
+            let (board, held) = (board, &*held);
             async move {
-                (indexes, apply_in_order(conn, board, &keys, &plans, self.store.replica_wait().with_replicas(board.wait_replicas)).await)
+                let wait = self.store.replica_wait().with_replicas(board.wait_replicas);
+                (indexes, apply_in_order(conn, (board, held), &keys, &plans, wait).await)
             }
         }))
         .await;
-        let mut results: Vec<Option<Result<ScoreReceipt, ScoreError>>> = (0..plans.len()).map(|_| None).collect();
         for (indexes, answers) in applied {
             for (&index, answer) in indexes.iter().zip(answers) {
                 results[index] = Some(answer);
@@ -194,7 +215,7 @@ impl Scores {
 /// goes on.
 async fn apply_in_order(
     mut conn: Connection,
-    board: &Board,
+    (board, held): (&Board, &Board),
     keys: &BoardKeys,
     plans: &[&ScorePlan<'_>],
     wait: ReplicaWait,
@@ -203,11 +224,11 @@ async fn apply_in_order(
     let mut chunks = plans.chunks(CHUNK);
     for chunk in chunks.by_ref() {
         match submit_scores(&mut conn, keys, chunk, wait).await {
-            Ok(replies) => results.extend(chunk.iter().zip(replies).map(|(plan, reply)| receipt(board, plan.submission, reply))),
+            Ok(replies) => results.extend(chunk.iter().zip(replies).map(|(plan, reply)| receipt(board, held, plan.submission, reply))),
             Err(error) if error.is_programming_error() => {
                 for plan in chunk {
                     results.push(match submit_score(&mut conn, keys, plan, wait).await {
-                        Ok(reply) => receipt(board, plan.submission, reply),
+                        Ok(reply) => receipt(board, held, plan.submission, reply),
                         Err(error) => Err(ScoreError::Store(error)),
                     });
                 }
@@ -231,13 +252,32 @@ fn without_shard_ranks(layout: &Layout, receipts: &mut [Result<ScoreReceipt, Sco
     }
 }
 
-/// A submission's receipt from its script reply, or why it was refused.
-fn receipt(board: &Board, submission: &Submission, reply: SubmitReply) -> Result<ScoreReceipt, ScoreError> {
+/// `submission` planned on `held` (`board` as its scores are held, `scores::held_at`): one
+/// within `board`'s `max_score` but above the held one waits for the move that re-encodes the
+/// board (503 `board_scale_changed`), nothing written.
+fn plan_held<'a>(
+    board: &Board,
+    held: &'a Board,
+    submission: &'a Submission,
+    now: DateTime<Utc>,
+    window: &EventWindow,
+) -> Result<ScorePlan<'a>, ScoreError> {
+    plan_submission(held, submission, now, window).map_err(|refusal| match refusal {
+        SubmissionRefusal::OutOfRange(_) if !std::ptr::eq(board, held) => ScoreError::Store(StoreError::rescaled(board, held)),
+        refusal => refusal.into(),
+    })
+}
+
+/// A submission's receipt from its script reply, or why it was refused. `held`: `board` as
+/// its scores are held (the composites' scale; a sum that leaves it fits the configured one
+/// only after the move).
+fn receipt(board: &Board, held: &Board, submission: &Submission, reply: SubmitReply) -> Result<ScoreReceipt, ScoreError> {
     let (duplicate, outcome) = match reply {
         SubmitReply::New(outcome) => (false, outcome),
         SubmitReply::Duplicate(outcome) => (true, outcome),
         SubmitReply::Conflict => return Err(ScoreError::Conflict(submission.event_id.clone())),
         SubmitReply::OutsideWindow(refusal) => return Err(ScoreError::EventTime(refusal)),
+        SubmitReply::OutOfRange if !std::ptr::eq(board, held) => return Err(ScoreError::Store(StoreError::rescaled(board, held))),
         SubmitReply::OutOfRange => return Err(ScoreError::SumOutOfRange(board.name.clone())),
         SubmitReply::Banned => return Err(ScoreError::Banned(submission.user_id.clone(), board.name.clone())),
         SubmitReply::PeriodClosed(period_id) => return Err(ScoreError::PeriodClosed { board: board.name.clone(), period_id }),

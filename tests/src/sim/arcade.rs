@@ -23,9 +23,16 @@ fn answer(status: StatusCode, reply: &Value, delta: i64, reason: bool) -> Expect
 impl World {
     pub(super) async fn score(&mut self, id: u32, user: u8, score: u32) -> Result<(), String> {
         let body = json!({"event_id": format!("s{id}"), "user_id": format!("u{user}"), "score": score});
+        let answered = self.app.post("/v1/boards/arcade/scores", &body).await;
+        self.scored(&body, answered)
+    }
+
+    /// A score submission `body` answered `(status, reply)` (by this world's deploy, or one on
+    /// another configuration), against the model.
+    pub(super) fn scored(&mut self, body: &Value, (status, reply): (StatusCode, Value)) -> Result<(), String> {
+        let (id, user) = (body["event_id"].as_str().unwrap_or_default(), body["user_id"].as_str().unwrap_or_default().to_owned());
         let mut next = self.model.clone();
-        let expect = next.score(&format!("s{id}"), &body.to_string(), &format!("u{user}"), i64::from(score), self.now());
-        let (status, reply) = self.app.post("/v1/boards/arcade/scores", &body).await;
+        let expect = next.score(id, &body.to_string(), &user, body["score"].as_i64().unwrap_or_default(), self.now());
         if self.others_lost && restoring(status, &reply) {
             return Ok(());
         }
@@ -34,7 +41,7 @@ impl World {
             return Err(format!("score: expected {expect:?}, got {status} {reply}"));
         }
         let before = std::mem::replace(&mut self.model, next);
-        self.expect_moves(&before, &format!("u{user}"), false);
+        self.expect_moves(&before, &user, false);
         Ok(())
     }
 

@@ -171,3 +171,20 @@ pub(super) async fn fits(conn: &mut Connection, board: &Board, rescale: &Rescale
     }
     Ok(())
 }
+
+/// `fits` in a move's last step, the board fenced: a score above the new `max_score` written
+/// while the lines moved (by a function still on a configuration that allowed it) refuses the
+/// move with the fence lifted, the board going on as it is; the lines moved stay for the move
+/// run again once that score is corrected.
+pub(super) async fn fits_fenced(
+    conn: &mut Connection,
+    board: &Board,
+    rescale: &Rescale,
+    sources: &[BoardKeys],
+) -> Result<(), RestoreError> {
+    let Err(refused) = fits(conn, board, rescale, sources).await else { return Ok(()) };
+    for source in sources {
+        crate::redis::restore::lift_fence(conn, source, guard::MOVING).await?;
+    }
+    Err(refused)
+}

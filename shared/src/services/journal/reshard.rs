@@ -9,8 +9,8 @@
 //! Online: writes go on to the old layout (every function writes where the data is) while the
 //! lines up to the point the move started at are moved; then the old shards' guards are fenced
 //! (`moving`: writes answer 503 `board_resharding`, reads go on) for the last step only: the
-//! lines written since, the closed seasons, the check and the switch. A `max_score` move is
-//! fenced from its first step (writes on the new scale wait for it anyway). Resumable: each
+//! lines written since, the closed seasons, the check and the switch. A `max_score` move too:
+//! writes go on at the scale the old layout holds (`scores::held_at`). Resumable: each
 //! shard of the new layout records how far it got in the call that applies a run
 //! (`<range>/<stream id>`), and the move's starting points are recorded beside it, so an
 //! invocation stopped by its deadline, or killed, goes on where the lines it applied end.
@@ -25,7 +25,6 @@ use super::restore::{RestoreError, Status};
 use crate::archive::objects::Objects;
 use crate::domain::catch_up::{Next, ROUND_MS, Round};
 use crate::domain::config::{BoardKind, Config};
-use crate::domain::guard;
 use crate::domain::journal::{Entry, Stamp};
 use crate::domain::rescale::Rescale;
 use crate::redis::error::StoreError;
@@ -191,20 +190,11 @@ impl<O: Objects> Resharder<O> {
         if starting {
             self.movable(conn, name, source, target).await?;
         }
-        // A re-encode is fenced from the first step: writes on the new scale wait for it anyway.
-        let online = rescale.is_none();
-        if !online {
-            self.fence(conn, name, &sources).await?;
-        }
-        // Fenced first, so no write lands a score the check did not see; refused, the fence is
-        // lifted and nothing else was written.
-        if let Some(rescale) = rescale.filter(|_| starting)
-            && let Err(refused) = super::rescale::fits(conn, board, rescale, &sources).await
-        {
-            for source in &sources {
-                restore::lift_fence(conn, source, guard::MOVING).await?;
-            }
-            return Err(refused);
+        // A re-encode that some held score does not fit is refused before anything is written
+        // (the board goes on as it is); checked again once fenced, before the compare, for a
+        // score written meanwhile (`fits_fenced`).
+        if let Some(rescale) = rescale.filter(|_| starting) {
+            super::rescale::fits(conn, board, rescale, &sources).await?;
         }
         if let Some(rescale) = rescale.filter(|_| starting) {
             // The scale the scores are in, recorded (it is absent on a board at the default):
@@ -231,18 +221,18 @@ impl<O: Objects> Resharder<O> {
             pre: None,
         };
         let lines = self.lines();
-        // A re-encode: every line, fenced.
-        report.last_step = !online;
-        let moved = match online {
-            true => self.catch_up(conn, &mut moving, report, source).await?,
-            false => lines.move_all(conn, &mut moving, source).await?,
-        };
+        // Online whatever changes: writes go on to the old layout (at the scale its scores are
+        // held at, `scores::held_at`) until the last step.
+        let moved = self.catch_up(conn, &mut moving, report, source).await?;
         report.moved = moving.moved;
         if !moved {
             report.status = Status::InProgress;
             return Ok(());
         }
         lines.flush_all(conn, &mut moving).await?;
+        if let Some(rescale) = rescale {
+            super::rescale::fits_fenced(conn, board, rescale, &sources).await?;
+        }
         let carried = super::closed_seasons::carry(conn, board, &sources, target, rescale, Utc::now()).await?;
         // Both layouts' period sets, read once the last lines and seasons are in (nothing writes
         // them after): the compare's and each new shard's records'. Found without a scan when
@@ -338,7 +328,8 @@ impl<O: Objects> Resharder<O> {
                 Next::Fence if !pre_tried => {
                     pre_tried = true;
                     let sets = PeriodSets::scan(conn, &self.keys, name).await?;
-                    moving.pre = super::reshard_check::pre_check(conn, (source, moving.target), &sets, moving.deadline).await?;
+                    let layouts = (source, moving.target, moving.rescale);
+                    moving.pre = super::reshard_check::pre_check(conn, layouts, moving.board, &sets, moving.deadline).await?;
                     if moving.pre.is_some() {
                         let points = self.journal_points(conn, source).await?;
                         rounds.0.push(Round { start_ms: Utc::now().timestamp_millis(), points });

@@ -61,14 +61,7 @@ pub(super) async fn compare(
         if compared > 0 && Utc::now() >= deadline {
             return Ok(Checked { compared, done: false });
         }
-        let period = match BoardKeys::composites_in(relative) {
-            Some((_, kind, id)) if rescale.is_some() => Some(super::rescale::period(board, kind, id).map_err(RestoreError::Invalid)?),
-            _ => None,
-        };
-        let same = |old: f64, new: f64| match (&period, rescale) {
-            (Some(period), Some(rescale)) => rescale.agrees(period, old, new),
-            _ => old == new,
-        };
+        let same = agreeing(board, rescale, relative)?;
         let again = pre.map(|pre| pre.again(relative));
         let found = match &again {
             Some(Again::Members(members)) => differs_in(conn, (source, &sources), (target, &targets), relative, members, same).await?,
@@ -87,6 +80,19 @@ pub(super) async fn compare(
         compared += 1;
     }
     Ok(Checked { compared, done: true })
+}
+
+/// Whether a composite of period set `relative` in the new layout holds what one in the old
+/// held: the same, or its re-encoding (`Rescale::agrees`).
+fn agreeing(board: &Board, rescale: Option<&Rescale>, relative: &str) -> Result<impl Fn(f64, f64) -> bool, RestoreError> {
+    let period = match BoardKeys::composites_in(relative) {
+        Some((_, kind, id)) if rescale.is_some() => Some(super::rescale::period(board, kind, id).map_err(RestoreError::Invalid)?),
+        _ => None,
+    };
+    Ok(move |old: f64, new: f64| match (&period, rescale) {
+        (Some(period), Some(rescale)) => rescale.agrees(period, old, new),
+        _ => old == new,
+    })
 }
 
 /// How period `relative` differs between the layouts, if it does.
@@ -265,14 +271,15 @@ impl PreChecked {
     }
 }
 
-/// Compares every period set of `sets` while writes go on (the board not fenced; a move that
-/// does not re-encode): each member of the new layout against its user's old shard. One held
+/// Compares every period set of `sets` while writes go on (the board not fenced): each member
+/// of the new layout against its user's old shard, re-encoded when the move re-encodes. One held
 /// differently is noted, not a failure (a write the move has not moved yet); the fenced
 /// compare looks at it again. A member outside its user's new shard is a failure: only the
 /// move writes the new layout. `None`: the deadline came first (checked between periods).
 pub(super) async fn pre_check(
     conn: &mut Connection,
-    (source, target): (&Layout, &Layout),
+    (source, target, rescale): (&Layout, &Layout, Option<&Rescale>),
+    board: &Board,
     sets: &PeriodSets,
     deadline: DateTime<Utc>,
 ) -> Result<Option<PreChecked>, RestoreError> {
@@ -284,8 +291,9 @@ pub(super) async fn pre_check(
             return Ok(None);
         }
         let mut found = Vec::new();
+        let same = agreeing(board, rescale, relative)?;
         let outside = walk(conn, (source, &sources), (target, &targets), relative, |member, was, composite| {
-            if was != Some(composite) {
+            if !was.is_some_and(|was| same(was, composite)) {
                 found.push(member.to_owned());
             }
             true

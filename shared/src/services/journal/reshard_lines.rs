@@ -94,18 +94,6 @@ pub(super) struct Lines<'a, O> {
 }
 
 impl<O: Objects> Lines<'_, O> {
-    /// Every line of every old shard (a re-encode's, fenced from its first step). False: the
-    /// deadline stopped it.
-    pub(super) async fn move_all(&self, conn: &mut Connection, moving: &mut Moving<'_>, source: &Layout) -> Result<bool, RestoreError> {
-        for (index, (old, journal_name)) in source.all().iter().zip(source.journals()).enumerate() {
-            let range = Range { index, after: None, until: None };
-            if !self.move_range(conn, moving, (old, &journal_name), range).await? {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
     /// The lines of `range` of old shard `source` (journal `journal_name`), oldest first, a
     /// page or an object in memory at a time: the stream's lines after the last one moved, and
     /// the objects' when the stream may no longer hold the lines right after it (the drain
