@@ -30,6 +30,7 @@ use redis::aio::ConnectionLike;
 use super::error::StoreError;
 use super::keys::{BoardKeys, Keys};
 use crate::domain::config::{Board, BoardKind};
+use crate::domain::guard;
 use crate::domain::period::Period;
 use crate::domain::scores::MAX_SCORE;
 
@@ -233,17 +234,23 @@ async fn probe(
         (Some(configured), None) if record => {
             // Scores only in other periods than the current ones (yesterday's, a frozen
             // season's) are at the default too, and recorded so: looked for once, at the write
-            // that would record the configured scale (the record then answers every probe).
-            let held = if holds_periods(conn, &one_slot, board, now).await? { MAX_SCORE } else { configured };
+            // that would record the configured scale (the record then answers every probe). A
+            // journaled board's guard names every period set it ever held, whatever this
+            // function's clock takes for today.
+            let held = match holds_periods(conn, &one_slot, board, now).await? || held_sets(conn, &one_slot).await? {
+                true => MAX_SCORE,
+                false => configured,
+            };
             let before: Option<i64> =
                 redis::cmd("SET").arg(&scale).arg(held).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
             Some(before.unwrap_or(held))
         }
-        // A read records nothing: the default where earlier periods hold scores (what the
-        // write would record), probed again next time.
+        // A read records nothing: the default where earlier periods hold scores, or the guard
+        // names a set the board held (what the write would record), probed again next time.
         (Some(configured), None) => {
             holds = false;
-            Some(if holds_periods(conn, &one_slot, board, now).await? { MAX_SCORE } else { configured })
+            let held = holds_periods(conn, &one_slot, board, now).await? || held_sets(conn, &one_slot).await?;
+            Some(if held { MAX_SCORE } else { configured })
         }
     };
     Ok((Recorded { shards, generation, max_score }, holds))
@@ -272,6 +279,24 @@ async fn holds_periods(
     Ok(found > 0)
 }
 
+/// Whether the board's guard names a period set it held, live, frozen or released (a
+/// journaled board records each as it is created: docs/journal.md#losses): `HSCAN`, once a
+/// board's life, at the write that records its scale.
+async fn held_sets(conn: &mut (impl ConnectionLike + Send), keys: &BoardKeys) -> Result<bool, StoreError> {
+    let mut cursor = 0u64;
+    loop {
+        let (next, pairs): (u64, Vec<String>) =
+            redis::cmd("HSCAN").arg(keys.guard()).arg(cursor).arg("COUNT").arg(1000).query_async(conn).await.map_err(StoreError::from)?;
+        if pairs.iter().step_by(2).any(|field| [guard::KEPT, guard::CLOSED, guard::RELEASED].iter().any(|p| field.starts_with(p))) {
+            return Ok(true);
+        }
+        if next == 0 {
+            return Ok(false);
+        }
+        cursor = next;
+    }
+}
+
 /// A layout record: `<shards>` or `<shards>:<generation>`.
 pub fn parse(text: &str) -> Result<(u32, u32), StoreError> {
     let (shards, generation) = text.split_once(':').unwrap_or((text, "0"));
@@ -295,9 +320,9 @@ pub async fn read(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &
 }
 
 /// The `max_score` `board`'s scores are held at (`None`: a board whose scale never changes):
-/// the recorded one; without a record, the default for a board holding scores (written before
-/// records, or at the default: as `probe` decides), else the configured one (its first write
-/// records it).
+/// the recorded one; without a record, the default for a board holding scores or whose guard
+/// names a set it held (written before records, or at the default: as `probe` decides for a
+/// write), else the configured one (its first write records it).
 pub async fn held_scale(
     conn: &mut (impl ConnectionLike + Send),
     keys: &Keys,
@@ -309,7 +334,12 @@ pub async fn held_scale(
         redis::pipe().get(keys.board_scale(&board.name)).exists(keys.board_layout(&board.name)).query_async(conn).await?;
     Ok(Some(match recorded {
         Some(recorded) => recorded,
-        None if layout || holds_periods(conn, &keys.board(&board.name), board, now).await? => MAX_SCORE,
+        None if layout
+            || holds_periods(conn, &keys.board(&board.name), board, now).await?
+            || held_sets(conn, &keys.board(&board.name)).await? =>
+        {
+            MAX_SCORE
+        }
         None => configured,
     }))
 }

@@ -119,6 +119,7 @@ impl Leagues {
         let results_ttl = keys.ttl(results_secs(league), now);
         let entry = serde_json::json!({"kind": "league_close", "at": Stamp(now), "period_id": period.id, "cohort": name}).to_string();
         let group = self.group(&mut conn, &keys, league, period, tier, cohort).await?;
+        let held = self.store.held_layout(&self.keys, board).await?.held_scale();
         let names: Vec<String> = group.iter().map(|n| format!("{tier}:{n}")).collect();
         for _ in 0..CLOSE_ATTEMPTS {
             // Each member with their own cohort, the group ranked as one.
@@ -129,7 +130,7 @@ impl Leagues {
                 own.extend(read.members.iter().map(|(member, _)| (member.clone(), *n)));
                 raw.members.extend(read.members);
             }
-            let ranked = ranked(board, period, &raw);
+            let ranked = ranked(board, held, period, &raw);
             // Off the board at the close (corrected or voided to nothing): no score, whatever a
             // read shows for such a member (0 on a points board).
             let standings: Vec<(String, Option<i64>)> = ranked.iter().map(|(m, c, s)| (m.clone(), c.as_ref().and(*s))).collect();

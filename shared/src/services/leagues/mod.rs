@@ -132,9 +132,10 @@ pub fn league_of(board: &Board) -> Result<&League, ReadError> {
     board.league.as_ref().ok_or_else(|| ReadError::NoLeague(board.name.clone()))
 }
 
-/// A cohort ranked: (user, composite, score) best first, with the zones of its size.
-fn ranked(board: &Board, period: &Period, raw: &RawCohort) -> Vec<(String, Option<String>, Option<i64>)> {
-    let scale = scores::scale(board, period);
+/// A cohort ranked: (user, composite, score) best first, with the zones of its size; scores
+/// read at the `max_score` the board holds them at (`held`, `Layout::held_scale`).
+fn ranked(board: &Board, held: Option<i64>, period: &Period, raw: &RawCohort) -> Vec<(String, Option<String>, Option<i64>)> {
+    let scale = scores::scale_held(board, period, held);
     let mut members: Vec<(String, Option<f64>)> =
         raw.members.iter().map(|(m, c)| (m.clone(), c.as_deref().and_then(|c| c.parse().ok()))).collect();
     board_order(&mut members);
@@ -164,7 +165,8 @@ impl Leagues {
         let raw = read_cohort(&mut conn, &keys, period, CohortOf::User(user_id), self.fence_at(now)).await?;
         let waiting = raw.cohort.is_none()
             && conn.zscore::<_, _, Option<f64>>(keys.league_pending(&period.id), user_id).await.map_err(StoreError::from)?.is_some();
-        let ranked = ranked(board, period, &raw);
+        let held = self.store.held_layout(&self.keys, board).await?.held_scale();
+        let ranked = ranked(board, held, period, &raw);
         // Zones are of the members with a score, as the close ranks them: one with none did
         // not play (yet), is in no zone and does not count (docs/leagues.md#the-close).
         let size = u32::try_from(ranked.iter().filter(|(_, composite, _)| composite.is_some()).count()).unwrap_or(u32::MAX);
