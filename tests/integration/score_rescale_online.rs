@@ -146,3 +146,61 @@ async fn a_max_score_move_goes_on_beside_writes_and_waits_only_for_its_last_step
     new.store.forget_layout(&new.keys, "game");
     assert_eq!(sums(&new).await, model, "restored from the new generation's journal alone");
 }
+
+/// A lower `max_score` than a sum written while the lines move (by the deploy still on the old
+/// configuration): the move is refused once fenced, before its last step's lines, its fence
+/// lifted and the board written on; corrected, the move run again finishes with every write once
+/// (two old shards, whose last step's places a refusal after them would have taken).
+#[tokio::test]
+async fn a_lower_max_score_than_a_sum_written_during_the_move_refuses_it_and_a_run_again_finishes() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let old = spawn_journaled(game(2, "")).await;
+    let mut model: BTreeMap<String, i64> = BTreeMap::new();
+    for i in 0..24 {
+        let user = format!("u{}", i % 8);
+        assert!(settle(&mut model, (&user, 1 + i % 4), submit(&old, &format!("s{i}"), &user, 1 + i % 4).await, &[]));
+    }
+    let new = spawn_journaled_on(game(2, "max_score = 1000"), old.keys.clone()).await;
+    let mut jobs = new.journal_jobs(&client, &bucket, Arc::default());
+    let objects = S3Objects::new(client.clone(), &bucket);
+    jobs.resharder = Resharder::new(new.config.clone(), new.keys.clone(), new.store.clone(), objects).with_round_ms(0);
+    let step = || jobs.run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1));
+    let first = step().await.expect("the move starts: every held score fits");
+    assert_eq!(first["status"], "in_progress", "{first}");
+    assert!(settle(&mut model, ("u3", 5000), submit(&old, "big", "u3", 5000).await, &[]), "the old deploy takes it");
+    let mut written = 0;
+    let refused = loop {
+        written += 1;
+        assert!(settle(&mut model, ("u1", 1), submit(&new, &format!("w{written}"), "u1", 1).await, &[]), "beside the lines moving");
+        match step().await {
+            Ok(report) => assert_eq!(report["status"], "in_progress", "{report}"),
+            Err(error) => break format!("{error:?}"),
+        }
+    };
+    assert!(refused.contains("max_score 1000"), "{refused}");
+    // Not fenced: both deploys write on.
+    assert!(settle(&mut model, ("u2", 2), submit(&new, "after-refusal", "u2", 2).await, &[]), "written on after the refusal");
+    let (status, removed) = old
+        .call(
+            axum::http::Method::POST,
+            "/v1/admin/boards/game/users/u3/corrections",
+            json!({"remove": true, "reason": "too high"}).to_string(),
+            standings_tests::ADMIN,
+        )
+        .await;
+    assert_eq!(status, StatusCode::OK, "{removed}");
+    model.remove("u3");
+    let mut report = Value::Null;
+    for n in 0..400 {
+        report = step().await.unwrap_or_else(|e| panic!("run again, step {n}: {e:?}"));
+        if report["status"] == "complete" {
+            break;
+        }
+        if report["last_step"] != true {
+            assert!(settle(&mut model, ("u4", 1), submit(&new, &format!("again{n}"), "u4", 1).await, &[]), "step {n}");
+        }
+    }
+    assert_eq!((&report["status"], &report["max_score"]["to"]), (&json!("complete"), &json!(1000)), "{report}");
+    assert_eq!(sums(&new).await, model, "every write taken is in the re-encoded board, once");
+}

@@ -343,8 +343,8 @@ impl ApiError {
             tracing::warn!(board, recorded, configured, "a write waits: the board's scores are laid out for another max_score");
             let message = format!(
                 "board {board:?} holds scores laid out for max_score {recorded} but is configured with {configured}; \
-                 writes that fit {recorded} go on, this one waits until a reshard re-encodes the board \
-                 (docs/boards.md#changing-max_score); retry then (with the same ids)"
+                 this request waits until a reshard re-encodes the board or the configuration says {recorded} \
+                 again (docs/boards.md#changing-max_score); scores that fit {recorded} are written at it meanwhile"
             );
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_scale_changed", &message).with_retry_after(60);
         }

@@ -11,14 +11,15 @@
 //!
 //! A score board's scale (its `max_score`, which lays out every composite it stores:
 //! docs/boards.md#score-boards) is recorded the same way (`Keys::board_scale`): a function configured
-//! with another refuses the board's writes (`StoreError::Rescaled`) rather than lay a score out
-//! in another scale than the ones stored; its reads of standings decode at the recorded one
-//! (`Layouts::held`). With no record, a board holding scores in its current periods holds them
+//! with another lays the scores it writes out at the recorded one (`Layouts::writing`,
+//! `scores::held_at`), never in another scale than the ones stored, and decodes its reads of
+//! standings at it (`Layouts::held`); paths that cannot (`recorded`) refuse with
+//! `StoreError::Rescaled`. With no record, a board holding scores in its current periods holds them
 //! at the default `MAX_SCORE` (written before scales were recorded, or never declared one:
 //! nothing is recorded for it); a board holding none takes its configured scale, recorded by
 //! its first write when it is not the default, unless it holds a set of an earlier period still
-//! kept (yesterday's, a frozen season's): that write records the default, which its scores are
-//! in. A move re-encodes a board for another scale (docs/boards.md#changing-max_score).
+//! kept (yesterday's, a frozen season's) or its guard names one it held (`held_sets`): that
+//! write records the default, which its scores are in. A move re-encodes a board for another scale (docs/boards.md#changing-max_score).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -36,9 +37,10 @@ use crate::domain::scores::MAX_SCORE;
 
 /// How long a probe of a board's recorded layout is trusted.
 pub const LAYOUT_PROBE_SECS: u64 = 30;
-/// How long one is trusted while the board's data is in another count of shards than the
-/// configuration's (a move due or under way, docs/scaling.md#changing-shards): its writes go
-/// where the data is, and find the new layout within this of the move's switch.
+/// How long one is trusted while the board's data is in another count of shards, or its scores
+/// at another `max_score`, than the configuration's (a move due or under way,
+/// docs/scaling.md#changing-shards): its writes go where the data is, and find the new layout
+/// within this of the move's switch.
 pub const MOVING_PROBE_MS: u64 = 500;
 
 /// The recorded layouts probed by this container.
@@ -280,8 +282,10 @@ async fn holds_periods(
 }
 
 /// Whether the board's guard names a period set it held, live, frozen or released (a
-/// journaled board records each as it is created: docs/journal.md#losses): `HSCAN`, once a
-/// board's life, at the write that records its scale.
+/// journaled board records each as it is created: docs/journal.md#losses): an `HSCAN` of the
+/// guard (its bans and records), made only while a score board configured with a `max_score`
+/// has no scale record and no score in its current periods: by each read of such a board (a
+/// new one, until its first write records the scale) and by that first write.
 async fn held_sets(conn: &mut (impl ConnectionLike + Send), keys: &BoardKeys) -> Result<bool, StoreError> {
     let mut cursor = 0u64;
     loop {

@@ -191,8 +191,8 @@ impl<O: Objects> Resharder<O> {
             self.movable(conn, name, source, target).await?;
         }
         // A re-encode that some held score does not fit is refused before anything is written
-        // (the board goes on as it is); checked again once fenced, before the compare, for a
-        // score written meanwhile (`fits_fenced`).
+        // (the board goes on as it is); checked again once fenced, before the last step's
+        // lines, for a score written meanwhile (`rescale::fits_fenced`).
         if let Some(rescale) = rescale.filter(|_| starting) {
             super::rescale::fits(conn, board, rescale, &sources).await?;
         }
@@ -230,9 +230,6 @@ impl<O: Objects> Resharder<O> {
             return Ok(());
         }
         lines.flush_all(conn, &mut moving).await?;
-        if let Some(rescale) = rescale {
-            super::rescale::fits_fenced(conn, board, rescale, &sources).await?;
-        }
         let carried = super::closed_seasons::carry(conn, board, &sources, target, rescale, Utc::now()).await?;
         // Both layouts' period sets, read once the last lines and seasons are in (nothing writes
         // them after): the compare's and each new shard's records'. Found without a scan when
@@ -346,6 +343,11 @@ impl<O: Objects> Resharder<O> {
             }
         }
         report.last_step = true;
+        // The old layout whole, fenced: a re-encode is refused here, its fence lifted, before
+        // any of the last step's places is taken (a run again then goes on with a new round).
+        if let Some(rescale) = moving.rescale {
+            super::rescale::fits_fenced(conn, moving.board, rescale, &sources).await?;
+        }
         // The last step's lines: those written since the last round's points (no more come).
         let last = rounds.last().points.clone();
         for (i, journal_name) in journals.iter().enumerate() {
