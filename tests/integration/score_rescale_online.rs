@@ -204,3 +204,38 @@ async fn a_lower_max_score_than_a_sum_written_during_the_move_refuses_it_and_a_r
     assert_eq!((&report["status"], &report["max_score"]["to"]), (&json!("complete"), &json!(1000)), "{report}");
     assert_eq!(sums(&new).await, model, "every write taken is in the re-encoded board, once");
 }
+
+/// A move begun to one `max_score` and run again by a deploy on another (the configuration
+/// changed in the middle of it): refused by name, the board written on; run again on the first
+/// one, it finishes.
+#[tokio::test]
+async fn a_move_begun_to_another_max_score_is_refused_by_name() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let old = spawn_journaled(game(1, "")).await;
+    let mut model: BTreeMap<String, i64> = BTreeMap::new();
+    for i in 0..12 {
+        let user = format!("u{}", i % 5);
+        assert!(settle(&mut model, (&user, 1 + i % 3), submit(&old, &format!("s{i}"), &user, 1 + i % 3).await, &[]));
+    }
+    let run = |app: &TestApp| {
+        let mut jobs = app.journal_jobs(&client, &bucket, Arc::default());
+        let objects = S3Objects::new(client.clone(), &bucket);
+        jobs.resharder = Resharder::new(app.config.clone(), app.keys.clone(), app.store.clone(), objects).with_round_ms(0);
+        async move { jobs.run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1)).await }
+    };
+    let first = spawn_journaled_on(game(1, "max_score = 1000"), old.keys.clone()).await;
+    assert_eq!(run(&first).await.expect("begun")["status"], "in_progress");
+    let other = spawn_journaled_on(game(1, "max_score = 2000"), old.keys.clone()).await;
+    let refused = format!("{:?}", run(&other).await.expect_err("refused"));
+    assert!(refused.contains("max_score 1000 was begun"), "{refused}");
+    assert!(settle(&mut model, ("u1", 2), submit(&other, "after", "u1", 2).await, &[]), "the board is written on");
+    for step in 0..200 {
+        let report = run(&first).await.unwrap_or_else(|e| panic!("step {step}: {e:?}"));
+        if report["status"] == "complete" {
+            assert_eq!(sums(&first).await, model);
+            return;
+        }
+    }
+    panic!("the move begun to 1000 did not finish");
+}

@@ -196,6 +196,9 @@ impl<O: Objects> Resharder<O> {
         if let Some(rescale) = rescale.filter(|_| starting) {
             super::rescale::fits(conn, board, rescale, &sources).await?;
         }
+        if let Some(rescale) = rescale.filter(|_| !starting) {
+            self.begun_scale(conn, name, targets, rescale.to_max()).await?;
+        }
         if let Some(rescale) = rescale.filter(|_| starting) {
             // The scale the scores are in, recorded (it is absent on a board at the default):
             // every function, the drain included, knows from then on that a move is due.
@@ -203,7 +206,7 @@ impl<O: Objects> Resharder<O> {
             self.store.forget_layout(&self.keys, name);
         }
         if starting {
-            self.start_targets(conn, source, targets).await?;
+            self.start_targets(conn, source, targets, rescale.map(Rescale::to_max)).await?;
         }
         let mut moving = Moving {
             board,

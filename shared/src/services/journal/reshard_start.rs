@@ -15,6 +15,8 @@ use crate::redis::{journal, layout, restore};
 
 /// The rounds' field of the first new shard's reshard checkpoint (`Rounds::text`).
 const ROUNDS: &str = "rounds";
+/// The field of each new shard's reshard checkpoint naming the `max_score` a re-encode lays out.
+const TO_SCALE: &str = "to_scale";
 
 /// The fields of an old shard's guard a move checks: `fence`, whether it records a loss, a
 /// rollback, and whether it is born.
@@ -83,17 +85,44 @@ impl<O: Objects> Resharder<O> {
     }
 
     /// Records on each new shard what the move is from (for a move that records the layout and
-    /// stops before its end, `moved_from`), and has each take the moved lines' bans into its
-    /// guard even where the guard exists (a new board's is born at a function's start).
-    pub(super) async fn start_targets(&self, conn: &mut Connection, source: &Layout, targets: &[BoardKeys]) -> Result<(), StoreError> {
+    /// stops before its end, `moved_from`) and the `max_score` a re-encode lays its lines out at
+    /// (`to_scale`, `begun_scale`), and has each take the moved lines' bans into its guard even
+    /// where the guard exists (a new board's is born at a function's start).
+    pub(super) async fn start_targets(
+        &self,
+        conn: &mut Connection,
+        source: &Layout,
+        targets: &[BoardKeys],
+        to_scale: Option<i64>,
+    ) -> Result<(), StoreError> {
         for target in targets {
-            let _: () = redis::pipe()
-                .hset(target.reshard_checkpoint(), "from", layout::text(source.shards(), source.generation()))
-                .hset(target.restore_claims(), target.guard(), "1")
-                .query_async(conn)
-                .await?;
+            let mut pipe = redis::pipe();
+            pipe.hset(target.reshard_checkpoint(), "from", layout::text(source.shards(), source.generation())).hset(
+                target.restore_claims(),
+                target.guard(),
+                "1",
+            );
+            if let Some(to_scale) = to_scale {
+                pipe.hset(target.reshard_checkpoint(), TO_SCALE, to_scale);
+            }
+            let _: () = pipe.query_async(conn).await?;
         }
         Ok(())
+    }
+
+    /// Refuses to go on with a re-encode begun to another `max_score` than `to` (the
+    /// configuration changed again in the middle of a move): its new layout holds lines laid out
+    /// at that one, which the compare would find different from every old entry, and stop the
+    /// move fenced. Nothing is written; the board goes on as it is.
+    pub(super) async fn begun_scale(&self, conn: &mut Connection, name: &str, targets: &[BoardKeys], to: i64) -> Result<(), RestoreError> {
+        let begun: Option<i64> = redis::cmd("HGET").arg(targets[0].reshard_checkpoint()).arg(TO_SCALE).query_async(conn).await?;
+        match begun {
+            Some(begun) if begun != to => Err(RestoreError::Invalid(format!(
+                "board {name:?}: a move to max_score {begun} was begun and is not finished; deploy max_score {begun} again and \
+                 run it to its end (then change it), or delete the new generation's keys and journal objects first"
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The move's rounds so far (`domain::catch_up`), kept on the first new shard's checkpoint
