@@ -6,63 +6,25 @@
 //! deployment is lost brings it back.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 use axum::http::StatusCode;
 use chrono::{Duration, Utc};
-use journal::{Resharder, Restorer, S3Objects, Status};
+use journal::{Restorer, S3Objects, Status};
 use serde_json::{Value, json};
-use standings::domain::config::Config;
 use standings::redis::restore::Birth;
 use standings::services::journal::births;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
+use standings_tests::moves::{far, game, settle as settle_as, submit, sums};
 use standings_tests::{TestApp, spawn_journaled};
 
 /// Invocations with writes beside them.
 const WRITING_STEPS: usize = 30;
 
-fn far() -> chrono::DateTime<Utc> {
-    Utc::now() + Duration::minutes(5)
-}
-
-fn game(shards: u32) -> Config {
-    Config::parse(&format!(
-        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"sum\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nshards = {shards}\n"
-    ))
-    .unwrap()
-}
-
-async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode, Value) {
-    app.set_now(Utc::now());
-    app.post("/v1/boards/game/scores", &json!({"event_id": id, "user_id": user, "score": score})).await
-}
-
-/// What the board holds: each user's sum, from its top.
-async fn sums(app: &TestApp) -> BTreeMap<String, i64> {
-    let (status, top) = app.get("/v1/boards/game/top?period=all&limit=100").await;
-    assert_eq!(status, StatusCode::OK, "{top}");
-    top["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap().to_owned(), e["score"].as_i64().unwrap())).collect()
-}
-
 /// A write's outcome: taken (counted in `model`) or refused by the move's last step.
-fn settle(model: &mut BTreeMap<String, i64>, (user, score): (&str, i64), (status, reply): (StatusCode, Value)) -> bool {
-    settle_as(model, (user, score), (status, reply), &["board_resharding"])
-}
-
-/// `settle`, a refusal answered with one of `codes`.
-fn settle_as(model: &mut BTreeMap<String, i64>, (user, score): (&str, i64), (status, reply): (StatusCode, Value), codes: &[&str]) -> bool {
-    match status {
-        StatusCode::OK => {
-            *model.entry(user.to_owned()).or_default() += score;
-            true
-        }
-        StatusCode::SERVICE_UNAVAILABLE => {
-            assert!(codes.iter().any(|code| reply["error"]["code"] == *code), "{reply}");
-            false
-        }
-        other => panic!("a write during the move: {other} {reply}"),
-    }
+fn settle(model: &mut BTreeMap<String, i64>, write: (&str, i64), answer: (StatusCode, Value)) -> bool {
+    settle_as(model, write, answer, &["board_resharding"])
 }
 
 #[tokio::test]
@@ -80,7 +42,7 @@ async fn a_board_with_no_stream_moves_online_too() {
 async fn moved_online(without_stream: bool) {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    let one = spawn_journaled(game(1)).await;
+    let one = spawn_journaled(game(1, "")).await;
     let mut model: BTreeMap<String, i64> = BTreeMap::new();
     for i in 0..60 {
         let user = format!("u{}", i % 17);
@@ -95,16 +57,14 @@ async fn moved_online(without_stream: bool) {
         let () = redis::cmd("DEL").arg(one.keys.board("game").journal()).query_async(&mut one.redis.clone()).await.unwrap();
     }
     // The new count deployed: its writes go where the data is until the move's switch.
-    let four = spawn_journaled_on(game(4), one.keys.clone()).await;
+    let four = spawn_journaled_on(game(4, ""), one.keys.clone()).await;
     if !without_stream {
         assert!(settle(&mut model, ("u1", 3), submit(&four, "before-move", "u1", 3).await), "the new deploy writes before the move");
     }
     assert_eq!(sums(&four).await, model);
 
-    let mut jobs = four.journal_jobs(&client, &bucket, Arc::new(Mutex::new(Vec::new())));
     // Each invocation below moves a line and stops: rounds go on until one finds nothing new.
-    let objects = S3Objects::new(client.clone(), &bucket);
-    jobs.resharder = Resharder::new(four.config.clone(), four.keys.clone(), four.store.clone(), objects).with_round_ms(0);
+    let jobs = four.journal_jobs_rounds(&client, &bucket, 0);
     let (mut taken, mut refused, mut last_steps) = (0, 0, 0);
     for step in 0..400 {
         // Each invocation moves a run and stops (its deadline passed); for 30 of them, with a
@@ -168,13 +128,13 @@ async fn moved_online(without_stream: bool) {
 async fn two_to_three() -> (TestApp, TestApp, journal::Jobs<S3Objects>, BTreeMap<String, i64>) {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    let two = spawn_journaled(game(2)).await;
+    let two = spawn_journaled(game(2, "")).await;
     let mut model = BTreeMap::new();
     for i in 0..40 {
         let user = format!("u{}", i % 13);
         assert!(settle(&mut model, (&user, 1 + i % 4), submit(&two, &format!("s{i}"), &user, 1 + i % 4).await));
     }
-    let three = spawn_journaled_on(game(3), two.keys.clone()).await;
+    let three = spawn_journaled_on(game(3, ""), two.keys.clone()).await;
     three.set_now(two.now());
     let jobs = three.journal_jobs(&client, &bucket, Arc::default());
     (two, three, jobs, model)
@@ -315,7 +275,7 @@ async fn a_difference_the_compare_before_the_fence_found_stops_the_move() {
 async fn an_old_shard_never_written_is_born_not_lost_once_a_move_takes_its_point() {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    let two = spawn_journaled(game(2)).await;
+    let two = spawn_journaled(game(2, "")).await;
     let old = two.keys.layout("game", 2);
     let mut model = BTreeMap::new();
     let users: Vec<String> = (0..).map(|u| format!("u{u}")).filter(|u| old.shard_of(u) == 0).take(6).collect();
@@ -323,7 +283,7 @@ async fn an_old_shard_never_written_is_born_not_lost_once_a_move_takes_its_point
         assert!(settle(&mut model, (user, 3), submit(&two, &format!("s{i}"), user, 3).await));
     }
     let () = redis::cmd("DEL").arg(old.shard(1).guard()).query_async(&mut two.redis.clone()).await.unwrap();
-    let three = spawn_journaled_on(game(3), two.keys.clone()).await;
+    let three = spawn_journaled_on(game(3, ""), two.keys.clone()).await;
     let jobs = three.journal_jobs(&client, &bucket, Arc::default());
     let first = jobs.run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1)).await.unwrap();
     assert_eq!(first["status"], "in_progress", "{first}");

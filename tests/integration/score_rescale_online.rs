@@ -9,52 +9,17 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use chrono::{Duration, Utc};
-use journal::{Resharder, Restorer, S3Objects, Status};
+use journal::{Restorer, S3Objects, Status};
 use serde_json::{Value, json};
-use standings::domain::config::Config;
 use standings::domain::tiebreak::MAX_SCORE;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
+use standings_tests::moves::{far, game, settle, submit, sums};
 use standings_tests::{TestApp, spawn_journaled};
 
 /// Invocations with writes beside them.
 const WRITING_STEPS: usize = 20;
 /// The old deploy's `max_score`; the new one's is the default.
 const OLD_MAX: i64 = 4_194_303;
-
-fn far() -> chrono::DateTime<Utc> {
-    Utc::now() + Duration::minutes(5)
-}
-
-fn game(shards: u32, extra: &str) -> Config {
-    Config::parse(&format!(
-        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"sum\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nshards = {shards}\n{extra}\n"
-    ))
-    .unwrap()
-}
-
-async fn submit(app: &TestApp, id: &str, user: &str, score: i64) -> (StatusCode, Value) {
-    app.set_now(Utc::now());
-    app.post("/v1/boards/game/scores", &json!({"event_id": id, "user_id": user, "score": score})).await
-}
-
-/// Each user's sum, from the board's top.
-async fn sums(app: &TestApp) -> BTreeMap<String, i64> {
-    let (status, top) = app.get("/v1/boards/game/top?period=all&limit=100").await;
-    assert_eq!(status, StatusCode::OK, "{top}");
-    top["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap().to_owned(), e["score"].as_i64().unwrap())).collect()
-}
-
-/// A write's outcome: taken (counted in `model`), or refused with one of `codes` (nothing counted).
-fn settle(model: &mut BTreeMap<String, i64>, (user, score): (&str, i64), (status, reply): (StatusCode, Value), codes: &[&str]) -> bool {
-    match status {
-        StatusCode::OK => {
-            *model.entry(user.to_owned()).or_default() += score;
-            true
-        }
-        StatusCode::SERVICE_UNAVAILABLE if codes.iter().any(|code| reply["error"]["code"] == *code) => false,
-        other => panic!("a write during the move: {other} {reply}"),
-    }
-}
 
 #[tokio::test]
 async fn a_max_score_move_goes_on_beside_writes_and_waits_only_for_its_last_step() {
@@ -79,9 +44,7 @@ async fn a_max_score_move_goes_on_beside_writes_and_waits_only_for_its_last_step
     assert_eq!(new.keyspace().await, state, "a write that waits writes nothing");
     assert_eq!(sums(&new).await, model);
 
-    let mut jobs = new.journal_jobs(&client, &bucket, Arc::default());
-    let objects = S3Objects::new(client.clone(), &bucket);
-    jobs.resharder = Resharder::new(new.config.clone(), new.keys.clone(), new.store.clone(), objects).with_round_ms(0);
+    let jobs = new.journal_jobs_rounds(&client, &bucket, 0);
     let (mut taken, mut last_steps) = (0, 0);
     let mut report = Value::Null;
     for step in 0..400 {
@@ -162,9 +125,7 @@ async fn a_lower_max_score_than_a_sum_written_during_the_move_refuses_it_and_a_r
         assert!(settle(&mut model, (&user, 1 + i % 4), submit(&old, &format!("s{i}"), &user, 1 + i % 4).await, &[]));
     }
     let new = spawn_journaled_on(game(2, "max_score = 1000"), old.keys.clone()).await;
-    let mut jobs = new.journal_jobs(&client, &bucket, Arc::default());
-    let objects = S3Objects::new(client.clone(), &bucket);
-    jobs.resharder = Resharder::new(new.config.clone(), new.keys.clone(), new.store.clone(), objects).with_round_ms(0);
+    let jobs = new.journal_jobs_rounds(&client, &bucket, 0);
     let step = || jobs.run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1));
     let first = step().await.expect("the move starts: every held score fits");
     assert_eq!(first["status"], "in_progress", "{first}");
@@ -219,9 +180,7 @@ async fn a_move_begun_to_another_max_score_is_refused_by_name() {
         assert!(settle(&mut model, (&user, 1 + i % 3), submit(&old, &format!("s{i}"), &user, 1 + i % 3).await, &[]));
     }
     let run = |app: &TestApp| {
-        let mut jobs = app.journal_jobs(&client, &bucket, Arc::default());
-        let objects = S3Objects::new(client.clone(), &bucket);
-        jobs.resharder = Resharder::new(app.config.clone(), app.keys.clone(), app.store.clone(), objects).with_round_ms(0);
+        let jobs = app.journal_jobs_rounds(&client, &bucket, 0);
         async move { jobs.run(json!({"reshard": {"board": "game"}}), Utc::now() - Duration::seconds(1)).await }
     };
     let first = spawn_journaled_on(game(1, "max_score = 1000"), old.keys.clone()).await;
@@ -238,4 +197,37 @@ async fn a_move_begun_to_another_max_score_is_refused_by_name() {
         }
     }
     panic!("the move begun to 1000 did not finish");
+}
+
+/// A deploy on another `max_score` than the board's scores are held at checks them at the held
+/// one until a move re-encodes them: its verify finds no mismatch on a board that took every
+/// write once, and a dry-run's `before` is the board's top as it answers (its `after`, under
+/// the same rules, the same).
+#[tokio::test]
+async fn a_verify_and_a_dry_run_on_a_deploy_on_another_max_score_read_the_scores_as_held() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let old = spawn_journaled(game(1, &format!("max_score = {OLD_MAX}"))).await;
+    let mut model: BTreeMap<String, i64> = BTreeMap::new();
+    for i in 0..20 {
+        let user = format!("u{}", i % 7);
+        assert!(settle(&mut model, (&user, 1_000 + i), submit(&old, &format!("s{i}"), &user, 1_000 + i).await, &[]));
+    }
+    old.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
+    let new = spawn_journaled_on(game(1, ""), old.keys.clone()).await;
+    assert!(settle(&mut model, ("u1", 5), submit(&new, "n1", "u1", 5).await, &[]), "written at the held scale");
+    assert_eq!(sums(&new).await, model);
+    let jobs = new.journal_jobs(&client, &bucket, Arc::default());
+    let verify = jobs.run(json!({"verify": {"board": "game"}}), far()).await.expect("a verify");
+    assert_eq!(verify["mismatches"], 0, "{verify}");
+    let candidate =
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"sum\"\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\n";
+    let request = json!({"dry_run": {"board": "game", "period": "all", "period_id": "all", "config": candidate}});
+    let report = jobs.run(request, far()).await.expect("a dry-run");
+    let top = |side: &str| -> BTreeMap<String, i64> {
+        report[side].as_array().unwrap().iter().map(|s| (s["user_id"].as_str().unwrap().to_owned(), s["score"].as_i64().unwrap())).collect()
+    };
+    assert_eq!(top("top_before"), model, "{report}");
+    assert_eq!(top("top_after"), model, "{report}");
+    assert_eq!(verify["boards"][0]["refused"], 0, "{verify}");
 }

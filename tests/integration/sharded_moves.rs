@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use axum::http::{Method, StatusCode};
 use chrono::Duration;
-use journal::{Resharder, S3Objects};
+use journal::S3Objects;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::TestRunner;
 use serde_json::{Value, json};
@@ -113,14 +113,13 @@ async fn a_rule_board_moved_one_eight_three_one_while_written_reads_as_its_twin_
             .unwrap();
         let moved = spawn_journaled_on(config(target), app.keys.clone()).await;
         moved.set_now(app.now());
-        let mut jobs = moved.journal_jobs(&client, &bucket, Arc::default());
-        if target == 8 {
-            // Fenced once its first round is moved, whatever the machine's speed: that round's
-            // last line and the last step's first are a line apart, so the step spans invocations
-            // and meets a write (the later moves fence when their rounds find it so).
-            let objects = S3Objects::new(client.clone(), &bucket);
-            jobs.resharder = Resharder::new(moved.config.clone(), moved.keys.clone(), moved.store.clone(), objects).with_round_ms(i64::MAX);
-        }
+        // The first move is fenced once its first round is moved, whatever the machine's speed:
+        // that round's last line and the last step's first are a line apart, so the step spans
+        // invocations and meets a write (the later moves fence when their rounds find it so).
+        let jobs = match target {
+            8 => moved.journal_jobs_rounds(&client, &bucket, i64::MAX),
+            _ => moved.journal_jobs(&client, &bucket, Arc::default()),
+        };
         let voids = moved.void_router(&client, Some(&bucket), 30);
         let mut writes = generated().into_iter();
         // A write refused by the last step, with the index its ids were made from.

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_s3::Client;
-use journal::{Drainer, Jobs, ObjectError, Objects, Put, S3Objects};
+use journal::{Drainer, Jobs, ObjectError, Objects, Put, Resharder, S3Objects};
 use serde_json::Value;
 use standings::http::AuthMode;
 use standings::runtime::metrics::Metrics;
@@ -103,6 +103,15 @@ impl TestApp {
     /// this app's clock; metric lines to `metrics`.
     pub fn journal_jobs(&self, client: &Client, bucket: &str, metrics: Arc<Mutex<Vec<Value>>>) -> Jobs<S3Objects> {
         self.journal_jobs_over(S3Objects::new(client.clone(), bucket), metrics)
+    }
+
+    /// `journal_jobs` whose moves end a round within `round_ms` of its start before their
+    /// fence (`Resharder::with_round_ms`; 0: only a round that finds nothing new).
+    pub fn journal_jobs_rounds(&self, client: &Client, bucket: &str, round_ms: i64) -> Jobs<S3Objects> {
+        let mut jobs = self.journal_jobs(client, bucket, Arc::default());
+        let objects = S3Objects::new(client.clone(), bucket);
+        jobs.resharder = Resharder::new(self.config.clone(), self.keys.clone(), self.store.clone(), objects).with_round_ms(round_ms);
+        jobs
     }
 
     /// `journal_jobs` over `objects` (a fault's wrapper of S3).

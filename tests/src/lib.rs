@@ -36,6 +36,7 @@ pub mod league;
 pub use journal::spawn_journaled;
 pub mod load;
 pub mod model;
+pub mod moves;
 pub mod notify;
 pub mod proxy;
 pub mod queue;

@@ -11,9 +11,9 @@
 //!
 //! A score board's scale (its `max_score`, which lays out every composite it stores:
 //! docs/boards.md#score-boards) is recorded the same way (`Keys::board_scale`): a function configured
-//! with another lays the scores it writes out at the recorded one (`Layouts::writing`,
+//! with another lays the scores it writes out at the recorded one (`Layouts::holding`,
 //! `scores::held_at`), never in another scale than the ones stored, and decodes its reads of
-//! standings at it (`Layouts::held`); paths that cannot (`recorded`) refuse with
+//! standings at it (the same, recording nothing); paths that cannot (`recorded`) refuse with
 //! `StoreError::Rescaled`. With no record, a board holding scores in its current periods holds them
 //! at the default `MAX_SCORE` (written before scales were recorded, or never declared one:
 //! nothing is recorded for it); a board holding none takes its configured scale, recorded by
@@ -86,31 +86,20 @@ impl Layouts {
         }
     }
 
-    /// `recorded` for a write that lays its scores out as the board holds them, whatever
-    /// `max_score` the configuration says (a score submission, a correction: `scores::held_at`),
-    /// or writes none (a ban): also the `max_score` they are held at. Records as a write does.
-    pub async fn writing(
+    /// `recorded` whatever `max_score` the configuration says, also giving the `max_score` the
+    /// board's scores are held at (`None`: a board whose scale never changes): for a write that
+    /// lays its scores out as the board holds them (a score submission, a correction:
+    /// `scores::held_at`) or writes none (a ban), `record` true, recording as a write does; for
+    /// a read answering from the scores as they are held, `record` false.
+    pub async fn holding(
         &self,
         conn: &mut (impl ConnectionLike + Send),
         keys: &Keys,
         board: &Board,
         now: DateTime<Utc>,
+        record: bool,
     ) -> Result<(u32, u32, Option<i64>), StoreError> {
-        let found = self.found(conn, keys, board, now, true).await?;
-        Ok((found.shards, found.generation, found.max_score))
-    }
-
-    /// `recorded` for a read that answers from the scores as they are held, whatever
-    /// `max_score` the configuration says: also the `max_score` they are held at (`None`: a
-    /// board whose scale never changes). Records nothing.
-    pub async fn held(
-        &self,
-        conn: &mut (impl ConnectionLike + Send),
-        keys: &Keys,
-        board: &Board,
-        now: DateTime<Utc>,
-    ) -> Result<(u32, u32, Option<i64>), StoreError> {
-        let found = self.found(conn, keys, board, now, false).await?;
+        let found = self.found(conn, keys, board, now, record).await?;
         Ok((found.shards, found.generation, found.max_score))
     }
 

@@ -178,7 +178,7 @@ impl Store {
     /// board (docs/boards.md#changing-max_score).
     pub async fn written_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
-        let (shards, generation, held) = self.layouts.writing(&mut conn, keys, board, chrono::Utc::now()).await?;
+        let (shards, generation, held) = self.layouts.holding(&mut conn, keys, board, chrono::Utc::now(), true).await?;
         Ok(keys.layout_at(&board.name, shards, generation).holding(held))
     }
 
@@ -198,7 +198,7 @@ impl Store {
     /// (docs/boards.md#changing-max_score).
     pub async fn held_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
-        let (shards, generation, held) = self.layouts.held(&mut conn, keys, board, chrono::Utc::now()).await?;
+        let (shards, generation, held) = self.layouts.holding(&mut conn, keys, board, chrono::Utc::now(), false).await?;
         Ok(keys.layout_at(&board.name, shards, generation).holding(held))
     }
 

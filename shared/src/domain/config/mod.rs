@@ -392,6 +392,13 @@ impl Config {
         Self::indexed(boards)
     }
 
+    /// This configuration with `board` in place of the board of its name (a board read at
+    /// the scale its scores are held at: `scores::held_at`).
+    pub fn with_board(&self, board: Board) -> Self {
+        let board = Arc::new(board);
+        Self::indexed(self.boards.iter().map(|b| if b.name == board.name { board.clone() } else { b.clone() }).collect())
+    }
+
     pub fn boards(&self) -> &[Arc<Board>] {
         &self.boards
     }

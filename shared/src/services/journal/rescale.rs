@@ -3,16 +3,20 @@
 //! new layout's journal restores the board as it now is, and a frozen season or a compared set
 //! is read through the same map (`domain::rescale`).
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
-use crate::domain::config::Board;
+use crate::domain::config::{Board, Config};
 use crate::domain::guard;
 use crate::domain::journal::{Command, Effects};
 use crate::domain::period::{Period, PeriodKind};
 use crate::domain::rescale::Rescale;
-use crate::domain::scores::MAX_SCORE;
-use crate::redis::keys::{BoardKeys, Holds};
+use crate::domain::scores::{self, MAX_SCORE};
+use crate::redis::keys::{BoardKeys, Holds, Keys};
+use crate::redis::layout;
 use crate::redis::store::Connection;
 
 use super::error::RestoreError;
@@ -32,6 +36,23 @@ pub(super) fn refusal(board: &Board) -> Option<String> {
          (its scale record, or 1073741823 when it has none)",
         board.name
     ))
+}
+
+/// `board` as its scores are held (`scores::held_at`: at the `max_score` of its scale record
+/// until a move re-encodes them, whatever this deploy's says) and `config` with it: what a
+/// replay compared with the live board replays under (a verify, a dry-run's `before`).
+pub(super) async fn held_config(
+    conn: &mut Connection,
+    keys: &Keys,
+    config: &Arc<Config>,
+    board: &Board,
+    now: DateTime<Utc>,
+) -> Result<(Arc<Config>, Board), RestoreError> {
+    let held = layout::held_scale(conn, keys, board, now).await?;
+    Ok(match scores::held_at(board, held) {
+        Cow::Owned(at) => (Arc::new(config.with_board(at.clone())), at),
+        Cow::Borrowed(board) => (config.clone(), board.clone()),
+    })
 }
 
 /// The period a composite-holding key names.

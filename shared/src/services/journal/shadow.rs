@@ -138,7 +138,9 @@ impl<O: Objects> Checker<O> {
         for board in boards {
             let periods = current_periods(board, (self.clock)());
             let journals = self.journals(&board.name).await?;
-            let (replayer, shadow) = self.shadow_replayer(&self.config, &journals)?;
+            let mut conn = self.store.connection().await?;
+            let (config, board) = &super::rescale::held_config(&mut conn, &self.keys, &self.config, board, (self.clock)()).await?;
+            let (replayer, shadow) = self.shadow_replayer(config, &journals)?;
             let mut counts = (0, 0);
             let mut compared: Vec<(usize, Vec<Difference>)> = vec![(0, Vec::new()); periods.len()];
             // Each shard's journal on its own (one shard of one slot: the board's).
@@ -186,6 +188,8 @@ impl<O: Objects> Checker<O> {
     /// Replays `request.board`'s journal under the candidate rules and compares one period.
     pub async fn dry_run(&self, request: &DryRunRequest, deadline: DateTime<Utc>) -> Result<DryRunReport, RestoreError> {
         let live = self.config.board(&request.board).ok_or_else(|| RestoreError::UnknownBoard(request.board.clone()))?;
+        let mut conn = self.store.connection().await?;
+        let (_, live) = &super::rescale::held_config(&mut conn, &self.keys, &self.config, live, (self.clock)()).await?;
         let candidate = candidate_config(&request.config, &request.board)?;
         let board = candidate.board(&request.board).expect("candidate_config checks the board is there");
         let invalid = |message: String| RestoreError::Invalid(message);
