@@ -3,12 +3,13 @@
 //! at the scale it holds until a move re-encodes it, never misread; a restore after a loss records
 //! the scale its data was written in.
 
+use axum::http::Method;
 use chrono::{Duration, Utc};
 use journal::{Restorer, S3Objects};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings_tests::journal::{drain_to_new_bucket, spawn_journaled, spawn_journaled_on};
-use standings_tests::{TestApp, at, spawn_ingest_with};
+use standings_tests::{ADMIN, TestApp, at, spawn_ingest_with};
 
 fn game(extra: &str) -> Config {
     Config::parse(&format!(
@@ -53,6 +54,13 @@ async fn assert_held(app: &TestApp, other: &TestApp, recorded: i64, configured: 
         assert!(message.contains(&recorded.to_string()) && message.contains(&configured.to_string()), "{message}");
         assert_eq!(app.keyspace().await, state, "a write that waits wrote nothing");
     }
+    // Neither the deployment's first ban (its record seeded from every board's guard) nor the
+    // audit log reads a composite: both answer as on any board (the simulation found the
+    // seed's 503 refusing a tournament's definition).
+    let (status, reply) = app.call(Method::POST, "/v1/admin/users/eve/ban", "{}".to_owned(), ADMIN).await;
+    assert_eq!(status, 200, "{reply}");
+    let (status, audit) = app.call(Method::GET, "/v1/admin/audit?board=game", String::new(), ADMIN).await;
+    assert_eq!((status.as_u16(), &audit["entries"][0]["user_id"]), (200, &json!("eve")), "{audit}");
     for reader in [app, other] {
         let (status, read) = reader.get("/v1/boards/game/top?period=all").await;
         let scores: Vec<(&Value, &Value)> = read["entries"].as_array().unwrap().iter().map(|e| (&e["user_id"], &e["score"])).collect();

@@ -192,7 +192,7 @@ impl Moderation {
         // A board being deleted keeps its guard's bans for good (an unban skips it).
         for board in self.user_boards().filter(|b| !b.ending) {
             // A sharded board keeps each user's ban in the user's shard.
-            for keys in self.store.read_layout(&self.keys, board).await?.all() {
+            for keys in self.store.held_layout(&self.keys, board).await?.all() {
                 let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
                 read = true;
                 // A lost board's guard (or one under restore) holds part of its bans at most;
@@ -226,7 +226,7 @@ impl Moderation {
         let banned = self.banned_users(now).await?;
         let mut conn = self.store.write_connection().await?;
         let mut held = BTreeSet::new();
-        for keys in self.store.read_layout(&self.keys, target).await?.all() {
+        for keys in self.store.held_layout(&self.keys, target).await?.all() {
             let fields: Vec<String> = conn.hkeys(keys.guard()).await.map_err(StoreError::from)?;
             held.extend(fields.into_iter().filter_map(|f| f.strip_prefix(crate::domain::guard::BAN).map(str::to_owned)));
         }
@@ -326,7 +326,7 @@ impl Moderation {
         }
         let conn = self.store.connection().await?;
         // A sharded board keeps a log per shard (each user's actions in their shard): merged.
-        let logs = futures::future::try_join_all(self.store.read_layout(&self.keys, board).await?.all().into_iter().map(|keys| {
+        let logs = futures::future::try_join_all(self.store.held_layout(&self.keys, board).await?.all().into_iter().map(|keys| {
             let mut conn = conn.clone();
             async move { conn.lrange::<_, Vec<String>>(keys.audit(), 0, limit as isize - 1).await }
         }))

@@ -130,7 +130,8 @@ impl World {
     /// A move of the arcade to another `max_score`: refused by name before anything is fenced or
     /// written (its league's cohort order is not re-encoded), every key of the deployment as it
     /// was; the deploy on that `max_score` reads the arcade and writes a score to it at the scale
-    /// it holds; the reads after the step check the arcade against the model.
+    /// it holds, and its verify finds the arcade equal to its journal; the reads after the step
+    /// check the arcade against the model.
     pub(super) async fn rescale(&mut self) -> Result<(), String> {
         if self.forum_lost || self.others_lost {
             // A board waiting for its restore is restored first (a deploy marks every board's
@@ -171,7 +172,13 @@ impl World {
         // model says a submission goes, its league and notifications included.
         let body = json!({"event_id": format!("rescaled{}", self.stats.steps), "user_id": "u0", "score": 12});
         let answered = rescaled.post("/v1/boards/arcade/scores", &body).await;
-        self.scored(&body, answered).map_err(|e| format!("a deploy on another max_score: {e}"))
+        self.scored(&body, answered).map_err(|e| format!("a deploy on another max_score: {e}"))?;
+        // Its verify replays the arcade's journal at the scale the arcade holds: nothing differs.
+        let report = jobs.run(json!({"verify": {"board": "arcade"}}), far()).await.map_err(|e| format!("verify: {e:?}"))?;
+        match report["mismatches"] == 0 {
+            true => Ok(()),
+            false => Err(format!("a verify of the arcade by a deploy on another max_score: {report}")),
+        }
     }
 
     /// A post to the guild from the old deploy (`old`) or the new one while the guild moves: taken

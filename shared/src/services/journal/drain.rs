@@ -34,6 +34,8 @@ pub use super::stored::CHUNK_ENTRIES;
 /// Age of the oldest entry not yet in S3, after a drain (the alarm's metric).
 pub const LAG_METRIC: &str = "JournalLagSeconds";
 pub const DRAINED_METRIC: &str = "JournalEntriesDrained";
+/// Why a board that needs the drain's record to be drained waited for a run that reads it.
+const UNREAD: &str = "the drain's record is unreadable: not drained this run";
 /// Boards that lost their data in Redis and refuse writes until restored (`BoardsLostAlarm`).
 pub const LOST_METRIC: &str = "BoardsLost";
 
@@ -113,7 +115,8 @@ impl<O: Objects> Drainer<O> {
         }
         journals.extend(profile_journals());
         // What the journal knows and a Redis rolled back to a snapshot does not: without it (S3
-        // unreadable) the run drains without looking for rollbacks, and records nothing.
+        // unreadable) the run drains the profiles only (a board, its guard lost or not, may have
+        // been rolled back), and records nothing.
         let marks = match Marks::load(&self.objects, self.keys.prefix()).await {
             Ok(marks) => Some(marks),
             Err(error) => {
@@ -259,7 +262,7 @@ impl<O: Objects> Drainer<O> {
             // Without the record a rollback could go unseen and its writes since be stored as if
             // nothing was lost: the board waits for a run that reads it.
             let Some(marks) = marks else {
-                drained.error = Some("the drain's record is unreadable: not drained this run".to_owned());
+                drained.error = Some(UNREAD.to_owned());
                 return Ok(());
             };
             let found = match marks.get(board) {
@@ -287,6 +290,12 @@ impl<O: Objects> Drainer<O> {
                 "a write found the board's data partly lost: its writes are refused until it is restored from the journal"
             );
             drained.lost = true;
+        }
+        // A board whose guard is gone may have been found rolled back before (the record alone
+        // says so now): its stream then holds the writes to decide again, not history to store.
+        if guarded && !born && marks.is_none() {
+            drained.error = Some(UNREAD.to_owned());
+            return Ok(());
         }
         while Utc::now() < deadline {
             let lines = journal::oldest(&mut conn, &keys, board, self.chunk).await?;
