@@ -147,6 +147,23 @@ impl journal::Objects for ObjectsUnreadable {
     }
 }
 
+/// The journal's bucket through a client that cannot read the drain's record (S3 down for it).
+struct RecordUnreadable(S3Objects);
+
+impl journal::Objects for RecordUnreadable {
+    async fn put_new(&self, key: &str, body: Vec<u8>) -> Result<journal::Put, journal::ObjectError> {
+        self.0.put_new(key, body).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Vec<u8>, journal::ObjectError> {
+        if key.contains("/_marks/") { Err(journal::ObjectError("S3 is down".into())) } else { self.0.get(key).await }
+    }
+
+    async fn list(&self, prefix: &str) -> Result<Vec<String>, journal::ObjectError> {
+        if prefix.contains("/_marks/") { Err(journal::ObjectError("S3 is down".into())) } else { self.0.list(prefix).await }
+    }
+}
+
 /// A board the window test writes: the shipped `points` (events), or a score board summing
 /// scores over two shards (each shard its own journal).
 #[derive(Clone, Copy)]
@@ -249,6 +266,19 @@ async fn writes_in_the_window(window: Window, then: Then) {
             assert_eq!((status, live["duplicate"].as_bool()), (StatusCode::OK, Some(false)), "{live}");
             let () = redis::cmd("DEL").arg(keys.guard()).query_async(&mut conn).await.unwrap();
         }
+        Then::GuardLostRecordUnread => {
+            // Only the drain's record says the board was rolled back now, and a drain that
+            // cannot read it leaves the window's writes in the stream, the board counted lost.
+            let keys = app.keys.board(window.board());
+            let mut conn = app.store.connection().await.unwrap();
+            let () = redis::cmd("DEL").arg(keys.guard()).query_async(&mut conn).await.unwrap();
+            let held: u64 = redis::cmd("XLEN").arg(keys.journal()).query_async(&mut conn).await.unwrap();
+            let report = app.drainer(RecordUnreadable(S3Objects::new(client.clone(), &bucket)), Arc::default()).drain(far()).await;
+            let board = report.boards.iter().find(|b| b.board == window.board()).expect("the board drained");
+            assert!(board.lost && board.error.is_some() && board.entries == 0, "{board:?}");
+            let still: u64 = redis::cmd("XLEN").arg(keys.journal()).query_async(&mut conn).await.unwrap();
+            assert_eq!(still, held, "the window's writes stay in the stream");
+        }
         Then::EveryKeyLost => {
             // The drain's run stores what it can and the store is lost whole: the window's
             // writes, acknowledged, were only in the stream the loss took.
@@ -289,6 +319,10 @@ enum Then {
     FailedRestore,
     /// Every key lost, the journal's stream with them (a `FLUSHALL` after a drain's run).
     EveryKeyLost,
+    /// The guard lost, then a drain's run that cannot read its record (found by the simulation:
+    /// the run stored the window's writes as the journal's, and the restore then rebuilt the
+    /// board without the writes drained between the snapshot and the rollback).
+    GuardLostRecordUnread,
     /// The board rebuilt and its window being decided (the fence lifted), a live write taken,
     /// then its guard lost (found by review: the window kept its first end, and the rebuild's
     /// wipe took the live write's effects, never applied again).
@@ -324,6 +358,11 @@ async fn writes_between_a_rollback_and_its_fence_survive_a_loss_of_every_key_on_
 #[tokio::test]
 async fn writes_between_a_rollback_and_its_fence_count_once_after_a_restore_that_failed_first() {
     writes_in_the_window(Window::Points, Then::FailedRestore).await;
+}
+
+#[tokio::test]
+async fn a_drain_that_cannot_read_its_record_leaves_a_rolled_back_board_whose_guard_was_lost() {
+    writes_in_the_window(Window::Points, Then::GuardLostRecordUnread).await;
 }
 
 #[tokio::test]

@@ -195,7 +195,8 @@ impl Store {
     /// The layout `board`'s data is in and the `max_score` its scores are held at
     /// (`Layout::held_scale`), whatever the configuration says: what a read of its standings
     /// reads, so reads answer from the scores as they are while a move re-encodes them
-    /// (docs/boards.md#changing-max_score).
+    /// (docs/boards.md#changing-max_score); and a read of what holds no composite (its guard's
+    /// bans, its audit log).
     pub async fn held_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
         let mut conn = self.connection().await?;
         let (shards, generation, held) = self.layouts.holding(&mut conn, keys, board, chrono::Utc::now(), false).await?;

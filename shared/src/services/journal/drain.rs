@@ -120,7 +120,7 @@ impl<O: Objects> Drainer<O> {
         let marks = match Marks::load(&self.objects, self.keys.prefix()).await {
             Ok(marks) => Some(marks),
             Err(error) => {
-                tracing::warn!(error = %error, "the drain's record unreadable: rollbacks are not looked for this run");
+                tracing::warn!(error = %error, "the drain's record unreadable: no board is drained this run (the profiles only)");
                 None
             }
         };
@@ -262,6 +262,8 @@ impl<O: Objects> Drainer<O> {
             // Without the record a rollback could go unseen and its writes since be stored as if
             // nothing was lost: the board waits for a run that reads it.
             let Some(marks) = marks else {
+                // Still counted lost when a write found it so (a partial loss, a fence).
+                drained.lost = restore::found_lost(&mut conn, &keys).await?;
                 drained.error = Some(UNREAD.to_owned());
                 return Ok(());
             };

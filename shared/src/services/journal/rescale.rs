@@ -39,8 +39,18 @@ pub(super) fn refusal(board: &Board) -> Option<String> {
 }
 
 /// `board` as its scores are held (`scores::held_at`: at the `max_score` of its scale record
-/// until a move re-encodes them, whatever this deploy's says) and `config` with it: what a
-/// replay compared with the live board replays under (a verify, a dry-run's `before`).
+/// until a move re-encodes them, whatever this deploy's says): what a replay compared with the
+/// live board decodes the live board at (a verify, a dry-run's `before`).
+pub(super) async fn held_board<'a>(
+    conn: &mut Connection,
+    keys: &Keys,
+    board: &'a Board,
+    now: DateTime<Utc>,
+) -> Result<Cow<'a, Board>, RestoreError> {
+    Ok(scores::held_at(board, layout::held_scale(conn, keys, board, now).await?))
+}
+
+/// `held_board`, and `config` with it: what a verify replays the journal under.
 pub(super) async fn held_config(
     conn: &mut Connection,
     keys: &Keys,
@@ -48,8 +58,7 @@ pub(super) async fn held_config(
     board: &Board,
     now: DateTime<Utc>,
 ) -> Result<(Arc<Config>, Board), RestoreError> {
-    let held = layout::held_scale(conn, keys, board, now).await?;
-    Ok(match scores::held_at(board, held) {
+    Ok(match held_board(conn, keys, board, now).await? {
         Cow::Owned(at) => (Arc::new(config.with_board(at.clone())), at),
         Cow::Borrowed(board) => (config.clone(), board.clone()),
     })

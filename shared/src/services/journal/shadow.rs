@@ -189,7 +189,7 @@ impl<O: Objects> Checker<O> {
     pub async fn dry_run(&self, request: &DryRunRequest, deadline: DateTime<Utc>) -> Result<DryRunReport, RestoreError> {
         let live = self.config.board(&request.board).ok_or_else(|| RestoreError::UnknownBoard(request.board.clone()))?;
         let mut conn = self.store.connection().await?;
-        let (_, live) = &super::rescale::held_config(&mut conn, &self.keys, &self.config, live, (self.clock)()).await?;
+        let live = &*super::rescale::held_board(&mut conn, &self.keys, live, (self.clock)()).await?;
         let candidate = candidate_config(&request.config, &request.board)?;
         let board = candidate.board(&request.board).expect("candidate_config checks the board is there");
         let invalid = |message: String| RestoreError::Invalid(message);
