@@ -159,3 +159,31 @@ async fn a_restore_records_the_scale_the_lines_were_written_in() {
         }
     }
 }
+
+/// A board's scale record lost alone (a bad `DEL`, an eviction the operator allowed: the record
+/// is read once a probe, the guard by every write) while its scores stay: the guard's copy of it
+/// (`scale`) says the scale they are in, so a deploy that probes it next writes and reads them
+/// at it and records it again, never at the default as a board that never recorded one.
+#[tokio::test]
+async fn a_scale_record_lost_alone_is_recorded_again_from_the_guards_copy() {
+    let app = spawn_journaled(game("max_score = 4194303")).await;
+    assert_eq!(submit(&app, "game", "a", "amy", 100).await.0, 200);
+    let mut conn = app.redis.clone();
+    let _: () = redis::cmd("DEL").arg(app.keys.board_scale("game")).query_async(&mut conn).await.unwrap();
+    // Deploys started after the loss (their probes fresh): one on the board's scale, one on
+    // the default. A read records nothing, and reads the scores as held.
+    let other = spawn_journaled_on(game(""), app.keys.clone()).await;
+    let (status, read) = other.get("/v1/boards/game/users/amy?period=all").await;
+    assert_eq!((status.as_u16(), &read["score"]), (200, &json!(100)), "{read}");
+    let same = spawn_journaled_on(game("max_score = 4194303"), app.keys.clone()).await;
+    assert_eq!(submit(&same, "game", "b", "bob", 5).await.0, 200);
+    let scale: Option<i64> = redis::cmd("GET").arg(app.keys.board_scale("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(scale, Some(4_194_303), "recorded again by the write");
+    let (status, reply) = submit(&other, "game", "high", "cyd", 4_194_304).await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (503, Some("board_scale_changed")), "{reply}");
+    for reader in [&app, &other, &same] {
+        let (_, top) = reader.get("/v1/boards/game/top?period=all").await;
+        let scores: Vec<(&Value, &Value)> = top["entries"].as_array().unwrap().iter().map(|e| (&e["user_id"], &e["score"])).collect();
+        assert_eq!(scores, [(&json!("amy"), &json!(100)), (&json!("bob"), &json!(5))], "{top}");
+    }
+}

@@ -42,6 +42,12 @@ pub const DRAINED: &str = "drained";
 /// entry whose effects the snapshot holds. A restore replays the journal's entries after it onto
 /// the keys as they are.
 pub const ROLLBACK: &str = "rollback";
+/// A copy of a one-slot board's scale record (`Keys::board_scale`, docs/boards.md#score-boards),
+/// written beside it by the layout probe: a bad `DEL`, or an eviction an operator allowed, can
+/// take the record alone (read once a probe, while every write reads the guard). A record found
+/// missing beside its copy is recorded again from it, so no deploy takes the board's scores for
+/// the default scale's (`redis::layout`).
+pub const SCALE: &str = "scale";
 /// Set when a runtime board is deleted (docs/runtime-boards.md#deleting): every write is
 /// refused (409 `board_ended`) while its end is archived and its keys freed.
 pub const ENDED: &str = "ended";

@@ -177,13 +177,18 @@ async fn probe(
     let periods: Vec<String> = board.periods.iter().map(|kind| one_slot.period(&Period::containing(*kind, now, board.timezone))).collect();
     // One snapshot: a move's switch writes both records in one command, and a probe that read
     // one before it and one after would decode one generation at the other's scale.
-    let (recorded, recorded_scale, guarded, scored): (Option<String>, Option<i64>, u64, u64) = redis::pipe()
+    type Found = (Option<String>, Option<i64>, u64, u64, (Option<i64>, Option<String>));
+    let (recorded, recorded_scale, guarded, scored, (copied, born)): Found = redis::pipe()
         .atomic()
         .get(&layout)
         .get(&scale)
         .exists(one_slot.guard())
         .cmd("EXISTS")
         .arg(&periods)
+        .cmd("HMGET")
+        .arg(one_slot.guard())
+        .arg(guard::SCALE)
+        .arg(guard::BORN)
         .query_async(conn)
         .await
         .map_err(StoreError::from)?;
@@ -214,15 +219,33 @@ async fn probe(
             board.shards
         }
     };
-    let max_score = match (configured_scale(board), recorded_scale) {
-        (None, _) => None,
-        (Some(_), Some(recorded)) => Some(recorded),
+    // What the scale record holds once probed (`None`: nothing recorded), and the copy of it a
+    // one-slot board's guard keeps (`guard::SCALE`).
+    let mut in_record = recorded_scale;
+    let copy = copied.filter(|_| recorded.is_none());
+    let max_score = match (configured_scale(board), recorded_scale, copy) {
+        (None, ..) => None,
+        (Some(_), Some(recorded), _) => Some(recorded),
+        // The record lost alone (a bad `DEL`, an eviction): the copy says the scale the scores
+        // are in, recorded again by a write (another container's record, if first, stands).
+        (Some(_), None, Some(copy)) => {
+            tracing::warn!(board = %board.name, max_score = copy, "a board's scale record was lost alone: its guard's copy holds it");
+            if record {
+                let before: Option<i64> =
+                    redis::cmd("SET").arg(&scale).arg(copy).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
+                in_record = Some(before.unwrap_or(copy));
+                in_record
+            } else {
+                holds = false;
+                Some(copy)
+            }
+        }
         // Scores written before scales were recorded, or at the default: at the default. A
         // sharded board's scores are in its shards' slots: its recorded layout says it was
         // written, and a board that recorded its layout records its scale with it.
-        (Some(_), None) if scored > 0 || recorded.is_some() => Some(MAX_SCORE),
-        (Some(MAX_SCORE), None) => Some(MAX_SCORE),
-        (Some(configured), None) if record => {
+        (Some(_), None, None) if scored > 0 || recorded.is_some() => Some(MAX_SCORE),
+        (Some(MAX_SCORE), None, None) => Some(MAX_SCORE),
+        (Some(configured), None, None) if record => {
             // Scores only in other periods than the current ones (yesterday's, a frozen
             // season's) are at the default too, and recorded so: looked for once, at the write
             // that would record the configured scale (the record then answers every probe). A
@@ -234,16 +257,25 @@ async fn probe(
             };
             let before: Option<i64> =
                 redis::cmd("SET").arg(&scale).arg(held).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
-            Some(before.unwrap_or(held))
+            in_record = Some(before.unwrap_or(held));
+            in_record
         }
         // A read records nothing: the default where earlier periods hold scores, or the guard
         // names a set the board held (what the write would record), probed again next time.
-        (Some(configured), None) => {
+        (Some(configured), None, None) => {
             holds = false;
             let held = holds_periods(conn, &one_slot, board, now).await? || held_sets(conn, &one_slot).await?;
             Some(if held { MAX_SCORE } else { configured })
         }
     };
+    // A write keeps the copy beside the record once the guard is the board's own: born, with a
+    // journal (a guard written into before would be taken for a lost one, and a restore
+    // brings the guard back without it: the next write's probe writes it again).
+    let guard_born = born.is_some() || (!keys.journal_on() && guarded > 0);
+    if let Some(held) = in_record.filter(|held| record && recorded.is_none() && guard_born && copied != Some(*held)) {
+        let _: () =
+            redis::cmd("HSET").arg(one_slot.guard()).arg(guard::SCALE).arg(held).query_async(conn).await.map_err(StoreError::from)?;
+    }
     Ok((Recorded { shards, generation, max_score }, holds))
 }
 
@@ -313,9 +345,10 @@ pub async fn read(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &
 }
 
 /// The `max_score` `board`'s scores are held at (`None`: a board whose scale never changes):
-/// the recorded one; without a record, the default for a board holding scores or whose guard
-/// names a set it held (written before records, or at the default: as `probe` decides for a
-/// write), else the configured one (its first write records it).
+/// the recorded one (or its copy in a one-slot board's guard, the record lost alone); without
+/// either, the default for a board holding scores or whose guard names a set it held (written
+/// before records, or at the default: as `probe` decides for a write), else the configured one
+/// (its first write records it).
 pub async fn held_scale(
     conn: &mut (impl ConnectionLike + Send),
     keys: &Keys,
@@ -323,9 +356,14 @@ pub async fn held_scale(
     now: DateTime<Utc>,
 ) -> Result<Option<i64>, StoreError> {
     let Some(configured) = configured_scale(board) else { return Ok(None) };
-    let (recorded, layout): (Option<i64>, bool) =
-        redis::pipe().get(keys.board_scale(&board.name)).exists(keys.board_layout(&board.name)).query_async(conn).await?;
-    Ok(Some(match recorded {
+    let one_slot = keys.board(&board.name);
+    let (recorded, layout, copy): (Option<i64>, bool, Option<i64>) = redis::pipe()
+        .get(one_slot.scale_record())
+        .exists(one_slot.layout_record())
+        .hget(one_slot.guard(), guard::SCALE)
+        .query_async(conn)
+        .await?;
+    Ok(Some(match recorded.or(copy.filter(|_| !layout)) {
         Some(recorded) => recorded,
         None if layout
             || holds_periods(conn, &keys.board(&board.name), board, now).await?
@@ -339,7 +377,8 @@ pub async fn held_scale(
 
 /// Records `(shards, generation)` as the layout of `board` (a reshard's last step), whatever
 /// was recorded, and `max_score` as its scale (a move that re-encoded it) in the same command:
-/// no function ever reads the one without the other.
+/// no function ever reads the one without the other. The one slot's copy of a scale
+/// (`guard::SCALE`) goes in the same step: the board is in that slot no more.
 pub async fn record(
     conn: &mut (impl ConnectionLike + Send),
     keys: &Keys,
@@ -352,7 +391,9 @@ pub async fn record(
     if let Some(max_score) = max_score {
         set.arg(keys.board_scale(board)).arg(max_score);
     }
-    set.query_async(conn).await.map_err(StoreError::from)
+    let mut pipe = redis::pipe();
+    pipe.atomic().add_command(set).ignore().hdel(keys.board(board).guard(), guard::SCALE).ignore();
+    pipe.query_async(conn).await.map_err(StoreError::from)
 }
 
 /// Records `max_score` as the scale of `board` unless one is recorded: a restore brings back

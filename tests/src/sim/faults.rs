@@ -259,6 +259,11 @@ impl World {
             self.app.written_keys().await.into_iter().filter(|k| k.contains("{arcade}:z:") && rng.u8(..4) == 0).collect();
         delete(&self.app, &arcade).await;
         self.others_lost |= !arcade.is_empty();
+        // Or the arcade's scale record alone (held since a deploy on another `max_score` made
+        // its first write): its guard's copy says the scale, nothing is fenced.
+        if rng.u8(..4) == 0 {
+            delete(&self.app, &[self.app.keys.board_scale("arcade")]).await;
+        }
     }
 
     pub(super) async fn corrupt(&mut self, id: u32, user: u8) -> Result<(), String> {

@@ -285,6 +285,10 @@ pub enum Op {
     /// slot moved): every slot taken for one node's, so the next reads of the guild's shards
     /// go to the wrong node first (docs/scaling.md#reads).
     StaleNodes,
+    /// Fault: Redis's script cache emptied (a failover to a replica that never ran the scripts,
+    /// a restart, `SCRIPT FLUSH`; every node of a cluster): each script's next call answers
+    /// NOSCRIPT, is loaded and sent again, and nothing a write or a read answers changes.
+    FlushScripts,
     /// A function's start (a deploy, a scale-out): the boards not born judged against the journal
     /// bucket (docs/journal.md#fence); a board lost with its history is never taken for new.
     Start,
@@ -317,7 +321,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
     let mut ops = Vec::with_capacity(len);
     while ops.len() < len {
         let user = rng.u8(..USERS);
-        let op = match rng.u32(..137) {
+        let op = match rng.u32(..138) {
             0..=3 => {
                 let items: Vec<BatchItem> = (0..rng.u8(1..12))
                     .map(|_| BatchItem {
@@ -427,6 +431,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             134 => Op::GrantCup { cup: 2, user, add: rng.u8(1..3), grant: id(1), again: None },
             135 => Op::EditCup { cup: 2, minutes: [-30, 0, 30, 120, 600][rng.usize(..5)], title: false, more: Some(CupEdit::Prizes) },
             136 => Op::StaleNodes,
+            137 => Op::FlushScripts,
             _ => Op::Start,
         };
         ops.push(op);

@@ -294,6 +294,10 @@ impl World {
                 self.stats.faults += 1;
                 self.app.store.node_map().pretend_all_on("127.0.0.1:1");
             }
+            Op::FlushScripts => {
+                self.stats.faults += 1;
+                let () = redis::cmd("SCRIPT").arg("FLUSH").query_async(&mut self.app.redis.clone()).await.expect("SCRIPT FLUSH");
+            }
             Op::LoseCatalogLog => {
                 self.stats.faults += 1;
                 super::faults::delete(&self.app, &[self.app.keys.catalog().catalog_log()]).await;

@@ -90,6 +90,17 @@ impl BoardKeys {
         format!("{}:notices-lock", self.base)
     }
 
+    /// The board's scale record (`Keys::board_scale`; docs/boards.md#score-boards), in its one
+    /// slot: a shard's keys name one that is never written.
+    pub fn scale_record(&self) -> String {
+        self.relative(":scale")
+    }
+
+    /// The board's layout record (`Keys::board_layout`), in its one slot likewise.
+    pub fn layout_record(&self) -> String {
+        self.relative(":layout")
+    }
+
     /// Whether a rebuild of the board from its journal keeps `key` (docs/journal.md#rollbacks):
     /// the journal, the restore's own records and the notices, none of them the board's state;
     /// its recorded layout and scale (`Keys::layout`, `Keys::scale`) and a reshard's checkpoint,
@@ -106,8 +117,8 @@ impl BoardKeys {
             self.notices_quiet(),
             self.notices_lock(),
             self.reshard_checkpoint(),
-            self.relative(":layout"),
-            self.relative(":scale"),
+            self.layout_record(),
+            self.scale_record(),
         ];
         kept.contains(&key.to_owned()) || key.starts_with(&self.relative(":frozen:"))
     }

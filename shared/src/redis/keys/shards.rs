@@ -204,7 +204,7 @@ impl Keys {
     /// How many shards `board`'s data is in, and their generation (a string, `<n>` or
     /// `<n>:<generation>`; `redis::layout`), beside its one-slot keys.
     pub fn board_layout(&self, board: &str) -> String {
-        format!("{}:layout", self.board(board).guard().trim_end_matches(":guard"))
+        self.board(board).layout_record()
     }
 
     /// A `SCAN … MATCH` glob for the period sets of every layout of `board` (its own tag
@@ -220,7 +220,7 @@ impl Keys {
     /// The `max_score` `board`'s scores are laid out with (a string; `redis::layout`), beside
     /// its one-slot keys.
     pub fn board_scale(&self, board: &str) -> String {
-        format!("{}:scale", self.board(board).guard().trim_end_matches(":guard"))
+        self.board(board).scale_record()
     }
 }
 

@@ -350,6 +350,13 @@ pub async fn finish(conn: &mut Connection, keys: &BoardKeys, guarded: bool, ende
     if guarded {
         let lifted = [crate::domain::guard::FENCE, crate::domain::guard::LOST, crate::domain::guard::ROLLBACK];
         pipe.hdel(&guard, &lifted[..]).hset(&guard, crate::domain::guard::BORN, 1);
+        // A board in its one slot gets its guard's copy of its scale record back with it (not
+        // journaled: `guard::SCALE`). Nothing changes either record while a restore runs.
+        let (scale, layout): (Option<i64>, bool) =
+            redis::pipe().get(keys.scale_record()).exists(keys.layout_record()).query_async(conn).await?;
+        if let Some(scale) = scale.filter(|_| !layout) {
+            pipe.hset(&guard, crate::domain::guard::SCALE, scale);
+        }
     }
 
     let _: () = pipe.query_async(conn).await?;
