@@ -8,8 +8,9 @@ use std::sync::atomic::Ordering;
 use aws_sdk_s3::Client;
 use axum::http::StatusCode;
 use journal::{Resharder, Restorer, S3Objects, Status};
-use serde_json::json;
-use standings_tests::journal::{new_bucket, s3, spawn_journaled_on};
+use serde_json::{Value, json};
+use standings::services::journal::births;
+use standings_tests::journal::{new_bucket, s3, spawn_journaled_on, spawn_journaled_unborn_on};
 use standings_tests::sim::faults::DrainOnList;
 use standings_tests::{TestApp, spawn_journaled};
 
@@ -180,4 +181,63 @@ async fn a_move_whose_old_journal_is_drained_beneath_it_moves_every_line_once() 
     assert!(drains.load(Ordering::Relaxed) >= 2, "the drain ran under the move, and its listing again after a page");
     four.set_now(one.now());
     assert_eq!(reads(&four).await, before, "every line moved once");
+}
+
+/// u1's all-time score on `app`'s board.
+async fn u1_score(app: &TestApp) -> Value {
+    let (status, body) = app.get("/v1/boards/game/users/u1?period=all").await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    body["score"].clone()
+}
+
+/// A deploy of `game` on `shards` beside `app`, its start judging the boards not born as a
+/// function's does (against the journal in `bucket`).
+async fn deploy(app: &TestApp, shards: u32, client: &Client, bucket: &str) -> TestApp {
+    let deployed = spawn_journaled_unborn_on(game(shards), app.keys.clone()).await;
+    let objects = S3Objects::new(client.clone(), bucket);
+    for (board, judged) in births::at_start(&deployed.config, &deployed.keys, &deployed.store, &objects).await {
+        assert!(judged.is_ok(), "{board}: {judged:?}");
+    }
+    deployed
+}
+
+/// A board moved from its one slot to 3 shards and back (to a later generation: the first one
+/// slot's lines are in S3), its layout record then lost alone (a bad `DEL`): a deploy started
+/// after it writes into no layout but the one the board is in. Its writes go there, or wait (503
+/// `board_restoring`) for the restore that records the layout again, never into an empty layout
+/// taken for a new board.
+#[tokio::test]
+async fn a_board_moved_back_to_one_slot_whose_layout_record_is_lost_alone_is_never_written_elsewhere() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let first = written_one_slot(6, 4, 2).await;
+    drain(&first, &client, &bucket).await;
+    let mut moved = Vec::new();
+    for shards in [3, 1] {
+        let app = deploy(&first, shards, &client, &bucket).await;
+        let jobs = app.journal_jobs(&client, &bucket, Arc::default());
+        assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+        moved.push(app);
+    }
+    let one = moved.pop().unwrap();
+    let mut conn = one.redis.clone();
+    let record: String = redis::cmd("GET").arg(one.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(record, "1:1", "a later generation than the first one slot's");
+    let held = u1_score(&one).await.as_i64().unwrap();
+    let _: () = redis::cmd("DEL").arg(one.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    let later = deploy(&first, 1, &client, &bucket).await;
+    let (status, reply) = submit(&later, "after", "u1", 9).await;
+    let refused = status == StatusCode::SERVICE_UNAVAILABLE && reply["error"]["code"] == "board_restoring";
+    assert!(status == StatusCode::OK || refused, "{status} {reply}");
+    if !refused {
+        assert_eq!(u1_score(&later).await, json!(held + 9), "taken where the board is");
+    }
+    let restored = restorer(&later, &client, &bucket).restore(Some("game"), far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    let again: Option<String> = redis::cmd("GET").arg(one.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(again, Some(record), "recorded again");
+    assert_eq!(submit(&later, "after", "u1", 9).await.0, StatusCode::OK, "taken, or a duplicate");
+    for app in [&later, &one] {
+        assert_eq!(u1_score(app).await, json!(held + 9), "applied once, where the board is");
+    }
 }

@@ -71,6 +71,14 @@ pub async fn spawn_journaled_on(config: Config, keys: Keys) -> TestApp {
     spawn_app(config, keys.with_journal(true), Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
 }
 
+/// A journaling app on `keys` that marks nothing born: a deploy whose start judges its boards
+/// (`births::at_start`) against the journal as it is.
+pub async fn spawn_journaled_unborn_on(config: Config, keys: Keys) -> TestApp {
+    let settings = redis_settings();
+    let (store, assertions) = (Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap());
+    crate::spawn_app_born(config, keys.with_journal(true), store, assertions, None, false).await
+}
+
 /// A journaling app on `keys` serving archived seasons from `table`.
 pub async fn spawn_journaled_archiving(config: Config, keys: Keys, table: standings::archive::table::SeasonTable) -> TestApp {
     let settings = redis_settings();

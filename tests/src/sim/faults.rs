@@ -264,6 +264,14 @@ impl World {
         if rng.u8(..4) == 0 {
             delete(&self.app, &[self.app.keys.board_scale("arcade")]).await;
         }
+        // Or the guild's layout record alone: the guild is then found where its data is, or
+        // refused (503 `board_restoring`) until a restore, never written into another layout.
+        if rng.u8(..4) == 0 {
+            let layout = self.app.keys.board_layout("guild");
+            let held: bool = redis::cmd("EXISTS").arg(&layout).query_async(&mut self.app.redis.clone()).await.expect("EXISTS");
+            delete(&self.app, &[layout]).await;
+            self.others_lost |= held;
+        }
     }
 
     pub(super) async fn corrupt(&mut self, id: u32, user: u8) -> Result<(), String> {
