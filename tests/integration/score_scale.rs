@@ -169,7 +169,14 @@ async fn a_scale_record_lost_alone_is_recorded_again_from_the_guards_copy() {
     let app = spawn_journaled(game("max_score = 4194303")).await;
     assert_eq!(submit(&app, "game", "a", "amy", 100).await.0, 200);
     let mut conn = app.redis.clone();
+    let guard = app.keys.board("game").guard();
+    let copy: Option<i64> = redis::cmd("HGET").arg(&guard).arg("scale").query_async(&mut conn).await.unwrap();
+    assert_eq!(copy, Some(4_194_303), "the guard's copy, written with the record");
     let _: () = redis::cmd("DEL").arg(app.keys.board_scale("game")).query_async(&mut conn).await.unwrap();
+    // What a move or a verify takes for the held scale (`held_scale`) reads the copy too.
+    let board = app.config.board("game").unwrap();
+    let held = standings::redis::layout::held_scale(&mut conn, &app.keys, board, app.now()).await.unwrap();
+    assert_eq!(held, Some(4_194_303));
     // Deploys started after the loss (their probes fresh): one on the board's scale, one on
     // the default. A read records nothing, and reads the scores as held.
     let other = spawn_journaled_on(game(""), app.keys.clone()).await;

@@ -269,12 +269,23 @@ async fn probe(
         }
     };
     // A write keeps the copy beside the record once the guard is the board's own: born, with a
-    // journal (a guard written into before would be taken for a lost one, and a restore
-    // brings the guard back without it: the next write's probe writes it again).
+    // journal (a guard written into before would be taken for a lost one); checked again in the
+    // copy's own step (keep_scale.lua), as a move's switch may free the guard meanwhile.
     let guard_born = born.is_some() || (!keys.journal_on() && guarded > 0);
     if let Some(held) = in_record.filter(|held| record && recorded.is_none() && guard_born && copied != Some(*held)) {
-        let _: () =
-            redis::cmd("HSET").arg(one_slot.guard()).arg(guard::SCALE).arg(held).query_async(conn).await.map_err(StoreError::from)?;
+        if let Some(copied) = copied {
+            tracing::warn!(board = %board.name, recorded = held, copied, "a board's scale record and its guard's copy differ: the record stands");
+        }
+        let _: u8 = super::scripts::KEEP_SCALE
+            .key(one_slot.guard())
+            .key(&layout)
+            .key(&scale)
+            .arg(held)
+            .arg(if keys.journal_on() { "1" } else { "0" })
+            .arg(guard::SCALE)
+            .invoke_async(conn)
+            .await
+            .map_err(StoreError::from)?;
     }
     Ok((Recorded { shards, generation, max_score }, holds))
 }

@@ -48,8 +48,7 @@ impl World {
             self.drain().await?;
         }
         let assertions = Store::connect(&self.redis).expect("the world's Redis");
-        let mut moved =
-            crate::spawn_app(config(shards), self.app.keys.clone(), self.app.store.clone(), assertions, Some(self.table.clone())).await;
+        let mut moved = self.deploy(config(shards), assertions).await?;
         moved.set_now(self.app.now());
         // With `drained`, the drain runs each time the move lists the guild's objects, and the
         // move reads its streams a few entries at a time: the drain stores and trims the old
@@ -127,6 +126,19 @@ impl World {
         Err(format!("reshard {} -> {shards}: not complete in {MAX_INVOCATIONS} invocations", self.guild_shards))
     }
 
+    /// A deploy of `config` beside the world's: its start judges the boards it finds not born
+    /// against the journal, as a function's does (it marks none born by itself: a layout a
+    /// move left, or one it will take, is not the deploy's to mark).
+    async fn deploy(&self, config: standings::domain::config::Config, assertions: Store) -> Result<crate::TestApp, String> {
+        let (keys, store, table) = (self.app.keys.clone(), self.app.store.clone(), Some(self.table.clone()));
+        let app = crate::spawn_app_born(config, keys, store, assertions, table, false).await;
+        let objects = S3Objects::new(self.s3.clone(), &self.bucket);
+        for (name, birth) in standings::services::journal::births::at_start(&app.config, &app.keys, &app.store, &objects).await {
+            birth.map_err(|error| format!("a deploy's start: {name}: {error}"))?;
+        }
+        Ok(app)
+    }
+
     /// A move of the arcade to another `max_score`: refused by name before anything is fenced or
     /// written (its league's cohort order is not re-encoded), every key of the deployment as it
     /// was; the deploy on that `max_score` reads the arcade and writes a score to it at the scale
@@ -134,13 +146,12 @@ impl World {
     /// check the arcade against the model.
     pub(super) async fn rescale(&mut self) -> Result<(), String> {
         if self.forum_lost || self.others_lost {
-            // A board waiting for its restore is restored first (a deploy marks every board's
-            // journal born, as the journal's first drain does for a new deployment).
+            // A board waiting for its restore is restored first, as its 503 asks.
             self.restore(false).await?;
         }
         let assertions = Store::connect(&self.redis).expect("the world's Redis");
         let config = config_with(self.guild_shards, "max_score = 4194303");
-        let rescaled = crate::spawn_app(config, self.app.keys.clone(), self.app.store.clone(), assertions, Some(self.table.clone())).await;
+        let rescaled = self.deploy(config, assertions).await?;
         let jobs = rescaled.journal_jobs(&self.s3, &self.bucket, Arc::default());
         let before = self.app.keyspace().await;
         match jobs.run(json!({"reshard": {"board": "arcade"}}), far()).await {
