@@ -163,8 +163,12 @@ impl Store {
         if self.writes_accepted(&policy) { Ok(conn) } else { Err(StoreError::EvictingPolicy(policy)) }
     }
 
-    /// The layout `board`'s data is in, as recorded in Redis (`layout`): what reads read.
+    /// The layout `board`'s data is in, as recorded in Redis (`layout`) now: for the jobs
+    /// (archive, drain, restore, move), which act on it seldom and must not act on a probe up to
+    /// `LAYOUT_PROBE_SECS` old (a restore or a move in another container may have recorded
+    /// another layout since, and the one probed then holds unborn guards).
     pub async fn read_layout(&self, keys: &super::keys::Keys, board: &crate::domain::config::Board) -> Result<Layout, StoreError> {
+        self.forget_layout(keys, &board.name);
         let mut conn = self.connection().await?;
         let (shards, generation) = self.layouts.recorded(&mut conn, keys, board, chrono::Utc::now(), false).await?;
         Ok(keys.layout_at(&board.name, shards, generation))
