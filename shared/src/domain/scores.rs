@@ -71,6 +71,18 @@ pub fn score_time_span(max_score: i64) -> i64 {
 /// What an all-time score board's time parts cover: 2020 to 2088, as rule boards.
 const ALL_TIME_RANGE_SECS: i64 = SCORE_TIME_SPAN * ALL_TIME_STEP_SECS;
 
+/// The `max_score` a board is configured with when it can change (a score board's declared
+/// one; a tournament's is decided by its window and never changes).
+pub fn configured_scale(board: &Board) -> Option<i64> {
+    board.scores.as_ref().filter(|_| board.tournament.is_none()).map(|scores| scores.max_score)
+}
+
+/// The scale a score line records (`max_score` in its entry), for a board whose scale is not
+/// the default (the lines of a board at the default carry none).
+pub fn line_scale(board: &Board) -> Option<i64> {
+    configured_scale(board).filter(|max_score| *max_score != MAX_SCORE)
+}
+
 /// What a user who is not on `board` reads as: 0 on a points board (no points), but no score
 /// (`null`) on a score board, where 0 is a score like any other (the best one where lower is
 /// better).

@@ -33,7 +33,7 @@ use super::keys::{BoardKeys, Keys};
 use crate::domain::config::{Board, BoardKind};
 use crate::domain::guard;
 use crate::domain::period::Period;
-use crate::domain::scores::MAX_SCORE;
+use crate::domain::scores::{MAX_SCORE, configured_scale};
 
 /// How long a probe of a board's recorded layout is trusted.
 pub const LAYOUT_PROBE_SECS: u64 = 30;
@@ -42,6 +42,12 @@ pub const LAYOUT_PROBE_SECS: u64 = 30;
 /// docs/scaling.md#changing-shards): its writes go where the data is, and find the new layout
 /// within this of the move's switch.
 pub const MOVING_PROBE_MS: u64 = 500;
+
+/// `keep_scale.lua`, run as the file is (it needs none of the constants or the prelude every
+/// other script is composed with, `scripts::compose`): the probe under it is what every script
+/// call's layout comes from, so it must not depend on the scripts' module.
+pub(crate) static KEEP_SCALE: std::sync::LazyLock<redis::Script> =
+    std::sync::LazyLock::new(|| redis::Script::new(include_str!("scripts/keep_scale.lua")));
 
 /// The recorded layouts probed by this container.
 #[derive(Default)]
@@ -57,12 +63,6 @@ struct Recorded {
     generation: u32,
     /// The scale the board's scores are in (`None`: a board whose scale never changes).
     max_score: Option<i64>,
-}
-
-/// The `max_score` a board is configured with when it can change (a score board's declared
-/// one; a tournament's is decided by its window and never changes).
-fn configured_scale(board: &Board) -> Option<i64> {
-    board.scores.as_ref().filter(|_| board.tournament.is_none()).map(|scores| scores.max_score)
 }
 
 impl Layouts {
@@ -208,7 +208,13 @@ async fn probe(
             holds = !keys.journal_on() || guarded + scored > 0;
             1
         }
-        None if record => {
+        // A first write records the configured layout only on a new board: with a journal, one
+        // whose configured layout's guards a function's start gave birth to. A board whose
+        // record was lost (alone, or with everything) may be at a later generation, which only
+        // the restore can tell from S3: recording generation 0 here made the restore trust it
+        // and bring back an empty board (found by the simulation). Its writes meet unborn
+        // guards and are refused (503 `board_restoring`) until the restore records it.
+        None if record && (!keys.journal_on() || is_born(conn, &keys.layout(&board.name, board.shards).shard(0)).await?) => {
             // Another container may record it first: theirs stands.
             let before: Option<u32> =
                 redis::cmd("SET").arg(&layout).arg(board.shards).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
@@ -276,18 +282,23 @@ async fn probe(
         if let Some(copied) = copied {
             tracing::warn!(board = %board.name, recorded = held, copied, "a board's scale record and its guard's copy differ: the record stands");
         }
-        let _: u8 = super::scripts::KEEP_SCALE
+        let _: u8 = KEEP_SCALE
             .key(one_slot.guard())
             .key(&layout)
             .key(&scale)
             .arg(held)
-            .arg(if keys.journal_on() { "1" } else { "0" })
+            .arg(if keys.journal_on() { guard::BORN } else { "" })
             .arg(guard::SCALE)
             .invoke_async(conn)
             .await
             .map_err(StoreError::from)?;
     }
     Ok((Recorded { shards, generation, max_score }, holds))
+}
+
+/// Whether `keys`'s guard is born (docs/journal.md#fence).
+async fn is_born(conn: &mut (impl ConnectionLike + Send), keys: &BoardKeys) -> Result<bool, StoreError> {
+    redis::cmd("HEXISTS").arg(keys.guard()).arg(guard::BORN).query_async(conn).await.map_err(StoreError::from)
 }
 
 /// Whether the board's one slot holds a period set, live or frozen, of a period still kept
@@ -416,12 +427,6 @@ pub async fn record_scale_if_absent(
     max_score: i64,
 ) -> Result<(), StoreError> {
     redis::cmd("SET").arg(keys.board_scale(board)).arg(max_score).arg("NX").query_async(conn).await.map_err(StoreError::from)
-}
-
-/// The scale a score line records (`max_score` in its entry), for a board whose scale is not
-/// the default (the lines of a board at the default carry none).
-pub fn line_scale(board: &Board) -> Option<i64> {
-    configured_scale(board).filter(|max_score| *max_score != MAX_SCORE)
 }
 
 /// Records `shards` as the layout of `board` unless one is recorded (a restore brought a

@@ -11,14 +11,17 @@ KEYS[2]  the board's layout record
 KEYS[3]  the board's scale record
 
 ARGV[1]  the scale to copy
-ARGV[2]  '1': the board is journaled (its guard must carry `born`); '0': the guard must exist
+ARGV[2]  the guard's `born` field when the board is journaled (its guard must carry it); '':
+         the guard must exist
 ARGV[3]  the copy's field (`guard::SCALE`)
 
 Reply: 1 when copied, 0 when left as it is
+
+Run as it is (redis/layout.rs `KEEP_SCALE`), without the constants and the prelude.
 ]]
 local own
-if ARGV[2] == '1' then
-  own = redis.call('HEXISTS', KEYS[1], GUARD_BORN) == 1
+if ARGV[2] ~= '' then
+  own = redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1
 else
   own = redis.call('EXISTS', KEYS[1]) == 1
 end

@@ -131,7 +131,8 @@ pub async fn submit_scores(
             .arg(plan.submission.score)
             .arg(plan.periods.len())
             .arg(if keys.journaled() {
-                Entry::Score { at: Stamp(plan.now), submission: plan.submission, max_score: crate::redis::layout::line_scale(board) }.json()
+                Entry::Score { at: Stamp(plan.now), submission: plan.submission, max_score: crate::domain::scores::line_scale(board) }
+                    .json()
             } else {
                 String::new()
             });
