@@ -94,7 +94,9 @@ impl Boards {
             return refused(422, "user_banned");
         }
         let applied = board.latest || board.board.get(user).is_none_or(|&(kept, _)| score > kept);
-        if applied {
+        // An equal score changes nothing, `latest` too: the member keeps the time they first
+        // reached it (docs/boards.md, "Changed, per period").
+        if applied && board.board.get(user).is_none_or(|&(kept, _)| kept != score) {
             board.board.insert(user.to_owned(), (score, now));
         }
         let answer = Expect::Took { delta: i64::from(applied), reason: (!applied).then(|| "not_better".to_owned()) };
