@@ -237,3 +237,60 @@ async fn a_board_moved_back_to_one_slot_whose_layout_record_is_lost_alone_is_nev
         assert_eq!(u1_score(app).await, json!(held + 9), "applied where the board is");
     }
 }
+
+/// `game` on `shards` at a `max_score` other than the default (its scale recorded beside its layout).
+fn scaled(shards: u32) -> standings::domain::config::Config {
+    let text = format!(
+        "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"sum\"\nmax_score = 4194303\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nstatements = true\nshards = {shards}\n"
+    );
+    standings::domain::config::Config::parse(&text).unwrap()
+}
+
+/// A sharded board at a later generation (1 → 3 → 1 → 3: "3:1"), at a non-default scale, lost
+/// with everything: a write before the restore records nothing (neither the configured layout
+/// at generation 0 nor the scale) and is refused, and the restore brings the board back where it
+/// was. Before, the write recorded "3", the restore trusted it and brought back generation 0's
+/// empty shards (found by the cluster simulation).
+#[tokio::test]
+async fn a_sharded_board_lost_whole_at_a_later_generation_records_nothing_before_its_restore() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let first = spawn_journaled(scaled(1)).await;
+    for i in 0..6 {
+        assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
+    }
+    drain(&first, &client, &bucket).await;
+    let mut last = None;
+    for shards in [3, 1, 3] {
+        let deployed = spawn_journaled_unborn_on(scaled(shards), first.keys.clone()).await;
+        let objects = S3Objects::new(client.clone(), &bucket);
+        for (board, judged) in births::at_start(&deployed.config, &deployed.keys, &deployed.store, &objects).await {
+            assert!(judged.is_ok(), "{board}: {judged:?}");
+        }
+        let jobs = deployed.journal_jobs(&client, &bucket, Arc::default());
+        assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+        last = Some(deployed);
+    }
+    let three = last.unwrap();
+    let mut conn = three.redis.clone();
+    let record: String = redis::cmd("GET").arg(three.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(record, "3:1");
+    let before = reads(&three).await;
+    drain(&three, &client, &bucket).await;
+    three.lose_written_keys().await;
+    let later = spawn_journaled_unborn_on(scaled(3), first.keys.clone()).await;
+    let objects = S3Objects::new(client.clone(), &bucket);
+    for (board, judged) in births::at_start(&later.config, &later.keys, &later.store, &objects).await {
+        assert!(judged.is_ok(), "{board}: {judged:?}");
+    }
+    let lost = later.keyspace().await;
+    let (status, reply) = submit(&later, "after", "u1", 9).await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
+    assert_eq!(later.keyspace().await, lost, "a refused write records no layout and no scale");
+    let restored = restorer(&later, &client, &bucket).restore(Some("game"), far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    let again: Option<String> = redis::cmd("GET").arg(three.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(again.as_deref(), Some("3:1"), "the generation S3 says");
+    later.set_now(three.now());
+    assert_eq!(reads(&later).await, before, "every acknowledged write is back");
+}

@@ -225,6 +225,9 @@ async fn probe(
             board.shards
         }
     };
+    // A write refused above (no record, the board not new) records no scale either: the
+    // restore records the one its lines say.
+    let record = record && (recorded.is_some() || shards == 1 || holds);
     // What the scale record holds once probed (`None`: nothing recorded), and the copy of it a
     // one-slot board's guard keeps (`guard::SCALE`).
     let mut in_record = recorded_scale;

@@ -101,7 +101,7 @@ pub(super) async fn recorded_whole<O: Objects>(
 /// The journals the drain stores for `board`: those of the layout its data is in and those of
 /// the layout a move takes it to (its configured shards; the next generation when its scores
 /// are being re-encoded), so no stream is left undrained while it moves. From the store's
-/// probed records (no round trip most runs): a scale pending is the probe's `Rescaled`.
+/// records, probed each run (`Store::read_layout`): a scale pending is the probe's `Rescaled`.
 pub(super) async fn drained<W: Witness>(
     store: &Store,
     conn: &mut Connection,
