@@ -294,3 +294,47 @@ async fn a_sharded_board_lost_whole_at_a_later_generation_records_nothing_before
     later.set_now(three.now());
     assert_eq!(reads(&later).await, before, "every acknowledged write is back");
 }
+
+/// A move due (the board at 3 shards, configured with 5, the new layout's guards born at a
+/// function's start) when the layout record alone is lost: the configured layout born is the
+/// move's target, not a new board. A write records nothing and is refused until a restore
+/// records the layout the data is in. Before, it recorded "5" and was decided against the new
+/// layout's empty shards: the board read back as that one write (the review's finding).
+#[tokio::test]
+async fn a_layout_record_lost_alone_while_a_move_is_due_is_not_taken_for_a_new_board() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let first = spawn_journaled(scaled(1)).await;
+    for i in 0..6 {
+        assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
+    }
+    drain(&first, &client, &bucket).await;
+    let three = spawn_journaled_unborn_on(scaled(3), first.keys.clone()).await;
+    let objects = S3Objects::new(client.clone(), &bucket);
+    for (board, judged) in births::at_start(&three.config, &three.keys, &three.store, &objects).await {
+        assert!(judged.is_ok(), "{board}: {judged:?}");
+    }
+    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    let before = reads(&three).await;
+    drain(&three, &client, &bucket).await;
+    let five = spawn_journaled_unborn_on(scaled(5), first.keys.clone()).await;
+    for (board, judged) in births::at_start(&five.config, &five.keys, &five.store, &objects).await {
+        assert!(judged.is_ok(), "{board}: {judged:?}");
+    }
+    let mut conn = five.redis.clone();
+    let _: () = redis::cmd("DEL").arg(five.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    let lost = five.keyspace().await;
+    // Another container, which has not probed the board before the loss.
+    let other = spawn_journaled_unborn_on(scaled(5), first.keys.clone()).await;
+    other.set_now(five.now());
+    let (status, reply) = submit(&other, "after", "u1", 9).await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
+    assert_eq!(five.keyspace().await, lost, "a refused write records no layout");
+    let restored = restorer(&five, &client, &bucket).restore(Some("game"), far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    let again: Option<String> = redis::cmd("GET").arg(five.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(again.as_deref(), Some("3"), "the layout the data is in");
+    five.set_now(three.now());
+    assert_eq!(reads(&five).await, before, "every acknowledged write is there");
+}

@@ -91,6 +91,12 @@ pub fn board_objects(prefix: &str, board: &str) -> String {
     format!("journal/prefix={prefix}/board={board}/")
 }
 
+/// The prefix of every sharded layout's objects of `board` (`board=<board>:<k>of<n>:…`): a shard's
+/// name starts with its board's and a `:`, which no board name holds.
+pub fn layouts_objects(prefix: &str, board: &str) -> String {
+    format!("journal/prefix={prefix}/board={board}:")
+}
+
 /// Where an object of `board_objects` stands in the board's order of writes: its date, then its
 /// first stream id as numbers (`…-10` after `…-9`). `None` for a name the drain does not write.
 pub fn object_order(name: &str) -> Option<(String, u64, u64)> {

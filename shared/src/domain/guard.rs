@@ -25,6 +25,11 @@ pub const MOVING: &str = "moving";
 /// A guard without it (a whole-board loss, a FLUSHALL) refuses journaled writes until a
 /// restore completes, so no write is decided against history Redis lost.
 pub const BORN: &str = "born";
+/// Set with `BORN` on the guards of a layout a move is due to take a board to, judged new while
+/// the board's data is in another layout (docs/scaling.md#changing-shards), to that layout's
+/// record: born, it is not a new board (a write finding the board's layout record missing never
+/// records it), and a restore finds where the data is. Removed by the move's switch.
+pub const TARGET: &str = "target";
 /// Prefix of a period's record in the guard: "kept|<kind>:<id>" holds the absolute expiry (ms,
 /// the functions' clock; -1: none) of the period's sorted set, written by the journaled write that
 /// created it and removed by the one that emptied it. A set missing before its expiry was lost

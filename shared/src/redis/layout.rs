@@ -209,25 +209,24 @@ async fn probe(
             1
         }
         // A first write records the configured layout only on a new board: with a journal, one
-        // whose configured layout's guards a function's start gave birth to. A board whose
-        // record was lost (alone, or with everything) may be at a later generation, which only
-        // the restore can tell from S3: recording generation 0 here made the restore trust it
-        // and bring back an empty board (found by the simulation). Its writes meet unborn
-        // guards and are refused (503 `board_restoring`) until the restore records it.
+        // whose configured layout's guards a function's start gave birth to as a new board's,
+        // not as the layout a move is due to take it to (`guard::TARGET`). A board whose record
+        // was lost (alone, or with everything) may be in another layout or generation, which
+        // only the restore can tell from S3: recording the configured one here made the restore
+        // trust it and bring back an empty board (found by the simulation). Its writes are
+        // refused (503 `board_restoring`), nothing recorded, until the restore records it.
         None if record && (!keys.journal_on() || is_born(conn, &keys.layout(&board.name, board.shards).shard(0)).await?) => {
             // Another container may record it first: theirs stands.
             let before: Option<u32> =
                 redis::cmd("SET").arg(&layout).arg(board.shards).arg("NX").arg("GET").query_async(conn).await.map_err(StoreError::from)?;
             before.unwrap_or(board.shards)
         }
+        None if record => return Err(StoreError::Restoring),
         None => {
             holds = false;
             board.shards
         }
     };
-    // A write refused above (no record, the board not new) records no scale either: the
-    // restore records the one its lines say.
-    let record = record && (recorded.is_some() || shards == 1 || holds);
     // What the scale record holds once probed (`None`: nothing recorded), and the copy of it a
     // one-slot board's guard keeps (`guard::SCALE`).
     let mut in_record = recorded_scale;
@@ -299,9 +298,11 @@ async fn probe(
     Ok((Recorded { shards, generation, max_score }, holds))
 }
 
-/// Whether `keys`'s guard is born (docs/journal.md#fence).
+/// Whether `keys`'s guard is born a new board's (docs/journal.md#fence): not a move's target.
 async fn is_born(conn: &mut (impl ConnectionLike + Send), keys: &BoardKeys) -> Result<bool, StoreError> {
-    redis::cmd("HEXISTS").arg(keys.guard()).arg(guard::BORN).query_async(conn).await.map_err(StoreError::from)
+    let (born, target): (Option<String>, Option<String>) =
+        redis::cmd("HMGET").arg(keys.guard()).arg(guard::BORN).arg(guard::TARGET).query_async(conn).await.map_err(StoreError::from)?;
+    Ok(born.is_some() && target.is_none())
 }
 
 /// Whether the board's one slot holds a period set, live or frozen, of a period still kept

@@ -2,6 +2,7 @@
 //! lines whose recorded effects it applies with `restore_lines.lua`, each run with its
 //! checkpoint in one call.
 
+pub mod birth;
 pub mod rollback;
 mod run;
 
@@ -409,9 +410,12 @@ pub enum Birth {
 }
 
 /// Marks `keys`' board born if Redis holds no sign of its history, in one step (mark_born.lua):
-/// for a board the caller found the journal bucket holding nothing of (docs/journal.md#fence).
-pub async fn mark_new(conn: &mut Connection, keys: &BoardKeys) -> Result<Birth, StoreError> {
-    let found: u8 = scripts::MARK_BORN.key(keys.guard()).key(keys.journal()).invoke_async(conn).await?;
+/// for a board the caller found the journal bucket holding nothing of (docs/journal.md#fence);
+/// `target`: the layout a move is due to take the board to, and where its data is (`guard::TARGET`).
+pub async fn mark_new(conn: &mut Connection, keys: &BoardKeys, target: Option<&str>) -> Result<Birth, StoreError> {
+    let field = if target.is_some() { guard::TARGET } else { "" };
+    let found: u8 =
+        scripts::MARK_BORN.key(keys.guard()).key(keys.journal()).arg(field).arg(target.unwrap_or("")).invoke_async(conn).await?;
     Ok(match found {
         0 => Birth::Born,
         1 => Birth::New,

@@ -7,10 +7,11 @@
 
 use futures::future::join_all;
 
-use crate::archive::objects::{ObjectError, Witness, board_objects};
+use crate::archive::objects::{ObjectError, Witness, board_objects, layouts_objects};
 use crate::domain::config::Config;
 use crate::redis::error::StoreError;
-use crate::redis::keys::{CATALOG_JOURNAL, Keys};
+use crate::redis::keys::{CATALOG_JOURNAL, Keys, journal_board};
+use crate::redis::restore::birth::{Role, role};
 use crate::redis::restore::{self, Birth};
 use crate::redis::store::Store;
 
@@ -35,7 +36,22 @@ pub async fn judge<W: Witness>(store: &Store, keys: &Keys, name: &str, witness: 
     if witness.holds_any(&board_objects(keys.prefix(), name)).await? {
         return Ok(Birth::History);
     }
-    Ok(restore::mark_new(&mut conn, &board).await?)
+    // A move's target is born as one; a layout of shards with no record is new only if the
+    // journal holds nothing of the board in any layout: else its record was lost, and only a
+    // restore knows where its data is (docs/scaling.md#changing-shards).
+    let target = match role(&mut conn, keys, name).await? {
+        Role::Data => None,
+        Role::Target(data) => Some(data),
+        Role::Unrecorded => {
+            let owner = journal_board(name);
+            let prefix = keys.prefix();
+            if witness.holds_any(&board_objects(prefix, owner)).await? || witness.holds_any(&layouts_objects(prefix, owner)).await? {
+                return Ok(Birth::History);
+            }
+            None
+        }
+    };
+    Ok(restore::mark_new(&mut conn, &board, target.as_deref()).await?)
 }
 
 /// The journals a function's start judges: the catalog's and, for each declared board, those the

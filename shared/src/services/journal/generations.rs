@@ -36,6 +36,11 @@ pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, k
         }
     };
     let guarded = |layout: &Layout| redis::cmd("EXISTS").arg(layout.shard(0).guard()).clone();
+    // A move due when the record was lost: the layout it was due to take the board from, as its
+    // target's guards say (docs/scaling.md#changing-shards).
+    if let Some(source) = crate::redis::restore::birth::data_of_target(conn, keys, &first).await? {
+        return Ok(source);
+    }
     let first_stored = board.shards > 1 && stored(&first).await?;
     if board.shards > 1 && !first_stored && guarded(&one).query_async::<bool>(conn).await.map_err(StoreError::from)? {
         return Ok(one);

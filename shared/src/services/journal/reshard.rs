@@ -406,6 +406,7 @@ impl<O: Objects> Resharder<O> {
             restore::settle_kept_records(conn, target, &sets.of(target), &settled).await?;
             restore::finish(conn, target, true, false).await?;
         }
+        restore::birth::settle_target(conn, target).await?;
         layout::record(conn, &self.keys, name, (target.shards(), target.generation()), rescale.map(Rescale::to_max)).await?;
         self.store.forget_layout(&self.keys, name);
         // The old layout's guards go at once, all sent together (one slot each): a container

@@ -1,0 +1,63 @@
+//! What a layout is to its board when its journal is judged new (docs/journal.md#fence): a new
+//! board's guards are born as its own; a layout a move is due to take the board to is born as a
+//! target (`guard::TARGET`, holding the record of where the data is), which a write finding the
+//! layout record missing never records, and where a restore finds the data.
+
+use redis::aio::ConnectionLike;
+
+use crate::domain::guard;
+use crate::redis::error::StoreError;
+use crate::redis::keys::{Keys, Layout, journal_board, journal_generation, journal_shards};
+use crate::redis::layout;
+
+/// What journal `name`'s layout is to its board.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Role {
+    /// The layout the board's record names (or a board's own one slot, which needs no record).
+    Data,
+    /// Another layout than the one the board's data is in (its record's text): a move's target.
+    Target(String),
+    /// A layout of shards while the board records none: a new board, or one whose record was
+    /// lost (its journal's objects under any layout tell the two apart).
+    Unrecorded,
+}
+
+/// `name`'s role, from the board's layout record (and, without one, whether its one slot holds
+/// its guard: the data is there, and `name` is a move's target).
+pub async fn role(conn: &mut (impl ConnectionLike + Send), keys: &Keys, name: &str) -> Result<Role, StoreError> {
+    if !name.contains(':') {
+        return Ok(Role::Data);
+    }
+    let board = journal_board(name);
+    let layout = (journal_shards(name), journal_generation(name));
+    Ok(match layout::read(conn, keys, board).await? {
+        Some(recorded) if recorded == layout => Role::Data,
+        Some((shards, generation)) => Role::Target(layout::text(shards, generation)),
+        None => {
+            let one_slot: bool = redis::cmd("EXISTS").arg(keys.board(board).guard()).query_async(conn).await.map_err(StoreError::from)?;
+            if one_slot { Role::Target(layout::text(1, 0)) } else { Role::Unrecorded }
+        }
+    })
+}
+
+/// Where the data of a board whose `target` layout a move was due to take it to is, as its
+/// guard says (`None`: not a target): the record's layout while its guard is there (a switch
+/// frees the old layout's guards once the target holds everything).
+pub async fn data_of_target(conn: &mut (impl ConnectionLike + Send), keys: &Keys, target: &Layout) -> Result<Option<Layout>, StoreError> {
+    let held: Option<String> =
+        redis::cmd("HGET").arg(target.shard(0).guard()).arg(guard::TARGET).query_async(conn).await.map_err(StoreError::from)?;
+    let Some((shards, generation)) = held.map(|text| layout::parse(&text)).transpose()? else { return Ok(None) };
+    let source = keys.layout_at(target.board(), shards, generation);
+    let there: bool = redis::cmd("EXISTS").arg(source.shard(0).guard()).query_async(conn).await.map_err(StoreError::from)?;
+    Ok(there.then_some(source))
+}
+
+/// The move's switch (docs/scaling.md#changing-shards): `target` holds the board's data from now
+/// on, its guards no longer a target's. Before the record names it: a record lost in between
+/// is recorded again as the target, which then holds everything.
+pub async fn settle_target(conn: &mut (impl ConnectionLike + Send), target: &Layout) -> Result<(), StoreError> {
+    for shard in target.all() {
+        let _: () = redis::cmd("HDEL").arg(shard.guard()).arg(guard::TARGET).query_async(conn).await.map_err(StoreError::from)?;
+    }
+    Ok(())
+}
