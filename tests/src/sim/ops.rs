@@ -170,6 +170,10 @@ pub enum Op {
         /// schedule storing and trimming the old layout's streams under the move).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         drained: bool,
+        /// Fault: the guild's layout record lost alone once the new deploy's start judged the
+        /// layout it moves to, before the move (docs/scaling.md#changing-shards).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unrecorded: bool,
     },
     /// An operator deploys the arcade with another `max_score` and runs the journal function's
     /// reshard: refused (the arcade runs a league, docs/boards.md#changing-max_score) before it
@@ -386,6 +390,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                 killed: rng.bool().then(|| rng.u8(..60)),
                 lost: rng.u8(..3) == 0,
                 drained: rng.bool(),
+                unrecorded: rng.u8(..4) == 0,
             },
             98 => Op::Corrupt { id: id(1), user },
             99 => Op::Rescale,

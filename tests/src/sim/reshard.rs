@@ -33,7 +33,7 @@ impl World {
         shards: u8,
         steps: bool,
         killed: Option<u8>,
-        (lost, drained): (bool, bool),
+        (lost, drained, unrecorded): (bool, bool, bool),
     ) -> Result<(), String> {
         let shards = u32::from(shards.max(1));
         if shards == self.guild_shards {
@@ -50,6 +50,9 @@ impl World {
         let assertions = Store::connect(&self.redis).expect("the world's Redis");
         let mut moved = self.deploy(config(shards), assertions).await?;
         moved.set_now(self.app.now());
+        if unrecorded {
+            self.lose_record_while_due(&mut moved, shards).await?;
+        }
         // With `drained`, the drain runs each time the move lists the guild's objects, and the
         // move reads its streams a few entries at a time: the drain stores and trims the old
         // layout's streams under the move, between the pages it reads.
@@ -194,6 +197,50 @@ impl World {
 
     /// A post to the guild from the old deploy (`old`) or the new one while the guild moves: taken
     /// where the data is while the lines move, refused in the move's last step (`last_step`).
+    /// Fault `unrecorded`: the guild's layout record lost alone while its move is due (the new
+    /// deploy's start judged the layout it moves to a target). A post through a container of the
+    /// new deploy that has not probed the guild is refused (503 `board_restoring`) and writes
+    /// nothing, where a record was lost (a guild in its one slot at generation 0 has none, and
+    /// its post is applied); the restore, run by the new deploy, records the layout the data is
+    /// in again, and every read is as the model says.
+    async fn lose_record_while_due(&mut self, moved: &mut crate::TestApp, shards: u32) -> Result<(), String> {
+        self.stats.faults += 1;
+        let layout = self.app.keys.board_layout("guild");
+        let mut conn = self.app.redis.clone();
+        let held: Option<String> = redis::cmd("GET").arg(&layout).query_async(&mut conn).await.expect("GET");
+        super::faults::delete(&self.app, std::slice::from_ref(&layout)).await;
+        let assertions = Store::connect(&self.redis).expect("the world's Redis");
+        let fresh = self.deploy(config(shards), assertions).await?;
+        fresh.set_now(self.app.now());
+        let before = self.app.keyspace().await;
+        let id = format!("unrecorded{}", self.stats.steps);
+        let body = json!({"event_id": id, "user_id": "u0", "action": "post"});
+        let (status, reply) = fresh.event(body.clone()).await;
+        if held.is_some() {
+            if status != StatusCode::SERVICE_UNAVAILABLE || reply["error"]["code"] != "board_restoring" {
+                return Err(format!("a post to the guild, its layout record ({held:?}) lost while a move is due: {status} {reply}"));
+            }
+            if self.app.keyspace().await != before {
+                return Err("a post refused for a lost layout record wrote to the store".into());
+            }
+        } else {
+            let mut next = self.model.clone();
+            let expect = next.post(&id, &body.to_string(), "u0", self.now());
+            self.agree("a post to the guild in its one slot, no record to lose", &expect, status, &reply, false)?;
+            self.model = next;
+        }
+        std::mem::swap(&mut self.app, moved);
+        let restored = self.restore(false).await;
+        std::mem::swap(&mut self.app, moved);
+        restored.map_err(|e| format!("the restore after the guild's layout record was lost: {e}"))?;
+        let again: Option<String> = redis::cmd("GET").arg(&layout).query_async(&mut conn).await.expect("GET");
+        // Nothing recorded (a guild never written, or in its one slot): a post records what it finds.
+        if held.is_some() && again != held {
+            return Err(format!("the guild's layout record after its restore: {again:?}, it was {held:?}"));
+        }
+        self.check_reads().await.map_err(|e| format!("a read after the guild's layout record was restored: {e}"))
+    }
+
     async fn post_while_moving(&mut self, moved: &crate::TestApp, old: bool, id: &str, last_step: bool) -> Result<(), String> {
         let body = json!({"event_id": id, "user_id": "u0", "action": "post"});
         let (status, reply) = if old { self.app.event(body.clone()).await } else { moved.event(body.clone()).await };

@@ -302,7 +302,9 @@ impl World {
                 self.stats.faults += 1;
                 super::faults::delete(&self.app, &[self.app.keys.catalog().catalog_log()]).await;
             }
-            Op::Reshard { shards, steps, killed, lost, drained } => self.reshard(*shards, *steps, *killed, (*lost, *drained)).await?,
+            Op::Reshard { shards, steps, killed, lost, drained, unrecorded } => {
+                self.reshard(*shards, *steps, *killed, (*lost, *drained, *unrecorded)).await?
+            }
             Op::Rescale => self.rescale().await?,
             Op::Archive => self.archive().await?,
             Op::Verify => self.verify().await?,
