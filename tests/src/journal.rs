@@ -79,6 +79,12 @@ pub async fn spawn_journaled_unborn_on(config: Config, keys: Keys) -> TestApp {
     crate::spawn_app_born(config, keys.with_journal(true), store, assertions, None, false).await
 }
 
+/// `spawn_journaled_unborn_on` on the Redis `settings` name (a server of the test's own).
+pub async fn spawn_journaled_unborn_at(config: Config, keys: Keys, settings: &standings::redis::settings::RedisSettings) -> TestApp {
+    let (store, assertions) = (Store::connect(settings).unwrap(), Store::connect(settings).unwrap());
+    crate::spawn_app_born(config, keys.with_journal(true), store, assertions, None, false).await
+}
+
 /// A journaling app on `keys` serving archived seasons from `table`.
 pub async fn spawn_journaled_archiving(config: Config, keys: Keys, table: standings::archive::table::SeasonTable) -> TestApp {
     let settings = redis_settings();

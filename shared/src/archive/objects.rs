@@ -70,6 +70,33 @@ pub fn generation_name(prefix: &str, board: &str, generation: u32) -> String {
     format!("{}{generation}", generations_of(prefix, board))
 }
 
+/// The record of a move's switch of `board` to `layout` (`<shards>[:<generation>]`) at `at_ms`,
+/// with the scale it recorded when it re-encoded the scores (docs/scaling.md#changing-shards):
+/// written before the switch records the layout in Redis, so the newest names where the data is,
+/// whatever an older store (a snapshot taken before the switch) records. Under no `board=`.
+pub fn switch_name(prefix: &str, board: &str, at_ms: i64, layout: &str, max_score: Option<i64>) -> String {
+    let scale = max_score.map_or("-".to_owned(), |max| max.to_string());
+    format!("{}{at_ms:013}_{layout}_{scale}", switches_of(prefix, board))
+}
+
+/// The folder of `board`'s switch records.
+pub fn switches_of(prefix: &str, board: &str) -> String {
+    format!("journal/_switches/prefix={prefix}/board={board}/")
+}
+
+/// `switch_name`'s parts: the time, the layout's record text and the scale.
+pub fn switch_of(name: &str) -> Option<(i64, &str, Option<i64>)> {
+    let (_, file) = name.rsplit_once('/')?;
+    let mut parts = file.splitn(3, '_');
+    let at = parts.next()?.parse().ok()?;
+    let layout = parts.next()?;
+    let scale = match parts.next()? {
+        "-" => None,
+        max => Some(max.parse().ok()?),
+    };
+    Some((at, layout, scale))
+}
+
 /// The folder of `board`'s generation records.
 pub fn generations_of(prefix: &str, board: &str) -> String {
     format!("journal/_generations/prefix={prefix}/board={board}/g")

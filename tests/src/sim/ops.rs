@@ -254,6 +254,10 @@ pub enum Op {
     Rollback {
         first_id: u32,
         users: Vec<u8>,
+        /// The guild moved to this many slots between the copy and the rollback, and a post to
+        /// it after the switch: the copy records the layout it moved from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        moved: Option<u8>,
     },
     /// `POST /v1/admin/boards/cup{cup}/users/{user}/corrections` setting the user's score.
     CorrectCup {
@@ -426,7 +430,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             121 => Op::LoseCatalogLog,
             122 => {
                 let users: Vec<u8> = (0..rng.u8(1..5)).map(|_| rng.u8(..USERS)).collect();
-                Op::Rollback { first_id: id(users.len() as u32), users }
+                let moved = (rng.u8(..3) == 0).then(|| [1, 2, 3, 4, 8][rng.usize(..5)]);
+                Op::Rollback { first_id: id(users.len() as u32 + 1), users, moved }
             }
             // The recurring cup played more than the others: its instances change within hours.
             124..=125 => Op::Cup { cup: 2, join: rng.bool(), hours: [1, 3, 30][rng.usize(..3)], again: rng.u8(..3) == 0, back: 0 },

@@ -95,8 +95,11 @@ impl World {
     /// (the retry a duplicate, each new one applied once, or refused as the model says); those
     /// it refused are not in the journal. Its reads and writes may answer 503
     /// `board_restoring` until a restore brings the comments back. Standalone (the cluster pass
-    /// sends the comments without the fault).
-    pub(super) async fn rollback(&mut self, first_id: u32, users: &[u8]) -> Result<(), String> {
+    /// sends the comments without the fault). With `moved`, the guild is moved between the copy
+    /// and the drain, and a user posts to it after the switch: the copy records the layout it
+    /// moved from, fenced until the restore brings it back in the layout S3 says it switched to
+    /// (docs/scaling.md#changing-shards).
+    pub(super) async fn rollback(&mut self, first_id: u32, users: &[u8], moved: Option<u8>) -> Result<(), String> {
         if self.server.is_none() {
             return self.burst(first_id, users).await;
         }
@@ -108,10 +111,17 @@ impl World {
         }
         self.stats.faults += 1;
         self.burst(first_id, users).await?;
+        if let Some(shards) = moved {
+            self.reshard(shards, false, None, (false, false, false)).await?;
+            // Its id after the comments' (`p` ids are the races').
+            self.race(first_id + users.len() as u32, users.first().copied().unwrap_or(0), 1, 0).await?;
+        }
         self.drain().await?;
         if let Some(server) = self.server.as_mut() {
             server.roll_back().await;
         }
+        // The guild moved (or posted to) since the copy: the copy's guild is older than its journal.
+        self.others_lost |= moved.is_some();
         self.reconnected().await;
         let retried = Self::comments(first_id, &users[..users.len().min(1)]);
         let fresh = Self::comments(first_id, users).into_iter().map(|sent| Sent { id: format!("w{}", sent.id), ..sent });

@@ -328,7 +328,7 @@ impl World {
             Op::RuntimeBoard { board, latest } => self.put_board(*board, *latest).await?,
             Op::Submit { id, board, user, score, again } => self.submit(*id, *board, *user, *score, *again).await?,
             Op::DeleteBoard { board } => self.delete_board(*board).await?,
-            Op::Rollback { first_id, users } => self.rollback(*first_id, users).await?,
+            Op::Rollback { first_id, users, moved } => self.rollback(*first_id, users, *moved).await?,
             Op::Restart { first_id, users, yields } => self.restart(*first_id, users, *yields).await?,
             Op::TableFaults { pick } => {
                 self.stats.faults += 1;

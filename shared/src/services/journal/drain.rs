@@ -100,6 +100,17 @@ impl<O: Objects> Drainer<O> {
                 self.config.clone()
             }
         };
+        // A store older than a board's last switch (docs/scaling.md#changing-shards): the layout
+        // it records is fenced, and the board counted lost below, until a restore.
+        let names: Vec<&str> = config.boards().iter().map(|board| board.name.as_str()).collect();
+        if let Ok(mut conn) = self.store.write_connection().await {
+            match super::switches::fence_older(&mut conn, &self.objects, &self.keys, &names).await {
+                Ok(fenced) => fenced
+                    .iter()
+                    .for_each(|board| tracing::error!(board, "the board's Redis is older than its last move: fenced until restored")),
+                Err(error) => tracing::warn!(error = %error, "the boards' last moves unread: checked next run"),
+            }
+        }
         for board in config.boards() {
             // The layout the data is in and the one a move takes it to.
             let drained = match self.store.write_connection().await {

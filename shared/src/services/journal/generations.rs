@@ -20,6 +20,10 @@ pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, k
     // Where the data is, whatever the configuration says (a move due or under way restores the
     // layout it moves from, never the one it goes to, nor one the board had before).
     if let Some((shards, generation)) = layout::read(conn, keys, &board.name).await? {
+        // A store older than the board's last switch (a snapshot taken before it) records the
+        // layout it moved from, whose journal ends at the switch: S3 says where the data is.
+        let last = super::switches::last(objects, keys, &board.name).await?.map(|s| (s.shards, s.generation));
+        let (shards, generation) = last.unwrap_or((shards, generation));
         return Ok(keys.layout_at(&board.name, shards, generation));
     }
     // Nothing recorded: a board never moved (its data in its one slot, as `redis::layout`'s probe

@@ -21,6 +21,7 @@ mod reshard_touched;
 mod restore;
 mod shadow;
 mod stored;
+mod switches;
 mod windows;
 
 pub use drain::{BoardDrain, CHUNK_ENTRIES, DRAINED_METRIC, DrainError, DrainReport, Drainer, LAG_METRIC, LOST_METRIC};

@@ -407,29 +407,14 @@ impl<O: Objects> Resharder<O> {
             restore::finish(conn, target, true, false).await?;
         }
         restore::birth::settle_target(conn, target).await?;
+        super::switches::record(&self.objects, &self.keys, target, rescale.map(Rescale::to_max)).await?;
         layout::record(conn, &self.keys, name, (target.shards(), target.generation()), rescale.map(Rescale::to_max)).await?;
         self.store.forget_layout(&self.keys, name);
-        // The old layout's guards go at once, all sent together (one slot each): a container
-        // whose probe of the layout predates the record finds the board's guard gone and reads
-        // the new layout (`Reader::on_layout`), so no read is answered from the old layout once
-        // a write has landed in the new but within that round trip (docs/scaling.md#changing-shards).
-        let unlinks = source.all().into_iter().map(|source| {
-            let mut conn = conn.clone();
-            async move { redis::cmd("UNLINK").arg(source.guard()).query_async::<()>(&mut conn).await }
-        });
-        futures::future::try_join_all(unlinks).await.map_err(StoreError::from)?;
+        // The old layout's guards go at once: no read is answered from the old layout once a
+        // write has landed in the new but within that round trip (docs/scaling.md#changing-shards).
+        super::switches::free(conn, &self.keys, source).await?;
         if let Some(board) = self.config.board(name) {
             super::closed_seasons::record_released(conn, board, targets, Utc::now()).await?;
-        }
-        // The board's records (its layout and a score board's scale) stay: they are the board's,
-        // not a layout's.
-        let records = [self.keys.board_layout(name), self.keys.board_scale(name)];
-        for source in source.all() {
-            let old: Vec<String> =
-                conn.scan_slot_of(&source.guard(), &source.pattern_all()).await?.into_iter().filter(|key| !records.contains(key)).collect();
-            for chunk in old.chunks(500) {
-                let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await.map_err(StoreError::from)?;
-            }
         }
         // The lines the switch itself wrote (each shard's settled records, a season's release)
         // stored too, from where the move's store ended (its record is on the checkpoints).

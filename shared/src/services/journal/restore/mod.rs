@@ -20,8 +20,7 @@ use crate::domain::journal::{Effects, Line, stream_order};
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{
-    BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, journal_generation,
-    journal_shards, profile_journal,
+    BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, profile_journal,
 };
 use crate::redis::restore::{self, Applied, Clock, Run, rollback};
 use crate::redis::store::{Connection, Store};
@@ -224,12 +223,8 @@ impl<O: Objects> Restorer<O> {
             progress.point = rollback::point(progress.conn, progress.keys).await?;
         }
         // A shard of a sharded board: its layout recorded before any line (the loss took the
-        // record too), so a function configured otherwise refuses its writes from now on
-        // instead of recording its own layout over the data coming back.
-        if journal_shards(name) > 1 || journal_generation(name) > 0 {
-            let (board, shards, generation) = (journal_board(name), journal_shards(name), journal_generation(name));
-            crate::redis::layout::record_if_absent(progress.conn, &self.keys, board, shards, generation).await?;
-        }
+        // record too, or the store is older than the switch to it).
+        super::switches::record_restored(progress.conn, &self.objects, &self.keys, name).await?;
         let mut through = restore::through(progress.conn, progress.keys).await?;
         progress.report.through.clone_from(&through);
         progress.sent.clone_from(&through);

@@ -1,0 +1,160 @@
+//! A move's switch recorded in S3 as well as in Redis (docs/scaling.md#changing-shards): a store
+//! restored from a snapshot taken before a switch records the layout the board moved from, whose
+//! journal ends at the switch; the writes since are in the new layout's. S3's newest record says
+//! where the data is, and the restore brings the board back there, the older layout freed.
+
+use chrono::Utc;
+
+use crate::archive::objects::{Objects, journal_objects, parse_lines, read_text, switch_name, switch_of, switches_of};
+use crate::domain::guard;
+use crate::domain::journal::stream_order;
+use crate::redis::error::StoreError;
+use crate::redis::keys::{Keys, Layout, journal_board, journal_generation, journal_shards};
+use crate::redis::layout;
+use crate::redis::store::Connection;
+
+use super::error::RestoreError;
+
+/// A switch S3 records: the layout's shards and generation, and the scale recorded with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Switch {
+    /// When it was recorded (ms).
+    pub at: i64,
+    pub shards: u32,
+    pub generation: u32,
+    pub max_score: Option<i64>,
+}
+
+/// Records the switch of `target` (before Redis's record names it: a switch recorded in Redis
+/// is always in S3).
+pub(super) async fn record<O: Objects>(objects: &O, keys: &Keys, target: &Layout, max_score: Option<i64>) -> Result<(), RestoreError> {
+    let text = layout::text(target.shards(), target.generation());
+    let name = switch_name(keys.prefix(), target.board(), Utc::now().timestamp_millis(), &text, max_score);
+    objects.put_new(&name, Vec::new()).await?;
+    Ok(())
+}
+
+/// The newest switch of `board` S3 records (`None`: none since switches were recorded).
+pub(super) async fn last<O: Objects>(objects: &O, keys: &Keys, board: &str) -> Result<Option<Switch>, RestoreError> {
+    let listed = objects.list(&switches_of(keys.prefix(), board)).await?;
+    newest(listed.iter().map(String::as_str))
+}
+
+fn newest<'a>(names: impl Iterator<Item = &'a str>) -> Result<Option<Switch>, RestoreError> {
+    let Some((at, text, max_score)) = names.filter_map(switch_of).max_by_key(|(at, ..)| *at) else { return Ok(None) };
+    let (shards, generation) = layout::parse(text)?;
+    Ok(Some(Switch { at, shards, generation, max_score }))
+}
+
+/// The drain's check, once a run (one listing of every board's switches): each board in `boards`
+/// whose recorded layout is not its last switch's (a store older than that switch) has every
+/// shard of the recorded layout fenced as lost (503 `board_restoring`, counted in `BoardsLost`)
+/// until a restore brings it back where S3 says. The boards fenced now.
+pub(super) async fn fence_older<O: Objects>(
+    conn: &mut Connection,
+    objects: &O,
+    keys: &Keys,
+    boards: &[&str],
+) -> Result<Vec<String>, RestoreError> {
+    let listed = objects.list(&format!("journal/_switches/prefix={}/", keys.prefix())).await?;
+    let mut fenced = Vec::new();
+    for board in boards {
+        let folder = switches_of(keys.prefix(), board);
+        let Some(switch) = newest(listed.iter().filter(|name| name.starts_with(&folder)).map(String::as_str))? else { continue };
+        let Some(recorded) = layout::read(conn, keys, board).await? else { continue };
+        if recorded == (switch.shards, switch.generation) {
+            continue;
+        }
+        for shard in keys.layout_at(board, recorded.0, recorded.1).all() {
+            let _: () = redis::pipe()
+                .atomic()
+                .hset(shard.guard(), guard::FENCE, 1)
+                .hset(shard.guard(), guard::LOST, 1)
+                .query_async(conn)
+                .await
+                .map_err(StoreError::from)?;
+        }
+        fenced.push((*board).to_owned());
+    }
+    Ok(fenced)
+}
+
+/// Before a restore brings back journal `name` of a sharded layout (or a later generation): its
+/// layout recorded, so a function configured otherwise refuses the board's writes instead of
+/// recording its own over the data coming back. Unless one is recorded; over a record of another
+/// layout only when S3's newest switch names this one (a store older than that switch,
+/// `generations::configured`): that layout's keys are freed first, then the switch's layout and
+/// scale recorded.
+pub(super) async fn record_restored<O: Objects>(conn: &mut Connection, objects: &O, keys: &Keys, name: &str) -> Result<(), RestoreError> {
+    let (board, shards, generation) = (journal_board(name), journal_shards(name), journal_generation(name));
+    if shards == 1 && generation == 0 {
+        return Ok(());
+    }
+    match layout::read(conn, keys, board).await? {
+        None => layout::record_if_absent(conn, keys, board, shards, generation).await?,
+        Some(recorded) if recorded == (shards, generation) => {}
+        Some((old_shards, old_generation)) => {
+            let Some(switch) = last(objects, keys, board).await?.filter(|s| (s.shards, s.generation) == (shards, generation)) else {
+                return Ok(());
+            };
+            let old = keys.layout_at(board, old_shards, old_generation);
+            took_writes_since(conn, objects, keys, &old, switch.at).await?;
+            tracing::warn!(board, recorded = %layout::text(old_shards, old_generation), switched = %layout::text(shards, generation),
+                "the store is older than the board's last switch: restored in the layout it switched to");
+            free(conn, keys, &old).await?;
+            layout::record(conn, keys, board, (shards, generation), switch.max_score).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Refuses to free `old` when its journal holds a line written after the switch at `at_ms`: a
+/// write the older store took before the drain fenced it, acknowledged, which the restore of
+/// the layout switched to would not bring back (not decided again there yet).
+async fn took_writes_since<O: Objects>(
+    conn: &mut Connection,
+    objects: &O,
+    keys: &Keys,
+    old: &Layout,
+    at_ms: i64,
+) -> Result<(), RestoreError> {
+    let after = |id: &str| stream_order(id).is_some_and(|(ms, _)| ms as i64 > at_ms);
+    for (shard, journal) in old.all().iter().zip(old.journals()) {
+        let mut newest = crate::redis::journal::newest_id(conn, shard).await?;
+        if newest.as_deref().is_none_or(|id| !after(id))
+            && let Some(last) = journal_objects(objects, keys.prefix(), &journal).await?.last()
+        {
+            let text = read_text(objects, last).await.map_err(|e| RestoreError::Unreadable(last.clone(), e.to_string()))?;
+            newest = parse_lines(last, &text).filter_map(Result::ok).last().map(|line| line.id);
+        }
+        if let Some(id) = newest.filter(|id| after(id)) {
+            return Err(RestoreError::Invalid(format!(
+                "board {:?}: the store was older than its switch to another layout and took writes before it was fenced \
+                 ({journal} holds {id}): restoring it where it switched to would leave them out; left as it is",
+                old.board()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Frees `layout`'s keys, its guards first, all sent together (one slot each): a container whose
+/// probe of the layout predates the record finds the board's guard gone and reads the recorded
+/// layout (`Reader::on_layout`). The board's records (its layout, a score board's scale) stay:
+/// they are the board's, not a layout's.
+pub(super) async fn free(conn: &mut Connection, keys: &Keys, layout: &Layout) -> Result<(), RestoreError> {
+    let unlinks = layout.all().into_iter().map(|shard| {
+        let mut conn = conn.clone();
+        async move { redis::cmd("UNLINK").arg(shard.guard()).query_async::<()>(&mut conn).await }
+    });
+    futures::future::try_join_all(unlinks).await.map_err(StoreError::from)?;
+    let records = [keys.board_layout(layout.board()), keys.board_scale(layout.board())];
+    for shard in layout.all() {
+        let old: Vec<String> =
+            conn.scan_slot_of(&shard.guard(), &shard.pattern_all()).await?.into_iter().filter(|key| !records.contains(key)).collect();
+        for chunk in old.chunks(500) {
+            let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await.map_err(StoreError::from)?;
+        }
+    }
+    Ok(())
+}
