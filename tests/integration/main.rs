@@ -57,6 +57,7 @@ mod queue_poller;
 mod queue_time;
 mod rank_cursors;
 mod reshard_recovery;
+mod reshard_rollback;
 mod restore_failures;
 mod restore_losses;
 mod restore_model;

@@ -29,11 +29,11 @@ async fn written_one_slot(n: i64, users: i64, base: i64) -> TestApp {
     one
 }
 
-async fn drain(app: &TestApp, client: &Client, bucket: &str) {
+pub(crate) async fn drain(app: &TestApp, client: &Client, bucket: &str) {
     app.journal_jobs(client, bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
 }
 
-fn restorer(app: &TestApp, client: &Client, bucket: &str) -> Restorer<S3Objects> {
+pub(crate) fn restorer(app: &TestApp, client: &Client, bucket: &str) -> Restorer<S3Objects> {
     Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client.clone(), bucket))
 }
 
@@ -243,7 +243,7 @@ async fn a_board_moved_back_to_one_slot_whose_layout_record_is_lost_alone_is_nev
 }
 
 /// `game` on `shards` at a `max_score` other than the default (its scale recorded beside its layout).
-fn scaled(shards: u32) -> standings::domain::config::Config {
+pub(crate) fn scaled(shards: u32) -> standings::domain::config::Config {
     let text = format!(
         "[[boards]]\nname = \"game\"\nkind = \"scores\"\nkeep = \"sum\"\nmax_score = 4194303\ntimezone = \"UTC\"\nperiods = [\"day\", \"all\"]\ntop = 10\nstatements = true\nshards = {shards}\n"
     );
@@ -341,84 +341,4 @@ async fn a_layout_record_lost_alone_while_a_move_is_due_is_not_taken_for_a_new_b
     assert_eq!(again.as_deref(), Some("3"), "the layout the data is in");
     five.set_now(three.now());
     assert_eq!(reads(&five).await, before, "every acknowledged write is there");
-}
-
-/// A Redis restarted from a snapshot taken before a move's switch (3 → 5): the snapshot's layout
-/// record names the old layout, whose journal in S3 ends at the switch; the writes after it are
-/// in the new layout's. The drain's next run fences the board (the old layout's journal is
-/// ahead of the snapshot, or S3's record of the switch names another layout), and the restore
-/// brings it back where it was before the rollback, the new layout recorded, with every
-/// acknowledged write (before and after the switch), the old layout freed.
-#[tokio::test]
-async fn a_snapshot_from_before_a_switch_is_restored_in_the_layout_moved_to() {
-    from_before_a_switch(true).await;
-}
-
-/// The same with no write between the snapshot and the move: the old layout's journal ends where
-/// the snapshot does, and only S3's record of the switch says the store is older.
-#[tokio::test]
-async fn a_snapshot_taken_right_before_a_move_is_fenced_by_the_switch_record_and_restored() {
-    from_before_a_switch(false).await;
-}
-
-async fn from_before_a_switch(between: bool) {
-    let mut server = RedisServer::start(&["--appendonly", "no", "--save", ""]).await;
-    let settings = RedisSettings::standalone(&server.url());
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let first = spawn_journaled_at(scaled(1), &settings).await;
-    for i in 0..6 {
-        assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
-    }
-    drain(&first, &client, &bucket).await;
-    let deploy = |shards: u32| {
-        let (keys, settings, client, bucket) = (first.keys.clone(), settings.clone(), client.clone(), bucket.clone());
-        async move {
-            let deployed = spawn_journaled_unborn_at(scaled(shards), keys, &settings).await;
-            let objects = S3Objects::new(client, &bucket);
-            for (board, judged) in births::at_start(&deployed.config, &deployed.keys, &deployed.store, &objects).await {
-                assert!(judged.is_ok(), "{board}: {judged:?}");
-            }
-            deployed
-        }
-    };
-    let three = deploy(3).await;
-    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
-    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
-    assert_eq!(submit(&three, "a3", "u1", 20).await.0, StatusCode::OK);
-    drain(&three, &client, &bucket).await;
-    let () = redis::cmd("SAVE").query_async(&mut three.redis.clone()).await.unwrap();
-    if between {
-        assert_eq!(submit(&three, "b3", "u2", 30).await.0, StatusCode::OK, "after the snapshot, before the switch");
-        drain(&three, &client, &bucket).await;
-    }
-    let five = deploy(5).await;
-    let jobs = five.journal_jobs(&client, &bucket, Arc::default());
-    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
-    assert_eq!(submit(&five, "a5", "u3", 40).await.0, StatusCode::OK, "after the switch");
-    drain(&five, &client, &bucket).await;
-    let before = reads(&five).await;
-
-    server.restart().await;
-    eventually("the store reaches Redis again", std::time::Duration::from_secs(30), || async {
-        let mut conn = five.store.connection().await.ok()?;
-        redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
-    })
-    .await;
-    let later = deploy(5).await;
-    let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
-    assert!(report["boards"].as_array().unwrap().iter().any(|b| b["lost"] == true), "the older store is seen: {report}");
-    let (status, reply) = submit(&later, "fenced", "u1", 50).await;
-    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
-    let restored = restorer(&later, &client, &bucket).restore(None, far()).await.expect("the restore runs");
-    assert_eq!(restored.status, Status::Complete, "{restored:?}");
-    let mut conn = later.redis.clone();
-    let record: Option<String> = redis::cmd("GET").arg(later.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    assert_eq!(record.as_deref(), Some("5"), "the layout moved to");
-    later.set_now(five.now());
-    assert_eq!(reads(&later).await, before, "every acknowledged write, before and after the switch");
-    let stale: Vec<String> = later.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("of3:")).collect();
-    assert_eq!(stale, Vec::<String>::new(), "the layout moved from is freed");
-    let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
-    assert!(report["boards"].as_array().unwrap().iter().all(|b| b["lost"] != true), "nothing lost after the restore: {report}");
 }

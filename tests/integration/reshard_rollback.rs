@@ -1,0 +1,125 @@
+//! A store restored from a snapshot taken before a move's switch (docs/journal.md#rollbacks,
+//! docs/scaling.md#changing-shards): its layout record names the layout the board moved from,
+//! whose journal ends at the switch; S3's record of the switch says where the data is.
+
+use std::sync::Arc;
+
+use axum::http::StatusCode;
+use journal::{S3Objects, Status};
+use serde_json::json;
+use standings::redis::settings::RedisSettings;
+use standings::services::journal::births;
+use standings_tests::journal::{new_bucket, s3, spawn_journaled_at, spawn_journaled_unborn_at};
+use standings_tests::servers::{RedisServer, eventually};
+
+use crate::reshard_recovery::{drain, restorer, scaled};
+use crate::sharded_reshard::{far, reads, submit};
+
+/// A Redis restarted from a snapshot taken before a move's switch (3 → 5): the snapshot's layout
+/// record names the old layout, whose journal in S3 ends at the switch; the writes after it are
+/// in the new layout's. The drain's next run fences the board (the old layout's journal is
+/// ahead of the snapshot, or S3's record of the switch names another layout), and the restore
+/// brings it back where it was before the rollback, the new layout recorded, with every
+/// acknowledged write (before and after the switch), the old layout freed.
+#[tokio::test]
+async fn a_snapshot_from_before_a_switch_is_restored_in_the_layout_moved_to() {
+    from_before_a_switch(Then::Between).await;
+}
+
+/// The same with no write between the snapshot and the move: the old layout's journal ends where
+/// the snapshot does, and only S3's record of the switch says the store is older.
+#[tokio::test]
+async fn a_snapshot_taken_right_before_a_move_is_fenced_by_the_switch_record_and_restored() {
+    from_before_a_switch(Then::Nothing).await;
+}
+
+/// The older store takes a write before the drain fences it: acknowledged, in the older layout's
+/// journal only. The restore refuses to free that layout (not decided again in the layout
+/// switched to yet: docs/journal.md#rollbacks), writes nothing, and the board stays fenced.
+#[tokio::test]
+async fn a_write_the_older_store_took_before_its_fence_is_never_freed_with_it() {
+    from_before_a_switch(Then::Window).await;
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Then {
+    /// A write between the snapshot and the move.
+    Between,
+    Nothing,
+    /// A write on the restarted store, before the drain.
+    Window,
+}
+
+async fn from_before_a_switch(then: Then) {
+    let mut server = RedisServer::start(&["--appendonly", "no", "--save", ""]).await;
+    let settings = RedisSettings::standalone(&server.url());
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let first = spawn_journaled_at(scaled(1), &settings).await;
+    for i in 0..6 {
+        assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
+    }
+    drain(&first, &client, &bucket).await;
+    let deploy = |shards: u32| {
+        let (keys, settings, client, bucket) = (first.keys.clone(), settings.clone(), client.clone(), bucket.clone());
+        async move {
+            let deployed = spawn_journaled_unborn_at(scaled(shards), keys, &settings).await;
+            let objects = S3Objects::new(client, &bucket);
+            for (board, judged) in births::at_start(&deployed.config, &deployed.keys, &deployed.store, &objects).await {
+                assert!(judged.is_ok(), "{board}: {judged:?}");
+            }
+            deployed
+        }
+    };
+    let three = deploy(3).await;
+    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    assert_eq!(submit(&three, "a3", "u1", 20).await.0, StatusCode::OK);
+    drain(&three, &client, &bucket).await;
+    let () = redis::cmd("SAVE").query_async(&mut three.redis.clone()).await.unwrap();
+    if then == Then::Between {
+        assert_eq!(submit(&three, "b3", "u2", 30).await.0, StatusCode::OK, "after the snapshot, before the switch");
+        drain(&three, &client, &bucket).await;
+    }
+    let five = deploy(5).await;
+    let jobs = five.journal_jobs(&client, &bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    assert_eq!(submit(&five, "a5", "u3", 40).await.0, StatusCode::OK, "after the switch");
+    drain(&five, &client, &bucket).await;
+    let before = reads(&five).await;
+
+    server.restart().await;
+    eventually("the store reaches Redis again", std::time::Duration::from_secs(30), || async {
+        let mut conn = five.store.connection().await.ok()?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
+    })
+    .await;
+    let later = deploy(5).await;
+    if then == Then::Window {
+        assert_eq!(submit(&later, "window", "u0", 60).await.0, StatusCode::OK, "the older store, not fenced yet");
+    }
+    let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
+    assert!(report["boards"].as_array().unwrap().iter().any(|b| b["lost"] == true), "the older store is seen: {report}");
+    let (status, reply) = submit(&later, "fenced", "u1", 50).await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
+    if then == Then::Window {
+        let kept = later.keyspace().await;
+        let refused = restorer(&later, &client, &bucket).restore(None, far()).await.expect_err("refused");
+        assert!(format!("{refused}").contains("took writes before it was fenced"), "{refused}");
+        assert_eq!(later.keyspace().await, kept, "nothing written, the older layout kept");
+        let (status, _) = submit(&later, "still", "u1", 70).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "still fenced");
+        return;
+    }
+    let restored = restorer(&later, &client, &bucket).restore(None, far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    let mut conn = later.redis.clone();
+    let record: Option<String> = redis::cmd("GET").arg(later.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
+    assert_eq!(record.as_deref(), Some("5"), "the layout moved to");
+    later.set_now(five.now());
+    assert_eq!(reads(&later).await, before, "every acknowledged write, before and after the switch");
+    let stale: Vec<String> = later.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("of3:")).collect();
+    assert_eq!(stale, Vec::<String>::new(), "the layout moved from is freed");
+    let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
+    assert!(report["boards"].as_array().unwrap().iter().all(|b| b["lost"] != true), "nothing lost after the restore: {report}");
+}
