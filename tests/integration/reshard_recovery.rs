@@ -9,12 +9,8 @@ use aws_sdk_s3::Client;
 use axum::http::StatusCode;
 use journal::{Resharder, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
-use standings::redis::settings::RedisSettings;
 use standings::services::journal::births;
-use standings_tests::journal::{
-    new_bucket, s3, spawn_journaled_at, spawn_journaled_on, spawn_journaled_unborn_at, spawn_journaled_unborn_on,
-};
-use standings_tests::servers::{RedisServer, eventually};
+use standings_tests::journal::{new_bucket, s3, spawn_journaled_on, spawn_journaled_unborn_on};
 use standings_tests::sim::faults::DrainOnList;
 use standings_tests::{TestApp, spawn_journaled};
 

@@ -123,3 +123,51 @@ async fn from_before_a_switch(then: Then) {
     let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
     assert!(report["boards"].as_array().unwrap().iter().all(|b| b["lost"] != true), "nothing lost after the restore: {report}");
 }
+
+/// A snapshot from before a board's first move (1 → 3): the store holds the one slot and no
+/// layout record. The drain fences the one slot (its guard there, S3's last switch another
+/// layout), and the restore brings the board back in the shards, the one slot freed.
+#[tokio::test]
+async fn a_snapshot_from_before_a_first_move_is_restored_in_the_shards() {
+    let mut server = RedisServer::start(&["--appendonly", "no", "--save", ""]).await;
+    let settings = RedisSettings::standalone(&server.url());
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let first = spawn_journaled_at(scaled(1), &settings).await;
+    for i in 0..6 {
+        assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
+    }
+    drain(&first, &client, &bucket).await;
+    let () = redis::cmd("SAVE").query_async(&mut first.redis.clone()).await.unwrap();
+    let three = spawn_journaled_unborn_at(scaled(3), first.keys.clone(), &settings).await;
+    let objects = S3Objects::new(client.clone(), &bucket);
+    for (board, judged) in births::at_start(&three.config, &three.keys, &three.store, &objects).await {
+        assert!(judged.is_ok(), "{board}: {judged:?}");
+    }
+    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    assert_eq!(submit(&three, "a3", "u1", 20).await.0, StatusCode::OK, "after the switch");
+    drain(&three, &client, &bucket).await;
+    let before = reads(&three).await;
+
+    server.restart().await;
+    eventually("the store reaches Redis again", std::time::Duration::from_secs(30), || async {
+        let mut conn = three.store.connection().await.ok()?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
+    })
+    .await;
+    let later = spawn_journaled_unborn_at(scaled(3), first.keys.clone(), &settings).await;
+    let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
+    assert!(report["boards"].as_array().unwrap().iter().any(|b| b["lost"] == true), "the older store is seen: {report}");
+    let (status, _) = submit(&later, "fenced", "u2", 50).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "the one slot is fenced");
+    let restored = restorer(&later, &client, &bucket).restore(None, far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    let record: Option<String> =
+        redis::cmd("GET").arg(later.keys.board_layout("game")).query_async(&mut later.redis.clone()).await.unwrap();
+    assert_eq!(record.as_deref(), Some("3"));
+    later.set_now(three.now());
+    assert_eq!(reads(&later).await, before, "every acknowledged write, the one after the switch included");
+    let one_slot: Vec<String> = later.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("{game}:")).collect();
+    assert!(one_slot.iter().all(|key| key.ends_with(":layout") || key.ends_with(":scale")), "the one slot freed: {one_slot:?}");
+}

@@ -52,6 +52,17 @@ pub async fn data_of_target(conn: &mut (impl ConnectionLike + Send), keys: &Keys
     Ok(there.then_some(source))
 }
 
+/// Fences `layout`'s shards whose guards are born and not fenced (fence_older.lua): a layout the
+/// store records while S3 says the board switched to another. Whether any was fenced.
+pub async fn fence_older(conn: &mut (impl ConnectionLike + Send), layout: &Layout) -> Result<bool, StoreError> {
+    let mut fenced = false;
+    for shard in layout.all() {
+        let now: u8 = crate::redis::scripts::FENCE_OLDER.key(shard.guard()).invoke_async(conn).await.map_err(StoreError::from)?;
+        fenced |= now == 1;
+    }
+    Ok(fenced)
+}
+
 /// The move's switch (docs/scaling.md#changing-shards): `target` holds the board's data from now
 /// on, its guards no longer a target's. Before the record names it: a record lost in between
 /// is recorded again as the target, which then holds everything.

@@ -90,6 +90,7 @@ pub(crate) static RELEASE_SEASON: LazyLock<Script> = script!("release_season.lua
 pub(crate) static TRIM_JOURNAL: LazyLock<Script> = script!("trim_journal.lua");
 pub(crate) static LIFT_FENCE: LazyLock<Script> = script!("lift_fence.lua");
 pub(crate) static MARK_BORN: LazyLock<Script> = script!("mark_born.lua");
+pub(crate) static FENCE_OLDER: LazyLock<Script> = script!("fence_older.lua");
 pub(crate) static JOURNAL_POINT: LazyLock<Script> = read_script!("journal_point.lua");
 
 /// SHA1 of every script (for `SCRIPT EXISTS`).
@@ -126,6 +127,7 @@ pub fn hashes() -> Vec<&'static str> {
         &TRIM_JOURNAL,
         &LIFT_FENCE,
         &MARK_BORN,
+        &FENCE_OLDER,
         &crate::redis::layout::KEEP_SCALE,
         &JOURNAL_POINT,
     ]

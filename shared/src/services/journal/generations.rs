@@ -40,8 +40,12 @@ pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, k
         }
     };
     let guarded = |layout: &Layout| redis::cmd("EXISTS").arg(layout.shard(0).guard()).clone();
-    // A move due when the record was lost: the layout it was due to take the board from, as its
-    // target's guards say (docs/scaling.md#changing-shards).
+    // The layout S3 says the board last switched to (a store older than that switch, or the
+    // record lost alone); else, a move due when the record was lost: the layout it was due to
+    // take the board from, as its target's guards say (docs/scaling.md#changing-shards).
+    if let Some(switch) = super::switches::last(objects, keys, &board.name).await? {
+        return Ok(keys.layout_at(&board.name, switch.shards, switch.generation));
+    }
     if let Some(source) = crate::redis::restore::birth::data_of_target(conn, keys, &first).await? {
         return Ok(source);
     }

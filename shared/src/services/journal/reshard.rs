@@ -407,7 +407,7 @@ impl<O: Objects> Resharder<O> {
             restore::finish(conn, target, true, false).await?;
         }
         restore::birth::settle_target(conn, target).await?;
-        super::switches::record(&self.objects, &self.keys, target, rescale.map(Rescale::to_max)).await?;
+        super::switches::record(conn, &self.objects, &self.keys, target, rescale.map(Rescale::to_max)).await?;
         layout::record(conn, &self.keys, name, (target.shards(), target.generation()), rescale.map(Rescale::to_max)).await?;
         self.store.forget_layout(&self.keys, name);
         // The old layout's guards go at once: no read is answered from the old layout once a

@@ -3,10 +3,7 @@
 //! journal ends at the switch; the writes since are in the new layout's. S3's newest record says
 //! where the data is, and the restore brings the board back there, the older layout freed.
 
-use chrono::Utc;
-
 use crate::archive::objects::{Objects, journal_objects, parse_lines, read_text, switch_name, switch_of, switches_of};
-use crate::domain::guard;
 use crate::domain::journal::stream_order;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{Keys, Layout, journal_board, journal_generation, journal_shards};
@@ -26,10 +23,17 @@ pub(super) struct Switch {
 }
 
 /// Records the switch of `target` (before Redis's record names it: a switch recorded in Redis
-/// is always in S3).
-pub(super) async fn record<O: Objects>(objects: &O, keys: &Keys, target: &Layout, max_score: Option<i64>) -> Result<(), RestoreError> {
+/// is always in S3), at Redis's clock (the one its journal's ids are in).
+pub(super) async fn record<O: Objects>(
+    conn: &mut Connection,
+    objects: &O,
+    keys: &Keys,
+    target: &Layout,
+    max_score: Option<i64>,
+) -> Result<(), RestoreError> {
     let text = layout::text(target.shards(), target.generation());
-    let name = switch_name(keys.prefix(), target.board(), Utc::now().timestamp_millis(), &text, max_score);
+    let at = crate::redis::restore::Clock::read(conn).await?.now_ms();
+    let name = switch_name(keys.prefix(), target.board(), at, &text, max_score);
     objects.put_new(&name, Vec::new()).await?;
     Ok(())
 }
@@ -46,35 +50,45 @@ fn newest<'a>(names: impl Iterator<Item = &'a str>) -> Result<Option<Switch>, Re
     Ok(Some(Switch { at, shards, generation, max_score }))
 }
 
+/// The layout `board`'s data is in as the store says: its record, else its one slot when that
+/// holds the board's guard (a board never moved needs no record); `None`: neither.
+async fn held(conn: &mut Connection, keys: &Keys, board: &str) -> Result<Option<Layout>, RestoreError> {
+    if let Some((shards, generation)) = layout::read(conn, keys, board).await? {
+        return Ok(Some(keys.layout_at(board, shards, generation)));
+    }
+    let one_slot: bool = redis::cmd("EXISTS").arg(keys.board(board).guard()).query_async(conn).await.map_err(StoreError::from)?;
+    Ok(one_slot.then(|| keys.layout(board, 1)))
+}
+
+fn same(layout: &Layout, switch: &Switch) -> bool {
+    (layout.shards(), layout.generation()) == (switch.shards, switch.generation)
+}
+
 /// The drain's check, once a run (one listing of every board's switches): each board in `boards`
-/// whose recorded layout is not its last switch's (a store older than that switch) has every
-/// shard of the recorded layout fenced as lost (503 `board_restoring`, counted in `BoardsLost`)
-/// until a restore brings it back where S3 says. The boards fenced now.
+/// whose layout as the store holds it is not its last switch's (a store older than that switch)
+/// has that layout's shards fenced as lost (503 `board_restoring`, counted in `BoardsLost`) until
+/// a restore brings it back where S3 says. The stores are read before S3 is listed: a switch is
+/// in S3 before Redis records it, so a switch between the two is seen in both. The boards fenced.
 pub(super) async fn fence_older<O: Objects>(
     conn: &mut Connection,
     objects: &O,
     keys: &Keys,
     boards: &[&str],
 ) -> Result<Vec<String>, RestoreError> {
+    let mut layouts = Vec::new();
+    for board in boards {
+        layouts.push(held(conn, keys, board).await?);
+    }
     let listed = objects.list(&format!("journal/_switches/prefix={}/", keys.prefix())).await?;
     let mut fenced = Vec::new();
-    for board in boards {
+    for (board, held) in boards.iter().zip(layouts) {
         let folder = switches_of(keys.prefix(), board);
         let Some(switch) = newest(listed.iter().filter(|name| name.starts_with(&folder)).map(String::as_str))? else { continue };
-        let Some(recorded) = layout::read(conn, keys, board).await? else { continue };
-        if recorded == (switch.shards, switch.generation) {
-            continue;
+        if let Some(held) = held.filter(|held| !same(held, &switch))
+            && crate::redis::restore::birth::fence_older(conn, &held).await?
+        {
+            fenced.push((*board).to_owned());
         }
-        for shard in keys.layout_at(board, recorded.0, recorded.1).all() {
-            let _: () = redis::pipe()
-                .atomic()
-                .hset(shard.guard(), guard::FENCE, 1)
-                .hset(shard.guard(), guard::LOST, 1)
-                .query_async(conn)
-                .await
-                .map_err(StoreError::from)?;
-        }
-        fenced.push((*board).to_owned());
     }
     Ok(fenced)
 }
@@ -90,20 +104,23 @@ pub(super) async fn record_restored<O: Objects>(conn: &mut Connection, objects: 
     if shards == 1 && generation == 0 {
         return Ok(());
     }
-    match layout::read(conn, keys, board).await? {
-        None => layout::record_if_absent(conn, keys, board, shards, generation).await?,
-        Some(recorded) if recorded == (shards, generation) => {}
-        Some((old_shards, old_generation)) => {
-            let Some(switch) = last(objects, keys, board).await?.filter(|s| (s.shards, s.generation) == (shards, generation)) else {
-                return Ok(());
-            };
-            let old = keys.layout_at(board, old_shards, old_generation);
+    let restored = keys.layout_at(board, shards, generation);
+    let recorded = layout::read(conn, keys, board).await?;
+    let older = match held(conn, keys, board).await? {
+        Some(held) if (held.shards(), held.generation()) == (shards, generation) => return Ok(()),
+        held => held,
+    };
+    let switch = last(objects, keys, board).await?.filter(|switch| same(&restored, switch));
+    match (older, switch) {
+        (Some(old), Some(switch)) => {
             took_writes_since(conn, objects, keys, &old, switch.at).await?;
-            tracing::warn!(board, recorded = %layout::text(old_shards, old_generation), switched = %layout::text(shards, generation),
+            tracing::warn!(board, held = %layout::text(old.shards(), old.generation()), switched = %layout::text(shards, generation),
                 "the store is older than the board's last switch: restored in the layout it switched to");
             free(conn, keys, &old).await?;
             layout::record(conn, keys, board, (shards, generation), switch.max_score).await?;
         }
+        _ if recorded.is_none() => layout::record_if_absent(conn, keys, board, shards, generation).await?,
+        _ => {}
     }
     Ok(())
 }
