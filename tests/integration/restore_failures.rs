@@ -192,8 +192,8 @@ impl standings::archive::objects::Objects for HookedOnList {
 
     async fn list(&self, prefix: &str) -> Result<Vec<String>, standings::archive::objects::ObjectError> {
         let listed = self.inner.list(prefix).await?;
-        // The board's journal (not the drain's record the restore reads first).
-        if prefix.contains("board=forum/") {
+        // The board's journal (not the drain's record the restore reads first, nor its switches).
+        if prefix.starts_with("journal/prefix=") && prefix.contains("board=forum/") {
             let hook = self.hook.lock().await.take();
             if let Some(hook) = hook {
                 hook.await;
