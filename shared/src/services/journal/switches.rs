@@ -64,7 +64,7 @@ fn same(layout: &Layout, switch: &Switch) -> bool {
     (layout.shards(), layout.generation()) == (switch.shards, switch.generation)
 }
 
-/// The drain's check, once a run (one listing of every board's switches): each board in `boards`
+/// The drain's check, once a run (two listings of every board's switches): each board in `boards`
 /// whose layout as the store holds it is not its last switch's (a store older than that switch)
 /// has that layout's shards fenced as lost (503 `board_restoring`, counted in `BoardsLost`) until
 /// a restore brings it back where S3 says. The stores are read before S3 is listed: a switch is
@@ -75,13 +75,19 @@ pub(super) async fn fence_older<O: Objects>(
     keys: &Keys,
     boards: &[&str],
 ) -> Result<Vec<String>, RestoreError> {
+    let all = format!("journal/_switches/prefix={}/", keys.prefix());
+    // Only a board that ever switched can be older than its last switch: a store of many boards
+    // reads the few that moved (a board's first switch after this listing is checked next run).
+    let ever = objects.list(&all).await?;
+    let moved: Vec<&str> =
+        boards.iter().copied().filter(|board| ever.iter().any(|name| name.starts_with(&switches_of(keys.prefix(), board)))).collect();
     let mut layouts = Vec::new();
-    for board in boards {
+    for board in &moved {
         layouts.push(held(conn, keys, board).await?);
     }
-    let listed = objects.list(&format!("journal/_switches/prefix={}/", keys.prefix())).await?;
+    let listed = objects.list(&all).await?;
     let mut fenced = Vec::new();
-    for (board, held) in boards.iter().zip(layouts) {
+    for (board, held) in moved.iter().zip(layouts) {
         let folder = switches_of(keys.prefix(), board);
         let Some(switch) = newest(listed.iter().filter(|name| name.starts_with(&folder)).map(String::as_str))? else { continue };
         if let Some(held) = held.filter(|held| !same(held, &switch))
