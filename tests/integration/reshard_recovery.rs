@@ -193,12 +193,22 @@ async fn u1_score(app: &TestApp) -> Value {
 /// A deploy of `game` on `shards` beside `app`, its start judging the boards not born as a
 /// function's does (against the journal in `bucket`).
 async fn deploy(app: &TestApp, shards: u32, client: &Client, bucket: &str) -> TestApp {
-    let deployed = spawn_journaled_unborn_on(game(shards), app.keys.clone()).await;
+    started(spawn_journaled_unborn_on(game(shards), app.keys.clone()).await, client, bucket).await
+}
+
+/// `deployed` once its start judged its boards (`births::at_start`), as a function's does.
+pub(crate) async fn started(deployed: TestApp, client: &Client, bucket: &str) -> TestApp {
     let objects = S3Objects::new(client.clone(), bucket);
     for (board, judged) in births::at_start(&deployed.config, &deployed.keys, &deployed.store, &objects).await {
         assert!(judged.is_ok(), "{board}: {judged:?}");
     }
     deployed
+}
+
+/// The journal function's `reshard` of the game board, run to its end in one invocation.
+pub(crate) async fn moved(app: &TestApp, client: &Client, bucket: &str) {
+    let jobs = app.journal_jobs(client, bucket, Arc::default());
+    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
 }
 
 /// A board moved from its one slot to 3 shards and back (to a later generation: the first one
@@ -262,13 +272,8 @@ async fn a_sharded_board_lost_whole_at_a_later_generation_records_nothing_before
     drain(&first, &client, &bucket).await;
     let mut last = None;
     for shards in [3, 1, 3] {
-        let deployed = spawn_journaled_unborn_on(scaled(shards), first.keys.clone()).await;
-        let objects = S3Objects::new(client.clone(), &bucket);
-        for (board, judged) in births::at_start(&deployed.config, &deployed.keys, &deployed.store, &objects).await {
-            assert!(judged.is_ok(), "{board}: {judged:?}");
-        }
-        let jobs = deployed.journal_jobs(&client, &bucket, Arc::default());
-        assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+        let deployed = started(spawn_journaled_unborn_on(scaled(shards), first.keys.clone()).await, &client, &bucket).await;
+        moved(&deployed, &client, &bucket).await;
         last = Some(deployed);
     }
     let three = last.unwrap();
@@ -278,11 +283,7 @@ async fn a_sharded_board_lost_whole_at_a_later_generation_records_nothing_before
     let before = reads(&three).await;
     drain(&three, &client, &bucket).await;
     three.lose_written_keys().await;
-    let later = spawn_journaled_unborn_on(scaled(3), first.keys.clone()).await;
-    let objects = S3Objects::new(client.clone(), &bucket);
-    for (board, judged) in births::at_start(&later.config, &later.keys, &later.store, &objects).await {
-        assert!(judged.is_ok(), "{board}: {judged:?}");
-    }
+    let later = started(spawn_journaled_unborn_on(scaled(3), first.keys.clone()).await, &client, &bucket).await;
     let lost = later.keyspace().await;
     let (status, reply) = submit(&later, "after", "u1", 9).await;
     assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
@@ -309,19 +310,11 @@ async fn a_layout_record_lost_alone_while_a_move_is_due_is_not_taken_for_a_new_b
         assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
     }
     drain(&first, &client, &bucket).await;
-    let three = spawn_journaled_unborn_on(scaled(3), first.keys.clone()).await;
-    let objects = S3Objects::new(client.clone(), &bucket);
-    for (board, judged) in births::at_start(&three.config, &three.keys, &three.store, &objects).await {
-        assert!(judged.is_ok(), "{board}: {judged:?}");
-    }
-    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
-    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    let three = started(spawn_journaled_unborn_on(scaled(3), first.keys.clone()).await, &client, &bucket).await;
+    moved(&three, &client, &bucket).await;
     let before = reads(&three).await;
     drain(&three, &client, &bucket).await;
-    let five = spawn_journaled_unborn_on(scaled(5), first.keys.clone()).await;
-    for (board, judged) in births::at_start(&five.config, &five.keys, &five.store, &objects).await {
-        assert!(judged.is_ok(), "{board}: {judged:?}");
-    }
+    let five = started(spawn_journaled_unborn_on(scaled(5), first.keys.clone()).await, &client, &bucket).await;
     let mut conn = five.redis.clone();
     let _: () = redis::cmd("DEL").arg(five.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
     let lost = five.keyspace().await;

@@ -5,14 +5,14 @@
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use journal::{S3Objects, Status};
+use journal::Status;
 use serde_json::json;
 use standings::redis::settings::RedisSettings;
-use standings::services::journal::births;
+use standings_tests::TestApp;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_at, spawn_journaled_unborn_at};
 use standings_tests::servers::{RedisServer, eventually};
 
-use crate::reshard_recovery::{drain, restorer, scaled};
+use crate::reshard_recovery::{drain, moved, restorer, scaled, started};
 use crate::sharded_reshard::{far, reads, submit};
 
 /// A Redis restarted from a snapshot taken before a move's switch (3 → 5): the snapshot's layout
@@ -60,20 +60,10 @@ async fn from_before_a_switch(then: Then) {
         assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
     }
     drain(&first, &client, &bucket).await;
-    let deploy = |shards: u32| {
-        let (keys, settings, client, bucket) = (first.keys.clone(), settings.clone(), client.clone(), bucket.clone());
-        async move {
-            let deployed = spawn_journaled_unborn_at(scaled(shards), keys, &settings).await;
-            let objects = S3Objects::new(client, &bucket);
-            for (board, judged) in births::at_start(&deployed.config, &deployed.keys, &deployed.store, &objects).await {
-                assert!(judged.is_ok(), "{board}: {judged:?}");
-            }
-            deployed
-        }
-    };
+    let deploy =
+        async |shards: u32| started(spawn_journaled_unborn_at(scaled(shards), first.keys.clone(), &settings).await, &client, &bucket).await;
     let three = deploy(3).await;
-    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
-    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    moved(&three, &client, &bucket).await;
     assert_eq!(submit(&three, "a3", "u1", 20).await.0, StatusCode::OK);
     drain(&three, &client, &bucket).await;
     let () = redis::cmd("SAVE").query_async(&mut three.redis.clone()).await.unwrap();
@@ -82,18 +72,12 @@ async fn from_before_a_switch(then: Then) {
         drain(&three, &client, &bucket).await;
     }
     let five = deploy(5).await;
-    let jobs = five.journal_jobs(&client, &bucket, Arc::default());
-    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    moved(&five, &client, &bucket).await;
     assert_eq!(submit(&five, "a5", "u3", 40).await.0, StatusCode::OK, "after the switch");
     drain(&five, &client, &bucket).await;
     let before = reads(&five).await;
 
-    server.restart().await;
-    eventually("the store reaches Redis again", std::time::Duration::from_secs(30), || async {
-        let mut conn = five.store.connection().await.ok()?;
-        redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
-    })
-    .await;
+    restart(&mut server, &five).await;
     let later = deploy(5).await;
     if then == Then::Window {
         assert_eq!(submit(&later, "window", "u0", 60).await.0, StatusCode::OK, "the older store, not fenced yet");
@@ -139,23 +123,13 @@ async fn a_snapshot_from_before_a_first_move_is_restored_in_the_shards() {
     }
     drain(&first, &client, &bucket).await;
     let () = redis::cmd("SAVE").query_async(&mut first.redis.clone()).await.unwrap();
-    let three = spawn_journaled_unborn_at(scaled(3), first.keys.clone(), &settings).await;
-    let objects = S3Objects::new(client.clone(), &bucket);
-    for (board, judged) in births::at_start(&three.config, &three.keys, &three.store, &objects).await {
-        assert!(judged.is_ok(), "{board}: {judged:?}");
-    }
-    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
-    assert_eq!(jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"], "complete");
+    let three = started(spawn_journaled_unborn_at(scaled(3), first.keys.clone(), &settings).await, &client, &bucket).await;
+    moved(&three, &client, &bucket).await;
     assert_eq!(submit(&three, "a3", "u1", 20).await.0, StatusCode::OK, "after the switch");
     drain(&three, &client, &bucket).await;
     let before = reads(&three).await;
 
-    server.restart().await;
-    eventually("the store reaches Redis again", std::time::Duration::from_secs(30), || async {
-        let mut conn = three.store.connection().await.ok()?;
-        redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
-    })
-    .await;
+    restart(&mut server, &three).await;
     let later = spawn_journaled_unborn_at(scaled(3), first.keys.clone(), &settings).await;
     let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
     assert!(report["boards"].as_array().unwrap().iter().any(|b| b["lost"] == true), "the older store is seen: {report}");
@@ -170,4 +144,14 @@ async fn a_snapshot_from_before_a_first_move_is_restored_in_the_shards() {
     assert_eq!(reads(&later).await, before, "every acknowledged write, the one after the switch included");
     let one_slot: Vec<String> = later.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("{game}:")).collect();
     assert!(one_slot.iter().all(|key| key.ends_with(":layout") || key.ends_with(":scale")), "the one slot freed: {one_slot:?}");
+}
+
+/// `server` restarted from its snapshot, once `app`'s store reaches it again.
+async fn restart(server: &mut RedisServer, app: &TestApp) {
+    server.restart().await;
+    eventually("the store reaches Redis again", std::time::Duration::from_secs(30), || async {
+        let mut conn = app.store.connection().await.ok()?;
+        redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
+    })
+    .await;
 }

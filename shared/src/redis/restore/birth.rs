@@ -22,21 +22,27 @@ pub enum Role {
     Unrecorded,
 }
 
-/// `name`'s role, from the board's layout record (and, without one, whether its one slot holds
-/// its guard: the data is there, and `name` is a move's target).
+/// The layout `board`'s data is in as the store says: its record, else its one slot when that
+/// holds the board's guard (a board never moved needs no record); `None`: neither.
+pub async fn held(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &str) -> Result<Option<(u32, u32)>, StoreError> {
+    if let Some(recorded) = layout::read(conn, keys, board).await? {
+        return Ok(Some(recorded));
+    }
+    let one_slot: bool = redis::cmd("EXISTS").arg(keys.board(board).guard()).query_async(conn).await.map_err(StoreError::from)?;
+    Ok(one_slot.then_some((1, 0)))
+}
+
+/// `name`'s role, from the layout the store holds the board's data in (`held`): without one,
+/// a layout of shards is unrecorded.
 pub async fn role(conn: &mut (impl ConnectionLike + Send), keys: &Keys, name: &str) -> Result<Role, StoreError> {
     if !name.contains(':') {
         return Ok(Role::Data);
     }
-    let board = journal_board(name);
     let layout = (journal_shards(name), journal_generation(name));
-    Ok(match layout::read(conn, keys, board).await? {
-        Some(recorded) if recorded == layout => Role::Data,
+    Ok(match held(conn, keys, journal_board(name)).await? {
+        Some(held) if held == layout => Role::Data,
         Some((shards, generation)) => Role::Target(layout::text(shards, generation)),
-        None => {
-            let one_slot: bool = redis::cmd("EXISTS").arg(keys.board(board).guard()).query_async(conn).await.map_err(StoreError::from)?;
-            if one_slot { Role::Target(layout::text(1, 0)) } else { Role::Unrecorded }
-        }
+        None => Role::Unrecorded,
     })
 }
 

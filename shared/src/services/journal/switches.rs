@@ -50,14 +50,10 @@ fn newest<'a>(names: impl Iterator<Item = &'a str>) -> Result<Option<Switch>, Re
     Ok(Some(Switch { at, shards, generation, max_score }))
 }
 
-/// The layout `board`'s data is in as the store says: its record, else its one slot when that
-/// holds the board's guard (a board never moved needs no record); `None`: neither.
+/// The layout `board`'s data is in as the store says (`birth::held`).
 async fn held(conn: &mut Connection, keys: &Keys, board: &str) -> Result<Option<Layout>, RestoreError> {
-    if let Some((shards, generation)) = layout::read(conn, keys, board).await? {
-        return Ok(Some(keys.layout_at(board, shards, generation)));
-    }
-    let one_slot: bool = redis::cmd("EXISTS").arg(keys.board(board).guard()).query_async(conn).await.map_err(StoreError::from)?;
-    Ok(one_slot.then(|| keys.layout(board, 1)))
+    let held = crate::redis::restore::birth::held(conn, keys, board).await?;
+    Ok(held.map(|(shards, generation)| keys.layout_at(board, shards, generation)))
 }
 
 fn same(layout: &Layout, switch: &Switch) -> bool {
