@@ -39,6 +39,7 @@ mod limits;
 mod local_log;
 mod lua_keys;
 mod malformed;
+mod marker_losses;
 mod markers;
 mod model;
 mod notifications;

@@ -238,13 +238,13 @@ impl World {
         self.lost_everywhere(true);
     }
 
-    pub(super) async fn lose(&mut self, pick: u64, guard: bool) {
+    pub(super) async fn lose(&mut self, pick: u64, guard: bool, markers: bool) {
         let keys = self.app.written_keys().await;
         let board = self.app.keys.board("forum");
         let (guard_key, journal) = (board.guard(), board.journal());
         let mut rng = fastrand::Rng::with_seed(pick);
-        // With the guard kept, only period sets: a loss of markers, ledgers or statements alone is
-        // not detected yet (docs/journal.md#losses); with the guard, any subset.
+        // With the guard kept, only period sets (and marker buckets, below): a loss of ledgers or
+        // statements alone is not detected yet (docs/journal.md#losses); with the guard, any subset.
         let mut lost: Vec<String> = keys
             .into_iter()
             .filter(|k| k.contains("{forum}") && *k != journal && *k != guard_key && (guard || k.contains(":z:")) && rng.bool())
@@ -259,6 +259,21 @@ impl World {
             self.app.written_keys().await.into_iter().filter(|k| k.contains("{arcade}:z:") && rng.u8(..4) == 0).collect();
         delete(&self.app, &arcade).await;
         self.others_lost |= !arcade.is_empty();
+        // Marker buckets of both boards, their guards kept (drawn apart: the histories shrunk
+        // before this fault lose what they lost).
+        if markers {
+            let mut rng = fastrand::Rng::with_seed(pick.wrapping_add(1));
+            let buckets: Vec<String> = self
+                .app
+                .written_keys()
+                .await
+                .into_iter()
+                .filter(|k| (k.contains("{forum}:evt:") || k.contains("{arcade}:evt:")) && rng.bool())
+                .collect();
+            self.forum_lost |= buckets.iter().any(|k| k.contains("{forum}"));
+            self.others_lost |= buckets.iter().any(|k| k.contains("{arcade}"));
+            delete(&self.app, &buckets).await;
+        }
         // Or the arcade's scale record alone (held since a deploy on another `max_score` made
         // its first write): its guard's copy says the scale, nothing is fenced.
         if rng.u8(..4) == 0 {

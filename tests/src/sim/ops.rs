@@ -145,6 +145,10 @@ pub enum Op {
     Lose {
         pick: u64,
         guard: bool,
+        /// Some of both boards' marker buckets too (each board's guard kept): a retry of an
+        /// event whose bucket is gone must fence the board, never apply again.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        markers: bool,
     },
     /// Fault: every key of the deployment deleted (a FLUSHALL of its prefix), right after a drain.
     LoseAll,
@@ -386,7 +390,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             86..=87 => Op::Restore { drain_at_list: rng.bool() },
             88 => Op::DroppedRestoreLock,
             89 => Op::KilledRestore { yields: rng.u8(..8) },
-            90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0 },
+            90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0, markers: rng.bool() },
             95 => Op::LoseAll,
             96..=97 => Op::Reshard {
                 shards: [1, 2, 3, 4, 8][rng.usize(..5)],

@@ -280,9 +280,9 @@ impl World {
                 self.stats.faults += 1;
                 self.killed_restore(*yields).await;
             }
-            Op::Lose { pick, guard } => {
+            Op::Lose { pick, guard, markers } => {
                 self.stats.faults += 1;
-                self.lose(*pick, *guard).await;
+                self.lose(*pick, *guard, *markers).await;
             }
             Op::LoseAll => {
                 self.stats.faults += 1;

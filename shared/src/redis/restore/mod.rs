@@ -260,8 +260,8 @@ pub async fn start_over(conn: &mut Connection, keys: &BoardKeys) -> Result<(), S
 }
 
 /// Makes a new shard's records of its period sets (the guard's `kept|` fields, and a season's
-/// `live|`/`emptied|`) say what the shard holds, once a reshard compared every period set of both layouts and while the shard is
-/// still fenced: the moved lines' records were written for the old layout (a ban that emptied
+/// `live|`/`emptied|`; its record of marker buckets dropped) say what the shard holds, once a
+/// reshard compared every period set of both layouts and while the shard is still fenced: the moved lines' records were written for the old layout (a ban that emptied
 /// the set here left one in a shard where others held it; a set one shard emptied lives on in
 /// the merged one). The change goes into the shard's journal with it, as a line (`entry`) of
 /// effects, so a restore from the new layout's journal ends with the same records; a shard
@@ -274,6 +274,9 @@ pub async fn settle_kept_records(conn: &mut Connection, keys: &BoardKeys, sets: 
     let fields: Vec<String> = redis::cmd("HKEYS").arg(keys.guard()).query_async(conn).await?;
     let recorded: BTreeMap<String, String> = fields.iter().filter_map(|field| Some((keys.kept_set(field)?, field.clone()))).collect();
     let mut absent: Vec<&String> = recorded.iter().filter(|(set, _)| !sets.contains(set)).map(|(_, field)| field).collect();
+    // The moved lines' records of marker buckets name the old layout's (prelude_markers.lua):
+    // dropped, so none is taken for lost here; the buckets written from then on are recorded.
+    absent.extend(fields.iter().filter(|field| field.starts_with(guard::MARKS)));
     // A season a moved line created in this shard and a later moved line emptied (a ban, a
     // take-back recorded against the old layout, where the set kept others): emptied, as the
     // write that empties a set says it, not lost (found by the simulation: the archive refused

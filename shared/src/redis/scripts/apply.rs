@@ -30,6 +30,10 @@ use crate::redis::store::{Connection, ScriptCall};
 /// stays listpack-encoded up to Redis's `hash-max-listpack-entries` (512 by default), i.e. up
 /// to about 520,000 events a day on one board (see docs on memory for larger boards).
 pub const MARKER_SHARDS: u16 = 1024;
+/// The field a marker bucket created by a journaled write holds beside its markers (never a
+/// marker's: those are 8 bytes), so a write tells a lost bucket from a new one
+/// (prelude_markers.lua).
+pub const MARKER_HELD: &str = "#";
 /// Most events of one board in one script call: the call holds Redis for about 25 µs an event.
 pub const CHUNK: usize = 100;
 /// Day ledgers outlive their day by this much (~31 days of history).
@@ -89,12 +93,14 @@ impl MarkerBucket {
     }
 }
 
-/// Each of `bucket`'s read days as a key index of the call (0 for a day not read).
+/// Each of `bucket`'s read days as a key index of the call (0 for a day not read), then its day
+/// and `shard` (the guard's record of buckets, prelude_markers.lua).
 pub(super) fn bucket_args(call: &mut ScriptCall<'_>, key_list: &mut KeyList, keys: &BoardKeys, bucket: &MarkerBucket, shard: u16) {
     for day in bucket.read_days() {
         let index = day.map_or(0, |day| key_list.add(call, keys.marker_bucket(day, shard)));
         call.arg(index);
     }
+    call.arg(bucket.day).arg(shard);
 }
 
 /// The field a ledger entry (`action|target`) is stored under: 8 bytes of its digest, a third
@@ -206,6 +212,8 @@ fn event_block(
         block.index(day.map_or(0, |day| key_list.add(call, keys.marker_bucket(day, slot.shard))));
     }
     block
+        .number(bucket.day)
+        .index(usize::from(slot.shard))
         .fixed(&slot.field)
         .fixed(&short_fingerprint(event.fingerprint))
         .text(event.member)

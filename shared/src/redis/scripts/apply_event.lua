@@ -28,6 +28,8 @@ ARGV[5..]  one block per event, packed (pack.rs; read with `struct.unpack`, sinc
   H  the bucket of the day before (read)
   H  the bucket of the day after (read only near the end of the day, for a clock ahead of
      ours; 0 otherwise)
+  d  the local day of the first (days since 1970-01-01), and
+  H  its bucket shard: the bit the guard's record of buckets keeps for it (prelude_markers.lua)
   c8 marker field: 8 bytes of the event id's digest
   c4 payload fingerprint: 4 bytes of the payload's digest
   s  member (user id)
@@ -104,7 +106,7 @@ keeps the member's reached-at time (they held at least the lower score since the
 -- set only where the write just before it may have created the key (ZADD, HSET and HINCRBY
 -- say so).
 local GUARD = KEYS[1]
-local EVENT = '>HHHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0BHc0'
+local EVENT = '>HHHdHc8c4Hc0BHc0dHHc0Hc0HHc0dHc0Hc0Hc0HddddBHc0BHc0BHc0'
 local JOURNAL = KEYS[tonumber(ARGV[3])]
 local NOTICES = KEYS[tonumber(ARGV[4])]
 local PERIOD = '>HHc0Hc0Hc0HBH'
@@ -123,7 +125,7 @@ end
 
 -- Applies the event of `block` and appends its reply.
 local function apply(block, reply)
-  local today, before, after, field, fingerprint, member, give, points_text, points, ledger_index,
+  local today, before, after, mark_day, mark_shard, field, fingerprint, member, give, points_text, points, ledger_index,
     ledger_field, legacy_field, day_index, cap_field, cap, ledger_ttl, day_ttl, refusal,
     rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, entry, league, notice, pos =
     struct.unpack(EVENT, block)
@@ -136,7 +138,7 @@ local function apply(block, reply)
 
   local bucket = KEYS[today]
   -- KEYS[0] is nil: the day after is not read.
-  local seen = marker_seen(bucket, KEYS[before], KEYS[after], field, fingerprint)
+  local seen, gone = marker_seen(bucket, KEYS[before], KEYS[after], field, fingerprint)
   if seen == 'conflict' then return answer(reply, boards, points_now, ranks, 'conflict', '') end
   if seen then
     for i = 1, boards do
@@ -160,6 +162,8 @@ local function apply(block, reply)
   for i = 1, boards do
     if guards[i + 1] then return answer(reply, boards, points_now, ranks, 'period_closed', id[i]) end
   end
+  -- A marker bucket the guard records and the event's lookup found gone fences the board.
+  local creates, marks = markers_check(GUARD, gone, mark_day, mark_shard, after == 0)
 
   -- Rate limit: only read here; the event is logged with the other writes, so a refused
   -- event leaves no trace.
@@ -350,6 +354,7 @@ local function apply(block, reply)
   if capped > 0 then receipt = receipt .. ',' .. capped end
   if differ then receipt = receipt .. ';' .. table.concat(changes, ',') end
   redis.call('HSET', bucket, field, fingerprint .. receipt)
+  if creates then marker_created(GUARD, bucket, marks, mark_day, mark_shard) end
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   if rate_max > 0 then rate_record(rate_log, rate_max, rate_window, now_ms, field) end
   journal(JOURNAL, entry, receipt)

@@ -30,7 +30,7 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::distribution::Histogram;
-use crate::domain::guard::{BAN, BORN, CLOSED, DRAINED, EMPTIED, ENDED, FENCE, KEPT, LIVE, LOST, MOVING, ROLLBACK};
+use crate::domain::guard::{BAN, BORN, CLOSED, DRAINED, EMPTIED, ENDED, FENCE, KEPT, LIVE, LOST, MARKS, MOVING, ROLLBACK};
 use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX, IDLE_CURSOR_FIELD};
 use crate::domain::period::EventTimeError;
 use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
@@ -143,6 +143,8 @@ const PRELUDE_READ: &str = include_str!("prelude_read.lua");
 /// The recording of a journaled write's effects, composed before the prelude (whose helpers
 /// read it).
 const PRELUDE_EFFECTS: &str = include_str!("prelude_effects.lua");
+/// The event-id markers' helpers, composed after the prelude (they use its helpers).
+const PRELUDE_MARKERS: &str = include_str!("prelude_markers.lua");
 /// The league helpers, composed after the prelude (they use its helpers).
 const PRELUDE_LEAGUE: &str = include_str!("prelude_league.lua");
 
@@ -158,6 +160,11 @@ fn constants() -> String {
     lua.push_str(&format!("local GUARD_FENCE, GUARD_BORN, GUARD_ENDED = '{FENCE}', '{BORN}', '{ENDED}'\n"));
     lua.push_str(&format!("local GUARD_MOVING = '{MOVING}'\n"));
     lua.push_str(&format!("local GUARD_KEPT, GUARD_LOST, GUARD_DRAINED, GUARD_ROLLBACK = '{KEPT}', '{LOST}', '{DRAINED}', '{ROLLBACK}'\n"));
+    lua.push_str(&format!(
+        "local GUARD_MARKS, MARKER_HELD, MARKER_SHARDS = '{MARKS}', '{}', {}\n",
+        apply::MARKER_HELD,
+        apply::MARKER_SHARDS
+    ));
     let effects: Vec<String> = crate::domain::journal::EFFECT_COMMANDS.iter().map(|c| format!("{c} = true")).collect();
     lua.push_str(&format!("local EFFECT = {{{}}}\n", effects.join(", ")));
     lua.push_str(&format!("local CLAIM_ALL = '{}'\n", crate::domain::journal::CLAIM_ALL));
@@ -183,7 +190,7 @@ fn constants() -> String {
 /// constants, the prelude and the rest of the file.
 fn compose(file: &str) -> Script {
     let (shebang, body) = file.split_once('\n').expect("every script starts with its shebang line");
-    Script::new(&format!("{shebang}\n{}{PRELUDE_READ}{PRELUDE_EFFECTS}{PRELUDE}{PRELUDE_LEAGUE}{body}", constants()))
+    Script::new(&format!("{shebang}\n{}{PRELUDE_READ}{PRELUDE_EFFECTS}{PRELUDE}{PRELUDE_MARKERS}{PRELUDE_LEAGUE}{body}", constants()))
 }
 
 /// A read-only script run once a shard (`read_script!`): the shebang, the constants, the reads'

@@ -194,32 +194,6 @@ local function remove_member(key, guard_key, kind, id, member)
   return removed
 end
 
--- A marker bucket's field. Releases before 2026-11-25 kept heat and sign-in markers as strings
--- at `evt:<event id>`, so an id such as `20782:5` may have left a string where a bucket now
--- lives: that string is deleted (its 48 h were the old release's) rather than wedging the
--- shard until it expires.
-local function marker_field(bucket, field)
-  local seen = redis.pcall('HGET', bucket, field)
-  if type(seen) == 'table' and seen.err then
-    if redis.call('TYPE', bucket).ok ~= 'hash' then redis.call('DEL', bucket) end
-    return false
-  end
-  return seen
-end
-
--- Where an event id's marker field is among a board's marker buckets (today's, the day
--- before, the day after; `after` false when the caller's day is not near its end, so no
--- marker can be there yet): "conflict" for another payload's fingerprint, "<i><receipt>" for
--- this payload's (i: 0 today, 1 the day before, 2 the day after), nil when unseen.
-local function marker_seen(today, before, after, field, fingerprint)
-  local seen, i = marker_field(today, field), 0
-  if not seen then seen, i = marker_field(before, field), 1 end
-  if not seen and after then seen, i = marker_field(after, field), 2 end
-  if not seen then return nil end
-  if string.sub(seen, 1, 4) ~= fingerprint then return 'conflict' end
-  return i .. string.sub(seen, 5)
-end
-
 -- Rate limits are sliding windows: a user's log of recent writes (sorted set: marker field
 -- -> ms). Seconds until the log at `now_ms` takes another entry when it already holds `max`
 -- in the window (now - window, now]; nil when it may (max 0: no limit). Only reads.

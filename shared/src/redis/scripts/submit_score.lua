@@ -36,20 +36,22 @@ then one block per submission, from ARGV[b] (b = 18 for the first):
 b+0..2     indexes of the event-id marker buckets of the board's local day now (written), the
            day before and the day after ("0" unless near the day's end); shared with
            apply_event.lua
-b+3        index of the user's rate-limit log of score submissions on this board (sorted set)
-b+4        marker field: 8 bytes of the event id's digest
-b+5        payload fingerprint: 4 bytes of the payload's digest
-b+6        member (user id)
-b+7        refusal of a first delivery: "" (none), "too_late" or "in_future" (checked after
+b+3, b+4   the first one's local day (days since 1970-01-01) and bucket shard: its bit in the
+           guard's record of buckets (prelude_markers.lua)
+b+5        index of the user's rate-limit log of score submissions on this board (sorted set)
+b+6        marker field: 8 bytes of the event id's digest
+b+7        payload fingerprint: 4 bytes of the payload's digest
+b+8        member (user id)
+b+9        refusal of a first delivery: "" (none), "too_late" or "in_future" (checked after
            the markers, so a retry within the window is a duplicate)
-b+8        the submission's value
-b+9        the submitted score
-b+10       n, the number of periods
-b+11       the submission's journal entry (JSON, journal.rs), appended with the receipt when
+b+10       the submission's value
+b+11       the submitted score
+b+12       n, the number of periods
+b+13       the submission's journal entry (JSON, journal.rs), appended with the receipt when
            it is applied now; "" when the journal is off
-b+12       l, which of the n periods is the board's league period (docs/leagues.md); 0: none
-b+13       the submission id as notifications name it; "" when the board records no rank moves
-then n octuples from b+14: index of the period's sorted set, index of the member's statement
+b+14       l, which of the n periods is the board's league period (docs/leagues.md); 0: none
+b+15       the submission id as notifications name it; "" when the board records no rank moves
+then n octuples from b+16: index of the period's sorted set, index of the member's statement
            of that period (a hash, see apply_event.lua: "n:score" submissions applied, "p:score"
            their sum on "sum" boards; "0" when the board keeps none), kind, id, TTL in seconds
            ("0": none), time part of a score reached now, the top watched for notifications
@@ -94,14 +96,14 @@ local entries_now
 -- One submission's block, from ARGV[b]: its status, detail and the periods' standing (nil for
 -- a refusal).
 local function submit(b)
-  effects_begin(ARGV[b + 11] ~= '' and JOURNAL)
-  local field, fingerprint, member = ARGV[b + 4], ARGV[b + 5], ARGV[b + 6]
-  local value, n = tonumber(ARGV[b + 8]), tonumber(ARGV[b + 10])
+  effects_begin(ARGV[b + 13] ~= '' and JOURNAL)
+  local field, fingerprint, member = ARGV[b + 6], ARGV[b + 7], ARGV[b + 8]
+  local value, n = tonumber(ARGV[b + 10]), tonumber(ARGV[b + 12])
   -- The index in KEYS of period i's sorted set (part 0) or the member's statement (part 1).
-  local function index(i, part) return tonumber(ARGV[b + 14 + 8 * (i - 1) + part]) end
-  local function period(i, part) return ARGV[b + 14 + 8 * (i - 1) + part] end
-  local notice = ARGV[b + 13]
-  local bucket, rate_log = KEYS[tonumber(ARGV[b])], KEYS[tonumber(ARGV[b + 3])]
+  local function index(i, part) return tonumber(ARGV[b + 16 + 8 * (i - 1) + part]) end
+  local function period(i, part) return ARGV[b + 16 + 8 * (i - 1) + part] end
+  local notice = ARGV[b + 15]
+  local bucket, rate_log = KEYS[tonumber(ARGV[b])], KEYS[tonumber(ARGV[b + 5])]
 
   local function standing()
     local composites, ranks = {}, {}
@@ -113,12 +115,15 @@ local function submit(b)
     return composites, ranks
   end
 
-  local seen = marker_seen(bucket, KEYS[tonumber(ARGV[b + 1])], KEYS[tonumber(ARGV[b + 2])], field, fingerprint)
+  local seen, gone = marker_seen(bucket, KEYS[tonumber(ARGV[b + 1])], KEYS[tonumber(ARGV[b + 2])], field, fingerprint)
   if seen == 'conflict' then return 'conflict', '' end
   if seen then return 'duplicate', seen, standing() end
-  if ARGV[b + 7] ~= '' then return ARGV[b + 7], '' end
+  if ARGV[b + 9] ~= '' then return ARGV[b + 9], '' end
   local refusal, closed = guard_refusal(GUARD, member, n, function(i) return period(i, 2) end, function(i) return period(i, 3) end)
   if refusal then return refusal, closed end
+  -- A marker bucket the guard records and the lookup found gone fences the board.
+  local mark_day, mark_shard = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
+  local creates, marks = markers_check(GUARD, gone, mark_day, mark_shard, ARGV[b + 2] == '0')
   local wait = rate_wait(rate_log, rate_max, rate_window, now_ms)
   if wait then return 'rate_limited', tostring(wait) end
   -- A tournament's seat and attempts, in the same call as the score: exact under concurrency.
@@ -165,7 +170,7 @@ local function submit(b)
   if not fits then return 'out_of_range', '' end
 
   -- Every key written below that no check above has read (prelude.lua `writable`).
-  local league, at = tonumber(ARGV[b + 12]), b + 14 + 8 * n
+  local league, at = tonumber(ARGV[b + 14]), b + 16 + 8 * n
   for i = 1, n do
     if statements and string.sub(flags, i, i) ~= 'o' then
       writable(KEYS[index(i, 1)], 'hash')
@@ -194,7 +199,7 @@ local function submit(b)
     end
   end
   if notice ~= '' then writable(NOTICES, 'stream') end
-  if ARGV[b + 11] ~= '' then writable(JOURNAL, 'stream') end
+  if ARGV[b + 13] ~= '' then writable(JOURNAL, 'stream') end
 
   for i = 1, n do
     if kept[i] then
@@ -208,7 +213,7 @@ local function submit(b)
     if statements and string.sub(flags, i, i) ~= 'o' then
       local statement = KEYS[index(i, 1)]
       redis.call('HINCRBY', statement, 'n:score', 1)
-      if keep == 'sum' then redis.call('HINCRBY', statement, 'p:score', ARGV[b + 9]) end
+      if keep == 'sum' then redis.call('HINCRBY', statement, 'p:score', ARGV[b + 11]) end
       expire_once(statement, period(i, 4))
     end
   end
@@ -226,6 +231,7 @@ local function submit(b)
 
   local receipt = ((keep == 'best' and not changed) and SCORE_NOT_BETTER or SCORE_KEPT) .. flags
   redis.call('HSET', bucket, field, fingerprint .. receipt)
+  if creates then marker_created(GUARD, bucket, marks, mark_day, mark_shard) end
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
   rate_record(rate_log, rate_max, rate_window, now_ms, field)
   local joined = false
@@ -255,7 +261,7 @@ local function submit(b)
     end
     record_moves(NOTICES, notice, moves)
   end
-  journal(JOURNAL, ARGV[b + 11], receipt)
+  journal(JOURNAL, ARGV[b + 13], receipt)
   return 'new', receipt, standing()
 end
 
@@ -264,16 +270,16 @@ for _ = 1, tonumber(ARGV[1]) do
   local status, detail, composites, ranks = submit(b)
   reply[#reply + 1] = status
   reply[#reply + 1] = detail
-  local n = tonumber(ARGV[b + 10])
+  local n = tonumber(ARGV[b + 12])
   for i = 1, n do
     reply[#reply + 1] = composites and composites[i] or ''
     reply[#reply + 1] = ranks and ranks[i] or 0
   end
   if PLAYERS then
-    if not entries_now and max_entries > 0 then entries_now = redis.call('HGET', ENTRIES, ARGV[b + 6]) end
+    if not entries_now and max_entries > 0 then entries_now = redis.call('HGET', ENTRIES, ARGV[b + 8]) end
     reply[#reply + 1] = entries_now or 0
     entries_now = nil
   end
-  b = b + 14 + 8 * n + (tonumber(ARGV[b + 12]) > 0 and 11 or 0)
+  b = b + 16 + 8 * n + (tonumber(ARGV[b + 14]) > 0 and 11 or 0)
 end
 return reply
