@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use aws_sdk_s3::Client;
-use axum::http::StatusCode;
+use axum::http::{Method, StatusCode};
 use journal::{Resharder, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::services::journal::births;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_on, spawn_journaled_unborn_on};
 use standings_tests::sim::faults::DrainOnList;
-use standings_tests::{TestApp, spawn_journaled};
+use standings_tests::{ADMIN, TestApp, spawn_journaled};
 
 use crate::sharded_reshard::{far, game, reads, submit};
 
@@ -330,4 +330,29 @@ async fn a_layout_record_lost_alone_while_a_move_is_due_is_not_taken_for_a_new_b
     assert_eq!(again.as_deref(), Some("3"), "the layout the data is in");
     five.set_now(three.now());
     assert_eq!(reads(&five).await, before, "every acknowledged write is there");
+}
+
+/// A container that probed the board in its one slot bans a user after a move's switch freed it:
+/// the ban's script finds the old guard gone and is refused once (503 `board_restoring`); the
+/// next ban probes again and lands in the user's shard. Before, a ban's refusal left the probe in
+/// place, so every ban was refused until it expired (30 s): found by the simulation after a
+/// restore that recorded the shards.
+#[tokio::test]
+async fn a_ban_refused_on_a_layout_a_switch_freed_probes_again() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(scaled(1)).await;
+    assert_eq!(submit(&one, "s0", "u1", 2).await.0, StatusCode::OK);
+    let ban = async |user: &str| one.call(Method::POST, &format!("/v1/admin/users/{user}/ban"), "", ADMIN).await;
+    assert_eq!(ban("u9").await.0, StatusCode::OK, "probed in the one slot");
+    drain(&one, &client, &bucket).await;
+    let three = started(spawn_journaled_unborn_on(scaled(3), one.keys.clone()).await, &client, &bucket).await;
+    moved(&three, &client, &bucket).await;
+    let (status, reply) = ban("u8").await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
+    let (status, reply) = ban("u8").await;
+    assert_eq!(status, StatusCode::OK, "{reply}");
+    let shard = three.keys.layout("game", 3).of_user("u8").guard();
+    let banned: bool = redis::cmd("HEXISTS").arg(shard).arg("ban|u8").query_async(&mut three.redis.clone()).await.unwrap();
+    assert!(banned, "in u8's shard");
 }

@@ -225,6 +225,9 @@ impl<O: Objects> Restorer<O> {
         // A shard of a sharded board: its layout recorded before any line (the loss took the
         // record too, or the store is older than the switch to it).
         super::switches::record_restored(progress.conn, &self.objects, &self.keys, name).await?;
+        // What this container probed of the board's layout before (the older store's) is not
+        // where its writes go now.
+        self.store.forget_layout(&self.keys, crate::redis::keys::journal_board(name));
         let mut through = restore::through(progress.conn, progress.keys).await?;
         progress.report.through.clone_from(&through);
         progress.sent.clone_from(&through);
