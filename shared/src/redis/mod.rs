@@ -12,6 +12,7 @@ pub mod nodes;
 pub mod notices;
 pub mod period_sets;
 pub mod probe;
+mod refusals;
 pub mod restore;
 pub mod scan;
 pub mod scripts;
