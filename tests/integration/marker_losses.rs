@@ -107,8 +107,11 @@ async fn a_retry_whose_marker_bucket_was_lost_alone_fences_the_board_instead_of_
     let (day, shard) = (now.timestamp() / 86_400, MarkerSlot::of("e1").shard);
     let field = format!("{}{}|{}", guard::MARKS, shard / 128, day % 3);
     let marks: String = redis::cmd("HGET").arg(&guard).arg(&field).query_async(&mut conn).await.unwrap();
-    let digit = u8::from_str_radix(&marks[format!("{day}|").len()..][usize::from(shard % 128 / 4)..][..1], 16).unwrap();
-    assert_eq!((marks.len(), digit & (1 << (shard % 4)) != 0), (6 + 32, true), "{marks}: its bit");
+    let parts: Vec<&str> = marks.split('|').collect();
+    let expiry: i64 = redis::cmd("PEXPIRETIME").arg(&bucket).query_async(&mut conn).await.unwrap();
+    assert_eq!((parts[0], parts[1]), (day.to_string().as_str(), expiry.to_string().as_str()), "{marks}: the day, its bucket's expiry");
+    let digit = u8::from_str_radix(&parts[2][usize::from(shard % 128 / 4)..][..1], 16).unwrap();
+    assert_eq!((parts[2].len(), digit & (1 << (shard % 4)) != 0), (32, true), "{marks}: its bit");
     del(&app, &bucket).await;
     let kept = beside_the_guard(&app, "forum").await;
 
@@ -179,4 +182,28 @@ async fn a_bucket_from_before_the_record_is_recorded_by_its_next_write() {
     del(&app, &bucket).await;
     let (status, reply) = app.event(comment(&same)).await;
     refused(status, &reply);
+}
+
+/// A bucket gone because its time is up, by Redis's clock, is no loss, whatever the writer's
+/// clock says (a queue's message dated the day before, a restore deciding writes again at their
+/// time): here its record's expiry is put in the past and the bucket deleted, as expiring left
+/// them, and the event's retry is a new event (its marker's window passed), nothing fenced.
+#[tokio::test]
+async fn a_bucket_whose_time_is_up_is_no_loss() {
+    let app = spawn_journaled(config()).await;
+    let now = at("2026-11-22T10:00:00Z");
+    app.set_now(now);
+    assert_eq!(app.event(comment("e1")).await.0, StatusCode::OK);
+    let (day, shard) = (now.timestamp() / 86_400, MarkerSlot::of("e1").shard);
+    let (guard, field) = (app.keys.board("forum").guard(), format!("{}{}|{}", guard::MARKS, shard / 128, day % 3));
+    let mut conn = app.redis.clone();
+    let marks: String = redis::cmd("HGET").arg(&guard).arg(&field).query_async(&mut conn).await.unwrap();
+    let (seconds, _): (i64, i64) = redis::cmd("TIME").query_async(&mut conn).await.unwrap();
+    let parts: Vec<&str> = marks.split('|').collect();
+    let up = format!("{}|{}|{}", parts[0], seconds * 1000 - 10_000, parts[2]);
+    let _: () = redis::cmd("HSET").arg(&guard).arg(&field).arg(up).query_async(&mut conn).await.unwrap();
+    del(&app, &bucket_of(&app, "forum", "e1", now)).await;
+    let (status, again) = app.event(comment("e1")).await;
+    assert_eq!((status, &again["duplicate"]), (StatusCode::OK, &json!(false)), "{again}");
+    assert_eq!(all_time(&app, "forum").await, 6);
 }

@@ -36,8 +36,8 @@ pub const TARGET: &str = "target";
 /// while the guard survived (docs/journal.md#losses).
 pub const KEPT: &str = "kept|";
 /// Prefix of the records of the marker buckets journaled writes created (docs/journal.md#losses):
-/// "marks|<group>|<day mod 3>" holds "<day>|" and a bit a bucket shard of that group (128 of
-/// them), in hex (prelude_markers.lua). A bucket they record that a write finds not held was lost
+/// "marks|<group>|<day mod 3>" holds "<day>|<earliest expiry, ms>|" and a bit a bucket shard of
+/// that group (128 of them), in hex (prelude_markers.lua). A bucket they record that a write finds not held was lost
 /// while the guard survived. A move's switch drops them from the new layout's guards (their
 /// lines were recorded for the old layout's buckets).
 pub const MARKS: &str = "marks|";

@@ -163,7 +163,7 @@ local function apply(block, reply)
     if guards[i + 1] then return answer(reply, boards, points_now, ranks, 'period_closed', id[i]) end
   end
   -- A marker bucket the guard records and the event's lookup found gone fences the board.
-  local creates, marks = markers_check(GUARD, gone, mark_day, mark_shard, after == 0)
+  local creates, marks = markers_check(GUARD, gone, mark_day, mark_shard)
 
   -- Rate limit: only read here; the event is logged with the other writes, so a refused
   -- event leaves no trace.
@@ -354,8 +354,8 @@ local function apply(block, reply)
   if capped > 0 then receipt = receipt .. ',' .. capped end
   if differ then receipt = receipt .. ';' .. table.concat(changes, ',') end
   redis.call('HSET', bucket, field, fingerprint .. receipt)
-  if creates then marker_created(GUARD, bucket, marks, mark_day, mark_shard) end
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
+  if creates then marker_created(GUARD, bucket, marks, mark_day, mark_shard) end
   if rate_max > 0 then rate_record(rate_log, rate_max, rate_window, now_ms, field) end
   journal(JOURNAL, entry, receipt)
   return answer(reply, boards, points_now, ranks, 'new', receipt)

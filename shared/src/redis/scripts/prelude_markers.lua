@@ -8,8 +8,8 @@ end of the next day). A bucket lost alone (a bad DEL, an eviction: buckets have 
 the retry of an event it held be applied again, so on a journaled board (docs/journal.md#losses)
 the write that creates a bucket writes MARKER_HELD in it and records it in the guard (a bit a
 bucket, MARKS_GROUP buckets of a local day a field: GUARD_MARKS .. '<group>|<day mod 3>' holding
-"<day>|" and MARKS_GROUP / 4 hex digits, so each stays a short value and the fields of a day two
-days gone are the ones the next day's record takes over), and a write that finds a bucket it
+"<day>|<the earliest of their expiries, ms>|" and MARKS_GROUP / 4 hex digits, so each stays a
+short value and the fields of a day three days gone are the ones that day's record takes over), and a write that finds a bucket it
 reads without MARKER_HELD while the guard records it fences the board, nothing else written. A
 bucket from before this record (no MARKER_HELD, not recorded) is recorded by its next write
 that finds it so, as a new one would be.
@@ -68,42 +68,54 @@ local function marker_seen(today, before, after, field, fingerprint)
   return i .. string.sub(seen, 5)
 end
 
--- The digits `record` (a guard's marks field) holds for local day `day`; nil: none.
+-- The expiry (ms, Redis's clock) and digits `record` (a guard's marks field) holds for local
+-- day `day`; nil: none.
 local function marks_of(record, day)
   if not record then return nil end
-  local sep = string.find(record, '|', 1, true)
-  if tonumber(string.sub(record, 1, sep - 1)) ~= day then return nil end
-  return string.sub(record, sep + 1)
+  local held, expiry, digits = string.match(record, '^(%d+)|(%-?%d+)|(%x+)$')
+  if tonumber(held) ~= day then return nil end
+  return tonumber(expiry), digits
 end
 
 -- A journaled write's check of the buckets it read not held (`gone`, marker_seen's; the event
 -- unseen) for its local day `day`'s bucket shard `shard`: fences the board (and refuses) when
--- the guard records one of them, the day before's only while it surely lives (`before_lives`:
--- not near the day's end, when its TTL may be up on another function's clock). Returns whether
--- today's bucket is created by this write, and the guard's field for it as read.
-local function markers_check(guard_key, gone, day, shard, before_lives)
+-- the guard records one of them while, by Redis's clock, none of that record's buckets can have
+-- expired yet (its earliest expiry, a second's margin: a queue's message dated the day before, a
+-- restore deciding writes again at their time, a clock ahead, read buckets whose time is up).
+-- Returns whether today's bucket is created by this write, and the guard's field for it.
+local function markers_check(guard_key, gone, day, shard)
   if not effects or #gone == 0 then return false end
-  local creates, recorded = false, nil
+  local fields = {}
+  for i, offset in ipairs(gone) do fields[i] = marks_field(day + offset, shard) end
+  local records = redis.call('HMGET', guard_key, unpack(fields))
   local at, flag = marks_digit(shard)
-  for _, offset in ipairs(gone) do
-    local record = redis.call('HGET', guard_key, marks_field(day + offset, shard))
-    local digits = marks_of(record, day + offset)
-    if (offset ~= -1 or before_lives) and digits and bit.band(tonumber(string.sub(digits, at, at), 16), flag) ~= 0 then
-      fence_lost(guard_key)
+  local creates, recorded, now = false, nil, nil
+  for i, offset in ipairs(gone) do
+    local expiry, digits = marks_of(records[i], day + offset)
+    if digits and bit.band(tonumber(string.sub(digits, at, at), 16), flag) ~= 0 then
+      if not now then
+        local time = raw_redis.call('TIME')
+        now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+      end
+      if expiry < 0 or now + 1000 < expiry then fence_lost(guard_key) end
     end
-    if offset == 0 then creates, recorded = true, record end
+    if offset == 0 then creates, recorded = true, records[i] end
   end
   return creates, recorded
 end
 
 -- Records that this write created local day `day`'s bucket shard `shard` (`markers_check`
--- said so; `record` the guard's field for it as read): MARKER_HELD in the bucket, its bit in
--- the field (a field holding another day's is taken over).
+-- said so; `record` the guard's field for it as read), once the bucket has its TTL:
+-- MARKER_HELD in the bucket, its bit and expiry in the field (the earliest of its buckets'; a
+-- field holding another day's is taken over).
 local function marker_created(guard_key, bucket, record, day, shard)
   redis.call('HSET', bucket, MARKER_HELD, 1)
-  local digits = marks_of(record, day) or NO_MARKS
+  local expiry, digits = marks_of(record, day)
+  digits = digits or NO_MARKS
+  local mine = redis.call('PEXPIRETIME', bucket)
+  if not expiry or (mine >= 0 and (expiry < 0 or mine < expiry)) then expiry = mine end
   local at, flag = marks_digit(shard)
   local digit = bit.bor(tonumber(string.sub(digits, at, at), 16), flag)
   digits = string.sub(digits, 1, at - 1) .. string.format('%x', digit) .. string.sub(digits, at + 1)
-  redis.call('HSET', guard_key, marks_field(day, shard), day .. '|' .. digits)
+  redis.call('HSET', guard_key, marks_field(day, shard), string.format('%d|%.0f|%s', day, expiry, digits))
 end

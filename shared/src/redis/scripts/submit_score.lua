@@ -123,7 +123,7 @@ local function submit(b)
   if refusal then return refusal, closed end
   -- A marker bucket the guard records and the lookup found gone fences the board.
   local mark_day, mark_shard = tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4])
-  local creates, marks = markers_check(GUARD, gone, mark_day, mark_shard, ARGV[b + 2] == '0')
+  local creates, marks = markers_check(GUARD, gone, mark_day, mark_shard)
   local wait = rate_wait(rate_log, rate_max, rate_window, now_ms)
   if wait then return 'rate_limited', tostring(wait) end
   -- A tournament's seat and attempts, in the same call as the score: exact under concurrency.
@@ -231,8 +231,8 @@ local function submit(b)
 
   local receipt = ((keep == 'best' and not changed) and SCORE_NOT_BETTER or SCORE_KEPT) .. flags
   redis.call('HSET', bucket, field, fingerprint .. receipt)
-  if creates then marker_created(GUARD, bucket, marks, mark_day, mark_shard) end
   redis.call('EXPIRE', bucket, ARGV[2], 'NX')
+  if creates then marker_created(GUARD, bucket, marks, mark_day, mark_shard) end
   rate_record(rate_log, rate_max, rate_window, now_ms, field)
   local joined = false
   local league_composite = league > 0 and redis.call('ZSCORE', KEYS[index(league, 0)], member)
