@@ -29,7 +29,8 @@ use chrono::{DateTime, Utc};
 use redis::aio::ConnectionLike;
 
 use super::error::StoreError;
-use super::keys::{BoardKeys, Keys};
+use super::keys::Keys;
+use super::layout_signs::{held_sets, holds_periods, is_born};
 use crate::domain::config::{Board, BoardKind};
 use crate::domain::guard;
 use crate::domain::period::Period;
@@ -170,15 +171,15 @@ async fn probe(
     keys: &Keys,
     board: &Board,
     now: DateTime<Utc>,
-    record: bool,
+    mut record: bool,
 ) -> Result<(Recorded, bool), StoreError> {
     let one_slot = keys.board(&board.name);
     let (layout, scale) = (keys.board_layout(&board.name), keys.board_scale(&board.name));
     let periods: Vec<String> = board.periods.iter().map(|kind| one_slot.period(&Period::containing(*kind, now, board.timezone))).collect();
     // One snapshot: a move's switch writes both records in one command, and a probe that read
     // one before it and one after would decode one generation at the other's scale.
-    type Found = (Option<String>, Option<i64>, u64, u64, (Option<i64>, Option<String>));
-    let (recorded, recorded_scale, guarded, scored, (copied, born)): Found = redis::pipe()
+    type Found = (Option<String>, Option<i64>, u64, u64, (Option<i64>, Option<String>, Option<String>));
+    let (recorded, recorded_scale, guarded, scored, (copied, born, target)): Found = redis::pipe()
         .atomic()
         .get(&layout)
         .get(&scale)
@@ -189,6 +190,7 @@ async fn probe(
         .arg(one_slot.guard())
         .arg(guard::SCALE)
         .arg(guard::BORN)
+        .arg(guard::TARGET)
         .query_async(conn)
         .await
         .map_err(StoreError::from)?;
@@ -197,6 +199,10 @@ async fn probe(
     let generation = recorded.map_or(0, |(_, generation)| generation);
     let shards = match recorded.map(|(shards, _)| shards) {
         Some(shards) => shards,
+        // The one slot born as a move's target (`guard::TARGET`): the data is in the layout the
+        // lost record named, which only the restore finds (found by the simulation: a 4 → 1 move
+        // due, the record lost, writes went into the empty one slot).
+        None if keys.journal_on() && target.is_some() => return Err(StoreError::Restoring),
         None if board.shards > 1 && guarded + scored > 0 => 1,
         // Only a sharded layout needs a record: data in the one slot is found there again by
         // the next probe (and a board of one shard writes no key a read or a restore would not).
@@ -206,6 +212,9 @@ async fn probe(
         // next time, so the restore that brings the record back is seen at once.
         None if board.shards == 1 => {
             holds = !keys.journal_on() || guarded + scored > 0;
+            // Nothing there on a journaled board: its script refuses the write (no guard born),
+            // so it records no scale either (another generation's may be the board's).
+            record &= holds;
             1
         }
         // A first write records the configured layout only on a new board: with a journal, one
@@ -296,56 +305,6 @@ async fn probe(
             .map_err(StoreError::from)?;
     }
     Ok((Recorded { shards, generation, max_score }, holds))
-}
-
-/// Whether `keys`'s guard is born a new board's (docs/journal.md#fence): not a move's target.
-async fn is_born(conn: &mut (impl ConnectionLike + Send), keys: &BoardKeys) -> Result<bool, StoreError> {
-    let (born, target): (Option<String>, Option<String>) =
-        redis::cmd("HMGET").arg(keys.guard()).arg(guard::BORN).arg(guard::TARGET).query_async(conn).await.map_err(StoreError::from)?;
-    Ok(born.is_some() && target.is_none())
-}
-
-/// Whether the board's one slot holds a period set, live or frozen, of a period still kept
-/// (each kind's periods back to its retention, `PeriodKind::retention`): one `EXISTS`.
-async fn holds_periods(
-    conn: &mut (impl ConnectionLike + Send),
-    keys: &BoardKeys,
-    board: &Board,
-    now: DateTime<Utc>,
-) -> Result<bool, StoreError> {
-    let mut held = Vec::new();
-    for kind in &board.periods {
-        let current = Period::containing(*kind, now, board.timezone);
-        let kept = |period: &Period| match (period.end, kind.retention()) {
-            (Some(end), Some(retention)) => end.with_timezone(&Utc) + retention > now,
-            _ => true,
-        };
-        for period in std::iter::once(current.clone()).chain(current.before()).take(40).take_while(kept) {
-            held.extend([keys.period(&period), keys.frozen(&period)]);
-        }
-    }
-    let found: u64 = redis::cmd("EXISTS").arg(&held).query_async(conn).await.map_err(StoreError::from)?;
-    Ok(found > 0)
-}
-
-/// Whether the board's guard names a period set it held, live, frozen or released (a
-/// journaled board records each as it is created: docs/journal.md#losses): an `HSCAN` of the
-/// guard (its bans and records), made only while a score board configured with a `max_score`
-/// has no scale record and no score in its current periods: by each read of such a board (a
-/// new one, until its first write records the scale) and by that first write.
-async fn held_sets(conn: &mut (impl ConnectionLike + Send), keys: &BoardKeys) -> Result<bool, StoreError> {
-    let mut cursor = 0u64;
-    loop {
-        let (next, pairs): (u64, Vec<String>) =
-            redis::cmd("HSCAN").arg(keys.guard()).arg(cursor).arg("COUNT").arg(1000).query_async(conn).await.map_err(StoreError::from)?;
-        if pairs.iter().step_by(2).any(|field| [guard::KEPT, guard::CLOSED, guard::RELEASED].iter().any(|p| field.starts_with(p))) {
-            return Ok(true);
-        }
-        if next == 0 {
-            return Ok(false);
-        }
-        cursor = next;
-    }
 }
 
 /// A layout record: `<shards>` or `<shards>:<generation>`.

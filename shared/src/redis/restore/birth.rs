@@ -13,12 +13,13 @@ use crate::redis::layout;
 /// What journal `name`'s layout is to its board.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Role {
-    /// The layout the board's record names (or a board's own one slot, which needs no record).
+    /// The layout the board's record names (or a board's own one slot holding its guard, which
+    /// needs no record).
     Data,
     /// Another layout than the one the board's data is in (its record's text): a move's target.
     Target(String),
-    /// A layout of shards while the board records none: a new board, or one whose record was
-    /// lost (its journal's objects under any layout tell the two apart).
+    /// A layout while the board records none and its one slot holds no guard: a new board, or
+    /// one whose record was lost (its journal's objects under any layout tell the two apart).
     Unrecorded,
 }
 
@@ -33,12 +34,11 @@ pub async fn held(conn: &mut (impl ConnectionLike + Send), keys: &Keys, board: &
 }
 
 /// `name`'s role, from the layout the store holds the board's data in (`held`): without one,
-/// a layout of shards is unrecorded.
+/// unrecorded. The one slot too: a move from shards back to it makes it a target, and a board
+/// whose record was lost with its data in shards holds no guard there (found by the simulation:
+/// the one slot judged new beside shards holding the board took its writes).
 pub async fn role(conn: &mut (impl ConnectionLike + Send), keys: &Keys, name: &str) -> Result<Role, StoreError> {
-    if !name.contains(':') {
-        return Ok(Role::Data);
-    }
-    let layout = (journal_shards(name), journal_generation(name));
+    let layout = if name.contains(':') { (journal_shards(name), journal_generation(name)) } else { (1, 0) };
     Ok(match held(conn, keys, journal_board(name)).await? {
         Some(held) if held == layout => Role::Data,
         Some((shards, generation)) => Role::Target(layout::text(shards, generation)),
