@@ -445,7 +445,14 @@ mod tests {
             let preludes = if read_only {
                 super::PRELUDE_READ.to_owned()
             } else {
-                format!("{}{}{}{}", super::PRELUDE_READ, super::PRELUDE_EFFECTS, super::PRELUDE, super::PRELUDE_LEAGUE)
+                format!(
+                    "{}{}{}{}{}",
+                    super::PRELUDE_READ,
+                    super::PRELUDE_EFFECTS,
+                    super::PRELUDE,
+                    super::PRELUDE_MARKERS,
+                    super::PRELUDE_LEAGUE
+                )
             };
             let expected = format!("{shebang}\n{text}{preludes}{body}");
             assert_eq!(composed.get_hash(), super::Script::new(&expected).get_hash(), "{path:?}");
