@@ -339,6 +339,19 @@ async fn a_layout_record_lost_alone_while_a_move_is_due_is_not_taken_for_a_new_b
 /// restore that recorded the shards.
 #[tokio::test]
 async fn a_ban_refused_on_a_layout_a_switch_freed_probes_again() {
+    ban_after_a_switch(false).await;
+}
+
+/// The same when the deployment's record of bans is gone too, so the ban first reads every
+/// board's guards for the bans made before the record (decided in Rust, not refused by a
+/// script): it forgets the probe of a board whose guard it found unborn. Before, every ban was
+/// refused until the probe expired.
+#[tokio::test]
+async fn a_ban_seeding_the_record_on_a_layout_a_switch_freed_probes_again() {
+    ban_after_a_switch(true).await;
+}
+
+async fn ban_after_a_switch(record_lost: bool) {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
     let one = spawn_journaled(scaled(1)).await;
@@ -348,6 +361,9 @@ async fn a_ban_refused_on_a_layout_a_switch_freed_probes_again() {
     drain(&one, &client, &bucket).await;
     let three = started(spawn_journaled_unborn_on(scaled(3), one.keys.clone()).await, &client, &bucket).await;
     moved(&three, &client, &bucket).await;
+    if record_lost {
+        let _: () = redis::cmd("DEL").arg(three.keys.catalog().banned_users()).query_async(&mut three.redis.clone()).await.unwrap();
+    }
     let (status, reply) = ban("u8").await;
     assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
     let (status, reply) = ban("u8").await;

@@ -323,9 +323,10 @@ enum Then {
     /// the run stored the window's writes as the journal's, and the restore then rebuilt the
     /// board without the writes drained between the snapshot and the rollback).
     GuardLostRecordUnread,
-    /// The board rebuilt and its window being decided (the fence lifted), a live write taken,
-    /// then its guard lost (found by review: the window kept its first end, and the rebuild's
-    /// wipe took the live write's effects, never applied again).
+    /// The board rebuilt and its window decided (the fence lifted), a live write taken, then its
+    /// guard lost (found by review: the window kept its first end, and the rebuild's wipe took
+    /// the live write's effects, never applied again). The decisions and the live write are then
+    /// history, applied as recorded.
     GuardLostMidWindow,
 }
 
@@ -343,7 +344,7 @@ async fn writes_between_a_rollback_and_its_fence_survive_a_loss_of_every_key() {
 }
 
 #[tokio::test]
-async fn a_guard_lost_while_the_window_is_decided_decides_the_live_writes_after_it_again() {
+async fn a_guard_lost_while_the_window_is_decided_keeps_the_live_writes_after_it() {
     writes_in_the_window(Window::Points, Then::GuardLostMidWindow).await;
 }
 

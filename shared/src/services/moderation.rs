@@ -200,6 +200,9 @@ impl Moderation {
                 if self.keys.journal_on()
                     && (!fields.iter().any(|f| f == crate::domain::guard::BORN) || fields.iter().any(|f| f == crate::domain::guard::FENCE))
                 {
+                    // A move's switch may have freed the layout this container probed: the
+                    // retry reads the layout again (as a script's refusal does, redis/refusals.rs).
+                    self.store.forget_layout(&self.keys, &board.name);
                     continue;
                 }
                 intact = true;

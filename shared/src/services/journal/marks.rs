@@ -101,12 +101,21 @@ pub async fn prepare<O: Objects>(
     if let (true, Some(stored)) = (rolled_back, marks.get(name)) {
         // The window is kept in S3 first (the drain kept it if it saw the rollback), and put
         // back where a loss since took the stream with it: decided again either way. A window
-        // decided already (a restore completed, and a loss of the guard since, before a drain
-        // stored the new decisions) left the stream for those new decisions, after it: decided
-        // again with it.
+        // a restore stopped deciding part-way (then a loss of the guard) left in the stream the
+        // lines still to decide and, after them, the decisions it made: decided again together.
         windows::keep(conn, keys, objects, prefix, name, stored).await?;
         let through = windows::bring_back(conn, keys, objects, prefix, name, stored).await?;
         let newest = journal::newest_id(conn, keys).await?.filter(|newest| stream_order(newest) > stream_order(stored));
+        // A window a restore decided whole (each line taken out of the stream, its new decision
+        // journaled after it), then a loss of the guard before a drain: those decisions are
+        // history, made on the rebuilt board, applied as recorded like any write since, and its
+        // surviving keys are intact. Decided again, they met the board as it is now (a season
+        // archived since refused them; found by the simulation).
+        if !born && decided_whole(conn, keys, name, stored, through.as_deref(), newest.as_deref()).await? {
+            // (A restore killed before it forgot the window leaves it recorded: it is done.)
+            rollback::redecided(conn, keys).await?;
+            return Ok(false);
+        }
         let through = [through, newest].into_iter().flatten().max_by_key(|id| stream_order(id));
         if let (Some(newest), false) = (through, name == crate::redis::keys::CATALOG_JOURNAL) {
             rollback::mark_redecide(conn, keys, stored, &newest).await?;
@@ -131,6 +140,23 @@ pub async fn prepare<O: Objects>(
             Ok(false)
         }
     }
+}
+
+/// Whether the stream holds none of the window after `stored` through `window` and entries
+/// after it: the window's lines were decided again, and what follows them is their decisions.
+async fn decided_whole(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    name: &str,
+    stored: &str,
+    window: Option<&str>,
+    newest: Option<&str>,
+) -> Result<bool, RestoreError> {
+    let (Some(window), Some(newest)) = (window, newest) else { return Ok(false) };
+    if stream_order(newest) <= stream_order(window) {
+        return Ok(false);
+    }
+    Ok(journal::after_until(conn, keys, name, Some(stored), window, 1).await?.is_empty())
 }
 
 #[cfg(test)]
