@@ -216,7 +216,10 @@ impl World {
         let id = format!("unrecorded{}", self.stats.steps);
         let body = json!({"event_id": id, "user_id": "u0", "action": "post"});
         let (status, reply) = fresh.event(body.clone()).await;
-        if held.is_some() {
+        // In its one slot (generation 0), the guild is found by its data there, as a board
+        // written before layouts were recorded is (docs/scaling.md#changing-shards).
+        let in_one_slot = held.as_deref() == Some("1");
+        if held.is_some() && !in_one_slot {
             if status != StatusCode::SERVICE_UNAVAILABLE || reply["error"]["code"] != "board_restoring" {
                 return Err(format!("a post to the guild, its layout record ({held:?}) lost while a move is due: {status} {reply}"));
             }
@@ -226,7 +229,7 @@ impl World {
         } else {
             let mut next = self.model.clone();
             let expect = next.post(&id, &body.to_string(), "u0", self.now());
-            self.agree("a post to the guild in its one slot, no record to lose", &expect, status, &reply, false)?;
+            self.agree("a post to the guild in its one slot, its record lost or never written", &expect, status, &reply, false)?;
             self.model = next;
         }
         std::mem::swap(&mut self.app, moved);
@@ -235,7 +238,7 @@ impl World {
         restored.map_err(|e| format!("the restore after the guild's layout record was lost: {e}"))?;
         let again: Option<String> = redis::cmd("GET").arg(&layout).query_async(&mut conn).await.expect("GET");
         // Nothing recorded (a guild never written, or in its one slot): a post records what it finds.
-        if held.is_some() && again != held {
+        if held.is_some() && !in_one_slot && again != held {
             return Err(format!("the guild's layout record after its restore: {again:?}, it was {held:?}"));
         }
         self.check_reads().await.map_err(|e| format!("a read after the guild's layout record was restored: {e}"))
