@@ -106,6 +106,9 @@ impl World {
         self.drain().await?;
         // A forum lost when the copy is taken comes back lost: the copy refuses its writes.
         let lost_in_copy = self.forum_lost;
+        // So do the others and the catalog (a restore part-way when the copy was taken: its
+        // fences come back with the copy).
+        let others_in_copy = (self.others_lost, self.all_lost);
         if let Some(server) = self.server.as_ref() {
             server.snapshot();
         }
@@ -121,7 +124,8 @@ impl World {
             server.roll_back().await;
         }
         // The guild moved (or posted to) since the copy: the copy's guild is older than its journal.
-        self.others_lost |= moved.is_some();
+        self.others_lost |= moved.is_some() || others_in_copy.0;
+        self.all_lost |= others_in_copy.1;
         self.reconnected().await;
         let retried = Self::comments(first_id, &users[..users.len().min(1)]);
         let fresh = Self::comments(first_id, users).into_iter().map(|sent| Sent { id: format!("w{}", sent.id), ..sent });
