@@ -64,6 +64,7 @@ mod restore_losses;
 mod restore_model;
 mod restore_profiles;
 mod rollback;
+mod rollback_windows;
 mod round_trips;
 mod rules;
 mod runtime_api;

@@ -15,16 +15,16 @@ use standings_tests::TestApp;
 use standings_tests::journal::{drain_to_new_bucket, spawn_journaled_at};
 use standings_tests::servers::{RedisCluster, RedisServer, eventually};
 
-fn far() -> chrono::DateTime<Utc> {
+pub(crate) fn far() -> chrono::DateTime<Utc> {
     Utc::now() + Duration::minutes(5)
 }
 
-async fn learn(app: &TestApp, id: &str, user: &str) -> (StatusCode, serde_json::Value) {
+pub(crate) async fn learn(app: &TestApp, id: &str, user: &str) -> (StatusCode, serde_json::Value) {
     app.set_now(Utc::now());
     app.event(json!({"event_id": id, "user_id": user, "action": "learning"})).await
 }
 
-async fn points(app: &TestApp, user: &str) -> (StatusCode, Option<i64>) {
+pub(crate) async fn points(app: &TestApp, user: &str) -> (StatusCode, Option<i64>) {
     let (status, me) = app.get(&format!("/v1/boards/points/users/{user}?period=season")).await;
     (status, me["score"].as_i64())
 }

@@ -104,18 +104,20 @@ pub async fn prepare<O: Objects>(
         // a restore stopped deciding part-way (then a loss of the guard) left in the stream the
         // lines still to decide and, after them, the decisions it made: decided again together.
         windows::keep(conn, keys, objects, prefix, name, stored).await?;
-        let through = windows::bring_back(conn, keys, objects, prefix, name, stored).await?;
+        let window = windows::bring_back(conn, keys, objects, prefix, name, stored).await?;
         let newest = journal::newest_id(conn, keys).await?.filter(|newest| stream_order(newest) > stream_order(stored));
         // A window a restore decided whole (each line taken out of the stream, its new decision
         // journaled after it), then a loss of the guard before a drain: those decisions are
         // history, made on the rebuilt board, applied as recorded like any write since, and its
         // surviving keys are intact. Decided again, they met the board as it is now (a season
         // archived since refused them; found by the simulation).
-        if !born && decided_whole(conn, keys, name, stored, through.as_deref(), newest.as_deref()).await? {
+        if !born && decided_whole(conn, keys, name, stored, window.as_deref(), newest.as_deref()).await? {
             // (A restore killed before it forgot the window leaves it recorded: it is done.)
             rollback::redecided(conn, keys).await?;
             return Ok(false);
         }
+        // (An empty window ends at the record: nothing of it to decide.)
+        let through = window.filter(|end| stream_order(end) > stream_order(stored));
         let through = [through, newest].into_iter().flatten().max_by_key(|id| stream_order(id));
         if let (Some(newest), false) = (through, name == crate::redis::keys::CATALOG_JOURNAL) {
             rollback::mark_redecide(conn, keys, stored, &newest).await?;
@@ -142,8 +144,12 @@ pub async fn prepare<O: Objects>(
     }
 }
 
-/// Whether the stream holds none of the window after `stored` through `window` and entries
-/// after it: the window's lines were decided again, and what follows them is their decisions.
+/// Whether the stream holds none of the window's writes after `stored` through its end and
+/// entries after it: the window's writes were decided again, and what follows is their
+/// decisions. The end is the later of the window's (`window`, its manifest's) and the one a
+/// restore recorded when it found the window part-decided (raised then to the decisions made,
+/// decided again with it). Records (a season's release, a reshard's) stay in the stream for the
+/// drain whether decided or not: they say nothing either way.
 async fn decided_whole(
     conn: &mut Connection,
     keys: &BoardKeys,
@@ -152,12 +158,25 @@ async fn decided_whole(
     window: Option<&str>,
     newest: Option<&str>,
 ) -> Result<bool, RestoreError> {
-    let (Some(window), Some(newest)) = (window, newest) else { return Ok(false) };
-    if stream_order(newest) <= stream_order(window) {
+    let recorded = rollback::redecide(conn, keys).await?.map(|(_, end)| end);
+    let end = [window.map(str::to_owned), recorded].into_iter().flatten().max_by_key(|id| stream_order(id));
+    let (Some(end), Some(newest)) = (end, newest) else { return Ok(false) };
+    if stream_order(newest) <= stream_order(&end) {
         return Ok(false);
     }
-    Ok(journal::after_until(conn, keys, name, Some(stored), window, 1).await?.is_empty())
+    let mut cursor = stored.to_owned();
+    loop {
+        let page = journal::after_until(conn, keys, name, Some(&cursor), &end, WINDOW_PAGE).await?;
+        let Some(last) = page.last() else { return Ok(true) };
+        if page.iter().any(|line| !line.is_record()) {
+            return Ok(false);
+        }
+        cursor = last.id.clone();
+    }
 }
+
+/// Lines of a window read a page at a time by `decided_whole`.
+const WINDOW_PAGE: usize = 100;
 
 #[cfg(test)]
 mod tests {

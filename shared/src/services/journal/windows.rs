@@ -50,8 +50,8 @@ struct Manifest {
     objects: Vec<String>,
 }
 
-/// Stores the entries of `journal`'s stream after `after` (the drain's record), unless a window
-/// after that record is stored already or the stream holds none.
+/// Stores the entries of `journal`'s stream after `after` (the drain's record), none if it holds
+/// none, unless a window after that record is stored already.
 pub async fn keep<O: Objects>(
     conn: &mut Connection,
     keys: &BoardKeys,
@@ -74,15 +74,17 @@ pub async fn keep<O: Objects>(
         names.push(name);
         cursor = last.id.clone();
     }
-    if !names.is_empty() {
-        let body = serde_json::to_vec(&Manifest { through: cursor, objects: names }).expect("a manifest serializes");
-        objects.put_new(&manifest, body).await?;
-    }
+    // An empty window is kept too (`through` = `after`): entries a later `keep` would find are
+    // live writes after its restore (its guard lost before a drain), never a window's, and
+    // are never decided again (found by review).
+    let body = serde_json::to_vec(&Manifest { through: cursor, objects: names }).expect("a manifest serializes");
+    objects.put_new(&manifest, body).await?;
     Ok(())
 }
 
 /// The window stored after `after`, put back in the stream where the stream lacks it (a loss
-/// took the stream since): its newest entry, or `None` when no window is stored.
+/// took the stream since): its newest entry (`after` itself for an empty window), or `None`
+/// when no window is stored.
 pub async fn bring_back<O: Objects>(
     conn: &mut Connection,
     keys: &BoardKeys,
