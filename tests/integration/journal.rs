@@ -292,3 +292,29 @@ async fn duckdb_reads_every_applied_event_once() {
     assert!(rows.iter().all(|(_, board, _)| board == "points"));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The stream holds a write's effects as compact text (docs/journal.md#effects, about a quarter
+/// smaller than JSON); the drain stores them in S3 as the JSON a line carries, the same effects.
+#[tokio::test]
+async fn effects_are_compact_in_the_stream_and_json_in_s3() {
+    use standings::domain::journal::Effects;
+    let app = spawn_journaled(Config::default_boards()).await;
+    let event = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "p1"});
+    assert_eq!(app.event(event).await.0, StatusCode::OK);
+    let key = app.keys.board("activity").journal();
+    let entries: Vec<(String, HashMap<String, String>)> =
+        redis::cmd("XRANGE").arg(&key).arg("-").arg("+").query_async(&mut app.redis.clone()).await.unwrap();
+    let [(_, fields)] = entries.as_slice() else { panic!("one entry: {entries:?}") };
+    let recorded = &fields["x"];
+    assert!(!recorded.starts_with('[') && !recorded.contains('"'), "{recorded:?}");
+    let effects = Effects::parse_compact(recorded).unwrap();
+    assert!(effects.commands.iter().any(|c| c.name == "ZADD" && c.key.starts_with(":z:")), "{effects:?}");
+    assert!(recorded.len() * 5 < effects.to_value().to_string().len() * 4, "compact: {} bytes", recorded.len());
+
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    assert!(app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await.complete);
+    let lines = lines(&client, &bucket, &app).await;
+    let [line] = lines.as_slice() else { panic!("one line: {lines:?}") };
+    assert_eq!(Effects::parse(&line["effects"]).unwrap(), effects);
+}

@@ -8,6 +8,7 @@ pub mod config;
 pub mod correction;
 pub mod decay;
 pub mod distribution;
+pub mod effects;
 pub mod guard;
 pub mod ids;
 pub mod journal;

@@ -11,9 +11,13 @@ journaled write. A fragment like it: local functions only, no shebang, no key of
 -- TTL commands are not recorded: the journal entry carries each written key's absolute expiry
 -- after the write instead (`journal`). `redis` below is this script's own: it records, then
 -- calls Redis's.
--- The commands recorded are EFFECT's (journal.rs `EFFECT_COMMANDS`); an argument that is not
--- printable ASCII (a marker's digest) is recorded as \1 and its bytes in hex, so the entry
--- stays JSON text.
+-- The commands recorded are EFFECT's (effects.rs `EFFECT_COMMANDS`); an argument that is not
+-- printable ASCII (a marker's digest) is recorded as \1 and its bytes in hex, so every word
+-- is printable and the separators below (\2 \3 \4) never occur in one.
+-- Recorded as text, not JSON (effects.rs `Effects::parse_compact`): the words of a command
+-- joined by \2, commands by \3, then \4 and each written key's expiry joined by \2, in the
+-- order the keys were first written. A key is named in full the first time, then by that
+-- order (1-based; no key name begins with a digit). Half the bytes of the JSON, and no encoder.
 local raw_redis = redis
 local effects, effect_keys, effects_base
 local function effect_arg(arg)
@@ -32,15 +36,17 @@ redis.call = function(forwarded_command, forwarded_key, ...)
   local result = raw_redis.call(forwarded_command, forwarded_key, ...)
   if effects and EFFECT[forwarded_command] and not (forwarded_command == 'BITFIELD' and ... == 'GET') then
     local traced = forwarded_key
-    if effect_keys[traced] == nil then
+    local named = effect_keys[traced]
+    if named == nil then
       local relative = '!' .. traced
       if string.sub(traced, 1, #effects_base) == effects_base then relative = string.sub(traced, #effects_base + 1) end
-      effect_keys[traced] = relative
       effect_keys[#effect_keys + 1] = traced
+      effect_keys[traced] = #effect_keys
+      named = effect_arg(relative)
     end
-    local line = {forwarded_command, effect_keys[traced], ...}
+    local line = {forwarded_command, named, ...}
     for i = 3, #line do line[i] = effect_arg(line[i]) end
-    effects[#effects + 1] = line
+    effects[#effects + 1] = table.concat(line, '\2')
   end
   return result
 end
@@ -60,8 +66,8 @@ end
 -- Appends an applied write to its board's journal (a stream, docs/journal.md): `entry` what was
 -- asked (JSON, journal.rs), `outcome` what it did. An empty entry: the journal is off. In the
 -- write's own call, so a write is applied if and only if it is journaled.
--- With them go the write's effects ('x', `effects_begin`: [[command, key, args…]…] and then
--- each written key with its absolute expiry in ms after the write: -1 none, -2 gone).
+-- With them go the write's effects ('x', `effects_begin`: its commands, then each written key's
+-- absolute expiry in ms after the write: -1 none, -2 gone).
 local function journal(key, entry, outcome)
   if entry == '' then return end
   local recorded = effects
@@ -73,9 +79,7 @@ local function journal(key, entry, outcome)
   -- Each key here went through a checked `redis.call` of this script: forwarded as those are.
   local expiries, forwarded_command = {}, 'PEXPIRETIME'
   for i = 1, #effect_keys do
-    local written = effect_keys[i]
-    expiries[#expiries + 1] = effect_keys[written]
-    expiries[#expiries + 1] = raw_redis.call(forwarded_command, written)
+    expiries[i] = string.format('%d', raw_redis.call(forwarded_command, effect_keys[i]))
   end
-  raw_redis.call('XADD', key, '*', 'e', entry, 'o', outcome, 'x', cjson.encode({recorded, expiries}))
+  raw_redis.call('XADD', key, '*', 'e', entry, 'o', outcome, 'x', table.concat(recorded, '\3') .. '\4' .. table.concat(expiries, '\2'))
 end
