@@ -79,7 +79,11 @@ impl Bench {
     pub async fn born(&self, config: &standings::domain::config::Config) -> Result<(), BenchError> {
         let mut conn = self.connection().await?;
         for board in config.boards() {
-            standings::redis::restore::mark_born(&mut conn, &self.keys.board(&board.name)).await?;
+            let keys = self.keys.board(&board.name);
+            standings::redis::restore::mark_born(&mut conn, &keys).await?;
+            // As a drain of this release leaves a board it trimmed: its writes record compact
+            // effects (docs/journal.md#effects).
+            let () = conn.hset(keys.guard(), standings::domain::guard::COMPACT, "1").await?;
         }
         Ok(())
     }

@@ -293,28 +293,37 @@ async fn duckdb_reads_every_applied_event_once() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// The stream holds a write's effects as compact text (docs/journal.md#effects, about a quarter
-/// smaller than JSON); the drain stores them in S3 as the JSON a line carries, the same effects.
+/// A board's writes record their effects as JSON until a drain that reads the compact form
+/// trims its journal (the guard's `compact`: a drain of an older release, part-way through a
+/// deploy, reads only JSON), then as compact text (docs/journal.md#effects, a third smaller);
+/// the drain stores both in S3 as the JSON a line carries.
 #[tokio::test]
-async fn effects_are_compact_in_the_stream_and_json_in_s3() {
+async fn effects_are_compact_in_the_stream_once_a_drain_reads_them_and_json_in_s3() {
     use standings::domain::journal::Effects;
     let app = spawn_journaled(Config::default_boards()).await;
-    let event = json!({"event_id": "e1", "user_id": "u1", "action": "comment", "target": "p1"});
-    assert_eq!(app.event(event).await.0, StatusCode::OK);
-    let key = app.keys.board("activity").journal();
-    let entries: Vec<(String, HashMap<String, String>)> =
-        redis::cmd("XRANGE").arg(&key).arg("-").arg("+").query_async(&mut app.redis.clone()).await.unwrap();
-    let [(_, fields)] = entries.as_slice() else { panic!("one entry: {entries:?}") };
-    let recorded = &fields["x"];
-    assert!(!recorded.starts_with('[') && !recorded.contains('"'), "{recorded:?}");
-    let effects = Effects::parse_compact(recorded).unwrap();
-    assert!(effects.commands.iter().any(|c| c.name == "ZADD" && c.key.starts_with(":z:")), "{effects:?}");
-    assert!(recorded.len() * 5 < effects.to_value().to_string().len() * 4, "compact: {} bytes", recorded.len());
-
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    assert!(app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await.complete);
+    let key = app.keys.board("activity").journal();
+    let mut recorded = Vec::new();
+    for i in 0..2 {
+        let event = json!({"event_id": format!("e{i}"), "user_id": "u1", "action": "comment", "target": format!("p{i}")});
+        assert_eq!(app.event(event).await.0, StatusCode::OK);
+        let entries: Vec<(String, HashMap<String, String>)> =
+            redis::cmd("XRANGE").arg(&key).arg("-").arg("+").query_async(&mut app.redis.clone()).await.unwrap();
+        let [(_, fields)] = entries.as_slice() else { panic!("one entry: {entries:?}") };
+        recorded.push(fields["x"].clone());
+        assert!(app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await.complete);
+    }
+    assert!(recorded[0].starts_with('['), "JSON before the first drain: {:?}", recorded[0]);
+    let compact = &recorded[1];
+    assert!(!compact.starts_with('[') && !compact.contains('"'), "{compact:?}");
+    let effects = Effects::parse_compact(compact).unwrap();
+    assert!(effects.commands.iter().any(|c| c.name == "ZADD" && c.key.starts_with(":z:")), "{effects:?}");
+    assert!(compact.len() * 5 < effects.to_value().to_string().len() * 4, "compact: {} bytes", compact.len());
+
     let lines = lines(&client, &bucket, &app).await;
-    let [line] = lines.as_slice() else { panic!("one line: {lines:?}") };
-    assert_eq!(Effects::parse(&line["effects"]).unwrap(), effects);
+    let [first, second] = lines.as_slice() else { panic!("two lines: {lines:?}") };
+    let json: serde_json::Value = serde_json::from_str(&recorded[0]).unwrap();
+    assert_eq!(Effects::parse(&first["effects"]).unwrap(), Effects::parse(&json).unwrap());
+    assert_eq!(Effects::parse(&second["effects"]).unwrap(), effects);
 }

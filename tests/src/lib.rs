@@ -418,6 +418,8 @@ impl TestApp {
                 // How far the drain trimmed: the journal's bookkeeping (raised by a drain or a
                 // restore), like its stream, not the board's state.
                 fields.remove(standings::domain::guard::DRAINED);
+                // Which form of effects the drain reads: set by its trim, like `drained`.
+                fields.remove(standings::domain::guard::COMPACT);
                 Some(serde_json::to_vec(&fields).unwrap())
             } else {
                 redis::cmd("DUMP").arg(&key).query_async(&mut conn).await.unwrap()

@@ -55,6 +55,10 @@ impl Effects {
     /// Reads a line's `effects`; refuses a command outside `EFFECT_COMMANDS` and a key outside
     /// the board's (so a line can never write another board's keys).
     pub fn parse(value: &Value) -> Result<Self, String> {
+        // Compact text that did not read, kept as why (`Line::with_effects`).
+        if let Value::String(problem) = value {
+            return Err(problem.clone());
+        }
         let parts = value.as_array().filter(|parts| parts.len() == 2).ok_or("effects: not [commands, expiries]")?;
         // Lua's cjson writes an empty list as {}.
         fn list(value: &Value) -> Result<&[Value], String> {

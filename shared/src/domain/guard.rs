@@ -49,6 +49,11 @@ pub const LOST: &str = "lost";
 /// taken with, so a journal in S3 holding entries after it says Redis is older than its journal
 /// (docs/journal.md#rollbacks).
 pub const DRAINED: &str = "drained";
+/// Set by the drain's trim (a release that reads effects in their compact form,
+/// docs/journal.md#effects): the board's journaled writes record their effects compact from
+/// then on. Before it (a new board, a guard lost or restored, a deploy part-way from a release
+/// that reads only JSON) they record JSON, which every release reads.
+pub const COMPACT: &str = "compact";
 /// Set with `FENCE` and `LOST` when Redis was found older than the board's journal: the last
 /// entry whose effects the snapshot holds. A restore replays the journal's entries after it onto
 /// the keys as they are.

@@ -66,15 +66,8 @@ pub enum Entry<'a> {
 }
 
 impl Entry<'_> {
-    /// The entry as JSON, its null fields left out (an event without `target`, `occurred_at` or
-    /// `points`): a reader takes a missing field for null, and the stream holds one entry a
-    /// write (docs/journal.md#what-is-journaled).
     pub fn json(&self) -> String {
-        let mut value = serde_json::to_value(self).expect("a journal entry always serializes");
-        if let Value::Object(fields) = &mut value {
-            fields.retain(|_, field| !field.is_null());
-        }
-        value.to_string()
+        serde_json::to_string(self).expect("a journal entry always serializes")
     }
 }
 
@@ -130,13 +123,13 @@ impl Line {
 
     /// The line with the effects its stream entry recorded (`x`; "": none) as a line carries
     /// them (JSON): the scripts' compact text read (`Effects::parse_compact`), JSON as it is.
-    /// Text that reads as neither is kept as a string, which a restore refuses as it refuses
-    /// any effects it cannot apply.
+    /// Compact text that does not read is kept as why (a string), which a restore refuses as it
+    /// refuses any effects it cannot apply; JSON that does not parse is none, as it always was.
     pub fn with_effects(mut self, effects: &str) -> Self {
         self.effects = match effects {
             "" => None,
             json if json.starts_with('[') => serde_json::from_str(json).ok(),
-            compact => Some(Effects::parse_compact(compact).map_or_else(|_| Value::String(compact.to_owned()), |read| read.to_value())),
+            compact => Some(Effects::parse_compact(compact).map_or_else(Value::String, |read| read.to_value())),
         };
         self
     }
@@ -186,7 +179,6 @@ mod tests {
         assert_eq!(json["at"], "2026-11-22T10:00:00.500Z");
         assert_eq!(json["event_id"], "e-1");
         assert_eq!(json["target"], "q9");
-        assert!(json.get("occurred_at").is_none() && json.get("points").is_none(), "nulls are left out: {json}");
         let fields = json.as_object_mut().unwrap();
         fields.remove("kind");
         fields.remove("at");

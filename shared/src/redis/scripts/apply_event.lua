@@ -129,7 +129,7 @@ local function apply(block, reply)
     ledger_field, legacy_field, day_index, cap_field, cap, ledger_ttl, day_ttl, refusal,
     rate_index, rate_max, rate_window, now_ms, now_part, boards, action, defer, entry, league, notice, pos =
     struct.unpack(EVENT, block)
-  effects_begin(entry ~= '' and JOURNAL)
+  effects_begin(entry ~= '' and JOURNAL, GUARD)
   local board, kind, id, ttl, statement, top, arrivals = {}, {}, {}, {}, {}, {}, {}
   for i = 1, boards do
     board[i], kind[i], id[i], ttl[i], statement[i], top[i], arrivals[i], pos = struct.unpack(PERIOD, block, pos)

@@ -64,7 +64,7 @@ local function record_departure(moves, board, placements, cohorts, kind, id, mem
   moves[#moves + 1] = table.concat({'BL', kind, id, cohort, member, place, table.concat(cohort_marked(others, score), ' ')}, ' ')
 end
 
-effects_begin(ARGV[5] ~= '' and KEYS[3])
+effects_begin(ARGV[5] ~= '' and KEYS[3], KEYS[1])
 fence_check(KEYS[1])
 
 local member = ARGV[1]

@@ -25,7 +25,7 @@ Reply: "closed" (written now), "done" (closed before: nothing written), "stale" 
 a member's score changed since it was read: nothing written)
 ]]
 
-effects_begin(ARGV[3] ~= '' and KEYS[5])
+effects_begin(ARGV[3] ~= '' and KEYS[5], KEYS[6])
 fence_check(KEYS[6])
 
 local cohorts = {}

@@ -65,7 +65,7 @@ Reply: a three-element array {status, entry, periods}
                               written
 ]]
 
-effects_begin(ARGV[14] ~= '' and KEYS[4])
+effects_begin(ARGV[14] ~= '' and KEYS[4], KEYS[1])
 
 local marker = redis.call('GET', KEYS[3])
 if marker then

@@ -42,7 +42,7 @@ writable(KEYS[4], 'stream')
 writable(KEYS[5], 'hash')
 writable(KEYS[6], 'zset')
 writable(KEYS[7], 'zset')
-effects_begin(ARGV[5] ~= '' and KEYS[4])
+effects_begin(ARGV[5] ~= '' and KEYS[4], KEYS[5])
 fence_check(KEYS[5])
 
 local op, board = ARGV[1], ARGV[2]

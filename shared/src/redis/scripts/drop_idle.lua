@@ -23,7 +23,7 @@ drops one twice, see docs/leagues.md).
 Reply: 1 while players are left to look at, 0 once done
 ]]
 
-effects_begin(ARGV[3] ~= '' and KEYS[3])
+effects_begin(ARGV[3] ~= '' and KEYS[3], KEYS[4])
 fence_check(KEYS[4])
 
 local cursor = redis.call('HGET', KEYS[2], LEAGUE_IDLE_CURSOR)

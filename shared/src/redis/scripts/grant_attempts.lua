@@ -31,7 +31,7 @@ another payload), 'banned' or 'closed' (nothing written)
 
 local ENTRIES, member, add = KEYS[2], ARGV[1], tonumber(ARGV[2])
 local journaled = ARGV[10] == '1'
-effects_begin(journaled and KEYS[5])
+effects_begin(journaled and KEYS[5], KEYS[1])
 if ARGV[8] ~= '' then
   local seen = replay(KEYS[4], ARGV[8])
   if seen then return {seen[1], tonumber(seen[2]) or 0} end

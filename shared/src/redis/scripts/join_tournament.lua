@@ -22,7 +22,7 @@ frozen for its results; nothing written)
 ]]
 
 local PLAYERS, member, max_size = KEYS[2], ARGV[1], tonumber(ARGV[2])
-effects_begin(ARGV[6] ~= '' and KEYS[3])
+effects_begin(ARGV[6] ~= '' and KEYS[3], KEYS[1])
 local refusal = guard_refusal(KEYS[1], member, 1, function() return ARGV[3] end, function() return ARGV[4] end)
 if refusal == 'banned' then return {'banned', 0} end
 if refusal then return {'closed', 0} end

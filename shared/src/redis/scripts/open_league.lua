@@ -26,7 +26,7 @@ ARGV[6]  the journal entry (JSON), "" when the journal is off
 Reply: players still waiting (0: the period is closed)
 ]]
 
-effects_begin(ARGV[6] ~= '' and KEYS[8])
+effects_begin(ARGV[6] ~= '' and KEYS[8], KEYS[1])
 fence_check(KEYS[1])
 
 if redis.call('HEXISTS', KEYS[2], LEAGUE_CLOSED) == 1 then return 0 end

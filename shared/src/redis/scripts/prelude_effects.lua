@@ -12,14 +12,17 @@ journaled write. A fragment like it: local functions only, no shebang, no key of
 -- after the write instead (`journal`). `redis` below is this script's own: it records, then
 -- calls Redis's.
 -- The commands recorded are EFFECT's (effects.rs `EFFECT_COMMANDS`); an argument that is not
--- printable ASCII (a marker's digest) is recorded as \1 and its bytes in hex, so every word
--- is printable and the separators below (\2 \3 \4) never occur in one.
--- Recorded as text, not JSON (effects.rs `Effects::parse_compact`): the words of a command
--- joined by \2, commands by \3, then \4 and each written key's expiry joined by \2, in the
--- order the keys were first written. A key is named in full the first time, then by that
--- order (1-based; no key name begins with a digit). Half the bytes of the JSON, and no encoder.
+-- printable ASCII (a marker's digest) is recorded as \1 and its bytes in hex, so the entry
+-- stays text and the separators below (\2 \3 \4) never occur in a word.
+-- Two forms (effects.rs): JSON, and compact text (`Effects::parse_compact`: a command's words
+-- joined by \2, commands by \3, then \4 and each written key's expiry joined by \2 in the
+-- order the keys were first written; a key named in full the first time, then by that place),
+-- a third fewer bytes and no encoder. Compact only once the board's guard says a drain that
+-- reads it trimmed its journal (GUARD_COMPACT): a drain of a release that reads only JSON, still
+-- running part-way through a deploy, would store such an entry without its effects.
 local raw_redis = redis
-local effects, effect_keys, effects_base
+local effects, effect_keys, effect_names, effects_base
+local effects_compact, compact_guards = false, {}
 local function effect_arg(arg)
   if type(arg) == 'number' then return string.format('%.17g', arg) end
   if not string.find(arg, '[^\32-\126]') then return arg end
@@ -36,28 +39,42 @@ redis.call = function(forwarded_command, forwarded_key, ...)
   local result = raw_redis.call(forwarded_command, forwarded_key, ...)
   if effects and EFFECT[forwarded_command] and not (forwarded_command == 'BITFIELD' and ... == 'GET') then
     local traced = forwarded_key
-    local named = effect_keys[traced]
-    if named == nil then
-      local relative = '!' .. traced
-      if string.sub(traced, 1, #effects_base) == effects_base then relative = string.sub(traced, #effects_base + 1) end
+    local place = effect_keys[traced]
+    local named
+    if place == nil then
+      named = '!' .. traced
+      if string.sub(traced, 1, #effects_base) == effects_base then named = string.sub(traced, #effects_base + 1) end
       effect_keys[#effect_keys + 1] = traced
       effect_keys[traced] = #effect_keys
-      named = effect_arg(relative)
+      effect_names[#effect_keys] = named
+      if effects_compact then named = effect_arg(named) end
+    elseif effects_compact then
+      named = place
+    else
+      named = effect_names[place]
     end
     local line = {forwarded_command, named, ...}
     for i = 3, #line do line[i] = effect_arg(line[i]) end
-    effects[#effects + 1] = table.concat(line, '\2')
+    effects[#effects + 1] = effects_compact and table.concat(line, '\2') or line
   end
   return result
 end
 
 -- Starts recording the effects of one write for its journal entry (a stream `journal` key;
 -- false or nil: the write journals nothing, so nothing is recorded). The board's keys are
--- the journal's name without its last part.
-local function effects_begin(journal_key)
+-- the journal's name without its last part; `guard_key` is that board's guard, read once a call
+-- for GUARD_COMPACT (a journal without one names itself there, and records JSON).
+local function effects_begin(journal_key, guard_key)
   if journal_key then
-    effects, effect_keys = {}, {}
+    effects, effect_keys, effect_names = {}, {}, {}
     effects_base = string.sub(journal_key, 1, #journal_key - #':journal')
+    effects_compact = false
+    if guard_key == effects_base .. ':guard' then
+      if compact_guards[guard_key] == nil then
+        compact_guards[guard_key] = raw_redis.call('HGET', guard_key, GUARD_COMPACT) == '1'
+      end
+      effects_compact = compact_guards[guard_key]
+    end
   else
     effects = nil
   end
@@ -79,7 +96,19 @@ local function journal(key, entry, outcome)
   -- Each key here went through a checked `redis.call` of this script: forwarded as those are.
   local expiries, forwarded_command = {}, 'PEXPIRETIME'
   for i = 1, #effect_keys do
-    expiries[i] = string.format('%d', raw_redis.call(forwarded_command, effect_keys[i]))
+    local at = raw_redis.call(forwarded_command, effect_keys[i])
+    if effects_compact then
+      expiries[i] = string.format('%d', at)
+    else
+      expiries[#expiries + 1] = effect_names[i]
+      expiries[#expiries + 1] = at
+    end
   end
-  raw_redis.call('XADD', key, '*', 'e', entry, 'o', outcome, 'x', table.concat(recorded, '\3') .. '\4' .. table.concat(expiries, '\2'))
+  local written
+  if effects_compact then
+    written = table.concat(recorded, '\3') .. '\4' .. table.concat(expiries, '\2')
+  else
+    written = cjson.encode({recorded, expiries})
+  end
+  raw_redis.call('XADD', key, '*', 'e', entry, 'o', outcome, 'x', written)
 end

@@ -29,7 +29,8 @@ expect_type(KEYS[1], 'hash')
 expect_type(KEYS[2], 'stream')
 expect_type(KEYS[3], 'hash')
 if ARGV[1] == 'move' and redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-effects_begin(ARGV[2] ~= '' and KEYS[2])
+-- The profiles' journal has no guard: named in its place, it records JSON.
+effects_begin(ARGV[2] ~= '' and KEYS[2], KEYS[2])
 redis.call('DEL', KEYS[1])
 if #ARGV > 2 then redis.call('HSET', KEYS[1], unpack(ARGV, 3)) end
 journal(KEYS[2], ARGV[2], '')

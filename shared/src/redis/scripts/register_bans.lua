@@ -25,7 +25,7 @@ writable(KEYS[2], 'stream')
 writable(KEYS[3], 'hash')
 -- Before the fence's check, which refuses only a journaled call (a lost catalog's record must
 -- take nothing: its restore would take the new record for the whole one).
-effects_begin(ARGV[3] ~= '' and KEYS[2])
+effects_begin(ARGV[3] ~= '' and KEYS[2], KEYS[3])
 fence_check(KEYS[3])
 local op, changed = ARGV[1], {}
 if op == 'seed' and redis.call('HEXISTS', KEYS[1], ARGV[4]) == 1 then return changed end

@@ -32,7 +32,7 @@ writable(BOARD, 'zset')
 writable(ENTRIES, 'hash')
 writable(SIZE, 'string')
 if ARGV[5] ~= '' then writable(JOURNAL, 'stream') end
-effects_begin(ARGV[5] ~= '' and JOURNAL)
+effects_begin(ARGV[5] ~= '' and JOURNAL, KEYS[1])
 -- The guard as the freeze left it, recorded: a restore closes the instance again.
 redis.call('HSET', GUARD, ARGV[1], closed)
 -- With the instance's kept| record (the freeze dropped it, unjournaled): a restore replays the

@@ -37,7 +37,7 @@ local closed = redis.call('HGET', GUARD, ARGV[1]) or ARGV[6]
 writable(BOARD, 'zset')
 writable(ARRIVALS, 'hash')
 if ARGV[5] ~= '' then writable(JOURNAL, 'stream') end
-effects_begin(ARGV[5] ~= '' and JOURNAL)
+effects_begin(ARGV[5] ~= '' and JOURNAL, KEYS[1])
 redis.call('HSET', GUARD, ARGV[1], closed, ARGV[4], 1)
 redis.call('HDEL', GUARD, ARGV[2], ARGV[3], GUARD_KEPT .. string.sub(ARGV[1], #GUARD_CLOSED + 1))
 redis.call('DEL', BOARD)

@@ -72,7 +72,7 @@ local CARRY = 32   -- bit offset of the streak carried in from the previous mont
 -- Signs one user in: its keys are KEYS[k + 1..k + kc], its arguments ARGV[a + 1..]. Answers
 -- {status, body}.
 local function sign_in(k, a, kc)
-  effects_begin(ARGV[a + 14] ~= '' and KEYS[k + 6])
+  effects_begin(ARGV[a + 14] ~= '' and KEYS[k + 6], KEYS[k + 5])
   local seen = replay(KEYS[k + 1], ARGV[a + 1])
   if seen then return seen end
   if ARGV[a + 11] ~= '' then return {ARGV[a + 11], ''} end

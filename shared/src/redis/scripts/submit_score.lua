@@ -96,7 +96,7 @@ local entries_now
 -- One submission's block, from ARGV[b]: its status, detail and the periods' standing (nil for
 -- a refusal).
 local function submit(b)
-  effects_begin(ARGV[b + 13] ~= '' and JOURNAL)
+  effects_begin(ARGV[b + 13] ~= '' and JOURNAL, GUARD)
   local field, fingerprint, member = ARGV[b + 6], ARGV[b + 7], ARGV[b + 8]
   local value, n = tonumber(ARGV[b + 10]), tonumber(ARGV[b + 12])
   -- The index in KEYS of period i's sorted set (part 0) or the member's statement (part 1).

@@ -63,7 +63,7 @@ Reply: a three-element array {status, entry, periods}
                               nothing written
 ]]
 
-effects_begin(ARGV[9] ~= '' and KEYS[4])
+effects_begin(ARGV[9] ~= '' and KEYS[4], KEYS[1])
 fence_check(KEYS[1])
 refuse_ended(redis.call('HGET', KEYS[1], GUARD_ENDED))
 
