@@ -146,6 +146,45 @@ async fn a_snapshot_from_before_a_first_move_is_restored_in_the_shards() {
     assert!(one_slot.iter().all(|key| key.ends_with(":layout") || key.ends_with(":scale")), "the one slot freed: {one_slot:?}");
 }
 
+/// A snapshot from before a board sharded from its creation moved to its one slot (3 → 1): the
+/// store records the shards. The restore brings the board back in the one slot and records it
+/// there, the shards freed. Before, the one slot's restore recorded nothing: the record kept
+/// naming the fenced shards, and every read and write answered 503 after the restore completed
+/// (found by the simulation).
+#[tokio::test]
+async fn a_snapshot_from_before_a_move_to_the_one_slot_is_restored_there() {
+    let mut server = RedisServer::start(&["--appendonly", "no", "--save", ""]).await;
+    let settings = RedisSettings::standalone(&server.url());
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let first = spawn_journaled_at(scaled(3), &settings).await;
+    for i in 0..6 {
+        assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
+    }
+    drain(&first, &client, &bucket).await;
+    let () = redis::cmd("SAVE").query_async(&mut first.redis.clone()).await.unwrap();
+    let one = started(spawn_journaled_unborn_at(scaled(1), first.keys.clone(), &settings).await, &client, &bucket).await;
+    moved(&one, &client, &bucket).await;
+    assert_eq!(submit(&one, "a1", "u1", 20).await.0, StatusCode::OK, "after the switch");
+    drain(&one, &client, &bucket).await;
+    let before = reads(&one).await;
+
+    restart(&mut server, &one).await;
+    let later = spawn_journaled_unborn_at(scaled(1), first.keys.clone(), &settings).await;
+    let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
+    assert!(report["boards"].as_array().unwrap().iter().any(|b| b["lost"] == true), "the older store is seen: {report}");
+    let restored = restorer(&later, &client, &bucket).restore(None, far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    let record: Option<String> =
+        redis::cmd("GET").arg(later.keys.board_layout("game")).query_async(&mut later.redis.clone()).await.unwrap();
+    assert_eq!(record.as_deref(), Some("1"), "the one slot recorded");
+    later.set_now(one.now());
+    assert_eq!(reads(&later).await, before, "every acknowledged write, the one after the switch included");
+    let stale: Vec<String> = later.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("of3:")).collect();
+    assert_eq!(stale, Vec::<String>::new(), "the shards freed");
+    assert_eq!(submit(&later, "after", "u2", 50).await.0, StatusCode::OK, "writes go on in the one slot");
+}
+
 /// `server` restarted from its snapshot, once `app`'s store reaches it again.
 async fn restart(server: &mut RedisServer, app: &TestApp) {
     server.restart().await;

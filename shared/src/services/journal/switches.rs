@@ -95,19 +95,22 @@ pub(super) async fn fence_older<O: Objects>(
     Ok(fenced)
 }
 
-/// Before a restore brings back journal `name` of a sharded layout (or a later generation): its
-/// layout recorded, so a function configured otherwise refuses the board's writes instead of
+/// Before a restore brings back journal `name` of a sharded layout (or a later generation, or
+/// the one slot a switch took the board back to): its layout recorded, so a function configured otherwise refuses the board's writes instead of
 /// recording its own over the data coming back. Unless one is recorded; over a record of another
 /// layout only when S3's newest switch names this one (a store older than that switch,
 /// `generations::configured`): that layout's keys are freed first, then the switch's layout and
 /// scale recorded.
 pub(super) async fn record_restored<O: Objects>(conn: &mut Connection, objects: &O, keys: &Keys, name: &str) -> Result<(), RestoreError> {
     let (board, shards, generation) = (journal_board(name), journal_shards(name), journal_generation(name));
-    if shards == 1 && generation == 0 {
+    let recorded = layout::read(conn, keys, board).await?;
+    // The one slot needs no record, unless the store records another layout: older than the
+    // board's move back to its one slot (found by the simulation: the old layout's record stayed,
+    // and reads and writes went to its fenced shards after the restore completed).
+    if shards == 1 && generation == 0 && recorded.is_none() {
         return Ok(());
     }
     let restored = keys.layout_at(board, shards, generation);
-    let recorded = layout::read(conn, keys, board).await?;
     let older = match held(conn, keys, board).await? {
         Some(held) if (held.shards(), held.generation()) == (shards, generation) => return Ok(()),
         held => held,
