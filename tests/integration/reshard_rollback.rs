@@ -113,35 +113,7 @@ async fn from_before_a_switch(then: Then) {
 /// layout), and the restore brings the board back in the shards, the one slot freed.
 #[tokio::test]
 async fn a_snapshot_from_before_a_first_move_is_restored_in_the_shards() {
-    let mut server = RedisServer::start(&["--appendonly", "no", "--save", ""]).await;
-    let settings = RedisSettings::standalone(&server.url());
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let first = spawn_journaled_at(scaled(1), &settings).await;
-    for i in 0..6 {
-        assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
-    }
-    drain(&first, &client, &bucket).await;
-    let () = redis::cmd("SAVE").query_async(&mut first.redis.clone()).await.unwrap();
-    let three = started(spawn_journaled_unborn_at(scaled(3), first.keys.clone(), &settings).await, &client, &bucket).await;
-    moved(&three, &client, &bucket).await;
-    assert_eq!(submit(&three, "a3", "u1", 20).await.0, StatusCode::OK, "after the switch");
-    drain(&three, &client, &bucket).await;
-    let before = reads(&three).await;
-
-    restart(&mut server, &three).await;
-    let later = spawn_journaled_unborn_at(scaled(3), first.keys.clone(), &settings).await;
-    let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
-    assert!(report["boards"].as_array().unwrap().iter().any(|b| b["lost"] == true), "the older store is seen: {report}");
-    let (status, _) = submit(&later, "fenced", "u2", 50).await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "the one slot is fenced");
-    let restored = restorer(&later, &client, &bucket).restore(None, far()).await.expect("the restore runs");
-    assert_eq!(restored.status, Status::Complete, "{restored:?}");
-    let record: Option<String> =
-        redis::cmd("GET").arg(later.keys.board_layout("game")).query_async(&mut later.redis.clone()).await.unwrap();
-    assert_eq!(record.as_deref(), Some("3"));
-    later.set_now(three.now());
-    assert_eq!(reads(&later).await, before, "every acknowledged write, the one after the switch included");
+    let (_server, later) = from_before_a_move(1, 3).await;
     let one_slot: Vec<String> = later.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("{game}:")).collect();
     assert!(one_slot.iter().all(|key| key.ends_with(":layout") || key.ends_with(":scale")), "the one slot freed: {one_slot:?}");
 }
@@ -153,36 +125,47 @@ async fn a_snapshot_from_before_a_first_move_is_restored_in_the_shards() {
 /// (found by the simulation).
 #[tokio::test]
 async fn a_snapshot_from_before_a_move_to_the_one_slot_is_restored_there() {
+    let (_server, later) = from_before_a_move(3, 1).await;
+    let stale: Vec<String> = later.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("of3:")).collect();
+    assert_eq!(stale, Vec::<String>::new(), "the shards freed");
+    assert_eq!(submit(&later, "after", "u2", 50).await.0, StatusCode::OK, "writes go on in the one slot");
+}
+
+/// Writes on `from` shards, a snapshot, a move to `to` and a write after its switch; Redis
+/// restarted from the snapshot, the drain fences the board, and the restore brings back every
+/// acknowledged write in the layout moved to, recorded there. The server (kept running while it is
+/// held) and the app after the restore.
+async fn from_before_a_move(from: u32, to: u32) -> (RedisServer, TestApp) {
     let mut server = RedisServer::start(&["--appendonly", "no", "--save", ""]).await;
     let settings = RedisSettings::standalone(&server.url());
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    let first = spawn_journaled_at(scaled(3), &settings).await;
+    let first = spawn_journaled_at(scaled(from), &settings).await;
     for i in 0..6 {
         assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
     }
     drain(&first, &client, &bucket).await;
     let () = redis::cmd("SAVE").query_async(&mut first.redis.clone()).await.unwrap();
-    let one = started(spawn_journaled_unborn_at(scaled(1), first.keys.clone(), &settings).await, &client, &bucket).await;
-    moved(&one, &client, &bucket).await;
-    assert_eq!(submit(&one, "a1", "u1", 20).await.0, StatusCode::OK, "after the switch");
-    drain(&one, &client, &bucket).await;
-    let before = reads(&one).await;
+    let moved_to = started(spawn_journaled_unborn_at(scaled(to), first.keys.clone(), &settings).await, &client, &bucket).await;
+    moved(&moved_to, &client, &bucket).await;
+    assert_eq!(submit(&moved_to, "a3", "u1", 20).await.0, StatusCode::OK, "after the switch");
+    drain(&moved_to, &client, &bucket).await;
+    let before = reads(&moved_to).await;
 
-    restart(&mut server, &one).await;
-    let later = spawn_journaled_unborn_at(scaled(1), first.keys.clone(), &settings).await;
+    restart(&mut server, &moved_to).await;
+    let later = spawn_journaled_unborn_at(scaled(to), first.keys.clone(), &settings).await;
     let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
     assert!(report["boards"].as_array().unwrap().iter().any(|b| b["lost"] == true), "the older store is seen: {report}");
+    let (status, _) = submit(&later, "fenced", "u2", 50).await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "the older layout is fenced");
     let restored = restorer(&later, &client, &bucket).restore(None, far()).await.expect("the restore runs");
     assert_eq!(restored.status, Status::Complete, "{restored:?}");
     let record: Option<String> =
         redis::cmd("GET").arg(later.keys.board_layout("game")).query_async(&mut later.redis.clone()).await.unwrap();
-    assert_eq!(record.as_deref(), Some("1"), "the one slot recorded");
-    later.set_now(one.now());
+    assert_eq!(record, Some(to.to_string()), "the layout moved to");
+    later.set_now(moved_to.now());
     assert_eq!(reads(&later).await, before, "every acknowledged write, the one after the switch included");
-    let stale: Vec<String> = later.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("of3:")).collect();
-    assert_eq!(stale, Vec::<String>::new(), "the shards freed");
-    assert_eq!(submit(&later, "after", "u2", 50).await.0, StatusCode::OK, "writes go on in the one slot");
+    (server, later)
 }
 
 /// `server` restarted from its snapshot, once `app`'s store reaches it again.

@@ -101,16 +101,6 @@ const COMMAND: char = '\u{3}';
 const EXPIRIES: char = '\u{4}';
 
 impl Effects {
-    /// Reads a stream entry's `x`: the compact text the scripts record (`parse_compact`), or the
-    /// JSON a line carries (`parse`), which a restore or a reshard appends to a stream.
-    pub fn parse_recorded(recorded: &str) -> Result<Self, String> {
-        if recorded.starts_with('[') {
-            let value: Value = serde_json::from_str(recorded).map_err(|e| format!("effects: {e}"))?;
-            return Self::parse(&value);
-        }
-        Self::parse_compact(recorded)
-    }
-
     /// Reads the compact text prelude_effects.lua records: commands (words joined by `WORD`,
     /// a key named in full the first time and then by its 1-based place among the keys named),
     /// `EXPIRIES`, then each named key's expiry in that order. Refuses what `parse` refuses.
@@ -284,9 +274,8 @@ mod tests {
             [["HSET", ":evt:1:2", "\u{1}00ff41", "a1"], ["ZADD", ":z:all:all", "30000", "ann"], ["HSET", ":evt:1:2", "#", "1"]],
             [":evt:1:2", 5, ":z:all:all", -1]
         ]);
-        assert_eq!(Effects::parse_recorded(compact).unwrap(), Effects::parse(&json).unwrap());
-        assert_eq!(Effects::parse_recorded(&json.to_string()).unwrap(), Effects::parse(&json).unwrap());
-        assert_eq!(Effects::parse_recorded("\u{4}").unwrap(), Effects::default());
+        assert_eq!(Effects::parse_compact(compact).unwrap(), Effects::parse(&json).unwrap());
+        assert_eq!(Effects::parse_compact("\u{4}").unwrap(), Effects::default());
         // An empty last word is a word.
         let empty = Effects::parse_compact("HSET\u{2}:h\u{2}f\u{2}\u{4}-1").unwrap();
         assert_eq!(empty.commands[0].args, vec![b"f".to_vec(), Vec::new()]);
