@@ -269,7 +269,8 @@ test('a league board shows the player\'s cohort with its zones, the histogram an
   assert.equal(await page.locator('#histogram .bucket.mine').count(), 1, 'the player\'s bucket is marked');
 
   const statement = await api(`/v1/boards/xp/users/${alice}/statement`);
-  await page.waitForSelector('#statement tbody tr');
+  // The table may still hold the statement the page showed before (another board's).
+  await page.waitForSelector(`#statement tbody[data-board="xp"][data-user="${alice}"] tr`);
   const lines = await page.$$eval('#statement tbody tr', (rows) => rows.map((row) => Number(row.dataset.points)));
   assert.deepEqual(lines, statement.lines.map((line) => line.points));
   assert.equal(await page.textContent('#statement-note'), `Total ${statement.score}.`);

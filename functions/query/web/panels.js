@@ -70,11 +70,17 @@ async function refreshStatement() {
     return;
   }
   const seq = ++state.seq.statement;
-  const statement = await getUnlessRefused(`/v1/boards/${enc(board.name)}/users/${enc(state.user)}/statement${query({ period: state.period, at: state.at })}`);
+  const user = state.user;
+  const statement = await getUnlessRefused(`/v1/boards/${enc(board.name)}/users/${enc(user)}/statement${query({ period: state.period, at: state.at })}`);
   if (seq !== state.seq.statement) return;
   panel.hidden = !statement;
   if (!statement) return;
-  fill($('statement').tBodies[0], statement.lines.map(statementLine));
+  const tbody = $('statement').tBodies[0];
+  fill(tbody, statement.lines.map(statementLine));
+  // Whose statement the table holds, as the top table says its board: a table filled for the
+  // board or player before is not this one's.
+  tbody.dataset.board = board.name;
+  tbody.dataset.user = user;
   const unexplained = statement.unexplained;
   $('statement-note').textContent = unexplained
     ? `${unexplained.points} points not itemised (${unexplained.reason.replace('_', ' ')}); total ${statement.score}.`
