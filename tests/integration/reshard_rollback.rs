@@ -34,10 +34,12 @@ async fn a_snapshot_taken_right_before_a_move_is_fenced_by_the_switch_record_and
 }
 
 /// The older store takes a write before the drain fences it: acknowledged, in the older layout's
-/// journal only. The restore refuses to free that layout (not decided again in the layout
-/// switched to yet: docs/journal.md#rollbacks), writes nothing, and the board stays fenced.
+/// journal only. The restore brings the board back in the layout switched to, then decides that
+/// write again there (docs/journal.md#rollbacks): applied once, its retry a duplicate, the older
+/// layout freed with its journal. Before, the restore refused (`invalid`) and the board stayed
+/// fenced.
 #[tokio::test]
-async fn a_write_the_older_store_took_before_its_fence_is_never_freed_with_it() {
+async fn a_write_the_older_store_took_before_its_fence_is_decided_again_where_the_board_switched_to() {
     from_before_a_switch(Then::Window).await;
 }
 
@@ -76,32 +78,41 @@ async fn from_before_a_switch(then: Then) {
     assert_eq!(submit(&five, "a5", "u3", 40).await.0, StatusCode::OK, "after the switch");
     drain(&five, &client, &bucket).await;
     let before = reads(&five).await;
+    let u0_before = five.get("/v1/boards/game/users/u0?period=all").await.1["score"].as_i64();
+    let u2_before = five.get("/v1/boards/game/users/u2?period=all").await.1["score"].as_i64();
 
     restart(&mut server, &five).await;
     let later = deploy(5).await;
     if then == Then::Window {
         assert_eq!(submit(&later, "window", "u0", 60).await.0, StatusCode::OK, "the older store, not fenced yet");
+        assert_eq!(submit(&later, "window2", "u2", 70).await.0, StatusCode::OK, "another shard's");
     }
     let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");
     assert!(report["boards"].as_array().unwrap().iter().any(|b| b["lost"] == true), "the older store is seen: {report}");
     let (status, reply) = submit(&later, "fenced", "u1", 50).await;
     assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
-    if then == Then::Window {
-        let kept = later.keyspace().await;
-        let refused = restorer(&later, &client, &bucket).restore(None, far()).await.expect_err("refused");
-        assert!(format!("{refused}").contains("took writes before it was fenced"), "{refused}");
-        assert_eq!(later.keyspace().await, kept, "nothing written, the older layout kept");
-        let (status, _) = submit(&later, "still", "u1", 70).await;
-        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "still fenced");
-        return;
-    }
     let restored = restorer(&later, &client, &bucket).restore(None, far()).await.expect("the restore runs");
     assert_eq!(restored.status, Status::Complete, "{restored:?}");
     let mut conn = later.redis.clone();
     let record: Option<String> = redis::cmd("GET").arg(later.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
     assert_eq!(record.as_deref(), Some("5"), "the layout moved to");
-    later.set_now(five.now());
-    assert_eq!(reads(&later).await, before, "every acknowledged write, before and after the switch");
+    if then == Then::Window {
+        let score = async |user: &str| later.get(&format!("/v1/boards/game/users/{user}?period=all")).await.1["score"].as_i64();
+        assert_eq!(score("u0").await, u0_before.map(|points| points + 60), "the older store's write, applied once");
+        assert_eq!(score("u2").await, u2_before.map(|points| points + 70), "the other, applied once");
+        assert_eq!(score("u3").await, Some(40 + 5), "the write after the switch");
+        assert_eq!(submit(&later, "window", "u0", 60).await.0, StatusCode::OK, "its retry: a duplicate");
+        assert_eq!(score("u0").await, u0_before.map(|points| points + 60), "not applied twice");
+        let record: Option<String> = redis::cmd("GET").arg(later.keys.board_older_writes("game")).query_async(&mut conn).await.unwrap();
+        assert_eq!(record, None, "every kept write decided");
+        let kept = later.keyspace().await;
+        let again = restorer(&later, &client, &bucket).restore(None, far()).await.expect("a second restore");
+        assert_eq!(again.status, Status::Complete);
+        assert_eq!(later.keyspace().await, kept, "a second restore writes nothing");
+    } else {
+        later.set_now(five.now());
+        assert_eq!(reads(&later).await, before, "every acknowledged write, before and after the switch");
+    }
     let stale: Vec<String> = later.keyspace().await.into_iter().map(|(key, ..)| key).filter(|key| key.contains("of3:")).collect();
     assert_eq!(stale, Vec::<String>::new(), "the layout moved from is freed");
     let report = later.journal_jobs(&client, &bucket, Arc::default()).run(json!({"drain": {}}), far()).await.expect("a drain");

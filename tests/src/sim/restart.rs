@@ -6,7 +6,7 @@
 //! (the suite's) the same writes run without the fault.
 
 use axum::http::StatusCode;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::world::{Sent, World};
 use crate::servers::RedisServer;
@@ -98,7 +98,8 @@ impl World {
     /// sends the comments without the fault). With `moved`, the guild is moved between the copy
     /// and the drain, and a user posts to it after the switch: the copy records the layout it
     /// moved from, fenced until the restore brings it back in the layout S3 says it switched to
-    /// (docs/scaling.md#changing-shards).
+    /// (docs/scaling.md#changing-shards); a post to it on the older store before the fence, in
+    /// the layout it moved from, is decided again there by the restore (the model takes it).
     pub(super) async fn rollback(&mut self, first_id: u32, users: &[u8], moved: Option<u8>) -> Result<(), String> {
         if self.server.is_none() {
             return self.burst(first_id, users).await;
@@ -145,6 +146,18 @@ impl World {
             let (next, _) = self.expect_event(&sent, &sent.body.to_string(), self.now());
             self.model = next;
             self.sent.push(sent);
+        }
+        // A post to the moved guild on the older store, in the layout it moved from: decided
+        // again where the guild switched to once the restore has brought it back there.
+        if let (Some(_), Some(user)) = (moved, users.first()) {
+            let user = format!("u{user}");
+            let body = json!({"event_id": format!("pw{first_id}"), "user_id": user, "action": "post"});
+            let (status, reply) = self.app.event(body.clone()).await;
+            if status == StatusCode::OK {
+                let _ = self.model.post(&format!("pw{first_id}"), &body.to_string(), &user, self.now());
+            } else if !status.is_client_error() && !super::world::restoring(status, &reply) {
+                return Err(format!("a guild post on the older store before its fence: {status} {reply}"));
+            }
         }
         self.forum_lost = true;
         self.drain().await

@@ -101,6 +101,14 @@ impl BoardKeys {
         self.relative(":layout")
     }
 
+    /// The layout a store older than the board's last switch wrote to before its fence, whose
+    /// journal streams the restore kept for those writes to be decided again in the layout
+    /// switched to (docs/journal.md#rollbacks; a string, `redis::layout`'s text), in its one
+    /// slot like the layout record.
+    pub fn older_writes_record(&self) -> String {
+        self.relative(":older-writes")
+    }
+
     /// Whether a rebuild of the board from its journal keeps `key` (docs/journal.md#rollbacks):
     /// the journal, the restore's own records and the notices, none of them the board's state;
     /// its recorded layout and scale (`Keys::layout`, `Keys::scale`) and a reshard's checkpoint,
@@ -119,6 +127,7 @@ impl BoardKeys {
             self.reshard_checkpoint(),
             self.layout_record(),
             self.scale_record(),
+            self.older_writes_record(),
         ];
         kept.contains(&key.to_owned()) || key.starts_with(&self.relative(":frozen:"))
     }

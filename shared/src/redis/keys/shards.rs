@@ -207,6 +207,11 @@ impl Keys {
         self.board(board).layout_record()
     }
 
+    /// The older layout whose writes are still to be decided again (`BoardKeys::older_writes_record`).
+    pub fn board_older_writes(&self, board: &str) -> String {
+        self.board(board).older_writes_record()
+    }
+
     /// A `SCAN … MATCH` glob for the period sets of every layout of `board` (its own tag
     /// `{<board>}`, a shard's `{<board>:…}`); it may match a board whose name starts
     /// `<board>:`, so a caller keeps a shard's own by its base (`redis::period_sets`).

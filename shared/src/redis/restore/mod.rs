@@ -395,6 +395,13 @@ pub async fn born(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, Store
     Ok(redis::cmd("HEXISTS").arg(keys.guard()).arg(crate::domain::guard::BORN).query_async(conn).await?)
 }
 
+/// Whether the board (or shard) takes writes as far as a restore is concerned: born, no fence.
+pub async fn serving(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
+    let (born, fence): (Option<String>, Option<String>) =
+        redis::cmd("HMGET").arg(keys.guard()).arg(guard::BORN).arg(guard::FENCE).query_async(conn).await?;
+    Ok(born.is_some() && fence.is_none())
+}
+
 /// Whether a write found a loss the board's guard survived (`guard::LOST`), not restored yet.
 pub async fn found_lost(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
     Ok(redis::cmd("HEXISTS").arg(keys.guard()).arg(crate::domain::guard::LOST).query_async(conn).await?)

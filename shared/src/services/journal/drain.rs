@@ -102,12 +102,19 @@ impl<O: Objects> Drainer<O> {
         };
         // A store older than a board's last switch (docs/scaling.md#changing-shards): the layout
         // it records is fenced, and the board counted lost below, until a restore.
+        // Its journals wait for the restore, which decides the writes the older store took
+        // before the fence again where the board switched to: stored in S3 as that layout's
+        // history, nothing would tell them apart.
         let names: Vec<&str> = config.boards().iter().map(|board| board.name.as_str()).collect();
+        let mut held_back = Vec::new();
         if let Ok(mut conn) = self.store.write_connection().await {
             match super::switches::fence_older(&mut conn, &self.objects, &self.keys, &names).await {
-                Ok(fenced) => fenced
-                    .iter()
-                    .for_each(|board| tracing::error!(board, "the board's Redis is older than its last move: fenced until restored")),
+                Ok((fenced, older)) => {
+                    fenced
+                        .iter()
+                        .for_each(|board| tracing::error!(board, "the board's Redis is older than its last move: fenced until restored"));
+                    held_back = older;
+                }
                 Err(error) => tracing::warn!(error = %error, "the boards' last moves unread: checked next run"),
             }
         }
@@ -137,6 +144,7 @@ impl<O: Objects> Drainer<O> {
         };
         let names = journals.iter().map(String::as_str);
         let marks_read = marks.as_ref();
+        let held_back = &held_back;
         let boards = join_all(names.map(|name| async move {
             let mut drained = BoardDrain {
                 board: name.to_owned(),
@@ -154,8 +162,14 @@ impl<O: Objects> Drainer<O> {
             };
             // The two streams drain side by side: a failing (or long) journal does not hold
             // notifications back, nor a failing bus the journal.
-            let (journal, notices) =
-                futures::join!(self.drain_board(name, deadline, marks_read, &mut drained), self.notify_board(name, deadline, release));
+            let journal = async {
+                if held_back.iter().any(|older| older == name) {
+                    drained.lost = true;
+                    return Ok(());
+                }
+                self.drain_board(name, deadline, marks_read, &mut drained).await
+            };
+            let (journal, notices) = futures::join!(journal, self.notify_board(name, deadline, release));
             if let Err(error) = journal {
                 tracing::error!(board = name, error = %error, "journal drain failed; the entries stay in Redis");
                 drained.error = Some(error.to_string());

@@ -412,7 +412,7 @@ impl<O: Objects> Resharder<O> {
         self.store.forget_layout(&self.keys, name);
         // The old layout's guards go at once: no read is answered from the old layout once a
         // write has landed in the new but within that round trip (docs/scaling.md#changing-shards).
-        super::switches::free(conn, &self.keys, source).await?;
+        super::switches::free(conn, &self.keys, source, &[]).await?;
         if let Some(board) = self.config.board(name) {
             super::closed_seasons::record_released(conn, board, targets, Utc::now()).await?;
         }

@@ -64,13 +64,16 @@ fn same(layout: &Layout, switch: &Switch) -> bool {
 /// whose layout as the store holds it is not its last switch's (a store older than that switch)
 /// has that layout's shards fenced as lost (503 `board_restoring`, counted in `BoardsLost`) until
 /// a restore brings it back where S3 says. The stores are read before S3 is listed: a switch is
-/// in S3 before Redis records it, so a switch between the two is seen in both. The boards fenced.
+/// in S3 before Redis records it, so a switch between the two is seen in both. The boards fenced
+/// now, and the journals of every layout held that is older than its board's last switch: not
+/// drained (their writes since the switch wait in the stream to be decided again where the
+/// board switched to, `restore::older_writes`).
 pub(super) async fn fence_older<O: Objects>(
     conn: &mut Connection,
     objects: &O,
     keys: &Keys,
     boards: &[&str],
-) -> Result<Vec<String>, RestoreError> {
+) -> Result<(Vec<String>, Vec<String>), RestoreError> {
     let all = format!("journal/_switches/prefix={}/", keys.prefix());
     // Only a board that ever switched can be older than its last switch: a store of many boards
     // reads the few that moved (a board's first switch after this listing is checked next run).
@@ -82,17 +85,17 @@ pub(super) async fn fence_older<O: Objects>(
         layouts.push(held(conn, keys, board).await?);
     }
     let listed = objects.list(&all).await?;
-    let mut fenced = Vec::new();
+    let (mut fenced, mut held_back) = (Vec::new(), Vec::new());
     for (board, held) in moved.iter().zip(layouts) {
         let folder = switches_of(keys.prefix(), board);
         let Some(switch) = newest(listed.iter().filter(|name| name.starts_with(&folder)).map(String::as_str))? else { continue };
-        if let Some(held) = held.filter(|held| !same(held, &switch))
-            && crate::redis::restore::birth::fence_older(conn, &held).await?
-        {
+        let Some(held) = held.filter(|held| !same(held, &switch)) else { continue };
+        held_back.extend(held.journals());
+        if crate::redis::restore::birth::fence_older(conn, &held).await? {
             fenced.push((*board).to_owned());
         }
     }
-    Ok(fenced)
+    Ok((fenced, held_back))
 }
 
 /// Before a restore brings back journal `name` of a sharded layout (or a later generation, or
@@ -118,10 +121,13 @@ pub(super) async fn record_restored<O: Objects>(conn: &mut Connection, objects: 
     let switch = last(objects, keys, board).await?.filter(|switch| same(&restored, switch));
     match (older, switch) {
         (Some(old), Some(switch)) => {
-            took_writes_since(conn, objects, keys, &old, switch.at).await?;
+            let kept = writes_since(conn, objects, keys, &old, switch.at).await?;
             tracing::warn!(board, held = %layout::text(old.shards(), old.generation()), switched = %layout::text(shards, generation),
-                "the store is older than the board's last switch: restored in the layout it switched to");
-            free(conn, keys, &old).await?;
+                kept_journals = kept.len(), "the store is older than the board's last switch: restored in the layout it switched to");
+            if !kept.is_empty() {
+                keep_older_writes(conn, keys, &old).await?;
+            }
+            free(conn, keys, &old, &kept).await?;
             layout::record(conn, keys, board, (shards, generation), switch.max_score).await?;
         }
         _ if recorded.is_none() => layout::record_if_absent(conn, keys, board, shards, generation).await?,
@@ -130,50 +136,81 @@ pub(super) async fn record_restored<O: Objects>(conn: &mut Connection, objects: 
     Ok(())
 }
 
-/// Refuses to free `old` when its journal holds a line written after the switch at `at_ms`: a
-/// write the older store took before the drain fenced it, acknowledged, which the restore of
-/// the layout switched to would not bring back (not decided again there yet).
-async fn took_writes_since<O: Objects>(
+/// The journals of `old` whose streams hold a line written after the switch at `at_ms`: writes the
+/// older store took before the drain fenced it, acknowledged, kept to be decided again in the
+/// layout switched to (`restore::older_writes`). Refuses when S3 holds such a line (a drain
+/// stored them as the older layout's history): not decided again from there.
+async fn writes_since<O: Objects>(
     conn: &mut Connection,
     objects: &O,
     keys: &Keys,
     old: &Layout,
     at_ms: i64,
-) -> Result<(), RestoreError> {
+) -> Result<Vec<String>, RestoreError> {
     let after = |id: &str| stream_order(id).is_some_and(|(ms, _)| ms as i64 > at_ms);
+    let mut kept = Vec::new();
     for (shard, journal) in old.all().iter().zip(old.journals()) {
-        let mut newest = crate::redis::journal::newest_id(conn, shard).await?;
-        if newest.as_deref().is_none_or(|id| !after(id))
-            && let Some(last) = journal_objects(objects, keys.prefix(), &journal).await?.last()
-        {
-            let text = read_text(objects, last).await.map_err(|e| RestoreError::Unreadable(last.clone(), e.to_string()))?;
-            newest = parse_lines(last, &text).filter_map(Result::ok).last().map(|line| line.id);
+        if crate::redis::journal::newest_id(conn, shard).await?.is_some_and(|id| after(&id)) {
+            kept.push(shard.journal());
         }
-        if let Some(id) = newest.filter(|id| after(id)) {
-            return Err(RestoreError::Invalid(format!(
-                "board {:?}: the store was older than its switch to another layout and took writes before it was fenced \
-                 ({journal} holds {id}): restoring it where it switched to would leave them out; left as it is",
-                old.board()
-            )));
+        if let Some(last) = journal_objects(objects, keys.prefix(), &journal).await?.last() {
+            let text = read_text(objects, last).await.map_err(|e| RestoreError::Unreadable(last.clone(), e.to_string()))?;
+            if let Some(id) = parse_lines(last, &text).filter_map(Result::ok).last().map(|line| line.id).filter(|id| after(id)) {
+                return Err(RestoreError::Invalid(format!(
+                    "board {:?}: the store was older than its switch to another layout and its writes before the fence were \
+                     stored in S3 ({journal} holds {id}): not decided again from there; left as it is",
+                    old.board()
+                )));
+            }
         }
     }
-    Ok(())
+    Ok(kept)
+}
+
+/// Records that `old`'s kept journals hold writes to decide again, before the layout is freed
+/// (a restore killed in between finds them named). One older layout at a time: another one's
+/// writes still to decide refuse the restore.
+async fn keep_older_writes(conn: &mut Connection, keys: &Keys, old: &Layout) -> Result<(), RestoreError> {
+    let text = layout::text(old.shards(), old.generation());
+    let record = keys.board_older_writes(old.board());
+    let (set, held): (bool, Option<String>) = redis::pipe()
+        .cmd("SET")
+        .arg(&record)
+        .arg(&text)
+        .arg("NX")
+        .cmd("GET")
+        .arg(&record)
+        .query_async(conn)
+        .await
+        .map_err(StoreError::from)?;
+    match held {
+        Some(held) if !set && held != text => Err(RestoreError::Invalid(format!(
+            "board {:?}: the writes layout {held} took before its fence are still to be decided again; layout {text} holds more",
+            old.board()
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Frees `layout`'s keys, its guards first, all sent together (one slot each): a container whose
 /// probe of the layout predates the record finds the board's guard gone and reads the recorded
 /// layout (`Reader::on_layout`). The board's records (its layout, a score board's scale) stay:
 /// they are the board's, not a layout's.
-pub(super) async fn free(conn: &mut Connection, keys: &Keys, layout: &Layout) -> Result<(), RestoreError> {
+/// `keep`: journals left in place (`writes_since`).
+pub(super) async fn free(conn: &mut Connection, keys: &Keys, layout: &Layout, keep: &[String]) -> Result<(), RestoreError> {
     let unlinks = layout.all().into_iter().map(|shard| {
         let mut conn = conn.clone();
         async move { redis::cmd("UNLINK").arg(shard.guard()).query_async::<()>(&mut conn).await }
     });
     futures::future::try_join_all(unlinks).await.map_err(StoreError::from)?;
-    let records = [keys.board_layout(layout.board()), keys.board_scale(layout.board())];
+    let records = [keys.board_layout(layout.board()), keys.board_scale(layout.board()), keys.board_older_writes(layout.board())];
     for shard in layout.all() {
-        let old: Vec<String> =
-            conn.scan_slot_of(&shard.guard(), &shard.pattern_all()).await?.into_iter().filter(|key| !records.contains(key)).collect();
+        let old: Vec<String> = conn
+            .scan_slot_of(&shard.guard(), &shard.pattern_all())
+            .await?
+            .into_iter()
+            .filter(|key| !records.contains(key) && !keep.contains(key))
+            .collect();
         for chunk in old.chunks(500) {
             let _: () = redis::cmd("UNLINK").arg(chunk).query_async(conn).await.map_err(StoreError::from)?;
         }

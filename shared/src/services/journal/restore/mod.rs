@@ -43,6 +43,7 @@ const TAIL_PAGE: usize = 1_000;
 /// Runs sent to Redis and not answered yet, at most.
 const IN_FLIGHT: usize = 2;
 
+mod older_writes;
 mod redecide;
 
 pub use super::error::RestoreError;
@@ -328,10 +329,13 @@ impl<O: Objects> Restorer<O> {
         }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
-        match &redecide {
-            Some(window) => self.redecide(name, config, progress, window, deadline).await,
-            None => Ok(()),
+        if let Some(window) = &redecide {
+            self.redecide(name, config, progress, window, deadline).await?;
         }
+        if profiles || name == CATALOG_JOURNAL || progress.report.status != Status::Complete {
+            return Ok(());
+        }
+        self.older_writes(name, config, progress, deadline).await
     }
 
     /// At the deadline (once this invocation has made progress): applies what it gathered and
