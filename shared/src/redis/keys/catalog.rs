@@ -18,6 +18,13 @@ pub const CATALOG_LOG_FROM: &str = "#from";
 pub const CATALOG_LOG_COUNT: &str = "#count";
 
 impl Keys {
+    /// The journals a restore asked again and again (by `scope`: `*` for every board, else the
+    /// board or journal asked for) completed since it began (hash: journal -> 1; a restore's
+    /// campaign, `redis::restore::campaign`). In the catalog's slot: one key whatever the boards.
+    pub fn restore_campaign(&self, scope: &str) -> String {
+        format!("{}:restore-campaign:{scope}", self.catalog().base)
+    }
+
     /// The keys of the runtime boards' catalog (`CATALOG_JOURNAL`): its journal, guard and
     /// restore bookkeeping as a board's, and `definitions`, `ending`, `catalog_version`.
     pub fn catalog(&self) -> BoardKeys {

@@ -3,6 +3,7 @@
 //! checkpoint in one call.
 
 pub mod birth;
+mod campaign;
 pub mod rollback;
 mod run;
 
@@ -17,6 +18,7 @@ use crate::redis::keys::BoardKeys;
 use crate::redis::scripts;
 use crate::redis::store::Connection;
 
+pub use campaign::Campaign;
 pub use run::Run;
 
 /// Redis's clock as the restore reads it: the restore drops commands on keys whose recorded

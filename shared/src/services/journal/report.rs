@@ -69,6 +69,11 @@ impl BoardRestore {
         }
     }
 
+    /// Completed by an earlier call of the same restore (`redis::restore::Campaign`), not read again.
+    pub(super) fn done_before(board: &str) -> Self {
+        Self { status: Status::Complete, ..Self::pending(board) }
+    }
+
     /// The restore has gone through line `id`.
     pub(super) fn passed(&mut self, id: &str) {
         self.through = Some(id.to_owned());

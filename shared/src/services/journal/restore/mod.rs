@@ -22,7 +22,7 @@ use crate::redis::journal;
 use crate::redis::keys::{
     BoardKeys, CATALOG_JOURNAL, Keys, PROFILE_SHARDS, PROFILES_JOURNAL, is_profile_journal, journal_board, profile_journal,
 };
-use crate::redis::restore::{self, Applied, Clock, Run, rollback};
+use crate::redis::restore::{self, Applied, Campaign, Clock, Run, rollback};
 use crate::redis::store::{Connection, Store};
 use crate::services::catalog::{boards_now, retired_now};
 use crate::services::journal::legacy_profiles;
@@ -45,6 +45,7 @@ const IN_FLIGHT: usize = 2;
 
 mod older_writes;
 mod redecide;
+mod runs;
 
 pub use super::error::RestoreError;
 pub use super::report::{BoardRestore, RestoreReport, Status};
@@ -94,11 +95,15 @@ impl<O: Objects> Restorer<O> {
     }
 
     /// Restores `board` (every board when `None`) until done or `deadline`; every call makes
-    /// progress, so calling again until `complete` finishes.
+    /// progress, so calling again until `complete` finishes: a journal completed by an earlier
+    /// call of the same restore is not read again while its board takes writes (`Campaign`).
     pub async fn restore(&self, board: Option<&str>, deadline: DateTime<Utc>) -> Result<RestoreReport, RestoreError> {
         // Profiles: every shard's journal, each with its share of the journal before shards.
         let profiles = || (0..PROFILE_SHARDS).map(profile_journal);
         let mut reports_before = Vec::new();
+        let mut campaign = Campaign::load(&mut self.store.write_connection().await?, &self.keys, board.unwrap_or("*")).await?;
+        // Whether this call restored a journal (it goes on past the deadline until one).
+        let mut worked = false;
         // The boards as of now, runtime ones included (a restore settles their closed periods by
         // their kinds, a cron tournament's included); the declared ones until the catalog is back.
         let mut config = self.config.clone();
@@ -121,7 +126,7 @@ impl<O: Objects> Restorer<O> {
             // The runtime boards' definitions first: they say which boards there are to restore.
             None => {
                 let marks = Marks::load(&self.objects, self.keys.prefix()).await?;
-                let catalog = self.restore_board(CATALOG_JOURNAL, &config, deadline, &marks).await?;
+                let catalog = self.restore_in(&mut campaign, &mut worked, CATALOG_JOURNAL, &config, deadline, &marks).await?;
                 if catalog.status != Status::Complete {
                     return Ok(RestoreReport { status: Status::InProgress, boards: vec![catalog] });
                 }
@@ -142,15 +147,42 @@ impl<O: Objects> Restorer<O> {
         let marks = Marks::load(&self.objects, self.keys.prefix()).await?;
         let mut reports = reports_before;
         for name in boards {
-            let first = reports.is_empty();
-            if !first && Utc::now() >= deadline {
+            if worked && Utc::now() >= deadline {
                 reports.push(BoardRestore::pending(&name));
                 continue;
             }
-            reports.push(self.restore_board(&name, &config, deadline, &marks).await?);
+            reports.push(self.restore_in(&mut campaign, &mut worked, &name, &config, deadline, &marks).await?);
         }
         let status = if reports.iter().all(|r| r.status == Status::Complete) { Status::Complete } else { Status::InProgress };
+        let mut conn = self.store.write_connection().await?;
+        match status {
+            Status::Complete => campaign.end(&mut conn).await?,
+            Status::InProgress => campaign.keep(&mut conn).await?,
+        }
         Ok(RestoreReport { status, boards: reports })
+    }
+
+    /// `restore_board`, unless the campaign completed journal `name` before (`worked`: set when
+    /// it is restored now), recorded in it once complete.
+    async fn restore_in(
+        &self,
+        campaign: &mut Campaign,
+        worked: &mut bool,
+        name: &str,
+        config: &Config,
+        deadline: DateTime<Utc>,
+        marks: &Marks,
+    ) -> Result<BoardRestore, RestoreError> {
+        let mut conn = self.store.write_connection().await?;
+        if campaign.done(&mut conn, &self.keys.board(name), name, !is_profile_journal(name)).await? {
+            return Ok(BoardRestore::done_before(name));
+        }
+        *worked = true;
+        let report = self.restore_board(name, config, deadline, marks).await?;
+        if report.status == Status::Complete {
+            campaign.completed(&mut conn, name).await?;
+        }
+        Ok(report)
     }
 
     /// One board's restore, under its lock: one restore of a board at a time (a caller that
@@ -388,59 +420,6 @@ impl<O: Objects> Restorer<O> {
             }
         }
         Ok(())
-    }
-
-    /// Sends the run gathered so far, once fewer than `IN_FLIGHT` are under way; the next run
-    /// is gathered while Redis applies them.
-    async fn flush(&self, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
-        if progress.run.lines() == 0 {
-            return Ok(());
-        }
-        while progress.in_flight.len() >= IN_FLIGHT {
-            self.landed_one(progress).await?;
-        }
-        let run = std::mem::take(&mut progress.run);
-        let from = progress.sent.replace(run.through().to_owned());
-        let (mut conn, keys, token, lease_ms) = (progress.conn.clone(), progress.keys.clone(), progress.token.to_owned(), self.lease_ms);
-        let (applied, answer) = oneshot::channel();
-        let before = progress.last_applied.replace(answer);
-        progress.in_flight.push_back(tokio::spawn(async move {
-            let mut landed = restore::apply(&mut conn, &keys, &token, lease_ms, from.as_deref(), &run).await;
-            // Sent from two tasks, the two runs may reach Redis in either order: one that came
-            // before the run it follows goes again once that one is applied.
-            if matches!(landed, Ok(Applied::OutOfOrder))
-                && let Some(before) = before
-                && before.await == Ok(true)
-            {
-                landed = restore::apply(&mut conn, &keys, &token, lease_ms, from.as_deref(), &run).await;
-            }
-            let _ = applied.send(matches!(landed, Ok(Applied::Applied)));
-            landed
-        }));
-        Ok(())
-    }
-
-    /// Waits for every run sent: the first error, or the lock found another's.
-    async fn landed(&self, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
-        let mut first = Ok(());
-        while !progress.in_flight.is_empty() {
-            let landed = self.landed_one(progress).await;
-            if first.is_ok() {
-                first = landed;
-            }
-        }
-        first
-    }
-
-    async fn landed_one(&self, progress: &mut Progress<'_>) -> Result<(), RestoreError> {
-        let Some(call) = progress.in_flight.pop_front() else { return Ok(()) };
-        match call.await.map_err(|e| StoreError::Protocol(format!("restore call: {e}")))?? {
-            Applied::Applied => Ok(()),
-            Applied::LockLost => Err(RestoreError::Running(progress.report.board.clone())),
-            // The call before it failed (its error is the one reported), or another restore
-            // moved the checkpoint meanwhile.
-            Applied::OutOfOrder => Err(RestoreError::Running(progress.report.board.clone())),
-        }
     }
 }
 
