@@ -56,8 +56,10 @@ impl<O: Objects> Restorer<O> {
         }
         lines.sort_by_key(|(line, _)| stream_order(&line.id));
         let decider = Replayer::deciding(Arc::new(config.clone()), self.keys.clone(), self.store.clone());
-        for (line, shard) in &lines {
-            if progress.report.replayed > 0 && Utc::now() >= deadline {
+        // Past the deadline, one write decided at least: the journal's own lines read before
+        // it are no progress on these (read again by the next invocation).
+        for (decided, (line, shard)) in lines.iter().enumerate() {
+            if decided > 0 && Utc::now() >= deadline {
                 progress.report.status = Status::InProgress;
                 return Ok(());
             }
