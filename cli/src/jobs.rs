@@ -61,6 +61,16 @@ impl Job {
         }
     }
 
+    /// The payload of the invocation after one that answered `answer`: a restore goes on with
+    /// the campaign it answered (docs/journal.md#restore), not reading again what it completed.
+    pub fn next_payload(&self, answer: &Value) -> Value {
+        let mut payload = self.payload();
+        if let (Job::Restore { .. }, Some(campaign)) = (self, answer["campaign"].as_str()) {
+            payload["restore"]["campaign"] = json!(campaign);
+        }
+        payload
+    }
+
     fn function<'a>(&self, target: &'a Target) -> &'a str {
         match self {
             Job::Archive { .. } | Job::LeagueClose { .. } => &target.archive_function,
@@ -173,7 +183,7 @@ pub struct Rates {
 pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: impl FnMut(Progress, Rates)) -> Result<Value, Failure> {
     let client = lambda_client(target).await;
     let function = job.function(target);
-    let payload = serde_json::to_vec(&job.payload()).expect("a payload serializes");
+    let mut payload = serde_json::to_vec(&job.payload()).expect("a payload serializes");
     let started = Instant::now();
     let mut summary: Option<Value> = None;
     // Where the journal stood when the command started: the first report's place less what
@@ -200,6 +210,7 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
             Err(failure) => return Err(failure.after(summary)),
         };
         let read_now = Progress::of(invocation, &body).read_bytes;
+        payload = serde_json::to_vec(&job.next_payload(&body)).expect("a payload serializes");
         // The progress is the summary's: each board's counters summed over the invocations, as
         // its last report left it.
         summary = Some(match summary.take() {
@@ -340,6 +351,16 @@ mod tests {
         );
         let dry_run = Job::DryRun { board: "b".into(), period: "all".into(), period_id: "all".into(), config: "x".into() };
         assert_eq!(dry_run.payload(), json!({"dry_run": {"board": "b", "period": "all", "period_id": "all", "config": "x"}}));
+    }
+
+    #[test]
+    fn a_restore_goes_on_with_the_campaign_its_last_invocation_answered() {
+        let restore = Job::Restore { board: Some("points".into()) };
+        let answer = json!({"status": "in_progress", "boards": [], "campaign": "00ff00ff00ff00ff"});
+        assert_eq!(restore.next_payload(&answer), json!({"restore": {"board": "points", "campaign": "00ff00ff00ff00ff"}}));
+        assert_eq!(restore.next_payload(&json!({"status": "in_progress", "boards": []})), restore.payload());
+        let reshard = Job::Reshard { board: "launch".into() };
+        assert_eq!(reshard.next_payload(&answer), reshard.payload(), "a restore's alone");
     }
 
     #[test]

@@ -97,7 +97,9 @@ async fn from_before_a_switch(then: Then) {
     let mut restored = restorer(&later, &client, &bucket).restore(board, deadline).await.expect("the restore runs");
     let mut calls = 1;
     while then == Then::Window && restored.status != Status::Complete && calls < 100 {
-        restored = restorer(&later, &client, &bucket).restore(board, chrono::Utc::now()).await.expect("the restore goes on");
+        let campaign = restored.campaign.clone();
+        restored =
+            restorer(&later, &client, &bucket).resume(board, campaign.as_deref(), chrono::Utc::now()).await.expect("the restore goes on");
         calls += 1;
     }
     assert_eq!(restored.status, Status::Complete, "after {calls} calls: {restored:?}");

@@ -55,10 +55,11 @@ async fn a_sharded_board_journals_verifies_and_restores_shard_by_shard() {
     journals_verifies_and_restores(false).await;
 }
 
-/// The same restore in invocations that each stop at once (their deadline past): each goes on
-/// from where the last stopped, a shard completed by an earlier one not read again, so the
-/// restore completes. Before, every invocation read the first shard again from its start and
-/// the others never had their turn (docs/journal.md#restore).
+/// The same restore in invocations that each stop at once (their deadline past), each passing on
+/// the campaign the one before answered: each goes on from where the last stopped, a shard
+/// completed by an earlier one not read again, so the restore completes. Before, every
+/// invocation read the first shard again from its start and the others never had their turn
+/// (docs/journal.md#restore).
 #[tokio::test]
 async fn a_restore_longer_than_an_invocation_goes_on_shard_by_shard_to_completion() {
     journals_verifies_and_restores(true).await;
@@ -106,10 +107,19 @@ async fn journals_verifies_and_restores(in_steps: bool) {
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE);
 
     let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client.clone(), &bucket));
+    if in_steps {
+        // A campaign no restore answered: refused, nothing written (it never reaches a key's name).
+        let kept = app.keyspace().await;
+        for token in ["../x", "0123456789ABCDEF", "", "0123456789abcdef0"] {
+            let refused = restorer.resume(Some("wide"), Some(token), Utc::now()).await.expect_err("refused");
+            assert_eq!(refused.code(), "bad_request", "{token:?}: {refused}");
+        }
+        assert_eq!(app.keyspace().await, kept);
+    }
     let mut report = restorer.restore(Some("wide"), if in_steps { Utc::now() } else { far() }).await.expect("the restore runs");
     let mut calls = 1;
     while in_steps && report.status != Status::Complete && calls < 200 {
-        report = restorer.restore(Some("wide"), Utc::now()).await.expect("the restore goes on");
+        report = restorer.resume(Some("wide"), report.campaign.as_deref(), Utc::now()).await.expect("the restore goes on");
         calls += 1;
     }
     assert_eq!(report.status, Status::Complete, "after {calls} calls: {report:?}");

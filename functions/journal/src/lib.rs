@@ -1,7 +1,7 @@
 //! The `journal` function (docs/journal.md): wiring only. Every minute, EventBridge Scheduler's
 //! event drains each board's journal of applied writes from Redis to S3, where it outlives Redis,
 //! and its rank-change notifications to EventBridge (docs/notifications.md). `{"drain": {}}` runs
-//! a drain by hand; `{"restore": {"board"?, "overwrite"?}}` brings boards back from the journal
+//! a drain by hand; `{"restore": {"board"?, "campaign"?}}` brings boards back from the journal
 //! after Redis lost them; `{"verify": {"board"?}}` compares boards with their journal and
 //! `{"dry_run": {…}}` replays one under candidate rules; `{"reshard": {"board"}}` moves a board
 //! to the shards its configuration says (docs/scaling.md). The jobs themselves live in the shared
@@ -45,7 +45,7 @@ pub enum Request {
     /// `{"drain": {"release_held": true}}`: a drain that also sends every crossing a quiet time
     /// holds (docs/notifications.md).
     DrainReleasing,
-    /// `{"restore": {"board": <name, or absent for all>}}`.
+    /// `{"restore": {"board": <name, or absent for all>, "campaign"?: <the last answer's>}}`.
     Restore(RestoreRequest),
     /// `{"verify": {"board": <name, or absent for all>}}` (also on a daily schedule).
     Verify(VerifyRequest),
@@ -77,6 +77,9 @@ pub struct RestoreRequest {
     /// that was not lost, so there is nothing to overwrite.
     #[serde(default)]
     pub overwrite: bool,
+    /// The `campaign` the last invocation answered: go on with that restore (docs/journal.md#restore).
+    #[serde(default)]
+    pub campaign: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -172,7 +175,7 @@ impl<O: Objects + Clone> Jobs<O> {
             }
             Request::Restore(request) => {
                 // Boxed, as are the others below: a replay's future nests every service's.
-                let report = Box::pin(self.restorer.restore(request.board.as_deref(), deadline)).await?;
+                let report = Box::pin(self.restorer.resume(request.board.as_deref(), request.campaign.as_deref(), deadline)).await?;
                 tracing::info!(status = ?report.status, "journal restore");
                 serde_json::to_value(report)
             }
@@ -258,7 +261,7 @@ mod tests {
         assert_eq!(Request::try_from(serde_json::json!({"drain": {}})).unwrap(), Request::Drain);
         assert_eq!(Request::try_from(serde_json::json!({"drain": {"release_held": true}})).unwrap(), Request::DrainReleasing);
         let restore = Request::try_from(serde_json::json!({"restore": {"board": "points"}})).unwrap();
-        assert_eq!(restore, Request::Restore(RestoreRequest { board: Some("points".into()), overwrite: false }));
+        assert_eq!(restore, Request::Restore(RestoreRequest { board: Some("points".into()), ..RestoreRequest::default() }));
         assert_eq!(Request::try_from(serde_json::json!({"restore": {}})).unwrap(), Request::Restore(RestoreRequest::default()));
         assert!(Request::try_from(serde_json::json!({"restore": {"boards": []}})).is_err());
         let other = Request::try_from(serde_json::json!({"flush": {}})).unwrap_err();

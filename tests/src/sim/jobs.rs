@@ -65,8 +65,16 @@ impl World {
     }
 
     pub(super) async fn restore(&mut self, drain_at_list: bool) -> Result<(), String> {
+        self.restore_in(drain_at_list, false).await
+    }
+
+    /// A restore of every board to completion; `in_steps`: in invocations that each stop at once,
+    /// each passing on the campaign the one before answered.
+    pub(super) async fn restore_in(&mut self, drain_at_list: bool, in_steps: bool) -> Result<(), String> {
         let mut last = None;
+        let mut campaign: Option<String> = None;
         for _ in 0..400 {
+            let deadline = if in_steps { chrono::Utc::now() } else { far() };
             let attempt = if drain_at_list {
                 let objects = S3Objects::new(self.s3.clone(), &self.bucket);
                 let drainer = self.app.drainer(S3Objects::new(self.s3.clone(), &self.bucket), Arc::default());
@@ -77,9 +85,9 @@ impl World {
                     ..DrainOnList::new(objects, Some(drainer), "forum")
                 };
                 let restorer = Restorer::new(self.app.config.clone(), self.app.keys.clone(), self.app.store.clone(), objects);
-                restorer.with_lease_ms(50).restore(None, far()).await
+                restorer.with_lease_ms(50).resume(None, campaign.as_deref(), deadline).await
             } else {
-                self.restorer(Some(50)).restore(None, far()).await
+                self.restorer(Some(50)).resume(None, campaign.as_deref(), deadline).await
             };
             if let Ok(report) = &attempt {
                 byte_fields(report)?;
@@ -89,7 +97,10 @@ impl World {
                     self.lost_everywhere(false);
                     return Ok(());
                 }
-                Ok(report) => last = Some(report.boards.into_iter().filter(|b| b.status != Status::Complete).collect::<Vec<_>>()),
+                Ok(report) => {
+                    campaign.clone_from(&report.campaign);
+                    last = Some(report.boards.into_iter().filter(|b| b.status != Status::Complete).collect::<Vec<_>>());
+                }
                 // A killed restore's lease runs out within 50 ms.
                 Err(error) if error.code() == "restore_running" => tokio::time::sleep(std::time::Duration::from_millis(25)).await,
                 Err(error) => return Err(format!("restore: {error}")),

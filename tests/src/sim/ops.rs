@@ -129,6 +129,10 @@ pub enum Op {
     Restore {
         #[serde(default)]
         drain_at_list: bool,
+        /// In invocations that each stop at once (their deadline past), each passing on the
+        /// campaign the one before answered (docs/journal.md#restore).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        in_steps: bool,
     },
     /// Fault: a restore whose lock's reply is lost with the connection (standalone: a proxy in
     /// front of Redis; the cluster pass sends a plain restore).
@@ -387,7 +391,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             81..=82 => Op::Drain,
             83 => Op::Verify,
             84..=85 => [Op::Archive, Op::Archive, Op::ArchiveLost][rng.usize(..3)].clone(),
-            86..=87 => Op::Restore { drain_at_list: rng.bool() },
+            86..=87 => Op::Restore { drain_at_list: rng.bool(), in_steps: rng.bool() },
             88 => Op::DroppedRestoreLock,
             89 => Op::KilledRestore { yields: rng.u8(..8) },
             90..=94 => Op::Lose { pick: rng.u64(..), guard: rng.u8(..4) == 0, markers: rng.bool() },

@@ -271,7 +271,7 @@ impl World {
                 self.stats.faults += 1;
                 self.failing_s3(*pick).await?;
             }
-            Op::Restore { drain_at_list } => self.restore(*drain_at_list).await?,
+            Op::Restore { drain_at_list, in_steps } => self.restore_in(*drain_at_list, *in_steps).await?,
             Op::DroppedRestoreLock => {
                 self.stats.faults += 1;
                 self.dropped_restore_lock().await?;

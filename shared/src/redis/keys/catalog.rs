@@ -18,11 +18,11 @@ pub const CATALOG_LOG_FROM: &str = "#from";
 pub const CATALOG_LOG_COUNT: &str = "#count";
 
 impl Keys {
-    /// The journals a restore asked again and again (by `scope`: `*` for every board, else the
-    /// board or journal asked for) completed since it began (hash: journal -> 1; a restore's
-    /// campaign, `redis::restore::campaign`). In the catalog's slot: one key whatever the boards.
-    pub fn restore_campaign(&self, scope: &str) -> String {
-        format!("{}:restore-campaign:{scope}", self.catalog().base)
+    /// The journals a restore's campaign (`token`, hex digits, of restores of `scope`: `*` for
+    /// every board, else the board or journal asked for) completed (hash: journal -> 1;
+    /// `redis::restore::Campaign`). In the catalog's slot: one key whatever the boards.
+    pub fn restore_campaign(&self, scope: &str, token: &str) -> String {
+        format!("{}:restore-campaign:{token}:{scope}", self.catalog().base)
     }
 
     /// The keys of the runtime boards' catalog (`CATALOG_JOURNAL`): its journal, guard and

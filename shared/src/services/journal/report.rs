@@ -49,6 +49,11 @@ pub struct BoardRestore {
 pub struct RestoreReport {
     pub status: Status,
     pub boards: Vec<BoardRestore>,
+    /// What the next invocation passes on (`{"restore": {"campaign"}}`) to go on from here: a
+    /// journal completed before is not read again (`redis::restore::Campaign`). Absent once
+    /// complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub campaign: Option<String>,
 }
 
 impl BoardRestore {

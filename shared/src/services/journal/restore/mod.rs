@@ -94,14 +94,28 @@ impl<O: Objects> Restorer<O> {
         self
     }
 
-    /// Restores `board` (every board when `None`) until done or `deadline`; every call makes
-    /// progress, so calling again until `complete` finishes: a journal completed by an earlier
-    /// call of the same restore is not read again while its board takes writes (`Campaign`).
+    /// Restores `board` (every board when `None`) until done or `deadline`, a restore of its own
+    /// (`resume` without a campaign).
     pub async fn restore(&self, board: Option<&str>, deadline: DateTime<Utc>) -> Result<RestoreReport, RestoreError> {
+        self.resume(board, None, deadline).await
+    }
+
+    /// `restore`, going on with the restore whose invocation answered `campaign`: every call
+    /// makes progress, so calling again with the campaign each answers until `complete`
+    /// finishes; a journal completed earlier in the campaign is not read again while its board
+    /// takes writes (`Campaign`).
+    pub async fn resume(
+        &self,
+        board: Option<&str>,
+        campaign: Option<&str>,
+        deadline: DateTime<Utc>,
+    ) -> Result<RestoreReport, RestoreError> {
         // Profiles: every shard's journal, each with its share of the journal before shards.
         let profiles = || (0..PROFILE_SHARDS).map(profile_journal);
         let mut reports_before = Vec::new();
-        let mut campaign = Campaign::load(&mut self.store.write_connection().await?, &self.keys, board.unwrap_or("*")).await?;
+        let mut campaign = Campaign::load(&mut self.store.write_connection().await?, &self.keys, board.unwrap_or("*"), campaign)
+            .await?
+            .ok_or_else(|| RestoreError::Invalid("campaign: not a token a restore answered".into()))?;
         // Whether this call restored a journal (it goes on past the deadline until one).
         let mut worked = false;
         // The boards as of now, runtime ones included (a restore settles their closed periods by
@@ -128,7 +142,11 @@ impl<O: Objects> Restorer<O> {
                 let marks = Marks::load(&self.objects, self.keys.prefix()).await?;
                 let catalog = self.restore_in(&mut campaign, &mut worked, CATALOG_JOURNAL, &config, deadline, &marks).await?;
                 if catalog.status != Status::Complete {
-                    return Ok(RestoreReport { status: Status::InProgress, boards: vec![catalog] });
+                    return Ok(RestoreReport {
+                        status: Status::InProgress,
+                        boards: vec![catalog],
+                        campaign: Some(campaign.token().into()),
+                    });
                 }
                 reports_before.push(catalog);
                 // Boards whose end is done: their guards alone (their keys were freed on purpose).
@@ -154,12 +172,14 @@ impl<O: Objects> Restorer<O> {
             reports.push(self.restore_in(&mut campaign, &mut worked, &name, &config, deadline, &marks).await?);
         }
         let status = if reports.iter().all(|r| r.status == Status::Complete) { Status::Complete } else { Status::InProgress };
-        let mut conn = self.store.write_connection().await?;
-        match status {
-            Status::Complete => campaign.end(&mut conn).await?,
-            Status::InProgress => campaign.keep(&mut conn).await?,
-        }
-        Ok(RestoreReport { status, boards: reports })
+        let token = match status {
+            Status::Complete => {
+                campaign.end(&mut self.store.write_connection().await?).await?;
+                None
+            }
+            Status::InProgress => Some(campaign.token().to_owned()),
+        };
+        Ok(RestoreReport { status, boards: reports, campaign: token })
     }
 
     /// `restore_board`, unless the campaign completed journal `name` before (`worked`: set when
