@@ -60,6 +60,10 @@ pub enum Command {
         /// Only this board (default: every board the journal knows).
         #[arg(long)]
         board: Option<String>,
+        /// Goes on with the restore that answered this campaign (its summary's `campaign`, when
+        /// it stopped part-way): what it completed is not read again (docs/journal.md#restore).
+        #[arg(long)]
+        campaign: Option<String>,
     },
     /// Compares boards with their journal.
     Verify {

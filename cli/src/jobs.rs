@@ -17,13 +17,35 @@ use crate::target::Target;
 /// A job and its payload (the raw payloads stay documented for automation).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Job {
-    Restore { board: Option<String> },
-    Verify { board: Option<String> },
-    Reshard { board: String },
-    Drain { release_held: bool },
-    Archive { board: String, season: String, shard: Option<(u32, u32)> },
-    LeagueClose { board: String, period_id: String },
-    DryRun { board: String, period: String, period_id: String, config: String },
+    /// `campaign`: the one a restore stopped part-way answered, to go on with it.
+    Restore {
+        board: Option<String>,
+        campaign: Option<String>,
+    },
+    Verify {
+        board: Option<String>,
+    },
+    Reshard {
+        board: String,
+    },
+    Drain {
+        release_held: bool,
+    },
+    Archive {
+        board: String,
+        season: String,
+        shard: Option<(u32, u32)>,
+    },
+    LeagueClose {
+        board: String,
+        period_id: String,
+    },
+    DryRun {
+        board: String,
+        period: String,
+        period_id: String,
+        config: String,
+    },
 }
 
 /// The most invocations one command makes: a job that never completes is stopped, not looped.
@@ -45,7 +67,12 @@ impl Job {
     pub fn payload(&self) -> Value {
         let board = |board: &Option<String>| board.as_ref().map_or_else(|| json!({}), |b| json!({"board": b}));
         match self {
-            Job::Restore { board: b } => json!({"restore": board(b)}),
+            Job::Restore { board: b, campaign: None } => json!({"restore": board(b)}),
+            Job::Restore { board: b, campaign: Some(campaign) } => {
+                let mut restore = board(b);
+                restore["campaign"] = json!(campaign);
+                json!({"restore": restore})
+            }
             Job::Verify { board: b } => json!({"verify": board(b)}),
             Job::Reshard { board } => json!({"reshard": {"board": board}}),
             Job::Drain { release_held: false } => json!({"drain": {}}),
@@ -224,7 +251,10 @@ pub async fn run(target: &Target, job: &Job, stop: Arc<AtomicBool>, mut report: 
             return Ok(summary.unwrap_or_default());
         }
     }
-    let message = format!("{} did not complete in {MAX_INVOCATIONS} invocations: run it again to go on", job.name());
+    let message = format!(
+        "{} did not complete in {MAX_INVOCATIONS} invocations: run it again to go on (a restore: with --campaign, its summary's)",
+        job.name()
+    );
     Err(Failure::Incomplete { message, summary })
 }
 
@@ -333,8 +363,8 @@ mod tests {
 
     #[test]
     fn payloads_are_the_functions_documented_ones() {
-        assert_eq!(Job::Restore { board: None }.payload(), json!({"restore": {}}));
-        assert_eq!(Job::Restore { board: Some("points".into()) }.payload(), json!({"restore": {"board": "points"}}));
+        assert_eq!(Job::Restore { board: None, campaign: None }.payload(), json!({"restore": {}}));
+        assert_eq!(Job::Restore { board: Some("points".into()), campaign: None }.payload(), json!({"restore": {"board": "points"}}));
         assert_eq!(Job::Reshard { board: "launch".into() }.payload(), json!({"reshard": {"board": "launch"}}));
         assert_eq!(Job::Drain { release_held: true }.payload(), json!({"drain": {"release_held": true}}));
         assert_eq!(
@@ -355,17 +385,19 @@ mod tests {
 
     #[test]
     fn a_restore_goes_on_with_the_campaign_its_last_invocation_answered() {
-        let restore = Job::Restore { board: Some("points".into()) };
+        let restore = Job::Restore { board: Some("points".into()), campaign: None };
         let answer = json!({"status": "in_progress", "boards": [], "campaign": "00ff00ff00ff00ff"});
         assert_eq!(restore.next_payload(&answer), json!({"restore": {"board": "points", "campaign": "00ff00ff00ff00ff"}}));
         assert_eq!(restore.next_payload(&json!({"status": "in_progress", "boards": []})), restore.payload());
+        let resumed = Job::Restore { board: None, campaign: Some("00ff00ff00ff00ff".into()) };
+        assert_eq!(resumed.payload(), json!({"restore": {"campaign": "00ff00ff00ff00ff"}}), "--campaign");
         let reshard = Job::Reshard { board: "launch".into() };
         assert_eq!(reshard.next_payload(&answer), reshard.payload(), "a restore's alone");
     }
 
     #[test]
     fn a_restore_completes_on_its_status_and_an_archive_when_no_season_is_in_progress() {
-        let restore = Job::Restore { board: None };
+        let restore = Job::Restore { board: None, campaign: None };
         assert!(!restore.completed(&json!({"status": "in_progress", "boards": []})));
         assert!(restore.completed(&json!({"status": "complete", "boards": []})));
         let archive = Job::Archive { board: "b".into(), season: "s".into(), shard: None };
@@ -397,7 +429,7 @@ mod tests {
 
     #[test]
     fn an_answer_that_is_no_report_is_not_taken_for_one() {
-        let restore = Job::Restore { board: None };
+        let restore = Job::Restore { board: None, campaign: None };
         assert!(!restore.answered(&json!({"errorMessage": "boom"})));
         assert!(!restore.answered(&Value::Null));
         assert!(restore.answered(&json!({"status": "in_progress", "boards": []})));

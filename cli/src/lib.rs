@@ -34,7 +34,7 @@ pub enum Failure {
     #[error("{message}")]
     Incomplete { message: String, summary: Option<Value> },
     /// Ctrl-C between invocations; `summary` is what the invocations before it did.
-    #[error("{job} stopped between invocations: the same command again resumes it")]
+    #[error("{job} stopped between invocations: the same command again resumes it (a restore: with --campaign, its summary's)")]
     Stopped { job: &'static str, summary: Option<Value> },
     /// A call failed after earlier ones had done work (a job's invocation, a listing's page):
     /// `cause`, and what the calls before it did.
@@ -127,7 +127,7 @@ pub fn runs_a_job(command: &Command) -> bool {
 
 fn job_of(command: &Command) -> Result<Option<Job>, Failure> {
     Ok(Some(match command {
-        Command::Restore { board } => Job::Restore { board: board.clone() },
+        Command::Restore { board, campaign } => Job::Restore { board: board.clone(), campaign: campaign.clone() },
         Command::Verify { board } => Job::Verify { board: board.clone() },
         Command::Reshard { board } => Job::Reshard { board: board.clone() },
         Command::Drain { release_held } => Job::Drain { release_held: *release_held },

@@ -90,6 +90,12 @@ impl BoardKeys {
         format!("{}:notices-lock", self.base)
     }
 
+    /// The restore campaign that completed this journal (a string: its token; a
+    /// `redis::restore::Campaign`): in the journal's own slot, so a loss of the slot takes it.
+    pub fn restore_done(&self) -> String {
+        format!("{}:restore-done", self.base)
+    }
+
     /// The board's scale record (`Keys::board_scale`; docs/boards.md#score-boards), in its one
     /// slot: a shard's keys name one that is never written.
     pub fn scale_record(&self) -> String {

@@ -7,39 +7,42 @@
 
 use std::collections::HashSet;
 
-use crate::domain::guard;
 use crate::redis::error::StoreError;
-use crate::redis::keys::{BoardKeys, Keys};
+use crate::redis::keys::Keys;
 use crate::redis::store::Connection;
 
-/// A campaign's record is kept this long after its last invocation stopped (or its last
-/// journal completed): a token older than that starts over.
+/// A campaign's records are kept this long after its last journal completed or its last
+/// invocation began: a token older than that starts over.
 const CAMPAIGN_MS: u64 = 60 * 60 * 1000;
 /// A token's hex digits.
 const TOKEN_DIGITS: usize = 16;
 
 pub struct Campaign {
+    keys: Keys,
     token: String,
+    /// The journals it completed (hash: journal -> 1, in the catalog's slot): which marks to
+    /// remove at its end. Each journal's own mark (`BoardKeys::restore_done`, in its slot) says
+    /// it is done.
     key: String,
     done: HashSet<String>,
 }
 
 impl Campaign {
     /// The campaign of restores of `scope` (`*`, or the board or journal asked for) that `token`
-    /// names (a new one when `None`, or when its record has gone). A token that is not one this
-    /// module made is refused (`None`): it never reaches a key's name.
+    /// names (a new one when `None`, or when its records have gone). A token that is not of the
+    /// shape this module makes is refused (`None`): no other string reaches a key's name.
     pub async fn load(conn: &mut Connection, keys: &Keys, scope: &str, token: Option<&str>) -> Result<Option<Self>, StoreError> {
         let Some(token) = token else {
             let token = format!("{:0width$x}", fastrand::u64(..), width = TOKEN_DIGITS);
             let key = keys.restore_campaign(scope, &token);
-            return Ok(Some(Self { token, key, done: HashSet::new() }));
+            return Ok(Some(Self { keys: keys.clone(), token, key, done: HashSet::new() }));
         };
         if token.len() != TOKEN_DIGITS || !token.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
             return Ok(None);
         }
         let key = keys.restore_campaign(scope, token);
         let (done, _): (Vec<String>, ()) = redis::pipe().hkeys(&key).pexpire(&key, CAMPAIGN_MS as i64).query_async(conn).await?;
-        Ok(Some(Self { token: token.to_owned(), key, done: done.into_iter().collect() }))
+        Ok(Some(Self { keys: keys.clone(), token: token.to_owned(), key, done: done.into_iter().collect() }))
     }
 
     /// What the next invocation passes on to go on with this campaign.
@@ -47,29 +50,41 @@ impl Campaign {
         &self.token
     }
 
-    /// Whether journal `name` (its keys `keys`; `guarded`: a board's, not profiles') was completed
-    /// earlier in the campaign and its board has taken writes since without a loss being found.
-    pub async fn done(&self, conn: &mut Connection, keys: &BoardKeys, name: &str, guarded: bool) -> Result<bool, StoreError> {
+    /// Whether journal `name` (`guarded`: a board's, not profiles') was completed earlier in the
+    /// campaign, its mark is still there (its slot not lost since) and its board has taken
+    /// writes since without a loss being found (`super::serving`).
+    pub async fn done(&self, conn: &mut Connection, name: &str, guarded: bool) -> Result<bool, StoreError> {
         if !self.done.contains(name) {
             return Ok(false);
         }
-        if !guarded {
-            return Ok(true);
+        let keys = self.keys.board(name);
+        let mark: Option<String> = redis::cmd("GET").arg(keys.restore_done()).query_async(conn).await?;
+        if mark.as_deref() != Some(self.token.as_str()) {
+            return Ok(false);
         }
-        let (born, fence, lost): (Option<String>, Option<String>, Option<String>) =
-            redis::cmd("HMGET").arg(keys.guard()).arg(guard::BORN).arg(guard::FENCE).arg(guard::LOST).query_async(conn).await?;
-        Ok(born.is_some() && fence.is_none() && lost.is_none())
+        Ok(!guarded || super::serving(conn, &keys).await?)
     }
 
-    /// Journal `name` completed.
+    /// Journal `name` completed: its mark, then the campaign's record of it.
     pub async fn completed(&mut self, conn: &mut Connection, name: &str) -> Result<(), StoreError> {
+        let () = redis::cmd("SET")
+            .arg(self.keys.board(name).restore_done())
+            .arg(&self.token)
+            .arg("PX")
+            .arg(CAMPAIGN_MS)
+            .query_async(conn)
+            .await?;
         let () = redis::pipe().hset(&self.key, name, 1).pexpire(&self.key, CAMPAIGN_MS as i64).query_async(conn).await?;
         self.done.insert(name.to_owned());
         Ok(())
     }
 
-    /// Everything completed in one invocation: the record goes.
+    /// Everything completed: the marks, then the record, go (the next restore reads every
+    /// journal again).
     pub async fn end(self, conn: &mut Connection) -> Result<(), StoreError> {
+        for name in &self.done {
+            let () = redis::cmd("DEL").arg(self.keys.board(name).restore_done()).query_async(conn).await?;
+        }
         let () = redis::cmd("DEL").arg(&self.key).query_async(conn).await?;
         Ok(())
     }

@@ -4,6 +4,7 @@
 
 pub mod birth;
 mod campaign;
+pub mod older;
 pub mod rollback;
 mod run;
 
@@ -397,11 +398,19 @@ pub async fn born(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, Store
     Ok(redis::cmd("HEXISTS").arg(keys.guard()).arg(crate::domain::guard::BORN).query_async(conn).await?)
 }
 
-/// Whether the board (or shard) takes writes as far as a restore is concerned: born, no fence.
+/// Whether the board (or shard) takes writes as far as a restore is concerned: born, no fence,
+/// no loss found.
+/// A move's target (`guard::TARGET`) is not: it serves once its move switches.
 pub async fn serving(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
-    let (born, fence): (Option<String>, Option<String>) =
-        redis::cmd("HMGET").arg(keys.guard()).arg(guard::BORN).arg(guard::FENCE).query_async(conn).await?;
-    Ok(born.is_some() && fence.is_none())
+    let (born, fence, lost, target): (Option<String>, Option<String>, Option<String>, Option<String>) = redis::cmd("HMGET")
+        .arg(keys.guard())
+        .arg(guard::BORN)
+        .arg(guard::FENCE)
+        .arg(guard::LOST)
+        .arg(guard::TARGET)
+        .query_async(conn)
+        .await?;
+    Ok(born.is_some() && fence.is_none() && lost.is_none() && target.is_none())
 }
 
 /// Whether a write found a loss the board's guard survived (`guard::LOST`), not restored yet.

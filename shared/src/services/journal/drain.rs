@@ -13,7 +13,7 @@ use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, journal_board, journal_shards, profile_journals};
 use crate::redis::restore::rollback::{self, Found};
-use crate::redis::restore::{self, Birth};
+use crate::redis::restore::{self, Birth, older};
 use crate::redis::store::Store;
 use crate::runtime::metrics::{Metrics, Unit};
 use crate::services::catalog::boards_now;
@@ -36,6 +36,7 @@ pub const LAG_METRIC: &str = "JournalLagSeconds";
 pub const DRAINED_METRIC: &str = "JournalEntriesDrained";
 /// Why a board that needs the drain's record to be drained waited for a run that reads it.
 const UNREAD: &str = "the drain's record is unreadable: not drained this run";
+const MOVES_UNREAD: &str = "the boards' last moves are unreadable: not drained this run";
 /// Boards that lost their data in Redis and refuse writes until restored (`BoardsLostAlarm`).
 pub const LOST_METRIC: &str = "BoardsLost";
 
@@ -106,16 +107,18 @@ impl<O: Objects> Drainer<O> {
         // before the fence again where the board switched to: stored in S3 as that layout's
         // history, nothing would tell them apart.
         let names: Vec<&str> = config.boards().iter().map(|board| board.name.as_str()).collect();
-        let mut held_back = Vec::new();
+        // Unread (S3 or Redis failing): no board is drained this run, as when the drain's record
+        // is unread below, since any may hold such writes.
+        let mut held_back = None;
         if let Ok(mut conn) = self.store.write_connection().await {
             match super::switches::fence_older(&mut conn, &self.objects, &self.keys, &names).await {
                 Ok((fenced, older)) => {
                     fenced
                         .iter()
                         .for_each(|board| tracing::error!(board, "the board's Redis is older than its last move: fenced until restored"));
-                    held_back = older;
+                    held_back = Some(older);
                 }
-                Err(error) => tracing::warn!(error = %error, "the boards' last moves unread: checked next run"),
+                Err(error) => tracing::warn!(error = %error, "the boards' last moves unread: no board is drained this run"),
             }
         }
         for board in config.boards() {
@@ -163,11 +166,12 @@ impl<O: Objects> Drainer<O> {
             // The two streams drain side by side: a failing (or long) journal does not hold
             // notifications back, nor a failing bus the journal.
             let journal = async {
-                if held_back.iter().any(|older| older == name) {
-                    drained.lost = true;
-                    return Ok(());
+                match held_back {
+                    Some(older) if older.iter().any(|older| older == name) => drained.lost = true,
+                    None if !is_profile_journal(name) => drained.error = Some(MOVES_UNREAD.to_owned()),
+                    _ => return self.drain_board(name, deadline, marks_read, &mut drained).await,
                 }
-                self.drain_board(name, deadline, marks_read, &mut drained).await
+                Ok(())
             };
             let (journal, notices) = futures::join!(journal, self.notify_board(name, deadline, release));
             if let Err(error) = journal {
@@ -310,6 +314,11 @@ impl<O: Objects> Drainer<O> {
                 tracing::error!(board, "the board's data was lost: its writes are refused until it is restored from the journal");
                 drained.lost = true;
             }
+        }
+        // Acknowledged writes an older store took wait to be decided again (docs/journal.md#rollbacks).
+        if guarded && board != CATALOG_JOURNAL && older::read(&mut conn, &self.keys, journal_board(board)).await?.is_some() {
+            tracing::error!(board, "writes an older store took before its fence wait for a restore to decide them again");
+            drained.lost = true;
         }
         if !is_profile_journal(board) && restore::found_lost(&mut conn, &keys).await? {
             tracing::error!(

@@ -108,6 +108,13 @@ impl<O: Objects> Resharder<O> {
             ));
         }
         let mut conn = self.store.write_connection().await?;
+        // Their record names the layout and the switch they followed: a move now would leave
+        // them behind another switch (docs/journal.md#rollbacks).
+        if crate::redis::restore::older::read(&mut conn, &self.keys, name).await?.is_some() {
+            return Err(RestoreError::Invalid(format!(
+                "board {name:?}: writes an older store took before its fence are still to be decided again: run a restore first"
+            )));
+        }
         let source = super::generations::held(&self.store, &mut conn, &self.keys, board).await?;
         let (from, to) = (source.shards(), board.shards);
         let rescale = layout::held_scale(&mut conn, &self.keys, board, Utc::now()).await?.and_then(|held| Rescale::new(board, held));

@@ -8,6 +8,7 @@ use crate::domain::journal::stream_order;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{Keys, Layout, journal_board, journal_generation, journal_shards};
 use crate::redis::layout;
+use crate::redis::restore::older::{self, OlderWrites};
 use crate::redis::store::Connection;
 
 use super::error::RestoreError;
@@ -65,8 +66,8 @@ fn same(layout: &Layout, switch: &Switch) -> bool {
 /// has that layout's shards fenced as lost (503 `board_restoring`, counted in `BoardsLost`) until
 /// a restore brings it back where S3 says. The stores are read before S3 is listed: a switch is
 /// in S3 before Redis records it, so a switch between the two is seen in both. The boards fenced
-/// now, and the journals of every layout held that is older than its board's last switch: not
-/// drained (their writes since the switch wait in the stream to be decided again where the
+/// now, and the journals of every layout held that is older than its board's last switch holding
+/// a write since it: not drained (those writes wait in the stream to be decided again where the
 /// board switched to, `restore::older_writes`).
 pub(super) async fn fence_older<O: Objects>(
     conn: &mut Connection,
@@ -90,7 +91,14 @@ pub(super) async fn fence_older<O: Objects>(
         let folder = switches_of(keys.prefix(), board);
         let Some(switch) = newest(listed.iter().filter(|name| name.starts_with(&folder)).map(String::as_str))? else { continue };
         let Some(held) = held.filter(|held| !same(held, &switch)) else { continue };
-        held_back.extend(held.journals());
+        // Only the journals holding a write since the switch: a move's own switch (S3 first,
+        // then Redis) leaves the old layout's, all from before it, to drain as any other.
+        for (shard, journal) in held.all().iter().zip(held.journals()) {
+            let newest = crate::redis::journal::newest_id(conn, shard).await?;
+            if newest.as_deref().and_then(stream_order).is_some_and(|(ms, _)| ms as i64 > switch.at) {
+                held_back.push(journal);
+            }
+        }
         if crate::redis::restore::birth::fence_older(conn, &held).await? {
             fenced.push((*board).to_owned());
         }
@@ -125,7 +133,14 @@ pub(super) async fn record_restored<O: Objects>(conn: &mut Connection, objects: 
             tracing::warn!(board, held = %layout::text(old.shards(), old.generation()), switched = %layout::text(shards, generation),
                 kept_journals = kept.len(), "the store is older than the board's last switch: restored in the layout it switched to");
             if !kept.is_empty() {
-                keep_older_writes(conn, keys, &old).await?;
+                let older = OlderWrites { layout: old.clone(), at_ms: switch.at };
+                if let Some(held) = older::record(conn, keys, &older).await? {
+                    return Err(RestoreError::Invalid(format!(
+                        "board {board:?}: the writes layout {} took before its fence are still to be decided again; layout {} holds more",
+                        layout::text(held.layout.shards(), held.layout.generation()),
+                        layout::text(old.shards(), old.generation())
+                    )));
+                }
             }
             free(conn, keys, &old, &kept).await?;
             layout::record(conn, keys, board, (shards, generation), switch.max_score).await?;
@@ -165,31 +180,6 @@ async fn writes_since<O: Objects>(
         }
     }
     Ok(kept)
-}
-
-/// Records that `old`'s kept journals hold writes to decide again, before the layout is freed
-/// (a restore killed in between finds them named). One older layout at a time: another one's
-/// writes still to decide refuse the restore.
-async fn keep_older_writes(conn: &mut Connection, keys: &Keys, old: &Layout) -> Result<(), RestoreError> {
-    let text = layout::text(old.shards(), old.generation());
-    let record = keys.board_older_writes(old.board());
-    let (set, held): (bool, Option<String>) = redis::pipe()
-        .cmd("SET")
-        .arg(&record)
-        .arg(&text)
-        .arg("NX")
-        .cmd("GET")
-        .arg(&record)
-        .query_async(conn)
-        .await
-        .map_err(StoreError::from)?;
-    match held {
-        Some(held) if !set && held != text => Err(RestoreError::Invalid(format!(
-            "board {:?}: the writes layout {held} took before its fence are still to be decided again; layout {text} holds more",
-            old.board()
-        ))),
-        _ => Ok(()),
-    }
 }
 
 /// Frees `layout`'s keys, its guards first, all sent together (one slot each): a container whose

@@ -43,6 +43,7 @@ const TAIL_PAGE: usize = 1_000;
 /// Runs sent to Redis and not answered yet, at most.
 const IN_FLIGHT: usize = 2;
 
+mod campaign;
 mod older_writes;
 mod redecide;
 mod runs;
@@ -100,22 +101,16 @@ impl<O: Objects> Restorer<O> {
         self.resume(board, None, deadline).await
     }
 
-    /// `restore`, going on with the restore whose invocation answered `campaign`: every call
-    /// makes progress, so calling again with the campaign each answers until `complete`
-    /// finishes; a journal completed earlier in the campaign is not read again while its board
-    /// takes writes (`Campaign`).
-    pub async fn resume(
+    /// What one invocation of `campaign` restores, until done or `deadline`.
+    pub(super) async fn restore_some(
         &self,
         board: Option<&str>,
-        campaign: Option<&str>,
+        campaign: &mut Campaign,
         deadline: DateTime<Utc>,
-    ) -> Result<RestoreReport, RestoreError> {
+    ) -> Result<Vec<BoardRestore>, RestoreError> {
         // Profiles: every shard's journal, each with its share of the journal before shards.
         let profiles = || (0..PROFILE_SHARDS).map(profile_journal);
         let mut reports_before = Vec::new();
-        let mut campaign = Campaign::load(&mut self.store.write_connection().await?, &self.keys, board.unwrap_or("*"), campaign)
-            .await?
-            .ok_or_else(|| RestoreError::Invalid("campaign: not a token a restore answered".into()))?;
         // Whether this call restored a journal (it goes on past the deadline until one).
         let mut worked = false;
         // The boards as of now, runtime ones included (a restore settles their closed periods by
@@ -140,13 +135,9 @@ impl<O: Objects> Restorer<O> {
             // The runtime boards' definitions first: they say which boards there are to restore.
             None => {
                 let marks = Marks::load(&self.objects, self.keys.prefix()).await?;
-                let catalog = self.restore_in(&mut campaign, &mut worked, CATALOG_JOURNAL, &config, deadline, &marks).await?;
+                let catalog = self.restore_in(campaign, &mut worked, CATALOG_JOURNAL, &config, deadline, &marks).await?;
                 if catalog.status != Status::Complete {
-                    return Ok(RestoreReport {
-                        status: Status::InProgress,
-                        boards: vec![catalog],
-                        campaign: Some(campaign.token().into()),
-                    });
+                    return Ok(vec![catalog]);
                 }
                 reports_before.push(catalog);
                 // Boards whose end is done: their guards alone (their keys were freed on purpose).
@@ -169,40 +160,10 @@ impl<O: Objects> Restorer<O> {
                 reports.push(BoardRestore::pending(&name));
                 continue;
             }
-            reports.push(self.restore_in(&mut campaign, &mut worked, &name, &config, deadline, &marks).await?);
+            reports.push(self.restore_in(campaign, &mut worked, &name, &config, deadline, &marks).await?);
         }
-        let status = if reports.iter().all(|r| r.status == Status::Complete) { Status::Complete } else { Status::InProgress };
-        let token = match status {
-            Status::Complete => {
-                campaign.end(&mut self.store.write_connection().await?).await?;
-                None
-            }
-            Status::InProgress => Some(campaign.token().to_owned()),
-        };
-        Ok(RestoreReport { status, boards: reports, campaign: token })
-    }
-
-    /// `restore_board`, unless the campaign completed journal `name` before (`worked`: set when
-    /// it is restored now), recorded in it once complete.
-    async fn restore_in(
-        &self,
-        campaign: &mut Campaign,
-        worked: &mut bool,
-        name: &str,
-        config: &Config,
-        deadline: DateTime<Utc>,
-        marks: &Marks,
-    ) -> Result<BoardRestore, RestoreError> {
-        let mut conn = self.store.write_connection().await?;
-        if campaign.done(&mut conn, &self.keys.board(name), name, !is_profile_journal(name)).await? {
-            return Ok(BoardRestore::done_before(name));
-        }
-        *worked = true;
-        let report = self.restore_board(name, config, deadline, marks).await?;
-        if report.status == Status::Complete {
-            campaign.completed(&mut conn, name).await?;
-        }
-        Ok(report)
+        self.older_writes_of(&mut reports, &config, deadline).await?;
+        Ok(reports)
     }
 
     /// One board's restore, under its lock: one restore of a board at a time (a caller that
@@ -381,13 +342,10 @@ impl<O: Objects> Restorer<O> {
         }
         restore::finish(progress.conn, progress.keys, !profiles, ending && name != CATALOG_JOURNAL).await?;
         progress.report.status = Status::Complete;
-        if let Some(window) = &redecide {
-            self.redecide(name, config, progress, window, deadline).await?;
+        match &redecide {
+            Some(window) => self.redecide(name, config, progress, window, deadline).await,
+            None => Ok(()),
         }
-        if profiles || name == CATALOG_JOURNAL || progress.report.status != Status::Complete {
-            return Ok(());
-        }
-        self.older_writes(name, config, progress, deadline).await
     }
 
     /// At the deadline (once this invocation has made progress): applies what it gathered and
