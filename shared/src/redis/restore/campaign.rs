@@ -42,6 +42,11 @@ impl Campaign {
         }
         let key = keys.restore_campaign(scope, token);
         let (done, _): (Vec<String>, ()) = redis::pipe().hkeys(&key).pexpire(&key, CAMPAIGN_MS as i64).query_async(conn).await?;
+        // Its marks kept as long as its record: a campaign longer than their life would read its
+        // first journals again.
+        for name in &done {
+            let () = redis::cmd("PEXPIRE").arg(keys.board(name).restore_done()).arg(CAMPAIGN_MS).query_async(conn).await?;
+        }
         Ok(Some(Self { keys: keys.clone(), token: token.to_owned(), key, done: done.into_iter().collect() }))
     }
 

@@ -400,17 +400,10 @@ pub async fn born(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, Store
 
 /// Whether the board (or shard) takes writes as far as a restore is concerned: born, no fence,
 /// no loss found.
-/// A move's target (`guard::TARGET`) is not: it serves once its move switches.
 pub async fn serving(conn: &mut Connection, keys: &BoardKeys) -> Result<bool, StoreError> {
-    let (born, fence, lost, target): (Option<String>, Option<String>, Option<String>, Option<String>) = redis::cmd("HMGET")
-        .arg(keys.guard())
-        .arg(guard::BORN)
-        .arg(guard::FENCE)
-        .arg(guard::LOST)
-        .arg(guard::TARGET)
-        .query_async(conn)
-        .await?;
-    Ok(born.is_some() && fence.is_none() && lost.is_none() && target.is_none())
+    let (born, fence, lost): (Option<String>, Option<String>, Option<String>) =
+        redis::cmd("HMGET").arg(keys.guard()).arg(guard::BORN).arg(guard::FENCE).arg(guard::LOST).query_async(conn).await?;
+    Ok(born.is_some() && fence.is_none() && lost.is_none())
 }
 
 /// Whether a write found a loss the board's guard survived (`guard::LOST`), not restored yet.

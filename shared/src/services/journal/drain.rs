@@ -107,13 +107,15 @@ impl<O: Objects> Drainer<O> {
         // before the fence again where the board switched to: stored in S3 as that layout's
         // history, nothing would tell them apart.
         let names: Vec<&str> = config.boards().iter().map(|board| board.name.as_str()).collect();
-        // Unread (S3 or Redis failing): no board is drained this run, as when the drain's record
-        // is unread below, since any may hold such writes.
+        // Unread (S3 or Redis failing): no board is drained this run (the catalog and the
+        // profiles are, never moved), as when the drain's record is unread below, since any
+        // board may hold such writes.
         let mut held_back = None;
         if let Ok(mut conn) = self.store.write_connection().await {
             match super::switches::fence_older(&mut conn, &self.objects, &self.keys, &names).await {
-                Ok((fenced, older)) => {
-                    fenced
+                Ok(older) => {
+                    older
+                        .fenced
                         .iter()
                         .for_each(|board| tracing::error!(board, "the board's Redis is older than its last move: fenced until restored"));
                     held_back = Some(older);
@@ -166,9 +168,13 @@ impl<O: Objects> Drainer<O> {
             // The two streams drain side by side: a failing (or long) journal does not hold
             // notifications back, nor a failing bus the journal.
             let journal = async {
+                let board = || !is_profile_journal(name) && name != CATALOG_JOURNAL;
                 match held_back {
-                    Some(older) if older.iter().any(|older| older == name) => drained.lost = true,
-                    None if !is_profile_journal(name) => drained.error = Some(MOVES_UNREAD.to_owned()),
+                    Some(older) if older.held_back.iter().any(|held| held == name) => drained.lost = true,
+                    Some(older) if board() && older.unread.iter().any(|unread| unread == journal_board(name)) => {
+                        drained.error = Some(MOVES_UNREAD.to_owned());
+                    }
+                    None if board() => drained.error = Some(MOVES_UNREAD.to_owned()),
                     _ => return self.drain_board(name, deadline, marks_read, &mut drained).await,
                 }
                 Ok(())
@@ -316,9 +322,16 @@ impl<O: Objects> Drainer<O> {
             }
         }
         // Acknowledged writes an older store took wait to be decided again (docs/journal.md#rollbacks).
-        if guarded && board != CATALOG_JOURNAL && older::read(&mut conn, &self.keys, journal_board(board)).await?.is_some() {
+        if guarded
+            && board != CATALOG_JOURNAL
+            && let Some(older) = older::read(&mut conn, &self.keys, journal_board(board)).await?
+        {
             tracing::error!(board, "writes an older store took before its fence wait for a restore to decide them again");
             drained.lost = true;
+            // Those journals themselves are never stored as history (whichever list named them).
+            if older.layout.journals().iter().any(|journal| journal == board) {
+                return Ok(());
+            }
         }
         if !is_profile_journal(board) && restore::found_lost(&mut conn, &keys).await? {
             tracing::error!(

@@ -61,49 +61,87 @@ fn same(layout: &Layout, switch: &Switch) -> bool {
     (layout.shards(), layout.generation()) == (switch.shards, switch.generation)
 }
 
+/// What the drain's check found (`fence_older`).
+#[derive(Debug, Default)]
+pub(super) struct Older {
+    /// Boards fenced now.
+    pub fenced: Vec<String>,
+    /// Journals of a held layout older than its board's last switch that hold a write since it:
+    /// not drained (those writes wait in the stream to be decided again where the board switched
+    /// to, `restore::older_writes`).
+    pub held_back: Vec<String>,
+    /// Boards whose check failed (their layout or journal unread): not drained this run.
+    pub unread: Vec<String>,
+}
+
 /// The drain's check, once a run (two listings of every board's switches): each board in `boards`
 /// whose layout as the store holds it is not its last switch's (a store older than that switch)
 /// has that layout's shards fenced as lost (503 `board_restoring`, counted in `BoardsLost`) until
 /// a restore brings it back where S3 says. The stores are read before S3 is listed: a switch is
-/// in S3 before Redis records it, so a switch between the two is seen in both. The boards fenced
-/// now, and the journals of every layout held that is older than its board's last switch holding
-/// a write since it: not drained (those writes wait in the stream to be decided again where the
-/// board switched to, `restore::older_writes`).
+/// in S3 before Redis records it, so a switch between the two is seen in both. A listing that
+/// fails is this call's error (no board can be told); a board's own failure is that board's.
 pub(super) async fn fence_older<O: Objects>(
     conn: &mut Connection,
     objects: &O,
     keys: &Keys,
     boards: &[&str],
-) -> Result<(Vec<String>, Vec<String>), RestoreError> {
+) -> Result<Older, RestoreError> {
     let all = format!("journal/_switches/prefix={}/", keys.prefix());
     // Only a board that ever switched can be older than its last switch: a store of many boards
     // reads the few that moved (a board's first switch after this listing is checked next run).
     let ever = objects.list(&all).await?;
     let moved: Vec<&str> =
         boards.iter().copied().filter(|board| ever.iter().any(|name| name.starts_with(&switches_of(keys.prefix(), board)))).collect();
+    let mut older = Older::default();
     let mut layouts = Vec::new();
-    for board in &moved {
-        layouts.push(held(conn, keys, board).await?);
-    }
-    let listed = objects.list(&all).await?;
-    let (mut fenced, mut held_back) = (Vec::new(), Vec::new());
-    for (board, held) in moved.iter().zip(layouts) {
-        let folder = switches_of(keys.prefix(), board);
-        let Some(switch) = newest(listed.iter().filter(|name| name.starts_with(&folder)).map(String::as_str))? else { continue };
-        let Some(held) = held.filter(|held| !same(held, &switch)) else { continue };
-        // Only the journals holding a write since the switch: a move's own switch (S3 first,
-        // then Redis) leaves the old layout's, all from before it, to drain as any other.
-        for (shard, journal) in held.all().iter().zip(held.journals()) {
-            let newest = crate::redis::journal::newest_id(conn, shard).await?;
-            if newest.as_deref().and_then(stream_order).is_some_and(|(ms, _)| ms as i64 > switch.at) {
-                held_back.push(journal);
+    for board in moved {
+        match held(conn, keys, board).await {
+            Ok(held) => layouts.push((board, held)),
+            Err(error) => {
+                tracing::warn!(board, error = %error, "the board's layout unread: not drained this run");
+                older.unread.push(board.to_owned());
             }
         }
-        if crate::redis::restore::birth::fence_older(conn, &held).await? {
-            fenced.push((*board).to_owned());
+    }
+    let listed = objects.list(&all).await?;
+    for (board, held) in layouts {
+        let folder = switches_of(keys.prefix(), board);
+        let switch = newest(listed.iter().filter(|name| name.starts_with(&folder)).map(String::as_str));
+        let checked = match (switch, held) {
+            (Ok(Some(switch)), Some(held)) if !same(&held, &switch) => fence_held(conn, &held, switch.at).await,
+            (Err(error), _) => Err(error),
+            _ => continue,
+        };
+        match checked {
+            Ok((fenced, journals)) => {
+                if fenced {
+                    older.fenced.push(board.to_owned());
+                }
+                older.held_back.extend(journals);
+            }
+            Err(error) => {
+                tracing::warn!(board, error = %error, "the board's check against its last switch failed: not drained this run");
+                older.unread.push(board.to_owned());
+            }
         }
     }
-    Ok((fenced, held_back))
+    Ok(older)
+}
+
+/// Fences `held` (older than the switch at `at_ms`), then names its journals holding a write
+/// since the switch: read after the fence, so none takes one unseen in between. A move's own
+/// switch (S3 first, then Redis) leaves the old layout's, all from before it, to drain as any
+/// other. Whether it was fenced now.
+async fn fence_held(conn: &mut Connection, held: &Layout, at_ms: i64) -> Result<(bool, Vec<String>), RestoreError> {
+    let fenced = crate::redis::restore::birth::fence_older(conn, held).await?;
+    let mut journals = Vec::new();
+    for (shard, journal) in held.all().iter().zip(held.journals()) {
+        let newest = crate::redis::journal::newest_id(conn, shard).await?;
+        if newest.as_deref().and_then(stream_order).is_some_and(|(ms, _)| ms as i64 > at_ms) {
+            journals.push(journal);
+        }
+    }
+    Ok((fenced, journals))
 }
 
 /// Before a restore brings back journal `name` of a sharded layout (or a later generation, or
