@@ -54,7 +54,9 @@ pub fn prize(table: u8, rank: usize) -> Option<serde_json::Value> {
     match (table, rank) {
         (0, 1) => Some(serde_json::json!({"gems": 3, "note": note("g")})),
         (0, 2..=3) => Some(serde_json::json!({"gems": 1, "note": note("s")})),
-        (_, 1..=4) => Some(serde_json::json!({"coins": 5 - rank, "note": note("c")})),
+        // Table 0 prizes ranks 1 to 3 only (its rank 4 fell through to table 1's before:
+        // the model priced a fourth place the definition never did).
+        (1, 1..=4) => Some(serde_json::json!({"coins": 5 - rank, "note": note("c")})),
         _ => None,
     }
 }
