@@ -102,10 +102,9 @@ impl<O: Objects> Drainer<O> {
             }
         };
         // A store older than a board's last switch (docs/scaling.md#changing-shards): the layout
-        // it records is fenced, and the board counted lost below, until a restore.
-        // Its journals wait for the restore, which decides the writes the older store took
-        // before the fence again where the board switched to: stored in S3 as that layout's
-        // history, nothing would tell them apart.
+        // it records is fenced, and the board counted lost below, until a restore decides the
+        // writes the older store took before the fence again where the board switched to (stored
+        // in S3 as that layout's history, nothing would tell them apart).
         let names: Vec<&str> = config.boards().iter().map(|board| board.name.as_str()).collect();
         // Unread (S3 or Redis failing): no board is drained this run (the catalog and the
         // profiles are, never moved), as when the drain's record is unread below, since any
@@ -123,10 +122,18 @@ impl<O: Objects> Drainer<O> {
                 Err(error) => tracing::warn!(error = %error, "the boards' last moves unread: no board is drained this run"),
             }
         }
+        // Each board's record of older writes still to decide, read once a run (its shards share
+        // it); a board whose read failed reads it again with its journals.
+        let mut older_writes = std::collections::HashMap::new();
         for board in config.boards() {
             // The layout the data is in and the one a move takes it to.
             let drained = match self.store.write_connection().await {
-                Ok(mut conn) => super::generations::drained(&self.store, &mut conn, &self.keys, board, &self.objects).await.ok(),
+                Ok(mut conn) => {
+                    if let Ok(older) = older::read(&mut conn, &self.keys, &board.name).await {
+                        older_writes.insert(board.name.clone(), older);
+                    }
+                    super::generations::drained(&self.store, &mut conn, &self.keys, board, &self.objects).await.ok()
+                }
                 Err(_) => None,
             };
             let drained = drained.unwrap_or_else(|| self.keys.layout(&board.name, board.shards).journals());
@@ -149,7 +156,7 @@ impl<O: Objects> Drainer<O> {
         };
         let names = journals.iter().map(String::as_str);
         let marks_read = marks.as_ref();
-        let held_back = &held_back;
+        let (held_back, older_writes) = (&held_back, &older_writes);
         let boards = join_all(names.map(|name| async move {
             let mut drained = BoardDrain {
                 board: name.to_owned(),
@@ -175,7 +182,10 @@ impl<O: Objects> Drainer<O> {
                         drained.error = Some(MOVES_UNREAD.to_owned());
                     }
                     None if board() => drained.error = Some(MOVES_UNREAD.to_owned()),
-                    _ => return self.drain_board(name, deadline, marks_read, &mut drained).await,
+                    _ => {
+                        let older = older_writes.get(journal_board(name));
+                        return self.drain_board(name, deadline, (marks_read, older), &mut drained).await;
+                    }
                 }
                 Ok(())
             };
@@ -272,7 +282,7 @@ impl<O: Objects> Drainer<O> {
         &self,
         board: &str,
         deadline: DateTime<Utc>,
-        marks: Option<&Marks>,
+        (marks, older_writes): (Option<&Marks>, Option<&Option<older::OlderWrites>>),
         drained: &mut BoardDrain,
     ) -> Result<(), DrainError> {
         let keys = self.keys.board(board);
@@ -322,9 +332,14 @@ impl<O: Objects> Drainer<O> {
             }
         }
         // Acknowledged writes an older store took wait to be decided again (docs/journal.md#rollbacks).
+        let older = match older_writes {
+            Some(read) => read.clone(),
+            None if guarded && board != CATALOG_JOURNAL => older::read(&mut conn, &self.keys, journal_board(board)).await?,
+            None => None,
+        };
         if guarded
             && board != CATALOG_JOURNAL
-            && let Some(older) = older::read(&mut conn, &self.keys, journal_board(board)).await?
+            && let Some(older) = older
         {
             tracing::error!(board, "writes an older store took before its fence wait for a restore to decide them again");
             drained.lost = true;
