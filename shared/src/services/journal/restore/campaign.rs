@@ -2,6 +2,8 @@
 //! earlier invocation completed passed over, and each board's older writes once its journals
 //! are all complete.
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 
 use super::{BoardRestore, RestoreError, RestoreReport, Restorer, Status};
@@ -23,18 +25,19 @@ impl<O: Objects> Restorer<O> {
         campaign: Option<&str>,
         deadline: DateTime<Utc>,
     ) -> Result<RestoreReport, RestoreError> {
-        // A board asked for is known before it names the campaign's record.
+        // A board asked for is known before it names the campaign's record (the boards read
+        // once: `restore_some` restores by them).
+        let mut boards = None;
         if let Some(name) = board.filter(|name| !is_profile_journal(name) && *name != CATALOG_JOURNAL) {
-            boards_now(&self.config, &self.keys, &self.store)
-                .await?
-                .board(journal_board(name))
-                .ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
+            let now = boards_now(&self.config, &self.keys, &self.store).await?;
+            now.board(journal_board(name)).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
+            boards = Some(Arc::new(now));
         }
         let passed_on = campaign.is_some();
         let mut campaign = Campaign::load(&mut self.store.write_connection().await?, &self.keys, board.unwrap_or("*"), campaign)
             .await?
             .ok_or_else(|| RestoreError::Invalid("campaign: not a token a restore answers (16 hex digits)".into()))?;
-        let reports = match self.restore_some(board, &mut campaign, deadline).await {
+        let reports = match self.restore_some(board, boards, &mut campaign, deadline).await {
             Ok(reports) => reports,
             // A campaign no answer named cannot go on: its records go (best effort), where one
             // passed on stays for the caller to go on with.

@@ -101,10 +101,12 @@ impl<O: Objects> Restorer<O> {
         self.resume(board, None, deadline).await
     }
 
-    /// What one invocation of `campaign` restores, until done or `deadline`.
+    /// What one invocation of `campaign` restores, until done or `deadline`; `known`: the
+    /// boards as of now, when the caller has read them for a board asked for.
     pub(super) async fn restore_some(
         &self,
         board: Option<&str>,
+        known: Option<Arc<Config>>,
         campaign: &mut Campaign,
         deadline: DateTime<Utc>,
     ) -> Result<Vec<BoardRestore>, RestoreError> {
@@ -122,7 +124,10 @@ impl<O: Objects> Restorer<O> {
             Some(CATALOG_JOURNAL) => vec![CATALOG_JOURNAL.to_owned()],
             // A sharded board's name restores every shard; a shard's, that one.
             Some(name) => {
-                config = Arc::new(boards_now(&self.config, &self.keys, &self.store).await?);
+                config = match known {
+                    Some(known) => known,
+                    None => Arc::new(boards_now(&self.config, &self.keys, &self.store).await?),
+                };
                 let board = config.board(journal_board(name)).ok_or_else(|| RestoreError::UnknownBoard(name.to_owned()))?;
                 let mut conn = self.store.write_connection().await?;
                 let journals = super::generations::configured(&mut conn, &self.objects, &self.keys, board).await?.journals();
