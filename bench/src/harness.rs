@@ -81,9 +81,9 @@ impl Bench {
         for board in config.boards() {
             let keys = self.keys.board(&board.name);
             standings::redis::restore::mark_born(&mut conn, &keys).await?;
-            // As a drain of this release leaves a board it trimmed: its writes record compact
+            // As a drain of this release leaves a board it trimmed: its writes record packed
             // effects (docs/journal.md#effects).
-            let () = conn.hset(keys.guard(), standings::domain::guard::COMPACT, "1").await?;
+            let () = conn.hset(keys.guard(), standings::domain::guard::COMPACT, standings::domain::guard::PACKED).await?;
         }
         Ok(())
     }

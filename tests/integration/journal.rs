@@ -293,37 +293,62 @@ async fn duckdb_reads_every_applied_event_once() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A board's writes record their effects as JSON until a drain that reads the compact form
+/// A board's writes record their effects as JSON until a drain that reads the packed form
 /// trims its journal (the guard's `compact`: a drain of an older release, part-way through a
-/// deploy, reads only JSON), then as compact text (docs/journal.md#effects, a third smaller);
-/// the drain stores both in S3 as the JSON a line carries.
+/// deploy, reads only JSON or compact text), then packed (MessagePack, docs/journal.md#effects);
+/// compact text while the guard says a drain of the release before trimmed it (`1`). The drain
+/// stores each in S3 as the JSON a line carries.
 #[tokio::test]
-async fn effects_are_compact_in_the_stream_once_a_drain_reads_them_and_json_in_s3() {
+async fn effects_are_packed_in_the_stream_once_a_drain_reads_them_and_json_in_s3() {
+    use standings::domain::guard::{COMPACT, PACKED};
     use standings::domain::journal::Effects;
     let app = spawn_journaled(Config::default_boards()).await;
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    let key = app.keys.board("activity").journal();
+    let board = app.keys.board("activity");
+    let key = board.journal();
     let mut recorded = Vec::new();
-    for i in 0..2 {
+    for i in 0..3 {
+        if i == 2 {
+            // As the drain of the release before compact text left it.
+            let _: () = redis::cmd("HSET").arg(board.guard()).arg(COMPACT).arg("1").query_async(&mut app.redis.clone()).await.unwrap();
+        }
         let event = json!({"event_id": format!("e{i}"), "user_id": "u1", "action": "comment", "target": format!("p{i}")});
         assert_eq!(app.event(event).await.0, StatusCode::OK);
-        let entries: Vec<(String, HashMap<String, String>)> =
+        let entries: Vec<(String, HashMap<String, Vec<u8>>)> =
             redis::cmd("XRANGE").arg(&key).arg("-").arg("+").query_async(&mut app.redis.clone()).await.unwrap();
         let [(_, fields)] = entries.as_slice() else { panic!("one entry: {entries:?}") };
         recorded.push(fields["x"].clone());
-        assert!(app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await.complete);
+        if i < 2 {
+            assert!(app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await.complete);
+        }
     }
-    assert!(recorded[0].starts_with('['), "JSON before the first drain: {:?}", recorded[0]);
-    let compact = &recorded[1];
-    assert!(!compact.starts_with('[') && !compact.contains('"'), "{compact:?}");
-    let effects = Effects::parse_compact(compact).unwrap();
+    let guard: Option<String> = redis::cmd("HGET").arg(board.guard()).arg(COMPACT).query_async(&mut app.redis.clone()).await.unwrap();
+    assert_eq!(guard.as_deref(), Some("1"), "the guard as the older drain left it, until the next trim");
+    assert!(app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await.complete);
+    let json = String::from_utf8(recorded[0].clone()).unwrap();
+    assert!(json.starts_with('['), "JSON before the first drain: {json:?}");
+    let packed = &recorded[1];
+    assert_eq!(packed[0], standings::domain::effects::PACKED, "{packed:?}");
+    let effects = Effects::parse_packed(packed).unwrap();
     assert!(effects.commands.iter().any(|c| c.name == "ZADD" && c.key.starts_with(":z:")), "{effects:?}");
-    assert!(compact.len() * 5 < effects.to_value().to_string().len() * 4, "compact: {} bytes", compact.len());
+    let compact = String::from_utf8(recorded[2].clone()).unwrap();
+    assert!(!compact.starts_with('[') && !compact.contains('"'), "{compact:?}");
+    let compacted = Effects::parse_compact(&compact).unwrap();
+    // The same event on another target: the same commands on the same keys (the marker bucket
+    // aside: a shard of the day by event id), fewer bytes packed.
+    let shape = |effects: &Effects| -> Vec<(String, String)> {
+        effects.commands.iter().map(|c| (c.name.clone(), if c.key.starts_with(":evt:") { ":evt:".into() } else { c.key.clone() })).collect()
+    };
+    assert_eq!(shape(&compacted), shape(&effects));
+    assert!(packed.len() < compact.len(), "packed {} bytes, compact {}", packed.len(), compact.len());
 
     let lines = lines(&client, &bucket, &app).await;
-    let [first, second] = lines.as_slice() else { panic!("two lines: {lines:?}") };
-    let json: serde_json::Value = serde_json::from_str(&recorded[0]).unwrap();
+    let [first, second, third] = lines.as_slice() else { panic!("three lines: {lines:?}") };
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(Effects::parse(&first["effects"]).unwrap(), Effects::parse(&json).unwrap());
     assert_eq!(Effects::parse(&second["effects"]).unwrap(), effects);
+    assert_eq!(Effects::parse(&third["effects"]).unwrap(), compacted);
+    let now: Option<String> = redis::cmd("HGET").arg(board.guard()).arg(COMPACT).query_async(&mut app.redis.clone()).await.unwrap();
+    assert_eq!(now.as_deref(), Some(PACKED), "a drain of this release says it reads the packed form");
 }

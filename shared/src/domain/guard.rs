@@ -49,11 +49,14 @@ pub const LOST: &str = "lost";
 /// taken with, so a journal in S3 holding entries after it says Redis is older than its journal
 /// (docs/journal.md#rollbacks).
 pub const DRAINED: &str = "drained";
-/// Set by the drain's trim (a release that reads effects in their compact form,
-/// docs/journal.md#effects): the board's journaled writes record their effects compact from
-/// then on. Before it (a new board, a guard lost or restored, a deploy part-way from a release
-/// that reads only JSON) they record JSON, which every release reads.
+/// Set by the drain's trim to the forms of effects it reads (docs/journal.md#effects): `1`
+/// compact text (the release before), `PACKED` that and the packed form; the board's journaled
+/// writes record their effects so from then on. Before it (a new board, a guard lost or
+/// restored, a deploy part-way from a release that reads only JSON) they record JSON, which
+/// every release reads.
 pub const COMPACT: &str = "compact";
+/// `COMPACT`'s value from a drain that reads the packed form (this release's).
+pub const PACKED: &str = "2";
 /// Set with `FENCE` and `LOST` when Redis was found older than the board's journal: the last
 /// entry whose effects the snapshot holds. A restore replays the journal's entries after it onto
 /// the keys as they are.

@@ -121,15 +121,18 @@ impl Line {
         Self { id: id.to_owned(), board: board.to_owned(), outcome: outcome.to_owned(), effects: None, entry }
     }
 
-    /// The line with the effects its stream entry recorded (`x`; "": none) as a line carries
-    /// them (JSON): the scripts' compact text read (`Effects::parse_compact`), JSON as it is.
-    /// Compact text that does not read is kept as why (a string), which a restore refuses as it
-    /// refuses any effects it cannot apply; JSON that does not parse is none, as it always was.
-    pub fn with_effects(mut self, effects: &str) -> Self {
+    /// The line with the effects its stream entry recorded (`x`; empty: none) as a line carries
+    /// them (JSON): the scripts' packed form (`Effects::parse_packed`) or compact text
+    /// (`Effects::parse_compact`) read, JSON as it is. Packed or compact effects that do not
+    /// read are kept as why (a string), which a restore refuses as it refuses any effects it
+    /// cannot apply; JSON that does not parse is none, as it always was.
+    pub fn with_effects(mut self, effects: &[u8]) -> Self {
+        let read = |effects: Result<Effects, String>| Some(effects.map_or_else(Value::String, |read| read.to_value()));
         self.effects = match effects {
-            "" => None,
-            json if json.starts_with('[') => serde_json::from_str(json).ok(),
-            compact => Some(Effects::parse_compact(compact).map_or_else(Value::String, |read| read.to_value())),
+            [] => None,
+            [super::effects::PACKED, ..] => read(Effects::parse_packed(effects)),
+            [b'[', ..] => serde_json::from_slice(effects).ok(),
+            compact => read(std::str::from_utf8(compact).map_err(|_| "effects: not text".to_owned()).and_then(Effects::parse_compact)),
         };
         self
     }

@@ -70,7 +70,7 @@ async fn read(
         .iter()
         .map(|entry| {
             let field = |name: &str| entry.get::<String>(name).unwrap_or_default();
-            Line::new(&entry.id, board, &field("e"), &field("o")).with_effects(&field("x"))
+            Line::new(&entry.id, board, &field("e"), &field("o")).with_effects(&entry.get::<Vec<u8>>("x").unwrap_or_default())
         })
         .collect();
     Ok((oldest, lines))

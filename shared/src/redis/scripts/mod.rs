@@ -30,7 +30,7 @@ use redis::Script;
 use serde::{Deserialize, Serialize};
 
 use crate::domain::distribution::Histogram;
-use crate::domain::guard::{BAN, BORN, CLOSED, COMPACT, DRAINED, EMPTIED, ENDED, FENCE, KEPT, LIVE, LOST, MARKS, MOVING, ROLLBACK};
+use crate::domain::guard::{BAN, BORN, CLOSED, COMPACT, DRAINED, EMPTIED, ENDED, FENCE, KEPT, LIVE, LOST, MARKS, MOVING, PACKED, ROLLBACK};
 use crate::domain::league::{CLOSED_FIELD, COHORT_CLOSED_PREFIX, IDLE_CURSOR_FIELD};
 use crate::domain::period::EventTimeError;
 use crate::domain::scores::{MAX_SCORE, SCORE_TIME_SPAN};
@@ -158,7 +158,7 @@ fn constants() -> String {
         lua.push_str(&format!("local {} = '{}'\n", decision.lua_name(), decision.code()));
     }
     lua.push_str(&format!("local GUARD_FENCE, GUARD_BORN, GUARD_ENDED = '{FENCE}', '{BORN}', '{ENDED}'\n"));
-    lua.push_str(&format!("local GUARD_MOVING, GUARD_COMPACT = '{MOVING}', '{COMPACT}'\n"));
+    lua.push_str(&format!("local GUARD_MOVING, GUARD_COMPACT, GUARD_PACKED = '{MOVING}', '{COMPACT}', '{PACKED}'\n"));
     lua.push_str(&format!("local GUARD_KEPT, GUARD_LOST, GUARD_DRAINED, GUARD_ROLLBACK = '{KEPT}', '{LOST}', '{DRAINED}', '{ROLLBACK}'\n"));
     lua.push_str(&format!(
         "local GUARD_MARKS, MARKER_HELD, MARKER_SHARDS = '{MARKS}', '{}', {}\n",

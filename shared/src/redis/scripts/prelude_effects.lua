@@ -11,18 +11,21 @@ journaled write. A fragment like it: local functions only, no shebang, no key of
 -- TTL commands are not recorded: the journal entry carries each written key's absolute expiry
 -- after the write instead (`journal`). `redis` below is this script's own: it records, then
 -- calls Redis's.
--- The commands recorded are EFFECT's (effects.rs `EFFECT_COMMANDS`); an argument that is not
--- printable ASCII (a marker's digest) is recorded as \1 and its bytes in hex, so the entry
--- stays text and the separators below (\2 \3 \4) never occur in a word.
--- Two forms (effects.rs): JSON, and compact text (`Effects::parse_compact`: a command's words
+-- The commands recorded are EFFECT's (effects.rs `EFFECT_COMMANDS`); in the text forms below an
+-- argument that is not printable ASCII (a marker's digest) is recorded as \1 and its bytes in
+-- hex, so the entry stays text and the separators (\2 \3 \4) never occur in a word.
+-- Three forms (effects.rs): JSON; compact text (`Effects::parse_compact`: a command's words
 -- joined by \2, commands by \3, then \4 and each written key's expiry joined by \2 in the
 -- order the keys were first written; a key named in full the first time, then by that place),
--- a third fewer bytes and no encoder. Compact only once the board's guard says a drain that
--- reads it trimmed its journal (GUARD_COMPACT): a drain of a release that reads only JSON, still
--- running part-way through a deploy, would store such an entry without its effects.
+-- a third fewer bytes and no encoder; and packed (`Effects::parse_packed`: MessagePack, binary-
+-- safe, so the write's call keeps each command's words as they are and encodes them all once,
+-- in C, at its entry: half the Lua work of compact text, BENCHMARKS.md). A form only once the
+-- board's guard says a drain that reads it trimmed its journal (GUARD_COMPACT: '1' compact,
+-- GUARD_PACKED packed too): a drain of an older release, still running part-way through a
+-- deploy, would store an entry in a form it cannot read without its effects.
 local raw_redis = redis
 local effects, effect_keys, effect_names, effects_base
-local effects_compact, compact_guards = false, {}
+local effects_compact, effects_packed, held_forms = false, false, {}
 local function effect_arg(arg)
   if type(arg) == 'number' then return string.format('%.17g', arg) end
   if not string.find(arg, '[^\32-\126]') then return arg end
@@ -40,6 +43,16 @@ redis.call = function(forwarded_command, forwarded_key, ...)
   if effects and EFFECT[forwarded_command] and not (forwarded_command == 'BITFIELD' and ... == 'GET') then
     local traced = forwarded_key
     local place = effect_keys[traced]
+    if effects_packed then
+      -- Named, and its words encoded, once at the entry (`journal`).
+      if place == nil then
+        place = #effect_keys + 1
+        effect_keys[place] = traced
+        effect_keys[traced] = place
+      end
+      effects[#effects + 1] = {forwarded_command, place, ...}
+      return result
+    end
     local named
     if place == nil then
       named = '!' .. traced
@@ -68,13 +81,12 @@ local function effects_begin(journal_key, guard_key)
   if journal_key then
     effects, effect_keys, effect_names = {}, {}, {}
     effects_base = string.sub(journal_key, 1, #journal_key - #':journal')
-    effects_compact = false
+    local held = false
     if guard_key == effects_base .. ':guard' then
-      if compact_guards[guard_key] == nil then
-        compact_guards[guard_key] = raw_redis.call('HGET', guard_key, GUARD_COMPACT) == '1'
-      end
-      effects_compact = compact_guards[guard_key]
+      if held_forms[guard_key] == nil then held_forms[guard_key] = raw_redis.call('HGET', guard_key, GUARD_COMPACT) end
+      held = held_forms[guard_key]
     end
+    effects_compact, effects_packed = held == '1', held == GUARD_PACKED
   else
     effects = nil
   end
@@ -95,6 +107,17 @@ local function journal(key, entry, outcome)
   end
   -- Each key here went through a checked `redis.call` of this script: forwarded as those are.
   local expiries, forwarded_command = {}, 'PEXPIRETIME'
+  if effects_packed then
+    local names = {}
+    for i = 1, #effect_keys do
+      local traced = effect_keys[i]
+      names[i] = '!' .. traced
+      if string.sub(traced, 1, #effects_base) == effects_base then names[i] = string.sub(traced, #effects_base + 1) end
+      expiries[i] = raw_redis.call(forwarded_command, traced)
+    end
+    raw_redis.call('XADD', key, '*', 'e', entry, 'o', outcome, 'x', cmsgpack.pack({names, recorded, expiries}))
+    return
+  end
   for i = 1, #effect_keys do
     local at = raw_redis.call(forwarded_command, effect_keys[i])
     if effects_compact then

@@ -7,7 +7,7 @@ neither, and those lines lost while the restore answers complete. Refused, the d
 tail in the stream for the restore, and trims it on a later run (its object stored already).
 In the same call the guard records the last entry trimmed (`drained`, only ever raised): a
 snapshot taken before it holds less, which is how a rollback is seen (docs/journal.md#rollbacks);
-and `compact`: this drain reads the compact form of effects (prelude_effects.lua).
+and `compact`: this drain reads the packed form of effects (GUARD_PACKED, prelude_effects.lua).
 
 KEYS[1]  the board's journal (stream)
 KEYS[2]  the board's restore lock
@@ -32,7 +32,7 @@ if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then
   local held_ms, held_seq = order(redis.call('HGET', KEYS[3], GUARD_DRAINED))
   local ms, seq = order(ARGV[2])
   if ms > held_ms or (ms == held_ms and seq > held_seq) then redis.call('HSET', KEYS[3], GUARD_DRAINED, ARGV[2]) end
-  -- This drain reads effects compact: the board's writes may record them so from now on.
-  redis.call('HSET', KEYS[3], GUARD_COMPACT, '1')
+  -- This drain reads effects packed (and compact): the board's writes may record them so from now on.
+  redis.call('HSET', KEYS[3], GUARD_COMPACT, GUARD_PACKED)
 end
 return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])

@@ -5,6 +5,10 @@
 
 use serde_json::Value;
 
+mod packed;
+
+pub use packed::PACKED;
+
 /// The write commands a journaled write records as its effects (prelude.lua `redis.call`), the
 /// only ones a restore applies: each is deterministic on the key it names, so applying a key's
 /// recorded commands in order from where the key began gives the key the write left.
