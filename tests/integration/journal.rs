@@ -293,62 +293,118 @@ async fn duckdb_reads_every_applied_event_once() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A board's writes record their effects as JSON until a drain that reads the packed form
-/// trims its journal (the guard's `compact`: a drain of an older release, part-way through a
-/// deploy, reads only JSON or compact text), then packed (MessagePack, docs/journal.md#effects);
-/// compact text while the guard says a drain of the release before trimmed it (`1`). The drain
-/// stores each in S3 as the JSON a line carries.
+/// A board's writes record their effects as JSON until a drain trims its journal (the guard's
+/// `compact`: a drain of an older release, part-way through a deploy, reads only JSON or compact
+/// text), then compact text, then packed (MessagePack) once `PACKED_AFTER_MS` have passed since
+/// this release's first trim (a drain run of the release before has ended by then); compact text
+/// again while a drain of the release before trims it (`1`). The drain stores each in S3 as the
+/// JSON a line carries (docs/journal.md#effects).
 #[tokio::test]
-async fn effects_are_packed_in_the_stream_once_a_drain_reads_them_and_json_in_s3() {
-    use standings::domain::guard::{COMPACT, PACKED};
+async fn effects_are_packed_in_the_stream_once_no_older_drain_can_read_them_and_json_in_s3() {
+    use standings::domain::guard::{COMPACT, PACKED, PACKED_AFTER_MS};
     use standings::domain::journal::Effects;
     let app = spawn_journaled(Config::default_boards()).await;
     let client = s3().await;
     let bucket = new_bucket(&client).await;
     let board = app.keys.board("activity");
     let key = board.journal();
+    let mut conn = app.redis.clone();
+    let drain = || async {
+        let drainer = app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).with_packed_after_ms(PACKED_AFTER_MS);
+        let report = drainer.drain(far()).await;
+        assert!(report.complete && report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
+    };
     let mut recorded = Vec::new();
-    for i in 0..3 {
-        if i == 2 {
-            // As the drain of the release before compact text left it.
-            let _: () = redis::cmd("HSET").arg(board.guard()).arg(COMPACT).arg("1").query_async(&mut app.redis.clone()).await.unwrap();
-        }
+    for i in 0..4 {
         let event = json!({"event_id": format!("e{i}"), "user_id": "u1", "action": "comment", "target": format!("p{i}")});
         assert_eq!(app.event(event).await.0, StatusCode::OK);
         let entries: Vec<(String, HashMap<String, Vec<u8>>)> =
-            redis::cmd("XRANGE").arg(&key).arg("-").arg("+").query_async(&mut app.redis.clone()).await.unwrap();
+            redis::cmd("XRANGE").arg(&key).arg("-").arg("+").query_async(&mut conn).await.unwrap();
         let [(_, fields)] = entries.as_slice() else { panic!("one entry: {entries:?}") };
         recorded.push(fields["x"].clone());
-        if i < 2 {
-            assert!(app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await.complete);
+        let set = |value: &str| {
+            let mut conn = app.redis.clone();
+            let (guard, value) = (board.guard(), value.to_owned());
+            async move {
+                let _: () = redis::cmd("HSET").arg(guard).arg(COMPACT).arg(value).query_async(&mut conn).await.unwrap();
+            }
+        };
+        if i == 1 {
+            // As if the wait had begun long ago: this trim ends it.
+            set(&format!("{PACKED}:0")).await;
+        }
+        drain().await;
+        let held: String = redis::cmd("HGET").arg(board.guard()).arg(COMPACT).query_async(&mut conn).await.unwrap();
+        match i {
+            // The wait begins at this release's first trim; one of the release before begins it again.
+            0 | 3 => assert!(held.starts_with(&format!("{PACKED}:")), "{held}"),
+            _ => assert_eq!(held, PACKED),
+        }
+        if i == 2 {
+            // A drain of the release before trimmed it.
+            set("1").await;
         }
     }
-    let guard: Option<String> = redis::cmd("HGET").arg(board.guard()).arg(COMPACT).query_async(&mut app.redis.clone()).await.unwrap();
-    assert_eq!(guard.as_deref(), Some("1"), "the guard as the older drain left it, until the next trim");
-    assert!(app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await.complete);
-    let json = String::from_utf8(recorded[0].clone()).unwrap();
-    assert!(json.starts_with('['), "JSON before the first drain: {json:?}");
-    let packed = &recorded[1];
+    let text = |bytes: &Vec<u8>| String::from_utf8(bytes.clone()).unwrap();
+    assert!(text(&recorded[0]).starts_with('['), "JSON before the first drain: {:?}", recorded[0]);
+    let compact = [text(&recorded[1]), text(&recorded[3])];
+    for compact in &compact {
+        assert!(!compact.starts_with('[') && !compact.contains('"') && Effects::parse_compact(compact).is_ok(), "{compact:?}");
+    }
+    let packed = &recorded[2];
     assert_eq!(packed[0], standings::domain::effects::PACKED, "{packed:?}");
     let effects = Effects::parse_packed(packed).unwrap();
     assert!(effects.commands.iter().any(|c| c.name == "ZADD" && c.key.starts_with(":z:")), "{effects:?}");
-    let compact = String::from_utf8(recorded[2].clone()).unwrap();
-    assert!(!compact.starts_with('[') && !compact.contains('"'), "{compact:?}");
-    let compacted = Effects::parse_compact(&compact).unwrap();
-    // The same event on another target: the same commands on the same keys (the marker bucket
-    // aside: a shard of the day by event id), fewer bytes packed.
-    let shape = |effects: &Effects| -> Vec<(String, String)> {
-        effects.commands.iter().map(|c| (c.name.clone(), if c.key.starts_with(":evt:") { ":evt:".into() } else { c.key.clone() })).collect()
-    };
-    assert_eq!(shape(&compacted), shape(&effects));
-    assert!(packed.len() < compact.len(), "packed {} bytes, compact {}", packed.len(), compact.len());
+    assert!(packed.len() < compact[0].len(), "packed {} bytes, compact {}", packed.len(), compact[0].len());
 
     let lines = lines(&client, &bucket, &app).await;
-    let [first, second, third] = lines.as_slice() else { panic!("three lines: {lines:?}") };
-    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let [first, second, third, fourth] = lines.as_slice() else { panic!("four lines: {lines:?}") };
+    let json: serde_json::Value = serde_json::from_str(&text(&recorded[0])).unwrap();
     assert_eq!(Effects::parse(&first["effects"]).unwrap(), Effects::parse(&json).unwrap());
-    assert_eq!(Effects::parse(&second["effects"]).unwrap(), effects);
-    assert_eq!(Effects::parse(&third["effects"]).unwrap(), compacted);
-    let now: Option<String> = redis::cmd("HGET").arg(board.guard()).arg(COMPACT).query_async(&mut app.redis.clone()).await.unwrap();
-    assert_eq!(now.as_deref(), Some(PACKED), "a drain of this release says it reads the packed form");
+    assert_eq!(Effects::parse(&second["effects"]).unwrap(), Effects::parse_compact(&compact[0]).unwrap());
+    assert_eq!(Effects::parse(&third["effects"]).unwrap(), effects);
+    assert_eq!(Effects::parse(&fourth["effects"]).unwrap(), Effects::parse_compact(&compact[1]).unwrap());
+}
+
+/// The same write on the same state records the same commands, words included (binary digests,
+/// composites, counts), packed as in compact text: two deployments side by side, one whose
+/// guard says packed and one compact.
+#[tokio::test]
+async fn the_same_write_records_the_same_effects_packed_and_as_compact_text() {
+    use standings::domain::guard::{COMPACT, PACKED};
+    use standings::domain::journal::Effects;
+    let mut recorded = Vec::new();
+    let now = chrono::DateTime::parse_from_rfc3339("2026-03-04T05:06:07.089Z").unwrap().with_timezone(&chrono::Utc);
+    for form in [PACKED, "1"] {
+        let app = spawn_journaled(Config::default_boards()).await;
+        app.set_now(now);
+        let board = app.keys.board("points");
+        let mut conn = app.redis.clone();
+        let _: () = redis::cmd("HSET").arg(board.guard()).arg(COMPACT).arg(form).query_async(&mut conn).await.unwrap();
+        for (i, action) in ["learning", "qa", "learning"].into_iter().enumerate() {
+            let event = json!({"event_id": format!("e{i}"), "user_id": "u1", "action": action});
+            assert_eq!(app.event(event).await.0, StatusCode::OK);
+        }
+        let entries: Vec<(String, HashMap<String, Vec<u8>>)> =
+            redis::cmd("XRANGE").arg(board.journal()).arg("-").arg("+").query_async(&mut conn).await.unwrap();
+        let read: Vec<Effects> = entries
+            .iter()
+            .map(|(_, fields)| match form {
+                PACKED => Effects::parse_packed(&fields["x"]).unwrap(),
+                _ => Effects::parse_compact(std::str::from_utf8(&fields["x"]).unwrap()).unwrap(),
+            })
+            .collect();
+        assert_eq!(read.len(), 3);
+        recorded.push(read);
+    }
+    // The guard's record of a marker bucket holds its expiry on Redis's clock: its field only.
+    let commands = |effects: &[Effects]| {
+        let mut commands: Vec<_> = effects.iter().flat_map(|e| e.commands.clone()).collect();
+        commands.iter_mut().filter(|c| c.key == ":guard" && c.args[0].starts_with(b"marks|")).for_each(|c| c.args.truncate(1));
+        commands
+    };
+    assert_eq!(commands(&recorded[0]), commands(&recorded[1]));
+    assert!(
+        recorded[0].iter().flat_map(|e| &e.commands).any(|c| c.name == "HSET" && c.args.iter().any(|a| a.iter().any(|b| !b.is_ascii())))
+    );
 }

@@ -110,7 +110,8 @@ impl TestApp {
             journal::FUNCTION,
             Arc::new(move |line: String| metrics.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line is JSON"))),
         );
-        Drainer::new(self.config.clone(), self.keys.clone(), self.store.clone(), objects, sink)
+        // Writes record packed effects after its first trim at once (deployed: 16 minutes on).
+        Drainer::new(self.config.clone(), self.keys.clone(), self.store.clone(), objects, sink).with_packed_after_ms(0)
     }
 
     /// Everything the journal function does, over this app's boards and keys, into `bucket`, on

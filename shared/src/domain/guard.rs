@@ -55,8 +55,14 @@ pub const DRAINED: &str = "drained";
 /// restored, a deploy part-way from a release that reads only JSON) they record JSON, which
 /// every release reads.
 pub const COMPACT: &str = "compact";
-/// `COMPACT`'s value from a drain that reads the packed form (this release's).
+/// `COMPACT`'s value from a drain that reads the packed form (this release's), once
+/// `PACKED_AFTER_MS` have passed since its first trim of the board (`2:<ms>` until then: writes
+/// record compact text meanwhile).
 pub const PACKED: &str = "2";
+/// How long after this release's first trim of a board its writes go on recording compact
+/// text: a drain run of the release before, begun before the deploy and still reading, ends
+/// within its function's timeout (15 minutes) and reads no packed entry.
+pub const PACKED_AFTER_MS: i64 = 16 * 60 * 1000;
 /// Set with `FENCE` and `LOST` when Redis was found older than the board's journal: the last
 /// entry whose effects the snapshot holds. A restore replays the journal's entries after it onto
 /// the keys as they are.

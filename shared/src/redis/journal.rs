@@ -85,14 +85,22 @@ pub async fn oldest_ms(conn: &mut Connection, keys: &BoardKeys) -> Result<Option
 /// Removes every entry up to and including `through`, which must be stored durably elsewhere,
 /// and records it in the guard (`guarded`; docs/journal.md#rollbacks).
 /// Returns how many went, or `None` when a restore of the board holds its lock (nothing went).
-pub async fn trim_through(conn: &mut Connection, keys: &BoardKeys, through: &str, guarded: bool) -> Result<Option<usize>, StoreError> {
+/// `packed_after_ms`: how long after its first trim the board's writes record compact text
+/// before packed (`guard::PACKED_AFTER_MS`; trim_journal.lua).
+pub async fn trim_through(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    through: &str,
+    guarded: bool,
+    packed_after_ms: i64,
+) -> Result<Option<usize>, StoreError> {
     let next = next_stream_id(through).ok_or_else(|| StoreError::Protocol(format!("journal: stream id {through:?}")))?;
     let mut call = crate::redis::scripts::TRIM_JOURNAL.key(keys.journal());
     call.key(keys.restore_lock());
     if guarded {
         call.key(keys.guard());
     }
-    let trimmed: i64 = call.arg(next).arg(through).invoke_async(conn).await?;
+    let trimmed: i64 = call.arg(next).arg(through).arg(packed_after_ms).invoke_async(conn).await?;
     Ok(usize::try_from(trimmed).ok())
 }
 

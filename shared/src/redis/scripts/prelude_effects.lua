@@ -11,18 +11,19 @@ journaled write. A fragment like it: local functions only, no shebang, no key of
 -- TTL commands are not recorded: the journal entry carries each written key's absolute expiry
 -- after the write instead (`journal`). `redis` below is this script's own: it records, then
 -- calls Redis's.
--- The commands recorded are EFFECT's (effects.rs `EFFECT_COMMANDS`); in the text forms below an
+-- The commands recorded are EFFECT's (effects/mod.rs `EFFECT_COMMANDS`); in the text forms below an
 -- argument that is not printable ASCII (a marker's digest) is recorded as \1 and its bytes in
 -- hex, so the entry stays text and the separators (\2 \3 \4) never occur in a word.
--- Three forms (effects.rs): JSON; compact text (`Effects::parse_compact`: a command's words
+-- Three forms (effects/mod.rs): JSON; compact text (`Effects::parse_compact`: a command's words
 -- joined by \2, commands by \3, then \4 and each written key's expiry joined by \2 in the
 -- order the keys were first written; a key named in full the first time, then by that place),
 -- a third fewer bytes and no encoder; and packed (`Effects::parse_packed`: MessagePack, binary-
 -- safe, so the write's call keeps each command's words as they are and encodes them all once,
 -- in C, at its entry: half the Lua work of compact text, BENCHMARKS.md). A form only once the
--- board's guard says a drain that reads it trimmed its journal (GUARD_COMPACT: '1' compact,
--- GUARD_PACKED packed too): a drain of an older release, still running part-way through a
--- deploy, would store an entry in a form it cannot read without its effects.
+-- board's guard says a drain that reads it trimmed its journal (GUARD_COMPACT: '1' or `2:<ms>`
+-- compact, GUARD_PACKED packed too, trim_journal.lua): a drain of an older release, still
+-- running part-way through a deploy, would store an entry in a form it cannot read without
+-- its effects.
 local raw_redis = redis
 local effects, effect_keys, effect_names, effects_base
 local effects_compact, effects_packed, held_forms = false, false, {}
@@ -86,7 +87,9 @@ local function effects_begin(journal_key, guard_key)
       if held_forms[guard_key] == nil then held_forms[guard_key] = raw_redis.call('HGET', guard_key, GUARD_COMPACT) end
       held = held_forms[guard_key]
     end
-    effects_compact, effects_packed = held == '1', held == GUARD_PACKED
+    -- Any other value a drain wrote ('1', `2:<ms>`) says it reads compact text.
+    effects_packed = held == GUARD_PACKED
+    effects_compact = held and not effects_packed
   else
     effects = nil
   end

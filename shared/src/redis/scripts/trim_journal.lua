@@ -15,6 +15,8 @@ KEYS[3]  the board's guard (absent: a journal without one, the profiles')
 
 ARGV[1]  the oldest stream id to keep (XTRIM MINID, exact)
 ARGV[2]  the last stream id trimmed (the guard's `drained`)
+ARGV[3]  ms after this release's first trim of the board before its writes record packed
+         effects (guard.rs PACKED_AFTER_MS; 0: at once)
 
 Reply: the entries trimmed, or -1 when a restore holds the lock or the guard says the board was
 rolled back (nothing trimmed)
@@ -32,7 +34,20 @@ if KEYS[3] and redis.call('EXISTS', KEYS[3]) == 1 then
   local held_ms, held_seq = order(redis.call('HGET', KEYS[3], GUARD_DRAINED))
   local ms, seq = order(ARGV[2])
   if ms > held_ms or (ms == held_ms and seq > held_seq) then redis.call('HSET', KEYS[3], GUARD_DRAINED, ARGV[2]) end
-  -- This drain reads effects packed (and compact): the board's writes may record them so from now on.
-  redis.call('HSET', KEYS[3], GUARD_COMPACT, GUARD_PACKED)
+  -- This drain reads effects packed (and compact text): the board's writes record compact text
+  -- from now on, and packed once no drain run of the release before (which reads no packed
+  -- entry) can still be reading: ARGV[3] ms after the first trim of this release (`2:<ms>`). A
+  -- trim of the release before (`1`) starts the wait again.
+  local held = redis.call('HGET', KEYS[3], GUARD_COMPACT)
+  if held ~= GUARD_PACKED then
+    local time = raw_redis.call('TIME')
+    local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    local since = tonumber(string.match(held or '', '^' .. GUARD_PACKED .. ':(%d+)$') or '')
+    if tonumber(ARGV[3]) <= 0 or (since and now - since >= tonumber(ARGV[3])) then
+      redis.call('HSET', KEYS[3], GUARD_COMPACT, GUARD_PACKED)
+    elseif not since then
+      redis.call('HSET', KEYS[3], GUARD_COMPACT, GUARD_PACKED .. ':' .. now)
+    end
+  end
 end
 return redis.call('XTRIM', KEYS[1], 'MINID', ARGV[1])

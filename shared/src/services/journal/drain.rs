@@ -48,6 +48,7 @@ pub struct Drainer<O> {
     metrics: Metrics,
     chunk: usize,
     notifier: Option<Notifier>,
+    packed_after_ms: i64,
 }
 
 /// Seconds of each drain run the move of profiles to their shards may take (docs/journal.md#profiles).
@@ -55,7 +56,14 @@ const PROFILE_MOVE_SECS: i64 = 10;
 
 impl<O: Objects> Drainer<O> {
     pub fn new(config: Arc<Config>, keys: Keys, store: Store, objects: O, metrics: Metrics) -> Self {
-        Self { config, keys, store, objects, metrics, chunk: CHUNK_ENTRIES, notifier: None }
+        let packed_after_ms = crate::domain::guard::PACKED_AFTER_MS;
+        Self { config, keys, store, objects, metrics, chunk: CHUNK_ENTRIES, notifier: None, packed_after_ms }
+    }
+
+    /// Writes record packed effects `ms` after this drain's first trim (tests: 0, at once).
+    pub fn with_packed_after_ms(mut self, ms: i64) -> Self {
+        self.packed_after_ms = ms;
+        self
     }
 
     /// Also sends each board's rank-change notifications (`STANDINGS_EVENT_BUS`).
@@ -391,7 +399,7 @@ impl<O: Objects> Drainer<O> {
                     stored_last
                 }
             };
-            match journal::trim_through(&mut conn, &keys, &last, guarded).await? {
+            match journal::trim_through(&mut conn, &keys, &last, guarded, self.packed_after_ms).await? {
                 Some(trimmed) => {
                     drained.entries += trimmed;
                     drained.through = Some(last);
