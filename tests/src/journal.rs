@@ -135,7 +135,10 @@ impl TestApp {
             journal::FUNCTION,
             Arc::new(move |line: String| metrics.lock().unwrap().push(serde_json::from_str(&line).expect("an EMF line is JSON"))),
         );
-        Jobs::new(self.config.clone(), self.keys.clone(), self.store.clone(), objects, sink, self.clock())
+        let mut jobs = Jobs::new(self.config.clone(), self.keys.clone(), self.store.clone(), objects, sink, self.clock());
+        // As `drainer`: writes record packed effects after the first trim at once.
+        jobs.drainer = jobs.drainer.with_packed_after_ms(0);
+        jobs
     }
 
     /// The `void` function over this app's boards, keys and clock, reading the journal in
