@@ -314,6 +314,13 @@ async fn effects_are_packed_in_the_stream_once_no_older_drain_can_read_them_and_
         let report = drainer.drain(far()).await;
         assert!(report.complete && report.boards.iter().all(|b| b.error.is_none()), "{report:?}");
     };
+    let set = |value: &str| {
+        let mut conn = app.redis.clone();
+        let (guard, value) = (board.guard(), value.to_owned());
+        async move {
+            let _: () = redis::cmd("HSET").arg(guard).arg(COMPACT).arg(value).query_async(&mut conn).await.unwrap();
+        }
+    };
     let mut recorded = Vec::new();
     let mut waiting = String::new();
     for i in 0..5 {
@@ -323,13 +330,6 @@ async fn effects_are_packed_in_the_stream_once_no_older_drain_can_read_them_and_
             redis::cmd("XRANGE").arg(&key).arg("-").arg("+").query_async(&mut conn).await.unwrap();
         let [(_, fields)] = entries.as_slice() else { panic!("one entry: {entries:?}") };
         recorded.push(fields["x"].clone());
-        let set = |value: &str| {
-            let mut conn = app.redis.clone();
-            let (guard, value) = (board.guard(), value.to_owned());
-            async move {
-                let _: () = redis::cmd("HSET").arg(guard).arg(COMPACT).arg(value).query_async(&mut conn).await.unwrap();
-            }
-        };
         if i == 2 {
             // As if the wait had begun long ago: this trim ends it.
             set(&format!("{PACKED}:0")).await;

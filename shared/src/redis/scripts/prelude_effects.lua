@@ -38,6 +38,11 @@ local function effect_arg(arg)
   end
   return '\1' .. table.concat(hex)
 end
+-- A written key as the effects name it: relative to the board's keys, or '!' and its whole name.
+local function effect_name(traced)
+  if string.sub(traced, 1, #effects_base) == effects_base then return string.sub(traced, #effects_base + 1) end
+  return '!' .. traced
+end
 local redis = setmetatable({}, {__index = raw_redis})
 redis.call = function(forwarded_command, forwarded_key, ...)
   local result = raw_redis.call(forwarded_command, forwarded_key, ...)
@@ -56,8 +61,7 @@ redis.call = function(forwarded_command, forwarded_key, ...)
     end
     local named
     if place == nil then
-      named = '!' .. traced
-      if string.sub(traced, 1, #effects_base) == effects_base then named = string.sub(traced, #effects_base + 1) end
+      named = effect_name(traced)
       effect_keys[#effect_keys + 1] = traced
       effect_keys[traced] = #effect_keys
       effect_names[#effect_keys] = named
@@ -113,10 +117,8 @@ local function journal(key, entry, outcome)
   if effects_packed then
     local names = {}
     for i = 1, #effect_keys do
-      local traced = effect_keys[i]
-      names[i] = '!' .. traced
-      if string.sub(traced, 1, #effects_base) == effects_base then names[i] = string.sub(traced, #effects_base + 1) end
-      expiries[i] = raw_redis.call(forwarded_command, traced)
+      names[i] = effect_name(effect_keys[i])
+      expiries[i] = raw_redis.call(forwarded_command, effect_keys[i])
     end
     raw_redis.call('XADD', key, '*', 'e', entry, 'o', outcome, 'x', cmsgpack.pack({names, recorded, expiries}))
     return
