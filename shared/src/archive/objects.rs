@@ -63,6 +63,19 @@ pub fn window_objects(prefix: &str, journal: &str, after: &str) -> String {
     format!("journal/_windows/prefix={prefix}/board={journal}/after={after}/")
 }
 
+/// The folder of the writes a store older than `board`'s last switch took in the layout it held
+/// before its fence (docs/journal.md#rollbacks), kept while they wait to be decided again where
+/// the board switched to: `at=<switch ms>/`, a window per journal (`<journal>/`) and, once every
+/// one is decided, `decided`. In no partition of the lines and no `.jsonl`.
+pub fn older_objects(prefix: &str, board: &str) -> String {
+    format!("journal/_older/prefix={prefix}/board={board}/")
+}
+
+/// `older_objects` of the switch at `at_ms`.
+pub fn older_at(prefix: &str, board: &str, at_ms: i64) -> String {
+    format!("{}at={at_ms:013}/", older_objects(prefix, board))
+}
+
 /// The record that `board` of tenant `prefix` switched to generation `generation` of its layout
 /// (docs/boards.md#changing-max_score), written once that generation's journal is whole in S3:
 /// how a restore with Redis lost finds the generation (beside the journal, under no `board=`).

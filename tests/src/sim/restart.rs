@@ -155,7 +155,6 @@ impl World {
             let (status, reply) = self.app.event(body.clone()).await;
             if status == StatusCode::OK {
                 let _ = self.model.post(&format!("pw{first_id}"), &body.to_string(), &user, self.now());
-                self.older_waiting = true;
             } else if !status.is_client_error() && !super::world::restoring(status, &reply) {
                 return Err(format!("a guild post on the older store before its fence: {status} {reply}"));
             }

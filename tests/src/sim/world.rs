@@ -119,9 +119,6 @@ pub struct World {
     /// A fault may have reached every board (a loss of every key, a restore stopped part-way):
     /// the tournaments' boards and the runtime boards' catalog too.
     pub(super) all_lost: bool,
-    /// Writes the older store took before its fence (the `rollback` op with `moved`) wait in their
-    /// streams for the restore that decides them: in no object yet (docs/journal.md#rollbacks).
-    pub(super) older_waiting: bool,
     /// The forum's newest audit entry: its kind, user and second. A ban sent again in the
     /// second of the same ban (nothing between) is the same ban, recorded once.
     pub(super) last_audit: Option<(&'static str, String, i64)>,
@@ -197,7 +194,6 @@ impl World {
             sent: Vec::new(),
             forum_lost: false,
             others_lost: false,
-            older_waiting: false,
             all_lost: false,
             last_audit: None,
             notified: super::notify::Notified::new().await,
@@ -208,10 +204,6 @@ impl World {
     /// Every board may refuse until a restore completes (`lost`), or none.
     pub(super) fn lost_everywhere(&mut self, lost: bool) {
         (self.forum_lost, self.others_lost, self.all_lost) = (lost, lost, lost);
-        // A restore completed: the older store's writes are decided, journaled where they went.
-        if !lost {
-            self.older_waiting = false;
-        }
     }
 
     pub(super) fn now(&self) -> i64 {
@@ -294,12 +286,6 @@ impl World {
             }
             Op::LoseAll => {
                 self.stats.faults += 1;
-                // Not in it yet (docs/testing.md): a loss of every key while the older store's
-                // writes wait for their restore loses them (in their streams only); the board
-                // answers 503 until then, and its restore runs first here.
-                if self.older_waiting {
-                    self.restore(false).await?;
-                }
                 self.drain().await?;
                 self.flush().await;
             }

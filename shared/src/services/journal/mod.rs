@@ -11,6 +11,7 @@ mod generations;
 mod legacy_profiles;
 mod marks;
 mod notices;
+mod older_kept;
 mod report;
 mod rescale;
 mod reshard;

@@ -108,7 +108,7 @@ pub(super) async fn fence_older<O: Objects>(
         let folder = switches_of(keys.prefix(), board);
         let switch = newest(listed.iter().filter(|name| name.starts_with(&folder)).map(String::as_str));
         let checked = match (switch, held) {
-            (Ok(Some(switch)), Some(held)) if !same(&held, &switch) => fence_held(conn, &held, switch.at).await,
+            (Ok(Some(switch)), Some(held)) if !same(&held, &switch) => fence_held(conn, (objects, keys), held, switch.at).await,
             (Err(error), _) => Err(error),
             _ => continue,
         };
@@ -129,11 +129,17 @@ pub(super) async fn fence_older<O: Objects>(
 }
 
 /// Fences `held` (older than the switch at `at_ms`), then names its journals holding a write
-/// since the switch: read after the fence, so none takes one unseen in between. A move's own
-/// switch (S3 first, then Redis) leaves the old layout's, all from before it, to drain as any
-/// other. Whether it was fenced now.
-async fn fence_held(conn: &mut Connection, held: &Layout, at_ms: i64) -> Result<(bool, Vec<String>), RestoreError> {
-    let fenced = crate::redis::restore::birth::fence_older(conn, held).await?;
+/// since the switch: read after the fence, so none takes one unseen in between, and kept in S3
+/// (`older_kept`: until decided, they are in no object). A move's own switch (S3 first, then
+/// Redis) leaves the old layout's, all from before it, to drain as any other. Whether it was
+/// fenced now.
+async fn fence_held<O: Objects>(
+    conn: &mut Connection,
+    (objects, keys): (&O, &Keys),
+    held: Layout,
+    at_ms: i64,
+) -> Result<(bool, Vec<String>), RestoreError> {
+    let fenced = crate::redis::restore::birth::fence_older(conn, &held).await?;
     let mut journals = Vec::new();
     for (shard, journal) in held.all().iter().zip(held.journals()) {
         let newest = crate::redis::journal::newest_id(conn, shard).await?;
@@ -141,6 +147,7 @@ async fn fence_held(conn: &mut Connection, held: &Layout, at_ms: i64) -> Result<
             journals.push(journal);
         }
     }
+    super::older_kept::keep(conn, objects, keys, &OlderWrites { layout: held, at_ms }, &journals).await?;
     Ok((fenced, journals))
 }
 
@@ -172,6 +179,11 @@ pub(super) async fn record_restored<O: Objects>(conn: &mut Connection, objects: 
                 kept_journals = kept.len(), "the store is older than the board's last switch: restored in the layout it switched to");
             if !kept.is_empty() {
                 let older = OlderWrites { layout: old.clone(), at_ms: switch.at };
+                // In S3 first (the drain kept them if it fenced the store): from the record on,
+                // the layout's other keys go.
+                let journals: Vec<String> =
+                    old.all().iter().zip(old.journals()).filter(|(shard, _)| kept.contains(&shard.journal())).map(|(_, j)| j).collect();
+                super::older_kept::keep(conn, objects, keys, &older, &journals).await?;
                 if let Some(held) = older::record(conn, keys, &older).await? {
                     return Err(RestoreError::Invalid(format!(
                         "board {board:?}: the writes layout {} took before its fence are still to be decided again; layout {} holds more",

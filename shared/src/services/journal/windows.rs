@@ -21,7 +21,7 @@ use crate::redis::store::Connection;
 /// Entries an object of a window holds, at most.
 const WINDOW_CHUNK: usize = 5000;
 /// The object naming a window's objects, written after every one of them.
-const MANIFEST: &str = "window.json";
+pub(super) const MANIFEST: &str = "window.json";
 
 #[derive(Debug, thiserror::Error)]
 pub enum WindowError {
@@ -60,9 +60,20 @@ pub async fn keep<O: Objects>(
     journal: &str,
     after: &str,
 ) -> Result<(), WindowError> {
-    let folder = window_objects(prefix, journal, after);
+    keep_in(conn, keys, objects, &window_objects(prefix, journal, after), journal, after).await
+}
+
+/// `keep`, in `folder` (`older_kept` keeps an older layout's writes so).
+pub(super) async fn keep_in<O: Objects>(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    objects: &O,
+    folder: &str,
+    journal: &str,
+    after: &str,
+) -> Result<(), WindowError> {
     let manifest = format!("{folder}{MANIFEST}");
-    if objects.list(&folder).await?.contains(&manifest) {
+    if objects.list(folder).await?.contains(&manifest) {
         return Ok(());
     }
     let (mut cursor, mut names) = (after.to_owned(), Vec::new());
@@ -93,9 +104,18 @@ pub async fn bring_back<O: Objects>(
     journal: &str,
     after: &str,
 ) -> Result<Option<String>, WindowError> {
-    let folder = window_objects(prefix, journal, after);
+    bring_back_from(conn, keys, objects, &window_objects(prefix, journal, after)).await
+}
+
+/// `bring_back`, from `folder`.
+pub(super) async fn bring_back_from<O: Objects>(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    objects: &O,
+    folder: &str,
+) -> Result<Option<String>, WindowError> {
     let manifest_name = format!("{folder}{MANIFEST}");
-    if !objects.list(&folder).await?.contains(&manifest_name) {
+    if !objects.list(folder).await?.contains(&manifest_name) {
         return Ok(None);
     }
     let body = objects.get(&manifest_name).await?;

@@ -13,6 +13,7 @@ use crate::redis::keys::{CATALOG_JOURNAL, is_profile_journal, journal_board};
 use crate::redis::restore::Campaign;
 use crate::services::catalog::boards_now;
 use crate::services::journal::marks::Marks;
+use crate::services::journal::older_kept;
 
 impl<O: Objects> Restorer<O> {
     /// `restore`, going on with the restore whose invocation answered `campaign`: every call
@@ -93,13 +94,18 @@ impl<O: Objects> Restorer<O> {
         let boards = reports.iter().map(|r| r.board.as_str()).filter(|name| !is_profile_journal(name) && *name != CATALOG_JOURNAL);
         let mut boards: Vec<String> = boards.map(|name| journal_board(name).to_owned()).collect();
         boards.dedup();
+        // Writes kept in S3 (`older_kept`), listed once, when a board is whole to decide them.
+        let mut kept = None;
         for board in boards {
             let mine = |r: &&mut BoardRestore| !is_profile_journal(&r.board) && journal_board(&r.board) == board;
             if reports.iter_mut().filter(mine).any(|r| r.status != Status::Complete) {
                 continue;
             }
             if let Some(last) = reports.iter_mut().filter(mine).last() {
-                self.older_writes(&board, config, last, deadline).await?;
+                if kept.is_none() {
+                    kept = Some(older_kept::listing(&self.objects, &self.keys).await?);
+                }
+                self.older_writes(&board, config, last, deadline, kept.as_deref().unwrap_or_default()).await?;
             }
         }
         Ok(())

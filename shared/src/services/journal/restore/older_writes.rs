@@ -15,6 +15,7 @@ use crate::domain::journal::{Line, stream_order};
 use crate::redis::keys::BoardKeys;
 use crate::redis::restore::{self, older};
 use crate::redis::{journal, layout};
+use crate::services::journal::older_kept;
 use crate::services::replay::{ReplayError, Replayed, Replayer};
 
 impl<O: Objects> Restorer<O> {
@@ -32,9 +33,18 @@ impl<O: Objects> Restorer<O> {
         config: &Config,
         report: &mut BoardRestore,
         deadline: DateTime<Utc>,
+        kept: &[String],
     ) -> Result<(), RestoreError> {
         let mut conn = self.store.write_connection().await?;
-        let Some(older) = older::read(&mut conn, &self.keys, board).await? else { return Ok(()) };
+        // The record, and the writes kept in S3 still to decide (their streams, and the record
+        // with them, taken by a loss of every key; or a loss of a stream alone).
+        let recorded = older::read(&mut conn, &self.keys, board).await?;
+        let kept = older_kept::pending(kept, &self.keys, board).filter(|(at_ms, _)| recorded.as_ref().is_none_or(|r| r.at_ms == *at_ms));
+        let held = match (&recorded, &kept) {
+            (Some(recorded), _) => recorded.layout.clone(),
+            (None, Some((_, journals))) => older_kept::layout(&self.keys, board, journals)?,
+            (None, None) => return Ok(()),
+        };
         let Some((shards, generation)) = layout::read(&mut conn, &self.keys, board).await? else { return Ok(()) };
         for shard in self.keys.layout_at(board, shards, generation).all() {
             if !restore::serving(&mut conn, &shard).await? {
@@ -42,18 +52,30 @@ impl<O: Objects> Restorer<O> {
             }
         }
         report.status = Status::InProgress;
-        let lock = older.layout.shard(0);
+        let lock = held.shard(0);
         let token = format!("{:016x}", fastrand::u64(..));
         if !restore::lock(&mut conn, &lock, &token, self.lease_ms).await? {
             return Err(RestoreError::Running(board.to_owned()));
         }
         let renewer = restore::LockRenewer::start(conn.clone(), lock.clone(), token.clone(), self.lease_ms);
-        let decided = self.decide_older(board, config, &older, report, deadline).await;
+        let decided = async {
+            let older = match (kept, recorded) {
+                (Some((at_ms, journals)), _) => {
+                    older_kept::bring_back(&mut conn.clone(), &self.objects, &self.keys, board, (at_ms, &journals)).await?
+                }
+                (None, Some(recorded)) => recorded,
+                (None, None) => unreachable!("returned above"),
+            };
+            let decided = self.decide_older(board, config, &older, report, deadline).await?;
+            Ok::<_, RestoreError>(decided.then_some(older))
+        }
+        .await;
         drop(renewer);
         if let Err(error) = restore::unlock(&mut conn, &lock, &token).await {
             tracing::warn!(board, error = %error, "the older writes' lock is left to its lease");
         }
-        if decided? {
+        if let Some(older) = decided? {
+            older_kept::decided(&self.objects, &self.keys, &older).await?;
             older::done(&mut conn, &self.keys, &older).await?;
             report.status = Status::Complete;
         }
