@@ -7,16 +7,33 @@
 //! nothing had been lost; `decided` is written once every one is, so no later loss brings them
 //! back.
 
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+
 use crate::archive::objects::{ObjectError, Objects, older_at, older_objects};
-use crate::redis::keys::{Keys, Layout, journal_generation, journal_shards};
+use crate::domain::journal::stream_order;
+use crate::redis::journal;
+use crate::redis::keys::{Keys, Layout, journal_board, journal_generation, journal_shards};
 use crate::redis::restore::older::{self, OlderWrites};
+use crate::redis::restore::rollback;
 use crate::redis::store::Connection;
 
 use super::error::RestoreError;
 use super::windows::{self, MANIFEST, WindowError};
 
-/// Written in a switch's folder once each of its writes is decided.
-const DECIDED: &str = "decided";
+/// Written in a switch's folder once each of its writes is decided (`decided-<ms>`): the newest
+/// entry of each journal of the layout they were decided in.
+const DECIDED: &str = "decided-";
+
+/// The writes kept for a board under one switch's folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Kept {
+    pub at_ms: i64,
+    pub journals: Vec<String>,
+    /// The newest record of their decision, if any.
+    pub decided: Option<String>,
+}
 
 /// Stores the writes since the switch of each of `journals` (of `older`'s layout), unless stored
 /// already: by the drain that fences the older store, and by a restore that finds it first.
@@ -37,27 +54,70 @@ pub(super) async fn keep<O: Objects>(
     Ok(())
 }
 
-/// The switch (its time) and the journals of the writes kept for `board` in `listed` (the
-/// tenant's `older_objects`, listed once) that are not all decided yet: the oldest such switch.
-pub(super) fn pending(listed: &[String], keys: &Keys, board: &str) -> Option<(i64, Vec<String>)> {
+/// The writes kept for `board` in `listed` (under `older_objects`), oldest switch first.
+pub(super) fn kept(listed: &[String], keys: &Keys, board: &str) -> Vec<Kept> {
     let folder = older_objects(keys.prefix(), board);
-    let mut found: std::collections::BTreeMap<i64, (bool, Vec<String>)> = Default::default();
+    let mut found: std::collections::BTreeMap<i64, Kept> = Default::default();
     for name in listed {
         let Some((at, rest)) = name.strip_prefix(&folder).and_then(|rest| rest.strip_prefix("at=")?.split_once('/')) else { continue };
-        let Ok(at) = at.parse::<i64>() else { continue };
-        let entry = found.entry(at).or_default();
-        if rest == DECIDED {
-            entry.0 = true;
+        let Ok(at_ms) = at.parse::<i64>() else { continue };
+        let entry = found.entry(at_ms).or_insert_with(|| Kept { at_ms, journals: Vec::new(), decided: None });
+        if rest.starts_with(DECIDED) {
+            entry.decided = entry.decided.take().max(Some(name.clone()));
         } else if let Some(journal) = rest.strip_suffix(MANIFEST).and_then(|journal| journal.strip_suffix('/')) {
-            entry.1.push(journal.to_owned());
+            entry.journals.push(journal.to_owned());
         }
     }
-    found.into_iter().find(|(_, (decided, journals))| !decided && !journals.is_empty()).map(|(at, (_, journals))| (at, journals))
+    found.into_values().filter(|kept| !kept.journals.is_empty()).collect()
 }
 
 /// The tenant's kept writes, every board's (one listing a restore invocation).
 pub(super) async fn listing<O: Objects>(objects: &O, keys: &Keys) -> Result<Vec<String>, ObjectError> {
     objects.list(&format!("journal/_older/prefix={}/", keys.prefix())).await
+}
+
+/// `board`'s kept writes listed again.
+pub(super) async fn listing_of<O: Objects>(objects: &O, keys: &Keys, board: &str) -> Result<Vec<String>, ObjectError> {
+    objects.list(&older_objects(keys.prefix(), board)).await
+}
+
+/// Of `kept`, those of the switch `recorded` names (any, oldest first, without one) still to
+/// decide: never decided, or decided into entries the store no longer holds and the journal
+/// never stored (a loss of every key before the drain stored the decisions: they are decided
+/// again, those with a marker found duplicates of the ones that were stored).
+pub(super) async fn pending<O: Objects>(
+    conn: &mut Connection,
+    objects: &O,
+    keys: &Keys,
+    kept: Vec<Kept>,
+    recorded: Option<&OlderWrites>,
+) -> Result<Option<Kept>, RestoreError> {
+    for kept in kept.into_iter().filter(|kept| recorded.is_none_or(|recorded| recorded.at_ms == kept.at_ms)) {
+        match &kept.decided {
+            Some(name) if still_held(conn, objects, keys, name).await? => {}
+            _ => return Ok(Some(kept)),
+        }
+    }
+    Ok(None)
+}
+
+/// Whether each entry record `name` names is in its journal's stream, or was trimmed from it
+/// (the guard's `drained`: the trim's, raised by a restore to what S3 holds).
+async fn still_held<O: Objects>(conn: &mut Connection, objects: &O, keys: &Keys, name: &str) -> Result<bool, RestoreError> {
+    let body = objects.get(name).await?;
+    let newest: BTreeMap<String, String> =
+        serde_json::from_slice(&body).map_err(|e| RestoreError::Unreadable(name.to_owned(), e.to_string()))?;
+    for (journal, id) in &newest {
+        let shard = keys.layout_at(journal_board(journal), journal_shards(journal), journal_generation(journal));
+        let Some(shard) = shard.all().into_iter().zip(shard.journals()).find(|(_, j)| j == journal).map(|(shard, _)| shard) else {
+            return Ok(false);
+        };
+        let drained = rollback::drained(conn, &shard).await?;
+        if drained.as_deref().and_then(stream_order) < stream_order(id) && !journal::holds(conn, &shard, id).await? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
 }
 
 /// The older layout `journals` (kept for `board`) are of.
@@ -66,37 +126,52 @@ pub(super) fn layout(keys: &Keys, board: &str, journals: &[String]) -> Result<La
     Ok(keys.layout_at(board, journal_shards(first), journal_generation(first)))
 }
 
-/// `board`'s kept writes since the switch at `at_ms`, in `journals`: recorded (`older::record`)
-/// unless recorded already, and put back in their streams where a loss took them (what a stream
-/// still holds, or decided since, stays as it is). The record.
+/// `board`'s kept writes `kept`: recorded (`older::record`) unless recorded already, and put
+/// back in their streams where a loss took them (what a stream still holds, or decided since,
+/// stays as it is). The record.
 pub(super) async fn bring_back<O: Objects>(
     conn: &mut Connection,
     objects: &O,
     keys: &Keys,
     board: &str,
-    (at_ms, journals): (i64, &[String]),
+    kept: &Kept,
 ) -> Result<OlderWrites, RestoreError> {
-    let kept = OlderWrites { layout: layout(keys, board, journals)?, at_ms };
-    if let Some(held) = older::record(conn, keys, &kept).await? {
+    let older = OlderWrites { layout: layout(keys, board, &kept.journals)?, at_ms: kept.at_ms };
+    if let Some(held) = older::record(conn, keys, &older).await? {
         return Err(RestoreError::Invalid(format!(
             "board {board:?}: the writes of another older layout (switched from at {}) are still to be decided again; \
-             those kept in S3 from the switch at {at_ms} wait",
-            held.at_ms
+             those kept in S3 from the switch at {} wait",
+            held.at_ms, kept.at_ms
         )));
     }
-    let folder = older_at(keys.prefix(), board, at_ms);
-    for (shard, journal) in kept.layout.all().iter().zip(kept.layout.journals()) {
-        if journals.contains(&journal) {
+    let folder = older_at(keys.prefix(), board, kept.at_ms);
+    for (shard, journal) in older.layout.all().iter().zip(older.layout.journals()) {
+        if kept.journals.contains(&journal) {
             windows::bring_back_from(conn, shard, objects, &format!("{folder}{journal}/")).await?;
         }
     }
-    Ok(kept)
+    Ok(older)
 }
 
-/// Every one of `older`'s writes decided: a loss from now on does not bring them back.
-pub(super) async fn decided<O: Objects>(objects: &O, keys: &Keys, older: &OlderWrites) -> Result<(), ObjectError> {
-    let name = format!("{}{DECIDED}", older_at(keys.prefix(), older.layout.board(), older.at_ms));
-    objects.put_new(&name, Vec::new()).await.map(|_| ())
+/// Every one of `older`'s writes decided in layout `now`: the newest entry of each of its
+/// journals recorded, so a later restore decides them again only if a loss took those entries
+/// before the drain stored them.
+pub(super) async fn decided<O: Objects>(
+    conn: &mut Connection,
+    objects: &O,
+    keys: &Keys,
+    older: &OlderWrites,
+    (now, at): (&Layout, DateTime<Utc>),
+) -> Result<(), RestoreError> {
+    let mut newest = BTreeMap::new();
+    for (shard, journal) in now.all().iter().zip(now.journals()) {
+        if let Some(id) = journal::newest_id(conn, shard).await? {
+            newest.insert(journal, id);
+        }
+    }
+    let name = format!("{}{DECIDED}{:013}", older_at(keys.prefix(), older.layout.board(), older.at_ms), at.timestamp_millis());
+    objects.put_new(&name, serde_json::to_vec(&newest).expect("ids serialize")).await?;
+    Ok(())
 }
 
 #[cfg(test)]
@@ -104,23 +179,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_oldest_switch_not_decided_is_pending() {
+    fn kept_writes_are_read_by_switch_oldest_first_with_their_newest_decision() {
         let keys = Keys::new("st").unwrap();
         let at = |ms: i64, rest: &str| format!("{}{rest}", older_at("st", "game", ms));
         let listed = vec![
             at(5, "game:0of3:7/window.json"),
             at(5, "game:0of3:7/5-1.lines"),
-            at(5, DECIDED),
+            at(5, "decided-0000000000020"),
+            at(5, "decided-0000000000100"),
             at(9, "game:1of3:2/9-1.lines"),
             at(9, "game:1of3:2/window.json"),
             at(9, "game:2of3:4/window.json"),
-            at(12, "game:0of5:1/window.json"),
+            at(12, "decided-0000000000030"),
             format!("{}{}", older_at("st", "gamer", 1), "gamer/window.json"),
         ];
-        assert_eq!(pending(&listed, &keys, "game"), Some((9, vec!["game:1of3:2".to_owned(), "game:2of3:4".to_owned()])));
-        assert_eq!(pending(&listed, &keys, "gamer"), Some((1, vec!["gamer".to_owned()])));
-        assert_eq!(pending(&listed, &keys, "other"), None);
-        assert_eq!(pending(&listed[..3], &keys, "game"), None, "decided");
-        assert_eq!(pending(&listed[7..], &keys, "game"), None, "another board's folder is not a prefix of it");
+        let journals = |names: &[&str]| names.iter().map(|name| name.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            kept(&listed, &keys, "game"),
+            vec![
+                Kept { at_ms: 5, journals: journals(&["game:0of3:7"]), decided: Some(at(5, "decided-0000000000100")) },
+                Kept { at_ms: 9, journals: journals(&["game:1of3:2", "game:2of3:4"]), decided: None },
+            ],
+            "a folder with no journal kept is not writes to decide"
+        );
+        assert_eq!(kept(&listed, &keys, "gamer"), vec![Kept { at_ms: 1, journals: journals(&["gamer"]), decided: None }]);
+        assert_eq!(kept(&listed, &keys, "other"), vec![]);
+        assert_eq!(kept(&listed[8..], &keys, "game"), vec![], "another board's folder is not a prefix of it");
     }
 }

@@ -113,11 +113,15 @@ pub(super) async fn fence_older<O: Objects>(
             _ => continue,
         };
         match checked {
-            Ok((fenced, journals)) => {
+            Ok((fenced, journals, kept)) => {
                 if fenced {
                     older.fenced.push(board.to_owned());
                 }
                 older.held_back.extend(journals);
+                if let Err(error) = kept {
+                    tracing::warn!(board, error = %error, "the older store's writes not kept in S3: not drained this run");
+                    older.unread.push(board.to_owned());
+                }
             }
             Err(error) => {
                 tracing::warn!(board, error = %error, "the board's check against its last switch failed: not drained this run");
@@ -132,13 +136,13 @@ pub(super) async fn fence_older<O: Objects>(
 /// since the switch: read after the fence, so none takes one unseen in between, and kept in S3
 /// (`older_kept`: until decided, they are in no object). A move's own switch (S3 first, then
 /// Redis) leaves the old layout's, all from before it, to drain as any other. Whether it was
-/// fenced now.
+/// fenced now, those journals, and whether they were kept.
 async fn fence_held<O: Objects>(
     conn: &mut Connection,
     (objects, keys): (&O, &Keys),
     held: Layout,
     at_ms: i64,
-) -> Result<(bool, Vec<String>), RestoreError> {
+) -> Result<(bool, Vec<String>, Result<(), RestoreError>), RestoreError> {
     let fenced = crate::redis::restore::birth::fence_older(conn, &held).await?;
     let mut journals = Vec::new();
     for (shard, journal) in held.all().iter().zip(held.journals()) {
@@ -147,8 +151,8 @@ async fn fence_held<O: Objects>(
             journals.push(journal);
         }
     }
-    super::older_kept::keep(conn, objects, keys, &OlderWrites { layout: held, at_ms }, &journals).await?;
-    Ok((fenced, journals))
+    let kept = super::older_kept::keep(conn, objects, keys, &OlderWrites { layout: held, at_ms }, &journals).await;
+    Ok((fenced, journals, kept.map_err(RestoreError::from)))
 }
 
 /// Before a restore brings back journal `name` of a sharded layout (or a later generation, or
@@ -174,6 +178,9 @@ pub(super) async fn record_restored<O: Objects>(conn: &mut Connection, objects: 
     let switch = last(objects, keys, board).await?.filter(|switch| same(&restored, switch));
     match (older, switch) {
         (Some(old), Some(switch)) => {
+            // Fenced first (as the drain does), so no write lands in its streams after they are
+            // read and kept.
+            crate::redis::restore::birth::fence_older(conn, &old).await?;
             let kept = writes_since(conn, objects, keys, &old, switch.at).await?;
             tracing::warn!(board, held = %layout::text(old.shards(), old.generation()), switched = %layout::text(shards, generation),
                 kept_journals = kept.len(), "the store is older than the board's last switch: restored in the layout it switched to");

@@ -12,7 +12,7 @@ use super::{BoardRestore, RestoreError, Restorer, Status, TAIL_PAGE};
 use crate::archive::objects::Objects;
 use crate::domain::config::Config;
 use crate::domain::journal::{Line, stream_order};
-use crate::redis::keys::BoardKeys;
+use crate::redis::keys::{BoardKeys, Layout};
 use crate::redis::restore::{self, older};
 use crate::redis::{journal, layout};
 use crate::services::journal::older_kept;
@@ -36,46 +36,60 @@ impl<O: Objects> Restorer<O> {
         kept: &[String],
     ) -> Result<(), RestoreError> {
         let mut conn = self.store.write_connection().await?;
-        // The record, and the writes kept in S3 still to decide (their streams, and the record
-        // with them, taken by a loss of every key; or a loss of a stream alone).
+        // The record, and the writes kept in S3 (their streams, and the record with them, taken
+        // by a loss of every key; or a loss of a stream alone): read again under the lock.
         let recorded = older::read(&mut conn, &self.keys, board).await?;
-        let kept = older_kept::pending(kept, &self.keys, board).filter(|(at_ms, _)| recorded.as_ref().is_none_or(|r| r.at_ms == *at_ms));
-        let held = match (&recorded, &kept) {
+        let candidate =
+            older_kept::kept(kept, &self.keys, board).into_iter().find(|k| recorded.as_ref().is_none_or(|r| r.at_ms == k.at_ms));
+        let held = match (&recorded, &candidate) {
             (Some(recorded), _) => recorded.layout.clone(),
-            (None, Some((_, journals))) => older_kept::layout(&self.keys, board, journals)?,
+            (None, Some(kept)) => older_kept::layout(&self.keys, board, &kept.journals)?,
             (None, None) => return Ok(()),
         };
         let Some((shards, generation)) = layout::read(&mut conn, &self.keys, board).await? else { return Ok(()) };
-        for shard in self.keys.layout_at(board, shards, generation).all() {
+        let now = self.keys.layout_at(board, shards, generation);
+        for shard in now.all() {
             if !restore::serving(&mut conn, &shard).await? {
                 return Ok(());
             }
         }
-        report.status = Status::InProgress;
         let lock = held.shard(0);
         let token = format!("{:016x}", fastrand::u64(..));
         if !restore::lock(&mut conn, &lock, &token, self.lease_ms).await? {
             return Err(RestoreError::Running(board.to_owned()));
         }
         let renewer = restore::LockRenewer::start(conn.clone(), lock.clone(), token.clone(), self.lease_ms);
-        let decided = async {
-            let older = match (kept, recorded) {
-                (Some((at_ms, journals)), _) => {
-                    older_kept::bring_back(&mut conn.clone(), &self.objects, &self.keys, board, (at_ms, &journals)).await?
-                }
-                (None, Some(recorded)) => recorded,
-                (None, None) => unreachable!("returned above"),
-            };
-            let decided = self.decide_older(board, config, &older, report, deadline).await?;
-            Ok::<_, RestoreError>(decided.then_some(older))
-        }
-        .await;
+        let decided = self.older_locked(board, config, report, deadline, &now).await;
         drop(renewer);
         if let Err(error) = restore::unlock(&mut conn, &lock, &token).await {
             tracing::warn!(board, error = %error, "the older writes' lock is left to its lease");
         }
-        if let Some(older) = decided? {
-            older_kept::decided(&self.objects, &self.keys, &older).await?;
+        decided
+    }
+
+    /// `older_writes` under the lock: whether any were still to decide is read again (another
+    /// invocation may have decided them meanwhile), and they are done with before the lock goes.
+    async fn older_locked(
+        &self,
+        board: &str,
+        config: &Config,
+        report: &mut BoardRestore,
+        deadline: DateTime<Utc>,
+        now: &Layout,
+    ) -> Result<(), RestoreError> {
+        let mut conn = self.store.write_connection().await?;
+        let recorded = older::read(&mut conn, &self.keys, board).await?;
+        let listed = older_kept::listing_of(&self.objects, &self.keys, board).await?;
+        let kept = older_kept::kept(&listed, &self.keys, board);
+        let pending = older_kept::pending(&mut conn, &self.objects, &self.keys, kept, recorded.as_ref()).await?;
+        let older = match (pending, recorded) {
+            (Some(kept), _) => older_kept::bring_back(&mut conn, &self.objects, &self.keys, board, &kept).await?,
+            (None, Some(recorded)) => recorded,
+            (None, None) => return Ok(()),
+        };
+        report.status = Status::InProgress;
+        if self.decide_older(board, config, &older, report, deadline).await? {
+            older_kept::decided(&mut conn, &self.objects, &self.keys, &older, (now, Utc::now())).await?;
             older::done(&mut conn, &self.keys, &older).await?;
             report.status = Status::Complete;
         }
