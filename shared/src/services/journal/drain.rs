@@ -22,7 +22,6 @@ use chrono::{DateTime, Utc};
 use futures::future::join_all;
 
 use crate::archive::objects::{Objects, Put, lines_body};
-use crate::redis::notices;
 
 use super::marks::Marks;
 use super::notices::{NOTICE_LAG_METRIC, NOTICES_DROPPED_METRIC, NOTICES_SENT_METRIC, Notifier};
@@ -179,6 +178,7 @@ impl<O: Objects> Drainer<O> {
                 through: None,
                 rolled_back: None,
                 held: None,
+                window_decided: false,
             };
             // The two streams drain side by side: a failing (or long) journal does not hold
             // notifications back, nor a failing bus the journal.
@@ -228,7 +228,7 @@ impl<O: Objects> Drainer<O> {
                 .fold(false, |moved, (board, id)| marks.raise(board, id) || moved);
             // Found older than its journal, or looked at and found not (restored since); boards
             // not looked at (lost, failed) keep what the record says.
-            for board in boards.iter().filter(|b| b.rolled_back.is_some() || (b.error.is_none() && !b.lost)) {
+            for board in boards.iter().filter(|b| b.rolled_back.is_some() || b.window_decided || (b.error.is_none() && !b.lost)) {
                 moved |= marks.set_rolled_back(&board.board, board.rolled_back.as_deref());
             }
             if moved && let Err(error) = marks.save(&self.objects, self.keys.prefix()).await {
@@ -266,7 +266,7 @@ impl<O: Objects> Drainer<O> {
         };
         let notifier = if release { notifier.clone().releasing_held() } else { notifier.clone() };
         let sent = notifier.drain_board(&mut conn, &keys, board, deadline).await.map(|sent| sent.unwrap_or(0)).map_err(DrainError::from);
-        let lag = match notice_lag(&mut conn, &keys).await {
+        let lag = match super::notices::lag(&mut conn, &keys).await {
             Ok(lag) => lag,
             Err(error) => {
                 tracing::error!(board = name, error = %error, "notification lag unknown");
@@ -307,7 +307,15 @@ impl<O: Objects> Drainer<O> {
             return Ok(());
         }
         if let Some(point) = marks.and_then(|marks| marks.rolled_back(board)).filter(|_| guarded && !born) {
-            return self.rolled_back(&mut conn, board, point.to_owned(), marks, drained).await;
+            // Unless a restore decided its window whole before the guard went: history then (as a
+            // restore takes it), stored, the rollback forgotten (found by the simulation).
+            let objects = (&self.objects, self.keys.prefix());
+            match marks.and_then(|marks| marks.get(board)) {
+                Some(stored) if super::marks::window_decided(&mut conn, &keys, objects, board, stored).await? => {
+                    drained.window_decided = true
+                }
+                _ => return self.rolled_back(&mut conn, board, point.to_owned(), marks, drained).await,
+            }
         }
         // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained
         // until restored (its entries since the snapshot were decided on the older state).
@@ -439,14 +447,4 @@ impl<O: Objects> Drainer<O> {
         let oldest = journal::oldest_ms(&mut conn, &self.keys.board(board)).await?;
         Ok(oldest.map_or(0.0, |ms| ((Utc::now().timestamp_millis() - ms).max(0) as f64) / 1000.0))
     }
-}
-
-/// Seconds since the oldest move of a board not sent: recorded and not yet read, or held past
-/// its window's end.
-async fn notice_lag(conn: &mut crate::redis::store::Connection, keys: &crate::redis::keys::BoardKeys) -> Result<f64, StoreError> {
-    let now = Utc::now().timestamp_millis();
-    let oldest = notices::oldest_ms(conn, keys).await?;
-    let overdue = notices::held(conn, keys).await?.values().flatten().map(|w| w.due_ms).min().filter(|&due| due < now);
-    let since = [oldest, overdue].into_iter().flatten().min();
-    Ok(since.map_or(0.0, |ms| ((now - ms).max(0) as f64) / 1000.0))
 }

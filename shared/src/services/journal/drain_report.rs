@@ -71,6 +71,10 @@ pub struct BoardDrain {
     /// raises the drain's record where a run's write of it was lost.
     #[serde(skip)]
     pub held: Option<String>,
+    /// Its guard lost after a restore decided its rollback's window whole: the record forgets
+    /// the rollback (the stream holds history).
+    #[serde(skip)]
+    pub window_decided: bool,
 }
 
 fn is_zero(n: &u64) -> bool {

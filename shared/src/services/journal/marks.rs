@@ -6,9 +6,10 @@
 use std::collections::BTreeMap;
 
 use super::error::RestoreError;
-use super::windows;
+use super::windows::{self, WindowError};
 use crate::archive::objects::{ObjectError, Objects, marks_name};
 use crate::domain::journal::stream_order;
+use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::BoardKeys;
 use crate::redis::restore::{self, rollback, rollback::Found};
@@ -144,6 +145,22 @@ pub async fn prepare<O: Objects>(
     }
 }
 
+/// For the drain, of board `name` whose guard is lost and whose rollback the record (`stored`,
+/// the drain's record before it) keeps: whether its window was decided whole by a restore
+/// before the guard went (`decided_whole`), so its stream holds history, as a restore would take
+/// it (`prepare`), not writes to decide again.
+pub async fn window_decided<O: Objects>(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    (objects, prefix): (&O, &str),
+    name: &str,
+    stored: &str,
+) -> Result<bool, WindowError> {
+    let window = windows::through(objects, prefix, name, stored).await?;
+    let newest = journal::newest_id(conn, keys).await?.filter(|newest| stream_order(newest) > stream_order(stored));
+    Ok(decided_whole(conn, keys, name, stored, window.as_deref(), newest.as_deref()).await?)
+}
+
 /// Whether the stream holds none of the window's writes after `stored` through its end and
 /// entries after it: the window's writes were decided again, and what follows is their
 /// decisions. The end is the later of the window's (`window`, its manifest's) and the one a
@@ -157,7 +174,7 @@ async fn decided_whole(
     stored: &str,
     window: Option<&str>,
     newest: Option<&str>,
-) -> Result<bool, RestoreError> {
+) -> Result<bool, StoreError> {
     let recorded = rollback::redecide(conn, keys).await?.map(|(_, end)| end);
     let end = [window.map(str::to_owned), recorded].into_iter().flatten().max_by_key(|id| stream_order(id));
     let (Some(end), Some(newest)) = (end, newest) else { return Ok(false) };

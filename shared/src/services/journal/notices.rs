@@ -180,3 +180,13 @@ impl Notifier {
         Ok(sent)
     }
 }
+
+/// Seconds since the oldest move of a board not sent: recorded and not yet read, or held past
+/// its window's end.
+pub(super) async fn lag(conn: &mut Connection, keys: &BoardKeys) -> Result<f64, crate::redis::error::StoreError> {
+    let now = Utc::now().timestamp_millis();
+    let oldest = notices::oldest_ms(conn, keys).await?;
+    let overdue = notices::held(conn, keys).await?.values().flatten().map(|w| w.due_ms).min().filter(|&due| due < now);
+    let since = [oldest, overdue].into_iter().flatten().min();
+    Ok(since.map_or(0.0, |ms| ((now - ms).max(0) as f64) / 1000.0))
+}

@@ -114,13 +114,7 @@ pub(super) async fn bring_back_from<O: Objects>(
     objects: &O,
     folder: &str,
 ) -> Result<Option<String>, WindowError> {
-    let manifest_name = format!("{folder}{MANIFEST}");
-    if !objects.list(folder).await?.contains(&manifest_name) {
-        return Ok(None);
-    }
-    let body = objects.get(&manifest_name).await?;
-    let manifest: Manifest =
-        serde_json::from_slice(&body).map_err(|error| WindowError::Unreadable(manifest_name.clone(), error.to_string()))?;
+    let Some(manifest) = manifest(objects, folder).await? else { return Ok(None) };
     for name in &manifest.objects {
         // Only what follows the stream's last id: a stream that kept the window (or part of it,
         // put back by an attempt that stopped) holds the rest, or decided it already.
@@ -133,4 +127,18 @@ pub(super) async fn bring_back_from<O: Objects>(
         journal::put_back(conn, keys, &lines).await?;
     }
     Ok(Some(manifest.through))
+}
+
+/// The newest entry of the window stored after `after`, if one is stored (read, not put back).
+pub async fn through<O: Objects>(objects: &O, prefix: &str, journal: &str, after: &str) -> Result<Option<String>, WindowError> {
+    Ok(manifest(objects, &window_objects(prefix, journal, after)).await?.map(|manifest| manifest.through))
+}
+
+async fn manifest<O: Objects>(objects: &O, folder: &str) -> Result<Option<Manifest>, WindowError> {
+    let name = format!("{folder}{MANIFEST}");
+    if !objects.list(folder).await?.contains(&name) {
+        return Ok(None);
+    }
+    let body = objects.get(&name).await?;
+    serde_json::from_slice(&body).map(Some).map_err(|error| WindowError::Unreadable(name, error.to_string()))
 }
