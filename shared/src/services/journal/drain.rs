@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use crate::domain::config::Config;
+use crate::domain::journal::stream_order;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
 use crate::redis::keys::{CATALOG_JOURNAL, Keys, is_profile_journal, journal_board, journal_shards, profile_journals};
@@ -116,19 +117,7 @@ impl<O: Objects> Drainer<O> {
         // Unread (S3 or Redis failing): no board is drained this run (the catalog and the
         // profiles are, never moved), as when the drain's record is unread below, since any
         // board may hold such writes.
-        let mut held_back = None;
-        if let Ok(mut conn) = self.store.write_connection().await {
-            match super::switches::fence_older(&mut conn, &self.objects, &self.keys, &names).await {
-                Ok(older) => {
-                    older
-                        .fenced
-                        .iter()
-                        .for_each(|board| tracing::error!(board, "the board's Redis is older than its last move: fenced until restored"));
-                    held_back = Some(older);
-                }
-                Err(error) => tracing::warn!(error = %error, "the boards' last moves unread: no board is drained this run"),
-            }
-        }
+        let held_back = super::switches::fence_older_run(&self.store, &self.objects, &self.keys, &names).await;
         // Each board's record of older writes still to decide, read once a run (its shards share
         // it); a board whose read failed reads it again with its journals.
         let mut older_writes = std::collections::HashMap::new();
@@ -297,6 +286,7 @@ impl<O: Objects> Drainer<O> {
         let mut conn = self.store.write_connection().await?;
         let guarded = !is_profile_journal(board);
         let born = guarded && restore::born(&mut conn, &keys).await?;
+        let mut decided = None;
         // Writes a rolled-back store took before its fence wait in the stream to be decided
         // again (docs/journal.md#rollbacks): stored as they are, a later restore would apply
         // what they decided against the snapshot. Left until the restore has decided them, as
@@ -310,11 +300,12 @@ impl<O: Objects> Drainer<O> {
             // Unless a restore decided its window whole before the guard went: history then (as a
             // restore takes it), stored, the rollback forgotten (found by the simulation).
             let objects = (&self.objects, self.keys.prefix());
-            match marks.and_then(|marks| marks.get(board)) {
-                Some(stored) if super::marks::window_decided(&mut conn, &keys, objects, board, stored).await? => {
-                    drained.window_decided = true
-                }
-                _ => return self.rolled_back(&mut conn, board, point.to_owned(), marks, drained).await,
+            decided = match marks.and_then(|marks| marks.get(board)) {
+                Some(stored) => super::marks::window_decided(&mut conn, &keys, objects, board, stored).await?,
+                None => None,
+            };
+            if decided.is_none() {
+                return self.rolled_back(&mut conn, board, point.to_owned(), marks, drained).await;
             }
         }
         // A Redis older than the journal (docs/journal.md#rollbacks): fenced, and not drained
@@ -417,6 +408,12 @@ impl<O: Objects> Drainer<O> {
                 // stores its journal between two.)
                 None => break,
             }
+        }
+        // The rollback is forgotten once its window's decisions are stored (the stream holds
+        // nothing up to them): an error or the deadline before, and the next run judges again.
+        if let Some(need) = decided {
+            let oldest = journal::oldest(&mut conn, &keys, board, 1).await?.first().map(|line| line.id.clone());
+            drained.window_decided = oldest.is_none_or(|oldest| stream_order(&oldest) > stream_order(&need));
         }
         Ok(())
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::error::RestoreError;
 use super::windows::{self, WindowError};
-use crate::archive::objects::{ObjectError, Objects, marks_name};
+use crate::archive::objects::{ObjectError, Objects, journal_objects, marks_name, parse_lines, read_text};
 use crate::domain::journal::stream_order;
 use crate::redis::error::StoreError;
 use crate::redis::journal;
@@ -146,19 +146,32 @@ pub async fn prepare<O: Objects>(
 }
 
 /// For the drain, of board `name` whose guard is lost and whose rollback the record (`stored`,
-/// the drain's record before it) keeps: whether its window was decided whole by a restore
-/// before the guard went (`decided_whole`), so its stream holds history, as a restore would take
-/// it (`prepare`), not writes to decide again.
+/// the drain's record before it) keeps: whether a restore decided its window whole before the
+/// guard went (`decided_whole`, as the restore judges it in `prepare`), so what follows the
+/// window is history, not writes to decide again. `Some(id)`: the entry the journal must be
+/// stored through before the record forgets the rollback (the stream's newest; or, when a drain
+/// stored the decisions and trimmed them but its record was not written, the last stored).
 pub async fn window_decided<O: Objects>(
     conn: &mut Connection,
     keys: &BoardKeys,
     (objects, prefix): (&O, &str),
     name: &str,
     stored: &str,
-) -> Result<bool, WindowError> {
+) -> Result<Option<String>, WindowError> {
     let window = windows::through(objects, prefix, name, stored).await?;
     let newest = journal::newest_id(conn, keys).await?.filter(|newest| stream_order(newest) > stream_order(stored));
-    Ok(decided_whole(conn, keys, name, stored, window.as_deref(), newest.as_deref()).await?)
+    if newest.is_some() {
+        let decided = decided_whole(conn, keys, name, stored, window.as_deref(), newest.as_deref()).await?;
+        return Ok(newest.filter(|_| decided));
+    }
+    // Nothing in the stream after the record: decided and stored already if the journal holds
+    // an entry after the window's end (the drain never stores a window's own entries).
+    let recorded = rollback::redecide(conn, keys).await?.map(|(_, end)| end);
+    let Some(end) = [window, recorded].into_iter().flatten().max_by_key(|id| stream_order(id)) else { return Ok(None) };
+    let Some(last) = journal_objects(objects, prefix, name).await?.pop() else { return Ok(None) };
+    let text = read_text(objects, &last).await?;
+    let last_id = parse_lines(&last, &text).filter_map(Result::ok).last().map(|line| line.id);
+    Ok(last_id.filter(|id| stream_order(id) > stream_order(&end)))
 }
 
 /// Whether the stream holds none of the window's writes after `stored` through its end and

@@ -9,7 +9,7 @@ use crate::redis::error::StoreError;
 use crate::redis::keys::{Keys, Layout, journal_board, journal_generation, journal_shards};
 use crate::redis::layout;
 use crate::redis::restore::older::{self, OlderWrites};
-use crate::redis::store::Connection;
+use crate::redis::store::{Connection, Store};
 
 use super::error::RestoreError;
 
@@ -80,12 +80,7 @@ pub(super) struct Older {
 /// a restore brings it back where S3 says. The stores are read before S3 is listed: a switch is
 /// in S3 before Redis records it, so a switch between the two is seen in both. A listing that
 /// fails is this call's error (no board can be told); a board's own failure is that board's.
-pub(super) async fn fence_older<O: Objects>(
-    conn: &mut Connection,
-    objects: &O,
-    keys: &Keys,
-    boards: &[&str],
-) -> Result<Older, RestoreError> {
+async fn fence_older<O: Objects>(conn: &mut Connection, objects: &O, keys: &Keys, boards: &[&str]) -> Result<Older, RestoreError> {
     let all = format!("journal/_switches/prefix={}/", keys.prefix());
     // Only a board that ever switched can be older than its last switch: a store of many boards
     // reads the few that moved (a board's first switch after this listing is checked next run).
@@ -130,6 +125,23 @@ pub(super) async fn fence_older<O: Objects>(
         }
     }
     Ok(older)
+}
+
+/// `fence_older` for a drain run, each board fenced now logged; `None` when it could not tell.
+pub(super) async fn fence_older_run<O: Objects>(store: &Store, objects: &O, keys: &Keys, boards: &[&str]) -> Option<Older> {
+    let mut conn = store.write_connection().await.ok()?;
+    match fence_older(&mut conn, objects, keys, boards).await {
+        Ok(older) => {
+            for board in &older.fenced {
+                tracing::error!(board, "the board's Redis is older than its last move: fenced until restored");
+            }
+            Some(older)
+        }
+        Err(error) => {
+            tracing::warn!(error = %error, "the boards' last moves unread: no board is drained this run");
+            None
+        }
+    }
 }
 
 /// Fences `held` (older than the switch at `at_ms`), then names its journals holding a write
