@@ -207,3 +207,34 @@ async fn a_bucket_whose_time_is_up_is_no_loss() {
     assert_eq!((status, &again["duplicate"]), (StatusCode::OK, &json!(false)), "{again}");
     assert_eq!(all_time(&app, "forum").await, 6);
 }
+
+/// A batch whose second event finds its bucket lost: the first, applied in the same script call
+/// before the fence, is answered as applied (it was answered 503 with the rest, its points
+/// given and journaled all the same: a queue's message handed back, or a client giving up,
+/// and the restore counted it; found by the simulation); the second is refused, and once the
+/// board is restored each counts once.
+#[tokio::test]
+async fn a_batch_stopped_by_a_lost_bucket_answers_what_it_applied_before() {
+    let app = spawn_journaled(config()).await;
+    let now = at("2026-11-22T10:00:00Z");
+    app.set_now(now);
+    let retried = "e1";
+    let first = (2..100).map(|i| format!("e{i}")).find(|id| MarkerSlot::of(id).shard != MarkerSlot::of(retried).shard).unwrap();
+    assert_eq!(app.event(comment(retried)).await.0, StatusCode::OK);
+    del(&app, &bucket_of(&app, "forum", retried, now)).await;
+
+    let (status, body) = app.post("/v1/events:batch", &json!({"events": [comment(&first), comment(retried)]})).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let results = body["results"].as_array().unwrap();
+    assert_eq!((&results[0]["error"], &results[0]["duplicate"]), (&Value::Null, &json!(true)), "applied before the fence: {body}");
+    assert_eq!(results[1]["error"]["code"], json!("board_restoring"), "{body}");
+    assert_eq!(all_time(&app, "forum").await, 6, "the first event's points, given once");
+
+    restore(&app, "forum").await;
+    assert_eq!(all_time(&app, "forum").await, 6);
+    let (status, again) = app.post("/v1/events:batch", &json!({"events": [comment(&first), comment(retried)]})).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!(again["results"][0]["duplicate"], json!(true), "{again}");
+    assert_eq!(again["results"][1]["duplicate"], json!(true), "{again}");
+    assert_eq!(all_time(&app, "forum").await, 6, "each once");
+}
