@@ -238,3 +238,31 @@ async fn a_batch_stopped_by_a_lost_bucket_answers_what_it_applied_before() {
     assert_eq!(again["results"][1]["duplicate"], json!(true), "{again}");
     assert_eq!(all_time(&app, "forum").await, 6, "each once");
 }
+
+/// The same for a batch of score submissions (`submit_score.lua`, one call a chunk).
+#[tokio::test]
+async fn a_score_batch_stopped_by_a_lost_bucket_answers_what_it_applied_before() {
+    let app = spawn_journaled(config()).await;
+    let now = at("2026-11-22T10:00:00Z");
+    app.set_now(now);
+    let retried = "s1";
+    let first = (2..100).map(|i| format!("s{i}")).find(|id| MarkerSlot::of(id).shard != MarkerSlot::of(retried).shard).unwrap();
+    assert_eq!(submit(&app, retried).await.0, StatusCode::OK);
+    let one = composite(&app).await;
+    del(&app, &bucket_of(&app, "arcade", retried, now)).await;
+
+    let scores = |ids: [&str; 2]| json!({"scores": ids.map(|id| json!({"event_id": id, "user_id": "ann", "score": 5}))});
+    let (status, body) = app.post("/v1/boards/arcade/scores:batch", &scores([&first, retried])).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let results = body["results"].as_array().unwrap();
+    assert_eq!((&results[0]["error"], &results[0]["duplicate"]), (&Value::Null, &json!(true)), "applied before the fence: {body}");
+    assert_eq!(results[1]["error"]["code"], json!("board_restoring"), "{body}");
+    let applied = composite(&app).await;
+    assert!(applied > one, "the first submission applied: {applied:?} after {one:?}");
+
+    restore(&app, "arcade").await;
+    let (status, again) = app.post("/v1/boards/arcade/scores:batch", &scores([&first, retried])).await;
+    assert_eq!(status, StatusCode::OK, "{again}");
+    assert_eq!((&again["results"][0]["duplicate"], &again["results"][1]["duplicate"]), (&json!(true), &json!(true)), "{again}");
+    assert_eq!(composite(&app).await, applied, "each once");
+}

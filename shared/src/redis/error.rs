@@ -63,6 +63,12 @@ impl StoreError {
         matches!(self, StoreError::Restoring) || matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_RESTORING"))
     }
 
+    /// A write found data its board's history says it holds gone and fenced the board in that
+    /// call (`fence_lost`, prelude.lua): in a chunk of writes, those before it were applied.
+    pub fn is_loss_found(&self) -> bool {
+        matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_RESTORING") && e.detail().is_some_and(|d| d.contains(LOSS_FOUND)))
+    }
+
     /// A move between layouts is in its last step (the `moving` fence,
     /// docs/scaling.md#changing-shards): a journaled write was refused with nothing written.
     pub fn is_resharding(&self) -> bool {
@@ -78,5 +84,22 @@ impl StoreError {
     /// Redis refused a write because it reached `maxmemory` (policy `noeviction`).
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self, StoreError::Redis(e) if e.code() == Some("OOM"))
+    }
+}
+
+/// The words of `fence_lost`'s refusal (prelude.lua), which a refusal of a board fenced before
+/// the call does not say.
+const LOSS_FOUND: &str = "lost data its history says it holds";
+
+#[cfg(test)]
+mod tests {
+    use super::LOSS_FOUND;
+
+    #[test]
+    fn a_loss_found_is_told_by_the_words_only_fence_lost_says() {
+        let prelude = include_str!("scripts/prelude.lua");
+        assert!(prelude.contains(&format!("'BOARD_RESTORING the board {LOSS_FOUND}")));
+        let refuse = prelude.split("local function refuse_restoring").nth(1).and_then(|rest| rest.split("\nend").next()).unwrap();
+        assert!(!refuse.contains(LOSS_FOUND), "a board fenced before the call says other words");
     }
 }

@@ -245,10 +245,11 @@ impl Ingestor {
                     match scripts::apply_events(&mut conn, &keys, &items, wait).await {
                         Ok(replies) => replies.into_iter().map(Ok).collect(),
                         // An event Redis cannot apply (a key of another type), or one that found the
-                        // board's data lost and fenced it, stopped the chunk where it stood, after
-                        // the ones before it applied: each is sent again alone, so those answer as
-                        // the duplicates they are and only it (and those after it) fails.
-                        Err(error) if (error.is_programming_error() || error.is_restoring()) && items.len() > 1 => {
+                        // board's data lost and fenced it (not a board fenced before the call: nothing
+                        // of the chunk applied), stopped the chunk where it stood, after the ones
+                        // before it applied: each is sent again alone, so those answer as the
+                        // duplicates they are and only it (and those after it) fails.
+                        Err(error) if (error.is_programming_error() || error.is_loss_found()) && items.len() > 1 => {
                             let mut each = Vec::with_capacity(items.len());
                             for item in &items {
                                 let reply = scripts::apply_events(&mut conn, &keys, std::slice::from_ref(item), wait).await;

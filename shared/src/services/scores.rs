@@ -225,7 +225,10 @@ async fn apply_in_order(
     for chunk in chunks.by_ref() {
         match submit_scores(&mut conn, keys, chunk, wait).await {
             Ok(replies) => results.extend(chunk.iter().zip(replies).map(|(plan, reply)| receipt(board, held, plan.submission, reply))),
-            Err(error) if error.is_programming_error() => {
+            // A submission Redis cannot apply, or one that found the board's data lost and
+            // fenced it, stopped the chunk after those before it applied: each sent again alone
+            // answers as the duplicate it is (the ones after, refused by the fence).
+            Err(error) if error.is_programming_error() || error.is_loss_found() => {
                 for plan in chunk {
                     results.push(match submit_score(&mut conn, keys, plan, wait).await {
                         Ok(reply) => receipt(board, held, plan.submission, reply),

@@ -155,12 +155,12 @@ impl SignIns {
             for (k, (plan, &i)) in chunk.iter_mut().zip(at).enumerate() {
                 let reply = match &replies {
                     Ok(replies) => Ok(replies[k].clone()),
-                    // One sign-in Redis cannot apply (a key of the wrong type) stopped the call
-                    // where it stood, after the ones before it applied: each is sent again
-                    // alone, so those answer as the duplicates they are and only it fails (a
-                    // sign-in's day bit is its first write: one stopped half-way is not counted
-                    // twice, it reads as already signed).
-                    Err(error) if error.is_programming_error() => self.sign_in_alone(&layout, plan).await,
+                    // One sign-in Redis cannot apply (a key of the wrong type), or one that found
+                    // the board's data lost and fenced it, stopped the call where it stood, after
+                    // the ones before it applied: each is sent again alone, so those answer as
+                    // the duplicates they are and only it fails (a sign-in's day bit is its first
+                    // write: one stopped half-way is not counted twice, it reads as already signed).
+                    Err(error) if error.is_programming_error() || error.is_loss_found() => self.sign_in_alone(&layout, plan).await,
                     Err(error) => Err(error.clone()),
                 };
                 answers[i] = Some(reply.map_err(SignInError::from).and_then(|reply| receipt(&requests[i], plan, reply)));
