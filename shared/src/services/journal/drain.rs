@@ -300,8 +300,9 @@ impl<O: Objects> Drainer<O> {
             // Unless a restore decided its window whole before the guard went: history then (as a
             // restore takes it), stored, the rollback forgotten (found by the simulation).
             let objects = (&self.objects, self.keys.prefix());
+            // (Boxed, as the cold paths below the journal function are: its future's depth.)
             decided = match marks.and_then(|marks| marks.get(board)) {
-                Some(stored) => super::marks::window_decided(&mut conn, &keys, objects, board, stored).await?,
+                Some(stored) => Box::pin(super::marks::window_decided(&mut conn, &keys, objects, board, stored)).await?,
                 None => None,
             };
             if decided.is_none() {

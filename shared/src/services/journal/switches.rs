@@ -163,7 +163,7 @@ async fn fence_held<O: Objects>(
             journals.push(journal);
         }
     }
-    let kept = super::older_kept::keep(conn, objects, keys, &OlderWrites { layout: held, at_ms }, &journals).await;
+    let kept = Box::pin(super::older_kept::keep(conn, objects, keys, &OlderWrites { layout: held, at_ms }, &journals)).await;
     Ok((fenced, journals, kept.map_err(RestoreError::from)))
 }
 
@@ -202,7 +202,7 @@ pub(super) async fn record_restored<O: Objects>(conn: &mut Connection, objects: 
                 // the layout's other keys go.
                 let journals: Vec<String> =
                     old.all().iter().zip(old.journals()).filter(|(shard, _)| kept.contains(&shard.journal())).map(|(_, j)| j).collect();
-                super::older_kept::keep(conn, objects, keys, &older, &journals).await?;
+                Box::pin(super::older_kept::keep(conn, objects, keys, &older, &journals)).await?;
                 if let Some(held) = older::record(conn, keys, &older).await? {
                     return Err(RestoreError::Invalid(format!(
                         "board {board:?}: the writes layout {} took before its fence are still to be decided again; layout {} holds more",

@@ -105,7 +105,9 @@ impl<O: Objects> Restorer<O> {
                 if kept.is_none() {
                     kept = Some(older_kept::listing(&self.objects, &self.keys).await?);
                 }
-                self.older_writes(&board, config, last, deadline, kept.as_deref().unwrap_or_default()).await?;
+                // Boxed: a cold path whose future would otherwise be laid out inside every
+                // restore's (the journal function's future outgrew the compiler's depth limit).
+                Box::pin(self.older_writes(&board, config, last, deadline, kept.as_deref().unwrap_or_default())).await?;
             }
         }
         Ok(())
