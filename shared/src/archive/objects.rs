@@ -68,7 +68,12 @@ pub fn window_objects(prefix: &str, journal: &str, after: &str) -> String {
 /// the board switched to: `at=<switch ms>/`, a window per journal (`<journal>/`) and, once every
 /// one is decided, `decided`. In no partition of the lines and no `.jsonl`.
 pub fn older_objects(prefix: &str, board: &str) -> String {
-    format!("journal/_older/prefix={prefix}/board={board}/")
+    format!("{}board={board}/", older_of_tenant(prefix))
+}
+
+/// `older_objects` of every board of tenant `prefix`.
+pub fn older_of_tenant(prefix: &str) -> String {
+    format!("journal/_older/prefix={prefix}/")
 }
 
 /// `older_objects` of the switch at `at_ms`.

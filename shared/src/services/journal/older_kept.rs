@@ -4,17 +4,18 @@
 //! in Redis (`older::OlderWrites`): a loss of every key meanwhile took acknowledged writes (found
 //! by the simulation). Kept here (a window per journal, as `windows` keeps a rollback's), a
 //! restore after such a loss puts them back and records them again, then decides them as if
-//! nothing had been lost; `decided` is written once every one is, so no later loss brings them
-//! back.
+//! nothing had been lost. Once every one is decided, `decided-<ms>` names the entries their
+//! decisions ended at: a later restore decides them again only if a loss took those entries
+//! before a drain stored them.
 
 use std::collections::BTreeMap;
 
 use chrono::{DateTime, Utc};
 
-use crate::archive::objects::{ObjectError, Objects, older_at, older_objects};
+use crate::archive::objects::{ObjectError, Objects, older_at, older_objects, older_of_tenant};
 use crate::domain::journal::stream_order;
 use crate::redis::journal;
-use crate::redis::keys::{Keys, Layout, journal_board, journal_generation, journal_shards};
+use crate::redis::keys::{Keys, Layout, journal_generation, journal_shards};
 use crate::redis::restore::older::{self, OlderWrites};
 use crate::redis::restore::rollback;
 use crate::redis::store::Connection;
@@ -57,7 +58,7 @@ pub(super) async fn keep<O: Objects>(
 /// The writes kept for `board` in `listed` (under `older_objects`), oldest switch first.
 pub(super) fn kept(listed: &[String], keys: &Keys, board: &str) -> Vec<Kept> {
     let folder = older_objects(keys.prefix(), board);
-    let mut found: std::collections::BTreeMap<i64, Kept> = Default::default();
+    let mut found: BTreeMap<i64, Kept> = BTreeMap::new();
     for name in listed {
         let Some((at, rest)) = name.strip_prefix(&folder).and_then(|rest| rest.strip_prefix("at=")?.split_once('/')) else { continue };
         let Ok(at_ms) = at.parse::<i64>() else { continue };
@@ -73,7 +74,7 @@ pub(super) fn kept(listed: &[String], keys: &Keys, board: &str) -> Vec<Kept> {
 
 /// The tenant's kept writes, every board's (one listing a restore invocation).
 pub(super) async fn listing<O: Objects>(objects: &O, keys: &Keys) -> Result<Vec<String>, ObjectError> {
-    objects.list(&format!("journal/_older/prefix={}/", keys.prefix())).await
+    objects.list(&older_of_tenant(keys.prefix())).await
 }
 
 /// `board`'s kept writes listed again.
@@ -108,10 +109,8 @@ async fn still_held<O: Objects>(conn: &mut Connection, objects: &O, keys: &Keys,
     let newest: BTreeMap<String, String> =
         serde_json::from_slice(&body).map_err(|e| RestoreError::Unreadable(name.to_owned(), e.to_string()))?;
     for (journal, id) in &newest {
-        let shard = keys.layout_at(journal_board(journal), journal_shards(journal), journal_generation(journal));
-        let Some(shard) = shard.all().into_iter().zip(shard.journals()).find(|(_, j)| j == journal).map(|(shard, _)| shard) else {
-            return Ok(false);
-        };
+        // A journal's name is its keys' tag.
+        let shard = keys.board(journal);
         let drained = rollback::drained(conn, &shard).await?;
         if drained.as_deref().and_then(stream_order) < stream_order(id) && !journal::holds(conn, &shard, id).await? {
             return Ok(false);
