@@ -266,3 +266,48 @@ async fn a_score_batch_stopped_by_a_lost_bucket_answers_what_it_applied_before()
     assert_eq!((&again["results"][0]["duplicate"], &again["results"][1]["duplicate"]), (&json!(true), &json!(true)), "{again}");
     assert_eq!(composite(&app).await, applied, "each once");
 }
+
+/// The same for a queue's batch of sign-ins (`sign_in.lua`, one call a chunk): a user who signed
+/// in today signs in again (a sign-in that finds her day's bit set writes its marker and journal
+/// line before any check), then another finds the month's set lost and fences the board in the
+/// same call. The first answers the duplicate it is; the second is refused; after the restore
+/// each counts once. Before, the whole chunk was refused and its applied sign-in handed back.
+#[tokio::test]
+async fn a_sign_in_batch_stopped_by_a_lost_set_answers_what_it_applied_before() {
+    use standings::domain::sign_in::SignInRequest;
+    use standings::services::sign_ins::{SignInError, SignIns};
+    let config = Config::parse(
+        r#"
+        [[boards]]
+        name = "cal"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["month", "all"]
+        top = 10
+        sign_in = { points = 1 }
+        "#,
+    )
+    .unwrap();
+    let app = spawn_journaled(config).await;
+    let now = at("2026-11-22T10:00:00Z");
+    app.set_now(now);
+    let sign_ins = SignIns::new(app.config.clone(), app.keys.clone(), app.store.clone());
+    let sign_in = |id: &str, user: &str| SignInRequest { event_id: id.into(), user_id: user.into(), date: None };
+    assert!(sign_ins.record_batch(&[sign_in("s1", "cy")], now).await[0].is_ok());
+    let month = Period::containing(PeriodKind::Month, now, "UTC".parse().unwrap());
+    del(&app, &app.keys.board("cal").period(&month)).await;
+
+    let batch = [sign_in("s2", "cy"), sign_in("s3", "bob")];
+    let answers = sign_ins.record_batch(&batch, now).await;
+    let cy = answers[0].as_ref().expect("applied before the fence");
+    assert!(cy.duplicate, "{cy:?}");
+    assert!(matches!(&answers[1], Err(SignInError::Store(error)) if error.is_restoring()), "{:?}", answers[1]);
+
+    restore(&app, "cal").await;
+    let again = sign_ins.record_batch(&batch, now).await;
+    assert!(again[0].as_ref().is_ok_and(|receipt| receipt.duplicate), "{:?}", again[0]);
+    assert!(again[1].as_ref().is_ok_and(|receipt| !receipt.duplicate), "{:?}", again[1]);
+    for user in ["cy", "bob"] {
+        assert_eq!(app.points("cal", month.clone(), user).await, Some(1), "{user}: once");
+    }
+}
