@@ -144,7 +144,7 @@ async fn a_board_drained_between_the_starts_listing_and_its_mark_is_not_taken_fo
     let mut redis = app.redis.clone();
     let () = redis::cmd("DEL").arg(points.guard()).query_async(&mut redis).await.unwrap();
     let witness = DrainedWhileListed { app: &app, objects: S3Objects::new(client.clone(), &bucket) };
-    let birth = births::judge(&app.store, &app.keys, "points", &witness).await.expect("judged");
+    let birth = births::judge(&app.config, &app.store, &app.keys, "points", &witness).await.expect("judged");
     let left: u64 = redis::cmd("XLEN").arg(points.journal()).query_async(&mut redis).await.unwrap();
     assert_eq!(left, 0, "the drain trimmed the stream between the listing and the mark");
     assert_eq!(birth, Birth::History);

@@ -32,6 +32,7 @@ mod journal_restore;
 mod keyspace;
 mod lambda_watch;
 mod layers;
+mod layout_record_lost;
 mod league_fairness;
 mod league_model;
 mod leagues;

@@ -296,42 +296,6 @@ async fn a_sharded_board_lost_whole_at_a_later_generation_records_nothing_before
     assert_eq!(reads(&later).await, before, "every acknowledged write is back");
 }
 
-/// A move due (the board at 3 shards, configured with 5, the new layout's guards born at a
-/// function's start) when the layout record alone is lost: the configured layout born is the
-/// move's target, not a new board. A write records nothing and is refused until a restore
-/// records the layout the data is in. Before, it recorded "5" and was decided against the new
-/// layout's empty shards: the board read back as that one write (the review's finding).
-#[tokio::test]
-async fn a_layout_record_lost_alone_while_a_move_is_due_is_not_taken_for_a_new_board() {
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let first = spawn_journaled(scaled(1)).await;
-    for i in 0..6 {
-        assert_eq!(submit(&first, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
-    }
-    drain(&first, &client, &bucket).await;
-    let three = started(spawn_journaled_unborn_on(scaled(3), first.keys.clone()).await, &client, &bucket).await;
-    moved(&three, &client, &bucket).await;
-    let before = reads(&three).await;
-    drain(&three, &client, &bucket).await;
-    let five = started(spawn_journaled_unborn_on(scaled(5), first.keys.clone()).await, &client, &bucket).await;
-    let mut conn = five.redis.clone();
-    let _: () = redis::cmd("DEL").arg(five.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    let lost = five.keyspace().await;
-    // Another container, which has not probed the board before the loss.
-    let other = spawn_journaled_unborn_on(scaled(5), first.keys.clone()).await;
-    other.set_now(five.now());
-    let (status, reply) = submit(&other, "after", "u1", 9).await;
-    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
-    assert_eq!(five.keyspace().await, lost, "a refused write records no layout");
-    let restored = restorer(&five, &client, &bucket).restore(Some("game"), far()).await.expect("the restore runs");
-    assert_eq!(restored.status, Status::Complete, "{restored:?}");
-    let again: Option<String> = redis::cmd("GET").arg(five.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    assert_eq!(again.as_deref(), Some("3"), "the layout the data is in");
-    five.set_now(three.now());
-    assert_eq!(reads(&five).await, before, "every acknowledged write is there");
-}
-
 /// A container that probed the board in its one slot bans a user after a move's switch freed it:
 /// the ban's script finds the old guard gone and is refused once (503 `board_restoring`); the
 /// next ban probes again and lands in the user's shard. Before, a ban's refusal left the probe in
@@ -371,54 +335,4 @@ async fn ban_after_a_switch(record_lost: bool) {
     let shard = three.keys.layout("game", 3).of_user("u8").guard();
     let banned: bool = redis::cmd("HEXISTS").arg(shard).arg("ban|u8").query_async(&mut three.redis.clone()).await.unwrap();
     assert!(banned, "in u8's shard");
-}
-
-/// A move due from 3 shards to the one slot (the one slot born as its target at a function's
-/// start) when the layout record alone is lost: a write refuses (503 `board_restoring`) and
-/// writes nothing (no scale either), and a read answers the same, rather than taking the one
-/// slot for the board; the restore records the layout the data is in. Before, the write went
-/// into the empty one slot of a board sharded from its creation (its start judged that slot a
-/// new board's; found by the simulation), and one of a board that had been in its one slot
-/// recorded the scale there.
-#[tokio::test]
-async fn a_layout_record_lost_alone_while_a_move_to_one_slot_is_due_takes_no_write_there() {
-    back_to_one_slot(false).await;
-}
-
-#[tokio::test]
-async fn a_layout_record_lost_alone_while_a_move_back_to_one_slot_is_due_takes_no_write_there() {
-    back_to_one_slot(true).await;
-}
-
-async fn back_to_one_slot(was_there: bool) {
-    let client = s3().await;
-    let bucket = new_bucket(&client).await;
-    let first = spawn_journaled(scaled(if was_there { 1 } else { 3 })).await;
-    let three = started(spawn_journaled_unborn_on(scaled(3), first.keys.clone()).await, &client, &bucket).await;
-    if was_there {
-        moved(&three, &client, &bucket).await;
-    }
-    for i in 0..6 {
-        assert_eq!(submit(&three, &format!("s{i}"), &format!("u{}", i % 4), 2 + i).await.0, StatusCode::OK);
-    }
-    let before = reads(&three).await;
-    drain(&three, &client, &bucket).await;
-    let one = started(spawn_journaled_unborn_on(scaled(1), first.keys.clone()).await, &client, &bucket).await;
-    let mut conn = one.redis.clone();
-    let _: () = redis::cmd("DEL").arg(one.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    let lost = one.keyspace().await;
-    // Another container, which has not probed the board before the loss.
-    let other = spawn_journaled_unborn_on(scaled(1), first.keys.clone()).await;
-    other.set_now(three.now());
-    let (status, reply) = submit(&other, "after", "u1", 9).await;
-    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
-    assert_eq!(one.keyspace().await, lost, "nothing written");
-    let (status, _) = other.get("/v1/boards/game/top?period=all").await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "not the empty one slot's top");
-    let restored = restorer(&one, &client, &bucket).restore(Some("game"), far()).await.expect("the restore runs");
-    assert_eq!(restored.status, Status::Complete, "{restored:?}");
-    let again: Option<String> = redis::cmd("GET").arg(one.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    assert_eq!(again.as_deref(), Some("3"), "the layout the data is in");
-    one.set_now(three.now());
-    assert_eq!(reads(&one).await, before, "every acknowledged write is there");
 }

@@ -163,10 +163,16 @@ pub(crate) async fn spawn_app_born(
         // What a function's start does for a new deployment (docs/journal.md#fence): its
         // journal holds nothing yet, so every board takes journaled writes.
         // The runtime boards' catalog (docs/runtime-boards.md) likewise.
-        let catalog = [keys.catalog()];
-        for shard in config.boards().iter().flat_map(|board| keys.layout(&board.name, board.shards).all()).chain(catalog) {
+        let catalog = [(keys.catalog(), standings::redis::keys::CATALOG_JOURNAL.to_owned())];
+        let layouts = config.boards().iter().map(|board| keys.layout(&board.name, board.shards));
+        for (shard, name) in layouts.flat_map(|layout| layout.all().into_iter().zip(layout.journals())).chain(catalog) {
+            let role = standings::redis::restore::birth::role(&mut redis, &keys, &name).await.unwrap();
             let _: () =
                 redis::cmd("HSET").arg(shard.guard()).arg(standings::domain::guard::BORN).arg(1).query_async(&mut redis).await.unwrap();
+            // A new board's sharded layout is recorded as it is born, as the start does.
+            if role == standings::redis::restore::birth::Role::Unrecorded {
+                standings::services::journal::births::record_birth(&mut redis, &config, &keys, &name, &shard).await.unwrap();
+            }
         }
     }
     TestApp {

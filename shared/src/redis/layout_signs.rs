@@ -20,7 +20,7 @@ pub(super) async fn is_born(conn: &mut (impl ConnectionLike + Send), keys: &Boar
 
 /// Whether the board's one slot holds a period set, live or frozen, of a period still kept
 /// (each kind's periods back to its retention, `PeriodKind::retention`): one `EXISTS`.
-pub(super) async fn holds_periods(
+pub(crate) async fn holds_periods(
     conn: &mut (impl ConnectionLike + Send),
     keys: &BoardKeys,
     board: &Board,

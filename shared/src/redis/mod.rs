@@ -7,7 +7,7 @@ pub mod error;
 pub mod journal;
 pub mod keys;
 pub mod layout;
-mod layout_signs;
+pub(crate) mod layout_signs;
 pub mod node_map;
 pub mod nodes;
 pub mod notices;

@@ -5,12 +5,18 @@
 //! and the functions that take journaled writes ask it at their start (`at_start`), so a new
 //! deployment's boards take their first write at once, with no drain first.
 
+use chrono::Utc;
 use futures::future::join_all;
+use redis::aio::ConnectionLike;
 
-use crate::archive::objects::{ObjectError, Witness, board_objects, layouts_objects};
+use crate::archive::objects::{ObjectError, Witness, board_objects, layouts_objects, switches_of};
 use crate::domain::config::Config;
+use crate::domain::guard;
+use crate::domain::scores::{MAX_SCORE, configured_scale};
 use crate::redis::error::StoreError;
-use crate::redis::keys::{CATALOG_JOURNAL, Keys, journal_board};
+use crate::redis::keys::{BoardKeys, CATALOG_JOURNAL, Keys, journal_board, journal_generation, journal_shards};
+use crate::redis::layout;
+use crate::redis::layout_signs::holds_periods;
 use crate::redis::restore::birth::{Role, role};
 use crate::redis::restore::{self, Birth};
 use crate::redis::store::Store;
@@ -27,7 +33,7 @@ pub enum BirthError {
 /// bucket (asked first) nor Redis (in the mark's own step, mark_born.lua) holds a sign of its
 /// history. A drain that stores the board's first entries between the two found them in its
 /// stream, which the mark then sees.
-pub async fn judge<W: Witness>(store: &Store, keys: &Keys, name: &str, witness: &W) -> Result<Birth, BirthError> {
+pub async fn judge<W: Witness>(config: &Config, store: &Store, keys: &Keys, name: &str, witness: &W) -> Result<Birth, BirthError> {
     let board = keys.board(name);
     let mut conn = store.write_connection().await?;
     if restore::born(&mut conn, &board).await? {
@@ -39,19 +45,71 @@ pub async fn judge<W: Witness>(store: &Store, keys: &Keys, name: &str, witness: 
     // A move's target is born as one; a layout of shards with no record is new only if the
     // journal holds nothing of the board in any layout: else its record was lost, and only a
     // restore knows where its data is (docs/scaling.md#changing-shards).
-    let target = match role(&mut conn, keys, name).await? {
-        Role::Data => None,
-        Role::Target(data) => Some(data),
+    let (target, unrecorded) = match role(&mut conn, keys, name).await? {
+        Role::Data => (None, false),
+        Role::Target(data) => (Some(data), false),
+        // A move's switch counts too: a board moved before its first drain holds its lines in
+        // the new layout's streams only, and the record that named it was what was lost (found by
+        // the simulation: the configured layout judged new took writes the restore then hid).
         Role::Unrecorded => {
             let owner = journal_board(name);
             let prefix = keys.prefix();
-            if witness.holds_any(&board_objects(prefix, owner)).await? || witness.holds_any(&layouts_objects(prefix, owner)).await? {
-                return Ok(Birth::History);
+            let folders = [board_objects(prefix, owner), layouts_objects(prefix, owner), switches_of(prefix, owner)];
+            for folder in &folders {
+                if witness.holds_any(folder).await? {
+                    return Ok(Birth::History);
+                }
             }
-            None
+            (None, true)
         }
     };
-    Ok(restore::mark_new(&mut conn, &board, target.as_deref()).await?)
+    let birth = restore::mark_new(&mut conn, &board, target.as_deref()).await?;
+    if unrecorded && birth == Birth::New {
+        record_birth(&mut conn, config, keys, name, &board).await?;
+    }
+    Ok(birth)
+}
+
+/// A new board's sharded layout is recorded as it is born: left to its first write, two
+/// deployments configured with other counts each found the board unrecorded and marked their
+/// own layout new; the first write recorded one, and with that record lost the other took
+/// writes as a new board's while the first held the board's history (found by the simulation).
+/// Its scale with it unless the default, as a first write records them; a scale recorded
+/// already (a one-slot board's) stands. A shard born while another deployment's layout was
+/// recorded first is that layout's move target from now on. Nothing is recorded while the one
+/// slot holds the board's guard or a current period's set: data there, which the probe finds
+/// (`redis::layout`), such as a board written with the journal off. Marked first, recorded
+/// after: a start stopped between the two leaves the layout born unrecorded, as before
+/// (docs/scaling.md#changing-shards).
+pub async fn record_birth(
+    conn: &mut (impl ConnectionLike + Send),
+    config: &Config,
+    keys: &Keys,
+    name: &str,
+    shard: &BoardKeys,
+) -> Result<(), StoreError> {
+    let (owner, shards, generation) = (journal_board(name), journal_shards(name), journal_generation(name));
+    let Some(board) = config.board(owner).filter(|_| shards > 1) else { return Ok(()) };
+    let one_slot = keys.board(owner);
+    let guarded: bool = redis::cmd("EXISTS").arg(one_slot.guard()).query_async(conn).await?;
+    if guarded || holds_periods(conn, &one_slot, board, Utc::now()).await? {
+        return Ok(());
+    }
+    let own = layout::text(shards, generation);
+    let mut both = redis::cmd("MSETNX");
+    both.arg(keys.board_layout(owner)).arg(&own);
+    if let Some(max_score) = configured_scale(board).filter(|max| *max != MAX_SCORE) {
+        both.arg(keys.board_scale(owner)).arg(max_score);
+    }
+    let set: bool = both.query_async(conn).await?;
+    if !set {
+        let _: Option<String> = redis::cmd("SET").arg(keys.board_layout(owner)).arg(&own).arg("NX").query_async(conn).await?;
+    }
+    let recorded = layout::read(conn, keys, owner).await?.map(|(shards, generation)| layout::text(shards, generation));
+    if let Some(recorded) = recorded.filter(|recorded| *recorded != own) {
+        let _: () = redis::cmd("HSET").arg(shard.guard()).arg(guard::TARGET).arg(recorded).query_async(conn).await?;
+    }
+    Ok(())
 }
 
 /// The journals a function's start judges: the catalog's and, for each declared board, those the
@@ -84,7 +142,7 @@ pub async fn at_start<W: Witness>(config: &Config, keys: &Keys, store: &Store, w
         return Vec::new();
     }
     let names = declared(config, keys, store, witness).await;
-    let judged = join_all(names.iter().map(|name| judge(store, keys, name, witness))).await;
+    let judged = join_all(names.iter().map(|name| judge(config, store, keys, name, witness))).await;
     let mut found = Vec::new();
     for (name, birth) in names.into_iter().zip(judged) {
         match &birth {

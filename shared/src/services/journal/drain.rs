@@ -334,7 +334,7 @@ impl<O: Objects> Drainer<O> {
             // nothing yet (no object, no entry) is new; one whose journal holds objects lost its history in Redis,
             // and stays refused until a restore completes.
             // Entries in its stream are history too: a guard lost before its first drain.
-            if super::births::judge(&self.store, &self.keys, board, &self.objects).await? == Birth::History {
+            if super::births::judge(&self.config, &self.store, &self.keys, board, &self.objects).await? == Birth::History {
                 tracing::error!(board, "the board's data was lost: its writes are refused until it is restored from the journal");
                 drained.lost = true;
             }

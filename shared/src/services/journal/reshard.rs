@@ -58,7 +58,7 @@ pub struct ScaleMove {
 }
 
 pub struct Resharder<O> {
-    config: Arc<Config>,
+    pub(super) config: Arc<Config>,
     pub(super) keys: Keys,
     pub(super) store: Store,
     pub(super) objects: O,

@@ -72,7 +72,7 @@ impl<O: Objects> Resharder<O> {
 
     /// Whether a shard not born holds a history (`births::judge`): if not, it is marked born.
     async fn judged_lost(&self, journal_name: &str) -> Result<bool, RestoreError> {
-        match super::births::judge(&self.store, &self.keys, journal_name, &self.objects).await {
+        match super::births::judge(&self.config, &self.store, &self.keys, journal_name, &self.objects).await {
             Ok(birth) => Ok(birth == restore::Birth::History),
             Err(super::births::BirthError::Store(error)) => Err(error.into()),
             Err(super::births::BirthError::Objects(error)) => Err(error.into()),
