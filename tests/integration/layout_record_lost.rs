@@ -202,3 +202,30 @@ async fn a_start_records_no_shards_over_a_board_whose_data_is_in_its_one_slot() 
     assert_eq!(record, None, "nothing recorded over the one slot's data");
     assert_eq!(tops(&three).await, json!([["u2", 4], ["u1", 3], ["u0", 2]]), "read from the one slot");
 }
+
+/// A board never written, started by a deployment of 4 shards (recording "4") and then one of 8
+/// (its shards that layout's move target): the second's writes go to the 4 recorded, are
+/// drained, and the store is lost whole before any move. A restore run by the deployment of 8
+/// (nothing recorded, no switch, nothing stored in its own layout) brings the board back in the
+/// 4 shards S3 holds lines of. Before, it took the configured 8, completed on empty shards and
+/// recorded "8": the writes stayed in S3 (a review's finding).
+#[tokio::test]
+async fn a_board_lost_whole_before_a_move_it_never_made_is_restored_where_its_lines_are() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let four = started(standings_tests::journal::spawn_journaled_unborn(scaled(4)).await, &client, &bucket).await;
+    let eight = started(spawn_journaled_unborn_on(scaled(8), four.keys.clone()).await, &client, &bucket).await;
+    eight.set_now(four.now());
+    for i in 0..4 {
+        assert_eq!(submit(&eight, &format!("s{i}"), &format!("u{i}"), 2 + i).await.0, StatusCode::OK);
+    }
+    let expected = tops(&eight).await;
+    drain(&eight, &client, &bucket).await;
+    eight.lose_written_keys().await;
+    let restored = restorer(&eight, &client, &bucket).restore(Some("game"), far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    let record: Option<String> =
+        redis::cmd("GET").arg(eight.keys.board_layout("game")).query_async(&mut eight.redis.clone()).await.unwrap();
+    assert_eq!(record.as_deref(), Some("4"), "where the lines are");
+    assert_eq!(tops(&eight).await, expected, "every acknowledged write is back");
+}

@@ -4,12 +4,14 @@
 //! lost it (the board's slot, or everything) is told by S3, whose newest generation holding
 //! objects for the configured shards is the one the board was in.
 
-use crate::archive::objects::{Objects, Witness, board_objects, generation_name, generations_of, journal_objects, parse_lines, read_text};
+use crate::archive::objects::{
+    Objects, Witness, board_objects, generation_name, generations_of, journal_objects, layouts_objects, parse_lines, read_text,
+};
 use crate::domain::config::Board;
 use crate::domain::journal::stream_order;
 use crate::domain::rescale::Rescale;
 use crate::redis::error::StoreError;
-use crate::redis::keys::{Keys, Layout};
+use crate::redis::keys::{Keys, Layout, journal_generation, journal_shards};
 use crate::redis::layout;
 use crate::redis::store::{Connection, Store};
 
@@ -59,15 +61,33 @@ pub(super) async fn configured<O: Objects>(conn: &mut Connection, objects: &O, k
     // The newest generation a move switched to (recorded once its journal was whole).
     let listed = objects.list(&generations_of(keys.prefix(), &board.name)).await?;
     let generation = listed.iter().filter_map(|name| name.rsplit_once("/g")?.1.parse::<u32>().ok()).max().unwrap_or(0);
-    if generation > 0 || board.shards == 1 || first_stored {
+    if generation > 0 || first_stored {
         return Ok(keys.layout_at(&board.name, board.shards, generation));
     }
     // None: the one slot when its journal holds the lines (the first move due when the store
-    // was lost), else the configured shards (a sharded board lost before its first drain).
-    match stored(&one).await? {
-        true => Ok(one),
-        false => Ok(first),
+    // was lost); else the one sharded layout S3 holds lines of (a move due that never switched,
+    // the board written in the layout a start of another count recorded first); else the
+    // configured layout (a board lost before its first drain).
+    if stored(&one).await? {
+        return Ok(one);
     }
+    Ok(stored_layout(objects, keys, &board.name).await?.unwrap_or(first))
+}
+
+/// The one sharded layout whose journals S3 holds objects of (`None`: none, or several).
+async fn stored_layout<O: Objects>(objects: &O, keys: &Keys, board: &str) -> Result<Option<Layout>, RestoreError> {
+    let listed = objects.list(&layouts_objects(keys.prefix(), board)).await?;
+    let layouts: std::collections::BTreeSet<(u32, u32)> = listed
+        .iter()
+        .filter_map(|name| {
+            let journal = name.split("/board=").nth(1)?.split('/').next()?;
+            Some((journal_shards(journal), journal_generation(journal)))
+        })
+        .collect();
+    Ok(match layouts.len() {
+        1 => layouts.first().map(|&(shards, generation)| keys.layout_at(board, shards, generation)),
+        _ => None,
+    })
 }
 
 /// The layout `board`'s data is in, whatever scale the configuration says (a move re-encoding
