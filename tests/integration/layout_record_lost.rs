@@ -8,7 +8,7 @@ use serde_json::json;
 use standings::domain::guard;
 use standings::services::journal::births;
 use standings_tests::journal::{new_bucket, s3, spawn_journaled_unborn_on};
-use standings_tests::spawn_journaled;
+use standings_tests::{TestApp, spawn_journaled};
 
 use crate::reshard_recovery::{drain, moved, restorer, scaled, started};
 use crate::sharded_reshard::{far, reads, submit};
@@ -34,17 +34,10 @@ async fn a_layout_record_lost_alone_while_a_move_is_due_is_not_taken_for_a_new_b
     let five = started(spawn_journaled_unborn_on(scaled(5), first.keys.clone()).await, &client, &bucket).await;
     let mut conn = five.redis.clone();
     let _: () = redis::cmd("DEL").arg(five.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    let lost = five.keyspace().await;
     // Another container, which has not probed the board before the loss.
     let other = spawn_journaled_unborn_on(scaled(5), first.keys.clone()).await;
     other.set_now(five.now());
-    let (status, reply) = submit(&other, "after", "u1", 9).await;
-    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
-    assert_eq!(five.keyspace().await, lost, "a refused write records no layout");
-    let restored = restorer(&five, &client, &bucket).restore(Some("game"), far()).await.expect("the restore runs");
-    assert_eq!(restored.status, Status::Complete, "{restored:?}");
-    let again: Option<String> = redis::cmd("GET").arg(five.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    assert_eq!(again.as_deref(), Some("3"), "the layout the data is in");
+    refused_until_restored(&five, &other, (&client, &bucket), "3").await;
     five.set_now(three.now());
     assert_eq!(reads(&five).await, before, "every acknowledged write is there");
 }
@@ -122,14 +115,7 @@ async fn a_layout_record_lost_before_any_drain_after_a_move_is_not_taken_for_a_n
     let _: () = redis::cmd("DEL").arg(three.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
     let five = started(spawn_journaled_unborn_on(scaled(5), first.keys.clone()).await, &client, &bucket).await;
     five.set_now(three.now());
-    let lost = five.keyspace().await;
-    let (status, reply) = submit(&five, "after", "u1", 9).await;
-    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
-    assert_eq!(five.keyspace().await, lost, "a refused write records no layout");
-    let restored = restorer(&five, &client, &bucket).restore(Some("game"), far()).await.expect("the restore runs");
-    assert_eq!(restored.status, Status::Complete, "{restored:?}");
-    let again: Option<String> = redis::cmd("GET").arg(five.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
-    assert_eq!(again.as_deref(), Some("3"), "the layout the data is in");
+    refused_until_restored(&five, &five, (&client, &bucket), "3").await;
     assert_eq!(reads(&five).await, before, "every acknowledged write is there");
 }
 
@@ -170,7 +156,7 @@ async fn two_deployments_of_a_board_never_written_leave_one_layout_to_find_when_
 }
 
 /// The game's all-time top as `[user, score]` pairs.
-async fn tops(app: &standings_tests::TestApp) -> serde_json::Value {
+async fn tops(app: &TestApp) -> serde_json::Value {
     let (status, top) = app.get("/v1/boards/game/top?period=all&limit=10").await;
     assert_eq!(status, StatusCode::OK, "{top}");
     top["entries"].as_array().unwrap().iter().map(|e| json!([e["user_id"], e["score"]])).collect()
@@ -228,4 +214,17 @@ async fn a_board_lost_whole_before_a_move_it_never_made_is_restored_where_its_li
         redis::cmd("GET").arg(eight.keys.board_layout("game")).query_async(&mut eight.redis.clone()).await.unwrap();
     assert_eq!(record.as_deref(), Some("4"), "where the lines are");
     assert_eq!(tops(&eight).await, expected, "every acknowledged write is back");
+}
+
+/// A write through `writer` refused (503 `board_restoring`) with nothing written, then a restore
+/// run by `app` that records layout `record` again.
+async fn refused_until_restored(app: &TestApp, writer: &TestApp, (client, bucket): (&aws_sdk_s3::Client, &str), record: &str) {
+    let lost = app.keyspace().await;
+    let (status, reply) = submit(writer, "after", "u1", 9).await;
+    assert_eq!((status, reply["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{reply}");
+    assert_eq!(app.keyspace().await, lost, "a refused write records no layout");
+    let restored = restorer(app, client, bucket).restore(Some("game"), far()).await.expect("the restore runs");
+    assert_eq!(restored.status, Status::Complete, "{restored:?}");
+    let again: Option<String> = redis::cmd("GET").arg(app.keys.board_layout("game")).query_async(&mut app.redis.clone()).await.unwrap();
+    assert_eq!(again.as_deref(), Some(record), "the layout the data is in");
 }

@@ -102,11 +102,12 @@ pub async fn record_birth(
         both.arg(keys.board_scale(owner)).arg(max_score);
     }
     let set: bool = both.query_async(conn).await?;
-    if !set {
-        let _: Option<String> = redis::cmd("SET").arg(keys.board_layout(owner)).arg(&own).arg("NX").query_async(conn).await?;
-    }
-    let recorded = layout::read(conn, keys, owner).await?.map(|(shards, generation)| layout::text(shards, generation));
-    if let Some(recorded) = recorded.filter(|recorded| *recorded != own) {
+    // Not set: the layout recorded already (its text answered), or a scale alone (the layout set now).
+    let recorded = match set {
+        true => None,
+        false => redis::cmd("SET").arg(keys.board_layout(owner)).arg(&own).arg("NX").arg("GET").query_async(conn).await?,
+    };
+    if let Some(recorded) = recorded.filter(|recorded: &String| *recorded != own) {
         let _: () = redis::cmd("HSET").arg(shard.guard()).arg(guard::TARGET).arg(recorded).query_async(conn).await?;
     }
     Ok(())
