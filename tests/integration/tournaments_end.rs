@@ -81,6 +81,17 @@ async fn an_instance_ended_early_is_frozen_at_once_then_stored_with_prizes_and_a
     ]);
     assert_eq!((&results["results"], results["total"].as_u64(), &results["next_cursor"]), (&expected, Some(4), &Value::Null));
     assert_eq!(arena.read("/v1/tournaments/sprint/results").await, (StatusCode::OK, results.clone()), "instance=all by default");
+    let (status, page) = arena.read("/v1/tournaments/sprint/results?instance=all&cursor=3").await;
+    assert_eq!((status, &page["results"], &page["next_cursor"]), (StatusCode::OK, &json!(expected.as_array().unwrap()[2..]), &Value::Null));
+    // Cursors past the ranks (none this route gave): nothing, and no next page, whatever the number.
+    for cursor in ["5", "10000000003", "18446744073709551615"] {
+        let (status, page) = arena.read(&format!("/v1/tournaments/sprint/results?instance=all&cursor={cursor}")).await;
+        assert_eq!(
+            (status, &page["results"], &page["next_cursor"], page["total"].as_u64()),
+            (StatusCode::OK, &json!([]), &Value::Null, Some(4)),
+            "{cursor}: {page}"
+        );
+    }
     let events = bus.events(TOURNAMENT_ENDED).await;
     assert_eq!(events.len(), 1, "{events:?}");
     let announced: Vec<(u64, &str, i64, &Value)> = events[0]["results"]

@@ -6,7 +6,7 @@
 //! (DST moves the clock by whole hours, and half-hour zones keep their offset within an hour),
 //! so a window is `window_hours` consecutive 3600-second intervals ending with the current one.
 
-use chrono::{DateTime, Duration, DurationRound, Timelike, Utc};
+use chrono::{DateTime, Duration, Timelike, Utc};
 use chrono_tz::Tz;
 
 use crate::domain::config::{Decay, Weights};
@@ -99,13 +99,20 @@ pub fn bucket_expires_at(start: DateTime<Utc>, window_hours: u32) -> i64 {
 /// The minute a scheduled run stands for (EventBridge delivers a minute's run with that
 /// minute's time; seconds are dropped).
 pub fn minute_of(at: DateTime<Utc>) -> DateTime<Utc> {
-    at.duration_trunc(Duration::minutes(1)).expect("a minute divides every representable instant")
+    slot_of(at, 60)
+}
+
+/// The start of the `span_secs` long slot holding `at`, aligned to the Unix epoch. In whole
+/// seconds, not `duration_trunc`'s nanoseconds, which end in 1677 and 2262: every instant a
+/// payload can name has one (a scheduled `time` of 1600 panicked the hotness function).
+fn slot_of(at: DateTime<Utc>, span_secs: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp(at.timestamp().div_euclid(span_secs) * span_secs, 0).unwrap_or(DateTime::<Utc>::MIN_UTC)
 }
 
 /// Start of the scale period containing `at`: periods are `every_minutes` long, aligned to
 /// the Unix epoch (so hourly scaling happens on the UTC hour).
 pub fn scale_slot(at: DateTime<Utc>, every_minutes: u32) -> DateTime<Utc> {
-    at.duration_trunc(Duration::minutes(i64::from(every_minutes))).expect("a scale period divides every representable instant")
+    slot_of(at, i64::from(every_minutes.max(1)) * 60)
 }
 
 /// A score as the API shows it.
@@ -117,6 +124,7 @@ pub fn round_score(score: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::config::MAX_SCALE_MINUTES;
     use chrono_tz::{America::New_York, Asia::Kathmandu, Asia::Kolkata, Asia::Shanghai};
     use proptest::prelude::*;
 
@@ -178,6 +186,13 @@ mod tests {
         assert_eq!(minute_of(utc("2026-11-22T10:05:59.9Z")), utc("2026-11-22T10:05:00Z"));
         assert_eq!(scale_slot(utc("2026-11-22T10:59:00Z"), 60), utc("2026-11-22T10:00:00Z"));
         assert_eq!(scale_slot(utc("2026-11-22T10:59:00Z"), 15), utc("2026-11-22T10:45:00Z"));
+        // Outside the nanosecond range `duration_trunc` works in: a slot, not a panic.
+        assert_eq!(minute_of(utc("1600-01-01T00:00:59.5Z")), utc("1600-01-01T00:00:00Z"));
+        assert_eq!(minute_of(utc("2300-01-01T00:01:00Z")), utc("2300-01-01T00:01:00Z"));
+        assert_eq!(scale_slot(utc("2026-11-22T10:59:00Z"), MAX_SCALE_MINUTES), utc("2026-02-12T00:00:00Z"));
+        assert_eq!(scale_slot(utc("2026-11-22T10:59:00Z"), u32::MAX), utc("1970-01-01T00:00:00Z"));
+        assert_eq!(minute_of(DateTime::<Utc>::MIN_UTC), DateTime::<Utc>::MIN_UTC);
+        assert!(minute_of(DateTime::<Utc>::MAX_UTC) <= DateTime::<Utc>::MAX_UTC);
     }
 
     #[test]

@@ -210,6 +210,9 @@ pub enum Decay {
     Scale { factor: f64, every_minutes: u32 },
 }
 
+/// The longest `every_minutes` a scale board may declare: 366 days.
+pub const MAX_SCALE_MINUTES: u32 = 366 * 24 * 60;
+
 fn default_synthesized_ttl() -> u64 {
     300
 }

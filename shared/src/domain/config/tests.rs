@@ -51,6 +51,19 @@ fn errors_name_the_bad_field() {
 }
 
 #[test]
+fn a_scale_period_is_bounded() {
+    let scale = |minutes: u64| {
+        format!(
+            "[[boards]]\nname = \"h\"\nkind = \"decaying\"\ntimezone = \"UTC\"\ntop = 10\ndecay = {{ mode = \"scale\", factor = 0.9, every_minutes = {minutes} }}\n"
+        )
+    };
+    Config::parse(&scale(u64::from(MAX_SCALE_MINUTES))).unwrap();
+    for minutes in [0, u64::from(MAX_SCALE_MINUTES) + 1, 200_000_000] {
+        assert_eq!(problem_field(&scale(minutes)), "boards[0].decay.every_minutes", "{minutes}");
+    }
+}
+
+#[test]
 fn rate_limits_and_sign_ins_are_validated_field_by_field() {
     let rule = |limit: &str| format!("{BOARD}\nrules = [{{ action = \"a\", points = 1, scope = \"none\", rate_limit = {limit} }}]");
     assert_eq!(problem_field(&rule("{ max = 0, per_secs = 60 }")), "boards[0].rules[0].rate_limit.max");

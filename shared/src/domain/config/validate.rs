@@ -277,8 +277,8 @@ fn validate_decay(at: &str, decay: &Decay) -> Result<(), ConfigError> {
             if !(*factor > 0.0 && *factor < 1.0) {
                 return Err(invalid(format!("{at}.factor"), "must be between 0 and 1"));
             }
-            if *every_minutes == 0 {
-                return Err(invalid(format!("{at}.every_minutes"), "must be positive"));
+            if !(1..=MAX_SCALE_MINUTES).contains(every_minutes) {
+                return Err(invalid(format!("{at}.every_minutes"), format!("must be 1..={} (366 days)", MAX_SCALE_MINUTES)));
             }
         }
     }

@@ -287,7 +287,8 @@ impl Tournaments {
             instance: crate::domain::ids::loggable(instance).into_owned(),
         })?;
         let first = cursor.unwrap_or(1).max(1);
-        let last = first + RESULTS_PAGE - 1;
+        // Ranks end at `total`: a cursor past them (none this route gave) reads nothing.
+        let last = first.saturating_add(RESULTS_PAGE - 1).min(done.total);
         let ends = tournament.instance_named(Some(instance), now).map_or(tournament.end, |named| named.end);
         let prizes = priced(tournament, ends, done.prizes.as_deref());
         let results = self.archived_rows(&prizes, table.ranks(id, instance, first, last).await?).await?;

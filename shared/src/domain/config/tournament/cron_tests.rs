@@ -53,6 +53,10 @@ fn a_schedule_is_checked_beside_reset_and_duration() {
     );
     assert_eq!(field(&|b| b["duration_secs"] = json!(31 * 86_400 + 3 * 3600 + 1)).unwrap_err().0, "duration_secs");
     field(&|b| b["duration_secs"] = json!(31 * 86_400 + 3 * 3600)).unwrap();
+    // Past any span a duration can hold: refused as too long, not a panic.
+    for secs in [i64::MAX, i64::MAX / 1000 + 1, i64::MIN, 0] {
+        assert_eq!(field(&|b| b["duration_secs"] = json!(secs)).unwrap_err().0, "duration_secs", "{secs}");
+    }
 }
 
 #[test]

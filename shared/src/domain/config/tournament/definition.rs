@@ -136,7 +136,7 @@ impl Tournament {
             (true, None) => return Err(invalid("duration_secs", "a recurring tournament (reset or cron) needs one")),
             (true, Some(secs)) => {
                 let longest = reset_length(raw.reset);
-                if secs < 1 || Duration::seconds(secs) > longest {
+                if !(1..=longest.num_seconds()).contains(&secs) {
                     let schedule = if cron.is_some() { "a cron schedule" } else { "this reset" };
                     return Err(invalid("duration_secs", format!("must be within 1..={} for {schedule}", longest.num_seconds())));
                 }
