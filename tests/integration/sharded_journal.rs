@@ -10,6 +10,7 @@ use chrono::{Duration, Utc};
 use journal::{Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
+use standings::domain::period::{Period, PeriodKind};
 use standings_tests::journal::{new_bucket, s3};
 use standings_tests::{ADMIN, TestApp, spawn_journaled};
 
@@ -203,4 +204,47 @@ async fn changing_shards_of_a_board_that_holds_data_writes_and_reads_where_the_d
     seed(&four).await;
     let one = standings_tests::journal::spawn_journaled_on(game(1), four.keys.clone()).await;
     assert_written_where_the_data_is(&four, &one, 1).await;
+}
+
+/// One shard's period set lost while its guard survived (a bad `DEL`, an eviction): every read of
+/// that period on the sharded board answers 503 `board_restoring`, as the one slot's does, not
+/// the other shards' members as the whole board (docs/journal.md#losses); the other period reads
+/// on, and the restore brings the set back, reads answering as before.
+#[tokio::test]
+async fn a_shard_whose_period_set_was_lost_is_refused_on_every_read_of_that_period() {
+    let app = spawn_journaled(config()).await;
+    for i in 0..16 {
+        assert_eq!(submit(&app, &format!("s{i}"), &format!("u{i}"), 1 + i % 5).await.0, StatusCode::OK);
+    }
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let jobs = app.journal_jobs(&client, &bucket, Arc::new(Mutex::new(Vec::new())));
+    jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    let before = reads(&app).await;
+    let all = Period::containing(PeriodKind::All, Utc::now(), chrono_tz::UTC);
+    let lost = app.keys.layout("wide", SHARDS).shard(1).period(&all);
+    let members: Vec<String> = redis::cmd("ZRANGE").arg(&lost).arg(0).arg(-1).query_async(&mut app.redis.clone()).await.unwrap();
+    let other = (0..16).map(|i| format!("u{i}")).find(|user| !members.contains(user)).unwrap();
+    assert!(!members.is_empty(), "the shard holds members");
+    let _: () = redis::cmd("DEL").arg(&lost).query_async(&mut app.redis.clone()).await.unwrap();
+
+    let ranks = json!({"period": "all", "user_ids": [other, members[0]]}).to_string();
+    for (method, path, body) in [
+        (Method::GET, "/v1/boards/wide/top?period=all".to_owned(), String::new()),
+        (Method::GET, "/v1/boards/wide/top?period=all&rank_mode=competition&offset=3".to_owned(), String::new()),
+        (Method::GET, format!("/v1/boards/wide/users/{other}?period=all"), String::new()),
+        (Method::GET, format!("/v1/boards/wide/users/{other}?period=all&around=2"), String::new()),
+        (Method::GET, "/v1/boards/wide/distribution?period=all".to_owned(), String::new()),
+        (Method::POST, "/v1/boards/wide/ranks".to_owned(), ranks),
+    ] {
+        let (status, read) = app.call_query(method, &path, body).await;
+        assert_eq!((status, read["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{path}: {read}");
+    }
+    // Another period, its sets all there, reads on.
+    assert_eq!(app.get("/v1/boards/wide/top?period=day&rank_mode=competition").await, (StatusCode::OK, before[1].clone()));
+
+    let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client.clone(), &bucket));
+    let report = restorer.restore(Some("wide"), far()).await.expect("the restore runs");
+    assert_eq!(report.status, Status::Complete, "{report:?}");
+    assert_eq!(reads(&app).await, before);
 }

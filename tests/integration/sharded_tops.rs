@@ -81,7 +81,8 @@ async fn a_top_held_by_one_shard_is_read_again_from_that_shard_alone_and_equals_
     let period = Period::containing(PeriodKind::All, now, chrono_tz::UTC);
     let scale = standings::domain::scores::scale(app.config.board("tops").unwrap(), &period);
     let conn = app.store.connection().await.unwrap();
-    let (crowded_sets, spread_sets) = (sets(&app.keys, &layout, &period), sets(&app.keys, &app.keys.layout("spread", SHARDS), &period));
+    let (crowded_sets, spread_sets) =
+        (sets(&app.keys, &layout, &period, None), sets(&app.keys, &app.keys.layout("spread", SHARDS), &period, None));
     page(&conn, &spread_sets, &scale, 0, 25).await.unwrap();
     let before = app.store.round_trips();
     let spread = page(&conn, &spread_sets, &scale, 0, 25).await.unwrap();
@@ -147,7 +148,7 @@ async fn neighbours_held_by_one_shard_are_read_again_whole_and_equal_the_one_slo
     let period = Period::containing(PeriodKind::All, now, chrono_tz::UTC);
     let scale = standings::domain::scores::scale(app.config.board("tops").unwrap(), &period);
     let conn = app.store.connection().await.unwrap();
-    let shards = sets(&app.keys, &layout, &period);
+    let shards = sets(&app.keys, &layout, &period, None);
     let rounds = |member: String| {
         let (conn, layout, shards) = (conn.clone(), layout.clone(), shards.clone());
         let app = &app;

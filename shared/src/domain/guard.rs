@@ -81,6 +81,13 @@ pub const ENDED: &str = "ended";
 /// in the board's slot and the tombstone in the catalog's, so no one call writes both.
 pub const PLAYERS: &str = "players";
 
+/// Whether a period set found missing was lost, its guard's `KEPT` record holding `expiry`
+/// (ms on the functions' clock, negative: none) at `now_ms`: before the expiry it was lost, after
+/// it expired. As prelude_read.lua's `read_fence` judges it.
+pub fn kept_lost(expiry: i64, now_ms: i64) -> bool {
+    expiry < 0 || now_ms < expiry
+}
+
 /// Set while `user_id` is banned from the board.
 pub fn ban_field(user_id: &str) -> String {
     format!("{BAN}{user_id}")

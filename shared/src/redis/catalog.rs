@@ -137,11 +137,35 @@ pub fn restoring_for_reads(reply: redis::Value) -> Result<(), StoreError> {
     judged(reply, true)
 }
 
+/// `guard_state` with the guard's record of the period set `set` (`field`, `kept|<kind>:<id>`)
+/// and whether the set exists: two commands, judged by `lost_for_reads`.
+pub fn kept_state(guard: &str, field: &str, set: &str) -> [redis::Cmd; 2] {
+    [redis::cmd("HMGET").arg(guard).arg(guard::BORN).arg(guard::FENCE).arg(field).clone(), redis::cmd("EXISTS").arg(set).clone()]
+}
+
+/// `kept_state`'s replies as a read judges them (`restoring_for_reads`, and a set its guard says
+/// the board holds found missing before its expiry at `now_ms`: lost, docs/journal.md#losses).
+pub fn lost_for_reads(state: redis::Value, exists: redis::Value, now_ms: i64) -> Result<(), StoreError> {
+    let protocol = |e: redis::ParsingError| StoreError::Protocol(format!("a guard's state: {e}"));
+    let (born, fence, kept): (Option<String>, Option<String>, Option<String>) = redis::from_redis_value(state).map_err(protocol)?;
+    refused(born.is_some(), fence.as_deref(), true)?;
+    let exists: bool = redis::from_redis_value(exists).map_err(protocol)?;
+    match kept.map(|expiry| expiry.parse::<i64>()) {
+        Some(Ok(expiry)) if !exists && guard::kept_lost(expiry, now_ms) => Err(StoreError::Restoring),
+        Some(Err(_)) => Err(StoreError::Protocol("a guard's record of a period set: not a number".into())),
+        _ => Ok(()),
+    }
+}
+
 fn judged(reply: redis::Value, reading: bool) -> Result<(), StoreError> {
     let (born, fence): (Option<String>, Option<String>) =
         redis::from_redis_value(reply).map_err(|e| StoreError::Protocol(format!("a guard's state: {e}")))?;
+    refused(born.is_some(), fence.as_deref(), reading)
+}
+
+fn refused(born: bool, fence: Option<&str>, reading: bool) -> Result<(), StoreError> {
     let fenced = fence.is_some_and(|fence| !(reading && fence == guard::MOVING));
-    if born.is_none() || fenced { Err(StoreError::Restoring) } else { Ok(()) }
+    if !born || fenced { Err(StoreError::Restoring) } else { Ok(()) }
 }
 
 /// Refuses every later write of a board (or shard) being deleted: set on each of its guards

@@ -23,6 +23,10 @@ use crate::domain::tiebreak::Scale;
 pub struct ShardSet {
     pub set: String,
     pub guard: Option<String>,
+    /// The guard's record of `set` (`kept|<kind>:<id>`) and the function's clock (ms): a shard
+    /// whose set is missing before the record's expiry answers as lost (docs/journal.md#losses),
+    /// as the one slot's read scripts do. `None`: the guard's fence alone (a frozen set).
+    pub kept: Option<(String, i64)>,
 }
 
 /// An entry as stored: member and composite.
@@ -58,8 +62,16 @@ async fn each<T: FromRedisValue + Send>(
         .map(|(i, shard)| {
             let mut pipe = redis::pipe();
             pipe.atomic();
-            if let Some(guard) = &shard.guard {
-                pipe.add_command(crate::redis::catalog::guard_state(guard));
+            match (&shard.guard, &shard.kept) {
+                (Some(guard), Some((field, _))) => {
+                    for command in crate::redis::catalog::kept_state(guard, field, &shard.set) {
+                        pipe.add_command(command);
+                    }
+                }
+                (Some(guard), None) => {
+                    pipe.add_command(crate::redis::catalog::guard_state(guard));
+                }
+                (None, _) => {}
             }
             build(i, shard, &mut pipe);
             pipe
@@ -68,15 +80,21 @@ async fn each<T: FromRedisValue + Send>(
     let parts: Vec<(&str, Part)> = shards.iter().zip(&pipes).map(|(shard, pipe)| (shard.set.as_str(), Part::Atomic(pipe))).collect();
     let answers = conn.per_node(&parts).await;
     try_join_all(pipes.iter().zip(shards).zip(answers).map(|((pipe, shard), answer)| {
-        let (mut conn, fenced) = (conn.clone(), shard.guard.is_some());
+        let mut conn = conn.clone();
         async move {
             let mut values: Vec<Value> = match answer {
                 Some(Value::Array(values)) => values,
                 // Not answered in its node's pipeline: on its own, redirects followed.
                 _ => pipe.query_async(&mut conn).await?,
             };
-            if fenced {
-                crate::redis::catalog::restoring_for_reads(values.remove(0))?;
+            match (&shard.guard, &shard.kept) {
+                (Some(_), Some((_, now_ms))) if values.len() >= 2 => {
+                    let state = values.remove(0);
+                    crate::redis::catalog::lost_for_reads(state, values.remove(0), *now_ms)?;
+                }
+                (Some(_), None) if !values.is_empty() => crate::redis::catalog::restoring_for_reads(values.remove(0))?,
+                (Some(_), _) => return Err(StoreError::Protocol("sharded read: no guard's state".into())),
+                (None, _) => {}
             }
             T::from_redis_value(Value::Array(values)).map_err(protocol)
         }
@@ -147,6 +165,7 @@ pub struct ShardAbove {
 async fn each_ranks<T: FromRedisValue + Send>(
     conn: &Connection,
     shards: &[ShardSet],
+    mode: &str,
     args: impl Fn(&mut ScriptCall<'_>),
 ) -> Result<Vec<T>, StoreError> {
     let protocol = |e: redis::ParsingError| StoreError::Protocol(format!("sharded read: {e}"));
@@ -158,6 +177,8 @@ async fn each_ranks<T: FromRedisValue + Send>(
             if let Some(guard) = &shard.guard {
                 call.key(guard);
             }
+            // The clock for a set its guard records (`read_fence`), else the guard's fence alone.
+            call.arg(mode).arg(shard.kept.as_ref().map_or(String::new(), |(_, now_ms)| now_ms.to_string()));
             args(&mut call);
             call
         })
@@ -188,8 +209,8 @@ pub async fn around(
     (width, span): (u64, Option<i64>),
 ) -> Result<Around, StoreError> {
     type Reply = (u64, u64, u64, Vec<Entry>, Vec<Entry>, Option<f64>, Option<u64>);
-    let replies: Vec<Reply> = each_ranks(conn, shards, |call| {
-        call.arg("around").arg("").arg(member).arg(composite(at)).arg(composite(value_floor)).arg(width);
+    let replies: Vec<Reply> = each_ranks(conn, shards, "around", |call| {
+        call.arg(member).arg(composite(at)).arg(composite(value_floor)).arg(width);
         call.arg(span.map_or(String::new(), |span| span.to_string()));
     })
     .await?;
@@ -219,18 +240,16 @@ pub async fn around(
 
 /// A keyset page over every shard: the board's size, the members ranked at or before the
 /// cursor's place `(member, composite)`, and each shard's next `limit` entries after it (the
-/// page is the first `limit` of them merged). `now_ms`: the function's clock, for a read that
-/// refuses a period set its guard says was lost. One call a shard (`shard_ranks.lua`).
+/// page is the first `limit` of them merged). One call a shard (`shard_ranks.lua`).
 pub async fn after(
     conn: &Connection,
     shards: &[ShardSet],
     member: &str,
     at: f64,
     limit: u64,
-    now_ms: Option<i64>,
 ) -> Result<(u64, u64, Vec<Entry>), StoreError> {
-    let replies: Vec<(u64, u64, Vec<Entry>)> = each_ranks(conn, shards, |call| {
-        call.arg("after").arg(now_ms.map_or(String::new(), |ms| ms.to_string())).arg(member).arg(composite(at)).arg(limit);
+    let replies: Vec<(u64, u64, Vec<Entry>)> = each_ranks(conn, shards, "after", |call| {
+        call.arg(member).arg(composite(at)).arg(limit);
     })
     .await?;
     let mut out = (0, 0, Vec::new());
@@ -277,8 +296,8 @@ pub async fn counts(
     probes: &[(&str, f64)],
     floors: &[f64],
 ) -> Result<(Vec<u64>, Vec<u64>), StoreError> {
-    let replies: Vec<(Vec<u64>, Vec<u64>)> = each_ranks(conn, shards, |call| {
-        call.arg("counts").arg("").arg(probes.len());
+    let replies: Vec<(Vec<u64>, Vec<u64>)> = each_ranks(conn, shards, "counts", |call| {
+        call.arg(probes.len());
         for (member, c) in probes {
             call.arg(*member).arg(composite(*c));
         }

@@ -200,7 +200,6 @@ impl Reader {
         limit: u64,
         mode: RankMode,
     ) -> Result<Option<Page>, StoreError> {
-        let now_ms = self.keys.journal_on().then(|| (self.clock)().timestamp_millis());
         let Some((raw, scale)) = self
             .on_layout(board, |layout| async move {
                 let scale = &scores::scale_held(board, period, layout.held_scale());
@@ -209,13 +208,14 @@ impl Reader {
                 }
                 let conn = self.store.connection().await?;
                 let sets = if layout.is_sharded() {
-                    sharded::sets(&self.keys, &layout, period)
+                    self.shard_sets(&layout, period)
                 } else {
                     let keys = layout.shard(0);
                     let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
-                    vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()) }]
+                    let kept = self.fence(&keys).and_then(|(_, now)| keys.kept_field(&set).map(|field| (field, now)));
+                    vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()), kept }]
                 };
-                let raw = sharded::page_after(&conn, &sets, scale, cursor, limit, mode == RankMode::Competition, now_ms).await?;
+                let raw = sharded::page_after(&conn, &sets, scale, cursor, limit, mode == RankMode::Competition).await?;
                 Ok(Some((raw, *scale)))
             })
             .await?
@@ -273,7 +273,7 @@ impl Reader {
                 let scale = scores::scale_held(board, period, layout.held_scale());
                 let mut conn = self.store.connection().await?;
                 let read = if layout.is_sharded() {
-                    sharded::members(&conn, &layout, &sharded::sets(&self.keys, &layout, period), &scale, members_of).await
+                    sharded::members(&conn, &layout, &self.shard_sets(&layout, period), &scale, members_of).await
                 } else {
                     let keys = layout.shard(0);
                     let fence = self.fence(&keys);
@@ -311,7 +311,7 @@ impl Reader {
                 let scale = scores::scale_held(board, period, layout.held_scale());
                 let mut conn = self.store.connection().await?;
                 let histogram = if layout.is_sharded() {
-                    sharded::distribution(&conn, &sharded::sets(&self.keys, &layout, period), &scale, buckets, &CUTOFF_SHARES).await
+                    sharded::distribution(&conn, &self.shard_sets(&layout, period), &scale, buckets, &CUTOFF_SHARES).await
                 } else {
                     let keys = layout.shard(0);
                     let (key, fence) = (keys.period(period), self.fence(&keys));
@@ -340,7 +340,7 @@ impl Reader {
             let scale = &scores::scale_held(board, period, layout.held_scale());
             let mut conn = self.store.connection().await?;
             let raw = if layout.is_sharded() {
-                let sets = sharded::sets(&self.keys, &layout, period);
+                let sets = self.shard_sets(&layout, period);
                 match window {
                     Window::Page { offset, limit } => sharded::page(&conn, &sets, scale, offset, limit).await,
                     Window::Around { member, around } => {
@@ -361,6 +361,11 @@ impl Reader {
     /// The guard whose fence a read honours: on a journaled deployment, a board being restored
     /// or lost answers `board_restoring` rather than a part of itself (docs/journal.md#fence).
     /// The guard and the clock's now in ms, as the read scripts take them.
+    /// The sets of `period` a sharded read asks (`sharded::sets`), on this reader's clock.
+    fn shard_sets(&self, layout: &Layout, period: &Period) -> Vec<ShardSet> {
+        sharded::sets(&self.keys, layout, period, Some((self.clock)().timestamp_millis()))
+    }
+
     fn fence(&self, keys: &BoardKeys) -> Option<(String, i64)> {
         self.keys.journal_on().then(|| (keys.guard(), (self.clock)().timestamp_millis()))
     }

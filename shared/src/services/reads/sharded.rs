@@ -12,9 +12,19 @@ use crate::redis::sharded::{self, Around, Entry, ShardAbove, ShardSet};
 use crate::redis::store::Connection;
 
 /// Every sorted set of `period` in `layout` (the board's recorded one), with its guard when
-/// reads honour fences.
-pub fn sets(keys: &Keys, layout: &Layout, period: &Period) -> Vec<ShardSet> {
-    layout.all().into_iter().map(|shard| ShardSet { set: shard.period(period), guard: keys.journal_on().then(|| shard.guard()) }).collect()
+/// reads honour fences, and with `now_ms` (the function's clock) a set found missing while its
+/// guard records it is refused as lost (docs/journal.md#losses).
+pub fn sets(keys: &Keys, layout: &Layout, period: &Period, now_ms: Option<i64>) -> Vec<ShardSet> {
+    let journaled = keys.journal_on();
+    layout
+        .all()
+        .into_iter()
+        .map(|shard| {
+            let set = shard.period(period);
+            let kept = now_ms.filter(|_| journaled).and_then(|now| shard.kept_field(&set).map(|field| (field, now)));
+            ShardSet { set, guard: journaled.then(|| shard.guard()), kept }
+        })
+        .collect()
 }
 
 fn value(scale: &Scale, composite: f64) -> i64 {
@@ -134,9 +144,8 @@ pub async fn page_after(
     cursor: &RankCursor,
     limit: u64,
     competition: bool,
-    now_ms: Option<i64>,
 ) -> Result<RawWindow, StoreError> {
-    let (total, start, mut entries) = sharded::after(conn, sets, &cursor.member, cursor.composite as f64, limit, now_ms).await?;
+    let (total, start, mut entries) = sharded::after(conn, sets, &cursor.member, cursor.composite as f64, limit).await?;
     sharded::sort(&mut entries);
     entries.truncate(limit as usize);
     let first_above = match entries.first() {
@@ -305,7 +314,8 @@ pub async fn rank_standings(
     for standing in standings.iter_mut().filter(|standing| standing.rank.is_some()) {
         let Some(kind) = board.period_kind(&standing.period) else { continue };
         let Ok(period) = Period::named(kind, &standing.period_id, board.timezone) else { continue };
-        let sets = sets(keys, layout, &period);
+        // The write that asks has been applied: its answer's ranks do not refuse it (the fence alone).
+        let sets = sets(keys, layout, &period, None);
         let (_, found) = sharded::scores(conn, &sets[home..=home], &[user_id], &[0]).await?;
         standing.rank = match found[0] {
             Some(composite) => Some(ranks(conn, &sets, &[(user_id, composite)]).await?[0] + 1),
