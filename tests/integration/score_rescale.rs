@@ -346,3 +346,49 @@ async fn a_refused_move_lifts_its_own_fence_and_never_a_losss() {
     assert!(standings::redis::restore::lift_fence(&mut conn, &keys, "moving").await.unwrap());
     assert_eq!(fence(&mut conn).await, None, "the move's own fence is lifted");
 }
+
+/// A board moved to another generation of its layout (a `max_score` move) that then takes a
+/// `league`: its players are placed, read and closed in that generation's slot, where its scores
+/// and the write scripts' placements are (the league services read the first generation's keys:
+/// a player placed answered no cohort, and the week never closed).
+#[tokio::test]
+async fn a_league_added_after_a_max_score_move_is_read_and_closed_where_the_board_is() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let weekly = |extra: &str| board("best", "\"week\", \"all\"", extra);
+    let old = spawn_journaled(weekly("")).await;
+    let now = Utc::now();
+    assert_eq!(submit(&old, now, "a", "amy", 50).await.0, StatusCode::OK);
+    let new = spawn_journaled_on(weekly("max_score = 1000"), old.keys.clone()).await;
+    new.set_now(now);
+    assert_eq!(moved(&new.journal_jobs(&client, &bucket, Arc::default())).await["status"], "complete");
+    let league = "league = { period = \"week\", cohort_size = 3, tiers = [\"bronze\", \"silver\"], promote = 1, demote = 1 }";
+    let leagued = weekly(&format!("max_score = 1000\n{league}"));
+    let app = spawn_journaled_on(leagued.clone(), old.keys.clone()).await;
+    for (id, user, score) in [("b", "bob", 20), ("c", "amy", 60)] {
+        let (status, body) = submit(&app, now, id, user, score).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (status, mine) = app.get("/v1/boards/game/users/bob/league").await;
+    let entries: Vec<(&str, i64)> =
+        mine["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].as_str().unwrap(), e["score"].as_i64().unwrap())).collect();
+    assert_eq!((status, mine["cohort"].as_str(), entries), (StatusCode::OK, Some("0:1"), vec![("amy", 60), ("bob", 20)]), "{mine}");
+    let (_, listing) = app.get("/v1/boards/game/leagues?tier=bronze").await;
+    assert_eq!(listing["tiers"][0]["cohorts"], json!([{"cohort": "0:1", "size": 2}]), "{listing}");
+
+    // Past the week and its grace: the archive function's scheduled run closes it.
+    app.set_now(now + Duration::days(8));
+    let archiver = standings_tests::ArchiveHarness::with_config(leagued).await;
+    let scheduled: Value = serde_json::to_value(standings_tests::scheduled_event(app.now())).unwrap();
+    let (runner, closer) = (archiver.archiver(archiver.table.clone()), app.closer());
+    let run = archive::run(&runner, &closer, scheduled, Utc::now() + Duration::minutes(5)).await.unwrap();
+    let closed = serde_json::to_value(run.leagues).unwrap();
+    assert_eq!(closed.as_array().map(|c| c.len()), Some(1), "{closed}");
+    assert_eq!((closed[0]["status"].as_str(), closed[0]["cohorts_closed"].as_u64()), (Some("complete"), Some(1)), "{closed}");
+    let (_, history) = app.get("/v1/boards/game/users/amy/league/history").await;
+    let mut result = history["results"][0].clone();
+    result.as_object_mut().unwrap().remove("period_id");
+    let expected =
+        json!({"cohort": "0:1", "cohort_size": 2, "next_tier": "bronze", "rank": 1, "score": 60, "tier": "bronze", "zone": "stay"});
+    assert_eq!(result, expected, "{history}");
+}

@@ -9,7 +9,7 @@ impl Leagues {
     /// for them) and are not closed yet, oldest first.
     pub async fn unclosed(&self, board: &Board, now: DateTime<Utc>, grace: Duration) -> Result<Vec<Period>, StoreError> {
         let Some(league) = &board.league else { return Ok(Vec::new()) };
-        let keys = self.keys.board(&board.name);
+        let (keys, _) = self.slot(board).await?;
         let oldest = now - league.period.retention().unwrap_or(Duration::days(35));
         let mut ended: Vec<Period> = Period::containing(league.period, now - grace, board.timezone)
             .before()
@@ -57,7 +57,7 @@ impl Leagues {
         now: DateTime<Utc>,
         deadline: DateTime<Utc>,
     ) -> Result<CloseReport, StoreError> {
-        let keys = self.keys.board(&board.name);
+        let (keys, _) = self.slot(board).await?;
         let mut conn = self.store.connection().await?;
         let mut report = CloseReport {
             board: board.name.clone(),
@@ -113,13 +113,12 @@ impl Leagues {
         cohort: u32,
         now: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
-        let keys = self.keys.board(&board.name);
+        let (keys, held) = self.slot(board).await?;
         let name = format!("{tier}:{cohort}");
         let mut conn = self.store.write_connection().await?;
         let results_ttl = keys.ttl(results_secs(league), now);
         let entry = serde_json::json!({"kind": "league_close", "at": Stamp(now), "period_id": period.id, "cohort": name}).to_string();
         let group = self.group(&mut conn, &keys, league, period, tier, cohort).await?;
-        let held = self.store.held_layout(&self.keys, board).await?.held_scale();
         let names: Vec<String> = group.iter().map(|n| format!("{tier}:{n}")).collect();
         for _ in 0..CLOSE_ATTEMPTS {
             // Each member with their own cohort, the group ranked as one.
@@ -196,7 +195,7 @@ impl Leagues {
 
     /// One step of the drop of `ended`'s idle players (`Idle::Drop`): whether players are left.
     pub async fn drop_idle_step(&self, board: &Board, league: &League, ended: &Period, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let keys = self.keys.board(&board.name);
+        let (keys, _) = self.slot(board).await?;
         let mut conn = self.store.write_connection().await?;
         let entry = serde_json::json!({"kind": "league_idle", "at": Stamp(now), "period_id": ended.id}).to_string();
         drop_idle(&mut conn, &keys, league, ended, keys.ttl(results_secs(league), now), &entry).await
@@ -206,7 +205,7 @@ impl Leagues {
     /// (open_league.lua): (placed, still waiting).
     pub async fn open_batch(&self, board: &Board, league: &League, ended: &Period, now: DateTime<Utc>) -> Result<(u64, u64), StoreError> {
         let Some(next) = ended.following() else { return Ok((0, 0)) };
-        let keys = self.keys.board(&board.name);
+        let (keys, _) = self.slot(board).await?;
         let mut conn = self.store.write_connection().await?;
         let ttls = (keys.ttl(next.ttl_secs(now), now), keys.ttl(results_secs(league), now));
         let entry = serde_json::json!({"kind": "league_open", "at": Stamp(now), "period_id": ended.id}).to_string();

@@ -152,6 +152,14 @@ impl Leagues {
         Self { keys, store }
     }
 
+    /// The board's keys where its data is, and the scale its scores are held in: the one slot
+    /// of its recorded layout (a league board is never sharded), whose generation a `max_score`
+    /// move changes; the write scripts place players there.
+    async fn slot(&self, board: &Board) -> Result<(BoardKeys, Option<i64>), StoreError> {
+        let layout = self.store.held_layout(&self.keys, board).await?;
+        Ok((layout.shard(0), layout.held_scale()))
+    }
+
     /// On a journaled deployment, `now` in ms: the cohort reads' fence (`read_cohort`).
     fn fence_at(&self, now: DateTime<Utc>) -> Option<i64> {
         self.keys.journal_on().then(|| now.timestamp_millis())
@@ -160,12 +168,11 @@ impl Leagues {
     /// The user's cohort of the league period containing `at`, zones marked, read at `now`.
     pub async fn user(&self, board: &Board, period: &Period, user_id: &str, now: DateTime<Utc>) -> Result<UserLeague, ReadError> {
         let league = league_of(board)?;
-        let keys = self.keys.board(&board.name);
+        let (keys, held) = self.slot(board).await?;
         let mut conn = self.store.connection().await?;
         let raw = read_cohort(&mut conn, &keys, period, CohortOf::User(user_id), self.fence_at(now)).await?;
         let waiting = raw.cohort.is_none()
             && conn.zscore::<_, _, Option<f64>>(keys.league_pending(&period.id), user_id).await.map_err(StoreError::from)?.is_some();
-        let held = self.store.held_layout(&self.keys, board).await?.held_scale();
         let ranked = ranked(board, held, period, &raw);
         // Zones are of the members with a score, as the close ranks them: one with none did
         // not play (yet), is in no zone and does not count (docs/leagues.md#the-close).
@@ -203,7 +210,7 @@ impl Leagues {
     /// newest first (periods they did not play are left out, unless they dropped a tier for it).
     pub async fn history(&self, board: &Board, now: DateTime<Utc>, user_id: &str) -> Result<Vec<HistoryEntry>, ReadError> {
         let league = league_of(board)?;
-        let keys = self.keys.board(&board.name);
+        let (keys, _) = self.slot(board).await?;
         let periods: Vec<Period> = Period::containing(league.period, now, board.timezone).before().take(HISTORY_PERIODS).collect();
         let mut pipe = redis::pipe();
         for period in &periods {
@@ -264,7 +271,7 @@ impl Leagues {
             .iter()
             .position(|t| t == tier)
             .ok_or_else(|| ReadError::UnknownTier { board: board.name.clone(), known: league.tiers.clone() })?;
-        let keys = self.keys.board(&board.name);
+        let (keys, _) = self.slot(board).await?;
         let mut conn = self.store.connection().await?;
         let count: Option<u64> = conn.hget(keys.league_counts(&period.id), index.to_string()).await.map_err(StoreError::from)?;
         let mut pipe = redis::pipe();
