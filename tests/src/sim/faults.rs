@@ -259,6 +259,19 @@ impl World {
             self.app.written_keys().await.into_iter().filter(|k| k.contains("{arcade}:z:") && rng.u8(..4) == 0).collect();
         delete(&self.app, &arcade).await;
         self.others_lost |= !arcade.is_empty();
+        // The sharded guild's period sets, some shards' each, their guards kept: every read of
+        // the period refuses, not the other shards' members as the whole board (drawn apart, so
+        // the draws below, and the histories recorded before, stay as they were).
+        let mut apart = fastrand::Rng::with_seed(pick.wrapping_add(2));
+        let guild: Vec<String> = self
+            .app
+            .written_keys()
+            .await
+            .into_iter()
+            .filter(|k| k.contains("{guild") && k.contains("}:z:") && apart.u8(..4) == 0)
+            .collect();
+        delete(&self.app, &guild).await;
+        self.others_lost |= !guild.is_empty();
         // Marker buckets of both boards, their guards kept (drawn apart: the histories shrunk
         // before this fault lose what they lost).
         if markers {
