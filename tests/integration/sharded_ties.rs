@@ -80,3 +80,37 @@ async fn a_rank_in_a_tie_of_thousands_is_exact_and_reads_what_a_small_tie_reads(
     // now too. Fetching the tie sent every tied id, 10 bytes or more each, per read.
     assert!(costs[1] < costs[0] + 2_000, "bytes sent for the same reads: {} with 20 tied, {} with {TIED}", costs[0], costs[1]);
 }
+
+/// A page deeper than 1,000 that lands inside a tie of thousands: exact against the one slot in
+/// both rank modes, and each shard's part of the tie searched, not sent whole (the page's
+/// offsets took every tied id from every shard, whatever the page).
+#[tokio::test]
+async fn a_deep_page_inside_a_tie_of_thousands_is_exact_and_does_not_fetch_the_tie() {
+    let server = RedisServer::start(&[]).await;
+    let settings = standings::redis::settings::RedisSettings::standalone(&server.url());
+    let app = spawn_ingest_at(boards(), &settings).await;
+    app.set_now(at("2026-11-22T08:00:00Z"));
+    tie(&app, TIED, 50).await;
+    // Some above the tie and some below it.
+    for board in ["solo", "wide"] {
+        let scores: Vec<Value> = (0..60)
+            .map(|i| json!({"event_id": format!("o{i}"), "user_id": format!("o{i:02}"), "score": if i < 30 { 60 } else { 40 }}))
+            .collect();
+        let (status, body) = app.post(&format!("/v1/boards/{board}/scores:batch"), &json!({ "scores": scores })).await;
+        assert_eq!(status.as_u16(), 200, "{body}");
+    }
+    for query in ["offset=1010&limit=10", "offset=1500&limit=7", "offset=2025&limit=10", "offset=1200&limit=5&rank_mode=competition"] {
+        let (status, solo) = app.get(&format!("/v1/boards/solo/top?period=all&{query}")).await;
+        assert_eq!(status.as_u16(), 200, "{solo}");
+        let before = sent(&server).await;
+        let (_, wide) = app.get(&format!("/v1/boards/wide/top?period=all&{query}")).await;
+        let cost = sent(&server).await - before;
+        let users =
+            |top: &Value| top["entries"].as_array().unwrap().iter().map(|e| (e["user_id"].clone(), e["rank"].clone())).collect::<Vec<_>>();
+        assert!(!users(&solo).is_empty(), "{query}: {solo}");
+        assert_eq!(users(&solo), users(&wide), "{query}");
+        // About 14 KB go to finding the composite at the offset (rounds of 64 counts); fetching the
+        // tie sent some 17 KB more (31 KB a page before), and grew with it.
+        assert!(cost < 20_000, "{query}: {cost} bytes sent for a page of the sharded board");
+    }
+}

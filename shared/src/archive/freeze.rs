@@ -222,7 +222,7 @@ pub mod shards {
         if let [keys] = shards {
             return frozen_page(conn, keys, period, scale, start, count).await;
         }
-        let entries = sharded::window(conn, &frozen_sets(shards, period), start, count).await?;
+        let entries = crate::redis::sharded_window::window(conn, &frozen_sets(shards, period), start, count).await?;
         ranked(entries, scale, start)
     }
 

@@ -19,4 +19,5 @@ pub mod scan;
 pub mod scripts;
 pub mod settings;
 pub mod sharded;
+pub mod sharded_window;
 pub mod store;

@@ -43,14 +43,14 @@ pub fn sort(entries: &mut [Entry]) {
     entries.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
 }
 
-fn composite(c: f64) -> String {
+pub(super) fn composite(c: f64) -> String {
     format!("{c:.0}")
 }
 
 /// Runs `build`'s commands on every shard, each shard's in one `MULTI` after its fence check
 /// (a board being restored answers `Restoring`, as the read scripts do), one pipeline a node
 /// (`nodes`); each shard's replies, the fence's left out, read as one `T`.
-async fn each<T: FromRedisValue + Send>(
+pub(super) async fn each<T: FromRedisValue + Send>(
     conn: &Connection,
     shards: &[ShardSet],
     build: impl Fn(usize, &ShardSet, &mut Pipeline),
@@ -162,7 +162,7 @@ pub struct ShardAbove {
 
 /// Runs `shard_ranks.lua` on every shard, with the shard's set and guard as its keys and
 /// `args` as its arguments: one call a shard, its fence checked in it, one pipeline a node.
-async fn each_ranks<T: FromRedisValue + Send>(
+pub(super) async fn each_ranks<T: FromRedisValue + Send>(
     conn: &Connection,
     shards: &[ShardSet],
     mode: &str,
@@ -328,7 +328,7 @@ fn value(scale: &Scale, composite: f64) -> i64 {
 
 /// Refinements a cut-off search asks for at once: each round narrows every share's range of
 /// values to a 64th.
-const CUTOFF_PROBES: i64 = 64;
+pub(super) const CUTOFF_PROBES: i64 = 64;
 
 /// The board's histogram (as `read_distribution.lua` gives of one set): sizes and ends, then
 /// the buckets' counts, then rounds narrowing each cut-off's value until it is exact.
@@ -381,65 +381,4 @@ pub async fn distribution(
         }
     }
     Ok(Histogram { total, lowest, highest, width, counts: bucket_counts, cutoffs: ranges.into_iter().map(|(low, _)| low).collect() })
-}
-
-/// Where position `rank` (0-based, in rank order over every shard) falls in each shard: how
-/// many of its entries are ranked before it. Rounds of `CUTOFF_PROBES` counts narrow the
-/// composite of the entry at that position; entries sharing it are ordered by member id, as one
-/// sorted set orders them. For boards that take no writes meanwhile (a frozen season).
-pub async fn offsets(conn: &Connection, shards: &[ShardSet], rank: u64) -> Result<Vec<u64>, StoreError> {
-    let bounds = bounds(conn, shards).await?;
-    let sizes: Vec<u64> = bounds.iter().map(|(size, ..)| *size).collect();
-    if rank == 0 || rank >= sizes.iter().sum() {
-        return Ok(if rank == 0 { vec![0; shards.len()] } else { sizes });
-    }
-    // Composites are whole numbers (`composite_of`), exact in an f64.
-    let mut low = bounds.iter().filter_map(|(_, low, _)| *low).fold(f64::INFINITY, f64::min) as i64;
-    let mut high = bounds.iter().filter_map(|(_, _, high)| *high).fold(f64::NEG_INFINITY, f64::max) as i64;
-    // At least rank + 1 entries are at or above `low`; fewer above `high`.
-    while low < high {
-        let step = ((high - low + CUTOFF_PROBES - 1) / CUTOFF_PROBES).max(1);
-        let probes: Vec<i64> = (low + 1..=high).step_by(step as usize).collect();
-        let (_, at_least) = counts(conn, shards, &[], &probes.iter().map(|p| *p as f64).collect::<Vec<_>>()).await?;
-        for (probe, count) in probes.iter().zip(at_least) {
-            if count > rank {
-                low = *probe;
-            } else {
-                high = probe - 1;
-                break;
-            }
-        }
-    }
-    let at = composite(low as f64);
-    let parts: Vec<(u64, Vec<String>)> = each(conn, shards, |_, shard, pipe| {
-        pipe.zcount(&shard.set, format!("({at}"), "+inf").zrangebyscore(&shard.set, &at, &at);
-    })
-    .await?;
-    let mut offsets: Vec<u64> = parts.iter().map(|(above, _)| *above).collect();
-    // A write between the rounds (a live board) may have moved an entry above: never below 0.
-    let before_ties = rank.saturating_sub(offsets.iter().sum::<u64>());
-    let mut ties: Vec<(&str, usize)> =
-        parts.iter().enumerate().flat_map(|(shard, (_, members))| members.iter().map(move |member| (member.as_str(), shard))).collect();
-    ties.sort_by(|a, b| b.0.cmp(a.0));
-    for (_, shard) in ties.into_iter().take(before_ties as usize) {
-        offsets[shard] += 1;
-    }
-    Ok(offsets)
-}
-
-/// `count` entries from position `rank` (0-based) over every shard, in rank order, each shard
-/// read from its own offset (`offsets`): no shard reads what comes before the window.
-pub async fn window(conn: &Connection, shards: &[ShardSet], rank: u64, count: u64) -> Result<Vec<Entry>, StoreError> {
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    let offsets = offsets(conn, shards, rank).await?;
-    let parts: Vec<(Vec<Entry>,)> = each(conn, shards, |i, shard, pipe| {
-        pipe.zrevrange_withscores(&shard.set, offsets[i] as isize, (offsets[i] + count - 1) as isize);
-    })
-    .await?;
-    let mut merged: Vec<Entry> = parts.into_iter().flat_map(|(entries,)| entries).collect();
-    sort(&mut merged);
-    merged.truncate(count as usize);
-    Ok(merged)
 }

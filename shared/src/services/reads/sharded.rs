@@ -9,6 +9,7 @@ use crate::redis::error::StoreError;
 use crate::redis::keys::{Keys, Layout};
 use crate::redis::scripts::{MemberPlace, PeriodStanding, RawEntry, RawWindow};
 use crate::redis::sharded::{self, Around, Entry, ShardAbove, ShardSet};
+use crate::redis::sharded_window;
 use crate::redis::store::Connection;
 
 /// Every sorted set of `period` in `layout` (the board's recorded one), with its guard when
@@ -57,7 +58,7 @@ fn ranked(scale: &Scale, window: Vec<Entry>, start: u64, first_above: u64) -> Ve
 }
 
 /// Pages ending within this many entries read each shard's first `offset + limit` in one round;
-/// deeper ones find where they start in each shard first (`sharded::window`).
+/// deeper ones find where they start in each shard first (`sharded_window::window`).
 const PREFIX_PAGE: u64 = 1_000;
 
 /// How many entries of each of `shards` a prefix page of `need` reads first: `need` spread
@@ -95,7 +96,7 @@ fn merge(tops: &[(u64, Vec<Entry>)]) -> Vec<Entry> {
 pub async fn page(conn: &Connection, sets: &[ShardSet], scale: &Scale, offset: u64, limit: u64) -> Result<RawWindow, StoreError> {
     if offset + limit > PREFIX_PAGE {
         let total = sharded::sizes(conn, sets).await?.iter().sum();
-        let window = sharded::window(conn, sets, offset, limit).await?;
+        let window = sharded_window::window(conn, sets, offset, limit).await?;
         // Everyone with more points than the first entry is ranked before it.
         let first_above = match window.first() {
             Some((_, first)) => sharded::counts(conn, sets, &[], &[next_value_floor(scale, *first)]).await?.1[0],
