@@ -199,3 +199,47 @@ async fn a_correction_that_puts_a_player_on_the_week_places_them_and_they_are_no
     let z = app.get("/v1/boards/drop/users/z/league/history").await.1["results"][0].clone();
     assert_eq!((z["rank"].as_u64(), z["zone"].as_str(), z["next_tier"].as_str()), (Some(1), Some("promote"), Some("silver")), "{z}");
 }
+
+/// A league board waiting for its restore (its layout record lost while its one slot's guard says
+/// it is a move's target: where its data is, only the restore can tell) is left out of
+/// `LeaguesOverdue`, counted by `BoardsLost` instead: the other boards' overdue weeks are still
+/// counted. Before, its refusal stopped the count, and the metric was put for none.
+#[tokio::test]
+async fn a_league_board_waiting_for_its_restore_leaves_the_others_overdue_weeks_counted() {
+    let two = Config::parse(&format!(
+        "{}\n{}",
+        r#"
+        [[boards]]
+        name = "xp30"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "play", points = 1, max_points = 1000, scope = "none" }]
+        league = { period = "week", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }
+        "#,
+        r#"
+        [[boards]]
+        name = "lost"
+        kind = "cumulative"
+        timezone = "UTC"
+        periods = ["week"]
+        top = 10
+        rules = [{ action = "play", points = 1, max_points = 1000, scope = "none" }]
+        league = { period = "week", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }
+        "#
+    ))
+    .unwrap();
+    let app = standings_tests::journal::spawn_journaled(two).await;
+    app.set_now(at("2026-11-25T10:00:00Z"));
+    // One event, both boards' rule: a player placed in each.
+    play(&app, "p1", "a", 3).await;
+    let lost = app.keys.board("lost");
+    let mut conn = app.redis.clone();
+    let _: () = redis::cmd("HSET").arg(lost.guard()).arg(standings::domain::guard::TARGET).arg("4").query_async(&mut conn).await.unwrap();
+    let _: () = redis::cmd("DEL").arg(app.keys.board_layout("lost")).query_async(&mut conn).await.unwrap();
+    app.set_now(at("2026-12-02T10:00:00Z"));
+    // A container started since (its layout probes its own).
+    let fresh = standings::redis::store::Store::connect(&standings_tests::redis_settings()).unwrap();
+    assert_eq!(app.closer_on(&fresh).overdue().await.expect("the others counted"), 1, "xp30's week, not the lost board's");
+}

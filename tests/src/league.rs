@@ -35,6 +35,11 @@ impl TestApp {
     pub fn closer(&self) -> LeagueCloser {
         closer(&self.config, &self.keys, &self.store, &self.now)
     }
+
+    /// The same on `store`: a container of its own, whose layout probes are its own.
+    pub fn closer_on(&self, store: &Store) -> LeagueCloser {
+        closer(&self.config, &self.keys, store, &self.now)
+    }
 }
 
 /// What the model says one member of a closed cohort got.

@@ -150,7 +150,12 @@ impl LeagueCloser {
         let now = (self.clock)();
         let mut overdue = 0;
         for board in self.config.boards().iter().filter(|b| b.league.is_some()) {
-            let unclosed = self.leagues.unclosed(board, now, self.grace).await?;
+            let unclosed = match self.leagues.unclosed(board, now, self.grace).await {
+                Ok(unclosed) => unclosed,
+                // Waiting for its restore (`BoardsLost` counts it): the other boards still are.
+                Err(standings::redis::error::StoreError::Restoring) => continue,
+                Err(error) => return Err(error.into()),
+            };
             overdue += unclosed.iter().filter(|p| p.end.is_some_and(|end| end.with_timezone(&Utc) + OVERDUE_AFTER <= now)).count() as u64;
         }
         Ok(overdue)
