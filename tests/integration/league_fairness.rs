@@ -7,9 +7,7 @@ use serde_json::{Value, json};
 use standings::domain::config::Config;
 use standings_tests::{TestApp, at, scheduled_event, spawn_ingest_with};
 
-fn config() -> Config {
-    Config::parse(
-        r#"
+const XP30: &str = r#"
         [[boards]]
         name = "xp30"
         kind = "cumulative"
@@ -18,9 +16,10 @@ fn config() -> Config {
         top = 10
         rules = [{ action = "play", points = 1, max_points = 1000, scope = "none" }]
         league = { period = "week", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }
-        "#,
-    )
-    .expect("a valid configuration")
+        "#;
+
+fn config() -> Config {
+    Config::parse(XP30).expect("a valid configuration")
 }
 
 async fn play(app: &TestApp, id: &str, user: &str, points: u32) {
@@ -206,30 +205,7 @@ async fn a_correction_that_puts_a_player_on_the_week_places_them_and_they_are_no
 /// counted. Before, its refusal stopped the count, and the metric was put for none.
 #[tokio::test]
 async fn a_league_board_waiting_for_its_restore_leaves_the_others_overdue_weeks_counted() {
-    let two = Config::parse(&format!(
-        "{}\n{}",
-        r#"
-        [[boards]]
-        name = "xp30"
-        kind = "cumulative"
-        timezone = "UTC"
-        periods = ["week"]
-        top = 10
-        rules = [{ action = "play", points = 1, max_points = 1000, scope = "none" }]
-        league = { period = "week", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }
-        "#,
-        r#"
-        [[boards]]
-        name = "lost"
-        kind = "cumulative"
-        timezone = "UTC"
-        periods = ["week"]
-        top = 10
-        rules = [{ action = "play", points = 1, max_points = 1000, scope = "none" }]
-        league = { period = "week", cohort_size = 30, tiers = ["bronze", "silver", "gold"], promote = 10, demote = 5 }
-        "#
-    ))
-    .unwrap();
+    let two = Config::parse(&format!("{XP30}\n{}", XP30.replace("\"xp30\"", "\"lost\""))).unwrap();
     let app = standings_tests::journal::spawn_journaled(two).await;
     app.set_now(at("2026-11-25T10:00:00Z"));
     // One event, both boards' rule: a player placed in each.
