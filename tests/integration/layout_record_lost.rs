@@ -130,12 +130,7 @@ async fn a_layout_record_lost_before_any_drain_after_a_move_is_not_taken_for_a_n
 async fn two_deployments_of_a_board_never_written_leave_one_layout_to_find_when_its_record_is_lost() {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    let four = started(standings_tests::journal::spawn_journaled_unborn(scaled(4)).await, &client, &bucket).await;
-    let eight = started(spawn_journaled_unborn_on(scaled(8), four.keys.clone()).await, &client, &bucket).await;
-    eight.set_now(four.now());
-    for i in 0..4 {
-        assert_eq!(submit(&eight, &format!("s{i}"), &format!("u{i}"), 2 + i).await.0, StatusCode::OK);
-    }
+    let (four, _eight) = four_then_eight(&client, &bucket).await;
     let mut conn = four.redis.clone();
     let record: Option<String> = redis::cmd("GET").arg(four.keys.board_layout("game")).query_async(&mut conn).await.unwrap();
     assert_eq!(record.as_deref(), Some("4"), "recorded by the first start");
@@ -156,6 +151,18 @@ async fn two_deployments_of_a_board_never_written_leave_one_layout_to_find_when_
 }
 
 /// The game's all-time top as `[user, score]` pairs.
+/// A board never written, started by a deployment of 4 shards and then one of 8, and written
+/// four times by the second.
+async fn four_then_eight(client: &aws_sdk_s3::Client, bucket: &str) -> (TestApp, TestApp) {
+    let four = started(standings_tests::journal::spawn_journaled_unborn(scaled(4)).await, client, bucket).await;
+    let eight = started(spawn_journaled_unborn_on(scaled(8), four.keys.clone()).await, client, bucket).await;
+    eight.set_now(four.now());
+    for i in 0..4 {
+        assert_eq!(submit(&eight, &format!("s{i}"), &format!("u{i}"), 2 + i).await.0, StatusCode::OK);
+    }
+    (four, eight)
+}
+
 async fn tops(app: &TestApp) -> serde_json::Value {
     let (status, top) = app.get("/v1/boards/game/top?period=all&limit=10").await;
     assert_eq!(status, StatusCode::OK, "{top}");
@@ -199,12 +206,7 @@ async fn a_start_records_no_shards_over_a_board_whose_data_is_in_its_one_slot() 
 async fn a_board_lost_whole_before_a_move_it_never_made_is_restored_where_its_lines_are() {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
-    let four = started(standings_tests::journal::spawn_journaled_unborn(scaled(4)).await, &client, &bucket).await;
-    let eight = started(spawn_journaled_unborn_on(scaled(8), four.keys.clone()).await, &client, &bucket).await;
-    eight.set_now(four.now());
-    for i in 0..4 {
-        assert_eq!(submit(&eight, &format!("s{i}"), &format!("u{i}"), 2 + i).await.0, StatusCode::OK);
-    }
+    let (_four, eight) = four_then_eight(&client, &bucket).await;
     let expected = tops(&eight).await;
     drain(&eight, &client, &bucket).await;
     eight.lose_written_keys().await;
