@@ -60,6 +60,33 @@ impl World {
         self.archive_run().await
     }
 
+    /// The scheduled run meeting what a partial loss left (a board's period sets, markers or
+    /// guard fields gone, its guard born): every job answers or refuses (`board_restoring`), and
+    /// none completes anything from a board short of its history: a season, a league day or an
+    /// instance archived from a lost set stays wrong after the restore (it is never done again),
+    /// which the reads after compare. Then the runbook: a restore, and the next run.
+    pub(super) async fn archive_unrestored(&mut self) -> Result<(), String> {
+        if !(self.forum_lost || self.others_lost) {
+            return self.archive_run().await;
+        }
+        self.stats.faults += 1;
+        let archiver = self.archiver().await?;
+        if let Err(error) = archiver.archive_due(self.deadline()).await
+            && error.code() != "board_restoring"
+        {
+            return Err(format!("an archive run on a partly lost deployment: {error}"));
+        }
+        // A failed end is tried again by the next run, which must then end it whole.
+        let _ = archiver.end_tournaments(None::<&standings::archive::bus::EventBridgeBus>, self.deadline()).await;
+        if let Err(error) = self.app.closer().close_due(super::world::far()).await
+            && error.code() != "board_restoring"
+        {
+            return Err(format!("league closes on a partly lost deployment: {error}"));
+        }
+        self.restore(false).await?;
+        self.archive_run().await
+    }
+
     /// A loss of every key after a drain, met by the scheduled run: a journaled board lost is
     /// not frozen (docs/archival.md), so the run refuses every due season with
     /// `board_restoring`, writes nothing into the lost board and archives nothing; then the

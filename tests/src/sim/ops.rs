@@ -191,6 +191,10 @@ pub enum Op {
     Verify,
     /// The archive function's scheduled run (every forum season 30 minutes past its end).
     Archive,
+    /// Fault: the archive's scheduled run (seasons, tournaments' and boards' ends, league days)
+    /// on the deployment as the faults before left it, a partial loss not restored first: each
+    /// job refuses a board it finds lost or archives it whole; then a restore and the next run.
+    ArchiveUnrestored,
     /// Fault: every key of the deployment deleted after a drain, then the archive's scheduled
     /// run meets the loss (it must refuse, writing and archiving nothing); then a restore and
     /// the next run.
@@ -390,7 +394,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             70..=80 => Op::Advance { secs: [1, 1, 7, 60, 900, 3_600, 6 * 3_600, 3 * 86_400, 9 * 86_400][rng.usize(..9)] },
             81..=82 => Op::Drain,
             83 => Op::Verify,
-            84..=85 => [Op::Archive, Op::Archive, Op::ArchiveLost][rng.usize(..3)].clone(),
+            84..=85 => [Op::Archive, Op::ArchiveUnrestored, Op::ArchiveLost][rng.usize(..3)].clone(),
             86..=87 => Op::Restore { drain_at_list: rng.bool(), in_steps: rng.bool() },
             88 => Op::DroppedRestoreLock,
             89 => Op::KilledRestore { yields: rng.u8(..8) },

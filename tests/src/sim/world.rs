@@ -308,6 +308,7 @@ impl World {
             Op::Rescale => self.rescale().await?,
             Op::Archive => self.archive().await?,
             Op::Verify => self.verify().await?,
+            Op::ArchiveUnrestored => self.archive_unrestored().await?,
             Op::ArchiveLost => {
                 self.stats.faults += 1;
                 self.archive_lost().await?;
