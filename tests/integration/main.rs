@@ -110,6 +110,7 @@ mod tournaments_edit;
 mod tournaments_end;
 mod tournaments_list;
 mod tournaments_moderation;
+mod tournaments_prune;
 mod tournaments_start;
 mod void;
 mod web_page;

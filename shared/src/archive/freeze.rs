@@ -191,6 +191,29 @@ pub async fn release_instance(
     scripts::tournament::release(conn, keys, period, &ttl, &entry, wait).await
 }
 
+/// Where the prune of a recurring tournament's records stands (`guard::PRUNED`): the end of the
+/// last instance forgotten, if any was.
+pub async fn pruned_through(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<DateTime<Utc>>, StoreError> {
+    let ms: Option<i64> = redis::cmd("HGET").arg(keys.guard()).arg(crate::domain::guard::PRUNED).query_async(conn).await?;
+    Ok(ms.and_then(DateTime::from_timestamp_millis))
+}
+
+/// Forgets the records of `instances` (`prune_instances.lua`), the last of which ended at
+/// `through`, journaled as a `prune` line at `now`. How many it removed; `None` when the
+/// journaled board is lost or fenced (nothing written: the next run, once it is restored).
+pub async fn prune_instances(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    instances: &[Period],
+    through: DateTime<Utc>,
+    now: DateTime<Utc>,
+    wait: ReplicaWait,
+) -> Result<Option<u64>, StoreError> {
+    let entry = if keys.journaled() { Entry::Prune { at: Stamp(now), through: Stamp(through) }.json() } else { String::new() };
+    let fields: Vec<String> = instances.iter().map(closed_field).collect();
+    scripts::tournament::prune(conn, keys, &fields, through.timestamp_millis(), &entry, wait).await
+}
+
 /// A season of a board spread over shards (docs/scaling.md): each shard's period frozen on its
 /// own (its guard closes it to that shard's writes), read as one board.
 pub mod shards {

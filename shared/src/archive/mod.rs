@@ -23,3 +23,5 @@ pub mod schedule;
 pub mod table;
 #[cfg(feature = "dynamodb")]
 pub mod tournament_end;
+#[cfg(feature = "dynamodb")]
+pub mod tournament_prune;

@@ -61,14 +61,14 @@ impl<S: ArchiveSink> Archiver<S> {
             if self.ends_known.get(&tournament.id).is_some_and(|known| tournament.ended_by(now, known, 1).is_empty()) {
                 continue;
             }
-            let through = match self.watermark(tournament).await {
+            let watermark = match self.watermark(tournament).await {
                 Ok(through) => through,
                 Err(error) => {
                     tracing::error!(tournament = %tournament.id, %error, "tournament ends not read");
                     continue;
                 }
             };
-            let mut instances = tournament.ended_by(now, through, INSTANCES_WALKED);
+            let mut instances = tournament.ended_by(now, watermark, INSTANCES_WALKED);
             let walked_to_watermark = instances.len() < INSTANCES_WALKED;
             if !walked_to_watermark {
                 tracing::error!(tournament = %tournament.id, "more instances to end than a run walks: the oldest wait");
@@ -106,6 +106,12 @@ impl<S: ArchiveSink> Archiver<S> {
             }
             let through = ended_through(&instances, &finished, walked_to_watermark);
             self.advance_ended(tournament, through).await;
+            // Behind the watermark read at the start: those instances were finished before.
+            if let Some(watermark) = watermark
+                && let Err(error) = self.prune_instances(tournament, watermark).await
+            {
+                tracing::warn!(tournament = %tournament.id, %error, "ended instances' records not forgotten (the next run goes on)");
+            }
             if (self.clock)() >= deadline {
                 return reports;
             }

@@ -35,6 +35,10 @@ pub const TARGET: &str = "target";
 /// created it and removed by the one that emptied it. A set missing before its expiry was lost
 /// while the guard survived (docs/journal.md#losses).
 pub const KEPT: &str = "kept|";
+/// A recurring tournament's guard: the end (Unix ms) of the last ended instance whose records
+/// (`closed|`, `kept|`) were forgotten (`prune_instances.lua`, docs/tournaments.md#the-end); the
+/// next prune goes on after it.
+pub const PRUNED: &str = "pruned";
 /// Prefix of the records of the marker buckets journaled writes created (docs/journal.md#losses):
 /// "marks|<group>|<day mod 3>" holds "<day>|<earliest expiry, ms>|" and a bit a bucket shard of
 /// that group (128 of them), in hex (prelude_markers.lua). A bucket they record that a write finds not held was lost

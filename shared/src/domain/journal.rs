@@ -56,6 +56,10 @@ pub enum Entry<'a> {
     /// A tournament's ended instance freed once its results were stored: its board, players
     /// and attempts (docs/tournaments.md#the-end).
     Release { at: Stamp, instance: &'a str },
+    /// A recurring tournament's records of instances ended long ago forgotten (their `closed|`
+    /// fields in the guard; docs/tournaments.md#the-end), up to the instance that ended `through`.
+    /// Its effects only.
+    Prune { at: Stamp, through: Stamp },
     /// A season's frozen board and statements freed once its archive was verified
     /// (docs/archival.md): `period` is `<kind>:<id>`. Its effects only (closed, its set gone).
     SeasonRelease { at: Stamp, period: &'a str },
@@ -97,9 +101,9 @@ pub struct Line {
 }
 
 /// Kinds of lines that record what a job did rather than a write to decide (a reshard's
-/// settling of its shard's records, a season's release): their effects are applied as they are,
+/// settling of its shard's records, a season's release, a tournament's prune): their effects are applied as they are,
 /// never decided again.
-pub const RECORD_KINDS: [&str; 2] = ["reshard", "season_release"];
+pub const RECORD_KINDS: [&str; 3] = ["reshard", "season_release", "prune"];
 
 impl Line {
     /// Whether the line is one of the `RECORD_KINDS`.

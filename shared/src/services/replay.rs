@@ -251,9 +251,9 @@ impl Replayer {
                 let closed = self.leagues.close_cohort(board_config, league, &period, tier, n, at).await?;
                 Ok(if closed > 0 { Replayed::Applied } else { Replayed::Duplicate })
             }
-            // Records only (a reshard's settling of its shard's records, a season's release):
-            // nothing to ask again (a restore applies their effects).
-            "reshard" | "season_release" => Ok(Replayed::Duplicate),
+            // Records only (a reshard's settling of its shard's records, a season's release, a
+            // tournament's prune): nothing to ask again (a restore applies their effects).
+            "reshard" | "season_release" | "prune" => Ok(Replayed::Duplicate),
             other => Ok(Replayed::Refused(format!("a {other:?} entry is not replayed"))),
         }
     }

@@ -217,7 +217,7 @@ impl RuntimeBoards {
         all.push(self.keys.board(&board.name));
         let guards: Vec<String> = all.iter().map(BoardKeys::guard).collect();
         for guard in &guards {
-            forget_kept_sets(&mut conn, guard).await?;
+            forget_records(&mut conn, guard).await?;
         }
         for keys in &all {
             free(&mut conn, keys, &guards).await?;
@@ -300,9 +300,11 @@ impl RuntimeBoards {
 /// sets are gone on purpose, and a read that met a record without its set would take the board
 /// for lost (503 `board_restoring`) for good. Before the sets go, so no read sees one without
 /// the other.
-async fn forget_kept_sets(conn: &mut Connection, guard: &str) -> Result<(), StoreError> {
+async fn forget_records(conn: &mut Connection, guard: &str) -> Result<(), StoreError> {
+    use crate::domain::guard::{CLOSED, KEPT, PRUNED, RELEASED};
     let fields: Vec<String> = redis::cmd("HKEYS").arg(guard).query_async(conn).await?;
-    let kept: Vec<&String> = fields.iter().filter(|field| field.starts_with(crate::domain::guard::KEPT)).collect();
+    let kept: Vec<&String> =
+        fields.iter().filter(|field| [KEPT, CLOSED, RELEASED].iter().any(|p| field.starts_with(p)) || *field == PRUNED).collect();
     if !kept.is_empty() {
         let _: () = redis::cmd("HDEL").arg(guard).arg(kept).query_async(conn).await?;
     }

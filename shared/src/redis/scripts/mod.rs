@@ -86,6 +86,7 @@ pub(crate) static SHARD_RANKS: LazyLock<Script> = read_script!("shard_ranks.lua"
 static JOIN_TOURNAMENT: LazyLock<Script> = script!("join_tournament.lua");
 static GRANT_ATTEMPTS: LazyLock<Script> = script!("grant_attempts.lua");
 static RELEASE_INSTANCE: LazyLock<Script> = script!("release_instance.lua");
+static PRUNE_INSTANCES: LazyLock<Script> = script!("prune_instances.lua");
 pub(crate) static RELEASE_SEASON: LazyLock<Script> = script!("release_season.lua");
 pub(crate) static TRIM_JOURNAL: LazyLock<Script> = script!("trim_journal.lua");
 pub(crate) static LIFT_FENCE: LazyLock<Script> = script!("lift_fence.lua");
@@ -123,6 +124,7 @@ pub fn hashes() -> Vec<&'static str> {
         &JOIN_TOURNAMENT,
         &GRANT_ATTEMPTS,
         &RELEASE_INSTANCE,
+        &PRUNE_INSTANCES,
         &RELEASE_SEASON,
         &TRIM_JOURNAL,
         &LIFT_FENCE,

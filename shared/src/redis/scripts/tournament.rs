@@ -2,7 +2,7 @@
 //! concurrent joins), `grant_attempts.lua` and `release_instance.lua`, each journaled in the same
 //! call (docs/tournaments.md).
 
-use super::{EVENT_MARKER_TTL_SECS, GRANT_ATTEMPTS, JOIN_TOURNAMENT, RELEASE_INSTANCE};
+use super::{EVENT_MARKER_TTL_SECS, GRANT_ATTEMPTS, JOIN_TOURNAMENT, PRUNE_INSTANCES, RELEASE_INSTANCE};
 use crate::domain::guard::{closed_field, emptied_field, live_field};
 use crate::domain::period::Period;
 use crate::redis::error::StoreError;
@@ -69,6 +69,28 @@ pub async fn release(
     call.arg(closed_field(instance)).arg(live_field(instance)).arg(emptied_field(instance)).arg(ttl_secs).arg(entry);
     let freed: u8 = conn.run_script(&call, wait).await?;
     Ok(freed == 1)
+}
+
+/// Forgets the guard's `closed` fields of ended instances (`prune_instances.lua`) and marks the
+/// prune's place (`guard::PRUNED`) at `through_ms`; `entry`: the journal entry ('' journals
+/// nothing). How many fields it removed; `None` when the journaled board is lost or fenced
+/// (nothing written).
+pub async fn prune(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    closed_fields: &[String],
+    through_ms: i64,
+    entry: &str,
+    wait: ReplicaWait,
+) -> Result<Option<u64>, StoreError> {
+    let mut call = ScriptCall::new(&PRUNE_INSTANCES);
+    call.key(keys.guard()).key(keys.journal());
+    call.arg(entry).arg(crate::domain::guard::PRUNED).arg(through_ms);
+    for field in closed_fields {
+        call.arg(field);
+    }
+    let removed: i64 = conn.run_script(&call, wait).await?;
+    Ok(u64::try_from(removed).ok())
 }
 
 /// What a grant of attempts did.

@@ -92,3 +92,37 @@ fn a_deleted_schedule_of_every_quarter_hour_is_over_at_once() {
     assert_eq!(cup.next_after(at("2026-12-01T00:00:10Z")), None);
     assert_eq!(cup.open_at(at("2026-12-01T00:00:10Z")).map(|i| i.end), Some(at("2026-12-01T00:00:30Z")), "cut at the deletion");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// The forward walk a prune takes (`ended_between`) finds the instances the archive's walk
+    /// back from the end (`ended_by`) finds, oldest first, the `most` oldest of them: for
+    /// schedules every 15 minutes, every six hours, Friday nights in Paris, daily and weekly
+    /// resets, one deleted part-way.
+    #[test]
+    fn the_walk_forward_finds_the_instances_the_walk_back_finds(
+        schedule in 0usize..5, deleted in proptest::bool::ANY, after_min in 0i64..20_000, span_min in 0i64..20_000, most in 1usize..40,
+    ) {
+        let mut body = friday_nights();
+        body["start"] = json!("2026-11-01T00:07:00Z");
+        match schedule {
+            0 => { body["cron"] = json!("*/15 * * * *"); body["duration_secs"] = json!(600); }
+            1 => { body["cron"] = json!("0 */6 * * *"); body["duration_secs"] = json!(3600); }
+            2 => {}
+            3 => { body.as_object_mut().unwrap().remove("cron"); body["reset"] = json!("day"); }
+            _ => { body.as_object_mut().unwrap().remove("cron"); body["reset"] = json!("week"); body["duration_secs"] = json!(86_400); }
+        }
+        let mut cup = Tournament::parse("cup", &body).unwrap();
+        let base = at("2026-11-01T00:00:00Z");
+        if deleted {
+            cup.deleted = Some(base + Duration::minutes(after_min + span_min / 2) + Duration::milliseconds(1));
+        }
+        let after = base + Duration::minutes(after_min);
+        let through = after + Duration::minutes(span_min);
+        let mut back: Vec<Instance> = cup.ended_by(through, Some(after), usize::MAX);
+        back.reverse();
+        proptest::prop_assert_eq!(&cup.ended_between(after, through, usize::MAX), &back);
+        back.truncate(most);
+        proptest::prop_assert_eq!(cup.ended_between(after, through, most), back);
+    }
+}

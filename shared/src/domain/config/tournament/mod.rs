@@ -362,6 +362,23 @@ impl Tournament {
         }
         ended
     }
+
+    /// `ended_by`'s instances walked forward: those that ended after `after` and by `through`,
+    /// the `most` oldest, oldest first (where a prune of their records goes on from).
+    pub fn ended_between(&self, after: DateTime<Utc>, through: DateTime<Utc>, most: usize) -> Vec<Instance> {
+        let mut ended: Vec<Instance> = Vec::new();
+        let mut next = self.instance_of_period(after).or_else(|| self.next_after(after));
+        while let Some(instance) = next {
+            if ended.len() >= most || instance.end > through {
+                break;
+            }
+            if instance.end > after && !self.after_deletion(&instance) {
+                ended.push(instance.clone());
+            }
+            next = self.next_after(instance.start);
+        }
+        ended
+    }
 }
 
 /// Where a tournament's watermark of ended instances moves after a run: past its oldest
