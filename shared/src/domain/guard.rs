@@ -35,8 +35,8 @@ pub const TARGET: &str = "target";
 /// created it and removed by the one that emptied it. A set missing before its expiry was lost
 /// while the guard survived (docs/journal.md#losses).
 pub const KEPT: &str = "kept|";
-/// A recurring tournament's guard: the end (Unix ms) of the last ended instance whose records
-/// (`closed|`, `kept|`) were forgotten (`prune_instances.lua`, docs/tournaments.md#the-end); the
+/// A recurring tournament's guard: the end (Unix ms) of the last ended instance whose record
+/// (`closed|`; its release removed the others) was forgotten (`prune_instances.lua`, docs/tournaments.md#the-end); the
 /// next prune goes on after it.
 pub const PRUNED: &str = "pruned";
 /// Prefix of the records of the marker buckets journaled writes created (docs/journal.md#losses):

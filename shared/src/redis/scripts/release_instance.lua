@@ -24,12 +24,10 @@ instance was not frozen (nothing written)
 ]]
 
 local GUARD, BOARD, PLAYERS, ENTRIES, SIZE, JOURNAL = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
--- Nothing left first: an instance released long ago, its closed field forgotten since
--- (prune_instances.lua), is released, not unfrozen.
-local players = redis.call('SCARD', PLAYERS)
-if players == 0 and redis.call('EXISTS', ENTRIES) == 0 and redis.call('EXISTS', BOARD) == 0 then return 0 end
 local closed = redis.call('HGET', GUARD, ARGV[1])
 if not closed then return redis.error_reply('ERR release_instance: the instance is not frozen') end
+local players = redis.call('SCARD', PLAYERS)
+if players == 0 and redis.call('EXISTS', ENTRIES) == 0 and redis.call('EXISTS', BOARD) == 0 then return 0 end
 writable(BOARD, 'zset')
 writable(ENTRIES, 'hash')
 writable(SIZE, 'string')
