@@ -1,5 +1,6 @@
 //! Admin writes in the simulation: bans and unbans of a user on every board (restored first
-//! where a fault left a board lost, as the 503 asks), and corrections of the forum.
+//! where a fault left a board lost, as the 503 asks), and corrections of the forum, their
+//! first reply lost or not.
 
 use axum::http::{Method, StatusCode};
 use serde_json::json;
@@ -33,11 +34,35 @@ impl World {
     }
 
     pub(super) async fn correct(&mut self, id: u32, user: u8, delta: i64) -> Result<(), String> {
+        self.correct_once(id, user, delta, false).await
+    }
+
+    /// Fault: a correction whose first script call reaches Redis while its reply is lost with
+    /// the connection (standalone: a proxy in front of Redis; the cluster pass sends it
+    /// plainly). Answered, or an error and sent again by the operator under its id: applied
+    /// once, whichever answer said so (a resend finds its own first call: `duplicate`), and one
+    /// audit entry under its id.
+    pub(super) async fn dropped_correct(&mut self, id: u32, user: u8, delta: i64) -> Result<(), String> {
+        self.correct_once(id, user, delta, true).await
+    }
+
+    async fn correct_once(&mut self, id: u32, user: u8, delta: i64, dropped: bool) -> Result<(), String> {
         let mut next = self.model.clone();
         let expect = next.correct(&format!("c{id}"), &format!("u{user}"), delta, self.now());
         let request = json!({"correction_id": format!("c{id}"), "delta": delta, "reason": "simulation"});
         let path = format!("/v1/admin/boards/forum/users/u{user}/corrections");
-        let (status, reply) = self.app.call(Method::POST, &path, request.to_string(), ADMIN).await;
+        let dropped = dropped && !self.forum_lost && self.proxy.is_some();
+        if let (true, Some(proxy)) = (dropped, &self.proxy) {
+            self.stats.faults += 1;
+            proxy.drop_next_reply_to(self.app.keys.board("forum").guard().as_bytes());
+        }
+        let (mut status, mut reply) = self.app.call(Method::POST, &path, request.to_string(), ADMIN).await;
+        if let Some(proxy) = &self.proxy {
+            proxy.disarm();
+        }
+        if dropped && status.is_server_error() {
+            (status, reply) = self.app.call(Method::POST, &path, request.to_string(), ADMIN).await;
+        }
         if self.forum_lost && restoring(status, &reply) {
             return Ok(());
         }
@@ -50,13 +75,30 @@ impl World {
         } else {
             event_answer(status, &reply).1
         };
-        if got != expect {
+        let resent = dropped && matches!((&expect, &got), (Expect::Took { .. }, Expect::Duplicate { .. }));
+        if got != expect && !resent {
             return Err(format!("correction: expected {expect:?}, got {status} {reply}"));
         }
         if matches!(expect, Expect::Took { .. }) {
             self.last_audit = Some(("correction", format!("u{user}"), self.now()));
+            if dropped {
+                let entries = self.correction_entries(&format!("c{id}")).await?;
+                if entries != 1 {
+                    return Err(format!("a correction whose reply was lost left {entries} audit entries (answer {status} {reply})"));
+                }
+            }
         }
         self.model = next;
         Ok(())
+    }
+
+    /// The forum's audit entries of correction `id`.
+    async fn correction_entries(&self, id: &str) -> Result<usize, String> {
+        let (status, audit) = self.app.call(Method::GET, "/v1/admin/audit?board=forum&limit=100", "", ADMIN).await;
+        if status != StatusCode::OK {
+            return Err(format!("audit: {status} {audit}"));
+        }
+        let entries = audit["entries"].as_array().cloned().unwrap_or_default();
+        Ok(entries.iter().filter(|e| e["kind"] == "correction" && e["correction_id"] == id).count())
     }
 }

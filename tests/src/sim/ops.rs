@@ -89,6 +89,13 @@ pub enum Op {
     Unban {
         user: u8,
     },
+    /// Fault: a correction whose first script reply is lost with its connection (standalone:
+    /// a proxy in front of Redis; the cluster pass sends a plain correction).
+    DroppedCorrect {
+        id: u32,
+        user: u8,
+        delta: i8,
+    },
     /// An admin correction of the forum's current periods.
     Correct {
         id: u32,
@@ -384,7 +391,8 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
             60..=61 => Op::Ban { user },
             62..=64 => Op::Unban { user },
             65 => Op::DroppedBan { user },
-            66..=68 => Op::Correct { id: id(1), user, delta: rng.i8(-4..6) },
+            66..=67 => Op::Correct { id: id(1), user, delta: rng.i8(-4..6) },
+            68 => Op::DroppedCorrect { id: id(1), user, delta: rng.i8(-4..6) },
             // Up to nine days: most histories cross a month's end, so seasons end and archive.
             69 => {
                 let windows = [1, 7, 60, 900, 3_600, 6 * 3_600, 86_400, 3 * 86_400];

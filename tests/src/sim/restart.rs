@@ -85,6 +85,39 @@ impl World {
         .await;
     }
 
+    /// The forum's slot as an older copy of its node's files holds it: each key's dump and
+    /// absolute expiry (ms; -1 none).
+    async fn slot_copy(&self) -> Vec<(String, Vec<u8>, i64)> {
+        let mut conn = self.app.redis.clone();
+        let mut copy = Vec::new();
+        for key in self.app.written_keys().await.into_iter().filter(|key| key.contains("{forum}")) {
+            let dump: Option<Vec<u8>> = redis::cmd("DUMP").arg(&key).query_async(&mut conn).await.expect("a key's dump");
+            let expiry: i64 = redis::cmd("PEXPIRETIME").arg(&key).query_async(&mut conn).await.expect("a key's expiry");
+            if let Some(dump) = dump {
+                copy.push((key, dump, expiry));
+            }
+        }
+        copy
+    }
+
+    /// The forum's slot started again on `copy` (a node restarted from an older RDB, its slots
+    /// only): every key written since gone, every key of the copy as it was then (a key whose
+    /// expiry passed since is not loaded, as Redis drops it on loading).
+    async fn slot_roll_back(&self, copy: &[(String, Vec<u8>, i64)]) {
+        let mut conn = self.app.redis.clone();
+        for key in self.app.written_keys().await.into_iter().filter(|key| key.contains("{forum}")) {
+            let () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.expect("a key deleted");
+        }
+        for (key, dump, expiry) in copy {
+            let mut restore = redis::cmd("RESTORE");
+            restore.arg(key).arg((*expiry).max(0)).arg(dump).arg("REPLACE");
+            if *expiry >= 0 {
+                restore.arg("ABSTTL");
+            }
+            let () = restore.query_async(&mut conn).await.expect("a key loaded from the copy");
+        }
+    }
+
     /// Fault: Redis started again on an older copy of its files (a snapshot restored,
     /// docs/journal.md#rollbacks): a drain (nothing left to send), the copy, comments of `users`
     /// (acknowledged: the model takes them), a drain that stores them in S3, then the server
@@ -94,25 +127,31 @@ impl World {
     /// are the snapshot's; the model takes those it applied as the restore decides them again
     /// (the retry a duplicate, each new one applied once, or refused as the model says); those
     /// it refused are not in the journal. Its reads and writes may answer 503
-    /// `board_restoring` until a restore brings the comments back. Standalone (the cluster pass
-    /// sends the comments without the fault). With `moved`, the guild is moved between the copy
+    /// `board_restoring` until a restore brings the comments back. Standalone: the whole server;
+    /// on the cluster, the forum's slot alone. With `moved` (standalone), the guild is moved between the copy
     /// and the drain, and a user posts to it after the switch: the copy records the layout it
     /// moved from, fenced until the restore brings it back in the layout S3 says it switched to
     /// (docs/scaling.md#changing-shards); a post to it on the older store before the fence, in
     /// the layout it moved from, is decided again there by the restore (the model takes it).
+    /// On the cluster (no server of the world's own) the node holding the forum's slot is the
+    /// one started on an older copy, its slot alone (`slot_copy`): the other boards stay as they
+    /// are, and the guild is not moved.
     pub(super) async fn rollback(&mut self, first_id: u32, users: &[u8], moved: Option<u8>) -> Result<(), String> {
-        if self.server.is_none() {
-            return self.burst(first_id, users).await;
-        }
+        let whole = self.server.is_some();
+        let moved = moved.filter(|_| whole);
         self.drain().await?;
         // A forum lost when the copy is taken comes back lost: the copy refuses its writes.
         let lost_in_copy = self.forum_lost;
         // So do the others and the catalog (a restore part-way when the copy was taken: its
         // fences come back with the copy).
         let others_in_copy = (self.others_lost, self.all_lost);
-        if let Some(server) = self.server.as_ref() {
-            server.snapshot();
-        }
+        let slot = match self.server.as_ref() {
+            Some(server) => {
+                server.snapshot();
+                None
+            }
+            None => Some(self.slot_copy().await),
+        };
         self.stats.faults += 1;
         self.burst(first_id, users).await?;
         if let Some(shards) = moved {
@@ -124,9 +163,14 @@ impl World {
         if let Some(server) = self.server.as_mut() {
             server.roll_back().await;
         }
-        // The guild moved (or posted to) since the copy: the copy's guild is older than its journal.
-        self.others_lost |= moved.is_some() || others_in_copy.0;
-        self.all_lost |= others_in_copy.1;
+        if let Some(copy) = &slot {
+            self.slot_roll_back(copy).await;
+        }
+        if whole {
+            // The guild moved (or posted to) since the copy: the copy's guild is older than its journal.
+            self.others_lost |= moved.is_some() || others_in_copy.0;
+            self.all_lost |= others_in_copy.1;
+        }
         self.reconnected().await;
         let retried = Self::comments(first_id, &users[..users.len().min(1)]);
         let fresh = Self::comments(first_id, users).into_iter().map(|sent| Sent { id: format!("w{}", sent.id), ..sent });

@@ -259,6 +259,9 @@ impl World {
                 self.dropped_ban(*user).await?;
             }
             Op::Correct { id, user, delta } => self.correct(*id, *user, if *delta == 0 { 1 } else { i64::from(*delta) }).await?,
+            Op::DroppedCorrect { id, user, delta } => {
+                self.dropped_correct(*id, *user, if *delta == 0 { 1 } else { i64::from(*delta) }).await?
+            }
             Op::Void { id, user, back, span, again } => self.void(*id, *user, *back, *span, *again).await?,
             Op::Advance { secs } => self.app.set_now(self.app.now() + Duration::seconds(i64::from(*secs))),
             Op::Drain => self.drain().await?,
