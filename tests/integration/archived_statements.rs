@@ -30,7 +30,7 @@ async fn an_archived_seasons_statement_is_gone_and_its_hashes_are_released() {
 
     // Frozen (the archive job has started): the live board is gone, so is its statement.
     let season = ArchiveHarness::season(SEASON);
-    standings::archive::freeze::freeze(&mut harness.redis.clone(), &harness.keys.board("points"), &season, false).await.unwrap();
+    standings::archive::freeze::freeze(&mut harness.redis.clone(), &harness.keys.board("points"), &season, None).await.unwrap();
     let (status, frozen) = app.call_query(Method::GET, path, "").await;
     assert_eq!((status.as_u16(), frozen["error"]["code"].as_str()), (410, Some("period_closed")), "{frozen}");
 
@@ -63,7 +63,7 @@ async fn statements_of_users_no_longer_on_the_board_are_released_with_the_season
     assert_eq!(statements().await.len(), 2, "cy is off the board, with a statement that says why");
 
     let season = ArchiveHarness::season(SEASON);
-    standings::archive::freeze::freeze(&mut harness.redis.clone(), &harness.keys.board("points"), &season, false).await.unwrap();
+    standings::archive::freeze::freeze(&mut harness.redis.clone(), &harness.keys.board("points"), &season, None).await.unwrap();
     let report = harness.archiver(harness.table.clone()).archive_season("points", SEASON, Shard::WHOLE, at("2100-01-01T00:00:00Z")).await;
     assert_eq!(report.map(|r| (r.status, r.total)).unwrap(), (Status::Complete, 1));
     assert!(statements().await.is_empty(), "every user's statement released with the season: {:?}", statements().await);

@@ -231,3 +231,46 @@ async fn a_released_season_stays_closed_through_a_loss_of_every_key_and_a_restor
     let (status, all) = app.get("/v1/boards/guild/top?period=all&limit=10").await;
     assert_eq!((status, all["entries"].as_array().map(Vec::len)), (StatusCode::OK, Some(7)), "the all-time board is back: {all}");
 }
+
+/// A season whose set a loss took while the board's guard survived (its `kept|` record says the
+/// set exists): the archive's freeze fences the board (`board_restoring`, the guard recording
+/// the loss, the season not closed) where it closed the season `lost` for good before, which
+/// only a hand edit of the guard undid; a restore brings the set back and the next run
+/// archives it whole, as it stood.
+#[tokio::test]
+async fn a_season_set_lost_under_a_surviving_guard_fences_the_freeze_and_is_archived_whole_after_a_restore() {
+    let season = season(1);
+    let table = unique_season_table().await;
+    let app = spawn_journaled_archiving(config(1), Keys::new(&unique_prefix()).unwrap(), table.clone()).await;
+    app.set_now(month_start(1) + Duration::days(9) + Duration::hours(12));
+    for i in 0..12 {
+        post(&app, &format!("e{i}"), &format!("u{}", i % 7)).await;
+    }
+    let standings = |top: &Value| -> Vec<(String, i64)> {
+        let entries = top["entries"].as_array().cloned().unwrap_or_default();
+        entries.iter().map(|e| (e["user_id"].as_str().unwrap_or("?").to_owned(), e["score"].as_i64().unwrap_or(-1))).collect()
+    };
+    let (_, live) = app.get(&format!("/v1/boards/guild/top?period=season&at={}-01&limit=10", season.id)).await;
+    assert_eq!(standings(&live).len(), 7, "{live}");
+    let (client, bucket) = drain_to_new_bucket(&app, 5).await;
+    let keys = app.keys.layout("guild", 1).all().remove(0);
+    let mut conn = app.redis.clone();
+    let removed: u64 = redis::cmd("DEL").arg(keys.period(&season)).query_async(&mut conn).await.unwrap();
+    assert_eq!(removed, 1);
+
+    app.set_now(month_start(0) + Duration::hours(2));
+    let error = archiver(&app, &table).archive_season("guild", &season.id, Shard::WHOLE, far()).await.unwrap_err();
+    assert_eq!(error.code(), "board_restoring", "{error}");
+    let guard: std::collections::HashMap<String, String> = redis::cmd("HGETALL").arg(keys.guard()).query_async(&mut conn).await.unwrap();
+    assert!(!guard.contains_key(&closed_field(&season)), "the season is not closed: {guard:?}");
+    assert_eq!(guard.get(standings::domain::guard::LOST).map(String::as_str), Some("1"), "the loss recorded: {guard:?}");
+    assert!(table.completed("guild", &season.id).await.unwrap().is_none());
+
+    let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
+    let restored = restorer.restore(None, far()).await.unwrap();
+    assert_eq!(restored.status, journal::Status::Complete, "{restored:?}");
+    let report = archiver(&app, &table).archive_season("guild", &season.id, Shard::WHOLE, far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete);
+    let (status, archived) = app.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;
+    assert_eq!((status, standings(&archived)), (StatusCode::OK, standings(&live)), "{archived}");
+}

@@ -41,10 +41,11 @@ pub struct Frozen {
 }
 
 /// Closes `period` to events and renames its board to the frozen key, atomically; a re-run
-/// only reports. `fenced`: the board is journaled, so a guard that is not born or is fenced
-/// (lost, or being restored) is refused with `BOARD_RESTORING` and nothing is written: a
-/// restore brings the period back first.
-pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period, fenced: bool) -> Result<Frozen, StoreError> {
+/// only reports. `fenced`: the board is journaled (the function's clock), so a guard that is not
+/// born or is fenced (lost, or being restored), or whose record of the period's set says it
+/// exists where it is gone (the guard then fenced), is refused with `BOARD_RESTORING` and
+/// nothing else is written: a restore brings the period back first.
+pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period, fenced: Option<DateTime<Utc>>) -> Result<Frozen, StoreError> {
     let (members, present, lost, unwitnessed): (u64, u8, u8, u8) = scripts::FREEZE_SEASON
         .key(keys.guard())
         .key(keys.period(period))
@@ -52,7 +53,7 @@ pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period, fe
         .arg(closed_field(period))
         .arg(live_field(period))
         .arg(emptied_field(period))
-        .arg(if fenced { "1" } else { "0" })
+        .arg(fenced.map_or(0, |now| now.timestamp_millis()))
         .invoke_async(conn)
         .await?;
     Ok(Frozen { members, present: present == 1, lost: lost == 1, unwitnessed: unwitnessed == 1 })
@@ -225,7 +226,12 @@ pub mod shards {
     }
 
     /// Freezes every shard; what each found.
-    pub async fn freeze(conn: &mut Connection, shards: &[BoardKeys], period: &Period, fenced: bool) -> Result<Vec<Frozen>, StoreError> {
+    pub async fn freeze(
+        conn: &mut Connection,
+        shards: &[BoardKeys],
+        period: &Period,
+        fenced: Option<DateTime<Utc>>,
+    ) -> Result<Vec<Frozen>, StoreError> {
         let mut frozen = Vec::with_capacity(shards.len());
         for keys in shards {
             frozen.push(super::freeze(conn, keys, period, fenced).await?);

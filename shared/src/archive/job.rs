@@ -311,7 +311,7 @@ impl<S: ArchiveSink> Archiver<S> {
             return Err(ArchiveError::SeasonNotEnded { board: board.to_owned(), season: season.to_owned(), ready_at });
         }
 
-        let frozen = freeze::shards::freeze(&mut conn, &job.shards, &job.season, self.keys.journal_on()).await?;
+        let frozen = freeze::shards::freeze(&mut conn, &job.shards, &job.season, self.keys.journal_on().then_some(now)).await?;
         // A flush takes the guard with the board: only what the runs saw can tell it apart
         // from a season nobody played (shard by shard: one may have had no member at all).
         for (name, shard) in seen_names(&layout).iter().zip(&frozen) {

@@ -78,6 +78,11 @@ impl World {
         }
         // A failed end is tried again by the next run, which must then end it whole.
         let _ = archiver.end_tournaments(None::<&standings::archive::bus::EventBridgeBus>, self.deadline()).await;
+        let app = &self.app;
+        let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+        if let Ok(ends) = archive::end_boards(&boards, &archiver, self.app.now(), self.deadline()).await {
+            self.ended(ends)?;
+        }
         if let Err(error) = self.app.closer().close_due(super::world::far()).await
             && error.code() != "board_restoring"
         {
@@ -162,15 +167,10 @@ impl World {
         let ends = archive::end_boards(&boards, &archiver, self.app.now(), self.deadline())
             .await
             .map_err(|e| format!("runtime boards' ends: {e}"))?;
-        // When a deleted cup's end is done is the drain's (its journal stored first): observed.
-        for end in ends {
-            match end.status {
-                "done" if end.board.starts_with("cup") => self.model.cups.retire(&end.board)?,
-                "done" => self.model.boards.retire(&end.board)?,
-                "failed" => return Err(format!("a deleted board's end: {end:?}")),
-                _ => {}
-            }
+        if let Some(failed) = ends.iter().find(|end| end.status == "failed") {
+            return Err(format!("a deleted board's end: {failed:?}"));
         }
+        self.ended(ends)?;
         // The closes' deadline is on the real clock (the Lambda's remaining time).
         let closed = self.app.closer().close_due(super::world::far()).await.map_err(|e| format!("league closes: {e}"))?;
         if let Some(report) = closed.iter().find(|r| r.status != "complete") {
@@ -179,6 +179,18 @@ impl World {
         let model = &mut self.model;
         let (banned, days) = (model.banned().clone(), model.clone());
         model.ladder.close_due(self.app.now().timestamp(), |day| (day + 1) * 86_400, |day| days.arcade_day(day), &banned);
+        Ok(())
+    }
+
+    /// When a deleted board's end is done is the drain's (its journal stored first): observed.
+    fn ended(&mut self, ends: Vec<standings::services::runtime_boards::EndReport>) -> Result<(), String> {
+        for end in ends.iter().filter(|end| end.status == "done") {
+            if end.board.starts_with("cup") {
+                self.model.cups.retire(&end.board)?;
+            } else {
+                self.model.boards.retire(&end.board)?;
+            }
+        }
         Ok(())
     }
 

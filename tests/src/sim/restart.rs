@@ -93,7 +93,8 @@ impl World {
         for key in self.app.written_keys().await.into_iter().filter(|key| key.contains("{forum}")) {
             let dump: Option<Vec<u8>> = redis::cmd("DUMP").arg(&key).query_async(&mut conn).await.expect("a key's dump");
             let expiry: i64 = redis::cmd("PEXPIRETIME").arg(&key).query_async(&mut conn).await.expect("a key's expiry");
-            if let Some(dump) = dump {
+            // -2: it expired between the two reads.
+            if let (Some(dump), false) = (dump, expiry == -2) {
                 copy.push((key, dump, expiry));
             }
         }

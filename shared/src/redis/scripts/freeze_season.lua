@@ -13,9 +13,12 @@ ARGV[2]  the guard field the write scripts set when the period's board is create
          "live|<kind>:<id>"
 ARGV[3]  the guard field the write scripts set when a take-back, correction, ban or void
          empties the period's board, "emptied|<kind>:<id>"
-ARGV[4]  "1" when the board is journaled: a guard not born, or fenced, is a board lost or
-         being restored, and the freeze is refused (BOARD_RESTORING) with nothing written, so
-         no field of a lost guard makes it look intact to the restore that follows
+ARGV[4]  the function's clock (ms) when the board is journaled, "0" when not. Journaled, a
+         guard not born, or fenced, is a board lost or being restored, and the freeze is
+         refused (BOARD_RESTORING) with nothing written, so no field of a lost guard makes it
+         look intact to the restore that follows; a period set the guard records
+         (`kept|<kind>:<id>`, before its expiry on that clock) and Redis lost fences the board
+         (prelude.lua `fence_lost`) and is refused the same way
 
 The closed field's value is the number of members frozen. It outlives the frozen set, which the
 archive job deletes once the archive is verified, so a late re-run still learns the size. A
@@ -31,10 +34,17 @@ Reply: {members, present, lost, unwitnessed}
   unwitnessed  1 when nothing in Redis says whether the period had members
 ]]
 
-if ARGV[4] == '1' then
-  local state = redis.call('HMGET', KEYS[1], GUARD_BORN, GUARD_FENCE)
+if ARGV[4] ~= '0' then
+  local state = redis.call('HMGET', KEYS[1], GUARD_BORN, GUARD_FENCE, ARGV[1], GUARD_KEPT .. string.sub(ARGV[1], #GUARD_CLOSED + 1))
   if state[2] or not state[1] then
     error({err = 'BOARD_RESTORING the board is being restored from its journal'})
+  end
+  -- A set the guard records (docs/journal.md#losses) and Redis lost while the guard survived:
+  -- the journal brings it back, so the board is fenced and the freeze refused (nothing else
+  -- written), where closing the period 'lost' would have kept it lost after the restore.
+  if not state[3] and state[4] and redis.call('EXISTS', KEYS[2]) == 0 then
+    local expiry = tonumber(state[4])
+    if expiry < 0 or tonumber(ARGV[4]) < expiry then fence_lost(KEYS[1]) end
   end
 end
 local members = redis.call('HGET', KEYS[1], ARGV[1])

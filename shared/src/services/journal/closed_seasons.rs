@@ -184,7 +184,7 @@ async fn carry_period(
         let value: Option<String> = redis::cmd("HGET").arg(source.guard()).arg(&field).query_async(conn).await?;
         if value.is_none() {
             // Fenced by the move, so unfenced here: the freeze the archive's next run would do.
-            freeze::freeze(conn, source, period, false).await?;
+            freeze::freeze(conn, source, period, None).await?;
         }
         let value: Option<String> = redis::cmd("HGET").arg(source.guard()).arg(&field).query_async(conn).await?;
         closed.push(Closed::parse(value.as_deref().unwrap_or("unwitnessed")));

@@ -191,7 +191,7 @@ impl TournamentAdmin {
                 let state = catalog::guard_state(&catalog.guard()).query_async(&mut conn).await.map_err(StoreError::from)?;
                 catalog::restoring(state)?;
             }
-            freeze::freeze(&mut conn, &self.keys.board(id), &period, self.keys.journal_on()).await?;
+            freeze::freeze(&mut conn, &self.keys.board(id), &period, self.keys.journal_on().then_some(now)).await?;
             if let Some(why) = why {
                 stored[CLOSED][&instance.id] = why;
                 forget_early_ends(&mut stored, tournament, now);

@@ -170,7 +170,7 @@ impl Tournaments {
             .map_err(|_| PlayError::UnknownInstance { tournament: board.name.clone(), instance: instance.to_owned() })?;
         let keys = self.keys.board(&board.name);
         let mut conn = self.store.write_connection().await?;
-        crate::archive::freeze::freeze(&mut conn, &keys, &period, self.keys.journal_on() && !self.keys.replays()).await?;
+        crate::archive::freeze::freeze(&mut conn, &keys, &period, (self.keys.journal_on() && !self.keys.replays()).then_some(now)).await?;
         crate::archive::freeze::release_frozen(&mut conn, &keys, &period, board.statements).await?;
         Ok(crate::archive::freeze::release_instance(&mut conn, &keys, &period, now, self.store.replica_wait()).await?)
     }
