@@ -201,15 +201,28 @@ async fn lose_everything(app: &TestApp) {
     }
 }
 
-#[tokio::test]
-async fn a_released_season_stays_closed_through_a_loss_of_every_key_and_a_restore() {
-    let season = season(1);
+/// Last month's season of a journaled guild of `shards` archiving into a table of its own,
+/// 12 posts of 7 members on its tenth day; the app's clock left there.
+async fn played_last_month(shards: u32) -> (Period, standings::archive::table::SeasonTable, TestApp) {
     let table = unique_season_table().await;
-    let app = spawn_journaled_archiving(config(2), Keys::new(&unique_prefix()).unwrap(), table.clone()).await;
+    let app = spawn_journaled_archiving(config(shards), Keys::new(&unique_prefix()).unwrap(), table.clone()).await;
     app.set_now(month_start(1) + Duration::days(9) + Duration::hours(12));
     for i in 0..12 {
         post(&app, &format!("e{i}"), &format!("u{}", i % 7)).await;
     }
+    (season(1), table, app)
+}
+
+/// A restore of every board from the journal in `bucket`, complete in one invocation.
+async fn restore_completely(app: &TestApp, client: aws_sdk_s3::Client, bucket: &str) {
+    let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client, bucket));
+    let restored = restorer.restore(None, far()).await.unwrap();
+    assert_eq!(restored.status, journal::Status::Complete, "{restored:?}");
+}
+
+#[tokio::test]
+async fn a_released_season_stays_closed_through_a_loss_of_every_key_and_a_restore() {
+    let (season, table, app) = played_last_month(2).await;
     app.set_now(month_start(0) + Duration::hours(2));
     let report = archiver(&app, &table).archive_season("guild", &season.id, Shard::WHOLE, far()).await.unwrap();
     assert_eq!(report.status, Status::Complete);
@@ -219,9 +232,7 @@ async fn a_released_season_stays_closed_through_a_loss_of_every_key_and_a_restor
 
     let (client, bucket) = drain_to_new_bucket(&app, 5).await;
     lose_everything(&app).await;
-    let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
-    let restored = restorer.restore(None, far()).await.unwrap();
-    assert_eq!(restored.status, journal::Status::Complete, "{restored:?}");
+    restore_completely(&app, client, &bucket).await;
 
     assert_eq!(season_keys(&app, &shards, &season).await, Vec::<String>::new(), "nothing of the released season is live again");
     let (status, body) = correct(&app, &season).await;
@@ -239,13 +250,7 @@ async fn a_released_season_stays_closed_through_a_loss_of_every_key_and_a_restor
 /// archives it whole, as it stood.
 #[tokio::test]
 async fn a_season_set_lost_under_a_surviving_guard_fences_the_freeze_and_is_archived_whole_after_a_restore() {
-    let season = season(1);
-    let table = unique_season_table().await;
-    let app = spawn_journaled_archiving(config(1), Keys::new(&unique_prefix()).unwrap(), table.clone()).await;
-    app.set_now(month_start(1) + Duration::days(9) + Duration::hours(12));
-    for i in 0..12 {
-        post(&app, &format!("e{i}"), &format!("u{}", i % 7)).await;
-    }
+    let (season, table, app) = played_last_month(1).await;
     let standings = |top: &Value| -> Vec<(String, i64)> {
         let entries = top["entries"].as_array().cloned().unwrap_or_default();
         entries.iter().map(|e| (e["user_id"].as_str().unwrap_or("?").to_owned(), e["score"].as_i64().unwrap_or(-1))).collect()
@@ -266,9 +271,7 @@ async fn a_season_set_lost_under_a_surviving_guard_fences_the_freeze_and_is_arch
     assert_eq!(guard.get(standings::domain::guard::LOST).map(String::as_str), Some("1"), "the loss recorded: {guard:?}");
     assert!(table.completed("guild", &season.id).await.unwrap().is_none());
 
-    let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
-    let restored = restorer.restore(None, far()).await.unwrap();
-    assert_eq!(restored.status, journal::Status::Complete, "{restored:?}");
+    restore_completely(&app, client, &bucket).await;
     let report = archiver(&app, &table).archive_season("guild", &season.id, Shard::WHOLE, far()).await.unwrap();
     assert_eq!(report.status, Status::Complete);
     let (status, archived) = app.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;

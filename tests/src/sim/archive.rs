@@ -78,8 +78,7 @@ impl World {
         }
         // A failed end is tried again by the next run, which must then end it whole.
         let _ = archiver.end_tournaments(None::<&standings::archive::bus::EventBridgeBus>, self.deadline()).await;
-        let app = &self.app;
-        let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+        let boards = self.runtime_boards();
         if let Ok(ends) = archive::end_boards(&boards, &archiver, self.app.now(), self.deadline()).await {
             self.ended(ends)?;
         }
@@ -162,8 +161,7 @@ impl World {
             return Err(format!("a tournament's end: {failed:?}"));
         }
         self.model.cups.archive(self.now());
-        let app = &self.app;
-        let boards = RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env());
+        let boards = self.runtime_boards();
         let ends = archive::end_boards(&boards, &archiver, self.app.now(), self.deadline())
             .await
             .map_err(|e| format!("runtime boards' ends: {e}"))?;
@@ -180,6 +178,11 @@ impl World {
         let (banned, days) = (model.banned().clone(), model.clone());
         model.ladder.close_due(self.app.now().timestamp(), |day| (day + 1) * 86_400, |day| days.arcade_day(day), &banned);
         Ok(())
+    }
+
+    fn runtime_boards(&self) -> RuntimeBoards {
+        let app = &self.app;
+        RuntimeBoards::new(app.config.clone(), app.keys.clone(), app.store.clone(), limit_from_env())
     }
 
     /// When a deleted board's end is done is the drain's (its journal stored first): observed.
