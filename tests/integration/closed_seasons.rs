@@ -277,3 +277,43 @@ async fn a_season_set_lost_under_a_surviving_guard_fences_the_freeze_and_is_arch
     let (status, archived) = app.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;
     assert_eq!((status, standings(&archived)), (StatusCode::OK, standings(&live)), "{archived}");
 }
+
+/// An archive run cut off between the shards of a season (one frozen, the other not yet), then
+/// the other shard's season set lost while its guard survived (its `kept|` record): a move then
+/// froze that shard as the archive would have, closed the season `lost` in every new shard, and
+/// the archive answered `live_board_lost` for good. The move's freeze reads the record as the
+/// archive's does: the move stops with the board fenced (`board_restoring`), a restore brings
+/// the set back, and the move then carries the season whole, archived as it stood.
+#[tokio::test]
+async fn a_season_set_lost_under_a_surviving_guard_stops_a_move_until_a_restore_and_is_carried_whole() {
+    let (season, table, two) = played_last_month(2).await;
+    let (_, live) = two.get(&format!("/v1/boards/guild/top?period=season&at={}-01&limit=10", season.id)).await;
+    let (client, bucket) = drain_to_new_bucket(&two, 5).await;
+    two.set_now(month_start(0) + Duration::hours(2));
+    let old = two.keys.layout("guild", 2).all();
+    let mut conn = two.redis.clone();
+    let first = standings::archive::freeze::freeze(&mut conn, &old[0], &season, Some(two.now())).await.unwrap();
+    assert!(first.members > 0 && first.present, "{first:?}");
+    let removed: u64 = redis::cmd("DEL").arg(old[1].period(&season)).query_async(&mut conn).await.unwrap();
+    assert_eq!(removed, 1, "the second shard held some of the season");
+
+    let three = spawn_journaled_archiving(config(3), two.keys.clone(), table.clone()).await;
+    three.set_now(two.now());
+    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
+    let reshard = || jobs.run(json!({"reshard": {"board": "guild"}}), far());
+    let error = reshard().await.unwrap_err();
+    assert_eq!(error.code(), "board_restoring", "{error}");
+    let lost: Option<String> =
+        redis::cmd("HGET").arg(old[1].guard()).arg(standings::domain::guard::LOST).query_async(&mut conn).await.unwrap();
+    assert_eq!(lost.as_deref(), Some("1"), "the loss recorded in the shard's guard");
+    let error = reshard().await.unwrap_err();
+    assert!(error.to_string().contains("restore it, then move it"), "refused until a restore: {error}");
+
+    restore_completely(&three, client.clone(), &bucket).await;
+    let moved = reshard().await.unwrap();
+    assert_eq!(moved["status"], "complete", "{moved}");
+    let report = archiver(&three, &table).archive_season("guild", &season.id, Shard::WHOLE, far()).await.unwrap();
+    assert_eq!(report.status, Status::Complete);
+    let (status, archived) = three.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;
+    assert_eq!((status, &archived["entries"]), (StatusCode::OK, &live["entries"]), "{archived}");
+}

@@ -46,6 +46,24 @@ pub struct Frozen {
 /// exists where it is gone (the guard then fenced), is refused with `BOARD_RESTORING` and
 /// nothing else is written: a restore brings the period back first.
 pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period, fenced: Option<DateTime<Utc>>) -> Result<Frozen, StoreError> {
+    freeze_holding(conn, keys, period, fenced, None).await
+}
+
+/// `freeze` journaled at `now` by the move that fenced the board `moving` (the fence it holds
+/// passes): an old shard the archive had not frozen yet is frozen as the archive's next run
+/// would have, and one whose guard records the period's set it lost is fenced lost and refused
+/// the same way, so the move stops for a restore instead of closing the period `lost`.
+pub async fn freeze_moving(conn: &mut Connection, keys: &BoardKeys, period: &Period, now: DateTime<Utc>) -> Result<Frozen, StoreError> {
+    freeze_holding(conn, keys, period, Some(now), Some(crate::domain::guard::MOVING)).await
+}
+
+async fn freeze_holding(
+    conn: &mut Connection,
+    keys: &BoardKeys,
+    period: &Period,
+    fenced: Option<DateTime<Utc>>,
+    held: Option<&str>,
+) -> Result<Frozen, StoreError> {
     let (members, present, lost, unwitnessed): (u64, u8, u8, u8) = scripts::FREEZE_SEASON
         .key(keys.guard())
         .key(keys.period(period))
@@ -54,6 +72,7 @@ pub async fn freeze(conn: &mut Connection, keys: &BoardKeys, period: &Period, fe
         .arg(live_field(period))
         .arg(emptied_field(period))
         .arg(fenced.map_or(0, |now| now.timestamp_millis()))
+        .arg(held.unwrap_or(""))
         .invoke_async(conn)
         .await?;
     Ok(Frozen { members, present: present == 1, lost: lost == 1, unwitnessed: unwitnessed == 1 })

@@ -34,7 +34,7 @@ impl World {
         self.app.now() + chrono::Duration::minutes(5)
     }
 
-    fn start() -> i64 {
+    pub(super) fn start() -> i64 {
         at(START).timestamp()
     }
 
@@ -149,7 +149,7 @@ impl World {
         }
     }
 
-    async fn archive_run(&mut self) -> Result<(), String> {
+    pub(super) async fn archive_run(&mut self) -> Result<(), String> {
         let archiver = self.archiver().await?;
         archiver.archive_due(self.deadline()).await.map_err(|e| format!("archive run: {e}"))?;
         self.model.archive(Self::start(), self.now());

@@ -189,6 +189,12 @@ pub enum Op {
         /// layout it moves to, before the move (docs/scaling.md#changing-shards).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         unrecorded: bool,
+        /// Fault: an archive run cut off between the guild's shards (last month's season frozen
+        /// in one, not in the others), then another shard's set of it lost while its guard
+        /// survived: the move stops (`board_restoring`) until a restore, then carries the season
+        /// whole, for the archive's next run to archive as the model says.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        half_frozen: bool,
     },
     /// An operator deploys the arcade with another `max_score` and runs the journal function's
     /// reshard: refused (the arcade runs a league, docs/boards.md#changing-max_score) before it
@@ -415,6 +421,7 @@ pub fn generate(seed: u64, len: usize) -> Vec<Op> {
                 lost: rng.u8(..3) == 0,
                 drained: rng.bool(),
                 unrecorded: rng.u8(..4) == 0,
+                half_frozen: rng.u8(..3) == 0,
             },
             98 => Op::Corrupt { id: id(1), user },
             99 => Op::Rescale,

@@ -8,9 +8,10 @@
 use std::sync::Arc;
 
 use axum::http::StatusCode;
-use chrono::{Duration, Utc};
+use chrono::{Datelike, Duration, Utc};
 use journal::{Resharder, S3Objects};
 use serde_json::{Value, json};
+use standings::domain::guard::closed_field;
 use standings::redis::store::Store;
 
 use super::faults::DrainOnList;
@@ -33,7 +34,7 @@ impl World {
         shards: u8,
         steps: bool,
         killed: Option<u8>,
-        (lost, drained, unrecorded): (bool, bool, bool),
+        (lost, drained, unrecorded, half_frozen): (bool, bool, bool, bool),
     ) -> Result<(), String> {
         let shards = u32::from(shards.max(1));
         if shards == self.guild_shards {
@@ -62,6 +63,8 @@ impl World {
         // With `drained`, the drain runs each time the move lists the guild's objects, and the
         // move reads its streams a few entries at a time: the drain stores and trims the old
         // layout's streams under the move, between the pages it reads.
+        let armed = half_frozen && !unrecorded && !self.others_lost && self.half_freeze().await?;
+        let mut half_frozen = armed;
         let drainer = drained.then(|| moved.drainer(S3Objects::new(self.s3.clone(), &self.bucket), Arc::default()));
         if drained {
             self.stats.faults += 1;
@@ -102,9 +105,25 @@ impl World {
                     tokio::time::sleep(std::time::Duration::from_millis(25)).await;
                     continue;
                 }
+                // The season's loss, met where the move freezes the shard the archive left.
+                Err(error) if half_frozen && error.code() == "board_restoring" => {
+                    half_frozen = false;
+                    self.others_lost = true;
+                    self.restore(false).await?;
+                    continue;
+                }
                 Err(error) => return Err(format!("reshard {} -> {shards}, invocation {invocation}: {error:?}", self.guild_shards)),
             };
             if report["status"] == "complete" {
+                if half_frozen {
+                    return Err("a move carried a season whose set one old shard had lost, unrefused".into());
+                }
+                if armed {
+                    // The archive's next run, which the cut-off one left the season to: the
+                    // season whole in the archive, as the model says (a frozen season reads
+                    // nothing live until then).
+                    self.archive_run().await.map_err(|e| format!("the archive's run after a move carried a half-frozen season: {e}"))?;
+                }
                 self.guild_moving_to.clear();
                 // The old deploy's probe of the layout predates the switch: it reads the freed
                 // layout once, probes again and answers from the new one.
@@ -133,6 +152,46 @@ impl World {
             }
         }
         Err(format!("reshard {} -> {shards}: not complete in {MAX_INVOCATIONS} invocations", self.guild_shards))
+    }
+
+    /// Fault `half_frozen`: last month's guild season, not closed in any shard, frozen in one
+    /// shard holding its set (an archive run cut off there), and the set of another deleted, its
+    /// guard kept. Whether it was armed (a history with no such season, or one shard, has none).
+    async fn half_freeze(&mut self) -> Result<bool, String> {
+        let now = self.app.now();
+        let first = now.date_naive().with_day(1).expect("a month's first day") - chrono::Months::new(1);
+        let Some(season) = standings::archive::freeze::season_named(&first.format("%Y-%m").to_string(), chrono_tz::UTC) else {
+            return Ok(false);
+        };
+        // Only a season the archive's run would have begun on (due, not archived).
+        if !self.model.due(Self::start(), self.now()).contains(&season.id) {
+            return Ok(false);
+        }
+        let mut conn = self.app.redis.clone();
+        let Some((shards, generation)) =
+            standings::redis::layout::read(&mut conn, &self.app.keys, "guild").await.map_err(|e| e.to_string())?
+        else {
+            return Ok(false);
+        };
+        let mut holding = Vec::new();
+        for shard in self.app.keys.layout_at("guild", shards, generation).all() {
+            let closed: bool =
+                redis::cmd("HEXISTS").arg(shard.guard()).arg(closed_field(&season)).query_async(&mut conn).await.expect("HEXISTS");
+            if closed {
+                return Ok(false);
+            }
+            let held: bool = redis::cmd("EXISTS").arg(shard.period(&season)).query_async(&mut conn).await.expect("EXISTS");
+            if held {
+                holding.push(shard);
+            }
+        }
+        let [frozen, lost, ..] = holding.as_slice() else { return Ok(false) };
+        standings::archive::freeze::freeze(&mut conn, frozen, &season, Some(now))
+            .await
+            .map_err(|e| format!("a freeze of one guild shard: {e}"))?;
+        super::faults::delete(&self.app, &[lost.period(&season)]).await;
+        self.stats.faults += 1;
+        Ok(true)
     }
 
     /// A deploy of `config` beside the world's: its start judges the boards it finds not born

@@ -156,7 +156,7 @@ impl World {
         self.stats.faults += 1;
         self.burst(first_id, users).await?;
         if let Some(shards) = moved {
-            self.reshard(shards, false, None, (false, false, false)).await?;
+            self.reshard(shards, false, None, (false, false, false, false)).await?;
             // Its id after the comments' (`p` ids are the races').
             self.race(first_id + users.len() as u32, users.first().copied().unwrap_or(0), 1, 0).await?;
         }

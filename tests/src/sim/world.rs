@@ -305,8 +305,8 @@ impl World {
                 self.stats.faults += 1;
                 super::faults::delete(&self.app, &[self.app.keys.catalog().catalog_log()]).await;
             }
-            Op::Reshard { shards, steps, killed, lost, drained, unrecorded } => {
-                self.reshard(*shards, *steps, *killed, (*lost, *drained, *unrecorded)).await?
+            Op::Reshard { shards, steps, killed, lost, drained, unrecorded, half_frozen } => {
+                self.reshard(*shards, *steps, *killed, (*lost, *drained, *unrecorded, *half_frozen)).await?
             }
             Op::Rescale => self.rescale().await?,
             Op::Archive => self.archive().await?,

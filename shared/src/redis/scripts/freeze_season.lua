@@ -19,6 +19,8 @@ ARGV[4]  the function's clock (ms) when the board is journaled, "0" when not. Jo
          look intact to the restore that follows; a period set the guard records
          (`kept|<kind>:<id>`, before its expiry on that clock) and Redis lost fences the board
          (prelude.lua `fence_lost`) and is refused the same way
+ARGV[5]  the fence the caller holds ("moving": a move freezing its own old shard), which
+         passes the check above; "" none
 
 The closed field's value is the number of members frozen. It outlives the frozen set, which the
 archive job deletes once the archive is verified, so a late re-run still learns the size. A
@@ -36,7 +38,7 @@ Reply: {members, present, lost, unwitnessed}
 
 if ARGV[4] ~= '0' then
   local state = redis.call('HMGET', KEYS[1], GUARD_BORN, GUARD_FENCE, ARGV[1], GUARD_KEPT .. string.sub(ARGV[1], #GUARD_CLOSED + 1))
-  if state[2] or not state[1] then
+  if (state[2] and state[2] ~= ARGV[5]) or not state[1] then
     error({err = 'BOARD_RESTORING the board is being restored from its journal'})
   end
   -- A set the guard records (docs/journal.md#losses) and Redis lost while the guard survived:

@@ -66,7 +66,7 @@ pub(super) async fn carry(
 ) -> Result<Vec<Period>, RestoreError> {
     let periods = periods_named(conn, Some(board), sources, CLOSED, closed_period, now).await?;
     for period in &periods {
-        carry_period(conn, period, sources, (target, rescale)).await?;
+        carry_period(conn, period, sources, (target, rescale), now).await?;
     }
     Ok(periods)
 }
@@ -176,6 +176,7 @@ async fn carry_period(
     period: &Period,
     sources: &[BoardKeys],
     (target, rescale): (&Layout, Option<&Rescale>),
+    now: DateTime<Utc>,
 ) -> Result<(), RestoreError> {
     let targets = target.all();
     let field = closed_field(period);
@@ -183,8 +184,10 @@ async fn carry_period(
     for source in sources {
         let value: Option<String> = redis::cmd("HGET").arg(source.guard()).arg(&field).query_async(conn).await?;
         if value.is_none() {
-            // Fenced by the move, so unfenced here: the freeze the archive's next run would do.
-            freeze::freeze(conn, source, period, None).await?;
+            // The freeze the archive's next run would do, past the move's own fence; a set the
+            // shard's guard records and Redis lost fences it lost and stops the move (a restore
+            // brings the set back), where closing the period `lost` kept it lost for good.
+            freeze::freeze_moving(conn, source, period, now).await?;
         }
         let value: Option<String> = redis::cmd("HGET").arg(source.guard()).arg(&field).query_async(conn).await?;
         closed.push(Closed::parse(value.as_deref().unwrap_or("unwitnessed")));

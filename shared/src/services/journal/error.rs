@@ -46,6 +46,8 @@ impl RestoreError {
         match self {
             RestoreError::UnknownBoard(_) => "unknown_board",
             RestoreError::Replay(ReplayError::Malformed { .. }) | RestoreError::Unreadable(..) => "journal_unreadable",
+            // A loss found on the way (a move freezing a shard whose recorded set is gone): a restore first.
+            RestoreError::Replay(ReplayError::Store(e)) | RestoreError::Store(e) if e.is_restoring() => "board_restoring",
             RestoreError::Replay(ReplayError::Store(_)) | RestoreError::Store(_) => "store_unavailable",
             RestoreError::Objects(_) => "journal_unavailable",
             RestoreError::Invalid(_) => "bad_request",
