@@ -30,7 +30,7 @@ use crate::services::journal::marks::{self, Marks};
 use crate::services::replay::Replayer;
 use chrono::{DateTime, Utc};
 
-use crate::archive::objects::{Objects, ReadError, journal_listing, object_order, parse_lines, read_text};
+use crate::archive::objects::{Objects, ReadError, journal_listing, parse_lines, read_text};
 
 /// A restore's lock lives this long past its last run: a killed restore holds up the next one
 /// at most this long.
@@ -271,14 +271,12 @@ impl<O: Objects> Restorer<O> {
         };
         let listed = journal_listing(&self.objects, self.keys.prefix(), name).await?;
         progress.report.journal_bytes = listed.iter().map(|(_, bytes)| bytes).sum();
+        // Every object is read again by a resumed invocation, its lines up to the checkpoint
+        // skipped: objects may overlap (a store rolled back drains its stream again from where
+        // its copy stood, lines after the next object's first among them), so an object whose
+        // successor starts before the checkpoint may still hold lines after it, and an
+        // invocation resumed there feeds exactly the lines one that never stopped would.
         for (index, (object, bytes)) in listed.iter().enumerate() {
-            // Every line of an object comes before the next object's first.
-            let next_first = listed.get(index + 1).and_then(|(next, _)| object_order(next)).map(|(_, ms, seq)| (ms, seq));
-            if let (Some(next), Some(done)) = (next_first, through.as_deref().and_then(stream_order))
-                && next <= done
-            {
-                continue;
-            }
             // Each line read as it is fed: Redis applies the run before while the next is read.
             let text = read_text(&self.objects, object).await?;
             progress.report.read_bytes += bytes;
