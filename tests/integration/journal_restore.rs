@@ -13,7 +13,7 @@ use chrono::{Duration, Utc};
 use journal::{RestoreReport, Restorer, S3Objects, Status};
 use serde_json::{Value, json};
 use standings::domain::config::Config;
-use standings_tests::journal::{call, drain_to_new_bucket, new_bucket, s3};
+use standings_tests::journal::{call, drain_to_new_bucket, new_bucket, s3, store_overlapping_copy};
 use standings_tests::{ADMIN, TestApp, WRITER, spawn_journaled};
 
 fn far() -> chrono::DateTime<Utc> {
@@ -307,19 +307,7 @@ async fn a_restore_resumed_over_overlapping_objects_applies_every_line_once() {
     let points = |state: Vec<(String, Vec<u8>, i64)>| state.into_iter().filter(|(key, ..)| key.contains("{points}")).collect::<Vec<_>>();
     let before = points(state(&app).await);
     let (client, bucket) = drain_to_new_bucket(&app, 100).await;
-    let listed = client.list_objects_v2().bucket(&bucket).send().await.unwrap();
-    let names: Vec<String> =
-        listed.contents().iter().filter_map(|o| o.key()).filter(|key| key.contains("/board=points/")).map(str::to_owned).collect();
-    let [name] = names.as_slice() else { panic!("one object: {names:?}") };
-    let body = client.get_object().bucket(&bucket).key(name).send().await.unwrap().body.collect().await.unwrap().into_bytes();
-    let text = String::from_utf8(body.to_vec()).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), 6, "{text}");
-    let id = |line: &str| serde_json::from_str::<Value>(line).unwrap()["id"].as_str().unwrap().to_owned();
-    let (folder, _) = name.rsplit_once('/').unwrap();
-    let overlapping = format!("{folder}/{}.jsonl", id(lines[2]));
-    let copy = format!("{}\n{}\n", lines[2], lines[3]).into_bytes();
-    client.put_object().bucket(&bucket).key(overlapping).body(copy.into()).send().await.unwrap();
+    store_overlapping_copy(&client, &bucket, "points", 6).await;
     lose_everything(&app).await;
 
     // A deadline already passed: each invocation applies one line, then stops.

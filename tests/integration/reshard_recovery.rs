@@ -336,3 +336,27 @@ async fn ban_after_a_switch(record_lost: bool) {
     let banned: bool = redis::cmd("HEXISTS").arg(shard).arg("ban|u8").query_async(&mut three.redis.clone()).await.unwrap();
     assert!(banned, "in u8's shard");
 }
+
+/// A move over a journal whose objects overlap (a store rolled back and drained again leaves
+/// them so: the first object holds lines after the next one's first), in invocations that each
+/// move a line and stop: every line moved once, every read as before the move.
+#[tokio::test]
+async fn a_move_resumed_over_overlapping_objects_moves_every_line_once() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = written_one_slot(6, 6, 1).await;
+    drain(&one, &client, &bucket).await;
+    standings_tests::journal::store_overlapping_copy(&client, &bucket, "game", 6).await;
+    let before = reads(&one).await;
+    let two = spawn_journaled_on(game(2), one.keys.clone()).await;
+    let jobs = two.journal_jobs(&client, &bucket, Arc::default());
+    for invocation in 0.. {
+        assert!(invocation < 100, "the move ends");
+        let report = jobs.run(json!({"reshard": {"board": "game"}}), chrono::Utc::now() - chrono::Duration::seconds(1)).await.unwrap();
+        if report["status"] == "complete" {
+            break;
+        }
+    }
+    two.set_now(chrono::Utc::now());
+    assert_eq!(reads(&two).await, before, "every read as before the move");
+}

@@ -370,12 +370,14 @@ impl journal::Objects for Counted {
     }
 }
 
-/// Issue 58, "streaming": a move reads one object at a time, and a move resumed past an object
-/// (every new shard past its successor's first line) does not read it again; its check stops at
-/// the deadline and goes on. Before, every invocation read every object of the old layout into
-/// memory, resumes included, and the check ran whole.
+/// Issue 58, "streaming": a move reads one object at a time and its check stops at the deadline
+/// and goes on. Before, every invocation read every object of the old layout into memory,
+/// resumes included, and the check ran whole. A resumed move reads the objects again from the
+/// first (their lines up to the last one moved skipped): objects may overlap after a rollback,
+/// and skipping one whose successor starts before that line lost its later lines
+/// (`reshard_recovery::a_move_resumed_over_overlapping_objects_moves_every_line_once`).
 #[tokio::test]
-async fn a_resumed_move_reads_no_object_it_has_moved_past() {
+async fn a_move_resumed_in_many_invocations_reads_each_object_and_moves_each_line_once() {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
     let one = spawn_journaled(game(1)).await;
@@ -414,8 +416,7 @@ async fn a_resumed_move_reads_no_object_it_has_moved_past() {
     let mut names: Vec<&String> = reads_of.keys().collect();
     names.sort_by_key(|name| standings::archive::objects::object_order(name));
     assert_eq!(names.len(), 6, "{reads_of:?}");
-    let first = reads_of[names[0]];
-    assert!(invocations >= 25 && first * 3 < invocations, "the first object read by {first} of {invocations} invocations: {reads_of:?}");
+    assert!(invocations >= 25, "{invocations} invocations");
 }
 
 /// The verify step, paged: a new layout holding a member twice (in a shard not its user's) and

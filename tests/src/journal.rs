@@ -223,3 +223,26 @@ pub async fn spawn_recording(config: Config) -> TestApp {
     let keys = Keys::new(&unique_prefix()).unwrap().with_journal(true).with_notices(true);
     spawn_app(config, keys, Store::connect(&settings).unwrap(), Store::connect(&settings).unwrap(), None).await
 }
+
+/// Objects that overlap, as a store rolled back and drained again leaves them: `board`'s one
+/// object in `bucket` (its lines `lines` in all) gets a copy of its third and fourth lines stored
+/// apart, named by the third's id, so the first object holds lines after the next one's first.
+pub async fn store_overlapping_copy(client: &Client, bucket: &str, board: &str, lines: usize) {
+    let listed = client.list_objects_v2().bucket(bucket).send().await.expect("a listing");
+    let names: Vec<String> = listed
+        .contents()
+        .iter()
+        .filter_map(|o| o.key())
+        .filter(|key| key.contains(&format!("/board={board}/")))
+        .map(str::to_owned)
+        .collect();
+    let [name] = names.as_slice() else { panic!("one object of {board}: {names:?}") };
+    let body = client.get_object().bucket(bucket).key(name).send().await.expect("the object").body.collect().await.expect("its body");
+    let text = String::from_utf8(body.into_bytes().to_vec()).expect("text");
+    let read: Vec<&str> = text.lines().collect();
+    assert_eq!(read.len(), lines, "{text}");
+    let id = |line: &str| serde_json::from_str::<Value>(line).expect("a line")["id"].as_str().expect("its id").to_owned();
+    let (folder, _) = name.rsplit_once('/').expect("a folder");
+    let copy = format!("{}\n{}\n", read[2], read[3]).into_bytes();
+    client.put_object().bucket(bucket).key(format!("{folder}/{}.jsonl", id(read[2]))).body(copy.into()).send().await.expect("stored");
+}

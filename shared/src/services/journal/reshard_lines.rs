@@ -149,22 +149,17 @@ impl<O: Objects> Lines<'_, O> {
         (journal_name, range): (&str, &Range<'_>),
         last: &mut Option<String>,
     ) -> Result<bool, RestoreError> {
-        // An object every new shard has moved past (its successor's first line included) is not
-        // read again by a resumed move; nor one wholly outside the range.
-        let applied = moving.done.iter().copied().min().flatten();
+        // Every object up to the range's end is read, its lines up to the last one moved
+        // skipped: objects may overlap (a store rolled back drains its stream again from where
+        // its copy stood), so one whose successor starts before the last line moved may still
+        // hold lines after it, which skipping it whole lost (the check then refused the move,
+        // the board left fenced). Objects are listed by their first line: one starting past the
+        // range's end, and every one after it, holds none of its lines.
         let objects = journal_objects(self.objects, self.keys.prefix(), journal_name).await?;
-        for (k, object) in objects.iter().enumerate() {
-            let next = objects.get(k + 1).and_then(|next| object_order(next)).map(|(_, ms, seq)| (ms, seq));
+        for object in &objects {
             let starts = object_order(object).map(|(_, ms, seq)| (ms, seq));
-            let after = last.as_deref().and_then(numbers);
-            let before = next.is_some_and(|next| after.is_some_and(|after| next <= after));
-            let past = starts.is_some_and(|starts| range.until.and_then(numbers).is_some_and(|until| starts > until));
-            let moved = next.is_some_and(|(ms, seq)| applied.is_some_and(|applied| (range.index, ms, seq) <= applied));
-            if past {
+            if starts.is_some_and(|starts| range.until.and_then(numbers).is_some_and(|until| starts > until)) {
                 break;
-            }
-            if before || moved {
-                continue;
             }
             let unreadable = |e: ReadError| RestoreError::Unreadable(object.clone(), e.to_string());
             let text = read_text(self.objects, object).await.map_err(unreadable)?;
