@@ -60,6 +60,11 @@ async fn a_daily_tournament_forgets_the_records_of_instances_whose_keys_expired_
         let (status, results) = arena.read(&format!("/v1/tournaments/daily/results?instance={}", day(d))).await;
         assert_eq!((status, results["results"][0]["score"].as_i64()), (StatusCode::OK, Some(10 + d)), "{}: {results}", day(d));
     }
+    for d in [0, 14, 15, 46] {
+        // A forgotten instance's statement answers as a released one's: 410, not an empty 200.
+        let (status, body) = arena.read(&format!("/v1/boards/daily/users/ann/statement?period=day&at={}", day(d))).await;
+        assert_eq!((status, &body["error"]["code"]), (StatusCode::GONE, &json!("period_closed")), "{}: {body}", day(d));
+    }
     let (status, body) = arena.play("daily", "late", "bo", 99).await;
     assert_eq!(status, StatusCode::CONFLICT, "no instance open now: {body}");
     assert!(arena.end_run(None).await.is_empty());

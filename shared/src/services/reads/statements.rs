@@ -13,8 +13,8 @@ use crate::redis::error::StoreError;
 use crate::redis::keys::Layout;
 use crate::services::reads::rules::ReadError;
 
-/// A guard's `born` and `fence`.
-type GuardFence = (Option<String>, Option<String>);
+/// A guard's `born`, `fence` and `pruned`.
+type GuardFence = (Option<String>, Option<String>, Option<String>);
 /// A statement's read: whether its period is closed, the member's composite, the counters, the
 /// `max_score` the composite is held at (`Layout::held_scale`).
 type StatementRead = (bool, Option<f64>, BTreeMap<String, String>, Option<i64>);
@@ -44,6 +44,7 @@ impl Reader {
             .arg(keys.guard())
             .arg(guard::BORN)
             .arg(guard::FENCE)
+            .arg(guard::PRUNED)
             .zscore(keys.period(period), user_id)
             .hgetall(keys.statement(user_id, period))
             .query_async(&mut conn)
@@ -52,6 +53,13 @@ impl Reader {
         if self.keys.journal_on() && (fence.0.is_none() || fence.1.is_some_and(|fence| fence != guard::MOVING)) {
             return Err(StoreError::Restoring);
         }
-        Ok((closed, composite, fields, layout.held_scale()))
+        // A recurring tournament's instance whose record the archive forgot (its `pruned` mark,
+        // the end of the last one forgotten: tournament_prune.rs) is as closed as it was.
+        let forgotten = fence
+            .2
+            .and_then(|ms| ms.parse::<i64>().ok())
+            .zip(period.start)
+            .is_some_and(|(pruned, start)| start.timestamp_millis() < pruned);
+        Ok((closed || forgotten, composite, fields, layout.held_scale()))
     }
 }
