@@ -197,7 +197,8 @@ impl Progress {
 }
 
 /// Per second since the command started: units, and bytes of the journal passed (what is
-/// left shrinking, not every read: an invocation reads the object it resumes in again).
+/// left shrinking, not every read: an invocation counts the object it resumes in again, not
+/// the objects behind it that it reads again and skips).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Rates {
     pub units: f64,

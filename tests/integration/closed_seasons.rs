@@ -310,8 +310,15 @@ async fn a_season_set_lost_under_a_surviving_guard_stops_a_move_until_a_restore_
     assert!(error.to_string().contains("restore it, then move it"), "refused until a restore: {error}");
 
     restore_completely(&three, client.clone(), &bucket).await;
+    // Writes go on between the restore and the move's next invocation, in every old shard:
+    // each is moved (before, a refusal found after the last step took its places skipped them).
+    for i in 0..7 {
+        post(&two, &format!("after-{i}"), &format!("u{i}")).await;
+    }
+    let (_, all) = two.get("/v1/boards/guild/top?period=all&limit=10").await;
     let moved = reshard().await.unwrap();
     assert_eq!(moved["status"], "complete", "{moved}");
+    assert_eq!(three.get("/v1/boards/guild/top?period=all&limit=10").await.1["entries"], all["entries"], "every write moved");
     let report = archiver(&three, &table).archive_season("guild", &season.id, Shard::WHOLE, far()).await.unwrap();
     assert_eq!(report.status, Status::Complete);
     let (status, archived) = three.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;

@@ -71,6 +71,29 @@ pub(super) async fn carry(
     Ok(periods)
 }
 
+/// Before the last step takes any place (the old layout fenced `moving`): each old shard the
+/// archive had not frozen yet, of a period closed in another, frozen now as the archive's next
+/// run would (`freeze_moving`). One whose guard records the period's set Redis lost is fenced
+/// lost and refused (`board_restoring`) here, where a restore and a run again go on with a new
+/// round; found by the carry after the last step, the run again would take that step's places
+/// a second time and skip writes the restore let in.
+pub(super) async fn freeze_unfrozen(
+    conn: &mut Connection,
+    board: &Board,
+    sources: &[BoardKeys],
+    now: DateTime<Utc>,
+) -> Result<(), RestoreError> {
+    for period in periods_named(conn, Some(board), sources, CLOSED, closed_period, now).await? {
+        for source in sources {
+            let closed: bool = redis::cmd("HEXISTS").arg(source.guard()).arg(closed_field(&period)).query_async(conn).await?;
+            if !closed {
+                freeze::freeze_moving(conn, source, &period, now).await?;
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Once the new layout takes writes (born, unfenced): each season the move found released in
 /// every old shard recorded released in each new one (`record_release`, journaled in its
 /// journal at `now`), so a restore from the new layout's journal ends with it closed. A season
@@ -184,9 +207,8 @@ async fn carry_period(
     for source in sources {
         let value: Option<String> = redis::cmd("HGET").arg(source.guard()).arg(&field).query_async(conn).await?;
         if value.is_none() {
-            // The freeze the archive's next run would do, past the move's own fence; a set the
-            // shard's guard records and Redis lost fences it lost and stops the move (a restore
-            // brings the set back), where closing the period `lost` kept it lost for good.
+            // Done before the last step (`freeze_unfrozen`); a resumed move's last step, whose
+            // freezes an earlier invocation did, finds none left.
             freeze::freeze_moving(conn, source, period, now).await?;
         }
         let value: Option<String> = redis::cmd("HGET").arg(source.guard()).arg(&field).query_async(conn).await?;

@@ -269,7 +269,7 @@ impl<O: Objects> Resharder<O> {
     }
 
     fn lines(&self) -> Lines<'_, O> {
-        Lines { objects: &self.objects, keys: &self.keys, lease_ms: self.lease_ms, page: self.stream_page }
+        Lines { objects: &self.objects, keys: &self.keys, lease_ms: self.lease_ms, page: self.stream_page, read: Default::default() }
     }
 
     /// An online move's lines (`domain::catch_up`): its rounds while writes go on, each old
@@ -358,6 +358,8 @@ impl<O: Objects> Resharder<O> {
         if let Some(rescale) = moving.rescale {
             super::rescale::fits_fenced(conn, moving.board, rescale, &sources).await?;
         }
+        // The archive's freezes it left undone, and the losses they find, before the same.
+        super::closed_seasons::freeze_unfrozen(conn, moving.board, &sources, Utc::now()).await?;
         // The last step's lines: those written since the last round's points (no more come).
         let last = rounds.last().points.clone();
         for (i, journal_name) in journals.iter().enumerate() {

@@ -91,6 +91,9 @@ pub(super) struct Lines<'a, O> {
     pub keys: &'a Keys,
     pub lease_ms: u64,
     pub page: usize,
+    /// Each object this invocation read, by name: the place of its last line (an object's lines
+    /// are in stream order). A later round skips one whose last line it has moved past.
+    pub read: std::sync::Mutex<std::collections::HashMap<String, (u64, u64)>>,
 }
 
 impl<O: Objects> Lines<'_, O> {
@@ -161,8 +164,17 @@ impl<O: Objects> Lines<'_, O> {
             if starts.is_some_and(|starts| range.until.and_then(numbers).is_some_and(|until| starts > until)) {
                 break;
             }
+            // Read whole by this invocation already, and every line of it moved past.
+            let ends = self.read.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(object).copied();
+            if ends.is_some_and(|ends| last.as_deref().and_then(numbers).is_some_and(|after| ends <= after)) {
+                continue;
+            }
             let unreadable = |e: ReadError| RestoreError::Unreadable(object.clone(), e.to_string());
             let text = read_text(self.objects, object).await.map_err(unreadable)?;
+            let last_line = text.lines().rev().find(|line| !line.trim().is_empty());
+            if let Some(ends) = last_line.and_then(|line| parse_lines(object, line).next()?.ok()).and_then(|line| numbers(&line.id)) {
+                self.read.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(object.clone(), ends);
+            }
             for line in parse_lines(object, &text) {
                 let line = line.map_err(unreadable)?;
                 let (after, id) = (last.as_deref().and_then(numbers), numbers(&line.id));

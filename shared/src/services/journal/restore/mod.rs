@@ -279,7 +279,9 @@ impl<O: Objects> Restorer<O> {
         for (index, (object, bytes)) in listed.iter().enumerate() {
             // Each line read as it is fed: Redis applies the run before while the next is read.
             let text = read_text(&self.objects, object).await?;
-            progress.report.read_bytes += bytes;
+            // Counted once a line of it is fed: an object read again wholly behind the
+            // checkpoint is not progress (the CLI's rates count the bytes an invocation read).
+            let mut counted = false;
             for line in parse_lines(object, &text) {
                 let line = line?;
                 if self.stop(progress, deadline).await? {
@@ -288,6 +290,10 @@ impl<O: Objects> Restorer<O> {
                 }
                 if through.as_deref().and_then(stream_order) >= stream_order(&line.id) {
                     continue;
+                }
+                if !counted {
+                    progress.report.read_bytes += bytes;
+                    counted = true;
                 }
                 self.feed(name, progress, &line).await?;
                 through = Some(line.id.clone());
