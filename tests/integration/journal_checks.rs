@@ -198,3 +198,24 @@ async fn verify_under_a_concurrent_writer_finds_no_mismatch() {
     assert!(written > 0, "the writer wrote while verify ran");
     assert_eq!(report["mismatches"], 0, "{report}");
 }
+
+/// Objects that overlap (a store rolled back drains its stream again: two lines stored twice,
+/// the copy named after the first's third line): verify replays each line once, in order,
+/// where it replayed the copies again (a grant without an id applied twice, a false mismatch).
+#[tokio::test]
+async fn verify_over_overlapping_objects_replays_each_line_once() {
+    let app = spawn_journaled(Config::default_boards()).await;
+    app.set_now(Utc::now());
+    for i in 0..6 {
+        let event = json!({"event_id": format!("v{i}"), "user_id": format!("u{i}"), "action": "page_view", "target": format!("p{i}")});
+        assert_eq!(app.event(event).await.0, StatusCode::OK);
+    }
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let jobs = app.journal_jobs(&client, &bucket, Arc::default());
+    jobs.run(json!({"drain": {}}), far()).await.expect("a drain");
+    standings_tests::journal::store_overlapping_copy(&client, &bucket, "activity", 6).await;
+    let verified = jobs.run(json!({"verify": {"board": "activity"}}), far()).await.expect("a verify");
+    assert_eq!(verified["mismatches"], 0, "{verified}");
+    assert_eq!(verified["boards"][0]["replayed"], 6, "{verified}");
+}
