@@ -128,6 +128,12 @@ async fn moved_online(without_stream: bool) {
 async fn two_to_three() -> (TestApp, TestApp, journal::Jobs<S3Objects>, BTreeMap<String, i64>) {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
+    let (two, three, model) = two_deployed_with_three().await;
+    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
+    (two, three, jobs, model)
+}
+
+async fn two_deployed_with_three() -> (TestApp, TestApp, BTreeMap<String, i64>) {
     let two = spawn_journaled(game(2, "")).await;
     let mut model = BTreeMap::new();
     for i in 0..40 {
@@ -136,8 +142,7 @@ async fn two_to_three() -> (TestApp, TestApp, journal::Jobs<S3Objects>, BTreeMap
     }
     let three = spawn_journaled_on(game(3, ""), two.keys.clone()).await;
     three.set_now(two.now());
-    let jobs = three.journal_jobs(&client, &bucket, Arc::default());
-    (two, three, jobs, model)
+    (two, three, model)
 }
 
 async fn fence_of(app: &TestApp, shard: &standings::redis::keys::BoardKeys) -> Option<String> {
@@ -293,6 +298,75 @@ async fn an_old_shard_never_written_is_born_not_lost_once_a_move_takes_its_point
     assert!(settle(&mut model, (&user, 2), submit(&three, "late", &user, 2).await), "a write to the shard never written is taken");
     for _ in 0..50 {
         if jobs.run(json!({"reshard": {"board": "game"}}), far()).await.unwrap()["status"] == "complete" {
+            break;
+        }
+    }
+    assert_eq!(sums(&three).await, model);
+}
+
+/// A loss found while the move's last step is under way (a new shard already holding a line of
+/// the second old shard's range), then a restore, which lifts every old shard's fence: the
+/// old layout takes writes again, and the move goes on from rounds. Its next round took the
+/// last step's places again, so a write the restore let into the first old shard compared
+/// below the new shard's checkpoint and was skipped (the compare then refused the move, the
+/// board fenced for good). The last step's bound is recorded with its fence, and a move found
+/// unfenced after it began counts that step as a round: later writes go past it.
+#[tokio::test]
+async fn writes_after_a_restore_that_stopped_a_moves_last_step_are_moved() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let (two, three, mut model) = two_deployed_with_three().await;
+    let jobs = three.journal_jobs_rounds(&client, &bucket, 0);
+    let (old, new) = (two.keys.layout("game", 2), three.keys.layout("game", 3));
+    // `a` in the second old shard and new shard t; `b` in the first old shard and the same t.
+    let a = (0..).map(|u| format!("a{u}")).find(|user| old.shard_of(user) == 1).unwrap();
+    let t = new.shard_of(&a);
+    let b = (0..).map(|u| format!("b{u}")).find(|user| old.shard_of(user) == 0 && new.shard_of(user) == t).unwrap();
+    let zero = (0..).map(|u| format!("z{u}")).find(|user| old.shard_of(user) == 0).unwrap();
+    let past = || Utc::now() - Duration::seconds(1);
+    let reshard = |deadline| jobs.run(json!({"reshard": {"board": "game"}}), deadline);
+    assert_eq!(reshard(past()).await.unwrap()["last_step"], false, "round 0 taken, a line moved");
+    for (id, user) in [("w0", &zero), ("w1", &a), ("w2", &a)] {
+        assert!(settle(&mut model, (user, 2), submit(&two, id, user, 2).await));
+    }
+    // The fence of the next invocation, begun on one shard (a killed invocation's).
+    let () = redis::cmd("HSET").arg(old.shard(0).guard()).arg("fence").arg("moving").query_async(&mut two.redis.clone()).await.unwrap();
+    let checkpoint = || async {
+        let through: Option<String> =
+            redis::cmd("HGET").arg(new.shard(t).reshard_checkpoint()).arg("through").query_async(&mut three.redis.clone()).await.unwrap();
+        through.unwrap_or_default()
+    };
+    // Round 0's lines, then the last step's (index 2 for the first old shard, 3 for the second).
+    for invocation in 0.. {
+        assert!(invocation < 200, "the last step reaches the second old shard");
+        let report = reshard(past()).await.unwrap();
+        assert_eq!(report["status"], "in_progress", "{report}");
+        if checkpoint().await.starts_with("3/") {
+            assert_eq!(report["last_step"], true, "{report}");
+            break;
+        }
+    }
+    // A loss found meanwhile (the fence `fence_lost` writes), then the runbook's restore.
+    let () = redis::cmd("HSET")
+        .arg(old.shard(1).guard())
+        .arg("fence")
+        .arg(1)
+        .arg("lost")
+        .arg(1)
+        .query_async(&mut two.redis.clone())
+        .await
+        .unwrap();
+    let refused = reshard(far()).await.unwrap_err();
+    assert!(refused.to_string().contains("restore it, then move it"), "{refused}");
+    let restorer = Restorer::new(three.config.clone(), three.keys.clone(), three.store.clone(), S3Objects::new(client.clone(), &bucket));
+    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
+    for shard in old.all() {
+        assert_eq!(fence_of(&two, &shard).await, None, "the restore lifted the fences");
+    }
+    assert!(settle(&mut model, (&b, 7), submit(&two, "after-restore", &b, 7).await));
+    for invocation in 0.. {
+        assert!(invocation < 20, "the move ends");
+        if reshard(far()).await.unwrap()["status"] == "complete" {
             break;
         }
     }

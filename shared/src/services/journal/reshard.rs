@@ -295,7 +295,10 @@ impl<O: Objects> Resharder<O> {
         };
         if fenced {
             // A fence a killed invocation left on some old shards only: on all of them now.
-            self.fence(conn, name, &sources).await?;
+            self.fence(conn, name, (source, moving.targets)).await?;
+        } else if let Some(points) = self.fenced_at(conn, source, moving.targets).await? {
+            // The last step had begun, and a restore lifted its fence.
+            self.last_step_as_round(conn, moving.targets, &mut rounds, points).await?;
         }
         report.last_step = fenced;
         // Every recorded round, a resumed move's included (what it moved is skipped), before
@@ -342,12 +345,12 @@ impl<O: Objects> Resharder<O> {
                         rounds.0.push(Round { start_ms: Utc::now().timestamp_millis(), points });
                         self.keep_rounds(conn, moving.targets, &rounds).await?;
                     } else {
-                        self.fence(conn, name, &sources).await?;
+                        self.fence(conn, name, (source, moving.targets)).await?;
                         fenced = true;
                     }
                 }
                 Next::Fence => {
-                    self.fence(conn, name, &sources).await?;
+                    self.fence(conn, name, (source, moving.targets)).await?;
                     fenced = true;
                 }
             }
@@ -360,10 +363,13 @@ impl<O: Objects> Resharder<O> {
         }
         // The archive's freezes it left undone, and the losses they find, before the same.
         super::closed_seasons::freeze_unfrozen(conn, moving.board, &sources, Utc::now()).await?;
-        // The last step's lines: those written since the last round's points (no more come).
+        // The last step's lines: those written since the last round's points, up to where the
+        // fence found each journal (no more come; a move fenced by an older release: all).
         let last = rounds.last().points.clone();
+        let bound = self.fenced_at(conn, source, moving.targets).await?;
         for (i, journal_name) in journals.iter().enumerate() {
-            let range = Range { index: rounds.0.len() * n + i, after: Some(last[i].as_str()), until: None };
+            let until = bound.as_ref().map(|points| points[i].as_str());
+            let range = Range { index: rounds.0.len() * n + i, after: Some(last[i].as_str()), until };
             if !lines.move_range(conn, moving, (&sources[i], journal_name), range).await? {
                 return Ok(false);
             }

@@ -24,7 +24,7 @@ use crate::redis::store::Connection;
 /// Members read from a set at once (a new shard's, a frozen board's).
 pub(super) const PAGE: isize = 1000;
 /// The field of the first new shard's reshard checkpoint naming the last period compared.
-const CHECKED: &str = "checked";
+pub(super) const CHECKED: &str = "checked";
 
 /// How far a compare got.
 pub(super) struct Checked {

@@ -15,6 +15,9 @@ use crate::redis::{journal, layout, restore};
 
 /// The rounds' field of the first new shard's reshard checkpoint (`Rounds::text`).
 const ROUNDS: &str = "rounds";
+/// The checkpoint's record of where each old shard's journal stood once the last step fenced
+/// them all: the step's bound.
+const FENCED_AT: &str = "fenced_at";
 /// The field of each new shard's reshard checkpoint naming the `max_score` a re-encode lays out.
 const TO_SCALE: &str = "to_scale";
 
@@ -175,16 +178,59 @@ impl<O: Objects> Resharder<O> {
     /// Fences every old shard for the move's last step (`moving`: writes refused, reads go on),
     /// then checks that no fence of another kind was found (a loss a write found, a rollback the
     /// drain found): restored first, as at the start; the switch would free it with the rest.
-    pub(super) async fn fence(&self, conn: &mut Connection, name: &str, sources: &[BoardKeys]) -> Result<(), RestoreError> {
-        for source in sources {
+    /// Once all are fenced, where each old shard's journal stands is recorded as the last step's
+    /// bound (`FENCED_AT`, kept from the first invocation that fenced them all).
+    pub(super) async fn fence(
+        &self,
+        conn: &mut Connection,
+        name: &str,
+        (source, targets): (&Layout, &[BoardKeys]),
+    ) -> Result<(), RestoreError> {
+        let sources = source.all();
+        for source in &sources {
             let _: () = redis::cmd("HSETNX").arg(source.guard()).arg(guard::FENCE).arg(guard::MOVING).query_async(conn).await?;
         }
-        for source in sources {
+        for source in &sources {
             let (fence, lost, rolled_back, _) = guard_state(conn, source).await?;
             if fence.as_deref() != Some(guard::MOVING) || lost || rolled_back {
                 return Err(lost_while_moving(name, source));
             }
         }
+        let points = self.journal_points(conn, source).await?.join(" ");
+        let _: () = redis::cmd("HSETNX").arg(targets[0].reshard_checkpoint()).arg(FENCED_AT).arg(points).query_async(conn).await?;
+        Ok(())
+    }
+
+    /// The last step's bound its fence recorded (`fence`), one point an old shard.
+    pub(super) async fn fenced_at(
+        &self,
+        conn: &mut Connection,
+        source: &Layout,
+        targets: &[BoardKeys],
+    ) -> Result<Option<Vec<String>>, StoreError> {
+        let kept: Option<String> = redis::cmd("HGET").arg(targets[0].reshard_checkpoint()).arg(FENCED_AT).query_async(conn).await?;
+        Ok(kept.map(|text| text.split(' ').map(str::to_owned).collect::<Vec<_>>()).filter(|points| points.len() == source.all().len()))
+    }
+
+    /// A last step begun and stopped by a loss, whose restore lifted the fence: counted as a
+    /// round up to its bound (the places it took are that round's), so the next round's writes,
+    /// those the restore let in among them, go past every place it took; its compare's progress
+    /// forgotten (those writes may touch periods it had checked). One transaction.
+    pub(super) async fn last_step_as_round(
+        &self,
+        conn: &mut Connection,
+        targets: &[BoardKeys],
+        rounds: &mut Rounds,
+        points: Vec<String>,
+    ) -> Result<(), StoreError> {
+        rounds.0.push(Round { start_ms: Utc::now().timestamp_millis(), points });
+        let checkpoint = targets[0].reshard_checkpoint();
+        let _: () = redis::pipe()
+            .atomic()
+            .hset(&checkpoint, ROUNDS, rounds.text())
+            .hdel(&checkpoint, &[FENCED_AT, super::reshard_check::CHECKED][..])
+            .query_async(conn)
+            .await?;
         Ok(())
     }
 
