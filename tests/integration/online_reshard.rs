@@ -313,6 +313,18 @@ async fn an_old_shard_never_written_is_born_not_lost_once_a_move_takes_its_point
 /// unfenced after it began counts that step as a round: later writes go past it.
 #[tokio::test]
 async fn writes_after_a_restore_that_stopped_a_moves_last_step_are_moved() {
+    stopped_last_step_then_restored(false).await;
+}
+
+/// The same with the lost old shard restored alone (`{"restore": {"board": "<its journal>"}}`):
+/// the other stays fenced `moving`, and the next invocation fences the restored one again; the
+/// writes it took meanwhile are past the recorded bound, and are moved too.
+#[tokio::test]
+async fn writes_after_a_restore_of_one_old_shard_during_a_moves_last_step_are_moved() {
+    stopped_last_step_then_restored(true).await;
+}
+
+async fn stopped_last_step_then_restored(only_the_lost_shard: bool) {
     let client = s3().await;
     let bucket = new_bucket(&client).await;
     let (two, three, mut model) = two_deployed_with_three().await;
@@ -359,11 +371,14 @@ async fn writes_after_a_restore_that_stopped_a_moves_last_step_are_moved() {
     let refused = reshard(far()).await.unwrap_err();
     assert!(refused.to_string().contains("restore it, then move it"), "{refused}");
     let restorer = Restorer::new(three.config.clone(), three.keys.clone(), three.store.clone(), S3Objects::new(client.clone(), &bucket));
-    assert_eq!(restorer.restore(Some("game"), far()).await.expect("the restore runs").status, Status::Complete);
-    for shard in old.all() {
-        assert_eq!(fence_of(&two, &shard).await, None, "the restore lifted the fences");
-    }
-    assert!(settle(&mut model, (&b, 7), submit(&two, "after-restore", &b, 7).await));
+    let restored = if only_the_lost_shard { old.journals()[1].clone() } else { "game".to_owned() };
+    assert_eq!(restorer.restore(Some(&restored), far()).await.expect("the restore runs").status, Status::Complete);
+    assert_eq!(fence_of(&two, &old.shard(1)).await, None, "the restore lifted the fence");
+    let fenced = fence_of(&two, &old.shard(0)).await;
+    assert_eq!(fenced.as_deref(), only_the_lost_shard.then_some("moving"), "the other shard's fence");
+    // A write to an old shard the restore unfenced.
+    let (user, points) = if only_the_lost_shard { (&a, 5) } else { (&b, 7) };
+    assert!(settle(&mut model, (user, points), submit(&two, "after-restore", user, points).await));
     for invocation in 0.. {
         assert!(invocation < 20, "the move ends");
         if reshard(far()).await.unwrap()["status"] == "complete" {

@@ -293,12 +293,17 @@ impl<O: Objects> Resharder<O> {
             Some(rounds) => rounds,
             None => self.first_round(conn, source, moving.targets).await?,
         };
-        if fenced {
-            // A fence a killed invocation left on some old shards only: on all of them now.
-            self.fence(conn, name, (source, moving.targets)).await?;
-        } else if let Some(points) = self.fenced_at(conn, source, moving.targets).await? {
-            // The last step had begun, and a restore lifted its fence.
+        if let Some(points) = self.fenced_at(conn, source, moving.targets).await?
+            && !self.all_moving(conn, &sources).await?
+        {
+            // The last step had begun, and a restore (of every old shard or some) lifted its
+            // fence: those shards took writes since its bound.
             self.last_step_as_round(conn, moving.targets, &mut rounds, points).await?;
+        }
+        if fenced {
+            // A fence a killed invocation left on some old shards only (or a restore lifted on
+            // some): on all of them now.
+            self.fence(conn, name, (source, moving.targets)).await?;
         }
         report.last_step = fenced;
         // Every recorded round, a resumed move's included (what it moved is skipped), before

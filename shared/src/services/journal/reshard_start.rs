@@ -201,6 +201,17 @@ impl<O: Objects> Resharder<O> {
         Ok(())
     }
 
+    /// Whether every old shard is fenced by the move (`moving`).
+    pub(super) async fn all_moving(&self, conn: &mut Connection, sources: &[BoardKeys]) -> Result<bool, StoreError> {
+        for source in sources {
+            let (fence, ..) = guard_state(conn, source).await?;
+            if fence.as_deref() != Some(guard::MOVING) {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
     /// The last step's bound its fence recorded (`fence`), one point an old shard.
     pub(super) async fn fenced_at(
         &self,
