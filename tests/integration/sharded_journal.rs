@@ -236,6 +236,7 @@ async fn a_shard_whose_period_set_was_lost_is_refused_on_every_read_of_that_peri
         (Method::GET, format!("/v1/boards/wide/users/{other}?period=all&around=2"), String::new()),
         (Method::GET, "/v1/boards/wide/distribution?period=all".to_owned(), String::new()),
         (Method::POST, "/v1/boards/wide/ranks".to_owned(), ranks),
+        (Method::GET, format!("/v1/boards/wide/users/{}/statement?period=all", members[0]), String::new()),
     ] {
         let (status, read) = app.call_query(method, &path, body).await;
         assert_eq!((status, read["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "{path}: {read}");

@@ -9,12 +9,15 @@ use crate::domain::guard;
 use crate::domain::period::Period;
 use crate::domain::scores;
 use crate::domain::statement::{self, Statement};
+use crate::redis::catalog;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Layout;
 use crate::services::reads::rules::ReadError;
 
-/// A guard's `born`, `fence` and `pruned`.
-type GuardFence = (Option<String>, Option<String>, Option<String>);
+/// A statement's snapshot: the period's `closed` field, the guard's `pruned` mark, its fence and
+/// record of the period set with whether the set exists (`catalog::kept_state`), the member's
+/// composite, the counters.
+type Snapshot = (bool, Option<String>, redis::Value, redis::Value, Option<f64>, BTreeMap<String, String>);
 /// A statement's read: whether its period is closed, the member's composite, the counters, the
 /// `max_score` the composite is held at (`Layout::held_scale`).
 type StatementRead = (bool, Option<f64>, BTreeMap<String, String>, Option<i64>);
@@ -33,33 +36,32 @@ impl Reader {
     }
 
     /// Whether `period` is closed, the member's composite and statement counters, from one
-    /// snapshot of `layout`.
+    /// snapshot of `layout`. A period set the guard records and Redis lost (docs/journal.md#losses)
+    /// answers `board_restoring`, as every read of it does: its counters survived the set and would
+    /// explain a score that is gone.
     async fn statement_on(&self, layout: Layout, period: &Period, user_id: &str) -> Result<StatementRead, StoreError> {
         let mut conn = self.store.connection().await?;
         let keys = layout.of_user(user_id);
-        let (closed, fence, composite, fields): (bool, GuardFence, Option<f64>, BTreeMap<String, String>) = redis::pipe()
+        let set = keys.period(period);
+        let [state, exists] = catalog::kept_state(&keys.guard(), &keys.kept_field(&set).unwrap_or_default(), &set);
+        let (closed, pruned, state, exists, composite, fields): Snapshot = redis::pipe()
             .atomic()
             .hexists(keys.guard(), guard::closed_field(period))
-            .cmd("HMGET")
-            .arg(keys.guard())
-            .arg(guard::BORN)
-            .arg(guard::FENCE)
-            .arg(guard::PRUNED)
-            .zscore(keys.period(period), user_id)
+            .hget(keys.guard(), guard::PRUNED)
+            .add_command(state)
+            .add_command(exists)
+            .zscore(&set, user_id)
             .hgetall(keys.statement(user_id, period))
             .query_async(&mut conn)
             .await
             .map_err(StoreError::from)?;
-        if self.keys.journal_on() && (fence.0.is_none() || fence.1.is_some_and(|fence| fence != guard::MOVING)) {
-            return Err(StoreError::Restoring);
+        if self.keys.journal_on() {
+            catalog::lost_for_reads(state, exists, (self.clock)().timestamp_millis())?;
         }
         // A recurring tournament's instance whose record the archive forgot (its `pruned` mark,
         // the end of the last one forgotten: tournament_prune.rs) is as closed as it was.
-        let forgotten = fence
-            .2
-            .and_then(|ms| ms.parse::<i64>().ok())
-            .zip(period.start)
-            .is_some_and(|(pruned, start)| start.timestamp_millis() < pruned);
+        let forgotten =
+            pruned.and_then(|ms| ms.parse::<i64>().ok()).zip(period.start).is_some_and(|(pruned, start)| start.timestamp_millis() < pruned);
         Ok((closed || forgotten, composite, fields, layout.held_scale()))
     }
 }
