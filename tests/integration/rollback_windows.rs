@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use axum::http::StatusCode;
 use journal::{S3Objects, Status};
+use serde_json::json;
 use standings::domain::config::{Config, DEFAULT_CONFIG};
 use standings::redis::settings::RedisSettings;
 use standings_tests::TestApp;
@@ -137,4 +138,64 @@ async fn window_decided_then_guard_lost(app: &TestApp, client: &aws_sdk_s3::Clie
     assert_eq!(restorer.restore(None, far()).await.unwrap().status, Status::Complete);
     assert_eq!(points(app, "bo").await, (StatusCode::OK, Some(10)));
     let () = redis::cmd("DEL").arg(app.keys.board("points").guard()).query_async(&mut app.redis.clone()).await.unwrap();
+}
+
+/// A store rolled back to a copy taken while a rollback's window waited to be decided (its
+/// stream holding the window's writes, undecided), after a restore had decided them and a drain
+/// had stored the decisions: the restore rebuilds the board from S3, where the decisions are,
+/// and the window left in the stream (older than what the journal holds) is history of another
+/// copy of the store. A drain stored it as history, so the next rebuild applied a retry's
+/// decision on the older copy on top of the write it retried: the learner's statement counted
+/// three learnings for two, the daily cap's counter with it (found by the simulation's statement
+/// check).
+#[tokio::test]
+async fn a_window_an_older_copy_of_the_store_still_holds_is_never_stored_as_history() {
+    let mut server = RedisServer::start(&["--appendonly", "yes", "--save", ""]).await;
+    let app = spawn_journaled_at(Config::default_boards(), &RedisSettings::standalone(&server.url())).await;
+    assert_eq!(learn(&app, "before-0", "ann").await.0, StatusCode::OK);
+    let (client, bucket) = drain_to_new_bucket(&app, 3).await;
+    let drain = || async { app.drainer(S3Objects::new(client.clone(), &bucket), Arc::default()).drain(far()).await };
+    let restore = || async { app.journal_jobs(&client, &bucket, Arc::default()).restorer.restore(None, far()).await.unwrap().status };
+    let back = async |server: &mut RedisServer| {
+        server.roll_back().await;
+        eventually("the store reaches Redis again", std::time::Duration::from_secs(30), || async {
+            let mut conn = app.store.connection().await.ok()?;
+            redis::cmd("PING").query_async::<String>(&mut conn).await.ok()
+        })
+        .await;
+    };
+    server.snapshot();
+    assert_eq!(learn(&app, "after-0", "ann").await.0, StatusCode::OK);
+    assert!(drain().await.boards.iter().all(|b| b.error.is_none()));
+    back(&mut server).await;
+    // The older store, before its fence: the retry of a write it lost (applied again there) and
+    // a new one. The drain fences it; a copy of the store taken then holds both, undecided.
+    assert_eq!(learn(&app, "after-0", "ann").await.0, StatusCode::OK);
+    assert_eq!(learn(&app, "window-0", "bo").await.0, StatusCode::OK);
+    assert!(drain().await.boards.iter().any(|b| b.board == "points" && b.lost));
+    server.snapshot();
+    assert_eq!(restore().await, Status::Complete);
+    assert!(drain().await.boards.iter().all(|b| b.error.is_none()), "the window's decisions stored");
+
+    back(&mut server).await;
+    assert!(drain().await.boards.iter().any(|b| b.board == "points" && b.lost));
+    assert_eq!(restore().await, Status::Complete);
+    assert!(drain().await.boards.iter().all(|b| b.error.is_none()));
+    let lines = standings_tests::journal::lines(&client, &bucket, &app).await;
+    let writes = |event: &str| {
+        let ids: std::collections::BTreeSet<&str> =
+            lines.iter().filter(|l| l["event_id"] == event).filter_map(|l| l["id"].as_str()).collect();
+        ids.len()
+    };
+    assert_eq!((writes("after-0"), writes("window-0")), (1, 1), "each write once in the journal's history");
+
+    let () = redis::cmd("FLUSHALL").query_async(&mut app.redis.clone()).await.unwrap();
+    assert_eq!(restore().await, Status::Complete);
+    assert_eq!((points(&app, "ann").await, points(&app, "bo").await), ((StatusCode::OK, Some(20)), (StatusCode::OK, Some(10))));
+    let (status, statement) = app.get("/v1/boards/points/users/ann/statement?period=season").await;
+    assert_eq!(
+        (status, &statement["lines"][0]["events"], &statement["unexplained"]),
+        (StatusCode::OK, &json!(2), &json!(null)),
+        "{statement}"
+    );
 }

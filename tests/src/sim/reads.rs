@@ -2,6 +2,8 @@
 
 use axum::http::StatusCode;
 
+use serde_json::{Value, json};
+
 use super::model::day_of;
 use super::world::{World, restoring};
 
@@ -70,6 +72,8 @@ impl World {
                 return Err(format!("guild competition ranks around {user}: {status} {read}"));
             }
         }
+        self.check_statements().await?;
+        self.check_distributions().await?;
         self.check_league().await?;
         self.check_cups().await?;
         self.check_boards().await?;
@@ -78,6 +82,52 @@ impl World {
 }
 
 impl World {
+    /// Each user's all-time statement on the forum (one slot) and the guild (shards): its score
+    /// the model's, its lines summing to it, nothing unexplained (docs/api.md), whatever wrote
+    /// the points (events, sign-ins, corrections, voids, bans, a restore, a move).
+    async fn check_statements(&mut self) -> Result<(), String> {
+        let forum = self.model.forum_top("all");
+        let guild = self.model.guild_top();
+        for (board, top, lost) in [("forum", forum, self.forum_lost), ("guild", guild, self.others_lost)] {
+            for user in 0..super::ops::USERS {
+                self.stats.reads += 1;
+                let user = format!("u{user}");
+                let (status, read) = self.app.get(&format!("/v1/boards/{board}/users/{user}/statement?period=all")).await;
+                if lost && restoring(status, &read) {
+                    continue;
+                }
+                let score = top.iter().find(|(u, _)| *u == user).map_or(0, |(_, points)| *points);
+                let lines: i64 = read["lines"].as_array().map_or(-1, |lines| lines.iter().map(|l| l["points"].as_i64().unwrap_or(0)).sum());
+                if status != StatusCode::OK || read["score"].as_i64() != Some(score) || lines != score || !read["unexplained"].is_null() {
+                    return Err(format!("{board} statement of {user}: expected {score} explained, got {status} {read}"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The forum's (one slot) and the guild's (shards) all-time distribution, stated from the
+    /// model's scores as docs/api.md defines it: ten buckets of equal width from the lowest score
+    /// to the highest (the last ending at the highest), the cut-offs the scores at rank
+    /// `ceil(total · p / 100)`.
+    async fn check_distributions(&mut self) -> Result<(), String> {
+        for (board, top, lost) in
+            [("forum", self.model.forum_top("all"), self.forum_lost), ("guild", self.model.guild_top(), self.others_lost)]
+        {
+            self.stats.reads += 1;
+            let (status, read) = self.app.get(&format!("/v1/boards/{board}/distribution?period=all&buckets=10")).await;
+            if lost && restoring(status, &read) {
+                continue;
+            }
+            let expected = distribution(&top.iter().map(|(_, points)| *points).collect::<Vec<_>>());
+            let got = json!({"total": read["total"], "buckets": read["buckets"], "cutoffs": read["cutoffs"]});
+            if status != StatusCode::OK || got != expected {
+                return Err(format!("{board} distribution: expected {expected}, got {status} {read}"));
+            }
+        }
+        Ok(())
+    }
+
     /// `board`'s top walked three entries a page by `next_cursor`: the pages, end to end, hold
     /// what the model says, each once.
     async fn walk_by_cursor(&mut self, board: &str, query: &str, expected: &[(String, i64)], lost: bool) -> Result<(), String> {
@@ -103,4 +153,24 @@ impl World {
         }
         Ok(())
     }
+}
+
+/// A board's distribution in ten buckets, from its scores (best first), as docs/api.md states it.
+fn distribution(scores: &[i64]) -> Value {
+    let (Some(&highest), Some(&lowest)) = (scores.iter().max(), scores.iter().min()) else {
+        return json!({"total": 0, "buckets": [], "cutoffs": []});
+    };
+    let width = (highest - lowest + 10) / 10;
+    let mut buckets = Vec::new();
+    let mut min = lowest;
+    while min <= highest {
+        let max = (min + width - 1).min(highest);
+        let count = scores.iter().filter(|s| (min..=max).contains(*s)).count();
+        buckets.push(json!({"min": min, "max": max, "count": count}));
+        min += width;
+    }
+    let total = scores.len();
+    let cutoffs: Vec<Value> =
+        [1, 5, 10, 25, 50].iter().map(|p| json!({"top_percent": p, "score": scores[(total * p).div_ceil(100) - 1]})).collect();
+    json!({"total": total, "buckets": buckets, "cutoffs": cutoffs})
 }
