@@ -158,6 +158,18 @@ pub async fn remove(conn: &mut Connection, keys: &BoardKeys, id: &str) -> Result
     Ok(())
 }
 
+/// Removes every entry after `after` through `through` (`after_until`'s range), a page at a time.
+pub async fn remove_range(conn: &mut Connection, keys: &BoardKeys, board: &str, after: &str, through: &str) -> Result<(), StoreError> {
+    loop {
+        let page = after_until(conn, keys, board, Some(after), through, 500).await?;
+        if page.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<&str> = page.iter().map(|line| line.id.as_str()).collect();
+        let _: u64 = conn.xdel(keys.journal(), &ids).await?;
+    }
+}
+
 /// Entries in a board's journal (tests, operators).
 pub async fn len(conn: &mut Connection, keys: &BoardKeys) -> Result<usize, StoreError> {
     Ok(conn.xlen(keys.journal()).await?)

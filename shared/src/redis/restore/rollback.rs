@@ -28,6 +28,13 @@ pub async fn point(conn: &mut Connection, keys: &BoardKeys) -> Result<Option<Str
     Ok(redis::cmd("HGET").arg(keys.guard()).arg(ROLLBACK).query_async(conn).await?)
 }
 
+/// Forgets where the board's snapshot stands (`UNKNOWN`): from now on a restore rebuilds it
+/// whole, whenever it is stopped.
+pub async fn forget_point(conn: &mut Connection, keys: &BoardKeys) -> Result<(), StoreError> {
+    let _: () = redis::cmd("HSET").arg(keys.guard()).arg(ROLLBACK).arg(UNKNOWN).query_async(conn).await?;
+    Ok(())
+}
+
 /// What `check` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Found {

@@ -369,18 +369,6 @@ impl<O: Objects> Drainer<O> {
             drained.error = Some(UNREAD.to_owned());
             return Ok(());
         }
-        // Entries at or below the record are in S3 already, or history of another copy of the
-        // store (a rolled-back store's stream from where its copy stood: a window a restore
-        // decided on a later copy, its decisions stored since): trimmed, never stored again.
-        // Stored, a rebuild applied a retry's decision on the older copy on top of the write it
-        // retried (found by the simulation). A restore holding the lock reads the stream's tail
-        // (trim_journal.lua): left to a later run.
-        if let Some(stored) = marks.and_then(|marks| marks.get(board))
-            && journal::oldest(&mut conn, &keys, board, 1).await?.first().is_some_and(|line| stream_order(&line.id) <= stream_order(stored))
-            && journal::trim_through(&mut conn, &keys, stored, guarded, self.packed_after_ms).await?.is_none()
-        {
-            return Ok(());
-        }
         while Utc::now() < deadline {
             let lines = journal::oldest(&mut conn, &keys, board, self.chunk).await?;
             let Some((name, chunk)) = stored::chunk(self.keys.prefix(), board, &lines) else { break };

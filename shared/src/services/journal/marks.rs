@@ -100,6 +100,31 @@ pub async fn prepare<O: Objects>(
     // (The catalog's definitions are not decided again: its window is applied as recorded.)
     let rolled_back = matches!(found, Found::Behind(_)) || (!born && marks.rolled_back(name).is_some() && first_attempt);
     if let (true, Some(stored)) = (rolled_back, marks.get(name)) {
+        // An older copy of the store taken while an earlier rollback's window waited (its guard
+        // holding that rollback's point, its stream the window's writes after it), loaded again
+        // once a restore had decided the window on another copy and a drain had stored past it
+        // (a fresh detection's point leaves no entry between it and the record): its keys hold
+        // what the window decided on this copy, so none can be told intact, and S3 holds what the
+        // other copy decided through the record. Those writes go from the stream (before the
+        // wipe, while the guard keeps the drain away) and the board is rebuilt from S3 (the
+        // other copy's decisions not stored when it was replaced are lost with it): restored
+        // onto the copy's keys, a retry decided on it counted on top of the write it retried;
+        // rebuilt with them left in the stream, a drain stored them as history and the next
+        // rebuild counted them again (found by the simulation).
+        let older_copy = match &found {
+            Found::Behind(point) if name != crate::redis::keys::CATALOG_JOURNAL => {
+                let point = if point == rollback::UNKNOWN { STREAM_START } else { point.as_str() };
+                let older = !journal::after_until(conn, keys, name, Some(point), stored, 1).await?.is_empty();
+                if older {
+                    // The point first: an attempt stopped after it rebuilds the board too, never
+                    // restores it onto the copy's keys.
+                    rollback::forget_point(conn, keys).await?;
+                    journal::remove_range(conn, keys, name, point, stored).await?;
+                }
+                older
+            }
+            _ => false,
+        };
         // The window is kept in S3 first (the drain kept it if it saw the rollback), and put
         // back where a loss since took the stream with it: decided again either way. A window
         // a restore stopped deciding part-way (then a loss of the guard) left in the stream the
@@ -122,6 +147,11 @@ pub async fn prepare<O: Objects>(
         let through = [through, newest].into_iter().flatten().max_by_key(|id| stream_order(id));
         if let (Some(newest), false) = (through, name == crate::redis::keys::CATALOG_JOURNAL) {
             rollback::mark_redecide(conn, keys, stored, &newest).await?;
+            rollback::wipe(conn, keys).await?;
+            restore::start_over(conn, keys).await?;
+            return Ok(false);
+        }
+        if older_copy {
             rollback::wipe(conn, keys).await?;
             restore::start_over(conn, keys).await?;
             return Ok(false);
@@ -204,6 +234,9 @@ async fn decided_whole(
         cursor = last.id.clone();
     }
 }
+
+/// Before a stream's first entry (a rollback whose point is unknown: its whole stream).
+const STREAM_START: &str = "0-0";
 
 /// Lines of a window read a page at a time by `decided_whole`.
 const WINDOW_PAGE: usize = 100;
