@@ -74,6 +74,7 @@ impl World {
         }
         self.check_statements().await?;
         self.check_distributions().await?;
+        self.check_friends().await?;
         self.check_league().await?;
         self.check_cups().await?;
         self.check_boards().await?;
@@ -123,6 +124,56 @@ impl World {
             let got = json!({"total": read["total"], "buckets": read["buckets"], "cutoffs": read["cutoffs"]});
             if status != StatusCode::OK || got != expected {
                 return Err(format!("{board} distribution: expected {expected}, got {status} {read}"));
+            }
+        }
+        Ok(())
+    }
+
+    /// "My friends" (`POST …/ranks`) on the forum (one slot) and the guild (shards), in
+    /// competition ranks: a list with a repeat and a user never seen, answered in board order
+    /// with each member's rank (1 + those with more points) and rank among the listed, the
+    /// absent after them in request order.
+    async fn check_friends(&mut self) -> Result<(), String> {
+        let asked = ["u5", "u3", "nobody", "u0", "u1", "u3"];
+        for (board, top, lost) in
+            [("forum", self.model.forum_top("all"), self.forum_lost), ("guild", self.model.guild_top(), self.others_lost)]
+        {
+            self.stats.reads += 1;
+            let body = json!({"user_ids": asked, "period": "all", "rank_mode": "competition"}).to_string();
+            let (status, read) = self.app.call_query(axum::http::Method::POST, &format!("/v1/boards/{board}/ranks"), body).await;
+            if lost && restoring(status, &read) {
+                continue;
+            }
+            let points = |user: &str| top.iter().find(|(u, _)| u == user).map(|(_, p)| *p);
+            let mut listed: Vec<&str> = Vec::new();
+            for user in asked {
+                if !listed.contains(&user) {
+                    listed.push(user);
+                }
+            }
+            let (mut present, absent): (Vec<&str>, Vec<&str>) = listed.into_iter().partition(|user| points(user).is_some());
+            present.sort_by_key(|user| top.iter().position(|(u, _)| u == user));
+            let expected: Vec<Value> = present
+                .iter()
+                .map(|user| {
+                    let own = points(user).unwrap_or(0);
+                    let above = |among: &mut dyn Iterator<Item = i64>| 1 + among.filter(|p| *p > own).count();
+                    json!([user, above(&mut top.iter().map(|(_, p)| *p)), above(&mut present.iter().filter_map(|u| points(u))), own])
+                })
+                .chain(absent.iter().map(|user| json!([user, null, null])))
+                .collect();
+            let got: Vec<Value> = read["entries"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .iter()
+                .map(|e| match e["rank"].is_null() {
+                    true => json!([e["user_id"], e["rank"], e["relative_rank"]]),
+                    false => json!([e["user_id"], e["rank"], e["relative_rank"], e["score"]]),
+                })
+                .collect();
+            if status != StatusCode::OK || got != expected {
+                return Err(format!("{board} ranks of friends: expected {expected:?}, got {status} {read}"));
             }
         }
         Ok(())

@@ -123,6 +123,9 @@ impl World {
                     // season whole in the archive, as the model says (a frozen season reads
                     // nothing live until then).
                     self.archive_run().await.map_err(|e| format!("the archive's run after a move carried a half-frozen season: {e}"))?;
+                    // Its releases stored before the loss below (`lost`): one within the recovery
+                    // point brings the season back live until the archive's next run frees it again.
+                    self.drain().await?;
                 }
                 self.guild_moving_to.clear();
                 // The old deploy's probe of the layout predates the switch: it reads the freed
