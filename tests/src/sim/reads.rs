@@ -47,8 +47,13 @@ impl World {
             if self.forum_lost && restoring(status, &read) {
                 continue;
             }
-            let expected = all.iter().position(|(u, _)| *u == user).map(|i| (i as u64 + 1, all[i].1));
-            let got = read["rank"].as_u64().map(|rank| (rank, read["score"].as_i64().unwrap_or(-1)));
+            // The percentile: the share of the board's members with strictly fewer points.
+            let percentile = |own: i64| {
+                let below = all.iter().filter(|(_, points)| *points < own).count() as f64;
+                (below * 10_000.0 / all.len() as f64).round() / 100.0
+            };
+            let expected = all.iter().position(|(u, _)| *u == user).map(|i| (i as u64 + 1, all[i].1, Some(percentile(all[i].1))));
+            let got = read["rank"].as_u64().map(|rank| (rank, read["score"].as_i64().unwrap_or(-1), read["percentile"].as_f64()));
             if status != StatusCode::OK || got != expected {
                 return Err(format!("forum rank of {user}: expected {expected:?}, got {status} {read}"));
             }
@@ -83,24 +88,29 @@ impl World {
 }
 
 impl World {
-    /// Each user's all-time statement on the forum (one slot) and the guild (shards): its score
+    /// Each user's all-time statement on the forum (one slot, and today's) and the guild (shards): its score
     /// the model's, its lines summing to it, nothing unexplained (docs/api.md), whatever wrote
     /// the points (events, sign-ins, corrections, voids, bans, a restore, a move).
     async fn check_statements(&mut self) -> Result<(), String> {
-        let forum = self.model.forum_top("all");
-        let guild = self.model.guild_top();
-        for (board, top, lost) in [("forum", forum, self.forum_lost), ("guild", guild, self.others_lost)] {
+        let date = day_of(self.app.now().timestamp());
+        let boards = [
+            ("forum", "period=all".to_owned(), self.model.forum_top("all"), self.forum_lost),
+            // Today's, where the daily cap withholds likes.
+            ("forum", format!("period=day&at={date}"), self.model.forum_top(&format!("day:{date}")), self.forum_lost),
+            ("guild", "period=all".to_owned(), self.model.guild_top(), self.others_lost),
+        ];
+        for (board, query, top, lost) in boards {
             for user in 0..super::ops::USERS {
                 self.stats.reads += 1;
                 let user = format!("u{user}");
-                let (status, read) = self.app.get(&format!("/v1/boards/{board}/users/{user}/statement?period=all")).await;
+                let (status, read) = self.app.get(&format!("/v1/boards/{board}/users/{user}/statement?{query}")).await;
                 if lost && restoring(status, &read) {
                     continue;
                 }
                 let score = top.iter().find(|(u, _)| *u == user).map_or(0, |(_, points)| *points);
                 let lines: i64 = read["lines"].as_array().map_or(-1, |lines| lines.iter().map(|l| l["points"].as_i64().unwrap_or(0)).sum());
                 if status != StatusCode::OK || read["score"].as_i64() != Some(score) || lines != score || !read["unexplained"].is_null() {
-                    return Err(format!("{board} statement of {user}: expected {score} explained, got {status} {read}"));
+                    return Err(format!("{board} statement of {user} ({query}): expected {score} explained, got {status} {read}"));
                 }
             }
         }
