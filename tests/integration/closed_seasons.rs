@@ -308,6 +308,7 @@ async fn a_season_set_lost_under_a_surviving_guard_stops_a_move_until_a_restore_
     assert_eq!(lost.as_deref(), Some("1"), "the loss recorded in the shard's guard");
     let error = reshard().await.unwrap_err();
     assert!(error.to_string().contains("restore it, then move it"), "refused until a restore: {error}");
+    assert_eq!(error.code(), "board_restoring", "the same code as the first refusal's: {error}");
 
     restore_completely(&three, client.clone(), &bucket).await;
     // Writes go on between the restore and the move's next invocation, in every old shard:

@@ -370,6 +370,7 @@ async fn stopped_last_step_then_restored(only_the_lost_shard: bool) {
         .unwrap();
     let refused = reshard(far()).await.unwrap_err();
     assert!(refused.to_string().contains("restore it, then move it"), "{refused}");
+    assert_eq!(refused.code(), "board_restoring", "{refused}");
     let restorer = Restorer::new(three.config.clone(), three.keys.clone(), three.store.clone(), S3Objects::new(client.clone(), &bucket));
     let restored = if only_the_lost_shard { old.journals()[1].clone() } else { "game".to_owned() };
     assert_eq!(restorer.restore(Some(&restored), far()).await.expect("the restore runs").status, Status::Complete);

@@ -19,6 +19,9 @@ pub enum RestoreError {
     Unreadable(String, String),
     #[error("{0}")]
     Invalid(String),
+    /// A board lost, fenced or being restored where a job needs it whole: a restore first.
+    #[error("{0}")]
+    Lost(String),
     #[error("the journal of board {0:?} did not replay within one invocation")]
     Unfinished(String),
     #[error("a restore of board {0:?} is running; invoke again once it answers")]
@@ -48,6 +51,7 @@ impl RestoreError {
             RestoreError::Replay(ReplayError::Malformed { .. }) | RestoreError::Unreadable(..) => "journal_unreadable",
             // A loss found on the way (a move freezing a shard whose recorded set is gone): a restore first.
             RestoreError::Replay(ReplayError::Store(e)) | RestoreError::Store(e) if e.is_restoring() => "board_restoring",
+            RestoreError::Lost(_) => "board_restoring",
             RestoreError::Replay(ReplayError::Store(_)) | RestoreError::Store(_) => "store_unavailable",
             RestoreError::Objects(_) => "journal_unavailable",
             RestoreError::Invalid(_) => "bad_request",

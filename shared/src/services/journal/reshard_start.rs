@@ -34,7 +34,7 @@ async fn guard_state(conn: &mut Connection, source: &BoardKeys) -> Result<(Optio
 }
 
 fn lost_while_moving(name: &str, source: &BoardKeys) -> RestoreError {
-    RestoreError::Invalid(format!("board {name:?} was lost or fenced while it moved ({}): restore it, then move it", source.guard()))
+    RestoreError::Lost(format!("board {name:?} was lost or fenced while it moved ({}): restore it, then move it", source.guard()))
 }
 
 impl<O: Objects> Resharder<O> {
@@ -54,7 +54,7 @@ impl<O: Objects> Resharder<O> {
             // judgement (mark_born.lua), which would then refuse its writes as lost.
             let unborn = !born && self.judged_lost(&journal_name).await?;
             if fenced || lost || unborn {
-                return Err(RestoreError::Invalid(format!(
+                return Err(RestoreError::Lost(format!(
                     "board {name:?} is lost, fenced or being restored ({} is not born, or fenced): restore it, then move it",
                     source.guard()
                 )));
