@@ -128,6 +128,7 @@ async fn from_before_a_switch(then: Then) {
         assert!(report["boards"].as_array().unwrap().iter().any(|b| b["lost"] == true), "still lost: {report}");
         let refused = jobs.run(json!({"reshard": {"board": "game"}}), far()).await.expect_err("a move waits");
         assert!(refused.to_string().contains("still to be decided again"), "{refused}");
+        assert_eq!(refused.code(), "board_restoring", "{refused}");
     }
     while window && restored.status != Status::Complete && calls < 100 {
         let campaign = restored.campaign.clone();

@@ -150,7 +150,24 @@ async fn window_decided_then_guard_lost(app: &TestApp, client: &aws_sdk_s3::Clie
 /// drain's record, dropped (found by the simulation's statement check).
 #[tokio::test]
 async fn a_copy_of_the_store_holding_a_window_decided_since_is_rebuilt_and_its_window_never_stored() {
-    older_copy(false).await;
+    older_copy(Before::Nothing).await;
+}
+
+/// The same, its guard (and the point in it) lost after the drain saw the copy and before the
+/// restore: the drain's record keeps the point, and the copy's window leaves its stream all the
+/// same (a review's find: rebuilt with it left there, a drain stored it as history).
+#[tokio::test]
+async fn an_older_copy_whose_guard_was_lost_before_its_restore_never_has_its_window_stored() {
+    older_copy(Before::GuardLost).await;
+}
+
+/// What happens to the older copy before the restore that completes.
+#[derive(PartialEq)]
+enum Before {
+    Nothing,
+    /// A restore stopped by S3 where it has taken the window out of the stream.
+    Stopped,
+    GuardLost,
 }
 
 /// The same, the first restore of the older copy stopped where it has taken the window out of
@@ -158,7 +175,7 @@ async fn a_copy_of_the_store_holding_a_window_decided_since_is_rebuilt_and_its_w
 /// never restores it onto the copy's keys (a review's find).
 #[tokio::test]
 async fn an_older_copys_restore_stopped_before_its_rebuild_rebuilds_it_next_time() {
-    older_copy(true).await;
+    older_copy(Before::Stopped).await;
 }
 
 /// The journal's bucket through a client that cannot reach the rollbacks' windows.
@@ -179,7 +196,7 @@ impl journal::Objects for WindowsUnreachable {
     }
 }
 
-async fn older_copy(stopped: bool) {
+async fn older_copy(before: Before) {
     let mut server = RedisServer::start(&["--appendonly", "yes", "--save", ""]).await;
     let app = spawn_journaled_at(Config::default_boards(), &RedisSettings::standalone(&server.url())).await;
     assert_eq!(learn(&app, "before-0", "ann").await.0, StatusCode::OK);
@@ -209,7 +226,10 @@ async fn older_copy(stopped: bool) {
 
     back(&mut server).await;
     assert!(drain().await.boards.iter().any(|b| b.board == "points" && b.lost));
-    if stopped {
+    if before == Before::GuardLost {
+        let () = redis::cmd("DEL").arg(app.keys.board("points").guard()).query_async(&mut app.redis.clone()).await.unwrap();
+    }
+    if before == Before::Stopped {
         let failing = app.journal_jobs_over(WindowsUnreachable(S3Objects::new(client.clone(), &bucket)), Arc::default());
         assert!(failing.restorer.restore(None, far()).await.is_err(), "S3 fails the restore");
     }

@@ -111,19 +111,26 @@ pub async fn prepare<O: Objects>(
         // onto the copy's keys, a retry decided on it counted on top of the write it retried;
         // rebuilt with them left in the stream, a drain stored them as history and the next
         // rebuild counted them again (found by the simulation).
-        let older_copy = match &found {
-            Found::Behind(point) if name != crate::redis::keys::CATALOG_JOURNAL => {
-                let point = if point == rollback::UNKNOWN { STREAM_START } else { point.as_str() };
+        // (Its guard lost since: the point the drain recorded when it saw the copy.)
+        let point = match &found {
+            Found::Behind(point) => Some(point.as_str()),
+            Found::Current(_) => marks.rolled_back(name),
+        };
+        let older_copy = match point.filter(|_| name != crate::redis::keys::CATALOG_JOURNAL) {
+            Some(point) => {
+                let point = if point == rollback::UNKNOWN { STREAM_START } else { point };
                 let older = !journal::after_until(conn, keys, name, Some(point), stored, 1).await?.is_empty();
                 if older {
                     // The point first: an attempt stopped after it rebuilds the board too, never
                     // restores it onto the copy's keys.
-                    rollback::forget_point(conn, keys).await?;
+                    if born {
+                        rollback::forget_point(conn, keys).await?;
+                    }
                     journal::remove_range(conn, keys, name, point, stored).await?;
                 }
                 older
             }
-            _ => false,
+            None => false,
         };
         // The window is kept in S3 first (the drain kept it if it saw the rollback), and put
         // back where a loss since took the stream with it: decided again either way. A window

@@ -111,7 +111,7 @@ impl<O: Objects> Resharder<O> {
         // Their record names the layout and the switch they followed: a move now would leave
         // them behind another switch (docs/journal.md#rollbacks).
         if crate::redis::restore::older::read(&mut conn, &self.keys, name).await?.is_some() {
-            return Err(RestoreError::Invalid(format!(
+            return Err(RestoreError::Lost(format!(
                 "board {name:?}: writes an older store took before its fence are still to be decided again: run a restore first"
             )));
         }
