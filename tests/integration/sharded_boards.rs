@@ -281,14 +281,23 @@ async fn concurrent_writes_to_a_sharded_board_sum_exactly_and_a_batch_is_a_call_
     let total: i64 = top["entries"].as_array().unwrap().iter().map(|e| e["score"].as_i64().unwrap()).sum();
     assert_eq!(total, (0..200).map(|i| 1 + i % 3).sum::<i64>());
 
-    // A batch of users spread over every shard: one call per shard touched.
-    let scores: Vec<Value> = (0..40).map(|i| json!({"event_id": format!("b{i}"), "user_id": format!("u{i}"), "score": 1})).collect();
+    // A batch of users spread over every shard: one call per shard touched. Another test's
+    // `SCRIPT FLUSH` on the shared Redis costs a call a reload: the fewest of three batches.
     let shards_touched =
         (0..40).map(|i| app.keys.layout("wide", SHARDS).shard_of(&format!("u{i}"))).collect::<std::collections::HashSet<_>>().len() as u64;
-    let before = app.store.round_trips();
-    let (status, body) = app.post("/v1/boards/wide/scores:batch", &json!({ "scores": scores })).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(app.store.round_trips() - before, shards_touched);
+    let mut calls = Vec::new();
+    for batch in 0..3 {
+        let scores: Vec<Value> =
+            (0..40).map(|i| json!({"event_id": format!("b{batch}-{i}"), "user_id": format!("u{i}"), "score": 1})).collect();
+        let before = app.store.round_trips();
+        let (status, body) = app.post("/v1/boards/wide/scores:batch", &json!({ "scores": scores })).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        calls.push(app.store.round_trips() - before);
+        if calls.last() == Some(&shards_touched) {
+            break;
+        }
+    }
+    assert_eq!(calls.iter().min(), Some(&shards_touched), "{calls:?}");
 }
 
 /// Deep pages of a sharded board: each shard is read from where the page starts in it (its
