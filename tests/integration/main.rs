@@ -79,6 +79,7 @@ mod score_rescale_online;
 mod score_scale;
 mod score_semantics;
 mod scores;
+mod season_reads;
 mod semantics;
 mod sharded_archive;
 mod sharded_boards;

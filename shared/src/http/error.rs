@@ -348,6 +348,9 @@ impl ApiError {
             );
             return Self::new(StatusCode::SERVICE_UNAVAILABLE, "board_scale_changed", &message).with_retry_after(60);
         }
+        if let StoreError::SeasonClosed { .. } = &error {
+            return Self::new(StatusCode::GONE, "period_closed", error.to_string());
+        }
         if let StoreError::EvictingPolicy(policy) = &error {
             tracing::error!(maxmemory_policy = %policy, "writes refused: the store may evict keys");
             let message = "the leaderboard store is configured to evict keys under memory pressure, which could lose \

@@ -30,6 +30,10 @@ pub enum StoreError {
     /// event markers exactly-once rests on.
     #[error("the store's maxmemory-policy is {0:?}; writes need noeviction (or STANDINGS_ALLOW_EVICTING_POLICY=true)")]
     EvictingPolicy(String),
+    /// A live read of a season the archive has closed (frozen, in any shard, or archived and
+    /// freed; docs/archival.md): its live set is gone or going, so it is no answer.
+    #[error("season {season} of board {board:?} is closed for archiving: it is read at /v1/boards/{board}/seasons/{season} once archived")]
+    SeasonClosed { board: String, season: String },
 }
 
 impl StoreError {

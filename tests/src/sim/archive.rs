@@ -219,6 +219,16 @@ impl World {
                 if status != StatusCode::OK || got != expected {
                     return Err(format!("{board} season {season}: expected {expected:?}, got {status} {top}"));
                 }
+                if self.model.is_archived(season) {
+                    // Its live route: closed, never an empty board (docs/archival.md#live-routes).
+                    self.stats.reads += 1;
+                    let (status, live) = self.app.get(&format!("/v1/boards/{board}/top?period=season&at={season}-01&limit=100")).await;
+                    if !(lost && restoring(status, &live))
+                        && (status, live["error"]["code"].as_str()) != (StatusCode::GONE, Some("period_closed"))
+                    {
+                        return Err(format!("{board} season {season} archived: its live route answered {status} {live}"));
+                    }
+                }
             }
         }
         self.check_archived_closed(&seasons).await

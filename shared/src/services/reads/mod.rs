@@ -2,6 +2,7 @@
 //! mode and percentiles, with profiles joined in at most one more round trip.
 
 pub mod catalog;
+mod closed;
 pub mod cohorts;
 mod responses;
 pub mod rules;
@@ -216,6 +217,7 @@ impl Reader {
                     vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()), kept }]
                 };
                 let raw = sharded::page_after(&conn, &sets, scale, cursor, limit, mode == RankMode::Competition).await?;
+                self.refuse_closed(board, &layout, period).await?;
                 Ok(Some((raw, *scale)))
             })
             .await?
@@ -279,7 +281,9 @@ impl Reader {
                     let fence = self.fence(&keys);
                     scripts::read_members(&mut conn, &keys.period(period), fenced(&fence), &scale, members_of).await
                 };
-                Ok((read?, scale))
+                let read = read?;
+                self.refuse_closed(board, &layout, period).await?;
+                Ok((read, scale))
             })
             .await?;
         let ordered: Vec<_> =
@@ -317,7 +321,9 @@ impl Reader {
                     let (key, fence) = (keys.period(period), self.fence(&keys));
                     scripts::read_distribution(&mut conn, &key, fenced(&fence), &scale, buckets, &CUTOFF_SHARES).await
                 };
-                Ok((histogram?, scale))
+                let histogram = histogram?;
+                self.refuse_closed(board, &layout, period).await?;
+                Ok((histogram, scale))
             })
             .await?;
         Ok(Distribution::of(histogram, &scale))
@@ -353,7 +359,9 @@ impl Reader {
                 let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
                 scripts::read_board(&mut conn, &set, fenced(&fence), scale, window).await
             };
-            Ok((raw?, *scale))
+            let raw = raw?;
+            self.refuse_closed(board, &layout, period).await?;
+            Ok((raw, *scale))
         })
         .await
     }
