@@ -325,3 +325,35 @@ async fn a_season_set_lost_under_a_surviving_guard_stops_a_move_until_a_restore_
     let (status, archived) = three.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;
     assert_eq!((status, &archived["entries"]), (StatusCode::OK, &live["entries"]), "{archived}");
 }
+
+/// On a journaled board, one slot and three shards: every live read of a season answers 410
+/// `period_closed` from the freeze of the shard of one of its users (an archive run cut off
+/// there), that user's statement included, and after the archive (docs/archival.md#live-routes).
+#[tokio::test]
+async fn a_journaled_seasons_live_reads_are_closed_from_its_first_shards_freeze() {
+    use crate::season_reads::{assert_all_closed, assert_all_ok, cursor, live_reads};
+    for shards in [1, 3] {
+        let (season, table, app) = played_last_month(shards).await;
+        let at = format!("{}-15", season.id);
+        let users = ["u1", "u2"];
+        let cursor = cursor(&app, "guild", &at).await;
+        assert_all_ok(&live_reads(&app, "guild", &at, users, &cursor).await, 7);
+        let statement = format!("/v1/boards/guild/users/u1/statement?period=season&at={at}");
+        assert_eq!(app.get(&statement).await.0, StatusCode::OK);
+
+        app.set_now(month_start(0) + Duration::hours(2));
+        let layout = app.keys.layout("guild", shards);
+        let keys = layout.of_user("u1");
+        let frozen = standings::archive::freeze::freeze(&mut app.redis.clone(), &keys, &season, Some(app.now())).await.unwrap();
+        assert!(frozen.present && frozen.members > 0, "{shards} shards: {frozen:?}");
+        assert_all_closed(&live_reads(&app, "guild", &at, users, &cursor).await, "guild", &season.id);
+        let (status, body) = app.get(&statement).await;
+        assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::GONE, Some("period_closed")), "{body}");
+
+        let report = archiver(&app, &table).archive_season("guild", &season.id, Shard::WHOLE, far()).await.unwrap();
+        assert_eq!(report.status, Status::Complete);
+        assert_all_closed(&live_reads(&app, "guild", &at, users, &cursor).await, "guild", &season.id);
+        let (status, top) = app.get(&format!("/v1/boards/guild/seasons/{}/top?limit=10", season.id)).await;
+        assert_eq!((status, top["total"].as_u64()), (StatusCode::OK, Some(7)), "{top}");
+    }
+}

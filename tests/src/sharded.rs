@@ -19,7 +19,12 @@ pub fn best_scores(name: &str, shards: u32) -> Config {
 
 /// The sets of `period` in each of the board's shards (no guard: the journal is off).
 pub fn period_sets(app: &TestApp, name: &str, shards: u32, period: &Period) -> Vec<ShardSet> {
-    app.keys.layout(name, shards).all().iter().map(|keys| ShardSet { set: keys.period(period), guard: None, kept: None }).collect()
+    app.keys
+        .layout(name, shards)
+        .all()
+        .iter()
+        .map(|keys| ShardSet { set: keys.period(period), guard: None, kept: None, closed: None })
+        .collect()
 }
 
 /// Every entry of `sets`, read whole, in rank order (`ZREVRANGE`'s over all of them).

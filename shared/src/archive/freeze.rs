@@ -241,7 +241,7 @@ pub mod shards {
     use crate::redis::sharded::{self, ShardSet};
 
     fn frozen_sets(shards: &[BoardKeys], period: &Period) -> Vec<ShardSet> {
-        shards.iter().map(|keys| ShardSet { set: keys.frozen(period), guard: None, kept: None }).collect()
+        shards.iter().map(|keys| ShardSet { set: keys.frozen(period), guard: None, kept: None, closed: None }).collect()
     }
 
     /// Freezes every shard; what each found.

@@ -102,6 +102,12 @@ pub fn closed_field(period: &Period) -> String {
     format!("{CLOSED}{}:{}", period.kind.as_str(), period.id)
 }
 
+/// The field a live read of `period` asks (`closed_field`): a season's, which the archive closes
+/// (docs/archival.md#live-routes); other periods' live sets are never renamed under a read.
+pub fn read_closed_field(period: &Period) -> Option<String> {
+    (period.kind == crate::domain::period::PeriodKind::Season).then(|| closed_field(period))
+}
+
 /// Set once `period`'s frozen board and statements are released (seasons only).
 pub fn released_field(period: &Period) -> String {
     format!("{RELEASED}{}:{}", period.kind.as_str(), period.id)

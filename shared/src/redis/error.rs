@@ -31,7 +31,10 @@ pub enum StoreError {
     #[error("the store's maxmemory-policy is {0:?}; writes need noeviction (or STANDINGS_ALLOW_EVICTING_POLICY=true)")]
     EvictingPolicy(String),
     /// A live read of a season the archive has closed (frozen, in any shard, or archived and
-    /// freed; docs/archival.md): its live set is gone or going, so it is no answer.
+    /// freed; docs/archival.md#live-routes): its live set is gone or going, so it is no answer.
+    /// Found by the read itself (`is_season_closed`), named by the reader.
+    #[error("a season closed for archiving")]
+    Closed,
     #[error("season {season} of board {board:?} is closed for archiving: it is read at /v1/boards/{board}/seasons/{season} once archived")]
     SeasonClosed { board: String, season: String },
 }
@@ -85,11 +88,20 @@ impl StoreError {
         matches!(self, StoreError::Redis(e) if e.code() == Some("BOARD_ENDED"))
     }
 
+    /// A read found the season it reads closed for archiving (`read_fence`, prelude_read.lua,
+    /// or a sharded read's transaction): `Closed` before the reader names it.
+    pub fn is_season_closed(&self) -> bool {
+        matches!(self, StoreError::Closed) || matches!(self, StoreError::Redis(e) if e.code() == Some(SEASON_CLOSED))
+    }
+
     /// Redis refused a write because it reached `maxmemory` (policy `noeviction`).
     pub fn is_out_of_memory(&self) -> bool {
         matches!(self, StoreError::Redis(e) if e.code() == Some("OOM"))
     }
 }
+
+/// The error code of a read of a season the archive has closed (`read_fence`).
+pub const SEASON_CLOSED: &str = "PERIOD_CLOSED";
 
 /// The words of `fence_lost`'s refusal (prelude.lua), which a refusal of a board fenced before
 /// the call does not say.

@@ -27,6 +27,10 @@ pub struct ShardSet {
     /// whose set is missing before the record's expiry answers as lost (docs/journal.md#losses),
     /// as the one slot's read scripts do. `None`: the guard's fence alone (a frozen set).
     pub kept: Option<(String, i64)>,
+    /// The shard's guard and its `closed|season:<id>` field when `set` is a season's live set,
+    /// journaled or not: a read of a season the archive has closed answers `Closed`
+    /// (docs/archival.md#live-routes), from the same snapshot as the set.
+    pub closed: Option<(String, String)>,
 }
 
 /// An entry as stored: member and composite.
@@ -73,6 +77,9 @@ pub(super) async fn each<T: FromRedisValue + Send>(
                 }
                 (None, _) => {}
             }
+            if let Some((guard, field)) = &shard.closed {
+                pipe.hexists(guard, field);
+            }
             build(i, shard, &mut pipe);
             pipe
         })
@@ -95,6 +102,14 @@ pub(super) async fn each<T: FromRedisValue + Send>(
                 (Some(_), None) if !values.is_empty() => crate::redis::catalog::restoring_for_reads(values.remove(0))?,
                 (Some(_), _) => return Err(StoreError::Protocol("sharded read: no guard's state".into())),
                 (None, _) => {}
+            }
+            if shard.closed.is_some() {
+                if values.is_empty() {
+                    return Err(StoreError::Protocol("sharded read: no season's close".into()));
+                }
+                if bool::from_redis_value(values.remove(0)).map_err(protocol)? {
+                    return Err(StoreError::Closed);
+                }
             }
             T::from_redis_value(Value::Array(values)).map_err(protocol)
         }
@@ -174,11 +189,20 @@ pub(super) async fn each_ranks<T: FromRedisValue + Send>(
         .map(|shard| {
             let mut call = ScriptCall::new(&SHARD_RANKS);
             call.key(&shard.set);
-            if let Some(guard) = &shard.guard {
-                call.key(guard);
-            }
-            // The clock for a set its guard records (`read_fence`), else the guard's fence alone.
-            call.arg(mode).arg(shard.kept.as_ref().map_or(String::new(), |(_, now_ms)| now_ms.to_string()));
+            // The clock for a set its guard records (`read_fence`), else the guard's fence alone;
+            // without a journal, the guard for a season's close alone (`read_fence`'s 0).
+            let now = match (&shard.guard, &shard.kept, &shard.closed) {
+                (Some(guard), kept, _) => {
+                    call.key(guard);
+                    kept.as_ref().map_or(String::new(), |(_, now_ms)| now_ms.to_string())
+                }
+                (None, _, Some((guard, _))) => {
+                    call.key(guard);
+                    "0".to_owned()
+                }
+                (None, _, None) => String::new(),
+            };
+            call.arg(mode).arg(now);
             args(&mut call);
             call
         })

@@ -184,6 +184,7 @@ fn constants() -> String {
         scores::SCORE_KEPT,
         scores::SCORE_NOT_BETTER
     ));
+    lua.push_str(&format!("local PERIOD_CLOSED = '{} the season is closed for archiving'\n", crate::redis::error::SEASON_CLOSED));
     lua
 }
 

@@ -5,8 +5,10 @@ entries, and for every entry how many members have strictly more points (competi
 Read-only (`no-writes`): allowed on replicas and while the server is out of memory.
 
 KEYS[1]  the board's sorted set (composite scores, see tiebreak.rs)
-KEYS[2]  the board's guard on a journaled deployment (absent: no journal): a board being
-         restored, or lost, answers BOARD_RESTORING (docs/journal.md#fence)
+KEYS[2]  the board's guard on a journaled deployment, or for a season's live set (absent: no
+         journal, another period): a board being restored, or lost, answers BOARD_RESTORING
+         (docs/journal.md#fence), a season the archive closed PERIOD_CLOSED
+         (docs/archival.md#live-routes)
 
 ARGV[1]  time parts per point: the board's composite span (SPAN, or SCORE_SPAN on a score
          board, where "points" are values: higher is better whatever the board's order)
@@ -14,7 +16,7 @@ ARGV[2]  "page" or "member"
 ARGV[3]  page: 0-based offset          member: the member id
 ARGV[4]  page: limit                   member: entries on each side ("around")
 ARGV[5]  now (ms, the function's clock): a period set the guard records as live then and
-         missing was lost (prelude_read.lua `read_fence`)
+         missing was lost (prelude_read.lua `read_fence`); 0: no journal, the close alone
 
 Reply: {total, rank, below, start, entries}
   total    ZCARD

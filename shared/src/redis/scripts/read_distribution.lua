@@ -7,7 +7,7 @@ lookup per share, never a scan. Read-only (`no-writes`): allowed on replicas and
 server is out of memory.
 
 KEYS[1]   the board's sorted set (composite scores, see tiebreak.rs)
-KEYS[2]   the board's guard on a journaled deployment (absent: no journal): a board being
+KEYS[2]   the board's guard on a journaled deployment, or for a season's live set (see read_board.lua): a board being
           restored, or lost, answers BOARD_RESTORING (docs/journal.md#fence)
 
 ARGV[1]   the board's composite span (see read_board.lua): on a score board "points" are

@@ -4,7 +4,7 @@ read_members.lua: the standing of a given list of members on one board ("my frie
 one round trip, from one consistent snapshot. Read-only.
 
 KEYS[1]  the board's sorted set (composite scores, see tiebreak.rs)
-KEYS[2]  the board's guard on a journaled deployment (absent: no journal): a board being
+KEYS[2]  the board's guard on a journaled deployment, or for a season's live set (see read_board.lua): a board being
          restored, or lost, answers BOARD_RESTORING (docs/journal.md#fence)
 
 ARGV[1]   the board's composite span (see read_board.lua)

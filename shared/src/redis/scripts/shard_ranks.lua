@@ -5,12 +5,14 @@ counts ranked before probes, or a member's neighbourhood. One call a shard whate
 tie is searched (a binary search by index), not fetched. Read-only.
 
 KEYS[1]  the shard's sorted set of the period
-KEYS[2]  the shard's guard on a journaled deployment (absent: no journal): a shard being
-         restored, or lost, answers BOARD_RESTORING (docs/journal.md#fence)
+KEYS[2]  the shard's guard on a journaled deployment, or for a season's live set (absent: no
+         journal, another period): a shard being restored, or lost, answers BOARD_RESTORING
+         (docs/journal.md#fence), a season the archive closed PERIOD_CLOSED
 
 ARGV[1]  'counts', 'around' or 'after'
 ARGV[2]  now (ms, the function's clock) for a read that also refuses a period set its guard
-         says was lost (`read_fence`), or '' for the guard's fence alone
+         says was lost (`read_fence`), '' for the guard's fence alone, or 0 (no journal) for a
+         season's close alone
 counts:  ARGV[3] the number of probes n, ARGV[4..] n probes as member, composite pairs, then
          floors (composites)
 around:  ARGV[3] the member, ARGV[4] its composite, ARGV[5] a value floor (members strictly

@@ -2,7 +2,6 @@
 //! mode and percentiles, with profiles joined in at most one more round trip.
 
 pub mod catalog;
-mod closed;
 pub mod cohorts;
 mod responses;
 pub mod rules;
@@ -17,6 +16,7 @@ use serde::Serialize;
 
 use crate::domain::config::Board;
 use crate::domain::distribution::{CUTOFF_SHARES, Distribution};
+use crate::domain::guard;
 use crate::domain::paging::RankCursor;
 use crate::domain::period::Period;
 use crate::domain::scores;
@@ -202,7 +202,7 @@ impl Reader {
         mode: RankMode,
     ) -> Result<Option<Page>, StoreError> {
         let Some((raw, scale)) = self
-            .on_layout(board, |layout| async move {
+            .on_layout(board, period, |layout| async move {
                 let scale = &scores::scale_held(board, period, layout.held_scale());
                 if !cursor.is_in(scale) {
                     return Ok(None);
@@ -213,11 +213,13 @@ impl Reader {
                 } else {
                     let keys = layout.shard(0);
                     let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
-                    let kept = self.fence(&keys).and_then(|(_, now)| keys.kept_field(&set).map(|field| (field, now)));
-                    vec![ShardSet { set, guard: self.keys.journal_on().then(|| keys.guard()), kept }]
+                    let journaled = self.keys.journal_on();
+                    let now = (self.clock)().timestamp_millis();
+                    let kept = journaled.then(|| keys.kept_field(&set).map(|field| (field, now))).flatten();
+                    let closed = self.closed_field(period).map(|field| (keys.guard(), field));
+                    vec![ShardSet { set, guard: journaled.then(|| keys.guard()), kept, closed }]
                 };
                 let raw = sharded::page_after(&conn, &sets, scale, cursor, limit, mode == RankMode::Competition).await?;
-                self.refuse_closed(board, &layout, period).await?;
                 Ok(Some((raw, *scale)))
             })
             .await?
@@ -271,19 +273,17 @@ impl Reader {
         let distinct: Vec<&str> = user_ids.iter().copied().filter(|id| seen.insert(*id)).collect();
         let members_of = &distinct;
         let ((total, places), scale) = self
-            .on_layout(board, |layout| async move {
+            .on_layout(board, period, |layout| async move {
                 let scale = scores::scale_held(board, period, layout.held_scale());
                 let mut conn = self.store.connection().await?;
                 let read = if layout.is_sharded() {
                     sharded::members(&conn, &layout, &self.shard_sets(&layout, period), &scale, members_of).await
                 } else {
                     let keys = layout.shard(0);
-                    let fence = self.fence(&keys);
+                    let fence = self.fence(&keys, period);
                     scripts::read_members(&mut conn, &keys.period(period), fenced(&fence), &scale, members_of).await
                 };
-                let read = read?;
-                self.refuse_closed(board, &layout, period).await?;
-                Ok((read, scale))
+                Ok((read?, scale))
             })
             .await?;
         let ordered: Vec<_> =
@@ -311,38 +311,40 @@ impl Reader {
     /// `CUTOFF_SHARES`: one read-only script, one round trip.
     pub async fn distribution(&self, board: &Board, period: &Period, buckets: u64) -> Result<Distribution, StoreError> {
         let (histogram, scale) = self
-            .on_layout(board, |layout| async move {
+            .on_layout(board, period, |layout| async move {
                 let scale = scores::scale_held(board, period, layout.held_scale());
                 let mut conn = self.store.connection().await?;
                 let histogram = if layout.is_sharded() {
                     sharded::distribution(&conn, &self.shard_sets(&layout, period), &scale, buckets, &CUTOFF_SHARES).await
                 } else {
                     let keys = layout.shard(0);
-                    let (key, fence) = (keys.period(period), self.fence(&keys));
+                    let (key, fence) = (keys.period(period), self.fence(&keys, period));
                     scripts::read_distribution(&mut conn, &key, fenced(&fence), &scale, buckets, &CUTOFF_SHARES).await
                 };
-                let histogram = histogram?;
-                self.refuse_closed(board, &layout, period).await?;
-                Ok((histogram, scale))
+                Ok((histogram?, scale))
             })
             .await?;
         Ok(Distribution::of(histogram, &scale))
     }
 
-    /// `Store::on_read_layout` of this reader's keys.
-    async fn on_layout<T, F, Fut>(&self, board: &Board, read: F) -> Result<T, StoreError>
+    /// `Store::on_read_layout` of this reader's keys; a read of `period` that found it closed for
+    /// archiving answers `SeasonClosed`, named (docs/archival.md#live-routes).
+    async fn on_layout<T, F, Fut>(&self, board: &Board, period: &Period, read: F) -> Result<T, StoreError>
     where
         F: Fn(Layout) -> Fut,
         Fut: std::future::Future<Output = Result<T, StoreError>>,
     {
-        self.store.on_read_layout(&self.keys, board, read).await
+        self.store.on_read_layout(&self.keys, board, read).await.map_err(|error| match error.is_season_closed() {
+            true => StoreError::SeasonClosed { board: board.name.clone(), season: period.id.clone() },
+            false => error,
+        })
     }
 
     /// A window of the board; `mode` says whether entries' `above` counts are read (a sharded
     /// board reads them in a round of their own, for competition ranks only).
     /// The scale its composites were read in comes with it (`Store::held_layout`).
     async fn read(&self, board: &Board, period: &Period, window: Window<'_>, mode: RankMode) -> Result<(RawWindow, Scale), StoreError> {
-        self.on_layout(board, |layout| async move {
+        self.on_layout(board, period, |layout| async move {
             let scale = &scores::scale_held(board, period, layout.held_scale());
             let mut conn = self.store.connection().await?;
             let raw = if layout.is_sharded() {
@@ -355,13 +357,11 @@ impl Reader {
                 }
             } else {
                 let keys = layout.shard(0);
-                let fence = self.fence(&keys);
+                let fence = self.fence(&keys, period);
                 let set = if self.frozen { keys.frozen(period) } else { keys.period(period) };
                 scripts::read_board(&mut conn, &set, fenced(&fence), scale, window).await
             };
-            let raw = raw?;
-            self.refuse_closed(board, &layout, period).await?;
-            Ok((raw, *scale))
+            Ok((raw?, *scale))
         })
         .await
     }
@@ -374,8 +374,18 @@ impl Reader {
         sharded::sets(&self.keys, layout, period, Some((self.clock)().timestamp_millis()))
     }
 
-    fn fence(&self, keys: &BoardKeys) -> Option<(String, i64)> {
-        self.keys.journal_on().then(|| (keys.guard(), (self.clock)().timestamp_millis()))
+    /// Without a journal, a live read of a season passes the guard with 0 for its close alone
+    /// (`read_fence`, docs/archival.md#live-routes).
+    fn fence(&self, keys: &BoardKeys, period: &Period) -> Option<(String, i64)> {
+        if self.keys.journal_on() {
+            return Some((keys.guard(), (self.clock)().timestamp_millis()));
+        }
+        self.closed_field(period).map(|_| (keys.guard(), 0))
+    }
+
+    /// The `closed|` field a live read of `period` asks (none on frozen boards).
+    fn closed_field(&self, period: &Period) -> Option<String> {
+        guard::read_closed_field(period).filter(|_| !self.frozen)
     }
 
     async fn standings(&self, board: &Board, scale: &Scale, raw: RawWindow, mode: RankMode) -> Result<Vec<Standing>, StoreError> {
@@ -405,48 +415,4 @@ fn fenced(fence: &Option<(String, i64)>) -> Option<(&str, i64)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::config::Config;
-
-    #[test]
-    fn percentile_is_the_share_strictly_below() {
-        assert_eq!(percentile(0, 1), 0.0);
-        assert_eq!(percentile(9, 10), 90.0);
-        assert_eq!(percentile(1, 3), 33.33);
-        assert_eq!(percentile(0, 0), 0.0);
-    }
-
-    #[test]
-    fn only_single_rule_boards_report_a_count() {
-        let config = Config::default_boards();
-        assert_eq!(count_field(config.board("invites").unwrap()), Some(("invite_count".into(), 100)));
-        assert_eq!(count_field(config.board("activity").unwrap()), None);
-    }
-
-    fn place(position: u64, points: i64, above: u64) -> Option<MemberPlace> {
-        let composite = (points * crate::domain::tiebreak::TIME_SPAN + position as i64) as f64;
-        Some(MemberPlace { position, composite, above })
-    }
-
-    #[test]
-    fn a_listing_is_in_board_order_with_the_absent_last() {
-        let members = ["c", "gone", "a", "b", "also-gone"];
-        let places = vec![place(9, 5, 8), None, place(1, 20, 1), place(4, 20, 1), None];
-        let unique = order_listing(&members, places.clone(), &Scale::POINTS, RankMode::Unique);
-        let summary: Vec<_> = unique.iter().map(|(m, p, r)| (*m, p.as_ref().map(|p| p.position), *r)).collect();
-        assert_eq!(
-            summary,
-            [("a", Some(1), Some(1)), ("b", Some(4), Some(2)), ("c", Some(9), Some(3)), ("gone", None, None), ("also-gone", None, None)]
-        );
-        let competition = order_listing(&members, places, &Scale::POINTS, RankMode::Competition);
-        let relative: Vec<_> = competition.iter().map(|(_, _, r)| *r).collect();
-        assert_eq!(relative, [Some(1), Some(1), Some(3), None, None]);
-    }
-
-    #[test]
-    fn rank_modes_parse() {
-        assert_eq!(RankMode::parse("competition"), Some(RankMode::Competition));
-        assert_eq!(RankMode::parse("dense"), None);
-    }
-}
+mod tests;

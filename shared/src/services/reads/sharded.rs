@@ -2,6 +2,7 @@
 //! scripts give of one sorted set, merged from every shard's part (`redis::sharded`).
 
 use crate::domain::config::Board;
+use crate::domain::guard;
 use crate::domain::paging::RankCursor;
 use crate::domain::period::Period;
 use crate::domain::tiebreak::Scale;
@@ -14,7 +15,8 @@ use crate::redis::store::Connection;
 
 /// Every sorted set of `period` in `layout` (the board's recorded one), with its guard when
 /// reads honour fences, and with `now_ms` (the function's clock) a set found missing while its
-/// guard records it is refused as lost (docs/journal.md#losses).
+/// guard records it is refused as lost (docs/journal.md#losses) and a season the archive has
+/// closed as closed (docs/archival.md#live-routes).
 pub fn sets(keys: &Keys, layout: &Layout, period: &Period, now_ms: Option<i64>) -> Vec<ShardSet> {
     let journaled = keys.journal_on();
     layout
@@ -23,7 +25,8 @@ pub fn sets(keys: &Keys, layout: &Layout, period: &Period, now_ms: Option<i64>) 
         .map(|shard| {
             let set = shard.period(period);
             let kept = now_ms.filter(|_| journaled).and_then(|now| shard.kept_field(&set).map(|field| (field, now)));
-            ShardSet { set, guard: journaled.then(|| shard.guard()), kept }
+            let closed = now_ms.and(guard::read_closed_field(period)).map(|field| (shard.guard(), field));
+            ShardSet { set, guard: journaled.then(|| shard.guard()), kept, closed }
         })
         .collect()
 }

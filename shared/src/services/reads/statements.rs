@@ -27,7 +27,7 @@ impl Reader {
     /// key in the board's slot), explained. A period frozen for archiving has no live board to
     /// explain (its statements are released with it): `StatementGone`.
     pub async fn statement(&self, board: &Board, period: &Period, user_id: &str) -> Result<Statement, ReadError> {
-        let (closed, composite, fields, held) = self.on_layout(board, |layout| self.statement_on(layout, period, user_id)).await?;
+        let (closed, composite, fields, held) = self.on_layout(board, period, |layout| self.statement_on(layout, period, user_id)).await?;
         if closed {
             return Err(ReadError::StatementGone { board: board.name.clone(), period: period.kind.as_str(), period_id: period.id.clone() });
         }
