@@ -9,6 +9,7 @@ mod admin;
 mod archive;
 mod archive_served;
 mod archived_statements;
+mod audit_fence;
 mod batch;
 mod batch_isolation;
 mod births;

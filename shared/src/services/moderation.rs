@@ -17,6 +17,7 @@ use crate::domain::journal::{Entry, Stamp};
 use crate::domain::period::{EventWindow, Period};
 use crate::domain::reach::{ban_periods, ended_instances};
 use crate::domain::tiebreak::RangeError;
+use crate::redis::catalog;
 use crate::redis::error::StoreError;
 use crate::redis::keys::Keys;
 use crate::redis::scripts::GuardRefusal;
@@ -328,13 +329,28 @@ impl Moderation {
             return Err(ModerationError::BadLimit);
         }
         let conn = self.store.connection().await?;
+        let journaled = self.keys.journal_on();
         // A sharded board keeps a log per shard (each user's actions in their shard): merged.
+        // Each read with its guard's fence, as every read of a journaled board: a log a loss
+        // left empty or a restore has not finished is no answer (docs/journal.md#fence).
         let logs = futures::future::try_join_all(self.store.held_layout(&self.keys, board).await?.all().into_iter().map(|keys| {
             let mut conn = conn.clone();
-            async move { conn.lrange::<_, Vec<String>>(keys.audit(), 0, limit as isize - 1).await }
+            async move {
+                let mut pipe = redis::pipe();
+                pipe.atomic();
+                if journaled {
+                    pipe.add_command(catalog::guard_state(&keys.guard()));
+                }
+                pipe.lrange(keys.audit(), 0, limit as isize - 1);
+                let mut replies: Vec<redis::Value> = pipe.query_async(&mut conn).await?;
+                if journaled && replies.len() == 2 {
+                    catalog::restoring_for_reads(replies.remove(0))?;
+                }
+                let log = replies.pop().ok_or_else(|| StoreError::Protocol("audit log: no reply".into()))?;
+                redis::from_redis_value::<Vec<String>>(log).map_err(|e| StoreError::Protocol(format!("audit log: {e}")))
+            }
         }))
-        .await
-        .map_err(StoreError::from)?;
+        .await?;
         let mut entries: Vec<AuditEntry> = logs
             .iter()
             .flatten()

@@ -22,7 +22,9 @@ impl World {
         if status != StatusCode::OK {
             return Err(format!("{method} ban: {status} {reply}"));
         }
-        self.last_audit = Some((if method == Method::POST { "ban" } else { "unban" }, format!("u{user}"), self.now()));
+        let kind = if method == Method::POST { "ban" } else { "unban" };
+        self.last_audit = Some((kind, format!("u{user}"), self.now()));
+        self.audited(kind, format!("u{user}"));
         if method == Method::POST {
             let before = self.model.clone();
             self.model.ban(&format!("u{user}"), self.now());
@@ -88,6 +90,7 @@ impl World {
         }
         if matches!(expect, Expect::Took { .. }) {
             self.last_audit = Some(("correction", format!("u{user}"), self.now()));
+            self.audited("correction", format!("u{user}"));
             if dropped {
                 let entries = self.correction_entries(&format!("c{id}")).await?;
                 if entries != 1 {
@@ -96,6 +99,35 @@ impl World {
             }
         }
         self.model = next;
+        Ok(())
+    }
+
+    /// The forum took an admin action (its audit entry): a ban or unban the same as the newest
+    /// entry, in the same second, is that entry (`ban.lua` writes nothing more).
+    pub(super) fn audited(&mut self, kind: &'static str, user: String) {
+        let entry = (kind, user, self.now());
+        if matches!(kind, "ban" | "unban") && self.forum_audit.last() == Some(&entry) {
+            return;
+        }
+        self.forum_audit.push(entry);
+    }
+
+    /// The forum's audit log (docs/moderation.md): every action it took, newest first, whatever
+    /// restores, rollbacks and losses came between (a board lost answers `board_restoring`, or,
+    /// a loss the guard does not record, as the loss left it: not looked at until restored).
+    pub(super) async fn check_audit(&mut self) -> Result<(), String> {
+        if self.forum_lost {
+            return Ok(());
+        }
+        self.stats.reads += 1;
+        let (status, audit) = self.app.call(Method::GET, "/v1/admin/audit?board=forum&limit=1000", "", ADMIN).await;
+        let entries = audit["entries"].as_array().cloned().unwrap_or_default();
+        let got: Vec<(&str, &str)> =
+            entries.iter().map(|e| (e["kind"].as_str().unwrap_or("?"), e["user_id"].as_str().unwrap_or("?"))).collect();
+        let expected: Vec<(&str, &str)> = self.forum_audit.iter().rev().map(|(kind, user, _)| (*kind, user.as_str())).collect();
+        if status != StatusCode::OK || got != expected {
+            return Err(format!("the forum's audit log: expected {expected:?}, got {status} {got:?}"));
+        }
         Ok(())
     }
 

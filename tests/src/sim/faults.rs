@@ -356,6 +356,10 @@ impl World {
         if !(usize::from(!same)..=sends).contains(&added) {
             return Err(format!("a ban sent {sends} time(s) (first answer {status} {reply}) left {added} audit entries"));
         }
+        // As many as it left: the operator's second send may be a ban of its own.
+        for _ in 0..added {
+            self.forum_audit.push(("ban", user.clone(), self.now()));
+        }
         Ok(())
     }
 

@@ -83,6 +83,7 @@ impl World {
         self.check_league().await?;
         self.check_cups().await?;
         self.check_boards().await?;
+        self.check_audit().await?;
         self.check_seasons().await
     }
 }

@@ -106,6 +106,7 @@ impl World {
         }
         self.model = next;
         self.last_audit = Some(("void", user.clone(), now));
+        self.audited("void", user.clone());
         if again {
             let retry = voids.void("forum", &user, &request, Some("tester"), self.app.now()).await;
             let duplicate = retry.as_ref().is_ok_and(|receipt| receipt.duplicate);

@@ -122,6 +122,9 @@ pub struct World {
     /// The forum's newest audit entry: its kind, user and second. A ban sent again in the
     /// second of the same ban (nothing between) is the same ban, recorded once.
     pub(super) last_audit: Option<(&'static str, String, i64)>,
+    /// The forum's audit log as the docs say it grows (docs/moderation.md), oldest first: each
+    /// admin action it took, its kind, user and second (`World::audited`).
+    pub(super) forum_audit: Vec<(&'static str, String, i64)>,
     pub(super) notified: super::notify::Notified,
     pub stats: Stats,
 }
@@ -196,6 +199,7 @@ impl World {
             others_lost: false,
             all_lost: false,
             last_audit: None,
+            forum_audit: Vec::new(),
             notified: super::notify::Notified::new().await,
             stats: Stats::default(),
         }
