@@ -1,7 +1,7 @@
 //! A board's audit log (`GET /v1/admin/audit`, docs/moderation.md) honours the journal's fence
 //! like every other read of the board (docs/journal.md#fence): a board lost, or being restored,
 //! answers 503 `board_restoring`, never its log as a loss left it (empty, or part of it); the
-//! restore brings the log back whole. One slot and three shards.
+//! restore brings the log back whole (one slot and three shards). A league's cohort listing too.
 
 use axum::http::{Method, StatusCode};
 use chrono::{DateTime, Utc};
@@ -76,4 +76,37 @@ async fn a_lost_boards_audit_log_answers_board_restoring_until_a_restore_brings_
         let (status, after) = audit(&app).await;
         assert_eq!((status, &after), (StatusCode::OK, &before), "{shards} shards: the log back whole");
     }
+}
+
+/// The same for a league's cohort listing (`GET /v1/boards/{board}/leagues`, docs/leagues.md):
+/// a lost board's cohorts answered 200 with none in every tier.
+#[tokio::test]
+async fn a_lost_league_boards_cohort_listing_answers_board_restoring_until_a_restore() {
+    let config = Config::parse(
+        "[[boards]]\nname = \"lg\"\nkind = \"cumulative\"\ntimezone = \"UTC\"\nperiods = [\"week\"]\ntop = 10\n\
+         rules = [{ action = \"play\", points = 1, scope = \"none\" }]\n\
+         league = { period = \"week\", cohort_size = 2, tiers = [\"bronze\", \"gold\"], promote = 1, demote = 1 }\n",
+    )
+    .unwrap();
+    let app = spawn_journaled(config).await;
+    app.set_now(at("2026-11-26T10:00:00Z"));
+    for (i, user) in ["ann", "bo", "cy"].into_iter().enumerate() {
+        let (status, body) = app.event(json!({"event_id": format!("e{i}"), "user_id": user, "action": "play"})).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+    }
+    let (status, before) = app.get("/v1/boards/lg/leagues?tier=bronze").await;
+    assert_eq!((status, before["tiers"][0]["cohorts_total"].as_u64()), (StatusCode::OK, Some(2)), "{before}");
+
+    let (client, bucket) = drain_to_new_bucket(&app, 2).await;
+    let mut conn = app.redis.clone();
+    for key in app.written_keys().await {
+        let _: () = redis::cmd("DEL").arg(&key).query_async(&mut conn).await.unwrap();
+    }
+    let (status, body) = app.get("/v1/boards/lg/leagues?tier=bronze").await;
+    assert_eq!((status, body["error"]["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("board_restoring")), "lost: {body}");
+
+    let restorer = Restorer::new(app.config.clone(), app.keys.clone(), app.store.clone(), S3Objects::new(client, &bucket));
+    assert_eq!(restorer.restore(None, far()).await.unwrap().status, journal::Status::Complete);
+    let (status, after) = app.get("/v1/boards/lg/leagues?tier=bronze").await;
+    assert_eq!((status, &after), (StatusCode::OK, &before), "the cohorts back");
 }

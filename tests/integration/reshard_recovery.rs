@@ -337,6 +337,27 @@ async fn ban_after_a_switch(record_lost: bool) {
     assert!(banned, "in u8's shard");
 }
 
+/// A container that probed the board in its one slot reads its audit log after a move's switch
+/// freed that slot: it reads the layout recorded now at once (200, the ban moved into its user's
+/// shard's log), not 503 `board_restoring` until its probe expires (from a review of the audit
+/// log's fence).
+#[tokio::test]
+async fn an_audit_read_on_a_layout_a_switch_freed_reads_the_new_one() {
+    let client = s3().await;
+    let bucket = new_bucket(&client).await;
+    let one = spawn_journaled(scaled(1)).await;
+    assert_eq!(submit(&one, "s0", "u1", 2).await.0, StatusCode::OK);
+    assert_eq!(one.call(Method::POST, "/v1/admin/users/u9/ban", "", ADMIN).await.0, StatusCode::OK);
+    let audit = async || one.call(Method::GET, "/v1/admin/audit?board=game", "", ADMIN).await;
+    let (status, before) = audit().await;
+    assert_eq!((status, before["entries"].as_array().map(Vec::len)), (StatusCode::OK, Some(1)), "probed in the one slot: {before}");
+    drain(&one, &client, &bucket).await;
+    let three = started(spawn_journaled_unborn_on(scaled(3), one.keys.clone()).await, &client, &bucket).await;
+    moved(&three, &client, &bucket).await;
+    let (status, after) = audit().await;
+    assert_eq!((status, &after), (StatusCode::OK, &before), "{after}");
+}
+
 /// A move over a journal whose objects overlap (a store rolled back and drained again leaves
 /// them so: the first object holds lines after the next one's first), in invocations that each
 /// move a line and stop: every line moved once, every read as before the move.

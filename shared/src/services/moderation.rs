@@ -19,11 +19,11 @@ use crate::domain::reach::{ban_periods, ended_instances};
 use crate::domain::tiebreak::RangeError;
 use crate::redis::catalog;
 use crate::redis::error::StoreError;
-use crate::redis::keys::Keys;
+use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::scripts::GuardRefusal;
 use crate::redis::scripts::catalog::{BanRecord, banned_users, record_bans};
 use crate::redis::scripts::moderation::{self as script, AuditRecord, Ban};
-use crate::redis::store::Store;
+use crate::redis::store::{Connection, Store};
 
 pub use super::audit::{AuditEntry, AuditKind};
 
@@ -333,24 +333,17 @@ impl Moderation {
         // A sharded board keeps a log per shard (each user's actions in their shard): merged.
         // Each read with its guard's fence, as every read of a journaled board: a log a loss
         // left empty or a restore has not finished is no answer (docs/journal.md#fence).
-        let logs = futures::future::try_join_all(self.store.held_layout(&self.keys, board).await?.all().into_iter().map(|keys| {
-            let mut conn = conn.clone();
-            async move {
-                let mut pipe = redis::pipe();
-                pipe.atomic();
-                if journaled {
-                    pipe.add_command(catalog::guard_state(&keys.guard()));
+        // On the layout read again when a move's switch freed the one this container probed.
+        let logs = self
+            .store
+            .on_read_layout(&self.keys, board, |layout| {
+                let conn = conn.clone();
+                async move {
+                    futures::future::try_join_all(layout.all().into_iter().map(|keys| audit_log(conn.clone(), keys, journaled, limit)))
+                        .await
                 }
-                pipe.lrange(keys.audit(), 0, limit as isize - 1);
-                let mut replies: Vec<redis::Value> = pipe.query_async(&mut conn).await?;
-                if journaled && replies.len() == 2 {
-                    catalog::restoring_for_reads(replies.remove(0))?;
-                }
-                let log = replies.pop().ok_or_else(|| StoreError::Protocol("audit log: no reply".into()))?;
-                redis::from_redis_value::<Vec<String>>(log).map_err(|e| StoreError::Protocol(format!("audit log: {e}")))
-            }
-        }))
-        .await?;
+            })
+            .await?;
         let mut entries: Vec<AuditEntry> = logs
             .iter()
             .flatten()
@@ -362,4 +355,24 @@ impl Moderation {
         }
         Ok(AuditPage { board: board.name.clone(), entries })
     }
+}
+
+/// One shard's newest `limit` audit entries; on a journaled deployment in one `MULTI` with its
+/// guard's fence (`catalog::restoring_for_reads`).
+async fn audit_log(mut conn: Connection, keys: BoardKeys, journaled: bool, limit: usize) -> Result<Vec<String>, StoreError> {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    if journaled {
+        pipe.add_command(catalog::guard_state(&keys.guard()));
+    }
+    pipe.lrange(keys.audit(), 0, limit as isize - 1);
+    let mut replies: Vec<redis::Value> = pipe.query_async(&mut conn).await?;
+    if replies.len() != 1 + usize::from(journaled) {
+        return Err(StoreError::Protocol(format!("audit log: {} replies", replies.len())));
+    }
+    if journaled {
+        catalog::restoring_for_reads(replies.remove(0))?;
+    }
+    let log = replies.remove(0);
+    redis::from_redis_value::<Vec<String>>(log).map_err(|e| StoreError::Protocol(format!("audit log: {e}")))
 }

@@ -273,7 +273,24 @@ impl Leagues {
             .ok_or_else(|| ReadError::UnknownTier { board: board.name.clone(), known: league.tiers.clone() })?;
         let (keys, _) = self.slot(board).await?;
         let mut conn = self.store.connection().await?;
-        let count: Option<u64> = conn.hget(keys.league_counts(&period.id), index.to_string()).await.map_err(StoreError::from)?;
+        // A board lost or being restored has lost its cohorts too, or has them part-way: no
+        // answer (docs/journal.md#fence), as `history` judges it.
+        let mut first = redis::pipe();
+        first.atomic().hget(keys.league_counts(&period.id), index.to_string());
+        let fenced = self.keys.journal_on();
+        if fenced {
+            first.hget(keys.guard(), guard::BORN).hget(keys.guard(), guard::FENCE);
+        }
+        let mut read: Vec<Option<String>> = first.query_async(&mut conn).await.map_err(StoreError::from)?;
+        if fenced {
+            let fence = read.pop().flatten();
+            let born = read.pop().flatten();
+            if fence.is_some() || born.is_none() {
+                return Err(StoreError::Restoring.into());
+            }
+        }
+        let count =
+            read.pop().flatten().map(|n| n.parse::<u64>()).transpose().map_err(|e| StoreError::Protocol(format!("cohort count: {e}")))?;
         let mut pipe = redis::pipe();
         let total = count.unwrap_or(0);
         let names: Vec<String> = (offset + 1..=total.min(offset.saturating_add(limit))).map(|n| format!("{index}:{n}")).collect();
