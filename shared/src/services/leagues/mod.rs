@@ -160,6 +160,26 @@ impl Leagues {
         Ok((layout.shard(0), layout.held_scale()))
     }
 
+    /// `pipe`'s replies, with the guard's `born` and `fence` read last on a journaled deployment:
+    /// a board lost or being restored has lost its league's results and cohorts too, or has them
+    /// part-way, so it answers `Restoring` (docs/journal.md#fence).
+    async fn fenced(&self, keys: &BoardKeys, mut pipe: redis::Pipeline) -> Result<Vec<Option<String>>, StoreError> {
+        let journaled = self.keys.journal_on();
+        if journaled {
+            pipe.hget(keys.guard(), guard::BORN).hget(keys.guard(), guard::FENCE);
+        }
+        let mut conn = self.store.connection().await?;
+        let mut replies: Vec<Option<String>> = pipe.query_async(&mut conn).await?;
+        if journaled {
+            let fence = replies.pop().flatten();
+            let born = replies.pop().flatten();
+            if fence.is_some() || born.is_none() {
+                return Err(StoreError::Restoring);
+            }
+        }
+        Ok(replies)
+    }
+
     /// On a journaled deployment, `now` in ms: the cohort reads' fence (`read_cohort`).
     fn fence_at(&self, now: DateTime<Utc>) -> Option<i64> {
         self.keys.journal_on().then(|| now.timestamp_millis())
@@ -216,21 +236,8 @@ impl Leagues {
         for period in &periods {
             pipe.hget(keys.league_results(&period.id), user_id);
         }
-        // A board lost or being restored (its guard without `born`, or fenced) has lost its
-        // results too, or has them part-way: no answer (docs/journal.md#fence).
-        let fenced = self.keys.journal_on();
-        if fenced {
-            pipe.hget(keys.guard(), guard::BORN).hget(keys.guard(), guard::FENCE);
-        }
+        let results = self.fenced(&keys, pipe).await?;
         let mut conn = self.store.connection().await?;
-        let mut results: Vec<Option<String>> = pipe.query_async(&mut conn).await.map_err(StoreError::from)?;
-        if fenced {
-            let fence = results.pop().flatten();
-            let born = results.pop().flatten();
-            if fence.is_some() || born.is_none() {
-                return Err(StoreError::Restoring.into());
-            }
-        }
         let played: Vec<(&Period, Outcome)> = periods.iter().zip(results).filter_map(|(p, r)| Some((p, Outcome::decode(&r?)?))).collect();
         let mut sizes = redis::pipe();
         for (period, outcome) in &played {
@@ -272,23 +279,10 @@ impl Leagues {
             .position(|t| t == tier)
             .ok_or_else(|| ReadError::UnknownTier { board: board.name.clone(), known: league.tiers.clone() })?;
         let (keys, _) = self.slot(board).await?;
-        let mut conn = self.store.connection().await?;
-        // A board lost or being restored has lost its cohorts too, or has them part-way: no
-        // answer (docs/journal.md#fence), as `history` judges it.
         let mut first = redis::pipe();
         first.atomic().hget(keys.league_counts(&period.id), index.to_string());
-        let fenced = self.keys.journal_on();
-        if fenced {
-            first.hget(keys.guard(), guard::BORN).hget(keys.guard(), guard::FENCE);
-        }
-        let mut read: Vec<Option<String>> = first.query_async(&mut conn).await.map_err(StoreError::from)?;
-        if fenced {
-            let fence = read.pop().flatten();
-            let born = read.pop().flatten();
-            if fence.is_some() || born.is_none() {
-                return Err(StoreError::Restoring.into());
-            }
-        }
+        let mut read = self.fenced(&keys, first).await?;
+        let mut conn = self.store.connection().await?;
         let count =
             read.pop().flatten().map(|n| n.parse::<u64>()).transpose().map_err(|e| StoreError::Protocol(format!("cohort count: {e}")))?;
         let mut pipe = redis::pipe();
