@@ -7,12 +7,12 @@ use redis::AsyncCommands;
 use serde::Serialize;
 
 use crate::domain::config::Board;
-use crate::domain::guard;
 use crate::domain::journal::Stamp;
 use crate::domain::league::{self, League, Outcome, Zone, Zones};
 use crate::domain::period::Period;
 use crate::domain::scores;
 use crate::domain::tiebreak::Scale;
+use crate::redis::catalog;
 use crate::redis::error::StoreError;
 use crate::redis::keys::{BoardKeys, Keys};
 use crate::redis::scripts::league::{CloseReply, Closing, CohortOf, RawCohort, close_cohort, drop_idle, open_next, read_cohort};
@@ -166,18 +166,15 @@ impl Leagues {
     async fn fenced(&self, keys: &BoardKeys, mut pipe: redis::Pipeline) -> Result<Vec<Option<String>>, StoreError> {
         let journaled = self.keys.journal_on();
         if journaled {
-            pipe.hget(keys.guard(), guard::BORN).hget(keys.guard(), guard::FENCE);
+            pipe.add_command(catalog::guard_state(&keys.guard()));
         }
         let mut conn = self.store.connection().await?;
-        let mut replies: Vec<Option<String>> = pipe.query_async(&mut conn).await?;
+        let mut replies: Vec<redis::Value> = pipe.query_async(&mut conn).await?;
         if journaled {
-            let fence = replies.pop().flatten();
-            let born = replies.pop().flatten();
-            if fence.is_some() || born.is_none() {
-                return Err(StoreError::Restoring);
-            }
+            let state = replies.pop().ok_or_else(|| StoreError::Protocol("a league read: no guard's state".into()))?;
+            catalog::restoring(state)?;
         }
-        Ok(replies)
+        redis::from_redis_value(redis::Value::Array(replies)).map_err(|e| StoreError::Protocol(format!("a league read: {e}")))
     }
 
     /// On a journaled deployment, `now` in ms: the cohort reads' fence (`read_cohort`).
